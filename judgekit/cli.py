@@ -1,0 +1,122 @@
+"""The `judgekit` command: parse, call the pipeline, render, exit with a documented code.
+
+Exit codes: 0 done; 2 a usage or input error (the message names the file and the fix);
+4 the judge could not be run (provider down, credentials refused). Nothing heavier than typer
+is imported until a command runs, so `judgekit --help` starts at once.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+EXIT_OK, EXIT_INPUT, EXIT_JUDGE = 0, 2, 4
+
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
+    help="Calibrate LLM judges against human labels, and gate eval suites on judges that can be trusted.\n\n"
+         "Exit codes: 0 done, 2 usage or input error, 4 the judge could not be run.")
+
+
+def _fail(error: Exception) -> None:
+    """Show a judgekit error without a traceback and exit with its code."""
+    from judgekit.errors import InputError
+
+    typer.echo(f"error: {error}", err=True)
+    raise typer.Exit(EXIT_INPUT if isinstance(error, InputError) else EXIT_JUDGE)
+
+
+@app.command()
+def calibrate(
+    criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files (*.yaml)."),
+    sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets (<criterion-id>.jsonl/.yaml/.csv)."),
+    criterion: Optional[List[str]] = typer.Option(None, "--criterion", "-c", help="Calibrate only this criterion (repeatable)."),
+    verdicts: Optional[Path] = typer.Option(None, help="Recorded verdicts (JSONL or CSV) instead of calling a model."),
+    model: Optional[str] = typer.Option(None, help="Judge model for every LLM criterion, e.g. openai/gpt-4o-mini, "
+                                        "anthropic/claude-3-5-haiku-latest, local/smollm2."),
+    api_base: Optional[str] = typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers)."),
+    concurrency: int = typer.Option(16, min=1, max=1024, help="Judge calls in flight at once."),
+    trials: Optional[int] = typer.Option(None, min=1, max=100, help="Ask each example K times (overrides judge.trials)."),
+    out: Path = typer.Option(Path(".judgekit/reports/latest"), help="Where report.json and report.md are written."),
+    cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the model again; neither read nor write the cache."),
+    timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
+    split: Optional[str] = typer.Option(None, help="Use only examples of this split (dev or test)."),
+    seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
+    plain_answers: bool = typer.Option(False, "--plain-answers", help="Do not ask the provider for structured output."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the report was written."),
+) -> None:
+    """Run the judge of each criterion over its calibration set and report agreement with the labels."""
+    from judgekit.errors import JudgekitError
+    from judgekit.judge import terminal_progress
+    from judgekit.pipeline import Options
+    from judgekit.pipeline import calibrate as run
+    from judgekit.report import to_table
+
+    if split not in (None, "dev", "test"):
+        typer.echo("error: --split takes dev or test", err=True)
+        raise typer.Exit(EXIT_INPUT)
+    options = Options(criteria_dir=criteria, sets_dir=sets, criterion_ids=criterion or (), verdicts=verdicts,
+                      model=model, api_base=api_base, concurrency=concurrency, trials=trials,
+                      cache_dir=None if no_cache else cache_dir, timeout_s=timeout, split=split, seed=seed,
+                      structured=not plain_answers)
+    try:
+        report = run(options, progress=None if quiet else terminal_progress("judging"))
+        report.write(out)
+    except JudgekitError as error:
+        _fail(error)
+    if not quiet:
+        typer.echo(to_table(report))
+        abstained = sum(c.abstained for c in report.criteria)
+        if abstained:
+            typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
+    typer.echo(f"report: {out / 'report.json'}")
+
+
+@app.command()
+def validate(
+    criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files."),
+    sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets."),
+    verdicts: Optional[Path] = typer.Option(None, help="Also check a recorded-verdicts file."),
+) -> None:
+    """Check every criterion, calibration set (and verdict file) without running any judge."""
+    from judgekit.errors import JudgekitError
+    from judgekit.pipeline import load_inputs
+    from judgekit.verdicts import load_recorded
+
+    try:
+        loaded, loaded_sets = load_inputs(criteria, sets)
+        if verdicts is not None:
+            load_recorded(verdicts)
+    except JudgekitError as error:
+        _fail(error)
+    examples = sum(len(s.examples) for s in loaded_sets.values())
+    typer.echo(f"ok: {len(loaded)} criteria, {examples} labelled examples")
+
+
+@app.command()
+def schema(
+    out: Path = typer.Option(Path(".judgekit/schema"), help="Folder for criterion.schema.json and example.schema.json."),
+) -> None:
+    """Write the JSON Schemas that criterion YAML files and calibration sets can point to."""
+    import json
+
+    from judgekit.criteria import criterion_schema
+    from judgekit.files import write_atomic
+    from judgekit.sets import Example
+
+    write_atomic(out / "criterion.schema.json", json.dumps(criterion_schema(), indent=2) + "\n")
+    write_atomic(out / "example.schema.json", json.dumps(Example.model_json_schema(), indent=2) + "\n")
+    typer.echo(f"wrote {out / 'criterion.schema.json'} and {out / 'example.schema.json'}\n"
+               f"point a YAML file at it with: # yaml-language-server: $schema={out / 'criterion.schema.json'}")
+
+
+def main() -> None:
+    app(prog_name="judgekit")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,74 @@
+"""The errors judgekit raises, all under one base class.
+
+    JudgekitError                 anything judgekit itself detects
+     ├── InputError               a file or argument is wrong (CLI exit code 2); lists every problem
+     └── JudgeError               the judge could not be asked
+          ├── ProviderUnreachable the provider refused every connection; the run stopped early
+          └── ProviderAuthError   the provider rejected the credentials; the run stopped early
+
+Each error composes its own message from its fields, and says where and how to fix it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+class JudgekitError(Exception):
+    """Base class of every error judgekit raises on purpose."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with one place in one input: a file, a line or field, and what to do."""
+
+    source: str
+    location: str
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.location}" if self.location else self.source
+        return f"{where}: {self.message}"
+
+
+class InputError(JudgekitError):
+    """A file or argument is wrong. Carries every problem found, not only the first.
+
+    >>> str(InputError([Problem("criteria/a.yaml", "question", "field required")]))
+    '1 problem in the input:\\n  criteria/a.yaml:question: field required'
+    """
+
+    def __init__(self, problems: list[Problem]):
+        self.problems = list(problems)
+        count = len(self.problems)
+        head = f"{count} problem{'s' if count != 1 else ''} in the input:"
+        super().__init__("\n".join([head, *(f"  {p}" for p in self.problems)]))
+
+    @classmethod
+    def one(cls, source: str | Path, location: str, message: str) -> "InputError":
+        return cls([Problem(str(source), location, message)])
+
+
+class JudgeError(JudgekitError):
+    """The judge could not be asked at all (as opposed to one call failing, which abstains)."""
+
+
+class ProviderUnreachable(JudgeError):
+    def __init__(self, model: str, api_base: str | None, cause: str):
+        self.model, self.api_base, self.cause = model, api_base, cause
+        where = f" at {api_base}" if api_base else ""
+        super().__init__(
+            f"the provider for model {model!r}{where} could not be reached ({cause}). "
+            "Check that the server is up and the address (--api-base) is right; "
+            "verdicts finished so far are cached, so a re-run resumes."
+        )
+
+
+class ProviderAuthError(JudgeError):
+    def __init__(self, model: str, cause: str):
+        self.model, self.cause = model, cause
+        super().__init__(
+            f"the provider rejected the credentials for model {model!r} ({cause}). "
+            "Set the provider's API key in the environment (for example OPENAI_API_KEY) and run again."
+        )

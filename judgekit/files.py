@@ -1,0 +1,130 @@
+"""The boundary with the disk: read YAML / JSONL / CSV records, validate them into frozen models,
+and write files atomically. Every load error names the file and the line or field.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Iterator, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from judgekit.errors import InputError, Problem
+
+M = TypeVar("M", bound=BaseModel)
+
+RECORD_SUFFIXES = (".jsonl", ".yaml", ".yml", ".csv")
+
+
+def problems_of(error: ValidationError, source: str, prefix: str = "") -> list[Problem]:
+    """Turn a pydantic error into judgekit problems, one per field, located as `prefix.field`."""
+    out = []
+    for item in error.errors(include_url=False):
+        loc = ".".join(str(p) for p in item["loc"] if p != "__root__")
+        location = ".".join(x for x in (prefix, loc) if x)
+        message = item["msg"]
+        if item["type"] == "extra_forbidden":
+            message = "unknown key; remove it or check its spelling"
+        elif item["type"] == "missing":
+            message = "required key is missing"
+        out.append(Problem(source, location, message))
+    return out
+
+
+def validate(model: type[M], data: Any, source: str, prefix: str = "") -> M:
+    """Validate one record, raising InputError that names the source and every bad field."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise InputError(problems_of(error, source, prefix)) from None
+
+
+def read_yaml(path: Path) -> Any:
+    import yaml
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError.one(path, "", f"cannot be read ({error})") from None
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        problem = getattr(error, "problem", None) or str(error)
+        raise InputError.one(path, where, f"is not valid YAML: {problem}") from None
+
+
+def iter_records(path: Path) -> Iterator[tuple[str, Any]]:
+    """Yield `(location, record)` pairs from a JSONL, YAML (a list) or CSV file.
+
+    CSV cells stay strings, and an empty cell is None; the caller's model decides what they mean.
+    """
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        problems = []
+        records = []
+        try:
+            lines = path.read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError.one(path, "", f"cannot be read ({error})") from None
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                records.append((f"line {number}", json.loads(line)))
+            except json.JSONDecodeError as error:
+                problems.append(Problem(str(path), f"line {number}", f"is not valid JSON: {error.msg}"))
+        if problems:
+            raise InputError(problems)
+        yield from records
+    elif suffix in (".yaml", ".yml"):
+        data = read_yaml(path)
+        if isinstance(data, dict) and "examples" in data:
+            data = data["examples"]
+        if not isinstance(data, list):
+            raise InputError.one(path, "", "must hold a list of records (or a mapping with an 'examples' list)")
+        for index, record in enumerate(data):
+            yield f"[{index}]", record
+    elif suffix == ".csv":
+        try:
+            with path.open(newline="", encoding="utf-8") as handle:
+                rows = list(csv.DictReader(handle))
+        except (OSError, UnicodeDecodeError, csv.Error) as error:
+            raise InputError.one(path, "", f"cannot be read as CSV ({error})") from None
+        for number, row in enumerate(rows, start=2):
+            if None in row:
+                raise InputError.one(path, f"line {number}", "has more cells than the header has columns")
+            yield f"line {number}", {k: (None if v == "" else v) for k, v in row.items()}
+    else:
+        raise InputError.one(path, "", f"unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}")
+
+
+def parse_bool(value: Any) -> Any:
+    """Read a CSV boolean cell; leave anything else for the model to reject."""
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("true", "pass", "passed", "yes", "1"):
+            return True
+        if lowered in ("false", "fail", "failed", "no", "0"):
+            return False
+    return value
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a whole file or nothing: a killed process never leaves half a file behind."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

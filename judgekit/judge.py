@@ -1,0 +1,161 @@
+"""The judge: ask an LLM one criterion about one example, and read its answer into a verdict.
+
+The answer contract is JSON `{"reasoning": str, "passed": bool}` (reasoning first, so the verdict
+follows from it), also accepted inside a code fence, or a last line that is exactly PASS or FAIL.
+Anything else is an abstention that keeps the raw answer; a refusal is an abstention of its own.
+
+>>> read_answer('{"reasoning": "it says so", "passed": true}')
+(True, 'it says so', None)
+>>> read_answer("The reply never mentions it.\\nFAIL")
+(False, 'The reply never mentions it.', None)
+>>> read_answer("I'm sorry, but I can't help with that.")[2]
+'refusal'
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
+
+from judgekit.criteria import LLMCriterion, prompt_template, render
+from judgekit.llm import CallError, Completion, LLM, Request
+from judgekit.sets import Example
+from judgekit.verdicts import Usage, Verdict
+
+ANSWER_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"reasoning": {"type": "string"}, "passed": {"type": "boolean"}},
+    "required": ["reasoning", "passed"],
+    "additionalProperties": False,
+}
+RESPONSE_FORMAT = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": ANSWER_SCHEMA, "strict": True}}
+
+_FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
+_REFUSAL = re.compile(r"^\s*(i'?m sorry|i am sorry|i can(?:'|no)?t (?:help|assist|comply)|i cannot (?:help|assist|"
+                      r"comply)|i won'?t|as an ai\b)", re.IGNORECASE)
+
+
+def _json_verdict(text: str) -> tuple[bool, str | None] | None:
+    candidates = [text.strip()] + _FENCE.findall(text)
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start:end + 1])
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(data, dict) and isinstance(data.get("passed"), bool):
+            reasoning = data.get("reasoning")
+            return data["passed"], reasoning if isinstance(reasoning, str) else None
+    return None
+
+
+def read_answer(text: str, refusal: str | None = None) -> tuple[bool | None, str | None, str | None]:
+    """`(passed, reasoning, abstention)` from a judge's answer; never guesses."""
+    found = _json_verdict(text)
+    if found is not None:
+        return found[0], found[1], None
+    lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
+    if lines and lines[-1].strip("*.` ").upper() in ("PASS", "FAIL"):
+        reasoning = "\n".join(lines[:-1]) or None
+        return lines[-1].strip("*.` ").upper() == "PASS", reasoning, None
+    if refusal or _REFUSAL.match(text):
+        return None, refusal or text.strip()[:300], "refusal"
+    return None, None, "unparseable"
+
+
+def verdict_from(completion: Completion, example_id: str, trial: int) -> Verdict:
+    usage = Usage(completion.cached, completion.prompt_tokens, completion.completion_tokens, completion.cost,
+                  completion.latency_s)
+    if completion.finish_reason == "content_filter" and not completion.text:
+        return Verdict(example_id, None, "the provider's content filter stopped the answer", trial, "refusal",
+                       usage=usage)
+    passed, reasoning, abstention = read_answer(completion.text, completion.refusal)
+    return Verdict(example_id, passed, reasoning, trial, abstention,
+                   raw=completion.text[:2000] if abstention else None, usage=usage)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One call to make: a criterion's prompt for one example, in one trial."""
+
+    criterion_id: str
+    example_id: str
+    request: Request
+
+
+def jobs_for(criterion: LLMCriterion, examples: Sequence[Example], model: str, trials: int,
+             api_base: str | None = None, structured: bool = True) -> list[Job]:
+    template = prompt_template(criterion)
+    settings = criterion.judge
+    return [
+        Job(criterion.id, example.id, Request(
+            model=model, messages=render(template, example.fields()), temperature=settings.temperature,
+            max_tokens=settings.max_tokens, response_format=RESPONSE_FORMAT if structured else None,
+            trial=trial, api_base=api_base))
+        for example in examples for trial in range(trials)
+    ]
+
+
+async def judge_one(llm: LLM, job: Job) -> Verdict:
+    """Ask once; a call that fails after its retries becomes an abstention with its cause."""
+    try:
+        completion = await llm.complete(job.request)
+    except CallError as error:
+        return Verdict(job.example_id, None, str(error), job.request.trial, f"error: {error.kind}",
+                       usage=Usage(latency_s=0.0))
+    return verdict_from(completion, job.example_id, job.request.trial)
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+async def run_bounded(items: Sequence[T], work: Callable[[T], Awaitable[R]], concurrency: int,
+                      progress: Callable[[int, int], None] | None = None) -> list[R]:
+    """Run `work` over items with at most `concurrency` in flight; results in input order.
+
+    The first exception (for instance ProviderUnreachable) cancels the rest and propagates.
+    """
+    results: list[Any] = [None] * len(items)
+    queue = iter(enumerate(items))
+    done = 0
+
+    async def worker() -> None:
+        nonlocal done
+        for index, item in queue:  # workers share one iterator: no task per item, no semaphore churn
+            results[index] = await work(item)
+            done += 1
+            if progress:
+                progress(done, len(items))
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(max(1, min(concurrency, len(items)))):
+                group.create_task(worker())
+    except BaseExceptionGroup as group_error:
+        raise group_error.exceptions[0] from None
+    return results
+
+
+def terminal_progress(label: str) -> Callable[[int, int], None] | None:
+    """A one-line progress counter on stderr when it is a terminal; nothing otherwise."""
+    if not sys.stderr.isatty():
+        return None
+    step = 0
+
+    def show(done: int, total: int) -> None:
+        nonlocal step
+        if done == total or done - step >= max(1, total // 200):
+            step = done
+            sys.stderr.write(f"\r{label}: {done}/{total} ({100 * done // total}%)")
+            if done == total:
+                sys.stderr.write("\n")
+            sys.stderr.flush()
+
+    return show

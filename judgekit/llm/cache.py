@@ -1,0 +1,63 @@
+"""An on-disk cache of successful judge answers (diskcache: SQLite, safe across processes).
+
+The key is the sha256 of canonical JSON of the request (model, messages, sampling parameters,
+response format, trial, endpoint, cache format version); the value is plain JSON text.
+Failures are never stored, so a re-run retries exactly what did not finish.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+from judgekit.criteria import canonical_hash
+from judgekit.llm import LLM, Completion, Request
+
+
+def cache_key(request: Request) -> str:
+    return canonical_hash(request.key_data())
+
+
+class CachedLLM:
+    """Serve answers from the cache; ask `inner` and store the answer otherwise.
+
+    >>> import asyncio, tempfile
+    >>> from judgekit.testing import FakeLLM
+    >>> fake = FakeLLM(lambda r: "PASS")
+    >>> llm = CachedLLM(fake, tempfile.mkdtemp())
+    >>> r = Request(model="m", messages=[{"role": "user", "content": "x"}])
+    >>> [asyncio.run(llm.complete(r)).cached for _ in range(2)], fake.calls
+    ([False, True], 1)
+    """
+
+    def __init__(self, inner: LLM, directory: str | Path):
+        import diskcache
+
+        self.inner = inner
+        self.directory = Path(directory)
+        self._cache = diskcache.Cache(str(self.directory), size_limit=2**34, eviction_policy="none")
+        self.hits = 0
+
+    def lookup(self, request: Request) -> Completion | None:
+        value = self._cache.get(cache_key(request))
+        if not isinstance(value, str):  # only JSON text is ever written; anything else is not ours
+            return None
+        try:
+            data = json.loads(value)
+            return Completion(**data, cached=True, attempts=0)
+        except (ValueError, TypeError):
+            return None
+
+    async def complete(self, request: Request) -> Completion:
+        hit = self.lookup(request)
+        if hit is not None:
+            self.hits += 1
+            return hit
+        completion = await self.inner.complete(request)
+        self._cache.set(cache_key(request), json.dumps(completion.to_json(), ensure_ascii=False))
+        return replace(completion, cached=False)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+        self._cache.close()

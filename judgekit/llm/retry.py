@@ -1,0 +1,91 @@
+"""Retries with exponential backoff and jitter, Retry-After honoured, and an early stop when the
+provider is plainly down or the credentials are refused (instead of minutes of identical failures).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from dataclasses import dataclass, replace
+
+from judgekit.errors import ProviderAuthError, ProviderUnreachable
+from judgekit.llm import LLM, RETRYABLE, CallError, Completion, Request
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How hard to try. `down_after`: examples in a row lost to connection failures (with no
+    success between them) before the provider is declared down."""
+
+    attempts: int = 6
+    base_s: float = 0.5
+    cap_s: float = 30.0
+    max_retry_after_s: float = 120.0
+    down_after: int = 4
+    first_contact_attempts: int = 3
+
+    def backoff(self, attempt: int, rng: random.Random) -> float:
+        """Equal jitter: half the exponential step fixed, half random, so clients spread out."""
+        step = min(self.cap_s, self.base_s * 2 ** (attempt - 1))
+        return step / 2 + rng.uniform(0, step / 2)
+
+
+class RetryingLLM:
+    """Retry retryable CallErrors; raise the last one when attempts run out.
+
+    Raises ProviderAuthError at the first rejected credential, and ProviderUnreachable when the
+    provider never answered or stopped answering for `down_after` examples in a row.
+    """
+
+    def __init__(self, inner: LLM, model: str, api_base: str | None = None,
+                 policy: RetryPolicy = RetryPolicy(), seed: int | None = None):
+        self.inner, self.model, self.api_base, self.policy = inner, model, api_base, policy
+        self._rng = random.Random(seed)
+        self._paused_until = 0.0  # a 429's Retry-After pauses every caller, not only the one that got it
+        self._successes = 0
+        self._lost_in_a_row = 0
+        self.retries = 0
+
+    async def _wait_for_pause(self) -> None:
+        delay = self._paused_until - time.monotonic()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    async def complete(self, request: Request) -> Completion:
+        policy = self.policy
+        attempt = 0
+        while True:
+            attempt += 1
+            await self._wait_for_pause()
+            try:
+                completion = await self.inner.complete(request)
+            except CallError as error:
+                if error.kind == "auth":
+                    raise ProviderAuthError(self.model, error.message) from None
+                limit = policy.attempts if self._successes else min(policy.attempts, policy.first_contact_attempts)
+                if error.kind not in RETRYABLE or attempt >= limit:
+                    self._lost(error)
+                    raise replace(error, attempts=attempt) from None
+                delay = policy.backoff(attempt, self._rng)
+                if error.retry_after is not None:
+                    wait = min(error.retry_after, policy.max_retry_after_s)
+                    delay = max(delay, wait)
+                    self._paused_until = max(self._paused_until, time.monotonic() + wait)
+                self.retries += 1
+                await asyncio.sleep(delay)
+                continue
+            self._successes += 1
+            self._lost_in_a_row = 0
+            return replace(completion, attempts=attempt)
+
+    def _lost(self, error: CallError) -> None:
+        if error.kind != "connection":
+            self._lost_in_a_row = 0
+            return
+        self._lost_in_a_row += 1
+        if self._successes == 0 or self._lost_in_a_row >= self.policy.down_after:
+            raise ProviderUnreachable(self.model, self.api_base, error.message)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -1,0 +1,212 @@
+"""Transports: the code that actually sends a Request to a model.
+
+- `OpenAICompatible`: a lean path for `openai/<model>` (OpenAI or any OpenAI-compatible server at
+  `--api-base`): one shared HTTP connection pool and plain JSON, which costs the client a small
+  fraction of the CPU a litellm call does (see benchmarks/README.md).
+- `LiteLLM`: every other provider, through `litellm.acompletion`, imported on first use.
+
+Keys are read from the environment when a transport is made, sent in headers, and never stored.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import os
+import re
+import time
+from typing import Any
+
+from judgekit.llm import CallError, Completion, Request
+
+LEAN_PREFIX = "openai/"
+SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+
+
+def redact(text: str) -> str:
+    """Remove every secret-looking environment value from a message before it is shown or stored."""
+    for name, value in os.environ.items():
+        if SECRET_ENV.search(name) and len(value) >= 8 and value in text:
+            text = text.replace(value, f"<{name}>")
+    return re.sub(r"\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_-]{8,}", r"\1…", text)
+
+
+def retry_after(value: str | None) -> float | None:
+    """Seconds to wait from a Retry-After header: delta-seconds or an HTTP date."""
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def error_for_status(status: int, body: str, headers: Any = None) -> CallError:
+    message = redact(body.strip()[:300]) or f"HTTP {status}"
+    if status == 429:
+        return CallError("rate_limit", message, retry_after(headers.get("retry-after") if headers else None), status)
+    if status in (401, 403):
+        return CallError("auth", message, status=status)
+    if status >= 500 or status == 408:
+        return CallError("server", message, status=status)
+    return CallError("bad_request", message, status=status)
+
+
+def completion_from_json(data: Any, latency: float) -> Completion:
+    """Read an OpenAI-style chat completion body; a body of the wrong shape is a server error."""
+    try:
+        choice = data["choices"][0]
+        message = choice.get("message") or {}
+        usage = data.get("usage") or {}
+        return Completion(text=message.get("content") or "", finish_reason=choice.get("finish_reason"),
+                          refusal=message.get("refusal"), prompt_tokens=int(usage.get("prompt_tokens") or 0),
+                          completion_tokens=int(usage.get("completion_tokens") or 0), latency_s=latency)
+    except (KeyError, IndexError, TypeError, AttributeError, ValueError):
+        raise CallError("server", f"response is not a chat completion: {redact(str(data)[:200])}") from None
+
+
+class OpenAICompatible:
+    """POST /chat/completions over one pooled httpx client, created in the running event loop."""
+
+    def __init__(self, api_base: str | None = None, timeout_s: float = 60.0, max_connections: int = 100):
+        base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
+        self.base_url = (base or "https://api.openai.com/v1").rstrip("/")
+        self.timeout_s = timeout_s
+        self.max_connections = max_connections
+        key = os.environ.get("OPENAI_API_KEY")
+        self._headers = {"content-type": "application/json", **({"authorization": f"Bearer {key}"} if key else {})}
+        self._client = None
+        self._schema_supported = True
+
+    def _http(self):
+        if self._client is None:
+            import httpx
+
+            self._client = httpx.AsyncClient(
+                timeout=httpx.Timeout(self.timeout_s),
+                limits=httpx.Limits(max_connections=self.max_connections,
+                                    max_keepalive_connections=self.max_connections),
+                headers=self._headers)
+        return self._client
+
+    async def complete(self, request: Request) -> Completion:
+        import httpx
+
+        body: dict[str, Any] = {"model": request.model.removeprefix(LEAN_PREFIX), "messages": request.messages,
+                                "temperature": request.temperature, "max_tokens": request.max_tokens}
+        if request.response_format and self._schema_supported:
+            body["response_format"] = request.response_format
+        started = time.perf_counter()
+        try:
+            response = await self._http().post(self.base_url + "/chat/completions", content=json.dumps(body))
+        except httpx.TimeoutException:
+            raise CallError("timeout", f"no answer within {self.timeout_s:g} s") from None
+        except httpx.ConnectError as error:
+            raise CallError("connection", f"cannot connect to {self.base_url} ({error})") from None
+        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as error:
+            raise CallError("dropped", f"connection dropped ({type(error).__name__})") from None
+        latency = time.perf_counter() - started
+        if response.status_code != 200:
+            error = error_for_status(response.status_code, response.text, response.headers)
+            if error.kind == "bad_request" and "response_format" in body and "response_format" in response.text:
+                # The server does not do structured output: ask plainly from now on.
+                self._schema_supported = False
+                return await self.complete(request)
+            raise error
+        try:
+            data = response.json()
+        except ValueError:
+            raise CallError("server", f"response is not JSON: {redact(response.text[:200])!r}") from None
+        return completion_from_json(data, latency)
+
+    async def aclose(self) -> None:
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+
+def import_litellm():
+    """Import litellm without letting it touch the network (price table) or print banners."""
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LITELLM_TELEMETRY", "False")
+    import litellm
+
+    litellm.telemetry = False
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True
+    return litellm
+
+
+class LiteLLM:
+    """Any provider litellm knows, by model string (`anthropic/...`, `gemini/...`, `local/smollm2`)."""
+
+    def __init__(self, api_base: str | None = None, timeout_s: float = 60.0):
+        self.api_base = api_base
+        self.timeout_s = timeout_s
+        self._litellm = None
+
+    def _lib(self):
+        if self._litellm is None:
+            self._litellm = import_litellm()
+            from judgekit.llm import local
+
+            local.register(self._litellm)
+        return self._litellm
+
+    async def complete(self, request: Request) -> Completion:
+        litellm = self._lib()
+        kwargs: dict[str, Any] = {"model": request.model, "messages": request.messages,
+                                  "temperature": request.temperature, "max_tokens": request.max_tokens,
+                                  "timeout": self.timeout_s, "num_retries": 0, "max_retries": 0}
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if request.response_format and _supports_schema(litellm, request.model):
+            kwargs["response_format"] = request.response_format
+        started = time.perf_counter()
+        try:
+            response = await litellm.acompletion(**kwargs)
+        except Exception as error:  # litellm maps every provider's failure onto its own exception types
+            raise classify_litellm_error(litellm, error) from None
+        latency = time.perf_counter() - started
+        completion = completion_from_json(response.model_dump(), latency)
+        try:
+            cost = float(litellm.completion_cost(completion_response=response))
+        except Exception:  # no price known for this model: the cost stays unknown, not zero
+            cost = None
+        return Completion(**{**completion.to_json(), "cost": cost}, latency_s=latency)
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _supports_schema(litellm: Any, model: str) -> bool:
+    if model.startswith("local/"):
+        return True
+    try:
+        return bool(litellm.supports_response_schema(model=model))
+    except Exception:
+        return False
+
+
+def classify_litellm_error(litellm: Any, error: Exception) -> CallError:
+    message = redact(str(error))[:300]
+    status = getattr(error, "status_code", None)
+    response = getattr(error, "response", None)
+    headers = getattr(response, "headers", None) or getattr(error, "litellm_response_headers", None) or {}
+    pairs = [("rate_limit", "RateLimitError"), ("auth", "AuthenticationError"), ("auth", "PermissionDeniedError"),
+             ("timeout", "Timeout"), ("connection", "APIConnectionError"), ("server", "InternalServerError"),
+             ("server", "ServiceUnavailableError"), ("server", "BadGatewayError"), ("bad_request", "BadRequestError"),
+             ("bad_request", "NotFoundError")]
+    for kind, name in pairs:
+        cls = getattr(litellm, name, None)
+        if cls is not None and isinstance(error, cls):
+            after = retry_after(headers.get("retry-after")) if kind == "rate_limit" and hasattr(headers, "get") else None
+            return CallError(kind, message, after, status)  # type: ignore[arg-type]
+    if isinstance(status, int):
+        return error_for_status(status, message, headers if hasattr(headers, "get") else None)
+    return CallError("other", f"{type(error).__name__}: {message}")

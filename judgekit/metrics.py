@@ -1,0 +1,169 @@
+"""Agreement between a judge's verdicts and human labels: pure functions, no I/O.
+
+The positive class is *pass*. Abstentions (verdict None) are counted, and left out of the
+confusion matrix. A metric whose denominator is zero is NaN (null in JSON), never 0.
+
+>>> m = calibration([True, True, False, False], [True, None, False, True])
+>>> (m.confusion.tp, m.confusion.fn, m.confusion.tn, m.confusion.fp, m.abstained)
+(1, 0, 1, 1, 1)
+>>> m.metrics["tpr"], m.metrics["tnr"]
+(1.0, 0.5)
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from dataclasses import dataclass, field
+from typing import Sequence
+
+NAN = float("nan")
+CONFIDENCE = 0.95
+
+
+@dataclass(frozen=True)
+class Confusion:
+    tp: int = 0
+    fp: int = 0
+    tn: int = 0
+    fn: int = 0
+
+    @property
+    def decided(self) -> int:
+        return self.tp + self.fp + self.tn + self.fn
+
+
+def confusion(labels: Sequence[bool], verdicts: Sequence[bool | None]) -> tuple[Confusion, int]:
+    """Count the confusion cells over decided examples, and the abstentions."""
+    if len(labels) != len(verdicts):
+        raise ValueError(f"{len(labels)} labels but {len(verdicts)} verdicts")
+    tp = fp = tn = fn = abstained = 0
+    for label, verdict in zip(labels, verdicts):
+        if verdict is None:
+            abstained += 1
+        elif verdict:
+            tp, fp = (tp + 1, fp) if label else (tp, fp + 1)
+        else:
+            fn, tn = (fn + 1, tn) if label else (fn, tn + 1)
+    return Confusion(tp, fp, tn, fn), abstained
+
+
+def ratio(numerator: float, denominator: float) -> float:
+    return numerator / denominator if denominator else NAN
+
+
+def wilson(successes: int, trials: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Wilson score interval for a proportion; (NaN, NaN) when there are no trials."""
+    if trials == 0:
+        return (NAN, NAN)
+    from scipy.stats import binomtest
+
+    ci = binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="wilson")
+    return (float(ci.low), float(ci.high))
+
+
+def kappa_from_counts(tp: float, fp: float, tn: float, fn: float) -> float:
+    """Cohen's kappa of a 2x2 table; NaN when chance agreement is total (both sides constant)."""
+    n = tp + fp + tn + fn
+    if n == 0:
+        return NAN
+    observed = (tp + tn) / n
+    expected = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
+    return NAN if expected >= 1 else (observed - expected) / (1 - expected)
+
+
+def mcc_from_counts(tp: float, fp: float, tn: float, fn: float) -> float:
+    """Matthews correlation; NaN when a row or column of the table is empty."""
+    denominator = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
+    return NAN if denominator == 0 else (tp * tn - fp * fn) / math.sqrt(denominator)
+
+
+def _kappa_vectorized(labels, verdicts, axis=-1):
+    import numpy as np
+
+    labels = np.asarray(labels, dtype=float)
+    verdicts = np.asarray(verdicts, dtype=float)
+    n = labels.shape[axis]
+    tp = (labels * verdicts).sum(axis)
+    tn = ((1 - labels) * (1 - verdicts)).sum(axis)
+    p_label = labels.sum(axis) / n
+    p_verdict = verdicts.sum(axis) / n
+    observed = (tp + tn) / n
+    expected = p_label * p_verdict + (1 - p_label) * (1 - p_verdict)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(expected >= 1, np.nan, (observed - expected) / (1 - expected))
+
+
+def kappa_interval(labels: Sequence[bool], verdicts: Sequence[bool], seed: int = 0,
+                   resamples: int = 4999, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Item-level bootstrap interval (BCa, seeded) for Cohen's kappa over decided examples.
+
+    Where BCa is undefined (every finite resample equals the estimate, as under perfect
+    agreement) the bootstrap cannot show any uncertainty, so the interval is taken instead from
+    the Wilson interval of observed agreement with chance agreement held at its observed value.
+    """
+    tp, fp, tn, fn = _cells(labels, verdicts)
+    if len(labels) < 2 or math.isnan(kappa_from_counts(tp, fp, tn, fn)):
+        return (NAN, NAN)
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    data = (np.asarray(labels, dtype=float), np.asarray(verdicts, dtype=float))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = bootstrap(data, _kappa_vectorized, paired=True, vectorized=True, n_resamples=resamples,
+                           confidence_level=confidence, method="BCa", rng=np.random.default_rng(seed))
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    if math.isnan(low) or math.isnan(high) or low == high:
+        n = tp + fp + tn + fn
+        expected = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
+        lo_agree, hi_agree = wilson(tp + tn, n, confidence)
+        low, high = ((x - expected) / (1 - expected) for x in (lo_agree, hi_agree))
+        low, high = max(low, -1.0), min(high, 1.0)
+    return (low, high)
+
+
+def _cells(labels: Sequence[bool], verdicts: Sequence[bool]) -> tuple[int, int, int, int]:
+    c, _ = confusion(labels, verdicts)
+    return c.tp, c.fp, c.tn, c.fn
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """Every agreement figure of one criterion's judge against its labels."""
+
+    confusion: Confusion
+    n: int
+    abstained: int
+    metrics: dict[str, float] = field(default_factory=dict)
+    intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+
+def calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], seed: int = 0) -> Calibration:
+    """Confusion, rates, kappa and MCC with 95% intervals (Wilson for rates, BCa bootstrap for kappa)."""
+    c, abstained = confusion(labels, verdicts)
+    tp, fp, tn, fn = c.tp, c.fp, c.tn, c.fn
+    n = c.decided
+    tpr, tnr = ratio(tp, tp + fn), ratio(tn, tn + fp)
+    precision = ratio(tp, tp + fp)
+    metrics = {
+        "tpr": tpr,
+        "tnr": tnr,
+        "precision": precision,
+        "npv": ratio(tn, tn + fn),
+        "accuracy": ratio(tp + tn, n),
+        "balanced_accuracy": (tpr + tnr) / 2,
+        "f1": ratio(2 * tp, 2 * tp + fp + fn),
+        "cohen_kappa": kappa_from_counts(tp, fp, tn, fn),
+        "mcc": mcc_from_counts(tp, fp, tn, fn),
+        "prevalence": ratio(sum(1 for label in labels if label), len(labels)),  # of the set, abstentions included
+    }
+    decided = [(label, verdict) for label, verdict in zip(labels, verdicts) if verdict is not None]
+    intervals = {
+        "tpr": wilson(tp, tp + fn),
+        "tnr": wilson(tn, tn + fp),
+        "precision": wilson(tp, tp + fp),
+        "accuracy": wilson(tp + tn, n),
+        "cohen_kappa": kappa_interval([d[0] for d in decided], [bool(d[1]) for d in decided], seed=seed),
+    }
+    return Calibration(c, len(labels), abstained, metrics, intervals)

@@ -1,0 +1,191 @@
+"""The calibration pipeline: criteria + sets -> verdicts (recorded, by code, or by a live judge)
+-> metrics -> report. The CLI and the Python API both call `calibrate`.
+
+>>> from pathlib import Path
+>>> report = calibrate(Options(criteria_dir=Path("criteria"), sets_dir=Path("calibration_sets"),
+...                            criterion_ids=["no-email-address"]))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from judgekit.criteria import Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
+from judgekit.errors import InputError, Problem
+from judgekit.llm import LLM, open_llm
+from judgekit.metrics import calibration
+from judgekit.report import (ConfusionCounts, Consistency, CriterionReport, Disagreement, JudgeInfo, Report,
+                             UsageSummary, finite)
+from judgekit.sets import CalibrationSet, load_sets
+from judgekit.verdicts import Verdict, load_recorded, majority, match_recorded
+
+
+@dataclass
+class Options:
+    """Everything `judgekit calibrate` can be told. Defaults match the CLI's."""
+
+    criteria_dir: Path = Path("criteria")
+    sets_dir: Path = Path("calibration_sets")
+    criterion_ids: Sequence[str] = ()
+    verdicts: Path | None = None
+    model: str | None = None
+    api_base: str | None = None
+    concurrency: int = 16
+    trials: int | None = None
+    cache_dir: Path | None = Path(".judgekit/cache")
+    timeout_s: float = 60.0
+    split: str | None = None
+    seed: int = 0
+    structured: bool = True
+
+
+def load_inputs(criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str] = (),
+                split: str | None = None) -> tuple[list[Criterion], dict[str, CalibrationSet]]:
+    """Load the chosen criteria and their sets, validating everything once."""
+    from judgekit.criteria import load_criteria
+
+    criteria = load_criteria(criteria_dir)
+    if criterion_ids:
+        known = {c.id for c in criteria}
+        unknown = [i for i in criterion_ids if i not in known]
+        if unknown:
+            raise InputError([Problem(str(criteria_dir), i, f"no such criterion; known: {', '.join(sorted(known))}")
+                              for i in unknown])
+        criteria = [c for c in criteria if c.id in set(criterion_ids)]
+    sets = load_sets(sets_dir, criteria)
+    if split:
+        sets = {cid: s.select(split) for cid, s in sets.items()}
+        empty = [cid for cid, s in sets.items() if not s.examples]
+        if empty:
+            raise InputError([Problem(str(sets[cid].path), "split", f"no example has split {split!r}") for cid in empty])
+    return criteria, sets
+
+
+def _effective(criterion: Criterion, options: Options) -> Criterion:
+    if isinstance(criterion, LLMCriterion) and options.trials and options.trials != criterion.judge.trials:
+        return criterion.model_copy(update={"judge": criterion.judge.model_copy(update={"trials": options.trials})})
+    return criterion
+
+
+def _model_for(criterion: LLMCriterion, options: Options) -> str:
+    model = options.model or criterion.judge.model
+    if not model:
+        raise InputError.one(options.criteria_dir / f"{criterion.id}.yaml", "judge.model",
+                             "no judge model; set judge.model in the criterion or pass --model")
+    return model
+
+
+def calibrate(options: Options, llm: LLM | None = None,
+              progress: Callable[[int, int], None] | None = None) -> Report:
+    """Calibrate every chosen criterion and return the report (nothing is written)."""
+    criteria, sets = load_inputs(options.criteria_dir, options.sets_dir, options.criterion_ids, options.split)
+    criteria = [_effective(c, options) for c in criteria]
+    trials_by_criterion: dict[str, list[list[Verdict]]] = {}
+    sources: dict[str, str] = {}
+
+    if options.verdicts is not None:
+        records = load_recorded(options.verdicts)
+        named = {r.criterion for r in records}
+        recorded = [c for c in criteria if c.id in named or (None in named and len(criteria) == 1)]
+        live = [c for c in criteria if isinstance(c, LLMCriterion) and c not in recorded]
+        if live:
+            raise InputError([Problem(str(options.verdicts), c.id, "has no verdicts for this LLM criterion; "
+                                      "add them or choose criteria with --criterion") for c in live])
+        trials_by_criterion.update(match_recorded(options.verdicts, records, {c.id: sets[c.id] for c in recorded}))
+        sources.update({c.id: f"recorded:{options.verdicts.name}" for c in recorded})
+
+    for criterion in criteria:
+        if isinstance(criterion, RegexCriterion) and criterion.id not in trials_by_criterion:
+            trials_by_criterion[criterion.id] = [[Verdict(e.id, *criterion.explain(e.fields()))]
+                                                 for e in sets[criterion.id].examples]
+            sources[criterion.id] = "code"
+
+    pending = [c for c in criteria if isinstance(c, LLMCriterion) and c.id not in trials_by_criterion]
+    models = {c.id: _model_for(c, options) for c in pending}
+    if pending:
+        trials_by_criterion.update(asyncio.run(_judge_live(pending, sets, models, options, llm, progress)))
+        sources.update({c.id: "live" for c in pending})
+
+    reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options)
+               for c in criteria]
+    return Report(criteria=reports)
+
+
+async def _judge_live(criteria: list[LLMCriterion], sets: dict[str, CalibrationSet], models: dict[str, str],
+                      options: Options, llm: LLM | None,
+                      progress: Callable[[int, int], None] | None) -> dict[str, list[list[Verdict]]]:
+    from judgekit.judge import jobs_for, judge_one, run_bounded
+
+    jobs = [job for c in criteria for job in jobs_for(c, sets[c.id].examples, models[c.id], c.judge.trials,
+                                                      options.api_base, options.structured)]
+    stacks: dict[str, LLM] = {}
+    if llm is None:
+        cache = str(options.cache_dir) if options.cache_dir is not None else None
+        for model in sorted(set(models.values())):
+            stacks[model] = open_llm(model, options.api_base, cache, options.timeout_s,
+                                     max_connections=max(options.concurrency, 1))
+    try:
+        verdicts = await run_bounded(jobs, lambda job: judge_one(llm or stacks[job.request.model], job),
+                                     options.concurrency, progress)
+    finally:
+        for stack in stacks.values():
+            await stack.aclose()
+    grouped: dict[str, dict[str, list[Verdict]]] = {c.id: {e.id: [] for e in sets[c.id].examples} for c in criteria}
+    for job, verdict in zip(jobs, verdicts):
+        grouped[job.criterion_id][job.example_id].append(verdict)
+    return {cid: list(by_example.values()) for cid, by_example in grouped.items()}
+
+
+def _usage(all_trials: list[list[Verdict]]) -> UsageSummary | None:
+    usages = [v.usage for trials in all_trials for v in trials if v.usage is not None]
+    if not usages:
+        return None
+    live = [u for u in usages if not u.cached]
+    latencies = sorted(u.latency_s for u in live if u.latency_s > 0)
+    costs = [u.cost for u in live if u.cost is not None]
+
+    def quantile(q: float) -> float | None:
+        if not latencies:
+            return None
+        return latencies[0] if len(latencies) == 1 else statistics.quantiles(latencies, n=100, method="inclusive")[
+            int(q * 100) - 1]
+
+    return UsageSummary(calls=len(live), cached=len(usages) - len(live),
+                        prompt_tokens=sum(u.prompt_tokens for u in live),
+                        completion_tokens=sum(u.completion_tokens for u in live),
+                        cost=sum(costs) if costs and len(costs) == len(live) else None,
+                        latency_p50_s=quantile(0.50), latency_p95_s=quantile(0.95))
+
+
+def _consistency(all_trials: list[list[Verdict]]) -> Consistency | None:
+    count = max((len(t) for t in all_trials), default=1)
+    if count < 2:
+        return None
+    unstable = [t[0].example_id for t in all_trials if len({v.passed for v in t if v.passed is not None}) > 1]
+    return Consistency(trials=count, flip_rate=finite(len(unstable) / len(all_trials)) if all_trials else None,
+                       unstable=unstable)
+
+
+def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
+                      model: str | None, options: Options) -> CriterionReport:
+    final = [majority(t) for t in all_trials]
+    labels = [e.label for e in cal.examples]
+    result = calibration(labels, [v.passed for v in final], seed=options.seed)
+    spec = judge_spec(criterion, model if source == "live" else None)
+    judge = JudgeInfo(kind=spec["kind"], model=spec["model"], parameters=spec["parameters"],
+                      prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
+                      source=source if source != "code" else "live")
+    disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, reason=v.reason, abstention=v.abstention)
+                     for e, v in zip(cal.examples, final) if v.passed != e.label]
+    k = result.confusion
+    return CriterionReport(
+        id=criterion.id, fingerprint=fingerprint(criterion, spec["model"]), set_fingerprint=cal.fingerprint,
+        n=result.n, abstained=result.abstained, confusion=ConfusionCounts(tp=k.tp, fp=k.fp, tn=k.tn, fn=k.fn),
+        metrics={name: finite(value) for name, value in result.metrics.items()},
+        intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
+        disagreements=disagreements, judge=judge, usage=_usage(all_trials), consistency=_consistency(all_trials),
+        labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels))

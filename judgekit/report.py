@@ -1,0 +1,206 @@
+"""The calibration report: one model, written as report.json and report.md, shown as a table.
+
+>>> r = Report(criteria=[])
+>>> Report.model_validate_json(r.model_dump_json()).criteria
+[]
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from judgekit.errors import InputError
+from judgekit.files import problems_of, write_atomic
+
+METRIC_NAMES = ("tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1", "cohen_kappa", "mcc",
+                "prevalence")
+INTERVAL_NAMES = ("tpr", "tnr", "precision", "accuracy", "cohen_kappa")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("judgekit")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def finite(x: float | None) -> float | None:
+    """NaN becomes None, so undefined metrics are JSON null, never 0."""
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class ConfusionCounts(Model):
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+
+
+class Disagreement(Model):
+    """An example where the judge and the label differ, or where the judge abstained."""
+
+    id: str
+    label: bool
+    verdict: bool | None
+    reason: str | None = None
+    abstention: str | None = None
+
+
+class JudgeInfo(Model):
+    kind: str
+    model: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    prompt_sha: str | None = None
+    source: str = Field("live", description="live, or recorded:<file> for verdicts produced elsewhere")
+
+
+class UsageSummary(Model):
+    calls: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
+
+
+class Consistency(Model):
+    trials: int
+    flip_rate: float | None = Field(None, description="Share of examples whose trials did not all agree.")
+    unstable: list[str] = Field(default_factory=list)
+
+
+class CriterionReport(Model):
+    id: str
+    fingerprint: str
+    set_fingerprint: str
+    n: int = Field(description="Examples in the set, abstentions included.")
+    abstained: int
+    confusion: ConfusionCounts
+    metrics: dict[str, float | None]
+    intervals: dict[str, tuple[float | None, float | None]]
+    disagreements: list[Disagreement]
+    judge: JudgeInfo | None = None
+    usage: UsageSummary | None = None
+    consistency: Consistency | None = None
+    labelled_pass: int = 0
+    labelled_fail: int = 0
+
+
+class Report(Model):
+    judgekit_version: str = Field(default_factory=_version)
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    criteria: list[CriterionReport]
+
+    def criterion(self, criterion_id: str) -> CriterionReport | None:
+        return next((c for c in self.criteria if c.id == criterion_id), None)
+
+    def write(self, directory: Path) -> None:
+        """Write report.json and report.md, each atomically."""
+        write_atomic(directory / "report.json", self.model_dump_json(indent=2) + "\n")
+        write_atomic(directory / "report.md", to_markdown(self))
+
+    @classmethod
+    def read(cls, path: Path) -> "Report":
+        if path.is_dir():
+            path = path / "report.json"
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as error:
+            raise InputError.one(path, "", f"cannot read the report ({error}); run `judgekit calibrate` first") from None
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError as error:
+            raise InputError(problems_of(error, str(path))) from None
+
+
+def _fmt(x: float | None, digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _interval(pair: tuple[float | None, float | None] | None) -> str:
+    if not pair or pair[0] is None or pair[1] is None:
+        return ""
+    return f"[{pair[0]:.2f}, {pair[1]:.2f}]"
+
+
+def md_escape(text: str | None, limit: int = 300) -> str:
+    """Make model or example text inert in Markdown (and in HTML rendered from it)."""
+    if text is None:
+        return ""
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "&#124;"), ("`", "&#96;"),
+                         ("[", "&#91;"), ("]", "&#93;"), ("*", "&#42;"), ("_", "&#95;")):
+        text = text.replace(char, entity)
+    return text
+
+
+def _verdict_word(value: bool | None) -> str:
+    return "abstained" if value is None else ("pass" if value else "fail")
+
+
+def to_markdown(report: Report) -> str:
+    lines = [f"# judgekit calibration report", "",
+             f"judgekit {report.judgekit_version}, {report.created_at.isoformat(timespec='seconds')}", ""]
+    for c in report.criteria:
+        judge = c.judge
+        lines += [f"## {c.id}", ""]
+        if judge:
+            lines.append(f"Judge: {judge.kind}" + (f", model `{judge.model}`" if judge.model else "")
+                         + (f", {judge.source}" if judge.source != "live" else ""))
+        lines += [f"Examples: {c.n} ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled fail), "
+                  f"abstained: {c.abstained}", "",
+                  "| metric | value | 95% interval |", "|---|---|---|"]
+        for name in METRIC_NAMES:
+            lines.append(f"| {name} | {_fmt(c.metrics.get(name))} | {_interval(c.intervals.get(name))} |")
+        k = c.confusion
+        lines += ["", "| | judge pass | judge fail |", "|---|---|---|",
+                  f"| labelled pass | {k.tp} (TP) | {k.fn} (FN) |", f"| labelled fail | {k.fp} (FP) | {k.tn} (TN) |", ""]
+        if c.consistency:
+            lines.append(f"Self-consistency over {c.consistency.trials} trials: flip rate "
+                         f"{_fmt(c.consistency.flip_rate)}")
+        if c.usage:
+            u = c.usage
+            lines.append(f"Usage: {u.calls} calls ({u.cached} from cache), {u.prompt_tokens} tokens in, "
+                         f"{u.completion_tokens} out, cost {_fmt(u.cost, 4)}, latency p50 {_fmt(u.latency_p50_s)} s, "
+                         f"p95 {_fmt(u.latency_p95_s)} s")
+        lines += ["", f"### Disagreements ({len(c.disagreements)})", ""]
+        if c.disagreements:
+            lines += ["| id | label | verdict | judge's reason |", "|---|---|---|---|"]
+            for d in c.disagreements:
+                reason = d.reason if d.abstention is None else f"({d.abstention}) {d.reason or ''}"
+                lines.append(f"| {md_escape(d.id)} | {_verdict_word(d.label)} | {_verdict_word(d.verdict)} | "
+                             f"{md_escape(reason)} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def to_table(report: Report) -> str:
+    """A plain terminal table: one row per criterion."""
+    header = ("criterion", "n", "abst", "TPR", "TNR", "kappa", "kappa 95%", "disagree")
+    rows = [header]
+    for c in report.criteria:
+        m = c.metrics
+        rows.append((c.id, str(c.n), str(c.abstained), _fmt(m.get("tpr"), 2), _fmt(m.get("tnr"), 2),
+                     _fmt(m.get("cohen_kappa"), 2), _interval(c.intervals.get("cohen_kappa")) or "n/a",
+                     str(len(c.disagreements))))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    out = []
+    for index, row in enumerate(rows):
+        out.append("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+        if index == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)

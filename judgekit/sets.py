@@ -1,0 +1,180 @@
+"""Calibration sets: labelled known-good and known-bad examples of one criterion.
+
+`calibration_sets/<criterion-id>.jsonl` (or `.yaml` / `.csv`), one example per record:
+
+    {"id": "ex-1", "input": "I lost my card", "output": "I've blocked it.", "passed": true}
+    {"id": "ex-2", "output": "...", "labels": {"ana": false, "ben": false, "eve": true}}
+
+With `labels` (several annotators), `passed` is their majority; a tie is an error.
+
+>>> Example(id="a", output="hi", labels={"ana": True, "ben": True, "eve": False}).passed
+True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, StrictBool, ValidationError, field_validator, model_validator
+
+from judgekit.criteria import Criterion, Frozen, LLMCriterion, canonical_hash
+from judgekit.errors import InputError, Problem
+from judgekit.files import RECORD_SUFFIXES, iter_records, parse_bool, problems_of
+
+
+class Example(Frozen):
+    """One labelled example: what the user said, the reply, optional source material, the human label."""
+
+    id: str = Field(min_length=1)
+    input: str | None = None
+    output: str
+    context: str | None = None
+    passed: StrictBool | None = Field(None, description="The human label: does the reply meet the criterion?")
+    labels: dict[str, StrictBool] | None = Field(None, description="Several annotators' labels; passed is their majority.")
+    tags: list[str] = Field(default_factory=list)
+    split: Literal["dev", "test"] | None = None
+
+    @field_validator("id", mode="before")
+    @classmethod
+    def _id_as_text(cls, value: Any) -> Any:
+        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+    @model_validator(mode="after")
+    def _one_label(self) -> "Example":
+        if self.labels is not None:
+            if not self.labels:
+                raise ValueError("labels is empty; give at least one annotator's label")
+            yes = sum(self.labels.values())
+            no = len(self.labels) - yes
+            if yes == no:
+                raise ValueError(f"the annotators are tied ({yes} pass, {no} fail); add a label or settle it in 'passed'"
+                                 if self.passed is None else
+                                 f"the annotators are tied ({yes} pass, {no} fail)")
+            majority = yes > no
+            if self.passed is not None and self.passed != majority:
+                raise ValueError(f"passed is {self.passed} but the annotators' majority is {majority}")
+            object.__setattr__(self, "passed", majority)
+        elif self.passed is None:
+            raise ValueError("has no label; add 'passed': true or false (or 'labels')")
+        return self
+
+    @property
+    def label(self) -> bool:
+        return bool(self.passed)  # never None after validation
+
+    def fields(self) -> dict[str, Any]:
+        return {"input": self.input, "output": self.output, "context": self.context}
+
+
+@dataclass(frozen=True)
+class CalibrationSet:
+    criterion_id: str
+    path: Path
+    examples: tuple[Example, ...]
+
+    @property
+    def fingerprint(self) -> str:
+        return canonical_hash([e.model_dump(mode="json") for e in self.examples])
+
+    def select(self, split: str | None) -> "CalibrationSet":
+        if split is None:
+            return self
+        return CalibrationSet(self.criterion_id, self.path, tuple(e for e in self.examples if e.split == split))
+
+
+def _from_csv_cells(record: dict[str, Any]) -> dict[str, Any]:
+    """CSV cells are text: read booleans, `labels.<annotator>` columns and `;`-separated tags."""
+    out: dict[str, Any] = {}
+    labels: dict[str, Any] = {}
+    for key, value in record.items():
+        if value is None and key != "passed":  # an annotator who left a cell empty did not label it
+            continue
+        if key.startswith("labels."):
+            labels[key.removeprefix("labels.")] = parse_bool(value)
+        elif key == "passed":
+            out[key] = parse_bool(value)
+        elif key == "tags":
+            out[key] = [t.strip() for t in value.split(";") if t.strip()]
+        else:
+            out[key] = value
+    if labels:
+        out["labels"] = labels
+    return out
+
+
+def load_set(path: Path, criterion_id: str) -> CalibrationSet:
+    """Load and check one calibration set; every bad record is reported, not only the first."""
+    examples: list[Example] = []
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    is_csv = path.suffix.lower() == ".csv"
+    for location, record in iter_records(path):
+        if not isinstance(record, dict):
+            problems.append(Problem(str(path), location, "must be a mapping with id, output and passed"))
+            continue
+        if is_csv:
+            record = _from_csv_cells(record)
+        rid = record.get("id")
+        where = f"{location} (id {rid})" if rid is not None else location
+        try:
+            example = Example.model_validate(record)
+        except ValidationError as error:
+            problems.extend(problems_of(error, str(path), where))
+            continue
+        if example.id in seen:
+            problems.append(Problem(str(path), where, f"duplicate id {example.id!r} (first at {seen[example.id]}); "
+                                    "give every example its own id"))
+            continue
+        seen[example.id] = location
+        examples.append(example)
+    if not examples and not problems:
+        problems.append(Problem(str(path), "", "holds no examples; add labelled known-good and known-bad examples"))
+    if problems:
+        raise InputError(problems)
+    return CalibrationSet(criterion_id, path, tuple(examples))
+
+
+def find_set(directory: Path, criterion_id: str) -> Path:
+    found = [directory / f"{criterion_id}{suffix}" for suffix in RECORD_SUFFIXES
+             if (directory / f"{criterion_id}{suffix}").is_file()]
+    if not found:
+        raise InputError.one(directory, criterion_id, f"no calibration set for criterion {criterion_id!r}; "
+                             f"add {directory / (criterion_id + '.jsonl')}")
+    if len(found) > 1:
+        raise InputError.one(directory, criterion_id, f"several calibration sets for {criterion_id!r} "
+                             f"({', '.join(p.name for p in found)}); keep one")
+    return found[0]
+
+
+def _normal(text: str | None) -> str:
+    return " ".join((text or "").split()).lower()
+
+
+def check_leakage(criterion: Criterion, calibration_set: CalibrationSet) -> None:
+    """Few-shot examples must not also be graded: a judge shown the answer proves nothing."""
+    if not isinstance(criterion, LLMCriterion) or not criterion.examples:
+        return
+    shots = {(_normal(s.input), _normal(s.output)) for s in criterion.examples}
+    leaked = [e.id for e in calibration_set.examples if (_normal(e.input), _normal(e.output)) in shots]
+    if leaked:
+        raise InputError([Problem(str(calibration_set.path), f"id {rid}",
+                                  f"is also a few-shot example of criterion {criterion.id!r}; "
+                                  "remove it from the set or from the criterion's examples") for rid in leaked])
+
+
+def load_sets(directory: Path, criteria: list[Criterion]) -> dict[str, CalibrationSet]:
+    """Load the set of each criterion, collecting the problems of all of them."""
+    sets: dict[str, CalibrationSet] = {}
+    problems: list[Problem] = []
+    for criterion in criteria:
+        try:
+            loaded = load_set(find_set(directory, criterion.id), criterion.id)
+            check_leakage(criterion, loaded)
+            sets[criterion.id] = loaded
+        except InputError as error:
+            problems.extend(error.problems)
+    if problems:
+        raise InputError(problems)
+    return sets

@@ -1,0 +1,151 @@
+"""Verdicts: what a judge said about one example — pass, fail, or an explicit abstention.
+
+Live judges produce them (judgekit.judge); recorded verdicts are read from a file that another
+tool wrote (`judgekit calibrate --verdicts FILE`), one record per example and trial:
+
+    {"id": "ex-1", "passed": true, "criterion": "card-block-confirmed", "reason": "..."}
+    {"id": "ex-2", "passed": null}            <- an abstention
+
+>>> majority([Verdict("a", True), Verdict("a", False, trial=1), Verdict("a", True, trial=2)]).passed
+True
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+from pydantic import Field, StrictBool, ValidationError
+
+from judgekit.criteria import Frozen
+from judgekit.errors import InputError, Problem
+from judgekit.files import iter_records, parse_bool, problems_of
+from judgekit.sets import CalibrationSet
+
+
+@dataclass(frozen=True)
+class Usage:
+    """What one judge call cost. `cached` calls cost nothing and took no provider time."""
+
+    cached: bool = False
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    latency_s: float = 0.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The judge's decision on one example in one trial. `passed is None` is an abstention,
+    and then `abstention` says why (unparseable, refusal, error: ..., recorded)."""
+
+    example_id: str
+    passed: bool | None
+    reason: str | None = None
+    trial: int = 0
+    abstention: str | None = None
+    raw: str | None = None
+    usage: Usage | None = field(default=None, compare=False)
+
+
+def majority(trials: Sequence[Verdict]) -> Verdict:
+    """One verdict from several trials: the majority of those that decided; a tie abstains."""
+    if len(trials) == 1:
+        return trials[0]
+    decided = [v for v in trials if v.passed is not None]
+    yes = sum(1 for v in decided if v.passed)
+    no = len(decided) - yes
+    first = trials[0]
+    if not decided:
+        return Verdict(first.example_id, None, first.reason, abstention=first.abstention, raw=first.raw)
+    if yes == no:
+        return Verdict(first.example_id, None, f"trials split {yes} pass / {no} fail",
+                       abstention="trials tied")
+    winner = yes > no
+    reason = next(v.reason for v in decided if v.passed == winner)
+    return Verdict(first.example_id, winner, reason)
+
+
+class RecordedVerdict(Frozen):
+    id: str = Field(min_length=1)
+    passed: StrictBool | None
+    criterion: str | None = None
+    trial: int = Field(0, ge=0)
+    reason: str | None = None
+
+
+def load_recorded(path: Path) -> list[RecordedVerdict]:
+    """Read a verdict file (JSONL or CSV); `passed` must be present: null / empty is an abstention."""
+    if not path.is_file():
+        raise InputError.one(path, "", "no such verdict file; pass --verdicts with a JSONL or CSV file")
+    records, problems = [], []
+    is_csv = path.suffix.lower() == ".csv"
+    for location, record in iter_records(path):
+        if not isinstance(record, dict):
+            problems.append(Problem(str(path), location, "must be a mapping with id and passed"))
+            continue
+        if is_csv:
+            record = {k: v for k, v in record.items() if v is not None or k == "passed"}
+            if "passed" in record:
+                record["passed"] = parse_bool(record["passed"])
+        if isinstance(record.get("id"), int):
+            record = {**record, "id": str(record["id"])}
+        try:
+            records.append(RecordedVerdict.model_validate(record))
+        except ValidationError as error:
+            problems.extend(problems_of(error, str(path), location))
+    if problems:
+        raise InputError(problems)
+    if not records:
+        raise InputError.one(path, "", "holds no verdicts")
+    return records
+
+
+def match_recorded(path: Path, records: list[RecordedVerdict],
+                   sets: dict[str, CalibrationSet]) -> dict[str, list[list[Verdict]]]:
+    """Pair recorded verdicts with the examples of each criterion's set, in the set's order.
+
+    Returns, per criterion, one list of trial verdicts per example. Verdicts for unknown ids and
+    examples without a verdict are errors that list them all; nothing is dropped silently.
+    """
+    source = str(path)
+    named = {r.criterion for r in records}
+    if None in named and len(sets) > 1:
+        raise InputError.one(path, "criterion", f"verdicts without a 'criterion' column cannot be matched to "
+                             f"{len(sets)} criteria; add the column or pass --criterion ID")
+    grouped: dict[tuple[str, str], dict[int, Verdict]] = defaultdict(dict)
+    problems: list[Problem] = []
+    only = next(iter(sets)) if len(sets) == 1 else None
+    for r in records:
+        criterion_id = r.criterion or only
+        if criterion_id not in sets:
+            if r.criterion is not None and len(sets) == 1:
+                continue  # the file holds other criteria too; only the selected one is calibrated
+            problems.append(Problem(source, f"id {r.id}", f"names criterion {r.criterion!r}, which is not being "
+                                    f"calibrated (known: {', '.join(sorted(sets))})"))
+            continue
+        trials = grouped[(criterion_id, r.id)]
+        if r.trial in trials:
+            problems.append(Problem(source, f"id {r.id}", f"has two verdicts for criterion {criterion_id!r} "
+                                    f"trial {r.trial}; keep one or number the trials"))
+            continue
+        trials[r.trial] = Verdict(r.id, r.passed, r.reason, trial=r.trial,
+                                  abstention="recorded" if r.passed is None else None)
+    out: dict[str, list[list[Verdict]]] = {}
+    for criterion_id, cal in sets.items():
+        known = {e.id for e in cal.examples}
+        unknown = sorted(eid for (cid, eid) in grouped if cid == criterion_id and eid not in known)
+        missing = [e.id for e in cal.examples if (criterion_id, e.id) not in grouped]
+        if unknown:
+            problems.append(Problem(source, criterion_id, f"{len(unknown)} verdict(s) for ids not in "
+                                    f"{cal.path}: {', '.join(unknown[:20])}{' …' if len(unknown) > 20 else ''}"))
+        if missing:
+            problems.append(Problem(source, criterion_id, f"{len(missing)} example(s) of {cal.path} have no verdict: "
+                                    f"{', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}"))
+        out[criterion_id] = [sorted(grouped[(criterion_id, e.id)].values(), key=lambda v: v.trial)
+                             for e in cal.examples if (criterion_id, e.id) in grouped]
+    if problems:
+        raise InputError(problems)
+    return out
