@@ -47,6 +47,8 @@ def calibrate(
     split: Optional[str] = typer.Option(None, help="Use only examples of this split (dev or test)."),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
     plain_answers: bool = typer.Option(False, "--plain-answers", help="Do not ask the provider for structured output."),
+    via: str = typer.Option("auto", help="auto: openai/<model> over the lean OpenAI-compatible path, the rest "
+                            "through litellm; litellm: everything through litellm."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the report was written."),
 ) -> None:
     """Run the judge of each criterion over its calibration set and report agreement with the labels."""
@@ -56,13 +58,13 @@ def calibrate(
     from judgekit.pipeline import calibrate as run
     from judgekit.report import to_table
 
-    if split not in (None, "dev", "test"):
-        typer.echo("error: --split takes dev or test", err=True)
+    if split not in (None, "dev", "test") or via not in ("auto", "litellm"):
+        typer.echo("error: --split takes dev or test; --via takes auto or litellm", err=True)
         raise typer.Exit(EXIT_INPUT)
     options = Options(criteria_dir=criteria, sets_dir=sets, criterion_ids=criterion or (), verdicts=verdicts,
                       model=model, api_base=api_base, concurrency=concurrency, trials=trials,
                       cache_dir=None if no_cache else cache_dir, timeout_s=timeout, split=split, seed=seed,
-                      structured=not plain_answers)
+                      structured=not plain_answers, via=via)
     try:
         report = run(options, progress=None if quiet else terminal_progress("judging"))
         report.write(out)

@@ -4,7 +4,8 @@
      ├── InputError               a file or argument is wrong (CLI exit code 2); lists every problem
      └── JudgeError               the judge could not be asked
           ├── ProviderUnreachable the provider refused every connection; the run stopped early
-          └── ProviderAuthError   the provider rejected the credentials; the run stopped early
+          ├── ProviderAuthError   the provider rejected the credentials; the run stopped early
+          └── ModelUnavailable    a local model cannot be run here (extra not installed, no such file)
 
 Each error composes its own message from its fields, and says where and how to fix it.
 """
@@ -72,3 +73,9 @@ class ProviderAuthError(JudgeError):
             f"the provider rejected the credentials for model {model!r} ({cause}). "
             "Set the provider's API key in the environment (for example OPENAI_API_KEY) and run again."
         )
+
+
+class ModelUnavailable(JudgeError):
+    def __init__(self, model: str, fix: str):
+        self.model, self.fix = model, fix
+        super().__init__(f"model {model!r} cannot be run here: {fix}")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Hashable, Mapping, Sequence
 
 NAN = float("nan")
 CONFIDENCE = 0.95
@@ -167,3 +167,33 @@ def calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], seed: i
         "cohen_kappa": kappa_interval([d[0] for d in decided], [bool(d[1]) for d in decided], seed=seed),
     }
     return Calibration(c, len(labels), abstained, metrics, intervals)
+
+
+def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
+    """Cohen's kappa between two raters over any categories (not only pass / fail)."""
+    if len(a) != len(b):
+        raise ValueError(f"{len(a)} ratings against {len(b)}")
+    n = len(a)
+    if n == 0:
+        return NAN
+    from collections import Counter
+
+    observed = sum(1 for x, y in zip(a, b) if x == y) / n
+    count_a, count_b = Counter(a), Counter(b)
+    expected = sum(count_a[c] * count_b[c] for c in count_a) / (n * n)
+    return NAN if expected >= 1 else (observed - expected) / (1 - expected)
+
+
+def pairwise_kappa(ratings: Mapping[str, Mapping[str, Hashable]]) -> dict[str, float]:
+    """Cohen's kappa for every pair of raters, over the items both rated: `{"ana~ben": 0.8}`.
+
+    `ratings` maps a rater to `{item id: rating}`.
+    """
+    names = sorted(ratings)
+    out = {}
+    for i, first in enumerate(names):
+        for second in names[i + 1:]:
+            shared = [item for item in ratings[first] if item in ratings[second]]
+            out[f"{first}~{second}"] = cohen_kappa([ratings[first][k] for k in shared],
+                                                   [ratings[second][k] for k in shared])
+    return out

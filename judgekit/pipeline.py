@@ -17,8 +17,8 @@ from typing import Callable, Sequence
 from judgekit.criteria import Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
 from judgekit.errors import InputError, Problem
 from judgekit.llm import LLM, open_llm
-from judgekit.metrics import calibration
-from judgekit.report import (ConfusionCounts, Consistency, CriterionReport, Disagreement, JudgeInfo, Report,
+from judgekit.metrics import calibration, pairwise_kappa
+from judgekit.report import (Annotators, ConfusionCounts, Consistency, CriterionReport, Disagreement, JudgeInfo, Report,
                              UsageSummary, finite)
 from judgekit.sets import CalibrationSet, load_sets
 from judgekit.verdicts import Verdict, load_recorded, majority, match_recorded
@@ -41,6 +41,7 @@ class Options:
     split: str | None = None
     seed: int = 0
     structured: bool = True
+    via: str = "auto"
 
 
 def load_inputs(criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str] = (),
@@ -127,7 +128,7 @@ async def _judge_live(criteria: list[LLMCriterion], sets: dict[str, CalibrationS
         cache = str(options.cache_dir) if options.cache_dir is not None else None
         for model in sorted(set(models.values())):
             stacks[model] = open_llm(model, options.api_base, cache, options.timeout_s,
-                                     max_connections=max(options.concurrency, 1))
+                                     max_connections=max(options.concurrency, 1), via=options.via)
     try:
         verdicts = await run_bounded(jobs, lambda job: judge_one(llm or stacks[job.request.model], job),
                                      options.concurrency, progress)
@@ -170,6 +171,19 @@ def _consistency(all_trials: list[list[Verdict]]) -> Consistency | None:
                        unstable=unstable)
 
 
+def _annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
+    ratings: dict[str, dict[str, bool]] = {}
+    for example in cal.examples:
+        for name, label in (example.labels or {}).items():
+            ratings.setdefault(name, {})[example.id] = label
+    if len(ratings) < 2:
+        return None
+    judge = {v.example_id: v.passed for v in final if v.passed is not None}
+    judge_kappa = {name: pairwise_kappa({"a": own, "b": judge})["a~b"] for name, own in ratings.items()}
+    return Annotators(pairwise_kappa={k: finite(v) for k, v in pairwise_kappa(ratings).items()},
+                      judge_kappa={k: finite(v) for k, v in judge_kappa.items()})
+
+
 def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
                       model: str | None, options: Options) -> CriterionReport:
     final = [majority(t) for t in all_trials]
@@ -188,4 +202,5 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         metrics={name: finite(value) for name, value in result.metrics.items()},
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
         disagreements=disagreements, judge=judge, usage=_usage(all_trials), consistency=_consistency(all_trials),
+        annotators=_annotators(cal, final),
         labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels))

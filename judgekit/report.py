@@ -81,6 +81,14 @@ class Consistency(Model):
     unstable: list[str] = Field(default_factory=list)
 
 
+class Annotators(Model):
+    """Agreement among the humans of a multi-annotator set, beside the judge's with each of them:
+    a judge cannot be asked to agree with people more than they agree with each other."""
+
+    pairwise_kappa: dict[str, float | None]
+    judge_kappa: dict[str, float | None]
+
+
 class CriterionReport(Model):
     id: str
     fingerprint: str
@@ -94,6 +102,7 @@ class CriterionReport(Model):
     judge: JudgeInfo | None = None
     usage: UsageSummary | None = None
     consistency: Consistency | None = None
+    annotators: Annotators | None = None
     labelled_pass: int = 0
     labelled_fail: int = 0
 
@@ -172,6 +181,10 @@ def to_markdown(report: Report) -> str:
         if c.consistency:
             lines.append(f"Self-consistency over {c.consistency.trials} trials: flip rate "
                          f"{_fmt(c.consistency.flip_rate)}")
+        if c.annotators:
+            human = ", ".join(f"{pair} {_fmt(k, 2)}" for pair, k in c.annotators.pairwise_kappa.items())
+            judge = ", ".join(f"{who} {_fmt(k, 2)}" for who, k in c.annotators.judge_kappa.items())
+            lines.append(f"Human ceiling, kappa between annotators: {human}; judge against each: {judge}")
         if c.usage:
             u = c.usage
             lines.append(f"Usage: {u.calls} calls ({u.cached} from cache), {u.prompt_tokens} tokens in, "

@@ -90,16 +90,19 @@ class LLM(Protocol):
 
 
 def open_llm(model: str, api_base: str | None = None, cache_dir: str | None = None, timeout_s: float = 60.0,
-             max_connections: int = 100, retry: "RetryPolicy | None" = None) -> LLM:
+             max_connections: int = 100, retry: "RetryPolicy | None" = None, via: str = "auto") -> LLM:
     """The standard stack for a model string: Cached(Retrying(transport)).
 
-    `openai/<model>` takes the lean OpenAI-compatible transport; everything else goes through litellm.
+    With `via="auto"`, `openai/<model>` takes the lean OpenAI-compatible transport and everything
+    else goes through litellm; `via="litellm"` sends everything through litellm.
     """
     from judgekit.llm.retry import RetryingLLM, RetryPolicy
     from judgekit.llm.transports import LEAN_PREFIX, LiteLLM, OpenAICompatible
 
     transport: LLM
-    if model.startswith(LEAN_PREFIX):
+    if via not in ("auto", "litellm"):
+        raise ValueError(f"via must be 'auto' or 'litellm', not {via!r}")
+    if via == "auto" and model.startswith(LEAN_PREFIX):
         transport = OpenAICompatible(api_base, timeout_s, max_connections)
     else:
         transport = LiteLLM(api_base, timeout_s)

@@ -160,6 +160,10 @@ class LiteLLM:
 
     async def complete(self, request: Request) -> Completion:
         litellm = self._lib()
+        if request.model.startswith("local/"):
+            from judgekit.llm import local
+
+            local.model_path(request.model.removeprefix("local/"))  # stops the run if it cannot work here
         kwargs: dict[str, Any] = {"model": request.model, "messages": request.messages,
                                   "temperature": request.temperature, "max_tokens": request.max_tokens,
                                   "timeout": self.timeout_s, "num_retries": 0, "max_retries": 0}

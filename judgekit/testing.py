@@ -1,0 +1,301 @@
+"""Test doubles for judges: a fake LLM to inject, and a fake OpenAI-compatible server on 127.0.0.1.
+
+They fake a model's *failures*, not its intelligence: verdicts are scripted per example (by a
+piece of text the prompt contains), and faults are injected by kind, by rate or per example.
+
+    with FakeServer(script({"I've blocked": True}, default=False), latency=0.1,
+                    faults={"rate_limit": 0.1}) as server:
+        calibrate(Options(model="openai/judge", api_base=server.url))
+
+Fault kinds: rate_limit (429 with Retry-After), server_error (500), auth (401), hang (no answer
+until the client gives up), reset (connection closed at once), truncated (half a body), garbage
+(an answer that is no verdict), refusal, malformed_json (a broken verdict object).
+
+Run one from the shell for benchmarks: `python -m judgekit.testing --port 8555 --latency 0.1`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import threading
+import time
+from collections import Counter
+from typing import Callable, Mapping
+
+from judgekit.llm import CallError, Completion, Request
+
+Answer = Callable[[str], "bool | str"]
+FAULTS = ("rate_limit", "server_error", "auth", "hang", "reset", "truncated", "garbage", "refusal", "malformed_json")
+REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
+GARBAGE_TEXT = "Lorem ipsum dolor sit amet, the weather is lovely today."
+MALFORMED_TEXT = '{"reasoning": "The reply says it", "passed": tru'
+
+
+def script(verdicts: Mapping[str, bool | str], default: bool | str = True) -> Answer:
+    """An answer function: the verdict of the first key the prompt contains, else `default`.
+
+    A bool becomes a contract-following JSON verdict; a str is answered verbatim.
+    """
+    items = list(verdicts.items())
+
+    def answer(prompt: str) -> bool | str:
+        for needle, verdict in items:
+            if needle in prompt:
+                return verdict
+        return default
+
+    return answer
+
+
+def answer_text(verdict: bool | str) -> str:
+    if isinstance(verdict, str):
+        return verdict
+    return json.dumps({"reasoning": "scripted verdict", "passed": verdict})
+
+
+def prompt_of(messages: list[dict[str, str]]) -> str:
+    return "\n".join(str(m.get("content", "")) for m in messages)
+
+
+class FakeLLM:
+    """An in-process LLM: `answer(request)` returns text, a Completion, or raises a CallError.
+
+    >>> import asyncio
+    >>> llm = FakeLLM(lambda r: CallError("server", "boom"))
+    >>> asyncio.run(llm.complete(Request("m", [])))
+    Traceback (most recent call last):
+    judgekit.llm.CallError: server: boom
+    """
+
+    def __init__(self, answer: Callable[[Request], "str | Completion | CallError"]):
+        self.answer = answer
+        self.calls = 0
+        self.requests: list[Request] = []
+
+    @classmethod
+    def scripted(cls, verdicts: Mapping[str, bool | str], default: bool | str = True) -> "FakeLLM":
+        decide = script(verdicts, default)
+        return cls(lambda request: answer_text(decide(prompt_of(request.messages))))
+
+    async def complete(self, request: Request) -> Completion:
+        self.calls += 1
+        self.requests.append(request)
+        result = self.answer(request)
+        if isinstance(result, CallError):
+            raise result
+        return result if isinstance(result, Completion) else Completion(text=result, prompt_tokens=10,
+                                                                        completion_tokens=5)
+
+    async def aclose(self) -> None:
+        return None
+
+
+class FakeServer:
+    """An OpenAI-compatible `/v1/chat/completions` endpoint on 127.0.0.1, in a background thread.
+
+    `faults` maps a fault kind to the share of requests that get it (seeded); `fail_first` maps a
+    piece of prompt text to the faults its first requests get, in order. `stats` counts outcomes.
+    """
+
+    def __init__(self, answer: Answer | None = None, latency: float = 0.0,
+                 faults: Mapping[str, float] | None = None, fail_first: Mapping[str, list[str]] | None = None,
+                 retry_after: float = 1.0, seed: int = 0, port: int = 0):
+        unknown = set(faults or {}) | {k for kinds in (fail_first or {}).values() for k in kinds}
+        unknown -= set(FAULTS)
+        if unknown:
+            raise ValueError(f"unknown fault kind(s) {sorted(unknown)}; use {FAULTS}")
+        self.answer = answer or script({}, default=True)
+        self.latency = latency
+        self.faults = dict(faults or {})
+        self.fail_first = {k: list(v) for k, v in (fail_first or {}).items()}
+        self.retry_after = retry_after
+        self.port = port
+        self.stats: Counter[str] = Counter()
+        self.prompts: list[str] = []
+        self._rng = random.Random(seed)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: asyncio.base_events.Server | None = None
+        self._thread: threading.Thread | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def requests(self) -> int:
+        return sum(self.stats.values())
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def start(self) -> "FakeServer":
+        ready = threading.Event()
+
+        def run() -> None:
+            self._loop = asyncio.new_event_loop()
+            self._loop.run_until_complete(self._listen())
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=run, name="judgekit-fake-server", daemon=True)
+        self._thread.start()
+        ready.wait(10)
+        return self
+
+    async def _listen(self) -> None:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            for writer in list(self._writers):
+                writer.transport.abort()
+            await self._server.wait_closed()
+            self._server = None
+
+    def go_down(self) -> None:
+        """Stop listening and drop every connection: the provider is down (connections refused)."""
+        if self._loop:
+            asyncio.run_coroutine_threadsafe(self._close(), self._loop).result(10)
+
+    def come_back(self) -> None:
+        """Listen again on the same port."""
+        if self._loop:
+            asyncio.run_coroutine_threadsafe(self._listen(), self._loop).result(10)
+
+    def stop(self) -> None:
+        if self._loop:
+            self.go_down()
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            if self._thread:
+                self._thread.join(10)
+            self._loop = None
+
+    def __enter__(self) -> "FakeServer":
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- HTTP --------------------------------------------------------------------------------
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                line = await reader.readline()
+                if not line:
+                    return
+                headers: dict[str, str] = {}
+                while True:
+                    header = await reader.readline()
+                    if header in (b"\r\n", b"\n", b""):
+                        break
+                    name, _, value = header.decode("latin-1").partition(":")
+                    headers[name.strip().lower()] = value.strip()
+                body = await reader.readexactly(int(headers.get("content-length", "0")))
+                if not await self._respond(line.decode("latin-1"), body, writer):
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError):
+            return
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    def _choose_fault(self, prompt: str) -> str | None:
+        for needle, kinds in self.fail_first.items():
+            if needle in prompt and kinds:
+                return kinds.pop(0)
+        for kind, rate in self.faults.items():
+            if self._rng.random() < rate:
+                return kind
+        return None
+
+    async def _respond(self, request_line: str, body: bytes, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; return False when the connection must end."""
+        if not request_line.startswith("POST") or "/chat/completions" not in request_line:
+            self._send(writer, 404, {"error": {"message": "not found"}})
+            return True
+        try:
+            payload = json.loads(body)
+            prompt = prompt_of(payload["messages"])
+        except (ValueError, KeyError, TypeError):
+            self._send(writer, 400, {"error": {"message": "bad request body"}})
+            return True
+        self.prompts.append(prompt)
+        fault = self._choose_fault(prompt)
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        self.stats[fault or "ok"] += 1
+        if fault == "hang":
+            await asyncio.sleep(3600)
+            return False
+        if fault == "reset":
+            writer.transport.abort()
+            return False
+        if fault == "rate_limit":
+            self._send(writer, 429, {"error": {"message": "rate limit exceeded"}},
+                       {"retry-after": f"{self.retry_after:g}"})
+            return True
+        if fault == "server_error":
+            self._send(writer, 500, {"error": {"message": "internal error"}})
+            return True
+        if fault == "auth":
+            self._send(writer, 401, {"error": {"message": "invalid api key"}})
+            return True
+        text = {"garbage": GARBAGE_TEXT, "refusal": REFUSAL_TEXT, "malformed_json": MALFORMED_TEXT}.get(
+            fault or "", None)
+        if text is None:
+            text = answer_text(self.answer(prompt))
+        completion = {
+            "id": f"fake-{self.requests}", "object": "chat.completion", "created": int(time.time()),
+            "model": payload.get("model", "fake"),
+            "choices": [{"index": 0, "finish_reason": "stop",
+                         "message": {"role": "assistant", "content": text,
+                                     "refusal": REFUSAL_TEXT if fault == "refusal" else None}}],
+            "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4,
+                      "total_tokens": (len(prompt) + len(text)) // 4},
+        }
+        if fault == "truncated":
+            data = json.dumps(completion).encode()
+            writer.write(self._head(200, len(data)) + data[: len(data) // 2])
+            await writer.drain()
+            writer.transport.abort()
+            return False
+        self._send(writer, 200, completion)
+        return True
+
+    @staticmethod
+    def _head(status: int, length: int, extra: Mapping[str, str] | None = None) -> bytes:
+        reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
+                  500: "Internal Server Error"}[status]
+        lines = [f"HTTP/1.1 {status} {reason}", "content-type: application/json", f"content-length: {length}",
+                 *(f"{k}: {v}" for k, v in (extra or {}).items())]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
+
+    def _send(self, writer: asyncio.StreamWriter, status: int, body: object,
+              extra: Mapping[str, str] | None = None) -> None:
+        data = json.dumps(body).encode()
+        writer.write(self._head(status, len(data), extra) + data)
+
+
+def main() -> None:
+    import argparse
+
+    parser = argparse.ArgumentParser(description="Run a fake OpenAI-compatible judge server on 127.0.0.1.")
+    parser.add_argument("--port", type=int, default=8555)
+    parser.add_argument("--latency", type=float, default=0.1, help="seconds before each answer")
+    parser.add_argument("--verdict", choices=("pass", "fail"), default="pass")
+    args = parser.parse_args()
+    server = FakeServer(script({}, default=args.verdict == "pass"), latency=args.latency, port=args.port).start()
+    print(f"listening on {server.url}", flush=True)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.stop()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,82 @@
+"""Shared fixtures: a throw-away project folder, the shared data sets, and opt-in real providers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED = REPO.parent / "shared" / "datasets"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--real-provider", action="store_true", help="also run tests that call a real LLM provider")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--real-provider"):
+        return
+    skip = pytest.mark.skip(reason="calls a real provider; run with --real-provider and a key in the environment")
+    for item in items:
+        if "real_provider" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def shared_datasets() -> Path:
+    """../shared/datasets; skipped with a reason when absent, a failure when CI requires it."""
+    if not SHARED.is_dir():
+        message = f"{SHARED} is absent (a clone of the project alone); these tests need the shared data sets"
+        if os.environ.get("JUDGEKIT_REQUIRE_SHARED"):
+            pytest.fail(message + ", and JUDGEKIT_REQUIRE_SHARED is set")
+        pytest.skip(message)
+    return SHARED
+
+
+@pytest.fixture(autouse=True)
+def _isolated_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every test runs in its own folder, so caches and reports never leak between tests."""
+    monkeypatch.chdir(tmp_path)
+
+
+class Project:
+    """A criteria/ + calibration_sets/ folder written from Python data."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.criteria = root / "criteria"
+        self.sets = root / "calibration_sets"
+        self.criteria.mkdir(parents=True, exist_ok=True)
+        self.sets.mkdir(parents=True, exist_ok=True)
+
+    def criterion(self, data: dict[str, Any], name: str | None = None) -> Path:
+        path = self.criteria / f"{name or data['id']}.yaml"
+        path.write_text(yaml.safe_dump(data, sort_keys=False))
+        return path
+
+    def jsonl(self, criterion_id: str, records: list[dict[str, Any]]) -> Path:
+        path = self.sets / f"{criterion_id}.jsonl"
+        path.write_text("".join(json.dumps(r) + "\n" for r in records))
+        return path
+
+
+def llm_criterion(criterion_id: str = "says-blocked", **extra: Any) -> dict[str, Any]:
+    return {"id": criterion_id, "question": "Does the reply say the card is blocked?", **extra}
+
+
+def balanced(n_pass: int = 3, n_fail: int = 3, prefix: str = "") -> list[dict[str, Any]]:
+    """Examples whose output text names them, so fakes can script a verdict per example."""
+    return ([{"id": f"{prefix}p{i}", "input": "lost card", "output": f"{prefix}reply-p{i}: blocked", "passed": True}
+             for i in range(n_pass)]
+            + [{"id": f"{prefix}f{i}", "input": "lost card", "output": f"{prefix}reply-f{i}: not blocked",
+                "passed": False} for i in range(n_fail)])
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Project:
+    return Project(tmp_path)

@@ -1,0 +1,110 @@
+"""Metrics checked against scikit-learn, scipy and statsmodels on random and degenerate inputs."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+from sklearn.metrics import (balanced_accuracy_score, cohen_kappa_score, confusion_matrix, f1_score,
+                             matthews_corrcoef, precision_score, recall_score)
+from statsmodels.stats.proportion import proportion_confint
+
+from judgekit.metrics import calibration, cohen_kappa, kappa_interval, pairwise_kappa, wilson
+
+pairs = st.lists(st.tuples(st.booleans(), st.one_of(st.none(), st.booleans())), min_size=1, max_size=60)
+
+
+def close(ours, theirs):
+    return (math.isnan(ours) and math.isnan(theirs)) or ours == pytest.approx(theirs, abs=1e-12)
+
+
+@settings(max_examples=150, deadline=None)
+@given(pairs)
+def test_against_scikit_learn(data):
+    labels = [label for label, _ in data]
+    verdicts = [verdict for _, verdict in data]
+    result = calibration(labels, verdicts)
+    decided = [(label, verdict) for label, verdict in data if verdict is not None]
+    assert result.abstained == len(data) - len(decided)
+    assert result.n == len(data)
+    if not decided:
+        assert all(math.isnan(result.metrics[m]) for m in ("tpr", "tnr", "accuracy", "cohen_kappa", "mcc"))
+        return
+    y = np.array([d[0] for d in decided])
+    p = np.array([d[1] for d in decided])
+    tn, fp, fn, tp = confusion_matrix(y, p, labels=[False, True]).ravel()
+    c = result.confusion
+    assert (c.tp, c.fp, c.tn, c.fn) == (tp, fp, tn, fn)
+    m = result.metrics
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        nan = float("nan")
+        assert close(m["tpr"], recall_score(y, p, zero_division=nan))
+        assert close(m["precision"], precision_score(y, p, zero_division=nan))
+        assert close(m["f1"], f1_score(y, p, zero_division=nan))
+        assert close(m["tnr"], recall_score(~y, ~p, zero_division=nan))
+        if y.any() and (~y).any():
+            assert close(m["balanced_accuracy"], balanced_accuracy_score(y, p))
+        kappa = cohen_kappa_score(y, p)
+        assert close(m["cohen_kappa"], kappa)
+        margins = [tp + fp, tp + fn, tn + fp, tn + fn]
+        if all(margins):  # scikit-learn reports 0 where MCC is undefined; we report NaN
+            assert close(m["mcc"], matthews_corrcoef(y, p))
+        else:
+            assert math.isnan(m["mcc"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(0, 200), st.integers(0, 200))
+def test_wilson_matches_statsmodels(k, extra):
+    n = k + extra
+    if n == 0:
+        assert all(math.isnan(x) for x in wilson(k, n))
+        return
+    low, high = proportion_confint(k, n, alpha=0.05, method="wilson")
+    assert wilson(k, n) == pytest.approx((low, high), abs=1e-9)
+
+
+def test_degenerate_inputs_are_nan_not_zero():
+    one_class = calibration([True] * 5, [True, True, False, True, True])
+    assert math.isnan(one_class.metrics["tnr"]) and one_class.metrics["npv"] == 0.0
+    assert all(math.isnan(x) for x in one_class.intervals["tnr"])
+    both_constant = calibration([True] * 5, [True] * 5)
+    assert math.isnan(both_constant.metrics["cohen_kappa"])
+    assert all(math.isnan(x) for x in both_constant.intervals["cohen_kappa"])
+    all_abstained = calibration([True, False], [None, None])
+    assert all_abstained.abstained == 2 and math.isnan(all_abstained.metrics["accuracy"])
+    constant_judge = calibration([True, False, True, False], [True] * 4)
+    assert constant_judge.metrics["cohen_kappa"] == 0.0 and math.isnan(constant_judge.metrics["mcc"])
+
+
+def test_kappa_interval_is_seeded_and_brackets_the_estimate():
+    rng = np.random.default_rng(1)
+    labels = list(rng.random(80) < 0.5)
+    verdicts = [l if rng.random() < 0.85 else not l for l in labels]
+    first = kappa_interval(labels, verdicts, seed=7)
+    assert first == kappa_interval(labels, verdicts, seed=7)
+    assert first != kappa_interval(labels, verdicts, seed=8)
+    kappa = cohen_kappa_score(labels, verdicts)
+    assert first[0] < kappa < first[1]
+    assert 0.1 < first[1] - first[0] < 0.5
+
+
+def test_kappa_interval_under_perfect_agreement_is_not_a_point():
+    low, high = kappa_interval([True] * 10 + [False] * 10, [True] * 10 + [False] * 10)
+    assert high == 1.0 and 0.5 < low < 0.9
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("abc")), min_size=1, max_size=40))
+def test_categorical_kappa_matches_scikit_learn(data):
+    a, b = zip(*data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert close(cohen_kappa(a, b), cohen_kappa_score(a, b))
+
+
+def test_pairwise_kappa_uses_items_both_rated():
+    ratings = {"ana": {"1": True, "2": False, "3": True}, "ben": {"1": True, "2": False, "4": False}}
+    assert pairwise_kappa(ratings) == {"ana~ben": 1.0}

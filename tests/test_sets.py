@@ -1,0 +1,115 @@
+import pytest
+
+from judgekit.errors import InputError
+from judgekit.sets import load_set, load_sets
+from judgekit.criteria import load_criteria
+from tests.conftest import REPO, balanced, llm_criterion
+
+
+def load(project, records, name="c"):
+    return load_set(project.jsonl(name, records), name)
+
+
+def test_bundled_sets_have_at_least_20_of_each_class():
+    criteria = load_criteria(REPO / "criteria")
+    sets = load_sets(REPO / "calibration_sets", criteria)
+    for cid, s in sets.items():
+        good = sum(e.label for e in s.examples)
+        assert good >= 20 and len(s.examples) - good >= 20, cid
+
+
+def test_majority_of_annotators(project):
+    s = load(project, [{"id": "a", "output": "x", "labels": {"ana": True, "ben": False, "eve": True}}])
+    assert s.examples[0].passed is True
+
+
+def test_annotator_tie_names_the_example(project):
+    path = project.jsonl("c", [{"id": "tied-one", "output": "x", "labels": {"ana": True, "ben": False}}])
+    with pytest.raises(InputError, match=r"c.jsonl:line 1 \(id tied-one\): .*tied"):
+        load_set(path, "c")
+
+
+def test_passed_contradicting_majority(project):
+    with pytest.raises(InputError, match=r"id z\).*majority"):
+        load(project, [{"id": "z", "output": "x", "passed": False, "labels": {"a": True, "b": True, "c": False}}])
+
+
+@pytest.mark.parametrize("record, message", [
+    ({"id": "m", "output": "x"}, r"line 1 \(id m\): .*has no label"),
+    ({"id": "s", "output": "x", "passed": "yes"}, r"line 1 \(id s\).passed: Input should be a valid boolean"),
+    ({"id": "n", "output": "x", "passed": 1}, r"line 1 \(id n\).passed: Input should be a valid boolean"),
+    ({"id": "u", "output": "x", "passed": True, "lable": True}, r"line 1 \(id u\).lable: unknown key"),
+    ({"output": "x", "passed": True}, r"line 1.id: required key is missing"),
+    ({"id": "q", "output": "x", "passed": True, "split": "train"}, r"line 1 \(id q\).split"),
+])
+def test_record_rejections_name_file_and_place(project, record, message):
+    path = project.jsonl("c", [record])
+    with pytest.raises(InputError, match=message) as caught:
+        load_set(path, "c")
+    assert str(path) in str(caught.value)
+
+
+def test_duplicate_ids(project):
+    with pytest.raises(InputError, match=r"line 2 \(id a\): duplicate id 'a' \(first at line 1\)"):
+        load(project, [{"id": "a", "output": "x", "passed": True}, {"id": "a", "output": "y", "passed": False}])
+
+
+def test_empty_set(project):
+    path = project.sets / "c.jsonl"
+    path.write_text("\n")
+    with pytest.raises(InputError, match=r"c.jsonl: holds no examples"):
+        load_set(path, "c")
+
+
+def test_invalid_json_line(project):
+    path = project.sets / "c.jsonl"
+    path.write_text('{"id": "a", "output": "x", "passed": true}\n{"id": oops}\n')
+    with pytest.raises(InputError, match=r"c.jsonl:line 2: is not valid JSON"):
+        load_set(path, "c")
+
+
+def test_every_bad_record_is_listed(project):
+    with pytest.raises(InputError) as caught:
+        load(project, [{"id": "a", "output": "x"}, {"id": "b", "output": "y"}, {"id": "c", "output": "z", "passed": True}])
+    assert len(caught.value.problems) == 2
+
+
+def test_leakage_of_few_shot_examples(project):
+    shots = [{"input": "lost card", "output": "reply-p0: blocked", "passed": True}]
+    project.criterion(llm_criterion("says-blocked", examples=shots))
+    project.jsonl("says-blocked", balanced())
+    with pytest.raises(InputError, match=r"says-blocked.jsonl:id p0: is also a few-shot example"):
+        load_sets(project.sets, load_criteria(project.criteria))
+
+
+def test_missing_and_ambiguous_sets(project):
+    project.criterion(llm_criterion("says-blocked"))
+    with pytest.raises(InputError, match=r"no calibration set for criterion 'says-blocked'"):
+        load_sets(project.sets, load_criteria(project.criteria))
+    project.jsonl("says-blocked", balanced())
+    (project.sets / "says-blocked.csv").write_text("id,output,passed\na,x,true\n")
+    with pytest.raises(InputError, match=r"several calibration sets"):
+        load_sets(project.sets, load_criteria(project.criteria))
+
+
+def test_csv_and_yaml_formats(project):
+    csv_path = project.sets / "c.csv"
+    csv_path.write_text("id,output,passed,labels.ana,labels.ben,labels.eve,tags\n"
+                        "1,yes,true,,,,a;b\n2,no,,false,false,true,\n")
+    s = load_set(csv_path, "c")
+    assert [(e.id, e.passed, e.tags) for e in s.examples] == [("1", True, ["a", "b"]), ("2", False, [])]
+    bad = project.sets / "d.csv"
+    bad.write_text("id,output,passed\n1,yes,maybe\n")
+    with pytest.raises(InputError, match=r"d.csv:line 2 \(id 1\).passed"):
+        load_set(bad, "d")
+    yaml_path = project.sets / "e.yaml"
+    yaml_path.write_text("examples:\n  - {id: a, output: x, passed: true}\n  - {id: b, output: y, passed: nope}\n")
+    with pytest.raises(InputError, match=r"e.yaml:\[1\] \(id b\).passed"):
+        load_set(yaml_path, "e")
+
+
+def test_set_fingerprint_tracks_content(project):
+    a = load(project, balanced())
+    b = load(project, balanced()[:-1] + [{**balanced()[-1], "passed": True}])
+    assert a.fingerprint != b.fingerprint
+    assert a.fingerprint == load(project, balanced()).fingerprint
