@@ -13,7 +13,6 @@ confusion matrix. A metric whose denominator is zero is NaN (null in JSON), neve
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field
 from typing import Hashable, Mapping, Sequence
 
@@ -52,14 +51,22 @@ def ratio(numerator: float, denominator: float) -> float:
     return numerator / denominator if denominator else NAN
 
 
+def _z(confidence: float) -> float:
+    from statistics import NormalDist
+
+    return NormalDist().inv_cdf(0.5 + confidence / 2)
+
+
 def wilson(successes: int, trials: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Wilson score interval for a proportion; (NaN, NaN) when there are no trials."""
     if trials == 0:
         return (NAN, NAN)
-    from scipy.stats import binomtest
-
-    ci = binomtest(successes, trials).proportion_ci(confidence_level=confidence, method="wilson")
-    return (float(ci.low), float(ci.high))
+    z = _z(confidence)
+    p = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (p + z * z / (2 * trials)) / denominator
+    half = z / denominator * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials))
+    return (max(0.0, centre - half), min(1.0, centre + half))
 
 
 def kappa_from_counts(tp: float, fp: float, tn: float, fn: float) -> float:
@@ -78,44 +85,60 @@ def mcc_from_counts(tp: float, fp: float, tn: float, fn: float) -> float:
     return NAN if denominator == 0 else (tp * tn - fp * fn) / math.sqrt(denominator)
 
 
-def _kappa_vectorized(labels, verdicts, axis=-1):
+def _kappa_of_cells(cells):
+    """Cohen's kappa of many 2x2 tables at once; `cells` has columns tp, fp, tn, fn."""
     import numpy as np
 
-    labels = np.asarray(labels, dtype=float)
-    verdicts = np.asarray(verdicts, dtype=float)
-    n = labels.shape[axis]
-    tp = (labels * verdicts).sum(axis)
-    tn = ((1 - labels) * (1 - verdicts)).sum(axis)
-    p_label = labels.sum(axis) / n
-    p_verdict = verdicts.sum(axis) / n
-    observed = (tp + tn) / n
-    expected = p_label * p_verdict + (1 - p_label) * (1 - p_verdict)
+    tp, fp, tn, fn = (cells[..., i].astype(float) for i in range(4))
+    n = tp + fp + tn + fn
     with np.errstate(divide="ignore", invalid="ignore"):
+        observed = (tp + tn) / n
+        expected = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
         return np.where(expected >= 1, np.nan, (observed - expected) / (1 - expected))
 
 
 def kappa_interval(labels: Sequence[bool], verdicts: Sequence[bool], seed: int = 0,
-                   resamples: int = 4999, confidence: float = CONFIDENCE) -> tuple[float, float]:
+                   resamples: int = 9999, confidence: float = CONFIDENCE) -> tuple[float, float]:
     """Item-level bootstrap interval (BCa, seeded) for Cohen's kappa over decided examples.
 
-    Where BCa is undefined (every finite resample equals the estimate, as under perfect
-    agreement) the bootstrap cannot show any uncertainty, so the interval is taken instead from
-    the Wilson interval of observed agreement with chance agreement held at its observed value.
+    Resampling n paired binary items is drawing the four cell counts from a multinomial, so
+    10,000 resamples cost microseconds; the acceleration comes from the exact jackknife over
+    the four kinds of item. Resamples where kappa is undefined (one class on both sides) are
+    left out. Where BCa is undefined (every resample equals the estimate, as under perfect
+    agreement) the bootstrap cannot show any uncertainty, so the interval is taken from the
+    Wilson interval of observed agreement with chance agreement held at its observed value.
     """
-    tp, fp, tn, fn = _cells(labels, verdicts)
-    if len(labels) < 2 or math.isnan(kappa_from_counts(tp, fp, tn, fn)):
-        return (NAN, NAN)
     import numpy as np
-    from scipy.stats import bootstrap
+    from statistics import NormalDist
 
-    data = (np.asarray(labels, dtype=float), np.asarray(verdicts, dtype=float))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = bootstrap(data, _kappa_vectorized, paired=True, vectorized=True, n_resamples=resamples,
-                           confidence_level=confidence, method="BCa", rng=np.random.default_rng(seed))
-    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    cells = np.array(_cells(labels, verdicts))
+    n = int(cells.sum())
+    theta = kappa_from_counts(*cells)
+    if n < 2 or math.isnan(theta):
+        return (NAN, NAN)
+    rng = np.random.default_rng(seed)
+    boot = _kappa_of_cells(rng.multinomial(n, cells / n, size=resamples))
+    boot = boot[np.isfinite(boot)]
+    # Jackknife: leaving out one item of a kind gives the same kappa for every item of that kind.
+    kinds = [i for i in range(4) if cells[i] > 0]
+    leave_one_out = _kappa_of_cells(np.array([cells - np.eye(4, dtype=int)[i] for i in kinds]))
+    weights = cells[kinds].astype(float)
+    low = high = NAN
+    share_below = ((boot < theta).sum() + (boot <= theta).sum()) / (2 * boot.size) if boot.size else NAN
+    if np.all(np.isfinite(leave_one_out)) and 0 < share_below < 1:
+        normal = NormalDist()
+        z0 = normal.inv_cdf(share_below)
+        mean = float((weights * leave_one_out).sum() / weights.sum())
+        d = mean - leave_one_out
+        spread = float((weights * d**2).sum())
+        accel = float((weights * d**3).sum()) / (6 * spread**1.5) if spread > 0 else 0.0
+        alpha = (1 - confidence) / 2
+        bounds = []
+        for z in (normal.inv_cdf(alpha), normal.inv_cdf(1 - alpha)):
+            bounds.append(normal.cdf(z0 + (z0 + z) / (1 - accel * (z0 + z))))
+        low, high = (float(x) for x in np.percentile(boot, [100 * b for b in bounds]))
     if math.isnan(low) or math.isnan(high) or low == high:
-        n = tp + fp + tn + fn
+        tp, fp, tn, fn = (int(x) for x in cells)
         expected = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
         lo_agree, hi_agree = wilson(tp + tn, n, confidence)
         low, high = ((x - expected) / (1 - expected) for x in (lo_agree, hi_agree))

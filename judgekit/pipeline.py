@@ -17,6 +17,7 @@ from typing import Callable, Sequence
 from judgekit.criteria import Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
 from judgekit.errors import InputError, Problem
 from judgekit.llm import LLM, open_llm
+from judgekit.llm.retry import RetryPolicy
 from judgekit.metrics import calibration, pairwise_kappa
 from judgekit.report import (Annotators, ConfusionCounts, Consistency, CriterionReport, Disagreement, JudgeInfo, Report,
                              UsageSummary, finite)
@@ -42,6 +43,7 @@ class Options:
     seed: int = 0
     structured: bool = True
     via: str = "auto"
+    retry: RetryPolicy | None = None
 
 
 def load_inputs(criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str] = (),
@@ -128,7 +130,8 @@ async def _judge_live(criteria: list[LLMCriterion], sets: dict[str, CalibrationS
         cache = str(options.cache_dir) if options.cache_dir is not None else None
         for model in sorted(set(models.values())):
             stacks[model] = open_llm(model, options.api_base, cache, options.timeout_s,
-                                     max_connections=max(options.concurrency, 1), via=options.via)
+                                     max_connections=max(options.concurrency, 1), retry=options.retry,
+                                     via=options.via)
     try:
         verdicts = await run_bounded(jobs, lambda job: judge_one(llm or stacks[job.request.model], job),
                                      options.concurrency, progress)

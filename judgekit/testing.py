@@ -113,7 +113,7 @@ class FakeServer:
         self.retry_after = retry_after
         self.port = port
         self.stats: Counter[str] = Counter()
-        self.prompts: list[str] = []
+        self.log: list[tuple[float, str, str]] = []  # (monotonic time, prompt, outcome) per request
         self._rng = random.Random(seed)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -223,8 +223,8 @@ class FakeServer:
         except (ValueError, KeyError, TypeError):
             self._send(writer, 400, {"error": {"message": "bad request body"}})
             return True
-        self.prompts.append(prompt)
         fault = self._choose_fault(prompt)
+        self.log.append((time.monotonic(), prompt, fault or "ok"))
         if self.latency:
             await asyncio.sleep(self.latency)
         self.stats[fault or "ok"] += 1

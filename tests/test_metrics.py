@@ -108,3 +108,24 @@ def test_categorical_kappa_matches_scikit_learn(data):
 def test_pairwise_kappa_uses_items_both_rated():
     ratings = {"ana": {"1": True, "2": False, "3": True}, "ben": {"1": True, "2": False, "4": False}}
     assert pairwise_kappa(ratings) == {"ana~ben": 1.0}
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_kappa_interval_agrees_with_scipy_bca(seed):
+    """Same method as scipy.stats.bootstrap(method='BCa'); they differ only by Monte-Carlo noise."""
+    from scipy.stats import bootstrap
+
+    rng = np.random.default_rng(seed)
+    labels = rng.random(60) < 0.5
+    verdicts = np.where(rng.random(60) < 0.8, labels, ~labels)
+
+    def kappa(y, p, axis=-1):
+        tp = (y & p).sum(axis); tn = (~y & ~p).sum(axis); n = y.shape[axis]
+        po = (tp + tn) / n
+        pe = (y.sum(axis) * p.sum(axis) + (~y).sum(axis) * (~p).sum(axis)) / n**2
+        return (po - pe) / (1 - pe)
+
+    theirs = bootstrap((labels, verdicts), kappa, paired=True, vectorized=True, n_resamples=9999,
+                       method="BCa", rng=np.random.default_rng(seed)).confidence_interval
+    ours = kappa_interval(list(labels), list(verdicts), seed=seed)
+    assert ours == pytest.approx((theirs.low, theirs.high), abs=0.03)

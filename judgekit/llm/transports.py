@@ -169,6 +169,8 @@ class LiteLLM:
                                   "timeout": self.timeout_s, "num_retries": 0, "max_retries": 0}
         if self.api_base:
             kwargs["api_base"] = self.api_base
+            if request.model.startswith(LEAN_PREFIX) and not os.environ.get("OPENAI_API_KEY"):
+                kwargs["api_key"] = "no-key"  # a self-hosted OpenAI-compatible server often needs none
         if request.response_format and _supports_schema(litellm, request.model):
             kwargs["response_format"] = request.response_format
         started = time.perf_counter()
@@ -185,7 +187,9 @@ class LiteLLM:
         return Completion(**{**completion.to_json(), "cost": cost}, latency_s=latency)
 
     async def aclose(self) -> None:
-        return None
+        # litellm caches HTTP clients bound to this event loop; close them before the loop ends.
+        if self._litellm is not None:
+            await self._litellm.close_litellm_async_clients()
 
 
 def _supports_schema(litellm: Any, model: str) -> bool:
@@ -197,8 +201,29 @@ def _supports_schema(litellm: Any, model: str) -> bool:
         return False
 
 
+def _transport_kind(error: BaseException) -> str | None:
+    """litellm reports a refused connection as a 500; the exception chain knows better."""
+    import httpx
+
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, httpx.TimeoutException) or type(current).__name__ == "APITimeoutError":
+            return "timeout"
+        if isinstance(current, (httpx.ConnectError, ConnectionRefusedError)):
+            return "connection"
+        if isinstance(current, (httpx.RemoteProtocolError, httpx.ReadError, ConnectionResetError)):
+            return "dropped"
+        current = current.__cause__ or current.__context__
+    return None
+
+
 def classify_litellm_error(litellm: Any, error: Exception) -> CallError:
     message = redact(str(error))[:300]
+    kind = _transport_kind(error)
+    if kind is not None:
+        return CallError(kind, message)  # type: ignore[arg-type]
     status = getattr(error, "status_code", None)
     response = getattr(error, "response", None)
     headers = getattr(response, "headers", None) or getattr(error, "litellm_response_headers", None) or {}

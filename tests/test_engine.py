@@ -1,0 +1,166 @@
+"""The live judge path over a fake OpenAI-compatible server: faults, retries, early stops, cache, trials."""
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from judgekit.errors import ProviderAuthError, ProviderUnreachable
+from judgekit.llm.retry import RetryPolicy
+from judgekit.pipeline import Options, calibrate
+from judgekit.testing import FakeServer, script
+from tests.conftest import balanced, llm_criterion
+
+FAST = RetryPolicy(attempts=4, base_s=0.01, cap_s=0.05, first_contact_attempts=2, down_after=3)
+VERDICTS = script({"reply-p": True, "reply-f": False})
+
+
+@pytest.fixture
+def setup(project):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(4, 4))
+    return project
+
+
+def options(project, server, via="auto", **extra):
+    values = dict(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/judge", api_base=server.url,
+                  cache_dir=project.root / "cache", retry=FAST, concurrency=4, via=via, timeout_s=5)
+    values.update(extra)
+    return Options(**values)
+
+
+def by_id(report):
+    c = report.criteria[0]
+    return c, {d.id: d for d in c.disagreements}
+
+
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+@pytest.mark.parametrize("fault", ["rate_limit", "server_error", "reset", "truncated"])
+def test_transient_faults_are_retried_to_the_right_verdict(setup, via, fault):
+    with FakeServer(VERDICTS, fail_first={"reply-p1:": [fault], "reply-f2:": [fault, fault]}, retry_after=0.05) as s:
+        report = calibrate(options(setup, s, via))
+    c, wrong = by_id(report)
+    assert wrong == {} and c.abstained == 0
+    assert (c.confusion.tp, c.confusion.tn) == (4, 4)
+    assert s.stats[fault] == 3 and s.stats["ok"] == 8
+
+
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+@pytest.mark.parametrize("fault, cause", [("garbage", "unparseable"), ("malformed_json", "unparseable"),
+                                          ("refusal", "refusal")])
+def test_bad_answers_abstain_and_are_never_counted(setup, via, fault, cause):
+    with FakeServer(VERDICTS, fail_first={"reply-p1:": [fault], "reply-f1:": [fault]}) as s:
+        report = calibrate(options(setup, s, via))
+    c, wrong = by_id(report)
+    assert c.abstained == 2 and c.confusion.tp + c.confusion.fn == 3 and c.confusion.tn + c.confusion.fp == 3
+    assert {k: (d.verdict, d.abstention) for k, d in wrong.items()} == {"p1": (None, cause), "f1": (None, cause)}
+
+
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_exhausted_retries_end_as_abstention_and_the_run_goes_on(setup, via):
+    with FakeServer(VERDICTS, fail_first={"reply-p0:": ["server_error"] * 10, "reply-f0:": ["hang"] * 10}) as s:
+        report = calibrate(options(setup, s, via, timeout_s=0.3))
+    c, wrong = by_id(report)
+    assert wrong["p0"].abstention == "error: server" and "500" in wrong["p0"].reason
+    assert wrong["f0"].abstention == "error: timeout"
+    assert c.abstained == 2 and c.confusion.tp + c.confusion.fp + c.confusion.tn + c.confusion.fn == 6
+
+
+def test_retry_after_is_honoured(setup):
+    with FakeServer(VERDICTS, fail_first={"reply-p1:": ["rate_limit"]}, retry_after=0.6) as s:
+        calibrate(options(setup, s))
+    times = [t for t, prompt, _ in s.log if "reply-p1:" in prompt]
+    assert len(times) == 2 and times[1] - times[0] >= 0.6
+
+
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_provider_down_stops_early_with_one_message(setup, via):
+    server = FakeServer(VERDICTS).start()
+    server.stop()  # nothing listens on that port now
+    started = time.monotonic()
+    with pytest.raises(ProviderUnreachable, match="could not be reached"):
+        calibrate(options(setup, server, via))
+    assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_bad_key_stops_at_once(setup, via, monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-sentinel-0123456789abcdef")
+    with FakeServer(VERDICTS, faults={"auth": 1.0}) as s:
+        with pytest.raises(ProviderAuthError) as caught:
+            calibrate(options(setup, s, via))
+    assert s.requests <= 4  # one per call in flight, no retries
+    assert "sentinel-0123456789abcdef" not in str(caught.value)
+
+
+def test_cache_serves_a_rerun_and_stores_only_successes(setup):
+    with FakeServer(VERDICTS, fail_first={"reply-p2:": ["garbage"], "reply-f3:": ["server_error"] * FAST.attempts}) as s:
+        first = calibrate(options(setup, s))
+        asked = s.requests
+        second = calibrate(options(setup, s))
+    # The garbage answer was a successful call (cached, still an abstention); the failed call was not cached.
+    assert first.criteria[0].abstained == 2
+    assert asked == 7 + FAST.attempts and s.requests == asked + 1
+    assert second.criteria[0].usage.cached == 7 and second.criteria[0].usage.calls == 1
+    assert second.criteria[0].abstained == 1  # the garbage answer, served from the cache
+
+
+def test_cache_values_are_json_text_without_secrets(setup, monkeypatch):
+    import diskcache
+
+    sentinel = "sk-sentinel-key-9f8e7d6c5b4a39281706"
+    monkeypatch.setenv("OPENAI_API_KEY", sentinel)
+    with FakeServer(VERDICTS) as s:
+        calibrate(options(setup, s))
+    cache = diskcache.Cache(str(setup.root / "cache"))
+    values = [cache.get(key) for key in cache.iterkeys()]
+    assert len(values) == 8 and all(isinstance(json.loads(v), dict) for v in values)
+    for path in (setup.root / "cache").rglob("*"):
+        if path.is_file():
+            assert sentinel.encode() not in path.read_bytes()
+
+
+def test_changed_model_or_prompt_misses_the_cache(setup):
+    with FakeServer(VERDICTS) as s:
+        calibrate(options(setup, s))
+        calibrate(options(setup, s, model="openai/other-judge"))
+        assert s.requests == 16
+        setup.criterion(llm_criterion(pass_when="It says blocked."))
+        calibrate(options(setup, s))
+        assert s.requests == 24
+        calibrate(options(setup, s))
+        assert s.requests == 24
+
+
+def test_no_cache_asks_again(setup):
+    with FakeServer(VERDICTS) as s:
+        calibrate(options(setup, s, cache_dir=None))
+        calibrate(options(setup, s, cache_dir=None))
+    assert s.requests == 16 and not (setup.root / "cache").exists()
+
+
+def test_trials_majority_and_self_consistency(setup):
+    flips = iter([True, False, True] * 3)
+    answer = script({"reply-f": False})
+
+    def flaky(prompt):
+        return next(flips) if "reply-p0:" in prompt else answer(prompt)
+
+    with FakeServer(flaky) as s:
+        report = calibrate(options(setup, s, trials=3, concurrency=1))
+    c = report.criteria[0]
+    assert s.requests == 24
+    assert c.consistency.trials == 3 and c.consistency.unstable == ["p0"]
+    assert c.consistency.flip_rate == pytest.approx(1 / 8)
+    assert c.confusion.tp == 4  # p0 passes 2 of 3 trials
+    assert c.judge.parameters["trials"] == 3
+
+
+def test_usage_is_reported(setup):
+    with FakeServer(VERDICTS, latency=0.02) as s:
+        report = calibrate(options(setup, s))
+    u = report.criteria[0].usage
+    assert u.calls == 8 and u.cached == 0 and u.prompt_tokens > 100 and u.completion_tokens > 0
+    assert 0.02 <= u.latency_p50_s <= u.latency_p95_s < 2
+    assert u.cost is None  # a fake model has no known price: unknown, not zero
