@@ -1,7 +1,7 @@
 """The `judgekit` command: parse, call the pipeline, render, exit with a documented code.
 
 Exit codes: 0 done; 2 a usage or input error (the message names the file and the fix);
-4 the judge could not be run (provider down, credentials refused). Nothing heavier than typer
+4 the judge could not be run (provider down, credentials refused); 130 interrupted (re-run to resume). Nothing heavier than typer
 is imported until a command runs, so `judgekit --help` starts at once.
 """
 
@@ -13,12 +13,12 @@ from typing import List, Optional
 
 import typer
 
-EXIT_OK, EXIT_INPUT, EXIT_JUDGE = 0, 2, 4
+EXIT_OK, EXIT_INPUT, EXIT_JUDGE, EXIT_INTERRUPTED = 0, 2, 4, 130
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
     help="Calibrate LLM judges against human labels, and gate eval suites on judges that can be trusted.\n\n"
-         "Exit codes: 0 done, 2 usage or input error, 4 the judge could not be run.")
+         "Exit codes: 0 done, 2 usage or input error, 4 the judge could not be run, 130 interrupted.")
 
 
 def _fail(error: Exception) -> None:
@@ -70,6 +70,10 @@ def calibrate(
         report.write(out)
     except JudgekitError as error:
         _fail(error)
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted: every answer received so far is cached; run the same command again to resume",
+                   err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
     if not quiet:
         typer.echo(to_table(report))
         abstained = sum(c.abstained for c in report.criteria)

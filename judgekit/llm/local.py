@@ -7,6 +7,7 @@ wrong but never unparseable. Install with `pip install 'judgekit[local]'`.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import importlib.util
 import json
 import threading
@@ -51,8 +52,17 @@ class _Models:
         if path not in self.loaded:
             from llama_cpp import Llama
 
+            if not self.loaded:
+                atexit.register(self.close)
             self.loaded[path] = Llama(model_path=str(path), n_ctx=4096, n_threads=None, seed=0, verbose=False)
         return self.loaded[path]
+
+
+    def close(self) -> None:
+        """Free the models before the interpreter tears down the modules llama.cpp needs to do it."""
+        for llama in self.loaded.values():
+            llama.close()
+        self.loaded.clear()
 
 
 _models = _Models()

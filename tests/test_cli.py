@@ -1,0 +1,104 @@
+"""The `judgekit` command, run as a user runs it: exit codes, messages, files, start-up imports."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.testing import FakeServer, script
+from tests.conftest import REPO, balanced, llm_criterion
+
+runner = CliRunner()
+REPORT_KEYS = {"id", "fingerprint", "set_fingerprint", "n", "abstained", "confusion", "metrics", "intervals",
+               "disagreements"}
+
+
+def invoke(*args):
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def bundled(*args):
+    return invoke("calibrate", "--criteria", REPO / "criteria", "--sets", REPO / "calibration_sets", *args)
+
+
+def test_calibrate_bundled_regex_criteria_writes_the_report(tmp_path):
+    result = bundled("-c", "no-email-address", "-c", "no-unfilled-placeholder", "--out", tmp_path / "r")
+    assert result.exit_code == 0, result.output
+    assert "no-email-address" in result.output and "kappa" in result.output
+    report = json.loads((tmp_path / "r" / "report.json").read_text())
+    assert set(report) >= {"judgekit_version", "created_at", "criteria"}
+    for c in report["criteria"]:
+        assert set(c) >= REPORT_KEYS
+        assert set(c["confusion"]) == {"tp", "fp", "tn", "fn"}
+        assert set(c["metrics"]) == {"tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1",
+                                     "cohen_kappa", "mcc", "prevalence"}
+        assert set(c["intervals"]) == {"tpr", "tnr", "precision", "accuracy", "cohen_kappa"}
+        assert all(set(d) >= {"id", "label", "verdict", "reason"} for d in c["disagreements"])
+        assert len(c["disagreements"]) == c["confusion"]["fp"] + c["confusion"]["fn"] + c["abstained"]
+    assert "## no-email-address" in (tmp_path / "r" / "report.md").read_text()
+
+
+def test_nan_metrics_are_null_in_json(project, tmp_path):
+    project.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"})
+    project.jsonl("r", [{"id": "a", "output": "fine", "passed": True}, {"id": "b", "output": "ok", "passed": True}])
+    result = invoke("calibrate", "--out", tmp_path / "r")
+    assert result.exit_code == 0, result.output
+    c = json.loads((tmp_path / "r" / "report.json").read_text())["criteria"][0]
+    assert c["metrics"]["tnr"] is None and c["intervals"]["tnr"] == [None, None]
+    assert c["metrics"]["tpr"] == 1.0
+
+
+def test_input_errors_exit_2_with_file_and_field(project):
+    project.criterion({"id": "bad", "question": "ok?", "inptus": ["output"]})
+    result = invoke("validate")
+    assert result.exit_code == 2
+    assert "bad.yaml:inptus: unknown key" in result.output
+    assert "Traceback" not in result.output
+
+
+def test_validate_ok_and_unknown_criterion(project):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced())
+    assert invoke("validate").exit_code == 0
+    result = invoke("calibrate", "-c", "nope")
+    assert result.exit_code == 2 and "nope: no such criterion" in result.output
+
+
+def test_missing_model_is_an_input_error(project):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced())
+    result = invoke("calibrate")
+    assert result.exit_code == 2 and "judge.model: no judge model" in result.output
+
+
+def test_live_calibration_and_unreachable_provider_exit_codes(project):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced())
+    with FakeServer(script({"reply-p": True, "reply-f": False})) as server:
+        ok = invoke("calibrate", "--model", "openai/j", "--api-base", server.url)
+    assert ok.exit_code == 0, ok.output
+    assert "says-blocked" in ok.output
+    down = invoke("calibrate", "--model", "openai/j", "--api-base", server.url, "--no-cache")
+    assert down.exit_code == 4 and "could not be reached" in down.output
+
+
+def test_schema_command_writes_json_schema(tmp_path):
+    result = invoke("schema", "--out", tmp_path)
+    assert result.exit_code == 0
+    schema = json.loads((tmp_path / "criterion.schema.json").read_text())
+    assert "llm" in json.dumps(schema) and "regex" in json.dumps(schema)
+    assert json.loads((tmp_path / "example.schema.json").read_text())["properties"]["passed"]
+
+
+@pytest.mark.parametrize("args", [["--help"], ["validate", "--criteria", str(REPO / "criteria"),
+                                               "--sets", str(REPO / "calibration_sets")]])
+def test_start_up_does_not_import_heavy_libraries(args):
+    code = ("import sys, runpy; sys.argv = ['judgekit', *%r]\n"
+            "try:\n    runpy.run_module('judgekit.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "heavy = [m for m in ('litellm', 'sklearn', 'pandas', 'scipy', 'diskcache') if m in sys.modules]\n"
+            "print('HEAVY', heavy)") % (args,)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "HEAVY []" in out

@@ -1,0 +1,74 @@
+"""Real human-labelled data from ../shared/datasets through the recorded-verdicts path.
+
+The converters live here, not in the package: they turn each data set into a criterion, a
+calibration set and a verdict file, exactly as a user would, and judgekit computes the figures.
+"""
+
+import json
+from collections import Counter
+
+import pytest
+import yaml
+
+from judgekit.metrics import pairwise_kappa
+from judgekit.pipeline import Options, calibrate
+
+
+def _write_project(root, criterion, examples, verdicts):
+    (root / "criteria").mkdir()
+    (root / "calibration_sets").mkdir()
+    (root / "criteria" / f"{criterion['id']}.yaml").write_text(yaml.safe_dump(criterion))
+    (root / "calibration_sets" / f"{criterion['id']}.jsonl").write_text(
+        "".join(json.dumps(e) + "\n" for e in examples))
+    (root / "verdicts.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
+    return Options(criteria_dir=root / "criteria", sets_dir=root / "calibration_sets", verdicts=root / "verdicts.jsonl")
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("model, f1, accuracy", [("gpt-4-0613", 61.0, 77.0), ("gpt-3.5-turbo-0613", 39.3, 32.0)])
+def test_wice_claim_level_figures(shared_datasets, tmp_path, model, f1, accuracy):
+    root = shared_datasets / "wice"
+    claims = {row["meta"]["id"]: row for row in map(json.loads, (root / "claim" / "test.jsonl").open())}
+    outputs = root / "model_outputs" / "claim" / f"retrieval=oracle,entailment={model}"
+    scores = json.loads((outputs / "test.entailment_score.json").read_text())
+    # The authors tuned each model's threshold on the dev split (0.5 for GPT-4, 0.0 for GPT-3.5):
+    # "supported" iff score > threshold. Their evaluation file records it.
+    threshold = json.loads((outputs / "test.entailment_score.evaluation.json").read_text())[
+        "accuracy"]["0_vs_1,2"]["threshold"]
+    examples = [{"id": cid, "output": claims[cid]["claim"], "context": "\n".join(claims[cid]["evidence"]),
+                 "passed": claims[cid]["label"] == "supported"} for cid in scores]
+    verdicts = [{"id": cid, "passed": score > threshold} for cid, score in scores.items()]
+    criterion = {"id": "claim-supported", "question": "Is the claim fully supported by the source?",
+                 "inputs": ["context", "output"]}
+    report = calibrate(_write_project(tmp_path, criterion, examples, verdicts))
+    c = report.criteria[0]
+    assert c.n == 100 and c.abstained == 0
+    assert round(100 * c.metrics["f1"], 1) == f1
+    assert round(100 * c.metrics["accuracy"], 1) == accuracy
+
+
+@pytest.mark.shared_data
+def test_pandalm_annotators(shared_datasets, tmp_path):
+    root = shared_datasets / "pandalm"
+    items = json.loads((root / "testset-v1.json").read_text())
+    # Three-way labels (0 tie, 1, 2): the published pairwise kappas and majority split.
+    ratings = {f"annotator{k}": {str(x["idx"]): x[f"annotator{k}"] for x in items} for k in (1, 2, 3)}
+    kappas = pairwise_kappa(ratings)
+    assert [round(kappas[p], 2) for p in ("annotator1~annotator2", "annotator1~annotator3",
+                                          "annotator2~annotator3")] == [0.85, 0.88, 0.86]
+    majority = Counter(Counter(x[f"annotator{k}"] for k in (1, 2, 3)).most_common(1)[0][0] for x in items)
+    assert (majority[0], majority[1], majority[2]) == (105, 422, 472)
+
+    # As a multi-annotator calibration set: "response 1 is the better one", GPT-3.5's verdicts recorded.
+    judged = {str(x["idx"]): x["gpt_result"] for x in json.loads((root / "gpt-3.5-turbo-testset-v1.json").read_text())}
+    examples = [{"id": str(x["idx"]), "input": x["instruction"], "output": f"1: {x['response1']}\n2: {x['response2']}",
+                 "labels": {f"annotator{k}": x[f"annotator{k}"] == 1 for k in (1, 2, 3)}} for x in items]
+    verdicts = [{"id": i, "passed": None if r == "garbage" else r == "1"} for i, r in judged.items()]
+    criterion = {"id": "first-response-better", "question": "Is response 1 better than response 2?"}
+    c = calibrate(_write_project(tmp_path, criterion, examples, verdicts)).criteria[0]
+    assert c.n == 999 and c.abstained == 25 and c.labelled_pass == 422
+    binary = {name: {i: v == 1 for i, v in r.items()} for name, r in ratings.items()}
+    expected = pairwise_kappa(binary)
+    assert c.annotators.pairwise_kappa == pytest.approx(expected)
+    assert set(c.annotators.judge_kappa) == {"annotator1", "annotator2", "annotator3"}
+    assert all(k < min(expected.values()) for k in c.annotators.judge_kappa.values())  # below the human ceiling

@@ -1,0 +1,75 @@
+import pytest
+
+from judgekit.errors import InputError
+from judgekit.pipeline import Options, calibrate
+from tests.conftest import balanced, llm_criterion
+
+
+@pytest.fixture
+def setup(project):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(3, 3))
+    return project
+
+
+def run(project, verdicts_path, **extra):
+    return calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts_path, **extra))
+
+
+def write(project, name, text):
+    path = project.root / name
+    path.write_text(text)
+    return path
+
+
+def test_jsonl_with_abstention_and_reasons(setup):
+    lines = [f'{{"id": "p{i}", "passed": true, "reason": "ok"}}' for i in range(3)]
+    lines += ['{"id": "f0", "passed": false}', '{"id": "f1", "passed": true, "reason": "missed"}',
+              '{"id": "f2", "passed": null}']
+    c = run(setup, write(setup, "v.jsonl", "\n".join(lines))).criteria[0]
+    assert (c.confusion.tp, c.confusion.fp, c.confusion.tn, c.confusion.fn, c.abstained) == (3, 1, 1, 0, 1)
+    assert {d.id: (d.verdict, d.abstention) for d in c.disagreements} == {"f1": (True, None), "f2": (None, "recorded")}
+    assert c.judge.source == "recorded:v.jsonl"
+
+
+def test_csv_with_empty_cell_as_abstention(setup):
+    text = "id,passed,criterion\np0,true,says-blocked\np1,TRUE,says-blocked\np2,,says-blocked\n" \
+           "f0,false,says-blocked\nf1,0,says-blocked\nf2,no,says-blocked\n"
+    c = run(setup, write(setup, "v.csv", text)).criteria[0]
+    assert (c.confusion.tp, c.confusion.tn, c.abstained) == (2, 3, 1)
+
+
+def test_unknown_ids_and_missing_examples_are_listed(setup):
+    text = "\n".join(['{"id": "p0", "passed": true}', '{"id": "ghost", "passed": true}', '{"id": "f0", "passed": false}'])
+    with pytest.raises(InputError) as caught:
+        run(setup, write(setup, "v.jsonl", text))
+    message = str(caught.value)
+    assert "v.jsonl:says-blocked: 1 verdict(s) for ids not in" in message and "ghost" in message
+    assert "4 example(s)" in message and "p1, p2, f1, f2" in message
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"id": "p0"}', r"v.jsonl:line 1.passed: required key is missing"),
+    ('{"id": "p0", "passed": "yes"}', r"v.jsonl:line 1.passed: Input should be a valid boolean"),
+    ('{"id": "p0", "passed": true, "score": 9}', r"v.jsonl:line 1.score: unknown key"),
+    ('{"id": "p0", "passed": true}\n{"id": "p0", "passed": false}', r"p0: has two verdicts"),
+])
+def test_bad_verdict_records(setup, text, message):
+    with pytest.raises(InputError, match=message):
+        run(setup, write(setup, "v.jsonl", text))
+
+
+def test_trials_in_a_verdict_file(setup):
+    rows = [f'{{"id": "{e}", "passed": {str(e.startswith("p")).lower()}, "trial": {t}}}'
+            for e in ("p0", "p1", "p2", "f0", "f1", "f2") for t in range(3)]
+    rows[0] = '{"id": "p0", "passed": false, "trial": 0}'
+    c = run(setup, write(setup, "v.jsonl", "\n".join(rows))).criteria[0]
+    assert c.consistency.trials == 3 and c.consistency.unstable == ["p0"] and c.confusion.tp == 3
+
+
+def test_llm_criterion_missing_from_the_file_is_an_error(setup):
+    setup.criterion(llm_criterion("other"))
+    setup.jsonl("other", balanced(1, 1))
+    text = '{"id": "p0", "passed": true, "criterion": "says-blocked"}'
+    with pytest.raises(InputError, match=r"v.jsonl:other: has no verdicts for this LLM criterion"):
+        run(setup, write(setup, "v.jsonl", text))
