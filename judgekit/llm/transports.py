@@ -10,6 +10,7 @@ Keys are read from the environment when a transport is made, sent in headers, an
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import os
@@ -71,7 +72,11 @@ def completion_from_json(data: Any, latency: float) -> Completion:
 
 
 class OpenAICompatible:
-    """POST /chat/completions over one pooled httpx client, created in the running event loop."""
+    """POST /chat/completions over one pooled aiohttp session, created in the running event loop.
+
+    aiohttp rather than httpx: httpcore's pool scans every connection for every queued request,
+    which made the client burn ~15 ms of CPU per call at 64 in flight (benchmarks/README.md).
+    """
 
     def __init__(self, api_base: str | None = None, timeout_s: float = 60.0, max_connections: int = 100):
         base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
@@ -80,22 +85,20 @@ class OpenAICompatible:
         self.max_connections = max_connections
         key = os.environ.get("OPENAI_API_KEY")
         self._headers = {"content-type": "application/json", **({"authorization": f"Bearer {key}"} if key else {})}
-        self._client = None
+        self._session = None
         self._schema_supported = True
 
     def _http(self):
-        if self._client is None:
-            import httpx
+        if self._session is None:
+            import aiohttp
 
-            self._client = httpx.AsyncClient(
-                timeout=httpx.Timeout(self.timeout_s),
-                limits=httpx.Limits(max_connections=self.max_connections,
-                                    max_keepalive_connections=self.max_connections),
-                headers=self._headers)
-        return self._client
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=self.max_connections, ttl_dns_cache=300),
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s), headers=self._headers)
+        return self._session
 
     async def complete(self, request: Request) -> Completion:
-        import httpx
+        import aiohttp
 
         body: dict[str, Any] = {"model": request.model.removeprefix(LEAN_PREFIX), "messages": request.messages,
                                 "temperature": request.temperature, "max_tokens": request.max_tokens}
@@ -103,31 +106,34 @@ class OpenAICompatible:
             body["response_format"] = request.response_format
         started = time.perf_counter()
         try:
-            response = await self._http().post(self.base_url + "/chat/completions", content=json.dumps(body))
-        except httpx.TimeoutException:
+            async with self._http().post(self.base_url + "/chat/completions", data=json.dumps(body)) as response:
+                status, text, headers = response.status, await response.text(), response.headers
+        except asyncio.TimeoutError:
             raise CallError("timeout", f"no answer within {self.timeout_s:g} s") from None
-        except httpx.ConnectError as error:
-            raise CallError("connection", f"cannot connect to {self.base_url} ({error})") from None
-        except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as error:
+        except aiohttp.ClientConnectorError as error:
+            raise CallError("connection", f"cannot connect to {self.base_url} ({error.os_error})") from None
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as error:
             raise CallError("dropped", f"connection dropped ({type(error).__name__})") from None
+        except aiohttp.ClientError as error:
+            raise CallError("dropped", f"{type(error).__name__}: {redact(str(error))[:200]}") from None
         latency = time.perf_counter() - started
-        if response.status_code != 200:
-            error = error_for_status(response.status_code, response.text, response.headers)
-            if error.kind == "bad_request" and "response_format" in body and "response_format" in response.text:
+        if status != 200:
+            error = error_for_status(status, text, headers)
+            if error.kind == "bad_request" and "response_format" in body and "response_format" in text:
                 # The server does not do structured output: ask plainly from now on.
                 self._schema_supported = False
                 return await self.complete(request)
             raise error
         try:
-            data = response.json()
+            data = json.loads(text)
         except ValueError:
-            raise CallError("server", f"response is not JSON: {redact(response.text[:200])!r}") from None
+            raise CallError("server", f"response is not JSON: {redact(text[:200])!r}") from None
         return completion_from_json(data, latency)
 
     async def aclose(self) -> None:
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
 
 def import_litellm():
