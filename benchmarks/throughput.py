@@ -69,7 +69,8 @@ report = calibrate(Options(criteria_dir=project / "criteria", sets_dir=project /
                            model="openai/bench", api_base=url, concurrency=c, via=via,
                            cache_dir=None if cache == "-" else Path(cache)))
 c0 = report.criteria[0]
-print(json.dumps({"stage_s": time.perf_counter() - t, "answers": c0.n - c0.abstained, "cached": c0.usage.cached}))
+print(json.dumps({"stage_s": report.judging_s, "calibrate_s": time.perf_counter() - t, "answers": c0.n - c0.abstained,
+                  "cached": c0.usage.cached}))
 '''
 
 

@@ -178,13 +178,27 @@ def prompt_template(criterion: LLMCriterion) -> list[dict[str, str]]:
     return [{"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
+_SLOT = re.compile(r"\{\{\s*(input|output|context)\s*\}\}")
+
+
+def compile_template(template: list[dict[str, str]]) -> list[tuple[str, list[str]]]:
+    """Split each message at its example slots once: `(role, [text, field, text, field, text])`."""
+    return [(m["role"], _SLOT.split(m["content"])) for m in template]
+
+
+def fill(compiled: list[tuple[str, list[str]]], example: dict[str, Any]) -> list[dict[str, str]]:
+    """Put an example's fields into a compiled template; example text is never re-expanded."""
+    messages = []
+    for role, parts in compiled:
+        pieces = [part if i % 2 == 0 else ("" if example.get(part) is None else str(example[part]))
+                  for i, part in enumerate(parts)]
+        messages.append({"role": role, "content": "".join(pieces)})
+    return messages
+
+
 def render(template: list[dict[str, str]], example: dict[str, Any]) -> list[dict[str, str]]:
     """Fill an example's fields into a prompt template (one pass, so example text is never re-expanded)."""
-    def fill(match: re.Match[str]) -> str:
-        value = example.get(match.group(1))
-        return "" if value is None else str(value)
-
-    return [{**m, "content": re.sub(r"\{\{\s*(input|output|context)\s*\}\}", fill, m["content"])} for m in template]
+    return fill(compile_template(template), example)
 
 
 def canonical_hash(data: Any) -> str:

@@ -21,7 +21,7 @@ import sys
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
-from judgekit.criteria import LLMCriterion, prompt_template, render
+from judgekit.criteria import LLMCriterion, compile_template, fill, prompt_template
 from judgekit.llm import CallError, Completion, LLM, Request
 from judgekit.sets import Example
 from judgekit.verdicts import Usage, Verdict
@@ -91,11 +91,11 @@ class Job:
 
 def jobs_for(criterion: LLMCriterion, examples: Sequence[Example], model: str, trials: int,
              api_base: str | None = None, structured: bool = True) -> list[Job]:
-    template = prompt_template(criterion)
+    compiled = compile_template(prompt_template(criterion))
     settings = criterion.judge
     return [
         Job(criterion.id, example.id, Request(
-            model=model, messages=render(template, example.fields()), temperature=settings.temperature,
+            model=model, messages=fill(compiled, example.fields()), temperature=settings.temperature,
             max_tokens=settings.max_tokens, response_format=RESPONSE_FORMAT if structured else None,
             trial=trial, api_base=api_base))
         for example in examples for trial in range(trials)

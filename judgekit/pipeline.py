@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import statistics
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
@@ -109,19 +110,22 @@ def calibrate(options: Options, llm: LLM | None = None,
 
     pending = [c for c in criteria if isinstance(c, LLMCriterion) and c.id not in trials_by_criterion]
     models = {c.id: _model_for(c, options) for c in pending}
+    judging_s = None
     if pending:
-        trials_by_criterion.update(asyncio.run(_judge_live(pending, sets, models, options, llm, progress)))
+        judged, judging_s = asyncio.run(_judge_live(pending, sets, models, options, llm, progress))
+        trials_by_criterion.update(judged)
         sources.update({c.id: "live" for c in pending})
 
     reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options)
                for c in criteria]
-    return Report(criteria=reports)
+    return Report(criteria=reports, judging_s=judging_s)
 
 
 async def _judge_live(criteria: list[LLMCriterion], sets: dict[str, CalibrationSet], models: dict[str, str],
                       options: Options, llm: LLM | None,
-                      progress: Callable[[int, int], None] | None) -> dict[str, list[list[Verdict]]]:
-    from judgekit.judge import jobs_for, judge_one, run_bounded
+                      progress: Callable[[int, int], None] | None) -> tuple[dict[str, list[list[Verdict]]], float]:
+    """Judge every example of every criterion in one bounded pool; returns verdicts and the stage's time."""
+    from judgekit.judge import Job, jobs_for, judge_one, run_bounded, verdict_from
 
     jobs = [job for c in criteria for job in jobs_for(c, sets[c.id].examples, models[c.id], c.judge.trials,
                                                       options.api_base, options.structured)]
@@ -132,16 +136,33 @@ async def _judge_live(criteria: list[LLMCriterion], sets: dict[str, CalibrationS
             stacks[model] = open_llm(model, options.api_base, cache, options.timeout_s,
                                      max_connections=max(options.concurrency, 1), retry=options.retry,
                                      via=options.via)
+
+    def llm_for(job: Job) -> LLM:
+        return llm or stacks[job.request.model]
+
     try:
-        verdicts = await run_bounded(jobs, lambda job: judge_one(llm or stacks[job.request.model], job),
-                                     options.concurrency, progress)
+        # Cached answers first, straight from disk: a fully cached re-run makes no client at all.
+        verdicts: list[Verdict | None] = []
+        for job in jobs:
+            hit = llm_for(job).lookup(job.request)
+            verdicts.append(None if hit is None else verdict_from(hit, job.example_id, job.request.trial))
+        misses = [i for i, v in enumerate(verdicts) if v is None]
+        if misses:
+            for stack in {id(llm_for(jobs[i])): llm_for(jobs[i]) for i in misses}.values():
+                stack.warm()
+        started = time.perf_counter()
+        answered = await run_bounded(misses, lambda i: judge_one(llm_for(jobs[i]), jobs[i]), options.concurrency,
+                                     progress)
+        elapsed = time.perf_counter() - started
+        for i, verdict in zip(misses, answered):
+            verdicts[i] = verdict
     finally:
         for stack in stacks.values():
             await stack.aclose()
     grouped: dict[str, dict[str, list[Verdict]]] = {c.id: {e.id: [] for e in sets[c.id].examples} for c in criteria}
     for job, verdict in zip(jobs, verdicts):
         grouped[job.criterion_id][job.example_id].append(verdict)
-    return {cid: list(by_example.values()) for cid, by_example in grouped.items()}
+    return {cid: list(by_example.values()) for cid, by_example in grouped.items()}, elapsed
 
 
 def _usage(all_trials: list[list[Verdict]]) -> UsageSummary | None:

@@ -111,6 +111,7 @@ class Report(Model):
     judgekit_version: str = Field(default_factory=_version)
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     criteria: list[CriterionReport]
+    judging_s: float | None = Field(None, description="Wall time of the live judging stage, when there was one.")
 
     def criterion(self, criterion_id: str) -> CriterionReport | None:
         return next((c for c in self.criteria if c.id == criterion_id), None)

@@ -88,6 +88,12 @@ class FakeLLM:
         return result if isinstance(result, Completion) else Completion(text=result, prompt_tokens=10,
                                                                         completion_tokens=5)
 
+    def lookup(self, request: Request) -> Completion | None:
+        return None
+
+    def warm(self) -> None:
+        return None
+
     async def aclose(self) -> None:
         return None
 

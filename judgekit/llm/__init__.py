@@ -82,9 +82,17 @@ class CallError(Exception):
 
 
 class LLM(Protocol):
-    """Anything that answers a Request. Raise CallError for a failed call."""
+    """Anything that answers a Request. Raise CallError for a failed call.
+
+    `lookup` answers from a cache without any I/O beyond the disk (None when there is no answer
+    or no cache); `warm` makes ready to call (imports, clients) before the first request.
+    """
 
     async def complete(self, request: Request) -> Completion: ...
+
+    def lookup(self, request: Request) -> Completion | None: ...
+
+    def warm(self) -> None: ...
 
     async def aclose(self) -> None: ...
 

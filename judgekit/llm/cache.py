@@ -37,7 +37,6 @@ class CachedLLM:
         self.inner = inner
         self.directory = Path(directory)
         self._cache = diskcache.Cache(str(self.directory), size_limit=2**34, eviction_policy="none")
-        self.hits = 0
 
     def lookup(self, request: Request) -> Completion | None:
         value = self._cache.get(cache_key(request))
@@ -50,13 +49,15 @@ class CachedLLM:
             return None
 
     async def complete(self, request: Request) -> Completion:
-        hit = self.lookup(request)
+        hit = self.lookup(request)  # again: another process may have answered it meanwhile
         if hit is not None:
-            self.hits += 1
             return hit
         completion = await self.inner.complete(request)
         self._cache.set(cache_key(request), json.dumps(completion.to_json(), ensure_ascii=False))
         return replace(completion, cached=False)
+
+    def warm(self) -> None:
+        self.inner.warm()
 
     async def aclose(self) -> None:
         await self.inner.aclose()

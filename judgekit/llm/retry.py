@@ -87,5 +87,11 @@ class RetryingLLM:
         if self._successes == 0 or self._lost_in_a_row >= self.policy.down_after:
             raise ProviderUnreachable(self.model, self.api_base, error.message)
 
+    def lookup(self, request: Request) -> Completion | None:
+        return self.inner.lookup(request)
+
+    def warm(self) -> None:
+        self.inner.warm()
+
     async def aclose(self) -> None:
         await self.inner.aclose()

@@ -88,6 +88,12 @@ class OpenAICompatible:
         self._session = None
         self._schema_supported = True
 
+    def lookup(self, request: Request) -> Completion | None:
+        return None
+
+    def warm(self) -> None:
+        import aiohttp  # noqa: F401  (before the first call, so the import is not paid inside it)
+
     def _http(self):
         if self._session is None:
             import aiohttp
@@ -155,6 +161,12 @@ class LiteLLM:
         self.api_base = api_base
         self.timeout_s = timeout_s
         self._litellm = None
+
+    def lookup(self, request: Request) -> Completion | None:
+        return None
+
+    def warm(self) -> None:
+        self._lib()
 
     def _lib(self):
         if self._litellm is None:
