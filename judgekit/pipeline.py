@@ -20,8 +20,8 @@ from judgekit.errors import InputError, Problem
 from judgekit.llm import LLM, open_llm
 from judgekit.llm.retry import RetryPolicy
 from judgekit.metrics import calibration, pairwise_kappa
-from judgekit.report import (Annotators, ConfusionCounts, Consistency, CriterionReport, Disagreement, JudgeInfo, Report,
-                             UsageSummary, finite)
+from judgekit.report import (Annotators, ConfusionCounts, Consistency, CriterionReport, Disagreement, JudgeInfo,
+                             RecordedVerdict, Report, UsageSummary, finite)
 from judgekit.sets import CalibrationSet, load_sets
 from judgekit.verdicts import Verdict, load_recorded, majority, match_recorded
 
@@ -227,4 +227,7 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
         disagreements=disagreements, judge=judge, usage=_usage(all_trials), consistency=_consistency(all_trials),
         annotators=_annotators(cal, final),
-        labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels))
+        labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels),
+        verdicts=[RecordedVerdict(criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed,
+                                  reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}")
+                  for trials in all_trials for v in trials])

@@ -47,6 +47,16 @@ class ConfusionCounts(Model):
     fn: int
 
 
+class RecordedVerdict(Model):
+    """One verdict as written to verdicts.jsonl: the format `--verdicts` reads back."""
+
+    criterion: str
+    id: str
+    trial: int = 0
+    passed: bool | None
+    reason: str | None = None
+
+
 class Disagreement(Model):
     """An example where the judge and the label differ, or where the judge abstained."""
 
@@ -105,6 +115,8 @@ class CriterionReport(Model):
     annotators: Annotators | None = None
     labelled_pass: int = 0
     labelled_fail: int = 0
+    verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
+                                            description="Every verdict of every trial; written to verdicts.jsonl.")
 
 
 class Report(Model):
@@ -117,9 +129,11 @@ class Report(Model):
         return next((c for c in self.criteria if c.id == criterion_id), None)
 
     def write(self, directory: Path) -> None:
-        """Write report.json and report.md, each atomically."""
+        """Write report.json, report.md and verdicts.jsonl (which `--verdicts` reads back), each atomically."""
         write_atomic(directory / "report.json", self.model_dump_json(indent=2) + "\n")
         write_atomic(directory / "report.md", to_markdown(self))
+        write_atomic(directory / "verdicts.jsonl", "".join(
+            v.model_dump_json(exclude_none=False) + "\n" for c in self.criteria for v in c.verdicts))
 
     @classmethod
     def read(cls, path: Path) -> "Report":

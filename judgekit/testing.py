@@ -33,16 +33,25 @@ GARBAGE_TEXT = "Lorem ipsum dolor sit amet, the weather is lovely today."
 MALFORMED_TEXT = '{"reasoning": "The reply says it", "passed": tru'
 
 
+def judged_reply(prompt: str) -> str:
+    """The reply under judgement: the last <output> block of a judgekit prompt (few-shot examples
+    come before it), or the whole prompt when there is none."""
+    start = prompt.rfind("<output>\n")
+    end = prompt.rfind("\n</output>")
+    return prompt[start + len("<output>\n"):end] if 0 <= start < end else prompt
+
+
 def script(verdicts: Mapping[str, bool | str], default: bool | str = True) -> Answer:
-    """An answer function: the verdict of the first key the prompt contains, else `default`.
+    """An answer function: the verdict of the first key the judged reply contains, else `default`.
 
     A bool becomes a contract-following JSON verdict; a str is answered verbatim.
     """
     items = list(verdicts.items())
 
     def answer(prompt: str) -> bool | str:
+        reply = judged_reply(prompt)
         for needle, verdict in items:
-            if needle in prompt:
+            if needle in reply:
                 return verdict
         return default
 
