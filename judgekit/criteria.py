@@ -23,7 +23,8 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, BeforeValidator, ConfigDict, Field, TypeAdapter, ValidationError, field_validator,
+                      model_validator)
 
 from judgekit.errors import InputError, Problem
 from judgekit.files import problems_of, read_yaml
@@ -34,6 +35,14 @@ Field_ = Literal["input", "output", "context"]
 
 class Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _int_as_text(value: Any) -> Any:
+    return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
+# An example's id: text; whole numbers (common in exported data) are read as their text.
+ExampleId = Annotated[str, BeforeValidator(_int_as_text), Field(min_length=1)]
 
 
 class FewShot(Frozen):

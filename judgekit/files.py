@@ -43,13 +43,18 @@ def validate(model: type[M], data: Any, source: str, prefix: str = "") -> M:
         raise InputError(problems_of(error, source, prefix)) from None
 
 
+def read_text(path: Path, hint: str = "") -> str:
+    """A file's UTF-8 text, or an InputError naming the file (and `hint`, how to fix it)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError.one(path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}") from None
+
+
 def read_yaml(path: Path) -> Any:
     import yaml
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError.one(path, "", f"cannot be read ({error})") from None
+    text = read_text(path)
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as error:
@@ -68,10 +73,7 @@ def iter_records(path: Path) -> Iterator[tuple[str, Any]]:
     if suffix == ".jsonl":
         problems = []
         records = []
-        try:
-            lines = path.read_text(encoding="utf-8").splitlines()
-        except (OSError, UnicodeDecodeError) as error:
-            raise InputError.one(path, "", f"cannot be read ({error})") from None
+        lines = read_text(path).splitlines()
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judgekit.errors import InputError
-from judgekit.files import problems_of, write_atomic
+from judgekit.files import problems_of, read_text, write_atomic
 
 METRIC_NAMES = ("tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1", "cohen_kappa", "mcc",
                 "prevalence")
@@ -139,10 +139,7 @@ class Report(Model):
     def read(cls, path: Path) -> "Report":
         if path.is_dir():
             path = path / "report.json"
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as error:
-            raise InputError.one(path, "", f"cannot read the report ({error}); run `judgekit calibrate` first") from None
+        text = read_text(path, "run `judgekit calibrate` first, or pass the report's path")
         try:
             return cls.model_validate_json(text)
         except ValidationError as error:

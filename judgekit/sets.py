@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, StrictBool, ValidationError, field_validator, model_validator
+from pydantic import Field, StrictBool, ValidationError, model_validator
 
-from judgekit.criteria import Criterion, Frozen, LLMCriterion, canonical_hash
+from judgekit.criteria import Criterion, ExampleId, Frozen, LLMCriterion, canonical_hash
 from judgekit.errors import InputError, Problem
 from judgekit.files import RECORD_SUFFIXES, iter_records, parse_bool, problems_of
 
@@ -27,7 +27,7 @@ from judgekit.files import RECORD_SUFFIXES, iter_records, parse_bool, problems_o
 class Example(Frozen):
     """One labelled example: what the user said, the reply, optional source material, the human label."""
 
-    id: str = Field(min_length=1)
+    id: ExampleId
     input: str | None = None
     output: str
     context: str | None = None
@@ -35,11 +35,6 @@ class Example(Frozen):
     labels: dict[str, StrictBool] | None = Field(None, description="Several annotators' labels; passed is their majority.")
     tags: list[str] = Field(default_factory=list)
     split: Literal["dev", "test"] | None = None
-
-    @field_validator("id", mode="before")
-    @classmethod
-    def _id_as_text(cls, value: Any) -> Any:
-        return str(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
     @model_validator(mode="after")
     def _one_label(self) -> "Example":

@@ -19,7 +19,7 @@ from typing import Sequence
 
 from pydantic import Field, StrictBool, ValidationError
 
-from judgekit.criteria import Frozen
+from judgekit.criteria import ExampleId, Frozen
 from judgekit.errors import InputError, Problem
 from judgekit.files import iter_records, parse_bool, problems_of
 from judgekit.sets import CalibrationSet
@@ -69,7 +69,7 @@ def majority(trials: Sequence[Verdict]) -> Verdict:
 
 
 class RecordedVerdict(Frozen):
-    id: str = Field(min_length=1)
+    id: ExampleId
     passed: StrictBool | None
     criterion: str | None = None
     trial: int = Field(0, ge=0)
@@ -90,8 +90,6 @@ def load_recorded(path: Path) -> list[RecordedVerdict]:
             record = {k: v for k, v in record.items() if v is not None or k == "passed"}
             if "passed" in record:
                 record["passed"] = parse_bool(record["passed"])
-        if isinstance(record.get("id"), int):
-            record = {**record, "id": str(record["id"])}
         try:
             records.append(RecordedVerdict.model_validate(record))
         except ValidationError as error:
