@@ -220,3 +220,35 @@ def pairwise_kappa(ratings: Mapping[str, Mapping[str, Hashable]]) -> dict[str, f
             out[f"{first}~{second}"] = cohen_kappa([ratings[first][k] for k in shared],
                                                    [ratings[second][k] for k in shared])
     return out
+
+
+def examples_needed(successes: int, trials: int, threshold: float, confidence: float = CONFIDENCE,
+                    limit: int = 100_000) -> int | None:
+    """How many more examples, at the observed rate, until the Wilson interval clears `threshold`
+    (the lower bound above it when the rate is above it, the upper bound below it otherwise).
+
+    None when the rate equals the threshold, or no number up to `limit` would settle it.
+
+    >>> examples_needed(18, 20, 0.8)  # 90% observed on 20: how many more to show > 80%?
+    48
+    """
+    if trials == 0 or successes / trials == threshold:
+        return None
+    rate = successes / trials
+    above = rate > threshold
+
+    def settled(n: int) -> bool:
+        low, high = wilson(round(rate * n), n, confidence)
+        return low >= threshold if above else high < threshold
+
+    if settled(trials):
+        return 0
+    low, high = trials, trials
+    while not settled(high):  # double until settled, then bisect
+        low, high = high, high * 2
+        if high > limit:
+            return None
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (low, middle) if settled(middle) else (middle, high)
+    return high - trials

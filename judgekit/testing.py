@@ -111,12 +111,14 @@ class FakeServer:
     """An OpenAI-compatible `/v1/chat/completions` endpoint on 127.0.0.1, in a background thread.
 
     `faults` maps a fault kind to the share of requests that get it (seeded); `fail_first` maps a
-    piece of prompt text to the faults its first requests get, in order. `stats` counts outcomes.
+    piece of prompt text to the faults its first requests get, in order. With
+    `structured_output=False` a request that asks for a response_format gets a 400, as from
+    servers that do not support it. `stats` counts outcomes.
     """
 
     def __init__(self, answer: Answer | None = None, latency: float = 0.0,
                  faults: Mapping[str, float] | None = None, fail_first: Mapping[str, list[str]] | None = None,
-                 retry_after: float = 1.0, seed: int = 0, port: int = 0):
+                 retry_after: float = 1.0, seed: int = 0, port: int = 0, structured_output: bool = True):
         unknown = set(faults or {}) | {k for kinds in (fail_first or {}).values() for k in kinds}
         unknown -= set(FAULTS)
         if unknown:
@@ -126,6 +128,7 @@ class FakeServer:
         self.faults = dict(faults or {})
         self.fail_first = {k: list(v) for k, v in (fail_first or {}).items()}
         self.retry_after = retry_after
+        self.structured_output = structured_output
         self.port = port
         self.stats: Counter[str] = Counter()
         self.log: list[tuple[float, str, str]] = []  # (monotonic time, prompt, outcome) per request
@@ -240,6 +243,10 @@ class FakeServer:
             return True
         fault = self._choose_fault(prompt)
         self.log.append((time.monotonic(), prompt, fault or "ok"))
+        if payload.get("response_format") and not self.structured_output:
+            self.stats["unsupported_response_format"] += 1
+            self._send(writer, 400, {"error": {"message": "response_format is not supported by this server"}})
+            return True
         if self.latency:
             await asyncio.sleep(self.latency)
         self.stats[fault or "ok"] += 1

@@ -164,3 +164,24 @@ def test_usage_is_reported(setup):
     assert u.calls == 8 and u.cached == 0 and u.prompt_tokens > 100 and u.completion_tokens > 0
     assert 0.02 <= u.latency_p50_s <= u.latency_p95_s < 2
     assert u.cost is None  # a fake model has no known price: unknown, not zero
+
+
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_structured_output_is_requested_and_dropped_where_unsupported(setup, via):
+    with FakeServer(VERDICTS) as s:
+        calibrate(options(setup, s, via))
+    with FakeServer(VERDICTS, structured_output=False) as plain:
+        report = calibrate(options(setup, plain, via, cache_dir=None))
+    c = report.criteria[0]
+    if via == "auto":
+        assert plain.stats["unsupported_response_format"] == 1  # asked once, then plainly from then on
+        assert c.abstained == 0 and c.disagreements == []
+    else:
+        # litellm sends response_format only for models it knows support it; a fake model is not one.
+        assert plain.stats["unsupported_response_format"] == 0 and c.abstained == 0
+
+
+def test_plain_answers_send_no_response_format(setup):
+    with FakeServer(VERDICTS, structured_output=False) as s:
+        report = calibrate(options(setup, s, structured=False))
+    assert s.stats["unsupported_response_format"] == 0 and report.criteria[0].abstained == 0

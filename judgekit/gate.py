@@ -1,0 +1,322 @@
+"""The gate: may suites that rely on a criterion's judge run? PASS, FAIL or INCONCLUSIVE, per
+criterion and overall, from calibration reports alone (no model is called).
+
+The gate fails closed. A missing report, a criterion without one, a stale one (the judge's
+fingerprint, the set's fingerprint or the judge model differ from the files on disk, or it is
+older than `max_age`), too few labelled examples of either class, undefined metrics, too many
+abstentions or flips all block. By default a threshold applies to the lower bound of the 95%
+interval: the evidence must show the judge is good, not merely fail to show it is bad.
+
+>>> policy = Policy(defaults=Thresholds(min_examples=2, max_age=None))
+>>> Gate(policy).decide_one("c", None, None).status
+'FAIL'
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError, field_validator
+
+from judgekit.criteria import Criterion, Frozen, LLMCriterion, fingerprint
+from judgekit.errors import InputError, JudgekitError
+from judgekit.files import problems_of, read_text, read_yaml
+from judgekit.metrics import examples_needed
+from judgekit.report import CriterionReport, Report
+
+Status = Literal["PASS", "FAIL", "INCONCLUSIVE"]
+EXIT_CODES = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> timedelta:
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a duration; write a number and a unit, like 30d, 12h or 90m")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+class Thresholds(Frozen):
+    """What a criterion's judge must show. Every field of an override may be left out."""
+
+    min_tpr: float = Field(0.8, ge=0, le=1, description="Share of known-good replies the judge must pass.")
+    min_tnr: float = Field(0.8, ge=0, le=1, description="Share of known-bad replies the judge must fail.")
+    min_kappa: float | None = Field(None, ge=-1, le=1)
+    min_examples: int = Field(20, ge=1, description="Labelled examples needed in each class (good and bad).")
+    max_abstain_rate: float = Field(0.1, ge=0, le=1)
+    max_flip_rate: float | None = Field(0.2, ge=0, le=1, description="When trials ran: share of examples "
+                                                                      "whose trials disagreed.")
+    max_age: str | None = Field("30d", description="Oldest report accepted, like 30d or 12h; null for any age.")
+    use_lower_bound: bool = Field(True, description="Apply thresholds to the interval's lower bound.")
+
+    @field_validator("max_age")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+
+class Override(Frozen):
+    min_tpr: float | None = Field(None, ge=0, le=1)
+    min_tnr: float | None = Field(None, ge=0, le=1)
+    min_kappa: float | None = Field(None, ge=-1, le=1)
+    min_examples: int | None = Field(None, ge=1)
+    max_abstain_rate: float | None = Field(None, ge=0, le=1)
+    max_flip_rate: float | None = Field(None, ge=0, le=1)
+    max_age: str | None = None
+    use_lower_bound: bool | None = None
+
+
+class Policy(Frozen):
+    """Gate thresholds: defaults, and per-criterion overrides."""
+
+    defaults: Thresholds = Thresholds()
+    criteria: dict[str, Override] = Field(default_factory=dict)
+
+    def for_criterion(self, criterion_id: str) -> Thresholds:
+        override = self.criteria.get(criterion_id)
+        if override is None:
+            return self.defaults
+        return self.defaults.model_copy(update=override.model_dump(exclude_unset=True))
+
+    @classmethod
+    def from_mapping(cls, data: Any, source: str) -> "Policy":
+        """Read `{min_tpr: ..., criteria: {id: {...}}}`: defaults at the top, overrides under criteria."""
+        if data is None:
+            return cls()
+        if not isinstance(data, dict):
+            raise InputError.one(source, "gate", "must be a table of thresholds")
+        overrides = data.get("criteria", {})
+        defaults = {k: v for k, v in data.items() if k != "criteria"}
+        try:
+            return cls(defaults=Thresholds.model_validate(defaults),
+                       criteria={str(k): Override.model_validate(v) for k, v in (overrides or {}).items()})
+        except ValidationError as error:
+            raise InputError(problems_of(error, source, "gate")) from None
+        except AttributeError:
+            raise InputError.one(source, "gate.criteria", "must be a table of criterion ids") from None
+
+    @classmethod
+    def load(cls, path: Path | None = None, root: Path = Path(".")) -> "Policy":
+        """From `path` (judgekit.yaml or pyproject.toml), else the first of those found in `root`."""
+        candidates = [path] if path else [root / "judgekit.yaml", root / "pyproject.toml"]
+        for candidate in candidates:
+            if candidate is None or not candidate.is_file():
+                if path is not None:
+                    raise InputError.one(path, "", "no such gate configuration file")
+                continue
+            if candidate.suffix == ".toml":
+                import tomllib
+
+                try:
+                    data = tomllib.loads(read_text(candidate))
+                except tomllib.TOMLDecodeError as error:
+                    raise InputError.one(candidate, "", f"is not valid TOML: {error}") from None
+                gate = data.get("tool", {}).get("judgekit", {}).get("gate")
+                if gate is None and path is None:
+                    continue
+                return cls.from_mapping(gate, str(candidate))
+            data = read_yaml(candidate) or {}
+            if not isinstance(data, dict):
+                raise InputError.one(candidate, "", "must be a YAML mapping with a 'gate' key")
+            unknown = set(data) - {"gate"}
+            if unknown:
+                raise InputError.one(candidate, ", ".join(sorted(unknown)), "unknown key; judgekit.yaml holds 'gate'")
+            return cls.from_mapping(data.get("gate"), str(candidate))
+        return cls()
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The gate's decision on one criterion, with every reason."""
+
+    criterion: str
+    status: Status
+    reasons: tuple[str, ...]
+    needed: dict[str, int] | None = None
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(self.reasons)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The decisions on every gated criterion, and the overall one."""
+
+    decisions: tuple[Decision, ...]
+    report_path: str | None = None
+
+    @property
+    def status(self) -> Status:
+        statuses = {d.status for d in self.decisions}
+        if not self.decisions or "FAIL" in statuses:
+            return "FAIL"
+        return "INCONCLUSIVE" if "INCONCLUSIVE" in statuses else "PASS"
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "PASS"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    def decision(self, criterion_id: str) -> Decision | None:
+        return next((d for d in self.decisions if d.criterion == criterion_id), None)
+
+    def blocked(self, criterion_ids: list[str]) -> list[Decision]:
+        """Decisions that block any of these criteria (an unknown criterion blocks too)."""
+        out = []
+        for cid in criterion_ids:
+            d = self.decision(cid)
+            out.append(d if d else Decision(cid, "FAIL", (f"criterion {cid!r} was not gated: no criteria/{cid}.yaml",)))
+        return [d for d in out if d.status != "PASS"]
+
+    def raise_for_status(self) -> "GateResult":
+        if not self.passed:
+            raise JudgeNotCalibrated(self)
+        return self
+
+    def lines(self) -> list[str]:
+        return [f"{d.status:<12} {d.criterion}: {d.summary}" for d in self.decisions]
+
+
+class JudgeNotCalibrated(JudgekitError):
+    """Raised by `GateResult.raise_for_status()`: a judge may not grade anything yet."""
+
+    def __init__(self, result: GateResult):
+        self.result = result
+        blocked = [d for d in result.decisions if d.status != "PASS"]
+        text = "\n".join(f"  {d.status} {d.criterion}: {d.summary}" for d in blocked) or "  no criterion was gated"
+        super().__init__(f"the judge is not calibrated well enough to grade ({result.status}):\n{text}\n"
+                         "Fix the judge or the labels, run `judgekit calibrate`, and gate again.")
+
+
+def _fmt(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:.2f}"
+
+
+class Gate:
+    """Decides, from a report and the files on disk, whether each criterion's judge may grade.
+
+    `criteria` and `sets` are what is on disk now: a report about anything else is stale.
+    """
+
+    def __init__(self, policy: Policy | None = None, criteria: dict[str, Criterion] | None = None,
+                 set_fingerprints: dict[str, str] | None = None, now: datetime | None = None):
+        self.policy = policy or Policy()
+        self.criteria = criteria or {}
+        self.set_fingerprints = set_fingerprints or {}
+        self.now = now or datetime.now(timezone.utc)
+
+    @classmethod
+    def from_project(cls, criteria_dir: Path = Path("criteria"), sets_dir: Path = Path("calibration_sets"),
+                     config: Path | None = None, criterion_ids: list[str] | None = None) -> "Gate":
+        from judgekit.pipeline import load_inputs
+
+        criteria, sets = load_inputs(criteria_dir, sets_dir, criterion_ids or ())
+        return cls(Policy.load(config, root=criteria_dir.parent if criteria_dir.is_absolute() else Path(".")),
+                   {c.id: c for c in criteria}, {cid: s.fingerprint for cid, s in sets.items()})
+
+    def check(self, report: Report | None, criterion_ids: list[str] | None = None,
+              report_path: str | None = None) -> GateResult:
+        ids = criterion_ids or sorted(self.criteria) or sorted(c.id for c in (report.criteria if report else []))
+        decisions = tuple(self.decide_one(cid, report.criterion(cid) if report else None,
+                                          self.criteria.get(cid), report.created_at if report else None)
+                          for cid in ids)
+        return GateResult(decisions, report_path)
+
+    def decide_one(self, criterion_id: str, found: CriterionReport | None, criterion: Criterion | None,
+                   created_at: datetime | None = None) -> Decision:
+        t = self.policy.for_criterion(criterion_id)
+        if found is None:
+            return Decision(criterion_id, "FAIL", ("no calibration report for this criterion; run `judgekit calibrate`",))
+        stale = self._staleness(found, criterion, t, created_at)
+        if stale:
+            return Decision(criterion_id, "FAIL", tuple(stale))
+        fails: list[str] = []
+        unsure: list[str] = []
+        needed: dict[str, int] = {}
+        n_pass, n_fail = found.labelled_pass, found.labelled_fail
+        if n_pass < t.min_examples or n_fail < t.min_examples:
+            unsure.append(f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, "
+                          f"{t.min_examples} of each needed")
+            needed = {"pass": max(0, t.min_examples - n_pass), "fail": max(0, t.min_examples - n_fail)}
+        if found.n and found.abstained / found.n > t.max_abstain_rate:
+            fails.append(f"the judge abstained on {found.abstained} of {found.n} examples "
+                         f"({found.abstained / found.n:.0%} > {t.max_abstain_rate:.0%})")
+        if t.max_flip_rate is not None and found.consistency and found.consistency.flip_rate is not None \
+                and found.consistency.flip_rate > t.max_flip_rate:
+            fails.append(f"trials disagreed on {found.consistency.flip_rate:.0%} of examples "
+                         f"(> {t.max_flip_rate:.0%})")
+        c = found.confusion
+        checks = [("tpr", "TPR", t.min_tpr, c.tp, c.tp + c.fn, "pass"), ("tnr", "TNR", t.min_tnr, c.tn, c.tn + c.fp, "fail")]
+        for key, label, threshold, hits, total, cls in checks:
+            self._threshold(found, key, label, threshold, t.use_lower_bound, fails, unsure, needed,
+                            budget=(hits, total, cls))
+        if t.min_kappa is not None:
+            self._threshold(found, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, fails, unsure, needed)
+        if fails:
+            return Decision(criterion_id, "FAIL", tuple(fails + unsure))
+        if unsure:
+            return Decision(criterion_id, "INCONCLUSIVE", tuple(unsure), needed or None)
+        m = found.metrics
+        return Decision(criterion_id, "PASS", (f"TPR {_fmt(m.get('tpr'))}, TNR {_fmt(m.get('tnr'))}, "
+                                               f"kappa {_fmt(m.get('cohen_kappa'))} on {found.n} examples",))
+
+    def _threshold(self, found: CriterionReport, key: str, label: str, threshold: float, lower: bool,
+                   fails: list[str], unsure: list[str], needed: dict[str, int],
+                   budget: tuple[int, int, str] | None = None) -> None:
+        value = found.metrics.get(key)
+        low, high = found.intervals.get(key, (None, None)) if key in found.intervals else (value, value)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            unsure.append(f"{label} is undefined (no decided example of that class)")
+            return
+        if not lower:
+            if value < threshold:
+                fails.append(f"{label} {value:.2f} < {threshold:.2f}")
+            return
+        if low is not None and low >= threshold:
+            return
+        if high is not None and high < threshold:
+            fails.append(f"{label} {value:.2f} (95% interval {_fmt(low)}-{_fmt(high)}) is below {threshold:.2f}")
+            return
+        message = f"{label} {value:.2f} but its 95% interval {_fmt(low)}-{_fmt(high)} straddles {threshold:.2f}"
+        if budget is not None:
+            hits, total, cls = budget
+            more = examples_needed(hits, total, threshold)
+            if more is not None:
+                needed[cls] = max(needed.get(cls, 0), more)
+                word = "known-good" if cls == "pass" else "known-bad"
+                message += f"; about {more} more {word} examples at the observed rate would settle it"
+        unsure.append(message)
+
+    def _staleness(self, found: CriterionReport, criterion: Criterion | None, t: Thresholds,
+                   created_at: datetime | None) -> list[str]:
+        reasons = []
+        if criterion is not None:
+            model = found.judge.model if found.judge else None
+            if isinstance(criterion, LLMCriterion) and criterion.judge.model and model \
+                    and criterion.judge.model != model:
+                reasons.append(f"the report calibrated model {model!r} but the criterion's judge is "
+                               f"{criterion.judge.model!r}")
+            elif fingerprint(criterion, model) != found.fingerprint:
+                reasons.append("the criterion's judge (prompt, model or parameters) changed since it was calibrated")
+        set_print = self.set_fingerprints.get(found.id)
+        if set_print is not None and set_print != found.set_fingerprint:
+            reasons.append("the calibration set changed since it was calibrated")
+        if t.max_age is not None and created_at is not None:
+            age = self.now - (created_at if created_at.tzinfo else created_at.replace(tzinfo=timezone.utc))
+            if age > parse_duration(t.max_age):
+                reasons.append(f"the report is {age.days} days old, older than max_age {t.max_age}")
+        if reasons:
+            reasons.append("run `judgekit calibrate` again")
+        return reasons
