@@ -26,6 +26,13 @@ _EXPORTS = {
     "JudgeError": "judgekit.errors",
     "ProviderUnreachable": "judgekit.errors",
     "ProviderAuthError": "judgekit.errors",
+    "ModelUnavailable": "judgekit.errors",
+    "Gate": "judgekit.gate",
+    "GateResult": "judgekit.gate",
+    "Policy": "judgekit.gate",
+    "JudgeNotCalibrated": "judgekit.gate",
+    "require_calibrated": "judgekit.gate",
+    "Judge": "judgekit.judge",
 }
 
 __all__ = sorted(_EXPORTS)

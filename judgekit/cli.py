@@ -1,7 +1,8 @@
 """The `judgekit` command: parse, call the pipeline, render, exit with a documented code.
 
-Exit codes: 0 done; 2 a usage or input error (the message names the file and the fix);
-4 the judge could not be run (provider down, credentials refused); 130 interrupted (re-run to resume). Nothing heavier than typer
+Exit codes: 0 done (gate: PASS); 1 gate FAIL; 2 a usage or input error (the message names the file
+and the fix); 3 gate INCONCLUSIVE; 4 the judge could not be run (provider down, credentials
+refused); 130 interrupted (re-run to resume). Nothing heavier than typer
 is imported until a command runs, so `judgekit --help` starts at once.
 """
 
@@ -13,12 +14,13 @@ from typing import List, Optional
 
 import typer
 
-EXIT_OK, EXIT_INPUT, EXIT_JUDGE, EXIT_INTERRUPTED = 0, 2, 4, 130
+EXIT_OK, EXIT_GATE_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_JUDGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 app = typer.Typer(
     add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
     help="Calibrate LLM judges against human labels, and gate eval suites on judges that can be trusted.\n\n"
-         "Exit codes: 0 done, 2 usage or input error, 4 the judge could not be run, 130 interrupted.")
+         "Exit codes: 0 done / gate PASS, 1 gate FAIL, 2 usage or input error, 3 gate INCONCLUSIVE, "
+         "4 the judge could not be run, 130 interrupted.")
 
 
 def _fail(error: Exception) -> None:
@@ -36,7 +38,8 @@ def calibrate(
     criterion: Optional[List[str]] = typer.Option(None, "--criterion", "-c", help="Calibrate only this criterion (repeatable)."),
     verdicts: Optional[Path] = typer.Option(None, help="Recorded verdicts (JSONL or CSV) instead of calling a model."),
     model: Optional[str] = typer.Option(None, help="Judge model for every LLM criterion, e.g. openai/gpt-4o-mini, "
-                                        "anthropic/claude-3-5-haiku-latest, local/smollm2."),
+                                        "anthropic/claude-3-5-haiku-latest, local/smollm2. With --verdicts: the "
+                                        "model that produced them, recorded in the report for the gate."),
     api_base: Optional[str] = typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers)."),
     concurrency: int = typer.Option(16, min=1, max=1024, help="Judge calls in flight at once."),
     trials: Optional[int] = typer.Option(None, min=1, max=100, help="Ask each example K times (overrides judge.trials)."),
@@ -47,6 +50,9 @@ def calibrate(
     split: Optional[str] = typer.Option(None, help="Use only examples of this split (dev or test)."),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
     plain_answers: bool = typer.Option(False, "--plain-answers", help="Do not ask the provider for structured output."),
+    gate: bool = typer.Option(False, "--gate", help="Gate the new report too; exit as `judgekit gate` does."),
+    config: Optional[Path] = typer.Option(None, help="Gate policy file (judgekit.yaml or pyproject.toml)."),
+    junit: Optional[Path] = typer.Option(None, help="With --gate: write the decisions as JUnit XML."),
     via: str = typer.Option("auto", help="auto: openai/<model> over the lean OpenAI-compatible path, the rest "
                             "through litellm; litellm: everything through litellm."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the report was written."),
@@ -80,6 +86,53 @@ def calibrate(
         if abstained:
             typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
     typer.echo(f"report: {out / 'report.json'}")
+    if gate:
+        _gate(report, str(out / "report.json"), criteria, sets, config, list(criterion or []), junit)
+
+
+def _gate(report, report_path: str, criteria: Path, sets: Path, config: Optional[Path], criterion_ids: List[str],
+          junit: Optional[Path]) -> None:
+    """Decide, print one line per criterion, write CI outputs, and exit with the gate's code."""
+    from judgekit.ci import append_step_summary, write_junit
+    from judgekit.errors import JudgekitError
+    from judgekit.gate import Gate
+
+    try:
+        result = Gate.from_project(criteria, sets, config, criterion_ids or None).check(
+            report, criterion_ids or None, report_path)
+        if junit is not None:
+            write_junit(result, junit)
+        append_step_summary(result)
+    except JudgekitError as error:
+        _fail(error)
+    for line in result.lines():
+        typer.echo(line)
+    typer.echo(f"gate: {result.status}")
+    raise typer.Exit(result.exit_code)
+
+
+@app.command()
+def gate(
+    report: Path = typer.Option(Path(".judgekit/reports/latest"), help="A report.json, or the folder holding it."),
+    criterion: Optional[List[str]] = typer.Option(None, "--criterion", "-c", help="Gate only this criterion (repeatable)."),
+    criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files: a report about others is stale."),
+    sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets."),
+    config: Optional[Path] = typer.Option(None, help="Gate policy file (judgekit.yaml or pyproject.toml); "
+                                          "default: the first of those in the current folder."),
+    junit: Optional[Path] = typer.Option(None, help="Write the decisions as JUnit XML (suite judge-calibration)."),
+) -> None:
+    """May suites that rely on these judges run? Reads reports only; exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."""
+    from judgekit.errors import InputError
+    from judgekit.report import Report
+
+    path = report / "report.json" if report.is_dir() else report
+    try:
+        loaded = Report.read(path) if path.exists() else None
+    except InputError as error:
+        _fail(error)
+    if loaded is None:
+        typer.echo(f"no report at {path}: every criterion is blocked until `judgekit calibrate` writes one", err=True)
+    _gate(loaded, str(path), criteria, sets, config, list(criterion or []), junit)
 
 
 @app.command()

@@ -304,9 +304,9 @@ class Gate:
         reasons = []
         if criterion is not None:
             model = found.judge.model if found.judge else None
-            if isinstance(criterion, LLMCriterion) and criterion.judge.model and model \
-                    and criterion.judge.model != model:
-                reasons.append(f"the report calibrated model {model!r} but the criterion's judge is "
+            if isinstance(criterion, LLMCriterion) and criterion.judge.model and criterion.judge.model != model:
+                calibrated = repr(model) if model else "no named model (recorded verdicts without --model)"
+                reasons.append(f"the report calibrated {calibrated} but the criterion's judge is "
                                f"{criterion.judge.model!r}")
             elif fingerprint(criterion, model) != found.fingerprint:
                 reasons.append("the criterion's judge (prompt, model or parameters) changed since it was calibrated")
@@ -320,3 +320,18 @@ class Gate:
         if reasons:
             reasons.append("run `judgekit calibrate` again")
         return reasons
+
+
+def require_calibrated(*criterion_ids: str, report: str | Path = ".judgekit/reports/latest",
+                       criteria: str | Path = "criteria", sets: str | Path = "calibration_sets",
+                       config: str | Path | None = None) -> GateResult:
+    """The one-line guard for any test runner: raise JudgeNotCalibrated unless every named
+    criterion (every criterion on disk when none is named) passes the gate.
+
+    >>> require_calibrated("card-block-confirmed")  # doctest: +SKIP
+    """
+    path = Path(report)
+    path = path / "report.json" if path.is_dir() else path
+    loaded = Report.read(path) if path.exists() else None
+    gate = Gate.from_project(Path(criteria), Path(sets), Path(config) if config else None, list(criterion_ids) or None)
+    return gate.check(loaded, list(criterion_ids) or None, str(path)).raise_for_status()

@@ -159,3 +159,52 @@ def terminal_progress(label: str) -> Callable[[int, int], None] | None:
             sys.stderr.flush()
 
     return show
+
+
+class Judge:
+    """A calibrated judge for one criterion, to call from a test: `judge(output, input=...)` -> Verdict.
+
+    It refuses to judge (raises JudgeNotCalibrated) when the gate blocks its criterion, and asks
+    the model the report calibrated, through the usual cache and retries.
+
+    >>> from judgekit.criteria import RegexCriterion
+    >>> check = Judge(RegexCriterion(id="r", kind="regex", question="clean?", pattern="TODO", match_means="fail"))
+    >>> check("All done.").passed
+    True
+    """
+
+    def __init__(self, criterion: Any, model: str | None = None, api_base: str | None = None,
+                 cache_dir: str | None = ".judgekit/cache", llm: LLM | None = None, blocked: Any = None):
+        self.criterion, self.model, self.api_base = criterion, model, api_base
+        self.cache_dir, self.llm, self.blocked = cache_dir, llm, blocked
+
+    def __call__(self, output: str, input: str | None = None, context: str | None = None) -> Verdict:
+        import asyncio
+
+        if self.blocked is not None:
+            from judgekit.gate import JudgeNotCalibrated
+
+            raise JudgeNotCalibrated(self.blocked)
+        fields = {"input": input, "output": output, "context": context}
+        if not isinstance(self.criterion, LLMCriterion):
+            return Verdict("-", *self.criterion.explain(fields))
+        model = self.model or self.criterion.judge.model
+        if not model:
+            from judgekit.errors import InputError
+
+            raise InputError.one(f"criteria/{self.criterion.id}.yaml", "judge.model",
+                                 "no judge model; set judge.model in the criterion")
+        example = Example(id="-", output=output, input=input, context=context, passed=True)
+        job = jobs_for(self.criterion, [example], model, 1, self.api_base)[0]
+
+        async def ask() -> Verdict:
+            from judgekit.llm import open_llm
+
+            llm = self.llm or open_llm(model, self.api_base, self.cache_dir)
+            try:
+                return await judge_one(llm, job)
+            finally:
+                if self.llm is None:
+                    await llm.aclose()
+
+        return asyncio.run(ask())

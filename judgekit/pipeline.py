@@ -8,17 +8,18 @@
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from judgekit.criteria import Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
 from judgekit.errors import InputError, Problem
 from judgekit.llm import LLM, open_llm
-from judgekit.llm.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from judgekit.llm.retry import RetryPolicy
 from judgekit.metrics import calibration, pairwise_kappa
 from judgekit.report import (Annotators, ConfusionCounts, Consistency, CriterionReport, Disagreement, JudgeInfo,
                              RecordedVerdict, Report, UsageSummary, finite)
@@ -112,6 +113,8 @@ def calibrate(options: Options, llm: LLM | None = None,
     models = {c.id: _model_for(c, options) for c in pending}
     judging_s = None
     if pending:
+        import asyncio
+
         judged, judging_s = asyncio.run(_judge_live(pending, sets, models, options, llm, progress))
         trials_by_criterion.update(judged)
         sources.update({c.id: "live" for c in pending})
@@ -213,7 +216,8 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
     final = [majority(t) for t in all_trials]
     labels = [e.label for e in cal.examples]
     result = calibration(labels, [v.passed for v in final], seed=options.seed)
-    spec = judge_spec(criterion, model if source == "live" else None)
+    # Recorded verdicts carry the model only if the user named it (--model beside --verdicts).
+    spec = judge_spec(criterion, model if source == "live" else (options.model if source != "code" else None))
     judge = JudgeInfo(kind=spec["kind"], model=spec["model"], parameters=spec["parameters"],
                       prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
                       source=source if source != "code" else "live")

@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+pytest_plugins = ["pytester"]
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "datasets"
 

@@ -1,0 +1,150 @@
+"""pytest plugin: block exactly the tests whose judges are not calibrated.
+
+    @pytest.mark.judged("card-block-confirmed")
+    def test_lost_card_reply(judge):
+        assert judge(reply_of_my_agent("I lost my card")).passed
+
+With `--judgekit-gate` (or `judgekit_gate = true` in the ini file) the gate is checked once per
+session; tests whose criteria are blocked do not run and report the gate's reason
+(`judgekit_gate_action`: error (default), skip, or exit); unmarked tests run as usual. The
+`judge` fixture gives a test a calibrated judge for its criterion, one that refuses to judge
+when the gate blocks it. Nothing heavier than pytest is imported unless the gate or the fixture
+is used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+_RESULT = pytest.StashKey[Any]()
+_BLOCKED = pytest.StashKey[str]()
+ACTIONS = ("error", "skip", "exit")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("judgekit", "judge calibration gate")
+    group.addoption("--judgekit-gate", action="store_true", default=None,
+                    help="run tests marked judged(...) only if their criteria pass the calibration gate")
+    group.addoption("--judgekit-report", default=None, help="calibration report (default .judgekit/reports/latest)")
+    group.addoption("--judgekit-config", default=None, help="gate policy file (judgekit.yaml or pyproject.toml)")
+    parser.addini("judgekit_gate", type="bool", default=False, help="check the judgekit gate at session start")
+    parser.addini("judgekit_gate_action", default="error", help="blocked tests: error, skip or exit")
+    parser.addini("judgekit_report", default=".judgekit/reports/latest", help="calibration report path")
+    parser.addini("judgekit_criteria", default="criteria", help="folder of criterion files")
+    parser.addini("judgekit_sets", default="calibration_sets", help="folder of calibration sets")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "judged(*criterion_ids): verdicts in this test come from these criteria's "
+                                       "judges; with the judgekit gate on, it runs only if they are calibrated")
+    action = config.getini("judgekit_gate_action")
+    if action not in ACTIONS:
+        raise pytest.UsageError(f"judgekit_gate_action = {action!r}; use one of {', '.join(ACTIONS)}")
+    if _enabled(config):
+        config.stash[_RESULT] = _check(config)
+
+
+def _enabled(config: pytest.Config) -> bool:
+    flag = config.getoption("--judgekit-gate")
+    return bool(flag) if flag is not None else bool(config.getini("judgekit_gate"))
+
+
+def _path(config: pytest.Config, option: str | None, ini: str) -> Path:
+    value = Path(option or config.getini(ini))
+    return value if value.is_absolute() else config.rootpath / value
+
+
+def _check(config: pytest.Config) -> Any:
+    """The gate over every criterion in the project, read from disk once per process."""
+    from judgekit.errors import JudgekitError
+    from judgekit.gate import Gate
+    from judgekit.report import Report
+
+    report_path = _path(config, config.getoption("--judgekit-report"), "judgekit_report")
+    if report_path.is_dir():
+        report_path = report_path / "report.json"
+    config_path = config.getoption("--judgekit-config")
+    try:
+        report = Report.read(report_path) if report_path.exists() else None
+        gate = Gate.from_project(_path(config, None, "judgekit_criteria"), _path(config, None, "judgekit_sets"),
+                                 Path(config_path) if config_path else None)
+        return gate.check(report, report_path=str(report_path))
+    except JudgekitError as error:
+        raise pytest.UsageError(f"judgekit gate: {error}") from None
+
+
+def _result(config: pytest.Config) -> Any:
+    if _RESULT not in config.stash:
+        config.stash[_RESULT] = _check(config)
+    return config.stash[_RESULT]
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    if not _enabled(config):
+        return None
+    result = config.stash[_RESULT]
+    return [f"judgekit gate: {result.status} ({result.report_path})",
+            *(f"  {d.status:<12} {d.criterion}" for d in result.decisions)]
+
+
+def _criteria_of(item: pytest.Item) -> list[str]:
+    return [str(arg) for marker in item.iter_markers("judged") for arg in marker.args]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not _enabled(config):
+        return
+    result = config.stash[_RESULT]
+    action = config.getini("judgekit_gate_action")
+    for item in items:
+        ids = _criteria_of(item)
+        blocked = result.blocked(ids) if ids else []
+        if not blocked:
+            continue
+        reason = "judgekit gate blocked " + "; ".join(f"{d.criterion} ({d.status}: {d.summary})" for d in blocked)
+        if action == "exit":
+            pytest.exit(reason, returncode=pytest.ExitCode.TESTS_FAILED)
+        if action == "skip":
+            item.add_marker(pytest.mark.skip(reason=reason))
+        else:
+            item.stash[_BLOCKED] = reason
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    reason = item.stash.get(_BLOCKED, None)
+    if reason is not None:
+        pytest.fail(reason, pytrace=False)
+
+
+@pytest.fixture
+def judge(request: pytest.FixtureRequest) -> Any:
+    """A calibrated judge for the test's one `judged` criterion; it refuses to judge when blocked."""
+    from judgekit.criteria import load_criterion
+    from judgekit.errors import JudgekitError
+    from judgekit.judge import Judge
+
+    ids = _criteria_of(request.node)
+    if len(ids) != 1:
+        pytest.fail("the judge fixture needs exactly one criterion: @pytest.mark.judged('criterion-id')",
+                    pytrace=False)
+    config = request.config
+    result = _result(config)
+    criteria_dir = _path(config, None, "judgekit_criteria")
+    try:
+        criterion = load_criterion(criteria_dir / f"{ids[0]}.yaml")
+    except JudgekitError as error:
+        pytest.fail(str(error), pytrace=False)
+    blocked = result.blocked(ids)
+    report_model = None
+    if not blocked:
+        from judgekit.report import Report
+
+        found = Report.read(Path(result.report_path)).criterion(ids[0])
+        report_model = found.judge.model if found and found.judge else None
+    from judgekit.gate import GateResult
+
+    return Judge(criterion, model=report_model, cache_dir=str(config.rootpath / ".judgekit" / "cache"),
+                 blocked=GateResult(tuple(blocked), result.report_path) if blocked else None)

@@ -1,0 +1,202 @@
+"""The gate over reports made by the real pipeline (recorded verdicts), for every outcome and
+every fail-closed cause."""
+
+import json
+from datetime import datetime, timedelta, timezone
+from xml.etree import ElementTree as ET
+
+import pytest
+from typer.testing import CliRunner
+
+from judgekit.ci import to_junit
+from judgekit.cli import app
+from judgekit.errors import InputError
+from judgekit.gate import Gate, JudgeNotCalibrated, Policy, Thresholds, require_calibrated
+from judgekit.pipeline import Options, calibrate
+from judgekit.report import Consistency
+
+runner = CliRunner()
+
+
+def make(project, n_pass, n_fail, verdict, criterion_id="c", **criterion):
+    """A project whose judge's verdict on example (i, label) is verdict(i, label); returns its report."""
+    project.criterion({"id": criterion_id, "question": "Does it hold?", **criterion})
+    examples = [{"id": f"p{i}", "output": f"good {i}", "passed": True} for i in range(n_pass)]
+    examples += [{"id": f"f{i}", "output": f"bad {i}", "passed": False} for i in range(n_fail)]
+    project.jsonl(criterion_id, examples)
+    lines = [json.dumps({"id": e["id"], "passed": verdict(i, e["passed"]), "criterion": criterion_id})
+             for i, e in enumerate(examples)]
+    path = project.root / f"{criterion_id}.verdicts.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path,
+                               criterion_ids=[criterion_id]))
+    report.write(project.root / ".judgekit" / "reports" / "latest")
+    return report
+
+
+def decide(project, report, **thresholds):
+    gate = Gate.from_project(project.criteria, project.sets)
+    if thresholds:
+        gate.policy = Policy(defaults=Thresholds(**thresholds))
+    return gate.check(report)
+
+
+def good(i, label):
+    return label
+
+
+def test_good_judge_passes(project):
+    result = decide(project, make(project, 40, 40, good))
+    assert result.status == "PASS" and result.exit_code == 0
+    assert "TPR 1.00, TNR 1.00" in result.decisions[0].summary
+    assert result.raise_for_status() is result
+
+
+@pytest.mark.parametrize("name, n_pass, n_fail, verdict, status, words", [
+    ("5 labelled examples", 3, 2, good, "INCONCLUSIVE", "too few labelled examples"),
+    ("one class only", 40, 0, good, "INCONCLUSIVE", "0 known-bad"),
+    ("a constant judge", 40, 40, lambda i, label: True, "FAIL", "TNR 0.00"),
+    ("kappa 0.10", 50, 50, lambda i, label: label if i % 20 < 11 else not label, "FAIL", "below 0.80"),
+    ("30% unparseable", 40, 40, lambda i, label: None if i % 10 < 3 else label, "FAIL", "abstained on 24 of 80"),
+    ("interval straddles", 30, 30, lambda i, label: label if i % 30 < 26 else not label, "INCONCLUSIVE",
+     "straddles 0.80"),
+])
+def test_defaults_fail_closed(project, name, n_pass, n_fail, verdict, status, words):
+    report = make(project, n_pass, n_fail, verdict)
+    result = decide(project, report)
+    assert result.status == status, (name, result.lines())
+    assert words in result.decisions[0].summary
+    assert result.exit_code in (1, 3)
+    with pytest.raises(JudgeNotCalibrated, match=words):
+        result.raise_for_status()
+
+
+def test_kappa_010_is_what_the_case_claims(project):
+    report = make(project, 50, 50, lambda i, label: label if i % 20 < 11 else not label)
+    assert report.criteria[0].metrics["cohen_kappa"] == pytest.approx(0.10)
+
+
+def test_inconclusive_says_how_many_more_examples(project):
+    result = decide(project, make(project, 30, 30, lambda i, label: label if i % 30 < 26 else not label))
+    d = result.decisions[0]
+    assert d.needed and d.needed["pass"] > 0 and "more known-good examples" in d.summary
+
+
+def test_changed_prompt_or_set_or_model_is_stale(project):
+    report = make(project, 40, 40, good)
+    project.criterion({"id": "c", "question": "Does it hold, really?"})
+    assert "criterion's judge" in decide(project, report).decisions[0].summary
+    make(project, 40, 40, good)
+    report = json.loads((project.root / ".judgekit/reports/latest/report.json").read_text())
+    project.jsonl("c", [{"id": "p0", "output": "changed", "passed": True}])
+    from judgekit.report import Report
+    result = decide(project, Report.model_validate(report))
+    assert result.status == "FAIL" and "calibration set changed" in result.decisions[0].summary
+    # A judge.model that differs from the model the report calibrated is stale too.
+    make(project, 40, 40, good)
+    project.criterion({"id": "c", "question": "Does it hold?", "judge": {"model": "openai/new-judge"}})
+    stale = decide(project, Report.read(project.root / ".judgekit/reports/latest"))
+    assert stale.status == "FAIL" and "recorded verdicts without --model" in stale.decisions[0].summary
+    named = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/new-judge",
+                              verdicts=project.root / "c.verdicts.jsonl"))
+    assert decide(project, named).status == "PASS"
+    assert decide(project, named.model_copy(update={"criteria": [named.criteria[0].model_copy(
+        update={"judge": named.criteria[0].judge.model_copy(update={"model": "openai/old-judge"})})]})).status == "FAIL"
+
+
+def test_old_report_is_stale(project):
+    report = make(project, 40, 40, good)
+    old = report.model_copy(update={"created_at": datetime.now(timezone.utc) - timedelta(days=45)})
+    result = decide(project, old)
+    assert result.status == "FAIL" and "older than max_age 30d" in result.decisions[0].summary
+    assert decide(project, old, max_age=None).status == "PASS"
+
+
+def test_missing_report_and_missing_criterion_block(project):
+    make(project, 40, 40, good)
+    assert Gate.from_project(project.criteria, project.sets).check(None).status == "FAIL"
+    project.criterion({"id": "d", "question": "Other?"})
+    project.jsonl("d", [{"id": "x", "output": "y", "passed": True}])
+    from judgekit.report import Report
+    result = Gate.from_project(project.criteria, project.sets).check(Report.read(project.root / ".judgekit/reports/latest"))
+    assert result.decision("d").status == "FAIL" and "no calibration report" in result.decision("d").summary
+    assert result.blocked(["nope"])[0].status == "FAIL"
+
+
+def test_flip_rate_and_point_thresholds(project):
+    report = make(project, 40, 40, good)
+    flippy = report.model_copy(update={"criteria": [report.criteria[0].model_copy(update={
+        "consistency": Consistency(trials=3, flip_rate=0.3)})]})
+    assert "trials disagreed on 30%" in decide(project, flippy).decisions[0].summary
+    constant = make(project, 40, 40, lambda i, label: True)
+    assert decide(project, constant, use_lower_bound=False).status == "FAIL"  # no switch lets a bad judge through
+
+
+def test_policy_from_pyproject_and_yaml(project):
+    (project.root / "pyproject.toml").write_text(
+        "[tool.judgekit.gate]\nmin_tpr = 0.9\nmax_age = '7d'\n[tool.judgekit.gate.criteria.c]\nmin_tnr = 0.5\n")
+    policy = Policy.load(root=project.root)
+    assert policy.for_criterion("c").min_tnr == 0.5 and policy.for_criterion("c").min_tpr == 0.9
+    assert policy.for_criterion("other").min_tnr == 0.8
+    (project.root / "judgekit.yaml").write_text("gate:\n  min_tpr: 2\n  criteria: {c: {max_age: soon}}\n")
+    with pytest.raises(InputError) as caught:
+        Policy.load(root=project.root)
+    assert "judgekit.yaml:gate.min_tpr" in str(caught.value) and "gate.max_age" not in str(caught.value)
+    (project.root / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.9\n  mni_tnr: 0.5\n")
+    with pytest.raises(InputError, match=r"judgekit.yaml:gate.mni_tnr: unknown key"):
+        Policy.load(root=project.root)
+
+
+def test_cli_exit_codes_and_junit(project, tmp_path):
+    make(project, 40, 40, good, criterion_id="good")
+    make(project, 40, 40, lambda i, label: True, criterion_id="constant")
+    # One report holding both criteria.
+    both = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=_merge(project)))
+    both.write(project.root / ".judgekit" / "reports" / "latest")
+    ok = runner.invoke(app, ["gate", "-c", "good"])
+    assert ok.exit_code == 0 and "PASS         good" in ok.output
+    bad = runner.invoke(app, ["gate", "--junit", str(tmp_path / "j.xml")])
+    assert bad.exit_code == 1 and "FAIL         constant: TNR 0.00" in bad.output
+    suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    assert suite.get("name") == "judge-calibration" and suite.get("failures") == "1"
+    cases = {c.get("name"): c for c in suite.findall("testcase")}
+    assert cases["constant"].find("failure") is not None and cases["good"].find("failure") is None
+    missing = runner.invoke(app, ["gate", "--report", str(tmp_path / "nowhere")])
+    assert missing.exit_code == 1 and "no report" in missing.output
+
+
+def _merge(project):
+    path = project.root / "all.jsonl"
+    path.write_text("".join(p.read_text() for p in sorted(project.root.glob("*.verdicts.jsonl"))))
+    return path
+
+
+def test_inconclusive_exit_3_junit_error_and_step_summary(project, tmp_path, monkeypatch):
+    make(project, 3, 2, good)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = runner.invoke(app, ["gate", "--junit", str(tmp_path / "j.xml")])
+    assert result.exit_code == 3
+    assert ET.parse(tmp_path / "j.xml").getroot().find("testsuite/testcase/error") is not None
+    assert "INCONCLUSIVE" in summary.read_text() and "| c |" in summary.read_text()
+
+
+def test_calibrate_with_gate_uses_the_gate_exit_code(project):
+    make(project, 40, 40, lambda i, label: True)
+    result = runner.invoke(app, ["calibrate", "--verdicts", str(project.root / "c.verdicts.jsonl"), "--gate"])
+    assert result.exit_code == 1 and "gate: FAIL" in result.output
+
+
+def test_require_calibrated(project):
+    make(project, 40, 40, good)
+    assert require_calibrated("c").passed
+    make(project, 40, 40, lambda i, label: False)
+    with pytest.raises(JudgeNotCalibrated, match="TPR 0.00"):
+        require_calibrated()
+
+
+def test_junit_escapes_reasons():
+    from judgekit.gate import Decision, GateResult
+    xml = to_junit(GateResult((Decision("a<b", "FAIL", ("x & <y>",)),)))
+    case = ET.fromstring(xml).find("testsuite/testcase")
+    assert case.get("name") == "a<b" and case.find("failure").text == "x & <y>"

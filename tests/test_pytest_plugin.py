@@ -1,0 +1,101 @@
+"""The pytest plugin in a sample project, run with pytester: blocked criteria block exactly their tests."""
+
+import json
+
+import numpy  # noqa: F401  (loaded before pytester snapshots sys.modules: numpy cannot be loaded twice)
+import pytest
+import yaml
+
+from judgekit.pipeline import Options, calibrate
+
+SAMPLE_TESTS = '''
+import pytest
+
+@pytest.mark.judged("clean")
+def test_calibrated_criterion(judge):
+    assert judge("All clean and done.").passed is True
+    assert judge("TODO: write the reply").passed is False
+
+@pytest.mark.judged("blocked-card")
+def test_miscalibrated_criterion():
+    pass
+
+@pytest.mark.judged("blocked-card")
+def test_judge_fixture_refuses_when_blocked(judge):
+    judge("Your card is blocked.")
+
+def test_unmarked():
+    pass
+'''
+
+
+@pytest.fixture
+def sample(pytester):
+    root = pytester.path
+    (root / "criteria").mkdir()
+    (root / "calibration_sets").mkdir()
+    (root / "criteria" / "clean.yaml").write_text(yaml.safe_dump(
+        {"id": "clean", "kind": "regex", "question": "Free of TODO?", "pattern": "TODO", "match_means": "fail"}))
+    (root / "criteria" / "blocked-card.yaml").write_text(yaml.safe_dump(
+        {"id": "blocked-card", "question": "Does the reply say the card is blocked?"}))
+    clean = [{"id": f"g{i}", "output": f"reply {i}", "passed": True} for i in range(25)]
+    clean += [{"id": f"b{i}", "output": f"TODO reply {i}", "passed": False} for i in range(25)]
+    card = [{"id": f"g{i}", "output": f"blocked {i}", "passed": True} for i in range(25)]
+    card += [{"id": f"b{i}", "output": f"not blocked {i}", "passed": False} for i in range(25)]
+    for name, rows in (("clean", clean), ("blocked-card", card)):
+        (root / "calibration_sets" / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    # The card judge says pass to everything: a constant judge.
+    verdicts = root / "card-verdicts.jsonl"
+    verdicts.write_text("".join(json.dumps({"id": r["id"], "passed": True, "criterion": "blocked-card"}) + "\n"
+                                for r in card))
+    report = calibrate(Options(criteria_dir=root / "criteria", sets_dir=root / "calibration_sets", verdicts=verdicts))
+    report.write(root / ".judgekit" / "reports" / "latest")
+    pytester.makepyfile(test_sample=SAMPLE_TESTS)
+    return pytester
+
+
+def test_gate_blocks_exactly_the_tests_of_blocked_criteria(sample):
+    result = sample.runpytest("--judgekit-gate", "-rA")
+    result.assert_outcomes(passed=2, errors=2)
+    result.stdout.fnmatch_lines(["judgekit gate: FAIL*", "*FAIL*blocked-card", "*PASS*clean",
+                                 "*ERROR at setup of test_miscalibrated_criterion*",
+                                 "judgekit gate blocked blocked-card (FAIL: TNR 0.00*"])
+
+
+def test_skip_action(sample):
+    sample.makeini("[pytest]\njudgekit_gate = true\njudgekit_gate_action = skip\n")
+    result = sample.runpytest("-rs")
+    result.assert_outcomes(passed=2, skipped=2)
+    result.stdout.fnmatch_lines(["*SKIPPED*judgekit gate blocked blocked-card*"])
+
+
+def test_exit_action_stops_the_session(sample):
+    sample.makeini("[pytest]\njudgekit_gate = true\njudgekit_gate_action = exit\n")
+    result = sample.runpytest()
+    assert result.ret == 1
+    result.stdout.fnmatch_lines(["*judgekit gate blocked blocked-card*"])
+
+
+def test_without_the_gate_everything_runs_but_the_judge_still_refuses(sample):
+    result = sample.runpytest("-rA")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*JudgeNotCalibrated*"])
+    assert "judgekit gate:" not in result.stdout.str()
+
+
+def test_under_xdist(sample):
+    result = sample.runpytest_subprocess("--judgekit-gate", "-n", "2", "-p", "xdist")
+    result.assert_outcomes(passed=2, errors=2)
+
+
+def test_missing_report_blocks_every_marked_test(sample):
+    (sample.path / ".judgekit" / "reports" / "latest" / "report.json").unlink()
+    result = sample.runpytest("--judgekit-gate")
+    result.assert_outcomes(passed=1, errors=3)
+
+
+def test_bad_action_is_a_usage_error(sample):
+    sample.makeini("[pytest]\njudgekit_gate_action = maybe\n")
+    result = sample.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*judgekit_gate_action*maybe*"])
