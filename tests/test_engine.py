@@ -174,7 +174,8 @@ def test_structured_output_is_requested_and_dropped_where_unsupported(setup, via
         report = calibrate(options(setup, plain, via, cache_dir=None))
     c = report.criteria[0]
     if via == "auto":
-        assert plain.stats["unsupported_response_format"] == 1  # asked once, then plainly from then on
+        # Asked with a schema only until the first refusal came back (at most one per call in flight).
+        assert 1 <= plain.stats["unsupported_response_format"] <= 4
         assert c.abstained == 0 and c.disagreements == []
     else:
         # litellm sends response_format only for models it knows support it; a fake model is not one.
