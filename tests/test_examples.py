@@ -48,3 +48,20 @@ def test_scripts_judge_the_reply_not_the_few_shot_examples():
     prompt = "Example 1:\n<output>\nblocked\n</output>\nNow:\n<output>\nnot mentioned\n</output>\nAnswer"
     assert judged_reply(prompt) == "not mentioned"
     assert script({"blocked": True}, default=False)(prompt) is False
+
+
+def test_unittest_example_is_guarded_by_the_gate(tmp_path):
+    import shutil
+
+    for folder in ("criteria", "calibration_sets"):
+        shutil.copytree(REPO / folder, tmp_path / folder)
+    subprocess.run([sys.executable, "-m", "judgekit.cli", "calibrate", "-c", "no-unfilled-placeholder", "-q"],
+                   cwd=tmp_path, check=True, capture_output=True)
+    example = str(REPO / "examples" / "test_with_unittest.py")
+    blocked = subprocess.run([sys.executable, example, "-v"], cwd=tmp_path, capture_output=True,
+                             text=True)
+    assert blocked.returncode == 0 and "skipped" in blocked.stderr and "INCONCLUSIVE" in blocked.stderr
+    (tmp_path / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.7\n  min_tnr: 0.7\n")
+    allowed = subprocess.run([sys.executable, example, "-v"], cwd=tmp_path, capture_output=True,
+                             text=True)
+    assert allowed.returncode == 0 and "Ran 1 test" in allowed.stderr and "skipped" not in allowed.stderr
