@@ -1,0 +1,64 @@
+"""Agreement among several raters — annotators of a calibration set, or a judge's repeated
+trials: Fleiss' kappa, Krippendorff's alpha (nominal), per-item stability. Pure functions.
+
+Items are rows and raters columns; a missing rating is None.
+
+>>> round(fleiss_kappa([[True, True, True], [False, False, True], [False, False, False]]), 3)
+0.55
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Hashable, Sequence
+
+NAN = float("nan")
+
+
+def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
+    """Fleiss' kappa; every item must have the same number (>= 2) of ratings, none missing."""
+    rows = [list(r) for r in ratings]
+    if not rows:
+        return NAN
+    m = len(rows[0])
+    if m < 2 or any(len(r) != m or any(x is None for x in r) for r in rows):
+        raise ValueError("Fleiss' kappa needs the same number (at least 2) of ratings for every item")
+    counts = [Counter(r) for r in rows]
+    n = len(rows)
+    agreement = sum((sum(c * c for c in row.values()) - m) / (m * (m - 1)) for row in counts) / n
+    totals: Counter[Hashable] = Counter()
+    for row in counts:
+        totals.update(row)
+    expected = sum((v / (n * m)) ** 2 for v in totals.values())
+    return NAN if expected >= 1 else (agreement - expected) / (1 - expected)
+
+
+def krippendorff_alpha(ratings: Sequence[Sequence[Hashable | None]]) -> float:
+    """Krippendorff's alpha for nominal data; items with fewer than two ratings are left out."""
+    units = [[x for x in row if x is not None] for row in ratings]
+    units = [u for u in units if len(u) >= 2]
+    coincidences: Counter[tuple[Hashable, Hashable]] = Counter()
+    for unit in units:
+        m = len(unit)
+        for i, a in enumerate(unit):
+            for j, b in enumerate(unit):
+                if i != j:
+                    coincidences[(a, b)] += 1 / (m - 1)
+    totals: Counter[Hashable] = Counter()
+    for (a, _), value in coincidences.items():
+        totals[a] += value
+    n = sum(totals.values())
+    if n <= 1:
+        return NAN
+    observed = sum(v for (a, b), v in coincidences.items() if a != b)
+    expected = sum(totals[a] * totals[b] for a in totals for b in totals if a != b) / (n - 1)
+    return NAN if expected == 0 else 1 - observed / expected
+
+
+def item_stability(ratings: Sequence[Sequence[Hashable | None]]) -> list[float]:
+    """Per item, the share of its ratings that agree with its most common one (1.0 = stable)."""
+    out = []
+    for row in ratings:
+        given = [x for x in row if x is not None]
+        out.append(Counter(given).most_common(1)[0][1] / len(given) if given else NAN)
+    return out
