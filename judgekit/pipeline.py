@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from judgekit.llm.retry import RetryPolicy
 from judgekit.metrics import calibration, pairwise_kappa
 from judgekit.report import (Annotators, ConfusionCounts, Consistency, CriterionReport, Disagreement, JudgeInfo,
-                             RecordedVerdict, Report, UsageSummary, finite)
+                             RecordedVerdict, Report, Slice, UsageSummary, finite)
 from judgekit.sets import CalibrationSet, load_sets
 from judgekit.verdicts import Verdict, load_recorded, majority, match_recorded
 
@@ -193,9 +193,14 @@ def _consistency(all_trials: list[list[Verdict]]) -> Consistency | None:
     count = max((len(t) for t in all_trials), default=1)
     if count < 2:
         return None
-    unstable = [t[0].example_id for t in all_trials if len({v.passed for v in t if v.passed is not None}) > 1]
+    from judgekit.raters import fleiss_kappa, item_stability
+
+    unstable = [t for t in all_trials if len({v.passed for v in t if v.passed is not None}) > 1]
+    complete = [[v.passed for v in t] for t in all_trials if len(t) == count and all(v.passed is not None for v in t)]
+    stability = dict(zip((t[0].example_id for t in unstable), item_stability([[v.passed for v in t] for t in unstable])))
     return Consistency(trials=count, flip_rate=finite(len(unstable) / len(all_trials)) if all_trials else None,
-                       unstable=unstable)
+                       fleiss_kappa=finite(fleiss_kappa(complete)) if complete else None,
+                       unstable=[t[0].example_id for t in unstable], stability=stability)
 
 
 def _annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
@@ -207,8 +212,32 @@ def _annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
         return None
     judge = {v.example_id: v.passed for v in final if v.passed is not None}
     judge_kappa = {name: pairwise_kappa({"a": own, "b": judge})["a~b"] for name, own in ratings.items()}
+    from judgekit.raters import fleiss_kappa, krippendorff_alpha
+
+    names = sorted(ratings)
+    rows = [[ratings[name].get(e.id) for name in names] for e in cal.examples]
+    full = [row for row in rows if None not in row]
     return Annotators(pairwise_kappa={k: finite(v) for k, v in pairwise_kappa(ratings).items()},
-                      judge_kappa={k: finite(v) for k, v in judge_kappa.items()})
+                      judge_kappa={k: finite(v) for k, v in judge_kappa.items()},
+                      fleiss_kappa=finite(fleiss_kappa(full)) if full else None,
+                      krippendorff_alpha=finite(krippendorff_alpha(rows)))
+
+
+def _slices(cal: CalibrationSet, final: list[Verdict]) -> dict[str, Slice]:
+    """Metrics per tag (point estimates; a slice is for finding where the judge goes wrong)."""
+    from judgekit.metrics import confusion, kappa_from_counts, ratio
+
+    by_tag: dict[str, list[tuple[bool, bool | None]]] = {}
+    for example, verdict in zip(cal.examples, final):
+        for tag in example.tags:
+            by_tag.setdefault(tag, []).append((example.label, verdict.passed))
+    out = {}
+    for tag, pairs in sorted(by_tag.items()):
+        c, abstained = confusion([p[0] for p in pairs], [p[1] for p in pairs])
+        out[tag] = Slice(n=len(pairs), abstained=abstained, tpr=finite(ratio(c.tp, c.tp + c.fn)),
+                         tnr=finite(ratio(c.tn, c.tn + c.fp)), accuracy=finite(ratio(c.tp + c.tn, c.decided)),
+                         cohen_kappa=finite(kappa_from_counts(c.tp, c.fp, c.tn, c.fn)))
+    return out
 
 
 def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
@@ -230,7 +259,7 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         metrics={name: finite(value) for name, value in result.metrics.items()},
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
         disagreements=disagreements, judge=judge, usage=_usage(all_trials), consistency=_consistency(all_trials),
-        annotators=_annotators(cal, final),
+        annotators=_annotators(cal, final), slices=_slices(cal, final),
         labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels),
         verdicts=[RecordedVerdict(criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed,
                                   reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}")

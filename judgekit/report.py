@@ -86,9 +86,14 @@ class UsageSummary(Model):
 
 
 class Consistency(Model):
+    """How far the judge agrees with itself over repeated trials of the same examples."""
+
     trials: int
     flip_rate: float | None = Field(None, description="Share of examples whose trials did not all agree.")
+    fleiss_kappa: float | None = Field(None, description="Across trials, over examples decided in every trial.")
     unstable: list[str] = Field(default_factory=list)
+    stability: dict[str, float] = Field(default_factory=dict, description="Of each unstable example: the share "
+                                                                          "of its trials with the majority verdict.")
 
 
 class Annotators(Model):
@@ -97,6 +102,19 @@ class Annotators(Model):
 
     pairwise_kappa: dict[str, float | None]
     judge_kappa: dict[str, float | None]
+    fleiss_kappa: float | None = Field(None, description="Among the annotators, over examples all of them labelled.")
+    krippendorff_alpha: float | None = None
+
+
+class Slice(Model):
+    """Agreement on the examples carrying one tag."""
+
+    n: int
+    abstained: int
+    tpr: float | None
+    tnr: float | None
+    accuracy: float | None
+    cohen_kappa: float | None
 
 
 class CriterionReport(Model):
@@ -113,6 +131,7 @@ class CriterionReport(Model):
     usage: UsageSummary | None = None
     consistency: Consistency | None = None
     annotators: Annotators | None = None
+    slices: dict[str, Slice] = Field(default_factory=dict, description="Per tag of the examples.")
     labelled_pass: int = 0
     labelled_fail: int = 0
     verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
@@ -192,11 +211,19 @@ def to_markdown(report: Report) -> str:
                   f"| labelled pass | {k.tp} (TP) | {k.fn} (FN) |", f"| labelled fail | {k.fp} (FP) | {k.tn} (TN) |", ""]
         if c.consistency:
             lines.append(f"Self-consistency over {c.consistency.trials} trials: flip rate "
-                         f"{_fmt(c.consistency.flip_rate)}")
+                         f"{_fmt(c.consistency.flip_rate)}, Fleiss' kappa {_fmt(c.consistency.fleiss_kappa)}, "
+                         f"unstable: {md_escape(', '.join(c.consistency.unstable)) or 'none'}")
         if c.annotators:
-            human = ", ".join(f"{pair} {_fmt(k, 2)}" for pair, k in c.annotators.pairwise_kappa.items())
-            judge = ", ".join(f"{who} {_fmt(k, 2)}" for who, k in c.annotators.judge_kappa.items())
-            lines.append(f"Human ceiling, kappa between annotators: {human}; judge against each: {judge}")
+            a = c.annotators
+            human = ", ".join(f"{pair} {_fmt(k, 2)}" for pair, k in a.pairwise_kappa.items())
+            judge = ", ".join(f"{who} {_fmt(k, 2)}" for who, k in a.judge_kappa.items())
+            lines.append(f"Human ceiling, kappa between annotators: {human} (Fleiss {_fmt(a.fleiss_kappa, 2)}, "
+                         f"Krippendorff's alpha {_fmt(a.krippendorff_alpha, 2)}); the judge against each: {judge}")
+        if c.slices:
+            lines += ["", "| tag | n | abstained | TPR | TNR | accuracy | kappa |", "|---|---|---|---|---|---|---|"]
+            lines += [f"| {md_escape(tag)} | {s.n} | {s.abstained} | {_fmt(s.tpr)} | {_fmt(s.tnr)} | "
+                      f"{_fmt(s.accuracy)} | {_fmt(s.cohen_kappa)} |" for tag, s in c.slices.items()]
+            lines.append("")
         if c.usage:
             u = c.usage
             lines.append(f"Usage: {u.calls} calls ({u.cached} from cache), {u.prompt_tokens} tokens in, "

@@ -152,6 +152,8 @@ def test_trials_majority_and_self_consistency(setup):
     c = report.criteria[0]
     assert s.requests == 24
     assert c.consistency.trials == 3 and c.consistency.unstable == ["p0"]
+    assert c.consistency.stability == {"p0": pytest.approx(2 / 3)}
+    assert 0.8 < c.consistency.fleiss_kappa < 1
     assert c.consistency.flip_rate == pytest.approx(1 / 8)
     assert c.confusion.tp == 4  # p0 passes 2 of 3 trials
     assert c.judge.parameters["trials"] == 3

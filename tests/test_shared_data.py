@@ -72,3 +72,10 @@ def test_pandalm_annotators(shared_datasets, tmp_path):
     assert c.annotators.pairwise_kappa == pytest.approx(expected)
     assert set(c.annotators.judge_kappa) == {"annotator1", "annotator2", "annotator3"}
     assert all(k < min(expected.values()) for k in c.annotators.judge_kappa.values())  # below the human ceiling
+    import krippendorff
+    import numpy as np
+    from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
+    table = np.array([[binary[name][str(x["idx"])] for name in sorted(binary)] for x in items], dtype=int)
+    assert c.annotators.fleiss_kappa == pytest.approx(fleiss_kappa(aggregate_raters(table)[0]))
+    assert c.annotators.krippendorff_alpha == pytest.approx(
+        krippendorff.alpha(reliability_data=table.T, level_of_measurement="nominal"))

@@ -73,3 +73,16 @@ def test_llm_criterion_missing_from_the_file_is_an_error(setup):
     text = '{"id": "p0", "passed": true, "criterion": "says-blocked"}'
     with pytest.raises(InputError, match=r"v.jsonl:other: has no verdicts for this LLM criterion"):
         run(setup, write(setup, "v.jsonl", text))
+
+
+def test_slices_per_tag(project):
+    project.criterion(llm_criterion())
+    rows = balanced(3, 3)
+    for row in rows:
+        row["tags"] = ["short"] if row["id"] in ("p0", "f0") else ["long"]
+    project.jsonl("says-blocked", rows)
+    path = write(project, "v.jsonl", "\n".join(f'{{"id": "{r["id"]}", "passed": {str(r["id"] != "f0").lower()}}}'
+                                             for r in rows))
+    c = run(project, path).criteria[0]
+    assert set(c.slices) == {"short", "long"}
+    assert (c.slices["short"].n, c.slices["short"].tnr, c.slices["long"].tnr) == (2, 1.0, 0.0)
