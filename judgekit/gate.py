@@ -24,10 +24,11 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 
 from judgekit.criteria import Criterion, Frozen, LLMCriterion, fingerprint
-from judgekit.errors import InputError, JudgekitError
+from judgekit.errors import InputError, JudgekitError, Problem
 from judgekit.files import problems_of, read_text, read_yaml
 from judgekit.metrics import examples_needed
-from judgekit.report import CriterionReport, Report
+from judgekit.report import CriterionReport, Report, fmt_number
+from judgekit.sets import CalibrationSet
 
 Status = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 EXIT_CODES = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
@@ -63,45 +64,55 @@ class Thresholds(Frozen):
         return value
 
 
-class Override(Frozen):
-    min_tpr: float | None = Field(None, ge=0, le=1)
-    min_tnr: float | None = Field(None, ge=0, le=1)
-    min_kappa: float | None = Field(None, ge=-1, le=1)
-    min_examples: int | None = Field(None, ge=1)
-    max_abstain_rate: float | None = Field(None, ge=0, le=1)
-    max_flip_rate: float | None = Field(None, ge=0, le=1)
-    max_age: str | None = None
-    use_lower_bound: bool | None = None
-
-
 class Policy(Frozen):
-    """Gate thresholds: defaults, and per-criterion overrides."""
+    """Gate thresholds: defaults, and each overridden criterion's full thresholds."""
 
     defaults: Thresholds = Thresholds()
-    criteria: dict[str, Override] = Field(default_factory=dict)
+    criteria: dict[str, Thresholds] = Field(default_factory=dict)
+    source: str = ""
 
     def for_criterion(self, criterion_id: str) -> Thresholds:
-        override = self.criteria.get(criterion_id)
-        if override is None:
-            return self.defaults
-        return self.defaults.model_copy(update=override.model_dump(exclude_unset=True))
+        return self.criteria.get(criterion_id, self.defaults)
 
     @classmethod
     def from_mapping(cls, data: Any, source: str) -> "Policy":
-        """Read `{min_tpr: ..., criteria: {id: {...}}}`: defaults at the top, overrides under criteria."""
+        """Read `{min_tpr: ..., criteria: {id: {...}}}`: defaults at the top, overrides under
+        criteria, each override validated as the defaults with its keys replaced; every problem
+        of every table is listed at once."""
         if data is None:
-            return cls()
+            return cls(source=source)
         if not isinstance(data, dict):
             raise InputError.one(source, "gate", "must be a table of thresholds")
-        overrides = data.get("criteria", {})
-        defaults = {k: v for k, v in data.items() if k != "criteria"}
+        overrides = data.get("criteria") or {}
+        if not isinstance(overrides, dict):
+            raise InputError.one(source, "gate.criteria", "must be a table of criterion ids")
+        raw_defaults = {k: v for k, v in data.items() if k != "criteria"}
+        problems = []
+        defaults = Thresholds()
         try:
-            return cls(defaults=Thresholds.model_validate(defaults),
-                       criteria={str(k): Override.model_validate(v) for k, v in (overrides or {}).items()})
+            defaults = Thresholds.model_validate(raw_defaults)
         except ValidationError as error:
-            raise InputError(problems_of(error, source, "gate")) from None
-        except AttributeError:
-            raise InputError.one(source, "gate.criteria", "must be a table of criterion ids") from None
+            problems += problems_of(error, source, "gate")
+        criteria = {}
+        for criterion_id, override in overrides.items():
+            where = f"gate.criteria.{criterion_id}"
+            if not isinstance(override, dict):
+                problems.append(Problem(source, where, "must be a table of thresholds"))
+                continue
+            try:
+                criteria[str(criterion_id)] = Thresholds.model_validate({**defaults.model_dump(), **override})
+            except ValidationError as error:
+                problems += problems_of(error, source, where)
+        if problems:
+            raise InputError(problems)
+        return cls(defaults=defaults, criteria=criteria, source=source)
+
+    def check_ids(self, known: set[str]) -> None:
+        """An override for a criterion that does not exist is a typo, not a no-op."""
+        unknown = sorted(set(self.criteria) - known)
+        if unknown:
+            raise InputError([Problem(self.source or "gate policy", f"gate.criteria.{cid}",
+                                      f"no criterion {cid!r} (known: {', '.join(sorted(known))})") for cid in unknown])
 
     @classmethod
     def load(cls, path: Path | None = None, root: Path = Path(".")) -> "Policy":
@@ -200,21 +211,27 @@ class JudgeNotCalibrated(JudgekitError):
                          "Fix the judge or the labels, run `judgekit calibrate`, and gate again.")
 
 
-def _fmt(x: float | None) -> str:
-    return "n/a" if x is None else f"{x:.2f}"
+def _as_calibrated(criterion: Criterion, found: CriterionReport) -> Criterion:
+    """The criterion with the trial count the report ran (an override of judge.trials)."""
+    trials = (found.judge.parameters.get("trials") if found.judge else None)
+    if isinstance(criterion, LLMCriterion) and isinstance(trials, int) and trials != criterion.judge.trials:
+        return criterion.model_copy(update={"judge": criterion.judge.model_copy(update={"trials": trials})})
+    return criterion
 
 
 class Gate:
     """Decides, from a report and the files on disk, whether each criterion's judge may grade.
 
-    `criteria` and `sets` are what is on disk now: a report about anything else is stale.
+    `criteria` and `sets` are what is on disk now: a report about anything else is stale. A
+    report's own choices (trials, split) are applied before comparing, so `calibrate --trials 3`
+    or `--split test` is not mistaken for a changed judge.
     """
 
     def __init__(self, policy: Policy | None = None, criteria: dict[str, Criterion] | None = None,
-                 set_fingerprints: dict[str, str] | None = None, now: datetime | None = None):
+                 sets: dict[str, CalibrationSet] | None = None, now: datetime | None = None):
         self.policy = policy or Policy()
         self.criteria = criteria or {}
-        self.set_fingerprints = set_fingerprints or {}
+        self.sets = sets or {}
         self.now = now or datetime.now(timezone.utc)
 
     @classmethod
@@ -222,9 +239,15 @@ class Gate:
                      config: Path | None = None, criterion_ids: list[str] | None = None) -> "Gate":
         from judgekit.pipeline import load_inputs
 
-        criteria, sets = load_inputs(criteria_dir, sets_dir, criterion_ids or ())
-        return cls(Policy.load(config, root=criteria_dir.parent if criteria_dir.is_absolute() else Path(".")),
-                   {c.id: c for c in criteria}, {cid: s.fingerprint for cid, s in sets.items()})
+        criteria, sets = load_inputs(criteria_dir, sets_dir)
+        known = {c.id for c in criteria}
+        unknown = [cid for cid in criterion_ids or () if cid not in known]
+        if unknown:
+            raise InputError([Problem(str(criteria_dir), cid, f"no such criterion; known: {', '.join(sorted(known))}")
+                              for cid in unknown])
+        policy = Policy.load(config, root=criteria_dir.parent if criteria_dir.is_absolute() else Path("."))
+        policy.check_ids(known)
+        return cls(policy, {c.id: c for c in criteria}, sets)
 
     def check(self, report: Report | None, criterion_ids: list[str] | None = None,
               report_path: str | None = None) -> GateResult:
@@ -269,8 +292,8 @@ class Gate:
         if unsure:
             return Decision(criterion_id, "INCONCLUSIVE", tuple(unsure), needed or None)
         m = found.metrics
-        return Decision(criterion_id, "PASS", (f"TPR {_fmt(m.get('tpr'))}, TNR {_fmt(m.get('tnr'))}, "
-                                               f"kappa {_fmt(m.get('cohen_kappa'))} on {found.n} examples",))
+        return Decision(criterion_id, "PASS", (f"TPR {fmt_number(m.get('tpr'), 2)}, TNR {fmt_number(m.get('tnr'), 2)}, "
+                                               f"kappa {fmt_number(m.get('cohen_kappa'), 2)} on {found.n} examples",))
 
     def _threshold(self, found: CriterionReport, key: str, label: str, threshold: float, lower: bool,
                    fails: list[str], unsure: list[str], needed: dict[str, int],
@@ -278,7 +301,7 @@ class Gate:
         value = found.metrics.get(key)
         low, high = found.intervals.get(key, (None, None)) if key in found.intervals else (value, value)
         if value is None or (isinstance(value, float) and math.isnan(value)):
-            unsure.append(f"{label} is undefined (no decided example of that class)")
+            fails.append(f"{label} is undefined (no decided example of that class), and the gate fails on it")
             return
         if not lower:
             if value < threshold:
@@ -287,9 +310,9 @@ class Gate:
         if low is not None and low >= threshold:
             return
         if high is not None and high < threshold:
-            fails.append(f"{label} {value:.2f} (95% interval {_fmt(low)}-{_fmt(high)}) is below {threshold:.2f}")
+            fails.append(f"{label} {value:.2f} (95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)}) is below {threshold:.2f}")
             return
-        message = f"{label} {value:.2f} but its 95% interval {_fmt(low)}-{_fmt(high)} straddles {threshold:.2f}"
+        message = f"{label} {value:.2f} but its 95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)} straddles {threshold:.2f}"
         if budget is not None:
             hits, total, cls = budget
             more = examples_needed(hits, total, threshold)
@@ -308,10 +331,10 @@ class Gate:
                 calibrated = repr(model) if model else "no named model (recorded verdicts without --model)"
                 reasons.append(f"the report calibrated {calibrated} but the criterion's judge is "
                                f"{criterion.judge.model!r}")
-            elif fingerprint(criterion, model) != found.fingerprint:
+            elif fingerprint(_as_calibrated(criterion, found), model) != found.fingerprint:
                 reasons.append("the criterion's judge (prompt, model or parameters) changed since it was calibrated")
-        set_print = self.set_fingerprints.get(found.id)
-        if set_print is not None and set_print != found.set_fingerprint:
+        cal = self.sets.get(found.id)
+        if cal is not None and cal.select(found.split).fingerprint != found.set_fingerprint:
             reasons.append("the calibration set changed since it was calibrated")
         if t.max_age is not None and created_at is not None:
             age = self.now - (created_at if created_at.tzinfo else created_at.replace(tzinfo=timezone.utc))

@@ -24,7 +24,7 @@ from typing import Any, Awaitable, Callable, Sequence, TypeVar
 from judgekit.criteria import LLMCriterion, compile_template, fill, prompt_template
 from judgekit.llm import CallError, Completion, LLM, Request
 from judgekit.sets import Example
-from judgekit.verdicts import Usage, Verdict
+from judgekit.verdicts import Usage, Verdict, majority
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -164,8 +164,9 @@ def terminal_progress(label: str) -> Callable[[int, int], None] | None:
 class Judge:
     """A calibrated judge for one criterion, to call from a test: `judge(output, input=...)` -> Verdict.
 
-    It refuses to judge (raises JudgeNotCalibrated) when the gate blocks its criterion, and asks
-    the model the report calibrated, through the usual cache and retries.
+    It refuses to judge (raises JudgeNotCalibrated) when the gate blocks its criterion; given a
+    report's JudgeInfo it asks exactly as calibration did (model, endpoint, trials with their
+    majority, structured output, transport), through the usual cache and retries.
 
     >>> from judgekit.criteria import RegexCriterion
     >>> check = Judge(RegexCriterion(id="r", kind="regex", question="clean?", pattern="TODO", match_means="fail"))
@@ -173,9 +174,9 @@ class Judge:
     True
     """
 
-    def __init__(self, criterion: Any, model: str | None = None, api_base: str | None = None,
-                 cache_dir: str | None = ".judgekit/cache", llm: LLM | None = None, blocked: Any = None):
-        self.criterion, self.model, self.api_base = criterion, model, api_base
+    def __init__(self, criterion: Any, calibrated: Any = None, cache_dir: str | None = ".judgekit/cache",
+                 llm: LLM | None = None, blocked: Any = None):
+        self.criterion, self.calibrated = criterion, calibrated
         self.cache_dir, self.llm, self.blocked = cache_dir, llm, blocked
 
     def __call__(self, output: str, input: str | None = None, context: str | None = None) -> Verdict:
@@ -188,23 +189,26 @@ class Judge:
         fields = {"input": input, "output": output, "context": context}
         if not isinstance(self.criterion, LLMCriterion):
             return Verdict("-", *self.criterion.explain(fields))
-        model = self.model or self.criterion.judge.model
+        info = self.calibrated
+        model = (info.model if info else None) or self.criterion.judge.model
         if not model:
             from judgekit.errors import InputError
 
             raise InputError.one(f"criteria/{self.criterion.id}.yaml", "judge.model",
                                  "no judge model; set judge.model in the criterion")
+        api_base = info.api_base if info else None
+        trials = int(info.parameters.get("trials", self.criterion.judge.trials)) if info else self.criterion.judge.trials
         example = Example(id="-", output=output, input=input, context=context, passed=True)
-        job = jobs_for(self.criterion, [example], model, 1, self.api_base)[0]
+        jobs = jobs_for(self.criterion, [example], model, trials, api_base, info.structured if info else True)
 
-        async def ask() -> Verdict:
+        async def ask() -> list[Verdict]:
             from judgekit.llm import open_llm
 
-            llm = self.llm or open_llm(model, self.api_base, self.cache_dir)
+            llm = self.llm or open_llm(model, api_base, self.cache_dir, via=info.via if info else "auto")
             try:
-                return await judge_one(llm, job)
+                return [await judge_one(llm, job) for job in jobs]
             finally:
                 if self.llm is None:
                     await llm.aclose()
 
-        return asyncio.run(ask())
+        return majority(asyncio.run(ask()))

@@ -22,9 +22,9 @@ if TYPE_CHECKING:
     from judgekit.llm.retry import RetryPolicy
 from judgekit.metrics import calibration, pairwise_kappa
 from judgekit.report import (Annotators, ConfusionCounts, Consistency, CriterionReport, Disagreement, JudgeInfo,
-                             RecordedVerdict, Report, Slice, UsageSummary, finite)
+                             Report, Slice, UsageSummary, finite)
 from judgekit.sets import CalibrationSet, load_sets
-from judgekit.verdicts import Verdict, load_recorded, majority, match_recorded
+from judgekit.verdicts import RecordedVerdict, Verdict, load_recorded, majority, match_recorded
 
 
 @dataclass
@@ -168,6 +168,18 @@ async def _judge_live(criteria: list[LLMCriterion], sets: dict[str, CalibrationS
     return {cid: list(by_example.values()) for cid, by_example in grouped.items()}, elapsed
 
 
+def public_url(url: str | None) -> str | None:
+    """An endpoint without user:password and without its query (where keys sometimes ride)."""
+    if url is None:
+        return None
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
 def _usage(all_trials: list[list[Verdict]]) -> UsageSummary | None:
     usages = [v.usage for trials in all_trials for v in trials if v.usage is not None]
     if not usages:
@@ -249,9 +261,11 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
     spec = judge_spec(criterion, model if source == "live" else (options.model if source != "code" else None))
     judge = JudgeInfo(kind=spec["kind"], model=spec["model"], parameters=spec["parameters"],
                       prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
-                      source=source if source != "code" else "live")
-    disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, reason=v.reason, abstention=v.abstention)
-                     for e, v in zip(cal.examples, final) if v.passed != e.label]
+                      source=source if source != "code" else "live",
+                      api_base=public_url(options.api_base) if source == "live" else None,
+                      via=options.via, structured=options.structured)
+    disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, reason=v.reason, abstention=v.abstention,
+                                  raw=v.raw) for e, v in zip(cal.examples, final) if v.passed != e.label]
     k = result.confusion
     return CriterionReport(
         id=criterion.id, fingerprint=fingerprint(criterion, spec["model"]), set_fingerprint=cal.fingerprint,
@@ -260,7 +274,7 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
         disagreements=disagreements, judge=judge, usage=_usage(all_trials), consistency=_consistency(all_trials),
         annotators=_annotators(cal, final), slices=_slices(cal, final),
-        labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels),
+        labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels), split=options.split,
         verdicts=[RecordedVerdict(criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed,
-                                  reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}")
-                  for trials in all_trials for v in trials])
+                                  reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}",
+                                  raw=v.raw) for trials in all_trials for v in trials])

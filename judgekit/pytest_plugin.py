@@ -138,13 +138,13 @@ def judge(request: pytest.FixtureRequest) -> Any:
     except JudgekitError as error:
         pytest.fail(str(error), pytrace=False)
     blocked = result.blocked(ids)
-    report_model = None
+    calibrated = None
     if not blocked:
         from judgekit.report import Report
 
         found = Report.read(Path(result.report_path)).criterion(ids[0])
-        report_model = found.judge.model if found and found.judge else None
+        calibrated = found.judge if found else None
     from judgekit.gate import GateResult
 
-    return Judge(criterion, model=report_model, cache_dir=str(config.rootpath / ".judgekit" / "cache"),
+    return Judge(criterion, calibrated, cache_dir=str(config.rootpath / ".judgekit" / "cache"),
                  blocked=GateResult(tuple(blocked), result.report_path) if blocked else None)

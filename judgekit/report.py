@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judgekit.errors import InputError
 from judgekit.files import problems_of, read_text, write_atomic
+from judgekit.verdicts import RecordedVerdict
 
 METRIC_NAMES = ("tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1", "cohen_kappa", "mcc",
                 "prevalence")
@@ -47,16 +48,6 @@ class ConfusionCounts(Model):
     fn: int
 
 
-class RecordedVerdict(Model):
-    """One verdict as written to verdicts.jsonl: the format `--verdicts` reads back."""
-
-    criterion: str
-    id: str
-    trial: int = 0
-    passed: bool | None
-    reason: str | None = None
-
-
 class Disagreement(Model):
     """An example where the judge and the label differ, or where the judge abstained."""
 
@@ -65,6 +56,7 @@ class Disagreement(Model):
     verdict: bool | None
     reason: str | None = None
     abstention: str | None = None
+    raw: str | None = Field(None, description="The judge's answer as given, when it could not be read.")
 
 
 class JudgeInfo(Model):
@@ -73,6 +65,9 @@ class JudgeInfo(Model):
     parameters: dict[str, Any] = Field(default_factory=dict)
     prompt_sha: str | None = None
     source: str = Field("live", description="live, or recorded:<file> for verdicts produced elsewhere")
+    api_base: str | None = Field(None, description="The endpoint asked (no credentials, no query).")
+    via: str = "auto"
+    structured: bool = True
 
 
 class UsageSummary(Model):
@@ -134,6 +129,7 @@ class CriterionReport(Model):
     slices: dict[str, Slice] = Field(default_factory=dict, description="Per tag of the examples.")
     labelled_pass: int = 0
     labelled_fail: int = 0
+    split: str | None = Field(None, description="The split calibrated (dev or test), or null for every example.")
     verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
                                             description="Every verdict of every trial; written to verdicts.jsonl.")
 
@@ -152,7 +148,7 @@ class Report(Model):
         write_atomic(directory / "report.json", self.model_dump_json(indent=2) + "\n")
         write_atomic(directory / "report.md", to_markdown(self))
         write_atomic(directory / "verdicts.jsonl", "".join(
-            v.model_dump_json(exclude_none=False) + "\n" for c in self.criteria for v in c.verdicts))
+            v.model_dump_json(exclude_defaults=True) + "\n" for c in self.criteria for v in c.verdicts))
 
     @classmethod
     def read(cls, path: Path) -> "Report":
@@ -165,7 +161,8 @@ class Report(Model):
             raise InputError(problems_of(error, str(path))) from None
 
 
-def _fmt(x: float | None, digits: int = 3) -> str:
+def fmt_number(x: float | None, digits: int = 3) -> str:
+    """A figure for people: fixed digits, n/a when undefined."""
     return "n/a" if x is None else f"{x:.{digits}f}"
 
 
@@ -205,35 +202,37 @@ def to_markdown(report: Report) -> str:
                   f"abstained: {c.abstained}", "",
                   "| metric | value | 95% interval |", "|---|---|---|"]
         for name in METRIC_NAMES:
-            lines.append(f"| {name} | {_fmt(c.metrics.get(name))} | {_interval(c.intervals.get(name))} |")
+            lines.append(f"| {name} | {fmt_number(c.metrics.get(name))} | {_interval(c.intervals.get(name))} |")
         k = c.confusion
         lines += ["", "| | judge pass | judge fail |", "|---|---|---|",
                   f"| labelled pass | {k.tp} (TP) | {k.fn} (FN) |", f"| labelled fail | {k.fp} (FP) | {k.tn} (TN) |", ""]
         if c.consistency:
             lines.append(f"Self-consistency over {c.consistency.trials} trials: flip rate "
-                         f"{_fmt(c.consistency.flip_rate)}, Fleiss' kappa {_fmt(c.consistency.fleiss_kappa)}, "
+                         f"{fmt_number(c.consistency.flip_rate)}, Fleiss' kappa {fmt_number(c.consistency.fleiss_kappa)}, "
                          f"unstable: {md_escape(', '.join(c.consistency.unstable)) or 'none'}")
         if c.annotators:
             a = c.annotators
-            human = ", ".join(f"{pair} {_fmt(k, 2)}" for pair, k in a.pairwise_kappa.items())
-            judge = ", ".join(f"{who} {_fmt(k, 2)}" for who, k in a.judge_kappa.items())
-            lines.append(f"Human ceiling, kappa between annotators: {human} (Fleiss {_fmt(a.fleiss_kappa, 2)}, "
-                         f"Krippendorff's alpha {_fmt(a.krippendorff_alpha, 2)}); the judge against each: {judge}")
+            human = ", ".join(f"{pair} {fmt_number(k, 2)}" for pair, k in a.pairwise_kappa.items())
+            judge = ", ".join(f"{who} {fmt_number(k, 2)}" for who, k in a.judge_kappa.items())
+            lines.append(f"Human ceiling, kappa between annotators: {human} (Fleiss {fmt_number(a.fleiss_kappa, 2)}, "
+                         f"Krippendorff's alpha {fmt_number(a.krippendorff_alpha, 2)}); the judge against each: {judge}")
         if c.slices:
             lines += ["", "| tag | n | abstained | TPR | TNR | accuracy | kappa |", "|---|---|---|---|---|---|---|"]
-            lines += [f"| {md_escape(tag)} | {s.n} | {s.abstained} | {_fmt(s.tpr)} | {_fmt(s.tnr)} | "
-                      f"{_fmt(s.accuracy)} | {_fmt(s.cohen_kappa)} |" for tag, s in c.slices.items()]
+            lines += [f"| {md_escape(tag)} | {s.n} | {s.abstained} | {fmt_number(s.tpr)} | {fmt_number(s.tnr)} | "
+                      f"{fmt_number(s.accuracy)} | {fmt_number(s.cohen_kappa)} |" for tag, s in c.slices.items()]
             lines.append("")
         if c.usage:
             u = c.usage
             lines.append(f"Usage: {u.calls} calls ({u.cached} from cache), {u.prompt_tokens} tokens in, "
-                         f"{u.completion_tokens} out, cost {_fmt(u.cost, 4)}, latency p50 {_fmt(u.latency_p50_s)} s, "
-                         f"p95 {_fmt(u.latency_p95_s)} s")
+                         f"{u.completion_tokens} out, cost {fmt_number(u.cost, 4)}, latency p50 {fmt_number(u.latency_p50_s)} s, "
+                         f"p95 {fmt_number(u.latency_p95_s)} s")
         lines += ["", f"### Disagreements ({len(c.disagreements)})", ""]
         if c.disagreements:
             lines += ["| id | label | verdict | judge's reason |", "|---|---|---|---|"]
             for d in c.disagreements:
                 reason = d.reason if d.abstention is None else f"({d.abstention}) {d.reason or ''}"
+                if d.raw:
+                    reason += f" — raw answer: {d.raw}"
                 lines.append(f"| {md_escape(d.id)} | {_verdict_word(d.label)} | {_verdict_word(d.verdict)} | "
                              f"{md_escape(reason)} |")
         lines.append("")
@@ -246,8 +245,8 @@ def to_table(report: Report) -> str:
     rows = [header]
     for c in report.criteria:
         m = c.metrics
-        rows.append((c.id, str(c.n), str(c.abstained), _fmt(m.get("tpr"), 2), _fmt(m.get("tnr"), 2),
-                     _fmt(m.get("cohen_kappa"), 2), _interval(c.intervals.get("cohen_kappa")) or "n/a",
+        rows.append((c.id, str(c.n), str(c.abstained), fmt_number(m.get("tpr"), 2), fmt_number(m.get("tnr"), 2),
+                     fmt_number(m.get("cohen_kappa"), 2), _interval(c.intervals.get("cohen_kappa")) or "n/a",
                      str(len(c.disagreements))))
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     out = []

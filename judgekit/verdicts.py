@@ -69,11 +69,14 @@ def majority(trials: Sequence[Verdict]) -> Verdict:
 
 
 class RecordedVerdict(Frozen):
-    id: ExampleId
-    passed: StrictBool | None
+    """One verdict in a verdict file: what `--verdicts` reads and a report's verdicts.jsonl holds."""
+
     criterion: str | None = None
+    id: ExampleId
     trial: int = Field(0, ge=0)
+    passed: StrictBool | None
     reason: str | None = None
+    raw: str | None = Field(None, description="The judge's unreadable answer, kept as given.")
 
 
 def load_recorded(path: Path) -> list[RecordedVerdict]:
@@ -130,7 +133,7 @@ def match_recorded(path: Path, records: list[RecordedVerdict],
                                     f"trial {r.trial}; keep one or number the trials"))
             continue
         trials[r.trial] = Verdict(r.id, r.passed, r.reason, trial=r.trial,
-                                  abstention="recorded" if r.passed is None else None)
+                                  abstention="recorded" if r.passed is None else None, raw=r.raw)
     out: dict[str, list[list[Verdict]]] = {}
     for criterion_id, cal in sets.items():
         known = {e.id for e in cal.examples}

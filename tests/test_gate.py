@@ -54,7 +54,7 @@ def test_good_judge_passes(project):
 
 @pytest.mark.parametrize("name, n_pass, n_fail, verdict, status, words", [
     ("5 labelled examples", 3, 2, good, "INCONCLUSIVE", "too few labelled examples"),
-    ("one class only", 40, 0, good, "INCONCLUSIVE", "0 known-bad"),
+    ("one class only", 40, 0, good, "FAIL", "TNR is undefined"),
     ("a constant judge", 40, 40, lambda i, label: True, "FAIL", "TNR 0.00"),
     ("kappa 0.10", 50, 50, lambda i, label: label if i % 20 < 11 else not label, "FAIL", "below 0.80"),
     ("30% unparseable", 40, 40, lambda i, label: None if i % 10 < 3 else label, "FAIL", "abstained on 24 of 80"),
