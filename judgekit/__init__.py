@@ -26,6 +26,7 @@ _EXPORTS = {
     "JudgeError": "judgekit.errors",
     "ProviderUnreachable": "judgekit.errors",
     "ProviderAuthError": "judgekit.errors",
+    "ProviderRejects": "judgekit.errors",
     "ModelUnavailable": "judgekit.errors",
     "Gate": "judgekit.gate",
     "GateResult": "judgekit.gate",

@@ -72,8 +72,9 @@ def calibrate(
                       cache_dir=None if no_cache else cache_dir, timeout_s=timeout, split=split, seed=seed,
                       structured=not plain_answers, via=via)
     try:
-        report = run(options, progress=None if quiet else terminal_progress("judging"))
-        report.write(out)
+        fresh = run(options, progress=None if quiet else terminal_progress("judging"))
+        # Calibrating some criteria keeps the others' results in the same report.
+        report = fresh.write(out, merge=bool(criterion))
     except JudgekitError as error:
         _fail(error)
     except KeyboardInterrupt:
@@ -81,13 +82,16 @@ def calibrate(
                    err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if not quiet:
-        typer.echo(to_table(report))
-        abstained = sum(c.abstained for c in report.criteria)
+        typer.echo(to_table(fresh))
+        kept = len(report.criteria) - len(fresh.criteria)
+        if kept:
+            typer.echo(f"\n{kept} other criteria kept from the previous report in {out}")
+        abstained = sum(c.abstained for c in fresh.criteria)
         if abstained:
             typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
     typer.echo(f"report: {out / 'report.json'}")
     if gate:
-        _gate(report, str(out / "report.json"), criteria, sets, config, list(criterion or []), junit)
+        _gate(fresh, str(out / "report.json"), criteria, sets, config, list(criterion or []), junit)
 
 
 def _gate(report, report_path: str, criteria: Path, sets: Path, config: Optional[Path], criterion_ids: List[str],

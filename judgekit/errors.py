@@ -5,6 +5,7 @@
      └── JudgeError               the judge could not be asked
           ├── ProviderUnreachable the provider refused every connection; the run stopped early
           ├── ProviderAuthError   the provider rejected the credentials; the run stopped early
+          ├── ProviderRejects     the provider refused every request as malformed; the run stopped early
           └── ModelUnavailable    a local model cannot be run here (extra not installed, no such file)
 
 Each error composes its own message from its fields, and says where and how to fix it.
@@ -79,3 +80,12 @@ class ModelUnavailable(JudgeError):
     def __init__(self, model: str, fix: str):
         self.model, self.fix = model, fix
         super().__init__(f"model {model!r} cannot be run here: {fix}")
+
+
+class ProviderRejects(JudgeError):
+    def __init__(self, model: str, cause: str):
+        self.model, self.cause = model, cause
+        super().__init__(
+            f"the provider refused every request for model {model!r} ({cause}). "
+            "Check the model name (with its provider prefix, e.g. openai/gpt-4o-mini) and --api-base."
+        )

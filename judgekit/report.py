@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
@@ -143,12 +144,30 @@ class Report(Model):
     def criterion(self, criterion_id: str) -> CriterionReport | None:
         return next((c for c in self.criteria if c.id == criterion_id), None)
 
-    def write(self, directory: Path) -> None:
-        """Write report.json, report.md and verdicts.jsonl (which `--verdicts` reads back), each atomically."""
-        write_atomic(directory / "report.json", self.model_dump_json(indent=2) + "\n")
-        write_atomic(directory / "report.md", to_markdown(self))
+    def write(self, directory: Path, merge: bool = False) -> "Report":
+        """Write report.json, report.md and verdicts.jsonl (which `--verdicts` reads back), each atomically.
+
+        With `merge`, criteria of the report already in `directory` that this one does not hold
+        are kept (with their verdicts), so calibrating one criterion does not drop the others.
+        Returns the report written.
+        """
+        report, kept_lines = self, ""
+        previous = directory / "report.json"
+        if merge and previous.is_file():
+            old = Report.read(previous)
+            mine = {c.id for c in self.criteria}
+            others = [c for c in old.criteria if c.id not in mine]
+            report = self.model_copy(update={"criteria": sorted([*self.criteria, *others], key=lambda c: c.id)})
+            old_verdicts = directory / "verdicts.jsonl"
+            if old_verdicts.is_file():
+                keep = {c.id for c in others}
+                kept_lines = "".join(line + "\n" for line in read_text(old_verdicts).splitlines()
+                                     if line.strip() and json.loads(line).get("criterion") in keep)
+        write_atomic(directory / "report.json", report.model_dump_json(indent=2) + "\n")
+        write_atomic(directory / "report.md", to_markdown(report))
         write_atomic(directory / "verdicts.jsonl", "".join(
-            v.model_dump_json(exclude_defaults=True) + "\n" for c in self.criteria for v in c.verdicts))
+            v.model_dump_json(exclude_defaults=True) + "\n" for c in report.criteria for v in c.verdicts) + kept_lines)
+        return report
 
     @classmethod
     def read(cls, path: Path) -> "Report":

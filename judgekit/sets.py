@@ -44,9 +44,8 @@ class Example(Frozen):
             yes = sum(self.labels.values())
             no = len(self.labels) - yes
             if yes == no:
-                raise ValueError(f"the annotators are tied ({yes} pass, {no} fail); add a label or settle it in 'passed'"
-                                 if self.passed is None else
-                                 f"the annotators are tied ({yes} pass, {no} fail)")
+                raise ValueError(f"the annotators are tied ({yes} pass, {no} fail); add another annotator's label "
+                                 "or remove the example")
             majority = yes > no
             if self.passed is not None and self.passed != majority:
                 raise ValueError(f"passed is {self.passed} but the annotators' majority is {majority}")

@@ -7,7 +7,8 @@ piece of text the prompt contains), and faults are injected by kind, by rate or 
                     faults={"rate_limit": 0.1}) as server:
         calibrate(Options(model="openai/judge", api_base=server.url))
 
-Fault kinds: rate_limit (429 with Retry-After), server_error (500), auth (401), hang (no answer
+Fault kinds: rate_limit (429 with Retry-After), server_error (500), auth (401), bad_request (400,
+as for an unknown model), hang (no answer
 until the client gives up), reset (connection closed at once), truncated (half a body), garbage
 (an answer that is no verdict), refusal, malformed_json (a broken verdict object).
 
@@ -27,7 +28,8 @@ from typing import Callable, Mapping
 from judgekit.llm import CallError, Completion, Request
 
 Answer = Callable[[str], "bool | str"]
-FAULTS = ("rate_limit", "server_error", "auth", "hang", "reset", "truncated", "garbage", "refusal", "malformed_json")
+FAULTS = ("rate_limit", "server_error", "auth", "bad_request", "hang", "reset", "truncated", "garbage", "refusal",
+          "malformed_json")
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
 GARBAGE_TEXT = "Lorem ipsum dolor sit amet, the weather is lovely today."
 MALFORMED_TEXT = '{"reasoning": "The reply says it", "passed": tru'
@@ -265,6 +267,9 @@ class FakeServer:
             return True
         if fault == "auth":
             self._send(writer, 401, {"error": {"message": "invalid api key"}})
+            return True
+        if fault == "bad_request":
+            self._send(writer, 400, {"error": {"message": "the model does not exist"}})
             return True
         text = {"garbage": GARBAGE_TEXT, "refusal": REFUSAL_TEXT, "malformed_json": MALFORMED_TEXT}.get(
             fault or "", None)

@@ -9,7 +9,7 @@ import random
 import time
 from dataclasses import dataclass, replace
 
-from judgekit.errors import ProviderAuthError, ProviderUnreachable
+from judgekit.errors import ProviderAuthError, ProviderRejects, ProviderUnreachable
 from judgekit.llm import LLM, RETRYABLE, CallError, Completion, Request
 
 
@@ -34,8 +34,10 @@ class RetryPolicy:
 class RetryingLLM:
     """Retry retryable CallErrors; raise the last one when attempts run out.
 
-    Raises ProviderAuthError at the first rejected credential, and ProviderUnreachable when the
-    provider never answered or stopped answering for `down_after` examples in a row.
+    Raises ProviderAuthError at the first rejected credential, ProviderUnreachable when the
+    provider never answered or stopped answering for `down_after` examples in a row, and
+    ProviderRejects when its first `down_after` answers all refuse the request as malformed
+    (an unknown model, say) — instead of abstaining on every example and exiting 0.
     """
 
     def __init__(self, inner: LLM, model: str, api_base: str | None = None,
@@ -45,6 +47,7 @@ class RetryingLLM:
         self._paused_until = 0.0  # a 429's Retry-After pauses every caller, not only the one that got it
         self._successes = 0
         self._lost_in_a_row = 0
+        self._rejected = 0
         self.retries = 0
 
     async def _wait_for_pause(self) -> None:
@@ -80,6 +83,10 @@ class RetryingLLM:
             return replace(completion, attempts=attempt)
 
     def _lost(self, error: CallError) -> None:
+        if error.kind == "bad_request" and self._successes == 0:
+            self._rejected += 1
+            if self._rejected >= self.policy.down_after:
+                raise ProviderRejects(self.model, error.message)
         if error.kind != "connection":
             self._lost_in_a_row = 0
             return

@@ -1,0 +1,134 @@
+"""Each test here reproduces a defect a review found, so it stays fixed."""
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.errors import InputError, ProviderRejects
+from judgekit.gate import Gate, Policy
+from judgekit.judge import Judge
+from judgekit.criteria import load_criterion
+from judgekit.llm.retry import RetryPolicy
+from judgekit.pipeline import Options, calibrate, public_url
+from judgekit.report import Report
+from judgekit.testing import FakeServer, script
+from tests.conftest import balanced, llm_criterion
+
+runner = CliRunner()
+VERDICTS = script({"reply-p": True, "reply-f": False})
+FAST = RetryPolicy(attempts=3, base_s=0.01, cap_s=0.02, first_contact_attempts=2, down_after=3)
+
+
+@pytest.fixture
+def setup(project):
+    project.criterion(llm_criterion())
+    rows = balanced(25, 25)
+    for i, row in enumerate(rows):
+        row["split"] = "dev" if i % 2 else "test"
+    project.jsonl("says-blocked", rows)
+    return project
+
+
+def test_trials_and_split_overrides_then_gate_pass(setup):
+    with FakeServer(VERDICTS) as server:
+        result = runner.invoke(app, ["calibrate", "--model", "openai/j", "--api-base", server.url, "--trials", "3",
+                                     "--split", "dev", "--gate", "--config", str(_lenient(setup))])
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output and "changed" not in result.output
+
+
+def _lenient(project):
+    path = project.root / "judgekit.yaml"
+    path.write_text("gate:\n  min_examples: 10\n  min_tpr: 0.7\n  min_tnr: 0.7\n")
+    return path
+
+
+def test_override_problems_are_all_listed_with_their_place(setup):
+    (setup.root / "judgekit.yaml").write_text(
+        "gate:\n  min_tpr: 3\n  criteria:\n    says-blocked: {max_age: 30 days, min_tnr: 2}\n    typo-id: {min_tpr: 0.9}\n")
+    with pytest.raises(InputError) as caught:
+        Policy.load(root=setup.root)
+    text = str(caught.value)
+    assert "gate.min_tpr" in text and "gate.criteria.says-blocked.max_age" in text
+    assert "gate.criteria.says-blocked.min_tnr" in text
+    (setup.root / "judgekit.yaml").write_text("gate:\n  criteria:\n    typo-id: {min_tpr: 0.9}\n")
+    with pytest.raises(InputError, match=r"gate.criteria.typo-id: no criterion 'typo-id'"):
+        Gate.from_project(setup.criteria, setup.sets)
+    result = runner.invoke(app, ["gate"])
+    assert result.exit_code == 2 and "typo-id" in result.output
+
+
+def test_raw_answer_of_an_unreadable_reply_reaches_the_reports(setup, tmp_path):
+    with FakeServer(VERDICTS, fail_first={"reply-p3:": ["garbage"]}) as server:
+        result = runner.invoke(app, ["calibrate", "--model", "openai/j", "--api-base", server.url,
+                                     "--out", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    report = json.loads((tmp_path / "report.json").read_text())
+    (d,) = [d for d in report["criteria"][0]["disagreements"] if d["id"] == "p3"]
+    assert d["abstention"] == "unparseable" and d["raw"].startswith("Lorem ipsum")
+    assert "raw answer: Lorem ipsum" in (tmp_path / "report.md").read_text()
+    lines = [json.loads(x) for x in (tmp_path / "verdicts.jsonl").read_text().splitlines()]
+    assert [x["raw"] for x in lines if x["id"] == "p3"][0].startswith("Lorem ipsum")
+
+
+def test_judge_fixture_asks_as_calibration_did(setup):
+    with FakeServer(VERDICTS) as server:
+        report = calibrate(Options(criteria_dir=setup.criteria, sets_dir=setup.sets, model="openai/j",
+                                   api_base=server.url, trials=3, cache_dir=setup.root / "cache"))
+        asked = server.requests
+        judge = Judge(load_criterion(setup.criteria / "says-blocked.yaml"), report.criteria[0].judge,
+                      cache_dir=str(setup.root / "cache2"))
+        verdict = judge("reply-p99: blocked", input="lost card")
+        assert verdict.passed is True
+        assert server.requests == asked + 3  # the three trials, at the calibrated endpoint
+
+
+def test_public_url_drops_credentials():
+    assert public_url("https://user:secret@host:8000/v1?key=abc") == "https://host:8000/v1"
+
+
+def test_calibrating_one_criterion_keeps_the_others(setup):
+    setup.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "TODO", "match_means": "fail"})
+    setup.jsonl("r", [{"id": "a", "output": "fine", "passed": True}, {"id": "b", "output": "TODO", "passed": False}])
+    verdicts = setup.root / "v.jsonl"
+    verdicts.write_text("".join(json.dumps({"id": r["id"], "passed": r["passed"], "criterion": "says-blocked"}) + "\n"
+                                for r in balanced(25, 25)))
+    assert runner.invoke(app, ["calibrate", "--verdicts", str(verdicts)]).exit_code == 0
+    again = runner.invoke(app, ["calibrate", "-c", "r"])
+    assert again.exit_code == 0 and "1 other criteria kept" in again.output
+    report = Report.read(setup.root / ".judgekit/reports/latest")
+    assert [c.id for c in report.criteria] == ["r", "says-blocked"]
+    kept = (setup.root / ".judgekit/reports/latest/verdicts.jsonl").read_text()
+    assert kept.count('"criterion":"says-blocked"') == 50 and kept.count('"criterion":"r"') == 2
+
+
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_every_request_refused_stops_the_run(setup, via):
+    with FakeServer(VERDICTS, faults={"bad_request": 1.0}) as server:
+        with pytest.raises(ProviderRejects, match="refused every request"):
+            calibrate(Options(criteria_dir=setup.criteria, sets_dir=setup.sets, model="openai/no-such-model",
+                              api_base=server.url, cache_dir=None, retry=FAST, via=via, concurrency=2))
+    assert server.requests <= FAST.down_after + 2
+
+
+def test_verdict_file_of_other_criteria_with_a_regex_criterion(setup):
+    setup.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "TODO", "match_means": "fail"})
+    setup.jsonl("r", [{"id": "a", "output": "fine", "passed": True}, {"id": "b", "output": "TODO", "passed": False}])
+    verdicts = setup.root / "v.jsonl"
+    verdicts.write_text(json.dumps({"id": "p0", "passed": True, "criterion": "says-blocked"}) + "\n")
+    result = runner.invoke(app, ["calibrate", "--verdicts", str(verdicts), "-c", "r"])
+    assert result.exit_code == 0, result.output
+
+
+def test_gate_and_plugin_start_without_heavy_imports(setup):
+    import subprocess
+    import sys
+    code = ("import sys, runpy; sys.argv = ['judgekit', 'gate']\n"
+            "try:\n    runpy.run_module('judgekit.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "import judgekit.pytest_plugin\n"
+            "print('HEAVY', [m for m in ('litellm', 'sklearn', 'pandas', 'scipy', 'diskcache', 'numpy', 'aiohttp')"
+            " if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=setup.root).stdout
+    assert "HEAVY []" in out
