@@ -57,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
-    print(f"| design | true rate | coverage (± MC s.e.) | mean width |\n|---|---|---|---|")
+    print("| design | true rate | coverage (± MC s.e.) | mean width |\n|---|---|---|---|")
     a = [design_a_or_c(rng, 0.7)[0].interval for _ in range(args.reps)]
     print("| A corrected | 0.7 | {:.3f} ± {:.3f} | {:.3f} |".format(*coverage(a, 0.7)))
     b = [design_b(rng, 0.7).interval for _ in range(args.reps)]
@@ -69,7 +69,7 @@ def main() -> None:
 
     cells = {"LLMBar-like (kappa 0.84)": np.array([0.46, 0.04, 0.46, 0.04]),
              "WiCE-like (kappa 0.46)": np.array([18, 19, 59, 4]) / 100}
-    print(f"\n| cell | n | true kappa | coverage (± MC s.e.) | mean width |\n|---|---|---|---|---|")
+    print("\n| cell | n | true kappa | coverage (± MC s.e.) | mean width |\n|---|---|---|---|---|")
     for name, probs in cells.items():
         truth = kappa_from_counts(*probs)
         for n in (30, 100):

@@ -30,7 +30,7 @@ _EXPORTS = {
     "ModelUnavailable": "judgekit.errors",
     "Gate": "judgekit.gate",
     "GateResult": "judgekit.gate",
-    "Policy": "judgekit.gate",
+    "Policy": "judgekit.policy",
     "JudgeNotCalibrated": "judgekit.gate",
     "require_calibrated": "judgekit.gate",
     "Judge": "judgekit.judge",

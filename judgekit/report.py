@@ -209,7 +209,7 @@ def _verdict_word(value: bool | None) -> str:
 
 
 def to_markdown(report: Report) -> str:
-    lines = [f"# judgekit calibration report", "",
+    lines = ["# judgekit calibration report", "",
              f"judgekit {report.judgekit_version}, {report.created_at.isoformat(timespec='seconds')}", ""]
     for c in report.criteria:
         judge = c.judge

@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 from judgekit.ci import to_junit
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.gate import Gate, JudgeNotCalibrated, Policy, Thresholds, require_calibrated
+from judgekit.gate import Gate, JudgeNotCalibrated, require_calibrated
+from judgekit.policy import Policy, Thresholds
 from judgekit.pipeline import Options, calibrate
 from judgekit.report import Consistency
 

@@ -1,7 +1,5 @@
 """An interrupted run resumes from its cache: no completed call repeated, no verdict lost."""
 
-import json
-import os
 import signal
 import subprocess
 import sys

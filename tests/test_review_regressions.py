@@ -7,7 +7,8 @@ from typer.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError, ProviderRejects
-from judgekit.gate import Gate, Policy
+from judgekit.gate import Gate
+from judgekit.policy import Policy
 from judgekit.judge import Judge
 from judgekit.criteria import load_criterion
 from judgekit.llm.retry import RetryPolicy

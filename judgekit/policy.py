@@ -1,0 +1,130 @@
+"""The gate's policy: the thresholds a criterion's judge must clear, with per-criterion
+overrides, read from `[tool.judgekit.gate]` in pyproject.toml or `gate:` in judgekit.yaml.
+
+>>> Policy.from_mapping({"min_tpr": 0.9, "criteria": {"c": {"min_tnr": 0.7}}}, "pyproject.toml").for_criterion("c")
+Thresholds(min_tpr=0.9, min_tnr=0.7, min_kappa=None, min_examples=20, max_abstain_rate=0.1, max_flip_rate=0.2, max_age='30d', use_lower_bound=True)
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator
+
+from judgekit.criteria import Frozen
+from judgekit.errors import InputError, Problem
+from judgekit.files import problems_of, read_text, read_yaml
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> timedelta:
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a duration; write a number and a unit, like 30d, 12h or 90m")
+    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+
+
+class Thresholds(Frozen):
+    """What a criterion's judge must show. Every field of an override may be left out."""
+
+    min_tpr: float = Field(0.8, ge=0, le=1, description="Share of known-good replies the judge must pass.")
+    min_tnr: float = Field(0.8, ge=0, le=1, description="Share of known-bad replies the judge must fail.")
+    min_kappa: float | None = Field(None, ge=-1, le=1)
+    min_examples: int = Field(20, ge=1, description="Labelled examples needed in each class (good and bad).")
+    max_abstain_rate: float = Field(0.1, ge=0, le=1)
+    max_flip_rate: float | None = Field(0.2, ge=0, le=1, description="When trials ran: share of examples "
+                                                                      "whose trials disagreed.")
+    max_age: str | None = Field("30d", description="Oldest report accepted, like 30d or 12h; null for any age.")
+    use_lower_bound: bool = Field(True, description="Apply thresholds to the interval's lower bound.")
+
+    @field_validator("max_age")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+
+class Policy(Frozen):
+    """Gate thresholds: defaults, and each overridden criterion's full thresholds."""
+
+    defaults: Thresholds = Thresholds()
+    criteria: dict[str, Thresholds] = Field(default_factory=dict)
+    source: str = ""
+
+    def for_criterion(self, criterion_id: str) -> Thresholds:
+        return self.criteria.get(criterion_id, self.defaults)
+
+    @classmethod
+    def from_mapping(cls, data: Any, source: str) -> "Policy":
+        """Read `{min_tpr: ..., criteria: {id: {...}}}`: defaults at the top, overrides under
+        criteria, each override validated as the defaults with its keys replaced; every problem
+        of every table is listed at once."""
+        if data is None:
+            return cls(source=source)
+        if not isinstance(data, dict):
+            raise InputError.one(source, "gate", "must be a table of thresholds")
+        overrides = data.get("criteria") or {}
+        if not isinstance(overrides, dict):
+            raise InputError.one(source, "gate.criteria", "must be a table of criterion ids")
+        raw_defaults = {k: v for k, v in data.items() if k != "criteria"}
+        problems = []
+        defaults = Thresholds()
+        try:
+            defaults = Thresholds.model_validate(raw_defaults)
+        except ValidationError as error:
+            problems += problems_of(error, source, "gate")
+        criteria = {}
+        for criterion_id, override in overrides.items():
+            where = f"gate.criteria.{criterion_id}"
+            if not isinstance(override, dict):
+                problems.append(Problem(source, where, "must be a table of thresholds"))
+                continue
+            try:
+                criteria[str(criterion_id)] = Thresholds.model_validate({**defaults.model_dump(), **override})
+            except ValidationError as error:
+                problems += problems_of(error, source, where)
+        if problems:
+            raise InputError(problems)
+        return cls(defaults=defaults, criteria=criteria, source=source)
+
+    def check_ids(self, known: set[str]) -> None:
+        """An override for a criterion that does not exist is a typo, not a no-op."""
+        unknown = sorted(set(self.criteria) - known)
+        if unknown:
+            raise InputError([Problem(self.source or "gate policy", f"gate.criteria.{cid}",
+                                      f"no criterion {cid!r} (known: {', '.join(sorted(known))})") for cid in unknown])
+
+    @classmethod
+    def load(cls, path: Path | None = None, root: Path = Path(".")) -> "Policy":
+        """From `path` (judgekit.yaml or pyproject.toml), else the first of those found in `root`."""
+        candidates = [path] if path else [root / "judgekit.yaml", root / "pyproject.toml"]
+        for candidate in candidates:
+            if candidate is None or not candidate.is_file():
+                if path is not None:
+                    raise InputError.one(path, "", "no such gate configuration file")
+                continue
+            if candidate.suffix == ".toml":
+                import tomllib
+
+                try:
+                    data = tomllib.loads(read_text(candidate))
+                except tomllib.TOMLDecodeError as error:
+                    raise InputError.one(candidate, "", f"is not valid TOML: {error}") from None
+                gate = data.get("tool", {}).get("judgekit", {}).get("gate")
+                if gate is None and path is None:
+                    continue
+                return cls.from_mapping(gate, str(candidate))
+            data = read_yaml(candidate) or {}
+            if not isinstance(data, dict):
+                raise InputError.one(candidate, "", "must be a YAML mapping with a 'gate' key")
+            unknown = set(data) - {"gate"}
+            if unknown:
+                raise InputError.one(candidate, ", ".join(sorted(unknown)), "unknown key; judgekit.yaml holds 'gate'")
+            return cls.from_mapping(data.get("gate"), str(candidate))
+        return cls()
