@@ -140,6 +140,37 @@ def gate(
 
 
 @app.command()
+def plan(
+    report: Path = typer.Option(Path(".judgekit/reports/latest"), help="A report.json, or the folder holding it."),
+    criterion: Optional[List[str]] = typer.Option(None, "--criterion", "-c", help="Plan only this criterion."),
+    criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files."),
+    config: Optional[Path] = typer.Option(None, help="Gate policy file (judgekit.yaml or pyproject.toml)."),
+    assume_tpr: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Plan for this TPR, not the observed one."),
+    assume_tnr: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Plan for this TNR, not the observed one."),
+) -> None:
+    """How many labelled known-good and known-bad examples the gate needs, at observed or assumed rates."""
+    from judgekit.criteria import load_criteria
+    from judgekit.errors import JudgekitError
+    from judgekit.gate import plan as make_plan
+    from judgekit.policy import Policy
+    from judgekit.report import Report
+
+    if (assume_tpr is None) != (assume_tnr is None):
+        typer.echo("error: give both --assume-tpr and --assume-tnr, or neither", err=True)
+        raise typer.Exit(EXIT_INPUT)
+    path = report / "report.json" if report.is_dir() else report
+    try:
+        loaded = Report.read(path) if path.exists() else None
+        ids = list(criterion or []) or [c.id for c in load_criteria(criteria)]
+        lines = make_plan(loaded, Policy.load(config), ids,
+                          (assume_tpr, assume_tnr) if assume_tpr is not None else None)
+    except JudgekitError as error:
+        _fail(error)
+    for line in lines:
+        typer.echo(line)
+
+
+@app.command()
 def validate(
     criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files."),
     sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets."),

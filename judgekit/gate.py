@@ -22,7 +22,7 @@ from typing import Literal
 
 from judgekit.criteria import Criterion, LLMCriterion, fingerprint
 from judgekit.errors import InputError, JudgekitError, Problem
-from judgekit.metrics import examples_needed
+from judgekit.metrics import examples_for
 from judgekit.policy import Policy, Thresholds, parse_duration
 from judgekit.report import CriterionReport, Report, fmt_number
 from judgekit.sets import CalibrationSet
@@ -200,11 +200,13 @@ class Gate:
         message = f"{label} {value:.2f} but its 95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)} straddles {threshold:.2f}"
         if budget is not None:
             hits, total, cls = budget
-            more = examples_needed(hits, total, threshold)
-            if more is not None:
-                needed[cls] = max(needed.get(cls, 0), more)
-                word = "known-good" if cls == "pass" else "known-bad"
-                message += f"; about {more} more {word} examples at the observed rate would settle it"
+            enough = examples_for(hits / total, threshold) if total else None
+            word = "known-good" if cls == "pass" else "known-bad"
+            if enough is not None:
+                needed[cls] = max(needed.get(cls, 0), enough - total)
+                message += f"; about {enough - total} more {word} examples at the observed rate would settle it"
+            else:
+                message += f"; at the observed rate more {word} examples would only confirm it is not above"
         unsure.append(message)
 
     def _staleness(self, found: CriterionReport, criterion: Criterion | None, t: Thresholds,
@@ -243,3 +245,37 @@ def require_calibrated(*criterion_ids: str, report: str | Path = ".judgekit/repo
     loaded = Report.read(path) if path.exists() else None
     gate = Gate.from_project(Path(criteria), Path(sets), Path(config) if config else None, list(criterion_ids) or None)
     return gate.check(loaded, list(criterion_ids) or None, str(path)).raise_for_status()
+
+
+def plan(report: Report | None, policy: Policy, criterion_ids: list[str],
+         assume: tuple[float, float] | None = None) -> list[str]:
+    """The label budget, one line per criterion and class: how many known-good and known-bad
+    examples the gate needs to see the judge clear `min_tpr` / `min_tnr`, at the observed rates
+    (from the report) or at assumed ones, and what the current set can and cannot show."""
+    lines = []
+    for cid in criterion_ids:
+        t = policy.for_criterion(cid)
+        found = report.criterion(cid) if report else None
+        c = found.confusion if found else None
+        classes = (("known-good", "TPR", t.min_tpr, (c.tp, c.tp + c.fn) if c else None, assume[0] if assume else None),
+                   ("known-bad", "TNR", t.min_tnr, (c.tn, c.tn + c.fp) if c else None, assume[1] if assume else None))
+        for word, label, threshold, counts, assumed in classes:
+            have = counts[1] if counts else 0
+            rate = assumed if assumed is not None else (counts[0] / counts[1] if counts and counts[1] else None)
+            perfect = examples_for(1.0, threshold)
+            head = f"{cid} {word}: {have} labelled"
+            if rate is None:
+                lines.append(f"{head}; no observed {label} yet. Even a judge that is never wrong needs "
+                             f"{perfect} {word} examples to show {label} >= {threshold:.2f}")
+                continue
+            source = "assumed" if assumed is not None else "observed"
+            needed = examples_for(rate, threshold)
+            if needed is None:
+                lines.append(f"{head}, {label} {rate:.2f} ({source}) is not above {threshold:.2f}: no number of "
+                             "examples will show it clears the threshold; improve the judge")
+            elif needed <= have:
+                lines.append(f"{head}, {label} {rate:.2f} ({source}): enough ({needed} needed at this rate)")
+            else:
+                lines.append(f"{head}, {label} {rate:.2f} ({source}): {needed} needed at this rate, "
+                             f"{needed - have} more (a judge that is never wrong would need {perfect})")
+    return lines

@@ -222,33 +222,25 @@ def pairwise_kappa(ratings: Mapping[str, Mapping[str, Hashable]]) -> dict[str, f
     return out
 
 
-def examples_needed(successes: int, trials: int, threshold: float, confidence: float = CONFIDENCE,
-                    limit: int = 100_000) -> int | None:
-    """How many more examples, at the observed rate, until the Wilson interval clears `threshold`
-    (the lower bound above it when the rate is above it, the upper bound below it otherwise).
+def examples_for(rate: float, threshold: float, confidence: float = CONFIDENCE, limit: int = 100_000) -> int | None:
+    """The fewest examples at which a judge with this `rate` would show (Wilson lower bound) that
+    it clears `threshold`; None if it cannot (rate <= threshold) or not within `limit`.
 
-    None when the rate equals the threshold, or no number up to `limit` would settle it.
-
-    >>> examples_needed(18, 20, 0.8)  # 90% observed on 20: how many more to show > 80%?
-    48
+    >>> examples_for(1.0, 0.8), examples_for(0.9, 0.8)
+    (16, 61)
     """
-    if trials == 0 or successes / trials == threshold:
+    if rate <= threshold:
         return None
-    rate = successes / trials
-    above = rate > threshold
-
-    def settled(n: int) -> bool:
-        low, high = wilson(round(rate * n), n, confidence)
-        return low >= threshold if above else high < threshold
-
-    if settled(trials):
-        return 0
-    low, high = trials, trials
-    while not settled(high):  # double until settled, then bisect
-        low, high = high, high * 2
-        if high > limit:
+    n = 1
+    while wilson(round(rate * n), n, confidence)[0] < threshold:
+        n = n * 2 if n < 64 else n + max(1, n // 8)
+        if n > limit:
             return None
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (low, middle) if settled(middle) else (middle, high)
-    return high - trials
+    low = max(1, n // 2)
+    while low < n:  # the first n that shows it, searched downwards from the one found
+        middle = (low + n) // 2
+        if wilson(round(rate * middle), middle, confidence)[0] >= threshold:
+            n = middle
+        else:
+            low = middle + 1
+    return n

@@ -21,6 +21,7 @@ import pytest
 
 _RESULT = pytest.StashKey[Any]()
 _BLOCKED = pytest.StashKey[str]()
+_TALLY = pytest.StashKey[dict]()  # criterion id -> list of verdicts the judge fixture gave
 ACTIONS = ("error", "skip", "exit")
 
 
@@ -146,5 +147,46 @@ def judge(request: pytest.FixtureRequest) -> Any:
         calibrated = found.judge if found else None
     from judgekit.gate import GateResult
 
-    return Judge(criterion, calibrated, cache_dir=str(config.rootpath / ".judgekit" / "cache"),
-                 blocked=GateResult(tuple(blocked), result.report_path) if blocked else None)
+    judge = Judge(criterion, calibrated, cache_dir=str(config.rootpath / ".judgekit" / "cache"),
+                  blocked=GateResult(tuple(blocked), result.report_path) if blocked else None)
+    tally = config.stash.setdefault(_TALLY, {}).setdefault(ids[0], [])
+
+    def judged(output: str, input: str | None = None, context: str | None = None) -> Any:
+        verdict = judge(output, input=input, context=context)
+        tally.append(verdict.passed)
+        return verdict
+
+    return judged
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """For each criterion the judge fixture was used for: the raw pass rate, and the rate
+    corrected for the judge's measured TPR and TNR (judgekit.estimates.corrected_pass_rate)."""
+    tally = config.stash.get(_TALLY, {})
+    if not tally or _RESULT not in config.stash:
+        return
+    from judgekit.estimates import corrected_pass_rate
+    from judgekit.report import Report
+
+    report_path = Path(config.stash[_RESULT].report_path)
+    report = Report.read(report_path) if report_path.exists() else None
+    terminalreporter.section("judgekit: judged pass rates")
+    for criterion_id, verdicts in sorted(tally.items()):
+        decided = [v for v in verdicts if v is not None]
+        passed = sum(decided)
+        line = f"{criterion_id}: {passed} of {len(decided)} judged passing"
+        if len(decided) < len(verdicts):
+            line += f" ({len(verdicts) - len(decided)} abstained)"
+        found = report.criterion(criterion_id) if report else None
+        if decided and found and found.judge and found.judge.kind == "llm":
+            c = found.confusion
+            try:
+                rate = corrected_pass_rate(passed, len(decided), (c.tp, c.tp + c.fn), (c.tn, c.tn + c.fp))
+            except ValueError:
+                rate = None
+            if rate is not None and rate.identifiable:
+                line += (f"; raw {rate.raw:.2f}, corrected for the judge {rate.corrected:.2f} "
+                         f"(95% {rate.interval[0]:.2f}-{rate.interval[1]:.2f})")
+            if rate is not None and rate.warning:
+                line += f"; {rate.warning}"
+        terminalreporter.write_line(line)

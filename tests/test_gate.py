@@ -201,3 +201,19 @@ def test_junit_escapes_reasons():
     xml = to_junit(GateResult((Decision("a<b", "FAIL", ("x & <y>",)),)))
     case = ET.fromstring(xml).find("testsuite/testcase")
     assert case.get("name") == "a<b" and case.find("failure").text == "x & <y>"
+
+
+def test_plan_and_gate_agree_on_the_label_budget(project):
+    report = make(project, 30, 30, lambda i, label: label if i % 30 < 27 else not label)  # TPR = TNR = 0.9
+    result = decide(project, report)
+    assert result.status == "INCONCLUSIVE"
+    from judgekit.gate import plan
+    from judgekit.policy import Policy
+    lines = plan(report, Policy(), ["c"])
+    assert "known-good: 30 labelled, TPR 0.90 (observed): 61 needed at this rate, 31 more" in lines[0]
+    assert result.decisions[0].needed == {"pass": 31, "fail": 31}
+    assumed = plan(None, Policy(), ["c"], assume=(1.0, 0.5))
+    assert "enough" not in assumed[0] and "16 needed" in assumed[0]
+    assert "not above 0.80" in assumed[1]
+    result = runner.invoke(app, ["plan", "--assume-tpr", "0.95"])
+    assert result.exit_code == 2

@@ -99,3 +99,33 @@ def test_bad_action_is_a_usage_error(sample):
     result = sample.runpytest()
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*judgekit_gate_action*maybe*"])
+
+
+def test_summary_shows_raw_and_corrected_pass_rates(pytester):
+    from judgekit.testing import FakeServer, script
+
+    root = pytester.path
+    (root / "criteria").mkdir()
+    (root / "calibration_sets").mkdir()
+    (root / "criteria" / "card.yaml").write_text(yaml.safe_dump({"id": "card", "question": "Blocked?"}))
+    rows = [{"id": f"g{i}", "output": f"reply-p{i}", "passed": True} for i in range(30)]
+    # Three known-good replies that the judge fails: TPR 30/33, TNR 27/27, so 7 of 10 is really (0.7 + 1 - 1) / (30/33).
+    rows += [{"id": f"b{i}", "output": f"reply-f{i}", "passed": i < 3} for i in range(30)]
+    (root / "calibration_sets" / "card.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.7\n  min_tnr: 0.7\n")
+    with FakeServer(script({"reply-p": True, "reply-f": False})) as server:
+        report = calibrate(Options(criteria_dir=root / "criteria", sets_dir=root / "calibration_sets",
+                                   model="openai/j", api_base=server.url, cache_dir=root / ".judgekit" / "cache"))
+        report.write(root / ".judgekit" / "reports" / "latest")
+        pytester.makepyfile(test_suite='''
+import pytest
+
+@pytest.mark.judged("card")
+@pytest.mark.parametrize("i", range(10))
+def test_reply(judge, i):
+    judge(f"reply-p{i}" if i < 7 else f"reply-f{i}")
+''')
+        result = pytester.runpytest("--judgekit-gate")
+    result.assert_outcomes(passed=10)
+    result.stdout.fnmatch_lines(["*judgekit: judged pass rates*",
+                                 "card: 7 of 10 judged passing; raw 0.70, corrected for the judge 0.77 (95% 0.41-1.00)"])
