@@ -39,6 +39,8 @@ def finite(x: float | None) -> float | None:
 
 
 class Model(BaseModel):
+    # Reports are judgekit's own output, read back by the gate and the plugin. Unknown keys are
+    # ignored (not rejected) so that an older judgekit can gate a report a newer one wrote.
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
