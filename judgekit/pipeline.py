@@ -275,6 +275,8 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         disagreements=disagreements, judge=judge, usage=_usage(all_trials), consistency=_consistency(all_trials),
         annotators=_annotators(cal, final), slices=_slices(cal, final),
         labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels), split=options.split,
-        verdicts=[RecordedVerdict(criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed,
-                                  reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}",
-                                  raw=v.raw) for trials in all_trials for v in trials])
+        # Built from judgekit's own verdicts, already checked: no need to validate them again.
+        verdicts=[RecordedVerdict.model_construct(
+            criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw,
+            reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}")
+            for trials in all_trials for v in trials])
