@@ -50,6 +50,8 @@ def calibrate(
     split: Optional[str] = typer.Option(None, help="Use only examples of this split (dev or test)."),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
     plain_answers: bool = typer.Option(False, "--plain-answers", help="Do not ask the provider for structured output."),
+    stop_early: bool = typer.Option(False, "--stop-early", help="Judge in seeded random order and stop each "
+                                    "criterion once its gate decision is settled (valid however often it looks)."),
     gate: bool = typer.Option(False, "--gate", help="Gate the new report too; exit as `judgekit gate` does."),
     config: Optional[Path] = typer.Option(None, help="Gate policy file (judgekit.yaml or pyproject.toml)."),
     junit: Optional[Path] = typer.Option(None, help="With --gate: write the decisions as JUnit XML."),
@@ -70,8 +72,12 @@ def calibrate(
     options = Options(criteria_dir=criteria, sets_dir=sets, criterion_ids=criterion or (), verdicts=verdicts,
                       model=model, api_base=api_base, concurrency=concurrency, trials=trials,
                       cache_dir=None if no_cache else cache_dir, timeout_s=timeout, split=split, seed=seed,
-                      structured=not plain_answers, via=via)
+                      structured=not plain_answers, via=via, stop_early=stop_early)
     try:
+        if stop_early:
+            from judgekit.policy import Policy
+
+            options.policy = Policy.load(config)  # the thresholds early stopping settles against
         fresh = run(options, progress=None if quiet else terminal_progress("judging"))
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(criterion))

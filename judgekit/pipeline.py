@@ -9,19 +9,19 @@
 from __future__ import annotations
 
 import statistics
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from judgekit.criteria import Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
 from judgekit.errors import InputError, Problem
-from judgekit.llm import LLM, open_llm
+from judgekit.llm import LLM
 
 if TYPE_CHECKING:
     from judgekit.llm.retry import RetryPolicy
+    from judgekit.policy import Policy
 from judgekit.metrics import calibration, pairwise_kappa
-from judgekit.report import (Annotators, ConfusionCounts, Consistency, CriterionReport, Disagreement, JudgeInfo,
+from judgekit.report import (Annotators, ConfusionCounts, Consistency, CriterionReport, Disagreement, EarlyStop, JudgeInfo,
                              Report, Slice, UsageSummary, finite)
 from judgekit.sets import CalibrationSet, load_sets
 from judgekit.verdicts import RecordedVerdict, Verdict, load_recorded, majority, match_recorded
@@ -46,6 +46,8 @@ class Options:
     structured: bool = True
     via: str = "auto"
     retry: RetryPolicy | None = None
+    stop_early: bool = False
+    policy: Policy | None = None  # early stopping's thresholds; default: the project's gate policy
 
 
 def load_inputs(criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str] = (),
@@ -112,60 +114,20 @@ def calibrate(options: Options, llm: LLM | None = None,
     pending = [c for c in criteria if isinstance(c, LLMCriterion) and c.id not in trials_by_criterion]
     models = {c.id: _model_for(c, options) for c in pending}
     judging_s = None
+    stops: dict[str, EarlyStop] = {}
     if pending:
         import asyncio
 
-        judged, judging_s = asyncio.run(_judge_live(pending, sets, models, options, llm, progress))
-        trials_by_criterion.update(judged)
+        from judgekit.runner import judge_sets
+
+        run = asyncio.run(judge_sets(pending, sets, models, options, llm, progress))
+        trials_by_criterion.update(run.verdicts)
+        judging_s, stops = run.elapsed_s, run.stops
         sources.update({c.id: "live" for c in pending})
 
-    reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options)
-               for c in criteria]
+    reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
+                                 stops.get(c.id)) for c in criteria]
     return Report(criteria=reports, judging_s=judging_s)
-
-
-async def _judge_live(criteria: list[LLMCriterion], sets: dict[str, CalibrationSet], models: dict[str, str],
-                      options: Options, llm: LLM | None,
-                      progress: Callable[[int, int], None] | None) -> tuple[dict[str, list[list[Verdict]]], float]:
-    """Judge every example of every criterion in one bounded pool; returns verdicts and the stage's time."""
-    from judgekit.judge import Job, jobs_for, judge_one, run_bounded, verdict_from
-
-    jobs = [job for c in criteria for job in jobs_for(c, sets[c.id].examples, models[c.id], c.judge.trials,
-                                                      options.api_base, options.structured)]
-    stacks: dict[str, LLM] = {}
-    if llm is None:
-        cache = str(options.cache_dir) if options.cache_dir is not None else None
-        for model in sorted(set(models.values())):
-            stacks[model] = open_llm(model, options.api_base, cache, options.timeout_s,
-                                     max_connections=max(options.concurrency, 1), retry=options.retry,
-                                     via=options.via)
-
-    def llm_for(job: Job) -> LLM:
-        return llm or stacks[job.request.model]
-
-    try:
-        # Cached answers first, straight from disk: a fully cached re-run makes no client at all.
-        verdicts: list[Verdict | None] = []
-        for job in jobs:
-            hit = llm_for(job).lookup(job.request)
-            verdicts.append(None if hit is None else verdict_from(hit, job.example_id, job.request.trial))
-        misses = [i for i, v in enumerate(verdicts) if v is None]
-        if misses:
-            for stack in {id(llm_for(jobs[i])): llm_for(jobs[i]) for i in misses}.values():
-                stack.warm()
-        started = time.perf_counter()
-        answered = await run_bounded(misses, lambda i: judge_one(llm_for(jobs[i]), jobs[i]), options.concurrency,
-                                     progress)
-        elapsed = time.perf_counter() - started
-        for i, verdict in zip(misses, answered):
-            verdicts[i] = verdict
-    finally:
-        for stack in stacks.values():
-            await stack.aclose()
-    grouped: dict[str, dict[str, list[Verdict]]] = {c.id: {e.id: [] for e in sets[c.id].examples} for c in criteria}
-    for job, verdict in zip(jobs, verdicts):
-        grouped[job.criterion_id][job.example_id].append(verdict)
-    return {cid: list(by_example.values()) for cid, by_example in grouped.items()}, elapsed
 
 
 def public_url(url: str | None) -> str | None:
@@ -253,7 +215,11 @@ def _slices(cal: CalibrationSet, final: list[Verdict]) -> dict[str, Slice]:
 
 
 def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
-                      model: str | None, options: Options) -> CriterionReport:
+                      model: str | None, options: Options, stop: EarlyStop | None = None) -> CriterionReport:
+    full_set = cal
+    if stop is not None:  # stopped early: metrics over the examples judged, the set as it is on disk
+        judged = {t[0].example_id for t in all_trials}
+        cal = CalibrationSet(cal.criterion_id, cal.path, tuple(e for e in cal.examples if e.id in judged))
     final = [majority(t) for t in all_trials]
     labels = [e.label for e in cal.examples]
     result = calibration(labels, [v.passed for v in final], seed=options.seed)
@@ -268,13 +234,13 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
                                   raw=v.raw) for e, v in zip(cal.examples, final) if v.passed != e.label]
     k = result.confusion
     return CriterionReport(
-        id=criterion.id, fingerprint=fingerprint(criterion, spec["model"]), set_fingerprint=cal.fingerprint,
+        id=criterion.id, fingerprint=fingerprint(criterion, spec["model"]), set_fingerprint=full_set.fingerprint,
         n=result.n, abstained=result.abstained, confusion=ConfusionCounts(tp=k.tp, fp=k.fp, tn=k.tn, fn=k.fn),
         metrics={name: finite(value) for name, value in result.metrics.items()},
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
         disagreements=disagreements, judge=judge, usage=_usage(all_trials), consistency=_consistency(all_trials),
         annotators=_annotators(cal, final), slices=_slices(cal, final),
-        labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels), split=options.split,
+        labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels), split=options.split, early_stop=stop,
         # Built from judgekit's own verdicts, already checked: no need to validate them again.
         verdicts=[RecordedVerdict.model_construct(
             criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw,

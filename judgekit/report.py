@@ -115,6 +115,16 @@ class Slice(Model):
     cohen_kappa: float | None
 
 
+class EarlyStop(Model):
+    """`calibrate --stop-early`: where the judging of a criterion stopped, and why."""
+
+    decision: str | None = Field(description="PASS or FAIL once settled; null when the set ran out first.")
+    judged: int
+    total: int
+    looks: int
+    calls_saved: int
+
+
 class CriterionReport(Model):
     id: str
     fingerprint: str
@@ -133,6 +143,7 @@ class CriterionReport(Model):
     labelled_pass: int = 0
     labelled_fail: int = 0
     split: str | None = Field(None, description="The split calibrated (dev or test), or null for every example.")
+    early_stop: EarlyStop | None = None
     verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
                                             description="Every verdict of every trial; written to verdicts.jsonl.")
 

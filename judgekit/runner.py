@@ -1,0 +1,137 @@
+"""Judge runs: every example of every LLM criterion through its judge, in one bounded pool,
+cached answers first — or, with early stopping, in seeded random order and batches until each
+criterion's gate decision is settled (judgekit.sequential).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable, Sequence
+
+from judgekit.criteria import LLMCriterion
+from judgekit.judge import Job, jobs_for, judge_one, run_bounded, verdict_from
+from judgekit.llm import LLM, open_llm
+from judgekit.report import EarlyStop
+from judgekit.sets import CalibrationSet, Example
+from judgekit.verdicts import Verdict, majority
+
+if TYPE_CHECKING:
+    from judgekit.pipeline import Options
+
+
+@dataclass
+class Run:
+    verdicts: dict[str, list[list[Verdict]]]  # per criterion, per example judged (set order), its trials
+    elapsed_s: float = 0.0
+    stops: dict[str, EarlyStop] = field(default_factory=dict)
+
+
+class _Asker:
+    """One LLM stack per model (or the injected one); asks jobs, cached answers first."""
+
+    def __init__(self, models: Sequence[str], options: "Options", llm: LLM | None):
+        self.llm, self.options = llm, options
+        cache = str(options.cache_dir) if options.cache_dir is not None else None
+        self.stacks: dict[str, LLM] = {} if llm else {
+            model: open_llm(model, options.api_base, cache, options.timeout_s,
+                            max_connections=max(options.concurrency, 1), retry=options.retry, via=options.via)
+            for model in sorted(set(models))}
+        self.elapsed_s = 0.0
+
+    def llm_for(self, job: Job) -> LLM:
+        return self.llm or self.stacks[job.request.model]
+
+    async def ask(self, jobs: list[Job], progress: Callable[[int, int], None] | None) -> list[Verdict]:
+        # Cached answers straight from disk: a fully cached re-run makes no client at all.
+        verdicts: list[Verdict | None] = []
+        for job in jobs:
+            hit = self.llm_for(job).lookup(job.request)
+            verdicts.append(None if hit is None else verdict_from(hit, job.example_id, job.request.trial))
+        misses = [i for i, v in enumerate(verdicts) if v is None]
+        for stack in {id(self.llm_for(jobs[i])): self.llm_for(jobs[i]) for i in misses}.values():
+            stack.warm()
+        started = time.perf_counter()
+        answered = await run_bounded(misses, lambda i: judge_one(self.llm_for(jobs[i]), jobs[i]),
+                                     self.options.concurrency, progress)
+        self.elapsed_s += time.perf_counter() - started
+        for i, verdict in zip(misses, answered):
+            verdicts[i] = verdict
+        return [v for v in verdicts if v is not None]
+
+    async def aclose(self) -> None:
+        for stack in self.stacks.values():
+            await stack.aclose()
+
+
+def _jobs(criterion: LLMCriterion, examples: Sequence[Example], model: str, options: "Options") -> list[Job]:
+    return jobs_for(criterion, examples, model, criterion.judge.trials, options.api_base, options.structured)
+
+
+def _group(criteria: list[LLMCriterion], sets: dict[str, CalibrationSet], jobs: list[Job],
+           verdicts: list[Verdict]) -> dict[str, list[list[Verdict]]]:
+    grouped: dict[str, dict[str, list[Verdict]]] = {c.id: {e.id: [] for e in sets[c.id].examples} for c in criteria}
+    for job, verdict in zip(jobs, verdicts):
+        grouped[job.criterion_id][job.example_id].append(verdict)
+    return {cid: [trials for trials in by_example.values() if trials] for cid, by_example in grouped.items()}
+
+
+async def judge_sets(criteria: list[LLMCriterion], sets: dict[str, CalibrationSet], models: dict[str, str],
+                     options: "Options", llm: LLM | None,
+                     progress: Callable[[int, int], None] | None) -> Run:
+    asker = _Asker(list(models.values()), options, llm)
+    try:
+        if options.stop_early:
+            return await _in_looks(asker, criteria, sets, models, options)
+        jobs = [job for c in criteria for job in _jobs(c, sets[c.id].examples, models[c.id], options)]
+        verdicts = await asker.ask(jobs, progress)
+        return Run(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
+    finally:
+        await asker.aclose()
+
+
+async def _in_looks(asker: _Asker, criteria: list[LLMCriterion], sets: dict[str, CalibrationSet],
+                    models: dict[str, str], options: "Options") -> Run:
+    """Batches of examples in seeded random order; after each, stop the criteria whose decision is settled."""
+    from judgekit.policy import Policy
+    from judgekit.sequential import settle
+
+    policy = options.policy or Policy.load(root=options.criteria_dir.parent)
+    rng = random.Random(options.seed)
+    order = {c.id: rng.sample(list(sets[c.id].examples), len(sets[c.id].examples)) for c in criteria}
+    done: dict[str, int] = {c.id: 0 for c in criteria}
+    looks: dict[str, int] = {c.id: 0 for c in criteria}
+    decisions: dict[str, str | None] = {}
+    all_jobs: list[Job] = []
+    all_verdicts: list[Verdict] = []
+    step = max(options.concurrency, 10)
+    active = list(criteria)
+    while active:
+        jobs = []
+        for c in active:
+            chunk = order[c.id][done[c.id]:done[c.id] + step]
+            done[c.id] += len(chunk)
+            jobs += _jobs(c, chunk, models[c.id], options)
+        all_jobs += jobs
+        all_verdicts += await asker.ask(jobs, None)
+        grouped = _group(criteria, sets, all_jobs, all_verdicts)
+        still = []
+        for c in active:
+            looks[c.id] += 1
+            labels = {e.id: e.label for e in sets[c.id].examples}
+            final = [(labels[t[0].example_id], majority(t).passed) for t in grouped[c.id]]
+            tpr = (sum(1 for y, v in final if y and v), sum(1 for y, v in final if y and v is not None))
+            tnr = (sum(1 for y, v in final if not y and v is False), sum(1 for y, v in final if not y and v is not None))
+            t = policy.for_criterion(c.id)
+            decision = settle(tpr, tnr, looks[c.id], t.min_tpr, t.min_tnr, t.min_examples)
+            if decision is None and done[c.id] < len(order[c.id]):
+                still.append(c)
+            else:
+                decisions[c.id] = decision
+        active = still
+    grouped = _group(criteria, sets, all_jobs, all_verdicts)
+    stops = {c.id: EarlyStop(decision=decisions.get(c.id), judged=done[c.id], total=len(order[c.id]),
+                             looks=looks[c.id], calls_saved=(len(order[c.id]) - done[c.id]) * c.judge.trials)
+             for c in criteria}
+    return Run(grouped, asker.elapsed_s, stops)
