@@ -110,11 +110,14 @@ def test_cache_values_are_json_text_without_secrets(setup, monkeypatch):
 
     sentinel = "sk-sentinel-key-9f8e7d6c5b4a39281706"
     monkeypatch.setenv("OPENAI_API_KEY", sentinel)
-    with FakeServer(VERDICTS) as s:
-        calibrate(options(setup, s))
+    with FakeServer(VERDICTS, fail_first={"reply-p1:": ["server_error"] * 10}) as s:
+        report = calibrate(options(setup, s, api_base=s.url.replace("http://", f"http://user:{sentinel}@")))
+    report.write(setup.root / "out")
+    for path in (setup.root / "out").iterdir():
+        assert sentinel not in path.read_text(), path
     cache = diskcache.Cache(str(setup.root / "cache"))
     values = [cache.get(key) for key in cache.iterkeys()]
-    assert len(values) == 8 and all(isinstance(json.loads(v), dict) for v in values)
+    assert len(values) == 7 and all(isinstance(json.loads(v), dict) for v in values)  # p1 failed: not cached
     for path in (setup.root / "cache").rglob("*"):
         if path.is_file():
             assert sentinel.encode() not in path.read_bytes()

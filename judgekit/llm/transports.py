@@ -79,12 +79,25 @@ class OpenAICompatible:
     """
 
     def __init__(self, api_base: str | None = None, timeout_s: float = 60.0, max_connections: int = 100):
+        from urllib.parse import urlsplit, urlunsplit
+
         base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
-        self.base_url = (base or "https://api.openai.com/v1").rstrip("/")
+        parts = urlsplit((base or "https://api.openai.com/v1").rstrip("/"))
+        # Credentials in the URL are sent as basic auth and kept out of every message we print.
+        self._basic = (parts.username or "", parts.password or "") if parts.username or parts.password else None
+        netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+        self.base_url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         key = os.environ.get("OPENAI_API_KEY")
-        self._headers = {"content-type": "application/json", **({"authorization": f"Bearer {key}"} if key else {})}
+        if self._basic:
+            import base64
+
+            token = base64.b64encode(":".join(self._basic).encode()).decode()
+            auth = {"authorization": f"Basic {token}"}
+        else:
+            auth = {"authorization": f"Bearer {key}"} if key else {}
+        self._headers = {"content-type": "application/json", **auth}
         self._session = None
         self._schema_supported = True
 
