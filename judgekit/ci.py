@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
+from judgekit.errors import InputError
 from judgekit.files import write_atomic
 from judgekit.gate import GateResult
 from judgekit.report import md_escape
@@ -53,5 +54,9 @@ def append_step_summary(result: GateResult) -> None:
     """Append to $GITHUB_STEP_SUMMARY when it is set (GitHub Actions); do nothing otherwise."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if target:
-        with open(target, "a", encoding="utf-8") as handle:
-            handle.write(to_summary(result))
+        try:
+            with open(target, "a", encoding="utf-8") as handle:
+                handle.write(to_summary(result))
+        except OSError as error:
+            raise InputError.one(target, "GITHUB_STEP_SUMMARY", f"cannot be appended to ({error.strerror or error})") \
+                from None

@@ -119,14 +119,22 @@ def parse_bool(value: Any) -> Any:
 
 def write_atomic(path: Path, text: str) -> None:
     """Write a whole file or nothing: a killed process never leaves half a file behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise InputError.one(path, "", f"cannot be written ({error.strerror or error}); choose a writable place") \
+            from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError.one(path, "", f"cannot be written ({error.strerror or error}); choose a writable place") \
+            from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

@@ -102,3 +102,17 @@ def test_start_up_does_not_import_heavy_libraries(args):
             "print('HEAVY', heavy)") % (args,)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert "HEAVY []" in out
+
+
+def test_unwritable_outputs_and_cache_are_input_errors(project, tmp_path):
+    project.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"})
+    project.jsonl("r", [{"id": "a", "output": "fine", "passed": True}])
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    result = invoke("calibrate", "--out", blocker / "sub")
+    assert result.exit_code == 2 and "cannot be written" in result.output and "Traceback" not in result.output
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced())
+    result = invoke("calibrate", "--model", "openai/j", "--api-base", "http://127.0.0.1:9/v1",
+                    "--cache-dir", blocker / "cache")
+    assert result.exit_code == 2 and "cannot be used as the answer cache" in result.output

@@ -34,9 +34,17 @@ class CachedLLM:
     def __init__(self, inner: LLM, directory: str | Path):
         import diskcache
 
+        import sqlite3
+
+        from judgekit.errors import InputError
+
         self.inner = inner
         self.directory = Path(directory)
-        self._cache = diskcache.Cache(str(self.directory), size_limit=2**34, eviction_policy="none")
+        try:
+            self._cache = diskcache.Cache(str(self.directory), size_limit=2**34, eviction_policy="none")
+        except (OSError, sqlite3.Error) as error:
+            raise InputError.one(self.directory, "", f"cannot be used as the answer cache ({error}); pass "
+                                 "--cache-dir with a writable folder, or --no-cache") from None
 
     def lookup(self, request: Request) -> Completion | None:
         value = self._cache.get(cache_key(request))
