@@ -22,6 +22,7 @@ import pytest
 _RESULT = pytest.StashKey[Any]()
 _BLOCKED = pytest.StashKey[str]()
 _TALLY = pytest.StashKey[dict]()  # criterion id -> list of verdicts the judge fixture gave
+_TRIALS = pytest.StashKey[dict]()  # (criterion id, test without its parameters) -> test id -> verdicts
 ACTIONS = ("error", "skip", "exit")
 
 
@@ -150,10 +151,14 @@ def judge(request: pytest.FixtureRequest) -> Any:
     judge = Judge(criterion, calibrated, cache_dir=str(config.rootpath / ".judgekit" / "cache"),
                   blocked=GateResult(tuple(blocked), result.report_path) if blocked else None)
     tally = config.stash.setdefault(_TALLY, {}).setdefault(ids[0], [])
+    # A parametrized test is one task run several times: its instances are the task's trials.
+    task = (ids[0], request.node.nodeid.split("[")[0])
+    trial = config.stash.setdefault(_TRIALS, {}).setdefault(task, {}).setdefault(request.node.nodeid, [])
 
     def judged(output: str, input: str | None = None, context: str | None = None) -> Any:
         verdict = judge(output, input=input, context=context)
         tally.append(verdict.passed)
+        trial.append(verdict.passed)
         return verdict
 
     return judged
@@ -190,3 +195,20 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             if rate is not None and rate.warning:
                 line += f"; {rate.warning}"
         terminalreporter.write_line(line)
+        _pass_k_line(terminalreporter, config, criterion_id)
+
+
+def _pass_k_line(terminalreporter: Any, config: pytest.Config, criterion_id: str) -> None:
+    """pass@k and pass^k over the criterion's tasks that ran as several trials (parametrized
+    instances); a trial passes when every verdict the judge gave in it passed."""
+    from judgekit.estimates import suite_pass_k
+
+    tasks = {task: trials for (cid, task), trials in config.stash.get(_TRIALS, {}).items() if cid == criterion_id}
+    results = [(len(trials), sum(1 for verdicts in trials.values() if verdicts and all(verdicts)))
+               for trials in tasks.values() if len(trials) >= 2]
+    if not results:
+        return
+    k = min(n for n, _ in results)
+    rates = suite_pass_k(results, k)
+    terminalreporter.write_line(f"{criterion_id}: over {len(results)} task(s) with {k}+ trials, "
+                                f"pass@{k} {rates['pass@k']:.2f}, pass^{k} {rates['pass^k']:.2f}")

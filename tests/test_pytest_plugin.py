@@ -126,6 +126,24 @@ def test_reply(judge, i):
     judge(f"reply-p{i}" if i < 7 else f"reply-f{i}")
 ''')
         result = pytester.runpytest("--judgekit-gate")
+        pytester.makepyfile(test_trials='''
+import pytest
+
+@pytest.mark.judged("card")
+@pytest.mark.parametrize("trial", range(3))
+def test_always(judge, trial):
+    judge("reply-p1")
+
+@pytest.mark.judged("card")
+@pytest.mark.parametrize("trial", range(3))
+def test_once_in_three(judge, trial):
+    judge("reply-p2" if trial == 0 else "reply-f2")
+''')
+        trials = pytester.runpytest("--judgekit-gate", "test_trials.py")
+    # Two tasks of 3 trials: one passes all 3, one passes 1 of 3.
+    trials.stdout.fnmatch_lines(["card: over 2 task(s) with 3+ trials, pass@3 1.00, pass^3 0.50"])
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines(["*judgekit: judged pass rates*",
-                                 "card: 7 of 10 judged passing; raw 0.70, corrected for the judge 0.77 (95% 0.41-1.00)"])
+                                 "card: 7 of 10 judged passing; raw 0.70, corrected for the judge 0.77 (95% 0.41-1.00)",
+                                 # One task, 10 trials, 7 passing: pass@10 = 1, pass^10 = 0.
+                                 "card: over 1 task(s) with 10+ trials, pass@10 1.00, pass^10 0.00"])
