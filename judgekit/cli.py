@@ -74,6 +74,14 @@ def calibrate(
                       cache_dir=None if no_cache else cache_dir, timeout_s=timeout, split=split, seed=seed,
                       structured=not plain_answers, via=via, stop_early=stop_early)
     try:
+        if criterion and (out / "report.json").is_file():
+            # A partial run merges into the report there: check it can be read before judging anything.
+            from judgekit.report import Report
+            from judgekit.verdicts import load_recorded
+
+            Report.read(out / "report.json")
+            if (out / "verdicts.jsonl").is_file():
+                load_recorded(out / "verdicts.jsonl")
         if stop_early:
             from judgekit.policy import Policy
 
@@ -150,14 +158,15 @@ def plan(
     report: Path = typer.Option(Path(".judgekit/reports/latest"), help="A report.json, or the folder holding it."),
     criterion: Optional[List[str]] = typer.Option(None, "--criterion", "-c", help="Plan only this criterion."),
     criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files."),
+    sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets."),
     config: Optional[Path] = typer.Option(None, help="Gate policy file (judgekit.yaml or pyproject.toml)."),
     assume_tpr: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Plan for this TPR, not the observed one."),
     assume_tnr: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Plan for this TNR, not the observed one."),
 ) -> None:
     """How many labelled known-good and known-bad examples the gate needs, at observed or assumed rates."""
-    from judgekit.criteria import load_criteria
     from judgekit.errors import JudgekitError
     from judgekit.gate import plan as make_plan
+    from judgekit.pipeline import load_inputs
     from judgekit.policy import Policy
     from judgekit.report import Report
 
@@ -167,8 +176,8 @@ def plan(
     path = report / "report.json" if report.is_dir() else report
     try:
         loaded = Report.read(path) if path.exists() else None
-        ids = list(criterion or []) or [c.id for c in load_criteria(criteria)]
-        lines = make_plan(loaded, Policy.load(config), ids,
+        found, on_disk = load_inputs(criteria, sets, list(criterion or []))
+        lines = make_plan(loaded, Policy.load(config), on_disk, [c.id for c in found],
                           (assume_tpr, assume_tnr) if assume_tpr is not None else None)
     except JudgekitError as error:
         _fail(error)

@@ -130,6 +130,9 @@ def write_atomic(path: Path, text: str) -> None:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file written
         os.replace(tmp, path)
     except OSError as error:
         Path(tmp).unlink(missing_ok=True)

@@ -107,7 +107,8 @@ def _as_calibrated(criterion: Criterion, found: CriterionReport) -> Criterion:
 class Gate:
     """Decides, from a report and the files on disk, whether each criterion's judge may grade.
 
-    `criteria` and `sets` are what is on disk now: a report about anything else is stale. A
+    `criteria` and `sets` are what is on disk now: a report about anything else is stale (without
+    them, as in a bare `Gate(policy)`, staleness cannot be checked: use `Gate.from_project`). A
     report's own choices (trials, split) are applied before comparing, so `calibrate --trials 3`
     or `--split test` is not mistaken for a changed judge.
     """
@@ -121,7 +122,10 @@ class Gate:
 
     @classmethod
     def from_project(cls, criteria_dir: Path = Path("criteria"), sets_dir: Path = Path("calibration_sets"),
-                     config: Path | None = None, criterion_ids: list[str] | None = None) -> "Gate":
+                     config: Path | None = None, criterion_ids: list[str] | None = None,
+                     root: Path = Path(".")) -> "Gate":
+        """From the files on disk; the policy is `config`, else judgekit.yaml / pyproject.toml in `root`
+        (the project's root: the current folder for the CLI, pytest's rootdir for the plugin)."""
         from judgekit.pipeline import load_inputs
 
         criteria, sets = load_inputs(criteria_dir, sets_dir)
@@ -130,16 +134,16 @@ class Gate:
         if unknown:
             raise InputError([Problem(str(criteria_dir), cid, f"no such criterion; known: {', '.join(sorted(known))}")
                               for cid in unknown])
-        policy = Policy.load(config, root=criteria_dir.parent if criteria_dir.is_absolute() else Path("."))
+        policy = Policy.load(config, root=root)
         policy.check_ids(known)
         return cls(policy, {c.id: c for c in criteria}, sets)
 
     def check(self, report: Report | None, criterion_ids: list[str] | None = None,
               report_path: str | None = None) -> GateResult:
         ids = criterion_ids or sorted(self.criteria) or sorted(c.id for c in (report.criteria if report else []))
-        decisions = tuple(self.decide_one(cid, report.criterion(cid) if report else None,
-                                          self.criteria.get(cid), report.created_at if report else None)
-                          for cid in ids)
+        decisions = tuple(self.decide_one(cid, found, self.criteria.get(cid),
+                                          (found.calibrated_at or report.created_at) if report and found else None)
+                          for cid in ids for found in [report.criterion(cid) if report else None])
         return GateResult(decisions, report_path)
 
     def decide_one(self, criterion_id: str, found: CriterionReport | None, criterion: Criterion | None,
@@ -216,8 +220,9 @@ class Gate:
             model = found.judge.model if found.judge else None
             if isinstance(criterion, LLMCriterion) and criterion.judge.model and criterion.judge.model != model:
                 calibrated = repr(model) if model else "no named model (recorded verdicts without --model)"
-                reasons.append(f"the report calibrated {calibrated} but the criterion's judge is "
-                               f"{criterion.judge.model!r}")
+                reasons.append(f"the report calibrated {calibrated} but criteria/{criterion.id}.yaml names "
+                               f"judge.model {criterion.judge.model!r}; set judge.model to the model you calibrated, "
+                               "or calibrate without --model")
             elif fingerprint(_as_calibrated(criterion, found), model) != found.fingerprint:
                 reasons.append("the criterion's judge (prompt, model or parameters) changed since it was calibrated")
         cal = self.sets.get(found.id)
@@ -247,35 +252,38 @@ def require_calibrated(*criterion_ids: str, report: str | Path = ".judgekit/repo
     return gate.check(loaded, list(criterion_ids) or None, str(path)).raise_for_status()
 
 
-def plan(report: Report | None, policy: Policy, criterion_ids: list[str],
+def plan(report: Report | None, policy: Policy, sets: dict[str, CalibrationSet], criterion_ids: list[str],
          assume: tuple[float, float] | None = None) -> list[str]:
     """The label budget, one line per criterion and class: how many known-good and known-bad
-    examples the gate needs to see the judge clear `min_tpr` / `min_tnr`, at the observed rates
-    (from the report) or at assumed ones, and what the current set can and cannot show."""
+    examples the gate needs to see the judge clear `min_tpr` / `min_tnr` (and `min_examples`), at
+    the observed rates (from the report) or at assumed ones, against what the set on disk holds."""
     lines = []
     for cid in criterion_ids:
         t = policy.for_criterion(cid)
         found = report.criterion(cid) if report else None
         c = found.confusion if found else None
+        have_pass = sum(e.label for e in sets[cid].examples)
+        have = {"known-good": have_pass, "known-bad": len(sets[cid].examples) - have_pass}
         classes = (("known-good", "TPR", t.min_tpr, (c.tp, c.tp + c.fn) if c else None, assume[0] if assume else None),
                    ("known-bad", "TNR", t.min_tnr, (c.tn, c.tn + c.fp) if c else None, assume[1] if assume else None))
         for word, label, threshold, counts, assumed in classes:
-            have = counts[1] if counts else 0
             rate = assumed if assumed is not None else (counts[0] / counts[1] if counts and counts[1] else None)
-            perfect = examples_for(1.0, threshold)
-            head = f"{cid} {word}: {have} labelled"
+            perfect = max(examples_for(1.0, threshold) or 0, t.min_examples)
+            head = f"{cid} {word}: {have[word]} labelled"
             if rate is None:
                 lines.append(f"{head}; no observed {label} yet. Even a judge that is never wrong needs "
                              f"{perfect} {word} examples to show {label} >= {threshold:.2f}")
                 continue
             source = "assumed" if assumed is not None else "observed"
-            needed = examples_for(rate, threshold)
-            if needed is None:
+            at_rate = examples_for(rate, threshold) if t.use_lower_bound else (1 if rate >= threshold else None)
+            if at_rate is None:
                 lines.append(f"{head}, {label} {rate:.2f} ({source}) is not above {threshold:.2f}: no number of "
                              "examples will show it clears the threshold; improve the judge")
-            elif needed <= have:
-                lines.append(f"{head}, {label} {rate:.2f} ({source}): enough ({needed} needed at this rate)")
+                continue
+            needed = max(at_rate, t.min_examples)
+            if needed <= have[word]:
+                lines.append(f"{head}, {label} {rate:.2f} ({source}): enough ({needed} needed)")
             else:
-                lines.append(f"{head}, {label} {rate:.2f} ({source}): {needed} needed at this rate, "
-                             f"{needed - have} more (a judge that is never wrong would need {perfect})")
+                lines.append(f"{head}, {label} {rate:.2f} ({source}): {needed} needed, {needed - have[word]} more "
+                             f"(a judge that is never wrong would need {perfect})")
     return lines

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import statistics
+from datetime import datetime, timezone
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from judgekit.criteria import Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
 from judgekit.errors import InputError, Problem
 from judgekit.llm import LLM
+from judgekit.llm.transports import public_url
 
 if TYPE_CHECKING:
     from judgekit.llm.retry import RetryPolicy
@@ -63,13 +65,18 @@ def load_inputs(criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str]
             raise InputError([Problem(str(criteria_dir), i, f"no such criterion; known: {', '.join(sorted(known))}")
                               for i in unknown])
         criteria = [c for c in criteria if c.id in set(criterion_ids)]
-    sets = load_sets(sets_dir, criteria)
-    if split:
-        sets = {cid: s.select(split) for cid, s in sets.items()}
-        empty = [cid for cid, s in sets.items() if not s.examples]
-        if empty:
-            raise InputError([Problem(str(sets[cid].path), "split", f"no example has split {split!r}") for cid in empty])
-    return criteria, sets
+    return criteria, select_split(load_sets(sets_dir, criteria), split)
+
+
+def select_split(sets: dict[str, CalibrationSet], split: str | None) -> dict[str, CalibrationSet]:
+    """Each set narrowed to one split (all examples when `split` is None); an empty result is an error."""
+    if not split:
+        return sets
+    chosen = {cid: s.select(split) for cid, s in sets.items()}
+    empty = [cid for cid, s in chosen.items() if not s.examples]
+    if empty:
+        raise InputError([Problem(str(chosen[cid].path), "split", f"no example has split {split!r}") for cid in empty])
+    return chosen
 
 
 def _effective(criterion: Criterion, options: Options) -> Criterion:
@@ -89,7 +96,8 @@ def _model_for(criterion: LLMCriterion, options: Options) -> str:
 def calibrate(options: Options, llm: LLM | None = None,
               progress: Callable[[int, int], None] | None = None) -> Report:
     """Calibrate every chosen criterion and return the report (nothing is written)."""
-    criteria, sets = load_inputs(options.criteria_dir, options.sets_dir, options.criterion_ids, options.split)
+    criteria, whole_sets = load_inputs(options.criteria_dir, options.sets_dir, options.criterion_ids)
+    sets = select_split(whole_sets, options.split)
     criteria = [_effective(c, options) for c in criteria]
     trials_by_criterion: dict[str, list[list[Verdict]]] = {}
     sources: dict[str, str] = {}
@@ -102,7 +110,10 @@ def calibrate(options: Options, llm: LLM | None = None,
         if live:
             raise InputError([Problem(str(options.verdicts), c.id, "has no verdicts for this LLM criterion; "
                                       "add them or choose criteria with --criterion") for c in live])
-        trials_by_criterion.update(match_recorded(options.verdicts, records, {c.id: sets[c.id] for c in recorded}))
+        # Match against the whole set (a verdict file covers every split), then keep the chosen split.
+        matched = match_recorded(options.verdicts, records, {c.id: whole_sets[c.id] for c in recorded})
+        trials_by_criterion.update({cid: [t for t in trials if t[0].example_id in {e.id for e in sets[cid].examples}]
+                                    for cid, trials in matched.items()})
         sources.update({c.id: f"recorded:{options.verdicts.name}" for c in recorded})
 
     for criterion in criteria:
@@ -128,18 +139,6 @@ def calibrate(options: Options, llm: LLM | None = None,
     reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
                                  stops.get(c.id)) for c in criteria]
     return Report(criteria=reports, judging_s=judging_s)
-
-
-def public_url(url: str | None) -> str | None:
-    """An endpoint without user:password and without its query (where keys sometimes ride)."""
-    if url is None:
-        return None
-    from urllib.parse import urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def _usage(all_trials: list[list[Verdict]]) -> UsageSummary | None:
@@ -222,6 +221,7 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         cal = CalibrationSet(cal.criterion_id, cal.path, tuple(e for e in cal.examples if e.id in judged))
     final = [majority(t) for t in all_trials]
     labels = [e.label for e in cal.examples]
+    set_pass = sum(e.label for e in full_set.examples)  # the set's classes, judged or not
     result = calibration(labels, [v.passed for v in final], seed=options.seed)
     # Recorded verdicts carry the model only if the user named it (--model beside --verdicts).
     spec = judge_spec(criterion, model if source == "live" else (options.model if source != "code" else None))
@@ -240,7 +240,8 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
         disagreements=disagreements, judge=judge, usage=_usage(all_trials), consistency=_consistency(all_trials),
         annotators=_annotators(cal, final), slices=_slices(cal, final),
-        labelled_pass=sum(labels), labelled_fail=len(labels) - sum(labels), split=options.split, early_stop=stop,
+        labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split, early_stop=stop,
+        calibrated_at=datetime.now(timezone.utc),
         # Built from judgekit's own verdicts, already checked: no need to validate them again.
         verdicts=[RecordedVerdict.model_construct(
             criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw,

@@ -72,7 +72,7 @@ def _check(config: pytest.Config) -> Any:
     try:
         report = Report.read(report_path) if report_path.exists() else None
         gate = Gate.from_project(_path(config, None, "judgekit_criteria"), _path(config, None, "judgekit_sets"),
-                                 Path(config_path) if config_path else None)
+                                 Path(config_path) if config_path else None, root=config.rootpath)
         return gate.check(report, report_path=str(report_path))
     except JudgekitError as error:
         raise pytest.UsageError(f"judgekit gate: {error}") from None
@@ -107,7 +107,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if not blocked:
             continue
         reason = "judgekit gate blocked " + "; ".join(f"{d.criterion} ({d.status}: {d.summary})" for d in blocked)
-        if action == "exit":
+        if action == "exit" and not hasattr(config, "workerinput"):  # an xdist worker may not exit the session
             pytest.exit(reason, returncode=pytest.ExitCode.TESTS_FAILED)
         if action == "skip":
             item.add_marker(pytest.mark.skip(reason=reason))

@@ -7,7 +7,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from datetime import datetime, timezone
 from pathlib import Path
@@ -143,6 +142,8 @@ class CriterionReport(Model):
     labelled_pass: int = 0
     labelled_fail: int = 0
     split: str | None = Field(None, description="The split calibrated (dev or test), or null for every example.")
+    calibrated_at: datetime | None = Field(None, description="When this criterion was calibrated (a report can "
+                                                             "keep criteria from earlier runs).")
     early_stop: EarlyStop | None = None
     verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
                                             description="Every verdict of every trial; written to verdicts.jsonl.")
@@ -173,9 +174,11 @@ class Report(Model):
             report = self.model_copy(update={"criteria": sorted([*self.criteria, *others], key=lambda c: c.id)})
             old_verdicts = directory / "verdicts.jsonl"
             if old_verdicts.is_file():
+                from judgekit.verdicts import load_recorded
+
                 keep = {c.id for c in others}
-                kept_lines = "".join(line + "\n" for line in read_text(old_verdicts).splitlines()
-                                     if line.strip() and json.loads(line).get("criterion") in keep)
+                kept_lines = "".join(v.model_dump_json(exclude_defaults=True) + "\n"
+                                     for v in load_recorded(old_verdicts) if v.criterion in keep)
         write_atomic(directory / "report.json", report.model_dump_json(indent=2) + "\n")
         write_atomic(directory / "report.md", to_markdown(report))
         write_atomic(directory / "verdicts.jsonl", "".join(

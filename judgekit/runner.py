@@ -97,7 +97,7 @@ async def _in_looks(asker: _Asker, criteria: list[LLMCriterion], sets: dict[str,
     from judgekit.policy import Policy
     from judgekit.sequential import settle
 
-    policy = options.policy or Policy.load(root=options.criteria_dir.parent)
+    policy = options.policy or Policy.load()  # the project's policy: judgekit.yaml / pyproject.toml here
     rng = random.Random(options.seed)
     order = {c.id: rng.sample(list(sets[c.id].examples), len(sets[c.id].examples)) for c in criteria}
     done: dict[str, int] = {c.id: 0 for c in criteria}

@@ -107,7 +107,9 @@ def test_changed_prompt_or_set_or_model_is_stale(project):
 
 def test_old_report_is_stale(project):
     report = make(project, 40, 40, good)
-    old = report.model_copy(update={"created_at": datetime.now(timezone.utc) - timedelta(days=45)})
+    then = datetime.now(timezone.utc) - timedelta(days=45)
+    old = report.model_copy(update={"created_at": then, "criteria": [
+        report.criteria[0].model_copy(update={"calibrated_at": then})]})
     result = decide(project, old)
     assert result.status == "FAIL" and "older than max_age 30d" in result.decisions[0].summary
     assert decide(project, old, max_age=None).status == "PASS"
@@ -209,11 +211,16 @@ def test_plan_and_gate_agree_on_the_label_budget(project):
     assert result.status == "INCONCLUSIVE"
     from judgekit.gate import plan
     from judgekit.policy import Policy
-    lines = plan(report, Policy(), ["c"])
-    assert "known-good: 30 labelled, TPR 0.90 (observed): 61 needed at this rate, 31 more" in lines[0]
+    from judgekit.pipeline import load_inputs
+    _, sets = load_inputs(project.criteria, project.sets)
+    lines = plan(report, Policy(), sets, ["c"])
+    assert "known-good: 30 labelled, TPR 0.90 (observed): 61 needed, 31 more" in lines[0]
     assert result.decisions[0].needed == {"pass": 31, "fail": 31}
-    assumed = plan(None, Policy(), ["c"], assume=(1.0, 0.5))
-    assert "enough" not in assumed[0] and "16 needed" in assumed[0]
+    assumed = plan(None, Policy(), sets, ["c"], assume=(1.0, 0.5))
+    assert "known-good: 30 labelled" in assumed[0] and "enough (20 needed)" in assumed[0]  # min_examples
     assert "not above 0.80" in assumed[1]
+    strict = plan(None, Policy(defaults=Thresholds(min_examples=40)), sets, ["c"], assume=(1.0, 1.0))
+    assert "40 needed, 10 more" in strict[0]
     result = runner.invoke(app, ["plan", "--assume-tpr", "0.95"])
     assert result.exit_code == 2
+    assert runner.invoke(app, ["plan", "-c", "typo-id"]).exit_code == 2

@@ -147,3 +147,10 @@ def test_once_in_three(judge, trial):
                                  "card: 7 of 10 judged passing; raw 0.70, corrected for the judge 0.77 (95% 0.41-1.00)",
                                  # One task, 10 trials, 7 passing: pass@10 = 1, pass^10 = 0.
                                  "card: over 1 task(s) with 10+ trials, pass@10 1.00, pass^10 0.00"])
+
+
+def test_exit_action_under_xdist_reports_instead_of_crashing(sample):
+    sample.makeini("[pytest]\njudgekit_gate = true\njudgekit_gate_action = exit\n")
+    result = sample.runpytest_subprocess("-n", "2", "-p", "xdist")
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+    result.assert_outcomes(passed=2, errors=2)

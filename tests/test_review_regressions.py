@@ -133,3 +133,57 @@ def test_gate_and_plugin_start_without_heavy_imports(setup):
             " if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=setup.root).stdout
     assert "HEAVY []" in out
+
+
+def test_second_review_fixes(setup, tmp_path):
+    from judgekit.llm.transports import OpenAICompatible
+    from judgekit.errors import ProviderUnreachable
+
+    # A partial run over a corrupt old verdicts.jsonl stops before judging, with the file named.
+    out = setup.root / ".judgekit/reports/latest"
+    setup.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "TODO", "match_means": "fail"})
+    setup.jsonl("r", [{"id": "a", "output": "fine", "passed": True}, {"id": "b", "output": "TODO", "passed": False}])
+    assert runner.invoke(app, ["calibrate", "-c", "r"]).exit_code == 0
+    (out / "verdicts.jsonl").write_text("{broken\n")
+    broken = runner.invoke(app, ["calibrate", "-c", "r"])
+    assert broken.exit_code == 2 and "verdicts.jsonl:line 1" in broken.output
+    # Credentials in --api-base never reach the message of an unreachable provider.
+    with pytest.raises(ProviderUnreachable) as caught:
+        calibrate(Options(criteria_dir=setup.criteria, sets_dir=setup.sets, model="openai/j", criterion_ids=["says-blocked"],
+                          api_base="http://bob:s3cretPW@127.0.0.1:9/v1", cache_dir=None, retry=FAST))
+    assert "s3cretPW" not in str(caught.value) and "127.0.0.1:9/v1" in str(caught.value)
+    # A query in --api-base stays after the path.
+    assert OpenAICompatible("http://h:1/v1?api-version=2024")._endpoint == "http://h:1/v1/chat/completions?api-version=2024"
+    # Written reports are readable like any other file (not 0600).
+    assert (out / "report.json").stat().st_mode & 0o044
+
+
+def test_policy_is_read_from_the_project_root_however_criteria_are_named(setup):
+    (setup.root / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.99\n")
+    relative = Gate.from_project(setup.criteria.relative_to(setup.root), setup.sets.relative_to(setup.root))
+    absolute = Gate.from_project(setup.criteria, setup.sets)
+    assert relative.policy.defaults.min_tpr == absolute.policy.defaults.min_tpr == 0.99
+
+
+def test_verdicts_with_a_split(setup):
+    verdicts = setup.root / "v.jsonl"
+    verdicts.write_text("".join(json.dumps({"id": r["id"], "passed": r["passed"]}) + "\n" for r in balanced(25, 25)))
+    c = calibrate(Options(criteria_dir=setup.criteria, sets_dir=setup.sets, verdicts=verdicts, split="dev")).criteria[0]
+    assert c.n == 25 and c.split == "dev"
+
+
+def test_age_is_per_criterion_after_a_partial_run(setup):
+    from datetime import datetime, timedelta, timezone
+
+    setup.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "TODO", "match_means": "fail"})
+    setup.jsonl("r", [{"id": "a", "output": "fine", "passed": True}, {"id": "b", "output": "TODO", "passed": False}])
+    assert runner.invoke(app, ["calibrate", "-c", "r"]).exit_code == 0
+    path = setup.root / ".judgekit/reports/latest/report.json"
+    data = json.loads(path.read_text())
+    data["criteria"][0]["calibrated_at"] = (datetime.now(timezone.utc) - timedelta(days=400)).isoformat()
+    path.write_text(json.dumps(data))
+    verdicts = setup.root / "v.jsonl"
+    verdicts.write_text("".join(json.dumps({"id": r["id"], "passed": r["passed"]}) + "\n" for r in balanced(25, 25)))
+    assert runner.invoke(app, ["calibrate", "-c", "says-blocked", "--verdicts", str(verdicts)]).exit_code == 0
+    result = runner.invoke(app, ["gate", "-c", "r"])
+    assert result.exit_code == 1 and "days old" in result.output

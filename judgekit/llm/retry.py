@@ -92,7 +92,9 @@ class RetryingLLM:
             return
         self._lost_in_a_row += 1
         if self._successes == 0 or self._lost_in_a_row >= self.policy.down_after:
-            raise ProviderUnreachable(self.model, self.api_base, error.message)
+            from judgekit.llm.transports import public_url
+
+            raise ProviderUnreachable(self.model, public_url(self.api_base), error.message)
 
     def lookup(self, request: Request) -> Completion | None:
         return self.inner.lookup(request)

@@ -17,6 +17,7 @@ import os
 import re
 import time
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from judgekit.llm import CallError, Completion, Request
 
@@ -30,6 +31,16 @@ def redact(text: str) -> str:
         if SECRET_ENV.search(name) and len(value) >= 8 and value in text:
             text = text.replace(value, f"<{name}>")
     return re.sub(r"\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_-]{8,}", r"\1…", text)
+
+
+def public_url(url: str | None) -> str | None:
+    """An endpoint without user:password and without its query (where keys sometimes ride)."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = host + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def retry_after(value: str | None) -> float | None:
@@ -79,14 +90,15 @@ class OpenAICompatible:
     """
 
     def __init__(self, api_base: str | None = None, timeout_s: float = 60.0, max_connections: int = 100):
-        from urllib.parse import urlsplit, urlunsplit
-
         base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
         parts = urlsplit((base or "https://api.openai.com/v1").rstrip("/"))
         # Credentials in the URL are sent as basic auth and kept out of every message we print.
         self._basic = (parts.username or "", parts.password or "") if parts.username or parts.password else None
         netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-        self.base_url = urlunsplit((parts.scheme, netloc, parts.path, parts.query, ""))
+        self.base_url = urlunsplit((parts.scheme, netloc, parts.path, "", ""))  # what messages may show
+        # The path gets /chat/completions; a query (Azure's api-version, say) stays after it.
+        self._endpoint = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/chat/completions",
+                                     parts.query, ""))
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         key = os.environ.get("OPENAI_API_KEY")
@@ -125,7 +137,7 @@ class OpenAICompatible:
             body["response_format"] = request.response_format
         started = time.perf_counter()
         try:
-            async with self._http().post(self.base_url + "/chat/completions", data=json.dumps(body)) as response:
+            async with self._http().post(self._endpoint, data=json.dumps(body)) as response:
                 status, text, headers = response.status, await response.text(), response.headers
         except asyncio.TimeoutError:
             raise CallError("timeout", f"no answer within {self.timeout_s:g} s") from None
