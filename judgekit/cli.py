@@ -143,9 +143,9 @@ def gate(
     from judgekit.errors import InputError
     from judgekit.report import Report
 
-    path = report / "report.json" if report.is_dir() else report
+    path = Report.locate(report)
     try:
-        loaded = Report.read(path) if path.exists() else None
+        loaded = Report.read_if_any(path)
     except InputError as error:
         _fail(error)
     if loaded is None:
@@ -173,9 +173,8 @@ def plan(
     if (assume_tpr is None) != (assume_tnr is None):
         typer.echo("error: give both --assume-tpr and --assume-tnr, or neither", err=True)
         raise typer.Exit(EXIT_INPUT)
-    path = report / "report.json" if report.is_dir() else report
     try:
-        loaded = Report.read(path) if path.exists() else None
+        loaded = Report.read_if_any(report)
         found, on_disk = load_inputs(criteria, sets, list(criterion or []))
         lines = make_plan(loaded, Policy.load(config), on_disk, [c.id for c in found],
                           (assume_tpr, assume_tnr) if assume_tpr is not None else None)

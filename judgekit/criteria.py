@@ -11,8 +11,8 @@ A criterion lives in `criteria/<id>.yaml`:
 
 >>> c = RegexCriterion(id="no-email", kind="regex", question="Is the reply free of email addresses?",
 ...                    pattern=r"[\\w.]+@[\\w.]+", match_means="fail")
->>> c.check({"output": "write to a@b.org"})
-False
+>>> c.explain({"output": "write to a@b.org"})
+(False, "output matches 'a@b.org'")
 """
 
 from __future__ import annotations
@@ -116,9 +116,6 @@ class RegexCriterion(CriterionBase):
         except re.error as error:
             raise ValueError(f"is not a valid regular expression: {error}") from None
         return value
-
-    def check(self, example: dict[str, Any]) -> bool:
-        return self.explain(example)[0]
 
     def explain(self, example: dict[str, Any]) -> tuple[bool, str]:
         """The verdict and why: which text matched, or that nothing did."""

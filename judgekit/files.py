@@ -9,13 +9,11 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Iterator, TypeVar
+from typing import Any, Iterator
 
-from pydantic import BaseModel, ValidationError
+from pydantic import ValidationError
 
 from judgekit.errors import InputError, Problem
-
-M = TypeVar("M", bound=BaseModel)
 
 RECORD_SUFFIXES = (".jsonl", ".yaml", ".yml", ".csv")
 
@@ -33,14 +31,6 @@ def problems_of(error: ValidationError, source: str, prefix: str = "") -> list[P
             message = "required key is missing"
         out.append(Problem(source, location, message))
     return out
-
-
-def validate(model: type[M], data: Any, source: str, prefix: str = "") -> M:
-    """Validate one record, raising InputError that names the source and every bad field."""
-    try:
-        return model.model_validate(data)
-    except ValidationError as error:
-        raise InputError(problems_of(error, source, prefix)) from None
 
 
 def read_text(path: Path, hint: str = "") -> str:

@@ -141,10 +141,12 @@ class Gate:
     def check(self, report: Report | None, criterion_ids: list[str] | None = None,
               report_path: str | None = None) -> GateResult:
         ids = criterion_ids or sorted(self.criteria) or sorted(c.id for c in (report.criteria if report else []))
-        decisions = tuple(self.decide_one(cid, found, self.criteria.get(cid),
-                                          (found.calibrated_at or report.created_at) if report and found else None)
-                          for cid in ids for found in [report.criterion(cid) if report else None])
-        return GateResult(decisions, report_path)
+        decisions = []
+        for cid in ids:
+            found = report.criterion(cid) if report else None
+            calibrated_at = (found.calibrated_at or report.created_at) if report and found else None
+            decisions.append(self.decide_one(cid, found, self.criteria.get(cid), calibrated_at))
+        return GateResult(tuple(decisions), report_path)
 
     def decide_one(self, criterion_id: str, found: CriterionReport | None, criterion: Criterion | None,
                    created_at: datetime | None = None) -> Decision:
@@ -243,11 +245,11 @@ def require_calibrated(*criterion_ids: str, report: str | Path = ".judgekit/repo
     """The one-line guard for any test runner: raise JudgeNotCalibrated unless every named
     criterion (every criterion on disk when none is named) passes the gate.
 
-    >>> require_calibrated("card-block-confirmed")  # doctest: +SKIP
+    Use it as `judgekit.require_calibrated("card-block-confirmed")` at the top of a suite;
+    examples/test_with_unittest.py shows it in a unittest suite, and tests/test_gate.py tests it.
     """
-    path = Path(report)
-    path = path / "report.json" if path.is_dir() else path
-    loaded = Report.read(path) if path.exists() else None
+    path = Report.locate(report)
+    loaded = Report.read_if_any(path)
     gate = Gate.from_project(Path(criteria), Path(sets), Path(config) if config else None, list(criterion_ids) or None)
     return gate.check(loaded, list(criterion_ids) or None, str(path)).raise_for_status()
 

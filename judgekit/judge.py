@@ -107,7 +107,8 @@ async def judge_one(llm: LLM, job: Job) -> Verdict:
     try:
         completion = await llm.complete(job.request)
     except CallError as error:
-        return Verdict(job.example_id, None, str(error), job.request.trial, f"error: {error.kind}",
+        tries = f" (after {error.attempts} attempts)" if error.attempts > 1 else ""
+        return Verdict(job.example_id, None, f"{error}{tries}", job.request.trial, f"error: {error.kind}",
                        usage=Usage(latency_s=0.0))
     return verdict_from(completion, job.example_id, job.request.trial)
 

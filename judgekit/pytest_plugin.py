@@ -65,12 +65,10 @@ def _check(config: pytest.Config) -> Any:
     from judgekit.gate import Gate
     from judgekit.report import Report
 
-    report_path = _path(config, config.getoption("--judgekit-report"), "judgekit_report")
-    if report_path.is_dir():
-        report_path = report_path / "report.json"
+    report_path = Report.locate(_path(config, config.getoption("--judgekit-report"), "judgekit_report"))
     config_path = config.getoption("--judgekit-config")
     try:
-        report = Report.read(report_path) if report_path.exists() else None
+        report = Report.read_if_any(report_path)
         gate = Gate.from_project(_path(config, None, "judgekit_criteria"), _path(config, None, "judgekit_sets"),
                                  Path(config_path) if config_path else None, root=config.rootpath)
         return gate.check(report, report_path=str(report_path))
@@ -173,8 +171,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     from judgekit.estimates import corrected_pass_rate
     from judgekit.report import Report
 
-    report_path = Path(config.stash[_RESULT].report_path)
-    report = Report.read(report_path) if report_path.exists() else None
+    report = Report.read_if_any(config.stash[_RESULT].report_path)
     terminalreporter.section("judgekit: judged pass rates")
     for criterion_id, verdicts in sorted(tally.items()):
         decided = [v for v in verdicts if v is not None]

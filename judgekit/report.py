@@ -185,10 +185,21 @@ class Report(Model):
             v.model_dump_json(exclude_defaults=True) + "\n" for c in report.criteria for v in c.verdicts) + kept_lines)
         return report
 
+    @staticmethod
+    def locate(path: Path | str) -> Path:
+        """The report.json a path names: the file itself, or the one in the folder."""
+        path = Path(path)
+        return path / "report.json" if path.is_dir() else path
+
     @classmethod
-    def read(cls, path: Path) -> "Report":
-        if path.is_dir():
-            path = path / "report.json"
+    def read_if_any(cls, path: Path | str) -> "Report | None":
+        """The report at `path`, or None when there is none yet (a bad one is still an InputError)."""
+        path = cls.locate(path)
+        return cls.read(path) if path.exists() else None
+
+    @classmethod
+    def read(cls, path: Path | str) -> "Report":
+        path = cls.locate(path)
         text = read_text(path, "run `judgekit calibrate` first, or pass the report's path")
         try:
             return cls.model_validate_json(text)

@@ -190,3 +190,31 @@ def test_plain_answers_send_no_response_format(setup):
     with FakeServer(VERDICTS, structured_output=False) as s:
         report = calibrate(options(setup, s, structured=False))
     assert s.stats["unsupported_response_format"] == 0 and report.criteria[0].abstained == 0
+
+
+def test_provider_down_mid_run_and_back_loses_nothing(setup):
+    import threading
+
+    patient = RetryPolicy(attempts=8, base_s=0.2, cap_s=1.0, first_contact_attempts=2, down_after=3)
+    with FakeServer(VERDICTS, latency=0.05) as s:
+        done = {}
+        run = threading.Thread(target=lambda: done.update(report=calibrate(options(setup, s, retry=patient,
+                                                                                  concurrency=2))))
+        run.start()
+        while len(s.log) < 3:
+            time.sleep(0.01)
+        s.go_down()  # connections refused, those in flight dropped
+        time.sleep(0.4)
+        back = time.monotonic()
+        s.come_back()
+        run.join(30)
+    assert any(t >= back for t, _, _ in s.log), "the outage did not interrupt the run"
+    c = done["report"].criteria[0]
+    assert c.abstained == 0 and c.disagreements == [] and c.n == 8
+
+
+def test_exhausted_retries_say_how_many_attempts(setup):
+    with FakeServer(VERDICTS, fail_first={"reply-p0:": ["server_error"] * 10}) as s:
+        report = calibrate(options(setup, s))
+    (d,) = [d for d in report.criteria[0].disagreements if d.id == "p0"]
+    assert d.reason.endswith(f"(after {FAST.attempts} attempts)")

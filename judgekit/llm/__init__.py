@@ -59,7 +59,6 @@ class Completion:
     cost: float | None = None
     latency_s: float = 0.0
     cached: bool = False
-    attempts: int = 1
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "finish_reason": self.finish_reason, "refusal": self.refusal,

@@ -52,7 +52,7 @@ class CachedLLM:
             return None
         try:
             data = json.loads(value)
-            return Completion(**data, cached=True, attempts=0)
+            return Completion(**data, cached=True)
         except (ValueError, TypeError):
             return None
 

@@ -48,7 +48,6 @@ class RetryingLLM:
         self._successes = 0
         self._lost_in_a_row = 0
         self._rejected = 0
-        self.retries = 0
 
     async def _wait_for_pause(self) -> None:
         delay = self._paused_until - time.monotonic()
@@ -75,12 +74,11 @@ class RetryingLLM:
                     wait = min(error.retry_after, policy.max_retry_after_s)
                     delay = max(delay, wait)
                     self._paused_until = max(self._paused_until, time.monotonic() + wait)
-                self.retries += 1
                 await asyncio.sleep(delay)
                 continue
             self._successes += 1
             self._lost_in_a_row = 0
-            return replace(completion, attempts=attempt)
+            return completion
 
     def _lost(self, error: CallError) -> None:
         if error.kind == "bad_request" and self._successes == 0:
