@@ -98,52 +98,32 @@ def _kappa_of_cells(cells):
 
 
 def kappa_interval(labels: Sequence[bool], verdicts: Sequence[bool], seed: int = 0,
-                   resamples: int = 9999, confidence: float = CONFIDENCE) -> tuple[float, float]:
-    """Item-level bootstrap interval (BCa, seeded) for Cohen's kappa over decided examples.
+                   draws: int = 9999, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Equal-tailed interval for Cohen's kappa over decided examples: Jeffreys posterior, seeded.
 
-    Resampling n paired binary items is drawing the four cell counts from a multinomial, so
-    10,000 resamples cost microseconds; the acceleration comes from the exact jackknife over
-    the four kinds of item. Resamples where kappa is undefined (one class on both sides) are
-    left out. Where BCa is undefined (every resample equals the estimate, as under perfect
-    agreement) the bootstrap cannot show any uncertainty, so the interval is taken from the
-    Wilson interval of observed agreement with chance agreement held at its observed value.
+    The four cells of the 2x2 table get the Jeffreys prior Dirichlet(1/2, 1/2, 1/2, 1/2); kappa
+    is computed on `draws` seeded draws from the posterior Dirichlet(cells + 1/2) and the
+    interval is their central `confidence` share. Why not the bootstrap: at n = 30 a BCa
+    bootstrap covers 97-99% (too wide) and collapses to a point under perfect agreement, while
+    percentile and Wald intervals cover 91-92%; this interval covers 94-96% at n = 30 and
+    n = 100 on the cells measured in `benchmarks/coverage.py`, and a perfect table still gets
+    an honest lower bound.
+
+    >>> low, high = kappa_interval([True] * 10 + [False] * 10, [True] * 10 + [False] * 10)
+    >>> 0.5 < low < high <= 1.0
+    True
     """
     import numpy as np
-    from statistics import NormalDist
 
-    cells = np.array(_cells(labels, verdicts))
+    cells = np.array(_cells(labels, verdicts), dtype=float)
     n = int(cells.sum())
-    theta = kappa_from_counts(*cells)
-    if n < 2 or math.isnan(theta):
+    if n < 2 or math.isnan(kappa_from_counts(*cells)):
         return (NAN, NAN)
-    rng = np.random.default_rng(seed)
-    boot = _kappa_of_cells(rng.multinomial(n, cells / n, size=resamples))
-    boot = boot[np.isfinite(boot)]
-    # Jackknife: leaving out one item of a kind gives the same kappa for every item of that kind.
-    kinds = [i for i in range(4) if cells[i] > 0]
-    leave_one_out = _kappa_of_cells(np.array([cells - np.eye(4, dtype=int)[i] for i in kinds]))
-    weights = cells[kinds].astype(float)
-    low = high = NAN
-    share_below = ((boot < theta).sum() + (boot <= theta).sum()) / (2 * boot.size) if boot.size else NAN
-    if np.all(np.isfinite(leave_one_out)) and 0 < share_below < 1:
-        normal = NormalDist()
-        z0 = normal.inv_cdf(share_below)
-        mean = float((weights * leave_one_out).sum() / weights.sum())
-        d = mean - leave_one_out
-        spread = float((weights * d**2).sum())
-        accel = float((weights * d**3).sum()) / (6 * spread**1.5) if spread > 0 else 0.0
-        alpha = (1 - confidence) / 2
-        bounds = []
-        for z in (normal.inv_cdf(alpha), normal.inv_cdf(1 - alpha)):
-            bounds.append(normal.cdf(z0 + (z0 + z) / (1 - accel * (z0 + z))))
-        low, high = (float(x) for x in np.percentile(boot, [100 * b for b in bounds]))
-    if math.isnan(low) or math.isnan(high) or low == high:
-        tp, fp, tn, fn = (int(x) for x in cells)
-        expected = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (n * n)
-        lo_agree, hi_agree = wilson(tp + tn, n, confidence)
-        low, high = ((x - expected) / (1 - expected) for x in (lo_agree, hi_agree))
-        low, high = max(low, -1.0), min(high, 1.0)
-    return (low, high)
+    posterior = _kappa_of_cells(np.random.default_rng(seed).dirichlet(cells + 0.5, size=draws))
+    posterior = posterior[np.isfinite(posterior)]
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(posterior, [tail, 100 - tail])
+    return (float(low), float(high))
 
 
 def _cells(labels: Sequence[bool], verdicts: Sequence[bool]) -> tuple[int, int, int, int]:
@@ -163,7 +143,7 @@ class Calibration:
 
 
 def calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], seed: int = 0) -> Calibration:
-    """Confusion, rates, kappa and MCC with 95% intervals (Wilson for rates, BCa bootstrap for kappa)."""
+    """Confusion, rates, kappa and MCC with 95% intervals (Wilson for rates, Jeffreys posterior for kappa)."""
     c, abstained = confusion(labels, verdicts)
     tp, fp, tn, fn = c.tp, c.fp, c.tn, c.fn
     n = c.decided

@@ -21,8 +21,8 @@ import pytest
 
 _RESULT = pytest.StashKey[Any]()
 _BLOCKED = pytest.StashKey[str]()
-_TALLY = pytest.StashKey[dict]()  # criterion id -> list of verdicts the judge fixture gave
-_TRIALS = pytest.StashKey[dict]()  # (criterion id, test without its parameters) -> test id -> verdicts
+_TALLY = pytest.StashKey["_Tally"]()
+PROPERTY = "judgekit_verdict"  # user property that carries a verdict from an xdist worker to the controller
 ACTIONS = ("error", "skip", "exit")
 
 
@@ -32,6 +32,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="run tests marked judged(...) only if their criteria pass the calibration gate")
     group.addoption("--judgekit-report", default=None, help="calibration report (default .judgekit/reports/latest)")
     group.addoption("--judgekit-config", default=None, help="gate policy file (judgekit.yaml or pyproject.toml)")
+    group.addoption("--judgekit-record", default=None, metavar="FILE",
+                    help="append every verdict the judge fixture gave to FILE (JSONL) for `judgekit monitor`")
     parser.addini("judgekit_gate", type="bool", default=False, help="check the judgekit gate at session start")
     parser.addini("judgekit_gate_action", default="error", help="blocked tests: error, skip or exit")
     parser.addini("judgekit_report", default=".judgekit/reports/latest", help="calibration report path")
@@ -47,6 +49,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"judgekit_gate_action = {action!r}; use one of {', '.join(ACTIONS)}")
     if _enabled(config):
         config.stash[_RESULT] = _check(config)
+    if not hasattr(config, "workerinput"):
+        config.stash[_TALLY] = _Tally(config)
+        config.pluginmanager.register(config.stash[_TALLY], "judgekit-tally")
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -148,32 +153,75 @@ def judge(request: pytest.FixtureRequest) -> Any:
 
     judge = Judge(criterion, calibrated, cache_dir=str(config.rootpath / ".judgekit" / "cache"),
                   blocked=GateResult(tuple(blocked), result.report_path) if blocked else None)
-    tally = config.stash.setdefault(_TALLY, {}).setdefault(ids[0], [])
-    # A parametrized test is one task run several times: its instances are the task's trials.
-    task = (ids[0], request.node.nodeid.split("[")[0])
-    trial = config.stash.setdefault(_TRIALS, {}).setdefault(task, {}).setdefault(request.node.nodeid, [])
-
     def judged(output: str, input: str | None = None, context: str | None = None) -> Any:
         verdict = judge(output, input=input, context=context)
-        tally.append(verdict.passed)
-        trial.append(verdict.passed)
+        # Carried on the test's report, so that under xdist the controller sees every worker's verdicts.
+        request.node.user_properties.append((PROPERTY, {"criterion": ids[0], "passed": verdict.passed}))
         return verdict
 
     return judged
 
 
+class _Tally:
+    """The judge fixture's verdicts, gathered where the session is reported (under xdist, the
+    controller): each test's verdicts travel on its report's user properties."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.by_criterion: dict[str, list[bool | None]] = {}
+        self.trials: dict[tuple[str, str], dict[str, list[bool | None]]] = {}
+        self.record = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when != "teardown":  # once per test, after every verdict it gave
+            return
+        for name, value in report.user_properties:
+            if name != PROPERTY:
+                continue
+            criterion, passed = value["criterion"], value["passed"]
+            self.by_criterion.setdefault(criterion, []).append(passed)
+            # A parametrized test is one task run several times: its instances are the task's trials.
+            task = (criterion, report.nodeid.split("[")[0])
+            self.trials.setdefault(task, {}).setdefault(report.nodeid, []).append(passed)
+            self._record(report.nodeid, criterion, passed)
+
+    def _record(self, nodeid: str, criterion: str, passed: bool | None) -> None:
+        """One JSONL row per verdict, in the shape `judgekit monitor` reads."""
+        path = self.config.getoption("--judgekit-record")
+        if not path:
+            return
+        import json
+        from datetime import datetime, timezone
+
+        if self.record is None:
+            self.record = open(Path(path), "a", encoding="utf-8")
+        self.record.write(json.dumps({"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                                      "criterion": criterion, "passed": passed, "trace_id": nodeid}) + "\n")
+        self.record.flush()
+
+    def pytest_unconfigure(self) -> None:
+        if self.record is not None:
+            self.record.close()
+
+
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """For each criterion the judge fixture was used for: the raw pass rate, and the rate
     corrected for the judge's measured TPR and TNR (judgekit.estimates.corrected_pass_rate)."""
-    tally = config.stash.get(_TALLY, {})
-    if not tally or _RESULT not in config.stash:
+    tally = config.stash.get(_TALLY, None)
+    if tally is None or not tally.by_criterion:
         return
+    from judgekit.errors import JudgekitError
     from judgekit.estimates import corrected_pass_rate
     from judgekit.report import Report
 
-    report = Report.read_if_any(config.stash[_RESULT].report_path)
+    report_path = (config.stash[_RESULT].report_path if _RESULT in config.stash else
+                   _path(config, config.getoption("--judgekit-report"), "judgekit_report"))
+    try:
+        report = Report.read_if_any(report_path)
+    except JudgekitError:
+        report = None
     terminalreporter.section("judgekit: judged pass rates")
-    for criterion_id, verdicts in sorted(tally.items()):
+    for criterion_id, verdicts in sorted(tally.by_criterion.items()):
         decided = [v for v in verdicts if v is not None]
         passed = sum(decided)
         line = f"{criterion_id}: {passed} of {len(decided)} judged passing"
@@ -192,15 +240,15 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
             if rate is not None and rate.warning:
                 line += f"; {rate.warning}"
         terminalreporter.write_line(line)
-        _pass_k_line(terminalreporter, config, criterion_id)
+        _pass_k_line(terminalreporter, tally, criterion_id)
 
 
-def _pass_k_line(terminalreporter: Any, config: pytest.Config, criterion_id: str) -> None:
+def _pass_k_line(terminalreporter: Any, tally: _Tally, criterion_id: str) -> None:
     """pass@k and pass^k over the criterion's tasks that ran as several trials (parametrized
     instances); a trial passes when every verdict the judge gave in it passed."""
     from judgekit.estimates import suite_pass_k
 
-    tasks = {task: trials for (cid, task), trials in config.stash.get(_TRIALS, {}).items() if cid == criterion_id}
+    tasks = {task: trials for (cid, task), trials in tally.trials.items() if cid == criterion_id}
     results = [(len(trials), sum(1 for verdicts in trials.values() if verdicts and all(verdicts)))
                for trials in tasks.values() if len(trials) >= 2]
     if not results:

@@ -126,6 +126,9 @@ def test_reply(judge, i):
     judge(f"reply-p{i}" if i < 7 else f"reply-f{i}")
 ''')
         result = pytester.runpytest("--judgekit-gate")
+        # Under xdist the verdicts are given in the workers and tallied in the controller.
+        distributed = pytester.runpytest_subprocess("--judgekit-gate", "-n", "2", "-p", "xdist",
+                                                    "--judgekit-record", "judged.jsonl")
         pytester.makepyfile(test_trials='''
 import pytest
 
@@ -147,6 +150,11 @@ def test_once_in_three(judge, trial):
                                  "card: 7 of 10 judged passing; raw 0.70, corrected for the judge 0.77 (95% 0.41-1.00)",
                                  # One task, 10 trials, 7 passing: pass@10 = 1, pass^10 = 0.
                                  "card: over 1 task(s) with 10+ trials, pass@10 1.00, pass^10 0.00"])
+    distributed.assert_outcomes(passed=10)
+    distributed.stdout.fnmatch_lines(["card: 7 of 10 judged passing; raw 0.70, corrected for the judge 0.77 *"])
+    rows = [json.loads(line) for line in (root / "judged.jsonl").read_text().splitlines()]
+    assert sorted(r["trace_id"] for r in rows) == sorted(f"test_suite.py::test_reply[{i}]" for i in range(10))
+    assert sum(r["passed"] for r in rows) == 7 and {r["criterion"] for r in rows} == {"card"}
 
 
 def test_exit_action_under_xdist_reports_instead_of_crashing(sample):
