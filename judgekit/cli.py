@@ -58,6 +58,9 @@ def calibrate(
     via: str = typer.Option("auto", help="auto: openai/<model> over the lean OpenAI-compatible path, the rest "
                             "through litellm; litellm: everything through litellm."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the report was written."),
+    history: Path = typer.Option(Path(".judgekit/history.sqlite"), help="Calibration history (SQLite) this run "
+                                 "is added to, for `judgekit drift`."),
+    no_history: bool = typer.Option(False, "--no-history", help="Do not add this run to the history."),
 ) -> None:
     """Run the judge of each criterion over its calibration set and report agreement with the labels."""
     from judgekit.errors import JudgekitError
@@ -87,6 +90,10 @@ def calibrate(
 
             options.policy = Policy.load(config)  # the thresholds early stopping settles against
         fresh = run(options, progress=None if quiet else terminal_progress("judging"))
+        if not no_history:
+            from judgekit.pipeline import record_history
+
+            fresh = record_history(fresh, history)
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(criterion))
     except JudgekitError as error:
@@ -100,6 +107,9 @@ def calibrate(
         kept = len(report.criteria) - len(fresh.criteria)
         if kept:
             typer.echo(f"\n{kept} other criteria kept from the previous report in {out}")
+        for c in fresh.criteria:
+            for warning in c.warnings:
+                typer.echo(f"\nwarning: {c.id}: {warning}")
         abstained = sum(c.abstained for c in fresh.criteria)
         if abstained:
             typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
@@ -220,6 +230,9 @@ def schema(
     write_atomic(out / "example.schema.json", json.dumps(Example.model_json_schema(), indent=2) + "\n")
     typer.echo(f"wrote {out / 'criterion.schema.json'} and {out / 'example.schema.json'}\n"
                f"point a YAML file at it with: # yaml-language-server: $schema={out / 'criterion.schema.json'}")
+
+
+from judgekit import cli_watch  # noqa: E402,F401  (registers history, drift, recheck and monitor on `app`)
 
 
 def main() -> None:

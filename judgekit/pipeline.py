@@ -53,6 +53,7 @@ class Options:
     retry: RetryPolicy | None = None
     stop_early: bool = False
     policy: Policy | None = None  # early stopping's thresholds; default: the project's gate policy
+    canary: int | None = None  # judge only this many frozen examples of each set (`judgekit recheck`)
 
 
 def load_inputs(criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str] = (),
@@ -101,6 +102,9 @@ def calibrate(options: Options, llm: LLM | None = None,
     """Calibrate every chosen criterion and return the report (nothing is written)."""
     criteria, whole_sets = load_inputs(options.criteria_dir, options.sets_dir, options.criterion_ids)
     sets = select_split(whole_sets, options.split)
+    chosen = sets
+    if options.canary:
+        sets = {cid: s.canary(options.canary) for cid, s in sets.items()}
     criteria = [_effective(c, options) for c in criteria]
     trials_by_criterion: dict[str, list[list[Verdict]]] = {}
     sources: dict[str, str] = {}
@@ -141,6 +145,8 @@ def calibrate(options: Options, llm: LLM | None = None,
 
     reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
                                  stops.get(c.id)) for c in criteria]
+    if options.canary:  # a re-check judges a subset of the set it checks: it names that set
+        reports = [r.model_copy(update={"set_fingerprint": chosen[r.id].fingerprint}) for r in reports]
     return Report(criteria=reports, judging_s=judging_s)
 
 
@@ -245,8 +251,23 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         annotators=_annotators(cal, final), slices=_slices(cal, final),
         labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split, early_stop=stop,
         calibrated_at=datetime.now(timezone.utc),
+        outcomes={e.id: (e.label, v.passed) for e, v in zip(cal.examples, final)},
         # Built from judgekit's own verdicts, already checked: no need to validate them again.
         verdicts=[RecordedVerdict.model_construct(
             criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw,
             reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}")
             for trials in all_trials for v in trials])
+
+
+def record_history(report: Report, path: Path, purpose: str = "calibrate") -> Report:
+    """Keep a fresh report's runs in the history at `path`; return it with the warnings the
+    history adds (a prompt measured only on the split it was tuned on)."""
+    from judgekit.history import History
+
+    with History.open(path) as history:
+        history.record(report, purpose)
+        criteria = []
+        for c in report.criteria:
+            warning = history.split_warning(c.id, c.judge.prompt_sha if c.judge else None)
+            criteria.append(c.model_copy(update={"warnings": [*c.warnings, warning]}) if warning else c)
+    return report.model_copy(update={"criteria": criteria})

@@ -103,28 +103,77 @@ class Policy(Frozen):
     @classmethod
     def load(cls, path: Path | None = None, root: Path = Path(".")) -> "Policy":
         """From `path` (judgekit.yaml or pyproject.toml), else the first of those found in `root`."""
-        candidates = [path] if path else [root / "judgekit.yaml", root / "pyproject.toml"]
-        for candidate in candidates:
-            if candidate is None or not candidate.is_file():
-                if path is not None:
-                    raise InputError.one(path, "", "no such gate configuration file")
-                continue
-            if candidate.suffix == ".toml":
-                import tomllib
+        data, source = read_section("gate", path, root)
+        return cls.from_mapping(data, source) if source else cls()
 
-                try:
-                    data = tomllib.loads(read_text(candidate))
-                except tomllib.TOMLDecodeError as error:
-                    raise InputError.one(candidate, "", f"is not valid TOML: {error}") from None
-                gate = data.get("tool", {}).get("judgekit", {}).get("gate")
-                if gate is None and path is None:
-                    continue
-                return cls.from_mapping(gate, str(candidate))
-            data = read_yaml(candidate) or {}
-            if not isinstance(data, dict):
-                raise InputError.one(candidate, "", "must be a YAML mapping with a 'gate' key")
-            unknown = set(data) - {"gate"}
-            if unknown:
-                raise InputError.one(candidate, ", ".join(sorted(unknown)), "unknown key; judgekit.yaml holds 'gate'")
-            return cls.from_mapping(data.get("gate"), str(candidate))
-        return cls()
+
+SECTIONS = ("gate", "drift", "monitor")
+
+
+def read_section(section: str, path: Path | None = None, root: Path = Path(".")) -> tuple[Any, str]:
+    """The `section` table of judgekit's settings and the file it came from ("" when none has it):
+    `section:` in judgekit.yaml, or `[tool.judgekit.<section>]` in pyproject.toml. An explicit
+    `path` must exist; otherwise judgekit.yaml, then pyproject.toml, in `root`."""
+    candidates = [path] if path else [root / "judgekit.yaml", root / "pyproject.toml"]
+    for candidate in candidates:
+        if candidate is None or not candidate.is_file():
+            if path is not None:
+                raise InputError.one(path, "", "no such configuration file")
+            continue
+        if candidate.suffix == ".toml":
+            import tomllib
+
+            try:
+                data = tomllib.loads(read_text(candidate))
+            except tomllib.TOMLDecodeError as error:
+                raise InputError.one(candidate, "", f"is not valid TOML: {error}") from None
+            tool = data.get("tool", {}).get("judgekit")
+            if tool is None and path is None:
+                continue
+            return (tool or {}).get(section), str(candidate)
+        data = read_yaml(candidate) or {}
+        if not isinstance(data, dict):
+            raise InputError.one(candidate, "", f"must be a YAML mapping with keys among {', '.join(SECTIONS)}")
+        unknown = set(data) - set(SECTIONS)
+        if unknown:
+            raise InputError.one(candidate, ", ".join(sorted(unknown)),
+                                 f"unknown key; judgekit.yaml holds {', '.join(SECTIONS)}")
+        return data.get(section), str(candidate)
+    return None, ""
+
+
+def load_settings(model: type[Frozen], section: str, path: Path | None = None, root: Path = Path(".")) -> Any:
+    """A flat settings table (drift, monitor) validated by its model; defaults when absent."""
+    data, source = read_section(section, path, root)
+    if data is None:
+        return model()
+    if not isinstance(data, dict):
+        raise InputError.one(source, section, "must be a table of settings")
+    try:
+        return model.model_validate(data)
+    except ValidationError as error:
+        raise InputError(problems_of(error, source, section)) from None
+
+
+class DriftPolicy(Frozen):
+    """When a change between two runs of a criterion counts as drift (`drift:` in judgekit.yaml)."""
+
+    alpha: float = Field(0.05, gt=0, lt=1, description="False-alarm rate of the drift decision.")
+    max_flip_rate: float = Field(0.02, ge=0, lt=1, description="Share of examples an unchanged judge may flip "
+                                                               "between runs (its own non-determinism).")
+
+
+class MonitorPolicy(Frozen):
+    """When a production pass rate has dropped (`monitor:` in judgekit.yaml)."""
+
+    window: str = Field("1d", description="Width of a window, like 1d, 6h or 1w.")
+    baseline_windows: int = Field(7, ge=1, description="Earlier windows pooled as the baseline of each window.")
+    max_drop: float = Field(0.05, ge=0, lt=1, description="Drop of the pass rate below the baseline tolerated.")
+    alpha: float = Field(0.01, gt=0, lt=1, description="False-alarm rate per window and criterion.")
+    min_samples: int = Field(30, ge=1, description="Windows with fewer verdicts are shown but never alert.")
+
+    @field_validator("window")
+    @classmethod
+    def _duration(cls, value: str) -> str:
+        parse_duration(value)
+        return value

@@ -147,6 +147,9 @@ class CriterionReport(Model):
     early_stop: EarlyStop | None = None
     verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
                                             description="Every verdict of every trial; written to verdicts.jsonl.")
+    outcomes: dict[str, tuple[bool, bool | None]] = Field(
+        default_factory=dict, exclude=True, description="Example id -> (label, final verdict); kept in the history.")
+    warnings: list[str] = Field(default_factory=list, description="What the numbers cannot show, in words.")
 
 
 class Report(Model):
@@ -244,6 +247,8 @@ def to_markdown(report: Report) -> str:
         if judge:
             lines.append(f"Judge: {judge.kind}" + (f", model `{judge.model}`" if judge.model else "")
                          + (f", {judge.source}" if judge.source != "live" else ""))
+        for warning in c.warnings:
+            lines += [f"> Warning: {md_escape(warning)}", ""]
         lines += [f"Examples: {c.n} ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled fail), "
                   f"abstained: {c.abstained}", "",
                   "| metric | value | 95% interval |", "|---|---|---|"]

@@ -77,6 +77,21 @@ class CalibrationSet:
             return self
         return CalibrationSet(self.criterion_id, self.path, tuple(e for e in self.examples if e.split == split))
 
+    def canary(self, size: int) -> "CalibrationSet":
+        """A frozen subset of `size` examples, half labelled pass and half fail where the set allows:
+        chosen by a hash of each example's id, so the same examples come back every day, and adding
+        examples to the set changes the subset only where a new id sorts first."""
+        import hashlib
+
+        def rank(example: Example) -> str:
+            return hashlib.sha256(f"{self.criterion_id}\0{example.id}".encode()).hexdigest()
+
+        good = sorted((e for e in self.examples if e.label), key=rank)
+        bad = sorted((e for e in self.examples if not e.label), key=rank)
+        take_good = min(len(good), max(size - len(bad), (size + 1) // 2))
+        chosen = {e.id for e in good[:take_good] + bad[:size - take_good]}
+        return CalibrationSet(self.criterion_id, self.path, tuple(e for e in self.examples if e.id in chosen))
+
 
 def _from_csv_cells(record: dict[str, Any]) -> dict[str, Any]:
     """CSV cells are text: read booleans, `labels.<annotator>` columns and `;`-separated tags."""

@@ -155,6 +155,18 @@ def test_once_in_three(judge, trial):
     rows = [json.loads(line) for line in (root / "judged.jsonl").read_text().splitlines()]
     assert sorted(r["trace_id"] for r in rows) == sorted(f"test_suite.py::test_reply[{i}]" for i in range(10))
     assert sum(r["passed"] for r in rows) == 7 and {r["criterion"] for r in rows} == {"card"}
+    # The recorded rows are what `judgekit monitor` reads: raw and corrected rate of the judged suite.
+    from typer.testing import CliRunner
+
+    from judgekit.cli import app
+
+    summary = CliRunner().invoke(app, ["monitor", str(root / "judged.jsonl"), "--report",
+                                       str(root / ".judgekit" / "reports" / "latest"), "--json",
+                                       "--window", "3650d"])  # one window, whenever the test runs
+    assert summary.exit_code == 0, summary.output
+    (window,) = json.loads(summary.output)["windows"]
+    assert (window["passed"], window["failed"], window["rate"]) == (7, 3, 0.7)
+    assert window["corrected"] == pytest.approx(0.77, abs=0.005)
 
 
 def test_exit_action_under_xdist_reports_instead_of_crashing(sample):

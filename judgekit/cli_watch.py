@@ -1,0 +1,193 @@
+"""The commands that watch a judge over time: history, drift, recheck and monitor.
+
+Exit codes as the rest of the CLI: 0 no drift / no alert, 1 DRIFT / an alert, 2 a usage or input
+error, 4 the judge could not be run (recheck).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from judgekit.cli import EXIT_INPUT, EXIT_INTERRUPTED, _fail, app
+
+HISTORY = typer.Option(Path(".judgekit/history.sqlite"), "--history", help="Calibration history (SQLite).")
+CONFIG = typer.Option(None, "--config", help="Settings file (judgekit.yaml or pyproject.toml).")
+
+
+@app.command("history")
+def history_(
+    criterion: Optional[List[str]] = typer.Option(None, "--criterion", "-c", help="Only this criterion (repeatable)."),
+    history: Path = HISTORY,
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per run, for scripts."),
+) -> None:
+    """List the calibration runs kept in the history, oldest first."""
+    from judgekit.errors import JudgekitError
+    from judgekit.history import History
+    from judgekit.report import fmt_number
+
+    try:
+        with History.open(history, create=False) as db:
+            runs = [r for r in db.runs() if not criterion or r.criterion in criterion]
+    except JudgekitError as error:
+        _fail(error)
+    if as_json:
+        for r in runs:
+            typer.echo(json.dumps({"id": r.id, "criterion": r.criterion, "created_at": r.created_at.isoformat(),
+                                   "purpose": r.purpose, "model": r.model, "prompt_sha": r.prompt_sha,
+                                   "parameters": r.parameters, "set_fingerprint": r.set_fingerprint,
+                                   "split": r.split, "source": r.source, "n": r.n, "abstained": r.abstained,
+                                   "metrics": r.metrics}))
+        return
+    typer.echo(f"{'run':>5}  {'when (UTC)':16}  {'criterion':24}  {'purpose':9}  {'model':24}  {'prompt':8}  "
+               f"{'set':8}  {'n':>5}  {'TPR':>5}  {'TNR':>5}  {'kappa':>6}")
+    for r in runs:
+        m = r.metrics
+        typer.echo(f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {r.criterion[:24]:24}  {r.purpose:9}  "
+                   f"{(r.model or '-')[:24]:24}  {(r.prompt_sha or '-')[:8]:8}  {r.set_fingerprint[:8]:8}  {r.n:>5}  "
+                   f"{fmt_number(m.get('tpr'), 2):>5}  {fmt_number(m.get('tnr'), 2):>5}  "
+                   f"{fmt_number(m.get('cohen_kappa'), 2):>6}")
+    if not runs:
+        typer.echo("no runs yet")
+
+
+def _pairs(db, criteria: list[str], before: Optional[int], after: Optional[int]):
+    """The runs to compare: the two named, or per criterion its last run and the latest earlier
+    run on the same calibration set."""
+    from judgekit.errors import InputError
+
+    if (before is None) != (after is None):
+        raise InputError.one("--before/--after", "", "give both run ids, or neither")
+    if before is not None:
+        return [(db.run(before), db.run(after))]
+    pairs = []
+    runs = db.runs()
+    for name in criteria or sorted({r.criterion for r in runs}):
+        mine = [r for r in runs if r.criterion == name]
+        if not mine:
+            raise InputError.one(db.path, name, "no run of this criterion in the history")
+        last = mine[-1]
+        earlier = [r for r in mine[:-1] if r.set_fingerprint == last.set_fingerprint]
+        if earlier:
+            pairs.append((earlier[-1], last))
+    if not pairs:
+        raise InputError.one(db.path, "", "no criterion has two runs on the same calibration set yet; "
+                                          "calibrate again (or `judgekit recheck`) to have something to compare")
+    return pairs
+
+
+def _report_drifts(drifts, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps([d.to_dict() for d in drifts], indent=2))
+    else:
+        for d in drifts:
+            typer.echo("\n".join(d.lines()))
+    raise typer.Exit(max(d.exit_code for d in drifts))
+
+
+@app.command()
+def drift(
+    criterion: Optional[List[str]] = typer.Option(None, "--criterion", "-c", help="Only this criterion (repeatable)."),
+    before: Optional[int] = typer.Option(None, help="Run id to compare from (see `judgekit history`)."),
+    after: Optional[int] = typer.Option(None, help="Run id to compare to."),
+    history: Path = HISTORY,
+    config: Optional[Path] = CONFIG,
+    as_json: bool = typer.Option(False, "--json", help="The comparisons as JSON."),
+) -> None:
+    """Has a judge changed? Compare two runs of a criterion (default: its last two on the same set).
+    Exit 0 NO DRIFT, 1 DRIFT, 2 bad input."""
+    from judgekit.drift import compare
+    from judgekit.errors import JudgekitError
+    from judgekit.history import History
+    from judgekit.policy import DriftPolicy, load_settings
+
+    try:
+        policy = load_settings(DriftPolicy, "drift", config)
+        with History.open(history, create=False) as db:
+            drifts = [compare(b, a, db.outcomes(b.id), db.outcomes(a.id), policy)
+                      for b, a in _pairs(db, list(criterion or []), before, after)]
+    except JudgekitError as error:
+        _fail(error)
+    _report_drifts(drifts, as_json)
+
+
+@app.command()
+def recheck(
+    criterion: Optional[List[str]] = typer.Option(None, "--criterion", "-c", help="Only this criterion (repeatable)."),
+    size: int = typer.Option(10, min=2, help="Examples in each criterion's frozen canary subset."),
+    criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files."),
+    sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets."),
+    model: Optional[str] = typer.Option(None, help="Judge model (as for calibrate)."),
+    api_base: Optional[str] = typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers)."),
+    timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
+    history: Path = HISTORY,
+    config: Optional[Path] = CONFIG,
+    as_json: bool = typer.Option(False, "--json", help="The comparisons as JSON."),
+) -> None:
+    """The cheap daily check for a silent model update: re-ask a small frozen subset of each LLM
+    criterion's set, without the cache, and compare with the last run on that set."""
+    from judgekit.criteria import LLMCriterion, load_criteria
+    from judgekit.drift import compare
+    from judgekit.errors import InputError, JudgekitError
+    from judgekit.history import History
+    from judgekit.pipeline import Options, calibrate
+    from judgekit.policy import DriftPolicy, load_settings
+
+    try:
+        policy = load_settings(DriftPolicy, "drift", config)
+        with History.open(history, create=False) as db:
+            ids = list(criterion or [c.id for c in load_criteria(criteria) if isinstance(c, LLMCriterion)])
+            fresh = calibrate(Options(criteria_dir=criteria, sets_dir=sets, criterion_ids=ids, model=model,
+                                      api_base=api_base, cache_dir=None, timeout_s=timeout, canary=size))
+            drifts = []
+            for c in fresh.criteria:
+                earlier = [r for r in db.runs(c.id) if r.set_fingerprint == c.set_fingerprint]
+                if not earlier:
+                    raise InputError.one(db.path, c.id, "no earlier run on this calibration set to re-check "
+                                                        "against; run `judgekit calibrate` first")
+                (run_id,) = db.record(fresh.model_copy(update={"criteria": [c]}), purpose="recheck")
+                drifts.append(compare(earlier[-1], db.run(run_id), db.outcomes(earlier[-1].id),
+                                      db.outcomes(run_id), policy))
+    except JudgekitError as error:
+        _fail(error)
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    _report_drifts(drifts, as_json)
+
+
+@app.command()
+def monitor(
+    file: Path = typer.Argument(..., help="Judged production samples: JSONL, CSV or Parquet with timestamp, "
+                                          "criterion, passed and optionally trace_id."),
+    report: Path = typer.Option(Path(".judgekit/reports/latest"), help="Calibration report, for the rates "
+                                "corrected for each judge's TPR and TNR."),
+    window: Optional[str] = typer.Option(None, help="Window width, like 1d, 6h or 1w (default: the policy's)."),
+    config: Optional[Path] = CONFIG,
+    as_json: bool = typer.Option(False, "--json", help="Every window and alert as JSON."),
+    plot: Optional[Path] = typer.Option(None, help="Write a PNG of pass rate over time here."),
+) -> None:
+    """Pass rate per criterion per window, corrected for the judge, alerting on significant drops
+    against the earlier windows. Exit 0 no alert, 1 an alert, 2 bad input."""
+    from judgekit.errors import JudgekitError
+    from judgekit.monitor import MonitorPolicy, read_counts, watch
+    from judgekit.policy import load_settings
+    from judgekit.report import Report
+
+    try:
+        policy = load_settings(MonitorPolicy, "monitor", config)
+        if window is not None:
+            policy = MonitorPolicy.model_validate({**policy.model_dump(), "window": window})
+        result = watch(read_counts(file, policy.window), policy, Report.read_if_any(report))
+        if plot is not None:
+            result.plot(plot)
+    except JudgekitError as error:
+        _fail(error)
+    except ValueError as error:  # a bad --window
+        typer.echo(f"error: --window: {error}", err=True)
+        raise typer.Exit(EXIT_INPUT) from None
+    typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else "\n".join(result.lines()))
+    raise typer.Exit(1 if result.alerts else 0)

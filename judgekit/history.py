@@ -1,0 +1,219 @@
+"""Calibration history: every run of every criterion, with its verdicts, in one SQLite file.
+
+The schema grows by migrations, a list of small functions applied in order; the database's
+`user_version` counts those applied. Several processes may share one file (WAL journal, a busy
+timeout, one write transaction per run), so parallel CI jobs and xdist workers lose nothing.
+
+>>> import tempfile, pathlib
+>>> with History.open(pathlib.Path(tempfile.mkdtemp()) / "history.sqlite") as history:
+...     history.runs()
+[]
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable
+
+from judgekit.errors import InputError
+
+if TYPE_CHECKING:
+    from judgekit.report import CriterionReport, Report
+
+DEFAULT_PATH = Path(".judgekit/history.sqlite")
+PURPOSES = ("calibrate", "recheck")
+
+
+def _m001_runs(db: sqlite3.Connection) -> None:
+    db.execute("""CREATE TABLE runs (
+        id INTEGER PRIMARY KEY,
+        criterion TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        fingerprint TEXT NOT NULL,
+        model TEXT,
+        prompt_sha TEXT,
+        parameters TEXT NOT NULL,
+        set_fingerprint TEXT NOT NULL,
+        source TEXT NOT NULL,
+        n INTEGER NOT NULL,
+        abstained INTEGER NOT NULL,
+        metrics TEXT NOT NULL,
+        judgekit_version TEXT NOT NULL)""")
+    db.execute("""CREATE TABLE verdicts (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        example_id TEXT NOT NULL,
+        label INTEGER NOT NULL,
+        passed INTEGER,
+        PRIMARY KEY (run_id, example_id)) WITHOUT ROWID""")
+
+
+def _m002_split_and_purpose(db: sqlite3.Connection) -> None:
+    db.execute("ALTER TABLE runs ADD COLUMN split TEXT")
+    db.execute("ALTER TABLE runs ADD COLUMN purpose TEXT NOT NULL DEFAULT 'calibrate'")
+    db.execute("CREATE INDEX runs_by_criterion ON runs (criterion, id)")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_runs, _m002_split_and_purpose]
+
+
+@dataclass(frozen=True)
+class Run:
+    """One calibration (or re-check) of one criterion, as the history keeps it."""
+
+    id: int
+    criterion: str
+    created_at: datetime
+    purpose: str
+    fingerprint: str
+    model: str | None
+    prompt_sha: str | None
+    parameters: dict[str, Any]
+    set_fingerprint: str
+    split: str | None
+    source: str
+    n: int
+    abstained: int
+    metrics: dict[str, float | None]
+
+    def parts(self) -> dict[str, Any]:
+        """What defines the judge and what it was measured on, by name (for telling changes apart)."""
+        return {"model": self.model, "prompt": self.prompt_sha, "parameters": self.parameters,
+                "set": self.set_fingerprint}
+
+
+class History:
+    """The history database: `record` a report's criteria, read back `runs` and their `outcomes`."""
+
+    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
+        self.db, self.path = db, path
+
+    @classmethod
+    def open(cls, path: Path | str = DEFAULT_PATH, create: bool = True) -> "History":
+        """Open (creating and migrating as needed) the history at `path`."""
+        path = Path(path)
+        if not create and not path.is_file():
+            raise InputError.one(path, "", "no calibration history here yet; run `judgekit calibrate` first, "
+                                           "or pass --history with the right file")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            _migrate(db, path)
+        except sqlite3.DatabaseError as error:
+            raise InputError.one(path, "", f"is not a judgekit history database ({error}); move it away "
+                                           "and judgekit starts a new one") from None
+        except OSError as error:
+            raise InputError.one(path, "", f"cannot be opened: {error}") from None
+        return cls(db, path)
+
+    def __enter__(self) -> "History":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.db.close()
+
+    def record(self, report: "Report", purpose: str = "calibrate") -> list[int]:
+        """Keep every criterion of a fresh report (with its verdicts), in one transaction."""
+        if purpose not in PURPOSES:
+            raise ValueError(f"purpose {purpose!r}; use one of {PURPOSES}")
+        ids = []
+        with _transaction(self.db):
+            for c in report.criteria:
+                ids.append(self._insert(c, purpose))
+        return ids
+
+    def _insert(self, c: "CriterionReport", purpose: str) -> int:
+        judge = c.judge
+        created = (c.calibrated_at or datetime.now(timezone.utc)).isoformat()
+        from judgekit.report import _version
+
+        cursor = self.db.execute(
+            "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
+            "source, n, abstained, metrics, judgekit_version, split, purpose) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (c.id, created, c.fingerprint, judge.model if judge else None, judge.prompt_sha if judge else None,
+             json.dumps(judge.parameters if judge else {}, sort_keys=True), c.set_fingerprint,
+             judge.source if judge else "live", c.n, c.abstained, json.dumps(c.metrics, sort_keys=True),
+             _version(), c.split, purpose))
+        run_id = int(cursor.lastrowid)
+        self.db.executemany("INSERT INTO verdicts (run_id, example_id, label, passed) VALUES (?,?,?,?)",
+                            ((run_id, example_id, int(label), None if passed is None else int(passed))
+                             for example_id, (label, passed) in c.outcomes.items()))
+        return run_id
+
+    def runs(self, criterion: str | None = None, purpose: str | None = None) -> list[Run]:
+        """Runs, oldest first; of one criterion and one purpose when given."""
+        where, args = [], []
+        if criterion is not None:
+            where.append("criterion = ?")
+            args.append(criterion)
+        if purpose is not None:
+            where.append("purpose = ?")
+            args.append(purpose)
+        sql = f"SELECT {_COLUMNS} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id"
+        return [_run(row) for row in self.db.execute(sql, args)]
+
+    def run(self, run_id: int) -> Run:
+        row = self.db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise InputError.one(self.path, f"run {run_id}", "no such run; `judgekit history` lists them")
+        return _run(row)
+
+    def outcomes(self, run_id: int) -> dict[str, tuple[bool, bool | None]]:
+        """Example id -> (label, verdict) of one run; verdict None is an abstention."""
+        rows = self.db.execute("SELECT example_id, label, passed FROM verdicts WHERE run_id = ?", (run_id,))
+        return {example_id: (bool(label), None if passed is None else bool(passed)) for example_id, label, passed in rows}
+
+    def split_warning(self, criterion: str, prompt_sha: str | None) -> str | None:
+        """Warn when this prompt (its few-shot examples included) has been measured on the dev split,
+        where it was tuned, and never on the test split: its figures are optimistic."""
+        splits = {row[0] for row in self.db.execute(
+            "SELECT DISTINCT split FROM runs WHERE criterion = ? AND prompt_sha IS ? AND purpose = 'calibrate'",
+            (criterion, prompt_sha))}
+        if "dev" in splits and "test" not in splits:
+            return ("this prompt has only been measured on the dev split it was tuned on; "
+                    "run `judgekit calibrate --split test` before trusting its figures")
+        return None
+
+
+_COLUMNS = ("id, criterion, created_at, purpose, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
+            "split, source, n, abstained, metrics")
+
+
+def _run(row: tuple) -> Run:
+    (run_id, criterion, created, purpose, fp, model, prompt_sha, parameters, set_fp, split, source, n,
+     abstained, metrics) = row
+    return Run(run_id, criterion, datetime.fromisoformat(created), purpose, fp, model, prompt_sha,
+               json.loads(parameters), set_fp, split, source, n, abstained, json.loads(metrics))
+
+
+class _transaction:
+    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error): one writer at a time, waiting its turn."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> None:
+        self.db.execute("BEGIN IMMEDIATE")
+
+    def __exit__(self, kind: object, *rest: object) -> None:
+        self.db.execute("ROLLBACK" if kind else "COMMIT")
+
+
+def _migrate(db: sqlite3.Connection, path: Path) -> None:
+    """Apply the migrations this database lacks, each with the version bump in one transaction."""
+    with _transaction(db):  # another process may be migrating: read the version under the lock
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version > len(MIGRATIONS):
+            raise InputError.one(path, "", f"was written by a newer judgekit (schema {version}, this one knows "
+                                           f"{len(MIGRATIONS)}); upgrade judgekit to read it")
+        for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
+            migration(db)
+            db.execute(f"PRAGMA user_version = {number}")

@@ -1,0 +1,309 @@
+"""Production monitoring: pass rates of judged samples per criterion per window, corrected for
+the judge, with alerts on significant drops against the earlier windows.
+
+The input (JSONL, CSV or Parquet; columns `timestamp`, `criterion`, `passed`, optional
+`trace_id`) is read in chunks and folded into counts per (criterion, window) at once, so memory
+is bounded by the number of windows, never by the number of rows. A window alerts when a
+Farrington-Manning score test finds its pass rate below the baseline (the pooled earlier
+windows) by more than `max_drop`, at level `alpha`: an alert on a rate, never on one verdict.
+
+>>> round(drop_p_value(40, 100, 800, 1000, 0.05), 6)  # 40% against a baseline of 80%
+0.0
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterator
+
+from judgekit.errors import InputError, Problem
+from judgekit.metrics import NAN, wilson
+from judgekit.policy import MonitorPolicy, parse_duration
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from judgekit.report import Report
+
+__all__ = ["MonitorPolicy", "read_counts", "watch", "drop_p_value"]
+CHUNK_ROWS = 1_000_000
+COLUMNS = ("timestamp", "criterion", "passed")
+_TRUE = {"true", "1", "pass", "passed", "yes", "1.0"}
+_FALSE = {"false", "0", "fail", "failed", "no", "0.0"}
+_NULL = {"", "null", "none", "nan"}
+
+
+@dataclass
+class Counts:
+    """Verdicts per (criterion, window start in seconds since the epoch): [passed, failed, abstained]."""
+
+    window_s: float
+    cells: dict[tuple[str, int], list[int]] = field(default_factory=dict)
+    rows: int = 0
+
+
+def _chunks(path: Path) -> Iterator["pd.DataFrame"]:
+    import pandas as pd
+
+    suffix = path.suffix.lower()
+    if suffix == ".parquet":
+        try:
+            import pyarrow.parquet as pq
+        except ImportError:
+            raise InputError.one(path, "", "reading Parquet needs pyarrow: pip install 'judgekit[parquet]'") from None
+        try:
+            for batch in pq.ParquetFile(path).iter_batches(batch_size=CHUNK_ROWS):
+                yield batch.to_pandas()
+        except Exception as error:  # pyarrow raises its own error types for a damaged file
+            raise InputError.one(path, "", f"is not a readable Parquet file: {error}") from None
+        return
+    try:
+        if suffix == ".csv":
+            yield from pd.read_csv(path, chunksize=CHUNK_ROWS, dtype={"criterion": str, "passed": str,
+                                                                         "trace_id": str}, keep_default_na=False)
+        elif suffix in (".jsonl", ".json", ".ndjson"):
+            yield from pd.read_json(path, lines=True, chunksize=CHUNK_ROWS, dtype=False)
+        else:
+            raise InputError.one(path, "", "unknown format; use .jsonl, .csv or .parquet")
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as error:
+        raise InputError.one(path, "", f"cannot be read: {error}") from None
+    except OSError as error:
+        raise InputError.one(path, "", f"cannot be read: {error}") from None
+
+
+def _passed(column: "pd.Series") -> tuple["pd.Series", "pd.Series"]:
+    """The verdict column as 1.0 / 0.0 / NaN (abstained), and a mask of unreadable values."""
+    import numpy as np
+    import pandas as pd
+
+    if column.dtype == bool:
+        return column.astype(float), pd.Series(False, index=column.index)
+    text = column.astype(str).str.strip().str.lower()
+    text = text.where(column.notna(), "")
+    values = pd.Series(np.nan, index=column.index)
+    values[text.isin(_TRUE)] = 1.0
+    values[text.isin(_FALSE)] = 0.0
+    return values, ~(text.isin(_TRUE) | text.isin(_FALSE) | text.isin(_NULL))
+
+
+def _timestamps(column: "pd.Series") -> "pd.Series":
+    """Seconds since the epoch (NaN where unreadable); numbers are epoch seconds, text is ISO 8601
+    (without an offset it is taken as UTC)."""
+    import pandas as pd
+
+    if pd.api.types.is_numeric_dtype(column):
+        return column.astype(float)
+    parsed = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
+    return (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds()  # NaT becomes NaN
+
+
+def read_counts(path: Path | str, window: str) -> Counts:
+    """Fold a file of judged samples into counts per criterion and window, chunk by chunk."""
+    import numpy as np
+
+    path = Path(path)
+    if not path.is_file():
+        raise InputError.one(path, "", "no such file of judged samples")
+    counts = Counts(parse_duration(window).total_seconds())
+    first_line = 2 if path.suffix.lower() == ".csv" else 1  # the CSV header is line 1
+    for chunk in _chunks(path):
+        missing = [c for c in COLUMNS if c not in chunk.columns]
+        if missing:
+            raise InputError.one(path, ", ".join(missing), "missing column; judged samples need timestamp, "
+                                                           "criterion, passed (and optionally trace_id)")
+        seconds = _timestamps(chunk["timestamp"])
+        passed, bad_verdict = _passed(chunk["passed"])
+        criterion = chunk["criterion"]
+        bad_criterion = criterion.isna() | (criterion.astype(str).str.strip() == "")
+        bad = seconds.isna() | bad_verdict | bad_criterion
+        if bad.any():
+            problems = []
+            for index in np.flatnonzero(bad.to_numpy())[:20]:
+                line = first_line + counts.rows + int(index)
+                what = ("timestamp" if math.isnan(seconds.iloc[index]) else
+                        "passed" if bad_verdict.iloc[index] else "criterion")
+                value = chunk[what].iloc[index]
+                problems.append(Problem(str(path), f"line {line}: {what}",
+                                        f"{value!r} is not readable (timestamps: ISO 8601 or epoch seconds; passed: "
+                                        f"true / false / null)"))
+            if int(bad.sum()) > 20:
+                problems.append(Problem(str(path), "", f"and {int(bad.sum()) - 20} more unreadable rows"))
+            raise InputError(problems)
+        start = (np.floor(seconds.to_numpy() / counts.window_s) * counts.window_s).astype("int64")
+        kind = np.where(np.isnan(passed.to_numpy()), 2, 1 - np.nan_to_num(passed.to_numpy()).astype(int))
+        frame = chunk.assign(_start=start, _kind=kind).groupby(["criterion", "_start", "_kind"]).size()
+        for (name, window_start, k), number in frame.items():
+            cell = counts.cells.setdefault((str(name), int(window_start)), [0, 0, 0])
+            cell[int(k)] += int(number)
+        counts.rows += len(chunk)
+    if counts.rows == 0:
+        raise InputError.one(path, "", "holds no judged samples")
+    return counts
+
+
+def drop_p_value(window_passed: int, window_n: int, base_passed: int, base_n: int, max_drop: float) -> float:
+    """One-sided p-value of H0: window rate >= baseline rate - max_drop: the score test of a
+    difference of two independent proportions, variance at the restricted maximum-likelihood
+    rates (Farrington-Manning; the closed form of Miettinen and Nurminen, 1985)."""
+    from statistics import NormalDist
+
+    n1, n0, x1, x0, diff = window_n, base_n, window_passed, base_passed, -max_drop
+    p1, p0 = x1 / n1, x0 / n0
+    n, x = n1 + n0, x1 + x0
+    if diff == 0:
+        r0 = r1 = x / n
+    else:
+        t3 = n
+        t2 = (n1 + 2 * n0) * diff - n - x
+        t1 = (x0 * diff - n - 2 * x0) * diff + x
+        t0 = x0 * diff * (1 - diff)
+        q = (t2 / (3 * t3)) ** 3 - t1 * t2 / (6 * t3 ** 2) + t0 / (2 * t3)
+        root = math.copysign(math.sqrt(max(0.0, (t2 / (3 * t3)) ** 2 - t1 / (3 * t3))), q)
+        angle = (math.pi + math.acos(max(-1.0, min(1.0, q / root ** 3)))) / 3 if root else math.pi / 3
+        r0 = 2 * root * math.cos(angle) - t2 / (3 * t3)
+        r1 = r0 + diff
+    variance = r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0
+    if variance <= 0:
+        return 0.0 if p1 - p0 < diff else 1.0
+    return NormalDist().cdf((p1 - p0 - diff) / math.sqrt(variance))
+
+
+@dataclass(frozen=True)
+class Window:
+    criterion: str
+    start: datetime
+    passed: int
+    failed: int
+    abstained: int
+    interval: tuple[float, float]
+    corrected: float | None
+    corrected_interval: tuple[float, float] | None
+    baseline: float | None
+    baseline_n: int
+    p_value: float | None
+    alert: bool
+
+    @property
+    def decided(self) -> int:
+        return self.passed + self.failed
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.decided if self.decided else NAN
+
+
+@dataclass(frozen=True)
+class Watch:
+    """Every window of every criterion, and the ones that alert."""
+
+    windows: list[Window]
+    policy: MonitorPolicy
+    rows: int
+    notes: list[str]
+
+    @property
+    def alerts(self) -> list[Window]:
+        return [w for w in self.windows if w.alert]
+
+    def to_dict(self) -> dict[str, Any]:
+        from judgekit.report import finite
+
+        def one(w: Window) -> dict[str, Any]:
+            return {"criterion": w.criterion, "start": w.start.isoformat(), "passed": w.passed, "failed": w.failed,
+                    "abstained": w.abstained, "rate": finite(w.rate), "interval": [finite(x) for x in w.interval],
+                    "corrected": finite(w.corrected),
+                    "corrected_interval": [finite(x) for x in w.corrected_interval] if w.corrected_interval else None,
+                    "baseline": finite(w.baseline), "baseline_n": w.baseline_n, "p_value": finite(w.p_value),
+                    "alert": w.alert}
+
+        return {"rows": self.rows, "policy": self.policy.model_dump(), "notes": self.notes,
+                "alerts": [one(w) for w in self.alerts], "windows": [one(w) for w in self.windows]}
+
+    def lines(self) -> list[str]:
+        from judgekit.report import fmt_number
+
+        out = [f"{self.rows} judged samples, windows of {self.policy.window}; alert when a window's pass rate is "
+               f"below its last {self.policy.baseline_windows} windows' by more than {self.policy.max_drop:.2f} "
+               f"(score test, alpha {self.policy.alpha})"]
+        out += self.notes
+        for name in sorted({w.criterion for w in self.windows}):
+            out += ["", name, f"  {'window (UTC)':16}  {'n':>7}  {'rate':>5}  {'95%':>11}  {'corrected':>9}  "
+                              f"{'baseline':>8}  {'p':>7}"]
+            for w in (w for w in self.windows if w.criterion == name):
+                interval = f"{fmt_number(w.interval[0], 2)}-{fmt_number(w.interval[1], 2)}"
+                out.append(f"  {w.start:%Y-%m-%d %H:%M}  {w.decided:>7}  {fmt_number(w.rate, 2):>5}  {interval:>11}  "
+                           f"{fmt_number(w.corrected, 2) if w.corrected is not None else '-':>9}  "
+                           f"{fmt_number(w.baseline, 2) if w.baseline is not None else '-':>8}  "
+                           f"{f'{w.p_value:.2g}' if w.p_value is not None else '-':>7}" + ("  ALERT" if w.alert else ""))
+        alerts = self.alerts
+        out += ["", f"monitor: {len(alerts)} alert(s)" if alerts else "monitor: no alert"]
+        return out
+
+    def plot(self, path: Path | str) -> None:
+        """A PNG of each criterion's pass rate over time, with its interval; alerts in red."""
+        try:
+            import matplotlib
+
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            raise InputError.one(path, "", "plotting needs matplotlib: pip install 'judgekit[plot]'") from None
+        figure, axes = plt.subplots(figsize=(10, 4.5), dpi=100)
+        for name in sorted({w.criterion for w in self.windows}):
+            mine = [w for w in self.windows if w.criterion == name and w.decided]
+            x = [w.start for w in mine]
+            line, = axes.plot(x, [w.rate for w in mine], marker="o", label=name)
+            axes.fill_between(x, [w.interval[0] for w in mine], [w.interval[1] for w in mine],
+                              color=line.get_color(), alpha=0.15)
+            alerts = [w for w in mine if w.alert]
+            axes.scatter([w.start for w in alerts], [w.rate for w in alerts], color="red", zorder=3, s=60)
+        axes.set_ylim(0, 1.02)
+        axes.set_ylabel("judged pass rate")
+        axes.set_title(f"pass rate per {self.policy.window} window (red: alert)")
+        axes.legend(loc="lower left")
+        figure.autofmt_xdate()
+        try:
+            figure.savefig(path, format="png")
+        except OSError as error:
+            raise InputError.one(path, "", f"cannot be written: {error}") from None
+        finally:
+            plt.close(figure)
+
+
+def watch(counts: Counts, policy: MonitorPolicy, report: "Report | None" = None) -> Watch:
+    """Rates, intervals, corrected rates and alerts for every (criterion, window) in `counts`."""
+    from judgekit.estimates import corrected_pass_rate
+
+    windows, notes = [], []
+    for name in sorted({criterion for criterion, _ in counts.cells}):
+        calibrated = report.criterion(name) if report else None
+        if calibrated is None:
+            notes.append(f"{name}: not in the calibration report; rates are not corrected for the judge")
+        history: list[tuple[int, int]] = []  # (passed, decided) of the earlier windows
+        for start in sorted(s for c, s in counts.cells if c == name):
+            passed, failed, abstained = counts.cells[(name, start)]
+            decided = passed + failed
+            corrected = corrected_interval = None
+            if calibrated is not None and decided:
+                k = calibrated.confusion
+                try:
+                    rate = corrected_pass_rate(passed, decided, (k.tp, k.tp + k.fn), (k.tn, k.tn + k.fp))
+                    if rate.identifiable:
+                        corrected, corrected_interval = rate.corrected, rate.interval
+                except ValueError:  # a report without both classes cannot correct anything
+                    pass
+            base = history[-policy.baseline_windows:]
+            base_passed, base_n = sum(p for p, _ in base), sum(n for _, n in base)
+            p_value, alert = None, False
+            if base_n and decided:
+                p_value = drop_p_value(passed, decided, base_passed, base_n, policy.max_drop)
+                alert = (p_value < policy.alpha and decided >= policy.min_samples and base_n >= policy.min_samples)
+            windows.append(Window(name, datetime.fromtimestamp(start, timezone.utc), passed, failed, abstained,
+                                  wilson(passed, decided), corrected, corrected_interval,
+                                  base_passed / base_n if base_n else None, base_n, p_value, alert))
+            if decided:
+                history.append((passed, decided))
+    return Watch(windows, policy, counts.rows, notes)

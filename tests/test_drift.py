@@ -1,0 +1,199 @@
+"""Drift between two runs: McNemar and flips against statsmodels / scipy, the decision rule on real
+LLMBar verdicts and in simulation, and `judgekit drift` / `judgekit recheck` end to end."""
+
+from __future__ import annotations
+
+import csv
+import json
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.drift import compare, flip_excess, mcnemar_exact
+from judgekit.history import History, Run
+from judgekit.pipeline import Options, calibrate, record_history
+from judgekit.policy import DriftPolicy
+
+from conftest import balanced, llm_criterion
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 40), st.integers(0, 40))
+def test_mcnemar_matches_statsmodels_exact(b, c):
+    from statsmodels.stats.contingency_tables import mcnemar
+
+    assert mcnemar_exact(b, c) == pytest.approx(mcnemar([[10, b], [c, 10]], exact=True).pvalue, abs=1e-12)
+
+
+def test_flip_excess_is_the_binomial_upper_tail():
+    from scipy.stats import binomtest
+
+    for flips, n in ((0, 50), (3, 100), (12, 200)):
+        assert flip_excess(flips, n, 0.02) == pytest.approx(binomtest(flips, n, 0.02, alternative="greater").pvalue)
+
+
+def _run(run_id, model="m", prompt="p", parameters=None, set_fp="s"):
+    return Run(run_id, "c", datetime(2026, 11, run_id, tzinfo=timezone.utc), "calibrate", f"{model}/{prompt}", model,
+               prompt, parameters or {"temperature": 0}, set_fp, None, "live", 0, 0, {})
+
+
+def _judge(rng, labels, tpr=0.9, tnr=0.85):
+    return np.where(labels, rng.random(labels.size) < tpr, rng.random(labels.size) >= tnr)
+
+
+def _outcomes(labels, verdicts):
+    return {f"e{i}": (bool(label), bool(verdict)) for i, (label, verdict) in enumerate(zip(labels, verdicts))}
+
+
+def test_silent_change_on_ten_percent_is_flagged_and_an_unchanged_noisy_judge_is_not():
+    """200 examples; 300 simulated pairs of runs each (benchmarks/drift.py runs 2,000)."""
+    rng = np.random.default_rng(20261130)
+    policy = DriftPolicy()
+    flagged = false_alarms = 0
+    for _ in range(300):
+        labels = rng.random(200) < 0.5
+        verdicts = _judge(rng, labels)
+        changed = verdicts.copy()
+        touched = rng.choice(200, 20, replace=False)
+        changed[touched] = ~changed[touched]  # silently changed on 10% of the examples
+        flagged += compare(_run(1), _run(2), _outcomes(labels, verdicts), _outcomes(labels, changed),
+                           policy).status == "DRIFT"
+        # Nothing changed but the judge's own noise, at the most the policy allows (2% of examples flip).
+        noisy = np.where(rng.random(200) < policy.max_flip_rate, ~verdicts, verdicts)
+        false_alarms += compare(_run(1), _run(2), _outcomes(labels, verdicts), _outcomes(labels, noisy),
+                                policy).status == "DRIFT"
+    assert flagged / 300 >= 0.99
+    assert false_alarms / 300 <= 0.05
+
+
+def test_same_fingerprint_different_answers_is_called_a_silent_provider_change():
+    labels = np.array([True] * 50 + [False] * 50)
+    before = labels.copy()
+    after = labels.copy()
+    after[:10] = False
+    result = compare(_run(1), _run(2), _outcomes(labels, before), _outcomes(labels, after))
+    assert result.status == "DRIFT" and result.changed == [] and result.exit_code == 1
+    assert any("silent provider-side change" in r for r in result.reasons)
+    assert result.to_fail == [f"e{i}" for i in range(10)] and result.to_pass == []
+    tpr_delta, low, high = result.changes["tpr"]
+    assert tpr_delta == pytest.approx(-0.2) and low < -0.2 < high < 0
+
+
+def test_a_prompt_change_that_flips_a_few_each_way_is_no_drift_and_says_what_changed():
+    labels = np.array([True] * 50 + [False] * 50)
+    before, after = labels.copy(), labels.copy()
+    after[[0, 1, 60]] = ~after[[0, 1, 60]]
+    before[[70, 71]] = ~before[[70, 71]]
+    result = compare(_run(1), _run(2, prompt="q"), _outcomes(labels, before), _outcomes(labels, after))
+    assert result.status == "NO DRIFT" and result.changed == ["prompt"] and result.flip_p is None
+    assert (result.right_to_wrong, result.wrong_to_right) == (3, 2)
+    assert "the prompt changed; agreement with the labels did not change significantly" in result.reasons
+
+
+def test_runs_without_a_shared_decided_example_cannot_be_compared():
+    from judgekit.errors import InputError
+
+    with pytest.raises(InputError, match="share no example"):
+        compare(_run(1), _run(2), {"a": (True, True)}, {"b": (True, None)})
+
+
+def _llmbar(shared_datasets, project, tmp_path):
+    """LLMBar/Natural as a calibration set (positive: output 1 is the better one) and the recorded
+    verdicts of three judge set-ups in the outputs-in-order (AB) position."""
+    items = json.loads((shared_datasets / "llmbar" / "data" / "LLMBar" / "Natural" / "dataset.json").read_text())
+    project.jsonl("output-1-better", [{"id": str(i), "input": item["input"],
+                                       "output": f"Output 1:\n{item['output_1']}\n\nOutput 2:\n{item['output_2']}",
+                                       "passed": item["label"] == 1} for i, item in enumerate(items)])
+    files = {}
+    with open(shared_datasets / "llmbar" / "verdicts.csv", newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["set"] == "LLMBar/Natural"]
+    for llm, strategy in (("GPT-4", "Vanilla_NoRules"), ("GPT-4", "Rating_NoRules"), ("ChatGPT", "Vanilla_NoRules")):
+        mine = [r for r in rows if r["llm"] == llm and r["strategy"] == strategy]
+        assert len(mine) == 100
+        path = tmp_path / f"{llm}-{strategy}.jsonl"
+        path.write_text("".join(json.dumps({"id": r["idx"], "criterion": "output-1-better",
+                                            "passed": None if r["winner_order_AB"] == "" else r["winner_order_AB"] == "1"})
+                                + "\n" for r in mine))
+        files[llm, strategy] = path
+    return files
+
+
+def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(shared_datasets, project, tmp_path):
+    files = _llmbar(shared_datasets, project, tmp_path)
+    vanilla = llm_criterion("output-1-better", question="Does output 1 follow the instruction better than output 2?")
+    rating = {**vanilla, "pass_when": "Output 1 would get the higher 1-10 rating for following the instruction."}
+    history = tmp_path / "history.sqlite"
+
+    def run(criterion, model, verdicts):
+        project.criterion(criterion)
+        report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts,
+                                   model=model))
+        record_history(report, history)
+        return report.criteria[0]
+
+    gpt4 = run(vanilla, "openai/gpt-4", files["GPT-4", "Vanilla_NoRules"])
+    gpt4_rating = run(rating, "openai/gpt-4", files["GPT-4", "Rating_NoRules"])
+    chatgpt = run(vanilla, "openai/gpt-3.5-turbo", files["ChatGPT", "Vanilla_NoRules"])
+    assert round(gpt4.metrics["cohen_kappa"], 3) == 0.837 and round(gpt4_rating.metrics["cohen_kappa"], 3) == 0.811
+    with History.open(history) as db:
+        first, second, third = db.runs()
+        prompt = compare(first, second, db.outcomes(first.id), db.outcomes(second.id))
+        swap = compare(first, third, db.outcomes(first.id), db.outcomes(third.id))
+    assert prompt.status == "NO DRIFT" and prompt.changed == ["prompt"]
+    assert len(prompt.to_fail) + len(prompt.to_pass) == 9 and prompt.mcnemar_p == pytest.approx(1.0)
+    assert prompt.changes["cohen_kappa"][0] == pytest.approx(0.811 - 0.837, abs=0.001)
+    assert swap.status == "DRIFT" and swap.changed == ["model"]
+    assert (swap.right_to_wrong, swap.wrong_to_right) == (15, 2) and swap.mcnemar_p < 0.01
+    assert swap.changes["cohen_kappa"][2] < 0  # the whole interval of the change is below zero
+    # The CLI, on the last two runs of the same set (the rating prompt, then ChatGPT): exit 1, flips listed.
+    result = CliRunner().invoke(app, ["drift", "--history", str(history)])
+    assert result.exit_code == 1 and "drift: DRIFT" in result.output and "changed: model, prompt" in result.output
+    assert "pass->fail:" in result.output and "fail->pass:" in result.output
+    named = CliRunner().invoke(app, ["drift", "--history", str(history), "--before", "1", "--after", "2", "--json"])
+    assert named.exit_code == 0 and json.loads(named.output)[0]["status"] == "NO DRIFT"
+
+
+def test_recheck_catches_a_silent_model_update_through_the_provider(project, tmp_path):
+    from judgekit.testing import FakeServer, script
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(30, 30))
+    runner = CliRunner()
+    with FakeServer(script({"reply-p": True}, default=False)) as server:
+        common = ["--criteria", str(project.criteria), "--sets", str(project.sets), "--model", "openai/j",
+                  "--api-base", server.url]
+        assert runner.invoke(app, ["calibrate", *common, "-q"]).exit_code == 0
+        calls = server.requests
+        same = runner.invoke(app, ["recheck", *common, "--size", "20"])
+        assert same.exit_code == 0, same.output
+        assert "drift: NO DRIFT" in same.output and "changed: nothing" in same.output
+        assert server.requests == calls + 20  # asked again, not served from the cache
+        # The provider silently updates its model: it now fails some known-good replies.
+        server.answer = script({"reply-p1": False, "reply-p2": False, "reply-p3": False, "reply-p4": False,
+                                "reply-p5": False, "reply-p": True}, default=False)
+        changed = runner.invoke(app, ["recheck", *common, "--size", "60"])
+    assert changed.exit_code == 1, changed.output
+    assert "silent provider-side change" in changed.output and "drift: DRIFT" in changed.output
+    with History.open(tmp_path / ".judgekit" / "history.sqlite") as db:
+        assert [r.purpose for r in db.runs()] == ["calibrate", "recheck", "recheck"]
+        assert [r.n for r in db.runs()] == [60, 20, 60]
+
+
+def test_canary_subset_is_frozen_and_balanced(project):
+    from judgekit.sets import load_sets
+    from judgekit.criteria import load_criteria
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(30, 30))
+    cal = load_sets(project.sets, load_criteria(project.criteria))["says-blocked"]
+    canary = cal.canary(10)
+    assert [e.id for e in canary.examples] == [e.id for e in cal.canary(10).examples]
+    assert sum(e.label for e in canary.examples) == 5 and len(canary.examples) == 10
+    project.jsonl("says-blocked", balanced(30, 30) + balanced(1, 0, prefix="new-"))
+    grown = load_sets(project.sets, load_criteria(project.criteria))["says-blocked"].canary(10)
+    assert len({e.id for e in grown.examples} ^ {e.id for e in canary.examples}) <= 2

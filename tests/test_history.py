@@ -1,0 +1,141 @@
+"""The calibration history: migrations, what a run keeps, several writers at once, `judgekit history`."""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import sqlite3
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.errors import InputError
+from judgekit.history import MIGRATIONS, History
+from judgekit.pipeline import Options, calibrate, record_history
+from judgekit.testing import FakeLLM
+
+from conftest import balanced, llm_criterion
+
+
+def _report(project, llm=None, **options):
+    return calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None,
+                             **options), llm=llm or FakeLLM.scripted({"reply-p": True}, default=False))
+
+
+def test_a_run_keeps_its_fingerprint_parts_metrics_and_every_verdict(project, tmp_path):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(4, 4))
+    report = _report(project, FakeLLM.scripted({"reply-p0": False, "reply-p": True}, default=False))
+    with History.open(tmp_path / "h.sqlite") as history:
+        (run_id,) = history.record(report)
+        run = history.run(run_id)
+        outcomes = history.outcomes(run_id)
+    c = report.criteria[0]
+    assert (run.criterion, run.model, run.prompt_sha, run.set_fingerprint, run.fingerprint) == (
+        "says-blocked", "openai/j", c.judge.prompt_sha, c.set_fingerprint, c.fingerprint)
+    assert run.parameters == c.judge.parameters and run.metrics["tpr"] == 0.75 and run.purpose == "calibrate"
+    assert outcomes == {**{f"p{i}": (True, i != 0) for i in range(4)}, **{f"f{i}": (False, False) for i in range(4)}}
+
+
+def test_migrates_an_empty_file_and_a_previous_version_database(tmp_path):
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    with History.open(empty) as history:
+        assert history.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+    # A database as the first schema left it, with a run in it.
+    old = tmp_path / "old.sqlite"
+    db = sqlite3.connect(old)
+    MIGRATIONS[0](db)
+    db.execute("PRAGMA user_version = 1")
+    db.execute("INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
+               "source, n, abstained, metrics, judgekit_version) VALUES ('c', '2026-01-01T00:00:00+00:00', 'f', 'm', "
+               "'p', '{}', 's', 'live', 2, 0, '{\"tpr\": 1.0}', '0.1')")
+    db.execute("INSERT INTO verdicts VALUES (1, 'e1', 1, 1)")
+    db.commit()
+    db.close()
+    with History.open(old) as history:
+        (run,) = history.runs()
+        assert (run.criterion, run.split, run.purpose, run.metrics) == ("c", None, "calibrate", {"tpr": 1.0})
+        assert history.outcomes(1) == {"e1": (True, True)}
+        assert history.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+
+
+def test_a_newer_or_foreign_database_is_an_input_error(tmp_path):
+    newer = tmp_path / "newer.sqlite"
+    db = sqlite3.connect(newer)
+    db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    db.close()
+    with pytest.raises(InputError, match="newer judgekit"):
+        History.open(newer)
+    foreign = tmp_path / "foreign.sqlite"
+    foreign.write_text("this is not a database, just text " * 100)
+    with pytest.raises(InputError, match="not a judgekit history database"):
+        History.open(foreign)
+    with pytest.raises(InputError, match="no calibration history here yet"):
+        History.open(tmp_path / "absent.sqlite", create=False)
+
+
+def _writer(path: str, worker: int, runs: int) -> None:
+    from judgekit.report import ConfusionCounts, CriterionReport, Report
+
+    with History.open(path) as history:
+        for i in range(runs):
+            c = CriterionReport(id=f"w{worker}", fingerprint="f", set_fingerprint="s", n=2, abstained=0,
+                                confusion=ConfusionCounts(tp=1, fp=0, tn=1, fn=0), metrics={}, intervals={},
+                                disagreements=[], outcomes={f"e{i}-{j}": (True, True) for j in range(2)})
+            history.record(Report(criteria=[c]))
+
+
+def test_several_processes_write_one_history_without_losing_a_run(tmp_path):
+    path = str(tmp_path / "shared.sqlite")
+    processes = [multiprocessing.get_context("spawn").Process(target=_writer, args=(path, w, 25)) for w in range(4)]
+    for p in processes:
+        p.start()
+    for p in processes:
+        p.join(120)
+        assert p.exitcode == 0
+    with History.open(path) as history:
+        runs = history.runs()
+        assert len(runs) == 100 and len({r.id for r in runs}) == 100
+        assert {r.criterion for r in runs} == {"w0", "w1", "w2", "w3"}
+        assert sum(len(history.outcomes(r.id)) for r in runs) == 200
+        assert history.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_prompt_measured_only_on_its_dev_split_is_flagged(project, tmp_path):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", [{**e, "split": "dev" if i % 2 else "test"} for i, e in enumerate(balanced(6, 6))])
+    path = tmp_path / "h.sqlite"
+    dev = record_history(_report(project, split="dev"), path)
+    assert "only been measured on the dev split" in dev.criteria[0].warnings[0]
+    assert "Warning: this prompt has only been measured on the dev split" in __import__(
+        "judgekit.report", fromlist=["to_markdown"]).to_markdown(dev)
+    test = record_history(_report(project, split="test"), path)
+    assert test.criteria[0].warnings == []
+    # A new prompt (another few-shot example) starts over: measured on dev only again.
+    project.criterion(llm_criterion(examples=[{"output": "Your card is blocked.", "passed": True}]))
+    assert record_history(_report(project, split="dev"), path).criteria[0].warnings
+
+
+def test_calibrate_records_and_history_lists_runs(project, tmp_path):
+    from judgekit.testing import FakeServer, script
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(3, 3))
+    runner = CliRunner()
+    with FakeServer(script({"reply-p": True}, default=False)) as server:
+        args = ["calibrate", "--criteria", str(project.criteria), "--sets", str(project.sets), "--model", "openai/j",
+                "--api-base", server.url, "-q"]
+        assert runner.invoke(app, args).exit_code == 0
+        assert runner.invoke(app, args + ["--no-cache"]).exit_code == 0
+        assert runner.invoke(app, args + ["--no-history"]).exit_code == 0
+    listed = runner.invoke(app, ["history"])
+    assert listed.exit_code == 0, listed.output
+    rows = [line for line in listed.output.splitlines() if "says-blocked" in line]
+    assert len(rows) == 2 and all("openai/j" in r and "1.00" in r for r in rows)
+    as_json = [json.loads(line) for line in runner.invoke(app, ["history", "--json"]).output.splitlines()]
+    assert [r["id"] for r in as_json] == [1, 2] and as_json[0]["metrics"]["tnr"] == 1.0
+    missing = runner.invoke(app, ["history", "--history", str(tmp_path / "nope.sqlite")])
+    assert missing.exit_code == 2 and "run `judgekit calibrate` first" in missing.output

@@ -1,0 +1,146 @@
+"""Production monitoring: the drop test against statsmodels, the three input formats, windows and
+alerts, the corrected rate, bad rows, the JSON output, the plot."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.errors import InputError
+from judgekit.monitor import drop_p_value, read_counts, watch
+from judgekit.policy import MonitorPolicy
+
+START = datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.integers(1, 400), st.integers(1, 2000), st.data(), st.sampled_from([0.0, 0.02, 0.05, 0.1]))
+def test_drop_test_matches_statsmodels_score_test(n1, n0, data, max_drop):
+    from statsmodels.stats.proportion import test_proportions_2indep
+
+    x1, x0 = data.draw(st.integers(0, n1)), data.draw(st.integers(0, n0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = test_proportions_2indep(x1, n1, x0, n0, value=-max_drop, method="score", compare="diff",
+                                         alternative="smaller", correction=False).pvalue
+    if np.isfinite(theirs):
+        assert drop_p_value(x1, n1, x0, n0, max_drop) == pytest.approx(theirs, abs=1e-9)
+
+
+def _rows(days=12, per_day=200, rate=0.9, drop_on=None, dropped=0.7, seed=0, criterion="card"):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for day in range(days):
+        p = dropped if day == drop_on else rate
+        for i in range(per_day):
+            when = START + timedelta(days=day, seconds=int(rng.integers(0, 86400)))
+            rows.append({"timestamp": when.isoformat(), "criterion": criterion, "passed": bool(rng.random() < p),
+                         "trace_id": f"t{day}-{i}"})
+    return rows
+
+
+def _write(rows, path):
+    frame = pd.DataFrame(rows)
+    if path.suffix == ".jsonl":
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    elif path.suffix == ".csv":
+        frame.to_csv(path, index=False)
+    else:
+        frame.to_parquet(path)
+    return path
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".csv", ".parquet"])
+def test_each_format_gives_the_same_counts(tmp_path, suffix):
+    rows = _rows(days=3, per_day=50)
+    counts = read_counts(_write(rows, tmp_path / f"samples{suffix}"), "1d")
+    day = int(START.timestamp())
+    expected = {("card", day + 86400 * d): [0, 0, 0] for d in range(3)}
+    for r in rows:
+        start = day + 86400 * ((datetime.fromisoformat(r["timestamp"]) - START).days)
+        expected[("card", start)][0 if r["passed"] else 1] += 1
+    assert counts.cells == expected and counts.rows == 150
+
+
+def test_a_drop_alerts_on_that_window_only_and_a_steady_rate_never_does(tmp_path):
+    policy = MonitorPolicy()
+    steady = watch(read_counts(_write(_rows(), tmp_path / "steady.jsonl"), "1d"), policy)
+    assert steady.alerts == []
+    dropped = watch(read_counts(_write(_rows(drop_on=10), tmp_path / "drop.jsonl"), "1d"), policy)
+    assert [w.start for w in dropped.alerts] == [START + timedelta(days=10)]
+    alert = dropped.alerts[0]
+    assert alert.p_value < policy.alpha and alert.baseline_n == 7 * 200 and 0.6 < alert.rate < 0.8
+
+
+def test_a_few_failing_verdicts_never_alert(tmp_path):
+    rows = _rows(days=8)
+    late = START + timedelta(days=8, hours=1)
+    rows += [{"timestamp": late.isoformat(), "criterion": "card", "passed": False} for _ in range(5)]
+    result = watch(read_counts(_write(rows, tmp_path / "s.jsonl"), "1d"), MonitorPolicy())
+    last = result.windows[-1]
+    assert last.rate == 0.0 and last.p_value < 0.01 and not last.alert  # significant, but 5 verdicts are not a rate
+
+
+def test_abstentions_are_counted_apart(tmp_path):
+    rows = [{"timestamp": START.isoformat(), "criterion": "c", "passed": p} for p in (True, False, None, True)]
+    counts = read_counts(_write(rows, tmp_path / "s.jsonl"), "1d")
+    assert counts.cells == {("c", int(START.timestamp())): [2, 1, 1]}
+
+
+def test_unreadable_rows_are_named_by_line_and_field(tmp_path):
+    rows = _rows(days=1, per_day=5)
+    rows[2]["passed"] = "maybe"
+    rows[4]["timestamp"] = "yesterday"
+    path = _write(rows, tmp_path / "s.csv")
+    with pytest.raises(InputError) as error:
+        read_counts(path, "1d")
+    message = str(error.value)
+    assert "s.csv:line 4: passed: 'maybe' is not readable" in message
+    assert "s.csv:line 6: timestamp: 'yesterday' is not readable" in message
+    (tmp_path / "bad.jsonl").write_text('{"timestamp": "2026-11-01", "passed": true}\n')
+    with pytest.raises(InputError, match="criterion: missing column"):
+        read_counts(tmp_path / "bad.jsonl", "1d")
+    (tmp_path / "s.txt").write_text("x")
+    with pytest.raises(InputError, match="unknown format"):
+        read_counts(tmp_path / "s.txt", "1d")
+
+
+def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
+    from judgekit.pipeline import Options, calibrate
+
+    # A judge that fails 3 of 33 known-good replies and passes no known-bad one: rates get corrected upward.
+    project.criterion({"id": "card", "question": "Blocked?"})
+    project.jsonl("card", [{"id": f"g{i}", "output": f"reply-p{i}", "passed": True} for i in range(30)]
+                  + [{"id": f"b{i}", "output": f"reply-f{i}", "passed": i < 3} for i in range(30)])
+    from judgekit.testing import FakeLLM
+
+    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
+                       llm=FakeLLM.scripted({"reply-p": True}, default=False))
+    report.write(tmp_path / "report")
+    samples = _write(_rows(drop_on=10), tmp_path / "samples.jsonl")
+    result = CliRunner().invoke(app, ["monitor", str(samples), "--report", str(tmp_path / "report"), "--json",
+                                      "--plot", str(tmp_path / "rate.png")])
+    assert result.exit_code == 1, result.output
+    data = json.loads(result.output)
+    assert len(data["alerts"]) == 1 and data["rows"] == 2400 and len(data["windows"]) == 12
+    first = data["windows"][0]
+    # Rogan-Gladen with TPR 30/33 and TNR 27/27: (raw + 1 - 1) / (30/33), within rounding of the centring.
+    assert first["corrected"] == pytest.approx(min(1.0, first["rate"] * 33 / 30), abs=0.01)
+    png = (tmp_path / "rate.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    import matplotlib.image
+
+    assert matplotlib.image.imread(tmp_path / "rate.png").shape[:2] == (450, 1000)
+    quiet = CliRunner().invoke(app, ["monitor", str(_write(_rows(), tmp_path / "ok.csv")), "--window", "2d"])
+    assert quiet.exit_code == 0 and "monitor: no alert" in quiet.output and "not in the calibration report" in quiet.output
+    bad = CliRunner().invoke(app, ["monitor", str(samples), "--window", "often"])
+    assert bad.exit_code == 2 and "often" in bad.output
