@@ -1,0 +1,83 @@
+"""Drift and monitoring decisions, by simulation: how often they alarm when something changed, and
+when nothing did.
+
+    python benchmarks/drift.py              # 2,000 simulated pairs of runs / windows per row
+
+1. `judgekit drift` on two runs of the same judge fingerprint over 200 labelled examples
+   (half pass, judge TPR 0.90 / TNR 0.85), default policy (alpha 0.05, max_flip_rate 0.02):
+   a silent change on 10% / 5% of the examples (their verdicts flipped), and nothing changed but
+   the judge's own noise: each run's verdict of an example departs from the judge's usual one
+   with probability q, independently in each run, q = 0 or q such that an example flips between
+   the two runs with probability 2q(1 - q) = 0.02, the most the policy allows.
+2. `judgekit monitor` on one window of 200 verdicts against a baseline of 7 x 200: the rate
+   steady at 0.90, or dropped to 0.85 / 0.80 / 0.75 (default policy: max_drop 0.05, alpha 0.01).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import time
+from datetime import datetime, timezone
+
+import numpy as np
+
+from judgekit.drift import compare
+from judgekit.history import Run
+from judgekit.monitor import drop_p_value
+from judgekit.policy import DriftPolicy, MonitorPolicy
+
+
+def run(run_id: int) -> Run:
+    return Run(run_id, "c", datetime(2026, 11, run_id, tzinfo=timezone.utc), "calibrate", "f", "m", "p", {}, "s",
+               None, "live", 200, 0, {})
+
+
+def outcomes(labels, verdicts):
+    return {f"e{i}": (bool(label), bool(verdict)) for i, (label, verdict) in enumerate(zip(labels, verdicts))}
+
+
+def share(hits: int, reps: int) -> str:
+    p = hits / reps
+    return f"{p:.3f} ± {math.sqrt(p * (1 - p) / reps):.3f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--reps", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=20261130)
+    args = parser.parse_args()
+    rng = np.random.default_rng(args.seed)
+    started = time.perf_counter()
+    policy = DriftPolicy()
+    print("| judge between the two runs | DRIFT share (± s.e.) |\n|---|---|")
+    for name, changed, noise in (("silently changed on 10% of examples", 20, 0.0),
+                                 ("silently changed on 5% of examples", 10, 0.0),
+                                 ("nothing changed, deterministic judge", 0, 0.0),
+                                 ("nothing changed, judge flips 2% between runs", 0, policy.max_flip_rate)):
+        hits = 0
+        for _ in range(args.reps):
+            labels = rng.random(200) < 0.5
+            usual = np.where(labels, rng.random(200) < 0.90, rng.random(200) >= 0.85)
+            q = (1 - math.sqrt(1 - 2 * noise)) / 2  # 2q(1 - q) = noise
+            verdicts = np.where(rng.random(200) < q, ~usual, usual)
+            after = np.where(rng.random(200) < q, ~usual, usual)
+            touched = rng.choice(200, changed, replace=False)
+            after[touched] = ~after[touched]
+            hits += compare(run(1), run(2), outcomes(labels, verdicts), outcomes(labels, after), policy).status == "DRIFT"
+        print(f"| {name} | {share(hits, args.reps)} |")
+
+    monitor = MonitorPolicy()
+    print("\n| window rate (baseline 0.90, 7 x 200 verdicts; window 200) | alert share (± s.e.) |\n|---|---|")
+    for rate in (0.90, 0.85, 0.80, 0.75):
+        hits = 0
+        for _ in range(args.reps):
+            base = int(rng.binomial(1400, 0.90))
+            window = int(rng.binomial(200, rate))
+            hits += drop_p_value(window, 200, base, 1400, monitor.max_drop) < monitor.alpha
+        print(f"| {rate:.2f} | {share(hits, args.reps)} |")
+    print(f"\n({args.reps} per row, seed {args.seed}, {time.perf_counter() - started:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()
