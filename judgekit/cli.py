@@ -240,4 +240,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run as a script this file is `__main__`; the commands registered themselves on `judgekit.cli.app`.
+    from judgekit.cli import main as registered_main
+
+    sys.exit(registered_main())

@@ -129,7 +129,7 @@ def recheck(
 ) -> None:
     """The cheap daily check for a silent model update: re-ask a small frozen subset of each LLM
     criterion's set, without the cache, and compare with the last run on that set."""
-    from judgekit.criteria import LLMCriterion, load_criteria
+    from judgekit.criteria import JUDGED, load_criteria
     from judgekit.drift import compare
     from judgekit.errors import InputError, JudgekitError
     from judgekit.history import History
@@ -139,7 +139,7 @@ def recheck(
     try:
         policy = load_settings(DriftPolicy, "drift", config)
         with History.open(history, create=False) as db:
-            ids = list(criterion or [c.id for c in load_criteria(criteria) if isinstance(c, LLMCriterion)])
+            ids = list(criterion or [c.id for c in load_criteria(criteria) if isinstance(c, JUDGED)])
             fresh = calibrate(Options(criteria_dir=criteria, sets_dir=sets, criterion_ids=ids, model=model,
                                       api_base=api_base, cache_dir=None, timeout_s=timeout, canary=size))
             drifts = []

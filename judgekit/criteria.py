@@ -1,4 +1,5 @@
-"""Criteria: one yes/no fact each, checked by an LLM judge (`kind: llm`) or by code (`kind: regex`).
+"""Criteria: one yes/no fact each, checked by an LLM judge (`kind: llm`), by code (`kind: regex`),
+or by claim extraction and verification against the example's source material (`kind: claims`).
 
 A criterion lives in `criteria/<id>.yaml`:
 
@@ -125,7 +126,29 @@ class RegexCriterion(CriterionBase):
         return (found is not None) == (self.match_means == "pass"), reason
 
 
-Criterion = Annotated[Union[LLMCriterion, RegexCriterion], Field(discriminator="kind")]
+class ClaimsCriterion(CriterionBase):
+    """A hallucination check, defined from the product down: extract every factual claim of the
+    reply, check each against the example's `context`, pass only if there is at least one claim
+    and every claim is supported. Both steps are LLM calls through the judge engine."""
+
+    kind: Literal["claims"]
+    no_claims: Literal["pass", "fail"] = Field("fail", description="The verdict on a reply with no factual "
+                                               "claim: fail (the default, fail-closed) or pass.")
+    batch: bool = Field(True, description="Verify all claims of a reply in one call; false: one call per claim.")
+    judge: JudgeSettings = JudgeSettings(max_tokens=1024)
+
+    @field_validator("judge")
+    @classmethod
+    def _no_custom_prompt(cls, value: JudgeSettings) -> JudgeSettings:
+        if value.prompt is not None:
+            raise ValueError("a claims criterion uses judgekit's extraction and verification prompts; remove "
+                             "judge.prompt (judge.system may still set the system message)")
+        return value
+
+
+JUDGED = (LLMCriterion, ClaimsCriterion)  # the kinds whose verdicts come from an LLM
+
+Criterion = Annotated[Union[LLMCriterion, RegexCriterion, ClaimsCriterion], Field(discriminator="kind")]
 _criterion_adapter: TypeAdapter[Criterion] = TypeAdapter(Criterion)
 
 PLACEHOLDERS = {"question", "pass_when", "fail_when", "examples", "input", "output", "context"}
@@ -219,6 +242,12 @@ def judge_spec(criterion: Criterion, model: str | None) -> dict[str, Any]:
         return {"kind": "regex", "pattern": criterion.pattern, "match_means": criterion.match_means,
                 "field": criterion.field, "ignore_case": criterion.ignore_case, "model": None, "parameters": {}}
     settings = criterion.judge
+    if isinstance(criterion, ClaimsCriterion):
+        from judgekit.claims import prompt_templates
+
+        return {"kind": "claims", "prompt": prompt_templates(criterion), "model": model,
+                "parameters": {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
+                               "trials": settings.trials, "batch": criterion.batch, "no_claims": criterion.no_claims}}
     return {
         "kind": "llm",
         "prompt": prompt_template(criterion),
@@ -241,7 +270,8 @@ def parse_criterion(data: Any, source: str) -> Criterion:
     except ValidationError as error:
         problems = problems_of(error, source)
         # The discriminated union prefixes every location with the kind; a user never wrote that.
-        raise InputError([Problem(p.source, p.location.removeprefix("llm.").removeprefix("regex."), p.message)
+        raise InputError([Problem(p.source, p.location.removeprefix("llm.").removeprefix("regex.").removeprefix("claims."),
+                                  p.message)
                           for p in problems]) from None
 
 

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Literal
 
-from judgekit.criteria import Criterion, LLMCriterion, fingerprint
+from judgekit.criteria import JUDGED, Criterion, fingerprint
 from judgekit.errors import InputError, JudgekitError, Problem
 from judgekit.metrics import examples_for
 from judgekit.policy import Policy, Thresholds, parse_duration
@@ -99,7 +99,7 @@ class JudgeNotCalibrated(JudgekitError):
 def _as_calibrated(criterion: Criterion, found: CriterionReport) -> Criterion:
     """The criterion with the trial count the report ran (an override of judge.trials)."""
     trials = (found.judge.parameters.get("trials") if found.judge else None)
-    if isinstance(criterion, LLMCriterion) and isinstance(trials, int) and trials != criterion.judge.trials:
+    if isinstance(criterion, JUDGED) and isinstance(trials, int) and trials != criterion.judge.trials:
         return criterion.model_copy(update={"judge": criterion.judge.model_copy(update={"trials": trials})})
     return criterion
 
@@ -220,7 +220,7 @@ class Gate:
         reasons = []
         if criterion is not None:
             model = found.judge.model if found.judge else None
-            if isinstance(criterion, LLMCriterion) and criterion.judge.model and criterion.judge.model != model:
+            if isinstance(criterion, JUDGED) and criterion.judge.model and criterion.judge.model != model:
                 calibrated = repr(model) if model else "no named model (recorded verdicts without --model)"
                 reasons.append(f"the report calibrated {calibrated} but criteria/{criterion.id}.yaml names "
                                f"judge.model {criterion.judge.model!r}; set judge.model to the model you calibrated, "

@@ -82,11 +82,27 @@ def verdict_from(completion: Completion, example_id: str, trial: int) -> Verdict
 
 @dataclass(frozen=True)
 class Job:
-    """One call to make: a criterion's prompt for one example, in one trial."""
+    """One call to make: a criterion's prompt for one example, in one trial. (A claims criterion's
+    check is a `judgekit.claims.ClaimsJob`, with the same `model`, `cached` and `ask`.)"""
 
     criterion_id: str
     example_id: str
     request: Request
+
+    @property
+    def model(self) -> str:
+        return self.request.model
+
+    @property
+    def trial(self) -> int:
+        return self.request.trial
+
+    def cached(self, llm: LLM) -> Verdict | None:
+        hit = llm.lookup(self.request)
+        return None if hit is None else verdict_from(hit, self.example_id, self.trial)
+
+    async def ask(self, llm: LLM) -> Verdict:
+        return verdict_from(await llm.complete(self.request), self.example_id, self.trial)
 
 
 def jobs_for(criterion: LLMCriterion, examples: Sequence[Example], model: str, trials: int,
@@ -102,15 +118,14 @@ def jobs_for(criterion: LLMCriterion, examples: Sequence[Example], model: str, t
     ]
 
 
-async def judge_one(llm: LLM, job: Job) -> Verdict:
+async def judge_one(llm: LLM, job: Any) -> Verdict:
     """Ask once; a call that fails after its retries becomes an abstention with its cause."""
     try:
-        completion = await llm.complete(job.request)
+        return await job.ask(llm)
     except CallError as error:
         tries = f" (after {error.attempts} attempts)" if error.attempts > 1 else ""
-        return Verdict(job.example_id, None, f"{error}{tries}", job.request.trial, f"error: {error.kind}",
+        return Verdict(job.example_id, None, f"{error}{tries}", job.trial, f"error: {error.kind}",
                        usage=Usage(latency_s=0.0))
-    return verdict_from(completion, job.example_id, job.request.trial)
 
 
 T = TypeVar("T")
@@ -188,19 +203,27 @@ class Judge:
 
             raise JudgeNotCalibrated(self.blocked)
         fields = {"input": input, "output": output, "context": context}
-        if not isinstance(self.criterion, LLMCriterion):
+        from judgekit.criteria import ClaimsCriterion, RegexCriterion
+
+        if isinstance(self.criterion, RegexCriterion):
             return Verdict("-", *self.criterion.explain(fields))
+        from judgekit.errors import InputError
+
         info = self.calibrated
         model = (info.model if info else None) or self.criterion.judge.model
         if not model:
-            from judgekit.errors import InputError
-
             raise InputError.one(f"criteria/{self.criterion.id}.yaml", "judge.model",
                                  "no judge model; set judge.model in the criterion")
+        if isinstance(self.criterion, ClaimsCriterion) and not (context or "").strip():
+            raise InputError.one(f"criteria/{self.criterion.id}.yaml", "context", "a claims criterion checks the "
+                                 "reply against its source material: call judge(output, context=source)")
         api_base = info.api_base if info else None
         trials = int(info.parameters.get("trials", self.criterion.judge.trials)) if info else self.criterion.judge.trials
         example = Example(id="-", output=output, input=input, context=context, passed=True)
-        jobs = jobs_for(self.criterion, [example], model, trials, api_base, info.structured if info else True)
+        from judgekit.claims import claims_jobs
+
+        make = claims_jobs if isinstance(self.criterion, ClaimsCriterion) else jobs_for
+        jobs = make(self.criterion, [example], model, trials, api_base, info.structured if info else True)
 
         async def ask() -> list[Verdict]:
             from judgekit.llm import open_llm

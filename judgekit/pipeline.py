@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from judgekit.criteria import Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
+from judgekit.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
 from judgekit.errors import InputError, Problem
 from judgekit.llm import LLM
 from judgekit.llm.transports import public_url
@@ -26,10 +26,10 @@ if TYPE_CHECKING:
     from judgekit.llm.retry import RetryPolicy
     from judgekit.policy import Policy
 from judgekit.metrics import calibration, pairwise_kappa
-from judgekit.report import (Annotators, ConfusionCounts, Consistency, CriterionReport, Disagreement, EarlyStop, JudgeInfo,
+from judgekit.report import (Annotators, ClaimStages, ConfusionCounts, Consistency, CriterionReport, Disagreement, EarlyStop, JudgeInfo,
                              Report, Slice, UsageSummary, finite)
 from judgekit.sets import CalibrationSet, load_sets
-from judgekit.verdicts import RecordedVerdict, Verdict, load_recorded, majority, match_recorded
+from judgekit.verdicts import RecordedClaim, RecordedVerdict, Verdict, load_recorded, majority, match_recorded
 
 
 @dataclass
@@ -84,12 +84,12 @@ def select_split(sets: dict[str, CalibrationSet], split: str | None) -> dict[str
 
 
 def _effective(criterion: Criterion, options: Options) -> Criterion:
-    if isinstance(criterion, LLMCriterion) and options.trials and options.trials != criterion.judge.trials:
+    if isinstance(criterion, JUDGED) and options.trials and options.trials != criterion.judge.trials:
         return criterion.model_copy(update={"judge": criterion.judge.model_copy(update={"trials": options.trials})})
     return criterion
 
 
-def _model_for(criterion: LLMCriterion, options: Options) -> str:
+def _model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> str:
     model = options.model or criterion.judge.model
     if not model:
         raise InputError.one(options.criteria_dir / f"{criterion.id}.yaml", "judge.model",
@@ -113,12 +113,13 @@ def calibrate(options: Options, llm: LLM | None = None,
         records = load_recorded(options.verdicts)
         named = {r.criterion for r in records}
         recorded = [c for c in criteria if c.id in named or (None in named and len(criteria) == 1)]
-        live = [c for c in criteria if isinstance(c, LLMCriterion) and c not in recorded]
+        live = [c for c in criteria if isinstance(c, JUDGED) and c not in recorded]
         if live:
             raise InputError([Problem(str(options.verdicts), c.id, "has no verdicts for this LLM criterion; "
                                       "add them or choose criteria with --criterion") for c in live])
         # Match against the whole set (a verdict file covers every split), then keep the chosen split.
-        matched = match_recorded(options.verdicts, records, {c.id: whole_sets[c.id] for c in recorded})
+        matched = match_recorded(options.verdicts, records, {c.id: whole_sets[c.id] for c in recorded},
+                                 {c.id: c.no_claims for c in recorded if isinstance(c, ClaimsCriterion)})
         trials_by_criterion.update({cid: [t for t in trials if t[0].example_id in {e.id for e in sets[cid].examples}]
                                     for cid, trials in matched.items()})
         sources.update({c.id: f"recorded:{options.verdicts.name}" for c in recorded})
@@ -129,10 +130,11 @@ def calibrate(options: Options, llm: LLM | None = None,
                                                  for e in sets[criterion.id].examples]
             sources[criterion.id] = "code"
 
-    pending = [c for c in criteria if isinstance(c, LLMCriterion) and c.id not in trials_by_criterion]
+    pending = [c for c in criteria if isinstance(c, JUDGED) and c.id not in trials_by_criterion]
     models = {c.id: _model_for(c, options) for c in pending}
     judging_s = None
     stops: dict[str, EarlyStop] = {}
+    gold: dict[str, dict[str, Verdict]] = {}
     if pending:
         import asyncio
 
@@ -140,11 +142,12 @@ def calibrate(options: Options, llm: LLM | None = None,
 
         run = asyncio.run(judge_sets(pending, sets, models, options, llm, progress))
         trials_by_criterion.update(run.verdicts)
+        gold = run.gold
         judging_s, stops = run.elapsed_s, run.stops
         sources.update({c.id: "live" for c in pending})
 
     reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
-                                 stops.get(c.id)) for c in criteria]
+                                 stops.get(c.id), gold.get(c.id)) for c in criteria]
     if options.canary:  # a re-check judges a subset of the set it checks: it names that set
         reports = [r.model_copy(update={"set_fingerprint": chosen[r.id].fingerprint}) for r in reports]
     return Report(criteria=reports, judging_s=judging_s)
@@ -164,7 +167,7 @@ def _usage(all_trials: list[list[Verdict]]) -> UsageSummary | None:
         return latencies[0] if len(latencies) == 1 else statistics.quantiles(latencies, n=100, method="inclusive")[
             int(q * 100) - 1]
 
-    return UsageSummary(calls=len(live), cached=len(usages) - len(live),
+    return UsageSummary(calls=sum(u.counts[0] for u in usages), cached=sum(u.counts[1] for u in usages),
                         prompt_tokens=sum(u.prompt_tokens for u in live),
                         completion_tokens=sum(u.completion_tokens for u in live),
                         cost=sum(costs) if costs and len(costs) == len(live) else None,
@@ -222,8 +225,26 @@ def _slices(cal: CalibrationSet, final: list[Verdict]) -> dict[str, Slice]:
     return out
 
 
+def _claim_stages(cal: CalibrationSet, final: list[Verdict], gold: dict[str, Verdict]) -> ClaimStages:
+    from judgekit.claims import stages
+    from judgekit.metrics import ratio
+
+    s = stages(cal.examples, final, gold)
+    return ClaimStages(examples=s.examples, claims=s.claims, verification=ConfusionCounts(tp=s.tp, fp=s.fp, tn=s.tn, fn=s.fn),
+                       verification_tpr=finite(ratio(s.tp, s.tp + s.fn)), verification_tnr=finite(ratio(s.tn, s.tn + s.fp)),
+                       extraction_errors=s.extraction_errors, verification_errors=s.verification_errors,
+                       unreadable=s.unreadable)
+
+
+def _claims(verdict: Verdict) -> list[RecordedClaim] | None:
+    if verdict.claims is None:
+        return None
+    return [RecordedClaim(claim=c.claim, supported=c.supported, evidence=c.evidence) for c in verdict.claims]
+
+
 def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
-                      model: str | None, options: Options, stop: EarlyStop | None = None) -> CriterionReport:
+                      model: str | None, options: Options, stop: EarlyStop | None = None,
+                      gold: dict[str, Verdict] | None = None) -> CriterionReport:
     full_set = cal
     if stop is not None:  # stopped early: metrics over the examples judged, the set as it is on disk
         judged = {t[0].example_id for t in all_trials}
@@ -240,7 +261,7 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
                       api_base=public_url(options.api_base) if source == "live" else None,
                       via=options.via, structured=options.structured)
     disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, reason=v.reason, abstention=v.abstention,
-                                  raw=v.raw) for e, v in zip(cal.examples, final) if v.passed != e.label]
+                                  raw=v.raw, claims=_claims(v)) for e, v in zip(cal.examples, final) if v.passed != e.label]
     k = result.confusion
     return CriterionReport(
         id=criterion.id, fingerprint=fingerprint(criterion, spec["model"]), set_fingerprint=full_set.fingerprint,
@@ -252,10 +273,11 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split, early_stop=stop,
         calibrated_at=datetime.now(timezone.utc),
         outcomes={e.id: (e.label, v.passed) for e, v in zip(cal.examples, final)},
+        claim_stages=_claim_stages(cal, final, gold) if gold else None,
         # Built from judgekit's own verdicts, already checked: no need to validate them again.
         verdicts=[RecordedVerdict.model_construct(
             criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw,
-            reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}")
+            reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}", claims=_claims(v))
             for trials in all_trials for v in trials])
 
 

@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judgekit.errors import InputError
 from judgekit.files import problems_of, read_text, write_atomic
-from judgekit.verdicts import RecordedVerdict
+from judgekit.verdicts import RecordedClaim, RecordedVerdict
 
 METRIC_NAMES = ("tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1", "cohen_kappa", "mcc",
                 "prevalence")
@@ -59,6 +59,8 @@ class Disagreement(Model):
     reason: str | None = None
     abstention: str | None = None
     raw: str | None = Field(None, description="The judge's answer as given, when it could not be read.")
+    claims: list[RecordedClaim] | None = Field(None, description="A claims check: each claim, whether the source "
+                                               "supports it, and the evidence quoted.")
 
 
 class JudgeInfo(Model):
@@ -114,6 +116,20 @@ class Slice(Model):
     cohen_kappa: float | None
 
 
+class ClaimStages(Model):
+    """A claims criterion on the examples with claim-level labels: the verification step against
+    the labelled claims, and each wrong verdict put down to extraction or to verification."""
+
+    examples: int
+    claims: int
+    verification: ConfusionCounts = Field(description="Labelled claims; positive = supported.")
+    verification_tpr: float | None = None
+    verification_tnr: float | None = None
+    extraction_errors: int = Field(description="Wrong end to end, right when the labelled claims are verified.")
+    verification_errors: int = Field(description="Wrong even when the labelled claims are verified.")
+    unreadable: int = 0
+
+
 class EarlyStop(Model):
     """`calibrate --stop-early`: where the judging of a criterion stopped, and why."""
 
@@ -145,6 +161,7 @@ class CriterionReport(Model):
     calibrated_at: datetime | None = Field(None, description="When this criterion was calibrated (a report can "
                                                              "keep criteria from earlier runs).")
     early_stop: EarlyStop | None = None
+    claim_stages: ClaimStages | None = None
     verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
                                             description="Every verdict of every trial; written to verdicts.jsonl.")
     outcomes: dict[str, tuple[bool, bool | None]] = Field(
@@ -180,12 +197,12 @@ class Report(Model):
                 from judgekit.verdicts import load_recorded
 
                 keep = {c.id for c in others}
-                kept_lines = "".join(v.model_dump_json(exclude_defaults=True) + "\n"
+                kept_lines = "".join(v.line()
                                      for v in load_recorded(old_verdicts) if v.criterion in keep)
         write_atomic(directory / "report.json", report.model_dump_json(indent=2) + "\n")
         write_atomic(directory / "report.md", to_markdown(report))
         write_atomic(directory / "verdicts.jsonl", "".join(
-            v.model_dump_json(exclude_defaults=True) + "\n" for c in report.criteria for v in c.verdicts) + kept_lines)
+            v.line() for c in report.criteria for v in c.verdicts) + kept_lines)
         return report
 
     @staticmethod
@@ -272,6 +289,12 @@ def to_markdown(report: Report) -> str:
             lines += [f"| {md_escape(tag)} | {s.n} | {s.abstained} | {fmt_number(s.tpr)} | {fmt_number(s.tnr)} | "
                       f"{fmt_number(s.accuracy)} | {fmt_number(s.cohen_kappa)} |" for tag, s in c.slices.items()]
             lines.append("")
+        if c.claim_stages:
+            g = c.claim_stages
+            lines.append(f"Claim-level labels on {g.examples} examples ({g.claims} claims): verification TPR "
+                         f"{fmt_number(g.verification_tpr)}, TNR {fmt_number(g.verification_tnr)}; wrong verdicts "
+                         f"from extraction {g.extraction_errors}, from verification {g.verification_errors}"
+                         + (f"; {g.unreadable} unreadable" if g.unreadable else ""))
         if c.usage:
             u = c.usage
             lines.append(f"Usage: {u.calls} calls ({u.cached} from cache), {u.prompt_tokens} tokens in, "
@@ -286,6 +309,15 @@ def to_markdown(report: Report) -> str:
                     reason += f" — raw answer: {d.raw}"
                 lines.append(f"| {md_escape(d.id)} | {_verdict_word(d.label)} | {_verdict_word(d.verdict)} | "
                              f"{md_escape(reason)} |")
+            checked = [d for d in c.disagreements if d.claims]
+            if checked:
+                lines += ["", "Claims of these examples (✓ supported, ✗ not supported, ? unreadable):", ""]
+                for d in checked:
+                    lines.append(f"- {md_escape(d.id)}:")
+                    for number, claim in enumerate(d.claims or [], start=1):
+                        mark = "?" if claim.supported is None else ("✓" if claim.supported else "✗")
+                        evidence = f" — evidence: “{md_escape(claim.evidence)}”" if claim.evidence else ""
+                        lines.append(f"  {number}. {mark} {md_escape(claim.claim)}{evidence}")
         lines.append("")
     return "\n".join(lines)
 

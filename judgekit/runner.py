@@ -10,8 +10,9 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
-from judgekit.criteria import LLMCriterion
-from judgekit.judge import Job, jobs_for, judge_one, run_bounded, verdict_from
+from judgekit.claims import ClaimsJob, claims_jobs
+from judgekit.criteria import ClaimsCriterion, LLMCriterion
+from judgekit.judge import Job, jobs_for, judge_one, run_bounded
 from judgekit.llm import LLM, open_llm
 from judgekit.report import EarlyStop
 from judgekit.sets import CalibrationSet, Example
@@ -26,6 +27,7 @@ class Run:
     verdicts: dict[str, list[list[Verdict]]]  # per criterion, per example judged (set order), its trials
     elapsed_s: float = 0.0
     stops: dict[str, EarlyStop] = field(default_factory=dict)
+    gold: dict[str, dict[str, Verdict]] = field(default_factory=dict)  # claims: labelled claims verified alone
 
 
 class _Asker:
@@ -40,15 +42,12 @@ class _Asker:
             for model in sorted(set(models))}
         self.elapsed_s = 0.0
 
-    def llm_for(self, job: Job) -> LLM:
-        return self.llm or self.stacks[job.request.model]
+    def llm_for(self, job: Job | ClaimsJob) -> LLM:
+        return self.llm or self.stacks[job.model]
 
-    async def ask(self, jobs: list[Job], progress: Callable[[int, int], None] | None) -> list[Verdict]:
+    async def ask(self, jobs: list[Job | ClaimsJob], progress: Callable[[int, int], None] | None) -> list[Verdict]:
         # Cached answers straight from disk: a fully cached re-run makes no client at all.
-        verdicts: list[Verdict | None] = []
-        for job in jobs:
-            hit = self.llm_for(job).lookup(job.request)
-            verdicts.append(None if hit is None else verdict_from(hit, job.example_id, job.request.trial))
+        verdicts: list[Verdict | None] = [job.cached(self.llm_for(job)) for job in jobs]
         misses = [i for i, v in enumerate(verdicts) if v is None]
         for stack in {id(self.llm_for(jobs[i])): self.llm_for(jobs[i]) for i in misses}.values():
             stack.warm()
@@ -65,11 +64,13 @@ class _Asker:
             await stack.aclose()
 
 
-def _jobs(criterion: LLMCriterion, examples: Sequence[Example], model: str, options: "Options") -> list[Job]:
-    return jobs_for(criterion, examples, model, criterion.judge.trials, options.api_base, options.structured)
+def _jobs(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
+          options: "Options") -> list[Job | ClaimsJob]:
+    make = claims_jobs if isinstance(criterion, ClaimsCriterion) else jobs_for
+    return make(criterion, examples, model, criterion.judge.trials, options.api_base, options.structured)
 
 
-def _group(criteria: list[LLMCriterion], sets: dict[str, CalibrationSet], jobs: list[Job],
+def _group(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet], jobs: list[Job],
            verdicts: list[Verdict]) -> dict[str, list[list[Verdict]]]:
     grouped: dict[str, dict[str, list[Verdict]]] = {c.id: {e.id: [] for e in sets[c.id].examples} for c in criteria}
     for job, verdict in zip(jobs, verdicts):
@@ -77,7 +78,7 @@ def _group(criteria: list[LLMCriterion], sets: dict[str, CalibrationSet], jobs: 
     return {cid: [trials for trials in by_example.values() if trials] for cid, by_example in grouped.items()}
 
 
-async def judge_sets(criteria: list[LLMCriterion], sets: dict[str, CalibrationSet], models: dict[str, str],
+async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet], models: dict[str, str],
                      options: "Options", llm: LLM | None,
                      progress: Callable[[int, int], None] | None) -> Run:
     asker = _Asker(list(models.values()), options, llm)
@@ -86,12 +87,20 @@ async def judge_sets(criteria: list[LLMCriterion], sets: dict[str, CalibrationSe
             return await _in_looks(asker, criteria, sets, models, options)
         jobs = [job for c in criteria for job in _jobs(c, sets[c.id].examples, models[c.id], options)]
         verdicts = await asker.ask(jobs, progress)
-        return Run(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
+        # Claims criteria whose examples carry claim-level labels: verify the labelled claims too,
+        # so extraction and verification errors can be told apart.
+        gold = [ClaimsJob(c, e, models[c.id], 0, options.api_base, options.structured,
+                          gold=tuple(claim.claim for claim in e.claims))
+                for c in criteria if isinstance(c, ClaimsCriterion) for e in sets[c.id].examples if e.claims]
+        checked: dict[str, dict[str, Verdict]] = {}
+        for job, verdict in zip(gold, await asker.ask(gold, None) if gold else []):
+            checked.setdefault(job.criterion_id, {})[job.example_id] = verdict
+        return Run(_group(criteria, sets, jobs, verdicts), asker.elapsed_s, gold=checked)
     finally:
         await asker.aclose()
 
 
-async def _in_looks(asker: _Asker, criteria: list[LLMCriterion], sets: dict[str, CalibrationSet],
+async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet],
                     models: dict[str, str], options: "Options") -> Run:
     """Batches of examples in seeded random order; after each, stop the criteria whose decision is settled."""
     from judgekit.policy import Policy

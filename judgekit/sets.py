@@ -19,9 +19,16 @@ from typing import Any, Literal
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
-from judgekit.criteria import Criterion, ExampleId, Frozen, LLMCriterion, canonical_hash
+from judgekit.criteria import ClaimsCriterion, Criterion, ExampleId, Frozen, LLMCriterion, canonical_hash
 from judgekit.errors import InputError, Problem
 from judgekit.files import RECORD_SUFFIXES, iter_records, parse_bool, problems_of
+
+
+class LabelledClaim(Frozen):
+    """A claim of the reply as a person extracted it, and whether the source supports it."""
+
+    claim: str = Field(min_length=1)
+    supported: StrictBool
 
 
 class Example(Frozen):
@@ -35,6 +42,8 @@ class Example(Frozen):
     labels: dict[str, StrictBool] | None = Field(None, description="Several annotators' labels; passed is their majority.")
     tags: list[str] = Field(default_factory=list)
     split: Literal["dev", "test"] | None = None
+    claims: list[LabelledClaim] | None = Field(None, description="Claim-level labels (claims criteria): the "
+                                                "reply's claims and whether each is supported.")
 
     @model_validator(mode="after")
     def _one_label(self) -> "Example":
@@ -173,6 +182,17 @@ def check_leakage(criterion: Criterion, calibration_set: CalibrationSet) -> None
                                   "remove it from the set or from the criterion's examples") for rid in leaked])
 
 
+def check_context(criterion: Criterion, calibration_set: CalibrationSet) -> None:
+    """A claims criterion checks claims against each example's source: an example without one is an error."""
+    if not isinstance(criterion, ClaimsCriterion):
+        return
+    missing = [e.id for e in calibration_set.examples if not (e.context or "").strip()]
+    if missing:
+        raise InputError([Problem(str(calibration_set.path), f"id {rid}", f"has no context; criterion {criterion.id!r} "
+                                  "checks the reply's claims against the example's source material: add 'context'")
+                          for rid in missing])
+
+
 def load_sets(directory: Path, criteria: list[Criterion]) -> dict[str, CalibrationSet]:
     """Load the set of each criterion, collecting the problems of all of them."""
     sets: dict[str, CalibrationSet] = {}
@@ -181,6 +201,7 @@ def load_sets(directory: Path, criteria: list[Criterion]) -> dict[str, Calibrati
         try:
             loaded = load_set(find_set(directory, criterion.id), criterion.id)
             check_leakage(criterion, loaded)
+            check_context(criterion, loaded)
             sets[criterion.id] = loaded
         except InputError as error:
             problems.extend(error.problems)

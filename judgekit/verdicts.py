@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-from pydantic import Field, StrictBool, ValidationError
+from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from judgekit.criteria import ExampleId, Frozen
 from judgekit.errors import InputError, Problem
@@ -34,6 +34,15 @@ class Usage:
     completion_tokens: int = 0
     cost: float | None = None
     latency_s: float = 0.0
+    calls: int | None = None  # when one verdict took several calls (a claims check): those asked,
+    cached_calls: int | None = None  # and those answered from the cache
+
+    @property
+    def counts(self) -> tuple[int, int]:
+        """(calls asked of the provider, calls answered from the cache) behind this verdict."""
+        if self.calls is not None:
+            return self.calls, self.cached_calls or 0
+        return (0, 1) if self.cached else (1, 0)
 
 
 @dataclass(frozen=True)
@@ -48,6 +57,7 @@ class Verdict:
     abstention: str | None = None
     raw: str | None = None
     usage: Usage | None = field(default=None, compare=False)
+    claims: tuple | None = field(default=None, compare=False)  # of judgekit.claims.ClaimCheck, for claims criteria
 
 
 def majority(trials: Sequence[Verdict]) -> Verdict:
@@ -68,15 +78,42 @@ def majority(trials: Sequence[Verdict]) -> Verdict:
     return Verdict(first.example_id, winner, reason)
 
 
+class RecordedClaim(Frozen):
+    """One claim of a reply and its verification, as a claims check recorded it."""
+
+    claim: str
+    supported: StrictBool | None = Field(description="null: the verification could not be read.")
+    evidence: str | None = None
+
+
 class RecordedVerdict(Frozen):
-    """One verdict in a verdict file: what `--verdicts` reads and a report's verdicts.jsonl holds."""
+    """One verdict in a verdict file: what `--verdicts` reads and a report's verdicts.jsonl holds.
+
+    For a claims criterion a record may give `claims` (each with `supported`) instead of `passed`;
+    the strict rule then decides: pass iff there is a claim and every claim is supported.
+    """
 
     criterion: str | None = None
     id: ExampleId
     trial: int = Field(0, ge=0)
-    passed: StrictBool | None
+    passed: StrictBool | None = None
     reason: str | None = None
     raw: str | None = Field(None, description="The judge's unreadable answer, kept as given.")
+    claims: list[RecordedClaim] | None = None
+
+    def line(self) -> str:
+        """One JSONL line; `passed` is always written (null is an abstention), defaults are not."""
+        import json
+
+        data = self.model_dump(mode="json", exclude_defaults=True)
+        given = {"passed": self.passed} if "passed" in self.model_fields_set else {}
+        return json.dumps({**data, **given}, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+    @model_validator(mode="after")
+    def _has_a_verdict(self) -> "RecordedVerdict":
+        if "passed" not in self.model_fields_set and self.claims is None:
+            raise ValueError("has no verdict; add 'passed': true, false or null (an abstention), or 'claims'")
+        return self
 
 
 def load_recorded(path: Path) -> list[RecordedVerdict]:
@@ -104,13 +141,27 @@ def load_recorded(path: Path) -> list[RecordedVerdict]:
     return records
 
 
-def match_recorded(path: Path, records: list[RecordedVerdict],
-                   sets: dict[str, CalibrationSet]) -> dict[str, list[list[Verdict]]]:
+def _verdict(record: RecordedVerdict, no_claims: str) -> Verdict:
+    passed, reason, checks = record.passed, record.reason, None
+    if record.claims is not None:
+        from judgekit.claims import ClaimCheck, aggregate
+
+        checks = tuple(ClaimCheck(c.claim, c.supported, c.evidence) for c in record.claims)
+        if "passed" not in record.model_fields_set:
+            passed, rule = aggregate(checks, no_claims)
+            reason = reason or rule
+    return Verdict(record.id, passed, reason, trial=record.trial, abstention="recorded" if passed is None else None,
+                   raw=record.raw, claims=checks)
+
+
+def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, CalibrationSet],
+                   no_claims: dict[str, str] | None = None) -> dict[str, list[list[Verdict]]]:
     """Pair recorded verdicts with the examples of each criterion's set, in the set's order.
 
     Returns, per criterion, one list of trial verdicts per example. Verdicts for unknown ids and
     examples without a verdict are errors that list them all; nothing is dropped silently.
-    Records of criteria not being calibrated in this run are left alone.
+    Records of criteria not being calibrated in this run are left alone. A record with claims and
+    no `passed` is decided by the strict rule, with the criterion's `no_claims` (default fail).
     """
     source = str(path)
     named = {r.criterion for r in records}
@@ -129,8 +180,7 @@ def match_recorded(path: Path, records: list[RecordedVerdict],
             problems.append(Problem(source, f"id {r.id}", f"has two verdicts for criterion {criterion_id!r} "
                                     f"trial {r.trial}; keep one or number the trials"))
             continue
-        trials[r.trial] = Verdict(r.id, r.passed, r.reason, trial=r.trial,
-                                  abstention="recorded" if r.passed is None else None, raw=r.raw)
+        trials[r.trial] = _verdict(r, (no_claims or {}).get(criterion_id, "fail"))
     out: dict[str, list[list[Verdict]]] = {}
     for criterion_id, cal in sets.items():
         known = {e.id for e in cal.examples}

@@ -49,7 +49,7 @@ def test_unknown_ids_and_missing_examples_are_listed(setup):
 
 
 @pytest.mark.parametrize("text, message", [
-    ('{"id": "p0"}', r"v.jsonl:line 1.passed: required key is missing"),
+    ('{"id": "p0"}', r"v.jsonl:line 1: has no verdict; add 'passed': true, false or null"),
     ('{"id": "p0", "passed": "yes"}', r"v.jsonl:line 1.passed: Input should be a valid boolean"),
     ('{"id": "p0", "passed": true, "score": 9}', r"v.jsonl:line 1.score: unknown key"),
     ('{"id": "p0", "passed": true}\n{"id": "p0", "passed": false}', r"p0: has two verdicts"),

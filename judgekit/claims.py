@@ -1,0 +1,337 @@
+"""Hallucination checks by claim extraction: a `kind: claims` criterion's two steps and its rule.
+
+1. Extraction: the judge lists the reply's atomic, self-contained factual claims, as JSON.
+2. Verification: each claim against the example's `context` — supported or not, quoting the
+   evidence; all claims of a reply in one call (`batch: true`) or one call per claim.
+3. The strict rule: pass iff at least one claim was extracted and every claim is supported. A
+   reply without claims fails unless the criterion says `no_claims: pass`; an unreadable step is
+   an abstention, never a guess.
+
+Every call goes through the same LLM stack as any judge call (cache, retries, usage).
+
+>>> aggregate([ClaimCheck("Paris is in France", True, "Paris, France")], "fail")
+(True, 'all 1 claim(s) supported')
+>>> aggregate([ClaimCheck("a", True), ClaimCheck("b", False)], "fail")
+(False, 'claim 2 not supported: b')
+>>> aggregate([], "fail")
+(False, 'no factual claim found in the reply')
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Sequence
+
+from judgekit.criteria import SYSTEM_PROMPT, ClaimsCriterion
+
+if TYPE_CHECKING:
+    from judgekit.llm import LLM, Completion, Request
+    from judgekit.sets import Example
+    from judgekit.verdicts import Verdict
+
+
+@dataclass(frozen=True)
+class ClaimCheck:
+    """One claim of a reply and what the verification step said of it (None: unreadable)."""
+
+    claim: str
+    supported: bool | None
+    evidence: str | None = None
+
+
+EXTRACT_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"claims": {"type": "array", "items": {"type": "string"}}},
+    "required": ["claims"], "additionalProperties": False}
+VERIFY_ONE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"evidence": {"type": "string"}, "supported": {"type": "boolean"}},
+    "required": ["evidence", "supported"], "additionalProperties": False}
+VERIFY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"results": {"type": "array", "items": {
+        "type": "object", "properties": {"claim": {"type": "integer"}, **VERIFY_ONE_SCHEMA["properties"]},
+        "required": ["claim", "evidence", "supported"], "additionalProperties": False}}},
+    "required": ["results"], "additionalProperties": False}
+
+
+def _format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+EXTRACT_PROMPT = """List every factual claim the reply makes, for this check: {{question}}
+
+A claim is one atomic statement that could be true or false, rewritten to stand on its own
+(replace pronouns by what they refer to). Leave out greetings, opinions, questions, offers and
+instructions; they are not claims. If the reply makes no factual claim, give an empty list.
+
+<output>
+{{output}}
+</output>
+
+Answer with JSON only: {"claims": ["<claim>", ...]}"""
+
+VERIFY_PROMPT = """Check each claim against the source material, and nothing else: {{question}}
+
+A claim is supported only if the source states it or it follows directly from the source. A
+claim the source does not mention is not supported, even if it is true in the world. For each
+claim, quote the sentence of the source that supports or contradicts it ("" if there is none).
+
+<context>
+{{context}}
+</context>
+
+Claims:
+{{claims}}
+
+Answer with JSON only: {"results": [{"claim": <number>, "evidence": "<quote>", "supported": true or false}, ...]}"""
+
+VERIFY_ONE_PROMPT = """Check this claim against the source material, and nothing else: {{question}}
+
+The claim is supported only if the source states it or it follows directly from the source. A
+claim the source does not mention is not supported, even if it is true in the world. Quote the
+sentence of the source that supports or contradicts it ("" if there is none).
+
+<context>
+{{context}}
+</context>
+
+<claim>
+{{claim}}
+</claim>
+
+Answer with JSON only: {"evidence": "<quote>", "supported": true or false}"""
+
+
+def prompt_templates(criterion: ClaimsCriterion) -> dict[str, Any]:
+    """Everything the two steps send besides the example: part of the criterion's fingerprint."""
+    return {"system": criterion.judge.system or SYSTEM_PROMPT, "extract": EXTRACT_PROMPT,
+            "verify": VERIFY_PROMPT if criterion.batch else VERIFY_ONE_PROMPT}
+
+
+def _messages(criterion: ClaimsCriterion, template: str, values: dict[str, str]) -> list[dict[str, str]]:
+    # One pass over the template, so text from the example is never expanded again.
+    user = re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), template)
+    return [{"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def _json_object(text: str) -> Any:
+    candidates = [text.strip(), *re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.DOTALL)]
+    start, end = text.find("{"), text.rfind("}")
+    if 0 <= start < end:
+        candidates.append(text[start:end + 1])
+    for candidate in candidates:
+        try:
+            data = json.loads(candidate)
+        except ValueError:
+            continue
+        if isinstance(data, dict):
+            return data
+    return None
+
+
+def read_claims(text: str) -> list[str] | None:
+    """The extracted claims, or None when the answer is not a list of claims."""
+    data = _json_object(text)
+    claims = data.get("claims") if data else None
+    if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
+        return None
+    return list(dict.fromkeys(c.strip() for c in claims if c.strip()))  # no empty or repeated claims
+
+
+def read_checks(text: str, claims: Sequence[str]) -> list[ClaimCheck] | None:
+    """The batch verification of `claims`, or None unless it decides every claim exactly once."""
+    data = _json_object(text)
+    results = data.get("results") if data else None
+    if not isinstance(results, list):
+        return None
+    found: dict[int, ClaimCheck] = {}
+    for item in results:
+        if not (isinstance(item, dict) and isinstance(item.get("claim"), int) and isinstance(item.get("supported"), bool)):
+            return None
+        number = item["claim"]
+        if not 1 <= number <= len(claims) or number in found:
+            return None
+        evidence = item.get("evidence")
+        found[number] = ClaimCheck(claims[number - 1], item["supported"], evidence if isinstance(evidence, str) else None)
+    return [found[n] for n in range(1, len(claims) + 1)] if len(found) == len(claims) else None
+
+
+def read_check(text: str, claim: str) -> ClaimCheck | None:
+    data = _json_object(text)
+    if not data or not isinstance(data.get("supported"), bool):
+        return None
+    evidence = data.get("evidence")
+    return ClaimCheck(claim, data["supported"], evidence if isinstance(evidence, str) else None)
+
+
+def aggregate(checks: Sequence[ClaimCheck], no_claims: str) -> tuple[bool | None, str]:
+    """The strict rule: pass iff there is a claim and every claim is supported."""
+    if not checks:
+        return no_claims == "pass", "no factual claim found in the reply"
+    for number, check in enumerate(checks, start=1):
+        if check.supported is False:
+            return False, f"claim {number} not supported: {check.claim}"
+    if any(check.supported is None for check in checks):
+        return None, "a claim's verification could not be read"
+    return True, f"all {len(checks)} claim(s) supported"
+
+
+@dataclass(frozen=True)
+class ClaimsJob:
+    """One claims check to make: one example of a claims criterion, in one trial."""
+
+    criterion: ClaimsCriterion
+    example: "Example"
+    model: str
+    trial: int = 0
+    api_base: str | None = None
+    structured: bool = True
+    gold: tuple[str, ...] | None = None  # verify these labelled claims instead of extracting (stage errors)
+
+    @property
+    def criterion_id(self) -> str:
+        return self.criterion.id
+
+    @property
+    def example_id(self) -> str:
+        return self.example.id
+
+    def _request(self, messages: list[dict[str, str]], name: str, schema: dict[str, Any]) -> "Request":
+        from judgekit.llm import Request
+
+        settings = self.criterion.judge
+        return Request(model=self.model, messages=messages, temperature=settings.temperature,
+                       max_tokens=settings.max_tokens, response_format=_format(name, schema) if self.structured else None,
+                       trial=self.trial, api_base=self.api_base)
+
+    def extraction(self) -> "Request":
+        return self._request(_messages(self.criterion, EXTRACT_PROMPT, {"question": self.criterion.question,
+                                                                       "output": self.example.output}),
+                             "claims", EXTRACT_SCHEMA)
+
+    def verifications(self, claims: Sequence[str]) -> list["Request"]:
+        values = {"question": self.criterion.question, "context": self.example.context or ""}
+        if self.criterion.batch:
+            listed = "\n".join(f"{n}. {claim}" for n, claim in enumerate(claims, start=1))
+            return [self._request(_messages(self.criterion, VERIFY_PROMPT, {**values, "claims": listed}),
+                                  "verification", VERIFY_SCHEMA)]
+        return [self._request(_messages(self.criterion, VERIFY_ONE_PROMPT, {**values, "claim": claim}),
+                              "verification", VERIFY_ONE_SCHEMA) for claim in claims]
+
+    def _verdict(self, extracted: "Completion", verified: Sequence["Completion"] = ()) -> "Verdict":
+        from judgekit.verdicts import Verdict
+
+        completions = [extracted, *verified]
+        usage = _usage(completions)
+        claims = read_claims(extracted.text)
+        if claims is None:
+            return Verdict(self.example_id, None, "the extraction step's answer is not a list of claims", self.trial,
+                           "unparseable extraction", raw=extracted.text[:2000], usage=usage)
+        if not claims:
+            passed, reason = aggregate([], self.criterion.no_claims)
+            return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=())
+        return self._checked(claims, verified, usage)
+
+    def _gold(self, verified: Sequence["Completion"]) -> "Verdict":
+        return self._checked(list(self.gold or ()), verified, _usage(verified))
+
+    def _checked(self, claims: list[str], verified: Sequence["Completion"], usage: Any) -> "Verdict":
+        from judgekit.verdicts import Verdict
+
+        if self.criterion.batch:
+            checks = read_checks(verified[0].text, claims)
+        else:
+            single = [read_check(c.text, claim) for c, claim in zip(verified, claims)]
+            checks = None if any(s is None for s in single) else single  # type: ignore[assignment]
+        if checks is None:
+            return Verdict(self.example_id, None, "the verification step's answer does not decide every claim",
+                           self.trial, "unparseable verification", raw=verified[0].text[:2000], usage=usage,
+                           claims=tuple(ClaimCheck(claim, None) for claim in claims))
+        passed, reason = aggregate(checks, self.criterion.no_claims)
+        return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=tuple(checks))
+
+    def cached(self, llm: "LLM") -> "Verdict | None":
+        """The verdict from cached answers alone, or None when a step is not cached."""
+        if self.gold is not None:
+            verified = [llm.lookup(request) for request in self.verifications(self.gold)]
+            return None if any(v is None for v in verified) else self._gold(verified)  # type: ignore[arg-type]
+        extracted = llm.lookup(self.extraction())
+        if extracted is None:
+            return None
+        claims = read_claims(extracted.text)
+        if not claims:
+            return self._verdict(extracted)
+        verified = [llm.lookup(request) for request in self.verifications(claims)]
+        return None if any(v is None for v in verified) else self._verdict(extracted, verified)  # type: ignore[arg-type]
+
+    async def ask(self, llm: "LLM") -> "Verdict":
+        """Both steps; the verification calls of one reply run one after another."""
+        if self.gold is not None:
+            return self._gold([await llm.complete(request) for request in self.verifications(self.gold)])
+        extracted = await llm.complete(self.extraction())
+        claims = read_claims(extracted.text)
+        if not claims:
+            return self._verdict(extracted)
+        verified = [await llm.complete(request) for request in self.verifications(claims)]
+        return self._verdict(extracted, verified)
+
+
+def _usage(completions: Sequence["Completion"]) -> Any:
+    from judgekit.verdicts import Usage
+
+    live = [c for c in completions if not c.cached]  # cached answers cost nothing this time
+    costs = [c.cost for c in live]
+    return Usage(cached=not live, prompt_tokens=sum(c.prompt_tokens for c in live),
+                 completion_tokens=sum(c.completion_tokens for c in live),
+                 cost=None if any(c is None for c in costs) else sum(costs),  # type: ignore[misc]
+                 latency_s=sum(c.latency_s for c in live), calls=len(live), cached_calls=len(completions) - len(live))
+
+
+def claims_jobs(criterion: ClaimsCriterion, examples: Sequence["Example"], model: str, trials: int,
+                api_base: str | None = None, structured: bool = True) -> list[ClaimsJob]:
+    return [ClaimsJob(criterion, example, model, trial, api_base, structured)
+            for example in examples for trial in range(trials)]
+
+
+@dataclass(frozen=True)
+class Stages:
+    """Where a claims check goes wrong, over the examples with claim-level labels: the
+    verification step against the labelled claims (positive = supported), and each wrong
+    end-to-end verdict put down to extraction (right when the labelled claims are verified
+    instead) or to verification (wrong even then)."""
+
+    examples: int
+    claims: int
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+    extraction_errors: int
+    verification_errors: int
+    unreadable: int
+
+
+def stages(examples: Sequence["Example"], final: Sequence["Verdict"], gold: dict[str, "Verdict"]) -> Stages:
+    tp = fp = tn = fn = extraction = verification = unreadable = used = claims = 0
+    for example, verdict in zip(examples, final):
+        checked = gold.get(example.id)
+        if not example.claims or checked is None:
+            continue
+        if checked.passed is None or checked.claims is None:
+            unreadable += 1
+            continue
+        used += 1
+        for labelled, check in zip(example.claims, checked.claims):
+            claims += 1
+            if labelled.supported:
+                tp, fn = (tp + 1, fn) if check.supported else (tp, fn + 1)
+            else:
+                fp, tn = (fp + 1, tn) if check.supported else (fp, tn + 1)
+        if verdict.passed is not None and verdict.passed != example.label:
+            if checked.passed == example.label:
+                extraction += 1
+            else:
+                verification += 1
+    return Stages(used, claims, tp, fp, tn, fn, extraction, verification, unreadable)
