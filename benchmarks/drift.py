@@ -4,7 +4,7 @@ when nothing did.
     python benchmarks/drift.py              # 2,000 simulated pairs of runs / windows per row
 
 1. `judgekit drift` on two runs of the same judge fingerprint over 200 labelled examples
-   (half pass, judge TPR 0.90 / TNR 0.85), default policy (alpha 0.05, max_flip_rate 0.02):
+   (half pass, judge TPR 0.90 / TNR 0.85), default policy (alpha 0.05, max_run_flip_rate 0.02):
    a silent change on 10% / 5% of the examples (their verdicts flipped), and nothing changed but
    the judge's own noise: each run's verdict of an example departs from the judge's usual one
    with probability q, independently in each run, q = 0 or q such that an example flips between
@@ -54,7 +54,7 @@ def main() -> None:
     for name, changed, noise in (("silently changed on 10% of examples", 20, 0.0),
                                  ("silently changed on 5% of examples", 10, 0.0),
                                  ("nothing changed, deterministic judge", 0, 0.0),
-                                 ("nothing changed, judge flips 2% between runs", 0, policy.max_flip_rate)):
+                                 ("nothing changed, judge flips 2% between runs", 0, policy.max_run_flip_rate)):
         hits = 0
         for _ in range(args.reps):
             labels = rng.random(200) < 0.5

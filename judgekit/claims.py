@@ -117,18 +117,9 @@ def _messages(criterion: ClaimsCriterion, template: str, values: dict[str, str])
 
 
 def _json_object(text: str) -> Any:
-    candidates = [text.strip(), *re.findall(r"```(?:json)?\s*(\{.*?\})\s*```", text, re.DOTALL)]
-    start, end = text.find("{"), text.rfind("}")
-    if 0 <= start < end:
-        candidates.append(text[start:end + 1])
-    for candidate in candidates:
-        try:
-            data = json.loads(candidate)
-        except ValueError:
-            continue
-        if isinstance(data, dict):
-            return data
-    return None
+    from judgekit.judge import json_object
+
+    return json_object(text)
 
 
 def read_claims(text: str) -> list[str] | None:
@@ -246,8 +237,10 @@ class ClaimsJob:
             single = [read_check(c.text, claim) for c, claim in zip(verified, claims)]
             checks = None if any(s is None for s in single) else single  # type: ignore[assignment]
         if checks is None:
+            unread = verified[0] if self.criterion.batch else next(
+                c for c, claim in zip(verified, claims) if read_check(c.text, claim) is None)
             return Verdict(self.example_id, None, "the verification step's answer does not decide every claim",
-                           self.trial, "unparseable verification", raw=verified[0].text[:2000], usage=usage,
+                           self.trial, "unparseable verification", raw=unread.text[:2000], usage=usage,
                            claims=tuple(ClaimCheck(claim, None) for claim in claims))
         passed, reason = aggregate(checks, self.criterion.no_claims)
         return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=tuple(checks))
@@ -267,15 +260,30 @@ class ClaimsJob:
         return None if any(v is None for v in verified) else self._verdict(extracted, verified)  # type: ignore[arg-type]
 
     async def ask(self, llm: "LLM") -> "Verdict":
-        """Both steps; the verification calls of one reply run one after another."""
-        if self.gold is not None:
-            return self._gold([await llm.complete(request) for request in self.verifications(self.gold)])
-        extracted = await llm.complete(self.extraction())
-        claims = read_claims(extracted.text)
-        if not claims:
-            return self._verdict(extracted)
-        verified = [await llm.complete(request) for request in self.verifications(claims)]
-        return self._verdict(extracted, verified)
+        """Both steps; the verification calls of one reply run one after another. A call that fails
+        after its retries makes the check an abstention, with the usage of every call made."""
+        from dataclasses import replace
+
+        from judgekit.judge import call_failed
+        from judgekit.llm import CallError
+
+        done: list["Completion"] = []
+        try:
+            if self.gold is not None:
+                for request in self.verifications(self.gold):
+                    done.append(await llm.complete(request))
+                return self._gold(done)
+            done.append(await llm.complete(self.extraction()))
+            claims = read_claims(done[0].text)
+            if not claims:
+                return self._verdict(done[0])
+            for request in self.verifications(claims):
+                done.append(await llm.complete(request))
+            return self._verdict(done[0], done[1:])
+        except CallError as error:
+            usage = _usage(done)
+            return call_failed(self.example_id, self.trial, error, replace(usage, calls=(usage.calls or 0) + 1,
+                                                                           cached=False))
 
 
 def _usage(completions: Sequence["Completion"]) -> Any:

@@ -56,14 +56,14 @@ def history_(
 
 def _pairs(db, criteria: list[str], before: Optional[int], after: Optional[int]):
     """The runs to compare: the two named, or per criterion its last run and the latest earlier
-    run on the same calibration set."""
+    run on the same calibration set; and a note for each criterion that has none."""
     from judgekit.errors import InputError
 
     if (before is None) != (after is None):
         raise InputError.one("--before/--after", "", "give both run ids, or neither")
     if before is not None:
-        return [(db.run(before), db.run(after))]
-    pairs = []
+        return [(db.run(before), db.run(after))], []
+    pairs, notes = [], []
     runs = db.runs()
     for name in criteria or sorted({r.criterion for r in runs}):
         mine = [r for r in runs if r.criterion == name]
@@ -73,18 +73,24 @@ def _pairs(db, criteria: list[str], before: Optional[int], after: Optional[int])
         earlier = [r for r in mine[:-1] if r.set_fingerprint == last.set_fingerprint]
         if earlier:
             pairs.append((earlier[-1], last))
+        elif len(mine) > 1:
+            notes.append(f"{name}: skipped, its last run (run {last.id}) is the first on its calibration set as it "
+                         f"is now; compare across sets with --before {mine[-2].id} --after {last.id}")
+        else:
+            notes.append(f"{name}: skipped, it has a single run (run {last.id})")
     if not pairs:
-        raise InputError.one(db.path, "", "no criterion has two runs on the same calibration set yet; "
-                                          "calibrate again (or `judgekit recheck`) to have something to compare")
-    return pairs
+        raise InputError.one(db.path, "", "nothing to compare: " + "; ".join(notes))
+    return pairs, notes
 
 
-def _report_drifts(drifts, as_json: bool) -> None:
+def _report_drifts(drifts, as_json: bool, notes: list[str] = ()) -> None:
     if as_json:
-        typer.echo(json.dumps([d.to_dict() for d in drifts], indent=2))
+        typer.echo(json.dumps({"drifts": [d.to_dict() for d in drifts], "notes": list(notes)}, indent=2))
     else:
         for d in drifts:
             typer.echo("\n".join(d.lines()))
+        for note in notes:
+            typer.echo(note)
     raise typer.Exit(max(d.exit_code for d in drifts))
 
 
@@ -107,11 +113,11 @@ def drift(
     try:
         policy = load_settings(DriftPolicy, "drift", config)
         with History.open(history, create=False) as db:
-            drifts = [compare(b, a, db.outcomes(b.id), db.outcomes(a.id), policy)
-                      for b, a in _pairs(db, list(criterion or []), before, after)]
+            pairs, notes = _pairs(db, list(criterion or []), before, after)
+            drifts = [compare(b, a, db.outcomes(b.id), db.outcomes(a.id), policy) for b, a in pairs]
     except JudgekitError as error:
         _fail(error)
-    _report_drifts(drifts, as_json)
+    _report_drifts(drifts, as_json, notes)
 
 
 @app.command()
@@ -120,6 +126,7 @@ def recheck(
     size: int = typer.Option(10, min=2, help="Examples in each criterion's frozen canary subset."),
     criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files."),
     sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets."),
+    split: Optional[str] = typer.Option(None, help="Draw the canary from this split (dev or test), as calibrated."),
     model: Optional[str] = typer.Option(None, help="Judge model (as for calibrate)."),
     api_base: Optional[str] = typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers)."),
     timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
@@ -127,30 +134,41 @@ def recheck(
     config: Optional[Path] = CONFIG,
     as_json: bool = typer.Option(False, "--json", help="The comparisons as JSON."),
 ) -> None:
-    """The cheap daily check for a silent model update: re-ask a small frozen subset of each LLM
-    criterion's set, without the cache, and compare with the last run on that set."""
+    """The cheap daily check for a silent model update: re-ask a small frozen subset of each LLM or
+    claims criterion's set, without the cache, and compare with its last calibration on that set."""
     from judgekit.criteria import JUDGED, load_criteria
     from judgekit.drift import compare
     from judgekit.errors import InputError, JudgekitError
     from judgekit.history import History
-    from judgekit.pipeline import Options, calibrate
+    from judgekit.pipeline import Options, calibrate, load_inputs
     from judgekit.policy import DriftPolicy, load_settings
 
+    if split not in (None, "dev", "test"):
+        typer.echo("error: --split takes dev or test", err=True)
+        raise typer.Exit(EXIT_INPUT)
     try:
         policy = load_settings(DriftPolicy, "drift", config)
         with History.open(history, create=False) as db:
-            ids = list(criterion or [c.id for c in load_criteria(criteria) if isinstance(c, JUDGED)])
+            judged = [c.id for c in load_criteria(criteria) if isinstance(c, JUDGED)]
+            ids = list(criterion or judged)
+            if not ids or not set(ids) <= set(judged):
+                raise InputError.one(criteria, ", ".join(sorted(set(ids) - set(judged))) or "",
+                                     "recheck re-asks LLM and claims criteria; there is none of that name here")
+            # Every baseline is found before anything is judged: the last calibration on the set as it is.
+            _, on_disk = load_inputs(criteria, sets, ids, split)
+            baselines = {}
+            for cid in ids:
+                found = [r for r in db.runs(cid, purpose="calibrate") if r.set_fingerprint == on_disk[cid].fingerprint]
+                if not found:
+                    raise InputError.one(db.path, cid, "no calibration on this calibration set as it is now"
+                                         + (f" (split {split})" if split else "") + " to re-check against; run "
+                                         f"`judgekit calibrate{' --split ' + split if split else ''}` first")
+                baselines[cid] = found[-1]
             fresh = calibrate(Options(criteria_dir=criteria, sets_dir=sets, criterion_ids=ids, model=model,
-                                      api_base=api_base, cache_dir=None, timeout_s=timeout, canary=size))
-            drifts = []
-            for c in fresh.criteria:
-                earlier = [r for r in db.runs(c.id) if r.set_fingerprint == c.set_fingerprint]
-                if not earlier:
-                    raise InputError.one(db.path, c.id, "no earlier run on this calibration set to re-check "
-                                                        "against; run `judgekit calibrate` first")
-                (run_id,) = db.record(fresh.model_copy(update={"criteria": [c]}), purpose="recheck")
-                drifts.append(compare(earlier[-1], db.run(run_id), db.outcomes(earlier[-1].id),
-                                      db.outcomes(run_id), policy))
+                                      api_base=api_base, cache_dir=None, timeout_s=timeout, canary=size, split=split))
+            run_ids = db.record(fresh, purpose="recheck")
+            drifts = [compare(baselines[c.id], db.run(run_id), db.outcomes(baselines[c.id].id), db.outcomes(run_id),
+                              policy) for c, run_id in zip(fresh.criteria, run_ids)]
     except JudgekitError as error:
         _fail(error)
     except KeyboardInterrupt:
@@ -169,9 +187,11 @@ def monitor(
     config: Optional[Path] = CONFIG,
     as_json: bool = typer.Option(False, "--json", help="Every window and alert as JSON."),
     plot: Optional[Path] = typer.Option(None, help="Write a PNG of pass rate over time here."),
+    recent: int = typer.Option(1, min=1, help="Exit 1 when one of each criterion's last N windows alerts "
+                               "(older alerts are listed, not acted on)."),
 ) -> None:
     """Pass rate per criterion per window, corrected for the judge, alerting on significant drops
-    against the earlier windows. Exit 0 no alert, 1 an alert, 2 bad input."""
+    against the earlier windows. Exit 0 no recent alert, 1 an alert in the last --recent windows, 2 bad input."""
     from judgekit.errors import JudgekitError
     from judgekit.monitor import MonitorPolicy, read_counts, watch
     from judgekit.policy import load_settings
@@ -180,14 +200,18 @@ def monitor(
     try:
         policy = load_settings(MonitorPolicy, "monitor", config)
         if window is not None:
-            policy = MonitorPolicy.model_validate({**policy.model_dump(), "window": window})
+            from judgekit.policy import parse_duration
+
+            try:
+                parse_duration(window)
+            except ValueError as error:
+                typer.echo(f"error: --window: {error}", err=True)
+                raise typer.Exit(EXIT_INPUT) from None
+            policy = policy.model_copy(update={"window": window})
         result = watch(read_counts(file, policy.window), policy, Report.read_if_any(report))
         if plot is not None:
             result.plot(plot)
     except JudgekitError as error:
         _fail(error)
-    except ValueError as error:  # a bad --window
-        typer.echo(f"error: --window: {error}", err=True)
-        raise typer.Exit(EXIT_INPUT) from None
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else "\n".join(result.lines()))
-    raise typer.Exit(1 if result.alerts else 0)
+    raise typer.Exit(1 if result.recent_alerts(recent) else 0)

@@ -126,6 +126,9 @@ class RegexCriterion(CriterionBase):
         return (found is not None) == (self.match_means == "pass"), reason
 
 
+CLAIMS_MAX_TOKENS = 1024
+
+
 class ClaimsCriterion(CriterionBase):
     """A hallucination check, defined from the product down: extract every factual claim of the
     reply, check each against the example's `context`, pass only if there is at least one claim
@@ -135,14 +138,17 @@ class ClaimsCriterion(CriterionBase):
     no_claims: Literal["pass", "fail"] = Field("fail", description="The verdict on a reply with no factual "
                                                "claim: fail (the default, fail-closed) or pass.")
     batch: bool = Field(True, description="Verify all claims of a reply in one call; false: one call per claim.")
-    judge: JudgeSettings = JudgeSettings(max_tokens=1024)
+    judge: JudgeSettings = Field(default_factory=lambda: JudgeSettings(max_tokens=CLAIMS_MAX_TOKENS),
+                                 description="As for llm criteria; max_tokens defaults to 1024.")
 
     @field_validator("judge")
     @classmethod
-    def _no_custom_prompt(cls, value: JudgeSettings) -> JudgeSettings:
+    def _claims_settings(cls, value: JudgeSettings) -> JudgeSettings:
         if value.prompt is not None:
             raise ValueError("a claims criterion uses judgekit's extraction and verification prompts; remove "
                              "judge.prompt (judge.system may still set the system message)")
+        if "max_tokens" not in value.model_fields_set:  # claim lists and quoted evidence need room
+            value = value.model_copy(update={"max_tokens": CLAIMS_MAX_TOKENS})
         return value
 
 

@@ -1,12 +1,13 @@
 """Has the judge changed? Two runs of one criterion compared on the examples both decided.
 
 Flips are counted in each direction (pass -> fail, fail -> pass). Whether agreement with the
-labels changed is an exact McNemar test on the examples one run got right and the other wrong.
+labels changed is an exact McNemar test on the examples one run got right and the other did not
+(wrong, or abstained); an example relabelled between the runs is left out.
 A judge whose fingerprint (model, prompt, parameters) did not change should not flip more than
-its own noise allows (`max_flip_rate`): more flips than that, or a significant McNemar, is a
+its own noise allows (`max_run_flip_rate`): more flips than that, or a significant McNemar, is a
 silent provider-side change. When the fingerprint did change, flips are expected; DRIFT then
-means agreement got significantly worse. Two tests at once share the error budget (Bonferroni),
-so the false-alarm rate stays at `alpha`.
+means agreement got significantly worse. With an unchanged fingerprint the two tests share the
+error budget (Bonferroni), so the false-alarm rate stays at `alpha`.
 
 >>> round(mcnemar_exact(5, 4), 3), round(mcnemar_exact(15, 2), 4)
 (1.0, 0.0023)
@@ -14,6 +15,7 @@ so the false-alarm rate stays at `alpha`.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -62,6 +64,9 @@ class Drift:
     status: str
     reasons: list[str] = field(default_factory=list)
     policy_flip_rate: float = 0.0
+    compared: int = 0  # examples in both runs with the same label
+    newly_abstained: list[str] = field(default_factory=list)
+    newly_decided: list[str] = field(default_factory=list)
 
     @property
     def exit_code(self) -> int:
@@ -72,6 +77,7 @@ class Drift:
 
         return {"criterion": self.criterion, "status": self.status, "reasons": self.reasons,
                 "before": self.before.id, "after": self.after.id, "changed": self.changed, "shared": self.shared,
+                "compared": self.compared, "newly_abstained": self.newly_abstained, "newly_decided": self.newly_decided,
                 "flips": {"pass_to_fail": self.to_fail, "fail_to_pass": self.to_pass},
                 "right_to_wrong": self.right_to_wrong, "wrong_to_right": self.wrong_to_right,
                 "mcnemar_p": self.mcnemar_p, "flip_p": self.flip_p,
@@ -85,6 +91,8 @@ class Drift:
         what = ", ".join(self.changed) if self.changed else "nothing (same judge, same set)"
         out = [f"{self.criterion}: run {self.before.id} ({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
                f"{self.after.id} ({self.after.created_at:%Y-%m-%d %H:%M}); changed: {what}",
+               f"  {self.compared} examples in both runs: abstained on {self.compared - self.shared} "
+               f"({len(self.newly_abstained)} newly, {len(self.newly_decided)} no longer)",
                f"  {self.shared} examples decided in both: {len(self.to_fail)} flipped pass->fail, "
                f"{len(self.to_pass)} fail->pass; against the labels {self.right_to_wrong} right->wrong, "
                f"{self.wrong_to_right} wrong->right (exact McNemar p = {self.mcnemar_p:.3g})"]
@@ -92,8 +100,9 @@ class Drift:
             out.append(f"  flip rate {self.flip_rate:.3f} against the {self.policy_flip_rate:.3f} an unchanged "
                        f"judge may show (p = {self.flip_p:.3g})")
         for name, (delta, low, high) in self.changes.items():
+            change = "n/a" if math.isnan(delta) else f"{delta:+.3f}, 95% {low:+.3f} to {high:+.3f}"
             out.append(f"  {name}: {fmt_number(self.before.metrics.get(name))} -> "
-                       f"{fmt_number(self.after.metrics.get(name))} (change {delta:+.3f}, 95% {low:+.3f} to {high:+.3f})")
+                       f"{fmt_number(self.after.metrics.get(name))}; change on the shared examples {change}")
         out += [f"  {reason}" for reason in self.reasons]
         for label, ids in (("pass->fail", self.to_fail), ("fail->pass", self.to_pass)):
             if ids:
@@ -108,19 +117,28 @@ class Drift:
 
 def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: Outcomes,
             policy: DriftPolicy = DriftPolicy(), seed: int = 0) -> Drift:
-    """Compare two runs of one criterion on the examples both decided, and decide DRIFT / NO DRIFT."""
+    """Compare two runs of one criterion on the examples both hold with the same label, and decide."""
     if before.criterion != after.criterion:
         raise InputError.one("history", f"runs {before.id} and {after.id}",
                              f"are of different criteria ({before.criterion}, {after.criterion})")
-    shared = sorted((k for k in before_outcomes.keys() & after_outcomes.keys()
-                     if before_outcomes[k][1] is not None and after_outcomes[k][1] is not None), key=_natural)
-    if not shared:
+    if before.id == after.id:
+        raise InputError.one("history", f"run {before.id}", "compared with itself; give two different runs")
+    common = before_outcomes.keys() & after_outcomes.keys()
+    # An example relabelled between the runs says nothing about the judge: it is left out (and counted).
+    relabelled = sorted((k for k in common if before_outcomes[k][0] != after_outcomes[k][0]), key=_natural)
+    kept = sorted((k for k in common if before_outcomes[k][0] == after_outcomes[k][0]), key=_natural)
+    if not kept:
         raise InputError.one("history", f"runs {before.id} and {after.id}",
-                             "share no example decided in both; compare runs over the same calibration set")
+                             "share no example with the same label; compare runs over the same calibration set")
+    newly_abstained = [k for k in kept if before_outcomes[k][1] is not None and after_outcomes[k][1] is None]
+    newly_decided = [k for k in kept if before_outcomes[k][1] is None and after_outcomes[k][1] is not None]
+    shared = [k for k in kept if before_outcomes[k][1] is not None and after_outcomes[k][1] is not None]
     to_fail = [k for k in shared if before_outcomes[k][1] and not after_outcomes[k][1]]
     to_pass = [k for k in shared if not before_outcomes[k][1] and after_outcomes[k][1]]
+    # Right or not against the label, over every example both runs hold: an abstention is not right,
+    # so a judge that starts abstaining loses agreement like one that starts erring.
     right = {k: (before_outcomes[k][1] == before_outcomes[k][0], after_outcomes[k][1] == after_outcomes[k][0])
-             for k in shared}
+             for k in kept}
     right_to_wrong = sum(1 for b, a in right.values() if b and not a)
     wrong_to_right = sum(1 for b, a in right.values() if a and not b)
     mcnemar_p = mcnemar_exact(right_to_wrong, wrong_to_right)
@@ -128,9 +146,12 @@ def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: 
     same_judge = not ({"model", "prompt", "parameters"} & set(changed))
     reasons, drift = [], False
     flip_p = None
+    if newly_abstained or newly_decided:
+        reasons.append(f"the judge abstains on {len(newly_abstained)} example(s) it decided before and decides "
+                       f"{len(newly_decided)} it abstained on (an abstention counts as not right)")
     if same_judge:
-        level = policy.alpha / 2  # two tests share the error budget
-        flip_p = flip_excess(len(to_fail) + len(to_pass), len(shared), policy.max_flip_rate)
+        level = policy.alpha / 2  # two tests share the error budget (Bonferroni)
+        flip_p = flip_excess(len(to_fail) + len(to_pass), len(shared), policy.max_run_flip_rate)
         if flip_p < level:
             drift = True
             reasons.append("same fingerprint but different answers: a silent provider-side change (more flips "
@@ -140,21 +161,26 @@ def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: 
             reasons.append(f"same fingerprint but agreement with the labels got significantly "
                            f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: a silent provider-side change")
     else:
+        what = " and ".join(c for c in changed if c != "set")
         if mcnemar_p < policy.alpha and right_to_wrong > wrong_to_right:
             drift = True
-            reasons.append(f"the {' and '.join(changed)} changed and agreement with the labels got significantly worse")
+            reasons.append(f"the {what} changed and agreement with the labels got significantly worse")
         elif mcnemar_p < policy.alpha:
-            reasons.append(f"the {' and '.join(changed)} changed and agreement with the labels got significantly better")
+            reasons.append(f"the {what} changed and agreement with the labels got significantly better")
         else:
-            reasons.append(f"the {' and '.join(changed)} changed; agreement with the labels did not change "
-                           f"significantly")
+            reasons.append(f"the {what} changed; agreement with the labels did not change significantly")
+    if relabelled:
+        reasons.append(f"{len(relabelled)} example(s) were relabelled between the runs and are left out: "
+                       f"{', '.join(relabelled[:10])}{' …' if len(relabelled) > 10 else ''}")
     direction_p = mcnemar_exact(len(to_fail), len(to_pass))
     if direction_p < policy.alpha:
         reasons.append(f"the verdicts moved one way ({len(to_fail)} pass->fail, {len(to_pass)} fail->pass, exact "
-                       f"p = {direction_p:.2g}): pass rates judged downstream will {'fall' if len(to_fail) > len(to_pass) else 'rise'}")
+                       f"p = {direction_p:.2g}): pass rates judged downstream will "
+                       f"{'fall' if len(to_fail) > len(to_pass) else 'rise'}")
     return Drift(after.criterion, before, after, len(shared), to_fail, to_pass, right_to_wrong, wrong_to_right,
                  mcnemar_p, flip_p, _changes(shared, before_outcomes, after_outcomes, seed), changed,
-                 "DRIFT" if drift else "NO DRIFT", reasons, policy.max_flip_rate)
+                 "DRIFT" if drift else "NO DRIFT", reasons, policy.max_run_flip_rate,
+                 len(kept), newly_abstained, newly_decided)
 
 
 def _natural(text: str) -> tuple:
@@ -175,6 +201,8 @@ def _changes(shared: list[str], before: Outcomes, after: Outcomes, seed: int,
 
     from judgekit.metrics import _kappa_of_cells
 
+    if not shared:
+        return {name: (NAN, NAN, NAN) for name in ("tpr", "tnr", "cohen_kappa")}
     counts = np.zeros(8, dtype=int)
     for k in shared:
         counts[4 * before[k][0] + 2 * bool(before[k][1]) + bool(after[k][1])] += 1

@@ -101,9 +101,9 @@ class History:
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
-            db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA foreign_keys=ON")
-            _migrate(db, path)
+            _migrate(db, path)  # first: a database that is not judgekit's is refused before anything changes
+            db.execute("PRAGMA journal_mode=WAL")
         except sqlite3.DatabaseError as error:
             raise InputError.one(path, "", f"is not a judgekit history database ({error}); move it away "
                                            "and judgekit starts a new one") from None
@@ -211,6 +211,11 @@ def _migrate(db: sqlite3.Connection, path: Path) -> None:
     """Apply the migrations this database lacks, each with the version bump in one transaction."""
     with _transaction(db):  # another process may be migrating: read the version under the lock
         version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if version == 0 and tables:  # someone else's database: judgekit's always has a version
+            raise InputError.one(path, "", f"is another application's SQLite database (tables: "
+                                           f"{', '.join(sorted(tables)[:5])}); give judgekit a file of its own "
+                                           "with --history")
         if version > len(MIGRATIONS):
             raise InputError.one(path, "", f"was written by a newer judgekit (schema {version}, this one knows "
                                            f"{len(MIGRATIONS)}); upgrade judgekit to read it")

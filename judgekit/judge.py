@@ -39,7 +39,9 @@ _REFUSAL = re.compile(r"^\s*(i'?m sorry|i am sorry|i can(?:'|no)?t (?:help|assis
                       r"comply)|i won'?t|as an ai\b)", re.IGNORECASE)
 
 
-def _json_verdict(text: str) -> tuple[bool, str | None] | None:
+def json_object(text: str, wanted: Callable[[dict], bool] = lambda data: True) -> dict | None:
+    """The first JSON object in an answer that `wanted` accepts: the whole text, a code fence, or
+    the span from the first `{` to the last `}`."""
     candidates = [text.strip()] + _FENCE.findall(text)
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
@@ -49,10 +51,17 @@ def _json_verdict(text: str) -> tuple[bool, str | None] | None:
             data = json.loads(candidate)
         except ValueError:
             continue
-        if isinstance(data, dict) and isinstance(data.get("passed"), bool):
-            reasoning = data.get("reasoning")
-            return data["passed"], reasoning if isinstance(reasoning, str) else None
+        if isinstance(data, dict) and wanted(data):
+            return data
     return None
+
+
+def _json_verdict(text: str) -> tuple[bool, str | None] | None:
+    data = json_object(text, lambda d: isinstance(d.get("passed"), bool))
+    if data is None:
+        return None
+    reasoning = data.get("reasoning")
+    return data["passed"], reasoning if isinstance(reasoning, str) else None
 
 
 def read_answer(text: str, refusal: str | None = None) -> tuple[bool | None, str | None, str | None]:
@@ -123,9 +132,13 @@ async def judge_one(llm: LLM, job: Any) -> Verdict:
     try:
         return await job.ask(llm)
     except CallError as error:
-        tries = f" (after {error.attempts} attempts)" if error.attempts > 1 else ""
-        return Verdict(job.example_id, None, f"{error}{tries}", job.trial, f"error: {error.kind}",
-                       usage=Usage(latency_s=0.0))
+        return call_failed(job.example_id, job.trial, error, Usage(latency_s=0.0))
+
+
+def call_failed(example_id: str, trial: int, error: CallError, usage: Usage) -> Verdict:
+    """The abstention of a call that failed after its retries, saying why and after how many attempts."""
+    tries = f" (after {error.attempts} attempts)" if error.attempts > 1 else ""
+    return Verdict(example_id, None, f"{error}{tries}", trial, f"error: {error.kind}", usage=usage)
 
 
 T = TypeVar("T")

@@ -35,6 +35,11 @@ _TRUE = ("true", "1", "pass", "passed", "yes", "1.0", "True", True, 1)
 _FALSE = ("false", "0", "fail", "failed", "no", "0.0", "False", False, 0)
 _NULL = ("", "null", "none", "nan", "None")
 _VERDICTS = {**{k: 1.0 for k in _TRUE}, **{k: 0.0 for k in _FALSE}}
+_EXPECTED = {"timestamp": "ISO 8601 text, or a column of numbers: epoch seconds, 1970 to 9999",
+             "passed": "true / false / null", "criterion": "a criterion id, as text"}
+_MISSING = "\0missing"  # a JSON line without the key (never a value a file can hold: JSON text has no NUL)
+# Windows start on a Monday at 00:00 UTC (the epoch was a Thursday): 1970-01-05.
+ORIGIN = 4 * 86400
 
 
 @dataclass
@@ -105,8 +110,11 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple["pd.DataFra
                         raise InputError.one(path, f"line {number}", f"is not JSON: {error.msg}") from None
                     if not isinstance(record, dict):
                         raise InputError.one(path, f"line {number}", "must be a JSON object")
-            present = set().union(*(r.keys() for r in records[:1000])) | {k for r in records if len(r) != 4 for k in r}
-            frame = pd.DataFrame({name: [r.get(name) for r in records] for name in COLUMNS if name in present},
+            if not records:
+                first += len(lines)
+                continue
+            # A missing key is not a null: `_MISSING` marks it, and the reader names the line.
+            frame = pd.DataFrame({name: [r.get(name, _MISSING) for r in records] for name in COLUMNS},
                                  index=pd.RangeIndex(len(records)))
             # Line numbers for messages (pandas would deep-copy them through every operation in attrs).
             yield frame, [first + i for i, line in enumerate(lines) if line.strip()]
@@ -133,14 +141,35 @@ def _passed(column: "pd.Series") -> tuple["pd.Series", "pd.Series"]:
 
 
 def _timestamps(column: "pd.Series") -> "pd.Series":
-    """Seconds since the epoch (NaN where unreadable); numbers are epoch seconds, text is ISO 8601
-    (without an offset it is taken as UTC)."""
+    """Seconds since the epoch (NaN where unreadable): a column of numbers is epoch seconds, text is
+    ISO 8601 (without an offset it is taken as UTC). Times before 1970 or after 9999 are unreadable."""
     import pandas as pd
 
-    if pd.api.types.is_numeric_dtype(column):
-        return column.astype(float)
-    parsed = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
-    return (parsed - pd.Timestamp(0, tz="UTC")).dt.total_seconds()  # NaT becomes NaN
+    if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
+        seconds = column.astype(float)
+    else:
+        column = column.astype(str)  # a number among text is not read as epoch seconds: only a numeric column is
+        try:
+            parsed = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
+        except (pd.errors.OutOfBoundsDatetime, OverflowError, ValueError, TypeError):
+            parsed = pd.to_datetime(column.map(_one_timestamp), utc=True)  # value by value, to find the bad ones
+        # Whole seconds in the parsed unit (pandas keeps years outside 1677-2262 in coarser units).
+        values = parsed.dt.as_unit("s").array.asi8.astype(float)
+        values[parsed.isna().to_numpy()] = float("nan")
+        seconds = pd.Series(values, index=column.index)
+    return seconds.where((seconds >= 0) & (seconds < _YEAR_10000))
+
+
+_YEAR_10000 = 253_402_300_800
+
+
+def _one_timestamp(value: Any) -> Any:
+    import pandas as pd
+
+    try:
+        return pd.to_datetime(value, utc=True, format="ISO8601")
+    except (pd.errors.OutOfBoundsDatetime, OverflowError, ValueError, TypeError):
+        return pd.NaT
 
 
 def read_counts(path: Path | str, window: str) -> Counts:
@@ -151,32 +180,42 @@ def read_counts(path: Path | str, window: str) -> Counts:
     if not path.is_file():
         raise InputError.one(path, "", "no such file of judged samples")
     counts = Counts(parse_duration(window).total_seconds())
-    first_line = {".csv": 2, ".parquet": 0}.get(path.suffix.lower(), 1)  # the CSV header is line 1; rows count from 0
+    # Where a bad row is: JSON Lines by line; CSV by data row (a quoted cell may span lines); Parquet by row.
+    unit, first = {".csv": ("data row", 1), ".parquet": ("row", 0)}.get(path.suffix.lower(), ("line", 1))
     for chunk, lines in _chunks(path):
         missing = [c for c in COLUMNS if c not in chunk.columns]
         if missing:
             raise InputError.one(path, ", ".join(missing), "missing column; judged samples need timestamp, "
                                                            "criterion, passed (and optionally trace_id)")
+        absent = {c: chunk[c].eq(_MISSING) if lines is not None else None for c in COLUMNS}  # JSON Lines only
         seconds = _timestamps(chunk["timestamp"])
         passed, bad_verdict = _passed(chunk["passed"])
         criterion = chunk["criterion"]
         bad_criterion = criterion.isna() | (criterion.astype(str).str.strip() == "")
+        if criterion.dtype == object:  # JSON may hold a number, a list, an object: a criterion id is text
+            bad_criterion |= ~criterion.map(type).eq(str)
+        for column, mask in absent.items():  # a missing key reads as unreadable, then is named as missing
+            if mask is not None and mask.any():
+                {"timestamp": seconds, "passed": bad_verdict, "criterion": bad_criterion}[column][mask] = (
+                    float("nan") if column == "timestamp" else True)
         bad = seconds.isna() | bad_verdict | bad_criterion
         if bad.any():
             problems = []
             for index in np.flatnonzero(bad.to_numpy())[:20]:
-                line = lines[index] if lines else first_line + counts.rows + int(index)
+                where = lines[index] if lines else first + counts.rows + int(index)
                 what = ("timestamp" if math.isnan(seconds.iloc[index]) else
                         "passed" if bad_verdict.iloc[index] else "criterion")
-                value = chunk[what].iloc[index]
-                unit = "row" if path.suffix.lower() == ".parquet" else "line"
-                problems.append(Problem(str(path), f"{unit} {line}: {what}",
-                                        f"{value!r} is not readable (timestamps: ISO 8601 or epoch seconds; passed: "
-                                        f"true / false / null)"))
+                if absent[what] is not None and absent[what].iloc[index]:
+                    message = "missing key" + ("; write null for an abstention" if what == "passed" else "")
+                else:
+                    value = chunk[what].iloc[index]
+                    value = value.item() if hasattr(value, "item") else value  # numpy scalars shown as numbers
+                    message = f"{value!r} is not readable ({_EXPECTED[what]})"
+                problems.append(Problem(str(path), f"{unit} {where}: {what}", message))
             if int(bad.sum()) > 20:
                 problems.append(Problem(str(path), "", f"and {int(bad.sum()) - 20} more unreadable rows"))
             raise InputError(problems)
-        start = (np.floor(seconds.to_numpy() / counts.window_s) * counts.window_s).astype("int64")
+        start = (np.floor((seconds.to_numpy() - ORIGIN) / counts.window_s) * counts.window_s + ORIGIN).astype("int64")
         kind = np.where(np.isnan(passed.to_numpy()), 2, 1 - np.nan_to_num(passed.to_numpy()).astype(int))
         frame = chunk.assign(_start=start, _kind=kind).groupby(["criterion", "_start", "_kind"]).size()
         for (name, window_start, k), number in frame.items():
@@ -252,6 +291,13 @@ class Watch:
     def alerts(self) -> list[Window]:
         return [w for w in self.windows if w.alert]
 
+    def recent_alerts(self, last: int = 1) -> list[Window]:
+        """Alerts among each criterion's `last` windows: what an alerting tool acts on today."""
+        out = []
+        for name in {w.criterion for w in self.windows}:
+            out += [w for w in [w for w in self.windows if w.criterion == name][-last:] if w.alert]
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         from judgekit.report import finite
 
@@ -264,7 +310,8 @@ class Watch:
                     "alert": w.alert}
 
         return {"rows": self.rows, "policy": self.policy.model_dump(), "notes": self.notes,
-                "alerts": [one(w) for w in self.alerts], "windows": [one(w) for w in self.windows]}
+                "alerts": [one(w) for w in self.alerts], "latest_alerts": [one(w) for w in self.recent_alerts()],
+                "windows": [one(w) for w in self.windows]}
 
     def lines(self) -> list[str]:
         from judgekit.report import fmt_number
@@ -282,8 +329,9 @@ class Watch:
                            f"{fmt_number(w.corrected, 2) if w.corrected is not None else '-':>9}  "
                            f"{fmt_number(w.baseline, 2) if w.baseline is not None else '-':>8}  "
                            f"{f'{w.p_value:.2g}' if w.p_value is not None else '-':>7}" + ("  ALERT" if w.alert else ""))
-        alerts = self.alerts
-        out += ["", f"monitor: {len(alerts)} alert(s)" if alerts else "monitor: no alert"]
+        alerts, latest = self.alerts, self.recent_alerts()
+        out += ["", f"monitor: {len(alerts)} alert(s), {len(latest)} in a criterion's latest window" if alerts
+                else "monitor: no alert"]
         return out
 
     def plot(self, path: Path | str) -> None:
@@ -348,6 +396,6 @@ def watch(counts: Counts, policy: MonitorPolicy, report: "Report | None" = None)
             windows.append(Window(name, datetime.fromtimestamp(start, timezone.utc), passed, failed, abstained,
                                   wilson(passed, decided), corrected, corrected_interval,
                                   base_passed / base_n if base_n else None, base_n, p_value, alert))
-            if decided:
+            if decided and not alert:  # a window that alerted is not normal: it does not join the baseline
                 history.append((passed, decided))
     return Watch(windows, policy, counts.rows, notes)

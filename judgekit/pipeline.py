@@ -268,7 +268,9 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         n=result.n, abstained=result.abstained, confusion=ConfusionCounts(tp=k.tp, fp=k.fp, tn=k.tn, fn=k.fn),
         metrics={name: finite(value) for name, value in result.metrics.items()},
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
-        disagreements=disagreements, judge=judge, usage=_usage(all_trials), consistency=_consistency(all_trials),
+        # The labelled claims' verification calls were made for this report too: they count.
+        disagreements=disagreements, judge=judge, usage=_usage([*all_trials, *([v] for v in (gold or {}).values())]),
+        consistency=_consistency(all_trials),
         annotators=_annotators(cal, final), slices=_slices(cal, final),
         labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split, early_stop=stop,
         calibrated_at=datetime.now(timezone.utc),

@@ -23,10 +23,14 @@ _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
 
 
 def parse_duration(text: str) -> timedelta:
+    """`30d`, `12h`, `90m`, `1w`, `45s`: more than zero and at most 100 years."""
     match = _DURATION.match(text)
     if not match:
         raise ValueError(f"{text!r} is not a duration; write a number and a unit, like 30d, 12h or 90m")
-    return timedelta(seconds=float(match.group(1)) * _UNITS[match.group(2)])
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if not 0 < seconds <= 100 * 365 * 86400:
+        raise ValueError(f"{text!r} is not a usable duration; give more than zero and at most 100 years")
+    return timedelta(seconds=seconds)
 
 
 class Thresholds(Frozen):
@@ -113,12 +117,13 @@ SECTIONS = ("gate", "drift", "monitor")
 def read_section(section: str, path: Path | None = None, root: Path = Path(".")) -> tuple[Any, str]:
     """The `section` table of judgekit's settings and the file it came from ("" when none has it):
     `section:` in judgekit.yaml, or `[tool.judgekit.<section>]` in pyproject.toml. An explicit
-    `path` must exist; otherwise judgekit.yaml, then pyproject.toml, in `root`."""
+    `path` must exist; otherwise the first of judgekit.yaml and pyproject.toml in `root` that has
+    the section (so `gate:` in judgekit.yaml does not hide `[tool.judgekit.monitor]`)."""
+    if path is not None and not path.is_file():
+        raise InputError.one(path, "", "no such configuration file")
     candidates = [path] if path else [root / "judgekit.yaml", root / "pyproject.toml"]
     for candidate in candidates:
         if candidate is None or not candidate.is_file():
-            if path is not None:
-                raise InputError.one(path, "", "no such configuration file")
             continue
         if candidate.suffix == ".toml":
             import tomllib
@@ -127,10 +132,10 @@ def read_section(section: str, path: Path | None = None, root: Path = Path("."))
                 data = tomllib.loads(read_text(candidate))
             except tomllib.TOMLDecodeError as error:
                 raise InputError.one(candidate, "", f"is not valid TOML: {error}") from None
-            tool = data.get("tool", {}).get("judgekit")
-            if tool is None and path is None:
-                continue
-            return (tool or {}).get(section), str(candidate)
+            tool = data.get("tool", {}).get("judgekit") or {}
+            if section in tool or path is not None:
+                return tool.get(section), str(candidate)
+            continue
         data = read_yaml(candidate) or {}
         if not isinstance(data, dict):
             raise InputError.one(candidate, "", f"must be a YAML mapping with keys among {', '.join(SECTIONS)}")
@@ -138,7 +143,8 @@ def read_section(section: str, path: Path | None = None, root: Path = Path("."))
         if unknown:
             raise InputError.one(candidate, ", ".join(sorted(unknown)),
                                  f"unknown key; judgekit.yaml holds {', '.join(SECTIONS)}")
-        return data.get(section), str(candidate)
+        if section in data or path is not None:
+            return data.get(section), str(candidate)
     return None, ""
 
 
@@ -159,8 +165,8 @@ class DriftPolicy(Frozen):
     """When a change between two runs of a criterion counts as drift (`drift:` in judgekit.yaml)."""
 
     alpha: float = Field(0.05, gt=0, lt=1, description="False-alarm rate of the drift decision.")
-    max_flip_rate: float = Field(0.02, ge=0, lt=1, description="Share of examples an unchanged judge may flip "
-                                                               "between runs (its own non-determinism).")
+    max_run_flip_rate: float = Field(0.02, ge=0, lt=1, description="Share of examples an unchanged judge may "
+                                     "flip between two runs (its own non-determinism).")
 
 
 class MonitorPolicy(Frozen):

@@ -52,6 +52,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):
         config.stash[_TALLY] = _Tally(config)
         config.pluginmanager.register(config.stash[_TALLY], "judgekit-tally")
+        record = config.getoption("--judgekit-record")
+        if record:  # opened now, so a bad path stops the session before any judge call is paid for
+            try:
+                config.stash[_TALLY].record = open(Path(record), "a", encoding="utf-8")
+            except OSError as error:
+                raise pytest.UsageError(f"--judgekit-record {record}: cannot be written ({error.strerror}); "
+                                        "give a file in an existing, writable folder") from None
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -187,14 +194,11 @@ class _Tally:
 
     def _record(self, nodeid: str, criterion: str, passed: bool | None) -> None:
         """One JSONL row per verdict, in the shape `judgekit monitor` reads."""
-        path = self.config.getoption("--judgekit-record")
-        if not path:
+        if self.record is None:
             return
         import json
         from datetime import datetime, timezone
 
-        if self.record is None:
-            self.record = open(Path(path), "a", encoding="utf-8")
         self.record.write(json.dumps({"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                       "criterion": criterion, "passed": passed, "trace_id": nodeid}) + "\n")
         self.record.flush()
@@ -228,7 +232,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         if len(decided) < len(verdicts):
             line += f" ({len(verdicts) - len(decided)} abstained)"
         found = report.criterion(criterion_id) if report else None
-        if decided and found and found.judge and found.judge.kind == "llm":
+        if decided and found and found.judge and found.judge.kind in ("llm", "claims"):
             c = found.confusion
             try:
                 rate = corrected_pass_rate(passed, len(decided), (c.tp, c.tp + c.fn), (c.tn, c.tn + c.fp))

@@ -137,7 +137,8 @@ class EarlyStop(Model):
     judged: int
     total: int
     looks: int
-    calls_saved: int
+    calls_saved: int = Field(description="Examples x trials not judged (for a claims criterion each of these is "
+                                         "a check of two or more calls).")
 
 
 class CriterionReport(Model):
@@ -229,7 +230,7 @@ class Report(Model):
 
 def fmt_number(x: float | None, digits: int = 3) -> str:
     """A figure for people: fixed digits, n/a when undefined."""
-    return "n/a" if x is None else f"{x:.{digits}f}"
+    return "n/a" if x is None or math.isnan(x) else f"{x:.{digits}f}"
 
 
 def _interval(pair: tuple[float | None, float | None] | None) -> str:

@@ -84,20 +84,32 @@ async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[
     asker = _Asker(list(models.values()), options, llm)
     try:
         if options.stop_early:
-            return await _in_looks(asker, criteria, sets, models, options)
+            run = await _in_looks(asker, criteria, sets, models, options)
+            run.gold = await _labelled_claims(asker, criteria, sets, models, options, run)
+            return run
         jobs = [job for c in criteria for job in _jobs(c, sets[c.id].examples, models[c.id], options)]
         verdicts = await asker.ask(jobs, progress)
-        # Claims criteria whose examples carry claim-level labels: verify the labelled claims too,
-        # so extraction and verification errors can be told apart.
-        gold = [ClaimsJob(c, e, models[c.id], 0, options.api_base, options.structured,
-                          gold=tuple(claim.claim for claim in e.claims))
-                for c in criteria if isinstance(c, ClaimsCriterion) for e in sets[c.id].examples if e.claims]
-        checked: dict[str, dict[str, Verdict]] = {}
-        for job, verdict in zip(gold, await asker.ask(gold, None) if gold else []):
-            checked.setdefault(job.criterion_id, {})[job.example_id] = verdict
-        return Run(_group(criteria, sets, jobs, verdicts), asker.elapsed_s, gold=checked)
+        run = Run(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
+        run.gold = await _labelled_claims(asker, criteria, sets, models, options, run)
+        return run
     finally:
         await asker.aclose()
+
+
+async def _labelled_claims(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion],
+                           sets: dict[str, CalibrationSet], models: dict[str, str], options: "Options",
+                           run: Run) -> dict[str, dict[str, Verdict]]:
+    """Claims criteria whose judged examples carry claim-level labels: verify the labelled claims
+    too, so that extraction and verification errors can be told apart."""
+    judged = {cid: {trials[0].example_id for trials in by_example} for cid, by_example in run.verdicts.items()}
+    gold = [ClaimsJob(c, e, models[c.id], 0, options.api_base, options.structured,
+                      gold=tuple(claim.claim for claim in e.claims))
+            for c in criteria if isinstance(c, ClaimsCriterion)
+            for e in sets[c.id].examples if e.claims and e.id in judged.get(c.id, set())]
+    checked: dict[str, dict[str, Verdict]] = {}
+    for job, verdict in zip(gold, await asker.ask(gold, None) if gold else []):
+        checked.setdefault(job.criterion_id, {})[job.example_id] = verdict
+    return checked
 
 
 async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet],

@@ -183,14 +183,18 @@ def check_leakage(criterion: Criterion, calibration_set: CalibrationSet) -> None
 
 
 def check_context(criterion: Criterion, calibration_set: CalibrationSet) -> None:
-    """A claims criterion checks claims against each example's source: an example without one is an error."""
+    """A claims criterion checks claims against each example's source: an example without one is an
+    error, and so is one whose labelled claims contradict its label."""
     if not isinstance(criterion, ClaimsCriterion):
         return
-    missing = [e.id for e in calibration_set.examples if not (e.context or "").strip()]
-    if missing:
-        raise InputError([Problem(str(calibration_set.path), f"id {rid}", f"has no context; criterion {criterion.id!r} "
-                                  "checks the reply's claims against the example's source material: add 'context'")
-                          for rid in missing])
+    problems = [Problem(str(calibration_set.path), f"id {e.id}", f"has no context; criterion {criterion.id!r} "
+                        "checks the reply's claims against the example's source material: add 'context'")
+                for e in calibration_set.examples if not (e.context or "").strip()]
+    problems += [Problem(str(calibration_set.path), f"id {e.id}", f"passed is {e.passed} but its labelled claims say "
+                         f"{not e.passed} (pass iff every claim is supported); fix the label or the claims")
+                 for e in calibration_set.examples if e.claims and all(c.supported for c in e.claims) != e.passed]
+    if problems:
+        raise InputError(problems)
 
 
 def load_sets(directory: Path, criteria: list[Criterion]) -> dict[str, CalibrationSet]:

@@ -69,13 +69,14 @@ def majority(trials: Sequence[Verdict]) -> Verdict:
     no = len(decided) - yes
     first = trials[0]
     if not decided:
-        return Verdict(first.example_id, None, first.reason, abstention=first.abstention, raw=first.raw)
+        return Verdict(first.example_id, None, first.reason, abstention=first.abstention, raw=first.raw,
+                       claims=first.claims)
     if yes == no:
         return Verdict(first.example_id, None, f"trials split {yes} pass / {no} fail",
                        abstention="trials tied")
     winner = yes > no
-    reason = next(v.reason for v in decided if v.passed == winner)
-    return Verdict(first.example_id, winner, reason)
+    chosen = next(v for v in decided if v.passed == winner)  # its reason and (claims checks) its claims
+    return Verdict(first.example_id, winner, chosen.reason, claims=chosen.claims)
 
 
 class RecordedClaim(Frozen):
@@ -180,7 +181,21 @@ def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, C
             problems.append(Problem(source, f"id {r.id}", f"has two verdicts for criterion {criterion_id!r} "
                                     f"trial {r.trial}; keep one or number the trials"))
             continue
-        trials[r.trial] = _verdict(r, (no_claims or {}).get(criterion_id, "fail"))
+        rules = no_claims or {}
+        if r.claims is not None and criterion_id not in rules:
+            problems.append(Problem(source, f"id {r.id}", f"gives claims, but criterion {criterion_id!r} is not a "
+                                    "claims criterion; give 'passed' instead"))
+            continue
+        verdict = _verdict(r, rules.get(criterion_id, "fail"))
+        if r.claims and "passed" in r.model_fields_set and r.passed is not None and verdict.claims is not None:
+            from judgekit.claims import aggregate
+
+            by_rule = aggregate(verdict.claims, rules[criterion_id])[0]
+            if by_rule is not None and by_rule != r.passed:
+                problems.append(Problem(source, f"id {r.id}", f"passed is {r.passed} but its claims say "
+                                        f"{by_rule} by the strict rule; fix one, or leave out passed"))
+                continue
+        trials[r.trial] = verdict
     out: dict[str, list[list[Verdict]]] = {}
     for criterion_id, cal in sets.items():
         known = {e.id for e in cal.examples}

@@ -204,3 +204,52 @@ def test_claim_level_labels_split_the_errors_between_extraction_and_verification
     assert g.verification_tpr == 0.75 and g.verification_tnr == 1.0
     assert len(llm.requests) == 4 + 4 + 3  # extractions, verifications, verifications of the labelled claims
     assert "wrong verdicts from extraction 1, from verification 1" in to_markdown(Report(criteria=[c]))
+
+
+def test_review_fixes_for_claims(claims_project, tmp_path):
+    # Trials: the majority keeps the claims of a trial on its side, so the report still shows them.
+    c = _run(claims_project, trials=3).criteria[0]
+    (bad,) = [d for d in c.disagreements if d.id == "garbled-verification"]
+    assert bad.claims is not None
+    # A verification call that fails after its retries: an abstention that keeps the usage of every call made.
+    from judgekit.llm import CallError
+
+    def failing(request):
+        text = request.messages[-1]["content"]
+        if "grossed" in text and "Claims:" in text:
+            return CallError("server", "HTTP 500")
+        return answer(text)
+
+    c = _run(claims_project, FakeLLM(failing)).criteria[0]
+    verdicts = {v.id: v for v in c.verdicts}
+    assert verdicts["good"].passed is None and "(error: server)" in verdicts["good"].reason
+    assert c.usage.calls == 5 + 3  # 5 extractions, 2 verifications answered, 1 that failed
+    # A recorded verdict contradicting its own claims, or claims for a criterion of another kind: refused.
+    path = tmp_path / "v.jsonl"
+    path.write_text(json.dumps({"id": "good", "passed": True, "claims": [{"claim": "a", "supported": False}]}) + "\n")
+    with pytest.raises(InputError, match="passed is True but its claims say False"):
+        _run(claims_project, verdicts=path)
+    claims_project.criterion({"id": "plain", "question": "Does it say so?"})
+    claims_project.jsonl("plain", [{"id": "a", "output": "x", "passed": True}])
+    path.write_text(json.dumps({"id": "a", "criterion": "plain", "claims": []}) + "\n")
+    with pytest.raises(InputError, match="gives claims, but criterion 'plain' is not a claims criterion"):
+        _run(claims_project, verdicts=path, criterion_ids=["plain"])
+
+
+def test_labelled_claims_with_early_stopping_and_in_usage(project):
+    project.criterion({"id": "grounded", "kind": "claims", "question": "Is every claim supported?",
+                       "judge": {"model": "openai/checker"}})
+    rows = [{"id": f"g{i}", "output": "claims: grossed $181 million", "context": SOURCE, "passed": True,
+             "claims": [{"claim": "grossed $181 million", "supported": True}]} for i in range(25)]
+    rows += [{"id": f"b{i}", "output": "claims: won an Oscar", "context": SOURCE, "passed": False,
+              "claims": [{"claim": "won an Oscar", "supported": False}]} for i in range(25)]
+    project.jsonl("grounded", rows)
+    llm = fake()
+    c = _run(project, llm, stop_early=True).criteria[0]
+    assert c.early_stop is not None and c.claim_stages is not None
+    assert c.claim_stages.examples == c.early_stop.judged  # the labelled claims of the judged examples
+    assert c.usage.calls == len(llm.requests)  # every call made, the labelled claims' too
+    bad = [{**rows[0], "passed": False}]
+    project.jsonl("grounded", bad)
+    with pytest.raises(InputError, match="passed is False but its labelled claims say True"):
+        _run(project, llm)

@@ -65,7 +65,7 @@ def test_silent_change_on_ten_percent_is_flagged_and_an_unchanged_noisy_judge_is
                            policy).status == "DRIFT"
         # Nothing changed but the judge's own noise, at the most the policy allows: each run departs from
         # the judge's usual verdict with probability q, so an example flips between runs with 2q(1-q) = 2%.
-        q = (1 - (1 - 2 * policy.max_flip_rate) ** 0.5) / 2
+        q = (1 - (1 - 2 * policy.max_run_flip_rate) ** 0.5) / 2
         first, second = (np.where(rng.random(200) < q, ~verdicts, verdicts) for _ in range(2))
         false_alarms += compare(_run(1), _run(2), _outcomes(labels, first), _outcomes(labels, second),
                                 policy).status == "DRIFT"
@@ -157,7 +157,7 @@ def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(shared_datas
     assert result.exit_code == 1 and "drift: DRIFT" in result.output and "changed: model, prompt" in result.output
     assert "pass->fail:" in result.output and "fail->pass:" in result.output
     named = CliRunner().invoke(app, ["drift", "--history", str(history), "--before", "1", "--after", "2", "--json"])
-    assert named.exit_code == 0 and json.loads(named.output)[0]["status"] == "NO DRIFT"
+    assert named.exit_code == 0 and json.loads(named.output)["drifts"][0]["status"] == "NO DRIFT"
 
 
 def test_recheck_catches_a_silent_model_update_through_the_provider(project, tmp_path):
@@ -199,3 +199,82 @@ def test_canary_subset_is_frozen_and_balanced(project):
     project.jsonl("says-blocked", balanced(30, 30) + balanced(1, 0, prefix="new-"))
     grown = load_sets(project.sets, load_criteria(project.criteria))["says-blocked"].canary(10)
     assert len({e.id for e in grown.examples} ^ {e.id for e in canary.examples}) <= 2
+
+
+def test_a_judge_that_starts_abstaining_is_drift_even_when_nothing_is_decided():
+    labels = np.array([True] * 30 + [False] * 30)
+    before = _outcomes(labels, labels)
+    mostly = {k: (label, None if int(k[1:]) >= 10 else verdict) for k, (label, verdict) in before.items()}
+    result = compare(_run(1), _run(2), before, mostly)
+    assert result.status == "DRIFT" and result.shared == 10 and len(result.newly_abstained) == 50
+    assert result.right_to_wrong == 50 and any("abstains on 50 example(s)" in r for r in result.reasons)
+    silent = compare(_run(1), _run(2), before, {k: (label, None) for k, (label, _) in before.items()})
+    assert silent.status == "DRIFT" and silent.shared == 0  # no example decided in both: still compared
+    assert "abstained on 60 (60 newly, 0 no longer)" in "\n".join(silent.lines())
+    prompt_change = compare(_run(1), _run(2, prompt="q"), before, mostly)
+    assert prompt_change.status == "DRIFT"
+
+
+def test_relabelled_examples_are_left_out_not_blamed_on_the_judge():
+    labels = np.array([True] * 30 + [False] * 30)
+    before = _outcomes(labels, labels)
+    relabelled = {k: (not label if int(k[1:]) < 10 else label, verdict) for k, (label, verdict) in before.items()}
+    result = compare(_run(1), _run(2, set_fp="t"), before, relabelled)
+    assert result.status == "NO DRIFT" and result.compared == 50 and result.right_to_wrong == 0
+    assert result.changed == ["set"] and any("10 example(s) were relabelled" in r for r in result.reasons)
+    assert result.changes["tnr"][0] == 0.0
+
+
+def test_a_run_is_not_compared_with_itself():
+    from judgekit.errors import InputError
+
+    with pytest.raises(InputError, match="compared with itself"):
+        compare(_run(1), _run(1), {"a": (True, True)}, {"a": (True, True)})
+
+
+def test_recheck_finds_every_baseline_before_asking_and_follows_the_split(project, tmp_path):
+    from judgekit.testing import FakeServer, script
+
+    project.criterion(llm_criterion())
+    project.criterion(llm_criterion("other"))
+    examples = [{**e, "split": "test" if i % 2 else "dev"} for i, e in enumerate(balanced(20, 20))]
+    project.jsonl("says-blocked", examples)
+    project.jsonl("other", examples)
+    runner = CliRunner()
+    with FakeServer(script({"reply-p": True}, default=False)) as server:
+        common = ["--criteria", str(project.criteria), "--sets", str(project.sets), "--model", "openai/j",
+                  "--api-base", server.url]
+        assert runner.invoke(app, ["calibrate", *common, "-c", "says-blocked", "--split", "test", "-q"]).exit_code == 0
+        asked = server.requests
+        missing = runner.invoke(app, ["recheck", *common, "--split", "test"])
+        assert missing.exit_code == 2 and "other: no calibration on this calibration set" in missing.output
+        assert server.requests == asked  # nothing was asked, nothing recorded
+        plain = runner.invoke(app, ["recheck", *common, "-c", "says-blocked"])  # the whole set was never calibrated
+        assert plain.exit_code == 2 and "says-blocked: no calibration on this calibration set" in plain.output
+        ok = runner.invoke(app, ["recheck", *common, "-c", "says-blocked", "--split", "test", "--size", "6"])
+        assert ok.exit_code == 0, ok.output
+        regex_only = runner.invoke(app, ["recheck", *common, "-c", "nope"])
+        assert regex_only.exit_code == 2 and "recheck re-asks LLM and claims criteria" in regex_only.output
+    with History.open(tmp_path / ".judgekit" / "history.sqlite") as db:
+        runs = db.runs()
+    assert [(r.criterion, r.purpose, r.n) for r in runs] == [("says-blocked", "calibrate", 20),
+                                                           ("says-blocked", "recheck", 6)]
+    assert runs[0].set_fingerprint == runs[1].set_fingerprint
+    listed = runner.invoke(app, ["drift"])
+    assert listed.exit_code == 0 and "drift: NO DRIFT" in listed.output
+
+
+def test_drift_says_which_criteria_it_skipped(project, tmp_path):
+    from judgekit.testing import FakeLLM
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(5, 5))
+    path = tmp_path / "h.sqlite"
+    for records in (balanced(5, 5), balanced(5, 5), balanced(6, 5)):  # the set grows before the third run
+        project.jsonl("says-blocked", records)
+        record_history(calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j",
+                                         cache_dir=None), llm=FakeLLM.scripted({"reply-p": True}, default=False)), path)
+    result = CliRunner().invoke(app, ["drift", "--history", str(path)])
+    assert result.exit_code == 2
+    assert "says-blocked: skipped, its last run (run 3) is the first on its calibration set" in result.output
+    assert "--before 2 --after 3" in result.output

@@ -139,3 +139,29 @@ def test_calibrate_records_and_history_lists_runs(project, tmp_path):
     assert [r["id"] for r in as_json] == [1, 2] and as_json[0]["metrics"]["tnr"] == 1.0
     missing = runner.invoke(app, ["history", "--history", str(tmp_path / "nope.sqlite")])
     assert missing.exit_code == 2 and "run `judgekit calibrate` first" in missing.output
+
+
+def test_another_applications_database_is_refused_and_left_alone(tmp_path):
+    foreign = tmp_path / "app.db"
+    db = sqlite3.connect(foreign)
+    db.execute("CREATE TABLE users (id INTEGER)")
+    db.commit()
+    db.close()
+    before = foreign.read_bytes()
+    for create in (True, False):
+        with pytest.raises(InputError, match="another application's SQLite database"):
+            History.open(foreign, create=create)
+    assert foreign.read_bytes() == before
+
+
+def test_each_settings_section_comes_from_the_first_file_that_has_it(tmp_path):
+    from judgekit.policy import DriftPolicy, MonitorPolicy, Policy, load_settings
+
+    (tmp_path / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.9\n")
+    (tmp_path / "pyproject.toml").write_text("[tool.judgekit.monitor]\nwindow = '1w'\n")
+    assert Policy.load(root=tmp_path).defaults.min_tpr == 0.9
+    assert load_settings(MonitorPolicy, "monitor", root=tmp_path).window == "1w"
+    assert load_settings(DriftPolicy, "drift", root=tmp_path) == DriftPolicy()
+    (tmp_path / "bad.yaml").write_text("monitor:\n  window: 0s\n")
+    with pytest.raises(InputError, match="bad.yaml:monitor.window: .*not a usable duration"):
+        load_settings(MonitorPolicy, "monitor", tmp_path / "bad.yaml")

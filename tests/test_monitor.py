@@ -104,11 +104,23 @@ def test_unreadable_rows_are_named_by_line_and_field(tmp_path):
     with pytest.raises(InputError) as error:
         read_counts(path, "1d")
     message = str(error.value)
-    assert "s.csv:line 4: passed: 'maybe' is not readable" in message
-    assert "s.csv:line 6: timestamp: 'yesterday' is not readable" in message
+    assert "s.csv:data row 3: passed: 'maybe' is not readable" in message
+    assert "s.csv:data row 5: timestamp: 'yesterday' is not readable" in message
     (tmp_path / "bad.jsonl").write_text('{"timestamp": "2026-11-01", "passed": true}\n')
-    with pytest.raises(InputError, match="criterion: missing column"):
+    with pytest.raises(InputError, match="bad.jsonl:line 1: criterion: missing key"):
         read_counts(tmp_path / "bad.jsonl", "1d")
+    (tmp_path / "nopass.jsonl").write_text('{"timestamp": "2026-11-01", "criterion": "c"}\n'
+                                           '{"timestamp": "2026-11-01", "criterion": ["c"], "passed": true}\n')
+    with pytest.raises(InputError) as error:
+        read_counts(tmp_path / "nopass.jsonl", "1d")
+    assert "line 1: passed: missing key; write null for an abstention" in str(error.value)
+    assert "line 2: criterion: ['c'] is not readable" in str(error.value)
+    (tmp_path / "blank.jsonl").write_text("\n\n")
+    with pytest.raises(InputError, match="holds no judged samples"):
+        read_counts(tmp_path / "blank.jsonl", "1d")
+    (tmp_path / "ms.csv").write_text("timestamp,criterion,passed\n1767225600000,c,true\n")
+    with pytest.raises(InputError, match="data row 1: timestamp: 1767225600000 is not readable"):
+        read_counts(tmp_path / "ms.csv", "1d")
     (tmp_path / "s.txt").write_text("x")
     with pytest.raises(InputError, match="unknown format"):
         read_counts(tmp_path / "s.txt", "1d")
@@ -126,12 +138,16 @@ def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
     report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
                        llm=FakeLLM.scripted({"reply-p": True}, default=False))
     report.write(tmp_path / "report")
-    samples = _write(_rows(drop_on=10), tmp_path / "samples.jsonl")
+    samples = _write(_rows(drop_on=11), tmp_path / "samples.jsonl")  # the latest of 12 days drops
     result = CliRunner().invoke(app, ["monitor", str(samples), "--report", str(tmp_path / "report"), "--json",
                                       "--plot", str(tmp_path / "rate.png")])
     assert result.exit_code == 1, result.output
     data = json.loads(result.output)
-    assert len(data["alerts"]) == 1 and data["rows"] == 2400 and len(data["windows"]) == 12
+    assert len(data["alerts"]) == len(data["latest_alerts"]) == 1 and data["rows"] == 2400 and len(data["windows"]) == 12
+    # A drop that has passed is listed but no longer acted on, unless asked to look further back.
+    earlier = _write(_rows(drop_on=9), tmp_path / "earlier.jsonl")
+    assert CliRunner().invoke(app, ["monitor", str(earlier)]).exit_code == 0
+    assert CliRunner().invoke(app, ["monitor", str(earlier), "--recent", "3"]).exit_code == 1
     first = data["windows"][0]
     # Rogan-Gladen with TPR 30/33 and TNR 27/27: (raw + 1 - 1) / (30/33), within rounding of the centring.
     assert first["corrected"] == pytest.approx(min(1.0, first["rate"] * 33 / 30), abs=0.01)

@@ -169,6 +169,13 @@ def test_once_in_three(judge, trial):
     assert window["corrected"] == pytest.approx(0.77, abs=0.005)
 
 
+def test_an_unwritable_record_file_stops_the_session_before_any_test(sample):
+    result = sample.runpytest("--judgekit-record", "/nonexistent/folder/rows.jsonl")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--judgekit-record /nonexistent/folder/rows.jsonl: cannot be written*"])
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
 def test_exit_action_under_xdist_reports_instead_of_crashing(sample):
     sample.makeini("[pytest]\njudgekit_gate = true\njudgekit_gate_action = exit\n")
     result = sample.runpytest_subprocess("-n", "2", "-p", "xdist")

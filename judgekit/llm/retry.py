@@ -34,8 +34,9 @@ class RetryPolicy:
 class RetryingLLM:
     """Retry retryable CallErrors; raise the last one when attempts run out.
 
-    Raises ProviderAuthError at the first rejected credential, ProviderUnreachable when the
-    provider never answered or stopped answering for `down_after` examples in a row, and
+    Raises ProviderAuthError at the first rejected credential, ProviderUnreachable when
+    `down_after` examples in a row are lost to connection failures (before or after any
+    success), and
     ProviderRejects when its first `down_after` answers all refuse the request as malformed
     (an unknown model, say) — instead of abstaining on every example and exiting 0.
     """
@@ -89,7 +90,9 @@ class RetryingLLM:
             self._lost_in_a_row = 0
             return
         self._lost_in_a_row += 1
-        if self._successes == 0 or self._lost_in_a_row >= self.policy.down_after:
+        # Examples lost in a row, with no success between them: one lost example is a flaky
+        # provider (at a 50% reset rate, 3 attempts all fail one time in 8), not a dead one.
+        if self._lost_in_a_row >= self.policy.down_after:
             from judgekit.llm.transports import public_url
 
             raise ProviderUnreachable(self.model, public_url(self.api_base), error.message)
