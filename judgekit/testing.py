@@ -175,6 +175,13 @@ class FakeServer:
             await self._server.wait_closed()
             self._server = None
 
+    async def _cancel_handlers(self) -> None:
+        """Requests still held (a hang) end with the server, not as tasks left pending."""
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     def go_down(self) -> None:
         """Stop listening and drop every connection: the provider is down (connections refused)."""
         if self._loop:
@@ -188,6 +195,7 @@ class FakeServer:
     def stop(self) -> None:
         if self._loop:
             self.go_down()
+            asyncio.run_coroutine_threadsafe(self._cancel_handlers(), self._loop).result(10)
             self._loop.call_soon_threadsafe(self._loop.stop)
             if self._thread:
                 self._thread.join(10)
@@ -217,7 +225,7 @@ class FakeServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 if not await self._respond(line.decode("latin-1"), body, writer):
                     return
-        except (ConnectionError, asyncio.IncompleteReadError):
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):  # cancelled: server stopping
             return
         finally:
             self._writers.discard(writer)

@@ -233,3 +233,47 @@ def test_a_planted_key_reaches_no_file_and_no_message(forty, monkeypatch, tmp_pa
     assert any(p.name == "history.sqlite" for p in written) and any(p.name == "report.json" for p in written)
     for path in written:
         assert sentinel.encode() not in path.read_bytes(), path
+
+
+WRITER = """
+import json, sys
+from pathlib import Path
+from judgekit.files import write_atomic
+target = Path(sys.argv[1])
+contents = [json.dumps({"version": v, "fill": str(v) * 400_000}) for v in ("a", "b")]
+print("ready", flush=True)
+i = 0
+while True:
+    write_atomic(target, contents[i % 2])
+    i += 1
+"""
+
+
+def test_a_file_killed_mid_write_is_the_old_one_or_the_new_one(tmp_path):
+    target = tmp_path / "report.json"
+    rng = random.Random(7)
+    for _ in range(5):
+        process = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE, text=True)
+        assert process.stdout.readline().strip() == "ready"
+        time.sleep(rng.uniform(0.05, 0.4))
+        process.kill()
+        process.wait(10)
+        data = json.loads(target.read_text())  # whole, never half written
+        assert data["version"] in ("a", "b") and len(data["fill"]) == 400_000
+
+
+def test_a_script_in_a_reply_stays_text_in_the_markdown_report(project):
+    from judgekit.report import to_markdown
+    from judgekit.testing import FakeLLM
+
+    project.criterion(llm_criterion())
+    hostile = "<script>alert('x')</script> | `code` [link](http://x) *bold*"
+    project.jsonl("says-blocked", [{"id": "<img src=x onerror=alert(1)>", "output": hostile, "passed": True},
+                                   {"id": "f", "output": "fine", "passed": False}])
+    llm = FakeLLM(lambda request: json.dumps({"reasoning": hostile, "passed": False}) if "script" in
+                  request.messages[-1]["content"] else json.dumps({"reasoning": "no", "passed": False}))
+    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j",
+                               cache_dir=None), llm=llm)
+    markdown = to_markdown(report)
+    assert "<script>" not in markdown and "<img" not in markdown and "](http" not in markdown
+    assert "&lt;script&gt;alert('x')&lt;/script&gt; &#124; &#96;code&#96;" in markdown
