@@ -96,6 +96,9 @@ def calibrate(
             fresh = record_history(fresh, history)
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(criterion))
+        from judgekit.html import write_html
+
+        write_html(report, out, criteria, sets, config, None if no_history else history)
     except JudgekitError as error:
         _fail(error)
     except KeyboardInterrupt:
@@ -213,6 +216,25 @@ def validate(
         _fail(error)
     examples = sum(len(s.examples) for s in loaded_sets.values())
     typer.echo(f"ok: {len(loaded)} criteria, {examples} labelled examples")
+
+
+@app.command()
+def init(
+    root: Path = typer.Argument(Path("."), help="The project folder."),
+    force: bool = typer.Option(False, "--force", help="Overwrite files that exist."),
+) -> None:
+    """Start a project: criteria, calibration sets, judgekit.yaml, a CI workflow and a pytest example."""
+    from judgekit.errors import JudgekitError
+    from judgekit.scaffold import init as scaffold
+
+    try:
+        written = scaffold(root, force)
+    except JudgekitError as error:
+        _fail(error)
+    for path in written:
+        typer.echo(f"wrote {path}")
+    typer.echo("next: `judgekit calibrate -c no-email-address --gate` runs as written; set judge.model in "
+               "criteria/confirms-refund.yaml (and its key in the environment) to calibrate the LLM judge")
 
 
 @app.command()

@@ -260,8 +260,9 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
                       source=source if source != "code" else "live",
                       api_base=public_url(options.api_base) if source == "live" else None,
                       via=options.via, structured=options.structured)
-    disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, reason=v.reason, abstention=v.abstention,
-                                  raw=v.raw, claims=_claims(v)) for e, v in zip(cal.examples, final) if v.passed != e.label]
+    disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, input=e.input, output=e.output,
+                                  context=e.context, reason=v.reason, abstention=v.abstention, raw=v.raw,
+                                  claims=_claims(v)) for e, v in zip(cal.examples, final) if v.passed != e.label]
     k = result.confusion
     return CriterionReport(
         id=criterion.id, fingerprint=fingerprint(criterion, spec["model"]), set_fingerprint=full_set.fingerprint,

@@ -56,6 +56,9 @@ class Disagreement(Model):
     id: str
     label: bool
     verdict: bool | None
+    input: str | None = Field(None, description="The example, for reading the disagreement beside the reason.")
+    output: str | None = None
+    context: str | None = None
     reason: str | None = None
     abstention: str | None = None
     raw: str | None = Field(None, description="The judge's answer as given, when it could not be read.")

@@ -1,0 +1,102 @@
+"""report.html as a person sees it: rendered in headless Chromium (Debian's chromium and
+chromium-driver), read back as visible text, checked for inert hostile text and for no network."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from judgekit.html import to_html, write_html
+from judgekit.pipeline import Options, calibrate, record_history
+from judgekit.testing import FakeLLM
+from tests.conftest import balanced, llm_criterion, require
+
+HOSTILE = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
+
+
+@pytest.fixture
+def browser():
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    require(bool(chromium and driver), "Chromium is not installed: apt-get install chromium chromium-driver")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1300,1800",
+                 "--disable-dev-shm-usage"):
+        options.add_argument(flag)
+    session = webdriver.Chrome(service=Service(driver), options=options)
+    yield session
+    session.quit()
+
+
+def _project(project, tmp_path):
+    project.criterion(llm_criterion())
+    examples = balanced(22, 22)
+    examples[0] = {**examples[0], "output": f"reply-p0: blocked {HOSTILE}"}
+    project.jsonl("says-blocked", examples)
+    answers = {"reply-p0": False, "reply-f1": True, "reply-p": True}  # p0 missed; f1, f10-f19 passed wrongly
+
+    def answer(request):
+        reply = request.messages[-1]["content"]
+        verdict = next((v for k, v in answers.items() if f"{k}:" in reply or f"{k} " in reply or k in reply), False)
+        return ('{"reasoning": "Saw ' + HOSTILE.replace('"', "'") + '", "passed": ' + ("true" if verdict else "false")
+                + "}")
+
+    history = tmp_path / "history.sqlite"
+    for _ in range(2):
+        report = record_history(calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets,
+                                                  model="openai/j", cache_dir=None), llm=FakeLLM(answer)), history)
+    report.write(tmp_path / "out")
+    return Path(write_html(report, tmp_path / "out", project.criteria, project.sets, None, history)), report
+
+
+def test_the_page_shows_decisions_charts_and_disagreements_and_runs_nothing(project, tmp_path, browser):
+    page, report = _project(project, tmp_path)
+    browser.get(page.as_uri())
+    text = browser.find_element("tag name", "body").text
+    c = report.criteria[0]
+    assert "says-blocked" in text and "gate " in text
+    assert f"Disagreements ({len(c.disagreements)})" in text
+    # The hostile reply and reasoning are shown as text, and nothing in them ran.
+    assert "<script>window.__pwned = 1</script>" in text
+    assert browser.execute_script("return window.__pwned === undefined")
+    assert browser.execute_script("return document.querySelectorAll('main script, main img').length") == 0
+    # Self-contained: the page fetched nothing.
+    assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
+    # The heatmap's four cells hold the confusion counts; the past-runs chart is there (two runs).
+    cells = browser.execute_script(
+        "return Array.from(document.querySelectorAll('section svg')[0].querySelectorAll('text'))"
+        ".map(t => t.textContent)")
+    k = c.confusion
+    assert [str(k.tp), str(k.fn), str(k.fp), str(k.tn)] == [t for t in cells if t.isdigit()]
+    assert "PAST RUNS (2)" in text.upper()
+    shot = tmp_path / "report.png"
+    assert browser.save_screenshot(str(shot))
+    import matplotlib.image
+
+    pixels = matplotlib.image.imread(shot)
+    assert pixels.shape[1] == 1300
+    r, g, b = pixels[..., 0], pixels[..., 1], pixels[..., 2]
+    red = ((r - g > 0.25) & (r - b > 0.25)).sum()
+    green = ((g - r > 0.2) & (g - b > 0.1)).sum()
+    assert red > 500 and green > 500  # the heatmap was drawn: disagreement red, agreement green
+    if os.environ.get("JUDGEKIT_ARTIFACTS"):  # CI keeps the screenshot
+        Path(os.environ["JUDGEKIT_ARTIFACTS"]).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(os.environ["JUDGEKIT_ARTIFACTS"]) / "report.png")
+
+
+def test_a_report_without_gate_or_history_still_renders_every_text_escaped():
+    from judgekit.report import ConfusionCounts, CriterionReport, Disagreement, Report
+
+    c = CriterionReport(id="c", fingerprint="f", set_fingerprint="s", n=1, abstained=0,
+                        confusion=ConfusionCounts(tp=0, fp=1, tn=0, fn=0), metrics={"tpr": None}, intervals={},
+                        disagreements=[Disagreement(id="<b>x</b>", label=False, verdict=True, output=HOSTILE,
+                                                    reason="&<>")])
+    page = to_html(Report(criteria=[c]))
+    assert "<script>window" not in page and "&lt;script&gt;" in page and "&lt;b&gt;x&lt;/b&gt;" in page
+    assert "&amp;&lt;&gt;" in page and "not gated" in page and "undefined" in page
