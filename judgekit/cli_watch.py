@@ -215,3 +215,56 @@ def monitor(
         _fail(error)
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else "\n".join(result.lines()))
     raise typer.Exit(1 if result.recent_alerts(recent) else 0)
+
+
+@app.command()
+def label(
+    file: Optional[Path] = typer.Argument(None, help="JSONL or CSV of examples to label: those without 'passed'."),
+    review: Optional[str] = typer.Option(None, "--review", metavar="CRITERION", help="Review this criterion's "
+                                         "disagreements in the latest report and fix labels in its set."),
+    criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files."),
+    sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets."),
+    report: Path = typer.Option(Path(".judgekit/reports/latest"), help="Report whose verdicts are shown."),
+    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="With FILE: whose verdicts and "
+                                            "question to show."),
+    port: int = typer.Option(0, min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),
+    open_browser: bool = typer.Option(True, "--open/--no-open", help="Open the page in the browser."),
+) -> None:
+    """A local page to label examples blind (p pass, f fail, s skip) or review disagreements; each
+    label is written back into its file at once. Ctrl-C stops it."""
+    import time
+
+    from judgekit.errors import InputError, JudgekitError
+    from judgekit.label import labelling, review as reviewing, serve
+
+    try:
+        if (file is None) == (review is None):
+            raise InputError.one("judgekit label", "", "give a FILE to label, or --review CRITERION")
+        if review is not None:
+            session = reviewing(review, criteria, sets, report)
+        else:
+            question = ""
+            if criterion:
+                from judgekit.criteria import load_criterion
+
+                question = load_criterion(criteria / f"{criterion}.yaml").question
+            session = labelling(file, report if report.is_dir() else None, criterion, question)
+        server = serve(session, port)
+    except JudgekitError as error:
+        _fail(error)
+    except OSError as error:
+        typer.echo(f"error: --port {port}: {error.strerror}", err=True)
+        raise typer.Exit(EXIT_INPUT) from None
+    url = f"http://127.0.0.1:{server.server_port}/"
+    typer.echo(f"{len(session.items)} example(s) to {'review' if review else 'label'} in {session.path}\n"
+               f"open {url} (Ctrl-C to stop)")
+    if open_browser:
+        import webbrowser
+
+        webbrowser.open(url)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.shutdown()
+        typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")

@@ -1,0 +1,310 @@
+"""`judgekit label`: a local page for labelling examples blind and for reviewing disagreements,
+writing each label back into the file it came from.
+
+- Label: the records of a JSONL or CSV file that have no `passed` yet. The judge's verdict (from
+  the latest report, when it judged that id) stays hidden until the person has labelled.
+- Review: the disagreements of the latest report for one criterion, with the judge's verdict and
+  reason; a key press fixes the label in the criterion's calibration set.
+
+Keys: p pass, f fail, s skip. Each label is written at once, atomically, changing only that
+record: no record lost, none reordered. The server listens on 127.0.0.1 only; a write needs the
+page's session token, and a request from another origin or for another host name is refused.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import secrets
+import threading
+from dataclasses import dataclass, field
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from judgekit.errors import InputError
+from judgekit.files import read_text, write_atomic
+
+
+@dataclass
+class Item:
+    id: str
+    input: str | None
+    output: str
+    context: str | None
+    label: bool | None = None
+    verdict: bool | None = None
+    reason: str | None = None
+
+
+def _records(path: Path) -> tuple[list[dict[str, Any]], list[str] | None]:
+    """The file's records in order (and a CSV's column names)."""
+    if path.suffix.lower() == ".jsonl":
+        records = []
+        for number, line in enumerate(read_text(path).splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as error:
+                raise InputError.one(path, f"line {number}", f"is not JSON: {error.msg}") from None
+            if not isinstance(record, dict) or "id" not in record or "output" not in record:
+                raise InputError.one(path, f"line {number}", "must be an object with id and output")
+            records.append(record)
+        return records, None
+    if path.suffix.lower() == ".csv":
+        reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
+        records = list(reader)
+        if not reader.fieldnames or "id" not in reader.fieldnames or "output" not in reader.fieldnames:
+            raise InputError.one(path, "", "needs columns id and output")
+        return records, list(reader.fieldnames)
+    raise InputError.one(path, "", "labels are written back to .jsonl or .csv files; convert this one first")
+
+
+def _label_of(record: dict[str, Any]) -> bool | None:
+    value = record.get("passed")
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def write_label(path: Path, example_id: str, passed: bool) -> None:
+    """Set one record's `passed`, leaving every other record as it was, in its place."""
+    if path.suffix.lower() == ".jsonl":
+        lines = read_text(path).splitlines(keepends=True)
+        found = False
+        for index, line in enumerate(lines):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if str(record.get("id")) == example_id:
+                record["passed"] = passed
+                end = "\n" if line.endswith("\n") else ""
+                lines[index] = json.dumps(record, ensure_ascii=False) + end
+                found = True
+                break
+        if not found:
+            raise InputError.one(path, f"id {example_id}", "no such record; was the file changed meanwhile?")
+        write_atomic(path, "".join(lines))
+        return
+    records, columns = _records(path)
+    columns = list(columns or [])
+    if "passed" not in columns:
+        columns.append("passed")
+    matches = [r for r in records if r.get("id") == example_id]
+    if not matches:
+        raise InputError.one(path, f"id {example_id}", "no such record; was the file changed meanwhile?")
+    matches[0]["passed"] = "true" if passed else "false"
+    out = io.StringIO()
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(records)
+    write_atomic(path, out.getvalue())
+
+
+def _verdicts(report_dir: Path | None, criterion: str | None) -> dict[str, tuple[bool | None, str | None]]:
+    """Final verdicts by example id, from a report folder's verdicts.jsonl (majority over trials)."""
+    if report_dir is None or not (report_dir / "verdicts.jsonl").is_file():
+        return {}
+    from judgekit.verdicts import Verdict, load_recorded, majority
+
+    trials: dict[str, list[Verdict]] = {}
+    for r in load_recorded(report_dir / "verdicts.jsonl"):
+        if criterion is None or r.criterion in (None, criterion):
+            trials.setdefault(r.id, []).append(Verdict(r.id, r.passed, r.reason, r.trial))
+    return {i: (majority(t).passed, majority(t).reason) for i, t in trials.items()}
+
+
+@dataclass
+class Session:
+    """What the page shows and where its labels go."""
+
+    path: Path
+    mode: str  # "label" or "review"
+    question: str
+    items: list[Item]
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    written: int = 0
+
+    def label(self, example_id: str, passed: bool) -> Item:
+        item = next((i for i in self.items if i.id == example_id), None)
+        if item is None:
+            raise InputError.one(self.path, f"id {example_id}", "is not one of this page's examples")
+        with self.lock:  # one write at a time: each reads the file as the last one left it
+            write_label(self.path, example_id, passed)
+            item.label = passed
+            self.written += 1
+        return item
+
+
+def labelling(path: Path, report_dir: Path | None = None, criterion: str | None = None,
+              question: str = "") -> Session:
+    """A session over the records of `path` that have no label yet."""
+    records, _ = _records(path)
+    verdicts = _verdicts(report_dir, criterion)
+    items = [Item(str(r["id"]), r.get("input") or None, str(r["output"]), r.get("context") or None,
+                  None, *verdicts.get(str(r["id"]), (None, None)))
+             for r in records if _label_of(r) is None]
+    return Session(path, "label", question or "Does the reply meet the criterion?", items)
+
+
+def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Path) -> Session:
+    """A session over the disagreements of the latest report for one criterion."""
+    from judgekit.criteria import load_criterion
+    from judgekit.report import Report
+    from judgekit.sets import find_set
+
+    criterion = load_criterion(criteria_dir / f"{criterion_id}.yaml")
+    found = Report.read(report_dir).criterion(criterion_id)
+    if found is None:
+        raise InputError.one(report_dir, criterion_id, "is not in this report; calibrate it first")
+    path = find_set(sets_dir, criterion_id)
+    records, _ = _records(path)
+    present = {str(r["id"]) for r in records}
+    items = [Item(d.id, d.input, d.output or "", d.context, d.label, d.verdict, d.reason)
+             for d in found.disagreements if d.id in present]
+    return Session(path, "review", criterion.question, items)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    session: Session
+    port: int
+
+    def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows what matters
+        return
+
+    def _send(self, status: int, body: bytes, kind: str) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("Cache-Control", "no-store")
+        self.send_header("X-Content-Type-Options", "nosniff")
+        self.send_header("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; "
+                                                    "style-src 'unsafe-inline'; connect-src 'self'")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _json(self, status: int, data: Any) -> None:
+        self._send(status, json.dumps(data).encode(), "application/json")
+
+    def _local_host(self) -> bool:
+        # DNS rebinding: a page from another site resolving its name to 127.0.0.1 carries its own Host.
+        return self.headers.get("Host", "") in (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
+
+    def do_GET(self) -> None:
+        if not self._local_host():
+            return self._json(HTTPStatus.FORBIDDEN, {"error": "unexpected Host"})
+        if self.path == "/":
+            return self._send(HTTPStatus.OK, page(self.session).encode(), "text/html; charset=utf-8")
+        if self.path == "/api/items":
+            s = self.session
+            items = [vars(i) for i in s.items]
+            if s.mode == "label":  # blind: the judge's verdict is sent only once the person has labelled
+                items = [{**i, "verdict": None, "reason": None} for i in items]
+            return self._json(HTTPStatus.OK, {"mode": s.mode, "question": s.question, "file": str(s.path),
+                                              "items": items})
+        return self._json(HTTPStatus.NOT_FOUND, {"error": "no such page"})
+
+    def do_POST(self) -> None:
+        origin = self.headers.get("Origin")
+        allowed = (f"http://127.0.0.1:{self.port}", f"http://localhost:{self.port}")
+        if not self._local_host() or (origin is not None and origin not in allowed):
+            return self._json(HTTPStatus.FORBIDDEN, {"error": "cross-origin writes are refused"})
+        if not secrets.compare_digest(self.headers.get("X-Judgekit-Token", ""), self.session.token):
+            return self._json(HTTPStatus.FORBIDDEN, {"error": "missing or wrong session token"})
+        if self.path != "/api/label":
+            return self._json(HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
+        try:
+            body = json.loads(self.rfile.read(min(int(self.headers.get("Content-Length", "0")), 65536)))
+            example_id, passed = str(body["id"]), body["passed"]
+            if not isinstance(passed, bool):
+                raise ValueError("passed must be true or false")
+            item = self.session.label(example_id, passed)
+        except (ValueError, KeyError, TypeError) as error:
+            return self._json(HTTPStatus.BAD_REQUEST, {"error": str(error)})
+        except InputError as error:
+            return self._json(HTTPStatus.CONFLICT, {"error": str(error)})
+        return self._json(HTTPStatus.OK, vars(item))
+
+
+def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
+    """Start the page's server on 127.0.0.1 in a background thread; `server.server_port` is its port."""
+    handler = type("Handler", (_Handler,), {"session": session, "port": 0})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    handler.port = server.server_port
+    threading.Thread(target=server.serve_forever, name="judgekit-label", daemon=True).start()
+    return server
+
+
+def page(session: Session) -> str:
+    """The labelling page: one example at a time, keyboard first."""
+    return PAGE.replace("__TOKEN__", json.dumps(session.token))
+
+
+PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>judgekit label</title><style>
+body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
+header{background:#1d2330;color:#fff;padding:14px 24px}header b{font-size:18px}#progress{float:right;color:#c5cad3}
+main{max-width:900px;margin:18px auto;padding:0 18px}#question{font-size:18px;font-weight:600;margin:6px 0 14px}
+.field{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:12px 16px;margin:10px 0;white-space:pre-wrap}
+.field h4{margin:0 0 4px;font-size:12px;text-transform:uppercase;color:#6b7585}
+#judge{border-left:4px solid #3763c4}#keys{color:#4b5565;font-size:14px;margin-top:14px}
+kbd{background:#fff;border:1px solid #c9ced6;border-radius:4px;padding:1px 6px}
+#done{display:none;font-size:18px;margin-top:30px}#status{color:#8c1d1d;min-height:1.5em}</style></head><body>
+<header><b>judgekit</b> <span id="mode"></span><span id="progress"></span></header>
+<main><div id="question"></div><div id="card">
+<div class="field" id="input-box"><h4>input</h4><div id="input"></div></div>
+<div class="field" id="context-box"><h4>context</h4><div id="context"></div></div>
+<div class="field"><h4>reply</h4><div id="output"></div></div>
+<div class="field" id="label-box"><h4>label now</h4><div id="label"></div></div>
+<div class="field" id="judge" hidden><h4>the judge said</h4><div id="verdict"></div><div id="reason"></div></div>
+<div id="keys"><kbd>p</kbd> pass &nbsp; <kbd>f</kbd> fail &nbsp; <kbd>s</kbd> skip &nbsp; (after a label, any of them: next)</div>
+<div id="status"></div></div><div id="done">Every example here has been labelled or skipped.</div></main>
+<script>
+const TOKEN = __TOKEN__;
+let items = [], index = 0, mode = "label", revealed = false;
+const $ = id => document.getElementById(id);
+const word = v => v === null || v === undefined ? "abstained" : (v ? "pass" : "fail");
+function show() {
+  revealed = false;
+  if (index >= items.length) { $("card").style.display = "none"; $("done").style.display = "block";
+    $("progress").textContent = items.length + " / " + items.length; return; }
+  const it = items[index];
+  $("progress").textContent = (index + 1) + " / " + items.length + "  (" + it.id + ")";
+  for (const name of ["input", "context"]) { $(name + "-box").hidden = !it[name]; $(name).textContent = it[name] || ""; }
+  $("output").textContent = it.output;
+  $("label-box").hidden = mode !== "review"; $("label").textContent = word(it.label);
+  $("judge").hidden = mode !== "review";  // blind labelling: hidden until the person has labelled
+  $("verdict").textContent = word(it.verdict); $("reason").textContent = it.reason || "";
+  $("status").textContent = "";
+}
+async function label(passed) {
+  const it = items[index];
+  const response = await fetch("/api/label", {method: "POST", headers: {"Content-Type": "application/json",
+    "X-Judgekit-Token": TOKEN}, body: JSON.stringify({id: it.id, passed: passed})});
+  if (!response.ok) { $("status").textContent = (await response.json()).error; return; }
+  const answer = await response.json();
+  it.label = passed; $("label").textContent = word(passed);
+  if (mode === "label") {
+    $("verdict").textContent = answer.verdict === null ? "(not judged)" : word(answer.verdict);
+    $("reason").textContent = answer.reason || ""; $("judge").hidden = false; revealed = true;
+  } else { index += 1; show(); }
+}
+document.addEventListener("keydown", event => {
+  if (index >= items.length) return;
+  if (revealed) {  // the verdict is on screen: any key moves on, none labels an unseen example
+    if (["n", "p", "f", "s", "Enter", " "].includes(event.key)) { index += 1; show(); }
+    return;
+  }
+  if (event.key === "p") label(true); else if (event.key === "f") label(false);
+  else if (event.key === "s") { index += 1; show(); }
+});
+fetch("/api/items").then(r => r.json()).then(data => {
+  items = data.items; mode = data.mode; $("question").textContent = data.question;
+  $("mode").textContent = (mode === "review" ? "review disagreements — " : "label blind — ") + data.file; show();
+});
+</script></body></html>"""
