@@ -268,3 +268,37 @@ def label(
     except KeyboardInterrupt:
         server.shutdown()
         typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")
+
+
+@app.command("import")
+def import_(
+    format: str = typer.Argument(..., help="promptfoo, inspect, pydantic-evals, deepeval or csv."),
+    file: Path = typer.Argument(..., help="The other tool's results file."),
+    out: Path = typer.Option(..., "--out", "-o", help="Verdict file to write (JSONL), for `calibrate --verdicts`."),
+    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="The criterion these verdicts are for."),
+    scorer: Optional[str] = typer.Option(None, help="inspect: the scorer whose values are verdicts."),
+    evaluator: Optional[str] = typer.Option(None, help="pydantic-evals: the boolean assertion to use."),
+    metric: Optional[str] = typer.Option(None, help="deepeval: the metric whose success is the verdict."),
+    id_field: Optional[str] = typer.Option(None, help="promptfoo: the test var holding the example id; "
+                                           "inspect: the sample metadata key."),
+    id_col: str = typer.Option("id", help="csv: the column of example ids."),
+    verdict_col: str = typer.Option("passed", help="csv: the column of verdicts."),
+    reason_col: Optional[str] = typer.Option(None, help="csv: a column of reasons."),
+    criterion_col: Optional[str] = typer.Option(None, help="csv: a column of criterion ids."),
+) -> None:
+    """Turn another tool's judge results into a verdict file: `judgekit calibrate --verdicts OUT`."""
+    from judgekit.errors import JudgekitError
+    from judgekit.files import write_atomic
+    from judgekit.importers import import_verdicts
+
+    options = {"promptfoo": {"id_field": id_field}, "inspect": {"scorer": scorer, "id_field": id_field},
+               "pydantic-evals": {"evaluator": evaluator}, "deepeval": {"metric": metric},
+               "csv": {"id_col": id_col, "verdict_col": verdict_col, "reason_col": reason_col,
+                       "criterion_col": criterion_col}}.get(format, {})
+    try:
+        records = import_verdicts(format, file, criterion, **options)
+        write_atomic(out, "".join(r.line() for r in records))
+    except JudgekitError as error:
+        _fail(error)
+    decided = sum(1 for r in records if r.passed is not None)
+    typer.echo(f"wrote {len(records)} verdicts ({decided} decided, {len(records) - decided} abstained) to {out}")

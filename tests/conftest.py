@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 pytest_plugins = ["pytester"]
+collect_ignore = ["data"]  # genuine output files of other tools, and the scripts that made them
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "datasets"
