@@ -58,6 +58,8 @@ def calibrate(
     via: str = typer.Option("auto", help="auto: openai/<model> over the lean OpenAI-compatible path, the rest "
                             "through litellm; litellm: everything through litellm."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the report was written."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (and, with --gate, the gate's "
+                                 "decisions) instead of tables; nothing else on stdout."),
     history: Path = typer.Option(Path(".judgekit/history.sqlite"), help="Calibration history (SQLite) this run "
                                  "is added to, for `judgekit drift`."),
     no_history: bool = typer.Option(False, "--no-history", help="Do not add this run to the history."),
@@ -67,8 +69,6 @@ def calibrate(
     from judgekit.judge import terminal_progress
     from judgekit.pipeline import Options
     from judgekit.pipeline import calibrate as run
-    from judgekit.report import to_table
-
     if split not in (None, "dev", "test") or via not in ("auto", "litellm"):
         typer.echo("error: --split takes dev or test; --via takes auto or litellm", err=True)
         raise typer.Exit(EXIT_INPUT)
@@ -89,7 +89,7 @@ def calibrate(
             from judgekit.policy import Policy
 
             options.policy = Policy.load(config)  # the thresholds early stopping settles against
-        fresh = run(options, progress=None if quiet else terminal_progress("judging"))
+        fresh = run(options, progress=None if quiet or as_json else terminal_progress("judging"))
         if not no_history:
             from judgekit.pipeline import record_history
 
@@ -105,8 +105,14 @@ def calibrate(
         typer.echo("\ninterrupted: every answer received so far is cached; run the same command again to resume",
                    err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
+    if as_json:
+        if gate:
+            _gate(fresh, str(out / "report.json"), criteria, sets, config, list(criterion or []), junit,
+                  as_json=True, report_json=fresh.model_dump(mode="json"))
+        typer.echo(fresh.model_dump_json(indent=2))
+        return
     if not quiet:
-        typer.echo(to_table(fresh))
+        typer.echo(render_table(fresh))
         kept = len(report.criteria) - len(fresh.criteria)
         if kept:
             typer.echo(f"\n{kept} other criteria kept from the previous report in {out}")
@@ -121,8 +127,40 @@ def calibrate(
         _gate(fresh, str(out / "report.json"), criteria, sets, config, list(criterion or []), junit)
 
 
+def render_table(report) -> str:
+    """The calibration table: a rich one on a terminal, plain text (no colour codes) otherwise."""
+    from judgekit.report import to_table
+
+    if not sys.stdout.isatty():
+        return to_table(report)
+    from io import StringIO
+
+    from rich.console import Console
+    from rich.table import Table
+
+    from judgekit.report import fmt_number
+
+    table = Table(show_edge=False, header_style="bold")
+    for name, justify in (("criterion", "left"), ("n", "right"), ("abst", "right"), ("TPR", "right"),
+                          ("TNR", "right"), ("kappa", "right"), ("kappa 95%", "right"), ("disagree", "right")):
+        table.add_column(name, justify=justify)
+    for c in report.criteria:
+        kappa = c.metrics.get("cohen_kappa")
+        colour = "red" if kappa is None or kappa < 0.4 else ("yellow" if kappa < 0.7 else "green")
+        low, high = c.intervals.get("cohen_kappa", (None, None))
+        table.add_row(c.id, str(c.n), str(c.abstained), fmt_number(c.metrics.get("tpr"), 2),
+                      fmt_number(c.metrics.get("tnr"), 2), f"[{colour}]{fmt_number(kappa, 2)}[/]",
+                      f"[{fmt_number(low, 2)}, {fmt_number(high, 2)}]", str(len(c.disagreements)))
+    buffer = StringIO()
+    Console(file=buffer, force_terminal=True, width=120).print(table)
+    return buffer.getvalue().rstrip()
+
+
+STATUS_COLOURS = {"PASS": "green", "FAIL": "red", "INCONCLUSIVE": "yellow"}
+
+
 def _gate(report, report_path: str, criteria: Path, sets: Path, config: Optional[Path], criterion_ids: List[str],
-          junit: Optional[Path]) -> None:
+          junit: Optional[Path], as_json: bool = False, report_json: Optional[dict] = None) -> None:
     """Decide, print one line per criterion, write CI outputs, and exit with the gate's code."""
     from judgekit.ci import append_step_summary, write_junit
     from judgekit.errors import JudgekitError
@@ -136,9 +174,15 @@ def _gate(report, report_path: str, criteria: Path, sets: Path, config: Optional
         append_step_summary(result)
     except JudgekitError as error:
         _fail(error)
-    for line in result.lines():
-        typer.echo(line)
-    typer.echo(f"gate: {result.status}")
+    if as_json:
+        import json
+
+        data = result.to_dict() if report_json is None else {"report": report_json, "gate": result.to_dict()}
+        typer.echo(json.dumps(data, indent=2))
+        raise typer.Exit(result.exit_code)
+    for d in result.decisions:  # colours only on a terminal: click strips them from pipes and files
+        typer.echo(typer.style(f"{d.status:<12}", fg=STATUS_COLOURS.get(d.status)) + f" {d.criterion}: {d.summary}")
+    typer.echo("gate: " + typer.style(result.status, fg=STATUS_COLOURS.get(result.status), bold=True))
     raise typer.Exit(result.exit_code)
 
 
@@ -151,6 +195,7 @@ def gate(
     config: Optional[Path] = typer.Option(None, help="Gate policy file (judgekit.yaml or pyproject.toml); "
                                           "default: the first of those in the current folder."),
     junit: Optional[Path] = typer.Option(None, help="Write the decisions as JUnit XML (suite judge-calibration)."),
+    as_json: bool = typer.Option(False, "--json", help="Print the decisions as JSON."),
 ) -> None:
     """May suites that rely on these judges run? Reads reports only; exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."""
     from judgekit.errors import InputError
@@ -163,7 +208,7 @@ def gate(
         _fail(error)
     if loaded is None:
         typer.echo(f"no report at {path}: every criterion is blocked until `judgekit calibrate` writes one", err=True)
-    _gate(loaded, str(path), criteria, sets, config, list(criterion or []), junit)
+    _gate(loaded, str(path), criteria, sets, config, list(criterion or []), junit, as_json=as_json)
 
 
 @app.command()

@@ -18,7 +18,7 @@ import math
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from judgekit.criteria import JUDGED, Criterion, fingerprint
 from judgekit.errors import InputError, JudgekitError, Problem
@@ -83,6 +83,12 @@ class GateResult:
 
     def lines(self) -> list[str]:
         return [f"{d.status:<12} {d.criterion}: {d.summary}" for d in self.decisions]
+
+    def to_dict(self) -> dict[str, Any]:
+        """For scripts: the overall status, its exit code, and each decision with its reasons."""
+        return {"status": self.status, "exit_code": self.exit_code, "report": self.report_path,
+                "decisions": [{"criterion": d.criterion, "status": d.status, "reasons": list(d.reasons),
+                               "needed": d.needed} for d in self.decisions]}
 
 
 class JudgeNotCalibrated(JudgekitError):

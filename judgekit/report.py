@@ -182,6 +182,25 @@ class Report(Model):
     def criterion(self, criterion_id: str) -> CriterionReport | None:
         return next((c for c in self.criteria if c.id == criterion_id), None)
 
+    def to_frame(self) -> Any:
+        """One row per criterion, for notebooks (pandas): counts, every metric, and each interval as
+        `<metric>_low` / `<metric>_high`; undefined figures are NaN.
+
+        >>> Report(criteria=[]).to_frame().shape
+        (0, 0)
+        """
+        import pandas as pd
+
+        rows = []
+        for c in self.criteria:
+            row: dict[str, Any] = {"criterion": c.id, "judge": c.judge.model if c.judge else None, "n": c.n,
+                                   "abstained": c.abstained, **c.confusion.model_dump()}
+            row.update({name: c.metrics.get(name) for name in METRIC_NAMES})
+            for name, (low, high) in c.intervals.items():
+                row[f"{name}_low"], row[f"{name}_high"] = low, high
+            rows.append(row)
+        return pd.DataFrame(rows).set_index("criterion") if rows else pd.DataFrame()
+
     def write(self, directory: Path, merge: bool = False) -> "Report":
         """Write report.json, report.md and verdicts.jsonl (which `--verdicts` reads back), each atomically.
 

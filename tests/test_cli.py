@@ -3,6 +3,7 @@
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -116,3 +117,44 @@ def test_unwritable_outputs_and_cache_are_input_errors(project, tmp_path):
     result = invoke("calibrate", "--model", "openai/j", "--api-base", "http://127.0.0.1:9/v1",
                     "--cache-dir", blocker / "cache")
     assert result.exit_code == 2 and "cannot be used as the answer cache" in result.output
+
+
+def test_json_output_for_scripts_and_no_colour_codes_when_piped(tmp_path):
+    import json as json_module
+
+    from typer.testing import CliRunner
+
+    from judgekit.cli import app
+
+    repo = Path(__file__).resolve().parent.parent
+    common = ["--criteria", str(repo / "criteria"), "--sets", str(repo / "calibration_sets"), "-c", "no-email-address",
+              "--out", str(tmp_path / "out"), "--no-history"]
+    runner = CliRunner()
+    result = runner.invoke(app, ["calibrate", *common, "--json"])
+    assert result.exit_code == 0
+    report = json_module.loads(result.stdout)
+    assert report["criteria"][0]["id"] == "no-email-address" and report["criteria"][0]["n"] == 40
+    gated = runner.invoke(app, ["calibrate", *common, "--json", "--gate"])
+    data = json_module.loads(gated.stdout)
+    assert set(data) == {"report", "gate"} and gated.exit_code == data["gate"]["exit_code"]
+    assert data["gate"]["decisions"][0]["criterion"] == "no-email-address"
+    plain = runner.invoke(app, ["gate", "--report", str(tmp_path / "out"), "--criteria", str(repo / "criteria"),
+                                "--sets", str(repo / "calibration_sets"), "-c", "no-email-address"])
+    assert "\x1b[" not in plain.output and "gate: " in plain.output
+    as_json = runner.invoke(app, ["gate", "--report", str(tmp_path / "out"), "--criteria", str(repo / "criteria"),
+                                  "--sets", str(repo / "calibration_sets"), "-c", "no-email-address", "--json"])
+    assert json_module.loads(as_json.stdout)["status"] in ("PASS", "FAIL", "INCONCLUSIVE")
+
+
+def test_report_to_frame(tmp_path):
+    from judgekit.pipeline import Options, calibrate
+
+    repo = Path(__file__).resolve().parent.parent
+    report = calibrate(Options(criteria_dir=repo / "criteria", sets_dir=repo / "calibration_sets",
+                               criterion_ids=["no-email-address", "no-unfilled-placeholder"]))
+    frame = report.to_frame()
+    assert list(frame.index) == ["no-email-address", "no-unfilled-placeholder"]
+    c = report.criteria[0]
+    assert frame.loc["no-email-address", "tp"] == c.confusion.tp
+    assert frame.loc["no-email-address", "cohen_kappa_low"] == c.intervals["cohen_kappa"][0]
+    assert frame.loc["no-email-address", "tpr"] == c.metrics["tpr"]
