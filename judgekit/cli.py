@@ -115,7 +115,7 @@ def calibrate(
         typer.echo(render_table(fresh))
         kept = len(report.criteria) - len(fresh.criteria)
         if kept:
-            typer.echo(f"\n{kept} other criteria kept from the previous report in {out}")
+            typer.echo(f"\n{kept} other {'criterion' if kept == 1 else 'criteria'} kept from the previous report in {out}")
         for c in fresh.criteria:
             for warning in c.warnings:
                 typer.echo(f"\nwarning: {c.id}: {warning}")

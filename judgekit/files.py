@@ -38,7 +38,7 @@ def problems_of(error: ValidationError, source: str, prefix: str = "") -> list[P
 def read_text(path: Path, hint: str = "") -> str:
     """A file's UTF-8 text, or an InputError naming the file (and `hint`, how to fix it)."""
     try:
-        return path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8-sig")  # a byte-order mark (Excel's CSVs) is not part of the text
     except (OSError, UnicodeDecodeError) as error:
         raise InputError.one(path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}") from None
 
@@ -65,7 +65,8 @@ def iter_records(path: Path) -> Iterator[tuple[str, Any]]:
     if suffix == ".jsonl":
         problems = []
         records = []
-        lines = read_text(path).splitlines()
+        # Records end at "\n" only: str.splitlines() would also split inside a string at U+2028 or U+0085.
+        lines = read_text(path).split("\n")
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -85,8 +86,9 @@ def iter_records(path: Path) -> Iterator[tuple[str, Any]]:
         for index, record in enumerate(data):
             yield f"[{index}]", record
     elif suffix == ".csv":
+        csv.field_size_limit(1 << 30)  # a long reply is one cell, not an error
         try:
-            with path.open(newline="", encoding="utf-8") as handle:
+            with path.open(newline="", encoding="utf-8-sig") as handle:
                 rows = list(csv.DictReader(handle))
         except (OSError, UnicodeDecodeError, csv.Error) as error:
             raise InputError.one(path, "", f"cannot be read as CSV ({error})") from None

@@ -60,16 +60,23 @@ def promptfoo(path: Path, criterion: str | None, id_field: str | None = None, **
     if not isinstance(rows, list):
         raise InputError.one(path, "results.results", "is not a promptfoo results file (`promptfoo eval -o x.json`)")
     out = []
+    seen: dict[str, int] = {}
     for row in rows:
         test = row.get("testCase") or {}
         vars_ = row.get("vars") or test.get("vars") or {}
-        example_id = (vars_.get(id_field) if id_field else None) or test.get("description") or row.get("testIdx")
         if id_field and id_field not in vars_:
             raise InputError.one(path, f"test {row.get('testIdx')}", f"has no var {id_field!r} (--id-field)")
+        example_id = vars_[id_field] if id_field else test.get("description")
+        if example_id is None:
+            example_id = row.get("testIdx")
+        example_id = str(example_id)
+        # `promptfoo eval --repeat n` writes the same test n times: its repeats are trials.
+        trial = seen.get(example_id, 0)
+        seen[example_id] = trial + 1
         grading = row.get("gradingResult") or {}
         error = row.get("error") if row.get("failureReason") == 2 else None  # 2: the provider failed, not an assertion
         passed = None if error or not isinstance(row.get("success"), bool) else row["success"]
-        out.append(_record(criterion, example_id, passed, error or grading.get("reason"), row.get("repeatIndex") or 0))
+        out.append(_record(criterion, example_id, passed, error or grading.get("reason"), trial))
     return out
 
 
@@ -113,11 +120,15 @@ def inspect(path: Path, criterion: str | None, scorer: str | None = None, id_fie
     """An inspect_ai log (`.eval` or `.json`): one verdict per sample and epoch (epoch n is trial
     n - 1) from one scorer's value: C / I, true / false, 1 / 0."""
     samples = _inspect_samples(path)
+    if not all(isinstance(s, dict) for s in samples):
+        raise InputError.one(path, "samples", "holds something that is not a sample object")
     name = _pick("scorer", {k for s in samples for k in (s.get("scores") or {})}, scorer, path, "--scorer")
     out = []
     for sample in samples:
         score = (sample.get("scores") or {}).get(name)
-        example_id = (sample.get("metadata") or {}).get(id_field) if id_field else sample.get("id")
+        if id_field and id_field not in (sample.get("metadata") or {}):
+            raise InputError.one(path, f"sample {sample.get('id')}", f"has no metadata {id_field!r} (--id-field)")
+        example_id = (sample.get("metadata") or {})[id_field] if id_field else sample.get("id")
         trial = int(sample.get("epoch", 1)) - 1
         if sample.get("error") or score is None:
             reason = (sample.get("error") or {}).get("message") if sample.get("error") else f"no {name} score"
@@ -141,14 +152,26 @@ def pydantic_evals(path: Path, criterion: str | None, evaluator: str | None = No
     name = _pick("assertion", {k for c in cases for k in (c.get("assertions") or {})}, evaluator, path, "--evaluator")
     out = []
     for case in cases:
+        example_id, trial = _case_and_trial(case)
         result = (case.get("assertions") or {}).get(name)
         if result is None or not isinstance(result.get("value"), bool):
-            out.append(_record(criterion, case.get("name"), None, f"no boolean {name} result"))
+            out.append(_record(criterion, example_id, None, f"no boolean {name} result", trial))
         else:
-            out.append(_record(criterion, case.get("name"), result["value"], result.get("reason")))
+            out.append(_record(criterion, example_id, result["value"], result.get("reason"), trial))
     out += [_record(criterion, failure.get("name"), None, f"the task failed: {failure.get('error_message')}")
             for failure in data.get("failures") or []]
     return out
+
+
+def _case_and_trial(case: dict[str, Any]) -> tuple[str, int]:
+    """A repeated case is named `name [k/n]` (with `source_case_name`): its k-th run is trial k - 1."""
+    import re
+
+    name = str(case.get("name"))
+    found = re.fullmatch(r"(.*) \[(\d+)/(\d+)\]", name)
+    if found:
+        return str(case.get("source_case_name") or found.group(1)), int(found.group(2)) - 1
+    return name, 0
 
 
 def deepeval(path: Path, criterion: str | None, metric: str | None = None, **_: Any) -> list[RecordedVerdict]:
@@ -159,7 +182,8 @@ def deepeval(path: Path, criterion: str | None, metric: str | None = None, **_: 
     cases = run.get("testCases") if isinstance(run, dict) else None
     if not isinstance(cases, list):
         raise InputError.one(path, "testCases", "is not a DeepEval test run (.deepeval/.latest_test_run.json)")
-    name = _pick("metric", {m.get("name") for c in cases for m in c.get("metricsData") or []}, metric, path, "--metric")
+    name = _pick("metric", {m["name"] for c in cases for m in c.get("metricsData") or [] if m.get("name")}, metric,
+                 path, "--metric")
     out = []
     for case in cases:
         found = next((m for m in case.get("metricsData") or [] if m.get("name") == name), None)
@@ -188,7 +212,8 @@ def csv_file(path: Path, criterion: str | None, id_col: str = "id", verdict_col:
         cell = row[verdict_col]
         passed = None if cell is None or not cell.strip() else parse_bool(cell)
         if passed is not None and not isinstance(passed, bool):
-            problems.append(f"data row {number}: {verdict_col} is {cell!r}; write true / false (pass / fail, "
+            shown = cell if len(cell) <= 60 else cell[:57] + "..."
+            problems.append(f"data row {number}: {verdict_col} is {shown!r}; write true / false (pass / fail, "
                             "1 / 0), or leave it empty for an abstention")
             continue
         out.append(_record(row[criterion_col] if criterion_col else criterion, row[id_col], passed,
@@ -211,7 +236,14 @@ def import_verdicts(kind: str, path: Path, criterion: str | None = None, **optio
         raise InputError.one(kind, "", f"unknown format; use one of {', '.join(FORMATS)}")
     if not path.is_file():
         raise InputError.one(path, "", "no such file")
-    records = IMPORTERS[kind](path, criterion, **options)
+    import csv
+
+    csv.field_size_limit(1 << 30)  # a long reply is one cell, not an error
+    try:
+        records = IMPORTERS[kind](path, criterion, **options)
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError, csv.Error, zipfile.BadZipFile) as error:
+        raise InputError.one(path, "", f"is not a {kind} results file judgekit can read ({type(error).__name__}: "
+                                       f"{error}); check the format named, or export the file again") from None
     seen: dict[tuple, int] = {}
     for r in records:
         key = (r.criterion, r.id, r.trial)

@@ -39,11 +39,56 @@ class Item:
     reason: str | None = None
 
 
-def _records(path: Path) -> tuple[list[dict[str, Any]], list[str] | None]:
-    """The file's records in order (and a CSV's column names)."""
+def _text(path: Path) -> str:
+    """The file's text exactly as stored (line endings kept; a byte-order mark dropped)."""
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError.one(path, "", f"cannot be read ({error})") from None
+
+
+def _csv_rows(path: Path, text: str) -> tuple[list[str], list[tuple[int, int, list[str]]]]:
+    """A CSV's header and each row with the character span it occupies, so one row can be replaced."""
+    csv.field_size_limit(1 << 30)  # a long reply is one cell, not an error
+    header: list[str] = []
+    rows = []
+    position = 0
+    lines = _physical_lines(text)
+    reader = csv.reader(lines)
+    consumed = 0
+    try:
+        for row in reader:
+            start = position
+            while consumed < reader.line_num:
+                position += len(lines[consumed])
+                consumed += 1
+            if not header:
+                header = row
+                continue
+            rows.append((start, position, row))
+    except csv.Error as error:
+        raise InputError.one(path, f"line {reader.line_num}", f"cannot be read as CSV ({error})") from None
+    if len(set(header)) != len(header):
+        raise InputError.one(path, "header", "has the same column twice; rename one so no cell is lost")
+    if "id" not in header or "output" not in header:
+        raise InputError.one(path, "header", "needs columns id and output")
+    return header, rows
+
+
+def _physical_lines(text: str) -> list[str]:
+    """Lines ending at \n (a \r\n stays whole; U+2028 and the like do not end a line)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    return lines + ([parts[-1]] if parts[-1] else [])
+
+
+def _records(path: Path) -> list[dict[str, Any]]:
+    """The file's records in order; ids must be unique as text."""
+    text = _text(path)
+    records: list[dict[str, Any]] = []
     if path.suffix.lower() == ".jsonl":
-        records = []
-        for number, line in enumerate(read_text(path).splitlines(), start=1):
+        for number, line in enumerate(text.split("\n"), start=1):
             if not line.strip():
                 continue
             try:
@@ -53,57 +98,92 @@ def _records(path: Path) -> tuple[list[dict[str, Any]], list[str] | None]:
             if not isinstance(record, dict) or "id" not in record or "output" not in record:
                 raise InputError.one(path, f"line {number}", "must be an object with id and output")
             records.append(record)
-        return records, None
-    if path.suffix.lower() == ".csv":
-        reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
-        records = list(reader)
-        if not reader.fieldnames or "id" not in reader.fieldnames or "output" not in reader.fieldnames:
-            raise InputError.one(path, "", "needs columns id and output")
-        return records, list(reader.fieldnames)
-    raise InputError.one(path, "", "labels are written back to .jsonl or .csv files; convert this one first")
+    elif path.suffix.lower() == ".csv":
+        header, rows = _csv_rows(path, text)
+        records = [dict(zip(header, row)) for _, _, row in rows]
+    else:
+        raise InputError.one(path, "", "labels are written back to .jsonl or .csv files; convert this one first")
+    seen: set[str] = set()
+    for record in records:
+        if str(record["id"]) in seen:
+            raise InputError.one(path, f"id {record['id']}", "appears twice; give every example its own id, so a "
+                                                             "label cannot land on the wrong one")
+        seen.add(str(record["id"]))
+    return records
 
 
 def _label_of(record: dict[str, Any]) -> bool | None:
-    value = record.get("passed")
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    return None
+    """The record's label as the set loader reads it; annotators' labels count as labelled."""
+    from judgekit.files import parse_bool
+
+    if record.get("labels") or any(k.startswith("labels.") and record[k] not in (None, "") for k in record):
+        return True  # labelled by annotators: not this page's to overwrite
+    value = parse_bool(record.get("passed"))
+    return value if isinstance(value, bool) else None
+
+
+class _Locked:
+    """An exclusive lock on a file beside `path`: two pages (or processes) labelling one file take
+    turns, each reading the file as the last one left it."""
+
+    def __init__(self, path: Path) -> None:
+        self.lock = path.with_name(f".{path.name}.lock")
+
+    def __enter__(self) -> None:
+        import fcntl
+
+        self.handle = open(self.lock, "a")
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        import fcntl
+
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()
 
 
 def write_label(path: Path, example_id: str, passed: bool) -> None:
-    """Set one record's `passed`, leaving every other record as it was, in its place."""
-    if path.suffix.lower() == ".jsonl":
-        lines = read_text(path).splitlines(keepends=True)
-        found = False
-        for index, line in enumerate(lines):
-            if not line.strip():
-                continue
-            record = json.loads(line)
-            if str(record.get("id")) == example_id:
-                record["passed"] = passed
-                end = "\n" if line.endswith("\n") else ""
-                lines[index] = json.dumps(record, ensure_ascii=False) + end
-                found = True
-                break
-        if not found:
+    """Set one record's `passed`, leaving every other byte of the file as it was (a CSV without a
+    `passed` column gets one, in every row)."""
+    with _Locked(path):
+        text = _text(path)
+        bom = "\ufeff" if path.read_bytes()[:3] == b"\xef\xbb\xbf" else ""  # kept, as every other byte
+        records = _records(path)
+        record = next((r for r in records if str(r["id"]) == example_id), None)
+        if record is None:
             raise InputError.one(path, f"id {example_id}", "no such record; was the file changed meanwhile?")
-        write_atomic(path, "".join(lines))
-        return
-    records, columns = _records(path)
-    columns = list(columns or [])
-    if "passed" not in columns:
-        columns.append("passed")
-    matches = [r for r in records if r.get("id") == example_id]
-    if not matches:
-        raise InputError.one(path, f"id {example_id}", "no such record; was the file changed meanwhile?")
-    matches[0]["passed"] = "true" if passed else "false"
-    out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(records)
-    write_atomic(path, out.getvalue())
+        if _label_of(record) is True and (record.get("labels") or any(k.startswith("labels.") for k in record)):
+            raise InputError.one(path, f"id {example_id}", "is labelled by several annotators; edit its labels, "
+                                                          "not its majority")
+        if path.suffix.lower() == ".jsonl":
+            lines = text.split("\n")
+            for index, line in enumerate(lines):
+                if line.strip() and str(json.loads(line).get("id")) == example_id:
+                    changed = {**json.loads(line), "passed": passed}
+                    end = "\r" if line.endswith("\r") else ""
+                    lines[index] = json.dumps(changed, ensure_ascii=True) + end
+                    break
+            write_atomic(path, bom + "\n".join(lines))
+            return
+        header, rows = _csv_rows(path, text)
+        ending = "\r\n" if "\r\n" in text[: text.find("\n") + 1] else "\n"
+        if "passed" not in header:  # a new column: every row changes
+            out = io.StringIO()
+            writer = csv.writer(out, lineterminator=ending)
+            writer.writerow([*header, "passed"])
+            for _, _, row in rows:
+                value = ("true" if passed else "false") if dict(zip(header, row))["id"] == example_id else ""
+                writer.writerow([*row, value])
+            write_atomic(path, bom + out.getvalue())
+            return
+        for start, stop, row in rows:
+            if dict(zip(header, row))["id"] == example_id:
+                row = list(row) + [""] * (len(header) - len(row))
+                row[header.index("passed")] = "true" if passed else "false"
+                out = io.StringIO()
+                csv.writer(out, lineterminator=ending).writerow(row)
+                write_atomic(path, bom + text[:start] + out.getvalue() + text[stop:])
+                return
 
 
 def _verdicts(report_dir: Path | None, criterion: str | None) -> dict[str, tuple[bool | None, str | None]]:
@@ -112,8 +192,11 @@ def _verdicts(report_dir: Path | None, criterion: str | None) -> dict[str, tuple
         return {}
     from judgekit.verdicts import Verdict, load_recorded, majority
 
+    records = load_recorded(report_dir / "verdicts.jsonl")
+    if criterion is None and len({r.criterion for r in records}) > 1:
+        return {}  # verdicts of several criteria: without --criterion none of them is this file's
     trials: dict[str, list[Verdict]] = {}
-    for r in load_recorded(report_dir / "verdicts.jsonl"):
+    for r in records:
         if criterion is None or r.criterion in (None, criterion):
             trials.setdefault(r.id, []).append(Verdict(r.id, r.passed, r.reason, r.trial))
     return {i: (majority(t).passed, majority(t).reason) for i, t in trials.items()}
@@ -145,7 +228,7 @@ class Session:
 def labelling(path: Path, report_dir: Path | None = None, criterion: str | None = None,
               question: str = "") -> Session:
     """A session over the records of `path` that have no label yet."""
-    records, _ = _records(path)
+    records = _records(path)
     verdicts = _verdicts(report_dir, criterion)
     items = [Item(str(r["id"]), r.get("input") or None, str(r["output"]), r.get("context") or None,
                   None, *verdicts.get(str(r["id"]), (None, None)))
@@ -164,10 +247,11 @@ def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Pa
     if found is None:
         raise InputError.one(report_dir, criterion_id, "is not in this report; calibrate it first")
     path = find_set(sets_dir, criterion_id)
-    records, _ = _records(path)
-    present = {str(r["id"]) for r in records}
+    records = {str(r["id"]): r for r in _records(path)}
+    # Examples labelled by several annotators are fixed by editing their labels, not here.
     items = [Item(d.id, d.input, d.output or "", d.context, d.label, d.verdict, d.reason)
-             for d in found.disagreements if d.id in present]
+             for d in found.disagreements if d.id in records
+             and not (records[d.id].get("labels") or any(k.startswith("labels.") for k in records[d.id]))]
     return Session(path, "review", criterion.question, items)
 
 
@@ -229,6 +313,9 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(HTTPStatus.BAD_REQUEST, {"error": str(error)})
         except InputError as error:
             return self._json(HTTPStatus.CONFLICT, {"error": str(error)})
+        except (OSError, AttributeError, json.JSONDecodeError) as error:  # the file changed under the page
+            return self._json(HTTPStatus.CONFLICT, {"error": f"{self.session.path} could not be updated: {error}; "
+                                                             "reload the page"})
         return self._json(HTTPStatus.OK, vars(item))
 
 
@@ -294,14 +381,18 @@ async function label(passed) {
     $("reason").textContent = answer.reason || ""; $("judge").hidden = false; revealed = true;
   } else { index += 1; show(); }
 }
-document.addEventListener("keydown", event => {
-  if (index >= items.length) return;
+let busy = false;
+document.addEventListener("keydown", async event => {
+  // Only bare keys: Ctrl-F, Cmd-P and a held-down key never write a label.
+  if (index >= items.length || busy || event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
   if (revealed) {  // the verdict is on screen: any key moves on, none labels an unseen example
     if (["n", "p", "f", "s", "Enter", " "].includes(event.key)) { index += 1; show(); }
     return;
   }
-  if (event.key === "p") label(true); else if (event.key === "f") label(false);
-  else if (event.key === "s") { index += 1; show(); }
+  if (event.key === "p" || event.key === "f") {
+    busy = true;
+    try { await label(event.key === "p"); } finally { busy = false; }
+  } else if (event.key === "s") { index += 1; show(); }
 });
 fetch("/api/items").then(r => r.json()).then(data => {
   items = data.items; mode = data.mode; $("question").textContent = data.question;

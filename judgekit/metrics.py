@@ -123,7 +123,10 @@ def kappa_interval(labels: Sequence[bool], verdicts: Sequence[bool], seed: int =
     posterior = posterior[np.isfinite(posterior)]
     tail = 100 * (1 - confidence) / 2
     low, high = np.percentile(posterior, [tail, 100 - tail])
-    return (float(low), float(high))
+    # At the edges (perfect or perfectly wrong agreement) the posterior lies just inside the
+    # estimate; an interval is not shown beside a figure it leaves out.
+    estimate = kappa_from_counts(*cells)
+    return (float(min(low, estimate)), float(max(high, estimate)))
 
 
 def _cells(labels: Sequence[bool], verdicts: Sequence[bool]) -> tuple[int, int, int, int]:

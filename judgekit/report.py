@@ -195,9 +195,11 @@ class Report(Model):
         for c in self.criteria:
             row: dict[str, Any] = {"criterion": c.id, "judge": c.judge.model if c.judge else None, "n": c.n,
                                    "abstained": c.abstained, **c.confusion.model_dump()}
-            row.update({name: c.metrics.get(name) for name in METRIC_NAMES})
-            for name, (low, high) in c.intervals.items():
-                row[f"{name}_low"], row[f"{name}_high"] = low, high
+            nan = float("nan")
+            row.update({name: nan if c.metrics.get(name) is None else c.metrics[name] for name in METRIC_NAMES})
+            for name in INTERVAL_NAMES:
+                low, high = c.intervals.get(name, (None, None))
+                row[f"{name}_low"], row[f"{name}_high"] = (nan if low is None else low), (nan if high is None else high)
             rows.append(row)
         return pd.DataFrame(rows).set_index("criterion") if rows else pd.DataFrame()
 

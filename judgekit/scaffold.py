@@ -149,8 +149,25 @@ def files() -> dict[str, str]:
 
 
 def init(root: Path, force: bool = False) -> list[Path]:
-    """Write the scaffold under `root`; an existing file is an error (listed) unless `force`."""
+    """Write the scaffold under `root`; an existing file is an error (listed) unless `force`. A
+    pyproject.toml that already holds `[tool.judgekit]` keeps the settings: no judgekit.yaml then
+    (it would be read first and could loosen the gate)."""
     planned = {root / name: text for name, text in files().items()}
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        import tomllib
+
+        try:
+            if "judgekit" in tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}):
+                planned.pop(root / "judgekit.yaml")
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            pass
+    from judgekit.criteria import criterion_schema
+    from judgekit.sets import Example
+
+    # The criteria point editors at these schemas.
+    planned[root / ".judgekit/schema/criterion.schema.json"] = json.dumps(criterion_schema(), indent=2) + "\n"
+    planned[root / ".judgekit/schema/example.schema.json"] = json.dumps(Example.model_json_schema(), indent=2) + "\n"
     existing = [path for path in planned if path.exists()]
     if existing and not force:
         raise InputError.one(root, ", ".join(str(p.relative_to(root)) for p in existing),

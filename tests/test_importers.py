@@ -85,3 +85,35 @@ def test_imported_verdicts_calibrate(project, tmp_path):
     assert report["confusion"] == {"tp": 2, "fp": 0, "tn": 2, "fn": 0}
     unknown = runner.invoke(app, ["import", "langsmith", str(out), "-o", str(tmp_path / "x.jsonl")])
     assert unknown.exit_code == 2 and "unknown format; use one of promptfoo, inspect" in unknown.output
+
+
+@pytest.mark.parametrize("kind, text", [
+    ("promptfoo", '{"results": {"results": ["x"]}}'),
+    ("deepeval", '{"testRunData": {"testCases": [{"name": "a", "metricsData": [{"success": true}]}]}}'),
+    ("pydantic-evals", '{"cases": [{"name": "a", "assertions": {"X": "oops"}}]}'),
+    ("inspect", '{"samples": [{"id": "a", "epoch": "x", "scores": {"s": {"value": "C"}}}]}'),
+    ("inspect", '{"samples": ["not a sample"]}'),
+    ("csv", "id,passed\n" + "a," + "x" * 200_000 + "\n"),
+])
+def test_malformed_results_are_input_errors_naming_the_file(tmp_path, kind, text):
+    path = tmp_path / "results.csv" if kind == "csv" else tmp_path / "results.json"
+    path.write_text(text)
+    with pytest.raises(InputError) as error:
+        import_verdicts(kind, path)
+    assert str(path) in str(error.value)
+
+
+def test_repeats_are_trials(tmp_path):
+    data = json.loads((DATA / "promptfoo-results.json").read_text())
+    data["results"]["results"] = data["results"]["results"] * 2  # as `promptfoo eval --repeat 2` writes them
+    path = tmp_path / "repeated.json"
+    path.write_text(json.dumps(data))
+    records = import_verdicts("promptfoo", path)
+    assert sorted((r.id, r.trial) for r in records) == sorted((i, t) for i in ("lost card", "odd card", "stolen card")
+                                                              for t in (0, 1))
+    report = json.loads((DATA / "pydantic-evals-report.json").read_text())
+    for k, case in enumerate(report["cases"]):
+        case["source_case_name"], case["name"] = case["name"], f"{case['name']} [{k % 2 + 1}/2]"
+    path.write_text(json.dumps(report))
+    records = import_verdicts("pydantic-evals", path, evaluator="SaysBlocked")
+    assert [(r.id, r.trial) for r in records][:2] == [("case-0", 0), ("case-1", 1)]

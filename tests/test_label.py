@@ -162,3 +162,68 @@ def test_the_command_needs_a_file_or_a_criterion_to_review(tmp_path):
     (tmp_path / "set.yaml").write_text("examples: []\n")
     wrong = CliRunner().invoke(app, ["label", str(tmp_path / "set.yaml"), "--no-open"])
     assert wrong.exit_code == 2 and "written back to .jsonl or .csv files" in wrong.output
+
+
+def test_write_back_keeps_every_other_byte(tmp_path):
+    from judgekit.errors import InputError
+    from judgekit.label import write_label
+    from judgekit.sets import load_set
+
+    jsonl = tmp_path / "s.jsonl"
+    raw = ('{"id": "a", "output": "line\\u2028sep \\u00e9"}\r\n{"id": "b", "output": "y", "passed": true}\r\n'
+           '\r\n{"id": "c", "output": "z"}\r\n')
+    jsonl.write_bytes(raw.encode())
+    write_label(jsonl, "a", True)
+    write_label(jsonl, "c", False)
+    lines = jsonl.read_bytes().decode().split("\r\n")
+    assert lines[1:3] == ['{"id": "b", "output": "y", "passed": true}', ""]  # untouched, CRLF kept
+    assert [e.passed for e in load_set(jsonl, "x").examples] == [True, True, False]  # still loads
+    assert json.loads(lines[0])["output"] == "line\u2028sep \u00e9"
+
+    csv_path = tmp_path / "s.csv"
+    csv_path.write_bytes('\ufeffid,output,passed\r\na,"two\r\nlines",\r\nb,"q ""x""",\r\nc,plain,false\r\n'.encode())
+    write_label(csv_path, "b", True)
+    assert csv_path.read_bytes().decode() == '\ufeffid,output,passed\r\na,"two\r\nlines",\r\nb,"q ""x""",true\r\nc,plain,false\r\n'
+    dup = tmp_path / "d.csv"
+    dup.write_text("id,output,note,note\na,hi,first,second\n")
+    with pytest.raises(InputError, match="has the same column twice"):
+        write_label(dup, "a", True)
+    ids = tmp_path / "ids.jsonl"
+    ids.write_text('{"id": 1, "output": "x"}\n{"id": "1", "output": "y"}\n')
+    with pytest.raises(InputError, match="id 1: appears twice"):
+        labelling(ids)
+
+
+def test_examples_labelled_by_annotators_are_not_overwritten(tmp_path):
+    from judgekit.errors import InputError
+    from judgekit.label import write_label
+
+    path = tmp_path / "s.jsonl"
+    path.write_text('{"id": "a", "output": "x", "labels": {"ana": false, "ben": false, "eve": true}}\n'
+                    '{"id": "b", "output": "y"}\n')
+    assert [i.id for i in labelling(path).items] == ["b"]
+    with pytest.raises(InputError, match="labelled by several annotators"):
+        write_label(path, "a", True)
+
+
+LABELLER = """
+import sys
+from pathlib import Path
+from judgekit.label import write_label
+path, part = Path(sys.argv[1]), int(sys.argv[2])
+for i in range(part, 120, 2):
+    write_label(path, f"e{i}", i % 3 == 0)
+"""
+
+
+def test_two_processes_labelling_one_file_lose_nothing(tmp_path):
+    import subprocess
+    import sys
+
+    path = tmp_path / "s.jsonl"
+    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(120)))
+    workers = [subprocess.Popen([sys.executable, "-c", LABELLER, str(path), str(part)]) for part in (0, 1)]
+    assert [w.wait(120) for w in workers] == [0, 0]
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r["id"] for r in records] == [f"e{i}" for i in range(120)]
+    assert [r.get("passed") for r in records] == [i % 3 == 0 for i in range(120)]

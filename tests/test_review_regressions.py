@@ -98,7 +98,7 @@ def test_calibrating_one_criterion_keeps_the_others(setup):
                                 for r in balanced(25, 25)))
     assert runner.invoke(app, ["calibrate", "--verdicts", str(verdicts)]).exit_code == 0
     again = runner.invoke(app, ["calibrate", "-c", "r"])
-    assert again.exit_code == 0 and "1 other criteria kept" in again.output
+    assert again.exit_code == 0 and "1 other criterion kept" in again.output
     report = Report.read(setup.root / ".judgekit/reports/latest")
     assert [c.id for c in report.criteria] == ["r", "says-blocked"]
     kept = (setup.root / ".judgekit/reports/latest/verdicts.jsonl").read_text()

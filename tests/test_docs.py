@@ -1,0 +1,90 @@
+"""The guides in docs/ run as written: each `$ command` of each console block runs in a fresh
+folder (in order, as a person following the guide would), and every output line the guide shows
+must appear in what the command prints. Lines with a date, a time or a duration are shown but
+not compared.
+
+`python tests/test_docs.py` rewrites the guides' outputs from a real run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+GUIDES = sorted(DOCS.glob("*.md"))
+BLOCK = re.compile(r"```console\n(.*?)```", re.DOTALL)
+VOLATILE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}|\d+(\.\d+)? ?s\b|judgekit \d")
+
+
+def _shell(command: str) -> str:
+    """Run the guide's command with this checkout's judgekit and Python."""
+    command = re.sub(r"^judgekit ", f"{sys.executable} -m judgekit.cli ", command)
+    return re.sub(r"^python ", f"{sys.executable} ", command)
+
+
+def run_guide(path: Path, folder: Path) -> list[tuple[str, str, int]]:
+    """Every (command, output, exit code) of a guide, run in `folder`."""
+    env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "PYTHONPATH": str(DOCS.parent),
+           "JUDGEKIT_REQUIRE_ALL": ""}
+    out = []
+    for block in BLOCK.findall(path.read_text()):
+        for command in [line[2:] for line in block.splitlines() if line.startswith("$ ")]:
+            done = subprocess.run(_shell(command), shell=True, cwd=folder, env=env, capture_output=True, text=True,
+                                  timeout=600)
+            out.append((command, (done.stdout + done.stderr).rstrip("\n"), done.returncode))
+    return out
+
+
+def shown(path: Path) -> list[tuple[str, list[str]]]:
+    """Each command of a guide and the output lines the guide shows for it."""
+    pairs = []
+    for block in BLOCK.findall(path.read_text()):
+        for line in block.splitlines():
+            if line.startswith("$ "):
+                pairs.append((line[2:], []))
+            elif pairs:
+                pairs[-1][1].append(line)
+    return pairs
+
+
+@pytest.mark.parametrize("guide", GUIDES, ids=[g.stem for g in GUIDES])
+def test_guide_runs_as_written(guide, tmp_path, local_model):
+    ran = run_guide(guide, tmp_path)
+    expected = shown(guide)
+    assert [c for c, _, _ in ran] == [c for c, _ in expected]
+    for (command, output, code), (_, lines) in zip(ran, expected):
+        assert code in (0, 1, 3), f"{guide.name}: `{command}` exited {code}:\n{output}"
+        for line in lines:
+            if line.strip() and not VOLATILE.search(line):
+                assert line in output.splitlines(), f"{guide.name}: `{command}` no longer prints:\n{line}\n---\n{output}"
+
+
+def _rewrite(path: Path) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as folder:
+        ran = iter(run_guide(path, Path(folder)))
+    text = path.read_text()
+
+    def fill(match: re.Match) -> str:
+        lines = []
+        for line in match.group(1).splitlines():
+            if line.startswith("$ "):
+                command, output, _ = next(ran)
+                lines.append(line)
+                lines += [o for o in output.splitlines()]
+        return "```console\n" + "\n".join(lines) + "\n```"
+
+    path.write_text(BLOCK.sub(fill, text))
+
+
+if __name__ == "__main__":
+    for guide in GUIDES:
+        _rewrite(guide)
+        print("rewrote", guide)
