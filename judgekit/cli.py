@@ -152,7 +152,9 @@ def render_table(report) -> str:
                       fmt_number(c.metrics.get("tnr"), 2), f"[{colour}]{fmt_number(kappa, 2)}[/]",
                       f"[{fmt_number(low, 2)}, {fmt_number(high, 2)}]", str(len(c.disagreements)))
     buffer = StringIO()
-    Console(file=buffer, force_terminal=True, width=120).print(table)
+    import shutil
+
+    Console(file=buffer, force_terminal=True, width=shutil.get_terminal_size((120, 24)).columns).print(table)
     return buffer.getvalue().rstrip()
 
 
