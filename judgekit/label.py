@@ -347,7 +347,7 @@ kbd{background:#fff;border:1px solid #c9ced6;border-radius:4px;padding:1px 6px}
 <div class="field" id="input-box"><h4>input</h4><div id="input"></div></div>
 <div class="field" id="context-box"><h4>context</h4><div id="context"></div></div>
 <div class="field"><h4>reply</h4><div id="output"></div></div>
-<div class="field" id="label-box"><h4>label now</h4><div id="label"></div></div>
+<div class="field" id="label-box"><h4>the label</h4><div id="label"></div></div>
 <div class="field" id="judge" hidden><h4>the judge said</h4><div id="verdict"></div><div id="reason"></div></div>
 <div id="keys"><kbd>p</kbd> pass &nbsp; <kbd>f</kbd> fail &nbsp; <kbd>s</kbd> skip &nbsp; (after a label, any of them: next)</div>
 <div id="status"></div></div><div id="done">Every example here has been labelled or skipped.</div></main>
@@ -375,7 +375,7 @@ async function label(passed) {
     "X-Judgekit-Token": TOKEN}, body: JSON.stringify({id: it.id, passed: passed})});
   if (!response.ok) { $("status").textContent = (await response.json()).error; return; }
   const answer = await response.json();
-  it.label = passed; $("label").textContent = word(passed);
+  it.label = passed; $("label").textContent = word(passed); $("label-box").hidden = false;
   if (mode === "label") {
     $("verdict").textContent = answer.verdict === null ? "(not judged)" : word(answer.verdict);
     $("reason").textContent = answer.reason || ""; $("judge").hidden = false; revealed = true;

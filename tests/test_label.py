@@ -32,6 +32,24 @@ def inbox(tmp_path):
     return path, report
 
 
+def _screenshot(browser, name):
+    """What a person sees, kept by CI (JUDGEKIT_ARTIFACTS); it must not be a blank page."""
+    import os
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    import matplotlib.image
+
+    shot = Path(tempfile.mkdtemp()) / name
+    assert browser.save_screenshot(str(shot))
+    pixels = matplotlib.image.imread(shot)
+    assert pixels[..., :3].std() > 0.05  # text and panels, not one colour
+    if os.environ.get("JUDGEKIT_ARTIFACTS"):
+        Path(os.environ["JUDGEKIT_ARTIFACTS"]).mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, Path(os.environ["JUDGEKIT_ARTIFACTS"]) / name)
+
+
 def _wait(browser, script, timeout=10):
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -54,6 +72,7 @@ def test_blind_labelling_by_keyboard_writes_each_label_in_place(inbox, browser):
         body.send_keys("p")
         _wait(browser, "return !document.getElementById('judge').hidden")
         assert browser.find_element(By.ID, "verdict").text == "pass"
+        _screenshot(browser, "label.png")
         assert browser.find_element(By.ID, "reason").text == "says blocked"
         body.send_keys("n")
         _wait(browser, "return document.getElementById('output').textContent.startsWith('Would')")
