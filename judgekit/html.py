@@ -112,16 +112,22 @@ def history_chart(runs: Sequence["Run"]) -> str:
     width, height, left, top = 420, 150, 34, 12
     span_x, span_y = width - left - 12, height - top - 30
     series = [("kappa", "cohen_kappa", "#1d2330"), ("TPR", "tpr", "#3763c4"), ("TNR", "tnr", "#c47a37")]
+    # The axis reaches below 0 only when a kappa does (worse than chance is shown, not clipped).
+    floor = -1.0 if any((r.metrics.get("cohen_kappa") or 0) < 0 for r in runs) else 0.0
+
+    def y_of(value: float) -> float:
+        return top + span_y * (1 - (value - floor) / (1 - floor))
+
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
              f'aria-label="agreement over {len(runs)} runs">',
              f'<line x1="{left}" y1="{top + span_y}" x2="{left + span_x}" y2="{top + span_y}" stroke="#c9ced6"/>']
-    for value in (0, 0.5, 1):
-        y = top + span_y * (1 - value)
+    for value in ((-1, 0, 1) if floor < 0 else (0, 0.5, 1)):
+        y = y_of(value)
         parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end" fill="#8a93a2">{value:g}'
                      f'</text><line x1="{left}" y1="{y:.1f}" x2="{left + span_x}" y2="{y:.1f}" stroke="#eef0f3"/>')
     step = span_x / max(1, len(runs) - 1)
     for index, (name, key, color) in enumerate(series):
-        points = [(left + i * step, top + span_y * (1 - max(0.0, min(1.0, r.metrics.get(key)))))
+        points = [(left + i * step, y_of(max(floor, min(1.0, r.metrics[key]))))
                   for i, r in enumerate(runs) if r.metrics.get(key) is not None]
         if points:
             parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
@@ -144,12 +150,13 @@ def _claims(d) -> str:
     return f'<ul class="claims">{"".join(items)}</ul>'
 
 
-def _criterion(c: CriterionReport, decision: "Decision | None", runs: Sequence["Run"]) -> str:
+def _criterion(c: CriterionReport, decision: "Decision | None", runs: Sequence["Run"], question: str | None) -> str:
     status = decision.status if decision else "NONE"
     judge = c.judge
     who = _e(f"{judge.kind}" + (f", model {judge.model}" if judge and judge.model else "")) if judge else ""
     out = [f'<section class="criterion" id="{_e(c.id)}"><h2>{_e(c.id)}'
            f'<span class="badge {status}">{"gate " + status if decision else "not gated"}</span></h2>',
+           f'<p class="question">{_e(question)}</p>' if question else "",
            f'<p class="meta">{who} · {c.n} examples ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled '
            f'fail) · {c.abstained} abstained</p>']
     if decision:
@@ -180,15 +187,17 @@ def _criterion(c: CriterionReport, decision: "Decision | None", runs: Sequence["
 
 
 def to_html(report: Report, decisions: dict[str, "Decision"] | None = None,
-            history: dict[str, Sequence["Run"]] | None = None, title: str = "judgekit calibration report") -> str:
-    """The page: gate decisions and past runs are optional (a report alone still renders)."""
-    decisions, history = decisions or {}, history or {}
-    body = "".join(_criterion(c, decisions.get(c.id), history.get(c.id, ())) for c in report.criteria)
+            history: dict[str, Sequence["Run"]] | None = None, title: str = "judgekit calibration report",
+            questions: dict[str, str] | None = None) -> str:
+    """The page: gate decisions, past runs and questions are optional (a report alone still renders)."""
+    decisions, history, questions = decisions or {}, history or {}, questions or {}
+    body = "".join(_criterion(c, decisions.get(c.id), history.get(c.id, ()), questions.get(c.id))
+                   for c in report.criteria)
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
             "img-src data:\">"
             f"<title>{_e(title)}</title><style>{STYLE}</style></head><body><header><h1>{_e(title)}</h1>"
-            f"<p>judgekit {_e(report.judgekit_version)} · {report.created_at:%Y-%m-%d %H:%M} UTC · "
+            f"<p>judgekit {_e(report.judgekit_version)} · {report.created_at:%Y-%m-%d %H:%M} UTC (gate decisions as of then) · "
             f"{len(report.criteria)} criteria</p></header><main>{body or '<p>No criteria.</p>'}</main></body></html>")
 
 
@@ -201,6 +210,14 @@ def write_html(report: Report, directory, criteria_dir=None, sets_dir=None, conf
     from judgekit.files import write_atomic
 
     decisions: dict = {}
+    questions: dict = {}
+    if criteria_dir is not None:
+        try:
+            from judgekit.criteria import load_criteria
+
+            questions = {c.id: c.question for c in load_criteria(Path(criteria_dir))}
+        except JudgekitError:
+            questions = {}
     if criteria_dir is not None and sets_dir is not None:
         try:
             from judgekit.gate import Gate
@@ -220,5 +237,5 @@ def write_html(report: Report, directory, criteria_dir=None, sets_dir=None, conf
         except JudgekitError:
             history = {}
     path = Path(directory) / "report.html"
-    write_atomic(path, to_html(report, decisions, history))
+    write_atomic(path, to_html(report, decisions, history, questions=questions))
     return str(path)

@@ -61,6 +61,7 @@ def test_the_page_shows_decisions_charts_and_disagreements_and_runs_nothing(proj
     text = browser.find_element("tag name", "body").text
     c = report.criteria[0]
     assert "says-blocked" in text and "gate " in text
+    assert "Does the reply say the card is blocked?" in text  # the criterion's question
     assert f"Disagreements ({len(c.disagreements)})" in text
     # The hostile reply and reasoning are shown as text, and nothing in them ran.
     assert "<script>window.__pwned = 1</script>" in text
@@ -100,3 +101,19 @@ def test_a_report_without_gate_or_history_still_renders_every_text_escaped():
     page = to_html(Report(criteria=[c]))
     assert "<script>window" not in page and "&lt;script&gt;" in page and "&lt;b&gt;x&lt;/b&gt;" in page
     assert "&amp;&lt;&gt;" in page and "not gated" in page and "undefined" in page
+
+
+def test_past_runs_worse_than_chance_are_drawn_below_zero_not_clipped():
+    import re
+    from datetime import datetime, timezone
+
+    from judgekit.history import Run
+    from judgekit.html import history_chart
+
+    runs = [Run(i, "c", datetime(2026, 11, i + 1, tzinfo=timezone.utc), "calibrate", "f", "m", "p", {}, "s", None,
+                "live", 10, 0, {"cohen_kappa": k, "tpr": 0.5, "tnr": 0.5}) for i, k in enumerate((0.5, -1.0, 0.0))]
+    svg = history_chart(runs)
+    kappa_line = re.search(r'stroke="#1d2330" stroke-width="2" points="([^"]+)"', svg).group(1)
+    ys = [float(point.split(",")[1]) for point in kappa_line.split()]
+    assert ys[1] > ys[2] > ys[0]  # -1 drawn lowest, then 0, then 0.5 (y grows downwards)
+    assert ">-1<" in svg
