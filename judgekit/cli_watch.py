@@ -279,6 +279,8 @@ def import_(
     scorer: Optional[str] = typer.Option(None, help="inspect: the scorer whose values are verdicts."),
     evaluator: Optional[str] = typer.Option(None, help="pydantic-evals: the boolean assertion to use."),
     metric: Optional[str] = typer.Option(None, help="deepeval: the metric whose success is the verdict."),
+    assertion: Optional[str] = typer.Option(None, help="promptfoo: use this assertion (metric name or type) "
+                                            "instead of the test's overall success."),
     id_field: Optional[str] = typer.Option(None, help="promptfoo: the test var holding the example id; "
                                            "inspect: the sample metadata key."),
     id_col: str = typer.Option("id", help="csv: the column of example ids."),
@@ -291,7 +293,7 @@ def import_(
     from judgekit.files import write_atomic
     from judgekit.importers import import_verdicts
 
-    options = {"promptfoo": {"id_field": id_field}, "inspect": {"scorer": scorer, "id_field": id_field},
+    options = {"promptfoo": {"id_field": id_field, "assertion": assertion}, "inspect": {"scorer": scorer, "id_field": id_field},
                "pydantic-evals": {"evaluator": evaluator}, "deepeval": {"metric": metric},
                "csv": {"id_col": id_col, "verdict_col": verdict_col, "reason_col": reason_col,
                        "criterion_col": criterion_col}}.get(format, {})

@@ -51,9 +51,11 @@ def _pick(name: str, options: Iterable[str], chosen: str | None, path: Path, fla
     return options[0]
 
 
-def promptfoo(path: Path, criterion: str | None, id_field: str | None = None, **_: Any) -> list[RecordedVerdict]:
-    """`promptfoo eval -o results.json`: one verdict per test result (its `success`); the id is the
-    test's `vars[id_field]`, else its description, else its index."""
+def promptfoo(path: Path, criterion: str | None, id_field: str | None = None, assertion: str | None = None,
+              **_: Any) -> list[RecordedVerdict]:
+    """`promptfoo eval -o results.json`: one verdict per test result — its overall `success`, or with
+    `assertion` the one assertion of that metric name or type (an llm-rubric among latency and
+    cost checks, say); the id is the test's `vars[id_field]`, else its description, else its index."""
     data = _json(path)
     results = data.get("results", {}) if isinstance(data, dict) else {}
     rows = results.get("results") if isinstance(results, dict) else None
@@ -75,8 +77,17 @@ def promptfoo(path: Path, criterion: str | None, id_field: str | None = None, **
         seen[example_id] = trial + 1
         grading = row.get("gradingResult") or {}
         error = row.get("error") if row.get("failureReason") == 2 else None  # 2: the provider failed, not an assertion
-        passed = None if error or not isinstance(row.get("success"), bool) else row["success"]
-        out.append(_record(criterion, example_id, passed, error or grading.get("reason"), trial))
+        passed, reason = (None if error or not isinstance(row.get("success"), bool) else row["success"]), \
+            error or grading.get("reason")
+        if assertion is not None and not error:
+            parts = [c for c in grading.get("componentResults") or []
+                     if assertion in ((c.get("assertion") or {}).get("metric"), (c.get("assertion") or {}).get("type"))]
+            if len(parts) != 1:
+                raise InputError.one(path, f"test {row.get('testIdx')}", f"has {len(parts)} assertions named "
+                                     f"{assertion!r} (by metric or type); name one that each test has once")
+            passed = parts[0].get("pass") if isinstance(parts[0].get("pass"), bool) else None
+            reason = parts[0].get("reason")
+        out.append(_record(criterion, example_id, passed, reason, trial))
     return out
 
 

@@ -27,6 +27,10 @@ def test_promptfoo_results():
     assert _by_id(records) == {("lost card", 0): True, ("odd card", 0): False, ("stolen card", 0): True}
     assert {r.criterion for r in records} == {"says-block"}
     assert "Expected output to contain" in next(r.reason for r in records if r.id == "odd card")
+    by_assertion = import_verdicts("promptfoo", DATA / "promptfoo-results.json", assertion="icontains")
+    assert _by_id(by_assertion) == _by_id(records)
+    with pytest.raises(InputError, match="has 0 assertions named 'llm-rubric'"):
+        import_verdicts("promptfoo", DATA / "promptfoo-results.json", assertion="llm-rubric")
 
 
 @pytest.mark.parametrize("name", ["inspect-mockllm.eval", "inspect-mockllm.json"])
