@@ -42,7 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "judged(*criterion_ids): verdicts in this test come from these criteria's "
+    config.addinivalue_line("markers", "judged(*criterion_ids, trial='trial'): verdicts in this test come from these criteria's "
                                        "judges; with the judgekit gate on, it runs only if they are calibrated")
     action = config.getini("judgekit_gate_action")
     if action not in ACTIONS:
@@ -100,6 +100,18 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     result = config.stash[_RESULT]
     return [f"judgekit gate: {result.status} ({result.report_path})",
             *(f"  {d.status:<12} {d.criterion}" for d in result.decisions)]
+
+
+def _task(item: pytest.Item) -> str:
+    """The task a test instance is a trial of: its test with every parameter but the trial one
+    (`trial`, or the name given as `judged(..., trial="run")`). Instances that differ in any other
+    parameter are different tasks, not trials of one."""
+    trial = next((m.kwargs["trial"] for m in item.iter_markers("judged") if "trial" in m.kwargs), "trial")
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    if trial not in params:
+        return item.nodeid  # not repeated: a task of one trial
+    others = ",".join(f"{k}={v!r}" for k, v in sorted(params.items()) if k != trial)
+    return f"{item.nodeid.split('[')[0]}[{others}]"
 
 
 def _criteria_of(item: pytest.Item) -> list[str]:
@@ -163,7 +175,8 @@ def judge(request: pytest.FixtureRequest) -> Any:
     def judged(output: str, input: str | None = None, context: str | None = None) -> Any:
         verdict = judge(output, input=input, context=context)
         # Carried on the test's report, so that under xdist the controller sees every worker's verdicts.
-        request.node.user_properties.append((PROPERTY, {"criterion": ids[0], "passed": verdict.passed}))
+        request.node.user_properties.append((PROPERTY, {"criterion": ids[0], "passed": verdict.passed,
+                                                         "task": _task(request.node)}))
         return verdict
 
     return judged
@@ -187,8 +200,8 @@ class _Tally:
                 continue
             criterion, passed = value["criterion"], value["passed"]
             self.by_criterion.setdefault(criterion, []).append(passed)
-            # A parametrized test is one task run several times: its instances are the task's trials.
-            task = (criterion, report.nodeid.split("[")[0])
+            # Instances of a test parametrized over its trial parameter are trials of one task.
+            task = (criterion, value.get("task") or report.nodeid)
             self.trials.setdefault(task, {}).setdefault(report.nodeid, []).append(passed)
             self._record(report.nodeid, criterion, passed)
 
@@ -248,8 +261,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 
 
 def _pass_k_line(terminalreporter: Any, tally: _Tally, criterion_id: str) -> None:
-    """pass@k and pass^k over the criterion's tasks that ran as several trials (parametrized
-    instances); a trial passes when every verdict the judge gave in it passed."""
+    """pass@k and pass^k over the criterion's tasks that ran as several trials (instances of a test
+    parametrized over `trial`); a trial passes when every verdict the judge gave in it passed."""
     from judgekit.estimates import suite_pass_k
 
     tasks = {task: trials for (cid, task), trials in tally.trials.items() if cid == criterion_id}

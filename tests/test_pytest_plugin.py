@@ -147,9 +147,9 @@ def test_once_in_three(judge, trial):
     trials.stdout.fnmatch_lines(["card: over 2 task(s) with 3+ trials, pass@3 1.00, pass^3 0.50"])
     result.assert_outcomes(passed=10)
     result.stdout.fnmatch_lines(["*judgekit: judged pass rates*",
-                                 "card: 7 of 10 judged passing; raw 0.70, corrected for the judge 0.77 (95% 0.41-1.00)",
-                                 # One task, 10 trials, 7 passing: pass@10 = 1, pass^10 = 0.
-                                 "card: over 1 task(s) with 10+ trials, pass@10 1.00, pass^10 0.00"])
+                                 "card: 7 of 10 judged passing; raw 0.70, corrected for the judge 0.77 (95% 0.41-1.00)"])
+    # Ten different inputs are ten tasks, not ten trials of one: no pass@k over them.
+    assert "pass@" not in result.stdout.str()
     distributed.assert_outcomes(passed=10)
     distributed.stdout.fnmatch_lines(["card: 7 of 10 judged passing; raw 0.70, corrected for the judge 0.77 *"])
     rows = [json.loads(line) for line in (root / "judged.jsonl").read_text().splitlines()]
