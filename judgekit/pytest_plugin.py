@@ -42,8 +42,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "judged(*criterion_ids, trial='trial'): verdicts in this test come from these criteria's "
-                                       "judges; with the judgekit gate on, it runs only if they are calibrated")
+    config.addinivalue_line("markers", "judged(*criterion_ids, trial='trial'): verdicts in this test come from "
+                                       "these criteria's judges; with the judgekit gate on, it runs only if they are "
+                                       "calibrated; instances parametrized over `trial` are trials of one task")
     action = config.getini("judgekit_gate_action")
     if action not in ACTIONS:
         raise pytest.UsageError(f"judgekit_gate_action = {action!r}; use one of {', '.join(ACTIONS)}")
