@@ -63,7 +63,7 @@ class ProviderUnreachable(JudgeError):
         super().__init__(
             f"the provider for model {model!r}{where} could not be reached ({cause}). "
             "Check that the server is up and the address (--api-base) is right; "
-            "verdicts finished so far are cached, so a re-run resumes."
+            "with a cache (as `judgekit calibrate` uses), verdicts finished so far are kept and a re-run resumes."
         )
 
 
