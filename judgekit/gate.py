@@ -230,7 +230,7 @@ class Gate:
                 calibrated = repr(model) if model else "no named model (recorded verdicts without --model)"
                 reasons.append(f"the report calibrated {calibrated} but criteria/{criterion.id}.yaml names "
                                f"judge.model {criterion.judge.model!r}; set judge.model to the model you calibrated, "
-                               "or calibrate without --model")
+                               "or calibrate again with the criterion's judge.model")
             elif fingerprint(_as_calibrated(criterion, found), model) != found.fingerprint:
                 reasons.append("the criterion's judge (prompt, model or parameters) changed since it was calibrated")
         cal = self.sets.get(found.id)

@@ -136,16 +136,19 @@ def load_set(path: Path, criterion_id: str) -> CalibrationSet:
             record = _from_csv_cells(record)
         rid = record.get("id")
         where = f"{location} (id {rid})" if rid is not None else location
+        # Ids are checked before the rest, so a duplicate is reported beside the record's other problems.
+        key = str(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+        if key is not None and key in seen:
+            problems.append(Problem(str(path), where, f"duplicate id {key!r} (first at {seen[key]}); "
+                                    "give every example its own id"))
+            continue
+        if key is not None:
+            seen[key] = location
         try:
             example = Example.model_validate(record)
         except ValidationError as error:
             problems.extend(problems_of(error, str(path), where))
             continue
-        if example.id in seen:
-            problems.append(Problem(str(path), where, f"duplicate id {example.id!r} (first at {seen[example.id]}); "
-                                    "give every example its own id"))
-            continue
-        seen[example.id] = location
         examples.append(example)
     if not examples and not problems:
         problems.append(Problem(str(path), "", "holds no examples; add labelled known-good and known-bad examples"))

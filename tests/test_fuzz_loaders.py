@@ -1,6 +1,7 @@
 """Every loader, fed random structures and random bytes, either loads or raises InputError that
 names the file — never another exception."""
 
+import os
 import json
 import string
 
@@ -24,7 +25,7 @@ values = st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=4
                                                       st.dictionaries(st.sampled_from(KEYS), inner, max_size=6)),
                       max_leaves=20)
 records = st.dictionaries(st.sampled_from(KEYS), values, max_size=8)
-FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(max_examples=int(os.environ.get("JUDGEKIT_FUZZ_EXAMPLES", "120")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 def loads_or_names_the_file(load, path):

@@ -113,3 +113,12 @@ def test_set_fingerprint_tracks_content(project):
     b = load(project, balanced()[:-1] + [{**balanced()[-1], "passed": True}])
     assert a.fingerprint != b.fingerprint
     assert a.fingerprint == load(project, balanced()).fingerprint
+
+
+def test_a_duplicate_id_is_reported_beside_the_first_records_other_problem(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "pass-07", "output": "a", "passed": "maybe"}\n{"id": "pass-07", "output": "b", "passed": true}\n')
+    with pytest.raises(InputError) as error:
+        load_set(path, "c")
+    assert [p.location for p in error.value.problems] == ["line 1 (id pass-07).passed", "line 2 (id pass-07)"]
+    assert "duplicate id 'pass-07' (first at line 1)" in str(error.value)
