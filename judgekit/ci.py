@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from xml.etree import ElementTree as ET
 
 from judgekit.errors import InputError
 from judgekit.files import write_atomic
@@ -20,6 +19,8 @@ from judgekit.report import md_escape
 def to_junit(result: GateResult) -> str:
     failures = sum(d.status == "FAIL" for d in result.decisions)
     errors = sum(d.status == "INCONCLUSIVE" for d in result.decisions)
+    from xml.etree import ElementTree as ET  # only when JUnit output is asked for
+
     suite = ET.Element("testsuite", name="judge-calibration", tests=str(len(result.decisions)),
                        failures=str(failures), errors=str(errors), skipped="0")
     for d in result.decisions:

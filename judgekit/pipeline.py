@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from judgekit.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
 from judgekit.errors import InputError, Problem
 from judgekit.llm import LLM
-from judgekit.llm.transports import public_url
 
 if TYPE_CHECKING:
     from judgekit.llm.retry import RetryPolicy
@@ -236,6 +235,12 @@ def _claim_stages(cal: CalibrationSet, final: list[Verdict], gold: dict[str, Ver
                        unreadable=s.unreadable)
 
 
+def _public(api_base: str | None) -> str | None:
+    from judgekit.llm.transports import public_url  # imported here: the gate reads reports without it
+
+    return public_url(api_base)
+
+
 def _claims(verdict: Verdict) -> list[RecordedClaim] | None:
     if verdict.claims is None:
         return None
@@ -258,7 +263,7 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
     judge = JudgeInfo(kind=spec["kind"], model=spec["model"], parameters=spec["parameters"],
                       prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
                       source=source if source != "code" else "live",
-                      api_base=public_url(options.api_base) if source == "live" else None,
+                      api_base=_public(options.api_base) if source == "live" else None,
                       via=options.via, structured=options.structured)
     disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, input=e.input, output=e.output,
                                   context=e.context, reason=v.reason, abstention=v.abstention, raw=v.raw,
