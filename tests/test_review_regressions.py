@@ -12,7 +12,8 @@ from judgekit.policy import Policy
 from judgekit.judge import Judge
 from judgekit.criteria import load_criterion
 from judgekit.llm.retry import RetryPolicy
-from judgekit.pipeline import Options, calibrate, public_url
+from judgekit.llm.transports import public_url
+from judgekit.pipeline import Options, calibrate
 from judgekit.report import Report
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
