@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from judgekit.criteria import SYSTEM_PROMPT, ClaimsCriterion
+from judgekit.judge import json_object
 
 if TYPE_CHECKING:
     from judgekit.llm import LLM, Completion, Request
@@ -116,15 +117,9 @@ def _messages(criterion: ClaimsCriterion, template: str, values: dict[str, str])
     return [{"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def _json_object(text: str) -> Any:
-    from judgekit.judge import json_object
-
-    return json_object(text)
-
-
 def read_claims(text: str) -> list[str] | None:
     """The extracted claims, or None when the answer is not a list of claims."""
-    data = _json_object(text)
+    data = json_object(text)
     claims = data.get("claims") if data else None
     if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
         return None
@@ -133,7 +128,7 @@ def read_claims(text: str) -> list[str] | None:
 
 def read_checks(text: str, claims: Sequence[str]) -> list[ClaimCheck] | None:
     """The batch verification of `claims`, or None unless it decides every claim exactly once."""
-    data = _json_object(text)
+    data = json_object(text)
     results = data.get("results") if data else None
     if not isinstance(results, list):
         return None
@@ -150,7 +145,7 @@ def read_checks(text: str, claims: Sequence[str]) -> list[ClaimCheck] | None:
 
 
 def read_check(text: str, claim: str) -> ClaimCheck | None:
-    data = _json_object(text)
+    data = json_object(text)
     if not data or not isinstance(data.get("supported"), bool):
         return None
     evidence = data.get("evidence")

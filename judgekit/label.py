@@ -83,9 +83,9 @@ def _physical_lines(text: str) -> list[str]:
     return lines + ([parts[-1]] if parts[-1] else [])
 
 
-def _records(path: Path) -> list[dict[str, Any]]:
-    """The file's records in order; ids must be unique as text."""
-    text = _text(path)
+def _records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
+    """The file's records in order (from `text` when the caller has read it); ids unique as text."""
+    text = _text(path) if text is None else text
     records: list[dict[str, Any]] = []
     if path.suffix.lower() == ".jsonl":
         for number, line in enumerate(text.split("\n"), start=1):
@@ -112,11 +112,16 @@ def _records(path: Path) -> list[dict[str, Any]]:
     return records
 
 
+def _annotated(record: dict[str, Any]) -> bool:
+    """Labelled by several annotators (`labels`, or CSV `labels.<name>` cells that are filled)."""
+    return bool(record.get("labels")) or any(k.startswith("labels.") and record[k] not in (None, "") for k in record)
+
+
 def _label_of(record: dict[str, Any]) -> bool | None:
     """The record's label as the set loader reads it; annotators' labels count as labelled."""
     from judgekit.files import parse_bool
 
-    if record.get("labels") or any(k.startswith("labels.") and record[k] not in (None, "") for k in record):
+    if _annotated(record):
         return True  # labelled by annotators: not this page's to overwrite
     value = parse_bool(record.get("passed"))
     return value if isinstance(value, bool) else None
@@ -148,11 +153,11 @@ def write_label(path: Path, example_id: str, passed: bool) -> None:
     with _Locked(path):
         text = _text(path)
         bom = "\ufeff" if path.read_bytes()[:3] == b"\xef\xbb\xbf" else ""  # kept, as every other byte
-        records = _records(path)
+        records = _records(path, text)
         record = next((r for r in records if str(r["id"]) == example_id), None)
         if record is None:
             raise InputError.one(path, f"id {example_id}", "no such record; was the file changed meanwhile?")
-        if _label_of(record) is True and (record.get("labels") or any(k.startswith("labels.") for k in record)):
+        if _annotated(record):
             raise InputError.one(path, f"id {example_id}", "is labelled by several annotators; edit its labels, "
                                                           "not its majority")
         if path.suffix.lower() == ".jsonl":
@@ -251,7 +256,7 @@ def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Pa
     # Examples labelled by several annotators are fixed by editing their labels, not here.
     items = [Item(d.id, d.input, d.output or "", d.context, d.label, d.verdict, d.reason)
              for d in found.disagreements if d.id in records
-             and not (records[d.id].get("labels") or any(k.startswith("labels.") for k in records[d.id]))]
+             and not _annotated(records[d.id])]
     return Session(path, "review", criterion.question, items)
 
 

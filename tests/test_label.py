@@ -246,3 +246,13 @@ def test_two_processes_labelling_one_file_lose_nothing(tmp_path):
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["id"] for r in records] == [f"e{i}" for i in range(120)]
     assert [r.get("passed") for r in records] == [i % 3 == 0 for i in range(120)]
+
+
+def test_an_empty_annotator_column_in_a_csv_does_not_block_a_label(tmp_path):
+    from judgekit.label import write_label
+
+    path = tmp_path / "s.csv"
+    path.write_text("id,output,passed,labels.ana\na,x,,\nb,y,,false\n")
+    assert [i.id for i in labelling(path).items] == ["a"]  # b is labelled by its annotator
+    write_label(path, "a", True)
+    assert path.read_text() == "id,output,passed,labels.ana\na,x,true,\nb,y,,false\n"
