@@ -91,7 +91,7 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple["pd.DataFra
 
     import pandas as pd
 
-    with open(path, encoding="utf-8") as handle:
+    with open(path, encoding="utf-8-sig") as handle:  # as every other reader: a byte-order mark is dropped
         first = 1
         while True:
             lines = list(islice(handle, rows))

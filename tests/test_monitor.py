@@ -115,6 +115,8 @@ def test_unreadable_rows_are_named_by_line_and_field(tmp_path):
         read_counts(tmp_path / "nopass.jsonl", "1d")
     assert "line 1: passed: missing key; write null for an abstention" in str(error.value)
     assert "line 2: criterion: ['c'] is not readable" in str(error.value)
+    (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + json.dumps(rows[0]).encode() + b"\n")
+    assert read_counts(tmp_path / "bom.jsonl", "1d").rows == 1  # a byte-order mark (Windows editors) is fine
     (tmp_path / "blank.jsonl").write_text("\n\n")
     with pytest.raises(InputError, match="holds no judged samples"):
         read_counts(tmp_path / "blank.jsonl", "1d")
