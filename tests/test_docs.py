@@ -30,8 +30,10 @@ def _shell(command: str) -> str:
 
 def run_guide(path: Path, folder: Path) -> list[tuple[str, str, int]]:
     """Every (command, output, exit code) of a guide, run in `folder`."""
+    # Only judgekit's pytest plugin loads: what another installed package's plugin prints is no part
+    # of a guide (and a guide recorded beside one would fail wherever it is absent).
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1", "PYTHONPATH": str(DOCS.parent),
-           "JUDGEKIT_REQUIRE_ALL": ""}
+           "JUDGEKIT_REQUIRE_ALL": "", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_PLUGINS": "judgekit.pytest_plugin"}
     out = []
     for block in BLOCK.findall(path.read_text()):
         for command in [line[2:] for line in block.splitlines() if line.startswith("$ ")]:
