@@ -14,6 +14,7 @@ from judgekit.errors import InputError
 from judgekit.files import write_atomic
 from judgekit.gate import GateResult
 from judgekit.report import md_escape
+from judgekit.secrets import redact_known
 
 
 def to_junit(result: GateResult) -> str:
@@ -57,7 +58,7 @@ def append_step_summary(result: GateResult) -> None:
     if target:
         try:
             with open(target, "a", encoding="utf-8") as handle:
-                handle.write(to_summary(result))
+                handle.write(redact_known(to_summary(result)))
         except OSError as error:
             raise InputError.one(target, "GITHUB_STEP_SUMMARY", f"cannot be appended to ({error.strerror or error})") \
                 from None

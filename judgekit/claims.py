@@ -19,9 +19,8 @@ Every call goes through the same LLM stack as any judge call (cache, retries, us
 
 from __future__ import annotations
 
-import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Sequence
 
 from judgekit.criteria import SYSTEM_PROMPT, ClaimsCriterion
@@ -211,17 +210,19 @@ class ClaimsJob:
 
         completions = [extracted, *verified]
         usage = _usage(completions)
+        at = min(c.obtained_at for c in completions)
         claims = read_claims(extracted.text)
         if claims is None:
             return Verdict(self.example_id, None, "the extraction step's answer is not a list of claims", self.trial,
-                           "unparseable extraction", raw=extracted.text[:2000], usage=usage)
+                           "unparseable extraction", raw=extracted.text[:2000], usage=usage, obtained_at=at)
         if not claims:
             passed, reason = aggregate([], self.criterion.no_claims)
-            return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=())
-        return self._checked(claims, verified, usage)
+            return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=(), obtained_at=at)
+        return replace(self._checked(claims, verified, usage), obtained_at=at)
 
     def _gold(self, verified: Sequence["Completion"]) -> "Verdict":
-        return self._checked(list(self.gold or ()), verified, _usage(verified))
+        verdict = self._checked(list(self.gold or ()), verified, _usage(verified))
+        return replace(verdict, obtained_at=min((c.obtained_at for c in verified), default=None))
 
     def _checked(self, claims: list[str], verified: Sequence["Completion"], usage: Any) -> "Verdict":
         from judgekit.verdicts import Verdict
@@ -257,7 +258,6 @@ class ClaimsJob:
     async def ask(self, llm: "LLM") -> "Verdict":
         """Both steps; the verification calls of one reply run one after another. A call that fails
         after its retries makes the check an abstention, with the usage of every call made."""
-        from dataclasses import replace
 
         from judgekit.judge import call_failed
         from judgekit.llm import CallError
@@ -314,6 +314,31 @@ class Stages:
     extraction_errors: int
     verification_errors: int
     unreadable: int
+
+
+def recorded_gold(examples: Sequence["Example"], final: Sequence["Verdict"], no_claims: str) -> dict[str, "Verdict"]:
+    """For recorded per-claim verdicts: each labelled example's labelled claims, verified as the
+    recording judge verified the same claim (matched by text, case and spacing aside), so that
+    `stages` can tell extraction from verification errors without a model call. An example whose
+    recorded claims lack one of its labelled claims cannot be told apart: it counts as unreadable."""
+    from judgekit.verdicts import Verdict
+
+    def key(text: str) -> str:
+        return " ".join(text.split()).casefold()
+
+    gold = {}
+    for example, verdict in zip(examples, final):
+        if not example.claims or verdict.claims is None:
+            continue
+        recorded = {key(c.claim): c for c in verdict.claims}
+        found = [recorded.get(key(c.claim)) for c in example.claims]
+        if any(c is None for c in found):
+            gold[example.id] = Verdict(example.id, None, "the recorded claims do not include every labelled claim")
+            continue
+        checks = tuple(ClaimCheck(c.claim, f.supported, f.evidence) for c, f in zip(example.claims, found))
+        passed, reason = aggregate(checks, no_claims)
+        gold[example.id] = Verdict(example.id, passed, reason, claims=checks)
+    return gold
 
 
 def stages(examples: Sequence["Example"], final: Sequence["Verdict"], gold: dict[str, "Verdict"]) -> Stages:

@@ -26,8 +26,9 @@ app = typer.Typer(
 def _fail(error: Exception) -> None:
     """Show a judgekit error without a traceback and exit with its code."""
     from judgekit.errors import InputError
+    from judgekit.secrets import redact
 
-    typer.echo(f"error: {error}", err=True)
+    typer.echo(f"error: {redact(str(error))}", err=True)
     raise typer.Exit(EXIT_INPUT if isinstance(error, InputError) else EXIT_JUDGE)
 
 
@@ -107,15 +108,20 @@ def calibrate(
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if as_json:
         if gate:
-            _gate(fresh, str(out / "report.json"), criteria, sets, config, list(criterion or []), junit,
+            _gate(report, str(out / "report.json"), criteria, sets, config, list(criterion or []), junit,
                   as_json=True, report_json=fresh.model_dump(mode="json"))
         typer.echo(fresh.model_dump_json(indent=2))
         return
     if not quiet:
         typer.echo(render_table(fresh))
-        kept = len(report.criteria) - len(fresh.criteria)
+        written = {c.id: c.calibrated_at for c in report.criteria}
+        superseded = [c.id for c in fresh.criteria if written.get(c.id) != c.calibrated_at]
+        kept = len(report.criteria) - len(fresh.criteria) + len(superseded)
         if kept:
             typer.echo(f"\n{kept} other {'criterion' if kept == 1 else 'criteria'} kept from the previous report in {out}")
+        for cid in superseded:
+            typer.echo(f"\n{cid}: a calibration that started after this one is already in {out}; this run's "
+                       "result for it was not written")
         for c in fresh.criteria:
             for warning in c.warnings:
                 typer.echo(f"\nwarning: {c.id}: {warning}")
@@ -123,8 +129,8 @@ def calibrate(
         if abstained:
             typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
     typer.echo(f"report: {out / 'report.json'}")
-    if gate:
-        _gate(fresh, str(out / "report.json"), criteria, sets, config, list(criterion or []), junit)
+    if gate:  # the report as written (another run's newer result included), checked against its verdicts
+        _gate(report, str(out / "report.json"), criteria, sets, config, list(criterion or []), junit)
 
 
 def render_table(report) -> str:

@@ -127,21 +127,22 @@ def recheck(
     criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files."),
     sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets."),
     split: Optional[str] = typer.Option(None, help="Draw the canary from this split (dev or test), as calibrated."),
-    model: Optional[str] = typer.Option(None, help="Judge model (as for calibrate)."),
-    api_base: Optional[str] = typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers)."),
+    model: Optional[str] = typer.Option(None, help="Must be the calibrated model when given (it is taken from "
+                                        "the calibration)."),
+    api_base: Optional[str] = typer.Option(None, help="The calibrated endpoint with its credentials (the "
+                                           "history keeps it without them)."),
     timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
     history: Path = HISTORY,
     config: Optional[Path] = CONFIG,
     as_json: bool = typer.Option(False, "--json", help="The comparisons as JSON."),
 ) -> None:
     """The cheap daily check for a silent model update: re-ask a small frozen subset of each LLM or
-    claims criterion's set, without the cache, and compare with its last calibration on that set."""
-    from judgekit.criteria import JUDGED, load_criteria
-    from judgekit.drift import compare
-    from judgekit.errors import InputError, JudgekitError
+    claims criterion's set, without the cache, of exactly the judge its last calibration measured,
+    and compare. Exit 0 NO DRIFT, 1 DRIFT, 2 bad input, 4 the judge could not be run."""
+    from judgekit.errors import JudgekitError
     from judgekit.history import History
-    from judgekit.pipeline import Options, calibrate, load_inputs
     from judgekit.policy import DriftPolicy, load_settings
+    from judgekit.recheck import recheck as run
 
     if split not in (None, "dev", "test"):
         typer.echo("error: --split takes dev or test", err=True)
@@ -149,26 +150,7 @@ def recheck(
     try:
         policy = load_settings(DriftPolicy, "drift", config)
         with History.open(history, create=False) as db:
-            judged = [c.id for c in load_criteria(criteria) if isinstance(c, JUDGED)]
-            ids = list(criterion or judged)
-            if not ids or not set(ids) <= set(judged):
-                raise InputError.one(criteria, ", ".join(sorted(set(ids) - set(judged))) or "",
-                                     "recheck re-asks LLM and claims criteria; there is none of that name here")
-            # Every baseline is found before anything is judged: the last calibration on the set as it is.
-            _, on_disk = load_inputs(criteria, sets, ids, split)
-            baselines = {}
-            for cid in ids:
-                found = [r for r in db.runs(cid, purpose="calibrate") if r.set_fingerprint == on_disk[cid].fingerprint]
-                if not found:
-                    raise InputError.one(db.path, cid, "no calibration on this calibration set as it is now"
-                                         + (f" (split {split})" if split else "") + " to re-check against; run "
-                                         f"`judgekit calibrate{' --split ' + split if split else ''}` first")
-                baselines[cid] = found[-1]
-            fresh = calibrate(Options(criteria_dir=criteria, sets_dir=sets, criterion_ids=ids, model=model,
-                                      api_base=api_base, cache_dir=None, timeout_s=timeout, canary=size, split=split))
-            run_ids = db.record(fresh, purpose="recheck")
-            drifts = [compare(baselines[c.id], db.run(run_id), db.outcomes(baselines[c.id].id), db.outcomes(run_id),
-                              policy) for c, run_id in zip(fresh.criteria, run_ids)]
+            drifts = run(db, criteria, sets, list(criterion or []), size, policy, split, model, api_base, timeout)
     except JudgekitError as error:
         _fail(error)
     except KeyboardInterrupt:

@@ -6,6 +6,7 @@
           ├── ProviderUnreachable the provider refused every connection; the run stopped early
           ├── ProviderAuthError   the provider rejected the credentials; the run stopped early
           ├── ProviderRejects     the provider refused every request as malformed; the run stopped early
+          ├── CallsFailed         every call for a criterion failed: there is nothing to calibrate
           └── ModelUnavailable    a local model cannot be run here (extra not installed, no such file)
 
 Each error composes its own message from its fields, and says where and how to fix it.
@@ -88,4 +89,16 @@ class ProviderRejects(JudgeError):
         super().__init__(
             f"the provider refused every request for model {model!r} ({cause}). "
             "Check the model name (with its provider prefix, e.g. openai/gpt-4o-mini) and --api-base."
+        )
+
+
+class CallsFailed(JudgeError):
+    """Every call for one criterion failed after its retries: 100% abstentions is no calibration."""
+
+    def __init__(self, criterion: str, model: str, examples: int, cause: str):
+        self.criterion, self.model, self.examples, self.cause = criterion, model, examples, cause
+        super().__init__(
+            f"every call to the judge of criterion {criterion!r} (model {model!r}, {examples} examples) failed: "
+            f"{cause}. Nothing was written. Check the provider (--api-base, the key, its status) and run again; "
+            "answers received for other criteria are cached."
         )

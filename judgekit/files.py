@@ -112,7 +112,11 @@ def parse_bool(value: Any) -> Any:
 
 
 def write_atomic(path: Path, text: str) -> None:
-    """Write a whole file or nothing: a killed process never leaves half a file behind."""
+    """Write a whole file or nothing: a killed process never leaves half a file behind. No known
+    secret (an API key in the environment, a password of an endpoint) is ever written."""
+    from judgekit.secrets import redact_known
+
+    text = redact_known(text)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -135,3 +139,33 @@ def write_atomic(path: Path, text: str) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+class locked:
+    """An exclusive lock on a file beside `path` (`.NAME.lock`), for writers that must take turns:
+    each reads what the last one left. Blocks until the lock is free.
+
+    >>> import tempfile, pathlib
+    >>> with locked(pathlib.Path(tempfile.mkdtemp()) / "report.json"):
+    ...     pass
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.lock = path.with_name(f".{path.name}.lock")
+
+    def __enter__(self) -> None:
+        import fcntl
+
+        try:
+            self.lock.parent.mkdir(parents=True, exist_ok=True)
+            self.handle = open(self.lock, "a")
+        except OSError as error:
+            raise InputError.one(self.lock.parent, "", f"cannot be written ({error.strerror or error}); "
+                                 "choose a writable place") from None
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        import fcntl
+
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()

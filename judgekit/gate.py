@@ -1,14 +1,17 @@
 """The gate: may suites that rely on a criterion's judge run? PASS, FAIL or INCONCLUSIVE, per
 criterion and overall, from calibration reports alone (no model is called).
 
-The gate fails closed. A missing report, a criterion without one, a stale one (the judge's
-fingerprint, the set's fingerprint or the judge model differ from the files on disk, or it is
-older than `max_age`), too few labelled examples of either class, undefined metrics, too many
+The gate fails closed, and decides from evidence, not from stored figures: every figure it uses is
+recomputed from the report's per-example verdicts against the labels on disk
+(judgekit.evidence), and a report that disagrees with its verdicts blocks. A missing report, a
+criterion without one (or with two), a stale one (the judge's fingerprint, the set's fingerprint
+or the judge model differ from the files on disk, or its oldest answer is older than `max_age`),
+times in the future, too few labelled examples of either class, undefined metrics, too many
 abstentions or flips all block. By default a threshold applies to the lower bound of the 95%
 interval: the evidence must show the judge is good, not merely fail to show it is bad.
 
 >>> policy = Policy(defaults=Thresholds(min_examples=2, max_age=None))
->>> Gate(policy).decide_one("c", None, None).status
+>>> Gate(policy).check(None, ["c"]).status
 'FAIL'
 """
 
@@ -16,16 +19,20 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from judgekit.criteria import JUDGED, Criterion, fingerprint
 from judgekit.errors import InputError, JudgekitError, Problem
+from judgekit.evidence import Line, Untrusted, lines_of, read_lines, verify
 from judgekit.metrics import examples_for
-from judgekit.policy import Policy, Thresholds, parse_duration
+from judgekit.policy import Policy, Thresholds, parse_duration  # noqa: F401  (Thresholds: the doctest)
 from judgekit.report import CriterionReport, Report, fmt_number
 from judgekit.sets import CalibrationSet
+
+if TYPE_CHECKING:
+    from judgekit.judge import Judge
 
 Status = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 EXIT_CODES = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
@@ -146,22 +153,59 @@ class Gate:
 
     def check(self, report: Report | None, criterion_ids: list[str] | None = None,
               report_path: str | None = None) -> GateResult:
-        ids = criterion_ids or sorted(self.criteria) or sorted(c.id for c in (report.criteria if report else []))
+        """Decide each criterion from the evidence: the report's per-example verdicts (those it holds,
+        or verdicts.jsonl beside `report_path`) against the labels of the set on disk."""
+        ids = criterion_ids or sorted(self.criteria) or sorted({c.id for c in (report.criteria if report else [])})
+        file_lines: list[Line] | Untrusted | None = None
+        if report is not None and report_path is not None and any(not c.verdicts for c in report.criteria):
+            try:
+                file_lines = read_lines(Path(report_path).parent / "verdicts.jsonl")
+            except Untrusted as error:
+                file_lines = error
         decisions = []
         for cid in ids:
-            found = report.criterion(cid) if report else None
-            calibrated_at = (found.calibrated_at or report.created_at) if report and found else None
-            decisions.append(self.decide_one(cid, found, self.criteria.get(cid), calibrated_at))
+            entries = [c for c in report.criteria if c.id == cid] if report else []
+            if len(entries) > 1:
+                decisions.append(Decision(cid, "FAIL", (f"report.json holds {len(entries)} entries for this criterion, "
+                                                        "where a report has one; run `judgekit calibrate` again",)))
+                continue
+            found = entries[0] if entries else None
+            lines: list[Line] | Untrusted | None = None
+            if found is not None:
+                lines = lines_of(found) if found.verdicts else file_lines
+                if isinstance(lines, list) and not found.verdicts:
+                    lines = [line for line in lines if line.criterion in (cid, None)]
+            decisions.append(self.decide_one(cid, found, self.criteria.get(cid), lines))
         return GateResult(tuple(decisions), report_path)
 
     def decide_one(self, criterion_id: str, found: CriterionReport | None, criterion: Criterion | None,
-                   created_at: datetime | None = None) -> Decision:
+                   lines: "list[Line] | Untrusted | None" = None) -> Decision:
+        """One criterion's decision: fresh (same judge, same set, evidence younger than max_age),
+        its figures recomputed from `lines` (its verdicts) against the set on disk, then the thresholds."""
         t = self.policy.for_criterion(criterion_id)
         if found is None:
             return Decision(criterion_id, "FAIL", ("no calibration report for this criterion; run `judgekit calibrate`",))
-        stale = self._staleness(found, criterion, t, created_at)
+        stale = self._staleness(found, criterion)
         if stale:
             return Decision(criterion_id, "FAIL", tuple(stale))
+        cal = self.sets.get(criterion_id)
+        try:
+            if cal is None:
+                raise Untrusted("no calibration set on disk to check the report against (use Gate.from_project)")
+            if lines is None:
+                raise Untrusted("the report has no per-example verdicts to check its figures against")
+            if isinstance(lines, Untrusted):
+                raise lines
+            found = verify(found, lines, cal.select(found.split), self.now, with_kappa=t.min_kappa is not None)
+        except Untrusted as error:
+            return Decision(criterion_id, "FAIL", (f"the report is not evidence: {error}; run `judgekit calibrate` again",))
+        if t.max_age is not None and found.evidence_at is not None:
+            at = found.evidence_at if found.evidence_at.tzinfo else found.evidence_at.replace(tzinfo=timezone.utc)
+            age = self.now - at
+            if age > parse_duration(t.max_age):
+                return Decision(criterion_id, "FAIL", (
+                    f"its evidence is {_age(age)} old (the oldest answer it rests on, cached or not), older than "
+                    f"max_age {t.max_age}; run `judgekit calibrate` again, which asks older answers again",))
         fails: list[str] = []
         unsure: list[str] = []
         needed: dict[str, int] = {}
@@ -221,8 +265,7 @@ class Gate:
                 message += f"; at the observed rate more {word} examples would only confirm it is not above"
         unsure.append(message)
 
-    def _staleness(self, found: CriterionReport, criterion: Criterion | None, t: Thresholds,
-                   created_at: datetime | None) -> list[str]:
+    def _staleness(self, found: CriterionReport, criterion: Criterion | None) -> list[str]:
         reasons = []
         if criterion is not None:
             model = found.judge.model if found.judge else None
@@ -236,20 +279,35 @@ class Gate:
         cal = self.sets.get(found.id)
         if cal is not None and cal.select(found.split).fingerprint != found.set_fingerprint:
             reasons.append("the calibration set changed since it was calibrated")
-        if t.max_age is not None and created_at is not None:
-            age = self.now - (created_at if created_at.tzinfo else created_at.replace(tzinfo=timezone.utc))
-            if age > parse_duration(t.max_age):
-                reasons.append(f"the report is {age.days} days old, older than max_age {t.max_age}")
         if reasons:
             reasons.append("run `judgekit calibrate` again")
         return reasons
 
 
+def _age(age: timedelta) -> str:
+    return f"{age.days} days" if age.days >= 1 else f"{age.total_seconds() / 3600:.1f} hours"
+
+
+RECORDED = ("calibrated from recorded verdicts of another judge ({source}); calibrate judgekit's judge live, "
+            "or judge with the tool that recorded them")
+
+
+def judged_elsewhere(found: CriterionReport | None) -> str | None:
+    """Why judgekit may not judge this criterion itself although the gate passes it: its figures
+    are those of another tool's judge, whose prompt judgekit never asked. None when it may."""
+    source = found.judge.source if found is not None and found.judge else ""
+    return RECORDED.format(source=source) if source.startswith("recorded:") else None
+
+
 def require_calibrated(*criterion_ids: str, report: str | Path = ".judgekit/reports/latest",
                        criteria: str | Path = "criteria", sets: str | Path = "calibration_sets",
-                       config: str | Path | None = None) -> GateResult:
+                       config: str | Path | None = None, recorded: bool = False) -> GateResult:
     """The one-line guard for any test runner: raise JudgeNotCalibrated unless every named
     criterion (every criterion on disk when none is named) passes the gate.
+
+    A criterion calibrated from another tool's recorded verdicts passes the gate but is refused
+    here, since a suite behind this guard grades with judgekit's judge; pass `recorded=True` when
+    the suite grades with the tool that recorded them.
 
     Use it as `judgekit.require_calibrated("card-block-confirmed")` at the top of a suite;
     examples/test_with_unittest.py shows it in a unittest suite, and tests/test_gate.py tests it.
@@ -257,7 +315,45 @@ def require_calibrated(*criterion_ids: str, report: str | Path = ".judgekit/repo
     path = Report.locate(report)
     loaded = Report.read_if_any(path)
     gate = Gate.from_project(Path(criteria), Path(sets), Path(config) if config else None, list(criterion_ids) or None)
-    return gate.check(loaded, list(criterion_ids) or None, str(path)).raise_for_status()
+    result = gate.check(loaded, list(criterion_ids) or None, str(path)).raise_for_status()
+    if not recorded and loaded is not None:
+        refused = [Decision(d.criterion, "FAIL", (why,)) for d in result.decisions
+                   if (why := judged_elsewhere(loaded.criterion(d.criterion)))]
+        if refused:
+            raise JudgeNotCalibrated(GateResult(tuple(refused), str(path)))
+    return result
+
+
+def calibrated_judge(criterion_id: str, report: str | Path = ".judgekit/reports/latest",
+                     criteria: str | Path = "criteria", sets: str | Path = "calibration_sets",
+                     config: str | Path | None = None, cache_dir: str | None = ".judgekit/cache",
+                     root: Path = Path(".")) -> "Judge":
+    """The criterion's judge as calibrated (model, endpoint, trials, transport, structured output),
+    which refuses to judge when the gate blocks it or when its figures came from another tool's
+    recorded verdicts."""
+    from judgekit.criteria import load_criterion
+
+    path = Report.locate(report)
+    loaded = Report.read_if_any(path)
+    criterion = load_criterion(Path(criteria) / f"{criterion_id}.yaml")
+    result = Gate.from_project(Path(criteria), Path(sets), Path(config) if config else None, [criterion_id],
+                               root=root).check(loaded, [criterion_id], str(path))
+    return judge_for(criterion, result, loaded, cache_dir)
+
+
+def judge_for(criterion: Criterion, result: GateResult, report: Report | None,
+              cache_dir: str | None = ".judgekit/cache") -> "Judge":
+    """The Judge of `criterion` under a gate result already reached (the pytest fixture reuses the
+    session's): it asks as the report calibrated, or refuses, saying why."""
+    from judgekit.judge import Judge
+
+    blocked = result.blocked([criterion.id])
+    found = report.criterion(criterion.id) if report is not None and not blocked else None
+    why = judged_elsewhere(found)
+    if why:  # the gate passes it for the tool that recorded its verdicts; judgekit's judge was never measured
+        blocked = [Decision(criterion.id, "FAIL", (why,))]
+    return Judge(criterion, found.judge if found is not None and not why else None, cache_dir=cache_dir,
+                 blocked=GateResult(tuple(blocked), result.report_path) if blocked else None)
 
 
 def plan(report: Report | None, policy: Policy, sets: dict[str, CalibrationSet], criterion_ids: list[str],

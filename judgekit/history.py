@@ -57,7 +57,14 @@ def _m002_split_and_purpose(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX runs_by_criterion ON runs (criterion, id)")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_runs, _m002_split_and_purpose]
+def _m003_how_asked(db: sqlite3.Connection) -> None:
+    """How the judge was asked beyond its fingerprint, so `recheck` can ask it exactly so again."""
+    db.execute("ALTER TABLE runs ADD COLUMN api_base TEXT")
+    db.execute("ALTER TABLE runs ADD COLUMN via TEXT")
+    db.execute("ALTER TABLE runs ADD COLUMN structured INTEGER")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_runs, _m002_split_and_purpose, _m003_how_asked]
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,9 @@ class Run:
     n: int
     abstained: int
     metrics: dict[str, float | None]
+    api_base: str | None = None  # the endpoint asked, without credentials
+    via: str | None = None
+    structured: bool | None = None
 
     def parts(self) -> dict[str, Any]:
         """What defines the judge and what it was measured on, by name (for telling changes apart)."""
@@ -137,11 +147,13 @@ class History:
 
         cursor = self.db.execute(
             "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-            "source, n, abstained, metrics, judgekit_version, split, purpose) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "source, n, abstained, metrics, judgekit_version, split, purpose, api_base, via, structured) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (c.id, created, c.fingerprint, judge.model if judge else None, judge.prompt_sha if judge else None,
              json.dumps(judge.parameters if judge else {}, sort_keys=True), c.set_fingerprint,
              judge.source if judge else "live", c.n, c.abstained, json.dumps(c.metrics, sort_keys=True),
-             _version(), c.split, purpose))
+             _version(), c.split, purpose, judge.api_base if judge else None, judge.via if judge else None,
+             None if judge is None else int(judge.structured)))
         run_id = int(cursor.lastrowid)
         self.db.executemany("INSERT INTO verdicts (run_id, example_id, label, passed) VALUES (?,?,?,?)",
                             ((run_id, example_id, int(label), None if passed is None else int(passed))
@@ -184,14 +196,15 @@ class History:
 
 
 _COLUMNS = ("id, criterion, created_at, purpose, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-            "split, source, n, abstained, metrics")
+            "split, source, n, abstained, metrics, api_base, via, structured")
 
 
 def _run(row: tuple) -> Run:
     (run_id, criterion, created, purpose, fp, model, prompt_sha, parameters, set_fp, split, source, n,
-     abstained, metrics) = row
+     abstained, metrics, api_base, via, structured) = row
     return Run(run_id, criterion, datetime.fromisoformat(created), purpose, fp, model, prompt_sha,
-               json.loads(parameters), set_fp, split, source, n, abstained, json.loads(metrics))
+               json.loads(parameters), set_fp, split, source, n, abstained, json.loads(metrics), api_base, via,
+               None if structured is None else bool(structured))
 
 
 class _transaction:

@@ -222,7 +222,8 @@ def write_html(report: Report, directory, criteria_dir=None, sets_dir=None, conf
         try:
             from judgekit.gate import Gate
 
-            result = Gate.from_project(Path(criteria_dir), Path(sets_dir), config).check(report)
+            result = Gate.from_project(Path(criteria_dir), Path(sets_dir), config).check(
+                report, report_path=str(Path(directory) / "report.json"))
             decisions = {d.criterion: d for d in result.decisions}
         except JudgekitError:  # the page still shows the figures; `judgekit gate` says what is wrong
             decisions = {}

@@ -18,6 +18,7 @@ import asyncio
 import json
 import re
 import sys
+import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Sequence, TypeVar
 
@@ -83,10 +84,10 @@ def verdict_from(completion: Completion, example_id: str, trial: int) -> Verdict
                   completion.latency_s)
     if completion.finish_reason == "content_filter" and not completion.text:
         return Verdict(example_id, None, "the provider's content filter stopped the answer", trial, "refusal",
-                       usage=usage)
+                       usage=usage, obtained_at=completion.obtained_at)
     passed, reasoning, abstention = read_answer(completion.text, completion.refusal)
     return Verdict(example_id, passed, reasoning, trial, abstention,
-                   raw=completion.text[:2000] if abstention else None, usage=usage)
+                   raw=completion.text[:2000] if abstention else None, usage=usage, obtained_at=completion.obtained_at)
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,8 @@ async def judge_one(llm: LLM, job: Any) -> Verdict:
 def call_failed(example_id: str, trial: int, error: CallError, usage: Usage) -> Verdict:
     """The abstention of a call that failed after its retries, saying why and after how many attempts."""
     tries = f" (after {error.attempts} attempts)" if error.attempts > 1 else ""
-    return Verdict(example_id, None, f"{error}{tries}", trial, f"error: {error.kind}", usage=usage)
+    return Verdict(example_id, None, f"{error}{tries}", trial, f"error: {error.kind}", usage=usage,
+                   obtained_at=time.time())
 
 
 T = TypeVar("T")
@@ -215,6 +217,11 @@ class Judge:
             from judgekit.gate import JudgeNotCalibrated
 
             raise JudgeNotCalibrated(self.blocked)
+        if self.calibrated is not None and str(self.calibrated.source).startswith("recorded:"):
+            from judgekit.gate import RECORDED, Decision, GateResult, JudgeNotCalibrated
+
+            raise JudgeNotCalibrated(GateResult((Decision(self.criterion.id, "FAIL", (
+                RECORDED.format(source=self.calibrated.source),)),)))
         fields = {"input": input, "output": output, "context": context}
         from judgekit.criteria import ClaimsCriterion, RegexCriterion
 

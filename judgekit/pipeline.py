@@ -18,17 +18,19 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from judgekit.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
-from judgekit.errors import InputError, Problem
+from judgekit.errors import CallsFailed, InputError, Problem
 from judgekit.llm import LLM
+from judgekit.llm.transports import check_api_base, public_url
+from judgekit.policy import Policy, parse_duration
 
 if TYPE_CHECKING:
     from judgekit.llm.retry import RetryPolicy
-    from judgekit.policy import Policy
 from judgekit.metrics import calibration, pairwise_kappa
 from judgekit.report import (Annotators, ClaimStages, ConfusionCounts, Consistency, CriterionReport, Disagreement, EarlyStop, JudgeInfo,
                              Report, Slice, UsageSummary, finite)
 from judgekit.sets import CalibrationSet, load_sets
-from judgekit.verdicts import RecordedClaim, RecordedVerdict, Verdict, load_recorded, majority, match_recorded
+from judgekit.verdicts import (JUDGE_ID, RecordedClaim, RecordedVerdict, Verdict, load_recorded, majority,
+                               match_recorded)
 
 
 @dataclass
@@ -99,6 +101,8 @@ def _model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> s
 def calibrate(options: Options, llm: LLM | None = None,
               progress: Callable[[int, int], None] | None = None) -> Report:
     """Calibrate every chosen criterion and return the report (nothing is written)."""
+    started = datetime.now(timezone.utc)  # when the inputs were read: a later calibration is a newer one
+    check_api_base(options.api_base)
     criteria, whole_sets = load_inputs(options.criteria_dir, options.sets_dir, options.criterion_ids)
     sets = select_split(whole_sets, options.split)
     chosen = sets
@@ -119,13 +123,15 @@ def calibrate(options: Options, llm: LLM | None = None,
         # Match against the whole set (a verdict file covers every split), then keep the chosen split.
         matched = match_recorded(options.verdicts, records, {c.id: whole_sets[c.id] for c in recorded},
                                  {c.id: c.no_claims for c in recorded if isinstance(c, ClaimsCriterion)})
-        trials_by_criterion.update({cid: [t for t in trials if t[0].example_id in {e.id for e in sets[cid].examples}]
-                                    for cid, trials in matched.items()})
-        sources.update({c.id: f"recorded:{options.verdicts.name}" for c in recorded})
+        for cid, trials in matched.items():
+            kept = {e.id for e in sets[cid].examples}
+            trials_by_criterion[cid] = [t for t in trials if t[0].example_id in kept]
+        sources.update({c.id: _provenance(c, records, options) for c in recorded})
 
     for criterion in criteria:
         if isinstance(criterion, RegexCriterion) and criterion.id not in trials_by_criterion:
-            trials_by_criterion[criterion.id] = [[Verdict(e.id, *criterion.explain(e.fields()))]
+            at = started.timestamp()
+            trials_by_criterion[criterion.id] = [[Verdict(e.id, *criterion.explain(e.fields()), obtained_at=at)]
                                                  for e in sets[criterion.id].examples]
             sources[criterion.id] = "code"
 
@@ -139,17 +145,47 @@ def calibrate(options: Options, llm: LLM | None = None,
 
         from judgekit.runner import judge_sets
 
-        run = asyncio.run(judge_sets(pending, sets, models, options, llm, progress))
+        policy = options.policy or Policy.load()
+        ages = [policy.for_criterion(c.id).max_age for c in pending]
+        # Evidence older than the gate accepts is asked again rather than served from the cache.
+        max_age_s = min((parse_duration(a).total_seconds() for a in ages if a), default=None) \
+            if all(ages) else None
+        run = asyncio.run(judge_sets(pending, sets, models, options, llm, progress, max_age_s))
+        for c in pending:
+            _check_some_call_answered(c, models[c.id], run.verdicts[c.id])
         trials_by_criterion.update(run.verdicts)
         gold = run.gold
         judging_s, stops = run.elapsed_s, run.stops
         sources.update({c.id: "live" for c in pending})
 
     reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
-                                 stops.get(c.id), gold.get(c.id)) for c in criteria]
+                                 started, stops.get(c.id), gold.get(c.id)) for c in criteria]
     if options.canary:  # a re-check judges a subset of the set it checks: it names that set
         reports = [r.model_copy(update={"set_fingerprint": chosen[r.id].fingerprint}) for r in reports]
     return Report(criteria=reports, judging_s=judging_s)
+
+
+def _provenance(criterion: Criterion, records: list[RecordedVerdict], options: Options) -> str:
+    """`replayed:<file>` when every verdict of the criterion was given by judgekit's own judge with
+    this very fingerprint (a report's verdicts.jsonl read back), else `recorded:<file>`: another
+    tool's judge, which judgekit may gate but never stands in for."""
+    model = options.model
+    own = fingerprint(criterion, model)[:JUDGE_ID]
+    mine = [r for r in records if r.criterion in (criterion.id, None)]
+    if mine and all(r.judge == own for r in mine):
+        return f"replayed:{options.verdicts.name}"  # type: ignore[union-attr]
+    return f"recorded:{options.verdicts.name}"  # type: ignore[union-attr]
+
+
+def _check_some_call_answered(criterion: Criterion, model: str, all_trials: list[list[Verdict]]) -> None:
+    """A criterion whose every call failed has no calibration: stop, saying why, instead of
+    reporting 100% abstentions."""
+    verdicts = [v for trials in all_trials for v in trials]
+    if verdicts and all((v.abstention or "").startswith("error:") for v in verdicts):
+        from collections import Counter
+
+        cause, _ = Counter(v.reason or v.abstention or "" for v in verdicts).most_common(1)[0]
+        raise CallsFailed(criterion.id, model, len(all_trials), cause)
 
 
 def _usage(all_trials: list[list[Verdict]]) -> UsageSummary | None:
@@ -177,12 +213,12 @@ def _consistency(all_trials: list[list[Verdict]]) -> Consistency | None:
     count = max((len(t) for t in all_trials), default=1)
     if count < 2:
         return None
-    from judgekit.raters import fleiss_kappa, item_stability
+    from judgekit.raters import fleiss_kappa, flip_rate, item_stability
 
     unstable = [t for t in all_trials if len({v.passed for v in t if v.passed is not None}) > 1]
     complete = [[v.passed for v in t] for t in all_trials if len(t) == count and all(v.passed is not None for v in t)]
     stability = dict(zip((t[0].example_id for t in unstable), item_stability([[v.passed for v in t] for t in unstable])))
-    return Consistency(trials=count, flip_rate=finite(len(unstable) / len(all_trials)) if all_trials else None,
+    return Consistency(trials=count, flip_rate=finite(flip_rate([[v.passed for v in t] for t in all_trials])),
                        fleiss_kappa=finite(fleiss_kappa(complete)) if complete else None,
                        unstable=[t[0].example_id for t in unstable], stability=stability)
 
@@ -235,12 +271,6 @@ def _claim_stages(cal: CalibrationSet, final: list[Verdict], gold: dict[str, Ver
                        unreadable=s.unreadable)
 
 
-def _public(api_base: str | None) -> str | None:
-    from judgekit.llm.transports import public_url  # imported here: the gate reads reports without it
-
-    return public_url(api_base)
-
-
 def _claims(verdict: Verdict) -> list[RecordedClaim] | None:
     if verdict.claims is None:
         return None
@@ -248,7 +278,7 @@ def _claims(verdict: Verdict) -> list[RecordedClaim] | None:
 
 
 def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
-                      model: str | None, options: Options, stop: EarlyStop | None = None,
+                      model: str | None, options: Options, started: datetime, stop: EarlyStop | None = None,
                       gold: dict[str, Verdict] | None = None) -> CriterionReport:
     full_set = cal
     if stop is not None:  # stopped early: metrics over the examples judged, the set as it is on disk
@@ -260,17 +290,25 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
     result = calibration(labels, [v.passed for v in final], seed=options.seed)
     # Recorded verdicts carry the model only if the user named it (--model beside --verdicts).
     spec = judge_spec(criterion, model if source == "live" else (options.model if source != "code" else None))
+    own = fingerprint(criterion, spec["model"])
     judge = JudgeInfo(kind=spec["kind"], model=spec["model"], parameters=spec["parameters"],
                       prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
                       source=source if source != "code" else "live",
-                      api_base=_public(options.api_base) if source == "live" else None,
+                      api_base=public_url(options.api_base) if source == "live" else None,
                       via=options.via, structured=options.structured)
     disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, input=e.input, output=e.output,
                                   context=e.context, reason=v.reason, abstention=v.abstention, raw=v.raw,
                                   claims=_claims(v)) for e, v in zip(cal.examples, final) if v.passed != e.label]
+    if not gold and isinstance(criterion, ClaimsCriterion) and source.startswith(("recorded:", "replayed:")):
+        from judgekit.claims import recorded_gold
+
+        gold = recorded_gold(cal.examples, final, criterion.no_claims)
     k = result.confusion
+    times = [v.obtained_at for trials in all_trials for v in trials if v.obtained_at is not None]
+    # Verdicts another judge recorded are its; judgekit's own (live, by code, or read back) carry its fingerprint.
+    mark = None if source.startswith("recorded:") else own[:JUDGE_ID]
     return CriterionReport(
-        id=criterion.id, fingerprint=fingerprint(criterion, spec["model"]), set_fingerprint=full_set.fingerprint,
+        id=criterion.id, fingerprint=own, set_fingerprint=full_set.fingerprint,
         n=result.n, abstained=result.abstained, confusion=ConfusionCounts(tp=k.tp, fp=k.fp, tn=k.tn, fn=k.fn),
         metrics={name: finite(value) for name, value in result.metrics.items()},
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
@@ -279,13 +317,16 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         consistency=_consistency(all_trials),
         annotators=_annotators(cal, final), slices=_slices(cal, final),
         labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split, early_stop=stop,
-        calibrated_at=datetime.now(timezone.utc),
+        calibrated_at=started,
+        evidence_at=datetime.fromtimestamp(min(times), timezone.utc) if times else started,
         outcomes={e.id: (e.label, v.passed) for e, v in zip(cal.examples, final)},
         claim_stages=_claim_stages(cal, final, gold) if gold else None,
         # Built from judgekit's own verdicts, already checked: no need to validate them again.
         verdicts=[RecordedVerdict.model_construct(
             criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw,
-            reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}", claims=_claims(v))
+            reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}", claims=_claims(v),
+            at=datetime.fromtimestamp(v.obtained_at, timezone.utc) if v.obtained_at is not None else started,
+            judge=mark)
             for trials in all_trials for v in trials])
 
 

@@ -149,7 +149,6 @@ def judge(request: pytest.FixtureRequest) -> Any:
     """A calibrated judge for the test's one `judged` criterion; it refuses to judge when blocked."""
     from judgekit.criteria import load_criterion
     from judgekit.errors import JudgekitError
-    from judgekit.judge import Judge
 
     ids = _criteria_of(request.node)
     if len(ids) != 1:
@@ -157,22 +156,16 @@ def judge(request: pytest.FixtureRequest) -> Any:
                     pytrace=False)
     config = request.config
     result = _result(config)
-    criteria_dir = _path(config, None, "judgekit_criteria")
+    from judgekit.gate import judge_for
+    from judgekit.report import Report
+
     try:
-        criterion = load_criterion(criteria_dir / f"{ids[0]}.yaml")
+        criterion = load_criterion(_path(config, None, "judgekit_criteria") / f"{ids[0]}.yaml")
+        report = Report.read_if_any(Path(result.report_path))
     except JudgekitError as error:
         pytest.fail(str(error), pytrace=False)
-    blocked = result.blocked(ids)
-    calibrated = None
-    if not blocked:
-        from judgekit.report import Report
+    judge = judge_for(criterion, result, report, cache_dir=str(config.rootpath / ".judgekit" / "cache"))
 
-        found = Report.read(Path(result.report_path)).criterion(ids[0])
-        calibrated = found.judge if found else None
-    from judgekit.gate import GateResult
-
-    judge = Judge(criterion, calibrated, cache_dir=str(config.rootpath / ".judgekit" / "cache"),
-                  blocked=GateResult(tuple(blocked), result.report_path) if blocked else None)
     def judged(output: str, input: str | None = None, context: str | None = None) -> Any:
         verdict = judge(output, input=input, context=context)
         # Carried on the test's report, so that under xdist the controller sees every worker's verdicts.

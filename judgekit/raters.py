@@ -62,3 +62,15 @@ def item_stability(ratings: Sequence[Sequence[Hashable | None]]) -> list[float]:
         given = [x for x in row if x is not None]
         out.append(Counter(given).most_common(1)[0][1] / len(given) if given else NAN)
     return out
+
+
+def flip_rate(ratings: Sequence[Sequence[Hashable | None]]) -> float:
+    """The share of items whose ratings (None left out) are not all the same: a judge's trials
+    that flip. NaN when there are no items.
+
+    >>> flip_rate([[True, True], [True, False], [None, False]])
+    0.3333333333333333
+    """
+    if not ratings:
+        return NAN
+    return sum(1 for row in ratings if len({x for x in row if x is not None}) > 1) / len(ratings)

@@ -71,7 +71,9 @@ class JudgeInfo(Model):
     model: str | None = None
     parameters: dict[str, Any] = Field(default_factory=dict)
     prompt_sha: str | None = None
-    source: str = Field("live", description="live, or recorded:<file> for verdicts produced elsewhere")
+    source: str = Field("live", description="live (judgekit's judge, or code for a regex); recorded:<file>, "
+                        "verdicts another tool's judge gave (gated, never judged with); replayed:<file>, "
+                        "judgekit's own verdicts of this same judge read back")
     api_base: str | None = Field(None, description="The endpoint asked (no credentials, no query).")
     via: str = "auto"
     structured: bool = True
@@ -130,7 +132,8 @@ class ClaimStages(Model):
     verification_tnr: float | None = None
     extraction_errors: int = Field(description="Wrong end to end, right when the labelled claims are verified.")
     verification_errors: int = Field(description="Wrong even when the labelled claims are verified.")
-    unreadable: int = 0
+    unreadable: int = Field(0, description="Examples whose labelled claims could not be verified: an unreadable "
+                            "answer, or, for recorded verdicts, a labelled claim the recorded claims lack.")
 
 
 class EarlyStop(Model):
@@ -164,6 +167,9 @@ class CriterionReport(Model):
     split: str | None = Field(None, description="The split calibrated (dev or test), or null for every example.")
     calibrated_at: datetime | None = Field(None, description="When this criterion was calibrated (a report can "
                                                              "keep criteria from earlier runs).")
+    evidence_at: datetime | None = Field(None, description="When the oldest answer these figures rest on was "
+                                         "obtained (a cached answer keeps its first time); the gate's max_age "
+                                         "counts from it.")
     early_stop: EarlyStop | None = None
     claim_stages: ClaimStages | None = None
     verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
@@ -208,27 +214,49 @@ class Report(Model):
 
         With `merge`, criteria of the report already in `directory` that this one does not hold
         are kept (with their verdicts), so calibrating one criterion does not drop the others.
-        Returns the report written.
+        Writers of one folder take turns under a lock, and a criterion calibrated later than the
+        one being written (by a run that started after this one) is kept, never replaced by the
+        older result. Returns the report written.
         """
-        report, kept_lines = self, ""
-        previous = directory / "report.json"
-        if merge and previous.is_file():
-            old = Report.read(previous)
-            mine = {c.id for c in self.criteria}
-            others = [c for c in old.criteria if c.id not in mine]
-            report = self.model_copy(update={"criteria": sorted([*self.criteria, *others], key=lambda c: c.id)})
-            old_verdicts = directory / "verdicts.jsonl"
-            if old_verdicts.is_file():
-                from judgekit.verdicts import load_recorded
+        from judgekit.files import locked
 
-                keep = {c.id for c in others}
-                kept_lines = "".join(v.line()
-                                     for v in load_recorded(old_verdicts) if v.criterion in keep)
-        write_atomic(directory / "report.json", report.model_dump_json(indent=2) + "\n")
-        write_atomic(directory / "report.md", to_markdown(report))
-        write_atomic(directory / "verdicts.jsonl", "".join(
-            v.line() for c in report.criteria for v in c.verdicts) + kept_lines)
+        with locked(directory / "report.json"):
+            report, kept_lines = self._merged(directory, merge)
+            write_atomic(directory / "report.json", report.model_dump_json(indent=2) + "\n")
+            write_atomic(directory / "report.md", to_markdown(report))
+            mine = {c.id for c in report.criteria} - {c for c in kept_lines}
+            write_atomic(directory / "verdicts.jsonl", "".join(
+                v.line() for c in report.criteria if c.id in mine for v in c.verdicts)
+                + "".join(kept_lines.values()))
         return report
+
+    def _merged(self, directory: Path, merge: bool) -> tuple["Report", dict[str, str]]:
+        """This report combined with the one on disk, and the verdict lines kept from disk by criterion."""
+        previous = directory / "report.json"
+        if not previous.is_file():
+            return self, {}
+        old = Report.read(previous)
+        mine = {c.id: c for c in self.criteria}
+        theirs = {c.id: c for c in old.criteria}
+
+        def newer(c: "CriterionReport") -> bool:  # the one on disk was calibrated after this one
+            ours = mine.get(c.id)
+            return ours is not None and c.calibrated_at is not None and ours.calibrated_at is not None \
+                and c.calibrated_at > ours.calibrated_at
+
+        keep = {cid for cid, c in theirs.items() if (merge and cid not in mine) or newer(c)}
+        if not keep:
+            return self, {}
+        lines: dict[str, str] = {cid: "" for cid in keep}
+        old_verdicts = directory / "verdicts.jsonl"
+        if old_verdicts.is_file():
+            from judgekit.verdicts import load_recorded
+
+            for v in load_recorded(old_verdicts):
+                if v.criterion in keep:
+                    lines[v.criterion] += v.line()
+        criteria = [c for cid, c in mine.items() if cid not in keep] + [theirs[cid] for cid in keep]
+        return self.model_copy(update={"criteria": sorted(criteria, key=lambda c: c.id)}), lines
 
     @staticmethod
     def locate(path: Path | str) -> Path:
@@ -287,8 +315,8 @@ def to_markdown(report: Report) -> str:
         judge = c.judge
         lines += [f"## {c.id}", ""]
         if judge:
-            lines.append(f"Judge: {judge.kind}" + (f", model `{judge.model}`" if judge.model else "")
-                         + (f", {judge.source}" if judge.source != "live" else ""))
+            lines.append(f"Judge: {judge.kind}" + (f", model {md_escape(judge.model)}" if judge.model else "")
+                         + (f", {md_escape(judge.source)}" if judge.source != "live" else ""))
         for warning in c.warnings:
             lines += [f"> Warning: {md_escape(warning)}", ""]
         lines += [f"Examples: {c.n} ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled fail), "

@@ -33,12 +33,13 @@ class Run:
 class _Asker:
     """One LLM stack per model (or the injected one); asks jobs, cached answers first."""
 
-    def __init__(self, models: Sequence[str], options: "Options", llm: LLM | None):
+    def __init__(self, models: Sequence[str], options: "Options", llm: LLM | None, max_age_s: float | None):
         self.llm, self.options = llm, options
         cache = str(options.cache_dir) if options.cache_dir is not None else None
         self.stacks: dict[str, LLM] = {} if llm else {
             model: open_llm(model, options.api_base, cache, options.timeout_s,
-                            max_connections=max(options.concurrency, 1), retry=options.retry, via=options.via)
+                            max_connections=max(options.concurrency, 1), retry=options.retry, via=options.via,
+                            max_age_s=max_age_s)
             for model in sorted(set(models))}
         self.elapsed_s = 0.0
 
@@ -80,8 +81,9 @@ def _group(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, Calib
 
 async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet], models: dict[str, str],
                      options: "Options", llm: LLM | None,
-                     progress: Callable[[int, int], None] | None) -> Run:
-    asker = _Asker(list(models.values()), options, llm)
+                     progress: Callable[[int, int], None] | None, max_age_s: float | None = None) -> Run:
+    """Judge every example of every criterion; cached answers older than `max_age_s` are asked again."""
+    asker = _Asker(list(models.values()), options, llm, max_age_s)
     try:
         if options.stop_early:
             run = await _in_looks(asker, criteria, sets, models, options)

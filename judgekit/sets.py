@@ -14,6 +14,7 @@ True
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -77,7 +78,7 @@ class CalibrationSet:
     path: Path
     examples: tuple[Example, ...]
 
-    @property
+    @cached_property
     def fingerprint(self) -> str:
         return canonical_hash([e.model_dump(mode="json") for e in self.examples])
 

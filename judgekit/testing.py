@@ -8,9 +8,10 @@ piece of text the prompt contains), and faults are injected by kind, by rate or 
         calibrate(Options(model="openai/judge", api_base=server.url))
 
 Fault kinds: rate_limit (429 with Retry-After), server_error (500), auth (401), bad_request (400,
-as for an unknown model), hang (no answer
-until the client gives up), reset (connection closed at once), truncated (half a body), garbage
-(an answer that is no verdict), refusal, malformed_json (a broken verdict object).
+as for an unknown model), hang (no answer until the client gives up), reset (connection closed at
+once), truncated (half a body), garbage (an answer that is no verdict), refusal, malformed_json (a
+broken verdict object), echo (a 400 whose body repeats the request line, query included, and its
+Authorization header, as some providers' error pages do).
 
 Run one from the shell for benchmarks: `python -m judgekit.testing --port 8555 --latency 0.1`.
 """
@@ -29,7 +30,7 @@ from judgekit.llm import CallError, Completion, Request
 
 Answer = Callable[[str], "bool | str"]
 FAULTS = ("rate_limit", "server_error", "auth", "bad_request", "hang", "reset", "truncated", "garbage", "refusal",
-          "malformed_json")
+          "malformed_json", "echo")
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
 GARBAGE_TEXT = "Lorem ipsum dolor sit amet, the weather is lovely today."
 MALFORMED_TEXT = '{"reasoning": "The reply says it", "passed": tru'
@@ -223,7 +224,7 @@ class FakeServer:
                     name, _, value = header.decode("latin-1").partition(":")
                     headers[name.strip().lower()] = value.strip()
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                if not await self._respond(line.decode("latin-1"), body, writer):
+                if not await self._respond(line.decode("latin-1"), body, writer, headers):
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):  # cancelled: server stopping
             return
@@ -240,7 +241,8 @@ class FakeServer:
                 return kind
         return None
 
-    async def _respond(self, request_line: str, body: bytes, writer: asyncio.StreamWriter) -> bool:
+    async def _respond(self, request_line: str, body: bytes, writer: asyncio.StreamWriter,
+                       headers: Mapping[str, str] | None = None) -> bool:
         """Answer one request; return False when the connection must end."""
         if not request_line.startswith("POST") or "/chat/completions" not in request_line:
             self._send(writer, 404, {"error": {"message": "not found"}})
@@ -272,6 +274,10 @@ class FakeServer:
             return True
         if fault == "server_error":
             self._send(writer, 500, {"error": {"message": "internal error"}})
+            return True
+        if fault == "echo":
+            self._send(writer, 400, {"error": {"message": f"cannot handle {request_line.strip()} with "
+                                               f"authorization: {(headers or {}).get('authorization')}"}})
             return True
         if fault == "auth":
             self._send(writer, 401, {"error": {"message": "invalid api key"}})

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Sequence
 
@@ -23,6 +24,9 @@ from judgekit.criteria import ExampleId, Frozen
 from judgekit.errors import InputError, Problem
 from judgekit.files import iter_records, parse_bool, problems_of
 from judgekit.sets import CalibrationSet
+
+
+JUDGE_ID = 16  # hex digits of a judge's fingerprint that mark the verdicts it gave in a verdict file
 
 
 @dataclass(frozen=True)
@@ -58,25 +62,29 @@ class Verdict:
     raw: str | None = None
     usage: Usage | None = field(default=None, compare=False)
     claims: tuple | None = field(default=None, compare=False)  # of judgekit.claims.ClaimCheck, for claims criteria
+    obtained_at: float | None = field(default=None, compare=False)  # when the answer behind it was given
 
 
 def majority(trials: Sequence[Verdict]) -> Verdict:
-    """One verdict from several trials: the majority of those that decided; a tie abstains."""
+    """One verdict from several trials: the majority of those that decided; a tie abstains.
+    It is as old as its oldest trial."""
     if len(trials) == 1:
         return trials[0]
     decided = [v for v in trials if v.passed is not None]
     yes = sum(1 for v in decided if v.passed)
     no = len(decided) - yes
     first = trials[0]
+    times = [v.obtained_at for v in trials if v.obtained_at is not None]
+    at = min(times) if times else None
     if not decided:
         return Verdict(first.example_id, None, first.reason, abstention=first.abstention, raw=first.raw,
-                       claims=first.claims)
+                       claims=first.claims, obtained_at=at)
     if yes == no:
         return Verdict(first.example_id, None, f"trials split {yes} pass / {no} fail",
-                       abstention="trials tied")
+                       abstention="trials tied", obtained_at=at)
     winner = yes > no
     chosen = next(v for v in decided if v.passed == winner)  # its reason and (claims checks) its claims
-    return Verdict(first.example_id, winner, chosen.reason, claims=chosen.claims)
+    return Verdict(first.example_id, winner, chosen.reason, claims=chosen.claims, obtained_at=at)
 
 
 class RecordedClaim(Frozen):
@@ -101,6 +109,10 @@ class RecordedVerdict(Frozen):
     reason: str | None = None
     raw: str | None = Field(None, description="The judge's unreadable answer, kept as given.")
     claims: list[RecordedClaim] | None = None
+    at: datetime | None = Field(None, description="When the judge gave this verdict (the answer's time, for a "
+                                "cached one the time it was first obtained); the gate's max_age counts from it.")
+    judge: str | None = Field(None, description="The fingerprint of the judgekit judge that gave it (its first "
+                              "16 hex digits); absent for verdicts another tool recorded.")
 
     def line(self) -> str:
         """One JSONL line; `passed` is always written (null is an abstention), defaults are not."""
@@ -115,6 +127,10 @@ class RecordedVerdict(Frozen):
         if "passed" not in self.model_fields_set and self.claims is None:
             raise ValueError("has no verdict; add 'passed': true, false or null (an abstention), or 'claims'")
         return self
+
+
+def _word(passed: bool | None) -> str:
+    return "null" if passed is None else str(passed).lower()
 
 
 def load_recorded(path: Path) -> list[RecordedVerdict]:
@@ -142,7 +158,7 @@ def load_recorded(path: Path) -> list[RecordedVerdict]:
     return records
 
 
-def _verdict(record: RecordedVerdict, no_claims: str) -> Verdict:
+def _verdict(record: RecordedVerdict, no_claims: str, default_at: float | None) -> Verdict:
     passed, reason, checks = record.passed, record.reason, None
     if record.claims is not None:
         from judgekit.claims import ClaimCheck, aggregate
@@ -151,8 +167,9 @@ def _verdict(record: RecordedVerdict, no_claims: str) -> Verdict:
         if "passed" not in record.model_fields_set:
             passed, rule = aggregate(checks, no_claims)
             reason = reason or rule
+    at = record.at.timestamp() if record.at is not None else default_at
     return Verdict(record.id, passed, reason, trial=record.trial, abstention="recorded" if passed is None else None,
-                   raw=record.raw, claims=checks)
+                   raw=record.raw, claims=checks, obtained_at=at)
 
 
 def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, CalibrationSet],
@@ -162,9 +179,15 @@ def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, C
     Returns, per criterion, one list of trial verdicts per example. Verdicts for unknown ids and
     examples without a verdict are errors that list them all; nothing is dropped silently.
     Records of criteria not being calibrated in this run are left alone. A record with claims and
-    no `passed` is decided by the strict rule, with the criterion's `no_claims` (default fail).
+    no `passed` is decided by the strict rule, with the criterion's `no_claims` (default fail); a
+    record that gives both must agree with the rule. A record without `at` counts as obtained
+    when the file was last written.
     """
     source = str(path)
+    try:
+        default_at: float | None = path.stat().st_mtime
+    except OSError:
+        default_at = None
     named = {r.criterion for r in records}
     if None in named and len(sets) > 1:
         raise InputError.one(path, "criterion", f"verdicts without a 'criterion' column cannot be matched to "
@@ -186,14 +209,16 @@ def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, C
             problems.append(Problem(source, f"id {r.id}", f"gives claims, but criterion {criterion_id!r} is not a "
                                     "claims criterion; give 'passed' instead"))
             continue
-        verdict = _verdict(r, rules.get(criterion_id, "fail"))
-        if r.claims and "passed" in r.model_fields_set and r.passed is not None and verdict.claims is not None:
+        verdict = _verdict(r, rules.get(criterion_id, "fail"), default_at)
+        if r.claims is not None and "passed" in r.model_fields_set:
             from judgekit.claims import aggregate
 
-            by_rule = aggregate(verdict.claims, rules[criterion_id])[0]
-            if by_rule is not None and by_rule != r.passed:
-                problems.append(Problem(source, f"id {r.id}", f"passed is {r.passed} but its claims say "
-                                        f"{by_rule} by the strict rule; fix one, or leave out passed"))
+            by_rule, why = aggregate(verdict.claims or (), rules[criterion_id])
+            if by_rule != r.passed:
+                said = "undecided" if by_rule is None else str(by_rule).lower()
+                problems.append(Problem(source, f"id {r.id}", f"passed is {_word(r.passed)} but its claims say "
+                                        f"{said} by the strict rule ({why}; no_claims: {rules[criterion_id]}); "
+                                        "fix one, or leave out passed"))
                 continue
         trials[r.trial] = verdict
     out: dict[str, list[list[Verdict]]] = {}

@@ -227,7 +227,7 @@ def test_review_fixes_for_claims(claims_project, tmp_path):
     # A recorded verdict contradicting its own claims, or claims for a criterion of another kind: refused.
     path = tmp_path / "v.jsonl"
     path.write_text(json.dumps({"id": "good", "passed": True, "claims": [{"claim": "a", "supported": False}]}) + "\n")
-    with pytest.raises(InputError, match="passed is True but its claims say False"):
+    with pytest.raises(InputError, match="passed is true but its claims say false"):
         _run(claims_project, verdicts=path)
     claims_project.criterion({"id": "plain", "question": "Does it say so?"})
     claims_project.jsonl("plain", [{"id": "a", "output": "x", "passed": True}])
@@ -253,3 +253,45 @@ def test_labelled_claims_with_early_stopping_and_in_usage(project):
     project.jsonl("grounded", bad)
     with pytest.raises(InputError, match="passed is False but its labelled claims say True"):
         _run(project, llm)
+
+
+def test_recorded_verdicts_that_contradict_their_claims_are_refused(claims_project, tmp_path):
+    """`passed` beside claims must be what the strict rule says: a pass with no claim under
+    no_claims: fail, or null beside claims that settle the verdict, are contradictions."""
+    path = tmp_path / "v.jsonl"
+    others = [{"id": e["id"], "passed": e["passed"]} for e in EXAMPLES[1:]]
+    for record, words in (({"id": "good", "passed": True, "claims": []}, "passed is true but its claims say false"),
+                          ({"id": "good", "passed": None, "claims": [{"claim": "a", "supported": True}]},
+                           "passed is null but its claims say true")):
+        path.write_text("".join(json.dumps(r) + "\n" for r in [record, *others]))
+        with pytest.raises(InputError, match=words) as caught:
+            _run(claims_project, verdicts=path)
+        assert ":id good:" in str(caught.value)
+
+
+def test_claim_stages_from_recorded_per_claim_verdicts(project, tmp_path):
+    """Examples with claim-level labels and recorded per-claim verdicts (as WiCE's): the report
+    tells extraction errors from verification errors without any model call."""
+    project.criterion({"id": "grounded", "kind": "claims", "question": "Is every claim supported?"})
+    labelled = [{"claim": "It grossed $181 million.", "supported": True},
+                {"claim": "It won an Oscar.", "supported": False}]
+    project.jsonl("grounded", [
+        {"id": "a", "output": "x", "context": SOURCE, "passed": False, "claims": labelled},
+        {"id": "b", "output": "y", "context": SOURCE, "passed": True, "claims": labelled[:1]},
+        {"id": "c", "output": "z", "context": SOURCE, "passed": False, "claims": labelled[1:]},
+    ])
+    path = tmp_path / "v.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in [
+        # a: both claims found; the Oscar verified as supported: a verification error.
+        {"id": "a", "claims": [{"claim": "it grossed  $181 million.", "supported": True},
+                               {"claim": "It won an Oscar.", "supported": True}]},
+        # b: right.
+        {"id": "b", "claims": [{"claim": "It grossed $181 million.", "supported": True}]},
+        # c: the Oscar claim was never extracted, so how this judge verifies it is unknown: not attributed.
+        {"id": "c", "claims": [{"claim": "It is a film.", "supported": True}]},
+    ]))
+    c = _run(project, verdicts=path).criteria[0]
+    g = c.claim_stages
+    assert (g.examples, g.claims, g.verification.tp, g.verification.fp) == (2, 3, 2, 1)
+    assert (g.verification_errors, g.unreadable) == (1, 1)  # c's labelled claim is not among its recorded ones
+    assert c.usage is None or c.usage.calls == 0

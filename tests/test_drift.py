@@ -278,3 +278,34 @@ def test_drift_says_which_criteria_it_skipped(project, tmp_path):
     assert result.exit_code == 2
     assert "says-blocked: skipped, its last run (run 3) is the first on its calibration set" in result.output
     assert "--before 2 --after 3" in result.output
+
+
+def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
+    """After `calibrate --trials 3`, recheck asks three trials of the calibrated model at the calibrated
+    endpoint (the YAML says trials 1), so a provider that starts answering differently is a silent change."""
+    from judgekit.testing import FakeServer, script
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(20, 20))
+    runner = CliRunner()
+    with FakeServer(script({"reply-p": True}, default=False)) as server:
+        common = ["--criteria", str(project.criteria), "--sets", str(project.sets)]
+        calibrated = runner.invoke(app, ["calibrate", *common, "--model", "openai/j", "--api-base", server.url,
+                                         "--trials", "3", "-q"])
+        assert calibrated.exit_code == 0, calibrated.output
+        asked = server.requests
+        # The provider now passes everything: 5 of the canary's 10 examples (its known-bad half) flip.
+        server.answer = script({}, default=True)
+        result = runner.invoke(app, ["recheck", *common, "--size", "10", "--json"])
+        assert server.requests - asked == 30  # 10 examples x the 3 calibrated trials, at the calibrated endpoint
+        drift = json.loads(result.output)["drifts"][0]
+        assert result.exit_code == 1 and drift["status"] == "DRIFT" and drift["changed"] == []
+        assert drift["right_to_wrong"] == 5 and "silent provider-side change" in " ".join(drift["reasons"])
+        other = runner.invoke(app, ["recheck", *common, "--model", "openai/other"])
+        assert other.exit_code == 2 and "is not the calibrated judge" in other.output
+        elsewhere = runner.invoke(app, ["recheck", *common, "--api-base", "http://127.0.0.1:9/v1"])
+        assert elsewhere.exit_code == 2 and "is not the calibrated endpoint" in elsewhere.output
+        project.criterion(llm_criterion(pass_when="The reply says the card is now blocked."))
+        edited = runner.invoke(app, ["recheck", *common])
+        assert edited.exit_code == 2 and "changed since its last calibration" in edited.output
+        assert server.requests - asked == 30  # refusals ask nothing

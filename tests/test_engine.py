@@ -218,3 +218,44 @@ def test_exhausted_retries_say_how_many_attempts(setup):
         report = calibrate(options(setup, s))
     (d,) = [d for d in report.criteria[0].disagreements if d.id == "p0"]
     assert d.reason.endswith(f"(after {FAST.attempts} attempts)")
+
+
+def test_a_run_where_every_call_failed_is_not_a_calibration(setup, tmp_path):
+    """41 of 41 examples lost to HTTP 500s used to exit 0 with a report of abstentions: now exit 4
+    with the cause, and nothing written."""
+    from typer.testing import CliRunner
+
+    from judgekit.cli import app
+    from judgekit.errors import CallsFailed
+
+    with FakeServer(VERDICTS, faults={"server_error": 1.0}) as server:
+        with pytest.raises(CallsFailed, match=r"every call to the judge of criterion 'says-blocked'.*server 500"):
+            calibrate(options(setup, server, cache_dir=None))
+        result = CliRunner().invoke(app, ["calibrate", "--model", "openai/judge", "--api-base", server.url,
+                                          "--concurrency", "2", "--timeout", "5"])
+    assert result.exit_code == 4 and "every call to the judge" in result.output and "server" in result.output
+    assert not (setup.root / ".judgekit" / "reports" / "latest" / "report.json").exists()
+
+
+def test_cached_answers_keep_the_time_they_were_obtained(setup):
+    """A re-run served from the cache rests on answers as old as they are; answers older than the
+    gate's max_age are asked again."""
+    from judgekit.llm.cache import CachedLLM
+    from judgekit.policy import Policy, Thresholds
+
+    with FakeServer(VERDICTS) as server:
+        first = calibrate(options(setup, server)).criteria[0]
+        asked = server.requests
+        # Age every cached answer by 40 days, as if it had been obtained then.
+        store = CachedLLM(None, setup.root / "cache")._cache
+        for key in list(store.iterkeys()):
+            data = json.loads(store[key])
+            store[key] = json.dumps({**data, "obtained_at": data["obtained_at"] - 40 * 86400})
+        store.close()
+        lenient = Policy(defaults=Thresholds(max_age=None))
+        again = calibrate(options(setup, server, policy=lenient)).criteria[0]
+        assert server.requests == asked and again.usage.cached == 8  # served from the cache ...
+        assert (first.evidence_at - again.evidence_at).days == 40  # ... and as old as its answers
+        assert again.calibrated_at > first.calibrated_at
+        fresh = calibrate(options(setup, server)).criteria[0]  # the default policy: max_age 30d
+        assert server.requests == asked + 8 and fresh.evidence_at >= first.evidence_at

@@ -14,7 +14,6 @@ from judgekit.errors import InputError
 from judgekit.gate import Gate, JudgeNotCalibrated, require_calibrated
 from judgekit.policy import Policy, Thresholds
 from judgekit.pipeline import Options, calibrate
-from judgekit.report import Consistency
 
 runner = CliRunner()
 
@@ -105,13 +104,18 @@ def test_changed_prompt_or_set_or_model_is_stale(project):
         update={"judge": named.criteria[0].judge.model_copy(update={"model": "openai/old-judge"})})]})).status == "FAIL"
 
 
-def test_old_report_is_stale(project):
-    report = make(project, 40, 40, good)
-    then = datetime.now(timezone.utc) - timedelta(days=45)
-    old = report.model_copy(update={"created_at": then, "criteria": [
-        report.criteria[0].model_copy(update={"calibrated_at": then})]})
+def test_old_evidence_is_stale(project):
+    """max_age counts from the oldest answer the figures rest on: verdicts given 45 days ago are
+    old evidence however recently they were read in."""
+    make(project, 40, 40, good)
+    then = (datetime.now(timezone.utc) - timedelta(days=45)).isoformat()
+    path = project.root / "c.verdicts.jsonl"
+    path.write_text("".join(json.dumps({**json.loads(line), "at": then}) + "\n"
+                            for line in path.read_text().splitlines()))
+    old = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
     result = decide(project, old)
     assert result.status == "FAIL" and "older than max_age 30d" in result.decisions[0].summary
+    assert "45 days old" in result.decisions[0].summary
     assert decide(project, old, max_age=None).status == "PASS"
 
 
@@ -127,9 +131,15 @@ def test_missing_report_and_missing_criterion_block(project):
 
 
 def test_flip_rate_and_point_thresholds(project):
-    report = make(project, 40, 40, good)
-    flippy = report.model_copy(update={"criteria": [report.criteria[0].model_copy(update={
-        "consistency": Consistency(trials=3, flip_rate=0.3)})]})
+    make(project, 40, 40, good)
+    path = project.root / "c.verdicts.jsonl"
+    # Three trials; on 24 of the 80 examples (30%) the third trial says the opposite.
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**r, "trial": t, "passed": r["passed"] if t < 2 or i % 10 >= 3
+                                        else not r["passed"]}) + "\n"
+                            for i, r in enumerate(records) for t in range(3)))
+    flippy = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
+    assert flippy.criteria[0].consistency.flip_rate == 0.3
     assert "trials disagreed on 30%" in decide(project, flippy).decisions[0].summary
     constant = make(project, 40, 40, lambda i, label: True)
     assert decide(project, constant, use_lower_bound=False).status == "FAIL"  # no switch lets a bad judge through
@@ -192,10 +202,13 @@ def test_calibrate_with_gate_uses_the_gate_exit_code(project):
 
 def test_require_calibrated(project):
     make(project, 40, 40, good)
-    assert require_calibrated("c").passed
+    # Another tool's verdicts: the gate passes them, but a suite behind this guard grades with judgekit's judge.
+    with pytest.raises(JudgeNotCalibrated, match="calibrated from recorded verdicts of another judge"):
+        require_calibrated("c")
+    assert require_calibrated("c", recorded=True).passed
     make(project, 40, 40, lambda i, label: False)
     with pytest.raises(JudgeNotCalibrated, match="TPR 0.00"):
-        require_calibrated()
+        require_calibrated(recorded=True)
 
 
 def test_junit_escapes_reasons():
@@ -224,3 +237,61 @@ def test_plan_and_gate_agree_on_the_label_budget(project):
     result = runner.invoke(app, ["plan", "--assume-tpr", "0.95"])
     assert result.exit_code == 2
     assert runner.invoke(app, ["plan", "-c", "typo-id"]).exit_code == 2
+
+
+def _tampered(report: dict, change) -> dict:
+    data = json.loads(json.dumps(report))
+    change(data["criteria"][0])
+    return data
+
+
+FUTURE = (datetime.now(timezone.utc) + timedelta(days=3)).isoformat()
+TAMPERING = {
+    "tpr infinite": lambda c: c["metrics"].update(tpr=float("inf")),
+    "tpr 5": lambda c: c["metrics"].update(tpr=5),
+    "confusion contradicting the metrics": lambda c: c["confusion"].update(tp=40, fn=0, tn=40, fp=0) or
+    c["metrics"].update(tpr=0.2),
+    "negative cells": lambda c: c["confusion"].update(fp=-10, tn=50),
+    "cells not adding up": lambda c: c["confusion"].update(tp=400),
+    "abstained -300": lambda c: c.update(abstained=-300),
+    "no intervals": lambda c: c.update(intervals={}),
+    "calibrated in the future": lambda c: c.update(calibrated_at=FUTURE),
+    "evidence from the future": lambda c: c.update(evidence_at=FUTURE),
+    "more known-good examples": lambda c: c.update(labelled_pass=400),
+}
+
+
+@pytest.mark.parametrize("how", list(TAMPERING))
+def test_a_hand_edited_report_does_not_pass_the_gate(project, how):
+    """The gate recomputes every figure it decides on from verdicts.jsonl and the set on disk."""
+    make(project, 15, 35, lambda i, label: label if i % 10 else not label)  # TPR 0.87, TNR 0.89: FAIL
+    (project.root / "judgekit.yaml").write_text("gate: {min_tpr: 0.6, min_tnr: 0.6, min_examples: 10, max_age: 1d}\n")
+    assert runner.invoke(app, ["gate"]).exit_code == 0  # honest: it passes this lenient policy
+    path = project.root / ".judgekit/reports/latest/report.json"
+    honest = json.loads(path.read_text())
+    path.write_text(json.dumps(_tampered(honest, TAMPERING[how])))
+    result = runner.invoke(app, ["gate"])
+    assert result.exit_code == 1 and "the report is not evidence" in result.output, result.output
+    assert len([line for line in result.output.splitlines() if line.startswith("FAIL")]) == 1
+
+
+def test_the_gate_needs_the_verdicts_and_one_entry_per_criterion(project):
+    make(project, 40, 40, good)
+    folder = project.root / ".judgekit/reports/latest"
+    assert runner.invoke(app, ["gate"]).exit_code == 0
+    honest = json.loads((folder / "report.json").read_text())
+    flipped = _tampered(honest, lambda c: c.update(confusion={"tp": 0, "fp": 40, "tn": 0, "fn": 40}))
+    (folder / "report.json").write_text(json.dumps({**honest, "criteria": [*honest["criteria"], *flipped["criteria"]]}))
+    twice = runner.invoke(app, ["gate"])
+    assert twice.exit_code == 1 and "holds 2 entries for this criterion" in twice.output
+    (folder / "report.json").write_text(json.dumps(honest))
+    lines = (folder / "verdicts.jsonl").read_text().splitlines()
+    (folder / "verdicts.jsonl").write_text("\n".join(lines[1:]) + "\n")  # one example's verdict gone
+    short = runner.invoke(app, ["gate"])
+    assert short.exit_code == 1 and "79 of the set's 80 examples have verdicts" in short.output
+    (folder / "verdicts.jsonl").write_text("\n".join([*lines, lines[0].replace('"p0"', '"nobody"')]) + "\n")
+    stranger = runner.invoke(app, ["gate"])
+    assert stranger.exit_code == 1 and "for id 'nobody', which the calibration set does not hold" in stranger.output
+    (folder / "verdicts.jsonl").unlink()
+    gone = runner.invoke(app, ["gate"])
+    assert gone.exit_code == 1 and "no verdicts.jsonl beside the report" in gone.output

@@ -181,3 +181,40 @@ def test_exit_action_under_xdist_reports_instead_of_crashing(sample):
     result = sample.runpytest_subprocess("-n", "2", "-p", "xdist")
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
     result.assert_outcomes(passed=2, errors=2)
+
+
+def test_the_judge_fixture_never_stands_in_for_another_tools_judge(pytester):
+    """A criterion calibrated from another tool's recorded verdicts passes the gate (for that tool),
+    but judgekit's own judge, whose prompt was never measured, refuses to grade it."""
+    root = pytester.path
+    (root / "criteria").mkdir()
+    (root / "calibration_sets").mkdir()
+    (root / "criteria" / "card.yaml").write_text(yaml.safe_dump({"id": "card", "question": "Blocked?"}))
+    rows = [{"id": f"g{i}", "output": f"blocked {i}", "passed": True} for i in range(30)]
+    rows += [{"id": f"b{i}", "output": f"offered {i}", "passed": False} for i in range(30)]
+    (root / "calibration_sets" / "card.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    recorded = root / "promptfoo-verdicts.jsonl"  # as `judgekit import promptfoo` writes them
+    recorded.write_text("".join(json.dumps({"criterion": "card", "id": r["id"], "passed": r["passed"]}) + "\n"
+                                for r in rows))
+    report = calibrate(Options(criteria_dir=root / "criteria", sets_dir=root / "calibration_sets",
+                               verdicts=recorded, model="openai/gpt-4o-mini"))
+    report.write(root / ".judgekit" / "reports" / "latest")
+    pytester.makepyfile(test_suite='''
+import pytest
+
+@pytest.mark.judged("card")
+def test_reply(judge):
+    judge("Your card is blocked.")
+''')
+    result = pytester.runpytest("--judgekit-gate")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*PASS*card*", "*calibrated from recorded verdicts of another judge*"])
+    from judgekit.criteria import load_criterion
+    from judgekit.gate import JudgeNotCalibrated, calibrated_judge
+    from judgekit.judge import Judge
+
+    with pytest.raises(JudgeNotCalibrated, match="recorded verdicts of another judge"):
+        calibrated_judge("card", report=root / ".judgekit/reports/latest", criteria=root / "criteria",
+                         sets=root / "calibration_sets", root=root)("Your card is blocked.")
+    with pytest.raises(JudgeNotCalibrated, match="recorded verdicts of another judge"):
+        Judge(load_criterion(root / "criteria" / "card.yaml"), report.criteria[0].judge)("Your card is blocked.")

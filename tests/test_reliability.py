@@ -117,7 +117,7 @@ def _run_cli(project: Path, url: str) -> subprocess.Popen:
 def _comparable(report_dir: Path) -> dict:
     data = json.loads((report_dir / "report.json").read_text())
     for c in data["criteria"]:
-        c.pop("calibrated_at"), c.pop("usage")
+        c.pop("calibrated_at"), c.pop("evidence_at"), c.pop("usage")
     data.pop("created_at"), data.pop("judging_s")
     return data
 
@@ -235,6 +235,55 @@ def test_a_planted_key_reaches_no_file_and_no_message(forty, monkeypatch, tmp_pa
         assert sentinel.encode() not in path.read_bytes(), path
 
 
+def test_credentials_in_the_endpoint_and_echoed_back_reach_no_file_and_no_message(forty, monkeypatch, tmp_path):
+    """A password and a query key in --api-base, and the Authorization header a provider echoes
+    in an error body (Basic and Bearer, base64 included): in no report, verdict file, page, cache,
+    history, JUnit file, step summary or message."""
+    import base64
+
+    from typer.testing import CliRunner
+
+    from judgekit.cli import app
+
+    key, password, query_key = "sk-envkey-0a1b2c3d4e5f60718293", "pw-S3cret-5541", "qk-9a8b7c6d5e4f"
+    secrets = [key, password, query_key, base64.b64encode(f"ana:{password}".encode()).decode()]
+    monkeypatch.setenv("OPENAI_API_KEY", key)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    runner = CliRunner()
+    printed = []
+    echoes = {"reply-p1:": ["echo"], "reply-f2:": ["echo"]}
+    with FakeServer(VERDICTS, fail_first=echoes) as server:
+        host = server.url.removeprefix("http://")
+        for url, extra in ((f"http://ana:{password}@{host}?api-key={query_key}", []),  # Basic auth, echoed
+                           (f"{server.url}?api-key={query_key}", ["--no-cache"])):  # Bearer from the environment
+            server.fail_first.update({k: list(v) for k, v in echoes.items()})
+            args = ["calibrate", "--model", "openai/judge", "--api-base", url, "--gate", "--junit",
+                    str(tmp_path / "junit.xml"), *extra]
+            result = runner.invoke(app, args)
+            printed.append(result.output)
+            assert result.exit_code == 0, result.output
+        report = json.loads((forty.root / ".judgekit/reports/latest/report.json").read_text())
+        reasons = [d["reason"] for d in report["criteria"][0]["disagreements"] if d["abstention"]]
+        assert len(reasons) == 2 and all("cannot handle POST" in r and "authorization" in r for r in reasons)
+        printed.append(runner.invoke(app, ["recheck", "--api-base", f"http://ana:{password}@{host}?api-key={query_key}",
+                                           "--json"]).output)
+    for bad in (f"htp://127.0.0.1:1/v1?api-key={query_key}", f"http://127.0.0.1:99999/v1?api-key={query_key}",
+                f"http://127.0.0.1:notaport/v1?key={query_key}", f"http://[::1/v1?token={query_key}",
+                f"http://ana:{password}@/v1"):
+        result = runner.invoke(app, ["calibrate", "--model", "openai/judge", "--api-base", bad])
+        assert result.exit_code == 2 and "--api-base" in result.output and "Traceback" not in result.output, result.output
+        printed.append(result.output)
+    for text in printed:
+        assert not any(secret in text for secret in secrets), text
+    written = [p for p in forty.root.rglob("*") if p.is_file()] + [summary, tmp_path / "junit.xml"]
+    assert {"report.json", "report.md", "report.html", "verdicts.jsonl", "history.sqlite", "summary.md",
+            "junit.xml"} <= {p.name for p in written}
+    for path in written:
+        data = path.read_bytes()
+        assert not any(secret.encode() in data for secret in secrets), path
+
+
 WRITER = """
 import json, sys
 from pathlib import Path
@@ -277,3 +326,16 @@ def test_a_script_in_a_reply_stays_text_in_the_markdown_report(project):
     markdown = to_markdown(report)
     assert "<script>" not in markdown and "<img" not in markdown and "](http" not in markdown
     assert "&lt;script&gt;alert('x')&lt;/script&gt; &#124; &#96;code&#96;" in markdown
+
+
+def test_the_model_string_is_escaped_in_the_markdown_report(project):
+    from judgekit.report import to_markdown
+    from judgekit.testing import FakeLLM
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(2, 2))
+    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=None,
+                               model="openai/<img src=x onerror=alert(1)>`|"),
+                       llm=FakeLLM.scripted({"reply-p": True}, default=False))
+    markdown = to_markdown(report)
+    assert "<img" not in markdown and "&lt;img src=x onerror=alert(1)&gt;&#96;&#124;" in markdown

@@ -179,10 +179,14 @@ def test_age_is_per_criterion_after_a_partial_run(setup):
     setup.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "TODO", "match_means": "fail"})
     setup.jsonl("r", [{"id": "a", "output": "fine", "passed": True}, {"id": "b", "output": "TODO", "passed": False}])
     assert runner.invoke(app, ["calibrate", "-c", "r"]).exit_code == 0
+    # Make r's evidence 400 days old, consistently in the report and in its verdicts.
+    then = (datetime.now(timezone.utc) - timedelta(days=400)).isoformat()
     path = setup.root / ".judgekit/reports/latest/report.json"
     data = json.loads(path.read_text())
-    data["criteria"][0]["calibrated_at"] = (datetime.now(timezone.utc) - timedelta(days=400)).isoformat()
+    data["criteria"][0]["calibrated_at"] = data["criteria"][0]["evidence_at"] = then
     path.write_text(json.dumps(data))
+    lines = path.with_name("verdicts.jsonl")
+    lines.write_text("".join(json.dumps({**json.loads(line), "at": then}) + "\n" for line in lines.read_text().splitlines()))
     verdicts = setup.root / "v.jsonl"
     verdicts.write_text("".join(json.dumps({"id": r["id"], "passed": r["passed"]}) + "\n" for r in balanced(25, 25)))
     assert runner.invoke(app, ["calibrate", "-c", "says-blocked", "--verdicts", str(verdicts)]).exit_code == 0

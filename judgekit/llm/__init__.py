@@ -15,6 +15,7 @@ imports litellm and diskcache, and it imports them only when a model is actually
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -49,7 +50,8 @@ class Request:
 
 @dataclass(frozen=True)
 class Completion:
-    """A model's answer, with what it cost."""
+    """A model's answer, with what it cost and when the provider gave it (`obtained_at`, seconds
+    since the epoch: a cached answer keeps the time it was first obtained)."""
 
     text: str
     finish_reason: str | None = None
@@ -59,10 +61,12 @@ class Completion:
     cost: float | None = None
     latency_s: float = 0.0
     cached: bool = False
+    obtained_at: float = field(default_factory=time.time)
 
     def to_json(self) -> dict[str, Any]:
         return {"text": self.text, "finish_reason": self.finish_reason, "refusal": self.refusal,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "cost": self.cost}
+                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "cost": self.cost,
+                "obtained_at": self.obtained_at}
 
 
 @dataclass
@@ -97,7 +101,8 @@ class LLM(Protocol):
 
 
 def open_llm(model: str, api_base: str | None = None, cache_dir: str | None = None, timeout_s: float = 60.0,
-             max_connections: int = 100, retry: "RetryPolicy | None" = None, via: str = "auto") -> LLM:
+             max_connections: int = 100, retry: "RetryPolicy | None" = None, via: str = "auto",
+             max_age_s: float | None = None) -> LLM:
     """The standard stack for a model string: Cached(Retrying(transport)).
 
     With `via="auto"`, `openai/<model>` takes the lean OpenAI-compatible transport and everything
@@ -117,5 +122,5 @@ def open_llm(model: str, api_base: str | None = None, cache_dir: str | None = No
     if cache_dir is not None:
         from judgekit.llm.cache import CachedLLM
 
-        llm = CachedLLM(llm, cache_dir)
+        llm = CachedLLM(llm, cache_dir, max_age_s)
     return llm

@@ -1,13 +1,16 @@
 """An on-disk cache of successful judge answers (diskcache: SQLite, safe across processes).
 
 The key is the sha256 of canonical JSON of the request (model, messages, sampling parameters,
-response format, trial, endpoint, cache format version); the value is plain JSON text.
-Failures are never stored, so a re-run retries exactly what did not finish.
+response format, trial, endpoint, cache format version); the value is plain JSON text, with the
+time the answer was obtained, so a report can say how old its evidence is. Failures are never
+stored, so a re-run retries exactly what did not finish. An answer without a time (cached by an
+older judgekit), or older than the cache's `max_age_s`, is asked again.
 """
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -31,7 +34,7 @@ class CachedLLM:
     ([False, True], 1)
     """
 
-    def __init__(self, inner: LLM, directory: str | Path):
+    def __init__(self, inner: LLM, directory: str | Path, max_age_s: float | None = None):
         import diskcache
 
         import sqlite3
@@ -40,6 +43,7 @@ class CachedLLM:
 
         self.inner = inner
         self.directory = Path(directory)
+        self.max_age_s = max_age_s
         try:
             self._cache = diskcache.Cache(str(self.directory), size_limit=2**34, eviction_policy="none")
         except (OSError, sqlite3.Error) as error:
@@ -52,16 +56,23 @@ class CachedLLM:
             return None
         try:
             data = json.loads(value)
-            return Completion(**data, cached=True)
+            completion = Completion(**data, cached=True)
         except (ValueError, TypeError):
             return None
+        if not isinstance(data.get("obtained_at"), (int, float)):
+            return None  # no time: the age of this evidence is unknown
+        if self.max_age_s is not None and time.time() - completion.obtained_at > self.max_age_s:
+            return None  # too old for the gate's max_age: ask again
+        return completion
 
     async def complete(self, request: Request) -> Completion:
         hit = self.lookup(request)  # again: another process may have answered it meanwhile
         if hit is not None:
             return hit
         completion = await self.inner.complete(request)
-        self._cache.set(cache_key(request), json.dumps(completion.to_json(), ensure_ascii=False))
+        from judgekit.secrets import redact_known
+
+        self._cache.set(cache_key(request), redact_known(json.dumps(completion.to_json(), ensure_ascii=False)))
         return replace(completion, cached=False)
 
     def warm(self) -> None:

@@ -14,33 +14,57 @@ import asyncio
 import email.utils
 import json
 import os
-import re
 import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from judgekit.llm import CallError, Completion, Request
+from judgekit.secrets import redact, remember_url
 
 LEAN_PREFIX = "openai/"
-SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-
-
-def redact(text: str) -> str:
-    """Remove every secret-looking environment value from a message before it is shown or stored."""
-    for name, value in os.environ.items():
-        if SECRET_ENV.search(name) and len(value) >= 8 and value in text:
-            text = text.replace(value, f"<{name}>")
-    return re.sub(r"\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_-]{8,}", r"\1…", text)
 
 
 def public_url(url: str | None) -> str | None:
-    """An endpoint without user:password and without its query (where keys sometimes ride)."""
+    """An endpoint without user:password and without its query (where keys sometimes ride).
+
+    >>> public_url("https://ana:pw@llm.example:8443/v1?api-key=k")
+    'https://llm.example:8443/v1'
+    """
     if url is None:
         return None
     parts = urlsplit(url)
     host = parts.hostname or ""
-    netloc = host + (f":{parts.port}" if parts.port else "")
+    try:
+        port = parts.port
+    except ValueError:  # a bad port is named by check_api_base; here it is only left out
+        port = None
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{port}" if port else "")
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def check_api_base(url: str | None, where: str = "--api-base") -> None:
+    """Refuse an endpoint that cannot be asked (a scheme typo, no host, a bad port) before any
+    call, with a message that shows no credential; remember its credentials as secrets."""
+    from judgekit.errors import InputError
+    from judgekit.secrets import redact, remember_url
+
+    if url is None:
+        return
+    remember_url(url)
+    shown = redact(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number in 0-65535)
+    except ValueError as error:
+        raise InputError.one(where, "", f"{shown!r} is not a usable URL ({redact(str(error))}); "
+                             "write it like https://host:8000/v1") from None
+    if parts.scheme not in ("http", "https"):
+        raise InputError.one(where, "", f"{shown!r} does not start with http:// or https://; "
+                             "write it like https://host:8000/v1")
+    if not parts.hostname:
+        raise InputError.one(where, "", f"{shown!r} names no host; write it like https://host:8000/v1")
 
 
 def retry_after(value: str | None) -> float | None:
@@ -91,6 +115,7 @@ class OpenAICompatible:
 
     def __init__(self, api_base: str | None = None, timeout_s: float = 60.0, max_connections: int = 100):
         base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
+        remember_url(base)
         parts = urlsplit((base or "https://api.openai.com/v1").rstrip("/"))
         # Credentials in the URL are sent as basic auth and kept out of every message we print.
         self._basic = (parts.username or "", parts.password or "") if parts.username or parts.password else None
@@ -183,6 +208,7 @@ class LiteLLM:
     """Any provider litellm knows, by model string (`anthropic/...`, `gemini/...`, `local/smollm2`)."""
 
     def __init__(self, api_base: str | None = None, timeout_s: float = 60.0):
+        remember_url(api_base)
         self.api_base = api_base
         self.timeout_s = timeout_s
         self._litellm = None

@@ -1,0 +1,105 @@
+"""Secrets never leave the process: every text judgekit writes or prints goes through `redact`.
+
+What counts as a secret: the value of any environment variable whose name says KEY, TOKEN,
+SECRET or PASSWORD; the credentials of an endpoint URL (`user:password@`, and query values such
+as `?api-key=`), remembered by `remember_url` when an endpoint is configured; and, by their
+shape, `Authorization` values (`Bearer ...`, `Basic ...`) and `sk-` keys, which a provider may
+echo back in an error body.
+
+>>> remember_url("https://ana:hunter2pass@llm.example/v1?api-key=k3y-1234")
+>>> redact("POST https://llm.example/v1?api-key=k3y-1234 as ana:hunter2pass failed")
+'POST https://llm.example/v1?api-key=<redacted> as ana:<redacted> failed'
+>>> redact("echo: Authorization: Bearer abc.def-123456")
+'echo: Authorization: Bearer <redacted>'
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import re
+from urllib.parse import parse_qsl, unquote, urlsplit
+
+SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)  # names of environment variables
+SECRET_QUERY = re.compile(r"(key|token|secret|pass|auth|sig|credential)", re.IGNORECASE)  # names in a URL query
+REDACTED = "<redacted>"
+_MIN_LENGTH = 4  # shorter values are too likely to occur in ordinary text to be replaced everywhere
+
+_remembered: set[str] = set()
+
+_SHAPES = [
+    # An Authorization header's value, whatever its scheme, and a bearer token anywhere.
+    (re.compile(r"(authorization[\"']?\s*[:=]\s*[\"']?(?:Bearer|Basic|Token)?\s*)[^\s\"',;]+", re.IGNORECASE),
+     rf"\1{REDACTED}"),
+    (re.compile(r"\b(Bearer\s+)(?!<redacted>)[A-Za-z0-9._~+/=-]{6,}"), rf"\1{REDACTED}"),
+    # A credential in a URL's query: ?api-key=..., &token=..., &sig=...
+    (re.compile(r"([?&;][A-Za-z0-9_.-]*(?:key|token|secret|pass|auth|sig|credential)[A-Za-z0-9_.-]*=)(?!<redacted>)"
+                r"[^&#\s'\"]+",
+                re.IGNORECASE), rf"\1{REDACTED}"),
+    # user:password@ in a URL.
+    (re.compile(r"(://[^/@\s:]*:)[^/@\s]+@"), rf"\1{REDACTED}@"),
+    # An OpenAI-style key: the prefix stays, to tell which key it was.
+    (re.compile(r"\b(sk-[A-Za-z0-9_-]{4})[A-Za-z0-9_-]{8,}"), r"\1…"),
+]
+
+
+def remember(secret: str | None) -> None:
+    """Treat this value as a secret from now on (in this process)."""
+    if secret and len(secret) >= _MIN_LENGTH:
+        _remembered.add(secret)
+
+
+def remember_url(url: str | None) -> None:
+    """Remember the credentials an endpoint URL carries: its user, password (and their basic-auth
+    token) and every query value whose name looks like a credential."""
+    if not url:
+        return
+    try:
+        parts = urlsplit(url)
+        username, password = parts.username, parts.password
+    except ValueError:  # an unparseable URL: remember whatever looks like credentials in it
+        username = password = None
+        parts = None
+    if password:
+        remember(unquote(password))
+        remember(password)
+        token = base64.b64encode(f"{unquote(username or '')}:{unquote(password)}".encode()).decode()
+        remember(token)
+    if parts is not None:
+        for name, value in parse_qsl(parts.query, keep_blank_values=False):
+            if SECRET_QUERY.search(name):
+                remember(value)
+
+
+def _environment_secrets() -> list[tuple[str, str]]:
+    return [(name, value) for name, value in os.environ.items()
+            if SECRET_ENV.search(name) and len(value) >= 8]
+
+
+def redact(text: str) -> str:
+    """The text with every known secret, and everything shaped like a credential, replaced."""
+    if not text:
+        return text
+    for name, value in _environment_secrets():
+        if value in text:
+            text = text.replace(value, f"<{name}>")
+    for secret in sorted(_remembered, key=len, reverse=True):  # longest first: a token may hold a password
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    for pattern, replacement in _SHAPES:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def redact_known(text: str) -> str:
+    """Only the known secrets replaced (environment values and remembered credentials), for text
+    that is not the provider's: example replies and reasons keep their words."""
+    if not text:
+        return text
+    for name, value in _environment_secrets():
+        if value in text:
+            text = text.replace(value, f"<{name}>")
+    for secret in sorted(_remembered, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, REDACTED)
+    return text
