@@ -129,6 +129,9 @@ def load_set(path: Path, criterion_id: str) -> CalibrationSet:
     seen: dict[str, str] = {}
     is_csv = path.suffix.lower() == ".csv"
     for location, record in iter_records(path):
+        if isinstance(record, Problem):
+            problems.append(record)
+            continue
         if not isinstance(record, dict):
             problems.append(Problem(str(path), location, "must be a mapping with id, output and passed"))
             continue

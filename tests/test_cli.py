@@ -68,6 +68,18 @@ def test_validate_ok_and_unknown_criterion(project):
     assert result.exit_code == 2 and "nope: no such criterion" in result.output
 
 
+@pytest.mark.parametrize("record, message", [
+    ('{"id": "b", "output": "ok \\ud800", "passed": true}', "r.jsonl:line 2: output: holds a lone surrogate"),
+    ('{"id": "b", "output": ' + "[" * 100_000 + "]" * 100_000 + ', "passed": true}', "r.jsonl:line 2: is nested"),
+], ids=["lone-surrogate", "deep-nesting"])
+def test_a_record_calibrate_cannot_use_is_refused_by_validate_too(project, record, message):
+    project.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"})
+    (project.sets / "r.jsonl").write_text('{"id": "a", "output": "fine", "passed": true}\n' + record + "\n")
+    for command in ("validate", "calibrate"):
+        result = invoke(command)
+        assert result.exit_code == 2 and message in result.output, result.output
+
+
 def test_missing_model_is_an_input_error(project):
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced())

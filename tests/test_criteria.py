@@ -86,3 +86,14 @@ def test_fingerprint_changes_with_prompt_model_and_parameters():
     }
     assert len(prints) == 4
     assert fingerprint(base, "m1") == fingerprint(LLMCriterion(id="c", question="Is it polite?"), "m1")
+
+
+def test_a_key_written_twice_is_refused_not_read_last_wins(project):
+    path = project.criteria / "r.yaml"
+    path.write_text("id: r\nkind: regex\nquestion: Is it free of emails?\npattern: '@'\nmatch_means: fail\n"
+                    "match_means: pass\n")
+    with pytest.raises(InputError) as caught:
+        load_criterion(path)
+    [problem] = caught.value.problems
+    assert (problem.source, problem.location) == (str(path), "line 6")
+    assert "key 'match_means' twice (first at line 5)" in problem.message
