@@ -294,21 +294,28 @@ def load_criterion(path: Path) -> Criterion:
 
 def load_criteria(directory: Path) -> list[Criterion]:
     """Load every `*.yaml` / `*.yml` in a folder; problems of all files are reported together."""
+    criteria, failed = read_criteria(directory)
+    if failed:
+        raise InputError([p for problems in failed.values() for p in problems])
+    return criteria
+
+
+def read_criteria(directory: Path) -> tuple[list[Criterion], dict[str, list[Problem]]]:
+    """The criteria of a folder that load, and the problems of each file that does not, by its
+    name (the id its criterion must have), so that its calibration set can still be checked."""
     if not directory.is_dir():
         raise InputError.one(directory, "", "is not a folder of criteria; pass --criteria DIR or run "
                              "`judgekit calibrate` from a project that has criteria/")
     paths = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
     if not paths:
         raise InputError.one(directory, "", "holds no criterion files (*.yaml)")
-    criteria, problems = [], []
+    criteria, failed = [], {}
     for path in paths:
         try:
             criteria.append(load_criterion(path))
         except InputError as error:
-            problems.extend(error.problems)
-    if problems:
-        raise InputError(problems)
-    return criteria
+            failed.setdefault(path.stem, []).extend(error.problems)
+    return criteria, failed
 
 
 def criterion_schema() -> dict[str, Any]:

@@ -150,3 +150,11 @@ def test_a_json_syntax_error_does_not_hide_the_other_lines_problems(project):
         load_set(path, "c")
     assert [p.location for p in caught.value.problems] == ["line 1 (id a).passed", "line 2", "line 3 (id c)", "line 4"]
 
+
+def test_few_shot_leakage_is_listed_beside_the_sets_other_problems(project):
+    shots = [{"input": "lost card", "output": "reply-p0: blocked", "passed": True}]
+    project.criterion(llm_criterion("says-blocked", examples=shots))
+    project.jsonl("says-blocked", [*balanced(), {"id": "bad", "output": "x", "passed": "maybe"}])
+    with pytest.raises(InputError) as caught:
+        load_sets(project.sets, load_criteria(project.criteria))
+    assert {p.location for p in caught.value.problems} == {"line 7 (id bad).passed", "id p0"}
