@@ -257,16 +257,22 @@ def validate(
     verdicts: Optional[Path] = typer.Option(None, help="Also check a recorded-verdicts file."),
 ) -> None:
     """Check every criterion, calibration set (and verdict file) without running any judge."""
-    from judgekit.errors import JudgekitError
+    from judgekit.errors import InputError
     from judgekit.pipeline import load_inputs
     from judgekit.verdicts import load_recorded
 
+    problems = []  # of every file, listed together
     try:
         loaded, loaded_sets = load_inputs(criteria, sets)
-        if verdicts is not None:
+    except InputError as error:
+        problems += error.problems
+    if verdicts is not None:
+        try:
             load_recorded(verdicts)
-    except JudgekitError as error:
-        _fail(error)
+        except InputError as error:
+            problems += error.problems
+    if problems:
+        _fail(InputError(problems))
     examples = sum(len(s.examples) for s in loaded_sets.values())
     typer.echo(f"ok: {len(loaded)} criteria, {examples} labelled examples")
 

@@ -18,6 +18,7 @@ A criterion lives in `criteria/<id>.yaml`:
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -104,26 +105,61 @@ class RegexCriterion(CriterionBase):
     """A fact that code checks: whether `pattern` matches `field`, and what a match means."""
 
     kind: Literal["regex"]
-    pattern: str
+    pattern: str = Field(description="An RE2 pattern (no lookarounds or backreferences); a match anywhere in "
+                         "the field counts.")
     match_means: Literal["pass", "fail"]
     field: Field_ = "output"
     ignore_case: bool = False
 
     @field_validator("pattern")
     @classmethod
-    def _compiles(cls, value: str) -> str:
+    def _runs_in_re2(cls, value: str) -> str:
+        import re2
+
         try:
-            re.compile(value)
-        except re.error as error:
-            raise ValueError(f"is not a valid regular expression: {error}") from None
+            _program(value, False)
+        except re2.error as error:
+            detail = error.args[0].decode("utf-8", "replace") if isinstance(error.args[0], bytes) else str(error)
+            try:
+                re.compile(value)
+            except re.error:
+                raise ValueError(f"is not a valid regular expression: {detail}") from None
+            raise ValueError(f"uses what RE2, the linear-time engine judgekit matches patterns with, cannot run "
+                             f"({detail}); rewrite the pattern without lookarounds such as (?=...), (?!...), (?<=...) "
+                             r"or backreferences such as \1 (and write Python's \Z as \z), or check the fact with "
+                             "an llm criterion") from None
         return value
 
     def explain(self, example: dict[str, Any]) -> tuple[bool, str]:
         """The verdict and why: which text matched, or that nothing did."""
-        text = example.get(self.field) or ""
-        found = re.search(self.pattern, text, re.IGNORECASE if self.ignore_case else 0)
-        reason = f"{self.field} matches {found.group(0)!r}" if found else f"no match in {self.field}"
+        found = _search(_program(self.pattern, self.ignore_case), example.get(self.field) or "")
+        reason = f"{self.field} matches {found!r}" if found is not None else f"no match in {self.field}"
         return (found is not None) == (self.match_means == "pass"), reason
+
+
+@functools.lru_cache(maxsize=256)
+def _program(pattern: str, ignore_case: bool) -> Any:
+    """A pattern compiled by RE2, which matches in time linear in the text whatever the pattern
+    (Python's re backtracks: `(a+)+$` on forty a's and a `!` does not finish)."""
+    import re2  # here, not at the top: importing judgekit stays light
+
+    options = re2.Options()
+    options.case_sensitive = not ignore_case
+    options.log_errors = False  # RE2 would print to stderr; the caller words the error
+    return re2.compile(pattern, options)
+
+
+def _search(program: Any, text: str) -> str | None:
+    """The first text `program` matches, or None."""
+    try:
+        found = program.search(text)
+    except UnicodeEncodeError:  # a lone surrogate (a reply cut inside an emoji) has no UTF-8: it matches as "?"
+        text = text.encode("utf-8", "replace").decode("utf-8")
+        found = program.search(text)
+    if found is None and text.endswith("\n"):
+        # Patterns are written for Python's re, whose `$` also matches before a final newline.
+        found = program.search(text[:-1])
+    return None if found is None else found.group(0)
 
 
 CLAIMS_MAX_TOKENS = 1024
@@ -245,7 +281,8 @@ def canonical_hash(data: Any) -> str:
 def judge_spec(criterion: Criterion, model: str | None) -> dict[str, Any]:
     """What defines the judge of a criterion: kind, rendered prompt template, model, parameters."""
     if isinstance(criterion, RegexCriterion):
-        return {"kind": "regex", "pattern": criterion.pattern, "match_means": criterion.match_means,
+        # The engine is part of the judge: a report measured with Python's re does not vouch for RE2.
+        return {"kind": "regex", "engine": "re2", "pattern": criterion.pattern, "match_means": criterion.match_means,
                 "field": criterion.field, "ignore_case": criterion.ignore_case, "model": None, "parameters": {}}
     settings = criterion.judge
     if isinstance(criterion, ClaimsCriterion):
@@ -294,21 +331,28 @@ def load_criterion(path: Path) -> Criterion:
 
 def load_criteria(directory: Path) -> list[Criterion]:
     """Load every `*.yaml` / `*.yml` in a folder; problems of all files are reported together."""
+    criteria, failed = read_criteria(directory)
+    if failed:
+        raise InputError([p for problems in failed.values() for p in problems])
+    return criteria
+
+
+def read_criteria(directory: Path) -> tuple[list[Criterion], dict[str, list[Problem]]]:
+    """The criteria of a folder that load, and the problems of each file that does not, by its
+    name (the id its criterion must have), so that its calibration set can still be checked."""
     if not directory.is_dir():
         raise InputError.one(directory, "", "is not a folder of criteria; pass --criteria DIR or run "
                              "`judgekit calibrate` from a project that has criteria/")
     paths = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
     if not paths:
         raise InputError.one(directory, "", "holds no criterion files (*.yaml)")
-    criteria, problems = [], []
+    criteria, failed = [], {}
     for path in paths:
         try:
             criteria.append(load_criterion(path))
         except InputError as error:
-            problems.extend(error.problems)
-    if problems:
-        raise InputError(problems)
-    return criteria
+            failed.setdefault(path.stem, []).extend(error.problems)
+    return criteria, failed
 
 
 def criterion_schema() -> dict[str, Any]:

@@ -12,12 +12,13 @@ timeout, one write transaction per run), so parallel CI jobs and xdist workers l
 
 from __future__ import annotations
 
+import functools
 import json
 import sqlite3
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from judgekit.errors import InputError
 
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 
 DEFAULT_PATH = Path(".judgekit/history.sqlite")
 PURPOSES = ("calibrate", "recheck")
+BUSY_TIMEOUT_S = 60.0  # how long to wait for another process's write before calling the history locked
 
 
 def _m001_runs(db: sqlite3.Connection) -> None:
@@ -95,31 +97,75 @@ class Run:
                 "set": self.set_fingerprint}
 
 
+def _refusal(path: Path, error: sqlite3.Error, timeout_s: float) -> InputError:
+    """What a SQLite error means for the history file, and what to do about it."""
+    name = getattr(error, "sqlite_errorname", "") or ""
+    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+        return InputError.one(path, "", f"is locked by another process (another judgekit run writing to it, or "
+                                        f"a program holding it open); waited {timeout_s:g} s. Run again once it "
+                                        "has finished")
+    if name.startswith("SQLITE_READONLY"):
+        return InputError.one(path, "", f"cannot be written ({error}); make the file and its folder writable, "
+                                        "or pass --history with another file (calibrate: --no-history to keep "
+                                        "no history)")
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_IOERR", "SQLITE_FULL")):
+        return InputError.one(path, "", f"cannot be opened or written ({error}); check the file, its folder and "
+                                        "the free space, or pass --history with another file")
+    return InputError.one(path, "", f"is damaged or not a judgekit history database ({error}); move it away and "
+                                    "judgekit starts a new one (`sqlite3 FILE .recover` may save its runs)")
+
+
+Returned = TypeVar("Returned")
+
+
+def _refusing_sqlite_errors(method: Callable[..., Returned]) -> Callable[..., Returned]:
+    """A History method whose SQLite errors become InputErrors that say what to do."""
+
+    @functools.wraps(method)
+    def checked(self: History, *args: Any, **kwargs: Any) -> Returned:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.Error as error:
+            raise _refusal(self.path, error, self.timeout_s) from None
+
+    return checked
+
+
 class History:
     """The history database: `record` a report's criteria, read back `runs` and their `outcomes`."""
 
-    def __init__(self, db: sqlite3.Connection, path: Path) -> None:
-        self.db, self.path = db, path
+    def __init__(self, db: sqlite3.Connection, path: Path, timeout_s: float = BUSY_TIMEOUT_S) -> None:
+        self.db, self.path, self.timeout_s = db, path, timeout_s
 
     @classmethod
-    def open(cls, path: Path | str = DEFAULT_PATH, create: bool = True) -> "History":
-        """Open (creating and migrating as needed) the history at `path`."""
+    def open(cls, path: Path | str = DEFAULT_PATH, create: bool = True,
+             timeout_s: float = BUSY_TIMEOUT_S) -> "History":
+        """Open (creating and migrating as needed) the history at `path`, waiting up to `timeout_s`
+        for another process's write to finish."""
         path = Path(path)
         if not create and not path.is_file():
             raise InputError.one(path, "", "no calibration history here yet; run `judgekit calibrate` first, "
                                            "or pass --history with the right file")
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, timeout=60.0, isolation_level=None)
-            db.execute("PRAGMA foreign_keys=ON")
-            _migrate(db, path)  # first: a database that is not judgekit's is refused before anything changes
-            db.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.DatabaseError as error:
-            raise InputError.one(path, "", f"is not a judgekit history database ({error}); move it away "
-                                           "and judgekit starts a new one") from None
+            db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
         except OSError as error:
             raise InputError.one(path, "", f"cannot be opened: {error}") from None
-        return cls(db, path)
+        except sqlite3.Error as error:
+            raise _refusal(path, error, timeout_s) from None
+        history = cls(db, path, timeout_s)
+        try:
+            history._prepare()
+        except BaseException:
+            history.close()
+            raise
+        return history
+
+    @_refusing_sqlite_errors
+    def _prepare(self) -> None:
+        self.db.execute("PRAGMA foreign_keys=ON")
+        _migrate(self.db, self.path)  # first: a database that is not judgekit's is refused before anything changes
+        self.db.execute("PRAGMA journal_mode=WAL")
 
     def __enter__(self) -> "History":
         return self
@@ -130,6 +176,7 @@ class History:
     def close(self) -> None:
         self.db.close()
 
+    @_refusing_sqlite_errors
     def record(self, report: "Report", purpose: str = "calibrate") -> list[int]:
         """Keep every criterion of a fresh report (with its verdicts), in one transaction."""
         if purpose not in PURPOSES:
@@ -160,6 +207,7 @@ class History:
                              for example_id, (label, passed) in c.outcomes.items()))
         return run_id
 
+    @_refusing_sqlite_errors
     def runs(self, criterion: str | None = None, purpose: str | None = None) -> list[Run]:
         """Runs, oldest first; of one criterion and one purpose when given."""
         where, args = [], []
@@ -172,17 +220,20 @@ class History:
         sql = f"SELECT {_COLUMNS} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id"
         return [_run(row) for row in self.db.execute(sql, args)]
 
+    @_refusing_sqlite_errors
     def run(self, run_id: int) -> Run:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise InputError.one(self.path, f"run {run_id}", "no such run; `judgekit history` lists them")
         return _run(row)
 
+    @_refusing_sqlite_errors
     def outcomes(self, run_id: int) -> dict[str, tuple[bool, bool | None]]:
         """Example id -> (label, verdict) of one run; verdict None is an abstention."""
         rows = self.db.execute("SELECT example_id, label, passed FROM verdicts WHERE run_id = ?", (run_id,))
         return {example_id: (bool(label), None if passed is None else bool(passed)) for example_id, label, passed in rows}
 
+    @_refusing_sqlite_errors
     def split_warning(self, criterion: str, prompt_sha: str | None) -> str | None:
         """Warn when this prompt (its few-shot examples included) has been measured on the dev split,
         where it was tuned, and never on the test split: its figures are optimistic."""

@@ -14,23 +14,19 @@ promptfoo test or inspect sample holds it).
 
 from __future__ import annotations
 
-import json
 import zipfile
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from judgekit.errors import InputError
-from judgekit.files import parse_bool, read_text
+from judgekit.files import parse_bool, parse_json, read_csv, read_text
 from judgekit.verdicts import RecordedVerdict
 
 FORMATS = ("promptfoo", "inspect", "pydantic-evals", "deepeval", "csv")
 
 
 def _json(path: Path) -> Any:
-    try:
-        return json.loads(read_text(path))
-    except json.JSONDecodeError as error:
-        raise InputError.one(path, f"line {error.lineno}", f"is not JSON: {error.msg}") from None
+    return parse_json(read_text(path), path)
 
 
 def _record(criterion: str | None, example_id: Any, passed: bool | None, reason: str | None,
@@ -95,7 +91,8 @@ def _inspect_samples(path: Path) -> list[dict[str, Any]]:
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
             members = [i for i in archive.infolist() if i.filename.startswith("samples/") and i.filename.endswith(".json")]
-            return [json.loads(_member(path, archive, info)) for info in members]
+            return [parse_json(_member(path, archive, info).decode("utf-8"), f"{path}:{info.filename}")
+                    for info in members]
     data = _json(path)
     samples = data.get("samples") if isinstance(data, dict) else None
     if not isinstance(samples, list):
@@ -210,16 +207,12 @@ def csv_file(path: Path, criterion: str | None, id_col: str = "id", verdict_col:
              reason_col: str | None = None, criterion_col: str | None = None, **_: Any) -> list[RecordedVerdict]:
     """A plain CSV: the columns holding the id and the verdict (true / false / pass / fail / 1 / 0;
     empty: an abstention), and optionally a reason and a criterion column."""
-    import csv
-    import io
-
-    reader = csv.DictReader(io.StringIO(read_text(path), newline=""))
-    columns = reader.fieldnames or []
+    columns, rows = read_csv(path)
     missing = [c for c in (id_col, verdict_col, reason_col, criterion_col) if c and c not in columns]
     if missing:
         raise InputError.one(path, ", ".join(missing), f"no such column; the columns are {', '.join(columns)}")
     out, problems = [], []
-    for number, row in enumerate(reader, start=1):
+    for number, row in enumerate(rows, start=1):
         cell = row[verdict_col]
         passed = None if cell is None or not cell.strip() else parse_bool(cell)
         if passed is not None and not isinstance(passed, bool):
@@ -247,12 +240,9 @@ def import_verdicts(kind: str, path: Path, criterion: str | None = None, **optio
         raise InputError.one(kind, "", f"unknown format; use one of {', '.join(FORMATS)}")
     if not path.is_file():
         raise InputError.one(path, "", "no such file")
-    import csv
-
-    csv.field_size_limit(1 << 30)  # a long reply is one cell, not an error
     try:
         records = IMPORTERS[kind](path, criterion, **options)
-    except (AttributeError, TypeError, ValueError, KeyError, IndexError, csv.Error, zipfile.BadZipFile) as error:
+    except (AttributeError, TypeError, ValueError, KeyError, IndexError, zipfile.BadZipFile) as error:
         raise InputError.one(path, "", f"is not a {kind} results file judgekit can read ({type(error).__name__}: "
                                        f"{error}); check the format named, or export the file again") from None
     seen: dict[tuple, int] = {}

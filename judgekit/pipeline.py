@@ -59,18 +59,26 @@ class Options:
 
 def load_inputs(criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str] = (),
                 split: str | None = None) -> tuple[list[Criterion], dict[str, CalibrationSet]]:
-    """Load the chosen criteria and their sets, validating everything once."""
-    from judgekit.criteria import load_criteria
+    """Load the chosen criteria and their sets, validating everything once and listing the problems
+    of every file together: a criterion file that does not load still has its set checked."""
+    from judgekit.criteria import read_criteria
 
-    criteria = load_criteria(criteria_dir)
+    criteria, failed = read_criteria(criteria_dir)
+    problems = [p for found in failed.values() for p in found]
+    unloaded = list(failed)
     if criterion_ids:
-        known = {c.id for c in criteria}
-        unknown = [i for i in criterion_ids if i not in known]
-        if unknown:
-            raise InputError([Problem(str(criteria_dir), i, f"no such criterion; known: {', '.join(sorted(known))}")
-                              for i in unknown])
+        known = {c.id for c in criteria} | set(failed)
+        problems += [Problem(str(criteria_dir), i, f"no such criterion; known: {', '.join(sorted(known))}")
+                     for i in criterion_ids if i not in known]
         criteria = [c for c in criteria if c.id in set(criterion_ids)]
-    return criteria, select_split(load_sets(sets_dir, criteria), split)
+        unloaded = [i for i in unloaded if i in set(criterion_ids)]
+    try:
+        sets = load_sets(sets_dir, criteria, unloaded)
+    except InputError as error:
+        problems += error.problems
+    if problems:
+        raise InputError(problems)
+    return criteria, select_split(sets, split)
 
 
 def select_split(sets: dict[str, CalibrationSet], split: str | None) -> dict[str, CalibrationSet]:

@@ -15,7 +15,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from judgekit.errors import InputError
-from judgekit.files import problems_of, read_text, write_atomic
+from judgekit.files import parse_json, problems_of, read_text, write_atomic
 from judgekit.verdicts import RecordedClaim, RecordedVerdict
 
 METRIC_NAMES = ("tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1", "cohen_kappa", "mcc",
@@ -274,8 +274,9 @@ class Report(Model):
     def read(cls, path: Path | str) -> "Report":
         path = cls.locate(path)
         text = read_text(path, "run `judgekit calibrate` first, or pass the report's path")
+        data = parse_json(text, path)
         try:
-            return cls.model_validate_json(text)
+            return cls.model_validate(data)
         except ValidationError as error:
             raise InputError(problems_of(error, str(path))) from None
 

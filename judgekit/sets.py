@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Sequence
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
@@ -125,11 +125,23 @@ def _from_csv_cells(record: dict[str, Any]) -> dict[str, Any]:
 
 def load_set(path: Path, criterion_id: str) -> CalibrationSet:
     """Load and check one calibration set; every bad record is reported, not only the first."""
+    loaded, problems = read_set(path, criterion_id)
+    if problems:
+        raise InputError(problems)
+    return loaded
+
+
+def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Problem]]:
+    """A calibration set's good examples and the problems of the others, so that checks across
+    the set (few-shot leakage) run in the same pass."""
     examples: list[Example] = []
     problems: list[Problem] = []
     seen: dict[str, str] = {}
     is_csv = path.suffix.lower() == ".csv"
     for location, record in iter_records(path):
+        if isinstance(record, Problem):
+            problems.append(record)
+            continue
         if not isinstance(record, dict):
             problems.append(Problem(str(path), location, "must be a mapping with id, output and passed"))
             continue
@@ -153,9 +165,7 @@ def load_set(path: Path, criterion_id: str) -> CalibrationSet:
         examples.append(example)
     if not examples and not problems:
         problems.append(Problem(str(path), "", "holds no examples; add labelled known-good and known-bad examples"))
-    if problems:
-        raise InputError(problems)
-    return CalibrationSet(criterion_id, path, tuple(examples))
+    return CalibrationSet(criterion_id, path, tuple(examples)), problems
 
 
 def find_set(directory: Path, criterion_id: str) -> Path:
@@ -201,18 +211,28 @@ def check_context(criterion: Criterion, calibration_set: CalibrationSet) -> None
         raise InputError(problems)
 
 
-def load_sets(directory: Path, criteria: list[Criterion]) -> dict[str, CalibrationSet]:
-    """Load the set of each criterion, collecting the problems of all of them."""
+def load_sets(directory: Path, criteria: list[Criterion], unloaded: Sequence[str] = ()) -> dict[str, CalibrationSet]:
+    """Load the set of each criterion, collecting the problems of all of them: every record's, and
+    the checks of the set against its criterion. The sets of `unloaded` criteria (ids of criterion
+    files that did not load) are checked record by record too."""
     sets: dict[str, CalibrationSet] = {}
     problems: list[Problem] = []
-    for criterion in criteria:
+    for criterion_id in [*(c.id for c in criteria), *unloaded]:
         try:
-            loaded = load_set(find_set(directory, criterion.id), criterion.id)
-            check_leakage(criterion, loaded)
-            check_context(criterion, loaded)
-            sets[criterion.id] = loaded
-        except InputError as error:
+            loaded, found = read_set(find_set(directory, criterion_id), criterion_id)
+        except InputError as error:  # no set, several, or a file that cannot be read at all
             problems.extend(error.problems)
+            continue
+        problems.extend(found)
+        criterion = next((c for c in criteria if c.id == criterion_id), None)
+        if criterion is None:
+            continue
+        for check in (check_leakage, check_context):
+            try:
+                check(criterion, loaded)
+            except InputError as error:
+                problems.extend(error.problems)
+        sets[criterion_id] = loaded
     if problems:
         raise InputError(problems)
     return sets

@@ -140,6 +140,9 @@ def load_recorded(path: Path) -> list[RecordedVerdict]:
     records, problems = [], []
     is_csv = path.suffix.lower() == ".csv"
     for location, record in iter_records(path):
+        if isinstance(record, Problem):
+            problems.append(record)
+            continue
         if not isinstance(record, dict):
             problems.append(Problem(str(path), location, "must be a mapping with id and passed"))
             continue

@@ -68,6 +68,35 @@ def test_validate_ok_and_unknown_criterion(project):
     assert result.exit_code == 2 and "nope: no such criterion" in result.output
 
 
+def test_validate_and_calibrate_list_every_problem_of_every_file_in_one_pass(project):
+    project.criterion({"id": "broken", "question": "ok?", "inptus": ["output"]})
+    (project.sets / "broken.jsonl").write_text('{"id": "a", "output": "x", "passed": "yes"}\n{"id": oops}\n')
+    shots = [{"input": "lost card", "output": "reply-p0: blocked", "passed": True}]
+    project.criterion(llm_criterion(examples=shots, judge={"model": "openai/j"}))
+    project.jsonl("says-blocked", [*balanced(), {"id": "bad", "output": "x"}])
+    (project.root / "v.jsonl").write_text('{"id": "p0", "passed": true, "passed": false}\n')
+    expected = ["broken.yaml:inptus: unknown key", "broken.jsonl:line 1 (id a).passed: Input should be a valid boolean",
+                "broken.jsonl:line 2: is not valid JSON", "says-blocked.jsonl:line 7 (id bad): has no label",
+                "says-blocked.jsonl:id p0: is also a few-shot example"]
+    for args in (["validate", "--verdicts", "v.jsonl"], ["calibrate", "--api-base", "http://127.0.0.1:9/v1"]):
+        result = invoke(*args)
+        assert result.exit_code == 2 and "Traceback" not in result.output
+        assert all(line in result.output for line in expected), result.output
+    assert "v.jsonl:line 1: has the key 'passed' twice" in invoke("validate", "--verdicts", "v.jsonl").output
+
+
+@pytest.mark.parametrize("record, message", [
+    ('{"id": "b", "output": "ok \\ud800", "passed": true}', "r.jsonl:line 2: output: holds a lone surrogate"),
+    ('{"id": "b", "output": ' + "[" * 100_000 + "]" * 100_000 + ', "passed": true}', "r.jsonl:line 2: is nested"),
+], ids=["lone-surrogate", "deep-nesting"])
+def test_a_record_calibrate_cannot_use_is_refused_by_validate_too(project, record, message):
+    project.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"})
+    (project.sets / "r.jsonl").write_text('{"id": "a", "output": "fine", "passed": true}\n' + record + "\n")
+    for command in ("validate", "calibrate"):
+        result = invoke(command)
+        assert result.exit_code == 2 and message in result.output, result.output
+
+
 def test_missing_model_is_an_input_error(project):
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced())

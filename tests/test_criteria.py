@@ -86,3 +86,77 @@ def test_fingerprint_changes_with_prompt_model_and_parameters():
     }
     assert len(prints) == 4
     assert fingerprint(base, "m1") == fingerprint(LLMCriterion(id="c", question="Is it polite?"), "m1")
+
+
+def test_a_key_written_twice_is_refused_not_read_last_wins(project):
+    path = project.criteria / "r.yaml"
+    path.write_text("id: r\nkind: regex\nquestion: Is it free of emails?\npattern: '@'\nmatch_means: fail\n"
+                    "match_means: pass\n")
+    with pytest.raises(InputError) as caught:
+        load_criterion(path)
+    [problem] = caught.value.problems
+    assert (problem.source, problem.location) == (str(path), "line 6")
+    assert "key 'match_means' twice (first at line 5)" in problem.message
+
+
+def test_a_catastrophic_pattern_and_a_long_reply_are_matched_in_linear_time():
+    """`(a+)+$` backtracks for ever in Python's re on forty a's and a `!`: RE2 does not. (The
+    time is measured in benchmarks/regex.py; this asserts the verdicts.)"""
+    nested = RegexCriterion(id="n", kind="regex", question="Free of a-runs?", pattern="(a+)+$", match_means="fail")
+    assert nested.explain({"output": "a" * 40 + "!"}) == (True, "no match in output")
+    assert nested.explain({"output": "a" * 1_000_000 + "!"}) == (True, "no match in output")
+    assert nested.explain({"output": "b" + "a" * 1_000_000})[0] is False
+
+
+def test_the_scaffolded_email_pattern_on_a_1_mb_reply():
+    """Python's re took 5.5 s on 40 kB of this (about an hour on 1 MB)."""
+    import yaml
+
+    from judgekit.scaffold import REGEX_CRITERION
+
+    criterion = RegexCriterion(**yaml.safe_load(REGEX_CRITERION))
+    reply = "a." * 500_000
+    assert criterion.explain({"output": reply}) == (True, "no match in output")
+    assert criterion.explain({"output": reply + " write to ana@bank.example.org"}) == (
+        False, "output matches 'ana@bank.example.org'")
+
+
+@pytest.mark.parametrize("pattern, what", [(r"(?<=@)\w+", "(?<="), (r"(\w)\1", r"\1"), (r"(?!no)\w+", "(?!")])
+def test_a_pattern_re2_cannot_run_is_refused_with_what_to_do(project, pattern, what):
+    path = project.criterion({"id": "r", "kind": "regex", "question": "ok?", "pattern": pattern, "match_means": "fail"})
+    with pytest.raises(InputError) as caught:
+        load_criterion(path)
+    [problem] = caught.value.problems
+    assert (problem.source, problem.location) == (str(path), "pattern")
+    assert "RE2" in problem.message and what in problem.message and "rewrite" in problem.message
+
+
+def test_ignore_case_and_a_final_newline_match_as_in_python():
+    shout = RegexCriterion(id="s", kind="regex", question="Quiet?", pattern="urgent", match_means="fail",
+                           ignore_case=True)
+    assert shout.explain({"output": "This is URGENT"}) == (False, "output matches 'URGENT'")
+    ending = RegexCriterion(id="e", kind="regex", question="Signed?", pattern=r"Regards$", match_means="pass")
+    assert ending.explain({"output": "Best Regards\n"})[0] is True  # Python's `$` matches before a final newline
+    assert ending.explain({"output": "Regards, Ana"})[0] is False
+
+
+def test_bundled_and_scaffolded_regex_criteria_give_the_verdicts_python_re_gives(tmp_path):
+    import re
+
+    from judgekit.scaffold import init
+    from judgekit.sets import find_set, load_set
+
+    init(tmp_path, False)
+    checked = 0
+    for root in (REPO, tmp_path):
+        for c in load_criteria(root / "criteria"):
+            if not isinstance(c, RegexCriterion):
+                continue
+            for e in load_set(find_set(root / "calibration_sets", c.id), c.id).examples:
+                text = e.fields()[c.field] or ""
+                found = re.search(c.pattern, text, re.IGNORECASE if c.ignore_case else 0)
+                expected = (found is not None) == (c.match_means == "pass")
+                assert c.explain(e.fields()) == (expected, f"{c.field} matches {found.group(0)!r}" if found
+                                                 else f"no match in {c.field}"), (c.id, e.id)
+                checked += 1
+    assert checked >= 120

@@ -160,6 +160,15 @@ def test_policy_from_pyproject_and_yaml(project):
         Policy.load(root=project.root)
 
 
+def test_a_section_written_twice_in_judgekit_yaml_is_refused(project):
+    (project.root / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.9\n  min_tnr: 0.9\ndrift:\n  alpha: 0.05\n"
+                                                "gate:\n  max_age: 30d\n")
+    with pytest.raises(InputError) as caught:
+        Policy.load(root=project.root)
+    [problem] = caught.value.problems
+    assert problem.location == "line 6" and "key 'gate' twice (first at line 1)" in problem.message
+
+
 def test_cli_exit_codes_and_junit(project, tmp_path):
     make(project, 40, 40, good, criterion_id="good")
     make(project, 40, 40, lambda i, label: True, criterion_id="constant")

@@ -77,15 +77,19 @@ def test_a_newer_or_foreign_database_is_an_input_error(tmp_path):
         History.open(tmp_path / "absent.sqlite", create=False)
 
 
-def _writer(path: str, worker: int, runs: int) -> None:
+def _tiny_report(criterion: str, run: int, examples: int = 2):
     from judgekit.report import ConfusionCounts, CriterionReport, Report
 
+    c = CriterionReport(id=criterion, fingerprint="f", set_fingerprint="s", n=examples, abstained=0,
+                        confusion=ConfusionCounts(tp=examples, fp=0, tn=0, fn=0), metrics={}, intervals={},
+                        disagreements=[], outcomes={f"e{run}-{j}": (True, True) for j in range(examples)})
+    return Report(criteria=[c])
+
+
+def _writer(path: str, worker: int, runs: int) -> None:
     with History.open(path) as history:
         for i in range(runs):
-            c = CriterionReport(id=f"w{worker}", fingerprint="f", set_fingerprint="s", n=2, abstained=0,
-                                confusion=ConfusionCounts(tp=1, fp=0, tn=1, fn=0), metrics={}, intervals={},
-                                disagreements=[], outcomes={f"e{i}-{j}": (True, True) for j in range(2)})
-            history.record(Report(criteria=[c]))
+            history.record(_tiny_report(f"w{worker}", i))
 
 
 def test_several_processes_write_one_history_without_losing_a_run(tmp_path):
@@ -165,3 +169,70 @@ def test_each_settings_section_comes_from_the_first_file_that_has_it(tmp_path):
     (tmp_path / "bad.yaml").write_text("monitor:\n  window: 0s\n")
     with pytest.raises(InputError, match="bad.yaml:monitor.window: .*not a usable duration"):
         load_settings(MonitorPolicy, "monitor", tmp_path / "bad.yaml")
+
+
+def _history_file(path: Path, runs: int = 1, examples: int = 2) -> Path:
+    """A history with some runs, everything in the main file (no WAL beside it)."""
+    with History.open(path) as history:
+        for i in range(runs):
+            history.record(_tiny_report("c", i, examples))
+        history.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return path
+
+
+def test_a_damaged_history_is_an_input_error_that_says_what_to_do(project, tmp_path):
+    path = _history_file(tmp_path / "h.sqlite", runs=40, examples=50)
+    data = bytearray(path.read_bytes())
+    for page in range(4096, len(data), 4096):  # the header and the schema (page 1) stay whole
+        data[page:page + 64] = b"\xff" * 64
+    path.write_bytes(bytes(data))
+    with History.open(path) as history:
+        for use in (history.runs, lambda: history.record(_tiny_report("c", 99))):
+            with pytest.raises(InputError) as caught:
+                use()
+            assert f"{path}: is damaged" in str(caught.value) and "move it away" in str(caught.value)
+    project.criterion({"id": "r", "kind": "regex", "question": "Is it clean?", "pattern": "x", "match_means": "fail"})
+    project.jsonl("r", [{"id": "a", "output": "fine", "passed": True}])
+    result = CliRunner().invoke(app, ["calibrate", "--history", str(path), "-q"])
+    assert result.exit_code == 2 and f"{path}: is damaged" in result.output, result.output
+
+
+def test_a_read_only_history_says_so_and_how_to_go_on(tmp_path):
+    path = _history_file(tmp_path / "h.sqlite")
+    data = bytearray(path.read_bytes())
+    data[18] = 3  # the file format's write version: SQLite may read this file but never write it
+    path.write_bytes(bytes(data))
+    with pytest.raises(InputError) as caught:
+        History.open(path)
+    message = str(caught.value)
+    assert f"{path}: cannot be written" in message and "--no-history" in message and "move it away" not in message
+
+
+HOLD = ("import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+        "db.execute('BEGIN EXCLUSIVE')\nprint('locked', flush=True)\nsys.stdin.read()\n")
+
+
+def test_a_history_locked_by_another_process_is_waited_for_then_called_locked(tmp_path):
+    import subprocess
+    import sys
+    import time
+
+    path = _history_file(tmp_path / "h.sqlite")
+    opened = History.open(path, timeout_s=0.3)
+    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        for use in (lambda: History.open(path, timeout_s=0.3), lambda: opened.record(_tiny_report("c", 1))):
+            started = time.monotonic()
+            with pytest.raises(InputError) as caught:
+                use()
+            assert time.monotonic() - started >= 0.3  # it waited for the other process first
+            message = str(caught.value)
+            assert f"{path}: is locked by another process" in message and "0.3 s" in message
+            assert "move it away" not in message and "not a judgekit history" not in message
+    finally:
+        holder.communicate("")  # the holder ends when its input does, releasing the lock
+        opened.close()
+    with History.open(path) as history:  # nothing was lost or changed
+        assert len(history.runs()) == 1

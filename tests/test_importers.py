@@ -71,6 +71,17 @@ def test_csv_with_column_mapping_and_bad_cells(tmp_path):
         import_verdicts("csv", path)
 
 
+def test_a_column_or_key_written_twice_is_refused_not_read_last_wins(tmp_path):
+    path = tmp_path / "judged.csv"
+    path.write_text("id,passed,passed\na,true,false\n")
+    with pytest.raises(InputError, match=r"judged.csv:line 1: has the column 'passed' twice"):
+        import_verdicts("csv", path)
+    results = tmp_path / "results.json"
+    results.write_text('{"results": {"results": [{"success": true,\n  "success": false}]}}')
+    with pytest.raises(InputError, match=r"results.json:line 2: has the key 'success' twice"):
+        import_verdicts("promptfoo", results, "c1")
+
+
 def test_imported_verdicts_calibrate(project, tmp_path):
     """The deepeval run's cases as a calibration set: imported verdicts give the figures."""
     project.criterion({"id": "says-blocked", "question": "Does the reply say the card is blocked?"})

@@ -122,3 +122,39 @@ def test_a_duplicate_id_is_reported_beside_the_first_records_other_problem(tmp_p
         load_set(path, "c")
     assert [p.location for p in error.value.problems] == ["line 1 (id pass-07).passed", "line 2 (id pass-07)"]
     assert "duplicate id 'pass-07' (first at line 1)" in str(error.value)
+
+
+def test_a_csv_with_two_passed_columns_is_refused_not_read_last_wins(project):
+    path = project.sets / "c.csv"
+    path.write_text("id,output,passed,passed\na,x,true,false\nb,y,false,true\n")
+    with pytest.raises(InputError) as caught:
+        load_set(path, "c")
+    assert [(p.source, p.location) for p in caught.value.problems] == [(str(path), "line 1")]
+    assert "column 'passed' twice" in caught.value.problems[0].message
+
+
+def test_a_record_with_passed_twice_is_refused(project):
+    path = project.sets / "c.jsonl"
+    path.write_text('{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "passed": true, '
+                    '"passed": false}\n')
+    with pytest.raises(InputError) as caught:
+        load_set(path, "c")
+    assert [(p.location, "key 'passed' twice" in p.message) for p in caught.value.problems] == [("line 2", True)]
+
+
+def test_a_json_syntax_error_does_not_hide_the_other_lines_problems(project):
+    path = project.sets / "c.jsonl"
+    path.write_text('{"id": "a", "output": "x", "passed": "yes"}\n{"id": oops}\n{"id": "c", "output": "z"}\n'
+                    '{"id": "d", "output": "w", "passed": true, "passed": false}\n')
+    with pytest.raises(InputError) as caught:
+        load_set(path, "c")
+    assert [p.location for p in caught.value.problems] == ["line 1 (id a).passed", "line 2", "line 3 (id c)", "line 4"]
+
+
+def test_few_shot_leakage_is_listed_beside_the_sets_other_problems(project):
+    shots = [{"input": "lost card", "output": "reply-p0: blocked", "passed": True}]
+    project.criterion(llm_criterion("says-blocked", examples=shots))
+    project.jsonl("says-blocked", [*balanced(), {"id": "bad", "output": "x", "passed": "maybe"}])
+    with pytest.raises(InputError) as caught:
+        load_sets(project.sets, load_criteria(project.criteria))
+    assert {p.location for p in caught.value.problems} == {"line 7 (id bad).passed", "id p0"}

@@ -86,3 +86,13 @@ def test_slices_per_tag(project):
     c = run(project, path).criteria[0]
     assert set(c.slices) == {"short", "long"}
     assert (c.slices["short"].n, c.slices["short"].tnr, c.slices["long"].tnr) == (2, 1.0, 0.0)
+
+
+def test_a_verdict_record_with_passed_twice_is_refused(setup):
+    from judgekit.verdicts import load_recorded
+
+    path = write(setup, "v.jsonl", '{"id": "p0", "passed": true}\n{"id": "p1", "passed": false, "passed": true}\n')
+    with pytest.raises(InputError) as caught:
+        load_recorded(path)
+    assert [(p.source, p.location) for p in caught.value.problems] == [(str(path), "line 2")]
+    assert "key 'passed' twice" in str(caught.value)

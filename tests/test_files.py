@@ -1,0 +1,100 @@
+"""The readers every file goes through: JSON and YAML refuse duplicate keys, lone surrogates and
+nesting too deep to read, naming the file and the line; CSV refuses a column named twice."""
+
+import pytest
+
+from judgekit.errors import InputError
+from judgekit.files import iter_records, read_yaml
+from judgekit.report import Report
+
+
+def problems(path):
+    """Every problem of a record file, whether the reader raises them or hands them over."""
+    try:
+        return [record for _, record in iter_records(path) if not isinstance(record, dict)]
+    except InputError as error:
+        return error.problems
+
+
+def test_a_duplicate_key_in_a_json_document_is_named_with_its_line(tmp_path):
+    path = tmp_path / "report.json"
+    lines = Report(criteria=[]).model_dump_json(indent=2).splitlines()
+    path.write_text("\n".join([lines[0], '  "judging_s": 1.5,', '  "judging_s": 2.5,', *lines[1:]]))
+    with pytest.raises(InputError) as caught:
+        Report.read(path)
+    [problem] = caught.value.problems
+    assert (problem.source, problem.location) == (str(path), "line 3")
+    assert "key 'judging_s' twice" in problem.message and "keep one" in problem.message
+
+
+def test_the_same_key_in_two_objects_is_no_duplicate(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "output": "x", "passed": true, "labels": {"id": true, "passed": true}}\n')
+    assert problems(path) == []
+
+
+def test_a_duplicate_key_in_a_jsonl_record_names_the_record_line(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "passed": true, '
+                    '"labels": {"ana": true, "ana": false}}\n')
+    [problem] = problems(path)
+    assert (problem.location, "key 'ana' twice" in problem.message) == ("line 2", True)
+
+
+def test_deep_json_nesting_is_an_input_error_with_the_line(tmp_path):
+    deep = "[" * 100_000 + "]" * 100_000
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": ' + deep + "}\n")
+    [problem] = problems(path)
+    assert problem.location == "line 2" and "nested" in problem.message
+    whole = tmp_path / "report.json"
+    whole.write_text('{"criteria":\n\n' + deep + "}")
+    with pytest.raises(InputError) as caught:
+        Report.read(whole)
+    assert [(p.location, "nested" in p.message) for p in caught.value.problems] == [("line 3", True)]
+
+
+def test_deep_yaml_nesting_is_an_input_error_with_the_line(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("id: c\nquestion: q?\nexamples: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(InputError) as caught:
+        read_yaml(path)
+    [problem] = caught.value.problems
+    assert (problem.source, problem.location) == (str(path), "line 3") and "nested" in problem.message
+
+
+@pytest.mark.parametrize("text, location, field", [
+    ('{"id": "a", "output": "ok \\ud800", "passed": true}\n', "line 1", "output"),
+    ('{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "labels": {"\\udfff": true}}\n',
+     "line 2", "labels"),
+    ('{"id": "a", "output": "x", "tags": ["t", "\\udc00 "], "passed": true}\n', "line 1", "tags[1]"),
+], ids=["in-a-value", "in-a-key", "in-a-list"])
+def test_a_lone_surrogate_in_json_names_line_and_field(tmp_path, text, location, field):
+    path = tmp_path / "c.jsonl"
+    path.write_text(text)
+    [problem] = problems(path)
+    assert problem.location == location and problem.message.startswith(f"{field}: ")
+    assert "surrogate" in problem.message
+    # A whole character written as its escaped surrogate pair is fine.
+    path.write_text('{"id": "a", "output": "\\ud83d\\ude00", "passed": true}\n')
+    assert problems(path) == []
+
+
+def test_a_lone_surrogate_in_yaml_names_line_and_field(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text('id: c\nquestion: "Is it \\ud800 polite?"\n')
+    with pytest.raises(InputError) as caught:
+        read_yaml(path)
+    [problem] = caught.value.problems
+    assert problem.location == "line 2" and problem.message.startswith("question: ") and "surrogate" in problem.message
+
+
+def test_a_duplicate_yaml_key_is_named_and_merge_keys_still_work(tmp_path):
+    path = tmp_path / "c.yaml"
+    path.write_text("id: c\nkind: regex\nmatch_means: fail\npattern: x\nmatch_means: pass\n")
+    with pytest.raises(InputError) as caught:
+        read_yaml(path)
+    [problem] = caught.value.problems
+    assert (problem.location, "key 'match_means' twice (first at line 3)" in problem.message) == ("line 5", True)
+    path.write_text("base: &b {a: 1, b: 2}\nmerged:\n  <<: *b\n  b: 3\n")
+    assert read_yaml(path)["merged"] == {"a": 1, "b": 3}
