@@ -86,6 +86,10 @@ def calibrate(
             Report.read(out / "report.json")
             if (out / "verdicts.jsonl").is_file():
                 load_recorded(out / "verdicts.jsonl")
+        if not no_history:  # a damaged, read-only or foreign history stops the run before any judge is paid for
+            from judgekit.history import History
+
+            History.open(history).close()
         if stop_early:
             from judgekit.policy import Policy
 

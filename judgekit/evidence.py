@@ -16,7 +16,6 @@ future.
 
 from __future__ import annotations
 
-import json
 import math
 from collections import defaultdict
 from dataclasses import dataclass
@@ -24,6 +23,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from judgekit.errors import Problem
 from judgekit.metrics import Confusion, confusion, kappa_from_counts, ratio, wilson
 from judgekit.raters import flip_rate
 from judgekit.verdicts import Verdict, majority
@@ -51,30 +51,25 @@ class Line:
     at: datetime | None
 
 
-def _no_repeated_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    keys = [k for k, _ in pairs]
-    if len(set(keys)) != len(keys):
-        raise Untrusted(f"a record gives {sorted({k for k in keys if keys.count(k) > 1})[0]!r} twice")
-    return dict(pairs)
-
-
 def read_lines(path: Path) -> list[Line]:
-    """The verdicts of a verdict file (plain JSON, no model building: the gate must start fast)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise Untrusted(f"no {path.name} beside the report: the gate decides from per-example verdicts") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise Untrusted(f"{path} cannot be read ({error})") from None
+    """The verdicts of a verdict file, read by judgekit's one JSON Lines reader into plain records
+    (no model building: the gate must start fast)."""
+    from judgekit.errors import InputError
+    from judgekit.files import iter_records
+
+    if not path.is_file():
+        raise Untrusted(f"no {path.name} beside the report: the gate decides from per-example verdicts")
     lines = []
-    for number, raw in enumerate(text.split("\n"), start=1):
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw, object_pairs_hook=_no_repeated_keys)
-            lines.append(_line(record))
-        except (ValueError, RecursionError, Untrusted) as error:
-            raise Untrusted(f"{path.name} line {number} is not a verdict ({error})") from None
+    try:
+        for location, record in iter_records(path):
+            if isinstance(record, Problem):
+                raise Untrusted(f"{path.name} {location} {record.message}")
+            try:
+                lines.append(_line(record))
+            except ValueError as error:
+                raise Untrusted(f"{path.name} {location} is not a verdict ({error})") from None
+    except InputError as error:
+        raise Untrusted(str(error.problems[0])) from None
     return lines
 
 

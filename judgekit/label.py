@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
-from judgekit.files import read_text, write_atomic
+from judgekit.files import write_atomic
 
 
 @dataclass

@@ -111,7 +111,17 @@ def calibrate(options: Options, llm: LLM | None = None,
     """Calibrate every chosen criterion and return the report (nothing is written)."""
     started = datetime.now(timezone.utc)  # when the inputs were read: a later calibration is a newer one
     check_api_base(options.api_base)
-    criteria, whole_sets = load_inputs(options.criteria_dir, options.sets_dir, options.criterion_ids)
+    problems: list[Problem] = []
+    try:
+        criteria, whole_sets = load_inputs(options.criteria_dir, options.sets_dir, options.criterion_ids)
+    except InputError as error:
+        problems += error.problems
+    try:  # a verdict file's problems are listed beside the criteria's and the sets'
+        records = load_recorded(options.verdicts) if options.verdicts is not None else []
+    except InputError as error:
+        problems += error.problems
+    if problems:
+        raise InputError(problems)
     sets = select_split(whole_sets, options.split)
     chosen = sets
     if options.canary:
@@ -121,7 +131,6 @@ def calibrate(options: Options, llm: LLM | None = None,
     sources: dict[str, str] = {}
 
     if options.verdicts is not None:
-        records = load_recorded(options.verdicts)
         named = {r.criterion for r in records}
         recorded = [c for c in criteria if c.id in named or (None in named and len(criteria) == 1)]
         live = [c for c in criteria if isinstance(c, JUDGED) and c not in recorded]

@@ -187,3 +187,24 @@ def test_report_to_frame(tmp_path):
     assert frame.loc["no-email-address", "tp"] == c.confusion.tp
     assert frame.loc["no-email-address", "cohen_kappa_low"] == c.intervals["cohen_kappa"][0]
     assert frame.loc["no-email-address", "tpr"] == c.metrics["tpr"]
+
+
+def test_calibrate_lists_a_verdict_files_problems_beside_the_sets(project):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", [{"id": "a", "output": "x", "passed": "yes"}])
+    verdicts = project.root / "v.jsonl"
+    verdicts.write_text('{"id": "a", "passed": 3}\n')
+    result = runner.invoke(app, ["calibrate", "--verdicts", str(verdicts)])
+    assert result.exit_code == 2 and "2 problems in the input" in result.output
+    assert "says-blocked.jsonl:line 1" in result.output and "v.jsonl:line 1" in result.output
+
+
+def test_a_damaged_history_stops_calibrate_before_any_call(project):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(2, 2))
+    history = project.root / ".judgekit" / "history.sqlite"
+    history.parent.mkdir()
+    history.write_bytes(b"SQLite format 3\x00" + b"\x07" * 4000)
+    with FakeServer(script({"reply-p": True}, default=False)) as server:
+        result = runner.invoke(app, ["calibrate", "--model", "openai/j", "--api-base", server.url])
+        assert result.exit_code == 2 and "history" in result.output and server.requests == 0
