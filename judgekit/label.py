@@ -334,73 +334,8 @@ def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
 
 
 def page(session: Session) -> str:
-    """The labelling page: one example at a time, keyboard first."""
-    return PAGE.replace("__TOKEN__", json.dumps(session.token))
+    """The labelling page (judgekit/label_page.html): one example at a time, keyboard first."""
+    from importlib.resources import files
 
-
-PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>judgekit label</title><style>
-body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
-header{background:#1d2330;color:#fff;padding:14px 24px}header b{font-size:18px}#progress{float:right;color:#c5cad3}
-main{max-width:900px;margin:18px auto;padding:0 18px}#question{font-size:18px;font-weight:600;margin:6px 0 14px}
-.field{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:12px 16px;margin:10px 0;white-space:pre-wrap}
-.field h4{margin:0 0 4px;font-size:12px;text-transform:uppercase;color:#6b7585}
-#judge{border-left:4px solid #3763c4}#keys{color:#4b5565;font-size:14px;margin-top:14px}
-kbd{background:#fff;border:1px solid #c9ced6;border-radius:4px;padding:1px 6px}
-#done{display:none;font-size:18px;margin-top:30px}#status{color:#8c1d1d;min-height:1.5em}</style></head><body>
-<header><b>judgekit</b> <span id="mode"></span><span id="progress"></span></header>
-<main><div id="question"></div><div id="card">
-<div class="field" id="input-box"><h4>input</h4><div id="input"></div></div>
-<div class="field" id="context-box"><h4>context</h4><div id="context"></div></div>
-<div class="field"><h4>reply</h4><div id="output"></div></div>
-<div class="field" id="label-box"><h4>the label</h4><div id="label"></div></div>
-<div class="field" id="judge" hidden><h4>the judge said</h4><div id="verdict"></div><div id="reason"></div></div>
-<div id="keys"><kbd>p</kbd> pass &nbsp; <kbd>f</kbd> fail &nbsp; <kbd>s</kbd> skip &nbsp; (after a label, any of them: next)</div>
-<div id="status"></div></div><div id="done">Every example here has been labelled or skipped.</div></main>
-<script>
-const TOKEN = __TOKEN__;
-let items = [], index = 0, mode = "label", revealed = false;
-const $ = id => document.getElementById(id);
-const word = v => v === null || v === undefined ? "abstained" : (v ? "pass" : "fail");
-function show() {
-  revealed = false;
-  if (index >= items.length) { $("card").style.display = "none"; $("done").style.display = "block";
-    $("progress").textContent = items.length + " / " + items.length; return; }
-  const it = items[index];
-  $("progress").textContent = (index + 1) + " / " + items.length + "  (" + it.id + ")";
-  for (const name of ["input", "context"]) { $(name + "-box").hidden = !it[name]; $(name).textContent = it[name] || ""; }
-  $("output").textContent = it.output;
-  $("label-box").hidden = mode !== "review"; $("label").textContent = word(it.label);
-  $("judge").hidden = mode !== "review";  // blind labelling: hidden until the person has labelled
-  $("verdict").textContent = word(it.verdict); $("reason").textContent = it.reason || "";
-  $("status").textContent = "";
-}
-async function label(passed) {
-  const it = items[index];
-  const response = await fetch("/api/label", {method: "POST", headers: {"Content-Type": "application/json",
-    "X-Judgekit-Token": TOKEN}, body: JSON.stringify({id: it.id, passed: passed})});
-  if (!response.ok) { $("status").textContent = (await response.json()).error; return; }
-  const answer = await response.json();
-  it.label = passed; $("label").textContent = word(passed); $("label-box").hidden = false;
-  if (mode === "label") {
-    $("verdict").textContent = answer.verdict === null ? "(not judged)" : word(answer.verdict);
-    $("reason").textContent = answer.reason || ""; $("judge").hidden = false; revealed = true;
-  } else { index += 1; show(); }
-}
-let busy = false;
-document.addEventListener("keydown", async event => {
-  // Only bare keys: Ctrl-F, Cmd-P and a held-down key never write a label.
-  if (index >= items.length || busy || event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
-  if (revealed) {  // the verdict is on screen: any key moves on, none labels an unseen example
-    if (["n", "p", "f", "s", "Enter", " "].includes(event.key)) { index += 1; show(); }
-    return;
-  }
-  if (event.key === "p" || event.key === "f") {
-    busy = true;
-    try { await label(event.key === "p"); } finally { busy = false; }
-  } else if (event.key === "s") { index += 1; show(); }
-});
-fetch("/api/items").then(r => r.json()).then(data => {
-  items = data.items; mode = data.mode; $("question").textContent = data.question;
-  $("mode").textContent = (mode === "review" ? "review disagreements — " : "label blind — ") + data.file; show();
-});
-</script></body></html>"""
+    html = files("judgekit").joinpath("label_page.html").read_text(encoding="utf-8")
+    return html.replace("__TOKEN__", json.dumps(session.token))
