@@ -256,3 +256,218 @@ def test_an_empty_annotator_column_in_a_csv_does_not_block_a_label(tmp_path):
     assert [i.id for i in labelling(path).items] == ["a"]  # b is labelled by its annotator
     write_label(path, "a", True)
     assert path.read_text() == "id,output,passed,labels.ana\na,x,true,\nb,y,,false\n"
+
+
+# Other programs writing the set while labels are written. Each runs as a real process; the page
+# must lose none of their records and never write back a file it read half-written.
+
+APPENDER = """
+import os, sys, time
+path, count, held = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "held"
+fd = os.open(path, os.O_WRONLY | os.O_APPEND) if held else None  # a logger's one descriptor, or none
+print("started", flush=True)
+for i in range(count):
+    line = ('{"id": "a%d", "output": "appended %d"}\\n' % (i, i)).encode()
+    if held:
+        os.write(fd, line)
+    else:
+        with open(path, "ab") as handle:  # what `echo ... >> file` does: open, append, close
+            handle.write(line)
+    time.sleep(0.003)
+"""
+
+
+def _appending(path, count, mode):
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", APPENDER, str(path), str(count), mode],
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline() == "started\n"
+    return process
+
+
+@pytest.mark.parametrize("mode, via", [("reopened", "function"), ("held", "page")])
+def test_records_appended_while_labels_are_written_are_all_kept(tmp_path, mode, via):
+    from judgekit.label import write_label
+
+    path = tmp_path / "inbox.jsonl"
+    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(200)))
+    session = labelling(path)
+    server = serve(session)
+    labelled = {}
+    appender = _appending(path, 600, mode)
+    try:
+        while appender.poll() is None or len(labelled) < 10:  # label for as long as it appends
+            i = len(labelled) % 200
+            if via == "page":
+                assert _post(server.server_port, {"id": f"e{i}", "passed": i % 3 == 0},
+                             {"X-Judgekit-Token": session.token}) == 200
+            else:
+                write_label(path, f"e{i}", i % 3 == 0)
+            labelled[f"e{i}"] = i % 3 == 0
+    finally:
+        server.shutdown()
+        appender.wait(60)
+    assert appender.returncode == 0 and len(labelled) >= 10
+    records = [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
+    ids = [r["id"] for r in records]
+    assert ids[:200] == [f"e{i}" for i in range(200)]  # none reordered
+    assert ids[200:] == [f"a{i}" for i in range(600)]  # every appended record, once, in order
+    assert {r["id"]: r["passed"] for r in records if "passed" in r} == labelled  # every label
+    assert all(r["output"] == f"appended {r['id'][1:]}" for r in records[200:])
+
+
+REWRITER = """
+import fcntl, sys, time
+from pathlib import Path
+path = Path(sys.argv[1])
+lock = open(path.with_name("." + path.name + ".lock"), "a")
+for round in range(3):
+    # It reads and empties the file under judgekit's lock, so a label written before a round is in
+    # what the round writes back; the writing itself, in pieces with pauses, takes no lock.
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    lines = path.read_bytes().splitlines(keepends=True)
+    handle = open(path, "wb")  # truncates in place: the same file, emptied, then filled again
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    print("emptied", flush=True)
+    size = 40 if round % 2 == 0 else 17  # pieces of whole lines, then pieces that end mid-line
+    data = b"".join(lines)
+    pieces = ([b"".join(lines[i:i + size]) for i in range(0, len(lines), size)] if round % 2 == 0
+              else [data[i:i + 997] for i in range(0, len(data), 997)])
+    for piece in pieces:
+        handle.write(piece)
+        handle.flush()
+        time.sleep(0.005)  # well under write_label's pause: one longer cannot be told from the end
+    handle.close()
+    time.sleep(0.15)
+"""
+
+
+def test_a_file_rewritten_in_place_is_never_written_back_half_read(tmp_path):
+    import subprocess
+    import sys
+
+    from judgekit.errors import InputError
+    from judgekit.label import write_label
+
+    path = tmp_path / "set.jsonl"
+    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"reply {i} " + "x" * 20}) + "\n"
+                            for i in range(554)))
+    rewriter = subprocess.Popen([sys.executable, "-c", REWRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    assert rewriter.stdout.readline() == "emptied\n"
+    labelled, refused, i = {}, [], 0
+    try:
+        while rewriter.poll() is None:
+            try:
+                write_label(path, f"e{i}", i % 2 == 0)
+                labelled[f"e{i}"] = i % 2 == 0
+            except InputError as error:
+                refused.append(str(error))
+            i = (i + 7) % 554
+    finally:
+        rewriter.wait(60)
+    assert rewriter.returncode == 0 and len(labelled) + len(refused) >= 5
+    lines = [line for line in path.read_text().split("\n") if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line whole
+    assert [r["id"] for r in records] == [f"e{i}" for i in range(554)]  # no line of its content lost
+    assert {r["id"]: r["passed"] for r in records if "passed" in r} == labelled  # every label written
+    # A label refused while the file kept changing says so, naming the file and what to do.
+    assert all(str(path) in message and "try again" in message for message in refused)
+
+
+def test_a_file_that_keeps_changing_is_refused_with_409_and_kept_whole(tmp_path):
+    import threading
+    import time
+
+    path = tmp_path / "set.jsonl"
+    content = "".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(300)).encode()
+    path.write_bytes(content)
+    session = labelling(path)
+    server = serve(session)
+    stop = threading.Event()
+
+    def rewrite():  # an editor saving in place, over and over, in two pieces
+        while not stop.is_set():
+            with open(path, "r+b") as handle:
+                handle.truncate(0)
+                handle.write(content[:5000])
+                handle.flush()
+                time.sleep(0.002)
+                handle.write(content[5000:])
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        request = urllib.request.Request(f"http://127.0.0.1:{server.server_port}/api/label", method="POST",
+                                         data=json.dumps({"id": "e250", "passed": True}).encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  "X-Judgekit-Token": session.token})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+    finally:
+        stop.set()
+        writer.join()
+        server.shutdown()
+    assert refused.value.code == 409
+    message = json.loads(refused.value.read())["error"]
+    assert str(path) in message and "kept changing" in message and "try again" in message
+    assert path.read_bytes().rstrip(b"\n") == content.rstrip(b"\n")  # whole, unlabelled
+
+
+def test_a_file_moved_into_place_while_a_label_is_written_gets_the_label(tmp_path):
+    import os
+    import threading
+    import time
+
+    from judgekit.label import write_label
+
+    path = tmp_path / "s.jsonl"
+    content = "".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(50)).encode()
+    path.write_bytes(content)
+
+    def save_as_an_editor_does():  # once the label is on its way: a new file, renamed over the old one
+        deadline = time.monotonic() + 10
+        while path.stat().st_size == len(content) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        (tmp_path / "saved").write_bytes(content.replace(b'"o1"', b'"edited"'))
+        os.replace(tmp_path / "saved", path)
+
+    editor = threading.Thread(target=save_as_an_editor_does)
+    editor.start()
+    write_label(path, "e1", True)
+    editor.join()
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert records[1] == {"id": "e1", "output": "edited", "passed": True}  # in the file the path now names
+    assert len(records) == 50
+
+
+def test_a_label_that_shortens_its_record_pads_it_and_every_reader_still_loads_the_file(tmp_path):
+    import csv
+
+    from judgekit.label import write_label
+    from judgekit.sets import load_set
+
+    # The file never shrinks: its end may be an appender's, and cutting it could cut a record.
+    jsonl = tmp_path / "s.jsonl"
+    jsonl.write_text('{"id": "a", "output": "x", "passed": false}\n{"id": "b", "output": "y", "passed": true}\n')
+    write_label(jsonl, "a", True)
+    assert jsonl.read_text() == ('{"id": "a", "output": "x", "passed": true} \n'
+                                 '{"id": "b", "output": "y", "passed": true}\n')
+    assert [e.passed for e in load_set(jsonl, "x").examples] == [True, True]
+
+    minimal = tmp_path / "m.csv"
+    minimal.write_text("id,output,passed\na,x,false\nb,y,true\n")
+    write_label(minimal, "a", True)  # a quoted row is as long, and means the same
+    assert minimal.read_text() == 'id,output,passed\n"a","x","true"\nb,y,true\n'
+
+    quoted = tmp_path / "q.csv"
+    quoted.write_text('"id","output","passed"\n"a","x","false"\n"b","y",""\n')
+    write_label(quoted, "a", True)  # quoted throughout already: a blank line makes up the byte
+    assert quoted.read_text() == '"id","output","passed"\n"a","x","true"\n\n"b","y",""\n'
+    assert [i.id for i in labelling(quoted).items] == ["b"]
+    write_label(quoted, "b", False)
+    for path in (minimal, quoted):
+        rows = list(csv.DictReader(path.open(newline="")))
+        assert [(r["id"], r["passed"]) for r in rows] == [("a", "true"), ("b", "false" if path == quoted else "true")]
+        assert [e.passed for e in load_set(path, "x").examples] == [True, path != quoted]
