@@ -1,16 +1,23 @@
 """Labels written back into a calibration set (JSONL or CSV), in place and under a lock, while
 other programs may append to the same file: `write_label`, and the reading of records it needs.
+
+A label changes the file in place, so a write cut off part way (the process killed, the power cut)
+would leave old and new bytes mixed. Before it changes a byte, it saves the bytes it will overwrite
+in a journal beside the file (`.NAME.journal`); the next label written into the file (`recover`,
+which `write_label` calls first) puts them back if the write did not finish.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from judgekit.errors import InputError
 
@@ -129,18 +136,22 @@ _PAUSE = 0.05
 _ATTEMPTS = 20  # reads, about two seconds, before a file that keeps changing is refused
 
 
-def write_label(path: Path, example_id: str, passed: bool) -> None:
+def write_label(path: Path, example_id: str, passed: bool, *,
+                pwrite: Callable[[int, bytes, int], int] = os.pwrite) -> RolledBack | None:
     """Set one record's `passed`, leaving every other byte of the file as it was and keeping every
-    record others append meanwhile (a CSV without a `passed` column gets one, in every row).
+    record others append meanwhile (a CSV without a `passed` column gets one, in every row); the
+    label of an earlier write cut off part way, if one was found and undone first (see `recover`).
 
     The file is changed in place, never replaced, so a program holding it open to append (a
     logger's descriptor, `>>`) goes on writing into the file the labels are in. A file that changes
     other than at its end while the label is written is read again; after about two seconds of that,
-    the label is refused with an error saying so.
+    the label is refused with an error saying so. `pwrite` writes bytes at an offset as os.pwrite
+    does (tests pass one that stops part way).
     """
     with _Locked(path):
-        for _ in range(_ATTEMPTS):
-            try:
+        try:
+            rolled_back = _recover(path)
+            for _ in range(_ATTEMPTS):
                 with open(path, "r+b", buffering=0) as file:
                     fd = file.fileno()
                     stamp, data = os.fstat(fd).st_mtime_ns, _read(fd)
@@ -151,11 +162,15 @@ def write_label(path: Path, example_id: str, passed: bool) -> None:
                         if os.fstat(fd).st_mtime_ns == stamp and _read(fd) == data:
                             raise  # the file holds still: it is wrong, not half-written
                         continue
+                    tail = _splice(fd, data, start, stop, new)
+                    if tail is None:
+                        continue
+                    _write_journaled(path, fd, _Entry(example_id, passed, start, tail[0], tail[1]), pwrite)
                     # Written, unless another program moved a new file into its place meanwhile.
-                    if _splice(fd, data, start, stop, new) and os.path.samestat(os.stat(path), os.fstat(fd)):
-                        return
-            except OSError as error:
-                raise InputError.one(path, "", f"cannot be written ({error.strerror or error})") from None
+                    if os.path.samestat(os.stat(path), os.fstat(fd)):
+                        return rolled_back
+        except OSError as error:
+            raise InputError.one(path, "", f"cannot be written ({error.strerror or error})") from None
     raise InputError.one(path, "", "kept changing while the label was written (another program is writing "
                                    "it); the label was not written: try again")
 
@@ -207,9 +222,10 @@ def _change(path: Path, data: bytes, example_id: str, passed: bool) -> tuple[int
     return span(start, stop, out.getvalue() + "\n" * (width - len(out.getvalue().encode())))
 
 
-def _splice(fd: int, data: bytes, start: int, stop: int, new: bytes) -> bool:
-    """Put `new` in place of data[start:stop] in the open file, carrying along whatever was appended
-    after `data`; False, with no byte of the file changed but blank lines, if it changed otherwise.
+def _splice(fd: int, data: bytes, start: int, stop: int, new: bytes) -> tuple[bytes, bytes] | None:
+    """Make room for `new` in place of data[start:stop] in the open file, carrying along whatever was
+    appended after `data`: the bytes from `start` on as they are and as they are to be written; None,
+    with no byte of the file changed but blank lines, if it changed otherwise.
 
     The file first grows by the bytes the record gains: newlines written as an appender writes
     (O_APPEND), so they land after every record appended so far, and every later one after them.
@@ -220,13 +236,9 @@ def _splice(fd: int, data: bytes, start: int, stop: int, new: bytes) -> bool:
     time.sleep(_PAUSE)  # a program rewriting the file shows itself here: a truncation, or its next piece
     now, mark = _read(fd, end), end - grow
     if mark < len(data) or now[: len(data)] != data or now[mark:] != b"\n" * grow:
-        return False
+        return None
     tail = new + data[stop:] + now[len(data):mark] if grow else new
-    while tail:
-        written = os.pwrite(fd, tail, start)
-        start, tail = start + written, tail[written:]
-    os.fsync(fd)
-    return True
+    return now[start:start + len(tail)], tail
 
 
 def _append(fd: int, data: bytes) -> int:
@@ -243,10 +255,153 @@ def _append(fd: int, data: bytes) -> int:
         fcntl.fcntl(fd, fcntl.F_SETFL, flags)
 
 
-def _read(fd: int, limit: int | None = None) -> bytes:
-    """The open file's bytes from its start, up to `limit` (or its size now)."""
-    size = os.fstat(fd).st_size if limit is None else limit
+def _read(fd: int, stop: int | None = None, start: int = 0) -> bytes:
+    """The open file's bytes from `start` up to `stop` (or its size now)."""
+    size = (os.fstat(fd).st_size if stop is None else stop) - start
     data = bytearray()
-    while len(data) < size and (chunk := os.pread(fd, size - len(data), len(data))):
+    while len(data) < size and (chunk := os.pread(fd, size - len(data), start + len(data))):
         data += chunk
     return bytes(data)
+
+
+def _write_at(fd: int, data: bytes, offset: int, pwrite: Callable[[int, bytes, int], int] = os.pwrite) -> None:
+    """Write `data` at `offset`, all of it, and wait until the disk holds it."""
+    while data:
+        written = pwrite(fd, data, offset)
+        offset, data = offset + written, data[written:]
+    os.fsync(fd)
+
+
+# The journal: the bytes a label write overwrites, saved before it starts, so that a write cut off
+# part way can be undone. It never changes the file's length: the blank lines a label appended stay
+# (readers skip them), as cutting them could cut a record another program appended after them, and
+# no lock keeps such programs off.
+
+_MAGIC = b"judgekit label journal 1\n"
+
+
+@dataclass(frozen=True)
+class RolledBack:
+    """A label whose writing was cut off part way, undone: the person labels that example again."""
+
+    path: Path
+    id: str
+    passed: bool
+
+    def __str__(self) -> str:
+        return (f"{self.path}: the label {'pass' if self.passed else 'fail'} of id {self.id} was cut off while "
+                "it was being written (the program writing it stopped), and was rolled back; label it again")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    """One label write: the bytes at `offset` before it (`old`) and after it (`new`), as long."""
+
+    id: str
+    passed: bool
+    offset: int
+    old: bytes
+    new: bytes
+
+    def dump(self) -> bytes:
+        head = json.dumps({"id": self.id, "passed": self.passed, "offset": self.offset, "length": len(self.old)})
+        body = _MAGIC + head.encode() + b"\n" + self.old + self.new
+        return body + hashlib.sha256(body).digest()  # a journal cut short fails its checksum
+
+    @classmethod
+    def load(cls, raw: bytes) -> _Entry | None:
+        """The entry, or None for a journal cut short or damaged."""
+        body, digest = raw[:-32], raw[-32:]
+        if hashlib.sha256(body).digest() != digest or not body.startswith(_MAGIC):
+            return None
+        head, _, rest = body[len(_MAGIC):].partition(b"\n")
+        fields = json.loads(head)
+        if len(rest) != 2 * fields["length"]:
+            return None
+        return cls(fields["id"], fields["passed"], fields["offset"], rest[:fields["length"]], rest[fields["length"]:])
+
+
+def _journal(path: Path) -> Path:
+    return path.with_name(f".{path.name}.journal")
+
+
+def _write_journaled(path: Path, fd: int, entry: _Entry, pwrite: Callable[[int, bytes, int], int]) -> None:
+    """Write entry.new at entry.offset, with the journal on disk for as long as the file may be torn."""
+    journal = _journal(path)
+    os.fsync(fd)  # the blank lines appended too: after a power cut the file is no shorter than entry.old
+    handle = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        _write_at(handle, entry.dump(), 0)
+    finally:
+        os.close(handle)
+    _sync_folder(path)  # the journal's name is on disk before any byte of the set changes
+    try:
+        _write_at(fd, entry.new, entry.offset, pwrite)
+    except OSError:  # the disk refused part way: undo it now, not at the next use
+        _write_at(fd, entry.old, entry.offset)
+        _forget(journal)
+        raise
+    _forget(journal)
+
+
+def recover(path: Path) -> RolledBack | None:
+    """Undo a label write into `path` that was cut off part way (its journal says so); the label
+    undone, if one was. `write_label` calls it first."""
+    if not _journal(path).exists():
+        return None  # the usual case: nothing to undo, and no lock file made beside a set only read
+    try:
+        with _Locked(path):
+            return _recover(path)
+    except OSError as error:
+        raise InputError.one(path, "", f"cannot be written ({error.strerror or error})") from None
+
+
+def _recover(path: Path) -> RolledBack | None:
+    """`recover`, under the lock."""
+    journal = _journal(path)
+    try:
+        entry = _Entry.load(journal.read_bytes())
+    except FileNotFoundError:
+        return None
+    if entry is None:  # cut short while it was written, before any byte of the set was changed
+        _forget(journal)
+        return None
+    with open(path, "r+b", buffering=0) as file:
+        now = _read(file.fileno(), entry.offset + len(entry.old), entry.offset)
+        finished = now == entry.new  # only the journal was left to remove: nothing to undo
+        if not finished and not _torn(now, entry.old, entry.new):
+            raise InputError.one(path, f"id {entry.id}", "a label written into this file was cut off, and the "
+                                 "file has been changed since, so it cannot be undone; check this record and the "
+                                 f"ones after it, then delete {journal}")
+        if not finished:
+            _write_at(file.fileno(), entry.old, entry.offset)
+        os.fsync(file.fileno())
+    _forget(journal)
+    return None if finished else RolledBack(path, entry.id, entry.passed)
+
+
+def _torn(now: bytes, old: bytes, new: bytes) -> bool:
+    """Whether each byte of `now` is `old`'s or `new`'s, as a write stopped part way leaves them (a
+    kill stops it between pages; a power cut may keep any of its blocks)."""
+    if len(now) != len(old):
+        return False
+    for i in range(0, len(old), 4096):
+        block = now[i:i + 4096]
+        if block != old[i:i + 4096] and block != new[i:i + 4096] and \
+                any(b not in (o, n) for b, o, n in zip(block, old[i:i + 4096], new[i:i + 4096])):
+            return False
+    return True
+
+
+def _forget(journal: Path) -> None:
+    journal.unlink(missing_ok=True)
+    _sync_folder(journal)
+
+
+def _sync_folder(path: Path) -> None:
+    """Wait until the disk holds the names in `path`'s folder (a file made or removed there)."""
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

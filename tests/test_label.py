@@ -471,3 +471,199 @@ def test_a_label_that_shortens_its_record_pads_it_and_every_reader_still_loads_t
         rows = list(csv.DictReader(path.open(newline="")))
         assert [(r["id"], r["passed"]) for r in rows] == [("a", "true"), ("b", "false" if path == quoted else "true")]
         assert [e.passed for e in load_set(path, "x").examples] == [True, path != quoted]
+
+
+# A label cut off part way through its write (the writer killed, the power cut) is undone from its
+# journal by the next use of the file. Here a write is cut off by the `pwrite` write_label is given.
+
+class Stopped(Exception):
+    """The writer stopping mid-write, as a kill stops it: nothing of its own is cleaned up."""
+
+
+def _stopping_after(share):
+    """A pwrite that writes `share` of the bytes it is given, then stops."""
+    import os
+
+    def pwrite(fd, data, offset):
+        os.pwrite(fd, data[: int(len(data) * share)], offset)
+        raise Stopped
+
+    return pwrite
+
+
+def _numbered(path, count):
+    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(count)))
+    return path.read_bytes(), path.with_name(f".{path.name}.journal")
+
+
+PAD = b"\n" * len(', "passed": true')  # the blank lines a label appends stay: readers skip them
+
+
+@pytest.mark.parametrize("via", ["recover", "write_label"])
+def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended_records(tmp_path, via):
+    import os
+
+    from judgekit.labels import read_records, recover, write_label
+
+    path = tmp_path / "s.jsonl"
+    _, journal = _numbered(path, 40)
+    appender = os.open(path, os.O_WRONLY | os.O_APPEND)  # another program's descriptor, held open
+    os.write(appender, b'{"id": "a0", "output": "before"}\n')
+    before = path.read_bytes()
+
+    def appended_then_stopped(fd, data, offset):  # a record appended while the label is written
+        os.write(appender, b'{"id": "a1", "output": "during"}\n')
+        _stopping_after(0.5)(fd, data, offset)
+
+    with pytest.raises(Stopped):
+        write_label(path, "e3", True, pwrite=appended_then_stopped)
+    os.write(appender, b'{"id": "a2", "output": "after"}\n')
+    os.close(appender)
+    restored = before + PAD + b'{"id": "a1", "output": "during"}\n{"id": "a2", "output": "after"}\n'
+    assert journal.exists() and path.read_bytes() != restored  # torn: half of the new bytes written
+    if via == "recover":
+        undone = recover(path)
+    else:
+        undone = write_label(path, "e7", False)
+        (tmp_path / "clean.jsonl").write_bytes(restored)  # what that label makes of the file restored
+        write_label(tmp_path / "clean.jsonl", "e7", False)
+        restored = (tmp_path / "clean.jsonl").read_bytes()
+    assert path.read_bytes() == restored and not journal.exists()
+    assert (undone.id, undone.passed) == ("e3", True)
+    assert str(path) in str(undone) and "rolled back; label it again" in str(undone)
+    assert [r["id"] for r in read_records(path)] == [f"e{i}" for i in range(40)] + ["a0", "a1", "a2"]
+
+
+def test_a_label_written_whole_before_its_writer_stopped_is_kept(tmp_path):
+    from judgekit.labels import recover, write_label
+
+    path = tmp_path / "s.jsonl"
+    _, journal = _numbered(path, 40)
+    with pytest.raises(Stopped):
+        write_label(path, "e3", True, pwrite=_stopping_after(1.0))  # every byte, then stopped
+    written = path.read_bytes()
+    assert journal.exists()  # it stopped before the journal was removed
+    assert recover(path) is None  # nothing undone, nothing to relabel
+    assert path.read_bytes() == written and not journal.exists()
+    assert json.loads(written.split(b"\n")[3])["passed"] is True
+
+
+@pytest.mark.parametrize("damage", ["cut short", "one byte changed"])
+def test_a_journal_cut_short_or_damaged_is_ignored_and_removed(tmp_path, damage):
+    from judgekit.labels import recover, write_label
+
+    path = tmp_path / "s.jsonl"
+    before, journal = _numbered(path, 40)
+    with pytest.raises(Stopped):
+        write_label(path, "e3", True, pwrite=_stopping_after(0))  # stopped before its first byte
+    assert path.read_bytes() == before + PAD
+    raw = bytearray(journal.read_bytes())
+    if damage == "cut short":  # as a writer killed while writing the journal leaves it
+        del raw[len(raw) // 2:]
+    else:  # one of the bytes saved to be put back, so applying it would write a wrong byte
+        raw[raw.index(b'"output": "o3"') + len('"output": "')] ^= 1
+    journal.write_bytes(bytes(raw))
+    assert recover(path) is None
+    assert path.read_bytes() == before + PAD and not journal.exists()
+    write_label(path, "e3", True)
+    assert json.loads(path.read_text().splitlines()[3])["passed"] is True
+
+
+def test_a_journal_that_no_longer_fits_the_file_is_not_applied(tmp_path):
+    from judgekit.errors import InputError
+    from judgekit.labels import write_label
+
+    path = tmp_path / "s.jsonl"
+    _, journal = _numbered(path, 40)
+    with pytest.raises(Stopped):
+        write_label(path, "e3", True, pwrite=_stopping_after(0.5))
+    _numbered(path, 30)  # since then, another program wrote the file anew
+    edited = path.read_bytes()
+    with pytest.raises(InputError) as refused:
+        write_label(path, "e5", True)
+    assert "id e3: a label written into this file was cut off" in str(refused.value)
+    assert f"delete {journal}" in str(refused.value)
+    assert path.read_bytes() == edited and journal.exists()  # nothing written over the new content
+    journal.unlink()
+    write_label(path, "e5", True)
+
+
+def test_a_disk_error_mid_write_is_rolled_back_at_once(tmp_path):
+    import errno
+    import os
+
+    from judgekit.errors import InputError
+    from judgekit.labels import write_label
+
+    def failing(fd, data, offset):  # the disk takes half, then refuses
+        journaled.append(journal.exists())
+        os.pwrite(fd, data[: len(data) // 2], offset)
+        raise OSError(errno.EIO, "Input/output error")
+
+    path = tmp_path / "s.jsonl"
+    before, journal = _numbered(path, 40)
+    journaled = []
+    with pytest.raises(InputError, match="cannot be written \\(Input/output error\\)"):
+        write_label(path, "e3", True, pwrite=failing)
+    assert journaled == [True]  # the bytes to put back were on disk before the first one changed
+    assert path.read_bytes() == before + PAD and not journal.exists()
+
+
+KILLED_LABELLER = """
+import os, random, sys, time
+from pathlib import Path
+from judgekit.labels import write_label
+
+def slow(fd, data, offset):  # a slow disk: a write takes long enough for a kill to land in it
+    written = os.pwrite(fd, data[:64], offset)
+    time.sleep(0.001)
+    return written
+
+print("started", flush=True)
+while True:
+    i = random.randrange(300)
+    write_label(Path(sys.argv[1]), f"e{i}", i % 3 == 0, pwrite=slow)
+"""
+
+
+def _whole(path):
+    """The file's records, every line whole: the first 300 as written, each label applied or not,
+    then the appended ones in order (a record being appended right now is not counted)."""
+    lines = [line for line in path.read_bytes().split(b"\n")[:-1] if line.strip()]
+    records = [json.loads(line) for line in lines]  # a torn line fails here
+    assert [r["id"] for r in records[:300]] == [f"e{i}" for i in range(300)]
+    assert all(r["output"] == f"o{i}" and r.get("passed", i % 3 == 0) == (i % 3 == 0)
+               for i, r in enumerate(records[:300]))
+    assert [r["id"] for r in records[300:]] == [f"a{i}" for i in range(len(records) - 300)]
+    return records
+
+
+def test_a_labeller_killed_at_random_points_never_leaves_a_torn_record(tmp_path):
+    import random
+    import subprocess
+    import sys
+    import time
+
+    from judgekit.labels import recover
+
+    path = tmp_path / "s.jsonl"
+    _numbered(path, 300)
+    appender = _appending(path, 1000, "held")  # about three seconds of appends, one descriptor held
+    rounds, undone = 0, []
+    try:
+        while appender.poll() is None:
+            labeller = subprocess.Popen([sys.executable, "-c", KILLED_LABELLER, str(path)],
+                                        stdout=subprocess.PIPE, text=True)
+            assert labeller.stdout.readline() == "started\n"
+            time.sleep(random.uniform(0.02, 0.4))
+            labeller.kill()  # SIGKILL: no clean-up of any kind
+            labeller.wait()
+            undone.append(recover(path))  # what the next use of the file does first
+            _whole(path)
+            rounds += 1
+    finally:
+        appender.wait(60)
+    assert appender.returncode == 0
+    records = _whole(path)
+    assert len(records) == 300 + 1000  # every appended record, once, in order
+    assert rounds >= 5 and any(undone)  # and some kills did land mid-write
