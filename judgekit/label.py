@@ -8,7 +8,9 @@ writing each label back into the file it came from.
 
 Keys: p pass, f fail, s skip. Each label is written at once, in place, changing only that record:
 no record lost or reordered, nor any that another program appends meanwhile (see
-`judgekit.labels.write_label`).
+`judgekit.labels.write_label`). A label whose writing was cut off (the program writing it killed)
+is rolled back when the page starts or with the next label, and the page and the command say which
+one to give again.
 The server listens on 127.0.0.1 only; a write needs the page's session token, and a request from
 another origin or for another host name is refused.
 """
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
-from judgekit.labels import is_annotated, label_of, read_records, write_label
+from judgekit.labels import RolledBack, is_annotated, label_of, read_records, recover, write_label
 
 
 @dataclass
@@ -66,13 +68,15 @@ class Session:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     lock: threading.Lock = field(default_factory=threading.Lock)
     written: int = 0
+    rolled_back: list[RolledBack] = field(default_factory=list)  # labels cut off mid-write and undone
 
     def label(self, example_id: str, passed: bool) -> Item:
         item = next((i for i in self.items if i.id == example_id), None)
         if item is None:
             raise InputError.one(self.path, f"id {example_id}", "is not one of this page's examples")
         with self.lock:  # one write at a time: each reads the file as the last one left it
-            write_label(self.path, example_id, passed)
+            if (undone := write_label(self.path, example_id, passed)) is not None:
+                self.rolled_back.append(undone)
             item.label = passed
             self.written += 1
         return item
@@ -81,12 +85,14 @@ class Session:
 def labelling(path: Path, report_dir: Path | None = None, criterion: str | None = None,
               question: str = "") -> Session:
     """A session over the records of `path` that have no label yet."""
+    undone = recover(path)
     records = read_records(path)
     verdicts = _verdicts(report_dir, criterion)
     items = [Item(str(r["id"]), r.get("input") or None, str(r["output"]), r.get("context") or None,
                   None, *verdicts.get(str(r["id"]), (None, None)))
              for r in records if label_of(r) is None]
-    return Session(path, "label", question or "Does the reply meet the criterion?", items)
+    return Session(path, "label", question or "Does the reply meet the criterion?", items,
+                   rolled_back=[undone] if undone else [])
 
 
 def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Path) -> Session:
@@ -100,12 +106,13 @@ def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Pa
     if found is None:
         raise InputError.one(report_dir, criterion_id, "is not in this report; calibrate it first")
     path = find_set(sets_dir, criterion_id)
+    undone = recover(path)
     records = {str(r["id"]): r for r in read_records(path)}
     # Examples labelled by several annotators are fixed by editing their labels, not here.
     items = [Item(d.id, d.input, d.output or "", d.context, d.label, d.verdict, d.reason)
              for d in found.disagreements if d.id in records
              and not is_annotated(records[d.id])]
-    return Session(path, "review", criterion.question, items)
+    return Session(path, "review", criterion.question, items, rolled_back=[undone] if undone else [])
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -144,7 +151,7 @@ class _Handler(BaseHTTPRequestHandler):
             if s.mode == "label":  # blind: the judge's verdict is sent only once the person has labelled
                 items = [{**i, "verdict": None, "reason": None} for i in items]
             return self._json(HTTPStatus.OK, {"mode": s.mode, "question": s.question, "file": str(s.path),
-                                              "items": items})
+                                              "items": items, "notices": [str(r) for r in s.rolled_back]})
         return self._json(HTTPStatus.NOT_FOUND, {"error": "no such page"})
 
     def do_POST(self) -> None:
@@ -169,7 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, AttributeError, json.JSONDecodeError) as error:  # the file changed under the page
             return self._json(HTTPStatus.CONFLICT, {"error": f"{self.session.path} could not be updated: {error}; "
                                                              "reload the page"})
-        return self._json(HTTPStatus.OK, vars(item))
+        return self._json(HTTPStatus.OK, {**vars(item), "notices": [str(r) for r in self.session.rolled_back]})
 
 
 def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:

@@ -3,8 +3,8 @@ other programs may append to the same file: `write_label`, and the reading of re
 
 A label changes the file in place, so a write cut off part way (the process killed, the power cut)
 would leave old and new bytes mixed. Before it changes a byte, it saves the bytes it will overwrite
-in a journal beside the file (`.NAME.journal`); the next label written into the file (`recover`,
-which `write_label` calls first) puts them back if the write did not finish.
+in a journal beside the file (`.NAME.journal`); the next use of the file (`recover`, which
+`write_label` and the page call first) puts them back if the write did not finish.
 """
 
 from __future__ import annotations
@@ -346,7 +346,7 @@ def _write_journaled(path: Path, fd: int, entry: _Entry, pwrite: Callable[[int, 
 
 def recover(path: Path) -> RolledBack | None:
     """Undo a label write into `path` that was cut off part way (its journal says so); the label
-    undone, if one was. `write_label` calls it first."""
+    undone, if one was. `write_label` calls it first, and so does the page when it starts."""
     if not _journal(path).exists():
         return None  # the usual case: nothing to undo, and no lock file made beside a set only read
     try:

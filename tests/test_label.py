@@ -499,7 +499,7 @@ def _numbered(path, count):
 PAD = b"\n" * len(', "passed": true')  # the blank lines a label appends stay: readers skip them
 
 
-@pytest.mark.parametrize("via", ["recover", "write_label"])
+@pytest.mark.parametrize("via", ["recover", "write_label", "labelling"])
 def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended_records(tmp_path, via):
     import os
 
@@ -523,6 +523,10 @@ def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended
     assert journal.exists() and path.read_bytes() != restored  # torn: half of the new bytes written
     if via == "recover":
         undone = recover(path)
+    elif via == "labelling":
+        session = labelling(path)
+        [undone] = session.rolled_back
+        assert "e3" in [i.id for i in session.items]  # unlabelled again: offered for labelling
     else:
         undone = write_label(path, "e7", False)
         (tmp_path / "clean.jsonl").write_bytes(restored)  # what that label makes of the file restored
@@ -607,6 +611,59 @@ def test_a_disk_error_mid_write_is_rolled_back_at_once(tmp_path):
         write_label(path, "e3", True, pwrite=failing)
     assert journaled == [True]  # the bytes to put back were on disk before the first one changed
     assert path.read_bytes() == before + PAD and not journal.exists()
+
+
+def test_a_label_cut_off_while_the_page_runs_is_reported_with_the_next_label(tmp_path):
+    from judgekit.labels import write_label
+
+    path = tmp_path / "s.jsonl"
+    _numbered(path, 10)
+    session = labelling(path)
+    server = serve(session)
+    try:
+        with pytest.raises(Stopped):  # another program labelling the same file, killed mid-write
+            write_label(path, "e3", False, pwrite=_stopping_after(0.5))
+        request = urllib.request.Request(f"http://127.0.0.1:{server.server_port}/api/label", method="POST",
+                                         data=json.dumps({"id": "e5", "passed": True}).encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  "X-Judgekit-Token": session.token})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            notices = json.loads(response.read())["notices"]
+    finally:
+        server.shutdown()
+    assert len(notices) == 1 and "label fail of id e3" in notices[0] and "label it again" in notices[0]
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert [r.get("passed") for r in records[3:6]] == [None, None, True]
+
+
+def test_the_command_and_the_page_say_which_label_was_rolled_back(inbox, browser):
+    import signal
+    import subprocess
+    import sys
+
+    from judgekit.labels import write_label
+
+    path, _ = inbox
+    with pytest.raises(Stopped):
+        write_label(path, "u2", True, pwrite=_stopping_after(0.5))
+    command = subprocess.Popen([sys.executable, "-c", "from judgekit.cli import main; main()", "label", str(path),
+                                "--no-open"], stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [command.stdout.readline()]
+        while lines[-1] and not lines[-1].startswith("open "):  # until the page is served (or it stopped)
+            lines.append(command.stdout.readline())
+        assert len(lines) == 3
+        warning, count, url = lines
+        assert warning.startswith(f"warning: {path}: the label pass of id u2 was cut off")
+        assert warning.rstrip().endswith("rolled back; label it again")
+        assert count.startswith("3 example(s) to label")  # u2 among them again
+        browser.get(url.split()[1])
+        _wait(browser, "return document.getElementById('notice').textContent.length > 0")
+        assert browser.find_element("id", "notice").text == warning.removeprefix("warning: ").rstrip()
+        _screenshot(browser, "label-rolled-back.png")
+    finally:
+        command.send_signal(signal.SIGINT)
+        command.wait(10)
 
 
 KILLED_LABELLER = """
