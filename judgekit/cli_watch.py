@@ -237,6 +237,8 @@ def label(
     except OSError as error:
         typer.echo(f"error: --port {port}: {error.strerror}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
+    for undone in session.rolled_back:
+        typer.echo(f"warning: {undone}")
     url = f"http://127.0.0.1:{server.server_port}/"
     typer.echo(f"{len(session.items)} example(s) to {'review' if review else 'label'} in {session.path}\n"
                f"open {url} (Ctrl-C to stop)")

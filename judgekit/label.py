@@ -6,15 +6,17 @@ writing each label back into the file it came from.
 - Review: the disagreements of the latest report for one criterion, with the judge's verdict and
   reason; a key press fixes the label in the criterion's calibration set.
 
-Keys: p pass, f fail, s skip. Each label is written at once, atomically, changing only that
-record: no record lost, none reordered. The server listens on 127.0.0.1 only; a write needs the
-page's session token, and a request from another origin or for another host name is refused.
+Keys: p pass, f fail, s skip. Each label is written at once, in place, changing only that record:
+no record lost or reordered, nor any that another program appends meanwhile (see
+`judgekit.labels.write_label`). A label whose writing was cut off (the program writing it killed)
+is rolled back when the page starts or with the next label, and the page and the command say which
+one to give again.
+The server listens on 127.0.0.1 only; a write needs the page's session token, and a request from
+another origin or for another host name is refused.
 """
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import secrets
 import threading
@@ -25,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
-from judgekit.files import write_atomic
+from judgekit.labels import RolledBack, is_annotated, label_of, read_records, recover, write_label
 
 
 @dataclass
@@ -37,158 +39,6 @@ class Item:
     label: bool | None = None
     verdict: bool | None = None
     reason: str | None = None
-
-
-def _text(path: Path) -> str:
-    """The file's text exactly as stored (line endings kept; a byte-order mark dropped)."""
-    try:
-        with open(path, encoding="utf-8-sig", newline="") as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError.one(path, "", f"cannot be read ({error})") from None
-
-
-def _csv_rows(path: Path, text: str) -> tuple[list[str], list[tuple[int, int, list[str]]]]:
-    """A CSV's header and each row with the character span it occupies, so one row can be replaced."""
-    csv.field_size_limit(1 << 30)  # a long reply is one cell, not an error
-    header: list[str] = []
-    rows = []
-    position = 0
-    lines = _physical_lines(text)
-    reader = csv.reader(lines)
-    consumed = 0
-    try:
-        for row in reader:
-            start = position
-            while consumed < reader.line_num:
-                position += len(lines[consumed])
-                consumed += 1
-            if not header:
-                header = row
-                continue
-            rows.append((start, position, row))
-    except csv.Error as error:
-        raise InputError.one(path, f"line {reader.line_num}", f"cannot be read as CSV ({error})") from None
-    if len(set(header)) != len(header):
-        raise InputError.one(path, "header", "has the same column twice; rename one so no cell is lost")
-    if "id" not in header or "output" not in header:
-        raise InputError.one(path, "header", "needs columns id and output")
-    return header, rows
-
-
-def _physical_lines(text: str) -> list[str]:
-    """Lines ending at \n (a \r\n stays whole; U+2028 and the like do not end a line)."""
-    parts = text.split("\n")
-    lines = [part + "\n" for part in parts[:-1]]
-    return lines + ([parts[-1]] if parts[-1] else [])
-
-
-def _records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
-    """The file's records in order (from `text` when the caller has read it); ids unique as text."""
-    text = _text(path) if text is None else text
-    records: list[dict[str, Any]] = []
-    if path.suffix.lower() == ".jsonl":
-        for number, line in enumerate(text.split("\n"), start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as error:
-                raise InputError.one(path, f"line {number}", f"is not JSON: {error.msg}") from None
-            if not isinstance(record, dict) or "id" not in record or "output" not in record:
-                raise InputError.one(path, f"line {number}", "must be an object with id and output")
-            records.append(record)
-    elif path.suffix.lower() == ".csv":
-        header, rows = _csv_rows(path, text)
-        records = [dict(zip(header, row)) for _, _, row in rows]
-    else:
-        raise InputError.one(path, "", "labels are written back to .jsonl or .csv files; convert this one first")
-    seen: set[str] = set()
-    for record in records:
-        if str(record["id"]) in seen:
-            raise InputError.one(path, f"id {record['id']}", "appears twice; give every example its own id, so a "
-                                                             "label cannot land on the wrong one")
-        seen.add(str(record["id"]))
-    return records
-
-
-def _annotated(record: dict[str, Any]) -> bool:
-    """Labelled by several annotators (`labels`, or CSV `labels.<name>` cells that are filled)."""
-    return bool(record.get("labels")) or any(k.startswith("labels.") and record[k] not in (None, "") for k in record)
-
-
-def _label_of(record: dict[str, Any]) -> bool | None:
-    """The record's label as the set loader reads it; annotators' labels count as labelled."""
-    from judgekit.files import parse_bool
-
-    if _annotated(record):
-        return True  # labelled by annotators: not this page's to overwrite
-    value = parse_bool(record.get("passed"))
-    return value if isinstance(value, bool) else None
-
-
-class _Locked:
-    """An exclusive lock on a file beside `path`: two pages (or processes) labelling one file take
-    turns, each reading the file as the last one left it."""
-
-    def __init__(self, path: Path) -> None:
-        self.lock = path.with_name(f".{path.name}.lock")
-
-    def __enter__(self) -> None:
-        import fcntl
-
-        self.handle = open(self.lock, "a")
-        fcntl.flock(self.handle, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        import fcntl
-
-        fcntl.flock(self.handle, fcntl.LOCK_UN)
-        self.handle.close()
-
-
-def write_label(path: Path, example_id: str, passed: bool) -> None:
-    """Set one record's `passed`, leaving every other byte of the file as it was (a CSV without a
-    `passed` column gets one, in every row)."""
-    with _Locked(path):
-        text = _text(path)
-        bom = "\ufeff" if path.read_bytes()[:3] == b"\xef\xbb\xbf" else ""  # kept, as every other byte
-        records = _records(path, text)
-        record = next((r for r in records if str(r["id"]) == example_id), None)
-        if record is None:
-            raise InputError.one(path, f"id {example_id}", "no such record; was the file changed meanwhile?")
-        if _annotated(record):
-            raise InputError.one(path, f"id {example_id}", "is labelled by several annotators; edit its labels, "
-                                                          "not its majority")
-        if path.suffix.lower() == ".jsonl":
-            lines = text.split("\n")
-            for index, line in enumerate(lines):
-                if line.strip() and str(json.loads(line).get("id")) == example_id:
-                    changed = {**json.loads(line), "passed": passed}
-                    end = "\r" if line.endswith("\r") else ""
-                    lines[index] = json.dumps(changed, ensure_ascii=True) + end
-                    break
-            write_atomic(path, bom + "\n".join(lines))
-            return
-        header, rows = _csv_rows(path, text)
-        ending = "\r\n" if "\r\n" in text[: text.find("\n") + 1] else "\n"
-        if "passed" not in header:  # a new column: every row changes
-            out = io.StringIO()
-            writer = csv.writer(out, lineterminator=ending)
-            writer.writerow([*header, "passed"])
-            for _, _, row in rows:
-                value = ("true" if passed else "false") if dict(zip(header, row))["id"] == example_id else ""
-                writer.writerow([*row, value])
-            write_atomic(path, bom + out.getvalue())
-            return
-        for start, stop, row in rows:
-            if dict(zip(header, row))["id"] == example_id:
-                row = list(row) + [""] * (len(header) - len(row))
-                row[header.index("passed")] = "true" if passed else "false"
-                out = io.StringIO()
-                csv.writer(out, lineterminator=ending).writerow(row)
-                write_atomic(path, bom + text[:start] + out.getvalue() + text[stop:])
-                return
 
 
 def _verdicts(report_dir: Path | None, criterion: str | None) -> dict[str, tuple[bool | None, str | None]]:
@@ -218,13 +68,15 @@ class Session:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     lock: threading.Lock = field(default_factory=threading.Lock)
     written: int = 0
+    rolled_back: list[RolledBack] = field(default_factory=list)  # labels cut off mid-write and undone
 
     def label(self, example_id: str, passed: bool) -> Item:
         item = next((i for i in self.items if i.id == example_id), None)
         if item is None:
             raise InputError.one(self.path, f"id {example_id}", "is not one of this page's examples")
         with self.lock:  # one write at a time: each reads the file as the last one left it
-            write_label(self.path, example_id, passed)
+            if (undone := write_label(self.path, example_id, passed)) is not None:
+                self.rolled_back.append(undone)
             item.label = passed
             self.written += 1
         return item
@@ -233,12 +85,14 @@ class Session:
 def labelling(path: Path, report_dir: Path | None = None, criterion: str | None = None,
               question: str = "") -> Session:
     """A session over the records of `path` that have no label yet."""
-    records = _records(path)
+    undone = recover(path)
+    records = read_records(path)
     verdicts = _verdicts(report_dir, criterion)
     items = [Item(str(r["id"]), r.get("input") or None, str(r["output"]), r.get("context") or None,
                   None, *verdicts.get(str(r["id"]), (None, None)))
-             for r in records if _label_of(r) is None]
-    return Session(path, "label", question or "Does the reply meet the criterion?", items)
+             for r in records if label_of(r) is None]
+    return Session(path, "label", question or "Does the reply meet the criterion?", items,
+                   rolled_back=[undone] if undone else [])
 
 
 def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Path) -> Session:
@@ -252,12 +106,13 @@ def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Pa
     if found is None:
         raise InputError.one(report_dir, criterion_id, "is not in this report; calibrate it first")
     path = find_set(sets_dir, criterion_id)
-    records = {str(r["id"]): r for r in _records(path)}
+    undone = recover(path)
+    records = {str(r["id"]): r for r in read_records(path)}
     # Examples labelled by several annotators are fixed by editing their labels, not here.
     items = [Item(d.id, d.input, d.output or "", d.context, d.label, d.verdict, d.reason)
              for d in found.disagreements if d.id in records
-             and not _annotated(records[d.id])]
-    return Session(path, "review", criterion.question, items)
+             and not is_annotated(records[d.id])]
+    return Session(path, "review", criterion.question, items, rolled_back=[undone] if undone else [])
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -296,7 +151,7 @@ class _Handler(BaseHTTPRequestHandler):
             if s.mode == "label":  # blind: the judge's verdict is sent only once the person has labelled
                 items = [{**i, "verdict": None, "reason": None} for i in items]
             return self._json(HTTPStatus.OK, {"mode": s.mode, "question": s.question, "file": str(s.path),
-                                              "items": items})
+                                              "items": items, "notices": [str(r) for r in s.rolled_back]})
         return self._json(HTTPStatus.NOT_FOUND, {"error": "no such page"})
 
     def do_POST(self) -> None:
@@ -321,7 +176,7 @@ class _Handler(BaseHTTPRequestHandler):
         except (OSError, AttributeError, json.JSONDecodeError) as error:  # the file changed under the page
             return self._json(HTTPStatus.CONFLICT, {"error": f"{self.session.path} could not be updated: {error}; "
                                                              "reload the page"})
-        return self._json(HTTPStatus.OK, vars(item))
+        return self._json(HTTPStatus.OK, {**vars(item), "notices": [str(r) for r in self.session.rolled_back]})
 
 
 def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
@@ -334,73 +189,8 @@ def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
 
 
 def page(session: Session) -> str:
-    """The labelling page: one example at a time, keyboard first."""
-    return PAGE.replace("__TOKEN__", json.dumps(session.token))
+    """The labelling page (judgekit/label_page.html): one example at a time, keyboard first."""
+    from importlib.resources import files
 
-
-PAGE = """<!doctype html><html lang="en"><head><meta charset="utf-8"><title>judgekit label</title><style>
-body{font:16px/1.5 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
-header{background:#1d2330;color:#fff;padding:14px 24px}header b{font-size:18px}#progress{float:right;color:#c5cad3}
-main{max-width:900px;margin:18px auto;padding:0 18px}#question{font-size:18px;font-weight:600;margin:6px 0 14px}
-.field{background:#fff;border:1px solid #dde1e7;border-radius:8px;padding:12px 16px;margin:10px 0;white-space:pre-wrap}
-.field h4{margin:0 0 4px;font-size:12px;text-transform:uppercase;color:#6b7585}
-#judge{border-left:4px solid #3763c4}#keys{color:#4b5565;font-size:14px;margin-top:14px}
-kbd{background:#fff;border:1px solid #c9ced6;border-radius:4px;padding:1px 6px}
-#done{display:none;font-size:18px;margin-top:30px}#status{color:#8c1d1d;min-height:1.5em}</style></head><body>
-<header><b>judgekit</b> <span id="mode"></span><span id="progress"></span></header>
-<main><div id="question"></div><div id="card">
-<div class="field" id="input-box"><h4>input</h4><div id="input"></div></div>
-<div class="field" id="context-box"><h4>context</h4><div id="context"></div></div>
-<div class="field"><h4>reply</h4><div id="output"></div></div>
-<div class="field" id="label-box"><h4>the label</h4><div id="label"></div></div>
-<div class="field" id="judge" hidden><h4>the judge said</h4><div id="verdict"></div><div id="reason"></div></div>
-<div id="keys"><kbd>p</kbd> pass &nbsp; <kbd>f</kbd> fail &nbsp; <kbd>s</kbd> skip &nbsp; (after a label, any of them: next)</div>
-<div id="status"></div></div><div id="done">Every example here has been labelled or skipped.</div></main>
-<script>
-const TOKEN = __TOKEN__;
-let items = [], index = 0, mode = "label", revealed = false;
-const $ = id => document.getElementById(id);
-const word = v => v === null || v === undefined ? "abstained" : (v ? "pass" : "fail");
-function show() {
-  revealed = false;
-  if (index >= items.length) { $("card").style.display = "none"; $("done").style.display = "block";
-    $("progress").textContent = items.length + " / " + items.length; return; }
-  const it = items[index];
-  $("progress").textContent = (index + 1) + " / " + items.length + "  (" + it.id + ")";
-  for (const name of ["input", "context"]) { $(name + "-box").hidden = !it[name]; $(name).textContent = it[name] || ""; }
-  $("output").textContent = it.output;
-  $("label-box").hidden = mode !== "review"; $("label").textContent = word(it.label);
-  $("judge").hidden = mode !== "review";  // blind labelling: hidden until the person has labelled
-  $("verdict").textContent = word(it.verdict); $("reason").textContent = it.reason || "";
-  $("status").textContent = "";
-}
-async function label(passed) {
-  const it = items[index];
-  const response = await fetch("/api/label", {method: "POST", headers: {"Content-Type": "application/json",
-    "X-Judgekit-Token": TOKEN}, body: JSON.stringify({id: it.id, passed: passed})});
-  if (!response.ok) { $("status").textContent = (await response.json()).error; return; }
-  const answer = await response.json();
-  it.label = passed; $("label").textContent = word(passed); $("label-box").hidden = false;
-  if (mode === "label") {
-    $("verdict").textContent = answer.verdict === null ? "(not judged)" : word(answer.verdict);
-    $("reason").textContent = answer.reason || ""; $("judge").hidden = false; revealed = true;
-  } else { index += 1; show(); }
-}
-let busy = false;
-document.addEventListener("keydown", async event => {
-  // Only bare keys: Ctrl-F, Cmd-P and a held-down key never write a label.
-  if (index >= items.length || busy || event.ctrlKey || event.metaKey || event.altKey || event.repeat) return;
-  if (revealed) {  // the verdict is on screen: any key moves on, none labels an unseen example
-    if (["n", "p", "f", "s", "Enter", " "].includes(event.key)) { index += 1; show(); }
-    return;
-  }
-  if (event.key === "p" || event.key === "f") {
-    busy = true;
-    try { await label(event.key === "p"); } finally { busy = false; }
-  } else if (event.key === "s") { index += 1; show(); }
-});
-fetch("/api/items").then(r => r.json()).then(data => {
-  items = data.items; mode = data.mode; $("question").textContent = data.question;
-  $("mode").textContent = (mode === "review" ? "review disagreements — " : "label blind — ") + data.file; show();
-});
-</script></body></html>"""
+    html = files("judgekit").joinpath("label_page.html").read_text(encoding="utf-8")
+    return html.replace("__TOKEN__", json.dumps(session.token))

@@ -256,3 +256,471 @@ def test_an_empty_annotator_column_in_a_csv_does_not_block_a_label(tmp_path):
     assert [i.id for i in labelling(path).items] == ["a"]  # b is labelled by its annotator
     write_label(path, "a", True)
     assert path.read_text() == "id,output,passed,labels.ana\na,x,true,\nb,y,,false\n"
+
+
+# Other programs writing the set while labels are written. Each runs as a real process; the page
+# must lose none of their records and never write back a file it read half-written.
+
+APPENDER = """
+import os, sys, time
+path, count, held = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "held"
+fd = os.open(path, os.O_WRONLY | os.O_APPEND) if held else None  # a logger's one descriptor, or none
+print("started", flush=True)
+for i in range(count):
+    line = ('{"id": "a%d", "output": "appended %d"}\\n' % (i, i)).encode()
+    if held:
+        os.write(fd, line)
+    else:
+        with open(path, "ab") as handle:  # what `echo ... >> file` does: open, append, close
+            handle.write(line)
+    time.sleep(0.003)
+"""
+
+
+def _appending(path, count, mode):
+    import subprocess
+    import sys
+
+    process = subprocess.Popen([sys.executable, "-c", APPENDER, str(path), str(count), mode],
+                               stdout=subprocess.PIPE, text=True)
+    assert process.stdout.readline() == "started\n"
+    return process
+
+
+@pytest.mark.parametrize("mode, via", [("reopened", "function"), ("held", "page")])
+def test_records_appended_while_labels_are_written_are_all_kept(tmp_path, mode, via):
+    from judgekit.label import write_label
+
+    path = tmp_path / "inbox.jsonl"
+    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(200)))
+    session = labelling(path)
+    server = serve(session)
+    labelled = {}
+    appender = _appending(path, 600, mode)
+    try:
+        while appender.poll() is None or len(labelled) < 10:  # label for as long as it appends
+            i = len(labelled) % 200
+            if via == "page":
+                assert _post(server.server_port, {"id": f"e{i}", "passed": i % 3 == 0},
+                             {"X-Judgekit-Token": session.token}) == 200
+            else:
+                write_label(path, f"e{i}", i % 3 == 0)
+            labelled[f"e{i}"] = i % 3 == 0
+    finally:
+        server.shutdown()
+        appender.wait(60)
+    assert appender.returncode == 0 and len(labelled) >= 10
+    records = [json.loads(line) for line in path.read_text().split("\n") if line.strip()]
+    ids = [r["id"] for r in records]
+    assert ids[:200] == [f"e{i}" for i in range(200)]  # none reordered
+    assert ids[200:] == [f"a{i}" for i in range(600)]  # every appended record, once, in order
+    assert {r["id"]: r["passed"] for r in records if "passed" in r} == labelled  # every label
+    assert all(r["output"] == f"appended {r['id'][1:]}" for r in records[200:])
+
+
+REWRITER = """
+import fcntl, sys, time
+from pathlib import Path
+path = Path(sys.argv[1])
+lock = open(path.with_name("." + path.name + ".lock"), "a")
+for round in range(3):
+    # It reads and empties the file under judgekit's lock, so a label written before a round is in
+    # what the round writes back; the writing itself, in pieces with pauses, takes no lock.
+    fcntl.flock(lock, fcntl.LOCK_EX)
+    lines = path.read_bytes().splitlines(keepends=True)
+    handle = open(path, "wb")  # truncates in place: the same file, emptied, then filled again
+    fcntl.flock(lock, fcntl.LOCK_UN)
+    print("emptied", flush=True)
+    size = 40 if round % 2 == 0 else 17  # pieces of whole lines, then pieces that end mid-line
+    data = b"".join(lines)
+    pieces = ([b"".join(lines[i:i + size]) for i in range(0, len(lines), size)] if round % 2 == 0
+              else [data[i:i + 997] for i in range(0, len(data), 997)])
+    for piece in pieces:
+        handle.write(piece)
+        handle.flush()
+        time.sleep(0.005)  # well under write_label's pause: one longer cannot be told from the end
+    handle.close()
+    time.sleep(0.15)
+"""
+
+
+def test_a_file_rewritten_in_place_is_never_written_back_half_read(tmp_path):
+    import subprocess
+    import sys
+
+    from judgekit.errors import InputError
+    from judgekit.label import write_label
+
+    path = tmp_path / "set.jsonl"
+    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"reply {i} " + "x" * 20}) + "\n"
+                            for i in range(554)))
+    rewriter = subprocess.Popen([sys.executable, "-c", REWRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    assert rewriter.stdout.readline() == "emptied\n"
+    labelled, refused, i = {}, [], 0
+    try:
+        while rewriter.poll() is None:
+            try:
+                write_label(path, f"e{i}", i % 2 == 0)
+                labelled[f"e{i}"] = i % 2 == 0
+            except InputError as error:
+                refused.append(str(error))
+            i = (i + 7) % 554
+    finally:
+        rewriter.wait(60)
+    assert rewriter.returncode == 0 and len(labelled) + len(refused) >= 5
+    lines = [line for line in path.read_text().split("\n") if line.strip()]
+    records = [json.loads(line) for line in lines]  # every line whole
+    assert [r["id"] for r in records] == [f"e{i}" for i in range(554)]  # no line of its content lost
+    assert {r["id"]: r["passed"] for r in records if "passed" in r} == labelled  # every label written
+    # A label refused while the file kept changing says so, naming the file and what to do.
+    assert all(str(path) in message and "try again" in message for message in refused)
+
+
+def test_a_file_that_keeps_changing_is_refused_with_409_and_kept_whole(tmp_path):
+    import threading
+    import time
+
+    path = tmp_path / "set.jsonl"
+    content = "".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(300)).encode()
+    path.write_bytes(content)
+    session = labelling(path)
+    server = serve(session)
+    stop = threading.Event()
+
+    def rewrite():  # an editor saving in place, over and over, in two pieces
+        while not stop.is_set():
+            with open(path, "r+b") as handle:
+                handle.truncate(0)
+                handle.write(content[:5000])
+                handle.flush()
+                time.sleep(0.002)
+                handle.write(content[5000:])
+
+    writer = threading.Thread(target=rewrite)
+    writer.start()
+    try:
+        request = urllib.request.Request(f"http://127.0.0.1:{server.server_port}/api/label", method="POST",
+                                         data=json.dumps({"id": "e250", "passed": True}).encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  "X-Judgekit-Token": session.token})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=30)
+    finally:
+        stop.set()
+        writer.join()
+        server.shutdown()
+    assert refused.value.code == 409
+    message = json.loads(refused.value.read())["error"]
+    assert str(path) in message and "kept changing" in message and "try again" in message
+    assert path.read_bytes().rstrip(b"\n") == content.rstrip(b"\n")  # whole, unlabelled
+
+
+def test_a_file_moved_into_place_while_a_label_is_written_gets_the_label(tmp_path):
+    import os
+    import threading
+    import time
+
+    from judgekit.label import write_label
+
+    path = tmp_path / "s.jsonl"
+    content = "".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(50)).encode()
+    path.write_bytes(content)
+
+    def save_as_an_editor_does():  # once the label is on its way: a new file, renamed over the old one
+        deadline = time.monotonic() + 10
+        while path.stat().st_size == len(content) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        (tmp_path / "saved").write_bytes(content.replace(b'"o1"', b'"edited"'))
+        os.replace(tmp_path / "saved", path)
+
+    editor = threading.Thread(target=save_as_an_editor_does)
+    editor.start()
+    write_label(path, "e1", True)
+    editor.join()
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert records[1] == {"id": "e1", "output": "edited", "passed": True}  # in the file the path now names
+    assert len(records) == 50
+
+
+def test_a_label_that_shortens_its_record_pads_it_and_every_reader_still_loads_the_file(tmp_path):
+    import csv
+
+    from judgekit.label import write_label
+    from judgekit.sets import load_set
+
+    # The file never shrinks: its end may be an appender's, and cutting it could cut a record.
+    jsonl = tmp_path / "s.jsonl"
+    jsonl.write_text('{"id": "a", "output": "x", "passed": false}\n{"id": "b", "output": "y", "passed": true}\n')
+    write_label(jsonl, "a", True)
+    assert jsonl.read_text() == ('{"id": "a", "output": "x", "passed": true} \n'
+                                 '{"id": "b", "output": "y", "passed": true}\n')
+    assert [e.passed for e in load_set(jsonl, "x").examples] == [True, True]
+
+    minimal = tmp_path / "m.csv"
+    minimal.write_text("id,output,passed\na,x,false\nb,y,true\n")
+    write_label(minimal, "a", True)  # a quoted row is as long, and means the same
+    assert minimal.read_text() == 'id,output,passed\n"a","x","true"\nb,y,true\n'
+
+    quoted = tmp_path / "q.csv"
+    quoted.write_text('"id","output","passed"\n"a","x","false"\n"b","y",""\n')
+    write_label(quoted, "a", True)  # quoted throughout already: a blank line makes up the byte
+    assert quoted.read_text() == '"id","output","passed"\n"a","x","true"\n\n"b","y",""\n'
+    assert [i.id for i in labelling(quoted).items] == ["b"]
+    write_label(quoted, "b", False)
+    for path in (minimal, quoted):
+        rows = list(csv.DictReader(path.open(newline="")))
+        assert [(r["id"], r["passed"]) for r in rows] == [("a", "true"), ("b", "false" if path == quoted else "true")]
+        assert [e.passed for e in load_set(path, "x").examples] == [True, path != quoted]
+
+
+# A label cut off part way through its write (the writer killed, the power cut) is undone from its
+# journal by the next use of the file. Here a write is cut off by the `pwrite` write_label is given.
+
+class Stopped(Exception):
+    """The writer stopping mid-write, as a kill stops it: nothing of its own is cleaned up."""
+
+
+def _stopping_after(share):
+    """A pwrite that writes `share` of the bytes it is given, then stops."""
+    import os
+
+    def pwrite(fd, data, offset):
+        os.pwrite(fd, data[: int(len(data) * share)], offset)
+        raise Stopped
+
+    return pwrite
+
+
+def _numbered(path, count):
+    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(count)))
+    return path.read_bytes(), path.with_name(f".{path.name}.journal")
+
+
+PAD = b"\n" * len(', "passed": true')  # the blank lines a label appends stay: readers skip them
+
+
+@pytest.mark.parametrize("via", ["recover", "write_label", "labelling"])
+def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended_records(tmp_path, via):
+    import os
+
+    from judgekit.labels import read_records, recover, write_label
+
+    path = tmp_path / "s.jsonl"
+    _, journal = _numbered(path, 40)
+    appender = os.open(path, os.O_WRONLY | os.O_APPEND)  # another program's descriptor, held open
+    os.write(appender, b'{"id": "a0", "output": "before"}\n')
+    before = path.read_bytes()
+
+    def appended_then_stopped(fd, data, offset):  # a record appended while the label is written
+        os.write(appender, b'{"id": "a1", "output": "during"}\n')
+        _stopping_after(0.5)(fd, data, offset)
+
+    with pytest.raises(Stopped):
+        write_label(path, "e3", True, pwrite=appended_then_stopped)
+    os.write(appender, b'{"id": "a2", "output": "after"}\n')
+    os.close(appender)
+    restored = before + PAD + b'{"id": "a1", "output": "during"}\n{"id": "a2", "output": "after"}\n'
+    assert journal.exists() and path.read_bytes() != restored  # torn: half of the new bytes written
+    if via == "recover":
+        undone = recover(path)
+    elif via == "labelling":
+        session = labelling(path)
+        [undone] = session.rolled_back
+        assert "e3" in [i.id for i in session.items]  # unlabelled again: offered for labelling
+    else:
+        undone = write_label(path, "e7", False)
+        (tmp_path / "clean.jsonl").write_bytes(restored)  # what that label makes of the file restored
+        write_label(tmp_path / "clean.jsonl", "e7", False)
+        restored = (tmp_path / "clean.jsonl").read_bytes()
+    assert path.read_bytes() == restored and not journal.exists()
+    assert (undone.id, undone.passed) == ("e3", True)
+    assert str(path) in str(undone) and "rolled back; label it again" in str(undone)
+    assert [r["id"] for r in read_records(path)] == [f"e{i}" for i in range(40)] + ["a0", "a1", "a2"]
+
+
+def test_a_label_written_whole_before_its_writer_stopped_is_kept(tmp_path):
+    from judgekit.labels import recover, write_label
+
+    path = tmp_path / "s.jsonl"
+    _, journal = _numbered(path, 40)
+    with pytest.raises(Stopped):
+        write_label(path, "e3", True, pwrite=_stopping_after(1.0))  # every byte, then stopped
+    written = path.read_bytes()
+    assert journal.exists()  # it stopped before the journal was removed
+    assert recover(path) is None  # nothing undone, nothing to relabel
+    assert path.read_bytes() == written and not journal.exists()
+    assert json.loads(written.split(b"\n")[3])["passed"] is True
+
+
+@pytest.mark.parametrize("damage", ["cut short", "one byte changed"])
+def test_a_journal_cut_short_or_damaged_is_ignored_and_removed(tmp_path, damage):
+    from judgekit.labels import recover, write_label
+
+    path = tmp_path / "s.jsonl"
+    before, journal = _numbered(path, 40)
+    with pytest.raises(Stopped):
+        write_label(path, "e3", True, pwrite=_stopping_after(0))  # stopped before its first byte
+    assert path.read_bytes() == before + PAD
+    raw = bytearray(journal.read_bytes())
+    if damage == "cut short":  # as a writer killed while writing the journal leaves it
+        del raw[len(raw) // 2:]
+    else:  # one of the bytes saved to be put back, so applying it would write a wrong byte
+        raw[raw.index(b'"output": "o3"') + len('"output": "')] ^= 1
+    journal.write_bytes(bytes(raw))
+    assert recover(path) is None
+    assert path.read_bytes() == before + PAD and not journal.exists()
+    write_label(path, "e3", True)
+    assert json.loads(path.read_text().splitlines()[3])["passed"] is True
+
+
+def test_a_journal_that_no_longer_fits_the_file_is_not_applied(tmp_path):
+    from judgekit.errors import InputError
+    from judgekit.labels import write_label
+
+    path = tmp_path / "s.jsonl"
+    _, journal = _numbered(path, 40)
+    with pytest.raises(Stopped):
+        write_label(path, "e3", True, pwrite=_stopping_after(0.5))
+    _numbered(path, 30)  # since then, another program wrote the file anew
+    edited = path.read_bytes()
+    with pytest.raises(InputError) as refused:
+        write_label(path, "e5", True)
+    assert "id e3: a label written into this file was cut off" in str(refused.value)
+    assert f"delete {journal}" in str(refused.value)
+    assert path.read_bytes() == edited and journal.exists()  # nothing written over the new content
+    journal.unlink()
+    write_label(path, "e5", True)
+
+
+def test_a_disk_error_mid_write_is_rolled_back_at_once(tmp_path):
+    import errno
+    import os
+
+    from judgekit.errors import InputError
+    from judgekit.labels import write_label
+
+    def failing(fd, data, offset):  # the disk takes half, then refuses
+        journaled.append(journal.exists())
+        os.pwrite(fd, data[: len(data) // 2], offset)
+        raise OSError(errno.EIO, "Input/output error")
+
+    path = tmp_path / "s.jsonl"
+    before, journal = _numbered(path, 40)
+    journaled = []
+    with pytest.raises(InputError, match="cannot be written \\(Input/output error\\)"):
+        write_label(path, "e3", True, pwrite=failing)
+    assert journaled == [True]  # the bytes to put back were on disk before the first one changed
+    assert path.read_bytes() == before + PAD and not journal.exists()
+
+
+def test_a_label_cut_off_while_the_page_runs_is_reported_with_the_next_label(tmp_path):
+    from judgekit.labels import write_label
+
+    path = tmp_path / "s.jsonl"
+    _numbered(path, 10)
+    session = labelling(path)
+    server = serve(session)
+    try:
+        with pytest.raises(Stopped):  # another program labelling the same file, killed mid-write
+            write_label(path, "e3", False, pwrite=_stopping_after(0.5))
+        request = urllib.request.Request(f"http://127.0.0.1:{server.server_port}/api/label", method="POST",
+                                         data=json.dumps({"id": "e5", "passed": True}).encode(),
+                                         headers={"Content-Type": "application/json",
+                                                  "X-Judgekit-Token": session.token})
+        with urllib.request.urlopen(request, timeout=10) as response:
+            notices = json.loads(response.read())["notices"]
+    finally:
+        server.shutdown()
+    assert len(notices) == 1 and "label fail of id e3" in notices[0] and "label it again" in notices[0]
+    records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert [r.get("passed") for r in records[3:6]] == [None, None, True]
+
+
+def test_the_command_and_the_page_say_which_label_was_rolled_back(inbox, browser):
+    import signal
+    import subprocess
+    import sys
+
+    from judgekit.labels import write_label
+
+    path, _ = inbox
+    with pytest.raises(Stopped):
+        write_label(path, "u2", True, pwrite=_stopping_after(0.5))
+    command = subprocess.Popen([sys.executable, "-c", "from judgekit.cli import main; main()", "label", str(path),
+                                "--no-open"], stdout=subprocess.PIPE, text=True)
+    try:
+        lines = [command.stdout.readline()]
+        while lines[-1] and not lines[-1].startswith("open "):  # until the page is served (or it stopped)
+            lines.append(command.stdout.readline())
+        assert len(lines) == 3
+        warning, count, url = lines
+        assert warning.startswith(f"warning: {path}: the label pass of id u2 was cut off")
+        assert warning.rstrip().endswith("rolled back; label it again")
+        assert count.startswith("3 example(s) to label")  # u2 among them again
+        browser.get(url.split()[1])
+        _wait(browser, "return document.getElementById('notice').textContent.length > 0")
+        assert browser.find_element("id", "notice").text == warning.removeprefix("warning: ").rstrip()
+        _screenshot(browser, "label-rolled-back.png")
+    finally:
+        command.send_signal(signal.SIGINT)
+        command.wait(10)
+
+
+KILLED_LABELLER = """
+import os, random, sys, time
+from pathlib import Path
+from judgekit.labels import write_label
+
+def slow(fd, data, offset):  # a slow disk: a write takes long enough for a kill to land in it
+    written = os.pwrite(fd, data[:64], offset)
+    time.sleep(0.001)
+    return written
+
+print("started", flush=True)
+while True:
+    i = random.randrange(300)
+    write_label(Path(sys.argv[1]), f"e{i}", i % 3 == 0, pwrite=slow)
+"""
+
+
+def _whole(path):
+    """The file's records, every line whole: the first 300 as written, each label applied or not,
+    then the appended ones in order (a record being appended right now is not counted)."""
+    lines = [line for line in path.read_bytes().split(b"\n")[:-1] if line.strip()]
+    records = [json.loads(line) for line in lines]  # a torn line fails here
+    assert [r["id"] for r in records[:300]] == [f"e{i}" for i in range(300)]
+    assert all(r["output"] == f"o{i}" and r.get("passed", i % 3 == 0) == (i % 3 == 0)
+               for i, r in enumerate(records[:300]))
+    assert [r["id"] for r in records[300:]] == [f"a{i}" for i in range(len(records) - 300)]
+    return records
+
+
+def test_a_labeller_killed_at_random_points_never_leaves_a_torn_record(tmp_path):
+    import random
+    import subprocess
+    import sys
+    import time
+
+    from judgekit.labels import recover
+
+    path = tmp_path / "s.jsonl"
+    _numbered(path, 300)
+    appender = _appending(path, 1000, "held")  # about three seconds of appends, one descriptor held
+    rounds, undone = 0, []
+    try:
+        while appender.poll() is None:
+            labeller = subprocess.Popen([sys.executable, "-c", KILLED_LABELLER, str(path)],
+                                        stdout=subprocess.PIPE, text=True)
+            assert labeller.stdout.readline() == "started\n"
+            time.sleep(random.uniform(0.02, 0.4))
+            labeller.kill()  # SIGKILL: no clean-up of any kind
+            labeller.wait()
+            undone.append(recover(path))  # what the next use of the file does first
+            _whole(path)
+            rounds += 1
+    finally:
+        appender.wait(60)
+    assert appender.returncode == 0
+    records = _whole(path)
+    assert len(records) == 300 + 1000  # every appended record, once, in order
+    assert rounds >= 5 and any(undone)  # and some kills did land mid-write
