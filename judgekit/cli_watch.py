@@ -27,7 +27,7 @@ def history_(
     """List the calibration runs kept in the history, oldest first."""
     from judgekit.errors import JudgekitError
     from judgekit.history import History
-    from judgekit.report import fmt_number
+    from judgekit.report import fmt_number, printable
 
     try:
         with History.open(history, create=False) as db:
@@ -46,8 +46,9 @@ def history_(
                f"{'set':8}  {'n':>5}  {'TPR':>5}  {'TNR':>5}  {'kappa':>6}")
     for r in runs:
         m = r.metrics
-        typer.echo(f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {r.criterion[:24]:24}  {r.purpose:9}  "
-                   f"{(r.model or '-')[:24]:24}  {(r.prompt_sha or '-')[:8]:8}  {r.set_fingerprint[:8]:8}  {r.n:>5}  "
+        typer.echo(f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {printable(r.criterion)[:24]:24}  "
+                   f"{printable(r.purpose):9}  {printable(r.model or '-')[:24]:24}  "
+                   f"{printable(r.prompt_sha or '-')[:8]:8}  {printable(r.set_fingerprint)[:8]:8}  {r.n:>5}  "
                    f"{fmt_number(m.get('tpr'), 2):>5}  {fmt_number(m.get('tnr'), 2):>5}  "
                    f"{fmt_number(m.get('cohen_kappa'), 2):>6}")
     if not runs:
@@ -58,6 +59,7 @@ def _pairs(db, criteria: list[str], before: Optional[int], after: Optional[int])
     """The runs to compare: the two named, or per criterion its last run and the latest earlier
     run on the same calibration set; and a note for each criterion that has none."""
     from judgekit.errors import InputError
+    from judgekit.report import printable
 
     if (before is None) != (after is None):
         raise InputError.one("--before/--after", "", "give both run ids, or neither")
@@ -67,17 +69,18 @@ def _pairs(db, criteria: list[str], before: Optional[int], after: Optional[int])
     runs = db.runs()
     for name in criteria or sorted({r.criterion for r in runs}):
         mine = [r for r in runs if r.criterion == name]
+        shown = printable(name)  # a name from the history file or the command line, printed below
         if not mine:
-            raise InputError.one(db.path, name, "no run of this criterion in the history")
+            raise InputError.one(db.path, shown, "no run of this criterion in the history")
         last = mine[-1]
         earlier = [r for r in mine[:-1] if r.set_fingerprint == last.set_fingerprint]
         if earlier:
             pairs.append((earlier[-1], last))
         elif len(mine) > 1:
-            notes.append(f"{name}: skipped, its last run (run {last.id}) is the first on its calibration set as it "
+            notes.append(f"{shown}: skipped, its last run (run {last.id}) is the first on its calibration set as it "
                          f"is now; compare across sets with --before {mine[-2].id} --after {last.id}")
         else:
-            notes.append(f"{name}: skipped, it has a single run (run {last.id})")
+            notes.append(f"{shown}: skipped, it has a single run (run {last.id})")
     if not pairs:
         raise InputError.one(db.path, "", "nothing to compare: " + "; ".join(notes))
     return pairs, notes

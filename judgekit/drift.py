@@ -95,8 +95,9 @@ class Drift:
                             for k, (d, lo, hi) in self.changes.items()}}
 
     def lines(self) -> list[str]:
-        """What a person reads: the decision, why, the evidence, and the flipped examples."""
-        from judgekit.report import fmt_number
+        """What a person reads: the decision, why, the evidence, and the flipped examples; ids and
+        names from the files are escaped (`printable`), so none can drive the terminal."""
+        from judgekit.report import fmt_number, printable
 
         what = ", ".join(self.changed) if self.changed else "nothing (same judge, same set)"
         out = [f"{self.criterion}: run {self.before.id} ({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
@@ -118,7 +119,7 @@ class Drift:
             if ids:
                 out.append(f"  {label}: {', '.join(ids[:20])}" + (f" and {len(ids) - 20} more" if len(ids) > 20 else ""))
         out.append(f"drift: {self.status}")
-        return out
+        return [printable(line) for line in out]
 
     @property
     def flip_rate(self) -> float:

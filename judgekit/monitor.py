@@ -314,7 +314,8 @@ class Watch:
                 "windows": [one(w) for w in self.windows]}
 
     def lines(self) -> list[str]:
-        from judgekit.report import fmt_number
+        """What a person reads; criterion names from the file are escaped (`printable`)."""
+        from judgekit.report import fmt_number, printable
 
         out = [f"{self.rows} judged samples, windows of {self.policy.window}; alert when a window's pass rate is "
                f"below its last {self.policy.baseline_windows} windows' by more than {self.policy.max_drop:.2f} "
@@ -332,7 +333,7 @@ class Watch:
         alerts, latest = self.alerts, self.recent_alerts()
         out += ["", f"monitor: {len(alerts)} alert(s), {len(latest)} in a criterion's latest window" if alerts
                 else "monitor: no alert"]
-        return out
+        return [printable(line) for line in out]
 
     def plot(self, path: Path | str) -> None:
         """A PNG of each criterion's pass rate over time, with its interval; alerts in red."""

@@ -310,3 +310,32 @@ def test_drift_says_which_criteria_it_skipped(project, tmp_path):
     assert result.exit_code == 2
     assert "says-blocked: skipped, its last run (run 3) is the first on its calibration set" in result.output
     assert "--before 2 --after 3" in result.output
+
+
+def test_ids_and_models_from_the_history_cannot_drive_the_terminal(project, tmp_path):
+    """A history (or a set, or recorded verdicts) may hold any text: escape sequences, carriage
+    returns and bidirectional overrides are printed as escapes; other Unicode stays readable."""
+    import sqlite3
+
+    from judgekit.testing import FakeLLM
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(5, 5))
+    path = tmp_path / "h.sqlite"
+    for judge in (FakeLLM.scripted({"reply-p": True}, default=False), FakeLLM.scripted({}, default=False)):
+        record_history(calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j",
+                                         cache_dir=None), llm=judge), path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET criterion = 'café\x1b[31m-blocked', model = 'evil\x1b]0;owned\x07\r'")
+        db.execute("UPDATE verdicts SET example_id = example_id || '\x1b[2J\u202e日本'")
+    for command in (["drift", "--history", str(path)], ["history", "--history", str(path)]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code in (0, 1), result.output
+        assert not any(ch in result.output for ch in "\x1b\x07\r\u202e"), result.output
+        assert "café\\x1b[31m-blocked" in result.output
+    drift = CliRunner().invoke(app, ["drift", "--history", str(path)]).output
+    assert "pass->fail: p0\\x1b[2J\\u202e日本, p1\\x1b[2J\\u202e日本" in drift
+    listed = CliRunner().invoke(app, ["history", "--history", str(path)]).output
+    assert "evil\\x1b]0;owne" in listed  # the model column, cut at 24 characters after escaping
+    missing = CliRunner().invoke(app, ["drift", "--history", str(path), "-c", "nope\x1b[2J"])
+    assert missing.exit_code == 2 and "nope\\x1b[2J" in missing.output and "\x1b" not in missing.output

@@ -162,3 +162,11 @@ def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
     assert quiet.exit_code == 0 and "monitor: no alert" in quiet.output and "not in the calibration report" in quiet.output
     bad = CliRunner().invoke(app, ["monitor", str(samples), "--window", "often"])
     assert bad.exit_code == 2 and "often" in bad.output
+
+
+def test_criterion_names_from_the_file_cannot_drive_the_terminal(tmp_path):
+    rows = _rows(days=2, per_day=40, criterion="café\x1b]0;owned\x07") + _rows(days=2, per_day=40, criterion="日本\u202e")
+    result = CliRunner().invoke(app, ["monitor", str(_write(rows, tmp_path / "s.jsonl"))])
+    assert result.exit_code == 0, result.output
+    assert not any(ch in result.output for ch in "\x1b\x07\u202e")
+    assert "café\\x1b]0;owned\\x07" in result.output and "日本\\u202e" in result.output
