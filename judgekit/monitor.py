@@ -31,12 +31,11 @@ if TYPE_CHECKING:
 __all__ = ["MonitorPolicy", "read_counts", "watch", "drop_p_value"]
 CHUNK_ROWS = 1_000_000
 COLUMNS = ("timestamp", "criterion", "passed")
-_TRUE = ("true", "1", "pass", "passed", "yes", "1.0", "True", True, 1)
-_FALSE = ("false", "0", "fail", "failed", "no", "0.0", "False", False, 0)
-_NULL = ("", "null", "none", "nan", "None")
-_VERDICTS = {**{k: 1.0 for k in _TRUE}, **{k: 0.0 for k in _FALSE}}
 _EXPECTED = {"timestamp": "ISO 8601 text, or a column of numbers: epoch seconds, 1970 to 9999",
-             "passed": "true / false / null", "criterion": "a criterion id, as text"}
+             "passed": "true, false or null: a JSON boolean, not text or a number",
+             "criterion": "a criterion id, as text"}
+_EXPECTED_CSV = {**_EXPECTED, "passed": "a boolean cell as calibration sets take it (true / false, pass / fail, "
+                                        "yes / no, 1 / 0), or an empty cell for an abstention"}
 _MISSING = "\0missing"  # a JSON line without the key (never a value a file can hold: JSON text has no NUL)
 # Windows start on a Monday at 00:00 UTC (the epoch was a Thursday): 1970-01-05.
 ORIGIN = 4 * 86400
@@ -121,23 +120,32 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple["pd.DataFra
             first += len(lines)
 
 
-def _passed(column: "pd.Series") -> tuple["pd.Series", "pd.Series"]:
-    """The verdict column as 1.0 / 0.0 / NaN (abstained), and a mask of unreadable values."""
+def _passed(column: "pd.Series", text: bool) -> tuple["pd.Series", "pd.Series"]:
+    """The verdict column as 1.0 / 0.0 / NaN (abstained), and a mask of unreadable values. In a
+    CSV, the cells a calibration set takes (`parse_bool`) and the empty cell (an abstention); in
+    JSON Lines and Parquet, booleans and null only."""
+    import numpy as np
     import pandas as pd
 
-    if column.dtype == bool:
-        return column.astype(float), pd.Series(False, index=column.index)
-    try:
-        values = column.map(_VERDICTS).astype(float)  # most values are exact: true / false / 1 / 0 / null
-    except TypeError:  # an unhashable value (a list, an object): read every value as text below
-        values = pd.Series(float("nan"), index=column.index)
-    bad = pd.Series(False, index=column.index)
-    odd = values.isna() & column.notna()
-    if odd.any():  # "PASS ", "Yes", "null" and the like, and what is not a verdict at all
-        text = column[odd].astype(str).str.strip().str.lower()
-        values[odd] = text.map(_VERDICTS).astype(float)
-        bad[odd] = values[odd].isna() & ~text.isin(_NULL)
-    return values, bad
+    from judgekit.files import parse_bool
+
+    if pd.api.types.is_bool_dtype(column):  # bool, or pandas' nullable boolean
+        values = column.astype(float)
+        return values, pd.Series(False, index=column.index)
+    if text:
+        def cell(value: str) -> float | None:
+            read = parse_bool(value)
+            return float("nan") if value == "" else float(read) if isinstance(read, bool) else None
+
+        values = column.map({value: cell(value) for value in column.unique()}).astype(float)
+        return values, values.isna() & column.ne("")
+    if pd.api.types.is_numeric_dtype(column):  # 1 / 0 are not booleans; a null is NaN here
+        return pd.Series(float("nan"), index=column.index), column.notna()
+    kinds = column.map(type)
+    is_bool = kinds.isin((bool, np.bool_))
+    values = pd.Series(float("nan"), index=column.index)
+    values[is_bool] = column[is_bool].astype(float)
+    return values, ~is_bool & ~kinds.eq(type(None))
 
 
 def _timestamps(column: "pd.Series") -> "pd.Series":
@@ -189,7 +197,7 @@ def read_counts(path: Path | str, window: str) -> Counts:
                                                            "criterion, passed (and optionally trace_id)")
         absent = {c: chunk[c].eq(_MISSING) if lines is not None else None for c in COLUMNS}  # JSON Lines only
         seconds = _timestamps(chunk["timestamp"])
-        passed, bad_verdict = _passed(chunk["passed"])
+        passed, bad_verdict = _passed(chunk["passed"], text=path.suffix.lower() == ".csv")
         criterion = chunk["criterion"]
         bad_criterion = criterion.isna() | (criterion.astype(str).str.strip() == "")
         if criterion.dtype == object:  # JSON may hold a number, a list, an object: a criterion id is text
@@ -210,7 +218,8 @@ def read_counts(path: Path | str, window: str) -> Counts:
                 else:
                     value = chunk[what].iloc[index]
                     value = value.item() if hasattr(value, "item") else value  # numpy scalars shown as numbers
-                    message = f"{value!r} is not readable ({_EXPECTED[what]})"
+                    expected = _EXPECTED_CSV if path.suffix.lower() == ".csv" else _EXPECTED
+                    message = f"{value!r} is not readable ({expected[what]})"
                 problems.append(Problem(str(path), f"{unit} {where}: {what}", message))
             if int(bad.sum()) > 20:
                 problems.append(Problem(str(path), "", f"and {int(bad.sum()) - 20} more unreadable rows"))

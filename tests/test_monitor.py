@@ -170,3 +170,40 @@ def test_criterion_names_from_the_file_cannot_drive_the_terminal(tmp_path):
     assert result.exit_code == 0, result.output
     assert not any(ch in result.output for ch in "\x1b\x07\u202e")
     assert "café\\x1b]0;owned\\x07" in result.output and "日本\\u202e" in result.output
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_verdicts_are_booleans_or_null_as_in_calibration_sets(tmp_path, suffix):
+    rows = [{"timestamp": START.isoformat(), "criterion": "c", "passed": p} for p in (True, False, None, True)]
+    assert read_counts(_write(rows, tmp_path / f"ok{suffix}"), "1d").cells == {("c", int(START.timestamp())): [2, 1, 1]}
+    where = "line 1" if suffix == ".jsonl" else "row 0"
+    for values in (["yes", "no"], [1, 0], ["true", "false"], [1.0, 0.0]):  # a Parquet column has one type
+        bad = [{"timestamp": START.isoformat(), "criterion": "c", "passed": v} for v in values]
+        with pytest.raises(InputError) as error:
+            read_counts(_write(bad, tmp_path / f"bad{suffix}"), "1d")
+        assert f"{where}: passed: {values[0]!r} is not readable (true, false or null: a JSON boolean, not text " \
+               "or a number)" in str(error.value)
+    if suffix == ".jsonl":  # one odd value among booleans is named by its line
+        (tmp_path / "mixed.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows)
+                                              + json.dumps({**rows[0], "passed": "yes"}) + "\n")
+        with pytest.raises(InputError, match="mixed.jsonl:line 5: passed: 'yes' is not readable"):
+            read_counts(tmp_path / "mixed.jsonl", "1d")
+
+
+def test_csv_verdicts_are_the_cells_calibration_sets_take(tmp_path):
+    from judgekit.files import parse_bool
+
+    words = ["true", "False", " yes ", "no", "PASS", "failed", "1", "0", ""]
+    (tmp_path / "ok.csv").write_text("timestamp,criterion,passed\n" + "".join(
+        f"{START.isoformat()},c,{w}\n" for w in words))
+    counts = read_counts(tmp_path / "ok.csv", "1d")
+    passed = sum(1 for w in words if parse_bool(w) is True)
+    assert counts.cells == {("c", int(START.timestamp())): [passed, len(words) - 1 - passed, 1]}
+    for cell in ("maybe", "null", "nan", "1.0", "y"):
+        (tmp_path / "bad.csv").write_text(f"timestamp,criterion,passed\n{START.isoformat()},c,true\n"
+                                          f"{START.isoformat()},c,{cell}\n")
+        assert parse_bool(cell) == cell  # a calibration set would refuse it too
+        with pytest.raises(InputError) as error:
+            read_counts(tmp_path / "bad.csv", "1d")
+        assert f"bad.csv:data row 2: passed: '{cell}' is not readable (a boolean cell as calibration sets take it" \
+            in str(error.value)
