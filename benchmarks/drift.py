@@ -1,7 +1,7 @@
-"""Drift and monitoring decisions, by simulation: how often they alarm when something changed, and
-when nothing did.
+"""Drift decisions, by simulation: how often `judgekit drift` alarms when something changed, and
+when nothing did. (Monitoring alarms: benchmarks/monitor_alarms.py, summed exactly.)
 
-    python benchmarks/drift.py              # 2,000 simulated pairs of runs / windows per row
+    python benchmarks/drift.py              # 2,000 simulated pairs of runs per row
 
 1. `judgekit drift` on two runs of the same judge fingerprint over 200 labelled examples
    (half pass, judge TPR 0.90 / TNR 0.85), default policy (alpha 0.05, max_run_flip_rate 0.02):
@@ -15,8 +15,6 @@ when nothing did.
    kappa 0.84 -> 0.59 (accuracy 0.92 -> 0.795, LLMBar's GPT-4 -> ChatGPT). Beside the simulated
    share, the exact chance of DRIFT summed over every outcome, for the rule in use (one-sided
    exact McNemar at alpha) and for the earlier one (two-sided at alpha, and worse).
-3. `judgekit monitor` on one window of 200 verdicts against a baseline of 7 x 200: the rate
-   steady at 0.90, or dropped to 0.85 / 0.80 / 0.75 (default policy: max_drop 0.05, alpha 0.01).
 """
 
 from __future__ import annotations
@@ -30,8 +28,7 @@ import numpy as np
 
 from judgekit.drift import compare, mcnemar_exact, mcnemar_worse
 from judgekit.history import Run
-from judgekit.monitor import drop_p_value
-from judgekit.policy import DriftPolicy, MonitorPolicy
+from judgekit.policy import DriftPolicy
 
 
 def run(run_id: int, model: str = "m") -> Run:
@@ -100,15 +97,6 @@ def main() -> None:
         then = exact_drift(first, second, 100, lambda b, c: b > c and mcnemar_exact(b, c) < policy.alpha)
         print(f"| {name} | {share(hits, args.reps)} | {now:.4f} | {then:.4f} |")
 
-    monitor = MonitorPolicy()
-    print("\n| window rate (baseline 0.90, 7 x 200 verdicts; window 200) | alert share (± s.e.) |\n|---|---|")
-    for rate in (0.90, 0.85, 0.80, 0.75):
-        hits = 0
-        for _ in range(args.reps):
-            base = int(rng.binomial(1400, 0.90))
-            window = int(rng.binomial(200, rate))
-            hits += drop_p_value(window, 200, base, 1400, monitor.max_drop) < monitor.alpha
-        print(f"| {rate:.2f} | {share(hits, args.reps)} |")
     print(f"\n({args.reps} per row, seed {args.seed}, {time.perf_counter() - started:.0f} s)")
 
 

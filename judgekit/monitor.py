@@ -3,9 +3,10 @@ the judge, with alerts on significant drops against the earlier windows.
 
 The input (JSONL, CSV or Parquet; columns `timestamp`, `criterion`, `passed`, optional
 `trace_id`) is read in chunks and folded into counts per (criterion, window) at once, so memory
-is bounded by the number of windows, never by the number of rows. A window alerts when a
-Farrington-Manning score test finds its pass rate below the baseline (the pooled earlier
-windows) by more than `max_drop`, at level `alpha`: an alert on a rate, never on one verdict.
+is bounded by the number of windows, never by the number of rows. A window alerts when its pass
+rate is significantly below the baseline (the pooled earlier windows) by more than `max_drop`, at
+level `alpha` (judgekit.droptest: the score test, exact where the decision is close): an alert on
+a rate, never on one verdict.
 
 >>> round(drop_p_value(40, 100, 800, 1000, 0.05), 6)  # 40% against a baseline of 80%
 0.0
@@ -19,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from judgekit.droptest import drop_p_value, drop_test
 from judgekit.errors import InputError, Problem
 from judgekit.metrics import NAN, wilson
 from judgekit.policy import MonitorPolicy, parse_duration
@@ -236,33 +238,6 @@ def read_counts(path: Path | str, window: str) -> Counts:
     return counts
 
 
-def drop_p_value(window_passed: int, window_n: int, base_passed: int, base_n: int, max_drop: float) -> float:
-    """One-sided p-value of H0: window rate >= baseline rate - max_drop: the score test of a
-    difference of two independent proportions, variance at the restricted maximum-likelihood
-    rates (Farrington-Manning; the closed form of Miettinen and Nurminen, 1985)."""
-    from statistics import NormalDist
-
-    n1, n0, x1, x0, diff = window_n, base_n, window_passed, base_passed, -max_drop
-    p1, p0 = x1 / n1, x0 / n0
-    n, x = n1 + n0, x1 + x0
-    if diff == 0:
-        r0 = r1 = x / n
-    else:
-        t3 = n
-        t2 = (n1 + 2 * n0) * diff - n - x
-        t1 = (x0 * diff - n - 2 * x0) * diff + x
-        t0 = x0 * diff * (1 - diff)
-        q = (t2 / (3 * t3)) ** 3 - t1 * t2 / (6 * t3 ** 2) + t0 / (2 * t3)
-        root = math.copysign(math.sqrt(max(0.0, (t2 / (3 * t3)) ** 2 - t1 / (3 * t3))), q)
-        angle = (math.pi + math.acos(max(-1.0, min(1.0, q / root ** 3)))) / 3 if root else math.pi / 3
-        r0 = 2 * root * math.cos(angle) - t2 / (3 * t3)
-        r1 = r0 + diff
-    variance = r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0
-    if variance <= 0:
-        return 0.0 if p1 - p0 < diff else 1.0
-    return NormalDist().cdf((p1 - p0 - diff) / math.sqrt(variance))
-
-
 @dataclass(frozen=True)
 class Window:
     criterion: str
@@ -275,7 +250,7 @@ class Window:
     corrected_interval: tuple[float, float] | None
     baseline: float | None
     baseline_n: int
-    p_value: float | None
+    p_value: float | None  # exact (an upper bound) where the decision is close; the score test's elsewhere
     alert: bool
 
     @property
@@ -328,7 +303,7 @@ class Watch:
 
         out = [f"{self.rows} judged samples, windows of {self.policy.window}; alert when a window's pass rate is "
                f"below its last {self.policy.baseline_windows} windows' by more than {self.policy.max_drop:.2f} "
-               f"(score test, alpha {self.policy.alpha})"]
+               f"(score test, exact near alpha; alpha {self.policy.alpha})"]
         out += self.notes
         for name in sorted({w.criterion for w in self.windows}):
             out += ["", name, f"  {'window (UTC)':16}  {'n':>7}  {'rate':>5}  {'95%':>11}  {'corrected':>9}  "
@@ -401,8 +376,10 @@ def watch(counts: Counts, policy: MonitorPolicy, report: "Report | None" = None)
             base_passed, base_n = sum(p for p, _ in base), sum(n for _, n in base)
             p_value, alert = None, False
             if base_n and decided:
-                p_value = drop_p_value(passed, decided, base_passed, base_n, policy.max_drop)
-                alert = (p_value < policy.alpha and decided >= policy.min_samples and base_n >= policy.min_samples)
+                if decided >= policy.min_samples and base_n >= policy.min_samples:
+                    p_value, alert = drop_test(passed, decided, base_passed, base_n, policy.max_drop, policy.alpha)
+                else:  # shown, never acted on: the score test's p-value is enough
+                    p_value = drop_p_value(passed, decided, base_passed, base_n, policy.max_drop)
             windows.append(Window(name, datetime.fromtimestamp(start, timezone.utc), passed, failed, abstained,
                                   wilson(passed, decided), corrected, corrected_interval,
                                   base_passed / base_n if base_n else None, base_n, p_value, alert))
