@@ -15,6 +15,7 @@ import typer
 from judgekit.cli import EXIT_INPUT, EXIT_INTERRUPTED, _fail, app
 
 HISTORY = typer.Option(Path(".judgekit/history.sqlite"), "--history", help="Calibration history (SQLite).")
+REPORT = Path(".judgekit/reports/latest")
 CONFIG = typer.Option(None, "--config", help="Settings file (judgekit.yaml or pyproject.toml).")
 
 
@@ -184,8 +185,11 @@ def recheck(
 def monitor(
     file: Path = typer.Argument(..., help="Judged production samples: JSONL, CSV or Parquet with timestamp, "
                                           "criterion, passed and optionally trace_id."),
-    report: Path = typer.Option(Path(".judgekit/reports/latest"), help="Calibration report, for the rates "
-                                "corrected for each judge's TPR and TNR."),
+    report: Optional[Path] = typer.Option(None, help="Calibration report, for the rates corrected for each judge's "
+                                          f"TPR and TNR [default: {REPORT} when there is one]."),
+    criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files: the report corrects a "
+                                  "criterion's rates only where the gate passes it."),
+    sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets (as for the gate)."),
     window: Optional[str] = typer.Option(None, help="Window width, like 1d, 6h or 1w (default: the policy's)."),
     config: Optional[Path] = CONFIG,
     as_json: bool = typer.Option(False, "--json", help="Every window and alert as JSON."),
@@ -193,9 +197,10 @@ def monitor(
     recent: int = typer.Option(1, min=1, help="Exit 1 when one of each criterion's last N windows alerts "
                                "(older alerts are listed, not acted on)."),
 ) -> None:
-    """Pass rate per criterion per window, corrected for the judge, alerting on significant drops
-    against the earlier windows. Exit 0 no recent alert, 1 an alert in the last --recent windows, 2 bad input."""
-    from judgekit.errors import JudgekitError
+    """Pass rate per criterion per window, corrected for the judge where the gate passes its
+    calibration, alerting on significant drops against the earlier windows. Exit 0 no recent
+    alert, 1 an alert in the last --recent windows, 2 bad input."""
+    from judgekit.errors import InputError, JudgekitError
     from judgekit.monitor import MonitorPolicy, read_counts, watch
     from judgekit.policy import load_settings
     from judgekit.report import Report
@@ -211,7 +216,24 @@ def monitor(
                 typer.echo(f"error: --window: {error}", err=True)
                 raise typer.Exit(EXIT_INPUT) from None
             policy = policy.model_copy(update={"window": window})
-        result = watch(read_counts(file, policy.window), policy, Report.read_if_any(report))
+        if report is not None and not Report.locate(report).is_file():
+            raise InputError.one(report, "--report", "no calibration report here; give the folder (or its "
+                                 "report.json) that `judgekit calibrate` wrote, or leave --report out for raw rates")
+        counts = read_counts(file, policy.window)
+        calibration, gate, notes = Report.read_if_any(report or REPORT), None, []
+        if calibration is None:
+            notes.append(f"no calibration report at {REPORT}: rates are not corrected for the judge")
+        else:
+            try:  # a report is trusted where the gate passes it, against the criteria and sets on disk
+                from judgekit.gate import Gate
+
+                gate = Gate.from_project(criteria, sets, config).check(calibration)
+            except InputError as error:
+                more = f" (and {len(error.problems) - 1} more problems)" if len(error.problems) > 1 else ""
+                notes.append(f"warning: raw rates only: the calibration report cannot be checked against {criteria} "
+                             f"and {sets}: {error.problems[0]}{more}")
+                calibration = None
+        result = watch(counts, policy, calibration, gate, notes)
         if plot is not None:
             result.plot(plot)
     except JudgekitError as error:

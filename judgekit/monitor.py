@@ -28,6 +28,7 @@ from judgekit.policy import MonitorPolicy, parse_duration
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judgekit.gate import GateResult
     from judgekit.report import Report
 
 __all__ = ["MonitorPolicy", "read_counts", "watch", "drop_p_value"]
@@ -350,15 +351,27 @@ class Watch:
             plt.close(figure)
 
 
-def watch(counts: Counts, policy: MonitorPolicy, report: "Report | None" = None) -> Watch:
-    """Rates, intervals, corrected rates and alerts for every (criterion, window) in `counts`."""
+def watch(counts: Counts, policy: MonitorPolicy, report: "Report | None" = None, gate: "GateResult | None" = None,
+          notes: list[str] | None = None) -> Watch:
+    """Rates, intervals, corrected rates and alerts for every (criterion, window) in `counts`.
+
+    A criterion's rates are corrected with the report's TPR and TNR only when `gate` (the gate's
+    decisions on that report: `Gate.from_project(...).check(report)`) passes it; a report the gate
+    blocks (stale, too little evidence) is not trusted, and the rates are shown raw with the reason.
+    """
     from judgekit.estimates import corrected_pass_rate
 
-    windows, notes = [], []
+    windows, notes = [], list(notes or [])
     for name in sorted({criterion for criterion, _ in counts.cells}):
         calibrated = report.criterion(name) if report else None
-        if calibrated is None:
+        decision = gate.decision(name) if gate else None
+        if report is not None and calibrated is None:
             notes.append(f"{name}: not in the calibration report; rates are not corrected for the judge")
+        elif calibrated is not None and (decision is None or decision.status != "PASS"):
+            why = (f"the gate says {decision.status}: {decision.summary}" if decision else
+                   "no gate decision on it (no criterion file of that id to check the report against)")
+            notes.append(f"warning: {name}: raw rates only, its calibration is not trusted: {why}")
+            calibrated = None
         history: list[tuple[int, int]] = []  # (passed, decided) of the earlier windows
         for start in sorted(s for c, s in counts.cells if c == name):
             passed, failed, abstained = counts.cells[(name, start)]

@@ -153,7 +153,9 @@ def test_unreadable_rows_are_named_by_line_and_field(tmp_path):
 def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
     from judgekit.pipeline import Options, calibrate
 
-    # A judge that fails 3 of 33 known-good replies and passes no known-bad one: rates get corrected upward.
+    # A judge that fails 3 of 33 known-good replies and passes no known-bad one: rates get corrected upward
+    # (the gate, on point estimates here, passes it: a report corrects only what the gate passes).
+    (tmp_path / "judgekit.yaml").write_text("gate: {use_lower_bound: false}\n")
     project.criterion({"id": "card", "question": "Blocked?"})
     project.jsonl("card", [{"id": f"g{i}", "output": f"reply-p{i}", "passed": True} for i in range(30)]
                   + [{"id": f"b{i}", "output": f"reply-f{i}", "passed": i < 3} for i in range(30)])
@@ -181,9 +183,55 @@ def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
 
     assert matplotlib.image.imread(tmp_path / "rate.png").shape[:2] == (450, 1000)
     quiet = CliRunner().invoke(app, ["monitor", str(_write(_rows(), tmp_path / "ok.csv")), "--window", "2d"])
-    assert quiet.exit_code == 0 and "monitor: no alert" in quiet.output and "not in the calibration report" in quiet.output
+    assert quiet.exit_code == 0 and "monitor: no alert" in quiet.output
+    assert "no calibration report at .judgekit/reports/latest: rates are not corrected" in quiet.output
+    other = _write(_rows(days=2, criterion="other"), tmp_path / "other.jsonl")
+    missing = CliRunner().invoke(app, ["monitor", str(other), "--report", str(tmp_path / "report")])
+    assert missing.exit_code == 0 and "other: not in the calibration report; rates are not corrected" in missing.output
     bad = CliRunner().invoke(app, ["monitor", str(samples), "--window", "often"])
     assert bad.exit_code == 2 and "often" in bad.output
+
+
+def test_a_report_the_gate_blocks_corrects_nothing_and_says_why(tmp_path, project):
+    """Corrected 1.00 while the raw rate fell from 0.91 to 0.79: a stale report must not correct."""
+    from judgekit.pipeline import Options, calibrate
+    from judgekit.testing import FakeLLM
+
+    project.criterion({"id": "card", "question": "Blocked?"})
+    project.jsonl("card", [{"id": f"g{i}", "output": f"reply-p{i}", "passed": True} for i in range(60)]
+                  + [{"id": f"b{i}", "output": f"reply-f{i}", "passed": False} for i in range(60)])
+    calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
+              llm=FakeLLM.scripted({"reply-p": True}, default=False)).write(tmp_path / "report")
+    samples = _write(_rows(drop_on=11, rate=0.91, dropped=0.79), tmp_path / "s.jsonl")
+    command = ["monitor", str(samples), "--report", str(tmp_path / "report"), "--json"]
+    trusted = json.loads(CliRunner().invoke(app, command).output)
+    assert all(w["corrected"] is not None for w in trusted["windows"]) and trusted["notes"] == []
+
+    project.criterion({"id": "card", "question": "Blocked, and said so?"})  # the judge changed since
+    stale = CliRunner().invoke(app, command)
+    assert stale.exit_code == 1, stale.output  # the drop still alerts, on the raw rates
+    data = json.loads(stale.output)
+    assert all(w["corrected"] is None and w["corrected_interval"] is None for w in data["windows"])
+    assert data["notes"] == ["warning: card: raw rates only, its calibration is not trusted: the gate says FAIL: the "
+                             "criterion's judge (prompt, model or parameters) changed since it was calibrated; run "
+                             "`judgekit calibrate` again"]
+    text = CliRunner().invoke(app, command[:-1]).output
+    assert "warning: card: raw rates only" in text and "changed since it was calibrated" in text
+
+    unreadable = CliRunner().invoke(app, [*command, "--criteria", str(tmp_path / "nowhere")])
+    data = json.loads(unreadable.output)
+    assert all(w["corrected"] is None for w in data["windows"])
+    assert data["notes"][0].startswith(f"warning: raw rates only: the calibration report cannot be checked against "
+                                       f"{tmp_path / 'nowhere'} and calibration_sets:")
+
+
+def test_an_explicit_report_that_is_not_there_is_refused(tmp_path):
+    samples = _write(_rows(days=2), tmp_path / "s.jsonl")
+    result = CliRunner().invoke(app, ["monitor", str(samples), "--report", "/nonexistent"])
+    assert result.exit_code == 2
+    assert "/nonexistent:--report: no calibration report here; give the folder (or its report.json) that " \
+           "`judgekit calibrate` wrote, or leave --report out for raw rates" in result.output
+    assert CliRunner().invoke(app, ["monitor", str(samples)]).exit_code == 0  # the default, absent, is fine
 
 
 def test_criterion_names_from_the_file_cannot_drive_the_terminal(tmp_path):
