@@ -16,7 +16,9 @@ the true one:
 - The baseline rate is unknown: the p-value is the largest chance over a Clopper-Pearson
   interval for it at level `alpha / 50`, plus `alpha / 50` (Berger and Boos, 1994). Cells of
   the interval are halved until the bound decides at `alpha`.
-- Outcomes too unlikely to enumerate (beyond 1e-10 in either tail) count as extreme.
+- Outcomes too unlikely to enumerate (beyond 1e-10 in either tail) count as extreme, except
+  those whose baseline count is so low that the window's rate + max_drop is above the baseline's
+  (their statistic is positive, and the p-value is only asked of negative ones).
 
 So `P(alert) <= alpha` under H0; benchmarks/monitor_alarms.py sums it exactly over outcomes.
 
@@ -36,7 +38,8 @@ from typing import Any, Iterator
 EXACT_BELOW = 10  # the exact p-value is computed where the score test's is below 10 x alpha
 NUISANCE = 1 / 50  # share of alpha spent on the interval for the baseline rate
 _TAIL = 1e-10  # outcomes beyond this tail of either count are not enumerated (they count as extreme)
-_CELLS = 64
+_CELLS = 64  # cells of the baseline rate's interval at first; at most _MAX_CELLS after halving
+_MAX_CELLS = 4096
 _CHUNK = 1 << 21  # outcomes scored at once (bounds memory on very large windows)
 
 
@@ -180,7 +183,8 @@ class _Exact:
 
     def p_value(self, z: float, rounds: int = 30) -> float:
         """An upper bound of the exact p-value of an outcome whose score statistic is `z`; the cells
-        that could hold the largest chance are halved until the bound decides at alpha."""
+        that could hold the largest chance are halved until the bound decides at alpha (or, rarely,
+        until there are too many: the bound, above alpha, then stands)."""
         import numpy as np
 
         if not z < 0:
@@ -192,6 +196,8 @@ class _Exact:
             if upper.max() + self.spent <= self.alpha or lower.max() + self.spent > self.alpha:
                 break
             split = upper + self.spent > self.alpha
+            if len(a) + split.sum() > _MAX_CELLS:  # undecided: no alert (the bound stays above alpha)
+                break
             middle = (a[split] + b[split]) / 2
             new_a, new_b = np.concatenate([a[split], middle]), np.concatenate([middle, b[split]])
             new_upper, new_lower = self._bounds(self._tables(new_a, new_b), first)
