@@ -2,8 +2,8 @@
 a window alerts when its pass rate dropped by exactly `max_drop` (the most the policy tolerates:
 every alert is a false alarm, so this is the test's size) and when it dropped by more (power).
 
-    python benchmarks/monitor_alarms.py                  # windows of 30 and 200 (about 2 minutes)
-    python benchmarks/monitor_alarms.py --windows 1000   # three baseline rates (about 5 minutes)
+    python benchmarks/monitor_alarms.py                  # windows of 30 and 200 (about a minute)
+    python benchmarks/monitor_alarms.py --windows 1000   # three baseline rates (about 7 minutes)
 
 One window of n verdicts against a baseline of 7 x n (default policy: max_drop 0.05, alpha 0.01,
 min_samples 30); window and baseline verdicts independent, each a pass with its rate. For each
