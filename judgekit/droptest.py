@@ -40,7 +40,7 @@ NUISANCE = 1 / 50  # share of alpha spent on the interval for the baseline rate
 _TAIL = 1e-10  # outcomes beyond this tail of either count are not enumerated (they count as extreme)
 _CELLS = 64  # cells of the baseline rate's interval at first; at most _MAX_CELLS after halving
 _MAX_CELLS = 4096
-_CHUNK = 1 << 21  # outcomes scored at once (bounds memory on very large windows)
+_CHUNK = 1 << 22  # outcomes kept at most (about 32 MB); beyond, they are scored again for each p-value
 
 
 def score_z(window_passed: Any, window_n: int, base_passed: Any, base_n: int, max_drop: float) -> Any:
@@ -127,15 +127,20 @@ class _Exact:
         self.tables = self._tables(*self.cells)
 
     def _hull(self) -> Iterator[tuple[slice, Any]]:
-        """The monotone statistic on the enumerated outcomes, in chunks of rows from the top."""
+        """The monotone statistic on the enumerated outcomes where it is negative (+inf where it is
+        not: the p-value is asked only of negative statistics), in chunks of rows from the top."""
         import numpy as np
 
         cols = np.arange(self.L, self.U + 1)
-        step = max(1, _CHUNK // len(cols))
+        step = max(1, min(64, _CHUNK // len(cols)))
         above = np.full(len(cols), np.inf)
         for stop in range(len(self.rows), 0, -step):
             start = max(0, stop - step)
-            z = score_z(self.rows[start:stop, None], self.n1, cols[None, :], self.n0, self.drop)
+            rows = self.rows[start:stop]
+            # Left of this column, every row here has window rate + max_drop >= baseline rate: z >= 0.
+            first = min(len(cols), max(0, math.floor(self.n0 * (rows[0] / self.n1 + self.drop)) - 1 - self.L))
+            z = np.full((len(rows), len(cols)), np.inf)
+            z[:, first:] = score_z(rows[:, None], self.n1, cols[None, first:], self.n0, self.drop)
             z = np.minimum.accumulate(z, axis=1)  # the least over fewer baseline passes
             z = np.minimum.accumulate(np.vstack([above, z[::-1]]), axis=0)[1:][::-1]  # ... and more window passes
             above = z[0]
