@@ -1,7 +1,7 @@
-"""Drift and monitoring decisions, by simulation: how often they alarm when something changed, and
-when nothing did.
+"""Drift decisions, by simulation: how often `judgekit drift` alarms when something changed, and
+when nothing did. (Monitoring alarms: benchmarks/monitor_alarms.py, summed exactly.)
 
-    python benchmarks/drift.py              # 2,000 simulated pairs of runs / windows per row
+    python benchmarks/drift.py              # 2,000 simulated pairs of runs per row
 
 1. `judgekit drift` on two runs of the same judge fingerprint over 200 labelled examples
    (half pass, judge TPR 0.90 / TNR 0.85), default policy (alpha 0.05, max_run_flip_rate 0.02):
@@ -9,8 +9,12 @@ when nothing did.
    the judge's own noise: each run's verdict of an example departs from the judge's usual one
    with probability q, independently in each run, q = 0 or q such that an example flips between
    the two runs with probability 2q(1 - q) = 0.02, the most the policy allows.
-2. `judgekit monitor` on one window of 200 verdicts against a baseline of 7 x 200: the rate
-   steady at 0.90, or dropped to 0.85 / 0.80 / 0.75 (default policy: max_drop 0.05, alpha 0.01).
+2. `judgekit drift` on two runs of *different* fingerprints (a model swap) over 100 labelled
+   examples (half pass), each run right with its own probability, errors independent between
+   the runs: equal accuracy (agreement did not change: every DRIFT is a false alarm), and
+   kappa 0.84 -> 0.59 (accuracy 0.92 -> 0.795, LLMBar's GPT-4 -> ChatGPT). Beside the simulated
+   share, the exact chance of DRIFT summed over every outcome, for the rule in use (one-sided
+   exact McNemar at alpha) and for the earlier one (two-sided at alpha, and worse).
 """
 
 from __future__ import annotations
@@ -22,14 +26,13 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from judgekit.drift import compare
+from judgekit.drift import compare, mcnemar_exact, mcnemar_worse
 from judgekit.history import Run
-from judgekit.monitor import drop_p_value
-from judgekit.policy import DriftPolicy, MonitorPolicy
+from judgekit.policy import DriftPolicy
 
 
-def run(run_id: int) -> Run:
-    return Run(run_id, "c", datetime(2026, 11, run_id, tzinfo=timezone.utc), "calibrate", "f", "m", "p", {}, "s",
+def run(run_id: int, model: str = "m") -> Run:
+    return Run(run_id, "c", datetime(2026, 11, run_id, tzinfo=timezone.utc), "calibrate", "f", model, "p", {}, "s",
                None, "live", 200, 0, {})
 
 
@@ -40,6 +43,16 @@ def outcomes(labels, verdicts):
 def share(hits: int, reps: int) -> str:
     p = hits / reps
     return f"{p:.3f} ± {math.sqrt(p * (1 - p) / reps):.3f}"
+
+
+def exact_drift(first: float, second: float, n: int, rule) -> float:
+    """The chance that `rule(right->wrong, wrong->right)` holds, summed over every outcome of n
+    examples whose errors are independent between the runs (a trinomial)."""
+    from scipy.stats import multinomial
+
+    b_rate, c_rate = first * (1 - second), (1 - first) * second
+    return sum(multinomial.pmf([b, c, n - b - c], n, [b_rate, c_rate, 1 - b_rate - c_rate])
+               for b in range(n + 1) for c in range(n + 1 - b) if rule(b, c))
 
 
 def main() -> None:
@@ -67,15 +80,23 @@ def main() -> None:
             hits += compare(run(1), run(2), outcomes(labels, verdicts), outcomes(labels, after), policy).status == "DRIFT"
         print(f"| {name} | {share(hits, args.reps)} |")
 
-    monitor = MonitorPolicy()
-    print("\n| window rate (baseline 0.90, 7 x 200 verdicts; window 200) | alert share (± s.e.) |\n|---|---|")
-    for rate in (0.90, 0.85, 0.80, 0.75):
+    print("\n| model swapped, accuracy before -> after (100 examples) | DRIFT share (± s.e.) | exact, one-sided "
+          "at alpha (in use) | exact, two-sided at alpha and worse (before) |\n|---|---|---|---|")
+    for name, first, second in (("0.92 -> 0.92 (kappa 0.84, unchanged)", 0.92, 0.92),
+                                ("0.80 -> 0.80 (unchanged)", 0.80, 0.80),
+                                ("0.50 -> 0.50 (unchanged, chance)", 0.50, 0.50),
+                                ("0.92 -> 0.795 (kappa 0.84 -> 0.59)", 0.92, 0.795)):
         hits = 0
         for _ in range(args.reps):
-            base = int(rng.binomial(1400, 0.90))
-            window = int(rng.binomial(200, rate))
-            hits += drop_p_value(window, 200, base, 1400, monitor.max_drop) < monitor.alpha
-        print(f"| {rate:.2f} | {share(hits, args.reps)} |")
+            labels = rng.random(100) < 0.5
+            before = np.where(rng.random(100) < first, labels, ~labels)
+            after = np.where(rng.random(100) < second, labels, ~labels)
+            hits += compare(run(1), run(2, model="other"), outcomes(labels, before), outcomes(labels, after),
+                            policy).status == "DRIFT"
+        now = exact_drift(first, second, 100, lambda b, c: mcnemar_worse(b, c) < policy.alpha)
+        then = exact_drift(first, second, 100, lambda b, c: b > c and mcnemar_exact(b, c) < policy.alpha)
+        print(f"| {name} | {share(hits, args.reps)} | {now:.4f} | {then:.4f} |")
+
     print(f"\n({args.reps} per row, seed {args.seed}, {time.perf_counter() - started:.0f} s)")
 
 

@@ -72,7 +72,8 @@ finally:
 def measure(path: Path) -> tuple[float, float, dict]:
     """Wall time and peak RSS (MiB) of one `judgekit monitor` process, and its JSON output."""
     started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-c", CHILD, "monitor", str(path), "--json", "--report", "/nonexistent"],
+    # In the data's folder: no calibration report there, so the rates are not corrected.
+    result = subprocess.run([sys.executable, "-c", CHILD, "monitor", str(path), "--json"], cwd=path.parent,
                             capture_output=True, text=True)
     elapsed = time.perf_counter() - started
     if result.returncode not in (0, 1):

@@ -52,7 +52,7 @@ def calibrate(
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
     plain_answers: bool = typer.Option(False, "--plain-answers", help="Do not ask the provider for structured output."),
     stop_early: bool = typer.Option(False, "--stop-early", help="Judge in seeded random order and stop each "
-                                    "criterion once its gate decision is settled (valid however often it looks)."),
+                                    "criterion once the gate's decision on its whole set can no longer change."),
     gate: bool = typer.Option(False, "--gate", help="Gate the new report too; exit as `judgekit gate` does."),
     config: Optional[Path] = typer.Option(None, help="Gate policy file (judgekit.yaml or pyproject.toml)."),
     junit: Optional[Path] = typer.Option(None, help="With --gate: write the decisions as JUnit XML."),

@@ -15,6 +15,7 @@ import typer
 from judgekit.cli import EXIT_INPUT, EXIT_INTERRUPTED, _fail, app
 
 HISTORY = typer.Option(Path(".judgekit/history.sqlite"), "--history", help="Calibration history (SQLite).")
+REPORT = Path(".judgekit/reports/latest")
 CONFIG = typer.Option(None, "--config", help="Settings file (judgekit.yaml or pyproject.toml).")
 
 
@@ -27,7 +28,7 @@ def history_(
     """List the calibration runs kept in the history, oldest first."""
     from judgekit.errors import JudgekitError
     from judgekit.history import History
-    from judgekit.report import fmt_number
+    from judgekit.report import fmt_number, printable
 
     try:
         with History.open(history, create=False) as db:
@@ -46,8 +47,9 @@ def history_(
                f"{'set':8}  {'n':>5}  {'TPR':>5}  {'TNR':>5}  {'kappa':>6}")
     for r in runs:
         m = r.metrics
-        typer.echo(f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {r.criterion[:24]:24}  {r.purpose:9}  "
-                   f"{(r.model or '-')[:24]:24}  {(r.prompt_sha or '-')[:8]:8}  {r.set_fingerprint[:8]:8}  {r.n:>5}  "
+        typer.echo(f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {printable(r.criterion)[:24]:24}  "
+                   f"{printable(r.purpose):9}  {printable(r.model or '-')[:24]:24}  "
+                   f"{printable(r.prompt_sha or '-')[:8]:8}  {printable(r.set_fingerprint)[:8]:8}  {r.n:>5}  "
                    f"{fmt_number(m.get('tpr'), 2):>5}  {fmt_number(m.get('tnr'), 2):>5}  "
                    f"{fmt_number(m.get('cohen_kappa'), 2):>6}")
     if not runs:
@@ -58,6 +60,7 @@ def _pairs(db, criteria: list[str], before: Optional[int], after: Optional[int])
     """The runs to compare: the two named, or per criterion its last run and the latest earlier
     run on the same calibration set; and a note for each criterion that has none."""
     from judgekit.errors import InputError
+    from judgekit.report import printable
 
     if (before is None) != (after is None):
         raise InputError.one("--before/--after", "", "give both run ids, or neither")
@@ -67,17 +70,18 @@ def _pairs(db, criteria: list[str], before: Optional[int], after: Optional[int])
     runs = db.runs()
     for name in criteria or sorted({r.criterion for r in runs}):
         mine = [r for r in runs if r.criterion == name]
+        shown = printable(name)  # a name from the history file or the command line, printed below
         if not mine:
-            raise InputError.one(db.path, name, "no run of this criterion in the history")
+            raise InputError.one(db.path, shown, "no run of this criterion in the history")
         last = mine[-1]
         earlier = [r for r in mine[:-1] if r.set_fingerprint == last.set_fingerprint]
         if earlier:
             pairs.append((earlier[-1], last))
         elif len(mine) > 1:
-            notes.append(f"{name}: skipped, its last run (run {last.id}) is the first on its calibration set as it "
+            notes.append(f"{shown}: skipped, its last run (run {last.id}) is the first on its calibration set as it "
                          f"is now; compare across sets with --before {mine[-2].id} --after {last.id}")
         else:
-            notes.append(f"{name}: skipped, it has a single run (run {last.id})")
+            notes.append(f"{shown}: skipped, it has a single run (run {last.id})")
     if not pairs:
         raise InputError.one(db.path, "", "nothing to compare: " + "; ".join(notes))
     return pairs, notes
@@ -163,8 +167,11 @@ def recheck(
 def monitor(
     file: Path = typer.Argument(..., help="Judged production samples: JSONL, CSV or Parquet with timestamp, "
                                           "criterion, passed and optionally trace_id."),
-    report: Path = typer.Option(Path(".judgekit/reports/latest"), help="Calibration report, for the rates "
-                                "corrected for each judge's TPR and TNR."),
+    report: Optional[Path] = typer.Option(None, help="Calibration report, for the rates corrected for each judge's "
+                                          f"TPR and TNR [default: {REPORT} when there is one]."),
+    criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files: the report corrects a "
+                                  "criterion's rates only where the gate passes it."),
+    sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets (as for the gate)."),
     window: Optional[str] = typer.Option(None, help="Window width, like 1d, 6h or 1w (default: the policy's)."),
     config: Optional[Path] = CONFIG,
     as_json: bool = typer.Option(False, "--json", help="Every window and alert as JSON."),
@@ -172,9 +179,10 @@ def monitor(
     recent: int = typer.Option(1, min=1, help="Exit 1 when one of each criterion's last N windows alerts "
                                "(older alerts are listed, not acted on)."),
 ) -> None:
-    """Pass rate per criterion per window, corrected for the judge, alerting on significant drops
-    against the earlier windows. Exit 0 no recent alert, 1 an alert in the last --recent windows, 2 bad input."""
-    from judgekit.errors import JudgekitError
+    """Pass rate per criterion per window, corrected for the judge where the gate passes its
+    calibration, alerting on significant drops against the earlier windows. Exit 0 no recent
+    alert, 1 an alert in the last --recent windows, 2 bad input."""
+    from judgekit.errors import InputError, JudgekitError
     from judgekit.monitor import MonitorPolicy, read_counts, watch
     from judgekit.policy import load_settings
     from judgekit.report import Report
@@ -190,7 +198,24 @@ def monitor(
                 typer.echo(f"error: --window: {error}", err=True)
                 raise typer.Exit(EXIT_INPUT) from None
             policy = policy.model_copy(update={"window": window})
-        result = watch(read_counts(file, policy.window), policy, Report.read_if_any(report))
+        if report is not None and not Report.locate(report).is_file():
+            raise InputError.one(report, "--report", "no calibration report here; give the folder (or its "
+                                 "report.json) that `judgekit calibrate` wrote, or leave --report out for raw rates")
+        counts = read_counts(file, policy.window)
+        calibration, gate, notes = Report.read_if_any(report or REPORT), None, []
+        if calibration is None:
+            notes.append(f"no calibration report at {REPORT}: rates are not corrected for the judge")
+        else:
+            try:  # a report is trusted where the gate passes it, against the criteria and sets on disk
+                from judgekit.gate import Gate
+
+                gate = Gate.from_project(criteria, sets, config).check(calibration)
+            except InputError as error:
+                more = f" (and {len(error.problems) - 1} more problems)" if len(error.problems) > 1 else ""
+                notes.append(f"warning: raw rates only: the calibration report cannot be checked against {criteria} "
+                             f"and {sets}: {error.problems[0]}{more}")
+                calibration = None
+        result = watch(counts, policy, calibration, gate, notes)
         if plot is not None:
             result.plot(plot)
     except JudgekitError as error:

@@ -6,11 +6,12 @@ labels changed is an exact McNemar test on the examples one run got right and th
 A judge whose fingerprint (model, prompt, parameters) did not change should not flip more than
 its own noise allows (`max_run_flip_rate`): more flips than that, or a significant McNemar, is a
 silent provider-side change. When the fingerprint did change, flips are expected; DRIFT then
-means agreement got significantly worse. With an unchanged fingerprint the two tests share the
-error budget (Bonferroni), so the false-alarm rate stays at `alpha`.
+means agreement got significantly worse: a one-sided exact McNemar test at `alpha`. With an
+unchanged fingerprint the two tests share the error budget (Bonferroni), so the false-alarm
+rate stays at `alpha` either way.
 
->>> round(mcnemar_exact(5, 4), 3), round(mcnemar_exact(15, 2), 4)
-(1.0, 0.0023)
+>>> round(mcnemar_exact(5, 4), 3), round(mcnemar_exact(15, 2), 4), round(mcnemar_worse(15, 2), 5)
+(1.0, 0.0023, 0.00117)
 """
 
 from __future__ import annotations
@@ -32,6 +33,14 @@ def mcnemar_exact(b: int, c: int) -> float:
     from scipy.stats import binomtest
 
     return 1.0 if b + c == 0 else float(binomtest(b, b + c, 0.5).pvalue)
+
+
+def mcnemar_worse(b: int, c: int) -> float:
+    """One-sided exact McNemar p-value that right -> wrong (`b`) outnumbers wrong -> right (`c`)
+    by more than chance: the binomial upper tail at 1/2."""
+    from scipy.stats import binom
+
+    return 1.0 if b + c == 0 else float(binom.sf(b - 1, b + c, 0.5))
 
 
 def flip_excess(flips: int, shared: int, max_flip_rate: float) -> float:
@@ -67,6 +76,7 @@ class Drift:
     compared: int = 0  # examples in both runs with the same label
     newly_abstained: list[str] = field(default_factory=list)
     newly_decided: list[str] = field(default_factory=list)
+    worse_p: float = NAN  # one-sided exact McNemar: did agreement get worse?
 
     @property
     def exit_code(self) -> int:
@@ -80,13 +90,14 @@ class Drift:
                 "compared": self.compared, "newly_abstained": self.newly_abstained, "newly_decided": self.newly_decided,
                 "flips": {"pass_to_fail": self.to_fail, "fail_to_pass": self.to_pass},
                 "right_to_wrong": self.right_to_wrong, "wrong_to_right": self.wrong_to_right,
-                "mcnemar_p": self.mcnemar_p, "flip_p": self.flip_p,
+                "mcnemar_p": self.mcnemar_p, "worse_p": self.worse_p, "flip_p": self.flip_p,
                 "changes": {k: {"delta": finite(d), "low": finite(lo), "high": finite(hi)}
                             for k, (d, lo, hi) in self.changes.items()}}
 
     def lines(self) -> list[str]:
-        """What a person reads: the decision, why, the evidence, and the flipped examples."""
-        from judgekit.report import fmt_number
+        """What a person reads: the decision, why, the evidence, and the flipped examples; ids and
+        names from the files are escaped (`printable`), so none can drive the terminal."""
+        from judgekit.report import fmt_number, printable
 
         what = ", ".join(self.changed) if self.changed else "nothing (same judge, same set)"
         out = [f"{self.criterion}: run {self.before.id} ({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
@@ -108,7 +119,7 @@ class Drift:
             if ids:
                 out.append(f"  {label}: {', '.join(ids[:20])}" + (f" and {len(ids) - 20} more" if len(ids) > 20 else ""))
         out.append(f"drift: {self.status}")
-        return out
+        return [printable(line) for line in out]
 
     @property
     def flip_rate(self) -> float:
@@ -142,6 +153,7 @@ def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: 
     right_to_wrong = sum(1 for b, a in right.values() if b and not a)
     wrong_to_right = sum(1 for b, a in right.values() if a and not b)
     mcnemar_p = mcnemar_exact(right_to_wrong, wrong_to_right)
+    worse_p = mcnemar_worse(right_to_wrong, wrong_to_right)
     changed = [name for name, value in before.parts().items() if after.parts()[name] != value]
     same_judge = not ({"model", "prompt", "parameters"} & set(changed))
     reasons, drift = [], False
@@ -161,14 +173,17 @@ def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: 
             reasons.append(f"same fingerprint but agreement with the labels got significantly "
                            f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: a silent provider-side change")
     else:
+        # Flips are expected now; only a drop in agreement is drift, so the whole budget goes to one side.
         what = " and ".join(c for c in changed if c != "set")
-        if mcnemar_p < policy.alpha and right_to_wrong > wrong_to_right:
+        if worse_p < policy.alpha:
             drift = True
-            reasons.append(f"the {what} changed and agreement with the labels got significantly worse")
-        elif mcnemar_p < policy.alpha:
+            reasons.append(f"the {what} changed and agreement with the labels got significantly worse "
+                           f"(one-sided exact McNemar p = {worse_p:.2g})")
+        elif mcnemar_worse(wrong_to_right, right_to_wrong) < policy.alpha:
             reasons.append(f"the {what} changed and agreement with the labels got significantly better")
         else:
-            reasons.append(f"the {what} changed; agreement with the labels did not change significantly")
+            reasons.append(f"the {what} changed; agreement with the labels did not get significantly worse "
+                           f"(one-sided exact McNemar p = {worse_p:.2g})")
     if relabelled:
         reasons.append(f"{len(relabelled)} example(s) were relabelled between the runs and are left out: "
                        f"{', '.join(relabelled[:10])}{' …' if len(relabelled) > 10 else ''}")
@@ -180,7 +195,7 @@ def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: 
     return Drift(after.criterion, before, after, len(shared), to_fail, to_pass, right_to_wrong, wrong_to_right,
                  mcnemar_p, flip_p, _changes(shared, before_outcomes, after_outcomes, seed), changed,
                  "DRIFT" if drift else "NO DRIFT", reasons, policy.max_run_flip_rate,
-                 len(kept), newly_abstained, newly_decided)
+                 len(kept), newly_abstained, newly_decided, worse_p)
 
 
 def _natural(text: str) -> tuple:

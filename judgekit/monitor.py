@@ -3,9 +3,10 @@ the judge, with alerts on significant drops against the earlier windows.
 
 The input (JSONL, CSV or Parquet; columns `timestamp`, `criterion`, `passed`, optional
 `trace_id`) is read in chunks and folded into counts per (criterion, window) at once, so memory
-is bounded by the number of windows, never by the number of rows. A window alerts when a
-Farrington-Manning score test finds its pass rate below the baseline (the pooled earlier
-windows) by more than `max_drop`, at level `alpha`: an alert on a rate, never on one verdict.
+is bounded by the number of windows, never by the number of rows. A window alerts when its pass
+rate is significantly below the baseline (the pooled earlier windows) by more than `max_drop`, at
+level `alpha` (judgekit.droptest: the score test, exact where the decision is close): an alert on
+a rate, never on one verdict.
 
 >>> round(drop_p_value(40, 100, 800, 1000, 0.05), 6)  # 40% against a baseline of 80%
 0.0
@@ -19,6 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
+from judgekit.droptest import drop_p_value, drop_test
 from judgekit.errors import InputError, Problem
 from judgekit.metrics import NAN, wilson
 from judgekit.policy import MonitorPolicy, parse_duration
@@ -26,17 +28,17 @@ from judgekit.policy import MonitorPolicy, parse_duration
 if TYPE_CHECKING:
     import pandas as pd
 
+    from judgekit.gate import GateResult
     from judgekit.report import Report
 
 __all__ = ["MonitorPolicy", "read_counts", "watch", "drop_p_value"]
 CHUNK_ROWS = 1_000_000
 COLUMNS = ("timestamp", "criterion", "passed")
-_TRUE = ("true", "1", "pass", "passed", "yes", "1.0", "True", True, 1)
-_FALSE = ("false", "0", "fail", "failed", "no", "0.0", "False", False, 0)
-_NULL = ("", "null", "none", "nan", "None")
-_VERDICTS = {**{k: 1.0 for k in _TRUE}, **{k: 0.0 for k in _FALSE}}
 _EXPECTED = {"timestamp": "ISO 8601 text, or a column of numbers: epoch seconds, 1970 to 9999",
-             "passed": "true / false / null", "criterion": "a criterion id, as text"}
+             "passed": "true, false or null: a JSON boolean, not text or a number",
+             "criterion": "a criterion id, as text"}
+_EXPECTED_CSV = {**_EXPECTED, "passed": "a boolean cell as calibration sets take it (true / false, pass / fail, "
+                                        "yes / no, 1 / 0), or an empty cell for an abstention"}
 _MISSING = "\0missing"  # a JSON line without the key (never a value a file can hold: JSON text has no NUL)
 # Windows start on a Monday at 00:00 UTC (the epoch was a Thursday): 1970-01-05.
 ORIGIN = 4 * 86400
@@ -121,23 +123,32 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple["pd.DataFra
             first += len(lines)
 
 
-def _passed(column: "pd.Series") -> tuple["pd.Series", "pd.Series"]:
-    """The verdict column as 1.0 / 0.0 / NaN (abstained), and a mask of unreadable values."""
+def _passed(column: "pd.Series", text: bool) -> tuple["pd.Series", "pd.Series"]:
+    """The verdict column as 1.0 / 0.0 / NaN (abstained), and a mask of unreadable values. In a
+    CSV, the cells a calibration set takes (`parse_bool`) and the empty cell (an abstention); in
+    JSON Lines and Parquet, booleans and null only."""
+    import numpy as np
     import pandas as pd
 
-    if column.dtype == bool:
-        return column.astype(float), pd.Series(False, index=column.index)
-    try:
-        values = column.map(_VERDICTS).astype(float)  # most values are exact: true / false / 1 / 0 / null
-    except TypeError:  # an unhashable value (a list, an object): read every value as text below
-        values = pd.Series(float("nan"), index=column.index)
-    bad = pd.Series(False, index=column.index)
-    odd = values.isna() & column.notna()
-    if odd.any():  # "PASS ", "Yes", "null" and the like, and what is not a verdict at all
-        text = column[odd].astype(str).str.strip().str.lower()
-        values[odd] = text.map(_VERDICTS).astype(float)
-        bad[odd] = values[odd].isna() & ~text.isin(_NULL)
-    return values, bad
+    from judgekit.files import parse_bool
+
+    if pd.api.types.is_bool_dtype(column):  # bool, or pandas' nullable boolean
+        values = column.astype(float)
+        return values, pd.Series(False, index=column.index)
+    if text:
+        def cell(value: str) -> float | None:
+            read = parse_bool(value)
+            return float("nan") if value == "" else float(read) if isinstance(read, bool) else None
+
+        values = column.map({value: cell(value) for value in column.unique()}).astype(float)
+        return values, values.isna() & column.ne("")
+    if pd.api.types.is_numeric_dtype(column):  # 1 / 0 are not booleans; a null is NaN here
+        return pd.Series(float("nan"), index=column.index), column.notna()
+    kinds = column.map(type)
+    is_bool = kinds.isin((bool, np.bool_))
+    values = pd.Series(float("nan"), index=column.index)
+    values[is_bool] = column[is_bool].astype(float)
+    return values, ~is_bool & ~kinds.eq(type(None))
 
 
 def _timestamps(column: "pd.Series") -> "pd.Series":
@@ -189,7 +200,7 @@ def read_counts(path: Path | str, window: str) -> Counts:
                                                            "criterion, passed (and optionally trace_id)")
         absent = {c: chunk[c].eq(_MISSING) if lines is not None else None for c in COLUMNS}  # JSON Lines only
         seconds = _timestamps(chunk["timestamp"])
-        passed, bad_verdict = _passed(chunk["passed"])
+        passed, bad_verdict = _passed(chunk["passed"], text=path.suffix.lower() == ".csv")
         criterion = chunk["criterion"]
         bad_criterion = criterion.isna() | (criterion.astype(str).str.strip() == "")
         if criterion.dtype == object:  # JSON may hold a number, a list, an object: a criterion id is text
@@ -210,7 +221,8 @@ def read_counts(path: Path | str, window: str) -> Counts:
                 else:
                     value = chunk[what].iloc[index]
                     value = value.item() if hasattr(value, "item") else value  # numpy scalars shown as numbers
-                    message = f"{value!r} is not readable ({_EXPECTED[what]})"
+                    expected = _EXPECTED_CSV if path.suffix.lower() == ".csv" else _EXPECTED
+                    message = f"{value!r} is not readable ({expected[what]})"
                 problems.append(Problem(str(path), f"{unit} {where}: {what}", message))
             if int(bad.sum()) > 20:
                 problems.append(Problem(str(path), "", f"and {int(bad.sum()) - 20} more unreadable rows"))
@@ -227,33 +239,6 @@ def read_counts(path: Path | str, window: str) -> Counts:
     return counts
 
 
-def drop_p_value(window_passed: int, window_n: int, base_passed: int, base_n: int, max_drop: float) -> float:
-    """One-sided p-value of H0: window rate >= baseline rate - max_drop: the score test of a
-    difference of two independent proportions, variance at the restricted maximum-likelihood
-    rates (Farrington-Manning; the closed form of Miettinen and Nurminen, 1985)."""
-    from statistics import NormalDist
-
-    n1, n0, x1, x0, diff = window_n, base_n, window_passed, base_passed, -max_drop
-    p1, p0 = x1 / n1, x0 / n0
-    n, x = n1 + n0, x1 + x0
-    if diff == 0:
-        r0 = r1 = x / n
-    else:
-        t3 = n
-        t2 = (n1 + 2 * n0) * diff - n - x
-        t1 = (x0 * diff - n - 2 * x0) * diff + x
-        t0 = x0 * diff * (1 - diff)
-        q = (t2 / (3 * t3)) ** 3 - t1 * t2 / (6 * t3 ** 2) + t0 / (2 * t3)
-        root = math.copysign(math.sqrt(max(0.0, (t2 / (3 * t3)) ** 2 - t1 / (3 * t3))), q)
-        angle = (math.pi + math.acos(max(-1.0, min(1.0, q / root ** 3)))) / 3 if root else math.pi / 3
-        r0 = 2 * root * math.cos(angle) - t2 / (3 * t3)
-        r1 = r0 + diff
-    variance = r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0
-    if variance <= 0:
-        return 0.0 if p1 - p0 < diff else 1.0
-    return NormalDist().cdf((p1 - p0 - diff) / math.sqrt(variance))
-
-
 @dataclass(frozen=True)
 class Window:
     criterion: str
@@ -266,7 +251,7 @@ class Window:
     corrected_interval: tuple[float, float] | None
     baseline: float | None
     baseline_n: int
-    p_value: float | None
+    p_value: float | None  # exact (an upper bound) where the decision is close; the score test's elsewhere
     alert: bool
 
     @property
@@ -314,11 +299,12 @@ class Watch:
                 "windows": [one(w) for w in self.windows]}
 
     def lines(self) -> list[str]:
-        from judgekit.report import fmt_number
+        """What a person reads; criterion names from the file are escaped (`printable`)."""
+        from judgekit.report import fmt_number, printable
 
         out = [f"{self.rows} judged samples, windows of {self.policy.window}; alert when a window's pass rate is "
                f"below its last {self.policy.baseline_windows} windows' by more than {self.policy.max_drop:.2f} "
-               f"(score test, alpha {self.policy.alpha})"]
+               f"(score test, exact near alpha; alpha {self.policy.alpha})"]
         out += self.notes
         for name in sorted({w.criterion for w in self.windows}):
             out += ["", name, f"  {'window (UTC)':16}  {'n':>7}  {'rate':>5}  {'95%':>11}  {'corrected':>9}  "
@@ -332,7 +318,7 @@ class Watch:
         alerts, latest = self.alerts, self.recent_alerts()
         out += ["", f"monitor: {len(alerts)} alert(s), {len(latest)} in a criterion's latest window" if alerts
                 else "monitor: no alert"]
-        return out
+        return [printable(line) for line in out]
 
     def plot(self, path: Path | str) -> None:
         """A PNG of each criterion's pass rate over time, with its interval; alerts in red."""
@@ -365,15 +351,27 @@ class Watch:
             plt.close(figure)
 
 
-def watch(counts: Counts, policy: MonitorPolicy, report: "Report | None" = None) -> Watch:
-    """Rates, intervals, corrected rates and alerts for every (criterion, window) in `counts`."""
+def watch(counts: Counts, policy: MonitorPolicy, report: "Report | None" = None, gate: "GateResult | None" = None,
+          notes: list[str] | None = None) -> Watch:
+    """Rates, intervals, corrected rates and alerts for every (criterion, window) in `counts`.
+
+    A criterion's rates are corrected with the report's TPR and TNR only when `gate` (the gate's
+    decisions on that report: `Gate.from_project(...).check(report)`) passes it; a report the gate
+    blocks (stale, too little evidence) is not trusted, and the rates are shown raw with the reason.
+    """
     from judgekit.estimates import corrected_pass_rate
 
-    windows, notes = [], []
+    windows, notes = [], list(notes or [])
     for name in sorted({criterion for criterion, _ in counts.cells}):
         calibrated = report.criterion(name) if report else None
-        if calibrated is None:
+        decision = gate.decision(name) if gate else None
+        if report is not None and calibrated is None:
             notes.append(f"{name}: not in the calibration report; rates are not corrected for the judge")
+        elif calibrated is not None and (decision is None or decision.status != "PASS"):
+            why = (f"the gate says {decision.status}: {decision.summary}" if decision else
+                   "no gate decision on it (no criterion file of that id to check the report against)")
+            notes.append(f"warning: {name}: raw rates only, its calibration is not trusted: {why}")
+            calibrated = None
         history: list[tuple[int, int]] = []  # (passed, decided) of the earlier windows
         for start in sorted(s for c, s in counts.cells if c == name):
             passed, failed, abstained = counts.cells[(name, start)]
@@ -391,8 +389,10 @@ def watch(counts: Counts, policy: MonitorPolicy, report: "Report | None" = None)
             base_passed, base_n = sum(p for p, _ in base), sum(n for _, n in base)
             p_value, alert = None, False
             if base_n and decided:
-                p_value = drop_p_value(passed, decided, base_passed, base_n, policy.max_drop)
-                alert = (p_value < policy.alpha and decided >= policy.min_samples and base_n >= policy.min_samples)
+                if decided >= policy.min_samples and base_n >= policy.min_samples:
+                    p_value, alert = drop_test(passed, decided, base_passed, base_n, policy.max_drop, policy.alpha)
+                else:  # shown, never acted on: the score test's p-value is enough
+                    p_value = drop_p_value(passed, decided, base_passed, base_n, policy.max_drop)
             windows.append(Window(name, datetime.fromtimestamp(start, timezone.utc), passed, failed, abstained,
                                   wilson(passed, decided), corrected, corrected_interval,
                                   base_passed / base_n if base_n else None, base_n, p_value, alert))

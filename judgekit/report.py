@@ -286,6 +286,22 @@ def fmt_number(x: float | None, digits: int = 3) -> str:
     return "n/a" if x is None or math.isnan(x) else f"{x:.{digits}f}"
 
 
+def printable(text: object) -> str:
+    r"""Text from a file or a model made safe for a terminal: control and format characters
+    (escape sequences, carriage returns, bidirectional overrides) are shown as Python escapes;
+    letters, accents, CJK, emoji and spaces stay as they are.
+
+    >>> print(printable("café 日本 \x1b[2J\u202eevil"))
+    café 日本 \x1b[2J\u202eevil
+    """
+    import unicodedata
+
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or unicodedata.category(ch) == "Zs" else repr(ch)[1:-1] for ch in text)
+
+
 def _interval(pair: tuple[float | None, float | None] | None) -> str:
     if not pair or pair[0] is None or pair[1] is None:
         return ""

@@ -1,6 +1,6 @@
 """Judge runs: every example of every LLM criterion through its judge, in one bounded pool,
-cached answers first — or, with early stopping, in seeded random order and batches until each
-criterion's gate decision is settled (judgekit.sequential).
+cached answers first — or, with early stopping, in seeded random order and batches until the
+gate's decision on each criterion's whole set can no longer change (judgekit.sequential).
 """
 
 from __future__ import annotations
@@ -116,7 +116,8 @@ async def _labelled_claims(asker: _Asker, criteria: list[LLMCriterion | ClaimsCr
 
 async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet],
                     models: dict[str, str], options: "Options") -> Run:
-    """Batches of examples in seeded random order; after each, stop the criteria whose decision is settled."""
+    """Batches of examples in seeded random order; after each, stop the criteria whose decision on the
+    whole set is settled."""
     from judgekit.policy import Policy
     from judgekit.sequential import settle
 
@@ -146,8 +147,9 @@ async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion
             final = [(labels[t[0].example_id], majority(t).passed) for t in grouped[c.id]]
             tpr = (sum(1 for y, v in final if y and v), sum(1 for y, v in final if y and v is not None))
             tnr = (sum(1 for y, v in final if not y and v is False), sum(1 for y, v in final if not y and v is not None))
-            t = policy.for_criterion(c.id)
-            decision = settle(tpr, tnr, looks[c.id], t.min_tpr, t.min_tnr, t.min_examples)
+            rest = order[c.id][done[c.id]:]
+            left = (sum(1 for e in rest if e.label), sum(1 for e in rest if not e.label))
+            decision = settle(tpr, tnr, left, policy.for_criterion(c.id))
             if decision is None and done[c.id] < len(order[c.id]):
                 still.append(c)
             else:

@@ -1,51 +1,57 @@
-"""Early stopping: judge a criterion's examples in a seeded random order and stop as soon as its
-gate decision is statistically settled, with an error rate that holds however often we look.
+"""Early stopping by curtailment: judge a criterion's examples in a seeded random order and stop
+as soon as the gate's decision on the whole set can no longer change, whatever the verdicts on
+the examples not yet judged.
 
-At look k the error budget spent is alpha * 6 / (pi^2 k^2) (these sum to alpha over all looks),
-split between TPR and TNR, and each rate gets an exact Clopper-Pearson interval at that level.
-By the union bound, the chance that any interval at any look misses its true rate is at most
-alpha, so a decision settled on them is wrong with probability at most alpha, even though the
-data were watched after every batch. PASS needs both lower bounds at or above the thresholds (and
-`min_examples` of each class); FAIL needs either upper bound below its threshold.
+The gate passes TPR when the lower bound of its 95% Wilson interval is at or above `min_tpr`, and
+fails it when the upper bound is below (the estimate itself when `use_lower_bound` is off);
+likewise TNR. Judging the rest of a class adds right verdicts, wrong ones or abstentions, and a
+Wilson bound falls with each wrong verdict and rises with each right one. So FAIL is settled when
+an upper bound would stay below its threshold even if every example left were judged right, and
+PASS when both lower bounds would stay at or above theirs even if every example left were judged
+wrong. A settled decision is the one the gate takes on the whole set: stopping early saves calls,
+it never changes the decision, so it errs exactly as often as the full-set gate. Nothing is
+settled before `min_examples` of each class were decided, and PASS is never settled early when
+the gate also asks for `min_kappa` (kappa mixes both classes; it is gated on what was judged).
 
->>> settle((40, 40), (40, 40), look=1, min_tpr=0.8, min_tnr=0.8, min_examples=20)
+>>> t = Thresholds(min_examples=20)
+>>> settle((180, 180), (190, 190), left=(20, 10), thresholds=t)  # 20 wrong would still leave 180/200
 'PASS'
->>> settle((5, 10), (10, 10), look=1, min_tpr=0.8, min_tnr=0.8, min_examples=20) is None
+>>> settle((2, 8), (8, 8), left=(192, 192), thresholds=t) is None  # eight known-good examples decide nothing
 True
+>>> settle((20, 80), (30, 30), left=(120, 170), thresholds=t)  # even 120 right: 140/200, 95% up to 0.76
+'FAIL'
 """
 
 from __future__ import annotations
 
-import math
 from typing import Literal
+
+from judgekit.metrics import wilson
+from judgekit.policy import Thresholds
 
 Settled = Literal["PASS", "FAIL"]
 
 
-def spent(alpha: float, look: int) -> float:
-    """The error budget of look `look` (1, 2, ...); the budgets of all looks sum to `alpha`."""
-    return alpha * 6 / (math.pi**2 * look**2)
-
-
-def clopper_pearson(successes: int, trials: int, alpha: float) -> tuple[float, float]:
-    """Exact two-sided interval for a proportion at level 1 - alpha; (0, 1) with no trials."""
-    if trials == 0:
-        return (0.0, 1.0)
-    from scipy.special import betaincinv
-
-    low = 0.0 if successes == 0 else float(betaincinv(successes, trials - successes + 1, alpha / 2))
-    high = 1.0 if successes == trials else float(betaincinv(successes + 1, trials - successes, 1 - alpha / 2))
-    return (low, high)
-
-
-def settle(tpr: tuple[int, int], tnr: tuple[int, int], look: int, min_tpr: float, min_tnr: float,
-           min_examples: int, alpha: float = 0.05) -> Settled | None:
-    """The decision at this look if it is settled, else None. `tpr` / `tnr` are (hits, decided)."""
-    level = spent(alpha, look) / 2  # shared by the two rates
-    tpr_low, tpr_high = clopper_pearson(*tpr, level)
-    tnr_low, tnr_high = clopper_pearson(*tnr, level)
-    if tpr_high < min_tpr or tnr_high < min_tnr:
+def settle(tpr: tuple[int, int], tnr: tuple[int, int], left: tuple[int, int],
+           thresholds: Thresholds) -> Settled | None:
+    """The full-set gate's TPR / TNR decision if the examples `left` (known-good, known-bad, not
+    yet judged) can no longer change it, else None. `tpr` / `tnr` are (right, decided) so far."""
+    t = thresholds
+    if min(tpr[1], tnr[1]) < t.min_examples:
+        return None
+    classes = ((*tpr, left[0], t.min_tpr), (*tnr, left[1], t.min_tnr))
+    if any(_upper(right + rest, decided + rest, t.use_lower_bound) < threshold
+           for right, decided, rest, threshold in classes):
         return "FAIL"
-    if tpr_low >= min_tpr and tnr_low >= min_tnr and tpr[1] >= min_examples and tnr[1] >= min_examples:
+    if t.min_kappa is None and all(_lower(right, decided + rest, t.use_lower_bound) >= threshold
+                                   for right, decided, rest, threshold in classes):
         return "PASS"
     return None
+
+
+def _lower(right: int, decided: int, interval: bool) -> float:
+    return wilson(right, decided)[0] if interval else right / decided
+
+
+def _upper(right: int, decided: int, interval: bool) -> float:
+    return wilson(right, decided)[1] if interval else right / decided

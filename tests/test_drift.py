@@ -94,7 +94,38 @@ def test_a_prompt_change_that_flips_a_few_each_way_is_no_drift_and_says_what_cha
     result = compare(_run(1), _run(2, prompt="q"), _outcomes(labels, before), _outcomes(labels, after))
     assert result.status == "NO DRIFT" and result.changed == ["prompt"] and result.flip_p is None
     assert (result.right_to_wrong, result.wrong_to_right) == (3, 2)
-    assert "the prompt changed; agreement with the labels did not change significantly" in result.reasons
+    assert ("the prompt changed; agreement with the labels did not get significantly worse (one-sided exact "
+            "McNemar p = 0.5)") in result.reasons
+
+
+def test_a_significant_drop_is_drift_whatever_changed():
+    """9 right->wrong against 2 wrong->right: two-sided p = 0.065, but one-sided p = 0.033 < 0.05. With
+    a changed judge only a drop is drift, so the whole alpha goes to that side."""
+    labels = np.array([True] * 50 + [False] * 50)
+    before, after = labels.copy(), labels.copy()
+    before[[60, 61]] = ~before[[60, 61]]
+    after[list(range(9))] = False
+    result = compare(_run(1), _run(2, model="other"), _outcomes(labels, before), _outcomes(labels, after))
+    assert result.status == "DRIFT" and result.exit_code == 1
+    assert (result.right_to_wrong, result.wrong_to_right) == (9, 2)
+    assert result.mcnemar_p > 0.05 and result.worse_p == pytest.approx(0.0327, abs=1e-4)
+    assert "the model changed and agreement with the labels got significantly worse (one-sided exact McNemar " \
+           "p = 0.033)" in result.reasons
+    assert result.to_dict()["worse_p"] == result.worse_p
+    better = compare(_run(1), _run(2, model="other"), _outcomes(labels, after), _outcomes(labels, before))
+    assert better.status == "NO DRIFT" and "got significantly better" in better.reasons[0]
+
+
+def test_the_changed_judge_test_is_exact_at_alpha_whatever_the_number_of_discordant_examples():
+    """Under "agreement did not change", right->wrong is binomial(m, 1/2) given m discordant examples:
+    the chance of DRIFT is at most alpha for every m, and uses most of it (no alpha / 2)."""
+    from scipy.stats import binom
+
+    from judgekit.drift import mcnemar_worse
+
+    sizes = [sum(binom.pmf(b, m, 0.5) for b in range(m + 1) if mcnemar_worse(b, m - b) < 0.05) for m in range(1, 80)]
+    assert max(sizes) <= 0.05
+    assert max(sizes[20:]) > 0.04  # a test at alpha / 2 would stay under 0.025
 
 
 def test_runs_without_a_shared_decided_example_cannot_be_compared():
@@ -151,6 +182,7 @@ def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(shared_datas
     assert prompt.changes["cohen_kappa"][0] == pytest.approx(0.811 - 0.837, abs=0.001)
     assert swap.status == "DRIFT" and swap.changed == ["model"]
     assert (swap.right_to_wrong, swap.wrong_to_right) == (15, 2) and swap.mcnemar_p < 0.01
+    assert swap.worse_p == pytest.approx(0.00117, abs=1e-5)  # the figure README.md quotes
     assert swap.changes["cohen_kappa"][2] < 0  # the whole interval of the change is below zero
     # The CLI, on the last two runs of the same set (the rating prompt, then ChatGPT): exit 1, flips listed.
     result = CliRunner().invoke(app, ["drift", "--history", str(history)])
@@ -309,3 +341,32 @@ def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
         edited = runner.invoke(app, ["recheck", *common])
         assert edited.exit_code == 2 and "changed since its last calibration" in edited.output
         assert server.requests - asked == 30  # refusals ask nothing
+
+
+def test_ids_and_models_from_the_history_cannot_drive_the_terminal(project, tmp_path):
+    """A history (or a set, or recorded verdicts) may hold any text: escape sequences, carriage
+    returns and bidirectional overrides are printed as escapes; other Unicode stays readable."""
+    import sqlite3
+
+    from judgekit.testing import FakeLLM
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(5, 5))
+    path = tmp_path / "h.sqlite"
+    for judge in (FakeLLM.scripted({"reply-p": True}, default=False), FakeLLM.scripted({}, default=False)):
+        record_history(calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j",
+                                         cache_dir=None), llm=judge), path)
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE runs SET criterion = 'café\x1b[31m-blocked', model = 'evil\x1b]0;owned\x07\r'")
+        db.execute("UPDATE verdicts SET example_id = example_id || '\x1b[2J\u202e日本'")
+    for command in (["drift", "--history", str(path)], ["history", "--history", str(path)]):
+        result = CliRunner().invoke(app, command)
+        assert result.exit_code in (0, 1), result.output
+        assert not any(ch in result.output for ch in "\x1b\x07\r\u202e"), result.output
+        assert "café\\x1b[31m-blocked" in result.output
+    drift = CliRunner().invoke(app, ["drift", "--history", str(path)]).output
+    assert "pass->fail: p0\\x1b[2J\\u202e日本, p1\\x1b[2J\\u202e日本" in drift
+    listed = CliRunner().invoke(app, ["history", "--history", str(path)]).output
+    assert "evil\\x1b]0;owne" in listed  # the model column, cut at 24 characters after escaping
+    missing = CliRunner().invoke(app, ["drift", "--history", str(path), "-c", "nope\x1b[2J"])
+    assert missing.exit_code == 2 and "nope\\x1b[2J" in missing.output and "\x1b" not in missing.output

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.monitor import drop_p_value, read_counts, watch
+from judgekit.monitor import ORIGIN, Counts, drop_p_value, read_counts, watch
 from judgekit.policy import MonitorPolicy
 
 START = datetime(2026, 11, 1, tzinfo=timezone.utc)
@@ -34,6 +34,28 @@ def test_drop_test_matches_statsmodels_score_test(n1, n0, data, max_drop):
                                          alternative="smaller", correction=False).pvalue
     if np.isfinite(theirs):
         assert drop_p_value(x1, n1, x0, n0, max_drop) == pytest.approx(theirs, abs=1e-9)
+
+
+@pytest.mark.parametrize("baseline_rate", [0.9, 0.98])
+def test_a_window_at_the_tolerated_drop_alerts_at_most_alpha_of_the_time(baseline_rate):
+    """Window of 30 verdicts (min_samples), baseline of 210, window rate = baseline rate - max_drop:
+    the chance of an alert, summed over every outcome, through `watch`. The score test alone
+    alerted 1.57% (0.9) and 2.13% (0.98) of the time at alpha 1%."""
+    policy = MonitorPolicy(baseline_windows=1)
+    n1, n0, day = 30, 210, 86400
+    from scipy.stats import binom
+
+    window = binom.pmf(np.arange(n1 + 1), n1, baseline_rate - policy.max_drop)
+    size = 0.0
+    for x0 in range(n0 + 1):
+        weight = binom.pmf(x0, n0, baseline_rate)
+        if weight < 1e-12:
+            continue
+        for x1 in range(n1 + 1):
+            counts = Counts(day, {("c", ORIGIN): [x0, n0 - x0, 0], ("c", ORIGIN + day): [x1, n1 - x1, 0]}, n0 + n1)
+            if watch(counts, policy).windows[1].alert:
+                size += weight * window[x1]
+    assert 0.005 < size <= policy.alpha
 
 
 def _rows(days=12, per_day=200, rate=0.9, drop_on=None, dropped=0.7, seed=0, criterion="card"):
@@ -131,7 +153,9 @@ def test_unreadable_rows_are_named_by_line_and_field(tmp_path):
 def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
     from judgekit.pipeline import Options, calibrate
 
-    # A judge that fails 3 of 33 known-good replies and passes no known-bad one: rates get corrected upward.
+    # A judge that fails 3 of 33 known-good replies and passes no known-bad one: rates get corrected upward
+    # (the gate, on point estimates here, passes it: a report corrects only what the gate passes).
+    (tmp_path / "judgekit.yaml").write_text("gate: {use_lower_bound: false}\n")
     project.criterion({"id": "card", "question": "Blocked?"})
     project.jsonl("card", [{"id": f"g{i}", "output": f"reply-p{i}", "passed": True} for i in range(30)]
                   + [{"id": f"b{i}", "output": f"reply-f{i}", "passed": i < 3} for i in range(30)])
@@ -159,6 +183,97 @@ def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
 
     assert matplotlib.image.imread(tmp_path / "rate.png").shape[:2] == (450, 1000)
     quiet = CliRunner().invoke(app, ["monitor", str(_write(_rows(), tmp_path / "ok.csv")), "--window", "2d"])
-    assert quiet.exit_code == 0 and "monitor: no alert" in quiet.output and "not in the calibration report" in quiet.output
+    assert quiet.exit_code == 0 and "monitor: no alert" in quiet.output
+    assert "no calibration report at .judgekit/reports/latest: rates are not corrected" in quiet.output
+    other = _write(_rows(days=2, criterion="other"), tmp_path / "other.jsonl")
+    missing = CliRunner().invoke(app, ["monitor", str(other), "--report", str(tmp_path / "report")])
+    assert missing.exit_code == 0 and "other: not in the calibration report; rates are not corrected" in missing.output
     bad = CliRunner().invoke(app, ["monitor", str(samples), "--window", "often"])
     assert bad.exit_code == 2 and "often" in bad.output
+
+
+def test_a_report_the_gate_blocks_corrects_nothing_and_says_why(tmp_path, project):
+    """Corrected 1.00 while the raw rate fell from 0.91 to 0.79: a stale report must not correct."""
+    from judgekit.pipeline import Options, calibrate
+    from judgekit.testing import FakeLLM
+
+    project.criterion({"id": "card", "question": "Blocked?"})
+    project.jsonl("card", [{"id": f"g{i}", "output": f"reply-p{i}", "passed": True} for i in range(60)]
+                  + [{"id": f"b{i}", "output": f"reply-f{i}", "passed": False} for i in range(60)])
+    calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
+              llm=FakeLLM.scripted({"reply-p": True}, default=False)).write(tmp_path / "report")
+    samples = _write(_rows(drop_on=11, rate=0.91, dropped=0.79), tmp_path / "s.jsonl")
+    command = ["monitor", str(samples), "--report", str(tmp_path / "report"), "--json"]
+    trusted = json.loads(CliRunner().invoke(app, command).output)
+    assert all(w["corrected"] is not None for w in trusted["windows"]) and trusted["notes"] == []
+
+    project.criterion({"id": "card", "question": "Blocked, and said so?"})  # the judge changed since
+    stale = CliRunner().invoke(app, command)
+    assert stale.exit_code == 1, stale.output  # the drop still alerts, on the raw rates
+    data = json.loads(stale.output)
+    assert all(w["corrected"] is None and w["corrected_interval"] is None for w in data["windows"])
+    assert data["notes"] == ["warning: card: raw rates only, its calibration is not trusted: the gate says FAIL: the "
+                             "criterion's judge (prompt, model or parameters) changed since it was calibrated; run "
+                             "`judgekit calibrate` again"]
+    text = CliRunner().invoke(app, command[:-1]).output
+    assert "warning: card: raw rates only" in text and "changed since it was calibrated" in text
+
+    unreadable = CliRunner().invoke(app, [*command, "--criteria", str(tmp_path / "nowhere")])
+    data = json.loads(unreadable.output)
+    assert all(w["corrected"] is None for w in data["windows"])
+    assert data["notes"][0].startswith(f"warning: raw rates only: the calibration report cannot be checked against "
+                                       f"{tmp_path / 'nowhere'} and calibration_sets:")
+
+
+def test_an_explicit_report_that_is_not_there_is_refused(tmp_path):
+    samples = _write(_rows(days=2), tmp_path / "s.jsonl")
+    result = CliRunner().invoke(app, ["monitor", str(samples), "--report", "/nonexistent"])
+    assert result.exit_code == 2
+    assert "/nonexistent:--report: no calibration report here; give the folder (or its report.json) that " \
+           "`judgekit calibrate` wrote, or leave --report out for raw rates" in result.output
+    assert CliRunner().invoke(app, ["monitor", str(samples)]).exit_code == 0  # the default, absent, is fine
+
+
+def test_criterion_names_from_the_file_cannot_drive_the_terminal(tmp_path):
+    rows = _rows(days=2, per_day=40, criterion="café\x1b]0;owned\x07") + _rows(days=2, per_day=40, criterion="日本\u202e")
+    result = CliRunner().invoke(app, ["monitor", str(_write(rows, tmp_path / "s.jsonl"))])
+    assert result.exit_code == 0, result.output
+    assert not any(ch in result.output for ch in "\x1b\x07\u202e")
+    assert "café\\x1b]0;owned\\x07" in result.output and "日本\\u202e" in result.output
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_verdicts_are_booleans_or_null_as_in_calibration_sets(tmp_path, suffix):
+    rows = [{"timestamp": START.isoformat(), "criterion": "c", "passed": p} for p in (True, False, None, True)]
+    assert read_counts(_write(rows, tmp_path / f"ok{suffix}"), "1d").cells == {("c", int(START.timestamp())): [2, 1, 1]}
+    where = "line 1" if suffix == ".jsonl" else "row 0"
+    for values in (["yes", "no"], [1, 0], ["true", "false"], [1.0, 0.0]):  # a Parquet column has one type
+        bad = [{"timestamp": START.isoformat(), "criterion": "c", "passed": v} for v in values]
+        with pytest.raises(InputError) as error:
+            read_counts(_write(bad, tmp_path / f"bad{suffix}"), "1d")
+        assert f"{where}: passed: {values[0]!r} is not readable (true, false or null: a JSON boolean, not text " \
+               "or a number)" in str(error.value)
+    if suffix == ".jsonl":  # one odd value among booleans is named by its line
+        (tmp_path / "mixed.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows)
+                                              + json.dumps({**rows[0], "passed": "yes"}) + "\n")
+        with pytest.raises(InputError, match="mixed.jsonl:line 5: passed: 'yes' is not readable"):
+            read_counts(tmp_path / "mixed.jsonl", "1d")
+
+
+def test_csv_verdicts_are_the_cells_calibration_sets_take(tmp_path):
+    from judgekit.files import parse_bool
+
+    words = ["true", "False", " yes ", "no", "PASS", "failed", "1", "0", ""]
+    (tmp_path / "ok.csv").write_text("timestamp,criterion,passed\n" + "".join(
+        f"{START.isoformat()},c,{w}\n" for w in words))
+    counts = read_counts(tmp_path / "ok.csv", "1d")
+    passed = sum(1 for w in words if parse_bool(w) is True)
+    assert counts.cells == {("c", int(START.timestamp())): [passed, len(words) - 1 - passed, 1]}
+    for cell in ("maybe", "null", "nan", "1.0", "y"):
+        (tmp_path / "bad.csv").write_text(f"timestamp,criterion,passed\n{START.isoformat()},c,true\n"
+                                          f"{START.isoformat()},c,{cell}\n")
+        assert parse_bool(cell) == cell  # a calibration set would refuse it too
+        with pytest.raises(InputError) as error:
+            read_counts(tmp_path / "bad.csv", "1d")
+        assert f"bad.csv:data row 2: passed: '{cell}' is not readable (a boolean cell as calibration sets take it" \
+            in str(error.value)

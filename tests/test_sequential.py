@@ -3,30 +3,71 @@ live in benchmarks/early_stopping.py."""
 
 import numpy as np
 import pytest
-from scipy.stats import binomtest
 
 from judgekit.gate import Gate
+from judgekit.metrics import wilson
 from judgekit.pipeline import Options, calibrate
-from judgekit.sequential import clopper_pearson, settle, spent
+from judgekit.policy import Thresholds
+from judgekit.sequential import settle
 from judgekit.testing import FakeLLM
 from tests.conftest import balanced, llm_criterion
 
-
-@pytest.mark.parametrize("k, n", [(0, 10), (10, 10), (7, 20), (45, 50), (1, 1)])
-def test_clopper_pearson_matches_scipy(k, n):
-    ci = binomtest(k, n).proportion_ci(confidence_level=0.99, method="exact")
-    assert clopper_pearson(k, n, 0.01) == pytest.approx((ci.low, ci.high), abs=1e-9)
+T = Thresholds(min_tpr=0.8, min_tnr=0.8, min_examples=20)
 
 
-def test_budgets_sum_to_alpha():
-    assert sum(spent(0.05, k) for k in range(1, 200_000)) == pytest.approx(0.05, rel=1e-4)
+def test_nothing_is_settled_before_min_examples_of_each_class():
+    # Eight known-good examples, two judged right: the old alpha-spending rule called this FAIL.
+    assert settle((2, 8), (8, 8), (192, 192), T) is None
+    assert settle((0, 19), (0, 30), (0, 0), T) is None  # hopeless, but 19 < 20 known-good decided
+    assert settle((0, 20), (0, 30), (0, 0), T) == "FAIL"
+    assert settle((30, 30), (30, 30), (0, 0), T.model_copy(update={"min_examples": 40})) is None
 
 
-def test_settle_needs_evidence_on_both_sides():
-    assert settle((30, 30), (30, 30), 1, 0.8, 0.8, min_examples=20) == "PASS"
-    assert settle((30, 30), (30, 30), 1, 0.8, 0.8, min_examples=40) is None
-    assert settle((30, 30), (0, 30), 1, 0.8, 0.8, min_examples=20) == "FAIL"
-    assert settle((25, 30), (27, 30), 1, 0.8, 0.8, min_examples=20) is None
+def test_settled_only_when_no_verdict_left_can_change_the_full_set_decision():
+    # 180 of 180 known-good right: 20 wrong still leave 180/200, whose 95% lower bound is 0.85.
+    assert settle((180, 180), (190, 190), (20, 10), T) == "PASS"
+    # ... but 60 left could bring it to 180/240 = 0.75: not settled, though 180/180 looks perfect.
+    assert settle((180, 180), (190, 190), (60, 10), T) is None
+    # 20 of 80 right, 120 left: even all right is 140/200, 95% upper bound 0.76 < 0.80.
+    assert settle((20, 80), (30, 30), (120, 170), T) == "FAIL"
+    assert settle((20, 80), (30, 30), (160, 170), T) is None  # 180/240: the upper bound reaches 0.8006
+    assert settle((180, 180), (190, 190), (0, 0), T.model_copy(update={"min_kappa": 0.5})) is None
+    point = T.model_copy(update={"use_lower_bound": False})
+    assert settle((160, 180), (190, 190), (20, 10), point) == "PASS"  # 160/200 = 0.80 at worst
+    assert settle((159, 180), (190, 190), (20, 10), point) is None  # 159/200 at worst, 179/200 at best
+
+
+def test_wilson_bounds_move_one_way_with_each_verdict():
+    """What curtailment rests on: a wrong verdict never raises a bound, a right one never lowers it."""
+    for n in range(1, 301):
+        for right in range(n + 1):
+            low, high = wilson(right, n)
+            assert wilson(right, n + 1)[0] <= low + 1e-12 and wilson(right, n + 1)[1] <= high + 1e-12
+            assert wilson(right + 1, n + 1)[0] >= low - 1e-12 and wilson(right + 1, n + 1)[1] >= high - 1e-12
+
+
+def test_a_settled_decision_is_the_full_set_decision_whatever_the_rest():
+    """Every completion of a small set (25 + 25): wherever settle decides, the gate's rule on the
+    whole set agrees, for every way the examples left could be judged."""
+    t = T.model_copy(update={"min_examples": 10})
+
+    def full(right, decided, threshold):
+        low, high = wilson(right, decided)
+        return "FAIL" if high < threshold else ("PASS" if low >= threshold else None)
+
+    rng = np.random.default_rng(1)
+    for _ in range(400):
+        judged_pos, judged_neg = (int(x) for x in rng.integers(10, 26, 2))
+        right_pos, right_neg = int(rng.integers(0, judged_pos + 1)), int(rng.integers(0, judged_neg + 1))
+        left = (25 - judged_pos, 25 - judged_neg)
+        decision = settle((right_pos, judged_pos), (right_neg, judged_neg), left, t)
+        if decision is None:
+            continue
+        for more_pos in range(left[0] + 1):
+            for more_neg in range(left[1] + 1):
+                tpr = full(right_pos + more_pos, 25, t.min_tpr)
+                tnr = full(right_neg + more_neg, 25, t.min_tnr)
+                assert decision == ("FAIL" if "FAIL" in (tpr, tnr) else "PASS" if tpr == tnr == "PASS" else None)
 
 
 @pytest.fixture
@@ -51,10 +92,15 @@ def test_a_good_judge_passes_early_and_the_gate_agrees(big):
     assert Gate.from_project(big.criteria, big.sets).check(report).status == "PASS"
 
 
-def test_a_constant_judge_fails_within_the_first_looks(big):
+def test_a_constant_judge_fails_once_no_verdict_left_could_save_it(big):
+    """Passing everything, TNR is 0 of the known-bad judged so far: once about 52 of the 200 are
+    judged, even 148 right ones would leave TNR's 95% upper bound below 0.80."""
     judge = FakeLLM.scripted({}, default=True)
     c = calibrate(options(big), llm=judge).criteria[0]
-    assert c.early_stop.decision == "FAIL" and c.early_stop.looks <= 2 and judge.calls <= 20
+    assert c.early_stop.decision == "FAIL" and judge.calls == c.early_stop.judged < 150
+    assert min(c.confusion.tp, c.confusion.fp) >= 20  # min_examples of each class judged first
+    fails = c.confusion.fp
+    assert wilson(200 - fails, 200)[1] < 0.8 <= wilson(200 - fails + 10, 200)[1]  # stopped within one batch
 
 
 def test_order_is_seeded(big):

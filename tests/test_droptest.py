@@ -1,0 +1,56 @@
+"""The drop test of `judgekit monitor`: the exact p-value's bound against a brute-force computation
+(its false-alarm rate through `watch` is in tests/test_monitor.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.stats import beta, binom
+
+from judgekit.droptest import NUISANCE, _Exact, drop_test, score_z
+
+
+def _brute_force(n1, n0, x0, drop, alpha, z):
+    """The exact p-value on a fine grid of baseline rates, every outcome enumerated."""
+    spent = alpha * NUISANCE
+    low = 0.0 if x0 == 0 else beta.ppf(spent / 2, x0, n0 - x0 + 1)
+    high = 1.0 if x0 == n0 else beta.ppf(1 - spent / 2, x0 + 1, n0 - x0)
+    hull = score_z(np.arange(n1 + 1)[:, None], n1, np.arange(n0 + 1)[None, :], n0, drop)
+    hull = np.minimum.accumulate(np.minimum.accumulate(hull, axis=1)[::-1], axis=0)[::-1]
+    extreme = hull <= z
+    return spent + max(binom.pmf(np.arange(n1 + 1), n1, max(0.0, p - drop)) @ extreme
+                       @ binom.pmf(np.arange(n0 + 1), n0, p) for p in np.linspace(low, high, 300))
+
+
+def test_the_exact_p_value_is_never_below_the_brute_force_one():
+    rng = np.random.default_rng(3)
+    checked = 0
+    while checked < 25:
+        n1 = int(rng.integers(20, 60))
+        n0, drop = int(rng.integers(n1, 400)), float(rng.choice([0.0, 0.05, 0.1]))
+        x0, x1 = int(rng.integers(0, n0 + 1)), int(rng.integers(0, n1 + 1))
+        z = float(score_z(x1, n1, x0, n0, drop))
+        if not z < 0:
+            continue
+        mine = _Exact(n1, n0, x0, drop, 0.01).p_value(z)
+        assert mine >= _brute_force(n1, n0, x0, drop, 0.01, z) - 1e-12
+        checked += 1
+
+
+def test_large_windows_are_scored_in_chunks_with_the_same_answer(monkeypatch):
+    import judgekit.droptest as droptest
+
+    whole = _Exact(200, 1400, 1260, 0.05, 0.01)
+    monkeypatch.setattr(droptest, "_CHUNK", 1000)
+    chunked = _Exact(200, 1400, 1260, 0.05, 0.01)
+    assert whole.hull is not None and chunked.hull is None
+    for z in (-1.5, -2.3, -3.0):
+        assert (whole._first_extreme(z) == chunked._first_extreme(z)).all()
+        assert whole.p_value(z) == chunked.p_value(z)
+
+
+def test_the_exact_test_runs_only_where_the_score_test_is_near_alpha():
+    p, alert = drop_test(190, 200, 1260, 1400, 0.05, alpha=0.01)  # 0.95 against 0.90: far from a drop
+    assert p > 0.5 and not alert
+    p, alert = drop_test(150, 200, 1260, 1400, 0.05, alpha=0.01)
+    assert alert and 0.01 * NUISANCE < p < 0.001  # exact: at least what the baseline's interval spent
