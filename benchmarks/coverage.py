@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from judgekit.estimates import corrected_pass_rate
-from judgekit.metrics import kappa_from_counts, kappa_interval, wilson
+from judgekit.stats.estimates import corrected_pass_rate
+from judgekit.stats.metrics import kappa_from_counts, kappa_interval, wilson
 
 
 def judged(rng, truth, tpr=0.9, tnr=0.8):

@@ -26,9 +26,9 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from judgekit.drift import compare, mcnemar_exact, mcnemar_worse
-from judgekit.history import Run
-from judgekit.policy import DriftPolicy
+from judgekit.watch.drift import compare, mcnemar_exact, mcnemar_worse
+from judgekit.watch.history import Run
+from judgekit.inputs.settings import DriftPolicy
 
 
 def run(run_id: int, model: str = "m") -> Run:

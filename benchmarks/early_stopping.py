@@ -24,9 +24,9 @@ import time
 
 import numpy as np
 
-from judgekit.metrics import wilson
-from judgekit.policy import Thresholds
-from judgekit.sequential import settle
+from judgekit.stats.metrics import wilson
+from judgekit.inputs.policy import Thresholds
+from judgekit.stats.sequential import settle
 
 POLICY = Thresholds()  # min_tpr = min_tnr = 0.8, min_examples 20
 SIZES = (25, 50, 200, 1000)

@@ -25,7 +25,7 @@ RUN = """
 import re, sys, time
 pattern, reply, engine = sys.argv[1], eval(sys.argv[2]), sys.argv[3]
 if engine == "re2":
-    from judgekit.criteria import RegexCriterion
+    from judgekit.inputs.criteria import RegexCriterion
     c = RegexCriterion(id="c", kind="regex", question="Clean?", pattern=pattern, match_means="fail")
     c.explain({"output": ""})
     started = time.perf_counter()

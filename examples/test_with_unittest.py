@@ -22,10 +22,7 @@ class RegexCriterionTests(unittest.TestCase):
             raise unittest.SkipTest(str(blocked))
 
     def test_filled_reply(self):
-        from judgekit.criteria import load_criterion
-        from pathlib import Path
-
-        judge = judgekit.Judge(load_criterion(Path("criteria/no-unfilled-placeholder.yaml")))
+        judge = judgekit.calibrated_judge("no-unfilled-placeholder")  # refuses to judge if the gate blocks it
         self.assertTrue(judge("Hi Maria, your order has shipped.").passed)
         self.assertFalse(judge("Hi {first_name}, your order has shipped.").passed)
 

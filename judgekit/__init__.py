@@ -8,41 +8,37 @@ are loaded on first use.
 16
 """
 
-from __future__ import annotations
-
-from typing import Any
+from judgekit.lazy import exports
 
 _EXPORTS = {
     "calibrate": "judgekit.pipeline",
     "Options": "judgekit.pipeline",
-    "load_inputs": "judgekit.pipeline",
-    "Report": "judgekit.report",
-    "Verdict": "judgekit.verdicts",
-    "Example": "judgekit.sets",
-    "LLMCriterion": "judgekit.criteria",
-    "RegexCriterion": "judgekit.criteria",
+    "load_inputs": "judgekit.inputs.project",
+    "Report": "judgekit.report.model",
+    "Verdict": "judgekit.judging.verdicts",
+    "Example": "judgekit.inputs.sets",
+    "LLMCriterion": "judgekit.inputs.criteria",
+    "RegexCriterion": "judgekit.inputs.criteria",
+    "ClaimsCriterion": "judgekit.inputs.criteria",
     "JudgekitError": "judgekit.errors",
     "InputError": "judgekit.errors",
     "JudgeError": "judgekit.errors",
+    "JudgeNotCalibrated": "judgekit.errors",
     "ProviderUnreachable": "judgekit.errors",
     "ProviderAuthError": "judgekit.errors",
     "ProviderRejects": "judgekit.errors",
     "ModelUnavailable": "judgekit.errors",
-    "Gate": "judgekit.gate",
-    "GateResult": "judgekit.gate",
-    "Policy": "judgekit.policy",
-    "JudgeNotCalibrated": "judgekit.gate",
-    "require_calibrated": "judgekit.gate",
-    "Judge": "judgekit.judge",
+    "CallsFailed": "judgekit.errors",
+    "Gate": "judgekit.gate.decision",
+    "GateResult": "judgekit.gate.result",
+    "Policy": "judgekit.inputs.policy",
+    "require_calibrated": "judgekit.gate.guard",
+    "calibrated_judge": "judgekit.gate.guard",
+    "Judge": "judgekit.judging.judge",
+    "corrected_pass_rate": "judgekit.stats.estimates",
+    "pass_at_k": "judgekit.stats.estimates",
+    "pass_hat_k": "judgekit.stats.estimates",
 }
 
 __all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'judgekit' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
+__getattr__, __dir__ = exports(__name__, _EXPORTS)

@@ -2,6 +2,7 @@
 
     JudgekitError                 anything judgekit itself detects
      ├── InputError               a file or argument is wrong (CLI exit code 2); lists every problem
+     ├── JudgeNotCalibrated       the gate blocks a criterion's judge: it may not grade anything
      └── JudgeError               the judge could not be asked
           ├── ProviderUnreachable the provider refused every connection; the run stopped early
           ├── ProviderAuthError   the provider rejected the credentials; the run stopped early
@@ -51,6 +52,23 @@ class InputError(JudgekitError):
     @classmethod
     def one(cls, source: str | Path, location: str, message: str) -> "InputError":
         return cls([Problem(str(source), location, message)])
+
+
+class JudgeNotCalibrated(JudgekitError):
+    """A judge may not grade yet: the gate blocks its criterion (FAIL or INCONCLUSIVE), or its
+    figures are another tool's. `blocked` holds `(criterion, status, why)` for each.
+
+    >>> print(JudgeNotCalibrated("FAIL", [("card", "FAIL", "TNR 0.14 is below 0.80")]))
+    the judge is not calibrated well enough to grade (FAIL):
+      FAIL card: TNR 0.14 is below 0.80
+    Fix the judge or the labels, run `judgekit calibrate`, and gate again.
+    """
+
+    def __init__(self, status: str, blocked: list[tuple[str, str, str]]):
+        self.status, self.blocked = status, list(blocked)
+        text = "\n".join(f"  {s} {c}: {why}" for c, s, why in self.blocked) or "  no criterion was gated"
+        super().__init__(f"the judge is not calibrated well enough to grade ({status}):\n{text}\n"
+                         "Fix the judge or the labels, run `judgekit calibrate`, and gate again.")
 
 
 class JudgeError(JudgekitError):

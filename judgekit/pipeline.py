@@ -11,26 +11,33 @@
 
 from __future__ import annotations
 
+import asyncio
 import statistics
-from datetime import datetime, timezone
+from collections import Counter
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, Sequence
 
-from judgekit.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, canonical_hash, fingerprint, judge_spec
 from judgekit.errors import CallsFailed, InputError, Problem
-from judgekit.llm import LLM
+from judgekit.fingerprint import canonical_hash
+from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, with_trials
+from judgekit.inputs.policy import Policy, parse_duration
+from judgekit.inputs.project import load_inputs, select_split
+from judgekit.inputs.sets import CalibrationSet
+from judgekit.judging.claims import recorded_gold, stages
+from judgekit.judging.prompts import fingerprint, judge_spec
+from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded, match_recorded
+from judgekit.judging.runner import RunSettings, Stop, judge_sets
+from judgekit.judging.verdicts import JUDGE_ID, Verdict, majority
+from judgekit.llm.protocol import LLM
+from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.transports import check_api_base, public_url
-from judgekit.policy import Policy, parse_duration
-
-if TYPE_CHECKING:
-    from judgekit.llm.retry import RetryPolicy
-from judgekit.metrics import calibration, pairwise_kappa
-from judgekit.report import (Annotators, ClaimStages, ConfusionCounts, Consistency, CriterionReport, Disagreement, EarlyStop, JudgeInfo,
-                             Report, Slice, UsageSummary, finite)
-from judgekit.sets import CalibrationSet, load_sets
-from judgekit.verdicts import (JUDGE_ID, RecordedClaim, RecordedVerdict, Verdict, load_recorded, majority,
-                               match_recorded)
+from judgekit.report.model import (Annotators, ClaimStages, ConfusionCounts, Consistency, CriterionReport, Disagreement,
+                                   EarlyStop, JudgeInfo, Report, Slice, UsageSummary)
+from judgekit.report.render import finite
+from judgekit.stats.metrics import calibration, confusion, kappa_from_counts, pairwise_kappa, ratio
+from judgekit.stats.raters import fleiss_kappa, flip_rate, item_stability, krippendorff_alpha
 
 
 @dataclass
@@ -55,47 +62,6 @@ class Options:
     stop_early: bool = False
     policy: Policy | None = None  # early stopping's thresholds; default: the project's gate policy
     canary: int | None = None  # judge only this many frozen examples of each set (`judgekit recheck`)
-
-
-def load_inputs(criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str] = (),
-                split: str | None = None) -> tuple[list[Criterion], dict[str, CalibrationSet]]:
-    """Load the chosen criteria and their sets, validating everything once and listing the problems
-    of every file together: a criterion file that does not load still has its set checked."""
-    from judgekit.criteria import read_criteria
-
-    criteria, failed = read_criteria(criteria_dir)
-    problems = [p for found in failed.values() for p in found]
-    unloaded = list(failed)
-    if criterion_ids:
-        known = {c.id for c in criteria} | set(failed)
-        problems += [Problem(str(criteria_dir), i, f"no such criterion; known: {', '.join(sorted(known))}")
-                     for i in criterion_ids if i not in known]
-        criteria = [c for c in criteria if c.id in set(criterion_ids)]
-        unloaded = [i for i in unloaded if i in set(criterion_ids)]
-    try:
-        sets = load_sets(sets_dir, criteria, unloaded)
-    except InputError as error:
-        problems += error.problems
-    if problems:
-        raise InputError(problems)
-    return criteria, select_split(sets, split)
-
-
-def select_split(sets: dict[str, CalibrationSet], split: str | None) -> dict[str, CalibrationSet]:
-    """Each set narrowed to one split (all examples when `split` is None); an empty result is an error."""
-    if not split:
-        return sets
-    chosen = {cid: s.select(split) for cid, s in sets.items()}
-    empty = [cid for cid, s in chosen.items() if not s.examples]
-    if empty:
-        raise InputError([Problem(str(chosen[cid].path), "split", f"no example has split {split!r}") for cid in empty])
-    return chosen
-
-
-def _effective(criterion: Criterion, options: Options) -> Criterion:
-    if isinstance(criterion, JUDGED) and options.trials and options.trials != criterion.judge.trials:
-        return criterion.model_copy(update={"judge": criterion.judge.model_copy(update={"trials": options.trials})})
-    return criterion
 
 
 def _model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> str:
@@ -126,7 +92,7 @@ def calibrate(options: Options, llm: LLM | None = None,
     chosen = sets
     if options.canary:
         sets = {cid: s.canary(options.canary) for cid, s in sets.items()}
-    criteria = [_effective(c, options) for c in criteria]
+    criteria = [with_trials(c, options.trials) for c in criteria]
     trials_by_criterion: dict[str, list[list[Verdict]]] = {}
     sources: dict[str, str] = {}
 
@@ -155,19 +121,19 @@ def calibrate(options: Options, llm: LLM | None = None,
     pending = [c for c in criteria if isinstance(c, JUDGED) and c.id not in trials_by_criterion]
     models = {c.id: _model_for(c, options) for c in pending}
     judging_s = None
-    stops: dict[str, EarlyStop] = {}
+    stops: dict[str, Stop] = {}
     gold: dict[str, dict[str, Verdict]] = {}
     if pending:
-        import asyncio
-
-        from judgekit.runner import judge_sets
-
-        policy = options.policy or Policy.load()
+        policy = options.policy or Policy.load()  # the project's policy: judgekit.yaml / pyproject.toml here
         ages = [policy.for_criterion(c.id).max_age for c in pending]
-        # Evidence older than the gate accepts is asked again rather than served from the cache.
-        max_age_s = min((parse_duration(a).total_seconds() for a in ages if a), default=None) \
-            if all(ages) else None
-        run = asyncio.run(judge_sets(pending, sets, models, options, llm, progress, max_age_s))
+        settings = RunSettings(
+            api_base=options.api_base, concurrency=options.concurrency, cache_dir=options.cache_dir,
+            timeout_s=options.timeout_s, retry=options.retry, via=options.via, structured=options.structured,
+            # Evidence older than the gate accepts is asked again rather than served from the cache.
+            max_age_s=min(parse_duration(a).total_seconds() for a in ages) if all(ages) else None,
+            stop_early={c.id: policy.for_criterion(c.id) for c in pending} if options.stop_early else None,
+            seed=options.seed)
+        run = asyncio.run(judge_sets(pending, sets, models, settings, llm, progress))
         for c in pending:
             _check_some_call_answered(c, models[c.id], run.verdicts[c.id])
         trials_by_criterion.update(run.verdicts)
@@ -199,8 +165,6 @@ def _check_some_call_answered(criterion: Criterion, model: str, all_trials: list
     reporting 100% abstentions."""
     verdicts = [v for trials in all_trials for v in trials]
     if verdicts and all((v.abstention or "").startswith("error:") for v in verdicts):
-        from collections import Counter
-
         cause, _ = Counter(v.reason or v.abstention or "" for v in verdicts).most_common(1)[0]
         raise CallsFailed(criterion.id, model, len(all_trials), cause)
 
@@ -230,8 +194,6 @@ def _consistency(all_trials: list[list[Verdict]]) -> Consistency | None:
     count = max((len(t) for t in all_trials), default=1)
     if count < 2:
         return None
-    from judgekit.raters import fleiss_kappa, flip_rate, item_stability
-
     unstable = [t for t in all_trials if len({v.passed for v in t if v.passed is not None}) > 1]
     complete = [[v.passed for v in t] for t in all_trials if len(t) == count and all(v.passed is not None for v in t)]
     stability = dict(zip((t[0].example_id for t in unstable), item_stability([[v.passed for v in t] for t in unstable])))
@@ -249,8 +211,6 @@ def _annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
         return None
     judge = {v.example_id: v.passed for v in final if v.passed is not None}
     judge_kappa = {name: pairwise_kappa({"a": own, "b": judge})["a~b"] for name, own in ratings.items()}
-    from judgekit.raters import fleiss_kappa, krippendorff_alpha
-
     names = sorted(ratings)
     rows = [[ratings[name].get(e.id) for name in names] for e in cal.examples]
     full = [row for row in rows if None not in row]
@@ -262,8 +222,6 @@ def _annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
 
 def _slices(cal: CalibrationSet, final: list[Verdict]) -> dict[str, Slice]:
     """Metrics per tag (point estimates; a slice is for finding where the judge goes wrong)."""
-    from judgekit.metrics import confusion, kappa_from_counts, ratio
-
     by_tag: dict[str, list[tuple[bool, bool | None]]] = {}
     for example, verdict in zip(cal.examples, final):
         for tag in example.tags:
@@ -278,9 +236,6 @@ def _slices(cal: CalibrationSet, final: list[Verdict]) -> dict[str, Slice]:
 
 
 def _claim_stages(cal: CalibrationSet, final: list[Verdict], gold: dict[str, Verdict]) -> ClaimStages:
-    from judgekit.claims import stages
-    from judgekit.metrics import ratio
-
     s = stages(cal.examples, final, gold)
     return ClaimStages(examples=s.examples, claims=s.claims, verification=ConfusionCounts(tp=s.tp, fp=s.fp, tn=s.tn, fn=s.fn),
                        verification_tpr=finite(ratio(s.tp, s.tp + s.fn)), verification_tnr=finite(ratio(s.tn, s.tn + s.fp)),
@@ -295,7 +250,7 @@ def _claims(verdict: Verdict) -> list[RecordedClaim] | None:
 
 
 def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
-                      model: str | None, options: Options, started: datetime, stop: EarlyStop | None = None,
+                      model: str | None, options: Options, started: datetime, stop: Stop | None = None,
                       gold: dict[str, Verdict] | None = None) -> CriterionReport:
     full_set = cal
     if stop is not None:  # stopped early: metrics over the examples judged, the set as it is on disk
@@ -309,6 +264,7 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
     spec = judge_spec(criterion, model if source == "live" else (options.model if source != "code" else None))
     own = fingerprint(criterion, spec["model"])
     judge = JudgeInfo(kind=spec["kind"], model=spec["model"], parameters=spec["parameters"],
+                      declared_model=criterion.judge.model if isinstance(criterion, JUDGED) else None,
                       prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
                       source=source if source != "code" else "live",
                       api_base=public_url(options.api_base) if source == "live" else None,
@@ -317,15 +273,14 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
                                   context=e.context, reason=v.reason, abstention=v.abstention, raw=v.raw,
                                   claims=_claims(v)) for e, v in zip(cal.examples, final) if v.passed != e.label]
     if not gold and isinstance(criterion, ClaimsCriterion) and source.startswith(("recorded:", "replayed:")):
-        from judgekit.claims import recorded_gold
-
         gold = recorded_gold(cal.examples, final, criterion.no_claims)
     k = result.confusion
     times = [v.obtained_at for trials in all_trials for v in trials if v.obtained_at is not None]
     # Verdicts another judge recorded are its; judgekit's own (live, by code, or read back) carry its fingerprint.
     mark = None if source.startswith("recorded:") else own[:JUDGE_ID]
     return CriterionReport(
-        id=criterion.id, fingerprint=own, set_fingerprint=full_set.fingerprint,
+        id=criterion.id, question=criterion.question, fingerprint=own, set_fingerprint=full_set.fingerprint,
+        inputs={"criterion": criterion.digest, "set": full_set.digest} if criterion.digest and full_set.digest else None,
         n=result.n, abstained=result.abstained, confusion=ConfusionCounts(tp=k.tp, fp=k.fp, tn=k.tn, fn=k.fn),
         metrics={name: finite(value) for name, value in result.metrics.items()},
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
@@ -333,7 +288,9 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         disagreements=disagreements, judge=judge, usage=_usage([*all_trials, *([v] for v in (gold or {}).values())]),
         consistency=_consistency(all_trials),
         annotators=_annotators(cal, final), slices=_slices(cal, final),
-        labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split, early_stop=stop,
+        labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split,
+        early_stop=EarlyStop(decision=stop.decision, judged=stop.judged, total=stop.total, looks=stop.looks,
+                             calls_saved=stop.calls_saved) if stop is not None else None,
         calibrated_at=started,
         evidence_at=datetime.fromtimestamp(min(times), timezone.utc) if times else started,
         outcomes={e.id: (e.label, v.passed) for e, v in zip(cal.examples, final)},
@@ -345,17 +302,3 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
             at=datetime.fromtimestamp(v.obtained_at, timezone.utc) if v.obtained_at is not None else started,
             judge=mark)
             for trials in all_trials for v in trials])
-
-
-def record_history(report: Report, path: Path, purpose: str = "calibrate") -> Report:
-    """Keep a fresh report's runs in the history at `path`; return it with the warnings the
-    history adds (a prompt measured only on the split it was tuned on)."""
-    from judgekit.history import History
-
-    with History.open(path) as history:
-        history.record(report, purpose)
-        criteria = []
-        for c in report.criteria:
-            warning = history.split_warning(c.id, c.judge.prompt_sha if c.judge else None)
-            criteria.append(c.model_copy(update={"warnings": [*c.warnings, warning]}) if warning else c)
-    return report.model_copy(update={"criteria": criteria})

@@ -9,15 +9,22 @@ session; tests whose criteria are blocked do not run and report the gate's reaso
 (`judgekit_gate_action`: error (default), skip, or exit); unmarked tests run as usual. The
 `judge` fixture gives a test a calibrated judge for its criterion, one that refuses to judge
 when the gate blocks it. Nothing heavier than pytest is imported unless the gate or the fixture
-is used.
+is used: judgekit's gate and report packages load their modules on first use.
 """
 
 from __future__ import annotations
 
+import json
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+import judgekit.gate as gate_api
+import judgekit.report as report_api
+from judgekit.errors import JudgekitError
+from judgekit.stats.estimates import corrected_pass_rate, suite_pass_k
 
 _RESULT = pytest.StashKey[Any]()
 _BLOCKED = pytest.StashKey[str]()
@@ -74,17 +81,12 @@ def _path(config: pytest.Config, option: str | None, ini: str) -> Path:
 
 def _check(config: pytest.Config) -> Any:
     """The gate over every criterion in the project, read from disk once per process."""
-    from judgekit.errors import JudgekitError
-    from judgekit.gate import Gate
-    from judgekit.report import Report
-
-    report_path = Report.locate(_path(config, config.getoption("--judgekit-report"), "judgekit_report"))
+    report_path = _path(config, config.getoption("--judgekit-report"), "judgekit_report")
     config_path = config.getoption("--judgekit-config")
     try:
-        report = Report.read_if_any(report_path)
-        gate = Gate.from_project(_path(config, None, "judgekit_criteria"), _path(config, None, "judgekit_sets"),
-                                 Path(config_path) if config_path else None, root=config.rootpath)
-        return gate.check(report, report_path=str(report_path))
+        gate = gate_api.Gate.from_project(_path(config, None, "judgekit_criteria"), _path(config, None, "judgekit_sets"),
+                                          Path(config_path) if config_path else None, root=config.rootpath)
+        return gate.check_path(report_path)
     except JudgekitError as error:
         raise pytest.UsageError(f"judgekit gate: {error}") from None
 
@@ -147,24 +149,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.fixture
 def judge(request: pytest.FixtureRequest) -> Any:
     """A calibrated judge for the test's one `judged` criterion; it refuses to judge when blocked."""
-    from judgekit.criteria import load_criterion
-    from judgekit.errors import JudgekitError
-
     ids = _criteria_of(request.node)
     if len(ids) != 1:
         pytest.fail("the judge fixture needs exactly one criterion: @pytest.mark.judged('criterion-id')",
                     pytrace=False)
     config = request.config
     result = _result(config)
-    from judgekit.gate import judge_for
-    from judgekit.report import Report
-
     try:
-        criterion = load_criterion(_path(config, None, "judgekit_criteria") / f"{ids[0]}.yaml")
-        report = Report.read_if_any(Path(result.report_path))
+        judge = gate_api.judge_of(_path(config, None, "judgekit_criteria"), ids[0], result,
+                                  cache_dir=str(config.rootpath / ".judgekit" / "cache"))
     except JudgekitError as error:
         pytest.fail(str(error), pytrace=False)
-    judge = judge_for(criterion, result, report, cache_dir=str(config.rootpath / ".judgekit" / "cache"))
 
     def judged(output: str, input: str | None = None, context: str | None = None) -> Any:
         verdict = judge(output, input=input, context=context)
@@ -203,9 +198,6 @@ class _Tally:
         """One JSONL row per verdict, in the shape `judgekit monitor` reads."""
         if self.record is None:
             return
-        import json
-        from datetime import datetime, timezone
-
         self.record.write(json.dumps({"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
                                       "criterion": criterion, "passed": passed, "trace_id": nodeid}) + "\n")
         self.record.flush()
@@ -221,14 +213,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     tally = config.stash.get(_TALLY, None)
     if tally is None or not tally.by_criterion:
         return
-    from judgekit.errors import JudgekitError
-    from judgekit.estimates import corrected_pass_rate
-    from judgekit.report import Report
-
     report_path = (config.stash[_RESULT].report_path if _RESULT in config.stash else
                    _path(config, config.getoption("--judgekit-report"), "judgekit_report"))
     try:
-        report = Report.read_if_any(report_path)
+        report = report_api.Report.read_if_any(report_path)
     except JudgekitError:
         report = None
     terminalreporter.section("judgekit: judged pass rates")
@@ -257,8 +245,6 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
 def _pass_k_line(terminalreporter: Any, tally: _Tally, criterion_id: str) -> None:
     """pass@k and pass^k over the criterion's tasks that ran as several trials (instances of a test
     parametrized over `trial`); a trial passes when every verdict the judge gave in it passed."""
-    from judgekit.estimates import suite_pass_k
-
     tasks = {task: trials for (cid, task), trials in tally.trials.items() if cid == criterion_id}
     results = [(len(trials), sum(1 for verdicts in trials.values() if verdicts and all(verdicts)))
                for trials in tasks.values() if len(trials) >= 2]

@@ -8,7 +8,8 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from judgekit.claims import ClaimCheck, aggregate, read_checks, read_claims
+from judgekit.judging.claims import read_checks, read_claims
+from judgekit.judging.verdicts import ClaimCheck, aggregate
 from judgekit.cli import app
 from judgekit.errors import InputError
 from judgekit.pipeline import Options, calibrate
@@ -212,7 +213,7 @@ def test_review_fixes_for_claims(claims_project, tmp_path):
     (bad,) = [d for d in c.disagreements if d.id == "garbled-verification"]
     assert bad.claims is not None
     # A verification call that fails after its retries: an abstention that keeps the usage of every call made.
-    from judgekit.llm import CallError
+    from judgekit.llm.protocol import CallError
 
     def failing(request):
         text = request.messages[-1]["content"]

@@ -2,8 +2,8 @@ from pathlib import Path
 
 import pytest
 
-from judgekit.criteria import (LLMCriterion, RegexCriterion, fingerprint, load_criteria, load_criterion,
-                               prompt_template, render)
+from judgekit.inputs.criteria import LLMCriterion, RegexCriterion, load_criteria, load_criterion
+from judgekit.judging.prompts import fingerprint, prompt_template, render
 from judgekit.errors import InputError
 from tests.conftest import REPO, llm_criterion
 
@@ -112,7 +112,7 @@ def test_the_scaffolded_email_pattern_on_a_1_mb_reply():
     """Python's re took 5.5 s on 40 kB of this (about an hour on 1 MB)."""
     import yaml
 
-    from judgekit.scaffold import REGEX_CRITERION
+    from judgekit.cli.scaffold import REGEX_CRITERION
 
     criterion = RegexCriterion(**yaml.safe_load(REGEX_CRITERION))
     reply = "a." * 500_000
@@ -143,8 +143,9 @@ def test_ignore_case_and_a_final_newline_match_as_in_python():
 def test_bundled_and_scaffolded_regex_criteria_give_the_verdicts_python_re_gives(tmp_path):
     import re
 
-    from judgekit.scaffold import init
-    from judgekit.sets import find_set, load_set
+    from judgekit.cli.scaffold import init
+    from judgekit.inputs.catalog import find_set
+    from judgekit.inputs.sets import load_set
 
     init(tmp_path, False)
     checked = 0

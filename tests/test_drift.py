@@ -14,10 +14,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from judgekit.cli import app
-from judgekit.drift import compare, flip_excess, mcnemar_exact
-from judgekit.history import History, Run
-from judgekit.pipeline import Options, calibrate, record_history
-from judgekit.policy import DriftPolicy
+from judgekit.watch.drift import compare, flip_excess, mcnemar_exact
+from judgekit.watch.history import History, Run
+from judgekit.pipeline import Options, calibrate
+from judgekit.watch.history import record_history
+from judgekit.inputs.settings import DriftPolicy
 
 from conftest import balanced, llm_criterion
 
@@ -121,7 +122,7 @@ def test_the_changed_judge_test_is_exact_at_alpha_whatever_the_number_of_discord
     the chance of DRIFT is at most alpha for every m, and uses most of it (no alpha / 2)."""
     from scipy.stats import binom
 
-    from judgekit.drift import mcnemar_worse
+    from judgekit.watch.drift import mcnemar_worse
 
     sizes = [sum(binom.pmf(b, m, 0.5) for b in range(m + 1) if mcnemar_worse(b, m - b) < 0.05) for m in range(1, 80)]
     assert max(sizes) <= 0.05
@@ -219,8 +220,8 @@ def test_recheck_catches_a_silent_model_update_through_the_provider(project, tmp
 
 
 def test_canary_subset_is_frozen_and_balanced(project):
-    from judgekit.sets import load_sets
-    from judgekit.criteria import load_criteria
+    from judgekit.inputs.sets import load_sets
+    from judgekit.inputs.criteria import load_criteria
 
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(30, 30))

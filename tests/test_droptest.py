@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom
 
-from judgekit.droptest import NUISANCE, _Exact, drop_test, score_z
+from judgekit.stats.droptest import NUISANCE, _Exact, drop_test, score_z
 
 
 def _brute_force(n1, n0, x0, drop, alpha, z):
@@ -38,7 +38,7 @@ def test_the_exact_p_value_is_never_below_the_brute_force_one():
 
 
 def test_large_windows_are_scored_in_chunks_with_the_same_answer(monkeypatch):
-    import judgekit.droptest as droptest
+    import judgekit.stats.droptest as droptest
 
     whole = _Exact(200, 1400, 1260, 0.05, 0.01)
     monkeypatch.setattr(droptest, "_CHUNK", 1000)

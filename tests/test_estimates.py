@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa as sm_fleiss
 
-from judgekit.estimates import corrected_pass_rate, pass_at_k, pass_hat_k, suite_pass_k
-from judgekit.raters import fleiss_kappa, item_stability, krippendorff_alpha
+from judgekit.stats.estimates import corrected_pass_rate, pass_at_k, pass_hat_k, suite_pass_k
+from judgekit.stats.raters import fleiss_kappa, item_stability, krippendorff_alpha
 
 
 @settings(max_examples=100, deadline=None)

@@ -4,7 +4,7 @@ nesting too deep to read, naming the file and the line; CSV refuses a column nam
 import pytest
 
 from judgekit.errors import InputError
-from judgekit.files import iter_records, read_yaml
+from judgekit.inputs.files import iter_records, read_yaml
 from judgekit.report import Report
 
 

@@ -8,12 +8,12 @@ import string
 import yaml
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from judgekit.criteria import load_criterion
+from judgekit.inputs.criteria import load_criterion
 from judgekit.errors import InputError
-from judgekit.policy import Policy
+from judgekit.inputs.policy import Policy
 from judgekit.report import Report
-from judgekit.sets import load_set
-from judgekit.verdicts import load_recorded
+from judgekit.inputs.sets import load_set
+from judgekit.judging.recorded import load_recorded
 
 KEYS = ["id", "question", "kind", "pattern", "match_means", "inputs", "examples", "judge", "output", "input",
         "passed", "labels", "tags", "split", "model", "trials", "prompt", "criterion", "trial", "min_tpr",

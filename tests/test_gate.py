@@ -8,11 +8,11 @@ from xml.etree import ElementTree as ET
 import pytest
 from typer.testing import CliRunner
 
-from judgekit.ci import to_junit
+from judgekit.cli.ci import to_junit
 from judgekit.cli import app
 from judgekit.errors import InputError
 from judgekit.gate import Gate, JudgeNotCalibrated, require_calibrated
-from judgekit.policy import Policy, Thresholds
+from judgekit.inputs.policy import Policy, Thresholds
 from judgekit.pipeline import Options, calibrate
 
 runner = CliRunner()
@@ -232,8 +232,8 @@ def test_plan_and_gate_agree_on_the_label_budget(project):
     result = decide(project, report)
     assert result.status == "INCONCLUSIVE"
     from judgekit.gate import plan
-    from judgekit.policy import Policy
-    from judgekit.pipeline import load_inputs
+    from judgekit.inputs.policy import Policy
+    from judgekit.inputs.project import load_inputs
     _, sets = load_inputs(project.criteria, project.sets)
     lines = plan(report, Policy(), sets, ["c"])
     assert "known-good: 30 labelled, TPR 0.90 (observed): 61 needed, 31 more" in lines[0]

@@ -12,8 +12,9 @@ from typer.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.history import MIGRATIONS, History
-from judgekit.pipeline import Options, calibrate, record_history
+from judgekit.watch.history import MIGRATIONS, History
+from judgekit.pipeline import Options, calibrate
+from judgekit.watch.history import record_history
 from judgekit.testing import FakeLLM
 
 from conftest import balanced, llm_criterion
@@ -159,7 +160,8 @@ def test_another_applications_database_is_refused_and_left_alone(tmp_path):
 
 
 def test_each_settings_section_comes_from_the_first_file_that_has_it(tmp_path):
-    from judgekit.policy import DriftPolicy, MonitorPolicy, Policy, load_settings
+    from judgekit.inputs.policy import Policy
+    from judgekit.inputs.settings import DriftPolicy, MonitorPolicy, load_settings
 
     (tmp_path / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.9\n")
     (tmp_path / "pyproject.toml").write_text("[tool.judgekit.monitor]\nwindow = '1w'\n")

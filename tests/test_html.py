@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from judgekit.html import to_html, write_html
-from judgekit.pipeline import Options, calibrate, record_history
+from judgekit.cli.html import to_html, write_html
+from judgekit.gate import Gate
+from judgekit.pipeline import Options, calibrate
+from judgekit.watch.history import History, record_history
 from judgekit.testing import FakeLLM
 from tests.conftest import balanced, llm_criterion, require
 
@@ -52,7 +54,10 @@ def _project(project, tmp_path):
         report = record_history(calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets,
                                                   model="openai/j", cache_dir=None), llm=FakeLLM(answer)), history)
     report.write(tmp_path / "out")
-    return Path(write_html(report, tmp_path / "out", project.criteria, project.sets, None, history)), report
+    decisions = Gate.from_project(project.criteria, project.sets).check_path(tmp_path / "out").decisions
+    with History.open(history, create=False) as db:
+        runs = {c.id: db.runs(c.id, purpose="calibrate") for c in report.criteria}
+    return Path(write_html(report, tmp_path / "out", {d.criterion: d for d in decisions}, runs)), report
 
 
 def test_the_page_shows_decisions_charts_and_disagreements_and_runs_nothing(project, tmp_path, browser):
@@ -107,8 +112,8 @@ def test_past_runs_worse_than_chance_are_drawn_below_zero_not_clipped():
     import re
     from datetime import datetime, timezone
 
-    from judgekit.history import Run
-    from judgekit.html import history_chart
+    from judgekit.watch.history import Run
+    from judgekit.cli.html import history_chart
 
     runs = [Run(i, "c", datetime(2026, 11, i + 1, tzinfo=timezone.utc), "calibrate", "f", "m", "p", {}, "s", None,
                 "live", 10, 0, {"cohen_kappa": k, "tpr": 0.5, "tnr": 0.5}) for i, k in enumerate((0.5, -1.0, 0.0))]

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.importers import import_verdicts
+from judgekit.judging.importers import import_verdicts
 
 DATA = Path(__file__).parent / "data" / "importers"
 

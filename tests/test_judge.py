@@ -2,10 +2,12 @@ import asyncio
 
 import pytest
 
-from judgekit.criteria import LLMCriterion
-from judgekit.judge import jobs_for, read_answer, run_bounded
-from judgekit.sets import Example
-from judgekit.verdicts import Verdict, majority
+from judgekit.inputs.criteria import LLMCriterion
+from judgekit.judging.answers import read_answer
+from judgekit.judging.jobs import run_bounded
+from judgekit.judging.jobs import jobs_for
+from judgekit.inputs.sets import Example
+from judgekit.judging.verdicts import Verdict, majority
 
 
 @pytest.mark.parametrize("text, expected", [

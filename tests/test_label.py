@@ -9,7 +9,7 @@ import urllib.request
 
 import pytest
 
-from judgekit.label import labelling, review, serve
+from judgekit.cli.label_page import labelling, review, serve
 from tests.test_html import browser  # noqa: F401  (the headless Chromium fixture)
 
 LINES = [
@@ -159,7 +159,7 @@ def test_the_server_listens_on_loopback_and_refuses_foreign_writes(inbox):
 
 
 def test_csv_labels_keep_every_row_in_order(tmp_path):
-    from judgekit.label import write_label
+    from judgekit.inputs.labels import write_label
 
     path = tmp_path / "set.csv"
     path.write_text('id,output,passed\na,"one, with comma",true\nb,"two\nlines",\nc,three,false\n')
@@ -185,8 +185,8 @@ def test_the_command_needs_a_file_or_a_criterion_to_review(tmp_path):
 
 def test_write_back_keeps_every_other_byte(tmp_path):
     from judgekit.errors import InputError
-    from judgekit.label import write_label
-    from judgekit.sets import load_set
+    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.sets import load_set
 
     jsonl = tmp_path / "s.jsonl"
     raw = ('{"id": "a", "output": "line\\u2028sep \\u00e9"}\r\n{"id": "b", "output": "y", "passed": true}\r\n'
@@ -215,7 +215,7 @@ def test_write_back_keeps_every_other_byte(tmp_path):
 
 def test_examples_labelled_by_annotators_are_not_overwritten(tmp_path):
     from judgekit.errors import InputError
-    from judgekit.label import write_label
+    from judgekit.inputs.labels import write_label
 
     path = tmp_path / "s.jsonl"
     path.write_text('{"id": "a", "output": "x", "labels": {"ana": false, "ben": false, "eve": true}}\n'
@@ -228,7 +228,7 @@ def test_examples_labelled_by_annotators_are_not_overwritten(tmp_path):
 LABELLER = """
 import sys
 from pathlib import Path
-from judgekit.label import write_label
+from judgekit.cli.label_page import write_label
 path, part = Path(sys.argv[1]), int(sys.argv[2])
 for i in range(part, 120, 2):
     write_label(path, f"e{i}", i % 3 == 0)
@@ -249,7 +249,7 @@ def test_two_processes_labelling_one_file_lose_nothing(tmp_path):
 
 
 def test_an_empty_annotator_column_in_a_csv_does_not_block_a_label(tmp_path):
-    from judgekit.label import write_label
+    from judgekit.inputs.labels import write_label
 
     path = tmp_path / "s.csv"
     path.write_text("id,output,passed,labels.ana\na,x,,\nb,y,,false\n")
@@ -289,7 +289,7 @@ def _appending(path, count, mode):
 
 @pytest.mark.parametrize("mode, via", [("reopened", "function"), ("held", "page")])
 def test_records_appended_while_labels_are_written_are_all_kept(tmp_path, mode, via):
-    from judgekit.label import write_label
+    from judgekit.inputs.labels import write_label
 
     path = tmp_path / "inbox.jsonl"
     path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(200)))
@@ -349,7 +349,7 @@ def test_a_file_rewritten_in_place_is_never_written_back_half_read(tmp_path):
     import sys
 
     from judgekit.errors import InputError
-    from judgekit.label import write_label
+    from judgekit.inputs.labels import write_label
 
     path = tmp_path / "set.jsonl"
     path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"reply {i} " + "x" * 20}) + "\n"
@@ -420,7 +420,7 @@ def test_a_file_moved_into_place_while_a_label_is_written_gets_the_label(tmp_pat
     import threading
     import time
 
-    from judgekit.label import write_label
+    from judgekit.inputs.labels import write_label
 
     path = tmp_path / "s.jsonl"
     content = "".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(50)).encode()
@@ -445,8 +445,8 @@ def test_a_file_moved_into_place_while_a_label_is_written_gets_the_label(tmp_pat
 def test_a_label_that_shortens_its_record_pads_it_and_every_reader_still_loads_the_file(tmp_path):
     import csv
 
-    from judgekit.label import write_label
-    from judgekit.sets import load_set
+    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.sets import load_set
 
     # The file never shrinks: its end may be an appender's, and cutting it could cut a record.
     jsonl = tmp_path / "s.jsonl"
@@ -503,7 +503,8 @@ PAD = b"\n" * len(', "passed": true')  # the blank lines a label appends stay: r
 def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended_records(tmp_path, via):
     import os
 
-    from judgekit.labels import read_records, recover, write_label
+    from judgekit.inputs.journal import recover
+    from judgekit.inputs.labels import read_records, write_label
 
     path = tmp_path / "s.jsonl"
     _, journal = _numbered(path, 40)
@@ -539,7 +540,8 @@ def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended
 
 
 def test_a_label_written_whole_before_its_writer_stopped_is_kept(tmp_path):
-    from judgekit.labels import recover, write_label
+    from judgekit.inputs.journal import recover
+    from judgekit.inputs.labels import write_label
 
     path = tmp_path / "s.jsonl"
     _, journal = _numbered(path, 40)
@@ -554,7 +556,8 @@ def test_a_label_written_whole_before_its_writer_stopped_is_kept(tmp_path):
 
 @pytest.mark.parametrize("damage", ["cut short", "one byte changed"])
 def test_a_journal_cut_short_or_damaged_is_ignored_and_removed(tmp_path, damage):
-    from judgekit.labels import recover, write_label
+    from judgekit.inputs.journal import recover
+    from judgekit.inputs.labels import write_label
 
     path = tmp_path / "s.jsonl"
     before, journal = _numbered(path, 40)
@@ -575,7 +578,7 @@ def test_a_journal_cut_short_or_damaged_is_ignored_and_removed(tmp_path, damage)
 
 def test_a_journal_that_no_longer_fits_the_file_is_not_applied(tmp_path):
     from judgekit.errors import InputError
-    from judgekit.labels import write_label
+    from judgekit.inputs.labels import write_label
 
     path = tmp_path / "s.jsonl"
     _, journal = _numbered(path, 40)
@@ -597,7 +600,7 @@ def test_a_disk_error_mid_write_is_rolled_back_at_once(tmp_path):
     import os
 
     from judgekit.errors import InputError
-    from judgekit.labels import write_label
+    from judgekit.inputs.labels import write_label
 
     def failing(fd, data, offset):  # the disk takes half, then refuses
         journaled.append(journal.exists())
@@ -614,7 +617,7 @@ def test_a_disk_error_mid_write_is_rolled_back_at_once(tmp_path):
 
 
 def test_a_label_cut_off_while_the_page_runs_is_reported_with_the_next_label(tmp_path):
-    from judgekit.labels import write_label
+    from judgekit.inputs.labels import write_label
 
     path = tmp_path / "s.jsonl"
     _numbered(path, 10)
@@ -641,7 +644,7 @@ def test_the_command_and_the_page_say_which_label_was_rolled_back(inbox, browser
     import subprocess
     import sys
 
-    from judgekit.labels import write_label
+    from judgekit.inputs.labels import write_label
 
     path, _ = inbox
     with pytest.raises(Stopped):
@@ -669,7 +672,7 @@ def test_the_command_and_the_page_say_which_label_was_rolled_back(inbox, browser
 KILLED_LABELLER = """
 import os, random, sys, time
 from pathlib import Path
-from judgekit.labels import write_label
+from judgekit.inputs.labels import write_label
 
 def slow(fd, data, offset):  # a slow disk: a write takes long enough for a kill to land in it
     written = os.pwrite(fd, data[:64], offset)
@@ -701,7 +704,7 @@ def test_a_labeller_killed_at_random_points_never_leaves_a_torn_record(tmp_path)
     import sys
     import time
 
-    from judgekit.labels import recover
+    from judgekit.inputs.journal import recover
 
     path = tmp_path / "s.jsonl"
     _numbered(path, 300)

@@ -10,7 +10,7 @@ from sklearn.metrics import (balanced_accuracy_score, cohen_kappa_score, confusi
                              matthews_corrcoef, precision_score, recall_score)
 from statsmodels.stats.proportion import proportion_confint
 
-from judgekit.metrics import calibration, cohen_kappa, kappa_from_counts, kappa_interval, pairwise_kappa, wilson
+from judgekit.stats.metrics import calibration, cohen_kappa, kappa_from_counts, kappa_interval, pairwise_kappa, wilson
 
 pairs = st.lists(st.tuples(st.booleans(), st.one_of(st.none(), st.booleans())), min_size=1, max_size=60)
 

@@ -16,8 +16,10 @@ from typer.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.monitor import ORIGIN, Counts, drop_p_value, read_counts, watch
-from judgekit.policy import MonitorPolicy
+from judgekit.stats.droptest import drop_p_value
+from judgekit.watch.monitor import watch
+from judgekit.watch.samples import Counts, ORIGIN, read_counts
+from judgekit.inputs.settings import MonitorPolicy
 
 START = datetime(2026, 11, 1, tzinfo=timezone.utc)
 
@@ -261,7 +263,7 @@ def test_verdicts_are_booleans_or_null_as_in_calibration_sets(tmp_path, suffix):
 
 
 def test_csv_verdicts_are_the_cells_calibration_sets_take(tmp_path):
-    from judgekit.files import parse_bool
+    from judgekit.inputs.files import parse_bool
 
     words = ["true", "False", " yes ", "no", "PASS", "failed", "1", "0", ""]
     (tmp_path / "ok.csv").write_text("timestamp,criterion,passed\n" + "".join(

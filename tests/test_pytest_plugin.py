@@ -209,9 +209,9 @@ def test_reply(judge):
     result = pytester.runpytest("--judgekit-gate")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*PASS*card*", "*calibrated from recorded verdicts of another judge*"])
-    from judgekit.criteria import load_criterion
+    from judgekit.inputs.criteria import load_criterion
     from judgekit.gate import JudgeNotCalibrated, calibrated_judge
-    from judgekit.judge import Judge
+    from judgekit.judging.judge import Judge
 
     with pytest.raises(JudgeNotCalibrated, match="recorded verdicts of another judge"):
         calibrated_judge("card", report=root / ".judgekit/reports/latest", criteria=root / "criteria",

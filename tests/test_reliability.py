@@ -180,7 +180,7 @@ def test_nothing_read_back_is_unpickled(forty, monkeypatch):
                           max_size=6).map(lambda rows: ("rows", rows))),
        st.sampled_from([".jsonl", ".csv"]))
 def test_monitoring_input_fuzzed_gives_only_judgekit_errors(tmp_path, data, suffix):
-    from judgekit.monitor import read_counts
+    from judgekit.watch.samples import read_counts
 
     kind, value = data
     path = tmp_path / f"fuzz{suffix}"
@@ -287,7 +287,7 @@ def test_credentials_in_the_endpoint_and_echoed_back_reach_no_file_and_no_messag
 WRITER = """
 import json, sys
 from pathlib import Path
-from judgekit.files import write_atomic
+from judgekit.inputs.files import write_atomic
 target = Path(sys.argv[1])
 contents = [json.dumps({"version": v, "fill": str(v) * 400_000}) for v in ("a", "b")]
 print("ready", flush=True)

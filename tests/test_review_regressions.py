@@ -8,9 +8,9 @@ from typer.testing import CliRunner
 from judgekit.cli import app
 from judgekit.errors import InputError, ProviderRejects
 from judgekit.gate import Gate
-from judgekit.policy import Policy
-from judgekit.judge import Judge
-from judgekit.criteria import load_criterion
+from judgekit.inputs.policy import Policy
+from judgekit.judging.judge import Judge
+from judgekit.inputs.criteria import load_criterion
 from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.transports import public_url
 from judgekit.pipeline import Options, calibrate

@@ -42,7 +42,7 @@ def test_init_keeps_settings_already_in_pyproject(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.judgekit.gate]\nmin_tpr = 0.99\nmin_tnr = 0.99\n")
     result = CliRunner().invoke(app, ["init", str(tmp_path)])
     assert result.exit_code == 0 and not (tmp_path / "judgekit.yaml").exists()
-    from judgekit.policy import Policy
+    from judgekit.inputs.policy import Policy
 
     assert Policy.load(root=tmp_path).defaults.min_tpr == 0.99
     assert (tmp_path / ".judgekit" / "schema" / "criterion.schema.json").is_file()  # what the criteria point at

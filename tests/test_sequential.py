@@ -1,14 +1,16 @@
 """Early stopping: settled decisions, calls saved, reproducible order; error rates by simulation
 live in benchmarks/early_stopping.py."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
 from judgekit.gate import Gate
-from judgekit.metrics import wilson
+from judgekit.stats.metrics import wilson
 from judgekit.pipeline import Options, calibrate
-from judgekit.policy import Thresholds
-from judgekit.sequential import settle
+from judgekit.inputs.policy import Thresholds
+from judgekit.stats.sequential import settle
 from judgekit.testing import FakeLLM
 from tests.conftest import balanced, llm_criterion
 
@@ -20,7 +22,7 @@ def test_nothing_is_settled_before_min_examples_of_each_class():
     assert settle((2, 8), (8, 8), (192, 192), T) is None
     assert settle((0, 19), (0, 30), (0, 0), T) is None  # hopeless, but 19 < 20 known-good decided
     assert settle((0, 20), (0, 30), (0, 0), T) == "FAIL"
-    assert settle((30, 30), (30, 30), (0, 0), T.model_copy(update={"min_examples": 40})) is None
+    assert settle((30, 30), (30, 30), (0, 0), replace(T, min_examples=40)) is None
 
 
 def test_settled_only_when_no_verdict_left_can_change_the_full_set_decision():
@@ -31,8 +33,8 @@ def test_settled_only_when_no_verdict_left_can_change_the_full_set_decision():
     # 20 of 80 right, 120 left: even all right is 140/200, 95% upper bound 0.76 < 0.80.
     assert settle((20, 80), (30, 30), (120, 170), T) == "FAIL"
     assert settle((20, 80), (30, 30), (160, 170), T) is None  # 180/240: the upper bound reaches 0.8006
-    assert settle((180, 180), (190, 190), (0, 0), T.model_copy(update={"min_kappa": 0.5})) is None
-    point = T.model_copy(update={"use_lower_bound": False})
+    assert settle((180, 180), (190, 190), (0, 0), replace(T, min_kappa=0.5)) is None
+    point = replace(T, use_lower_bound=False)
     assert settle((160, 180), (190, 190), (20, 10), point) == "PASS"  # 160/200 = 0.80 at worst
     assert settle((159, 180), (190, 190), (20, 10), point) is None  # 159/200 at worst, 179/200 at best
 
@@ -49,7 +51,7 @@ def test_wilson_bounds_move_one_way_with_each_verdict():
 def test_a_settled_decision_is_the_full_set_decision_whatever_the_rest():
     """Every completion of a small set (25 + 25): wherever settle decides, the gate's rule on the
     whole set agrees, for every way the examples left could be judged."""
-    t = T.model_copy(update={"min_examples": 10})
+    t = replace(T, min_examples=10)
 
     def full(right, decided, threshold):
         low, high = wilson(right, decided)

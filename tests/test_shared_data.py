@@ -10,7 +10,7 @@ from collections import Counter
 import pytest
 import yaml
 
-from judgekit.metrics import pairwise_kappa
+from judgekit.stats.metrics import pairwise_kappa
 from judgekit.pipeline import Options, calibrate
 
 

@@ -89,7 +89,7 @@ def test_slices_per_tag(project):
 
 
 def test_a_verdict_record_with_passed_twice_is_refused(setup):
-    from judgekit.verdicts import load_recorded
+    from judgekit.judging.recorded import load_recorded
 
     path = write(setup, "v.jsonl", '{"id": "p0", "passed": true}\n{"id": "p1", "passed": false, "passed": true}\n')
     with pytest.raises(InputError) as caught:

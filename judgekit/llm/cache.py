@@ -14,8 +14,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from judgekit.criteria import canonical_hash
-from judgekit.llm import LLM, Completion, Request
+from judgekit.errors import InputError
+from judgekit.fingerprint import canonical_hash
+from judgekit.llm.protocol import LLM, Completion, Request
+from judgekit.secrets import redact_known
 
 
 def cache_key(request: Request) -> str:
@@ -39,7 +41,6 @@ class CachedLLM:
 
         import sqlite3
 
-        from judgekit.errors import InputError
 
         self.inner = inner
         self.directory = Path(directory)
@@ -70,8 +71,6 @@ class CachedLLM:
         if hit is not None:
             return hit
         completion = await self.inner.complete(request)
-        from judgekit.secrets import redact_known
-
         self._cache.set(cache_key(request), redact_known(json.dumps(completion.to_json(), ensure_ascii=False)))
         return replace(completion, cached=False)
 

@@ -10,7 +10,8 @@ import time
 from dataclasses import dataclass, replace
 
 from judgekit.errors import ProviderAuthError, ProviderRejects, ProviderUnreachable
-from judgekit.llm import LLM, RETRYABLE, CallError, Completion, Request
+from judgekit.llm.protocol import LLM, RETRYABLE, CallError, Completion, Request
+from judgekit.llm.transports import public_url
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,6 @@ class RetryingLLM:
         # Examples lost in a row, with no success between them: one lost example is a flaky
         # provider (at a 50% reset rate, 3 attempts all fail one time in 8), not a dead one.
         if self._lost_in_a_row >= self.policy.down_after:
-            from judgekit.llm.transports import public_url
-
             raise ProviderUnreachable(self.model, public_url(self.api_base), error.message)
 
     def lookup(self, request: Request) -> Completion | None:

@@ -18,7 +18,9 @@ import time
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from judgekit.llm import CallError, Completion, Request
+from judgekit.errors import InputError
+from judgekit.llm import local
+from judgekit.llm.protocol import CallError, Completion, Request
 from judgekit.secrets import redact, remember_url
 
 LEAN_PREFIX = "openai/"
@@ -47,9 +49,6 @@ def public_url(url: str | None) -> str | None:
 def check_api_base(url: str | None, where: str = "--api-base") -> None:
     """Refuse an endpoint that cannot be asked (a scheme typo, no host, a bad port) before any
     call, with a message that shows no credential; remember its credentials as secrets."""
-    from judgekit.errors import InputError
-    from judgekit.secrets import redact, remember_url
-
     if url is None:
         return
     remember_url(url)
@@ -222,16 +221,12 @@ class LiteLLM:
     def _lib(self):
         if self._litellm is None:
             self._litellm = import_litellm()
-            from judgekit.llm import local
-
             local.register(self._litellm)
         return self._litellm
 
     async def complete(self, request: Request) -> Completion:
         litellm = self._lib()
         if request.model.startswith("local/"):
-            from judgekit.llm import local
-
             local.model_path(request.model.removeprefix("local/"))  # stops the run if it cannot work here
         kwargs: dict[str, Any] = {"model": request.model, "messages": request.messages,
                                   "temperature": request.temperature, "max_tokens": request.max_tokens,

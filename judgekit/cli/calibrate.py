@@ -1,0 +1,210 @@
+"""The commands of calibrating before a release: `calibrate`, `validate`, `plan` (the label budget)
+and `schema`.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from judgekit.cli.app import (EXIT_INPUT, EXIT_INTERRUPTED, check_split, commands, config_option, criteria_option,
+                              criterion_ids_option, fail, history_option, report_option, sets_option, short)
+from judgekit.cli.gate import decide, finish
+from judgekit.cli.html import write_html
+from judgekit.cli.terminal import render_table, terminal_progress
+from judgekit.errors import InputError, JudgekitError
+from judgekit.gate.decision import Gate
+from judgekit.gate.budget import plan as make_plan
+from judgekit.inputs.catalog import criterion_files, find_set, unknown_criteria
+from judgekit.inputs.criteria import criterion_schema
+from judgekit.inputs.files import write_atomic
+from judgekit.inputs.labelled import read_labels
+from judgekit.inputs.policy import Policy
+from judgekit.inputs.project import load_inputs
+from judgekit.inputs.sets import Example
+from judgekit.judging.recorded import load_recorded
+from judgekit.pipeline import Options
+from judgekit.pipeline import calibrate as run
+from judgekit.report.model import Report
+from judgekit.watch.history import History, Run, record_history
+
+app = commands()
+
+
+@app.command("calibrate", short_help=short("calibrate"))
+def calibrate(
+    criteria: Path = criteria_option(),
+    sets: Path = sets_option(),
+    criterion: Optional[List[str]] = criterion_ids_option("Calibrate only this criterion (repeatable)."),
+    verdicts: Optional[Path] = typer.Option(None, help="Recorded verdicts (JSONL or CSV) instead of calling a model."),
+    model: Optional[str] = typer.Option(None, help="Judge model for every LLM criterion, e.g. openai/gpt-4o-mini, "
+                                        "anthropic/claude-3-5-haiku-latest, local/smollm2. With --verdicts: the "
+                                        "model that produced them, recorded in the report for the gate."),
+    api_base: Optional[str] = typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers)."),
+    concurrency: int = typer.Option(16, min=1, max=1024, help="Judge calls in flight at once."),
+    trials: Optional[int] = typer.Option(None, min=1, max=100, help="Ask each example K times (overrides judge.trials)."),
+    out: Path = typer.Option(Path(".judgekit/reports/latest"), help="Where report.json and report.md are written."),
+    cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the model again; neither read nor write the cache."),
+    timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
+    split: Optional[str] = typer.Option(None, help="Use only examples of this split (dev or test)."),
+    seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
+    plain_answers: bool = typer.Option(False, "--plain-answers", help="Do not ask the provider for structured output."),
+    stop_early: bool = typer.Option(False, "--stop-early", help="Judge in seeded random order and stop each "
+                                    "criterion once the gate's decision on its whole set can no longer change."),
+    gate: bool = typer.Option(False, "--gate", help="Gate the new report too; exit as `judgekit gate` does."),
+    config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
+    junit: Optional[Path] = typer.Option(None, help="With --gate: write the decisions as JUnit XML."),
+    via: str = typer.Option("auto", help="auto: openai/<model> over the lean OpenAI-compatible path, the rest "
+                            "through litellm; litellm: everything through litellm."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the report was written."),
+    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (and, with --gate, the gate's "
+                                 "decisions) instead of tables; nothing else on stdout."),
+    history: Path = history_option("Calibration history (SQLite) this run is added to, for `judgekit drift`."),
+    no_history: bool = typer.Option(False, "--no-history", help="Do not add this run to the history."),
+) -> None:
+    """Run the judge of each criterion over its calibration set and report agreement with the labels."""
+    check_split(split)
+    if via not in ("auto", "litellm"):
+        fail(InputError.one("--via", "", f"{via!r}: use auto or litellm"))
+    options = Options(criteria_dir=criteria, sets_dir=sets, criterion_ids=criterion or (), verdicts=verdicts,
+                      model=model, api_base=api_base, concurrency=concurrency, trials=trials,
+                      cache_dir=None if no_cache else cache_dir, timeout_s=timeout, split=split, seed=seed,
+                      structured=not plain_answers, via=via, stop_early=stop_early)
+    try:
+        if criterion and (out / "report.json").is_file():
+            # A partial run merges into the report there: check it can be read before judging anything.
+            Report.read(out / "report.json")
+            if (out / "verdicts.jsonl").is_file():
+                load_recorded(out / "verdicts.jsonl")
+        if not no_history:  # a damaged, read-only or foreign history stops the run before any judge is paid for
+            History.open(history).close()
+        options.policy = Policy.load(config)  # the thresholds early stopping settles against, and max_age
+        fresh = run(options, progress=None if quiet or as_json else terminal_progress("judging"))
+        if not no_history:
+            fresh = record_history(fresh, history)
+        # Calibrating some criteria keeps the others' results in the same report.
+        report = fresh.write(out, merge=bool(criterion))
+        result = None
+        try:  # the page shows the gate's decisions when the project can be gated
+            result = Gate.from_project(criteria, sets, config).check_path(out / "report.json")
+        except InputError:
+            pass  # `judgekit gate` says what is wrong
+        write_html(report, out, {d.criterion: d for d in result.decisions} if result else None,
+                   None if no_history else past_runs(history, [c.id for c in report.criteria]))
+    except JudgekitError as error:
+        fail(error)
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted: every answer received so far is cached; run the same command again to resume",
+                   err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if as_json:
+        if gate:
+            gated(out, criteria, sets, config, list(criterion or []), junit, as_json=True,
+                  report_json=fresh.model_dump(mode="json"))
+        typer.echo(fresh.model_dump_json(indent=2))
+        return
+    if not quiet:
+        typer.echo(render_table(fresh))
+        written = {c.id: c.calibrated_at for c in report.criteria}
+        superseded = [c.id for c in fresh.criteria if written.get(c.id) != c.calibrated_at]
+        kept = len(report.criteria) - len(fresh.criteria) + len(superseded)
+        if kept:
+            typer.echo(f"\n{kept} other {'criterion' if kept == 1 else 'criteria'} kept from the previous report in {out}")
+        for cid in superseded:
+            typer.echo(f"\n{cid}: a calibration that started after this one is already in {out}; this run's "
+                       "result for it was not written")
+        for c in fresh.criteria:
+            for warning in c.warnings:
+                typer.echo(f"\nwarning: {c.id}: {warning}")
+        abstained = sum(c.abstained for c in fresh.criteria)
+        if abstained:
+            typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
+    typer.echo(f"report: {out / 'report.json'}")
+    if gate:  # the report as written (another run's newer result included), checked against its verdicts
+        gated(out, criteria, sets, config, list(criterion or []), junit)
+
+
+def gated(out: Path, criteria: Path, sets: Path, config: Optional[Path], criterion_ids: list[str],
+          junit: Optional[Path], as_json: bool = False, report_json: Optional[dict] = None) -> None:
+    """`calibrate --gate`: the gate on the report just written, exiting as `judgekit gate` does."""
+    try:
+        result = decide(out / "report.json", criteria, sets, config, criterion_ids, junit)
+    except JudgekitError as error:
+        fail(error)
+    finish(result, as_json, report_json)
+
+
+def past_runs(history: Path, criterion_ids: list[str]) -> dict[str, list[Run]]:
+    """Each criterion's calibrations in the history, for the page's chart (none when it cannot be read)."""
+    try:
+        with History.open(history, create=False) as db:
+            return {cid: db.runs(cid, purpose="calibrate") for cid in criterion_ids}
+    except InputError:
+        return {}
+
+
+@app.command("validate", short_help=short("validate"))
+def validate(
+    criteria: Path = criteria_option(),
+    sets: Path = sets_option(),
+    verdicts: Optional[Path] = typer.Option(None, help="Also check a recorded-verdicts file."),
+) -> None:
+    """Check every criterion, calibration set (and verdict file) without running any judge."""
+    problems = []  # of every file, listed together
+    try:
+        loaded, loaded_sets = load_inputs(criteria, sets)
+    except InputError as error:
+        problems += error.problems
+    if verdicts is not None:
+        try:
+            load_recorded(verdicts)
+        except InputError as error:
+            problems += error.problems
+    if problems:
+        fail(InputError(problems))
+    examples = sum(len(s.examples) for s in loaded_sets.values())
+    typer.echo(f"ok: {len(loaded)} criteria, {examples} labelled examples")
+
+
+@app.command("plan", short_help=short("plan"))
+def plan(
+    report: Path = report_option(),
+    criterion: Optional[List[str]] = criterion_ids_option("Plan only this criterion."),
+    criteria: Path = criteria_option(),
+    sets: Path = sets_option(),
+    config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
+    assume_tpr: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Plan for this TPR, not the observed one."),
+    assume_tnr: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Plan for this TNR, not the observed one."),
+) -> None:
+    """How many labelled known-good and known-bad examples the gate needs, at observed or assumed rates."""
+    if (assume_tpr is None) != (assume_tnr is None):
+        typer.echo("error: give both --assume-tpr and --assume-tnr, or neither", err=True)
+        raise typer.Exit(EXIT_INPUT)
+    try:
+        known = criterion_files(criteria)
+        ids = list(criterion or known)
+        problems = unknown_criteria(ids, known, criteria)
+        if problems:
+            raise InputError(problems)
+        labels = {cid: read_labels(find_set(sets, cid), cid) for cid in ids}
+        lines = make_plan(Report.read_if_any(report), Policy.load(config), labels, ids,
+                          (assume_tpr, assume_tnr) if assume_tpr is not None else None)
+    except JudgekitError as error:
+        fail(error)
+    for line in lines:
+        typer.echo(line)
+
+
+@app.command("schema", short_help=short("schema"))
+def schema(
+    out: Path = typer.Option(Path(".judgekit/schema"), help="Folder for criterion.schema.json and example.schema.json."),
+) -> None:
+    """Write the JSON Schemas that criterion YAML files and calibration sets can point to."""
+    write_atomic(out / "criterion.schema.json", json.dumps(criterion_schema(), indent=2) + "\n")
+    write_atomic(out / "example.schema.json", json.dumps(Example.model_json_schema(), indent=2) + "\n")
+    typer.echo(f"wrote {out / 'criterion.schema.json'} and {out / 'example.schema.json'}\n"
+               f"point a YAML file at it with: # yaml-language-server: $schema={out / 'criterion.schema.json'}")

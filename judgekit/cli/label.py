@@ -1,0 +1,67 @@
+"""`judgekit label`: a local page to label examples blind, or review a report's disagreements;
+each label is written back into its file at once (judgekit.inputs.labels).
+"""
+
+from __future__ import annotations
+
+import time
+import webbrowser
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from judgekit.cli.app import EXIT_INPUT, commands, criteria_option, fail, sets_option, short
+from judgekit.cli.label_page import labelling, review as reviewing, serve
+from judgekit.errors import InputError, JudgekitError
+from judgekit.inputs.criteria import load_criterion
+
+app = commands()
+
+
+@app.command("label", short_help=short("label"))
+def label(
+    file: Optional[Path] = typer.Argument(None, help="JSONL or CSV of examples to label: those without 'passed'."),
+    review: Optional[str] = typer.Option(None, "--review", metavar="CRITERION", help="Review this criterion's "
+                                         "disagreements in the latest report and fix labels in its set."),
+    criteria: Path = criteria_option(),
+    sets: Path = sets_option(),
+    report: Path = typer.Option(Path(".judgekit/reports/latest"), help="Report whose verdicts are shown."),
+    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="With FILE: whose verdicts and "
+                                            "question to show."),
+    port: int = typer.Option(0, min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),
+    open_browser: bool = typer.Option(True, "--open/--no-open", help="Open the page in the browser."),
+) -> None:
+    """A local page to label examples blind (p pass, f fail, s skip) or review disagreements; each
+    label is written back into its file at once. Ctrl-C stops it."""
+    try:
+        if (file is None) == (review is None):
+            raise InputError.one("judgekit label", "", "give a FILE to label, or --review CRITERION")
+        if review is not None:
+            session = reviewing(review, criteria, sets, report)
+        else:
+            question = ""
+            if criterion:
+
+                question = load_criterion(criteria / f"{criterion}.yaml").question
+            session = labelling(file, report if report.is_dir() else None, criterion, question)
+        server = serve(session, port)
+    except JudgekitError as error:
+        fail(error)
+    except OSError as error:
+        typer.echo(f"error: --port {port}: {error.strerror}", err=True)
+        raise typer.Exit(EXIT_INPUT) from None
+    for undone in session.rolled_back:
+        typer.echo(f"warning: {undone}")
+    url = f"http://127.0.0.1:{server.server_port}/"
+    typer.echo(f"{len(session.items)} example(s) to {'review' if review else 'label'} in {session.path}\n"
+               f"open {url} (Ctrl-C to stop)")
+    if open_browser:
+
+        webbrowser.open(url)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.shutdown()
+        typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")

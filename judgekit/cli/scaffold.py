@@ -1,0 +1,176 @@
+"""`judgekit init`: a working starting point — two criteria with their calibration sets, the
+settings file, a GitHub Actions workflow that calibrates and gates before the eval suite, and a
+pytest example.
+
+The regex criterion calibrates and gates as written (no model, no key); the LLM criterion needs
+`judge.model` and, before the gate lets it through, at least 20 labelled examples per class.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from judgekit.errors import InputError
+from judgekit.inputs.criteria import criterion_schema
+from judgekit.inputs.files import write_atomic
+from judgekit.inputs.sets import Example
+
+LLM_CRITERION = """\
+# yaml-language-server: $schema=../.judgekit/schema/criterion.schema.json
+# One yes/no fact a person could check in five seconds. Edit the question, the rules and the model.
+id: confirms-refund
+question: Does the reply confirm that the refund has been issued or will be issued?
+pass_when: The reply states that the refund is done or will be done, by the company.
+fail_when: The reply only explains the policy, asks for more details, or promises to look into it.
+inputs: [input, output]
+judge:
+  model: openai/gpt-4o-mini     # any litellm model string; `local/smollm2` runs on this machine
+  temperature: 0
+"""
+
+REGEX_CRITERION = """\
+# yaml-language-server: $schema=../.judgekit/schema/criterion.schema.json
+# A fact code can check is checked by code, and calibrated like any judge.
+id: no-email-address
+kind: regex
+question: Is the reply free of email addresses?
+pattern: '[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\\.[A-Za-z0-9-]+)*\\.[A-Za-z]{2,}'
+match_means: fail
+field: output
+"""
+
+SETTINGS = """\
+# judgekit settings: the gate's thresholds, drift and monitoring (all optional; defaults shown).
+gate:
+  min_tpr: 0.8            # share of known-good replies the judge must pass (lower bound of the 95% interval)
+  min_tnr: 0.8            # share of known-bad replies the judge must fail
+  min_examples: 20        # labelled examples needed in each class
+  max_abstain_rate: 0.1
+  max_age: 30d
+drift:
+  alpha: 0.05
+  max_run_flip_rate: 0.02
+monitor:
+  window: 1d
+  baseline_windows: 7
+  max_drop: 0.05
+  alpha: 0.01
+  min_samples: 30
+"""
+
+WORKFLOW = """\
+# Calibrate the judges and gate on them before the eval suite runs: a judge that no longer
+# agrees with the labels blocks the suite instead of grading it.
+name: evals
+on: [push, pull_request]
+jobs:
+  judges:
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with: {python-version: "3.11"}
+      - uses: actions/cache@v4
+        with:
+          path: .judgekit/cache
+          key: "judgekit-${{ hashFiles('criteria/**', 'calibration_sets/**') }}"
+      - run: pip install judgekit
+      - run: judgekit calibrate --gate --junit judgekit-gate.xml
+        env:
+          OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}
+      - uses: actions/upload-artifact@v4
+        if: always()
+        with: {name: judgekit-report, path: .judgekit/reports/latest}
+  evals:
+    needs: judges
+    runs-on: ubuntu-latest
+    steps:
+      - uses: actions/checkout@v4
+      - uses: actions/setup-python@v5
+        with: {python-version: "3.11"}
+      - run: pip install judgekit pytest
+      - uses: actions/download-artifact@v4
+        with: {name: judgekit-report, path: .judgekit/reports/latest}
+      - run: python -m pytest --judgekit-gate --judgekit-record judged.jsonl tests/
+        env:
+          OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}
+"""
+
+PYTEST_EXAMPLE = '''\
+"""A judged test: it runs only when its criterion's judge passes the gate (--judgekit-gate)."""
+
+import pytest
+
+
+def my_agent(message: str) -> str:  # replace with a call to your agent
+    return "We have updated the address on your account. Anything else I can help with?"
+
+
+@pytest.mark.judged("no-email-address")
+def test_reply_leaks_no_email_address(judge):
+    verdict = judge(my_agent("Please change my address"), input="Please change my address")
+    assert verdict.passed, verdict.reason
+'''
+
+_REFUND_GOOD = ["I've issued a full refund of {a}; it will reach your card in 3-5 working days.",
+                "Your refund of {a} has been processed today.", "We will refund the {a} to your account by Friday.",
+                "Done: {a} is on its way back to your original payment method."]
+_REFUND_BAD = ["Refunds are possible within 30 days of purchase according to our policy.",
+               "Could you send me your order number so I can check?", "I'll look into it and get back to you.",
+               "Refunds usually take 5-10 days once approved."]
+_CLEAN = ["Your new card is on its way and should arrive within a week.", "We have updated your address.",
+          "Your subscription renews on the 1st of next month.", "The invoice is attached to your account page."]
+_EMAIL = ["Please write to billing@example.com with the details.", "You can reach me at j.doe@example.org.",
+          "Send the form to support.team@example.co.uk and we'll handle it.", "Contact refunds@example.com today."]
+
+
+def _examples(good: list[str], bad: list[str], inputs: str) -> list[dict]:
+    amounts = ["€12.50", "$40", "£7.99", "€120", "$15"]
+    rows = []
+    for kind, texts, label in (("pass", good, True), ("fail", bad, False)):
+        for i in range(20):
+            rows.append({"id": f"{kind}-{i + 1:02d}", "input": inputs,
+                         "output": texts[i % len(texts)].format(a=amounts[i % len(amounts)]) + f" (case {i + 1})",
+                         "passed": label, "split": "dev" if i % 4 == 0 else "test"})
+    return rows
+
+
+def files() -> dict[str, str]:
+    """Every file `init` writes, relative to the project root."""
+    jsonl = lambda rows: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)  # noqa: E731
+    return {
+        "criteria/confirms-refund.yaml": LLM_CRITERION,
+        "criteria/no-email-address.yaml": REGEX_CRITERION,
+        "calibration_sets/confirms-refund.jsonl": jsonl(_examples(_REFUND_GOOD, _REFUND_BAD, "I want my money back.")),
+        "calibration_sets/no-email-address.jsonl": jsonl(_examples(_CLEAN, _EMAIL, "Can you help me?")),
+        "judgekit.yaml": SETTINGS,
+        ".github/workflows/judgekit.yml": WORKFLOW,
+        "tests/test_judged_example.py": PYTEST_EXAMPLE,
+    }
+
+
+def init(root: Path, force: bool = False) -> list[Path]:
+    """Write the scaffold under `root`; an existing file is an error (listed) unless `force`. A
+    pyproject.toml that already holds `[tool.judgekit]` keeps the settings: no judgekit.yaml then
+    (it would be read first and could loosen the gate)."""
+    planned = {root / name: text for name, text in files().items()}
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        import tomllib
+
+        try:
+            if "judgekit" in tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}):
+                planned.pop(root / "judgekit.yaml")
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            pass
+    # The criteria point editors at these schemas.
+    planned[root / ".judgekit/schema/criterion.schema.json"] = json.dumps(criterion_schema(), indent=2) + "\n"
+    planned[root / ".judgekit/schema/example.schema.json"] = json.dumps(Example.model_json_schema(), indent=2) + "\n"
+    existing = [path for path in planned if path.exists()]
+    if existing and not force:
+        raise InputError.one(root, ", ".join(str(p.relative_to(root)) for p in existing),
+                             "already exist; nothing was written (--force overwrites them)")
+    for path, text in planned.items():
+        write_atomic(path, text)
+    return list(planned)

@@ -1,0 +1,178 @@
+"""The commands that watch a judge over time: history, drift, recheck and monitor.
+
+Exit codes as the rest of the CLI: 0 no drift / no alert, 1 DRIFT / an alert, 2 a usage or input
+error, 4 the judge could not be run (recheck).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional, Sequence
+
+import typer
+
+from judgekit.cli.app import (EXIT_INPUT, EXIT_INTERRUPTED, REPORT, check_split, commands, config_option,
+                              criteria_option, criterion_ids_option, fail, history_option, sets_option, short)
+from judgekit.errors import InputError, JudgekitError
+from judgekit.gate.decision import Gate
+from judgekit.inputs.policy import parse_duration
+from judgekit.inputs.settings import DriftPolicy, MonitorPolicy, load_settings
+from judgekit.report.model import Report
+from judgekit.report.render import fmt_number, printable
+from judgekit.watch.drift import Drift, compare, pairs
+from judgekit.watch.history import History
+from judgekit.watch.monitor import watch
+from judgekit.watch.samples import read_counts
+from judgekit.watch.recheck import recheck as recheck_runs
+
+app = commands()
+
+
+@app.command("history", short_help=short("history"))
+def history_(
+    criterion: Optional[List[str]] = criterion_ids_option(),
+    history: Path = history_option(),
+    as_json: bool = typer.Option(False, "--json", help="One JSON object per run, for scripts."),
+) -> None:
+    """List the calibration runs kept in the history, oldest first."""
+    try:
+        with History.open(history, create=False) as db:
+            runs = [r for r in db.runs() if not criterion or r.criterion in criterion]
+    except JudgekitError as error:
+        fail(error)
+    if as_json:
+        for r in runs:
+            typer.echo(json.dumps({"id": r.id, "criterion": r.criterion, "created_at": r.created_at.isoformat(),
+                                   "purpose": r.purpose, "model": r.model, "prompt_sha": r.prompt_sha,
+                                   "parameters": r.parameters, "set_fingerprint": r.set_fingerprint,
+                                   "split": r.split, "source": r.source, "n": r.n, "abstained": r.abstained,
+                                   "metrics": r.metrics}))
+        return
+    typer.echo(f"{'run':>5}  {'when (UTC)':16}  {'criterion':24}  {'purpose':9}  {'model':24}  {'prompt':8}  "
+               f"{'set':8}  {'n':>5}  {'TPR':>5}  {'TNR':>5}  {'kappa':>6}")
+    for r in runs:
+        m = r.metrics
+        typer.echo(f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {printable(r.criterion)[:24]:24}  "
+                   f"{printable(r.purpose):9}  {printable(r.model or '-')[:24]:24}  "
+                   f"{printable(r.prompt_sha or '-')[:8]:8}  {printable(r.set_fingerprint)[:8]:8}  {r.n:>5}  "
+                   f"{fmt_number(m.get('tpr'), 2):>5}  {fmt_number(m.get('tnr'), 2):>5}  "
+                   f"{fmt_number(m.get('cohen_kappa'), 2):>6}")
+    if not runs:
+        typer.echo("no runs yet")
+
+
+def _report_drifts(drifts: list[Drift], as_json: bool, notes: Sequence[str] = ()) -> None:
+    if as_json:
+        typer.echo(json.dumps({"drifts": [d.to_dict() for d in drifts], "notes": list(notes)}, indent=2))
+    else:
+        for d in drifts:
+            typer.echo("\n".join(d.lines()))
+        for note in notes:
+            typer.echo(note)
+    raise typer.Exit(max(d.exit_code for d in drifts))
+
+
+@app.command("drift", short_help=short("drift"))
+def drift(
+    criterion: Optional[List[str]] = criterion_ids_option(),
+    before: Optional[int] = typer.Option(None, help="Run id to compare from (see `judgekit history`)."),
+    after: Optional[int] = typer.Option(None, help="Run id to compare to."),
+    history: Path = history_option(),
+    config: Optional[Path] = config_option(),
+    as_json: bool = typer.Option(False, "--json", help="The comparisons as JSON."),
+) -> None:
+    """Has a judge changed? Compare two runs of a criterion (default: its last two on the same set).
+    Exit 0 NO DRIFT, 1 DRIFT, 2 bad input."""
+    try:
+        policy = load_settings(DriftPolicy, "drift", config)
+        with History.open(history, create=False) as db:
+            found, notes = pairs(db, list(criterion or []), before, after)
+            drifts = [compare(b, a, db.outcomes(b.id), db.outcomes(a.id), policy) for b, a in found]
+    except JudgekitError as error:
+        fail(error)
+    _report_drifts(drifts, as_json, notes)
+
+
+@app.command("recheck", short_help=short("recheck"))
+def recheck(
+    criterion: Optional[List[str]] = criterion_ids_option(),
+    size: int = typer.Option(10, min=2, help="Examples in each criterion's frozen canary subset."),
+    criteria: Path = criteria_option(),
+    sets: Path = sets_option(),
+    split: Optional[str] = typer.Option(None, help="Draw the canary from this split (dev or test), as calibrated."),
+    model: Optional[str] = typer.Option(None, help="Must be the calibrated model when given (it is taken from "
+                                        "the calibration)."),
+    api_base: Optional[str] = typer.Option(None, help="The calibrated endpoint with its credentials (the "
+                                           "history keeps it without them)."),
+    timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
+    history: Path = history_option(),
+    config: Optional[Path] = config_option(),
+    as_json: bool = typer.Option(False, "--json", help="The comparisons as JSON."),
+) -> None:
+    """The cheap daily check for a silent model update: re-ask a small frozen subset of each LLM or
+    claims criterion's set, without the cache, of exactly the judge its last calibration measured,
+    and compare. Exit 0 NO DRIFT, 1 DRIFT, 2 bad input, 4 the judge could not be run."""
+    check_split(split)
+    try:
+        policy = load_settings(DriftPolicy, "drift", config)
+        with History.open(history, create=False) as db:
+            drifts = recheck_runs(db, criteria, sets, list(criterion or []), size, policy, split, model, api_base, timeout)
+    except JudgekitError as error:
+        fail(error)
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted", err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    _report_drifts(drifts, as_json)
+
+
+@app.command("monitor", short_help=short("monitor"))
+def monitor(
+    file: Path = typer.Argument(..., help="Judged production samples: JSONL, CSV or Parquet with timestamp, "
+                                          "criterion, passed and optionally trace_id."),
+    report: Optional[Path] = typer.Option(None, help="Calibration report, for the rates corrected for each judge's "
+                                          f"TPR and TNR [default: {REPORT} when there is one]."),
+    criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files: the report corrects a "
+                                  "criterion's rates only where the gate passes it."),
+    sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets (as for the gate)."),
+    window: Optional[str] = typer.Option(None, help="Window width, like 1d, 6h or 1w (default: the policy's)."),
+    config: Optional[Path] = config_option(),
+    as_json: bool = typer.Option(False, "--json", help="Every window and alert as JSON."),
+    plot: Optional[Path] = typer.Option(None, help="Write a PNG of pass rate over time here."),
+    recent: int = typer.Option(1, min=1, help="Exit 1 when one of each criterion's last N windows alerts "
+                               "(older alerts are listed, not acted on)."),
+) -> None:
+    """Pass rate per criterion per window, corrected for the judge where the gate passes its
+    calibration, alerting on significant drops against the earlier windows. Exit 0 no recent
+    alert, 1 an alert in the last --recent windows, 2 bad input."""
+    try:
+        policy = load_settings(MonitorPolicy, "monitor", config)
+        if window is not None:
+            try:
+                parse_duration(window)
+            except ValueError as error:
+                typer.echo(f"error: --window: {error}", err=True)
+                raise typer.Exit(EXIT_INPUT) from None
+            policy = policy.model_copy(update={"window": window})
+        if report is not None and not Report.locate(report).is_file():  # given, and not there: a typo
+            raise InputError.one(report, "--report", "no calibration report here; give the folder (or its "
+                                 "report.json) that `judgekit calibrate` wrote, or leave --report out for raw rates")
+        counts = read_counts(file, policy.window)
+        calibration, gate, notes = Report.read_if_any(report or REPORT), None, []
+        if calibration is None:
+            notes.append(f"no calibration report at {REPORT}: rates are not corrected for the judge")
+        else:
+            try:  # a report is trusted where the gate passes it, against the criteria and sets on disk
+                gate = Gate.from_project(criteria, sets, config).check_path(Report.locate(report or REPORT))
+            except InputError as error:
+                more = f" (and {len(error.problems) - 1} more problems)" if len(error.problems) > 1 else ""
+                notes.append(f"warning: raw rates only: the calibration report cannot be checked against {criteria} "
+                             f"and {sets}: {error.problems[0]}{more}")
+                calibration = None
+        result = watch(counts, policy, calibration, gate, notes)
+        if plot is not None:
+            result.plot(plot)
+    except JudgekitError as error:
+        fail(error)
+    typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else "\n".join(result.lines()))
+    raise typer.Exit(1 if result.recent_alerts(recent) else 0)

@@ -1,0 +1,25 @@
+"""Fingerprints: the one way judgekit names the content of anything — a judge, a set, a cache key,
+a file as it was read.
+
+>>> canonical_hash({"b": 1, "a": [1, 2]}) == canonical_hash({"a": [1, 2], "b": 1})
+True
+>>> digest(b"id: c\\n")[:12]
+'5fba1ffbdbb8'
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+
+def canonical_hash(data: Any) -> str:
+    """sha256 of canonical JSON (keys sorted, no spaces, UTF-8): equal data, equal hash."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def digest(data: bytes) -> str:
+    """sha256 of a file's bytes, as read."""
+    return hashlib.sha256(data).hexdigest()

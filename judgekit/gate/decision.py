@@ -1,0 +1,243 @@
+"""The gate: may suites that rely on a criterion's judge run? PASS, FAIL or INCONCLUSIVE, per
+criterion and overall, from calibration reports alone (no model is called).
+
+The gate fails closed, and decides from evidence, not from stored figures: every figure it uses is
+recomputed from the report's per-example verdicts against the labels on disk
+(judgekit.gate.evidence), and a report that disagrees with its verdicts blocks. A missing report, a
+criterion without one (or with two), a stale one (its criterion file or set file is not the one
+calibrated, the file names another model, or its oldest answer is older than `max_age`), times in
+the future, too few labelled examples of either class, undefined metrics, too many abstentions or
+flips all block. By default a threshold applies to the lower bound of the 95% interval: the
+evidence must show the judge is good, not merely fail to show it is bad.
+
+It reads plain files with plain code (no models built), so `judgekit gate` starts in a blink.
+
+>>> Gate(Policy(defaults=Thresholds(min_examples=2, max_age=None))).check(None, ["c"]).status
+'FAIL'
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from judgekit.errors import InputError
+from judgekit.gate.entry import Entry, Line, Untrusted, entries_of, parse_entry, read_entries, read_lines
+from judgekit.gate.evidence import Figures, verify
+from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
+from judgekit.inputs.files import read_yaml
+from judgekit.inputs.labelled import LabelledSet, read_labels
+from judgekit.inputs.policy import Policy, Thresholds, parse_duration
+from judgekit.report.render import fmt_number
+from judgekit.stats.metrics import examples_for
+from judgekit.gate.result import Decision, GateResult
+
+class Gate:
+    """Decides, from a report and the files on disk, whether each criterion's judge may grade.
+
+    `criteria` and `sets` are what is on disk now (use `Gate.from_project`): a report about other
+    files is stale, and its figures are recomputed against these labels. Without them nothing can
+    be checked, and nothing passes.
+    """
+
+    def __init__(self, policy: Policy | None = None, criteria: dict[str, CriterionFile] | None = None,
+                 sets: dict[str, LabelledSet] | None = None, now: datetime | None = None):
+        self.policy = policy or Policy()
+        self.criteria = criteria or {}
+        self.sets = sets or {}
+        self.now = now or datetime.now(timezone.utc)
+
+    @classmethod
+    def from_project(cls, criteria_dir: Path = Path("criteria"), sets_dir: Path = Path("calibration_sets"),
+                     config: Path | None = None, criterion_ids: list[str] | None = None,
+                     root: Path = Path(".")) -> "Gate":
+        """From the files on disk; the policy is `config`, else judgekit.yaml / pyproject.toml in `root`
+        (the project's root: the current folder for the CLI, pytest's rootdir for the plugin)."""
+        criteria = criterion_files(criteria_dir)
+        problems = unknown_criteria(criterion_ids or (), criteria, criteria_dir)
+        if problems:
+            raise InputError(problems)
+        sets = {cid: read_labels(find_set(sets_dir, cid), cid) for cid in criteria}
+        policy = Policy.load(config, root=root)
+        policy.check_ids(set(criteria))
+        return cls(policy, criteria, sets)
+
+    def check(self, report: Any, criterion_ids: list[str] | None = None,
+              report_path: str | Path | None = None) -> GateResult:
+        """Decide each criterion of a report held in memory (judgekit.report.Report; the verdicts it
+        holds, else verdicts.jsonl beside `report_path`), or of None: no report, every criterion FAIL."""
+        entries = entries_of(report) if report is not None else None
+        return self._decide_all(entries, criterion_ids, report_path)
+
+    def check_path(self, report_path: str | Path, criterion_ids: list[str] | None = None) -> GateResult:
+        """Decide from report.json at `report_path` (a file or its folder) and verdicts.jsonl beside it."""
+        path = Path(report_path)
+        path = path / "report.json" if path.is_dir() else path
+        found = read_entries(path)
+        return self._decide_all([(data, None) for data in found] if found is not None else None, criterion_ids, path)
+
+    def _decide_all(self, entries: list[tuple[Any, tuple[Line, ...] | None]] | None, criterion_ids: list[str] | None,
+                    report_path: str | Path | None) -> GateResult:
+        ids = criterion_ids or sorted(self.criteria) or sorted(
+            {data.get("id") for data, _ in entries or [] if isinstance(data, dict) and isinstance(data.get("id"), str)})
+        file_lines: list[Line] | Untrusted | None = None
+        if entries and report_path is not None and any(lines is None for _, lines in entries):
+            try:
+                file_lines = read_lines(Path(report_path).with_name("verdicts.jsonl"))
+            except Untrusted as error:
+                file_lines = error
+        decisions = []
+        for cid in ids:
+            mine = [(data, lines) for data, lines in entries or [] if isinstance(data, dict) and data.get("id") == cid]
+            if len(mine) > 1:
+                decisions.append(Decision(cid, "FAIL", (f"report.json holds {len(mine)} entries for this criterion, "
+                                                        "where a report has one; run `judgekit calibrate` again",)))
+                continue
+            if not mine:
+                decisions.append(Decision(cid, "FAIL", ("no calibration report for this criterion; run `judgekit "
+                                                        "calibrate`",)))
+                continue
+            data, held = mine[0]
+            lines: list[Line] | Untrusted | None = list(held) if held is not None else (
+                [line for line in file_lines if line.criterion in (cid, None)] if isinstance(file_lines, list)
+                else file_lines)
+            decisions.append(self.decide(cid, data, lines))
+        return GateResult(tuple(decisions), str(report_path) if report_path is not None else None)
+
+    def decide(self, criterion_id: str, data: Any, lines: list[Line] | Untrusted | None) -> Decision:
+        """One criterion's decision: the entry read, fresh (the files calibrated are the files on disk,
+        its evidence younger than max_age), its figures recomputed from `lines` (its verdicts) against
+        the set on disk, then the thresholds."""
+        t = self.policy.for_criterion(criterion_id)
+        try:
+            entry = parse_entry(data)
+        except Untrusted as error:
+            return Decision(criterion_id, "FAIL", (f"the report is not evidence: {error}; run `judgekit calibrate` "
+                                                   "again",))
+        stale = self._staleness(entry)
+        if stale:
+            return Decision(criterion_id, "FAIL", tuple(stale))
+        labels = self.sets[criterion_id].select(entry.split)
+        try:
+            if lines is None:
+                raise Untrusted("the report has no per-example verdicts to check its figures against")
+            if isinstance(lines, Untrusted):
+                raise lines
+            figures = verify(entry, lines, labels, self.now)
+        except Untrusted as error:
+            return Decision(criterion_id, "FAIL", (f"the report is not evidence: {error}; run `judgekit calibrate` "
+                                                   "again",))
+        if t.max_age is not None and figures.evidence_at is not None:
+            age = self.now - figures.evidence_at
+            if age > parse_duration(t.max_age):
+                return Decision(criterion_id, "FAIL", (
+                    f"its evidence is {_age(age)} old (the oldest answer it rests on, cached or not), older than "
+                    f"max_age {t.max_age}; run `judgekit calibrate` again, which asks older answers again",))
+        return self._thresholds(criterion_id, figures, t)
+
+    def _thresholds(self, criterion_id: str, figures: Figures, t: Thresholds) -> Decision:
+        fails: list[str] = []
+        unsure: list[str] = []
+        needed: dict[str, int] = {}
+        n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
+        if n_pass < t.min_examples or n_fail < t.min_examples:
+            unsure.append(f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, "
+                          f"{t.min_examples} of each needed")
+            needed = {"pass": max(0, t.min_examples - n_pass), "fail": max(0, t.min_examples - n_fail)}
+        if figures.n and figures.abstained / figures.n > t.max_abstain_rate:
+            fails.append(f"the judge abstained on {figures.abstained} of {figures.n} examples "
+                         f"({figures.abstained / figures.n:.0%} > {t.max_abstain_rate:.0%})")
+        if t.max_flip_rate is not None and figures.flip_rate is not None and figures.flip_rate > t.max_flip_rate:
+            fails.append(f"trials disagreed on {figures.flip_rate:.0%} of examples (> {t.max_flip_rate:.0%})")
+        rates = figures.rates()
+        intervals = figures.intervals(with_kappa=t.min_kappa is not None)
+        tp, fp, tn, fn = figures.confusion
+        checks = [("tpr", "TPR", t.min_tpr, tp, tp + fn, "pass"), ("tnr", "TNR", t.min_tnr, tn, tn + fp, "fail")]
+        for key, label, threshold, hits, total, cls in checks:
+            self._threshold(rates, intervals, key, label, threshold, t.use_lower_bound, fails, unsure, needed,
+                            budget=(hits, total, cls))
+        if t.min_kappa is not None:
+            self._threshold(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, fails, unsure,
+                            needed)
+        if fails:
+            return Decision(criterion_id, "FAIL", tuple(fails + unsure))
+        if unsure:
+            return Decision(criterion_id, "INCONCLUSIVE", tuple(unsure), needed or None)
+        return Decision(criterion_id, "PASS", (f"TPR {fmt_number(rates['tpr'], 2)}, TNR {fmt_number(rates['tnr'], 2)}, "
+                                               f"kappa {fmt_number(rates['cohen_kappa'], 2)} on {figures.n} examples",))
+
+    def _threshold(self, figures: dict[str, Any], intervals: dict[str, Any], key: str, label: str, threshold: float, lower: bool,
+                   fails: list[str], unsure: list[str], needed: dict[str, int],
+                   budget: tuple[int, int, str] | None = None) -> None:
+        value = figures.get(key)
+        low, high = intervals.get(key, (None, None)) if key in intervals else (value, value)
+        if value is None or (isinstance(value, float) and math.isnan(value)):
+            fails.append(f"{label} is undefined (no decided example of that class), and the gate fails on it")
+            return
+        if not lower:
+            if value < threshold:
+                fails.append(f"{label} {value:.2f} < {threshold:.2f}")
+            return
+        if low is not None and low >= threshold:
+            return
+        if high is not None and high < threshold:
+            fails.append(f"{label} {value:.2f} (95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)}) is below {threshold:.2f}")
+            return
+        message = f"{label} {value:.2f} but its 95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)} straddles {threshold:.2f}"
+        if budget is not None:
+            hits, total, cls = budget
+            enough = examples_for(hits / total, threshold) if total else None
+            word = "known-good" if cls == "pass" else "known-bad"
+            if enough is not None:
+                needed[cls] = max(needed.get(cls, 0), enough - total)
+                message += f"; about {enough - total} more {word} examples at the observed rate would settle it"
+            else:
+                message += f"; at the observed rate more {word} examples would only confirm it is not above"
+        unsure.append(message)
+
+    def _staleness(self, entry: Entry) -> list[str]:
+        """Why the report is not about the files on disk (empty when it is)."""
+        reasons = []
+        criterion = self.criteria.get(entry.id)
+        if criterion is None or entry.id not in self.sets:
+            reasons.append(f"no criteria/{entry.id}.yaml and calibration set on disk to check the report against")
+        elif entry.inputs is None:
+            reasons.append("the report does not say which files it calibrated (a report of an older judgekit)")
+        else:
+            if entry.inputs.get("criterion") != criterion.digest:
+                named = _named_model(criterion.path)
+                if named and named != entry.model:  # the most useful reason when the file names another model
+                    reasons.append(_model_reason(entry, named))
+                else:
+                    reasons.append("the criterion's judge (prompt, model or parameters) changed since it was "
+                                   "calibrated")
+            if entry.inputs.get("set") != self.sets[entry.id].digest:
+                reasons.append("the calibration set changed since it was calibrated")
+        if entry.declared_model and entry.declared_model != entry.model and not reasons:
+            reasons.append(_model_reason(entry, entry.declared_model))
+        if reasons:
+            reasons.append("run `judgekit calibrate` again")
+        return reasons
+
+
+def _model_reason(entry: Entry, named: str) -> str:
+    calibrated = repr(entry.model) if entry.model else "no named model (recorded verdicts without --model)"
+    return (f"the report calibrated {calibrated} but criteria/{entry.id}.yaml names judge.model {named!r}; set "
+            "judge.model to the model you calibrated, or calibrate again with the criterion's judge.model")
+
+
+def _named_model(path: Path) -> str | None:
+    """The judge.model a criterion file names, read plainly (None when it names none or does not parse)."""
+    try:
+        data = read_yaml(path)
+    except InputError:
+        return None
+    judge = data.get("judge") if isinstance(data, dict) else None
+    model = judge.get("model") if isinstance(judge, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def _age(age: timedelta) -> str:
+    return f"{age.days} days" if age.days >= 1 else f"{age.total_seconds() / 3600:.1f} hours"

@@ -1,0 +1,177 @@
+"""A report as the gate reads it: each criterion's entry from plain JSON, the fields the gate
+decides on checked by hand (no model building: `judgekit gate` runs before every suite and must
+start fast), and the verdicts beside it.
+
+>>> e = parse_entry({"id": "c", "fingerprint": "f", "n": 2, "abstained": 0,
+...                  "confusion": {"tp": 1, "fp": 0, "tn": 1, "fn": 0}, "metrics": {}, "intervals": {}})
+>>> e.id, e.confusion
+('c', (1, 0, 1, 0))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from judgekit.errors import InputError, Problem
+from judgekit.inputs.files import iter_records, read_text
+from judgekit.inputs.parsing import parse_json
+
+
+class Untrusted(Exception):
+    """The report cannot be taken as evidence; the message says why, in one line."""
+
+
+@dataclass(frozen=True)
+class Line:
+    """One verdict of a verdict file, as the gate reads it."""
+
+    criterion: str | None
+    id: str
+    trial: int
+    passed: bool | None
+    at: datetime | None
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One criterion of a report: what was calibrated (files, judge), the stored figures, and the
+    verdicts when the report holds them in memory (a fresh one)."""
+
+    id: str
+    fingerprint: str
+    n: int
+    abstained: int
+    confusion: tuple[int, int, int, int]  # tp, fp, tn, fn
+    metrics: dict[str, Any]
+    intervals: dict[str, Any]
+    inputs: dict[str, str] | None = None
+    flip_rate: Any = None
+    labelled_pass: Any = None
+    labelled_fail: Any = None
+    split: str | None = None
+    calibrated_at: datetime | None = None
+    evidence_at: datetime | None = None
+    early_stop_judged: int | None = None
+    kind: str | None = None
+    model: str | None = None
+    declared_model: str | None = None
+    source: str = "live"
+    api_base: str | None = None
+    via: str = "auto"
+    structured: bool = True
+    trials: int | None = None
+    lines: tuple[Line, ...] | None = None
+
+
+def _time(value: Any, name: str) -> datetime | None:
+    if value is None:
+        return None
+    try:
+        when = datetime.fromisoformat(value) if isinstance(value, str) else None
+    except ValueError:
+        when = None
+    if when is None:
+        raise Untrusted(f"report.json's {name} is not a time: {value!r}")
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def _count(data: dict[str, Any], name: str) -> int:
+    value = data.get(name)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Untrusted(f"report.json's {name} is not a whole number: {value!r}")
+    return value
+
+
+def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> Entry:
+    """One criterion of report.json, or Untrusted naming the field that cannot be read."""
+    if not isinstance(data, dict) or not isinstance(data.get("id"), str):
+        raise Untrusted("report.json holds an entry without an id")
+    confusion = data.get("confusion")
+    if not isinstance(confusion, dict):
+        raise Untrusted("report.json's confusion is not a table")
+    cells = tuple(_count(confusion, name) for name in ("tp", "fp", "tn", "fn"))
+    judge = data.get("judge") if isinstance(data.get("judge"), dict) else {}
+    parameters = judge.get("parameters") if isinstance(judge.get("parameters"), dict) else {}
+    consistency = data.get("consistency") if isinstance(data.get("consistency"), dict) else {}
+    early = data.get("early_stop") if isinstance(data.get("early_stop"), dict) else None
+    inputs = data.get("inputs")
+    trials = parameters.get("trials")
+    return Entry(
+        id=data["id"], fingerprint=str(data.get("fingerprint")), n=_count(data, "n"), abstained=_count(data, "abstained"),
+        confusion=cells,  # type: ignore[arg-type]
+        metrics=data.get("metrics") if isinstance(data.get("metrics"), dict) else {},
+        intervals=data.get("intervals") if isinstance(data.get("intervals"), dict) else {},
+        inputs={k: v for k, v in inputs.items() if isinstance(v, str)} if isinstance(inputs, dict) else None,
+        flip_rate=consistency.get("flip_rate"), labelled_pass=data.get("labelled_pass"),
+        labelled_fail=data.get("labelled_fail"), split=data.get("split") if isinstance(data.get("split"), str) else None,
+        calibrated_at=_time(data.get("calibrated_at"), "calibrated_at"),
+        evidence_at=_time(data.get("evidence_at"), "evidence_at"),
+        early_stop_judged=_count(early, "judged") if early is not None else None,
+        kind=judge.get("kind"), model=judge.get("model"), declared_model=judge.get("declared_model"),
+        source=str(judge.get("source", "live")), api_base=judge.get("api_base"), via=str(judge.get("via", "auto")),
+        structured=judge.get("structured", True) is not False,
+        trials=trials if isinstance(trials, int) and not isinstance(trials, bool) else None, lines=lines)
+
+
+def read_entries(path: Path) -> list[Any] | None:
+    """The criteria entries of report.json as plain data (each parsed by `parse_entry` when decided),
+    None when there is no report; a file that is not a report is an InputError."""
+    if not path.exists():
+        return None
+    data = parse_json(read_text(path, "run `judgekit calibrate` first, or pass the report's path"), path)
+    if not isinstance(data, dict) or not isinstance(data.get("criteria"), list):
+        raise InputError.one(path, "criteria", "is not a judgekit report (no list of criteria); run `judgekit "
+                             "calibrate` to write one")
+    return data["criteria"]
+
+
+def read_lines(path: Path) -> list[Line]:
+    """The verdicts of a verdict file, read by judgekit's one JSON Lines reader into plain records."""
+    if not path.is_file():
+        raise Untrusted(f"no {path.name} beside the report: the gate decides from per-example verdicts")
+    lines = []
+    try:
+        for location, record in iter_records(path):
+            if isinstance(record, Problem):
+                raise Untrusted(f"{path.name} {location} {record.message}")
+            try:
+                lines.append(_line(record))
+            except ValueError as error:
+                raise Untrusted(f"{path.name} {location} is not a verdict ({error})") from None
+    except InputError as error:
+        raise Untrusted(str(error.problems[0])) from None
+    return lines
+
+
+def _line(record: Any) -> Line:
+    if not isinstance(record, dict):
+        raise ValueError("not an object")
+    rid, trial, passed, criterion = record.get("id"), record.get("trial", 0), record.get("passed"), record.get("criterion")
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        raise ValueError("id must be text")
+    if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
+        raise ValueError("trial must be a whole number")
+    if "passed" not in record or not (passed is None or isinstance(passed, bool)):
+        raise ValueError("passed must be true, false or null")
+    if criterion is not None and not isinstance(criterion, str):
+        raise ValueError("criterion must be text")
+    try:
+        at = _time(record.get("at"), "at")
+    except Untrusted:
+        raise ValueError("at must be an ISO 8601 time") from None
+    return Line(criterion, str(rid), trial, passed, at)
+
+
+def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:
+    """A report object's criteria (judgekit.report.Report, in memory) as plain data, each with the
+    verdicts it holds: what `parse_entry` reads."""
+    out = []
+    for c in report.criteria:
+        lines = tuple(Line(v.criterion, str(v.id), v.trial, v.passed,
+                           None if v.at is None else (v.at if v.at.tzinfo else v.at.replace(tzinfo=timezone.utc)))
+                      for v in c.verdicts) or None
+        out.append((c.model_dump(mode="json"), lines))
+    return out

@@ -1,0 +1,134 @@
+"""The gate's evidence: a report's figures recomputed from the per-example verdicts beside it
+(`verdicts.jsonl`) and the labels of the calibration set on disk.
+
+A report is a cache of evidence, not the evidence. The gate decides only on the figures
+recomputed here, and refuses a report whose stored figures disagree with them (a number typed
+into report.json, a confusion matrix that does not add up, intervals removed), whose verdicts do
+not match the set (an id the set lacks, a verdict missing, a trial twice), or whose times lie in
+the future.
+
+>>> from judgekit.inputs.labelled import Labelled, LabelledSet
+>>> labels = LabelledSet("c", None, "d", (Labelled("a", True, None), Labelled("b", False, None)))
+>>> lines = [Line("c", "a", 0, True, None), Line("c", "b", 0, True, None)]
+>>> f = recompute(None, lines, labels)
+>>> f.confusion, f.rates()["tpr"], f.rates()["tnr"]
+((1, 1, 0, 0), 1.0, 0.0)
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any, Sequence
+
+from judgekit.gate.entry import Entry, Line, Untrusted
+from judgekit.inputs.labelled import LabelledSet
+from judgekit.judging.verdicts import Verdict, majority
+from judgekit.stats.metrics import confusion, kappa_from_counts, kappa_interval, ratio, wilson
+from judgekit.stats.raters import flip_rate
+
+CLOCK_SKEW = timedelta(minutes=5)  # a time this far ahead of the gate's clock is in the future
+TOLERANCE = 1e-9
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What the verdicts and the labels on disk show about one criterion's judge."""
+
+    n: int
+    abstained: int
+    confusion: tuple[int, int, int, int]  # tp, fp, tn, fn
+    labelled_pass: int
+    labelled_fail: int
+    trials: int
+    flip_rate: float | None
+    evidence_at: datetime | None
+    decided: tuple[tuple[bool, bool], ...]  # (label, verdict) of each decided example: kappa's interval
+
+    def rates(self) -> dict[str, float]:
+        tp, fp, tn, fn = self.confusion
+        return {"tpr": ratio(tp, tp + fn), "tnr": ratio(tn, tn + fp), "cohen_kappa": kappa_from_counts(tp, fp, tn, fn)}
+
+    def intervals(self, with_kappa: bool) -> dict[str, tuple[float, float]]:
+        tp, fp, tn, fn = self.confusion
+        out = {"tpr": wilson(tp, tp + fn), "tnr": wilson(tn, tn + fp)}
+        if with_kappa:  # numpy, imported by kappa_interval: only when the policy asks for kappa
+            out["cohen_kappa"] = kappa_interval([d[0] for d in self.decided], [d[1] for d in self.decided])
+        return out
+
+
+def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -> Figures:
+    """The figures of an entry from its verdicts and the labels (already narrowed to its split)."""
+    trials: dict[str, dict[int, Line]] = defaultdict(dict)
+    known = {e.id for e in labels.examples}
+    for line in lines:
+        if line.id not in known:
+            raise Untrusted(f"a verdict for id {line.id!r}, which the calibration set does not hold")
+        if line.trial in trials[line.id]:
+            raise Untrusted(f"two verdicts for id {line.id!r} trial {line.trial}")
+        trials[line.id][line.trial] = line
+    judged = [e for e in labels.examples if e.id in trials]
+    stopped = entry.early_stop_judged if entry is not None else None
+    expected = stopped if stopped is not None else len(labels.examples)
+    if len(judged) != expected:
+        missing = next((e.id for e in labels.examples if e.id not in trials), None)
+        raise Untrusted(f"{len(judged)} of the set's {len(labels.examples)} examples have verdicts, not {expected}"
+                        + (f" (none for id {missing!r})" if missing and stopped is None else ""))
+    per_example = [[trials[e.id][t] for t in sorted(trials[e.id])] for e in judged]
+    final = [majority([Verdict(e.id, v.passed) for v in t]).passed for e, t in zip(judged, per_example)]
+    cells, abstained = confusion([e.label for e in judged], final)
+    times = [v.at for t in per_example for v in t]
+    count = max((len(t) for t in per_example), default=1)
+    flips = flip_rate([[v.passed for v in t] for t in per_example]) if count > 1 else None
+    labelled_pass = sum(e.label for e in labels.examples)
+    return Figures(n=len(judged), abstained=abstained, confusion=(cells.tp, cells.fp, cells.tn, cells.fn),
+                   labelled_pass=labelled_pass, labelled_fail=len(labels.examples) - labelled_pass, trials=count,
+                   flip_rate=None if flips is None or math.isnan(flips) else flips,
+                   evidence_at=None if not times or None in times else min(times),  # type: ignore[type-var]
+                   decided=tuple((e.label, bool(v)) for e, v in zip(judged, final) if v is not None))
+
+
+def _same(stored: Any, computed: float | None) -> bool:
+    if computed is None or (isinstance(computed, float) and math.isnan(computed)):
+        return stored is None
+    return isinstance(stored, (int, float)) and not isinstance(stored, bool) and math.isfinite(stored) \
+        and abs(stored - computed) <= TOLERANCE
+
+
+def verify(entry: Entry, lines: Sequence[Line], labels: LabelledSet, now: datetime) -> Figures:
+    """The entry's figures recomputed from the evidence, or Untrusted when the stored figures, the
+    verdicts and the set disagree in any way, or a time lies in the future."""
+    f = recompute(entry, lines, labels)
+    checks: list[tuple[str, Any, Any]] = [
+        ("n", entry.n, f.n), ("abstained", entry.abstained, f.abstained),
+        ("confusion (tp, fp, tn, fn)", entry.confusion, f.confusion),
+        ("labelled_pass", entry.labelled_pass, f.labelled_pass), ("labelled_fail", entry.labelled_fail, f.labelled_fail),
+    ]
+    for name, stored, computed in checks:
+        if stored != computed:
+            raise Untrusted(f"report.json says {name} {stored} but its verdicts give {computed}")
+    for name, value in f.rates().items():
+        if not _same(entry.metrics.get(name), value):
+            raise Untrusted(f"report.json says {name} {entry.metrics.get(name)} but its verdicts give {value:.6g}")
+    # A seeded simulation gives kappa's interval: the gate computes its own when it needs one.
+    for name, (low, high) in f.intervals(with_kappa=False).items():
+        stored = entry.intervals.get(name)
+        if not (isinstance(stored, (list, tuple)) and len(stored) == 2 and _same(stored[0], low)
+                and _same(stored[1], high)):
+            raise Untrusted(f"report.json's {name} interval {stored} is not the one its verdicts give "
+                            f"({low:.4g}-{high:.4g})")
+    if not _same(entry.flip_rate, f.flip_rate):
+        raise Untrusted(f"report.json says flip rate {entry.flip_rate} but its verdicts give {f.flip_rate}")
+    if f.evidence_at is None:
+        raise Untrusted("its verdicts do not say when they were given (a report of an older judgekit)")
+    if entry.evidence_at is None or abs(entry.evidence_at - f.evidence_at) > timedelta(seconds=1):
+        raise Untrusted(f"report.json says its evidence is from {entry.evidence_at} but its verdicts are from "
+                        f"{f.evidence_at:%Y-%m-%d %H:%M:%S}")
+    for name, when in (("calibration time", entry.calibrated_at), ("evidence", f.evidence_at)):
+        if when is None:
+            raise Untrusted(f"report.json has no {name}")
+        if when > now + CLOCK_SKEW:
+            raise Untrusted(f"its {name} ({when:%Y-%m-%d %H:%M}) lies in the future")
+    return f

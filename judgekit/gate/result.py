@@ -1,0 +1,92 @@
+"""What the gate decided: per criterion PASS, FAIL or INCONCLUSIVE with every reason, the overall
+status and its exit code, and the error a blocked judge raises instead of grading.
+
+>>> r = GateResult((Decision("a", "PASS", ("TPR 0.95",)), Decision("b", "INCONCLUSIVE", ("too few",))))
+>>> r.status, r.exit_code, [d.criterion for d in r.blocked(["a", "b", "c"])]
+('INCONCLUSIVE', 3, ['b', 'c'])
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from judgekit.errors import JudgeNotCalibrated
+
+Status = Literal["PASS", "FAIL", "INCONCLUSIVE"]
+EXIT_CODES = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The gate's decision on one criterion, with every reason."""
+
+    criterion: str
+    status: Status
+    reasons: tuple[str, ...]
+    needed: dict[str, int] | None = None
+
+    @property
+    def summary(self) -> str:
+        return "; ".join(self.reasons)
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """The decisions on every gated criterion, and the overall one."""
+
+    decisions: tuple[Decision, ...]
+    report_path: str | None = None
+
+    @property
+    def status(self) -> Status:
+        statuses = {d.status for d in self.decisions}
+        if not self.decisions or "FAIL" in statuses:
+            return "FAIL"
+        return "INCONCLUSIVE" if "INCONCLUSIVE" in statuses else "PASS"
+
+    @property
+    def passed(self) -> bool:
+        return self.status == "PASS"
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_CODES[self.status]
+
+    def decision(self, criterion_id: str) -> Decision | None:
+        return next((d for d in self.decisions if d.criterion == criterion_id), None)
+
+    def blocked(self, criterion_ids: list[str]) -> list[Decision]:
+        """Decisions that block any of these criteria (an unknown criterion blocks too)."""
+        out = []
+        for cid in criterion_ids:
+            d = self.decision(cid)
+            out.append(d if d else Decision(cid, "FAIL", (f"criterion {cid!r} was not gated: no criteria/{cid}.yaml",)))
+        return [d for d in out if d.status != "PASS"]
+
+    def refusal(self, criterion_ids: list[str] | None = None) -> JudgeNotCalibrated | None:
+        """The error a judge of these criteria (all when None) raises instead of grading, or None."""
+        blocked = self.blocked(criterion_ids) if criterion_ids is not None else [
+            d for d in self.decisions if d.status != "PASS"]
+        if criterion_ids is None and not self.decisions:
+            return JudgeNotCalibrated("FAIL", [])
+        if not blocked:
+            return None
+        status = "FAIL" if any(d.status == "FAIL" for d in blocked) else "INCONCLUSIVE"
+        return JudgeNotCalibrated(status, [(d.criterion, d.status, d.summary) for d in blocked])
+
+    def raise_for_status(self) -> "GateResult":
+        """Raise JudgeNotCalibrated unless every criterion passed; return the result otherwise."""
+        refusal = self.refusal()
+        if refusal is not None:
+            raise refusal
+        return self
+
+    def lines(self) -> list[str]:
+        return [f"{d.status:<12} {d.criterion}: {d.summary}" for d in self.decisions]
+
+    def to_dict(self) -> dict[str, Any]:
+        """For scripts: the overall status, its exit code, and each decision with its reasons."""
+        return {"status": self.status, "exit_code": self.exit_code, "report": self.report_path,
+                "decisions": [{"criterion": d.criterion, "status": d.status, "reasons": list(d.reasons),
+                               "needed": d.needed} for d in self.decisions]}

@@ -1,0 +1,182 @@
+"""The boundary with the disk: read YAML / JSON / JSONL / CSV records (models validate them in
+judgekit.inputs.validation's terms), and write files atomically, or under a lock. Every load error names the file and the line or field.
+
+Each format has one reader here, and every file judgekit reads goes through it; JSON and YAML are
+parsed by judgekit.inputs.parsing, which refuses keys written twice, lone surrogates and nesting
+too deep, and a CSV column named twice is refused here.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import tempfile
+from pathlib import Path
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from judgekit.errors import InputError, Problem
+from judgekit.fingerprint import digest
+from judgekit.inputs.parsing import parse_json, parse_yaml
+from judgekit.secrets import redact_known
+
+RECORD_SUFFIXES = (".jsonl", ".yaml", ".yml", ".csv")
+
+
+@dataclass(frozen=True)
+class Source:
+    """A file's text as read, and the digest of its bytes: what a report records so that the gate
+    can tell, without parsing, whether the file is still the one calibrated."""
+
+    text: str
+    digest: str
+
+
+def read_source(path: Path, hint: str = "") -> Source:
+    """A file's UTF-8 text (line endings as stored) and its digest, or an InputError naming the file
+    (and `hint`, how to fix it)."""
+    try:
+        data = path.read_bytes()
+        # A byte-order mark (Excel's CSVs) is not part of the text.
+        return Source(data.decode("utf-8-sig"), digest(data))
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError.one(path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}") from None
+
+
+def read_text(path: Path, hint: str = "") -> str:
+    """A file's UTF-8 text, or an InputError naming the file (and `hint`, how to fix it)."""
+    return read_source(path, hint).text
+
+
+def read_yaml(path: Path, text: str | None = None) -> Any:
+    """A YAML file's data (from `text` when the caller has read it), or an InputError naming the
+    file and the line."""
+    return parse_yaml(read_text(path) if text is None else text, path)
+
+
+def iter_records(path: Path, text: str | None = None) -> Iterator[tuple[str, Any]]:
+    """Yield `(location, record)` pairs from a JSONL, YAML (a list) or CSV file (from `text` when
+    the caller has read it).
+
+    A record that cannot be read (a JSON Lines line that does not parse, a CSV row with too many
+    cells) comes as a `Problem` in place of the record, so the caller lists it beside the other
+    records' problems. CSV cells stay strings, and an empty cell is None; the caller's model
+    decides what they mean. A file that cannot be read at all is an InputError.
+    """
+    suffix = path.suffix.lower()
+    if suffix == ".jsonl":
+        # Records end at "\n" only: str.splitlines() would also split inside a string at U+2028 or U+0085.
+        for number, line in enumerate((read_text(path) if text is None else text).split("\n"), start=1):
+            if not line.strip():
+                continue
+            try:
+                yield f"line {number}", parse_json(line, path, f"line {number}")
+            except InputError as error:
+                yield f"line {number}", error.problems[0]
+    elif suffix in (".yaml", ".yml"):
+        data = read_yaml(path, text)
+        if isinstance(data, dict) and "examples" in data:
+            data = data["examples"]
+        if not isinstance(data, list):
+            raise InputError.one(path, "", "must hold a list of records (or a mapping with an 'examples' list)")
+        for index, record in enumerate(data):
+            yield f"[{index}]", record
+    elif suffix == ".csv":
+        for number, row in enumerate(read_csv(path, text)[1], start=2):
+            if None in row:
+                yield f"line {number}", Problem(str(path), f"line {number}", "has more cells than the header has "
+                                                "columns")
+                continue
+            yield f"line {number}", {k: (None if v == "" else v) for k, v in row.items()}
+    else:
+        raise InputError.one(path, "", f"unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}")
+
+
+def read_csv(path: Path, text: str | None = None) -> tuple[list[str], list[dict[str, Any]]]:
+    """A CSV file's columns and its rows as `{column: cell}` (cells as text; the cells of a row
+    longer than the header under the key None; from `text` when the caller has read it). A column
+    named twice is an InputError."""
+    csv.field_size_limit(1 << 30)  # a long reply is one cell, not an error
+    try:
+        reader = csv.DictReader(io.StringIO(read_text(path) if text is None else text, newline=""))
+        columns = list(reader.fieldnames or [])
+        rows = list(reader)
+    except csv.Error as error:
+        raise InputError.one(path, "", f"cannot be read as CSV ({error})") from None
+    seen: set[str] = set()
+    for column in columns:
+        if column in seen:
+            raise InputError.one(path, "line 1", f"has the column {column!r} twice; rename or remove one (a reader "
+                                 "would silently keep the last)")
+        seen.add(column)
+    return columns, rows
+
+
+def parse_bool(value: Any) -> Any:
+    """Read a CSV boolean cell; leave anything else for the model to reject."""
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("true", "pass", "passed", "yes", "1"):
+            return True
+        if lowered in ("false", "fail", "failed", "no", "0"):
+            return False
+    return value
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a whole file or nothing: a killed process never leaves half a file behind. No known
+    secret (an API key in the environment, a password of an endpoint) is ever written."""
+    text = redact_known(text)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    except OSError as error:
+        raise InputError.one(path, "", f"cannot be written ({error.strerror or error}); choose a writable place") \
+            from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file written
+        os.replace(tmp, path)
+    except OSError as error:
+        Path(tmp).unlink(missing_ok=True)
+        raise InputError.one(path, "", f"cannot be written ({error.strerror or error}); choose a writable place") \
+            from None
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+class locked:
+    """An exclusive lock on a file beside `path` (`.NAME.lock`), for writers that must take turns:
+    each reads what the last one left. Blocks until the lock is free.
+
+    >>> import tempfile, pathlib
+    >>> with locked(pathlib.Path(tempfile.mkdtemp()) / "report.json"):
+    ...     pass
+    """
+
+    def __init__(self, path: Path) -> None:
+        self.lock = path.with_name(f".{path.name}.lock")
+
+    def __enter__(self) -> None:
+        import fcntl
+
+        try:
+            self.lock.parent.mkdir(parents=True, exist_ok=True)
+            self.handle = open(self.lock, "a")
+        except OSError as error:
+            raise InputError.one(self.lock.parent, "", f"cannot be written ({error.strerror or error}); "
+                                 "choose a writable place") from None
+        fcntl.flock(self.handle, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        import fcntl
+
+        fcntl.flock(self.handle, fcntl.LOCK_UN)
+        self.handle.close()

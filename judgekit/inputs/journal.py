@@ -1,0 +1,169 @@
+"""Writing in place without tearing: bytes written at an offset, all of them, on disk before the
+call returns; and a rollback journal, so that a write cut off part way (the process killed, the
+power cut) is undone on the next use of the file instead of leaving old and new bytes mixed.
+Used by judgekit.inputs.labels, which writes labels into sets while other programs append.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from judgekit.errors import InputError
+from judgekit.inputs.files import locked
+
+
+def read_at(fd: int, stop: int | None = None, start: int = 0) -> bytes:
+    """The open file's bytes from `start` up to `stop` (or its size now)."""
+    size = (os.fstat(fd).st_size if stop is None else stop) - start
+    data = bytearray()
+    while len(data) < size and (chunk := os.pread(fd, size - len(data), start + len(data))):
+        data += chunk
+    return bytes(data)
+
+
+def write_at(fd: int, data: bytes, offset: int, pwrite: Callable[[int, bytes, int], int] = os.pwrite) -> None:
+    """Write `data` at `offset`, all of it, and wait until the disk holds it."""
+    while data:
+        written = pwrite(fd, data, offset)
+        offset, data = offset + written, data[written:]
+    os.fsync(fd)
+
+
+# The journal: the bytes a label write overwrites, saved before it starts, so that a write cut off
+# part way can be undone. It never changes the file's length: the blank lines a label appended stay
+# (readers skip them), as cutting them could cut a record another program appended after them, and
+# no lock keeps such programs off.
+
+_MAGIC = b"judgekit label journal 1\n"
+
+
+@dataclass(frozen=True)
+class RolledBack:
+    """A label whose writing was cut off part way, undone: the person labels that example again."""
+
+    path: Path
+    id: str
+    passed: bool
+
+    def __str__(self) -> str:
+        return (f"{self.path}: the label {'pass' if self.passed else 'fail'} of id {self.id} was cut off while "
+                "it was being written (the program writing it stopped), and was rolled back; label it again")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One label write: the bytes at `offset` before it (`old`) and after it (`new`), as long."""
+
+    id: str
+    passed: bool
+    offset: int
+    old: bytes
+    new: bytes
+
+    def dump(self) -> bytes:
+        head = json.dumps({"id": self.id, "passed": self.passed, "offset": self.offset, "length": len(self.old)})
+        body = _MAGIC + head.encode() + b"\n" + self.old + self.new
+        return body + hashlib.sha256(body).digest()  # a journal cut short fails its checksum
+
+    @classmethod
+    def load(cls, raw: bytes) -> Entry | None:
+        """The entry, or None for a journal cut short or damaged."""
+        body, digest = raw[:-32], raw[-32:]
+        if hashlib.sha256(body).digest() != digest or not body.startswith(_MAGIC):
+            return None
+        head, _, rest = body[len(_MAGIC):].partition(b"\n")
+        fields = json.loads(head)
+        if len(rest) != 2 * fields["length"]:
+            return None
+        return cls(fields["id"], fields["passed"], fields["offset"], rest[:fields["length"]], rest[fields["length"]:])
+
+
+def _journal(path: Path) -> Path:
+    return path.with_name(f".{path.name}.journal")
+
+
+def write_journaled(path: Path, fd: int, entry: Entry, pwrite: Callable[[int, bytes, int], int]) -> None:
+    """Write entry.new at entry.offset, with the journal on disk for as long as the file may be torn."""
+    journal = _journal(path)
+    os.fsync(fd)  # the blank lines appended too: after a power cut the file is no shorter than entry.old
+    handle = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    try:
+        write_at(handle, entry.dump(), 0)
+    finally:
+        os.close(handle)
+    _sync_folder(path)  # the journal's name is on disk before any byte of the set changes
+    try:
+        write_at(fd, entry.new, entry.offset, pwrite)
+    except OSError:  # the disk refused part way: undo it now, not at the next use
+        write_at(fd, entry.old, entry.offset)
+        _forget(journal)
+        raise
+    _forget(journal)
+
+
+def recover(path: Path) -> RolledBack | None:
+    """Undo a label write into `path` that was cut off part way (its journal says so); the label
+    undone, if one was. `write_label` calls it first, and so does the page when it starts."""
+    if not _journal(path).exists():
+        return None  # the usual case: nothing to undo, and no lock file made beside a set only read
+    try:
+        with locked(path):
+            return recover_locked(path)
+    except OSError as error:
+        raise InputError.one(path, "", f"cannot be written ({error.strerror or error})") from None
+
+
+def recover_locked(path: Path) -> RolledBack | None:
+    """`recover`, under the lock."""
+    journal = _journal(path)
+    try:
+        entry = Entry.load(journal.read_bytes())
+    except FileNotFoundError:
+        return None
+    if entry is None:  # cut short while it was written, before any byte of the set was changed
+        _forget(journal)
+        return None
+    with open(path, "r+b", buffering=0) as file:
+        now = read_at(file.fileno(), entry.offset + len(entry.old), entry.offset)
+        finished = now == entry.new  # only the journal was left to remove: nothing to undo
+        if not finished and not _torn(now, entry.old, entry.new):
+            raise InputError.one(path, f"id {entry.id}", "a label written into this file was cut off, and the "
+                                 "file has been changed since, so it cannot be undone; check this record and the "
+                                 f"ones after it, then delete {journal}")
+        if not finished:
+            write_at(file.fileno(), entry.old, entry.offset)
+        os.fsync(file.fileno())
+    _forget(journal)
+    return None if finished else RolledBack(path, entry.id, entry.passed)
+
+
+def _torn(now: bytes, old: bytes, new: bytes) -> bool:
+    """Whether each byte of `now` is `old`'s or `new`'s, as a write stopped part way leaves them (a
+    kill stops it between pages; a power cut may keep any of its blocks)."""
+    if len(now) != len(old):
+        return False
+    for i in range(0, len(old), 4096):
+        block = now[i:i + 4096]
+        if block != old[i:i + 4096] and block != new[i:i + 4096] and \
+                any(b not in (o, n) for b, o, n in zip(block, old[i:i + 4096], new[i:i + 4096])):
+            return False
+    return True
+
+
+def _forget(journal: Path) -> None:
+    journal.unlink(missing_ok=True)
+    _sync_folder(journal)
+
+
+def _sync_folder(path: Path) -> None:
+    """Wait until the disk holds the names in `path`'s folder (a file made or removed there)."""
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)

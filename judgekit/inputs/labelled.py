@@ -1,0 +1,102 @@
+"""The labels of a calibration set, read plainly: what the gate checks a report's verdicts against,
+without building a model (the gate must start fast). It trusts the file as far as the file's digest
+equals the one calibrated, which judgekit.inputs.sets validated; the rules that turn a record into
+a label (a CSV's cells, several annotators' majority) are said here once and used by both.
+
+>>> majority({"ana": True, "ben": True, "eve": False}), majority({"ana": True, "ben": False})
+(True, None)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+from judgekit.errors import InputError, Problem
+from judgekit.inputs.files import iter_records, parse_bool, read_source
+
+
+def majority(labels: Mapping[str, bool]) -> bool | None:
+    """Several annotators' label: their majority; None when they are tied."""
+    yes = sum(1 for value in labels.values() if value)
+    no = len(labels) - yes
+    return None if yes == no else yes > no
+
+
+def from_csv_cells(record: dict[str, Any]) -> dict[str, Any]:
+    """CSV cells are text: read booleans, `labels.<annotator>` columns and `;`-separated tags."""
+    out: dict[str, Any] = {}
+    labels: dict[str, Any] = {}
+    for key, value in record.items():
+        if value is None and key != "passed":  # an annotator who left a cell empty did not label it
+            continue
+        if key.startswith("labels."):
+            labels[key.removeprefix("labels.")] = parse_bool(value)
+        elif key == "passed":
+            out[key] = parse_bool(value)
+        elif key == "tags":
+            out[key] = [t.strip() for t in value.split(";") if t.strip()]
+        else:
+            out[key] = value
+    if labels:
+        out["labels"] = labels
+    return out
+
+
+@dataclass(frozen=True)
+class Labelled:
+    """One example as the gate needs it: its id, the human label, its split."""
+
+    id: str
+    label: bool
+    split: str | None
+
+
+@dataclass(frozen=True)
+class LabelledSet:
+    """A calibration set's labels and the digest of the file they were read from."""
+
+    criterion_id: str
+    path: Path
+    digest: str
+    examples: tuple[Labelled, ...]
+
+    def select(self, split: str | None) -> "LabelledSet":
+        if split is None:
+            return self
+        return LabelledSet(self.criterion_id, self.path, self.digest,
+                           tuple(e for e in self.examples if e.split == split))
+
+
+def read_labels(path: Path, criterion_id: str) -> LabelledSet:
+    """The labels of a set file; a record that has none is an InputError naming it."""
+    source = read_source(path)
+    is_csv = path.suffix.lower() == ".csv"
+    examples, problems = [], []
+    for location, record in iter_records(path, source.text):
+        if isinstance(record, Problem):
+            problems.append(record)
+            continue
+        record = from_csv_cells(record) if is_csv and isinstance(record, dict) else record
+        label = _label(record)
+        if label is None:
+            problems.append(Problem(str(path), location, "has no readable id and label; `judgekit validate` says why"))
+            continue
+        examples.append(label)
+    if problems:
+        raise InputError(problems)
+    return LabelledSet(criterion_id, path, source.digest, tuple(examples))
+
+
+def _label(record: Any) -> Labelled | None:
+    if not isinstance(record, dict):
+        return None
+    rid, passed, labels, split = record.get("id"), record.get("passed"), record.get("labels"), record.get("split")
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+        return None
+    if isinstance(labels, dict) and labels and all(isinstance(v, bool) for v in labels.values()):
+        passed = majority(labels)
+    if not isinstance(passed, bool):
+        return None
+    return Labelled(str(rid), passed, split if isinstance(split, str) else None)

@@ -1,0 +1,195 @@
+"""The gate's policy: the thresholds a criterion's judge must clear, with per-criterion
+overrides, read from `[tool.judgekit.gate]` in pyproject.toml or `gate:` in judgekit.yaml.
+
+Plain dataclasses, checked by hand: the gate reads its policy on every CI run and must start fast.
+
+>>> Policy.from_mapping({"min_tpr": 0.9, "criteria": {"c": {"min_tnr": 0.7}}}, "pyproject.toml").for_criterion("c")
+Thresholds(min_tpr=0.9, min_tnr=0.7, min_kappa=None, min_examples=20, max_abstain_rate=0.1, max_flip_rate=0.2, max_age='30d', use_lower_bound=True)
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field, fields, replace
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+from judgekit.errors import InputError, Problem
+from judgekit.inputs.files import read_text, read_yaml
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhdw])\s*$")
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+
+
+def parse_duration(text: str) -> timedelta:
+    """`30d`, `12h`, `90m`, `1w`, `45s`: more than zero and at most 100 years."""
+    match = _DURATION.match(text)
+    if not match:
+        raise ValueError(f"{text!r} is not a duration; write a number and a unit, like 30d, 12h or 90m")
+    seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if not 0 < seconds <= 100 * 365 * 86400:
+        raise ValueError(f"{text!r} is not a usable duration; give more than zero and at most 100 years")
+    return timedelta(seconds=seconds)
+
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """What a criterion's judge must show. Every field of an override may be left out.
+
+    min_tpr / min_tnr: shares of known-good replies the judge must pass / known-bad it must fail;
+    min_kappa: optional; min_examples: labelled examples needed in each class; max_abstain_rate;
+    max_flip_rate: when trials ran, the share of examples whose trials disagreed (null: any);
+    max_age: oldest evidence accepted, like 30d or 12h (null: any age); use_lower_bound: apply the
+    thresholds to the 95% interval's lower bound.
+    """
+
+    min_tpr: float = 0.8
+    min_tnr: float = 0.8
+    min_kappa: float | None = None
+    min_examples: int = 20
+    max_abstain_rate: float = 0.1
+    max_flip_rate: float | None = 0.2
+    max_age: str | None = "30d"
+    use_lower_bound: bool = True
+
+    @classmethod
+    def parse(cls, data: dict[str, Any], source: str, where: str,
+              base: "Thresholds | None" = None) -> "tuple[Thresholds | None, list[Problem]]":
+        """Thresholds from a table (keys left out keep `base`'s values), or every problem of it."""
+        known = {f.name for f in fields(cls)}
+        problems = [Problem(source, f"{where}.{key}", "unknown key; remove it or check its spelling")
+                    for key in data if key not in known]
+        values: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                continue
+            message = _RULES[key](value)
+            if message:
+                problems.append(Problem(source, f"{where}.{key}", f"{message}, not {value!r}"))
+            else:
+                values[key] = float(value) if key in _FLOATS and value is not None else value
+        if problems:
+            return None, problems
+        return replace(base or cls(), **values), []
+
+
+def _share(low: float) -> Any:
+    def rule(value: Any) -> str | None:
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        return None if number and low <= value <= 1 else f"must be a number from {low:g} to 1"
+    return rule
+
+
+def _or_null(rule: Any) -> Any:
+    return lambda value: None if value is None else rule(value)
+
+
+def _count(value: Any) -> str | None:
+    whole = isinstance(value, int) and not isinstance(value, bool)
+    return None if whole and value >= 1 else "must be a whole number of at least 1"
+
+
+def _duration_rule(value: Any) -> str | None:
+    if value is None:
+        return None
+    try:
+        parse_duration(value) if isinstance(value, str) else parse_duration("")
+    except ValueError as error:
+        return str(error).split(";")[0] + "; write a number and a unit, like 30d, 12h or 90m (null for any age)"
+    return None
+
+
+_FLOATS = {"min_tpr", "min_tnr", "min_kappa", "max_abstain_rate", "max_flip_rate"}
+_RULES = {"min_tpr": _share(0), "min_tnr": _share(0), "min_kappa": _or_null(_share(-1)), "min_examples": _count,
+          "max_abstain_rate": _share(0), "max_flip_rate": _or_null(_share(0)), "max_age": _duration_rule,
+          "use_lower_bound": lambda value: None if isinstance(value, bool) else "must be true or false"}
+
+
+@dataclass(frozen=True)
+class Policy:
+    """Gate thresholds: defaults, and each overridden criterion's full thresholds."""
+
+    defaults: Thresholds = Thresholds()
+    criteria: dict[str, Thresholds] = field(default_factory=dict)
+    source: str = ""
+
+    def for_criterion(self, criterion_id: str) -> Thresholds:
+        return self.criteria.get(criterion_id, self.defaults)
+
+    @classmethod
+    def from_mapping(cls, data: Any, source: str) -> "Policy":
+        """Read `{min_tpr: ..., criteria: {id: {...}}}`: defaults at the top, overrides under
+        criteria, each override the defaults with its keys replaced; every problem of every table
+        is listed at once."""
+        if data is None:
+            return cls(source=source)
+        if not isinstance(data, dict):
+            raise InputError.one(source, "gate", "must be a table of thresholds")
+        overrides = data.get("criteria") or {}
+        if not isinstance(overrides, dict):
+            raise InputError.one(source, "gate.criteria", "must be a table of criterion ids")
+        defaults, problems = Thresholds.parse({k: v for k, v in data.items() if k != "criteria"}, source, "gate")
+        criteria = {}
+        for criterion_id, override in overrides.items():
+            where = f"gate.criteria.{criterion_id}"
+            if not isinstance(override, dict):
+                problems.append(Problem(source, where, "must be a table of thresholds"))
+                continue
+            thresholds, found = Thresholds.parse(override, source, where, defaults)
+            problems += found
+            if thresholds is not None:
+                criteria[str(criterion_id)] = thresholds
+        if problems:
+            raise InputError(problems)
+        return cls(defaults=defaults or Thresholds(), criteria=criteria, source=source)
+
+    def check_ids(self, known: set[str]) -> None:
+        """An override for a criterion that does not exist is a typo, not a no-op."""
+        unknown = sorted(set(self.criteria) - known)
+        if unknown:
+            raise InputError([Problem(self.source or "gate policy", f"gate.criteria.{cid}",
+                                      f"no criterion {cid!r} (known: {', '.join(sorted(known))})") for cid in unknown])
+
+    @classmethod
+    def load(cls, path: Path | None = None, root: Path = Path(".")) -> "Policy":
+        """From `path` (judgekit.yaml or pyproject.toml), else the first of those found in `root`."""
+        data, source = read_section("gate", path, root)
+        return cls.from_mapping(data, source) if source else cls()
+
+
+SECTIONS = ("gate", "drift", "monitor")
+
+
+def read_section(section: str, path: Path | None = None, root: Path = Path(".")) -> tuple[Any, str]:
+    """The `section` table of judgekit's settings and the file it came from ("" when none has it):
+    `section:` in judgekit.yaml, or `[tool.judgekit.<section>]` in pyproject.toml. An explicit
+    `path` must exist; otherwise the first of judgekit.yaml and pyproject.toml in `root` that has
+    the section (so `gate:` in judgekit.yaml does not hide `[tool.judgekit.monitor]`)."""
+    if path is not None and not path.is_file():
+        raise InputError.one(path, "", "no such configuration file")
+    candidates = [path] if path else [root / "judgekit.yaml", root / "pyproject.toml"]
+    for candidate in candidates:
+        if candidate is None or not candidate.is_file():
+            continue
+        if candidate.suffix == ".toml":
+            try:
+                data = tomllib.loads(read_text(candidate))
+            except tomllib.TOMLDecodeError as error:
+                raise InputError.one(candidate, "", f"is not valid TOML: {error}") from None
+            tool = data.get("tool", {}).get("judgekit") or {}
+            if section in tool or path is not None:
+                return tool.get(section), str(candidate)
+            continue
+        data = read_yaml(candidate) or {}
+        if not isinstance(data, dict):
+            raise InputError.one(candidate, "", f"must be a YAML mapping with keys among {', '.join(SECTIONS)}")
+        unknown = set(data) - set(SECTIONS)
+        if unknown:
+            raise InputError.one(candidate, ", ".join(sorted(unknown)),
+                                 f"unknown key; judgekit.yaml holds {', '.join(SECTIONS)}")
+        if section in data or path is not None:
+            return data.get(section), str(candidate)
+    return None, ""

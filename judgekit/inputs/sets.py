@@ -1,0 +1,214 @@
+"""Calibration sets: labelled known-good and known-bad examples of one criterion.
+
+`calibration_sets/<criterion-id>.jsonl` (or `.yaml` / `.csv`), one example per record:
+
+    {"id": "ex-1", "input": "I lost my card", "output": "I've blocked it.", "passed": true}
+    {"id": "ex-2", "output": "...", "labels": {"ana": false, "ben": false, "eve": true}}
+
+With `labels` (several annotators), `passed` is their majority; a tie is an error.
+
+>>> Example(id="a", output="hi", labels={"ana": True, "ben": True, "eve": False}).passed
+True
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Literal, Sequence
+
+from pydantic import Field, StrictBool, ValidationError, model_validator
+
+from judgekit.errors import InputError, Problem
+from judgekit.fingerprint import canonical_hash
+from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
+from judgekit.inputs.files import iter_records, read_source
+from judgekit.inputs.catalog import find_set
+from judgekit.inputs.labelled import from_csv_cells, majority
+from judgekit.inputs.validation import ExampleId, Frozen, problems_of
+
+
+class LabelledClaim(Frozen):
+    """A claim of the reply as a person extracted it, and whether the source supports it."""
+
+    claim: str = Field(min_length=1)
+    supported: StrictBool
+
+
+class Example(Frozen):
+    """One labelled example: what the user said, the reply, optional source material, the human label."""
+
+    id: ExampleId
+    input: str | None = None
+    output: str
+    context: str | None = None
+    passed: StrictBool | None = Field(None, description="The human label: does the reply meet the criterion?")
+    labels: dict[str, StrictBool] | None = Field(None, description="Several annotators' labels; passed is their majority.")
+    tags: list[str] = Field(default_factory=list)
+    split: Literal["dev", "test"] | None = None
+    claims: list[LabelledClaim] | None = Field(None, description="Claim-level labels (claims criteria): the "
+                                                "reply's claims and whether each is supported.")
+
+    @model_validator(mode="after")
+    def _one_label(self) -> "Example":
+        if self.labels is not None:
+            if not self.labels:
+                raise ValueError("labels is empty; give at least one annotator's label")
+            decided = majority(self.labels)
+            if decided is None:
+                yes = sum(self.labels.values())
+                raise ValueError(f"the annotators are tied ({yes} pass, {len(self.labels) - yes} fail); add another "
+                                 "annotator's label or remove the example")
+            if self.passed is not None and self.passed != decided:
+                raise ValueError(f"passed is {self.passed} but the annotators' majority is {decided}")
+            object.__setattr__(self, "passed", decided)
+        elif self.passed is None:
+            raise ValueError("has no label; add 'passed': true or false (or 'labels')")
+        return self
+
+    @property
+    def label(self) -> bool:
+        return bool(self.passed)  # never None after validation
+
+    def fields(self) -> dict[str, Any]:
+        return {"input": self.input, "output": self.output, "context": self.context}
+
+
+@dataclass(frozen=True)
+class CalibrationSet:
+    """One criterion's labelled examples, and the digest of the file they were read from."""
+
+    criterion_id: str
+    path: Path
+    examples: tuple[Example, ...]
+    digest: str | None = None
+
+    @cached_property
+    def fingerprint(self) -> str:
+        return canonical_hash([e.model_dump(mode="json") for e in self.examples])
+
+    def select(self, split: str | None) -> "CalibrationSet":
+        if split is None:
+            return self
+        return CalibrationSet(self.criterion_id, self.path, tuple(e for e in self.examples if e.split == split),
+                              self.digest)
+
+    def canary(self, size: int) -> "CalibrationSet":
+        """A frozen subset of `size` examples, half labelled pass and half fail where the set allows:
+        chosen by a hash of each example's id, so the same examples come back every day, and adding
+        examples to the set changes the subset only where a new id sorts first."""
+        def rank(example: Example) -> str:
+            return hashlib.sha256(f"{self.criterion_id}\0{example.id}".encode()).hexdigest()
+
+        good = sorted((e for e in self.examples if e.label), key=rank)
+        bad = sorted((e for e in self.examples if not e.label), key=rank)
+        take_good = min(len(good), max(size - len(bad), (size + 1) // 2))
+        chosen = {e.id for e in good[:take_good] + bad[:size - take_good]}
+        return CalibrationSet(self.criterion_id, self.path, tuple(e for e in self.examples if e.id in chosen),
+                              self.digest)
+
+
+def load_set(path: Path, criterion_id: str) -> CalibrationSet:
+    """Load and check one calibration set; every bad record is reported, not only the first."""
+    loaded, problems = read_set(path, criterion_id)
+    if problems:
+        raise InputError(problems)
+    return loaded
+
+
+def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Problem]]:
+    """A calibration set's good examples and the problems of the others, so that checks across
+    the set (few-shot leakage) run in the same pass."""
+    examples: list[Example] = []
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    is_csv = path.suffix.lower() == ".csv"
+    source = read_source(path)
+    for location, record in iter_records(path, source.text):
+        if isinstance(record, Problem):
+            problems.append(record)
+            continue
+        if not isinstance(record, dict):
+            problems.append(Problem(str(path), location, "must be a mapping with id, output and passed"))
+            continue
+        if is_csv:
+            record = from_csv_cells(record)
+        rid = record.get("id")
+        where = f"{location} (id {rid})" if rid is not None else location
+        # Ids are checked before the rest, so a duplicate is reported beside the record's other problems.
+        key = str(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
+        if key is not None and key in seen:
+            problems.append(Problem(str(path), where, f"duplicate id {key!r} (first at {seen[key]}); "
+                                    "give every example its own id"))
+            continue
+        if key is not None:
+            seen[key] = location
+        try:
+            example = Example.model_validate(record)
+        except ValidationError as error:
+            problems.extend(problems_of(error, str(path), where))
+            continue
+        examples.append(example)
+    if not examples and not problems:
+        problems.append(Problem(str(path), "", "holds no examples; add labelled known-good and known-bad examples"))
+    return CalibrationSet(criterion_id, path, tuple(examples), source.digest), problems
+
+
+def _normal(text: str | None) -> str:
+    return " ".join((text or "").split()).lower()
+
+
+def check_leakage(criterion: Criterion, calibration_set: CalibrationSet) -> None:
+    """Few-shot examples must not also be graded: a judge shown the answer proves nothing."""
+    if not isinstance(criterion, LLMCriterion) or not criterion.examples:
+        return
+    shots = {(_normal(s.input), _normal(s.output)) for s in criterion.examples}
+    leaked = [e.id for e in calibration_set.examples if (_normal(e.input), _normal(e.output)) in shots]
+    if leaked:
+        raise InputError([Problem(str(calibration_set.path), f"id {rid}",
+                                  f"is also a few-shot example of criterion {criterion.id!r}; "
+                                  "remove it from the set or from the criterion's examples") for rid in leaked])
+
+
+def check_context(criterion: Criterion, calibration_set: CalibrationSet) -> None:
+    """A claims criterion checks claims against each example's source: an example without one is an
+    error, and so is one whose labelled claims contradict its label."""
+    if not isinstance(criterion, ClaimsCriterion):
+        return
+    problems = [Problem(str(calibration_set.path), f"id {e.id}", f"has no context; criterion {criterion.id!r} "
+                        "checks the reply's claims against the example's source material: add 'context'")
+                for e in calibration_set.examples if not (e.context or "").strip()]
+    problems += [Problem(str(calibration_set.path), f"id {e.id}", f"passed is {e.passed} but its labelled claims say "
+                         f"{not e.passed} (pass iff every claim is supported); fix the label or the claims")
+                 for e in calibration_set.examples if e.claims and all(c.supported for c in e.claims) != e.passed]
+    if problems:
+        raise InputError(problems)
+
+
+def load_sets(directory: Path, criteria: list[Criterion], unloaded: Sequence[str] = ()) -> dict[str, CalibrationSet]:
+    """Load the set of each criterion, collecting the problems of all of them: every record's, and
+    the checks of the set against its criterion. The sets of `unloaded` criteria (ids of criterion
+    files that did not load) are checked record by record too."""
+    sets: dict[str, CalibrationSet] = {}
+    problems: list[Problem] = []
+    for criterion_id in [*(c.id for c in criteria), *unloaded]:
+        try:
+            loaded, found = read_set(find_set(directory, criterion_id), criterion_id)
+        except InputError as error:  # no set, several, or a file that cannot be read at all
+            problems.extend(error.problems)
+            continue
+        problems.extend(found)
+        criterion = next((c for c in criteria if c.id == criterion_id), None)
+        if criterion is None:
+            continue
+        for check in (check_leakage, check_context):
+            try:
+                check(criterion, loaded)
+            except InputError as error:
+                problems.extend(error.problems)
+        sets[criterion_id] = loaded
+    if problems:
+        raise InputError(problems)
+    return sets

@@ -1,0 +1,277 @@
+"""Hallucination checks by claim extraction: a `kind: claims` criterion's two steps and its rule.
+
+1. Extraction: the judge lists the reply's atomic, self-contained factual claims, as JSON.
+2. Verification: each claim against the example's `context` — supported or not, quoting the
+   evidence; all claims of a reply in one call (`batch: true`) or one call per claim.
+3. The strict rule: pass iff at least one claim was extracted and every claim is supported. A
+   reply without claims fails unless the criterion says `no_claims: pass`; an unreadable step is
+   an abstention, never a guess.
+
+Every call goes through the same LLM stack as any judge call (cache, retries, usage). The prompts
+are in judgekit.judging.prompts, the strict rule (`aggregate`) in judgekit.judging.verdicts.
+
+>>> read_claims('{"claims": ["Paris is in France", "Paris is in France", " "]}')
+['Paris is in France']
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from judgekit.inputs.criteria import ClaimsCriterion
+from judgekit.inputs.sets import Example
+from judgekit.judging.answers import call_failed, json_object
+from judgekit.judging.prompts import EXTRACT_PROMPT, SYSTEM_PROMPT, VERIFY_ONE_PROMPT, VERIFY_PROMPT
+from judgekit.judging.verdicts import ClaimCheck, Usage, Verdict, aggregate
+from judgekit.llm.protocol import CallError, Completion, LLM, Request
+
+
+EXTRACT_SCHEMA: dict[str, Any] = {
+    "type": "object", "properties": {"claims": {"type": "array", "items": {"type": "string"}}},
+    "required": ["claims"], "additionalProperties": False}
+VERIFY_ONE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"evidence": {"type": "string"}, "supported": {"type": "boolean"}},
+    "required": ["evidence", "supported"], "additionalProperties": False}
+VERIFY_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"results": {"type": "array", "items": {
+        "type": "object", "properties": {"claim": {"type": "integer"}, **VERIFY_ONE_SCHEMA["properties"]},
+        "required": ["claim", "evidence", "supported"], "additionalProperties": False}}},
+    "required": ["results"], "additionalProperties": False}
+
+
+def _format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+def _messages(criterion: ClaimsCriterion, template: str, values: dict[str, str]) -> list[dict[str, str]]:
+    # One pass over the template, so text from the example is never expanded again.
+    user = re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), template)
+    return [{"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def read_claims(text: str) -> list[str] | None:
+    """The extracted claims, or None when the answer is not a list of claims."""
+    data = json_object(text)
+    claims = data.get("claims") if data else None
+    if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
+        return None
+    return list(dict.fromkeys(c.strip() for c in claims if c.strip()))  # no empty or repeated claims
+
+
+def read_checks(text: str, claims: Sequence[str]) -> list[ClaimCheck] | None:
+    """The batch verification of `claims`, or None unless it decides every claim exactly once."""
+    data = json_object(text)
+    results = data.get("results") if data else None
+    if not isinstance(results, list):
+        return None
+    found: dict[int, ClaimCheck] = {}
+    for item in results:
+        if not (isinstance(item, dict) and isinstance(item.get("claim"), int) and isinstance(item.get("supported"), bool)):
+            return None
+        number = item["claim"]
+        if not 1 <= number <= len(claims) or number in found:
+            return None
+        evidence = item.get("evidence")
+        found[number] = ClaimCheck(claims[number - 1], item["supported"], evidence if isinstance(evidence, str) else None)
+    return [found[n] for n in range(1, len(claims) + 1)] if len(found) == len(claims) else None
+
+
+def read_check(text: str, claim: str) -> ClaimCheck | None:
+    data = json_object(text)
+    if not data or not isinstance(data.get("supported"), bool):
+        return None
+    evidence = data.get("evidence")
+    return ClaimCheck(claim, data["supported"], evidence if isinstance(evidence, str) else None)
+
+
+@dataclass(frozen=True)
+class ClaimsJob:
+    """One claims check to make: one example of a claims criterion, in one trial."""
+
+    criterion: ClaimsCriterion
+    example: Example
+    model: str
+    trial: int = 0
+    api_base: str | None = None
+    structured: bool = True
+    gold: tuple[str, ...] | None = None  # verify these labelled claims instead of extracting (stage errors)
+
+    @property
+    def criterion_id(self) -> str:
+        return self.criterion.id
+
+    @property
+    def example_id(self) -> str:
+        return self.example.id
+
+    def _request(self, messages: list[dict[str, str]], name: str, schema: dict[str, Any]) -> Request:
+        settings = self.criterion.judge
+        return Request(model=self.model, messages=messages, temperature=settings.temperature,
+                       max_tokens=settings.max_tokens, response_format=_format(name, schema) if self.structured else None,
+                       trial=self.trial, api_base=self.api_base)
+
+    def extraction(self) -> Request:
+        return self._request(_messages(self.criterion, EXTRACT_PROMPT, {"question": self.criterion.question,
+                                                                       "output": self.example.output}),
+                             "claims", EXTRACT_SCHEMA)
+
+    def verifications(self, claims: Sequence[str]) -> list[Request]:
+        values = {"question": self.criterion.question, "context": self.example.context or ""}
+        if self.criterion.batch:
+            listed = "\n".join(f"{n}. {claim}" for n, claim in enumerate(claims, start=1))
+            return [self._request(_messages(self.criterion, VERIFY_PROMPT, {**values, "claims": listed}),
+                                  "verification", VERIFY_SCHEMA)]
+        return [self._request(_messages(self.criterion, VERIFY_ONE_PROMPT, {**values, "claim": claim}),
+                              "verification", VERIFY_ONE_SCHEMA) for claim in claims]
+
+    def _verdict(self, extracted: Completion, verified: Sequence[Completion] = ()) -> Verdict:
+        completions = [extracted, *verified]
+        usage = _usage(completions)
+        at = min(c.obtained_at for c in completions)
+        claims = read_claims(extracted.text)
+        if claims is None:
+            return Verdict(self.example_id, None, "the extraction step's answer is not a list of claims", self.trial,
+                           "unparseable extraction", raw=extracted.text[:2000], usage=usage, obtained_at=at)
+        if not claims:
+            passed, reason = aggregate([], self.criterion.no_claims)
+            return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=(), obtained_at=at)
+        return replace(self._checked(claims, verified, usage), obtained_at=at)
+
+    def _gold(self, verified: Sequence[Completion]) -> Verdict:
+        verdict = self._checked(list(self.gold or ()), verified, _usage(verified))
+        return replace(verdict, obtained_at=min((c.obtained_at for c in verified), default=None))
+
+    def _checked(self, claims: list[str], verified: Sequence[Completion], usage: Any) -> Verdict:
+        if self.criterion.batch:
+            checks = read_checks(verified[0].text, claims)
+        else:
+            single = [read_check(c.text, claim) for c, claim in zip(verified, claims)]
+            checks = None if any(s is None for s in single) else single  # type: ignore[assignment]
+        if checks is None:
+            unread = verified[0] if self.criterion.batch else next(
+                c for c, claim in zip(verified, claims) if read_check(c.text, claim) is None)
+            return Verdict(self.example_id, None, "the verification step's answer does not decide every claim",
+                           self.trial, "unparseable verification", raw=unread.text[:2000], usage=usage,
+                           claims=tuple(ClaimCheck(claim, None) for claim in claims))
+        passed, reason = aggregate(checks, self.criterion.no_claims)
+        return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=tuple(checks))
+
+    def cached(self, llm: LLM) -> "Verdict | None":
+        """The verdict from cached answers alone, or None when a step is not cached."""
+        if self.gold is not None:
+            verified = [llm.lookup(request) for request in self.verifications(self.gold)]
+            return None if any(v is None for v in verified) else self._gold(verified)  # type: ignore[arg-type]
+        extracted = llm.lookup(self.extraction())
+        if extracted is None:
+            return None
+        claims = read_claims(extracted.text)
+        if not claims:
+            return self._verdict(extracted)
+        verified = [llm.lookup(request) for request in self.verifications(claims)]
+        return None if any(v is None for v in verified) else self._verdict(extracted, verified)  # type: ignore[arg-type]
+
+    async def ask(self, llm: LLM) -> Verdict:
+        """Both steps; the verification calls of one reply run one after another. A call that fails
+        after its retries makes the check an abstention, with the usage of every call made."""
+
+        done: list[Completion] = []
+        try:
+            if self.gold is not None:
+                for request in self.verifications(self.gold):
+                    done.append(await llm.complete(request))
+                return self._gold(done)
+            done.append(await llm.complete(self.extraction()))
+            claims = read_claims(done[0].text)
+            if not claims:
+                return self._verdict(done[0])
+            for request in self.verifications(claims):
+                done.append(await llm.complete(request))
+            return self._verdict(done[0], done[1:])
+        except CallError as error:
+            usage = _usage(done)
+            return call_failed(self.example_id, self.trial, error, replace(usage, calls=(usage.calls or 0) + 1,
+                                                                           cached=False))
+
+
+def _usage(completions: Sequence[Completion]) -> Usage:
+    live = [c for c in completions if not c.cached]  # cached answers cost nothing this time
+    costs = [c.cost for c in live]
+    return Usage(cached=not live, prompt_tokens=sum(c.prompt_tokens for c in live),
+                 completion_tokens=sum(c.completion_tokens for c in live),
+                 cost=None if any(c is None for c in costs) else sum(costs),  # type: ignore[misc]
+                 latency_s=sum(c.latency_s for c in live), calls=len(live), cached_calls=len(completions) - len(live))
+
+
+def claims_jobs(criterion: ClaimsCriterion, examples: Sequence[Example], model: str, trials: int,
+                api_base: str | None = None, structured: bool = True) -> list[ClaimsJob]:
+    return [ClaimsJob(criterion, example, model, trial, api_base, structured)
+            for example in examples for trial in range(trials)]
+
+
+@dataclass(frozen=True)
+class Stages:
+    """Where a claims check goes wrong, over the examples with claim-level labels: the
+    verification step against the labelled claims (positive = supported), and each wrong
+    end-to-end verdict put down to extraction (right when the labelled claims are verified
+    instead) or to verification (wrong even then)."""
+
+    examples: int
+    claims: int
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+    extraction_errors: int
+    verification_errors: int
+    unreadable: int
+
+
+def recorded_gold(examples: Sequence[Example], final: Sequence[Verdict], no_claims: str) -> dict[str, Verdict]:
+    """For recorded per-claim verdicts: each labelled example's labelled claims, verified as the
+    recording judge verified the same claim (matched by text, case and spacing aside), so that
+    `stages` can tell extraction from verification errors without a model call. An example whose
+    recorded claims lack one of its labelled claims cannot be told apart: it counts as unreadable."""
+    def key(text: str) -> str:
+        return " ".join(text.split()).casefold()
+
+    gold = {}
+    for example, verdict in zip(examples, final):
+        if not example.claims or verdict.claims is None:
+            continue
+        recorded = {key(c.claim): c for c in verdict.claims}
+        found = [recorded.get(key(c.claim)) for c in example.claims]
+        if any(c is None for c in found):
+            gold[example.id] = Verdict(example.id, None, "the recorded claims do not include every labelled claim")
+            continue
+        checks = tuple(ClaimCheck(c.claim, f.supported, f.evidence) for c, f in zip(example.claims, found))
+        passed, reason = aggregate(checks, no_claims)
+        gold[example.id] = Verdict(example.id, passed, reason, claims=checks)
+    return gold
+
+
+def stages(examples: Sequence[Example], final: Sequence[Verdict], gold: dict[str, Verdict]) -> Stages:
+    tp = fp = tn = fn = extraction = verification = unreadable = used = claims = 0
+    for example, verdict in zip(examples, final):
+        checked = gold.get(example.id)
+        if not example.claims or checked is None:
+            continue
+        if checked.passed is None or checked.claims is None:
+            unreadable += 1
+            continue
+        used += 1
+        for labelled, check in zip(example.claims, checked.claims):
+            claims += 1
+            if labelled.supported:
+                tp, fn = (tp + 1, fn) if check.supported else (tp, fn + 1)
+            else:
+                fp, tn = (fp + 1, tn) if check.supported else (fp, tn + 1)
+        if verdict.passed is not None and verdict.passed != example.label:
+            if checked.passed == example.label:
+                extraction += 1
+            else:
+                verification += 1
+    return Stages(used, claims, tp, fp, tn, fn, extraction, verification, unreadable)

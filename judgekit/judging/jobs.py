@@ -1,0 +1,99 @@
+"""Jobs: the calls a calibration makes — one per criterion, example and trial — and the one
+concurrency idiom that runs them: an async pool with a bound, results in input order.
+
+>>> import asyncio
+>>> async def double(x):
+...     return 2 * x
+>>> asyncio.run(run_bounded([1, 2, 3], double, concurrency=2))
+[2, 4, 6]
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Sequence, TypeVar
+
+from judgekit.inputs.criteria import LLMCriterion
+from judgekit.inputs.sets import Example
+from judgekit.judging.answers import RESPONSE_FORMAT, call_failed, verdict_from
+from judgekit.judging.prompts import compile_template, fill, prompt_template
+from judgekit.judging.verdicts import Usage, Verdict
+from judgekit.llm.protocol import CallError, LLM, Request
+
+
+@dataclass(frozen=True)
+class Job:
+    """One call to make: a criterion's prompt for one example, in one trial. (A claims criterion's
+    check is a `judgekit.claims.ClaimsJob`, with the same `model`, `cached` and `ask`.)"""
+
+    criterion_id: str
+    example_id: str
+    request: Request
+
+    @property
+    def model(self) -> str:
+        return self.request.model
+
+    @property
+    def trial(self) -> int:
+        return self.request.trial
+
+    def cached(self, llm: LLM) -> Verdict | None:
+        hit = llm.lookup(self.request)
+        return None if hit is None else verdict_from(hit, self.example_id, self.trial)
+
+    async def ask(self, llm: LLM) -> Verdict:
+        return verdict_from(await llm.complete(self.request), self.example_id, self.trial)
+
+
+def jobs_for(criterion: LLMCriterion, examples: Sequence[Example], model: str, trials: int,
+             api_base: str | None = None, structured: bool = True) -> list[Job]:
+    compiled = compile_template(prompt_template(criterion))
+    settings = criterion.judge
+    return [
+        Job(criterion.id, example.id, Request(
+            model=model, messages=fill(compiled, example.fields()), temperature=settings.temperature,
+            max_tokens=settings.max_tokens, response_format=RESPONSE_FORMAT if structured else None,
+            trial=trial, api_base=api_base))
+        for example in examples for trial in range(trials)
+    ]
+
+
+async def judge_one(llm: LLM, job: Any) -> Verdict:
+    """Ask once; a call that fails after its retries becomes an abstention with its cause."""
+    try:
+        return await job.ask(llm)
+    except CallError as error:
+        return call_failed(job.example_id, job.trial, error, Usage(latency_s=0.0))
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+async def run_bounded(items: Sequence[T], work: Callable[[T], Awaitable[R]], concurrency: int,
+                      progress: Callable[[int, int], None] | None = None) -> list[R]:
+    """Run `work` over items with at most `concurrency` in flight; results in input order.
+
+    The first exception (for instance ProviderUnreachable) cancels the rest and propagates.
+    """
+    results: list[Any] = [None] * len(items)
+    queue = iter(enumerate(items))
+    done = 0
+
+    async def worker() -> None:
+        nonlocal done
+        for index, item in queue:  # workers share one iterator: no task per item, no semaphore churn
+            results[index] = await work(item)
+            done += 1
+            if progress:
+                progress(done, len(items))
+
+    try:
+        async with asyncio.TaskGroup() as group:
+            for _ in range(max(1, min(concurrency, len(items)))):
+                group.create_task(worker())
+    except BaseExceptionGroup as group_error:
+        raise group_error.exceptions[0] from None
+    return results

@@ -1,0 +1,90 @@
+"""The Judge a test calls: `judge(output, input=..., context=...)` -> Verdict, asked exactly as its
+criterion was calibrated, or refusing to judge.
+
+>>> from judgekit.inputs.criteria import RegexCriterion
+>>> check = Judge(RegexCriterion(id="r", kind="regex", question="clean?", pattern="TODO", match_means="fail"))
+>>> check("All done.").passed
+True
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Protocol
+
+from judgekit.errors import InputError, JudgeNotCalibrated
+from judgekit.inputs.criteria import ClaimsCriterion, Criterion, RegexCriterion
+from judgekit.inputs.sets import Example
+from judgekit.judging.claims import claims_jobs
+from judgekit.judging.jobs import jobs_for, judge_one
+from judgekit.judging.verdicts import Verdict, majority
+from judgekit.llm import open_llm
+from judgekit.llm.protocol import LLM
+
+
+RECORDED = ("calibrated from recorded verdicts of another judge ({source}); calibrate judgekit's judge live, "
+            "or judge with the tool that recorded them")
+
+
+class Calibrated(Protocol):
+    """How a criterion's judge was asked in its calibration (a report's JudgeInfo; the gate's entry):
+    the model, the endpoint (without credentials), the trials whose majority counts, the transport,
+    structured output, and whose verdicts the figures are (`source`)."""
+
+    model: str | None
+    api_base: str | None
+    via: str
+    structured: bool
+    source: str
+
+    @property
+    def trials(self) -> int | None: ...
+
+
+class Judge:
+    """A judge for one criterion, to call from a test.
+
+    Given `calibrated` (how its calibration asked it), it asks exactly so, through the usual cache
+    and retries; given `refusal`, it raises that JudgeNotCalibrated instead of judging — the gate
+    (judgekit.gate.judge_for) builds it either way — and it never stands in for another tool's
+    judge whose recorded verdicts were calibrated. A regex criterion is checked by code.
+    """
+
+    def __init__(self, criterion: Criterion, calibrated: Calibrated | None = None,
+                 cache_dir: str | None = ".judgekit/cache", llm: LLM | None = None,
+                 refusal: JudgeNotCalibrated | None = None):
+        self.criterion, self.calibrated = criterion, calibrated
+        self.cache_dir, self.llm, self.refusal = cache_dir, llm, refusal
+        source = calibrated.source if calibrated is not None else ""
+        if self.refusal is None and source.startswith("recorded:"):
+            self.refusal = JudgeNotCalibrated("FAIL", [(criterion.id, "FAIL", RECORDED.format(source=source))])
+
+    def __call__(self, output: str, input: str | None = None, context: str | None = None) -> Verdict:
+        if self.refusal is not None:
+            raise self.refusal
+        fields = {"input": input, "output": output, "context": context}
+        if isinstance(self.criterion, RegexCriterion):
+            return Verdict("-", *self.criterion.explain(fields))
+        asked = self.calibrated
+        model = (asked.model if asked else None) or self.criterion.judge.model
+        if not model:
+            raise InputError.one(f"criteria/{self.criterion.id}.yaml", "judge.model",
+                                 "no judge model; set judge.model in the criterion")
+        if isinstance(self.criterion, ClaimsCriterion) and not (context or "").strip():
+            raise InputError.one(f"criteria/{self.criterion.id}.yaml", "context", "a claims criterion checks the "
+                                 "reply against its source material: call judge(output, context=source)")
+        trials = (asked.trials if asked else None) or self.criterion.judge.trials
+        api_base, via = (asked.api_base, asked.via) if asked else (None, "auto")
+        example = Example(id="-", output=output, input=input, context=context, passed=True)
+        make = claims_jobs if isinstance(self.criterion, ClaimsCriterion) else jobs_for
+        jobs = make(self.criterion, [example], model, trials, api_base, asked.structured if asked else True)
+
+        async def ask() -> list[Verdict]:
+            llm = self.llm or open_llm(model, api_base, self.cache_dir, via=via)
+            try:
+                return [await judge_one(llm, job) for job in jobs]
+            finally:
+                if self.llm is None:
+                    await llm.aclose()
+
+        return majority(asyncio.run(ask()))

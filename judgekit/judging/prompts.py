@@ -1,0 +1,171 @@
+"""What a judge is sent: the prompt of an llm criterion (its question, rules and few-shot examples
+around the example's fields), the two prompts of a claims check, and the judge's fingerprint —
+everything that defines the judge beside its model.
+
+>>> from judgekit.inputs.criteria import LLMCriterion
+>>> c = LLMCriterion(id="c", question="Does the reply say the card is blocked?")
+>>> [m["role"] for m in render(prompt_template(c), {"input": "lost card", "output": "Blocked."})]
+['system', 'user']
+>>> len(fingerprint(c, "openai/gpt-4o-mini"))
+64
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from judgekit.fingerprint import canonical_hash
+from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion
+
+SYSTEM_PROMPT = (
+    "You are a careful evaluator. You decide one yes/no fact about a reply, nothing else. "
+    "Judge only what the text shows; do not reward length, tone or effort."
+)
+
+USER_TEMPLATE = """Decide this fact about the reply: {{question}}
+{{rules}}{{examples}}
+{{fields}}
+Think step by step in "reasoning", then decide. Answer with JSON only, in this form:
+{"reasoning": "<one or two sentences>", "passed": true or false}"""
+
+def _fields_block(inputs: list[str]) -> str:
+    return "\n".join(f"<{name}>\n{{{{{name}}}}}\n</{name}>" for name in ("input", "context", "output") if name in inputs)
+
+
+def _examples_block(criterion: LLMCriterion) -> str:
+    if not criterion.examples:
+        return ""
+    shown = []
+    for number, shot in enumerate(criterion.examples, start=1):
+        parts = [f"Example {number}:"]
+        for name in ("input", "context", "output"):
+            value = getattr(shot, name)
+            if value is not None and name in criterion.inputs:
+                parts.append(f"<{name}>\n{value}\n</{name}>")
+        answer = {"reasoning": shot.reasoning or "", "passed": shot.passed}
+        parts.append("Answer: " + json.dumps(answer, ensure_ascii=False))
+        shown.append("\n".join(parts))
+    return "\nExamples of correct decisions:\n\n" + "\n\n".join(shown) + "\n"
+
+
+def prompt_template(criterion: LLMCriterion) -> list[dict[str, str]]:
+    """The judge's messages with the criterion filled in and `{{input}}`-style slots for the example."""
+    rules = "".join(
+        f"{label}: {text}\n"
+        for label, text in (("It passes when", criterion.pass_when), ("It fails when", criterion.fail_when))
+        if text
+    )
+    user = criterion.judge.prompt or USER_TEMPLATE.replace("{{fields}}", _fields_block(criterion.inputs))
+    filled = {
+        "question": criterion.question,
+        "rules": rules,
+        "pass_when": criterion.pass_when or "",
+        "fail_when": criterion.fail_when or "",
+        "examples": _examples_block(criterion),
+    }
+    for name, value in filled.items():
+        user = user.replace("{{" + name + "}}", value)
+    return [{"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+_SLOT = re.compile(r"\{\{\s*(input|output|context)\s*\}\}")
+
+
+def compile_template(template: list[dict[str, str]]) -> list[tuple[str, list[str]]]:
+    """Split each message at its example slots once: `(role, [text, field, text, field, text])`."""
+    return [(m["role"], _SLOT.split(m["content"])) for m in template]
+
+
+def fill(compiled: list[tuple[str, list[str]]], example: dict[str, Any]) -> list[dict[str, str]]:
+    """Put an example's fields into a compiled template; example text is never re-expanded."""
+    messages = []
+    for role, parts in compiled:
+        pieces = [part if i % 2 == 0 else ("" if example.get(part) is None else str(example[part]))
+                  for i, part in enumerate(parts)]
+        messages.append({"role": role, "content": "".join(pieces)})
+    return messages
+
+
+def render(template: list[dict[str, str]], example: dict[str, Any]) -> list[dict[str, str]]:
+    """Fill an example's fields into a prompt template (one pass, so example text is never re-expanded)."""
+    return fill(compile_template(template), example)
+
+
+EXTRACT_PROMPT = """List every factual claim the reply makes, for this check: {{question}}
+
+A claim is one atomic statement that could be true or false, rewritten to stand on its own
+(replace pronouns by what they refer to). Leave out greetings, opinions, questions, offers and
+instructions; they are not claims. If the reply makes no factual claim, give an empty list.
+
+<output>
+{{output}}
+</output>
+
+Answer with JSON only: {"claims": ["<claim>", ...]}"""
+
+VERIFY_PROMPT = """Check each claim against the source material, and nothing else: {{question}}
+
+A claim is supported only if the source states it or it follows directly from the source. A
+claim the source does not mention is not supported, even if it is true in the world. For each
+claim, quote the sentence of the source that supports or contradicts it ("" if there is none).
+
+<context>
+{{context}}
+</context>
+
+Claims:
+{{claims}}
+
+Answer with JSON only: {"results": [{"claim": <number>, "evidence": "<quote>", "supported": true or false}, ...]}"""
+
+VERIFY_ONE_PROMPT = """Check this claim against the source material, and nothing else: {{question}}
+
+The claim is supported only if the source states it or it follows directly from the source. A
+claim the source does not mention is not supported, even if it is true in the world. Quote the
+sentence of the source that supports or contradicts it ("" if there is none).
+
+<context>
+{{context}}
+</context>
+
+<claim>
+{{claim}}
+</claim>
+
+Answer with JSON only: {"evidence": "<quote>", "supported": true or false}"""
+
+
+def claims_templates(criterion: ClaimsCriterion) -> dict[str, Any]:
+    """Everything the two steps send besides the example: part of the criterion's fingerprint."""
+    return {"system": criterion.judge.system or SYSTEM_PROMPT, "extract": EXTRACT_PROMPT,
+            "verify": VERIFY_PROMPT if criterion.batch else VERIFY_ONE_PROMPT}
+
+
+def judge_spec(criterion: Criterion, model: str | None) -> dict[str, Any]:
+    """What defines the judge of a criterion: kind, rendered prompt template, model, parameters."""
+    if isinstance(criterion, RegexCriterion):
+        # The engine is part of the judge: a report measured with Python's re does not vouch for RE2.
+        return {"kind": "regex", "engine": "re2", "pattern": criterion.pattern, "match_means": criterion.match_means,
+                "field": criterion.field, "ignore_case": criterion.ignore_case, "model": None, "parameters": {}}
+    settings = criterion.judge
+    if isinstance(criterion, ClaimsCriterion):
+        return {"kind": "claims", "prompt": claims_templates(criterion), "model": model,
+                "parameters": {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
+                               "trials": settings.trials, "batch": criterion.batch, "no_claims": criterion.no_claims}}
+    return {
+        "kind": "llm",
+        "prompt": prompt_template(criterion),
+        "model": model,
+        "parameters": {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
+                       "trials": settings.trials},
+    }
+
+
+def fingerprint(criterion: Criterion, model: str | None) -> str:
+    """The judge's fingerprint: a hash of its judge_spec. A report about another one is stale."""
+    return canonical_hash(judge_spec(criterion, model))
+
+
+

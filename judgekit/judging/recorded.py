@@ -1,0 +1,173 @@
+"""Recorded verdicts: verdicts read from a file — another tool's (`judgekit import`, `calibrate
+--verdicts`) or a report's own verdicts.jsonl — one record per example and trial:
+
+    {"id": "ex-1", "passed": true, "criterion": "card-block-confirmed", "reason": "..."}
+    {"id": "ex-2", "passed": null}            <- an abstention
+
+>>> RecordedVerdict(id=7, passed=True).line()
+'{"id":"7","passed":true}\\n'
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from datetime import datetime
+from pathlib import Path
+
+from pydantic import Field, StrictBool, ValidationError, model_validator
+
+from judgekit.errors import InputError, Problem
+from judgekit.inputs.files import iter_records, parse_bool
+from judgekit.inputs.sets import CalibrationSet
+from judgekit.inputs.validation import ExampleId, Frozen, problems_of
+from judgekit.judging.verdicts import ClaimCheck, Verdict, aggregate
+
+
+class RecordedClaim(Frozen):
+    """One claim of a reply and its verification, as a claims check recorded it."""
+
+    claim: str
+    supported: StrictBool | None = Field(description="null: the verification could not be read.")
+    evidence: str | None = None
+
+
+class RecordedVerdict(Frozen):
+    """One verdict in a verdict file: what `--verdicts` reads and a report's verdicts.jsonl holds.
+
+    For a claims criterion a record may give `claims` (each with `supported`) instead of `passed`;
+    the strict rule then decides: pass iff there is a claim and every claim is supported.
+    """
+
+    criterion: str | None = None
+    id: ExampleId
+    trial: int = Field(0, ge=0)
+    passed: StrictBool | None = None
+    reason: str | None = None
+    raw: str | None = Field(None, description="The judge's unreadable answer, kept as given.")
+    claims: list[RecordedClaim] | None = None
+    at: datetime | None = Field(None, description="When the judge gave this verdict (the answer's time, for a "
+                                "cached one the time it was first obtained); the gate's max_age counts from it.")
+    judge: str | None = Field(None, description="The fingerprint of the judgekit judge that gave it (its first "
+                              "16 hex digits); absent for verdicts another tool recorded.")
+
+    def line(self) -> str:
+        """One JSONL line; `passed` is always written (null is an abstention), defaults are not."""
+        data = self.model_dump(mode="json", exclude_defaults=True)
+        given = {"passed": self.passed} if "passed" in self.model_fields_set else {}
+        return json.dumps({**data, **given}, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+    @model_validator(mode="after")
+    def _has_a_verdict(self) -> "RecordedVerdict":
+        if "passed" not in self.model_fields_set and self.claims is None:
+            raise ValueError("has no verdict; add 'passed': true, false or null (an abstention), or 'claims'")
+        return self
+
+
+def _word(passed: bool | None) -> str:
+    return "null" if passed is None else str(passed).lower()
+
+
+def load_recorded(path: Path) -> list[RecordedVerdict]:
+    """Read a verdict file (JSONL or CSV); `passed` must be present: null / empty is an abstention."""
+    if not path.is_file():
+        raise InputError.one(path, "", "no such verdict file; pass --verdicts with a JSONL or CSV file")
+    records, problems = [], []
+    is_csv = path.suffix.lower() == ".csv"
+    for location, record in iter_records(path):
+        if isinstance(record, Problem):
+            problems.append(record)
+            continue
+        if not isinstance(record, dict):
+            problems.append(Problem(str(path), location, "must be a mapping with id and passed"))
+            continue
+        if is_csv:
+            record = {k: v for k, v in record.items() if v is not None or k == "passed"}
+            if "passed" in record:
+                record["passed"] = parse_bool(record["passed"])
+        try:
+            records.append(RecordedVerdict.model_validate(record))
+        except ValidationError as error:
+            problems.extend(problems_of(error, str(path), location))
+    if problems:
+        raise InputError(problems)
+    if not records:
+        raise InputError.one(path, "", "holds no verdicts")
+    return records
+
+
+def _verdict(record: RecordedVerdict, no_claims: str, default_at: float | None) -> Verdict:
+    passed, reason, checks = record.passed, record.reason, None
+    if record.claims is not None:
+        checks = tuple(ClaimCheck(c.claim, c.supported, c.evidence) for c in record.claims)
+        if "passed" not in record.model_fields_set:
+            passed, rule = aggregate(checks, no_claims)
+            reason = reason or rule
+    at = record.at.timestamp() if record.at is not None else default_at
+    return Verdict(record.id, passed, reason, trial=record.trial, abstention="recorded" if passed is None else None,
+                   raw=record.raw, claims=checks, obtained_at=at)
+
+
+def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, CalibrationSet],
+                   no_claims: dict[str, str] | None = None) -> dict[str, list[list[Verdict]]]:
+    """Pair recorded verdicts with the examples of each criterion's set, in the set's order.
+
+    Returns, per criterion, one list of trial verdicts per example. Verdicts for unknown ids and
+    examples without a verdict are errors that list them all; nothing is dropped silently.
+    Records of criteria not being calibrated in this run are left alone. A record with claims and
+    no `passed` is decided by the strict rule, with the criterion's `no_claims` (default fail); a
+    record that gives both must agree with the rule. A record without `at` counts as obtained
+    when the file was last written.
+    """
+    source = str(path)
+    try:
+        default_at: float | None = path.stat().st_mtime
+    except OSError:
+        default_at = None
+    named = {r.criterion for r in records}
+    if None in named and len(sets) > 1:
+        raise InputError.one(path, "criterion", f"verdicts without a 'criterion' column cannot be matched to "
+                             f"{len(sets)} criteria; add the column or pass --criterion ID")
+    grouped: dict[tuple[str, str], dict[int, Verdict]] = defaultdict(dict)
+    problems: list[Problem] = []
+    only = next(iter(sets)) if len(sets) == 1 else None
+    for r in records:
+        criterion_id = r.criterion or only
+        if criterion_id not in sets:
+            continue  # a verdict of a criterion not being calibrated now: not this run's to check
+        trials = grouped[(criterion_id, r.id)]
+        if r.trial in trials:
+            problems.append(Problem(source, f"id {r.id}", f"has two verdicts for criterion {criterion_id!r} "
+                                    f"trial {r.trial}; keep one or number the trials"))
+            continue
+        rules = no_claims or {}
+        if r.claims is not None and criterion_id not in rules:
+            problems.append(Problem(source, f"id {r.id}", f"gives claims, but criterion {criterion_id!r} is not a "
+                                    "claims criterion; give 'passed' instead"))
+            continue
+        verdict = _verdict(r, rules.get(criterion_id, "fail"), default_at)
+        if r.claims is not None and "passed" in r.model_fields_set:
+            by_rule, why = aggregate(verdict.claims or (), rules[criterion_id])
+            if by_rule != r.passed:
+                said = "undecided" if by_rule is None else str(by_rule).lower()
+                problems.append(Problem(source, f"id {r.id}", f"passed is {_word(r.passed)} but its claims say "
+                                        f"{said} by the strict rule ({why}; no_claims: {rules[criterion_id]}); "
+                                        "fix one, or leave out passed"))
+                continue
+        trials[r.trial] = verdict
+    out: dict[str, list[list[Verdict]]] = {}
+    for criterion_id, cal in sets.items():
+        known = {e.id for e in cal.examples}
+        unknown = sorted(eid for (cid, eid) in grouped if cid == criterion_id and eid not in known)
+        missing = [e.id for e in cal.examples if (criterion_id, e.id) not in grouped]
+        if unknown:
+            problems.append(Problem(source, criterion_id, f"{len(unknown)} verdict(s) for ids not in "
+                                    f"{cal.path}: {', '.join(unknown[:20])}{' …' if len(unknown) > 20 else ''}"))
+        if missing:
+            problems.append(Problem(source, criterion_id, f"{len(missing)} example(s) of {cal.path} have no verdict: "
+                                    f"{', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}"))
+        out[criterion_id] = [sorted(grouped[(criterion_id, e.id)].values(), key=lambda v: v.trial)
+                             for e in cal.examples if (criterion_id, e.id) in grouped]
+    if problems:
+        raise InputError(problems)
+    return out

@@ -1,0 +1,186 @@
+"""Judge runs: every example of every LLM criterion through its judge, in one bounded pool,
+cached answers first — or, with early stopping, in seeded random order and batches until the
+gate's decision on each criterion's whole set can no longer change (judgekit.stats.sequential).
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
+from judgekit.inputs.policy import Thresholds
+from judgekit.inputs.sets import CalibrationSet, Example
+from judgekit.judging.claims import ClaimsJob, claims_jobs
+from judgekit.judging.jobs import Job, jobs_for, judge_one, run_bounded
+from judgekit.judging.verdicts import Verdict, majority
+from judgekit.llm import open_llm
+from judgekit.llm.protocol import LLM
+from judgekit.llm.retry import RetryPolicy
+from judgekit.stats.sequential import settle
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """How the judges are asked: the endpoint, the pool, the cache (answers older than `max_age_s`
+    asked again), retries, transport, structured output; and, for early stopping, the seed of the
+    order and each criterion's gate thresholds (`stop_early`: criterion id -> Thresholds)."""
+
+    api_base: str | None = None
+    concurrency: int = 16
+    cache_dir: Path | None = None
+    timeout_s: float = 60.0
+    retry: RetryPolicy | None = None
+    via: str = "auto"
+    structured: bool = True
+    max_age_s: float | None = None
+    stop_early: dict[str, Thresholds] | None = None
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class Stop:
+    """Where the judging of a criterion stopped early, and the decision that let it."""
+
+    decision: str | None  # PASS or FAIL once settled; None when the set ran out first
+    judged: int
+    total: int
+    looks: int
+    calls_saved: int
+
+
+@dataclass
+class Run:
+    verdicts: dict[str, list[list[Verdict]]]  # per criterion, per example judged (set order), its trials
+    elapsed_s: float = 0.0
+    stops: dict[str, Stop] = field(default_factory=dict)
+    gold: dict[str, dict[str, Verdict]] = field(default_factory=dict)  # claims: labelled claims verified alone
+
+
+class _Asker:
+    """One LLM stack per model (or the injected one); asks jobs, cached answers first."""
+
+    def __init__(self, models: Sequence[str], settings: RunSettings, llm: LLM | None):
+        self.llm, self.settings = llm, settings
+        cache = str(settings.cache_dir) if settings.cache_dir is not None else None
+        self.stacks: dict[str, LLM] = {} if llm else {
+            model: open_llm(model, settings.api_base, cache, settings.timeout_s,
+                            max_connections=max(settings.concurrency, 1), retry=settings.retry, via=settings.via,
+                            max_age_s=settings.max_age_s)
+            for model in sorted(set(models))}
+        self.elapsed_s = 0.0
+
+    def llm_for(self, job: Job | ClaimsJob) -> LLM:
+        return self.llm or self.stacks[job.model]
+
+    async def ask(self, jobs: list[Job | ClaimsJob], progress: Callable[[int, int], None] | None) -> list[Verdict]:
+        # Cached answers straight from disk: a fully cached re-run makes no client at all.
+        verdicts: list[Verdict | None] = [job.cached(self.llm_for(job)) for job in jobs]
+        misses = [i for i, v in enumerate(verdicts) if v is None]
+        for stack in {id(self.llm_for(jobs[i])): self.llm_for(jobs[i]) for i in misses}.values():
+            stack.warm()
+        started = time.perf_counter()
+        answered = await run_bounded(misses, lambda i: judge_one(self.llm_for(jobs[i]), jobs[i]),
+                                     self.settings.concurrency, progress)
+        self.elapsed_s += time.perf_counter() - started
+        for i, verdict in zip(misses, answered):
+            verdicts[i] = verdict
+        return [v for v in verdicts if v is not None]
+
+    async def aclose(self) -> None:
+        for stack in self.stacks.values():
+            await stack.aclose()
+
+
+def _jobs(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
+          settings: RunSettings) -> list[Job | ClaimsJob]:
+    make = claims_jobs if isinstance(criterion, ClaimsCriterion) else jobs_for
+    return make(criterion, examples, model, criterion.judge.trials, settings.api_base, settings.structured)
+
+
+def _group(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet], jobs: list[Job],
+           verdicts: list[Verdict]) -> dict[str, list[list[Verdict]]]:
+    grouped: dict[str, dict[str, list[Verdict]]] = {c.id: {e.id: [] for e in sets[c.id].examples} for c in criteria}
+    for job, verdict in zip(jobs, verdicts):
+        grouped[job.criterion_id][job.example_id].append(verdict)
+    return {cid: [trials for trials in by_example.values() if trials] for cid, by_example in grouped.items()}
+
+
+async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet],
+                     models: dict[str, str], settings: RunSettings, llm: LLM | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> Run:
+    """Judge every example of every criterion (with `settings.stop_early`, until each decision is settled)."""
+    asker = _Asker(list(models.values()), settings, llm)
+    try:
+        if settings.stop_early is not None:
+            run = await _in_looks(asker, criteria, sets, models, settings, settings.stop_early)
+        else:
+            jobs = [job for c in criteria for job in _jobs(c, sets[c.id].examples, models[c.id], settings)]
+            verdicts = await asker.ask(jobs, progress)
+            run = Run(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
+        run.gold = await _labelled_claims(asker, criteria, sets, models, settings, run)
+        return run
+    finally:
+        await asker.aclose()
+
+
+async def _labelled_claims(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion],
+                           sets: dict[str, CalibrationSet], models: dict[str, str], settings: RunSettings,
+                           run: Run) -> dict[str, dict[str, Verdict]]:
+    """Claims criteria whose judged examples carry claim-level labels: verify the labelled claims
+    too, so that extraction and verification errors can be told apart."""
+    judged = {cid: {trials[0].example_id for trials in by_example} for cid, by_example in run.verdicts.items()}
+    gold = [ClaimsJob(c, e, models[c.id], 0, settings.api_base, settings.structured,
+                      gold=tuple(claim.claim for claim in e.claims))
+            for c in criteria if isinstance(c, ClaimsCriterion)
+            for e in sets[c.id].examples if e.claims and e.id in judged.get(c.id, set())]
+    checked: dict[str, dict[str, Verdict]] = {}
+    for job, verdict in zip(gold, await asker.ask(gold, None) if gold else []):
+        checked.setdefault(job.criterion_id, {})[job.example_id] = verdict
+    return checked
+
+
+async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet],
+                    models: dict[str, str], settings: RunSettings, thresholds: dict[str, Thresholds]) -> Run:
+    """Batches of examples in seeded random order; after each, stop the criteria whose decision on the
+    whole set is settled."""
+    rng = random.Random(settings.seed)
+    order = {c.id: rng.sample(list(sets[c.id].examples), len(sets[c.id].examples)) for c in criteria}
+    done: dict[str, int] = {c.id: 0 for c in criteria}
+    looks: dict[str, int] = {c.id: 0 for c in criteria}
+    decisions: dict[str, str | None] = {}
+    all_jobs: list[Job] = []
+    all_verdicts: list[Verdict] = []
+    step = max(settings.concurrency, 10)
+    active = list(criteria)
+    while active:
+        jobs = []
+        for c in active:
+            chunk = order[c.id][done[c.id]:done[c.id] + step]
+            done[c.id] += len(chunk)
+            jobs += _jobs(c, chunk, models[c.id], settings)
+        all_jobs += jobs
+        all_verdicts += await asker.ask(jobs, None)
+        grouped = _group(criteria, sets, all_jobs, all_verdicts)
+        still = []
+        for c in active:
+            looks[c.id] += 1
+            labels = {e.id: e.label for e in sets[c.id].examples}
+            final = [(labels[t[0].example_id], majority(t).passed) for t in grouped[c.id]]
+            tpr = (sum(1 for y, v in final if y and v), sum(1 for y, v in final if y and v is not None))
+            tnr = (sum(1 for y, v in final if not y and v is False), sum(1 for y, v in final if not y and v is not None))
+            rest = order[c.id][done[c.id]:]
+            left = (sum(1 for e in rest if e.label), sum(1 for e in rest if not e.label))
+            decision = settle(tpr, tnr, left, thresholds[c.id])
+            if decision is None and done[c.id] < len(order[c.id]):
+                still.append(c)
+            else:
+                decisions[c.id] = decision
+        active = still
+    grouped = _group(criteria, sets, all_jobs, all_verdicts)
+    stops = {c.id: Stop(decisions.get(c.id), done[c.id], len(order[c.id]), looks[c.id],
+                        (len(order[c.id]) - done[c.id]) * c.judge.trials) for c in criteria}
+    return Run(grouped, asker.elapsed_s, stops)

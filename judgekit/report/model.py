@@ -1,0 +1,277 @@
+"""The calibration report: one model, written as report.json and report.md, shown as a table.
+
+>>> r = Report(criteria=[])
+>>> Report.model_validate_json(r.model_dump_json()).criteria
+[]
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from judgekit.errors import InputError
+from judgekit.inputs.files import locked, read_text, write_atomic
+from judgekit.inputs.parsing import parse_json
+from judgekit.inputs.validation import problems_of
+from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded
+from judgekit.report.render import INTERVAL_NAMES, METRIC_NAMES, to_markdown
+from judgekit.version import version
+
+
+
+class ReportPart(BaseModel):
+    """A part of a report: judgekit's own output, read back. Unknown keys are ignored (not
+    rejected) so that an older judgekit can read a report a newer one wrote."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class ConfusionCounts(ReportPart):
+    tp: int
+    fp: int
+    tn: int
+    fn: int
+
+
+class Disagreement(ReportPart):
+    """An example where the judge and the label differ, or where the judge abstained."""
+
+    id: str
+    label: bool
+    verdict: bool | None
+    input: str | None = Field(None, description="The example, for reading the disagreement beside the reason.")
+    output: str | None = None
+    context: str | None = None
+    reason: str | None = None
+    abstention: str | None = None
+    raw: str | None = Field(None, description="The judge's answer as given, when it could not be read.")
+    claims: list[RecordedClaim] | None = Field(None, description="A claims check: each claim, whether the source "
+                                               "supports it, and the evidence quoted.")
+
+
+class JudgeInfo(ReportPart):
+    kind: str
+    model: str | None = None
+    parameters: dict[str, Any] = Field(default_factory=dict)
+    prompt_sha: str | None = None
+    source: str = Field("live", description="live (judgekit's judge, or code for a regex); recorded:<file>, "
+                        "verdicts another tool's judge gave (gated, never judged with); replayed:<file>, "
+                        "judgekit's own verdicts of this same judge read back")
+    api_base: str | None = Field(None, description="The endpoint asked (no credentials, no query).")
+    declared_model: str | None = Field(None, description="The judge.model the criterion file names (the gate "
+                                       "blocks a report of another model than the file says).")
+    via: str = "auto"
+    structured: bool = True
+
+    @property
+    def trials(self) -> int | None:
+        """How many times each example was asked (its majority counted)."""
+        trials = self.parameters.get("trials")
+        return trials if isinstance(trials, int) and not isinstance(trials, bool) else None
+
+
+class UsageSummary(ReportPart):
+    calls: int = 0
+    cached: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None
+    latency_p50_s: float | None = None
+    latency_p95_s: float | None = None
+
+
+class Consistency(ReportPart):
+    """How far the judge agrees with itself over repeated trials of the same examples."""
+
+    trials: int
+    flip_rate: float | None = Field(None, description="Share of examples whose trials did not all agree.")
+    fleiss_kappa: float | None = Field(None, description="Across trials, over examples decided in every trial.")
+    unstable: list[str] = Field(default_factory=list)
+    stability: dict[str, float] = Field(default_factory=dict, description="Of each unstable example: the share "
+                                                                          "of its trials with the majority verdict.")
+
+
+class Annotators(ReportPart):
+    """Agreement among the humans of a multi-annotator set, beside the judge's with each of them:
+    a judge cannot be asked to agree with people more than they agree with each other."""
+
+    pairwise_kappa: dict[str, float | None]
+    judge_kappa: dict[str, float | None]
+    fleiss_kappa: float | None = Field(None, description="Among the annotators, over examples all of them labelled.")
+    krippendorff_alpha: float | None = None
+
+
+class Slice(ReportPart):
+    """Agreement on the examples carrying one tag."""
+
+    n: int
+    abstained: int
+    tpr: float | None
+    tnr: float | None
+    accuracy: float | None
+    cohen_kappa: float | None
+
+
+class ClaimStages(ReportPart):
+    """A claims criterion on the examples with claim-level labels: the verification step against
+    the labelled claims, and each wrong verdict put down to extraction or to verification."""
+
+    examples: int
+    claims: int
+    verification: ConfusionCounts = Field(description="Labelled claims; positive = supported.")
+    verification_tpr: float | None = None
+    verification_tnr: float | None = None
+    extraction_errors: int = Field(description="Wrong end to end, right when the labelled claims are verified.")
+    verification_errors: int = Field(description="Wrong even when the labelled claims are verified.")
+    unreadable: int = Field(0, description="Examples whose labelled claims could not be verified: an unreadable "
+                            "answer, or, for recorded verdicts, a labelled claim the recorded claims lack.")
+
+
+class EarlyStop(ReportPart):
+    """`calibrate --stop-early`: where the judging of a criterion stopped, and why."""
+
+    decision: str | None = Field(description="PASS or FAIL once settled; null when the set ran out first.")
+    judged: int
+    total: int
+    looks: int
+    calls_saved: int = Field(description="Examples x trials not judged (for a claims criterion each of these is "
+                                         "a check of two or more calls).")
+
+
+class CriterionReport(ReportPart):
+    id: str
+    question: str | None = Field(None, description="The criterion's question, as calibrated.")
+    fingerprint: str
+    set_fingerprint: str
+    n: int = Field(description="Examples in the set, abstentions included.")
+    abstained: int
+    confusion: ConfusionCounts
+    metrics: dict[str, float | None]
+    intervals: dict[str, tuple[float | None, float | None]]
+    disagreements: list[Disagreement]
+    judge: JudgeInfo | None = None
+    usage: UsageSummary | None = None
+    consistency: Consistency | None = None
+    annotators: Annotators | None = None
+    slices: dict[str, Slice] = Field(default_factory=dict, description="Per tag of the examples.")
+    labelled_pass: int = 0
+    labelled_fail: int = 0
+    split: str | None = Field(None, description="The split calibrated (dev or test), or null for every example.")
+    calibrated_at: datetime | None = Field(None, description="When this criterion was calibrated (a report can "
+                                                             "keep criteria from earlier runs).")
+    inputs: dict[str, str] | None = Field(None, description="Digests of the files calibrated: criterion and set "
+                                          "(sha256 of their bytes); the gate compares them with the files on disk.")
+    evidence_at: datetime | None = Field(None, description="When the oldest answer these figures rest on was "
+                                         "obtained (a cached answer keeps its first time); the gate's max_age "
+                                         "counts from it.")
+    early_stop: EarlyStop | None = None
+    claim_stages: ClaimStages | None = None
+    verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
+                                            description="Every verdict of every trial; written to verdicts.jsonl.")
+    outcomes: dict[str, tuple[bool, bool | None]] = Field(
+        default_factory=dict, exclude=True, description="Example id -> (label, final verdict); kept in the history.")
+    warnings: list[str] = Field(default_factory=list, description="What the numbers cannot show, in words.")
+
+
+class Report(ReportPart):
+    judgekit_version: str = Field(default_factory=version)
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    criteria: list[CriterionReport]
+    judging_s: float | None = Field(None, description="Wall time of the live judging stage, when there was one.")
+
+    def criterion(self, criterion_id: str) -> CriterionReport | None:
+        return next((c for c in self.criteria if c.id == criterion_id), None)
+
+    def to_frame(self) -> Any:
+        """One row per criterion, for notebooks (pandas): counts, every metric, and each interval as
+        `<metric>_low` / `<metric>_high`; undefined figures are NaN.
+
+        >>> Report(criteria=[]).to_frame().shape
+        (0, 0)
+        """
+        import pandas as pd
+
+        rows = []
+        for c in self.criteria:
+            row: dict[str, Any] = {"criterion": c.id, "judge": c.judge.model if c.judge else None, "n": c.n,
+                                   "abstained": c.abstained, **c.confusion.model_dump()}
+            nan = float("nan")
+            row.update({name: nan if c.metrics.get(name) is None else c.metrics[name] for name in METRIC_NAMES})
+            for name in INTERVAL_NAMES:
+                low, high = c.intervals.get(name, (None, None))
+                row[f"{name}_low"], row[f"{name}_high"] = (nan if low is None else low), (nan if high is None else high)
+            rows.append(row)
+        return pd.DataFrame(rows).set_index("criterion") if rows else pd.DataFrame()
+
+    def write(self, directory: Path, merge: bool = False) -> "Report":
+        """Write report.json, report.md and verdicts.jsonl (which `--verdicts` reads back), each atomically.
+
+        With `merge`, criteria of the report already in `directory` that this one does not hold
+        are kept (with their verdicts), so calibrating one criterion does not drop the others.
+        Writers of one folder take turns under a lock, and a criterion calibrated later than the
+        one being written (by a run that started after this one) is kept, never replaced by the
+        older result. Returns the report written.
+        """
+        with locked(directory / "report.json"):
+            report, kept_lines = self._merged(directory, merge)
+            write_atomic(directory / "report.json", report.model_dump_json(indent=2) + "\n")
+            write_atomic(directory / "report.md", to_markdown(report))
+            mine = {c.id for c in report.criteria} - {c for c in kept_lines}
+            write_atomic(directory / "verdicts.jsonl", "".join(
+                v.line() for c in report.criteria if c.id in mine for v in c.verdicts)
+                + "".join(kept_lines.values()))
+        return report
+
+    def _merged(self, directory: Path, merge: bool) -> tuple["Report", dict[str, str]]:
+        """This report combined with the one on disk, and the verdict lines kept from disk by criterion."""
+        previous = directory / "report.json"
+        if not previous.is_file():
+            return self, {}
+        old = Report.read(previous)
+        mine = {c.id: c for c in self.criteria}
+        theirs = {c.id: c for c in old.criteria}
+
+        def newer(c: "CriterionReport") -> bool:  # the one on disk was calibrated after this one
+            ours = mine.get(c.id)
+            return ours is not None and c.calibrated_at is not None and ours.calibrated_at is not None \
+                and c.calibrated_at > ours.calibrated_at
+
+        keep = {cid for cid, c in theirs.items() if (merge and cid not in mine) or newer(c)}
+        if not keep:
+            return self, {}
+        lines: dict[str, str] = {cid: "" for cid in keep}
+        old_verdicts = directory / "verdicts.jsonl"
+        if old_verdicts.is_file():
+            for v in load_recorded(old_verdicts):
+                if v.criterion in keep:
+                    lines[v.criterion] += v.line()
+        criteria = [c for cid, c in mine.items() if cid not in keep] + [theirs[cid] for cid in keep]
+        return self.model_copy(update={"criteria": sorted(criteria, key=lambda c: c.id)}), lines
+
+    @staticmethod
+    def locate(path: Path | str) -> Path:
+        """The report.json a path names: the file itself, or the one in the folder."""
+        path = Path(path)
+        return path / "report.json" if path.is_dir() else path
+
+    @classmethod
+    def read_if_any(cls, path: Path | str) -> "Report | None":
+        """The report at `path`, or None when there is none yet (a bad one is still an InputError)."""
+        path = cls.locate(path)
+        return cls.read(path) if path.exists() else None
+
+    @classmethod
+    def read(cls, path: Path | str) -> "Report":
+        path = cls.locate(path)
+        text = read_text(path, "run `judgekit calibrate` first, or pass the report's path")
+        data = parse_json(text, path)
+        try:
+            return cls.model_validate(data)
+        except ValidationError as error:
+            raise InputError(problems_of(error, str(path))) from None
+
+

@@ -1,0 +1,153 @@
+"""The report for people: report.md (every disagreement with the judge's reasoning, escaped), the
+terminal table, and the small formatting rules every shell shares (a number, a printable name, a
+Markdown-safe text).
+
+>>> fmt_number(float("nan")), fmt_number(0.8123, 2), printable("ok\\x1b[2J")
+('n/a', '0.81', 'ok\\\\x1b[2J')
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from judgekit.report.model import Report
+
+METRIC_NAMES = ("tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1", "cohen_kappa", "mcc",
+                "prevalence")
+INTERVAL_NAMES = ("tpr", "tnr", "precision", "accuracy", "cohen_kappa")
+
+
+def finite(x: float | None) -> float | None:
+    """NaN becomes None, so undefined metrics are JSON null, never 0."""
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+def fmt_number(x: float | None, digits: int = 3) -> str:
+    """A figure for people: fixed digits, n/a when undefined."""
+    return "n/a" if x is None or math.isnan(x) else f"{x:.{digits}f}"
+
+
+def printable(text: object) -> str:
+    r"""Text from a file or a model made safe for a terminal: control and format characters
+    (escape sequences, carriage returns, bidirectional overrides) are shown as Python escapes;
+    letters, accents, CJK, emoji and spaces stay as they are.
+
+    >>> print(printable("café 日本 \x1b[2J\u202eevil"))
+    café 日本 \x1b[2J\u202eevil
+    """
+    import unicodedata
+
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or unicodedata.category(ch) == "Zs" else repr(ch)[1:-1] for ch in text)
+
+
+def _interval(pair: tuple[float | None, float | None] | None) -> str:
+    if not pair or pair[0] is None or pair[1] is None:
+        return ""
+    return f"[{pair[0]:.2f}, {pair[1]:.2f}]"
+
+
+def md_escape(text: str | None, limit: int = 300) -> str:
+    """Make model or example text inert in Markdown (and in HTML rendered from it)."""
+    if text is None:
+        return ""
+    text = " ".join(text.split())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "&#124;"), ("`", "&#96;"),
+                         ("[", "&#91;"), ("]", "&#93;"), ("*", "&#42;"), ("_", "&#95;")):
+        text = text.replace(char, entity)
+    return text
+
+
+def _verdict_word(value: bool | None) -> str:
+    return "abstained" if value is None else ("pass" if value else "fail")
+
+
+def to_markdown(report: "Report") -> str:
+    lines = ["# judgekit calibration report", "",
+             f"judgekit {report.judgekit_version}, {report.created_at.isoformat(timespec='seconds')}", ""]
+    for c in report.criteria:
+        judge = c.judge
+        lines += [f"## {c.id}", ""]
+        if judge:
+            lines.append(f"Judge: {judge.kind}" + (f", model {md_escape(judge.model)}" if judge.model else "")
+                         + (f", {md_escape(judge.source)}" if judge.source != "live" else ""))
+        for warning in c.warnings:
+            lines += [f"> Warning: {md_escape(warning)}", ""]
+        lines += [f"Examples: {c.n} ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled fail), "
+                  f"abstained: {c.abstained}", "",
+                  "| metric | value | 95% interval |", "|---|---|---|"]
+        for name in METRIC_NAMES:
+            lines.append(f"| {name} | {fmt_number(c.metrics.get(name))} | {_interval(c.intervals.get(name))} |")
+        k = c.confusion
+        lines += ["", "| | judge pass | judge fail |", "|---|---|---|",
+                  f"| labelled pass | {k.tp} (TP) | {k.fn} (FN) |", f"| labelled fail | {k.fp} (FP) | {k.tn} (TN) |", ""]
+        if c.consistency:
+            lines.append(f"Self-consistency over {c.consistency.trials} trials: flip rate "
+                         f"{fmt_number(c.consistency.flip_rate)}, Fleiss' kappa {fmt_number(c.consistency.fleiss_kappa)}, "
+                         f"unstable: {md_escape(', '.join(c.consistency.unstable)) or 'none'}")
+        if c.annotators:
+            a = c.annotators
+            human = ", ".join(f"{pair} {fmt_number(k, 2)}" for pair, k in a.pairwise_kappa.items())
+            judge = ", ".join(f"{who} {fmt_number(k, 2)}" for who, k in a.judge_kappa.items())
+            lines.append(f"Human ceiling, kappa between annotators: {human} (Fleiss {fmt_number(a.fleiss_kappa, 2)}, "
+                         f"Krippendorff's alpha {fmt_number(a.krippendorff_alpha, 2)}); the judge against each: {judge}")
+        if c.slices:
+            lines += ["", "| tag | n | abstained | TPR | TNR | accuracy | kappa |", "|---|---|---|---|---|---|---|"]
+            lines += [f"| {md_escape(tag)} | {s.n} | {s.abstained} | {fmt_number(s.tpr)} | {fmt_number(s.tnr)} | "
+                      f"{fmt_number(s.accuracy)} | {fmt_number(s.cohen_kappa)} |" for tag, s in c.slices.items()]
+            lines.append("")
+        if c.claim_stages:
+            g = c.claim_stages
+            lines.append(f"Claim-level labels on {g.examples} examples ({g.claims} claims): verification TPR "
+                         f"{fmt_number(g.verification_tpr)}, TNR {fmt_number(g.verification_tnr)}; wrong verdicts "
+                         f"from extraction {g.extraction_errors}, from verification {g.verification_errors}"
+                         + (f"; {g.unreadable} unreadable" if g.unreadable else ""))
+        if c.usage:
+            u = c.usage
+            lines.append(f"Usage: {u.calls} calls ({u.cached} from cache), {u.prompt_tokens} tokens in, "
+                         f"{u.completion_tokens} out, cost {fmt_number(u.cost, 4)}, latency p50 {fmt_number(u.latency_p50_s)} s, "
+                         f"p95 {fmt_number(u.latency_p95_s)} s")
+        lines += ["", f"### Disagreements ({len(c.disagreements)})", ""]
+        if c.disagreements:
+            lines += ["| id | label | verdict | judge's reason |", "|---|---|---|---|"]
+            for d in c.disagreements:
+                reason = d.reason if d.abstention is None else f"({d.abstention}) {d.reason or ''}"
+                if d.raw:
+                    reason += f" — raw answer: {d.raw}"
+                lines.append(f"| {md_escape(d.id)} | {_verdict_word(d.label)} | {_verdict_word(d.verdict)} | "
+                             f"{md_escape(reason)} |")
+            checked = [d for d in c.disagreements if d.claims]
+            if checked:
+                lines += ["", "Claims of these examples (✓ supported, ✗ not supported, ? unreadable):", ""]
+                for d in checked:
+                    lines.append(f"- {md_escape(d.id)}:")
+                    for number, claim in enumerate(d.claims or [], start=1):
+                        mark = "?" if claim.supported is None else ("✓" if claim.supported else "✗")
+                        evidence = f" — evidence: “{md_escape(claim.evidence)}”" if claim.evidence else ""
+                        lines.append(f"  {number}. {mark} {md_escape(claim.claim)}{evidence}")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def to_table(report: "Report") -> str:
+    """A plain terminal table: one row per criterion."""
+    header = ("criterion", "n", "abst", "TPR", "TNR", "kappa", "kappa 95%", "disagree")
+    rows = [header]
+    for c in report.criteria:
+        m = c.metrics
+        rows.append((c.id, str(c.n), str(c.abstained), fmt_number(m.get("tpr"), 2), fmt_number(m.get("tnr"), 2),
+                     fmt_number(m.get("cohen_kappa"), 2), _interval(c.intervals.get("cohen_kappa")) or "n/a",
+                     str(len(c.disagreements))))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    out = []
+    for index, row in enumerate(rows):
+        out.append("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+        if index == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out)

@@ -1,0 +1,99 @@
+"""Scripted verdicts and the fault kinds the test doubles (judgekit.testing) share, and FakeLLM,
+the double to inject in process.
+
+Fault kinds: rate_limit (429 with Retry-After), server_error (500), auth (401), bad_request (400,
+as for an unknown model), hang (no answer until the client gives up), reset (connection closed at
+once), truncated (half a body), garbage (an answer that is no verdict), refusal, malformed_json (a
+broken verdict object), echo (a 400 whose body repeats the request line, query included, and its
+Authorization header, as some providers' error pages do).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable, Mapping
+
+from judgekit.llm.protocol import CallError, Completion, Request
+
+Answer = Callable[[str], "bool | str"]
+FAULTS = ("rate_limit", "server_error", "auth", "bad_request", "hang", "reset", "truncated", "garbage", "refusal",
+          "malformed_json", "echo")
+REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
+GARBAGE_TEXT = "Lorem ipsum dolor sit amet, the weather is lovely today."
+MALFORMED_TEXT = '{"reasoning": "The reply says it", "passed": tru'
+
+
+def judged_reply(prompt: str) -> str:
+    """The reply under judgement: the last <output> block of a judgekit prompt (few-shot examples
+    come before it), or the whole prompt when there is none."""
+    start = prompt.rfind("<output>\n")
+    end = prompt.rfind("\n</output>")
+    return prompt[start + len("<output>\n"):end] if 0 <= start < end else prompt
+
+
+def script(verdicts: Mapping[str, bool | str], default: bool | str = True) -> Answer:
+    """An answer function: the verdict of the first key the judged reply contains, else `default`.
+
+    A bool becomes a contract-following JSON verdict; a str is answered verbatim.
+    """
+    items = list(verdicts.items())
+
+    def answer(prompt: str) -> bool | str:
+        reply = judged_reply(prompt)
+        for needle, verdict in items:
+            if needle in reply:
+                return verdict
+        return default
+
+    return answer
+
+
+def answer_text(verdict: bool | str) -> str:
+    if isinstance(verdict, str):
+        return verdict
+    return json.dumps({"reasoning": "scripted verdict", "passed": verdict})
+
+
+def prompt_of(messages: list[dict[str, str]]) -> str:
+    return "\n".join(str(m.get("content", "")) for m in messages)
+
+
+class FakeLLM:
+    """An in-process LLM: `answer(request)` returns text, a Completion, or raises a CallError.
+
+    >>> import asyncio
+    >>> llm = FakeLLM(lambda r: CallError("server", "boom"))
+    >>> asyncio.run(llm.complete(Request("m", [])))
+    Traceback (most recent call last):
+    judgekit.llm.protocol.CallError: server: boom
+    """
+
+    def __init__(self, answer: Callable[[Request], "str | Completion | CallError"]):
+        self.answer = answer
+        self.calls = 0
+        self.requests: list[Request] = []
+
+    @classmethod
+    def scripted(cls, verdicts: Mapping[str, bool | str], default: bool | str = True) -> "FakeLLM":
+        decide = script(verdicts, default)
+        return cls(lambda request: answer_text(decide(prompt_of(request.messages))))
+
+    async def complete(self, request: Request) -> Completion:
+        self.calls += 1
+        self.requests.append(request)
+        result = self.answer(request)
+        if isinstance(result, CallError):
+            raise result
+        return result if isinstance(result, Completion) else Completion(text=result, prompt_tokens=10,
+                                                                        completion_tokens=5)
+
+    def lookup(self, request: Request) -> Completion | None:
+        return None
+
+    def warm(self) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
+
+

@@ -1,0 +1,264 @@
+"""Has the judge changed? Two runs of one criterion compared on the examples both decided.
+
+Flips are counted in each direction (pass -> fail, fail -> pass). Whether agreement with the
+labels changed is an exact McNemar test on the examples one run got right and the other did not
+(wrong, or abstained); an example relabelled between the runs is left out.
+A judge whose fingerprint (model, prompt, parameters) did not change should not flip more than
+its own noise allows (`max_run_flip_rate`): more flips than that, or a significant McNemar, is a
+silent provider-side change. When the fingerprint did change, flips are expected; DRIFT then
+means agreement got significantly worse: a one-sided exact McNemar test at `alpha`. With an
+unchanged fingerprint the two tests share the error budget (Bonferroni), so the false-alarm
+rate stays at `alpha` either way.
+
+>>> round(mcnemar_exact(5, 4), 3), round(mcnemar_exact(15, 2), 4), round(mcnemar_worse(15, 2), 5)
+(1.0, 0.0023, 0.00117)
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from judgekit.errors import InputError
+from judgekit.inputs.settings import DriftPolicy
+from judgekit.report.render import finite, fmt_number, printable
+from judgekit.stats.metrics import NAN, kappa_of_cells
+from judgekit.watch.history import History, Run
+
+Outcomes = Mapping[str, tuple[bool, "bool | None"]]  # example id -> (label, verdict)
+
+
+def mcnemar_exact(b: int, c: int) -> float:
+    """Two-sided exact McNemar p-value from the two discordant counts (a binomial test at 1/2)."""
+    from scipy.stats import binomtest
+
+    return 1.0 if b + c == 0 else float(binomtest(b, b + c, 0.5).pvalue)
+
+
+def mcnemar_worse(b: int, c: int) -> float:
+    """One-sided exact McNemar p-value that right -> wrong (`b`) outnumbers wrong -> right (`c`)
+    by more than chance: the binomial upper tail at 1/2."""
+    from scipy.stats import binom
+
+    return 1.0 if b + c == 0 else float(binom.sf(b - 1, b + c, 0.5))
+
+
+def flip_excess(flips: int, shared: int, max_flip_rate: float) -> float:
+    """One-sided p-value that the flip rate exceeds `max_flip_rate` (exact binomial)."""
+    from scipy.stats import binom
+
+    if shared == 0:
+        return 1.0
+    if max_flip_rate == 0:
+        return 0.0 if flips else 1.0
+    return float(binom.sf(flips - 1, shared, max_flip_rate))
+
+
+@dataclass(frozen=True)
+class Drift:
+    """The comparison of two runs of one criterion, and the decision."""
+
+    criterion: str
+    before: Run
+    after: Run
+    shared: int
+    to_fail: list[str]  # passed before, failed after
+    to_pass: list[str]
+    right_to_wrong: int
+    wrong_to_right: int
+    mcnemar_p: float
+    flip_p: float | None  # only when the fingerprint is unchanged
+    changes: dict[str, tuple[float, float, float]]  # metric -> (after - before, low, high)
+    changed: list[str]  # parts of the fingerprint that differ: model, prompt, parameters, set
+    status: str
+    reasons: list[str] = field(default_factory=list)
+    policy_flip_rate: float = 0.0
+    compared: int = 0  # examples in both runs with the same label
+    newly_abstained: list[str] = field(default_factory=list)
+    newly_decided: list[str] = field(default_factory=list)
+    worse_p: float = NAN  # one-sided exact McNemar: did agreement get worse?
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.status == "DRIFT" else 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"criterion": self.criterion, "status": self.status, "reasons": self.reasons,
+                "before": self.before.id, "after": self.after.id, "changed": self.changed, "shared": self.shared,
+                "compared": self.compared, "newly_abstained": self.newly_abstained, "newly_decided": self.newly_decided,
+                "flips": {"pass_to_fail": self.to_fail, "fail_to_pass": self.to_pass},
+                "right_to_wrong": self.right_to_wrong, "wrong_to_right": self.wrong_to_right,
+                "mcnemar_p": self.mcnemar_p, "worse_p": self.worse_p, "flip_p": self.flip_p,
+                "changes": {k: {"delta": finite(d), "low": finite(lo), "high": finite(hi)}
+                            for k, (d, lo, hi) in self.changes.items()}}
+
+    def lines(self) -> list[str]:
+        """What a person reads: the decision, why, the evidence, and the flipped examples; ids and
+        names from the files are escaped (`printable`), so none can drive the terminal."""
+        what = ", ".join(self.changed) if self.changed else "nothing (same judge, same set)"
+        out = [f"{self.criterion}: run {self.before.id} ({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
+               f"{self.after.id} ({self.after.created_at:%Y-%m-%d %H:%M}); changed: {what}",
+               f"  {self.compared} examples in both runs: abstained on {self.compared - self.shared} "
+               f"({len(self.newly_abstained)} newly, {len(self.newly_decided)} no longer)",
+               f"  {self.shared} examples decided in both: {len(self.to_fail)} flipped pass->fail, "
+               f"{len(self.to_pass)} fail->pass; against the labels {self.right_to_wrong} right->wrong, "
+               f"{self.wrong_to_right} wrong->right (exact McNemar p = {self.mcnemar_p:.3g})"]
+        if self.flip_p is not None:
+            out.append(f"  flip rate {self.flip_rate:.3f} against the {self.policy_flip_rate:.3f} an unchanged "
+                       f"judge may show (p = {self.flip_p:.3g})")
+        for name, (delta, low, high) in self.changes.items():
+            change = "n/a" if math.isnan(delta) else f"{delta:+.3f}, 95% {low:+.3f} to {high:+.3f}"
+            out.append(f"  {name}: {fmt_number(self.before.metrics.get(name))} -> "
+                       f"{fmt_number(self.after.metrics.get(name))}; change on the shared examples {change}")
+        out += [f"  {reason}" for reason in self.reasons]
+        for label, ids in (("pass->fail", self.to_fail), ("fail->pass", self.to_pass)):
+            if ids:
+                out.append(f"  {label}: {', '.join(ids[:20])}" + (f" and {len(ids) - 20} more" if len(ids) > 20 else ""))
+        out.append(f"drift: {self.status}")
+        return [printable(line) for line in out]
+
+    @property
+    def flip_rate(self) -> float:
+        return (len(self.to_fail) + len(self.to_pass)) / self.shared if self.shared else NAN
+
+
+def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: Outcomes,
+            policy: DriftPolicy = DriftPolicy(), seed: int = 0) -> Drift:
+    """Compare two runs of one criterion on the examples both hold with the same label, and decide."""
+    if before.criterion != after.criterion:
+        raise InputError.one("history", f"runs {before.id} and {after.id}",
+                             f"are of different criteria ({before.criterion}, {after.criterion})")
+    if before.id == after.id:
+        raise InputError.one("history", f"run {before.id}", "compared with itself; give two different runs")
+    common = before_outcomes.keys() & after_outcomes.keys()
+    # An example relabelled between the runs says nothing about the judge: it is left out (and counted).
+    relabelled = sorted((k for k in common if before_outcomes[k][0] != after_outcomes[k][0]), key=_natural)
+    kept = sorted((k for k in common if before_outcomes[k][0] == after_outcomes[k][0]), key=_natural)
+    if not kept:
+        raise InputError.one("history", f"runs {before.id} and {after.id}",
+                             "share no example with the same label; compare runs over the same calibration set")
+    newly_abstained = [k for k in kept if before_outcomes[k][1] is not None and after_outcomes[k][1] is None]
+    newly_decided = [k for k in kept if before_outcomes[k][1] is None and after_outcomes[k][1] is not None]
+    shared = [k for k in kept if before_outcomes[k][1] is not None and after_outcomes[k][1] is not None]
+    to_fail = [k for k in shared if before_outcomes[k][1] and not after_outcomes[k][1]]
+    to_pass = [k for k in shared if not before_outcomes[k][1] and after_outcomes[k][1]]
+    # Right or not against the label, over every example both runs hold: an abstention is not right,
+    # so a judge that starts abstaining loses agreement like one that starts erring.
+    right = {k: (before_outcomes[k][1] == before_outcomes[k][0], after_outcomes[k][1] == after_outcomes[k][0])
+             for k in kept}
+    right_to_wrong = sum(1 for b, a in right.values() if b and not a)
+    wrong_to_right = sum(1 for b, a in right.values() if a and not b)
+    mcnemar_p = mcnemar_exact(right_to_wrong, wrong_to_right)
+    worse_p = mcnemar_worse(right_to_wrong, wrong_to_right)
+    changed = [name for name, value in before.parts().items() if after.parts()[name] != value]
+    same_judge = not ({"model", "prompt", "parameters"} & set(changed))
+    reasons, drift = [], False
+    flip_p = None
+    if newly_abstained or newly_decided:
+        reasons.append(f"the judge abstains on {len(newly_abstained)} example(s) it decided before and decides "
+                       f"{len(newly_decided)} it abstained on (an abstention counts as not right)")
+    if same_judge:
+        level = policy.alpha / 2  # two tests share the error budget (Bonferroni)
+        flip_p = flip_excess(len(to_fail) + len(to_pass), len(shared), policy.max_run_flip_rate)
+        if flip_p < level:
+            drift = True
+            reasons.append("same fingerprint but different answers: a silent provider-side change (more flips "
+                           "than the judge's own noise allows)")
+        if mcnemar_p < level:
+            drift = True
+            reasons.append(f"same fingerprint but agreement with the labels got significantly "
+                           f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: a silent provider-side change")
+    else:
+        # Flips are expected now; only a drop in agreement is drift, so the whole budget goes to one side.
+        what = " and ".join(c for c in changed if c != "set")
+        if worse_p < policy.alpha:
+            drift = True
+            reasons.append(f"the {what} changed and agreement with the labels got significantly worse "
+                           f"(one-sided exact McNemar p = {worse_p:.2g})")
+        elif mcnemar_worse(wrong_to_right, right_to_wrong) < policy.alpha:
+            reasons.append(f"the {what} changed and agreement with the labels got significantly better")
+        else:
+            reasons.append(f"the {what} changed; agreement with the labels did not get significantly worse "
+                           f"(one-sided exact McNemar p = {worse_p:.2g})")
+    if relabelled:
+        reasons.append(f"{len(relabelled)} example(s) were relabelled between the runs and are left out: "
+                       f"{', '.join(relabelled[:10])}{' …' if len(relabelled) > 10 else ''}")
+    direction_p = mcnemar_exact(len(to_fail), len(to_pass))
+    if direction_p < policy.alpha:
+        reasons.append(f"the verdicts moved one way ({len(to_fail)} pass->fail, {len(to_pass)} fail->pass, exact "
+                       f"p = {direction_p:.2g}): pass rates judged downstream will "
+                       f"{'fall' if len(to_fail) > len(to_pass) else 'rise'}")
+    return Drift(after.criterion, before, after, len(shared), to_fail, to_pass, right_to_wrong, wrong_to_right,
+                 mcnemar_p, flip_p, _changes(shared, before_outcomes, after_outcomes, seed), changed,
+                 "DRIFT" if drift else "NO DRIFT", reasons, policy.max_run_flip_rate,
+                 len(kept), newly_abstained, newly_decided, worse_p)
+
+
+def _natural(text: str) -> tuple:
+    """Sort key that puts e2 before e10."""
+    import re
+
+    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text))
+
+
+def _changes(shared: list[str], before: Outcomes, after: Outcomes, seed: int,
+             resamples: int = 9999) -> dict[str, tuple[float, float, float]]:
+    """Change in TPR, TNR and kappa, with a seeded paired bootstrap interval (percentile).
+
+    Each shared example is one of eight kinds (label, verdict before, verdict after); resampling
+    examples is drawing the eight counts from a multinomial.
+    """
+    import numpy as np
+
+    if not shared:
+        return {name: (NAN, NAN, NAN) for name in ("tpr", "tnr", "cohen_kappa")}
+    counts = np.zeros(8, dtype=int)
+    for k in shared:
+        counts[4 * before[k][0] + 2 * bool(before[k][1]) + bool(after[k][1])] += 1
+    draws = np.random.default_rng(seed).multinomial(len(shared), counts / counts.sum(), size=resamples)
+    table = np.vstack([counts, draws]).reshape(-1, 2, 2, 2)  # [label][before][after]
+
+    def metrics(which: int) -> dict[str, Any]:
+        cells = table.sum(axis=3 if which == 0 else 2)  # [label][verdict of this run]
+        tp, fn, fp, tn = cells[:, 1, 1], cells[:, 1, 0], cells[:, 0, 1], cells[:, 0, 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return {"tpr": tp / (tp + fn), "tnr": tn / (tn + fp),
+                    "cohen_kappa": kappa_of_cells(np.stack([tp, fp, tn, fn], axis=-1))}
+
+    first, second = metrics(0), metrics(1)
+    out = {}
+    for name in ("tpr", "tnr", "cohen_kappa"):
+        delta = second[name] - first[name]
+        finite = delta[1:][np.isfinite(delta[1:])]
+        low, high = (np.percentile(finite, [2.5, 97.5]) if finite.size else (NAN, NAN))
+        out[name] = (float(delta[0]), float(low), float(high))
+    return out
+
+
+def pairs(db: History, criteria: list[str], before: int | None, after: int | None) -> tuple[list[tuple[Run, Run]], list[str]]:
+    """The runs to compare: the two named, or per criterion its last run and the latest earlier
+    run on the same calibration set; and a note for each criterion that has none."""
+    if (before is None) != (after is None):
+        raise InputError.one("--before/--after", "", "give both run ids, or neither")
+    if before is not None:
+        return [(db.run(before), db.run(after))], []
+    found, notes = [], []
+    runs = db.runs()
+    for name in criteria or sorted({r.criterion for r in runs}):
+        mine = [r for r in runs if r.criterion == name]
+        shown = printable(name)  # a name from the history file or the command line, printed below
+        if not mine:
+            raise InputError.one(db.path, shown, "no run of this criterion in the history")
+        last = mine[-1]
+        earlier = [r for r in mine[:-1] if r.set_fingerprint == last.set_fingerprint]
+        if earlier:
+            found.append((earlier[-1], last))
+        elif len(mine) > 1:
+            notes.append(f"{shown}: skipped, its last run (run {last.id}) is the first on its calibration set as it "
+                         f"is now; compare across sets with --before {mine[-2].id} --after {last.id}")
+        else:
+            notes.append(f"{shown}: skipped, it has a single run (run {last.id})")
+    if not found:
+        raise InputError.one(db.path, "", "nothing to compare: " + "; ".join(notes))
+    return found, notes

@@ -1,0 +1,81 @@
+"""`judgekit recheck`: the cheap daily check for a silent model update. A small frozen subset of
+each LLM or claims criterion's set is asked again, without the cache, of exactly the judge its
+last calibration measured — its model, endpoint, trials, transport and structured-output setting
+come from that run, never from today's YAML — and compared with that calibration (judgekit.watch.drift).
+
+A re-check that asked anything else would not be a re-check: a criterion whose file changed since
+(prompt or parameters), a baseline from another tool's recorded verdicts, or a `--model` /
+`--api-base` other than the calibrated one are refused before any call.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from judgekit.errors import InputError, Problem
+from judgekit.inputs.catalog import unknown_criteria
+from judgekit.inputs.criteria import JUDGED, Criterion, load_criteria, with_trials
+from judgekit.inputs.project import load_inputs
+from judgekit.inputs.sets import CalibrationSet
+from judgekit.inputs.settings import DriftPolicy
+from judgekit.judging.prompts import fingerprint
+from judgekit.llm.transports import check_api_base, public_url
+from judgekit.pipeline import Options, calibrate
+from judgekit.watch.drift import Drift, compare
+from judgekit.watch.history import History, Run
+
+
+def baseline(db: History, criterion: Criterion, on_disk: CalibrationSet, split: str | None) -> Run:
+    """The last calibration of `criterion` on its set as it is now (`on_disk`, narrowed to `split`),
+    of judgekit's own judge, with the criterion's file unchanged since."""
+    runs = [r for r in db.runs(criterion.id, purpose="calibrate") if r.split == split]
+    where = f"{db.path}"
+    found = next((r for r in reversed(runs) if on_disk.fingerprint == r.set_fingerprint), None)
+    if found is None:
+        raise InputError.one(where, criterion.id, "no calibration on this calibration set as it is now"
+                             + (f" (split {split})" if split else "") + " to re-check against; run "
+                             f"`judgekit calibrate{' --split ' + split if split else ''}` first")
+    if found.source.startswith("recorded:"):
+        raise InputError.one(where, criterion.id, f"its last calibration (run {found.id}) is from recorded "
+                             "verdicts of another judge; recheck re-asks judgekit's own judge: calibrate it live first")
+    if fingerprint(with_trials(criterion, found.parameters.get("trials")), found.model) != found.fingerprint:
+        raise InputError.one(where, criterion.id, f"criteria/{criterion.id}.yaml changed since its last calibration "
+                             f"(run {found.id}: prompt, model or parameters); recheck re-asks the calibrated judge, "
+                             "so calibrate the criterion as it is now first")
+    return found
+
+
+def recheck(db: History, criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str], size: int,
+            policy: DriftPolicy, split: str | None = None, model: str | None = None,
+            api_base: str | None = None, timeout_s: float = 60.0) -> list[Drift]:
+    """Re-ask each criterion's canary of its calibrated judge, record the runs, and compare each
+    with its baseline. Every baseline is found, and every refusal made, before anything is asked."""
+    check_api_base(api_base)
+    judged = {c.id: c for c in load_criteria(criteria_dir) if isinstance(c, JUDGED)}
+    ids = list(criterion_ids or judged)
+    if not ids or unknown_criteria(ids, judged, criteria_dir):
+        raise InputError.one(criteria_dir, ", ".join(cid for cid in ids if cid not in judged),
+                             "recheck re-asks LLM and claims criteria; there is none of that name here")
+    _, on_disk = load_inputs(criteria_dir, sets_dir, ids, split)
+    baselines = {cid: baseline(db, judged[cid], on_disk[cid], split) for cid in ids}
+    problems = []
+    for cid, run in baselines.items():
+        if model is not None and model != run.model:
+            problems.append(Problem("--model", cid, f"{model!r} is not the calibrated judge ({run.model!r}); recheck "
+                                    "re-asks what was calibrated: leave --model out, or calibrate the new model"))
+        if api_base is not None and public_url(api_base) != run.api_base:
+            problems.append(Problem("--api-base", cid, f"{public_url(api_base)!r} is not the calibrated endpoint "
+                                    f"({run.api_base!r}); give it only to add its credentials"))
+    if problems:
+        raise InputError(problems)
+    drifts = []
+    for cid, run in baselines.items():
+        fresh = calibrate(Options(
+            criteria_dir=criteria_dir, sets_dir=sets_dir, criterion_ids=[cid], model=run.model,
+            api_base=api_base or run.api_base, trials=run.parameters.get("trials"), via=run.via or "auto",
+            structured=True if run.structured is None else run.structured, cache_dir=None, timeout_s=timeout_s,
+            canary=size, split=split))
+        (after,) = db.record(fresh, purpose="recheck")
+        drifts.append(compare(run, db.run(after), db.outcomes(run.id), db.outcomes(after), policy))
+    return drifts
