@@ -63,9 +63,9 @@ def main() -> None:
             ("pytest, one judged test, judgekit plugin, --judgekit-gate",
              median_s(pytest + ["-p", "judgekit.pytest_plugin", "--judgekit-gate", "test_judged.py"], root, alone)),
         ]
-    print("| what | median wall s |\n|---|---|")
+    print("| what | median wall s | x interpreter |\n|---|---|---|")
     for name, seconds in rows:
-        print(f"| {name} | {seconds:.3f} |")
+        print(f"| {name} | {seconds:.3f} | {seconds / rows[0][1]:.1f} |")
     base = rows[0][1]
     print(f"\njudgekit's own share: --help {rows[1][1] - base:+.3f} s, gate {rows[2][1] - base:+.3f} s over the "
           f"interpreter; plugin, gate off {rows[4][1] - rows[3][1]:+.3f} s, gate on {rows[5][1] - rows[3][1]:+.3f} s "

@@ -6,14 +6,14 @@ True
 
 from __future__ import annotations
 
-from importlib.metadata import PackageNotFoundError
-from importlib.metadata import version as _distribution_version
-
 DISTRIBUTION = "judgekit"
 
 
 def version() -> str:
+    # importlib.metadata scans the installed distributions: loaded only when the version is asked.
+    from importlib.metadata import PackageNotFoundError, version as installed
+
     try:
-        return _distribution_version(DISTRIBUTION)
+        return installed(DISTRIBUTION)
     except PackageNotFoundError:
         return "0+unknown"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from judgekit.judging.claims import read_checks, read_claims
 from judgekit.judging.verdicts import ClaimCheck, aggregate

@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.testing import FakeServer, script
@@ -151,7 +151,7 @@ def test_unwritable_outputs_and_cache_are_input_errors(project, tmp_path):
 def test_json_output_for_scripts_and_no_colour_codes_when_piped(tmp_path):
     import json as json_module
 
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from judgekit.cli import app
 

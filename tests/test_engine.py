@@ -223,7 +223,7 @@ def test_exhausted_retries_say_how_many_attempts(setup):
 def test_a_run_where_every_call_failed_is_not_a_calibration(setup, tmp_path):
     """41 of 41 examples lost to HTTP 500s used to exit 0 with a report of abstentions: now exit 4
     with the cause, and nothing written."""
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from judgekit.cli import app
     from judgekit.errors import CallsFailed

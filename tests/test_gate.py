@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 from xml.etree import ElementTree as ET
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from judgekit.cli.ci import to_junit
 from judgekit.cli import app

@@ -8,7 +8,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError

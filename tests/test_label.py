@@ -172,7 +172,7 @@ def test_csv_labels_keep_every_row_in_order(tmp_path):
 
 
 def test_the_command_needs_a_file_or_a_criterion_to_review(tmp_path):
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from judgekit.cli import app
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError

@@ -156,7 +156,7 @@ def test_once_in_three(judge, trial):
     assert sorted(r["trace_id"] for r in rows) == sorted(f"test_suite.py::test_reply[{i}]" for i in range(10))
     assert sum(r["passed"] for r in rows) == 7 and {r["criterion"] for r in rows} == {"card"}
     # The recorded rows are what `judgekit monitor` reads: raw and corrected rate of the judged suite.
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from judgekit.cli import app
 

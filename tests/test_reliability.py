@@ -206,7 +206,7 @@ def test_monitoring_input_fuzzed_gives_only_judgekit_errors(tmp_path, data, suff
 def test_a_planted_key_reaches_no_file_and_no_message(forty, monkeypatch, tmp_path):
     """The key in the environment and in --api-base: not in the cache, report, verdicts, history,
     drift or monitor output, nor in any message printed."""
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from judgekit.cli import app
 
@@ -241,7 +241,7 @@ def test_credentials_in_the_endpoint_and_echoed_back_reach_no_file_and_no_messag
     history, JUnit file, step summary or message."""
     import base64
 
-    from typer.testing import CliRunner
+    from click.testing import CliRunner
 
     from judgekit.cli import app
 

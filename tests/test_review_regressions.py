@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError, ProviderRejects

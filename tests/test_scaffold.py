@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy  # noqa: F401  (loaded before pytester snapshots sys.modules)
 import yaml
-from typer.testing import CliRunner
+from click.testing import CliRunner
 
 from judgekit.cli import app
 

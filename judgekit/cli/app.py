@@ -1,6 +1,7 @@
 """The `judgekit` command: a lazy group of commands, each loaded from its module only when it runs,
-so `judgekit --help` and `judgekit gate` start at once; and what every command shares — the exit
-codes, how an error is shown, and the options several commands take.
+so `judgekit --help` and `judgekit gate` start at once (plain click here; the commands that need
+typer's annotations load it themselves, through judgekit.cli.options); and what every command
+shares — the exit codes, how an error is shown.
 
 Exit codes: 0 done (gate: PASS); 1 gate FAIL, DRIFT or a monitor alert; 2 a usage or input error
 (the message names the file and the fix); 3 gate INCONCLUSIVE; 4 the judge could not be run
@@ -11,11 +12,9 @@ from __future__ import annotations
 
 import importlib
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Callable, NoReturn
 
 import click
-import typer
-from typer.core import TyperGroup
 
 from judgekit.errors import InputError
 from judgekit.secrets import redact
@@ -46,8 +45,11 @@ def short(name: str) -> str:
     return COMMANDS[name][1]
 
 
-class Commands(TyperGroup):
-    """The commands, each built from its module on first use; `--help` lists them from COMMANDS."""
+class Commands(click.Group):
+    """The commands, each loaded from its module on first use; `--help` lists them from COMMANDS
+    without loading any. A module's `commands` is a click group (`judgekit gate`), or a typer
+    group that gets the rest of the command line (typer has its own click, and builds its commands
+    with pydantic: the gate does not pay for that)."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return list(COMMANDS)
@@ -55,42 +57,46 @@ class Commands(TyperGroup):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        module = importlib.import_module(COMMANDS[name][0])
-        return typer.main.get_group(module.app).get_command(ctx, name)
+        found = importlib.import_module(COMMANDS[name][0]).commands
+        return found.get_command(ctx, name) if isinstance(found, click.Group) else _handed_over(name, found.main)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, line) for name, (_, line) in COMMANDS.items()])
 
 
-def commands() -> typer.Typer:
-    """The Typer a command module registers its commands on."""
-    return typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
+def _handed_over(name: str, main: Callable[..., Any]) -> click.Command:
+    """A command whose whole command line goes to `main` (a typer group's), which exits as it does."""
+
+    @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
+                                           "help_option_names": []}, add_help_option=False)
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def hand_over(args: tuple[str, ...]) -> None:
+        main(args=[name, *args], prog_name="judgekit")
+
+    return hand_over
 
 
-app = typer.Typer(
-    cls=Commands, add_completion=False, no_args_is_help=True, rich_markup_mode=None, pretty_exceptions_enable=False,
-    help="Calibrate LLM judges against human labels, and gate eval suites on judges that can be trusted.\n\n"
-         "Exit codes: 0 done / gate PASS, 1 gate FAIL (or DRIFT, an alert), 2 usage or input error, "
-         "3 gate INCONCLUSIVE, 4 the judge could not be run, 130 interrupted.")
+@click.group(cls=Commands, context_settings={"help_option_names": ["--help"]}, invoke_without_command=False,
+             help="Calibrate LLM judges against human labels, and gate eval suites on judges that can be trusted.\n\n"
+                  "Exit codes: 0 done / gate PASS, 1 gate FAIL (or DRIFT, an alert), 2 usage or input error, "
+                  "3 gate INCONCLUSIVE, 4 the judge could not be run, 130 interrupted.")
+@click.option("--version", is_flag=True, expose_value=False, is_eager=True, help="Print the installed version and exit.",
+              callback=lambda ctx, param, value: _show_version(ctx, value))
+def app() -> None:
+    """The root of the group; every command is a module of its own."""
 
 
-def _show_version(value: bool) -> None:
+def _show_version(ctx: click.Context, value: bool) -> None:
     if value:
-        typer.echo(f"judgekit {version()}")
-        raise typer.Exit()
-
-
-@app.callback()
-def root(show: bool = typer.Option(False, "--version", callback=_show_version, is_eager=True,
-                                   help="Print the installed version and exit.")) -> None:
-    """The root of the group (its options); every command is a module of its own."""
+        click.echo(f"judgekit {version()}")
+        ctx.exit()
 
 
 def fail(error: Exception) -> NoReturn:
     """Show a judgekit error without a traceback (no secret in it) and exit with its code."""
-    typer.echo(f"error: {redact(str(error))}", err=True)
-    raise typer.Exit(EXIT_INPUT if isinstance(error, InputError) else EXIT_JUDGE)
+    click.echo(f"error: {redact(str(error))}", err=True)
+    raise click.exceptions.Exit(EXIT_INPUT if isinstance(error, InputError) else EXIT_JUDGE)
 
 
 def check_split(split: str | None) -> None:
@@ -99,32 +105,5 @@ def check_split(split: str | None) -> None:
         fail(InputError.one("--split", "", f"{split!r} is not a split; use dev or test"))
 
 
-# Options several commands share.
 REPORT = Path(".judgekit/reports/latest")
 HISTORY_PATH = Path(".judgekit/history.sqlite")
-
-
-def criteria_option(text: str = "Folder of criterion files (*.yaml).") -> Any:
-    return typer.Option(Path("criteria"), help=text)
-
-
-def sets_option(text: str = "Folder of calibration sets (<criterion-id>.jsonl/.yaml/.csv).") -> Any:
-    return typer.Option(Path("calibration_sets"), help=text)
-
-
-def config_option(text: str = "Settings file (judgekit.yaml or pyproject.toml); default: the first of those "
-                               "in the current folder.") -> Any:
-    return typer.Option(None, "--config", help=text)
-
-
-def report_option(text: str = "A report.json, or the folder holding it.") -> Any:
-    return typer.Option(REPORT, help=text)
-
-
-def criterion_ids_option(text: str = "Only this criterion (repeatable).") -> Any:
-    return typer.Option(None, "--criterion", "-c", help=text)
-
-
-def history_option(text: str = "Calibration history (SQLite).") -> Any:
-    return typer.Option(HISTORY_PATH, "--history", help=text)
-

@@ -10,8 +10,9 @@ from typing import List, Optional
 
 import typer
 
-from judgekit.cli.app import (EXIT_INPUT, EXIT_INTERRUPTED, check_split, commands, config_option, criteria_option,
-                              criterion_ids_option, fail, history_option, report_option, sets_option, short)
+from judgekit.cli.app import EXIT_INPUT, EXIT_INTERRUPTED, check_split, fail, short
+from judgekit.cli.options import (config_option, criteria_option, criterion_ids_option, group, history_option,
+                                  report_option, sets_option, typer_app)
 from judgekit.cli.gate import decide, finish
 from judgekit.cli.html import write_html
 from judgekit.cli.terminal import render_table, terminal_progress
@@ -31,7 +32,7 @@ from judgekit.pipeline import calibrate as run
 from judgekit.report.model import Report
 from judgekit.watch.history import History, Run, record_history
 
-app = commands()
+app = typer_app()
 
 
 @app.command("calibrate", short_help=short("calibrate"))
@@ -208,3 +209,6 @@ def schema(
     write_atomic(out / "example.schema.json", json.dumps(Example.model_json_schema(), indent=2) + "\n")
     typer.echo(f"wrote {out / 'criterion.schema.json'} and {out / 'example.schema.json'}\n"
                f"point a YAML file at it with: # yaml-language-server: $schema={out / 'criterion.schema.json'}")
+
+
+commands = group(app)

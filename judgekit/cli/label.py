@@ -11,12 +11,13 @@ from typing import Optional
 
 import typer
 
-from judgekit.cli.app import EXIT_INPUT, commands, criteria_option, fail, sets_option, short
+from judgekit.cli.app import EXIT_INPUT, fail, short
+from judgekit.cli.options import criteria_option, group, sets_option, typer_app
 from judgekit.cli.label_page import labelling, review as reviewing, serve
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.criteria import load_criterion
 
-app = commands()
+app = typer_app()
 
 
 @app.command("label", short_help=short("label"))
@@ -65,3 +66,6 @@ def label(
     except KeyboardInterrupt:
         server.shutdown()
         typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")
+
+
+commands = group(app)

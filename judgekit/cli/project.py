@@ -9,13 +9,14 @@ from typing import Optional
 
 import typer
 
-from judgekit.cli.app import commands, fail, short
+from judgekit.cli.app import fail, short
+from judgekit.cli.options import group, typer_app
 from judgekit.cli.scaffold import init as scaffold
 from judgekit.errors import JudgekitError
 from judgekit.inputs.files import write_atomic
 from judgekit.judging.importers import import_verdicts
 
-app = commands()
+app = typer_app()
 
 
 @app.command("init", short_help=short("init"))
@@ -64,3 +65,6 @@ def import_(
         fail(error)
     decided = sum(1 for r in records if r.passed is not None)
     typer.echo(f"wrote {len(records)} verdicts ({decided} decided, {len(records) - decided} abstained) to {out}")
+
+
+commands = group(app)

@@ -10,7 +10,7 @@ import sys
 from io import StringIO
 from typing import TYPE_CHECKING, Callable
 
-import typer
+import click
 
 from judgekit.gate.result import GateResult
 from judgekit.report.render import fmt_number, to_table
@@ -47,8 +47,8 @@ def render_table(report: "Report") -> str:
 def show_decisions(result: GateResult) -> None:
     """One line per criterion, then the overall status."""
     for d in result.decisions:
-        typer.echo(typer.style(f"{d.status:<12}", fg=STATUS_COLOURS.get(d.status)) + f" {d.criterion}: {d.summary}")
-    typer.echo("gate: " + typer.style(result.status, fg=STATUS_COLOURS.get(result.status), bold=True))
+        click.echo(click.style(f"{d.status:<12}", fg=STATUS_COLOURS.get(d.status)) + f" {d.criterion}: {d.summary}")
+    click.echo("gate: " + click.style(result.status, fg=STATUS_COLOURS.get(result.status), bold=True))
 
 
 def terminal_progress(label: str) -> Callable[[int, int], None] | None:

@@ -12,8 +12,9 @@ from typing import List, Optional, Sequence
 
 import typer
 
-from judgekit.cli.app import (EXIT_INPUT, EXIT_INTERRUPTED, REPORT, check_split, commands, config_option,
-                              criteria_option, criterion_ids_option, fail, history_option, sets_option, short)
+from judgekit.cli.app import EXIT_INPUT, EXIT_INTERRUPTED, REPORT, check_split, fail, short
+from judgekit.cli.options import (config_option, criteria_option, criterion_ids_option, group, history_option,
+                                  sets_option, typer_app)
 from judgekit.errors import InputError, JudgekitError
 from judgekit.gate.decision import Gate
 from judgekit.inputs.policy import parse_duration
@@ -26,7 +27,7 @@ from judgekit.watch.monitor import watch
 from judgekit.watch.samples import read_counts
 from judgekit.watch.recheck import recheck as recheck_runs
 
-app = commands()
+app = typer_app()
 
 
 @app.command("history", short_help=short("history"))
@@ -176,3 +177,6 @@ def monitor(
         fail(error)
     typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else "\n".join(result.lines()))
     raise typer.Exit(1 if result.recent_alerts(recent) else 0)
+
+
+commands = group(app)

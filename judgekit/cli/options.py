@@ -1,0 +1,49 @@
+"""What the typer-based commands share: the Typer each module registers its commands on, turned
+into the click group the lazy root loads (`commands`), and the options several commands take.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+import typer
+
+from judgekit.cli.app import HISTORY_PATH, REPORT
+
+
+def typer_app() -> typer.Typer:
+    """The Typer a command module registers its commands on."""
+    return typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
+
+
+def group(app: typer.Typer) -> click.Group:
+    """The module's commands as the click group the root loads them from (after every decorator ran)."""
+    return typer.main.get_group(app)
+
+
+def criteria_option(text: str = "Folder of criterion files (*.yaml).") -> Any:
+    return typer.Option(Path("criteria"), help=text)
+
+
+def sets_option(text: str = "Folder of calibration sets (<criterion-id>.jsonl/.yaml/.csv).") -> Any:
+    return typer.Option(Path("calibration_sets"), help=text)
+
+
+def config_option(text: str = "Settings file (judgekit.yaml or pyproject.toml); default: the first of those "
+                               "in the current folder.") -> Any:
+    return typer.Option(None, "--config", help=text)
+
+
+def report_option(text: str = "A report.json, or the folder holding it.") -> Any:
+    return typer.Option(REPORT, help=text)
+
+
+def criterion_ids_option(text: str = "Only this criterion (repeatable).") -> Any:
+    return typer.Option(None, "--criterion", "-c", help=text)
+
+
+def history_option(text: str = "Calibration history (SQLite).") -> Any:
+    return typer.Option(HISTORY_PATH, "--history", help=text)
+
