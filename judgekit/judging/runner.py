@@ -53,7 +53,10 @@ class Stop:
 
 
 @dataclass
-class Run:
+class Judged:
+    """What judging the sets gave: every verdict, the time it took, where early stopping stopped,
+    and the labelled claims verified alone (claims criteria)."""
+
     verdicts: dict[str, list[list[Verdict]]]  # per criterion, per example judged (set order), its trials
     elapsed_s: float = 0.0
     stops: dict[str, Stop] = field(default_factory=dict)
@@ -111,7 +114,7 @@ def _group(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, Calib
 
 async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet],
                      models: dict[str, str], settings: RunSettings, llm: LLM | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> Run:
+                     progress: Callable[[int, int], None] | None = None) -> Judged:
     """Judge every example of every criterion (with `settings.stop_early`, until each decision is settled)."""
     asker = _Asker(list(models.values()), settings, llm)
     try:
@@ -120,7 +123,7 @@ async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[
         else:
             jobs = [job for c in criteria for job in _jobs(c, sets[c.id].examples, models[c.id], settings)]
             verdicts = await asker.ask(jobs, progress)
-            run = Run(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
+            run = Judged(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
         run.gold = await _labelled_claims(asker, criteria, sets, models, settings, run)
         return run
     finally:
@@ -129,7 +132,7 @@ async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[
 
 async def _labelled_claims(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion],
                            sets: dict[str, CalibrationSet], models: dict[str, str], settings: RunSettings,
-                           run: Run) -> dict[str, dict[str, Verdict]]:
+                           run: Judged) -> dict[str, dict[str, Verdict]]:
     """Claims criteria whose judged examples carry claim-level labels: verify the labelled claims
     too, so that extraction and verification errors can be told apart."""
     judged = {cid: {trials[0].example_id for trials in by_example} for cid, by_example in run.verdicts.items()}
@@ -144,7 +147,7 @@ async def _labelled_claims(asker: _Asker, criteria: list[LLMCriterion | ClaimsCr
 
 
 async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet],
-                    models: dict[str, str], settings: RunSettings, thresholds: dict[str, Thresholds]) -> Run:
+                    models: dict[str, str], settings: RunSettings, thresholds: dict[str, Thresholds]) -> Judged:
     """Batches of examples in seeded random order; after each, stop the criteria whose decision on the
     whole set is settled."""
     rng = random.Random(settings.seed)
@@ -183,4 +186,4 @@ async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion
     grouped = _group(criteria, sets, all_jobs, all_verdicts)
     stops = {c.id: Stop(decisions.get(c.id), done[c.id], len(order[c.id]), looks[c.id],
                         (len(order[c.id]) - done[c.id]) * c.judge.trials) for c in criteria}
-    return Run(grouped, asker.elapsed_s, stops)
+    return Judged(grouped, asker.elapsed_s, stops)
