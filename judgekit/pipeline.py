@@ -11,7 +11,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import statistics
 from collections import Counter
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from judgekit.inputs.policy import Policy, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.claims import recorded_gold, stages
+from judgekit.judging.jobs import run_sync
 from judgekit.judging.prompts import fingerprint, judge_spec
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded, match_recorded
 from judgekit.judging.runner import RunSettings, Stop, judge_sets
@@ -74,7 +74,14 @@ def _model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> s
 
 def calibrate(options: Options, llm: LLM | None = None,
               progress: Callable[[int, int], None] | None = None) -> Report:
-    """Calibrate every chosen criterion and return the report (nothing is written)."""
+    """Calibrate every chosen criterion and return the report (nothing is written). Works inside a
+    running event loop too (a notebook, an async test); there, `await acalibrate(...)` is the same."""
+    return run_sync(acalibrate(options, llm, progress))
+
+
+async def acalibrate(options: Options, llm: LLM | None = None,
+                     progress: Callable[[int, int], None] | None = None) -> Report:
+    """`calibrate`, awaited: for code that already runs an event loop."""
     started = datetime.now(timezone.utc)  # when the inputs were read: a later calibration is a newer one
     check_api_base(options.api_base)
     problems: list[Problem] = []
@@ -133,7 +140,7 @@ def calibrate(options: Options, llm: LLM | None = None,
             max_age_s=min(parse_duration(a).total_seconds() for a in ages) if all(ages) else None,
             stop_early={c.id: policy.for_criterion(c.id) for c in pending} if options.stop_early else None,
             seed=options.seed)
-        run = asyncio.run(judge_sets(pending, sets, models, settings, llm, progress))
+        run = await judge_sets(pending, sets, models, settings, llm, progress)
         for c in pending:
             _check_some_call_answered(c, models[c.id], run.verdicts[c.id])
         trials_by_criterion.update(run.verdicts)

@@ -161,14 +161,26 @@ def judge(request: pytest.FixtureRequest) -> Any:
     except JudgekitError as error:
         pytest.fail(str(error), pytrace=False)
 
-    def judged(output: str, input: str | None = None, context: str | None = None) -> Any:
-        verdict = judge(output, input=input, context=context)
-        # Carried on the test's report, so that under xdist the controller sees every worker's verdicts.
-        request.node.user_properties.append((PROPERTY, {"criterion": ids[0], "passed": verdict.passed,
-                                                         "task": _task(request.node)}))
-        return verdict
+    return _Judged(judge, request.node, ids[0])
 
-    return judged
+
+class _Judged:
+    """The `judge` fixture: `judge(output, ...)`, or `await judge.acall(output, ...)` in an async
+    test; each verdict goes on the test's report, so that under xdist the controller sees them."""
+
+    def __init__(self, judge: Any, node: pytest.Item, criterion: str) -> None:
+        self.judge, self.node, self.criterion = judge, node, criterion
+
+    def __call__(self, output: str, input: str | None = None, context: str | None = None) -> Any:
+        return self._tally(self.judge(output, input=input, context=context))
+
+    async def acall(self, output: str, input: str | None = None, context: str | None = None) -> Any:
+        return self._tally(await self.judge.acall(output, input=input, context=context))
+
+    def _tally(self, verdict: Any) -> Any:
+        self.node.user_properties.append((PROPERTY, {"criterion": self.criterion, "passed": verdict.passed,
+                                                      "task": _task(self.node)}))
+        return verdict
 
 
 class _Tally:

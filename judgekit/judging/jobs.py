@@ -1,5 +1,6 @@
 """Jobs: the calls a calibration makes — one per criterion, example and trial — and the one
-concurrency idiom that runs them: an async pool with a bound, results in input order.
+concurrency idiom that runs them: an async pool with a bound, results in input order, and one way
+to run it from synchronous code (`run_sync`), inside a running event loop too.
 
 >>> import asyncio
 >>> async def double(x):
@@ -11,8 +12,9 @@ concurrency idiom that runs them: an async pool with a bound, results in input o
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Sequence, TypeVar
+from typing import Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
 
 from judgekit.inputs.criteria import LLMCriterion
 from judgekit.inputs.sets import Example
@@ -97,3 +99,21 @@ async def run_bounded(items: Sequence[T], work: Callable[[T], Awaitable[R]], con
     except BaseExceptionGroup as group_error:
         raise group_error.exceptions[0] from None
     return results
+
+
+def run_sync(coroutine: Coroutine[Any, Any, R]) -> R:
+    """Run a coroutine to its end from synchronous code: in this thread when no event loop runs here
+    (a script, the CLI), else on a loop of its own in another thread (Jupyter, an async test), so
+    the caller's running loop is never re-entered and `calibrate()` works wherever Python runs.
+
+    >>> async def three():
+    ...     return 3
+    >>> run_sync(three())
+    3
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgekit") as pool:
+        return pool.submit(asyncio.run, coroutine).result()

@@ -9,14 +9,13 @@ True
 
 from __future__ import annotations
 
-import asyncio
 from typing import Protocol
 
 from judgekit.errors import InputError, JudgeNotCalibrated
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, RegexCriterion
 from judgekit.inputs.sets import Example
 from judgekit.judging.claims import claims_jobs
-from judgekit.judging.jobs import jobs_for, judge_one
+from judgekit.judging.jobs import jobs_for, judge_one, run_sync
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
@@ -60,6 +59,11 @@ class Judge:
             self.refusal = JudgeNotCalibrated("FAIL", [(criterion.id, "FAIL", RECORDED.format(source=source))])
 
     def __call__(self, output: str, input: str | None = None, context: str | None = None) -> Verdict:
+        """The verdict on one reply (works inside a running event loop too)."""
+        return run_sync(self.acall(output, input=input, context=context))
+
+    async def acall(self, output: str, input: str | None = None, context: str | None = None) -> Verdict:
+        """The verdict on one reply, awaited: for async tests and notebooks."""
         if self.refusal is not None:
             raise self.refusal
         fields = {"input": input, "output": output, "context": context}
@@ -79,12 +83,9 @@ class Judge:
         make = claims_jobs if isinstance(self.criterion, ClaimsCriterion) else jobs_for
         jobs = make(self.criterion, [example], model, trials, api_base, asked.structured if asked else True)
 
-        async def ask() -> list[Verdict]:
-            llm = self.llm or open_llm(model, api_base, self.cache_dir, via=via)
-            try:
-                return [await judge_one(llm, job) for job in jobs]
-            finally:
-                if self.llm is None:
-                    await llm.aclose()
-
-        return majority(asyncio.run(ask()))
+        llm = self.llm or open_llm(model, api_base, self.cache_dir, via=via)
+        try:
+            return majority([await judge_one(llm, job) for job in jobs])
+        finally:
+            if self.llm is None:
+                await llm.aclose()
