@@ -224,7 +224,8 @@ def _annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
     return Annotators(pairwise_kappa={k: finite(v) for k, v in pairwise_kappa(ratings).items()},
                       judge_kappa={k: finite(v) for k, v in judge_kappa.items()},
                       fleiss_kappa=finite(fleiss_kappa(full)) if full else None,
-                      krippendorff_alpha=finite(krippendorff_alpha(rows)))
+                      krippendorff_alpha=finite(krippendorff_alpha(rows)),
+                      examples=sum(1 for row in rows if len(row) - row.count(None) >= 2))
 
 
 def _slices(cal: CalibrationSet, final: list[Verdict]) -> dict[str, Slice]:

@@ -35,7 +35,7 @@ def test_calibrate_bundled_regex_criteria_writes_the_report(tmp_path):
         assert set(c) >= REPORT_KEYS
         assert set(c["confusion"]) == {"tp", "fp", "tn", "fn"}
         assert set(c["metrics"]) == {"tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1",
-                                     "cohen_kappa", "mcc", "prevalence"}
+                                     "f1_fail", "macro_f1", "cohen_kappa", "mcc", "prevalence"}
         assert set(c["intervals"]) == {"tpr", "tnr", "precision", "accuracy", "cohen_kappa"}
         assert all(set(d) >= {"id", "label", "verdict", "reason"} for d in c["disagreements"])
         assert len(c["disagreements"]) == c["confusion"]["fp"] + c["confusion"]["fn"] + c["abstained"]
@@ -208,3 +208,11 @@ def test_a_damaged_history_stops_calibrate_before_any_call(project):
     with FakeServer(script({"reply-p": True}, default=False)) as server:
         result = runner.invoke(app, ["calibrate", "--model", "openai/j", "--api-base", server.url])
         assert result.exit_code == 2 and "history" in result.output and server.requests == 0
+
+
+def test_validate_warns_about_a_set_of_one_class(project):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", [{"id": f"p{i}", "output": "x", "passed": True} for i in range(3)])
+    result = runner.invoke(app, ["validate"])
+    assert result.exit_code == 0 and "warning:" in result.output and "only known-good examples (3)" in result.output
+    assert "needs known-bad examples too" in result.output

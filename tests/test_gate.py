@@ -304,3 +304,25 @@ def test_the_gate_needs_the_verdicts_and_one_entry_per_criterion(project):
     (folder / "verdicts.jsonl").unlink()
     gone = runner.invoke(app, ["gate"])
     assert gone.exit_code == 1 and "no verdicts.jsonl beside the report" in gone.output
+
+
+def test_gate_and_plan_say_the_same_thing_with_one_number(project):
+    """An observed TPR under the threshold: both say labels cannot help; too few examples and a
+    straddling interval: one count per class; a count no labelling reaches: said so."""
+    from judgekit.gate import plan
+    from judgekit.inputs.project import load_inputs
+
+    report = make(project, 40, 40, lambda i, label: label if (i % 4) or not label else not label)  # TPR 0.75
+    result = decide(project, report)
+    _, sets = load_inputs(project.criteria, project.sets)
+    lines = plan(report, Policy(), sets, ["c"])
+    words = "at TPR 0.75 (not above 0.80) more known-good examples cannot show it clears 0.80: improve the judge"
+    assert result.status == "INCONCLUSIVE" and words in result.decisions[0].reasons
+    assert lines[0].endswith(words) and result.decisions[0].needed is None
+    few = make(project, 15, 30, good)  # too few known-good, and TPR 1.00 on 15 straddles nothing
+    decision = decide(project, few).decisions[0]
+    assert "about 5 more known-good examples would settle it" in decision.reasons
+    assert decision.needed == {"pass": 5} and sum("more" in r for r in decision.reasons) == 1
+    far = make(project, 40, 400, lambda i, label: label if i != 100 else not label)  # TNR 399/400 against 0.997
+    far_decision = decide(project, far, min_tnr=0.997).decisions[0]
+    assert "not reachable by labelling" in far_decision.summary and "19," not in far_decision.summary

@@ -43,6 +43,9 @@ def test_against_scikit_learn(data):
         assert close(m["tpr"], recall_score(y, p, zero_division=nan))
         assert close(m["precision"], precision_score(y, p, zero_division=nan))
         assert close(m["f1"], f1_score(y, p, zero_division=nan))
+        assert close(m["f1_fail"], f1_score(~y, ~p, zero_division=nan))
+        if not (math.isnan(m["f1"]) or math.isnan(m["f1_fail"])):  # scikit-learn averages what is defined
+            assert close(m["macro_f1"], f1_score(y, p, average="macro", labels=[False, True], zero_division=nan))
         assert close(m["tnr"], recall_score(~y, ~p, zero_division=nan))
         if y.any() and (~y).any():
             assert close(m["balanced_accuracy"], balanced_accuracy_score(y, p))

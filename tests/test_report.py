@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from judgekit.pipeline import Options, calibrate
 from judgekit.report import Report
 from tests.conftest import REPO
@@ -51,3 +53,72 @@ def test_an_older_calibration_never_replaces_a_newer_one(project):
     assert len((out / "verdicts.jsonl").read_text().splitlines()) == 9
     older.write(out)  # a whole run that started earlier does not replace it either
     assert Report.read(out).criterion("a").n == 9
+
+
+def _annotated_project(project, annotated: int):
+    from tests.conftest import llm_criterion
+
+    project.criterion(llm_criterion())
+    rows = [{"id": f"a{i}", "output": f"reply-p{i}", "labels": {"ana": True, "ben": i % 5 != 0, "eve": True}}
+            for i in range(annotated)]
+    rows += [{"id": f"p{i}", "output": f"reply-q{i}", "passed": True} for i in range(20)]
+    rows += [{"id": f"f{i}", "output": f"reply-f{i}", "passed": False} for i in range(20)]
+    project.jsonl("says-blocked", rows)
+
+
+@pytest.mark.parametrize("annotated, too_few", [(3, True), (25, False)])
+def test_the_human_ceiling_says_on_how_many_examples(project, annotated, too_few):
+    from judgekit.report import to_markdown
+    from judgekit.testing import FakeLLM
+
+    _annotated_project(project, annotated)
+    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
+                       llm=FakeLLM.scripted({"reply-p": True, "reply-q": True}, default=False))
+    a = report.criteria[0].annotators
+    assert a.examples == annotated
+    line = next(line for line in to_markdown(report).splitlines() if line.startswith("Human ceiling"))
+    assert f"on {annotated} examples labelled by several annotators" in line
+    assert ("too few to compare the judge with (at least 20 are needed)" in line) == too_few
+    assert ("the judge against each" in line) != too_few
+
+
+def test_report_md_shows_each_disagreement_beside_its_example(project):
+    from judgekit.report import to_markdown
+    from judgekit.testing import FakeLLM
+    from tests.conftest import llm_criterion
+
+    project.criterion(llm_criterion())
+    long_reply = "reply-f0: " + "blah " * 100 + "<b>END</b>"
+    project.jsonl("says-blocked", [{"id": "p0", "input": "I lost my card", "output": "reply-p0: blocked", "passed": True},
+                                   {"id": "f0", "input": "Where is it?", "output": long_reply, "passed": False}])
+    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
+                       llm=FakeLLM.scripted({}, default=True))  # passes everything: f0 is a disagreement
+    row = next(line for line in to_markdown(report).splitlines() if line.startswith("| f0 |"))
+    assert "| Where is it? | reply-f0: blah" in row and "END" not in row and "…" in row  # cut at 200 characters
+    assert "texts cut at 200 characters" in to_markdown(report)
+
+
+def test_examples_frame_has_one_row_per_example_fresh_and_read_back(project):
+    from judgekit.testing import FakeLLM
+    from tests.conftest import llm_criterion
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", [
+        {"id": "p0", "output": "reply-p0", "passed": True, "tags": ["short"], "split": "dev"},
+        {"id": "f0", "output": "reply-f0", "passed": False},
+        {"id": "f1", "output": "reply-f1", "passed": False, "split": "test"},
+    ])
+    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j",
+                               cache_dir=None, trials=3),
+                       llm=FakeLLM.scripted({"reply-p": True, "reply-f0": True}, default=False))
+    fresh = report.examples_frame(project.sets).set_index("id")
+    assert sorted(fresh.index) == ["f0", "f1", "p0"]
+    assert not fresh.loc["f0", "label"] and fresh.loc["f0", "verdict"]  # a disagreement
+    assert fresh.loc["p0", "trials"] == (True, True, True) and fresh.loc["p0", "tags"] == ("short",)
+    assert fresh.loc["f1", "split"] == "test" and not fresh.loc["f1", "verdict"]
+    out = project.root / "out"
+    report.write(out)
+    again = Report.read(out)
+    assert not again.criteria[0].verdicts  # report.json does not hold them: they come from verdicts.jsonl beside it
+    back = again.examples_frame(project.sets).set_index("id").sort_index()
+    assert back[["label", "verdict", "trials", "split"]].equals(fresh.sort_index()[["label", "verdict", "trials", "split"]])

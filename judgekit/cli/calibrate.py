@@ -167,6 +167,12 @@ def validate(
             problems += error.problems
     if problems:
         fail(InputError(problems))
+    for cid, loaded_set in sorted(loaded_sets.items()):
+        good = sum(e.label for e in loaded_set.examples)
+        if good in (0, len(loaded_set.examples)):  # valid, but no gate can pass it: say so now
+            have, lack = ("known-good", "known-bad") if good else ("known-bad", "known-good")
+            typer.echo(f"warning: {loaded_set.path}: only {have} examples ({len(loaded_set.examples)}); the gate "
+                       f"needs {lack} examples too (TPR and TNR are each measured on one class)")
     examples = sum(len(s.examples) for s in loaded_sets.values())
     typer.echo(f"ok: {len(loaded)} criteria, {examples} labelled examples")
 

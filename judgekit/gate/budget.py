@@ -5,17 +5,71 @@ see a judge clear its thresholds, at the observed rates or at assumed ones.
 >>> labels = LabelledSet("c", None, "d", tuple(Labelled(str(i), i % 2 == 0, None) for i in range(40)))
 >>> plan(None, Policy(), {"c": labels}, ["c"], assume=(0.9, 0.9))[0]
 'c known-good: 20 labelled, TPR 0.90 (assumed): 61 needed, 41 more (a judge that is never wrong would need 20)'
+>>> ClassBudget("known-good", "TPR", 0.8, 30, 0.75, 20, True).words()
+'at TPR 0.75 (not above 0.80) more known-good examples cannot show it clears 0.80: improve the judge'
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from judgekit.inputs.policy import Policy
+from judgekit.inputs.policy import Policy, Thresholds
 from judgekit.stats.metrics import examples_for
 
 if TYPE_CHECKING:
     from judgekit.report.model import Report
+
+
+REACHABLE = 5000  # more examples of a class than labelling can be asked for: improve the judge instead
+
+
+@dataclass(frozen=True)
+class ClassBudget:
+    """How many examples of one class (known-good for TPR, known-bad for TNR) the gate needs to see
+    a judge with `rate` clear `threshold`: the one rule and the one wording the gate and `plan` use."""
+
+    word: str  # known-good / known-bad
+    label: str  # TPR / TNR
+    threshold: float
+    have: int  # labelled examples of the class
+    rate: float | None  # observed or assumed; None: not known yet
+    min_examples: int
+    use_lower_bound: bool
+
+    @property
+    def needed(self) -> int | None:
+        """Examples of the class needed in all; None when no number reachable by labelling would do."""
+        if self.rate is None:
+            return None
+        if self.use_lower_bound:
+            at_rate = examples_for(self.rate, self.threshold)
+        else:
+            at_rate = 1 if self.rate >= self.threshold else None
+        if at_rate is None or at_rate - self.have > REACHABLE:
+            return None
+        return max(at_rate, self.min_examples)
+
+    @property
+    def more(self) -> int | None:
+        needed = self.needed
+        return None if needed is None else max(0, needed - self.have)
+
+    def words(self) -> str:
+        """What labelling can and cannot do for this class, in one clause."""
+        more = self.more
+        if more is not None:
+            return f"about {more} more {self.word} examples would settle it" if more else "enough examples"
+        if self.rate is not None and self.rate <= self.threshold:
+            return (f"at {self.label} {self.rate:.2f} (not above {self.threshold:.2f}) more {self.word} examples cannot "
+                    f"show it clears {self.threshold:.2f}: improve the judge")
+        return f"not reachable by labelling (more than {REACHABLE:,} more {self.word} examples): improve the judge"
+
+
+def budgets(t: Thresholds, have: tuple[int, int], rates: tuple[float | None, float | None]) -> tuple[ClassBudget, ClassBudget]:
+    """The known-good (TPR) and known-bad (TNR) budgets under thresholds `t`."""
+    return (ClassBudget("known-good", "TPR", t.min_tpr, have[0], rates[0], t.min_examples, t.use_lower_bound),
+            ClassBudget("known-bad", "TNR", t.min_tnr, have[1], rates[1], t.min_examples, t.use_lower_bound))
 
 
 def plan(report: "Report | None", policy: Policy, sets: Mapping[str, Any], criterion_ids: list[str],
@@ -29,27 +83,23 @@ def plan(report: "Report | None", policy: Policy, sets: Mapping[str, Any], crite
         found = report.criterion(cid) if report else None
         c = found.confusion if found else None
         have_pass = sum(e.label for e in sets[cid].examples)
-        have = {"known-good": have_pass, "known-bad": len(sets[cid].examples) - have_pass}
-        classes = (("known-good", "TPR", t.min_tpr, (c.tp, c.tp + c.fn) if c else None, assume[0] if assume else None),
-                   ("known-bad", "TNR", t.min_tnr, (c.tn, c.tn + c.fp) if c else None, assume[1] if assume else None))
-        for word, label, threshold, counts, assumed in classes:
-            rate = assumed if assumed is not None else (counts[0] / counts[1] if counts and counts[1] else None)
-            perfect = max(examples_for(1.0, threshold) or 0, t.min_examples)
-            head = f"{cid} {word}: {have[word]} labelled"
-            if rate is None:
-                lines.append(f"{head}; no observed {label} yet. Even a judge that is never wrong needs "
-                             f"{perfect} {word} examples to show {label} >= {threshold:.2f}")
+        have = (have_pass, len(sets[cid].examples) - have_pass)
+        observed = ((c.tp / (c.tp + c.fn) if c and c.tp + c.fn else None),
+                    (c.tn / (c.tn + c.fp) if c and c.tn + c.fp else None))
+        rates = assume if assume is not None else observed
+        for b in budgets(t, have, rates):
+            perfect = max(examples_for(1.0, b.threshold) or 0, t.min_examples)
+            head = f"{cid} {b.word}: {b.have} labelled"
+            if b.rate is None:
+                lines.append(f"{head}; no observed {b.label} yet. Even a judge that is never wrong needs "
+                             f"{perfect} {b.word} examples to show {b.label} >= {b.threshold:.2f}")
                 continue
-            source = "assumed" if assumed is not None else "observed"
-            at_rate = examples_for(rate, threshold) if t.use_lower_bound else (1 if rate >= threshold else None)
-            if at_rate is None:
-                lines.append(f"{head}, {label} {rate:.2f} ({source}) is not above {threshold:.2f}: no number of "
-                             "examples will show it clears the threshold; improve the judge")
-                continue
-            needed = max(at_rate, t.min_examples)
-            if needed <= have[word]:
-                lines.append(f"{head}, {label} {rate:.2f} ({source}): enough ({needed} needed)")
+            source = "assumed" if assume is not None else "observed"
+            if b.needed is None:
+                lines.append(f"{head}, {b.label} {b.rate:.2f} ({source}): {b.words()}")
+            elif b.more == 0:
+                lines.append(f"{head}, {b.label} {b.rate:.2f} ({source}): enough ({b.needed} needed)")
             else:
-                lines.append(f"{head}, {label} {rate:.2f} ({source}): {needed} needed, {needed - have[word]} more "
+                lines.append(f"{head}, {b.label} {b.rate:.2f} ({source}): {b.needed} needed, {b.more} more "
                              f"(a judge that is never wrong would need {perfect})")
     return lines

@@ -25,13 +25,13 @@ from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.gate.entry import Entry, Line, Untrusted, entries_of, parse_entry, read_entries, read_lines
+from judgekit.gate.budget import budgets
 from judgekit.gate.evidence import Figures, verify
 from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
 from judgekit.inputs.files import read_yaml
 from judgekit.inputs.labelled import LabelledSet, read_labels
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
 from judgekit.report.render import fmt_number
-from judgekit.stats.metrics import examples_for
 from judgekit.gate.result import Decision, GateResult
 
 class Gate:
@@ -140,12 +140,12 @@ class Gate:
     def _thresholds(self, criterion_id: str, figures: Figures, t: Thresholds) -> Decision:
         fails: list[str] = []
         unsure: list[str] = []
-        needed: dict[str, int] = {}
+        short: set[str] = set()  # classes whose count the gate lacks: pass (known-good) / fail (known-bad)
         n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
         if n_pass < t.min_examples or n_fail < t.min_examples:
-            unsure.append(f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, "
+            unsure.append(f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least "
                           f"{t.min_examples} of each needed")
-            needed = {"pass": max(0, t.min_examples - n_pass), "fail": max(0, t.min_examples - n_fail)}
+            short |= {cls for cls, n in (("pass", n_pass), ("fail", n_fail)) if n < t.min_examples}
         if figures.n and figures.abstained / figures.n > t.max_abstain_rate:
             fails.append(f"the judge abstained on {figures.abstained} of {figures.n} examples "
                          f"({figures.abstained / figures.n:.0%} > {t.max_abstain_rate:.0%})")
@@ -153,14 +153,18 @@ class Gate:
             fails.append(f"trials disagreed on {figures.flip_rate:.0%} of examples (> {t.max_flip_rate:.0%})")
         rates = figures.rates()
         intervals = figures.intervals(with_kappa=t.min_kappa is not None)
-        tp, fp, tn, fn = figures.confusion
-        checks = [("tpr", "TPR", t.min_tpr, tp, tp + fn, "pass"), ("tnr", "TNR", t.min_tnr, tn, tn + fp, "fail")]
-        for key, label, threshold, hits, total, cls in checks:
-            self._threshold(rates, intervals, key, label, threshold, t.use_lower_bound, fails, unsure, needed,
-                            budget=(hits, total, cls))
+        for key, label, threshold, cls in (("tpr", "TPR", t.min_tpr, "pass"), ("tnr", "TNR", t.min_tnr, "fail")):
+            if self._threshold(rates, intervals, key, label, threshold, t.use_lower_bound, fails, unsure):
+                short.add(cls)
         if t.min_kappa is not None:
-            self._threshold(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, fails, unsure,
-                            needed)
+            self._threshold(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, fails, unsure)
+        # What labelling can do, one number per class: the gate and `judgekit plan` say it alike.
+        needed = {}
+        for cls, b in zip(("pass", "fail"), budgets(t, (n_pass, n_fail), (_finite(rates["tpr"]), _finite(rates["tnr"])))):
+            if cls in short:
+                unsure.append(b.words())
+                if b.more:
+                    needed[cls] = b.more
         if fails:
             return Decision(criterion_id, "FAIL", tuple(fails + unsure))
         if unsure:
@@ -168,34 +172,27 @@ class Gate:
         return Decision(criterion_id, "PASS", (f"TPR {fmt_number(rates['tpr'], 2)}, TNR {fmt_number(rates['tnr'], 2)}, "
                                                f"kappa {fmt_number(rates['cohen_kappa'], 2)} on {figures.n} examples",))
 
-    def _threshold(self, figures: dict[str, Any], intervals: dict[str, Any], key: str, label: str, threshold: float, lower: bool,
-                   fails: list[str], unsure: list[str], needed: dict[str, int],
-                   budget: tuple[int, int, str] | None = None) -> None:
+    def _threshold(self, figures: dict[str, Any], intervals: dict[str, Any], key: str, label: str, threshold: float,
+                   lower: bool, fails: list[str], unsure: list[str]) -> bool:
+        """Check one figure against its threshold; True when more examples could settle it."""
         value = figures.get(key)
         low, high = intervals.get(key, (None, None)) if key in intervals else (value, value)
         if value is None or (isinstance(value, float) and math.isnan(value)):
             fails.append(f"{label} is undefined (no decided example of that class), and the gate fails on it")
-            return
+            return False
         if not lower:
             if value < threshold:
                 fails.append(f"{label} {value:.2f} < {threshold:.2f}")
-            return
+            return False
         if low is not None and low >= threshold:
-            return
+            return False
         if high is not None and high < threshold:
-            fails.append(f"{label} {value:.2f} (95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)}) is below {threshold:.2f}")
-            return
-        message = f"{label} {value:.2f} but its 95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)} straddles {threshold:.2f}"
-        if budget is not None:
-            hits, total, cls = budget
-            enough = examples_for(hits / total, threshold) if total else None
-            word = "known-good" if cls == "pass" else "known-bad"
-            if enough is not None:
-                needed[cls] = max(needed.get(cls, 0), enough - total)
-                message += f"; about {enough - total} more {word} examples at the observed rate would settle it"
-            else:
-                message += f"; at the observed rate more {word} examples would only confirm it is not above"
-        unsure.append(message)
+            fails.append(f"{label} {value:.2f} (95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)}) is below "
+                         f"{threshold:.2f}")
+            return False
+        unsure.append(f"{label} {value:.2f} but its 95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)} straddles "
+                      f"{threshold:.2f}")
+        return True
 
     def _staleness(self, entry: Entry) -> list[str]:
         """Why the report is not about the files on disk (empty when it is)."""
@@ -237,6 +234,10 @@ def _named_model(path: Path) -> str | None:
     judge = data.get("judge") if isinstance(data, dict) else None
     model = judge.get("model") if isinstance(judge, dict) else None
     return model if isinstance(model, str) else None
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 def _age(age: timedelta) -> str:

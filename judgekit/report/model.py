@@ -11,14 +11,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from judgekit.errors import InputError
 from judgekit.inputs.files import locked, read_text, write_atomic
 from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.validation import problems_of
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded
-from judgekit.report.render import INTERVAL_NAMES, METRIC_NAMES, to_markdown
+from judgekit.report.frames import criteria_frame, examples_frame
+from judgekit.report.render import to_markdown
 from judgekit.version import version
 
 
@@ -103,6 +104,7 @@ class Annotators(ReportPart):
     judge_kappa: dict[str, float | None]
     fleiss_kappa: float | None = Field(None, description="Among the annotators, over examples all of them labelled.")
     krippendorff_alpha: float | None = None
+    examples: int = Field(0, description="Examples labelled by two annotators or more: what the figures rest on.")
 
 
 class Slice(ReportPart):
@@ -178,6 +180,8 @@ class CriterionReport(ReportPart):
 
 
 class Report(ReportPart):
+    _source: Path | None = PrivateAttr(default=None)  # the report.json it was read from
+
     judgekit_version: str = Field(default_factory=version)
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     criteria: list[CriterionReport]
@@ -187,25 +191,21 @@ class Report(ReportPart):
         return next((c for c in self.criteria if c.id == criterion_id), None)
 
     def to_frame(self) -> Any:
-        """One row per criterion, for notebooks (pandas): counts, every metric, and each interval as
-        `<metric>_low` / `<metric>_high`; undefined figures are NaN.
+        """One row per criterion, for notebooks (pandas): see judgekit.report.frames.criteria_frame.
 
         >>> Report(criteria=[]).to_frame().shape
         (0, 0)
         """
-        import pandas as pd
+        return criteria_frame(self)
 
-        rows = []
-        for c in self.criteria:
-            row: dict[str, Any] = {"criterion": c.id, "judge": c.judge.model if c.judge else None, "n": c.n,
-                                   "abstained": c.abstained, **c.confusion.model_dump()}
-            nan = float("nan")
-            row.update({name: nan if c.metrics.get(name) is None else c.metrics[name] for name in METRIC_NAMES})
-            for name in INTERVAL_NAMES:
-                low, high = c.intervals.get(name, (None, None))
-                row[f"{name}_low"], row[f"{name}_high"] = (nan if low is None else low), (nan if high is None else high)
-            rows.append(row)
-        return pd.DataFrame(rows).set_index("criterion") if rows else pd.DataFrame()
+    def examples_frame(self, sets_dir: Path | str | None = None) -> Any:
+        """One row per example of every criterion, for notebooks: see judgekit.report.frames.examples_frame.
+
+        >>> Report(criteria=[]).examples_frame().shape
+        (0, 0)
+        """
+        beside = self._source.with_name("verdicts.jsonl") if self._source is not None else None
+        return examples_frame(self, sets_dir, beside)
 
     def write(self, directory: Path, merge: bool = False) -> "Report":
         """Write report.json, report.md and verdicts.jsonl (which `--verdicts` reads back), each atomically.
@@ -270,8 +270,10 @@ class Report(ReportPart):
         text = read_text(path, "run `judgekit calibrate` first, or pass the report's path")
         data = parse_json(text, path)
         try:
-            return cls.model_validate(data)
+            report = cls.model_validate(data)
         except ValidationError as error:
             raise InputError(problems_of(error, str(path))) from None
+        report._source = path
+        return report
 
 

@@ -12,16 +12,33 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from judgekit.report.model import Report
+    from judgekit.report.model import Annotators, Report
 
-METRIC_NAMES = ("tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1", "cohen_kappa", "mcc",
-                "prevalence")
+METRIC_NAMES = ("tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1", "f1_fail", "macro_f1",
+                "cohen_kappa", "mcc", "prevalence")
 INTERVAL_NAMES = ("tpr", "tnr", "precision", "accuracy", "cohen_kappa")
 
 
 def finite(x: float | None) -> float | None:
     """NaN becomes None, so undefined metrics are JSON null, never 0."""
     return None if x is None or (isinstance(x, float) and math.isnan(x)) else x
+
+
+TEXT_LIMIT = 200  # characters of an example's input or output shown in report.md
+CEILING_MIN = 20  # examples labelled by several annotators before their agreement is a ceiling worth comparing
+
+
+def human_ceiling(a: "Annotators") -> str:
+    """The humans' agreement with each other beside the judge's with each of them, on how many
+    examples; below CEILING_MIN, said to be too few to compare."""
+    human = ", ".join(f"{md_escape(pair)} {fmt_number(k, 2)}" for pair, k in a.pairwise_kappa.items())
+    judge = ", ".join(f"{md_escape(who)} {fmt_number(k, 2)}" for who, k in a.judge_kappa.items())
+    head = f"Human ceiling, on {a.examples} examples labelled by several annotators"
+    if a.examples < CEILING_MIN:
+        return (f"{head}: too few to compare the judge with (at least {CEILING_MIN} are needed); kappa between "
+                f"annotators {human}")
+    return (f"{head}, kappa between annotators: {human} (Fleiss {fmt_number(a.fleiss_kappa, 2)}, Krippendorff's "
+            f"alpha {fmt_number(a.krippendorff_alpha, 2)}); the judge against each: {judge}")
 
 
 def fmt_number(x: float | None, digits: int = 3) -> str:
@@ -92,11 +109,7 @@ def to_markdown(report: "Report") -> str:
                          f"{fmt_number(c.consistency.flip_rate)}, Fleiss' kappa {fmt_number(c.consistency.fleiss_kappa)}, "
                          f"unstable: {md_escape(', '.join(c.consistency.unstable)) or 'none'}")
         if c.annotators:
-            a = c.annotators
-            human = ", ".join(f"{pair} {fmt_number(k, 2)}" for pair, k in a.pairwise_kappa.items())
-            judge = ", ".join(f"{who} {fmt_number(k, 2)}" for who, k in a.judge_kappa.items())
-            lines.append(f"Human ceiling, kappa between annotators: {human} (Fleiss {fmt_number(a.fleiss_kappa, 2)}, "
-                         f"Krippendorff's alpha {fmt_number(a.krippendorff_alpha, 2)}); the judge against each: {judge}")
+            lines.append(human_ceiling(c.annotators))
         if c.slices:
             lines += ["", "| tag | n | abstained | TPR | TNR | accuracy | kappa |", "|---|---|---|---|---|---|---|"]
             lines += [f"| {md_escape(tag)} | {s.n} | {s.abstained} | {fmt_number(s.tpr)} | {fmt_number(s.tnr)} | "
@@ -115,12 +128,15 @@ def to_markdown(report: "Report") -> str:
                          f"p95 {fmt_number(u.latency_p95_s)} s")
         lines += ["", f"### Disagreements ({len(c.disagreements)})", ""]
         if c.disagreements:
-            lines += ["| id | label | verdict | judge's reason |", "|---|---|---|---|"]
+            lines += [f"Each example as the judge saw it (texts cut at {TEXT_LIMIT} characters; report.html shows "
+                      "them whole), and the judge's reason:", "",
+                      "| id | label | verdict | input | output | judge's reason |", "|---|---|---|---|---|---|"]
             for d in c.disagreements:
                 reason = d.reason if d.abstention is None else f"({d.abstention}) {d.reason or ''}"
                 if d.raw:
                     reason += f" — raw answer: {d.raw}"
                 lines.append(f"| {md_escape(d.id)} | {_verdict_word(d.label)} | {_verdict_word(d.verdict)} | "
+                             f"{md_escape(d.input, TEXT_LIMIT)} | {md_escape(d.output, TEXT_LIMIT)} | "
                              f"{md_escape(reason)} |")
             checked = [d for d in c.disagreements if d.claims]
             if checked:

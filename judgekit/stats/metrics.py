@@ -160,6 +160,8 @@ def calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], seed: i
         "accuracy": ratio(tp + tn, n),
         "balanced_accuracy": (tpr + tnr) / 2,
         "f1": ratio(2 * tp, 2 * tp + fp + fn),
+        "f1_fail": ratio(2 * tn, 2 * tn + fn + fp),  # the negative class's F1: finding the bad replies
+        "macro_f1": (ratio(2 * tp, 2 * tp + fp + fn) + ratio(2 * tn, 2 * tn + fn + fp)) / 2,
         "cohen_kappa": kappa_from_counts(tp, fp, tn, fn),
         "mcc": mcc_from_counts(tp, fp, tn, fn),
         "prevalence": ratio(sum(1 for label in labels if label), len(labels)),  # of the set, abstentions included
