@@ -24,6 +24,7 @@ import pytest
 import judgekit.gate as gate_api
 import judgekit.report as report_api
 from judgekit.errors import JudgekitError
+from judgekit.secrets import redact
 from judgekit.stats.estimates import corrected_pass_rate, suite_pass_k
 
 _RESULT = pytest.StashKey[Any]()
@@ -41,6 +42,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--judgekit-config", default=None, help="gate policy file (judgekit.yaml or pyproject.toml)")
     group.addoption("--judgekit-record", default=None, metavar="FILE",
                     help="append every verdict the judge fixture gave to FILE (JSONL) for `judgekit monitor`")
+    group.addoption("--judgekit-record-text", action="store_true", default=False,
+                    help="with --judgekit-record, record each verdict's input, output and reason as well "
+                         "(off by default: they may hold sensitive text)")
     parser.addini("judgekit_gate", type="bool", default=False, help="check the judgekit gate at session start")
     parser.addini("judgekit_gate_action", default="error", help="blocked tests: error, skip or exit")
     parser.addini("judgekit_report", default=".judgekit/reports/latest", help="calibration report path")
@@ -61,6 +65,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[_TALLY] = _Tally(config)
         config.pluginmanager.register(config.stash[_TALLY], "judgekit-tally")
         record = config.getoption("--judgekit-record")
+        if config.getoption("--judgekit-record-text") and not record:
+            raise pytest.UsageError("--judgekit-record-text records into the --judgekit-record file: "
+                                    "give --judgekit-record FILE as well")
         if record:  # opened now, so a bad path stops the session before any judge call is paid for
             try:
                 config.stash[_TALLY].record = open(Path(record), "a", encoding="utf-8")
@@ -172,14 +179,16 @@ class _Judged:
         self.judge, self.node, self.criterion = judge, node, criterion
 
     def __call__(self, output: str, input: str | None = None, context: str | None = None) -> Any:
-        return self._tally(self.judge(output, input=input, context=context))
+        return self._tally(self.judge(output, input=input, context=context), output, input, context)
 
     async def acall(self, output: str, input: str | None = None, context: str | None = None) -> Any:
-        return self._tally(await self.judge.acall(output, input=input, context=context))
+        return self._tally(await self.judge.acall(output, input=input, context=context), output, input, context)
 
-    def _tally(self, verdict: Any) -> Any:
-        self.node.user_properties.append((PROPERTY, {"criterion": self.criterion, "passed": verdict.passed,
-                                                      "task": _task(self.node)}))
+    def _tally(self, verdict: Any, output: str, input: str | None, context: str | None) -> Any:
+        value = {"criterion": self.criterion, "passed": verdict.passed, "task": _task(self.node)}
+        if self.node.config.getoption("--judgekit-record-text"):  # opt-in: the texts may be sensitive
+            value["text"] = {"input": input, "output": output, "context": context, "reason": verdict.reason}
+        self.node.user_properties.append((PROPERTY, value))
         return verdict
 
 
@@ -204,14 +213,17 @@ class _Tally:
             # Instances of a test parametrized over its trial parameter are trials of one task.
             task = (criterion, value.get("task") or report.nodeid)
             self.trials.setdefault(task, {}).setdefault(report.nodeid, []).append(passed)
-            self._record(report.nodeid, criterion, passed)
+            self._record(report.nodeid, criterion, passed, value.get("text"))
 
-    def _record(self, nodeid: str, criterion: str, passed: bool | None) -> None:
-        """One JSONL row per verdict, in the shape `judgekit monitor` reads."""
+    def _record(self, nodeid: str, criterion: str, passed: bool | None, text: dict | None) -> None:
+        """One JSONL row per verdict, in the shape `judgekit monitor` reads; with --judgekit-record-text,
+        its input, output, context and reason too (secrets redacted, as everywhere judgekit writes)."""
         if self.record is None:
             return
-        self.record.write(json.dumps({"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-                                      "criterion": criterion, "passed": passed, "trace_id": nodeid}) + "\n")
+        row = {"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+               "criterion": criterion, "passed": passed, "trace_id": nodeid}
+        row.update({k: redact(v) for k, v in (text or {}).items() if v is not None})
+        self.record.write(json.dumps(row) + "\n")
         self.record.flush()
 
     def pytest_unconfigure(self) -> None:

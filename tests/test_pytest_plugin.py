@@ -176,6 +176,45 @@ def test_an_unwritable_record_file_stops_the_session_before_any_test(sample):
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
+def test_recorded_rows_hold_texts_only_when_asked(sample, monkeypatch):
+    """--judgekit-record writes verdicts only; --judgekit-record-text adds input, output and reason
+    (under xdist too, where they travel from the worker), with secrets redacted."""
+    monkeypatch.setenv("SUPPORT_API_TOKEN", "tok-98765-secret")
+    sample.makepyfile(test_texts='''
+import pytest
+
+@pytest.mark.judged("clean")
+def test_texts(judge):
+    judge("All clean, token tok-98765-secret", input="Is it done?")
+    judge("TODO: write the reply")
+''')
+    plain = sample.runpytest("test_texts.py", "--judgekit-record", "plain.jsonl")
+    plain.assert_outcomes(passed=1)
+    rows = [json.loads(line) for line in (sample.path / "plain.jsonl").read_text().splitlines()]
+    assert len(rows) == 2 and all(set(r) == {"timestamp", "criterion", "passed", "trace_id"} for r in rows)
+    texts = sample.runpytest_subprocess("test_texts.py", "-n", "2", "-p", "xdist",
+                                        "--judgekit-record", "texts.jsonl", "--judgekit-record-text")
+    texts.assert_outcomes(passed=1)
+    written = (sample.path / "texts.jsonl").read_text()
+    assert "tok-98765-secret" not in written
+    first, second = sorted((json.loads(line) for line in written.splitlines()), key=lambda r: r["passed"])
+    assert second["passed"] is True and second["input"] == "Is it done?"
+    assert second["output"] == "All clean, token <SUPPORT_API_TOKEN>" and second["reason"]
+    assert first["passed"] is False and first["output"] == "TODO: write the reply" and "input" not in first
+    # `judgekit monitor` still reads the richer rows.
+    from click.testing import CliRunner
+
+    from judgekit.cli import app
+
+    summary = CliRunner().invoke(app, ["monitor", str(sample.path / "texts.jsonl"), "--json", "--window", "3650d",
+                                       "--report", str(sample.path / ".judgekit" / "reports" / "latest")])
+    assert summary.exit_code == 0, summary.output
+    assert json.loads(summary.output)["windows"][0]["passed"] == 1
+    alone = sample.runpytest("test_texts.py", "--judgekit-record-text")
+    assert alone.ret == pytest.ExitCode.USAGE_ERROR
+    alone.stderr.fnmatch_lines(["*--judgekit-record-text records into the --judgekit-record file*"])
+
+
 def test_exit_action_under_xdist_reports_instead_of_crashing(sample):
     sample.makeini("[pytest]\njudgekit_gate = true\njudgekit_gate_action = exit\n")
     result = sample.runpytest_subprocess("-n", "2", "-p", "xdist")
