@@ -21,6 +21,7 @@ from typing import Callable, Sequence
 from judgekit.errors import CallsFailed, InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, with_trials
+from judgekit.inputs.files import read_source
 from judgekit.inputs.policy import Policy, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
@@ -89,8 +90,11 @@ async def acalibrate(options: Options, llm: LLM | None = None,
         criteria, whole_sets = load_inputs(options.criteria_dir, options.sets_dir, options.criterion_ids)
     except InputError as error:
         problems += error.problems
+    verdicts_digest = None
     try:  # a verdict file's problems are listed beside the criteria's and the sets'
         records = load_recorded(options.verdicts) if options.verdicts is not None else []
+        if options.verdicts is not None:  # its digest goes into the report and the history, beside its name
+            verdicts_digest = read_source(options.verdicts, "pass --verdicts with a JSONL or CSV file").digest
     except InputError as error:
         problems += error.problems
     if problems:
@@ -152,6 +156,9 @@ async def acalibrate(options: Options, llm: LLM | None = None,
                                  started, stops.get(c.id), gold.get(c.id)) for c in criteria]
     if options.canary:  # a re-check judges a subset of the set it checks: it names that set
         reports = [r.model_copy(update={"set_fingerprint": chosen[r.id].fingerprint}) for r in reports]
+    if verdicts_digest is not None:  # measured from a verdict file: which one, by content
+        reports = [r.model_copy(update={"inputs": {**(r.inputs or {}), "verdicts": verdicts_digest}})
+                   if r.judge and r.judge.source.startswith(("recorded:", "replayed:")) else r for r in reports]
     return Report(criteria=reports, judging_s=judging_s)
 
 

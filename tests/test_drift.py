@@ -178,10 +178,10 @@ def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(shared_datas
         first, second, third = db.runs()
         prompt = compare(first, second, db.outcomes(first.id), db.outcomes(second.id))
         swap = compare(first, third, db.outcomes(first.id), db.outcomes(third.id))
-    assert prompt.status == "NO DRIFT" and prompt.changed == ["prompt"]
+    assert prompt.status == "NO DRIFT" and prompt.changed == ["prompt", "verdicts"]  # recorded from another file
     assert len(prompt.to_fail) + len(prompt.to_pass) == 9 and prompt.mcnemar_p == pytest.approx(1.0)
     assert prompt.changes["cohen_kappa"][0] == pytest.approx(0.811 - 0.837, abs=0.001)
-    assert swap.status == "DRIFT" and swap.changed == ["model"]
+    assert swap.status == "DRIFT" and swap.changed == ["model", "verdicts"]
     assert (swap.right_to_wrong, swap.wrong_to_right) == (15, 2) and swap.mcnemar_p < 0.01
     assert swap.worse_p == pytest.approx(0.00117, abs=1e-5)  # the figure README.md quotes
     assert swap.changes["cohen_kappa"][2] < 0  # the whole interval of the change is below zero

@@ -59,8 +59,37 @@ def test_migrates_an_empty_file_and_a_previous_version_database(tmp_path):
     with History.open(old) as history:
         (run,) = history.runs()
         assert (run.criterion, run.split, run.purpose, run.metrics) == ("c", None, "calibrate", {"tpr": 1.0})
+        assert run.verdicts_sha is None
         assert history.outcomes(1) == {"e1": (True, True)}
         assert history.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
+
+
+def test_a_recorded_run_keeps_its_verdict_files_content_digest(project, tmp_path):
+    """Two verdict files of one name but other contents are two different measurements: the report
+    and the history keep the digest of the bytes, and drift names the change."""
+    import hashlib
+
+    from judgekit.watch.drift import compare
+
+    project.criterion(llm_criterion())
+    rows = balanced(10, 10)
+    project.jsonl("says-blocked", rows)
+    verdicts = project.root / "verdicts.jsonl"
+    digests = []
+    with History.open(tmp_path / "h.sqlite") as history:
+        for wrong in (0, 6):  # the same file name, re-exported with six verdicts turned
+            verdicts.write_text("".join(json.dumps({"id": r["id"], "passed": r["passed"] != (i < wrong)}) + "\n"
+                                        for i, r in enumerate(rows)))
+            digests.append(hashlib.sha256(verdicts.read_bytes()).hexdigest())
+            report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts))
+            assert report.criteria[0].inputs["verdicts"] == digests[-1]
+            history.record(report)
+        before, after = history.runs()
+        assert (before.verdicts_sha, after.verdicts_sha) == tuple(digests) and before.source == after.source
+        drift = compare(before, after, history.outcomes(before.id), history.outcomes(after.id))
+    assert "verdicts" in drift.changed
+    listed = CliRunner().invoke(app, ["history", "--history", str(tmp_path / "h.sqlite"), "--json"])
+    assert [json.loads(line)["verdicts_sha"] for line in listed.output.splitlines()] == digests
 
 
 def test_a_newer_or_foreign_database_is_an_input_error(tmp_path):

@@ -48,7 +48,7 @@ def history_(
                                    "purpose": r.purpose, "model": r.model, "prompt_sha": r.prompt_sha,
                                    "parameters": r.parameters, "set_fingerprint": r.set_fingerprint,
                                    "split": r.split, "source": r.source, "n": r.n, "abstained": r.abstained,
-                                   "metrics": r.metrics}))
+                                   "metrics": r.metrics, "verdicts_sha": r.verdicts_sha}))
         return
     typer.echo(f"{'run':>5}  {'when (UTC)':16}  {'criterion':24}  {'purpose':9}  {'model':24}  {'prompt':8}  "
                f"{'set':8}  {'n':>5}  {'TPR':>5}  {'TNR':>5}  {'kappa':>6}")

@@ -166,7 +166,8 @@ class CriterionReport(ReportPart):
     calibrated_at: datetime | None = Field(None, description="When this criterion was calibrated (a report can "
                                                              "keep criteria from earlier runs).")
     inputs: dict[str, str] | None = Field(None, description="Digests of the files calibrated: criterion and set "
-                                          "(sha256 of their bytes); the gate compares them with the files on disk.")
+                                          "(sha256 of their bytes), which the gate compares with the files on "
+                                          "disk, and the verdict file when the verdicts were recorded.")
     evidence_at: datetime | None = Field(None, description="When the oldest answer these figures rest on was "
                                          "obtained (a cached answer keeps its first time); the gate's max_age "
                                          "counts from it.")

@@ -66,7 +66,13 @@ def _m003_how_asked(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN structured INTEGER")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_runs, _m002_split_and_purpose, _m003_how_asked]
+def _m004_verdict_file(db: sqlite3.Connection) -> None:
+    """The digest of a recorded run's verdict file: what it was measured from, not only its name."""
+    db.execute("ALTER TABLE runs ADD COLUMN verdicts_sha TEXT")
+
+
+MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_runs, _m002_split_and_purpose, _m003_how_asked,
+                                                           _m004_verdict_file]
 
 
 @dataclass(frozen=True)
@@ -90,11 +96,12 @@ class Run:
     api_base: str | None = None  # the endpoint asked, without credentials
     via: str | None = None
     structured: bool | None = None
+    verdicts_sha: str | None = None  # a recorded run's verdict file, by the digest of its bytes
 
     def parts(self) -> dict[str, Any]:
         """What defines the judge and what it was measured on, by name (for telling changes apart)."""
         return {"model": self.model, "prompt": self.prompt_sha, "parameters": self.parameters,
-                "set": self.set_fingerprint}
+                "set": self.set_fingerprint, "verdicts": self.verdicts_sha}
 
 
 def _refusal(path: Path, error: sqlite3.Error, timeout_s: float) -> InputError:
@@ -192,13 +199,13 @@ class History:
         created = (c.calibrated_at or datetime.now(timezone.utc)).isoformat()
         cursor = self.db.execute(
             "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-            "source, n, abstained, metrics, judgekit_version, split, purpose, api_base, via, structured) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "source, n, abstained, metrics, judgekit_version, split, purpose, api_base, via, structured, verdicts_sha) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (c.id, created, c.fingerprint, judge.model if judge else None, judge.prompt_sha if judge else None,
              json.dumps(judge.parameters if judge else {}, sort_keys=True), c.set_fingerprint,
              judge.source if judge else "live", c.n, c.abstained, json.dumps(c.metrics, sort_keys=True),
              version(), c.split, purpose, judge.api_base if judge else None, judge.via if judge else None,
-             None if judge is None else int(judge.structured)))
+             None if judge is None else int(judge.structured), (c.inputs or {}).get("verdicts")))
         run_id = int(cursor.lastrowid)
         self.db.executemany("INSERT INTO verdicts (run_id, example_id, label, passed) VALUES (?,?,?,?)",
                             ((run_id, example_id, int(label), None if passed is None else int(passed))
@@ -245,15 +252,15 @@ class History:
 
 
 _COLUMNS = ("id, criterion, created_at, purpose, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-            "split, source, n, abstained, metrics, api_base, via, structured")
+            "split, source, n, abstained, metrics, api_base, via, structured, verdicts_sha")
 
 
 def _run(row: tuple) -> Run:
     (run_id, criterion, created, purpose, fp, model, prompt_sha, parameters, set_fp, split, source, n,
-     abstained, metrics, api_base, via, structured) = row
+     abstained, metrics, api_base, via, structured, verdicts_sha) = row
     return Run(run_id, criterion, datetime.fromisoformat(created), purpose, fp, model, prompt_sha,
                json.loads(parameters), set_fp, split, source, n, abstained, json.loads(metrics), api_base, via,
-               None if structured is None else bool(structured))
+               None if structured is None else bool(structured), verdicts_sha)
 
 
 class _transaction:
