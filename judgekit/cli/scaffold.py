@@ -75,7 +75,7 @@ jobs:
         with:
           path: .judgekit/cache
           key: "judgekit-${{ hashFiles('criteria/**', 'calibration_sets/**') }}"
-      - run: pip install judgekit
+      - run: pip install judgekit-calibrate
       - run: judgekit calibrate --gate --junit judgekit-gate.xml
         env:
           OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}
@@ -89,7 +89,7 @@ jobs:
       - uses: actions/checkout@v4
       - uses: actions/setup-python@v5
         with: {python-version: "3.11"}
-      - run: pip install judgekit pytest
+      - run: pip install judgekit-calibrate pytest
       - uses: actions/download-artifact@v4
         with: {name: judgekit-report, path: .judgekit/reports/latest}
       - run: python -m pytest --judgekit-gate --judgekit-record judged.jsonl tests/
