@@ -1,4 +1,4 @@
-"""The version of judgekit installed, as its distribution says.
+"""The version of judgekit installed, as its distribution (`judgekit-calibrate`) says.
 
 >>> version().count(".") >= 1 or version() == "0+unknown"
 True
@@ -6,7 +6,7 @@ True
 
 from __future__ import annotations
 
-DISTRIBUTION = "judgekit"
+DISTRIBUTION = "judgekit-calibrate"  # the name pip knows; the import package is `judgekit`
 
 
 def version() -> str:

@@ -35,7 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "monitor": ("judgekit.cli.watch", "Production pass rates per window, corrected for the judge, with alerts."),
     "label": ("judgekit.cli.label", "Label examples blind, or review disagreements, in a local page."),
     "import": ("judgekit.cli.project", "Turn another tool's judge results into a verdict file."),
-    "init": ("judgekit.cli.project", "Start a project: criteria, sets, settings, a CI workflow, a pytest example."),
+    "init": ("judgekit.cli.project", "Start a project: criteria, sets, settings, a CI recipe (GitHub or GitLab), a pytest example."),
     "schema": ("judgekit.cli.calibrate", "Write the JSON Schemas the criterion and set files can point to."),
 }
 

@@ -23,16 +23,22 @@ app = typer_app()
 def init(
     root: Path = typer.Argument(Path("."), help="The project folder."),
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist."),
+    ci: str = typer.Option("github", "--ci", help="The CI recipe: github (.github/workflows/judgekit.yml) "
+                           "or gitlab (.gitlab-ci.yml)."),
 ) -> None:
-    """Start a project: criteria, calibration sets, judgekit.yaml, a CI workflow and a pytest example."""
+    """Start a project: criteria, calibration sets, judgekit.yaml, a CI recipe (GitHub Actions or
+    GitLab CI: calibrate and gate, keep the answers and the history, recheck daily), a .gitignore
+    for what runs write under .judgekit/, and a pytest example."""
     try:
-        written = scaffold(root, force)
+        written = scaffold(root, force, ci)
     except JudgekitError as error:
         fail(error)
     for path in written:
         typer.echo(f"wrote {path}")
     typer.echo("next: `judgekit calibrate -c no-email-address --gate` runs as written; set judge.model in "
                "criteria/confirms-refund.yaml (and its key in the environment) to calibrate the LLM judge")
+    typer.echo("commit all of these; .judgekit/.gitignore keeps out what runs write there (cached answers, the "
+               "history, reports), which CI keeps in its own cache")
 
 
 @app.command("import", short_help=short("import"))

