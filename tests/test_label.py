@@ -319,17 +319,27 @@ def test_records_appended_while_labels_are_written_are_all_kept(tmp_path, mode, 
 
 
 REWRITER = """
-import fcntl, sys, time
+import fcntl, os, sys, time
 from pathlib import Path
 path = Path(sys.argv[1])
-lock = open(path.with_name("." + path.name + ".lock"), "a")
+name = path.with_name("." + path.name + ".lock")
 for round in range(3):
     # It reads and empties the file under judgekit's lock, so a label written before a round is in
-    # what the round writes back; the writing itself, in pieces with pauses, takes no lock.
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    # what the round writes back; the writing itself, in pieces with pauses, takes no lock. It
+    # takes the lock as judgekit.inputs.files.locked does: again if the file it locked was removed.
+    while True:
+        lock = open(name, "a")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if os.path.samestat(os.stat(name), os.fstat(lock.fileno())):
+                break
+        except FileNotFoundError:
+            pass
+        lock.close()
     lines = path.read_bytes().splitlines(keepends=True)
     handle = open(path, "wb")  # truncates in place: the same file, emptied, then filled again
     fcntl.flock(lock, fcntl.LOCK_UN)
+    lock.close()
     print("emptied", flush=True)
     size = 40 if round % 2 == 0 else 17  # pieces of whole lines, then pieces that end mid-line
     data = b"".join(lines)
