@@ -95,6 +95,51 @@ def test_blind_labelling_by_keyboard_writes_each_label_in_place(inbox, browser):
     assert session.written == 2
 
 
+def _tap(browser, element):
+    """A finger's tap on a touch screen (a touch pointer: down, up), not a mouse click."""
+    from selenium.webdriver.common.actions import interaction
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+    from selenium.webdriver.common.actions.pointer_input import PointerInput
+
+    actions = ActionBuilder(browser, mouse=PointerInput(interaction.POINTER_TOUCH, "finger"))
+    actions.pointer_action.move_to(element).pointer_down().pointer_up()
+    actions.perform()
+
+
+def test_buttons_label_by_mouse_and_touch_as_the_named_annotator(inbox, browser):
+    from selenium.webdriver.common.by import By
+
+    path, report = inbox
+    session = labelling(path, report, annotator="ana")
+    server = serve(session)
+    try:
+        browser.get(f"http://127.0.0.1:{server.server_port}/")
+        _wait(browser, "return document.getElementById('output').textContent.length > 0")
+        assert browser.find_element(By.ID, "who").text == "labelling as ana"
+        buttons = {name: browser.find_element(By.ID, name) for name in ("pass", "fail", "skip", "next")}
+        assert all(buttons[n].is_displayed() for n in ("pass", "fail", "skip")) and not buttons["next"].is_displayed()
+        assert all(b.size["height"] >= 44 and b.size["width"] >= 44 for n, b in buttons.items() if n != "next")
+        buttons["pass"].click()  # the mouse
+        _wait(browser, "return !document.getElementById('judge').hidden")
+        assert browser.find_element(By.ID, "verdict").text == "pass"
+        assert not buttons["pass"].is_displayed() and buttons["next"].is_displayed()  # no label for an unseen one
+        buttons["next"].click()
+        _wait(browser, "return document.getElementById('output').textContent.startsWith('Would')")
+        _tap(browser, buttons["fail"])  # a finger
+        _wait(browser, "return !document.getElementById('judge').hidden")
+        _tap(browser, buttons["next"])
+        _wait(browser, "return document.getElementById('output').textContent.startsWith('Blocked')")
+        _screenshot(browser, "label-buttons.png")
+        buttons["skip"].click()
+        _wait(browser, "return document.getElementById('done').style.display === 'block'")
+    finally:
+        server.shutdown()
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[1])["labels"] == {"ana": True} and "passed" not in json.loads(lines[1])
+    assert json.loads(lines[3])["labels"] == {"ana": False} and "labels" not in json.loads(lines[4])
+    assert session.written == 2
+
+
 def test_review_fixes_a_label_in_the_calibration_set(project, browser):
     from selenium.webdriver.common.by import By
 

@@ -13,7 +13,7 @@ import typer
 
 from judgekit.cli.app import EXIT_INPUT, fail, short
 from judgekit.cli.options import criteria_option, group, sets_option, typer_app
-from judgekit.cli.label_page import labelling, review as reviewing, serve
+from judgekit.cli.label_page import labelling, page_judge, review as reviewing, serve
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.criteria import load_criterion
 
@@ -22,30 +22,34 @@ app = typer_app()
 
 @app.command("label", short_help=short("label"))
 def label(
-    file: Optional[Path] = typer.Argument(None, help="JSONL or CSV of examples to label: those without 'passed'."),
+    file: Optional[Path] = typer.Argument(None, help="JSONL or CSV of examples to label: those without 'passed' "
+                                          "(with --annotator, those without your label)."),
     review: Optional[str] = typer.Option(None, "--review", metavar="CRITERION", help="Review this criterion's "
                                          "disagreements in the latest report and fix labels in its set."),
+    annotator: Optional[str] = typer.Option(None, "--annotator", metavar="NAME", help="Label as NAME, one of several "
+                                            "people: into labels.<NAME> (JSONL: the labels mapping; CSV: a "
+                                            "labels.<NAME> column) instead of passed."),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
     report: Path = typer.Option(Path(".judgekit/reports/latest"), help="Report whose verdicts are shown."),
-    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="With FILE: whose verdicts and "
-                                            "question to show."),
+    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="With FILE: whose question, verdicts "
+                                            "and judge to show."),
+    cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers."),
     port: int = typer.Option(0, min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),
     open_browser: bool = typer.Option(True, "--open/--no-open", help="Open the page in the browser."),
 ) -> None:
-    """A local page to label examples blind (p pass, f fail, s skip) or review disagreements; each
-    label is written back into its file at once. Ctrl-C stops it."""
+    """A local page to label examples blind (p pass, f fail, s skip, or the buttons) or review
+    disagreements; each label is written back into its file at once. Ctrl-C stops it."""
     try:
         if (file is None) == (review is None):
             raise InputError.one("judgekit label", "", "give a FILE to label, or --review CRITERION")
         if review is not None:
-            session = reviewing(review, criteria, sets, report)
+            session = reviewing(review, criteria, sets, report, annotator=annotator)
         else:
-            question = ""
-            if criterion:
-
-                question = load_criterion(criteria / f"{criterion}.yaml").question
-            session = labelling(file, report if report.is_dir() else None, criterion, question)
+            question = load_criterion(criteria / f"{criterion}.yaml").question if criterion else ""
+            judge, note = page_judge(criterion, report, criteria, sets, str(cache_dir))
+            session = labelling(file, report if report.is_dir() else None, criterion, question, annotator=annotator,
+                                judge=judge, judge_note=note)
         server = serve(session, port)
     except JudgekitError as error:
         fail(error)
@@ -55,8 +59,11 @@ def label(
     for undone in session.rolled_back:
         typer.echo(f"warning: {undone}")
     url = f"http://127.0.0.1:{server.server_port}/"
-    typer.echo(f"{len(session.items)} example(s) to {'review' if review else 'label'} in {session.path}\n"
+    who = f" as {annotator}" if annotator else ""
+    typer.echo(f"{len(session.items)} example(s) to {'review' if review else 'label'}{who} in {session.path}\n"
                f"open {url} (Ctrl-C to stop)")
+    if not review:
+        typer.echo(f"judge: {session.judge_note}")
     if open_browser:
 
         webbrowser.open(url)
