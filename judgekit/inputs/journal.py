@@ -1,8 +1,9 @@
 """Writing in place without tearing: bytes written at an offset, all of them, on disk before the
 call returns; and a rollback journal, so that a write cut off part way (the process killed, the
 power cut) is undone on the next use of the file instead of leaving old and new bytes mixed.
-Used by judgekit.inputs.labels, which writes labels into sets while other programs append, through
-`change_locked`.
+Used by judgekit.inputs.labels, which writes labels into sets while other programs append, and by
+judgekit.inputs.merge, which adds records to a set and blanks them out of the file they came from;
+both through `change_locked`.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ def write_at(fd: int, data: bytes, offset: int, pwrite: Callable[[int, bytes, in
     os.fsync(fd)
 
 
-# The journal: the bytes a write (a label) overwrites, saved before it starts, so that a
+# The journal: the bytes a write (a label, a merge) overwrites, saved before it starts, so that a
 # write cut off part way can be undone. It never changes the file's length: the blank lines a write
 # appended stay (readers skip them), as cutting them could cut a record another program appended
 # after them, and no lock keeps such programs off.
@@ -46,17 +47,26 @@ _MAGIC = b"judgekit label journal 1\n"
 
 @dataclass(frozen=True)
 class RolledBack:
-    """A label whose writing was cut off part way, undone: the person labels that example again
-    (`annotator`: the label was theirs)."""
+    """A change whose writing was cut off part way, undone: a label (the person labels that example
+    again), or a merge's records added to a set or blanked out of the file they came from
+    (`moved`, `merged` "in" or "out": the merge is run again)."""
 
     path: Path
     id: str
     passed: bool | None
     annotator: str | None = None
+    moved: tuple[str, ...] = ()
+    merged: str | None = None
 
     def __str__(self) -> str:
-        who = f" (annotator {self.annotator})" if self.annotator else ""
-        what, again = f"the label {'pass' if self.passed else 'fail'} of id {self.id}{who}", "label it again"
+        if self.merged:
+            ids = f"{len(self.moved)} record(s) ({', '.join(self.moved)})"
+            what = f"the addition of {ids} by a merge" if self.merged == "in" else \
+                f"the removal of {ids} merged into a set"
+            again = "merge again to finish it"
+        else:
+            who = f" (annotator {self.annotator})" if self.annotator else ""
+            what, again = f"the label {'pass' if self.passed else 'fail'} of id {self.id}{who}", "label it again"
         return (f"{self.path}: {what} was cut off while it was being written (the program writing it stopped), "
                 f"and was rolled back; {again}")
 
@@ -72,10 +82,12 @@ class Entry:
     old: bytes
     new: bytes
     annotator: str | None = None
+    moved: tuple[str, ...] = ()
+    merged: str | None = None
 
     def dump(self) -> bytes:
-        head = json.dumps({"id": self.id, "passed": self.passed, "annotator": self.annotator, "offset": self.offset,
-                           "length": len(self.old)})
+        head = json.dumps({"id": self.id, "passed": self.passed, "annotator": self.annotator, "moved": list(self.moved),
+                           "merged": self.merged, "offset": self.offset, "length": len(self.old)})
         body = _MAGIC + head.encode() + b"\n" + self.old + self.new
         return body + hashlib.sha256(body).digest()  # a journal cut short fails its checksum
 
@@ -90,10 +102,10 @@ class Entry:
         if len(rest) != 2 * fields["length"]:
             return None
         return cls(fields["id"], fields["passed"], fields["offset"], rest[:fields["length"]], rest[fields["length"]:],
-                   fields.get("annotator"))
+                   fields.get("annotator"), tuple(fields.get("moved") or ()), fields.get("merged"))
 
     def undone(self, path: Path) -> RolledBack:
-        return RolledBack(path, self.id, self.passed, self.annotator)
+        return RolledBack(path, self.id, self.passed, self.annotator, self.moved, self.merged)
 
 
 def _journal(path: Path) -> Path:
@@ -175,8 +187,9 @@ def change_locked(path: Path, change: Change, entry: Callable[[int, bytes, bytes
 
 
 def recover(path: Path) -> RolledBack | None:
-    """Undo a label written into `path` that was cut off part way (its journal says so); the label
-    undone, if one was. `write_label` calls it first, and so does the page when it starts."""
+    """Undo a write into `path` (a label, a merge's removal) that was cut off part way (its journal
+    says so); what was undone, if anything was. `write_label` and `merge` call it first, and so does
+    the page when it starts."""
     if not _journal(path).exists():
         return None  # the usual case: nothing to undo, and no lock file made beside a set only read
     try:
@@ -200,7 +213,9 @@ def recover_locked(path: Path) -> RolledBack | None:
         now = read_at(file.fileno(), entry.offset + len(entry.old), entry.offset)
         finished = now == entry.new  # only the journal was left to remove: nothing to undo
         if not finished and not _torn(now, entry.old, entry.new):
-            raise InputError.one(path, f"id {entry.id}", "a label written into this file was cut off, and the file has been "
+            where, what = (f"ids {', '.join(entry.moved)}", "a merge") if entry.merged else \
+                (f"id {entry.id}", "a label")
+            raise InputError.one(path, where, f"{what} written into this file was cut off, and the file has been "
                                  "changed since, so it cannot be undone; check this record and the ones after it, "
                                  f"then delete {journal}")
         if not finished:

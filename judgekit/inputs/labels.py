@@ -1,6 +1,6 @@
 """Labels written back into a calibration set (JSONL or CSV), in place and under a lock, while
 other programs may append to the same file: `write_label` (into `passed`, or an annotator's into
-`labels.<name>`), and the reading of records and their spans it needs.
+`labels.<name>`), and the reading of records and their spans it needs (judgekit.inputs.merge too).
 
 A label changes the file in place, so a write cut off part way (the process killed, the power cut)
 would leave old and new bytes mixed. Before it changes a byte, it saves the bytes it will overwrite
