@@ -103,6 +103,6 @@ def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
 
 
 def page(session: Session) -> str:
-    """The labelling page (judgekit/label_page.html): one example at a time, keyboard first."""
+    """The labelling page (judgekit/cli/label_page.html): one example at a time, by keys or buttons."""
     html = files("judgekit.cli").joinpath("label_page.html").read_text(encoding="utf-8")
     return html.replace("__TOKEN__", json.dumps(session.token))
