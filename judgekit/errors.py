@@ -41,13 +41,18 @@ class InputError(JudgekitError):
 
     >>> str(InputError([Problem("criteria/a.yaml", "question", "field required")]))
     '1 problem in the input:\\n  criteria/a.yaml:question: field required'
+    >>> str(InputError([Problem("a.csv", f"row {i}", "bad") for i in range(3)], shown=1)).splitlines()[1:]
+    ['  a.csv:row 0: bad', '  ... and 2 more']
     """
 
-    def __init__(self, problems: list[Problem]):
+    def __init__(self, problems: list[Problem], shown: int | None = None):
+        """`shown`: list only the first so many in the message ("... and 46 more"); all are kept."""
         self.problems = list(problems)
         count = len(self.problems)
         head = f"{count} problem{'s' if count != 1 else ''} in the input:"
-        super().__init__("\n".join([head, *(f"  {p}" for p in self.problems)]))
+        listed = self.problems if shown is None else self.problems[:shown]
+        more = [f"  ... and {count - len(listed)} more"] if count > len(listed) else []
+        super().__init__("\n".join([head, *(f"  {p}" for p in listed), *more]))
 
     @classmethod
     def one(cls, source: str | Path, location: str, message: str) -> "InputError":

@@ -98,3 +98,35 @@ def test_a_duplicate_yaml_key_is_named_and_merge_keys_still_work(tmp_path):
     assert (problem.location, "key 'match_means' twice (first at line 3)" in problem.message) == ("line 5", True)
     path.write_text("base: &b {a: 1, b: 2}\nmerged:\n  <<: *b\n  b: 3\n")
     assert read_yaml(path)["merged"] == {"a": 1, "b": 3}
+
+
+COUNTER = """
+import sys, time
+from pathlib import Path
+from judgekit.inputs.files import locked
+path = Path(sys.argv[1])
+for _ in range(int(sys.argv[2])):
+    with locked(path):  # read, pause, write back: two holders at once lose an increment
+        value = int(path.read_text())
+        time.sleep(0.0002)
+        path.write_text(str(value + 1))
+"""
+
+
+def test_a_lock_file_is_removed_after_use_and_still_lets_one_holder_in_at_a_time(tmp_path):
+    """Four processes take turns 1,600 times, each removing the lock file as it leaves: a waiter
+    that locked a file removed meanwhile must lock the one on disk again, or increments are lost."""
+    import subprocess
+    import sys
+
+    from judgekit.inputs.files import locked
+
+    path = tmp_path / "counter"
+    path.write_text("0")
+    workers = [subprocess.Popen([sys.executable, "-c", COUNTER, str(path), "400"]) for _ in range(4)]
+    assert [w.wait(120) for w in workers] == [0, 0, 0, 0]
+    assert path.read_text() == "1600"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["counter"]  # no .counter.lock left behind
+    with locked(path):
+        assert (tmp_path / ".counter.lock").exists()  # held: it is there
+    assert not (tmp_path / ".counter.lock").exists()

@@ -132,3 +132,109 @@ def test_repeats_are_trials(tmp_path):
     path.write_text(json.dumps(report))
     records = import_verdicts("pydantic-evals", path, evaluator="SaysBlocked")
     assert [(r.id, r.trial) for r in records][:2] == [("case-0", 0), ("case-1", 1)]
+
+
+# -- other tools' results as unlabelled examples ---------------------------------------------------
+
+@pytest.mark.parametrize("kind, name, count, first", [
+    ("promptfoo", "promptfoo-results.json", 3,
+     {"id": "lost card", "input": "Reply to the customer: I lost my card, please block it",
+      "output": "Reply to the customer: I lost my card, please block it"}),
+    ("inspect", "inspect-mockllm.eval", 12,
+     {"id": "ex-0", "input": "Reply to customer 0", "output": "Default output from mockllm/model"}),
+    ("inspect", "inspect-mockllm.json", 12,
+     {"id": "ex-0", "input": "Reply to customer 0", "output": "Default output from mockllm/model"}),
+    ("pydantic-evals", "pydantic-evals-report.json", 6,
+     {"id": "case-0", "input": "My card is odd", "output": "Would you like me to block it?"}),
+    ("deepeval", "deepeval-latest_test_run.json", 4,
+     {"id": "case-0", "input": "I lost my card", "output": "Would you like me to block it?"}),
+])
+def test_results_become_unlabelled_examples(kind, name, count, first):
+    from judgekit.judging.unlabelled import import_examples
+
+    read = import_examples(kind, DATA / name)
+    assert len(read.examples) == count and read.examples[0] == first and read.skipped == []
+    assert all("passed" not in e and "labels" not in e for e in read.examples)  # unlabelled: for people to label
+    if kind == "inspect":  # two epochs: the second reply of each sample is an example of its own
+        assert [e["id"] for e in read.examples if e["id"].startswith("ex-0")] == ["ex-0", "ex-0#2"]
+
+
+def test_a_result_without_a_reply_is_skipped_and_named(tmp_path):
+    from judgekit.judging.unlabelled import import_examples
+
+    data = json.loads((DATA / "promptfoo-results.json").read_text())
+    rows = data["results"]["results"]
+    rows[1] = {**rows[1], "response": None, "error": "provider down", "failureReason": 2}
+    rows[2]["vars"] = {**rows[2]["vars"], "context": "Card policy: block on request."}
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps(data))
+    read = import_examples("promptfoo", path, input_var="message")
+    assert [e["id"] for e in read.examples] == ["lost card", "stolen card"] and read.skipped == ["odd card"]
+    assert read.examples[1] == {"id": "stolen card", "input": "My card was stolen, block it now",
+                                "output": "Reply to the customer: My card was stolen, block it now",
+                                "context": "Card policy: block on request."}
+
+
+def test_imported_examples_are_labelled_merged_and_calibrated(project, tmp_path):
+    """promptfoo's results to a calibration set without building it by hand: import, label, merge."""
+    from judgekit.cli.label_page import labelling
+
+    project.criterion({"id": "says-block", "kind": "regex", "question": "Does the reply say block?",
+                       "pattern": "block", "match_means": "pass"})
+    runner = CliRunner()
+    new = tmp_path / "new.jsonl"
+    done = runner.invoke(app, ["import", "promptfoo", str(DATA / "promptfoo-results.json"), "--examples", "-o",
+                               str(new)])
+    assert done.exit_code == 0 and "wrote 3 unlabelled example(s)" in done.output, done.output
+    again = runner.invoke(app, ["import", "promptfoo", str(DATA / "promptfoo-results.json"), "--examples", "-o",
+                                str(new)])
+    assert again.exit_code == 2 and "exists, and may hold labels" in again.output
+    session = labelling(new)
+    assert [i.id for i in session.items] == ["lost card", "odd card", "stolen card"]
+    for item in session.items:
+        session.label(item.id, "block" in item.output)
+    merged = runner.invoke(app, ["label", "--merge", str(new), "-c", "says-block"])
+    assert merged.exit_code == 0 and "moved 3 labelled example(s)" in merged.output, merged.output
+    assert [json.loads(line)["id"] for line in (project.sets / "says-block.jsonl").read_text().splitlines()] == [
+        "lost card", "odd card", "stolen card"]  # a set made for a criterion that had none
+    calibrated = runner.invoke(app, ["calibrate", "-c", "says-block", "--no-history"])
+    assert calibrated.exit_code == 0, calibrated.output
+    csv_examples = runner.invoke(app, ["import", "csv", str(new), "--examples", "-o", str(tmp_path / "x.jsonl")])
+    assert csv_examples.exit_code == 2 and "is labelled as it is: `judgekit label FILE.csv`" in csv_examples.output
+
+
+# -- csv: value mappings and a capped error list ---------------------------------------------------
+
+def test_csv_value_mappings(tmp_path):
+    path = tmp_path / "judged.csv"
+    path.write_text("case,grade\na,1\nb,2\nc,\nd, Yes \ne,9\n")
+    records = import_verdicts("csv", path, id_col="case", verdict_col="grade", pass_values=["1", "yes"],
+                              fail_values="2,9")
+    assert _by_id(records) == {("a", 0): True, ("b", 0): False, ("c", 0): None, ("d", 0): True, ("e", 0): False}
+    out = tmp_path / "v.jsonl"
+    runner = CliRunner()
+    done = runner.invoke(app, ["import", "csv", str(path), "-o", str(out), "--id-col", "case", "--verdict-col",
+                               "grade", "--pass-values", "1", "--pass-values", "yes", "--fail-values", "2"])
+    assert done.exit_code == 2 and "data row 5: grade is '9'; the values read are 1, yes (pass) and 2 (fail)" \
+        in done.output and not out.exists()
+    with pytest.raises(InputError, match="give both"):
+        import_verdicts("csv", path, id_col="case", verdict_col="grade", pass_values="1")
+    with pytest.raises(InputError, match="2 is given as both a pass and a fail value"):
+        import_verdicts("csv", path, id_col="case", verdict_col="grade", pass_values="1,2", fail_values="2")
+    with pytest.raises(InputError, match="'maybe'; write true / false .* or map your own values with --pass-values"):
+        import_verdicts("csv", _write(tmp_path / "plain.csv", "id,passed\na,1\nb,maybe\n"))
+
+
+def _write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_the_csv_error_list_stops_after_ten(tmp_path):
+    path = _write(tmp_path / "judged.csv", "id,passed\n" + "".join(f"e{i},maybe\n" for i in range(56)))
+    with pytest.raises(InputError) as refused:
+        import_verdicts("csv", path)
+    lines = str(refused.value).splitlines()
+    assert lines[0] == "56 problems in the input:" and len(refused.value.problems) == 56
+    assert [line.split(": ")[0].split(":")[-1] for line in lines[1:11]] == [f"data row {i}" for i in range(1, 11)]
+    assert lines[11:] == ["  ... and 46 more"]

@@ -95,6 +95,51 @@ def test_blind_labelling_by_keyboard_writes_each_label_in_place(inbox, browser):
     assert session.written == 2
 
 
+def _tap(browser, element):
+    """A finger's tap on a touch screen (a touch pointer: down, up), not a mouse click."""
+    from selenium.webdriver.common.actions import interaction
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+    from selenium.webdriver.common.actions.pointer_input import PointerInput
+
+    actions = ActionBuilder(browser, mouse=PointerInput(interaction.POINTER_TOUCH, "finger"))
+    actions.pointer_action.move_to(element).pointer_down().pointer_up()
+    actions.perform()
+
+
+def test_buttons_label_by_mouse_and_touch_as_the_named_annotator(inbox, browser):
+    from selenium.webdriver.common.by import By
+
+    path, report = inbox
+    session = labelling(path, report, annotator="ana")
+    server = serve(session)
+    try:
+        browser.get(f"http://127.0.0.1:{server.server_port}/")
+        _wait(browser, "return document.getElementById('output').textContent.length > 0")
+        assert browser.find_element(By.ID, "who").text == "labelling as ana"
+        buttons = {name: browser.find_element(By.ID, name) for name in ("pass", "fail", "skip", "next")}
+        assert all(buttons[n].is_displayed() for n in ("pass", "fail", "skip")) and not buttons["next"].is_displayed()
+        assert all(b.size["height"] >= 44 and b.size["width"] >= 44 for n, b in buttons.items() if n != "next")
+        buttons["pass"].click()  # the mouse
+        _wait(browser, "return !document.getElementById('judge').hidden")
+        assert browser.find_element(By.ID, "verdict").text == "pass"
+        assert not buttons["pass"].is_displayed() and buttons["next"].is_displayed()  # no label for an unseen one
+        buttons["next"].click()
+        _wait(browser, "return document.getElementById('output').textContent.startsWith('Would')")
+        _tap(browser, buttons["fail"])  # a finger
+        _wait(browser, "return !document.getElementById('judge').hidden")
+        _tap(browser, buttons["next"])
+        _wait(browser, "return document.getElementById('output').textContent.startsWith('Blocked')")
+        _screenshot(browser, "label-buttons.png")
+        buttons["skip"].click()
+        _wait(browser, "return document.getElementById('done').style.display === 'block'")
+    finally:
+        server.shutdown()
+    lines = path.read_text().splitlines()
+    assert json.loads(lines[1])["labels"] == {"ana": True} and "passed" not in json.loads(lines[1])
+    assert json.loads(lines[3])["labels"] == {"ana": False} and "labels" not in json.loads(lines[4])
+    assert session.written == 2
+
+
 def test_review_fixes_a_label_in_the_calibration_set(project, browser):
     from selenium.webdriver.common.by import By
 
@@ -177,7 +222,7 @@ def test_the_command_needs_a_file_or_a_criterion_to_review(tmp_path):
     from judgekit.cli import app
 
     neither = CliRunner().invoke(app, ["label", "--no-open"])
-    assert neither.exit_code == 2 and "give a FILE to label, or --review CRITERION" in neither.output
+    assert neither.exit_code == 2 and "give a FILE to label, --review CRITERION, or --merge NEW" in neither.output
     (tmp_path / "set.yaml").write_text("examples: []\n")
     wrong = CliRunner().invoke(app, ["label", str(tmp_path / "set.yaml"), "--no-open"])
     assert wrong.exit_code == 2 and "written back to .jsonl or .csv files" in wrong.output
@@ -319,17 +364,27 @@ def test_records_appended_while_labels_are_written_are_all_kept(tmp_path, mode, 
 
 
 REWRITER = """
-import fcntl, sys, time
+import fcntl, os, sys, time
 from pathlib import Path
 path = Path(sys.argv[1])
-lock = open(path.with_name("." + path.name + ".lock"), "a")
+name = path.with_name("." + path.name + ".lock")
 for round in range(3):
     # It reads and empties the file under judgekit's lock, so a label written before a round is in
-    # what the round writes back; the writing itself, in pieces with pauses, takes no lock.
-    fcntl.flock(lock, fcntl.LOCK_EX)
+    # what the round writes back; the writing itself, in pieces with pauses, takes no lock. It
+    # takes the lock as judgekit.inputs.files.locked does: again if the file it locked was removed.
+    while True:
+        lock = open(name, "a")
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            if os.path.samestat(os.stat(name), os.fstat(lock.fileno())):
+                break
+        except FileNotFoundError:
+            pass
+        lock.close()
     lines = path.read_bytes().splitlines(keepends=True)
     handle = open(path, "wb")  # truncates in place: the same file, emptied, then filled again
     fcntl.flock(lock, fcntl.LOCK_UN)
+    lock.close()
     print("emptied", flush=True)
     size = 40 if round % 2 == 0 else 17  # pieces of whole lines, then pieces that end mid-line
     data = b"".join(lines)

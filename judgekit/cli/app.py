@@ -34,7 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "recheck": ("judgekit.cli.watch", "Re-ask a frozen canary of the calibrated judge and compare (daily)."),
     "monitor": ("judgekit.cli.watch", "Production pass rates per window, corrected for the judge, with alerts."),
     "label": ("judgekit.cli.label", "Label examples blind, or review disagreements, in a local page."),
-    "import": ("judgekit.cli.project", "Turn another tool's judge results into a verdict file."),
+    "import": ("judgekit.cli.project", "Turn another tool's results into a verdict file, or examples to label."),
     "init": ("judgekit.cli.project", "Start a project: criteria, sets, settings, a CI recipe (GitHub or GitLab), a pytest example."),
     "schema": ("judgekit.cli.calibrate", "Write the JSON Schemas the criterion and set files can point to."),
 }

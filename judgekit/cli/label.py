@@ -1,5 +1,6 @@
 """`judgekit label`: a local page to label examples blind, or review a report's disagreements;
-each label is written back into its file at once (judgekit.inputs.labels).
+each label is written back into its file at once (judgekit.inputs.labels). `--merge` moves the
+labelled examples of a file into a criterion's calibration set (judgekit.inputs.merge).
 """
 
 from __future__ import annotations
@@ -13,39 +14,52 @@ import typer
 
 from judgekit.cli.app import EXIT_INPUT, fail, short
 from judgekit.cli.options import criteria_option, group, sets_option, typer_app
-from judgekit.cli.label_page import labelling, review as reviewing, serve
+from judgekit.cli.label_page import labelling, page_judge, review as reviewing, serve
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.criteria import load_criterion
+from judgekit.inputs.merge import merge as merging, set_for
 
 app = typer_app()
 
 
 @app.command("label", short_help=short("label"))
 def label(
-    file: Optional[Path] = typer.Argument(None, help="JSONL or CSV of examples to label: those without 'passed'."),
+    file: Optional[Path] = typer.Argument(None, help="JSONL or CSV of examples to label: those without 'passed' "
+                                          "(with --annotator, those without your label)."),
     review: Optional[str] = typer.Option(None, "--review", metavar="CRITERION", help="Review this criterion's "
                                          "disagreements in the latest report and fix labels in its set."),
+    merge: Optional[Path] = typer.Option(None, "--merge", metavar="NEW", help="Move the labelled records of NEW "
+                                         "(JSONL or CSV) into the calibration set of -c CRITERION."),
+    labelled_only: bool = typer.Option(False, "--labelled-only", help="With --merge: leave unlabelled records in "
+                                       "NEW instead of refusing them."),
+    annotator: Optional[str] = typer.Option(None, "--annotator", metavar="NAME", help="Label as NAME, one of several "
+                                            "people: into labels.<NAME> (JSONL: the labels mapping; CSV: a "
+                                            "labels.<NAME> column) instead of passed."),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
     report: Path = typer.Option(Path(".judgekit/reports/latest"), help="Report whose verdicts are shown."),
-    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="With FILE: whose verdicts and "
-                                            "question to show."),
+    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="With FILE: whose question, verdicts "
+                                            "and judge to show; with --merge: whose set to merge into."),
+    cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers."),
     port: int = typer.Option(0, min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),
     open_browser: bool = typer.Option(True, "--open/--no-open", help="Open the page in the browser."),
 ) -> None:
-    """A local page to label examples blind (p pass, f fail, s skip) or review disagreements; each
-    label is written back into its file at once. Ctrl-C stops it."""
+    """A local page to label examples blind (p pass, f fail, s skip, or the buttons) or review
+    disagreements; each label is written back into its file at once. Ctrl-C stops it. With
+    --merge NEW -c CRITERION, the labelled examples of NEW move into the criterion's set."""
     try:
-        if (file is None) == (review is None):
-            raise InputError.one("judgekit label", "", "give a FILE to label, or --review CRITERION")
+        if sum(x is not None for x in (file, review, merge)) != 1:
+            raise InputError.one("judgekit label", "", "give a FILE to label, --review CRITERION, or --merge NEW "
+                                                        "-c CRITERION")
+        if merge is not None:
+            return _merge(merge, criterion, criteria, sets, labelled_only)
         if review is not None:
-            session = reviewing(review, criteria, sets, report)
+            session = reviewing(review, criteria, sets, report, annotator=annotator)
         else:
-            question = ""
-            if criterion:
-
-                question = load_criterion(criteria / f"{criterion}.yaml").question
-            session = labelling(file, report if report.is_dir() else None, criterion, question)
+            question = load_criterion(criteria / f"{criterion}.yaml").question if criterion else ""
+            judge, note = page_judge(criterion, report, criteria, sets, str(cache_dir))
+            session = labelling(file, report if report.is_dir() else None, criterion, question, annotator=annotator,
+                                judge=judge, judge_note=note)
         server = serve(session, port)
     except JudgekitError as error:
         fail(error)
@@ -55,8 +69,11 @@ def label(
     for undone in session.rolled_back:
         typer.echo(f"warning: {undone}")
     url = f"http://127.0.0.1:{server.server_port}/"
-    typer.echo(f"{len(session.items)} example(s) to {'review' if review else 'label'} in {session.path}\n"
+    who = f" as {annotator}" if annotator else ""
+    typer.echo(f"{len(session.items)} example(s) to {'review' if review else 'label'}{who} in {session.path}\n"
                f"open {url} (Ctrl-C to stop)")
+    if not review:
+        typer.echo(f"judge: {session.judge_note}")
     if open_browser:
 
         webbrowser.open(url)
@@ -66,6 +83,25 @@ def label(
     except KeyboardInterrupt:
         server.shutdown()
         typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")
+
+
+def _merge(new: Path, criterion_id: Optional[str], criteria: Path, sets: Path, labelled_only: bool) -> None:
+    """`judgekit label --merge NEW -c CRITERION`."""
+    if criterion_id is None:
+        raise InputError.one("--merge", "", "name the criterion whose set the examples join: -c CRITERION")
+    if not new.is_file():
+        raise InputError.one(new, "", "no such file")
+    done = merging(new, set_for(sets, criterion_id, new), load_criterion(criteria / f"{criterion_id}.yaml"),
+                   labelled_only=labelled_only)
+    for undone in done.rolled_back:
+        typer.echo(f"warning: {undone}")
+    typer.echo(f"moved {len(done.moved)} labelled example(s) from {new} into {done.into}")
+    if done.already:
+        typer.echo(f"{len(done.already)} more were in the set already, identical, and were only removed from {new}: "
+                   f"{', '.join(done.already)}")
+    if done.left:
+        typer.echo(f"{len(done.left)} unlabelled example(s) stay in {new}: {', '.join(done.left)}")
+    typer.echo(f"next: judgekit calibrate -c {criterion_id}")
 
 
 commands = group(app)

@@ -1,9 +1,12 @@
 """Starting and feeding a project: `judgekit init` scaffolds it, `judgekit import` turns another
-tool's judge results into a verdict file.
+tool's judge results into a verdict file, or its examples into unlabelled ones to label.
 """
 
 from __future__ import annotations
 
+import csv
+import io
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -12,9 +15,10 @@ import typer
 from judgekit.cli.app import fail, short
 from judgekit.cli.options import group, typer_app
 from judgekit.cli.scaffold import init as scaffold
-from judgekit.errors import JudgekitError
+from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.files import write_atomic
 from judgekit.judging.importers import import_verdicts
+from judgekit.judging.unlabelled import import_examples
 
 app = typer_app()
 
@@ -45,7 +49,10 @@ def init(
 def import_(
     format: str = typer.Argument(..., help="promptfoo, inspect, pydantic-evals, deepeval or csv."),
     file: Path = typer.Argument(..., help="The other tool's results file."),
-    out: Path = typer.Option(..., "--out", "-o", help="Verdict file to write (JSONL), for `calibrate --verdicts`."),
+    out: Path = typer.Option(..., "--out", "-o", help="Verdict file to write (JSONL), for `calibrate --verdicts`; "
+                             "with --examples, the file of unlabelled examples (JSONL or CSV) to label."),
+    examples: bool = typer.Option(False, "--examples", help="Write the results' examples (id, input, output, "
+                                  "context) unlabelled, to label with `judgekit label OUT`, instead of verdicts."),
     criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="The criterion these verdicts are for."),
     scorer: Optional[str] = typer.Option(None, help="inspect: the scorer whose values are verdicts."),
     evaluator: Optional[str] = typer.Option(None, help="pydantic-evals: the boolean assertion to use."),
@@ -54,23 +61,56 @@ def import_(
                                             "instead of the test's overall success."),
     id_field: Optional[str] = typer.Option(None, help="promptfoo: the test var holding the example id; "
                                            "inspect: the sample metadata key."),
+    input_var: Optional[str] = typer.Option(None, help="promptfoo, with --examples: the test var holding the "
+                                            "input (default: the prompt as sent)."),
     id_col: str = typer.Option("id", help="csv: the column of example ids."),
     verdict_col: str = typer.Option("passed", help="csv: the column of verdicts."),
     reason_col: Optional[str] = typer.Option(None, help="csv: a column of reasons."),
     criterion_col: Optional[str] = typer.Option(None, help="csv: a column of criterion ids."),
+    pass_values: Optional[list[str]] = typer.Option(None, help="csv: the verdict cells that mean pass (repeatable or "
+                                                    "comma-separated, e.g. 1); with --fail-values, only these two "
+                                                    "sets are read."),
+    fail_values: Optional[list[str]] = typer.Option(None, help="csv: the verdict cells that mean fail (e.g. 2)."),
 ) -> None:
-    """Turn another tool's judge results into a verdict file: `judgekit calibrate --verdicts OUT`."""
-    options = {"promptfoo": {"id_field": id_field, "assertion": assertion}, "inspect": {"scorer": scorer, "id_field": id_field},
+    """Turn another tool's judge results into a verdict file (`judgekit calibrate --verdicts OUT`), or
+    with --examples into unlabelled examples to label (`judgekit label OUT`)."""
+    options = {"promptfoo": {"id_field": id_field, "assertion": assertion, "input_var": input_var},
+               "inspect": {"scorer": scorer, "id_field": id_field},
                "pydantic-evals": {"evaluator": evaluator}, "deepeval": {"metric": metric},
                "csv": {"id_col": id_col, "verdict_col": verdict_col, "reason_col": reason_col,
-                       "criterion_col": criterion_col}}.get(format, {})
+                       "criterion_col": criterion_col, "pass_values": pass_values, "fail_values": fail_values}
+               }.get(format, {})
     try:
+        if examples:
+            return _examples(format, file, out, {k: v for k, v in options.items() if k in ("id_field", "input_var")})
         records = import_verdicts(format, file, criterion, **options)
         write_atomic(out, "".join(r.line() for r in records))
     except JudgekitError as error:
         fail(error)
     decided = sum(1 for r in records if r.passed is not None)
     typer.echo(f"wrote {len(records)} verdicts ({decided} decided, {len(records) - decided} abstained) to {out}")
+
+
+def _examples(format: str, file: Path, out: Path, options: dict[str, Optional[str]]) -> None:
+    """`judgekit import FORMAT FILE --examples -o OUT`: never over a file that may hold labels."""
+    if out.suffix.lower() not in (".jsonl", ".csv"):
+        raise InputError.one(out, "", "write unlabelled examples to a .jsonl or .csv file (what `judgekit label` "
+                                      "reads)")
+    if out.exists():
+        raise InputError.one(out, "", "exists, and may hold labels; choose another -o, or remove it first")
+    read = import_examples(format, file, **options)
+    if out.suffix.lower() == ".csv":
+        text = io.StringIO()
+        writer = csv.DictWriter(text, ["id", "input", "output", "context"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(read.examples)
+        write_atomic(out, text.getvalue())
+    else:
+        write_atomic(out, "".join(json.dumps(e, ensure_ascii=True) + "\n" for e in read.examples))
+    typer.echo(f"wrote {len(read.examples)} unlabelled example(s) to {out}")
+    if read.skipped:
+        typer.echo(f"skipped {len(read.skipped)} result(s) without a reply to label: {', '.join(read.skipped)}")
+    typer.echo(f"next: judgekit label {out} -c CRITERION, then judgekit label --merge {out} -c CRITERION")
 
 
 commands = group(app)

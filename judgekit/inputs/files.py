@@ -154,11 +154,20 @@ def write_atomic(path: Path, text: str) -> None:
 
 class locked:
     """An exclusive lock on a file beside `path` (`.NAME.lock`), for writers that must take turns:
-    each reads what the last one left. Blocks until the lock is free.
+    each reads what the last one left. Blocks until the lock is free; the lock file is removed
+    when the last holder is done.
+
+    Removing it is safe because every holder follows one rule: it removes the file only while it
+    holds the lock, and after taking the lock it checks that the file it locked is still the one
+    on disk under that name, taking it again if not. A waiter whose file was removed meanwhile
+    (it locked a file no longer in the folder) thus never runs beside the holder of the new one.
 
     >>> import tempfile, pathlib
-    >>> with locked(pathlib.Path(tempfile.mkdtemp()) / "report.json"):
+    >>> folder = pathlib.Path(tempfile.mkdtemp())
+    >>> with locked(folder / "report.json"):
     ...     pass
+    >>> list(folder.iterdir())
+    []
     """
 
     def __init__(self, path: Path) -> None:
@@ -167,16 +176,27 @@ class locked:
     def __enter__(self) -> None:
         import fcntl
 
-        try:
-            self.lock.parent.mkdir(parents=True, exist_ok=True)
-            self.handle = open(self.lock, "a")
-        except OSError as error:
-            raise InputError.one(self.lock.parent, "", f"cannot be written ({error.strerror or error}); "
-                                 "choose a writable place") from None
-        fcntl.flock(self.handle, fcntl.LOCK_EX)
+        while True:
+            try:
+                self.lock.parent.mkdir(parents=True, exist_ok=True)
+                self.handle = open(self.lock, "a")
+            except OSError as error:
+                raise InputError.one(self.lock.parent, "", f"cannot be written ({error.strerror or error}); "
+                                     "choose a writable place") from None
+            fcntl.flock(self.handle, fcntl.LOCK_EX)
+            try:
+                if os.path.samestat(os.stat(self.lock), os.fstat(self.handle.fileno())):
+                    return
+            except FileNotFoundError:
+                pass  # its holder removed it while this one waited: lock the file there now
+            self.handle.close()
 
     def __exit__(self, *exc: object) -> None:
         import fcntl
 
+        try:
+            self.lock.unlink()  # while held: a waiter on it finds it gone and takes the one there next
+        except OSError:
+            pass  # a folder that lets one create files but not remove them keeps it; it works the same
         fcntl.flock(self.handle, fcntl.LOCK_UN)
         self.handle.close()

@@ -17,7 +17,7 @@ import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Literal, Sequence
+from typing import Any, Iterator, Literal, Sequence
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
@@ -118,33 +118,44 @@ def load_set(path: Path, criterion_id: str) -> CalibrationSet:
     return loaded
 
 
-def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Problem]]:
-    """A calibration set's good examples and the problems of the others, so that checks across
-    the set (few-shot leakage) run in the same pass."""
-    examples: list[Example] = []
-    problems: list[Problem] = []
+def set_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any] | Problem]]:
+    """Each record of a set file (its text) as the loader reads it — a CSV's cells as values — and
+    where it is (`line 3 (id a)`); in its place, a Problem for one that cannot be read or whose id
+    came before (ids are checked before the rest, so a duplicate is reported beside the record's
+    other problems)."""
     seen: dict[str, str] = {}
     is_csv = path.suffix.lower() == ".csv"
-    source = read_source(path)
-    for location, record in iter_records(path, source.text):
+    for location, record in iter_records(path, text):
         if isinstance(record, Problem):
-            problems.append(record)
+            yield location, record
             continue
         if not isinstance(record, dict):
-            problems.append(Problem(str(path), location, "must be a mapping with id, output and passed"))
+            yield location, Problem(str(path), location, "must be a mapping with id, output and passed")
             continue
         if is_csv:
             record = from_csv_cells(record)
         rid = record.get("id")
         where = f"{location} (id {rid})" if rid is not None else location
-        # Ids are checked before the rest, so a duplicate is reported beside the record's other problems.
         key = str(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
         if key is not None and key in seen:
-            problems.append(Problem(str(path), where, f"duplicate id {key!r} (first at {seen[key]}); "
-                                    "give every example its own id"))
+            yield where, Problem(str(path), where, f"duplicate id {key!r} (first at {seen[key]}); give every example "
+                                 "its own id")
             continue
         if key is not None:
             seen[key] = location
+        yield where, record
+
+
+def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Problem]]:
+    """A calibration set's good examples and the problems of the others, so that checks across
+    the set (few-shot leakage) run in the same pass."""
+    examples: list[Example] = []
+    problems: list[Problem] = []
+    source = read_source(path)
+    for where, record in set_records(path, source.text):
+        if isinstance(record, Problem):
+            problems.append(record)
+            continue
         try:
             example = Example.model_validate(record)
         except ValidationError as error:

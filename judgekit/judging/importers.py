@@ -4,12 +4,13 @@
     judgekit import inspect logs/2026-...eval -o verdicts.jsonl --scorer includes
     judgekit import pydantic-evals report.json -o verdicts.jsonl --evaluator SaysBlocked
     judgekit import deepeval .deepeval/.latest_test_run.json -o verdicts.jsonl --metric Correctness
-    judgekit import csv judged.csv -o verdicts.jsonl --id-col case --verdict-col judge_pass
+    judgekit import csv judged.csv -o verdicts.jsonl --id-col case --verdict-col grade --pass-values 1 --fail-values 2
 
 Each becomes `{"criterion", "id", "trial", "passed", "reason"}` records; a result that is not a
 pass/fail (an error, a partial score, a missing assertion) is an abstention with its reason,
 never a guess. Ids must match the calibration set's ids (`--id-field` picks which field of a
-promptfoo test or inspect sample holds it).
+promptfoo test or inspect sample holds it). The readers of each format's results are shared with
+judgekit.judging.unlabelled, which turns them into examples to label instead.
 """
 
 from __future__ import annotations
@@ -53,25 +54,8 @@ def promptfoo(path: Path, criterion: str | None, id_field: str | None = None, as
     """`promptfoo eval -o results.json`: one verdict per test result — its overall `success`, or with
     `assertion` the one assertion of that metric name or type (an llm-rubric among latency and
     cost checks, say); the id is the test's `vars[id_field]`, else its description, else its index."""
-    data = _json(path)
-    results = data.get("results", {}) if isinstance(data, dict) else {}
-    rows = results.get("results") if isinstance(results, dict) else None
-    if not isinstance(rows, list):
-        raise InputError.one(path, "results.results", "is not a promptfoo results file (`promptfoo eval -o x.json`)")
     out = []
-    seen: dict[str, int] = {}
-    for row in rows:
-        test = row.get("testCase") or {}
-        vars_ = row.get("vars") or test.get("vars") or {}
-        if id_field and id_field not in vars_:
-            raise InputError.one(path, f"test {row.get('testIdx')}", f"has no var {id_field!r} (--id-field)")
-        example_id = vars_[id_field] if id_field else test.get("description")
-        if example_id is None:
-            example_id = row.get("testIdx")
-        example_id = str(example_id)
-        # `promptfoo eval --repeat n` writes the same test n times: its repeats are trials.
-        trial = seen.get(example_id, 0)
-        seen[example_id] = trial + 1
+    for row, example_id, trial in promptfoo_rows(path, id_field):
         grading = row.get("gradingResult") or {}
         error = row.get("error") if row.get("failureReason") == 2 else None  # 2: the provider failed, not an assertion
         passed, reason = (None if error or not isinstance(row.get("success"), bool) else row["success"]), \
@@ -85,6 +69,42 @@ def promptfoo(path: Path, criterion: str | None, id_field: str | None = None, as
             passed = parts[0].get("pass") if isinstance(parts[0].get("pass"), bool) else None
             reason = parts[0].get("reason")
         out.append(_record(criterion, example_id, passed, reason, trial))
+    return out
+
+
+def promptfoo_rows(path: Path, id_field: str | None = None) -> list[tuple[dict[str, Any], str, int]]:
+    """Each result of `promptfoo eval -o results.json`, its example id (the test's `vars[id_field]`,
+    else its description, else its index) and trial (`--repeat n` writes a test n times)."""
+    data = _json(path)
+    results = data.get("results", {}) if isinstance(data, dict) else {}
+    rows = results.get("results") if isinstance(results, dict) else None
+    if not isinstance(rows, list):
+        raise InputError.one(path, "results.results", "is not a promptfoo results file (`promptfoo eval -o x.json`)")
+    out, seen = [], {}
+    for row in rows:
+        test = row.get("testCase") or {}
+        vars_ = row.get("vars") or test.get("vars") or {}
+        if id_field and id_field not in vars_:
+            raise InputError.one(path, f"test {row.get('testIdx')}", f"has no var {id_field!r} (--id-field)")
+        example_id = vars_[id_field] if id_field else test.get("description")
+        example_id = str(row.get("testIdx") if example_id is None else example_id)
+        seen[example_id] = seen.get(example_id, 0) + 1
+        out.append((row, example_id, seen[example_id] - 1))
+    return out
+
+
+def inspect_samples(path: Path, id_field: str | None = None) -> list[tuple[dict[str, Any], str, int]]:
+    """Each sample of an inspect_ai log, its example id (its id, or `metadata[id_field]`) and trial
+    (epoch n is trial n - 1)."""
+    samples = _inspect_samples(path)
+    if not all(isinstance(s, dict) for s in samples):
+        raise InputError.one(path, "samples", "holds something that is not a sample object")
+    out = []
+    for sample in samples:
+        if id_field and id_field not in (sample.get("metadata") or {}):
+            raise InputError.one(path, f"sample {sample.get('id')}", f"has no metadata {id_field!r} (--id-field)")
+        example_id = (sample.get("metadata") or {})[id_field] if id_field else sample.get("id")
+        out.append((sample, str(example_id), int(sample.get("epoch", 1)) - 1))
     return out
 
 
@@ -128,17 +148,11 @@ def inspect(path: Path, criterion: str | None, scorer: str | None = None, id_fie
             **_: Any) -> list[RecordedVerdict]:
     """An inspect_ai log (`.eval` or `.json`): one verdict per sample and epoch (epoch n is trial
     n - 1) from one scorer's value: C / I, true / false, 1 / 0."""
-    samples = _inspect_samples(path)
-    if not all(isinstance(s, dict) for s in samples):
-        raise InputError.one(path, "samples", "holds something that is not a sample object")
-    name = _pick("scorer", {k for s in samples for k in (s.get("scores") or {})}, scorer, path, "--scorer")
+    samples = inspect_samples(path, id_field)
+    name = _pick("scorer", {k for s, _, _ in samples for k in (s.get("scores") or {})}, scorer, path, "--scorer")
     out = []
-    for sample in samples:
+    for sample, example_id, trial in samples:
         score = (sample.get("scores") or {}).get(name)
-        if id_field and id_field not in (sample.get("metadata") or {}):
-            raise InputError.one(path, f"sample {sample.get('id')}", f"has no metadata {id_field!r} (--id-field)")
-        example_id = (sample.get("metadata") or {})[id_field] if id_field else sample.get("id")
-        trial = int(sample.get("epoch", 1)) - 1
         if sample.get("error") or score is None:
             reason = (sample.get("error") or {}).get("message") if sample.get("error") else f"no {name} score"
             out.append(_record(criterion, example_id, None, reason, trial))
@@ -154,14 +168,11 @@ def inspect(path: Path, criterion: str | None, scorer: str | None = None, id_fie
 def pydantic_evals(path: Path, criterion: str | None, evaluator: str | None = None, **_: Any) -> list[RecordedVerdict]:
     """A pydantic-evals report (`EvaluationReportAdapter.dump_json(report)`): one verdict per case
     from one boolean assertion; a failed case (the task raised) abstains."""
-    data = _json(path)
-    cases = data.get("cases") if isinstance(data, dict) else None
-    if not isinstance(cases, list):
-        raise InputError.one(path, "cases", "is not a pydantic-evals report (EvaluationReportAdapter.dump_json)")
+    data, cases = pydantic_cases(path)
     name = _pick("assertion", {k for c in cases for k in (c.get("assertions") or {})}, evaluator, path, "--evaluator")
     out = []
     for case in cases:
-        example_id, trial = _case_and_trial(case)
+        example_id, trial = case_and_trial(case)
         result = (case.get("assertions") or {}).get(name)
         if result is None or not isinstance(result.get("value"), bool):
             out.append(_record(criterion, example_id, None, f"no boolean {name} result", trial))
@@ -172,7 +183,16 @@ def pydantic_evals(path: Path, criterion: str | None, evaluator: str | None = No
     return out
 
 
-def _case_and_trial(case: dict[str, Any]) -> tuple[str, int]:
+def pydantic_cases(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """A pydantic-evals report and its cases."""
+    data = _json(path)
+    cases = data.get("cases") if isinstance(data, dict) else None
+    if not isinstance(cases, list):
+        raise InputError.one(path, "cases", "is not a pydantic-evals report (EvaluationReportAdapter.dump_json)")
+    return data, cases
+
+
+def case_and_trial(case: dict[str, Any]) -> tuple[str, int]:
     """A repeated case is named `name [k/n]` (with `source_case_name`): its k-th run is trial k - 1."""
     import re
 
@@ -186,11 +206,7 @@ def _case_and_trial(case: dict[str, Any]) -> tuple[str, int]:
 def deepeval(path: Path, criterion: str | None, metric: str | None = None, **_: Any) -> list[RecordedVerdict]:
     """A DeepEval test run (`.deepeval/.latest_test_run.json`): one verdict per test case from one
     metric's `success`; a metric that errored abstains."""
-    data = _json(path)
-    run = (data.get("testRunData") or data.get("testRun") or data) if isinstance(data, dict) else {}
-    cases = run.get("testCases") if isinstance(run, dict) else None
-    if not isinstance(cases, list):
-        raise InputError.one(path, "testCases", "is not a DeepEval test run (.deepeval/.latest_test_run.json)")
+    cases = deepeval_cases(path)
     name = _pick("metric", {m["name"] for c in cases for m in c.get("metricsData") or [] if m.get("name")}, metric,
                  path, "--metric")
     out = []
@@ -204,10 +220,39 @@ def deepeval(path: Path, criterion: str | None, metric: str | None = None, **_: 
     return out
 
 
+def deepeval_cases(path: Path) -> list[dict[str, Any]]:
+    """The test cases of a DeepEval test run."""
+    data = _json(path)
+    run = (data.get("testRunData") or data.get("testRun") or data) if isinstance(data, dict) else {}
+    cases = run.get("testCases") if isinstance(run, dict) else None
+    if not isinstance(cases, list):
+        raise InputError.one(path, "testCases", "is not a DeepEval test run (.deepeval/.latest_test_run.json)")
+    return cases
+
+
+def _values(given: str | Iterable[str] | None) -> set[str]:
+    """Cell values as given (a list, each item possibly comma-separated), compared without case."""
+    items = [given] if isinstance(given, str) else list(given or [])
+    return {v.strip().casefold() for item in items for v in item.split(",") if v.strip()}
+
+
 def csv_file(path: Path, criterion: str | None, id_col: str = "id", verdict_col: str = "passed",
-             reason_col: str | None = None, criterion_col: str | None = None, **_: Any) -> list[RecordedVerdict]:
-    """A plain CSV: the columns holding the id and the verdict (true / false / pass / fail / 1 / 0;
-    empty: an abstention), and optionally a reason and a criterion column."""
+             reason_col: str | None = None, criterion_col: str | None = None,
+             pass_values: str | Iterable[str] | None = None, fail_values: str | Iterable[str] | None = None,
+             **_: Any) -> list[RecordedVerdict]:
+    """A plain CSV: the columns holding the id and the verdict (true / false / pass / fail / 1 / 0,
+    or with `pass_values` and `fail_values` exactly those, e.g. 1 and 2; empty: an abstention), and
+    optionally a reason and a criterion column. The message lists the first 10 bad cells."""
+    passes, fails = _values(pass_values), _values(fail_values)
+    if bool(passes) != bool(fails):
+        raise InputError.one(path, "--pass-values / --fail-values", "give both: the values read as pass and those "
+                             "read as fail (any other value is an error, never a guess)")
+    if passes & fails:
+        raise InputError.one(path, "--pass-values / --fail-values", f"{', '.join(sorted(passes & fails))} is given "
+                             "as both a pass and a fail value; give it once")
+    accepted = (f"the values read are {', '.join(sorted(passes))} (pass) and {', '.join(sorted(fails))} (fail): add "
+                "it to --pass-values or --fail-values" if passes else "write true / false (pass / fail, 1 / 0), or "
+                "map your own values with --pass-values and --fail-values") + ", or leave it empty for an abstention"
     columns, rows = read_csv(path)
     missing = [c for c in (id_col, verdict_col, reason_col, criterion_col) if c and c not in columns]
     if missing:
@@ -215,16 +260,17 @@ def csv_file(path: Path, criterion: str | None, id_col: str = "id", verdict_col:
     out, problems = [], []
     for number, row in enumerate(rows, start=1):
         cell = row[verdict_col]
-        passed = None if cell is None or not cell.strip() else parse_bool(cell)
+        key = (cell or "").strip().casefold()
+        passed = None if not key else ((key in passes) if key in passes | fails else cell) if passes \
+            else parse_bool(cell)
         if passed is not None and not isinstance(passed, bool):
             shown = cell if len(cell) <= 60 else cell[:57] + "..."
-            problems.append(f"data row {number}: {verdict_col} is {shown!r}; write true / false (pass / fail, "
-                            "1 / 0), or leave it empty for an abstention")
+            problems.append(Problem(str(path), f"data row {number}", f"{verdict_col} is {shown!r}; {accepted}"))
             continue
         out.append(_record(row[criterion_col] if criterion_col else criterion, row[id_col], passed,
                            row[reason_col] if reason_col else None))
     if problems:
-        raise InputError([Problem(str(path), p.split(":", 1)[0], p.split(":", 1)[1].strip()) for p in problems])
+        raise InputError(problems, shown=10)
     return out
 
 

@@ -1,0 +1,167 @@
+"""What the `judgekit label` page shows and where its labels go: a session over the unlabelled
+records of a file (blind), or over a report's disagreements (review); who labels (an annotator's
+name, or nobody named: `passed`); and the judge that judges an example once it is labelled.
+
+- Blind: the judge's verdict stays hidden until the person has labelled. It is the latest
+  report's, when that report judged the id; else the criterion's judge is asked then (through the
+  usual cache), if the gate passes it — otherwise the page says that no judge ran, and why.
+- Review: each disagreement with the judge's verdict and reason; an example labelled by several
+  annotators shows each one's label, and `--annotator NAME` adds or changes that person's own.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from judgekit.errors import InputError, JudgekitError
+from judgekit.gate.guard import calibrated_judge
+from judgekit.inputs.catalog import find_set
+from judgekit.inputs.criteria import load_criterion
+from judgekit.inputs.journal import RolledBack, recover
+from judgekit.inputs.labelled import majority as annotators_majority
+from judgekit.inputs.labels import annotations, check_annotator, is_annotated, label_of, read_records, write_label
+from judgekit.judging.judge import Judge
+from judgekit.judging.recorded import load_recorded
+from judgekit.judging.verdicts import Verdict, majority
+from judgekit.report.model import Report
+
+
+@dataclass
+class Item:
+    """One example on the page. `judged`: a verdict is known (the report's or the judge's; None is
+    an abstention); `unjudged`: why no judge ran on it."""
+
+    id: str
+    input: str | None
+    output: str
+    context: str | None
+    label: bool | None = None
+    verdict: bool | None = None
+    reason: str | None = None
+    judged: bool = False
+    unjudged: str | None = None
+    labels: dict[str, bool] | None = None  # several annotators' labels (review)
+
+
+def _verdicts(report_dir: Path | None, criterion: str | None) -> dict[str, tuple[bool | None, str | None]]:
+    """Final verdicts by example id, from a report folder's verdicts.jsonl (majority over trials)."""
+    if report_dir is None or not (report_dir / "verdicts.jsonl").is_file():
+        return {}
+    records = load_recorded(report_dir / "verdicts.jsonl")
+    if criterion is None and len({r.criterion for r in records}) > 1:
+        return {}  # verdicts of several criteria: without --criterion none of them is this file's
+    trials: dict[str, list[Verdict]] = {}
+    for r in records:
+        if criterion is None or r.criterion in (None, criterion):
+            trials.setdefault(r.id, []).append(Verdict(r.id, r.passed, r.reason, r.trial))
+    return {i: (majority(t).passed, majority(t).reason) for i, t in trials.items()}
+
+
+def page_judge(criterion_id: str | None, report: Path, criteria: Path, sets: Path,
+               cache_dir: str | None = ".judgekit/cache") -> tuple[Judge | None, str]:
+    """The criterion's judge as calibrated, when the gate passes it, and what the page says of it;
+    else None and why no judge runs (no criterion named, not calibrated, blocked: the gate's reason)."""
+    if criterion_id is None:
+        return None, "no criterion was named: give -c CRITERION to judge each example once it is labelled"
+    try:
+        judge = calibrated_judge(criterion_id, report, criteria, sets, cache_dir=cache_dir)
+    except JudgekitError as error:
+        return None, f"the judge of {criterion_id} could not be set up: {error}"
+    if judge.refusal is not None:
+        why = "; ".join(f"{status}: {reason}" for _, status, reason in judge.refusal.blocked)
+        return None, f"the gate does not pass the judge of {criterion_id} ({why})"
+    return judge, f"the calibrated judge of {criterion_id} judges each example once it is labelled"
+
+
+@dataclass
+class Session:
+    """What the page shows and where its labels go: `annotator` names who labels (None: `passed`);
+    `judge` judges a blind example the report did not, else `judge_note` says why none does."""
+
+    path: Path
+    mode: str  # "label" or "review"
+    question: str
+    items: list[Item]
+    annotator: str | None = None
+    judge: Judge | None = None
+    judge_note: str = "no criterion was named: give -c CRITERION to judge each example once it is labelled"
+    token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    written: int = 0
+    rolled_back: list[RolledBack] = field(default_factory=list)  # labels cut off mid-write and undone
+
+    def label(self, example_id: str, passed: bool) -> Item:
+        """Write the person's label, then (blind) judge the example if nothing has yet."""
+        item = next((i for i in self.items if i.id == example_id), None)
+        if item is None:
+            raise InputError.one(self.path, f"id {example_id}", "is not one of this page's examples")
+        # Blind, an annotator labels into labels.<name>; in review, only examples several people
+        # labelled take an annotator's label: another's single label is fixed in `passed`.
+        who = self.annotator if self.mode == "label" or item.labels is not None else None
+        with self.lock:  # one write at a time: each reads the file as the last one left it
+            if (undone := write_label(self.path, example_id, passed, annotator=who)) is not None:
+                self.rolled_back.append(undone)
+            if item.labels is not None and who is not None:
+                item.labels = {**item.labels, who: passed}
+                item.label = annotators_majority(item.labels)
+            else:
+                item.label = passed
+            self.written += 1
+        if self.mode == "label" and not item.judged:
+            self._judge(item)  # outside the lock: a slow judge holds up no other label
+        return item
+
+    def _judge(self, item: Item) -> None:
+        if self.judge is None:
+            item.unjudged = self.judge_note
+            return
+        try:
+            verdict = self.judge(item.output, input=item.input, context=item.context)
+        except JudgekitError as error:
+            item.unjudged = f"the judge could not be run: {error}"
+            return
+        item.verdict, item.reason, item.judged, item.unjudged = verdict.passed, verdict.reason, True, None
+
+
+def labelling(path: Path, report_dir: Path | None = None, criterion: str | None = None, question: str = "", *,
+              annotator: str | None = None, judge: Judge | None = None, judge_note: str | None = None) -> Session:
+    """A session over the records of `path` that have no label yet (with `annotator`, none of theirs)."""
+    if annotator is not None:
+        check_annotator(annotator)
+    undone = recover(path)
+    records = read_records(path)
+    verdicts = _verdicts(report_dir, criterion)
+    items = [Item(str(r["id"]), r.get("input") or None, str(r["output"]), r.get("context") or None, None,
+                  *verdicts.get(str(r["id"]), (None, None)), judged=str(r["id"]) in verdicts)
+             for r in records if label_of(r, annotator) is None]
+    session = Session(path, "label", question or "Does the reply meet the criterion?", items, annotator, judge,
+                      rolled_back=[undone] if undone else [])
+    if judge_note is not None:
+        session.judge_note = judge_note
+    return session
+
+
+def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Path, *,
+           annotator: str | None = None) -> Session:
+    """A session over the disagreements of the latest report for one criterion; an example several
+    annotators labelled comes with each one's label."""
+    if annotator is not None:
+        check_annotator(annotator)
+    criterion = load_criterion(criteria_dir / f"{criterion_id}.yaml")
+    found = Report.read(report_dir).criterion(criterion_id)
+    if found is None:
+        raise InputError.one(report_dir, criterion_id, "is not in this report; calibrate it first")
+    path = find_set(sets_dir, criterion_id)
+    undone = recover(path)
+    records = {str(r["id"]): r for r in read_records(path)}
+    items = []
+    for d in found.disagreements:
+        if d.id not in records:
+            continue
+        labels = annotations(records[d.id]) if is_annotated(records[d.id]) else None
+        label = annotators_majority(labels) if labels else d.label
+        items.append(Item(d.id, d.input, d.output or "", d.context, label, d.verdict, d.reason, True, labels=labels))
+    return Session(path, "review", criterion.question, items, annotator, rolled_back=[undone] if undone else [])

@@ -1,0 +1,217 @@
+"""Labelled examples moved from a file of new ones into a criterion's calibration set: `merge`.
+
+Every record is checked first, as the set loader checks it, and every problem is listed at once
+(a record without a label, an id the set already holds with other content, an id twice, a field
+the set would refuse); on any problem nothing changes. Then, under the locks of both files, the
+records are added at the end of the set in its own format (JSONL lines, or CSV rows: a column the
+set lacks is added to every row), and blanked out of the new file. Both writes go in place and
+through the journal (judgekit.inputs.journal), as labels do: a program appending to either file
+keeps its records, and a write cut off part way is rolled back on the next use of the file. A
+record the set already holds, identical, is not added again but only blanked: so a merge cut off
+between its two writes is finished by running it again.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from pydantic import ValidationError
+
+from judgekit.errors import InputError, Problem
+from judgekit.inputs.catalog import find_set
+from judgekit.inputs.criteria import Criterion
+from judgekit.inputs.files import RECORD_SUFFIXES, iter_records, locked, read_source
+from judgekit.inputs.journal import Entry, RolledBack, change_locked, recover_locked
+from judgekit.inputs.labels import csv_rows, byte_span, record_spans
+from judgekit.inputs.sets import CalibrationSet, Example, check_context, check_leakage, read_set, set_records
+from judgekit.inputs.validation import problems_of
+
+_FORMATS = (".jsonl", ".csv")
+
+
+@dataclass(frozen=True)
+class Merged:
+    """What a merge did: ids added to the set, ids the set held already (identical: only removed
+    from the new file), unlabelled ids left in the new file, and writes cut off earlier, undone."""
+
+    into: Path
+    moved: tuple[str, ...]
+    already: tuple[str, ...] = ()
+    left: tuple[str, ...] = ()
+    rolled_back: list[RolledBack] = field(default_factory=list)
+
+
+def set_for(sets_dir: Path, criterion_id: str, new: Path) -> Path:
+    """The criterion's calibration set (judgekit.inputs.catalog.find_set), or where a merge makes
+    one when it has none: `<sets_dir>/<id>` with the new file's suffix."""
+    if not any((sets_dir / f"{criterion_id}{suffix}").is_file() for suffix in RECORD_SUFFIXES):
+        if not sets_dir.is_dir():
+            raise InputError.one(sets_dir, "", "is not a folder of calibration sets; pass --sets DIR")
+        return sets_dir / f"{criterion_id}{new.suffix.lower()}"
+    return find_set(sets_dir, criterion_id)
+
+
+def merge(new: Path, set_path: Path, criterion: Criterion, *, labelled_only: bool = False,
+          pwrite: Callable[[int, bytes, int], int] = os.pwrite) -> Merged:
+    """Move the labelled records of `new` into `set_path` (the criterion's set; made, in the new
+    file's format, when there is none); with `labelled_only`, unlabelled records stay in `new`
+    instead of being a problem. `pwrite` writes bytes at an offset (tests pass one that stops)."""
+    for path in (new, set_path):
+        if path.suffix.lower() not in _FORMATS:
+            raise InputError.one(path, "", "a merge reads and writes .jsonl or .csv files; convert this one first")
+    if new.resolve() == set_path.resolve():
+        raise InputError.one(new, "", "is the criterion's calibration set itself; give the file of new examples")
+    with ExitStack() as stack:
+        for path in sorted({new, set_path}, key=lambda p: str(p.resolve())):  # one order: no two merges deadlock
+            stack.enter_context(locked(path))
+        undone = [r for r in (recover_locked(new), recover_locked(set_path) if set_path.exists() else None) if r]
+        plan = _check(new, set_path, criterion, labelled_only)
+        ids = tuple(plan.moved) + tuple(plan.already)
+        if plan.records:
+            if not set_path.exists():
+                _create(set_path, plan.records)
+            change_locked(set_path, lambda data: _append(set_path, data, plan.records),
+                          lambda start, old, out: Entry("", None, start, old, out, moved=tuple(plan.moved),
+                                                        merged="in"), pwrite)
+        change_locked(new, lambda data: _blank(new, data, set(ids)),
+                      lambda start, old, out: Entry("", None, start, old, out, moved=ids, merged="out"), pwrite)
+    return Merged(set_path, tuple(plan.moved), tuple(plan.already), tuple(plan.left), undone)
+
+
+@dataclass
+class _Plan:
+    records: list[dict[str, Any]] = field(default_factory=list)  # to add, as JSON records
+    moved: list[str] = field(default_factory=list)
+    already: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)
+
+
+def _check(new: Path, set_path: Path, criterion: Criterion, labelled_only: bool) -> _Plan:
+    """What the merge will do, or an InputError listing every problem of the new file and the set."""
+    problems: list[Problem] = []
+    held: dict[str, Example] = {}
+    if set_path.exists() and any(True for _ in iter_records(set_path, read_source(set_path).text)):
+        loaded, found = read_set(set_path, criterion.id)
+        problems += [Problem(p.source, p.location, f"{p.message} (the set must load before examples are merged "
+                             "into it)") for p in found]
+        held = {e.id: e for e in loaded.examples}
+    plan, examples = _Plan(), []
+    for where, record in set_records(new, read_source(new).text):
+        if isinstance(record, Problem):
+            problems.append(record)
+            continue
+        record = {k: v for k, v in record.items() if v is not None}
+        if record.get("passed") is None and not record.get("labels"):
+            if labelled_only:
+                plan.left.append(str(record.get("id")))
+                continue
+            problems.append(Problem(str(new), where, f"has no label; label it first (`judgekit label {new}`), or "
+                                    "pass --labelled-only to move only the labelled records and leave this one"))
+            continue
+        try:
+            example = Example.model_validate(record)
+        except ValidationError as error:
+            problems += problems_of(error, str(new), where)
+            continue
+        if example.id in held:
+            if held[example.id] == example:
+                plan.already.append(example.id)  # moved by a merge cut off before it blanked it here
+            else:
+                problems.append(Problem(str(new), where, f"the id {example.id!r} is already in {set_path} with other "
+                                        "content; give this example another id, or remove one of the two"))
+            continue
+        if set_path.suffix.lower() == ".csv" and record.get("claims"):
+            problems.append(Problem(str(new), where, "has labelled claims, which a CSV set cannot hold; merge it "
+                                    "into a JSONL set, or remove its claims"))
+            continue
+        examples.append(example)
+        plan.records.append(record)
+        plan.moved.append(example.id)
+    for check in (check_leakage, check_context):
+        try:
+            check(criterion, CalibrationSet(criterion.id, new, tuple(examples)))
+        except InputError as error:
+            problems += error.problems
+    if not problems and not plan.moved and not plan.already:
+        problems.append(Problem(str(new), "", "holds no labelled record to merge; label some first "
+                                f"(`judgekit label {new}`)"))
+    if problems:
+        raise InputError(problems)
+    return plan
+
+
+def _cells(record: dict[str, Any]) -> dict[str, str]:
+    """A record as a CSV row's cells, as the set loader reads them back (judgekit.inputs.labelled)."""
+    out = {}
+    for key, value in record.items():
+        if key == "labels":
+            out.update({f"labels.{name}": "true" if v else "false" for name, v in value.items()})
+        elif key == "tags":
+            out[key] = ";".join(value)
+        else:
+            out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+    return out
+
+
+def _create(path: Path, records: list[dict[str, Any]]) -> None:
+    """A new set for the criterion: empty, or a CSV's header naming every column the records fill."""
+    header = ["id", "output"]
+    for record in records:
+        header += [c for c in _cells(record) if c not in header]
+    text = ""
+    if path.suffix.lower() == ".csv":
+        out = io.StringIO()
+        csv.writer(out, lineterminator="\n").writerow(header)
+        text = out.getvalue()
+    try:
+        with open(path, "x", encoding="utf-8", newline="") as handle:
+            handle.write(text)
+    except OSError as error:
+        raise InputError.one(path, "", f"cannot be written ({error.strerror or error}); choose a writable place") \
+            from None
+
+
+def _append(path: Path, data: bytes, records: list[dict[str, Any]]) -> tuple[int, int, bytes]:
+    """The records added at the end of the set (`data`): JSON lines, or CSV rows (with a column the
+    set lacks added to every row, which rewrites the file's bytes in place)."""
+    text = data.decode("utf-8-sig")
+    ending = "\r\n" if "\r\n" in text[: text.find("\n") + 1] else "\n"
+    lead = ending if text and not text.endswith("\n") else ""
+    if path.suffix.lower() == ".jsonl":
+        added = "".join(json.dumps(r, ensure_ascii=True) + ending for r in records)
+        return len(data), len(data), (lead + added).encode()
+    header, rows = csv_rows(path, text)
+    cells = [_cells(r) for r in records]
+    columns = header + [c for row in cells for c in row if c not in header]
+    columns = list(dict.fromkeys(columns))
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator=ending)
+    if columns == header:
+        writer.writerows([[row.get(c, "") for c in header] for row in cells])
+        return len(data), len(data), (lead + out.getvalue()).encode()
+    writer.writerow(columns)  # a new column: every row changes, as a label's new column does
+    writer.writerows([[*row, *[""] * (len(columns) - len(row))] for _, _, row in rows])
+    writer.writerows([[row.get(c, "") for c in columns] for row in cells])
+    return (*byte_span(data, text, 0, len(text)), out.getvalue().encode())
+
+
+def _blank(path: Path, data: bytes, ids: set[str]) -> tuple[int, int, bytes]:
+    """The records of `ids` blanked out of `data` (each byte of them a newline, which every reader
+    skips), as one span of the same length."""
+    text, spans = record_spans(path, data)
+    found = [byte_span(data, text, start, stop) for rid, start, stop, _ in spans if rid in ids]
+    if len(found) != len(ids):
+        raise InputError.one(path, "", "changed while the merge was written: its records are in the set, and the "
+                             "merge could not remove them here; run it again")
+    first, last = found[0][0], found[-1][1]
+    out = bytearray(data[first:last])
+    for start, stop in found:
+        out[start - first:stop - first] = b"\n" * (stop - start)
+    return first, last, bytes(out)
