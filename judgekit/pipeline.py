@@ -191,6 +191,7 @@ def _usage(all_trials: list[list[Verdict]]) -> UsageSummary | None:
             int(q * 100) - 1]
 
     return UsageSummary(calls=sum(u.counts[0] for u in usages), cached=sum(u.counts[1] for u in usages),
+                        reasked=sum(u.reasked for u in usages),
                         prompt_tokens=sum(u.prompt_tokens for u in live),
                         completion_tokens=sum(u.completion_tokens for u in live),
                         cost=sum(costs) if costs and len(costs) == len(live) else None,

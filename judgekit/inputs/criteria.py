@@ -55,6 +55,8 @@ class JudgeSettings(Frozen):
     prompt: str | None = Field(None, description="Replaces the user message; may use {{question}}, {{pass_when}}, "
                                "{{fail_when}}, {{examples}}, {{input}}, {{output}}, {{context}}.")
     system: str | None = Field(None, description="Replaces the system message.")
+    reask_unreadable: int | None = Field(None, ge=0, le=10, description="Times an unreadable answer (neither JSON "
+                                         "nor a PASS / FAIL line) is asked again, past the cache; default 1.")
 
     @field_validator("prompt")
     @classmethod

@@ -15,7 +15,7 @@ from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.claims import ClaimsJob, claims_jobs
-from judgekit.judging.jobs import Job, jobs_for, judge_one, run_bounded
+from judgekit.judging.jobs import Job, jobs_for, reask_for, run_bounded
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
@@ -26,8 +26,9 @@ from judgekit.stats.sequential import settle
 @dataclass(frozen=True)
 class RunSettings:
     """How the judges are asked: the endpoint, the pool, the cache (answers older than `max_age_s`
-    asked again), retries, transport, structured output; and, for early stopping, the seed of the
-    order and each criterion's gate thresholds (`stop_early`: criterion id -> Thresholds)."""
+    asked again), retries (and how often an unreadable answer is asked again: `reask_for`),
+    transport, structured output; and, for early stopping, the seed of the order and each
+    criterion's gate thresholds (`stop_early`: criterion id -> Thresholds)."""
 
     api_base: str | None = None
     concurrency: int = 16
@@ -86,7 +87,7 @@ class _Asker:
         for stack in {id(self.llm_for(jobs[i])): self.llm_for(jobs[i]) for i in misses}.values():
             stack.warm()
         started = time.perf_counter()
-        answered = await run_bounded(misses, lambda i: judge_one(self.llm_for(jobs[i]), jobs[i]),
+        answered = await run_bounded(misses, lambda i: jobs[i].ask(self.llm_for(jobs[i])),
                                      self.settings.concurrency, progress)
         self.elapsed_s += time.perf_counter() - started
         for i, verdict in zip(misses, answered):
@@ -101,7 +102,8 @@ class _Asker:
 def _jobs(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
           settings: RunSettings) -> list[Job | ClaimsJob]:
     make = claims_jobs if isinstance(criterion, ClaimsCriterion) else jobs_for
-    return make(criterion, examples, model, criterion.judge.trials, settings.api_base, settings.structured)
+    return make(criterion, examples, model, criterion.judge.trials, settings.api_base, settings.structured,
+                reask_for(criterion, settings.retry))
 
 
 def _group(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet], jobs: list[Job],
@@ -137,7 +139,7 @@ async def _labelled_claims(asker: _Asker, criteria: list[LLMCriterion | ClaimsCr
     too, so that extraction and verification errors can be told apart."""
     judged = {cid: {trials[0].example_id for trials in by_example} for cid, by_example in run.verdicts.items()}
     gold = [ClaimsJob(c, e, models[c.id], 0, settings.api_base, settings.structured,
-                      gold=tuple(claim.claim for claim in e.claims))
+                      gold=tuple(claim.claim for claim in e.claims), reask=reask_for(c, settings.retry))
             for c in criteria if isinstance(c, ClaimsCriterion)
             for e in sets[c.id].examples if e.claims and e.id in judged.get(c.id, set())]
     checked: dict[str, dict[str, Verdict]] = {}

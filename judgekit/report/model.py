@@ -77,6 +77,8 @@ class JudgeInfo(ReportPart):
 class UsageSummary(ReportPart):
     calls: int = 0
     cached: int = 0
+    reasked: int = Field(0, description="Of the calls, those that asked again because an answer was unreadable "
+                         "(neither a verdict nor a refusal): the judge's own unreliability.")
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
