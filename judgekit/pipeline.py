@@ -25,17 +25,18 @@ from judgekit.inputs.policy import Policy, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.claims import recorded_gold, stages
-from judgekit.judging.jobs import run_sync
+from judgekit.judging.jobs import api_base_for, run_sync
 from judgekit.judging.prompts import fingerprint, judge_spec
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded, match_recorded
 from judgekit.judging.runner import RunSettings, Stop, judge_sets
 from judgekit.judging.verdicts import JUDGE_ID, Verdict, majority
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
-from judgekit.llm.transports import check_api_base, public_url
+from judgekit.llm.transports import check_api_base
 from judgekit.report.model import (Annotators, ClaimStages, ConfusionCounts, Consistency, CriterionReport, Disagreement,
                                    EarlyStop, JudgeInfo, Report, Slice, UsageSummary)
 from judgekit.report.render import finite
+from judgekit.secrets import public_url
 from judgekit.stats.metrics import calibration, confusion, kappa_from_counts, pairwise_kappa, ratio
 from judgekit.stats.raters import fleiss_kappa, flip_rate, item_stability, krippendorff_alpha
 
@@ -275,7 +276,8 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
                       declared_model=criterion.judge.model if isinstance(criterion, JUDGED) else None,
                       prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
                       source=source if source != "code" else "live",
-                      api_base=public_url(options.api_base) if source == "live" else None,
+                      api_base=public_url(api_base_for(criterion, options.api_base))
+                      if source == "live" and isinstance(criterion, JUDGED) else None,
                       via=options.via, structured=options.structured)
     disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, input=e.input, output=e.output,
                                   context=e.context, reason=v.reason, abstention=v.abstention, raw=v.raw,

@@ -12,7 +12,7 @@ from judgekit.inputs.policy import Policy
 from judgekit.judging.judge import Judge
 from judgekit.inputs.criteria import load_criterion
 from judgekit.llm.retry import RetryPolicy
-from judgekit.llm.transports import public_url
+from judgekit.secrets import public_url
 from judgekit.pipeline import Options, calibrate
 from judgekit.report import Report
 from judgekit.testing import FakeServer, script

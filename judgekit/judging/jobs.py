@@ -23,6 +23,17 @@ from judgekit.judging.prompts import compile_template, fill, prompt_template
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.protocol import CallError, LLM, Request
 from judgekit.llm.retry import RetryPolicy
+from judgekit.secrets import public_url
+
+
+def api_base_for(criterion: LLMCriterion | ClaimsCriterion, given: str | None = None) -> str | None:
+    """The endpoint a criterion's judge is asked at: `given` (--api-base, or the public form a
+    calibration recorded), else the criterion's `judge.api_base` — whose credentials are kept when
+    `given` is only its public form."""
+    own = criterion.judge.api_base
+    if given is None or (own is not None and public_url(own) == given):
+        return own
+    return given
 
 
 def reask_for(criterion: LLMCriterion | ClaimsCriterion, policy: RetryPolicy | None = None) -> int:
@@ -35,7 +46,7 @@ def reask_for(criterion: LLMCriterion | ClaimsCriterion, policy: RetryPolicy | N
 class Job:
     """One call to make: a criterion's prompt for one example, in one trial; an unreadable answer is
     asked again up to `reask` times. (A claims criterion's check is a `judgekit.claims.ClaimsJob`,
-    with the same `model`, `cached` and `ask`.)"""
+    with the same `model`, `api_base`, `cached` and `ask`.)"""
 
     criterion_id: str
     example_id: str
@@ -45,6 +56,10 @@ class Job:
     @property
     def model(self) -> str:
         return self.request.model
+
+    @property
+    def api_base(self) -> str | None:
+        return self.request.api_base
 
     @property
     def trial(self) -> int:

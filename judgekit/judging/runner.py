@@ -15,7 +15,7 @@ from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.claims import ClaimsJob, claims_jobs
-from judgekit.judging.jobs import Job, jobs_for, reask_for, run_bounded
+from judgekit.judging.jobs import Job, api_base_for, jobs_for, reask_for, run_bounded
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
@@ -25,10 +25,10 @@ from judgekit.stats.sequential import settle
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How the judges are asked: the endpoint, the pool, the cache (answers older than `max_age_s`
-    asked again), retries (and how often an unreadable answer is asked again: `reask_for`),
-    transport, structured output; and, for early stopping, the seed of the order and each
-    criterion's gate thresholds (`stop_early`: criterion id -> Thresholds)."""
+    """How the judges are asked: the endpoint (`api_base`, else each criterion's judge.api_base), the
+    pool, the cache (answers older than `max_age_s` asked again), retries (unreadable answers asked
+    again: `reask_for`), transport, structured output; and, for early stopping, the seed of the
+    order and each criterion's gate thresholds (`stop_early`: criterion id -> Thresholds)."""
 
     api_base: str | None = None
     concurrency: int = 16
@@ -65,20 +65,20 @@ class Judged:
 
 
 class _Asker:
-    """One LLM stack per model (or the injected one); asks jobs, cached answers first."""
+    """One LLM stack per model and endpoint (or the injected one); asks jobs, cached answers first."""
 
-    def __init__(self, models: Sequence[str], settings: RunSettings, llm: LLM | None):
+    def __init__(self, judges: Sequence[tuple[str, str | None]], settings: RunSettings, llm: LLM | None):
         self.llm, self.settings = llm, settings
         cache = str(settings.cache_dir) if settings.cache_dir is not None else None
-        self.stacks: dict[str, LLM] = {} if llm else {
-            model: open_llm(model, settings.api_base, cache, settings.timeout_s,
-                            max_connections=max(settings.concurrency, 1), retry=settings.retry, via=settings.via,
-                            max_age_s=settings.max_age_s)
-            for model in sorted(set(models))}
+        self.stacks: dict[tuple[str, str | None], LLM] = {} if llm else {
+            (model, api_base): open_llm(model, api_base, cache, settings.timeout_s,
+                                        max_connections=max(settings.concurrency, 1), retry=settings.retry,
+                                        via=settings.via, max_age_s=settings.max_age_s)
+            for model, api_base in sorted(set(judges), key=str)}
         self.elapsed_s = 0.0
 
     def llm_for(self, job: Job | ClaimsJob) -> LLM:
-        return self.llm or self.stacks[job.model]
+        return self.llm or self.stacks[(job.model, job.api_base)]
 
     async def ask(self, jobs: list[Job | ClaimsJob], progress: Callable[[int, int], None] | None) -> list[Verdict]:
         # Cached answers straight from disk: a fully cached re-run makes no client at all.
@@ -102,8 +102,8 @@ class _Asker:
 def _jobs(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
           settings: RunSettings) -> list[Job | ClaimsJob]:
     make = claims_jobs if isinstance(criterion, ClaimsCriterion) else jobs_for
-    return make(criterion, examples, model, criterion.judge.trials, settings.api_base, settings.structured,
-                reask_for(criterion, settings.retry))
+    return make(criterion, examples, model, criterion.judge.trials, api_base_for(criterion, settings.api_base),
+                settings.structured, reask_for(criterion, settings.retry))
 
 
 def _group(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet], jobs: list[Job],
@@ -118,7 +118,7 @@ async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[
                      models: dict[str, str], settings: RunSettings, llm: LLM | None = None,
                      progress: Callable[[int, int], None] | None = None) -> Judged:
     """Judge every example of every criterion (with `settings.stop_early`, until each decision is settled)."""
-    asker = _Asker(list(models.values()), settings, llm)
+    asker = _Asker([(models[c.id], api_base_for(c, settings.api_base)) for c in criteria], settings, llm)
     try:
         if settings.stop_early is not None:
             run = await _in_looks(asker, criteria, sets, models, settings, settings.stop_early)
@@ -138,7 +138,7 @@ async def _labelled_claims(asker: _Asker, criteria: list[LLMCriterion | ClaimsCr
     """Claims criteria whose judged examples carry claim-level labels: verify the labelled claims
     too, so that extraction and verification errors can be told apart."""
     judged = {cid: {trials[0].example_id for trials in by_example} for cid, by_example in run.verdicts.items()}
-    gold = [ClaimsJob(c, e, models[c.id], 0, settings.api_base, settings.structured,
+    gold = [ClaimsJob(c, e, models[c.id], 0, api_base_for(c, settings.api_base), settings.structured,
                       gold=tuple(claim.claim for claim in e.claims), reask=reask_for(c, settings.retry))
             for c in criteria if isinstance(c, ClaimsCriterion)
             for e in sets[c.id].examples if e.claims and e.id in judged.get(c.id, set())]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 from judgekit.errors import ProviderAuthError, ProviderRejects, ProviderUnreachable
 from judgekit.llm.protocol import LLM, RETRYABLE, CallError, Completion, Request
-from judgekit.llm.transports import public_url
+from judgekit.secrets import public_url
 
 
 @dataclass(frozen=True)

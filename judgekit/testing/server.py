@@ -42,6 +42,7 @@ class FakeServer:
         self.port = port
         self.stats: Counter[str] = Counter()
         self.log: list[tuple[float, str, str]] = []  # (monotonic time, prompt, outcome) per request
+        self.targets: list[str] = []  # the path and query each request was sent to
         self._rng = random.Random(seed)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -151,6 +152,7 @@ class FakeServer:
     async def _respond(self, request_line: str, body: bytes, writer: asyncio.StreamWriter,
                        headers: Mapping[str, str] | None = None) -> bool:
         """Answer one request; return False when the connection must end."""
+        self.targets.append(request_line.split(" ")[1] if request_line.count(" ") >= 2 else "")
         if not request_line.startswith("POST") or "/chat/completions" not in request_line:
             self._send(writer, 404, {"error": {"message": "not found"}})
             return True
