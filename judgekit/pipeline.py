@@ -11,14 +11,12 @@
 
 from __future__ import annotations
 
-import statistics
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
-from judgekit.errors import CallsFailed, InputError, Problem
+from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, with_trials
 from judgekit.inputs.policy import Policy, parse_duration
@@ -27,8 +25,8 @@ from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.claims import recorded_gold, stages
 from judgekit.judging.jobs import api_base_for, run_sync
 from judgekit.judging.prompts import fingerprint, judge_spec
-from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded, match_recorded
-from judgekit.judging.runner import RunSettings, Stop, judge_sets
+from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded, match_recorded, provenance
+from judgekit.judging.runner import RunSettings, Stop, check_some_call_answered, judge_sets
 from judgekit.judging.verdicts import JUDGE_ID, Verdict, majority
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
@@ -84,6 +82,43 @@ async def acalibrate(options: Options, llm: LLM | None = None,
                      progress: Callable[[int, int], None] | None = None) -> Report:
     """`calibrate`, awaited: for code that already runs an event loop."""
     started = datetime.now(timezone.utc)  # when the inputs were read: a later calibration is a newer one
+    ready = _prepare(options, started)
+    trials_by_criterion, sources, models, sets = ready.known, ready.sources, ready.models, ready.sets
+    judging_s = None
+    stops: dict[str, Stop] = {}
+    gold: dict[str, dict[str, Verdict]] = {}
+    if ready.pending:
+        run = await judge_sets(ready.pending, sets, models, ready.settings, llm, progress)  # type: ignore[arg-type]
+        for c in ready.pending:
+            check_some_call_answered(c.id, models[c.id], run.verdicts[c.id])
+        trials_by_criterion.update(run.verdicts)
+        gold = run.gold
+        judging_s, stops = run.elapsed_s, run.stops
+        sources.update({c.id: "live" for c in ready.pending})
+
+    reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
+                                 started, stops.get(c.id), gold.get(c.id)) for c in ready.criteria]
+    if options.canary:  # a re-check judges a subset of the set it checks: it names that set
+        reports = [r.model_copy(update={"set_fingerprint": ready.chosen[r.id].fingerprint}) for r in reports]
+    return Report(criteria=reports, judging_s=judging_s)
+
+
+@dataclass
+class _Ready:
+    """A calibration's inputs, read and checked: the verdicts known without a model (recorded, by
+    code) and whose they are, and the criteria left to judge live, each with its model, and how."""
+
+    criteria: list[Criterion]
+    sets: dict[str, CalibrationSet]  # what is judged (a canary, for a re-check)
+    chosen: dict[str, CalibrationSet]  # the sets (of the split) as calibrated
+    known: dict[str, list[list[Verdict]]]
+    sources: dict[str, str]
+    pending: list[LLMCriterion | ClaimsCriterion]
+    models: dict[str, str]
+    settings: RunSettings | None
+
+
+def _prepare(options: Options, started: datetime) -> _Ready:
     check_api_base(options.api_base)
     problems: list[Problem] = []
     try:
@@ -96,8 +131,7 @@ async def acalibrate(options: Options, llm: LLM | None = None,
         problems += error.problems
     if problems:
         raise InputError(problems)
-    sets = select_split(whole_sets, options.split)
-    chosen = sets
+    sets = chosen = select_split(whole_sets, options.split)
     if options.canary:
         sets = {cid: s.canary(options.canary) for cid, s in sets.items()}
     criteria = [with_trials(c, options.trials) for c in criteria]
@@ -117,7 +151,7 @@ async def acalibrate(options: Options, llm: LLM | None = None,
         for cid, trials in matched.items():
             kept = {e.id for e in sets[cid].examples}
             trials_by_criterion[cid] = [t for t in trials if t[0].example_id in kept]
-        sources.update({c.id: _provenance(c, records, options) for c in recorded})
+        sources.update({c.id: provenance(c, records, options.model, options.verdicts) for c in recorded})
 
     for criterion in criteria:
         if isinstance(criterion, RegexCriterion) and criterion.id not in trials_by_criterion:
@@ -128,9 +162,7 @@ async def acalibrate(options: Options, llm: LLM | None = None,
 
     pending = [c for c in criteria if isinstance(c, JUDGED) and c.id not in trials_by_criterion]
     models = {c.id: _model_for(c, options) for c in pending}
-    judging_s = None
-    stops: dict[str, Stop] = {}
-    gold: dict[str, dict[str, Verdict]] = {}
+    settings = None
     if pending:
         policy = options.policy or Policy.load()  # the project's policy: judgekit.yaml / pyproject.toml here
         ages = [policy.for_criterion(c.id).max_age for c in pending]
@@ -141,62 +173,7 @@ async def acalibrate(options: Options, llm: LLM | None = None,
             max_age_s=min(parse_duration(a).total_seconds() for a in ages) if all(ages) else None,
             stop_early={c.id: policy.for_criterion(c.id) for c in pending} if options.stop_early else None,
             seed=options.seed)
-        run = await judge_sets(pending, sets, models, settings, llm, progress)
-        for c in pending:
-            _check_some_call_answered(c, models[c.id], run.verdicts[c.id])
-        trials_by_criterion.update(run.verdicts)
-        gold = run.gold
-        judging_s, stops = run.elapsed_s, run.stops
-        sources.update({c.id: "live" for c in pending})
-
-    reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
-                                 started, stops.get(c.id), gold.get(c.id)) for c in criteria]
-    if options.canary:  # a re-check judges a subset of the set it checks: it names that set
-        reports = [r.model_copy(update={"set_fingerprint": chosen[r.id].fingerprint}) for r in reports]
-    return Report(criteria=reports, judging_s=judging_s)
-
-
-def _provenance(criterion: Criterion, records: list[RecordedVerdict], options: Options) -> str:
-    """`replayed:<file>` when every verdict of the criterion was given by judgekit's own judge with
-    this very fingerprint (a report's verdicts.jsonl read back), else `recorded:<file>`: another
-    tool's judge, which judgekit may gate but never stands in for."""
-    model = options.model
-    own = fingerprint(criterion, model)[:JUDGE_ID]
-    mine = [r for r in records if r.criterion in (criterion.id, None)]
-    if mine and all(r.judge == own for r in mine):
-        return f"replayed:{options.verdicts.name}"  # type: ignore[union-attr]
-    return f"recorded:{options.verdicts.name}"  # type: ignore[union-attr]
-
-
-def _check_some_call_answered(criterion: Criterion, model: str, all_trials: list[list[Verdict]]) -> None:
-    """A criterion whose every call failed has no calibration: stop, saying why, instead of
-    reporting 100% abstentions."""
-    verdicts = [v for trials in all_trials for v in trials]
-    if verdicts and all((v.abstention or "").startswith("error:") for v in verdicts):
-        cause, _ = Counter(v.reason or v.abstention or "" for v in verdicts).most_common(1)[0]
-        raise CallsFailed(criterion.id, model, len(all_trials), cause)
-
-
-def _usage(all_trials: list[list[Verdict]]) -> UsageSummary | None:
-    usages = [v.usage for trials in all_trials for v in trials if v.usage is not None]
-    if not usages:
-        return None
-    live = [u for u in usages if not u.cached]
-    latencies = sorted(u.latency_s for u in live if u.latency_s > 0)
-    costs = [u.cost for u in live if u.cost is not None]
-
-    def quantile(q: float) -> float | None:
-        if not latencies:
-            return None
-        return latencies[0] if len(latencies) == 1 else statistics.quantiles(latencies, n=100, method="inclusive")[
-            int(q * 100) - 1]
-
-    return UsageSummary(calls=sum(u.counts[0] for u in usages), cached=sum(u.counts[1] for u in usages),
-                        reasked=sum(u.reasked for u in usages),
-                        prompt_tokens=sum(u.prompt_tokens for u in live),
-                        completion_tokens=sum(u.completion_tokens for u in live),
-                        cost=sum(costs) if costs and len(costs) == len(live) else None,
-                        latency_p50_s=quantile(0.50), latency_p95_s=quantile(0.95))
+    return _Ready(criteria, sets, chosen, trials_by_criterion, sources, pending, models, settings)
 
 
 def _consistency(all_trials: list[list[Verdict]]) -> Consistency | None:
@@ -295,7 +272,8 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         metrics={name: finite(value) for name, value in result.metrics.items()},
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
         # The labelled claims' verification calls were made for this report too: they count.
-        disagreements=disagreements, judge=judge, usage=_usage([*all_trials, *([v] for v in (gold or {}).values())]),
+        disagreements=disagreements, judge=judge,
+        usage=UsageSummary.of([*all_trials, *([v] for v in (gold or {}).values())]),
         consistency=_consistency(all_trials),
         annotators=_annotators(cal, final), slices=_slices(cal, final),
         labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split,

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from judgekit.errors import CallsFailed
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
@@ -99,11 +101,31 @@ class _Asker:
             await stack.aclose()
 
 
-def _jobs(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
-          settings: RunSettings) -> list[Job | ClaimsJob]:
+def jobs_of(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
+            settings: RunSettings) -> list[Job | ClaimsJob]:
+    """The jobs of judging these examples of a criterion, asked as `settings` say."""
     make = claims_jobs if isinstance(criterion, ClaimsCriterion) else jobs_for
     return make(criterion, examples, model, criterion.judge.trials, api_base_for(criterion, settings.api_base),
                 settings.structured, reask_for(criterion, settings.retry))
+
+
+def labelled_claims_jobs(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
+                         settings: RunSettings) -> list[ClaimsJob]:
+    """A claims criterion's checks of the labelled claims of these examples, verified alone."""
+    if not isinstance(criterion, ClaimsCriterion):
+        return []
+    return [ClaimsJob(criterion, e, model, 0, api_base_for(criterion, settings.api_base), settings.structured,
+                      gold=tuple(claim.claim for claim in e.claims), reask=reask_for(criterion, settings.retry))
+            for e in examples if e.claims]
+
+
+def check_some_call_answered(criterion_id: str, model: str, all_trials: list[list[Verdict]]) -> None:
+    """A criterion whose every call failed has no calibration: stop, saying why, instead of
+    reporting 100% abstentions."""
+    verdicts = [v for trials in all_trials for v in trials]
+    if verdicts and all((v.abstention or "").startswith("error:") for v in verdicts):
+        cause, _ = Counter(v.reason or v.abstention or "" for v in verdicts).most_common(1)[0]
+        raise CallsFailed(criterion_id, model, len(all_trials), cause)
 
 
 def _group(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet], jobs: list[Job],
@@ -123,7 +145,7 @@ async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[
         if settings.stop_early is not None:
             run = await _in_looks(asker, criteria, sets, models, settings, settings.stop_early)
         else:
-            jobs = [job for c in criteria for job in _jobs(c, sets[c.id].examples, models[c.id], settings)]
+            jobs = [job for c in criteria for job in jobs_of(c, sets[c.id].examples, models[c.id], settings)]
             verdicts = await asker.ask(jobs, progress)
             run = Judged(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
         run.gold = await _labelled_claims(asker, criteria, sets, models, settings, run)
@@ -138,10 +160,8 @@ async def _labelled_claims(asker: _Asker, criteria: list[LLMCriterion | ClaimsCr
     """Claims criteria whose judged examples carry claim-level labels: verify the labelled claims
     too, so that extraction and verification errors can be told apart."""
     judged = {cid: {trials[0].example_id for trials in by_example} for cid, by_example in run.verdicts.items()}
-    gold = [ClaimsJob(c, e, models[c.id], 0, api_base_for(c, settings.api_base), settings.structured,
-                      gold=tuple(claim.claim for claim in e.claims), reask=reask_for(c, settings.retry))
-            for c in criteria if isinstance(c, ClaimsCriterion)
-            for e in sets[c.id].examples if e.claims and e.id in judged.get(c.id, set())]
+    gold = [job for c in criteria for job in labelled_claims_jobs(
+        c, [e for e in sets[c.id].examples if e.id in judged.get(c.id, set())], models[c.id], settings)]
     checked: dict[str, dict[str, Verdict]] = {}
     for job, verdict in zip(gold, await asker.ask(gold, None) if gold else []):
         checked.setdefault(job.criterion_id, {})[job.example_id] = verdict
@@ -166,7 +186,7 @@ async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion
         for c in active:
             chunk = order[c.id][done[c.id]:done[c.id] + step]
             done[c.id] += len(chunk)
-            jobs += _jobs(c, chunk, models[c.id], settings)
+            jobs += jobs_of(c, chunk, models[c.id], settings)
         all_jobs += jobs
         all_verdicts += await asker.ask(jobs, None)
         grouped = _group(criteria, sets, all_jobs, all_verdicts)
