@@ -23,6 +23,7 @@ from judgekit.inputs.policy import Policy, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.claims import recorded_gold, stages
+from judgekit.judging.estimate import Estimate, estimate
 from judgekit.judging.jobs import api_base_for, run_sync
 from judgekit.judging.prompts import fingerprint, judge_spec
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded, match_recorded, provenance
@@ -101,6 +102,14 @@ async def acalibrate(options: Options, llm: LLM | None = None,
     if options.canary:  # a re-check judges a subset of the set it checks: it names that set
         reports = [r.model_copy(update={"set_fingerprint": ready.chosen[r.id].fingerprint}) for r in reports]
     return Report(criteria=reports, judging_s=judging_s)
+
+
+def dry_run(options: Options, llm: LLM | None = None) -> list[Estimate]:
+    """What `calibrate(options)` would ask, per criterion, asking nothing and writing nothing: the
+    calls to make, the answers cached, the prompt tokens, the cost at most (judgekit.judging.estimate).
+    The inputs are checked as `calibrate` checks them."""
+    ready = _prepare(options, datetime.now(timezone.utc))
+    return estimate(ready.criteria, ready.sets, ready.models, ready.sources, ready.settings, llm)
 
 
 @dataclass

@@ -186,6 +186,18 @@ class ClaimsJob:
             return None
         return self._verdict(extracted, verified, usage_of([extracted, *verified]))  # type: ignore[list-item]
 
+    def planned(self, llm: LLM) -> tuple[list[Request], int, int]:
+        """As `Job.planned`. The verification calls depend on the extraction's answer: counted when it
+        is cached, else unknown until it is given (the third count: extractions still to be made)."""
+        if self.gold is not None:
+            return _split(llm, self._checks(self.gold), self.reask)
+        extracted = lookup(llm, self.extraction(), _extracted, self.reask)
+        if extracted is None:
+            return [self.extraction()], 0, 1
+        claims = read_claims(extracted.text)
+        to_ask, cached, _ = _split(llm, self._checks(claims), self.reask) if claims else ([], 0, 0)
+        return to_ask, cached + 1, 0
+
     async def ask(self, llm: LLM) -> Verdict:
         """Both steps; the verification calls of one reply run one after another. A call that fails
         after its retries makes the check an abstention, with the usage of every call made."""
@@ -202,6 +214,12 @@ class ClaimsJob:
             return self._verdict(extracted, verified, calls.usage())
         except CallError as error:
             return call_failed(self.example_id, self.trial, error, calls.usage())
+
+
+def _split(llm: LLM, checks: list[tuple[Request, Callable[[Completion], bool]]],
+           reask: int) -> tuple[list[Request], int, int]:
+    hits = [lookup(llm, request, ok, reask) for request, ok in checks]
+    return [request for (request, _), hit in zip(checks, hits) if hit is None], sum(h is not None for h in hits), 0
 
 
 def _extracted(answer: Completion) -> bool:

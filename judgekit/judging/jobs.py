@@ -69,6 +69,11 @@ class Job:
         hit = lookup(llm, self.request, readable, self.reask)
         return None if hit is None else verdict_from(hit, self.example_id, self.trial)
 
+    def planned(self, llm: LLM) -> tuple[list[Request], int, int]:
+        """What asking would take, asking nothing: the calls to make, the answers cached, and the
+        calls that cannot be known before others are answered (none here; see ClaimsJob)."""
+        return ([], 1, 0) if lookup(llm, self.request, readable, self.reask) else ([self.request], 0, 0)
+
     async def ask(self, llm: LLM) -> Verdict:
         """The verdict; a call that fails after its retries makes an abstention with its cause."""
         calls = Calls(self.reask)
