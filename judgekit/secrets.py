@@ -1,11 +1,11 @@
 """Secrets never leave the process: every text judgekit writes or prints goes through `redact`.
 
-An endpoint is shown in its public form (`public_url`: no user, password or query) and refused
-without showing its credentials (`api_base_problem`). What counts as a secret: the value of any environment variable whose name says KEY, TOKEN,
+What counts as a secret: the value of any environment variable whose name says KEY, TOKEN,
 SECRET or PASSWORD; the credentials of an endpoint URL (`user:password@`, and query values such
 as `?api-key=`), remembered by `remember_url` when an endpoint is configured; and, by their
 shape, `Authorization` values (`Bearer ...`, `Basic ...`) and `sk-` keys, which a provider may
-echo back in an error body.
+echo back in an error body. An endpoint is shown in its public form (`public_url`: no user,
+password or query), and refused without showing its credentials (`api_base_problem`).
 
 >>> remember_url("https://ana:hunter2pass@llm.example/v1?api-key=k3y-1234")
 >>> redact("POST https://llm.example/v1?api-key=k3y-1234 as ana:hunter2pass failed")

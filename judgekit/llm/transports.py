@@ -26,13 +26,13 @@ from judgekit.secrets import api_base_problem, redact, remember_url
 LEAN_PREFIX = "openai/"
 
 
-def check_api_base(url: str | None, where: str = "--api-base", location: str = "") -> None:
+def check_api_base(url: str | None, where: str = "--api-base") -> None:
     """Refuse an endpoint that cannot be asked (a scheme typo, no host, a bad port) before any
     call, with a message that shows no credential (judgekit.secrets.api_base_problem); remember its
     credentials as secrets."""
     problem = api_base_problem(url) if url is not None else None
     if problem is not None:
-        raise InputError.one(where, location, problem)
+        raise InputError.one(where, "", problem)
 
 
 def retry_after(value: str | None) -> float | None:
