@@ -13,6 +13,7 @@ from judgekit.lazy import exports
 _EXPORTS = {
     "calibrate": "judgekit.pipeline",
     "acalibrate": "judgekit.pipeline",
+    "dry_run": "judgekit.pipeline",
     "Options": "judgekit.pipeline",
     "load_inputs": "judgekit.inputs.project",
     "Report": "judgekit.report.model",

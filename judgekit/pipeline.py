@@ -11,14 +11,12 @@
 
 from __future__ import annotations
 
-import statistics
-from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
 
-from judgekit.errors import CallsFailed, InputError, Problem
+from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, with_trials
 from judgekit.inputs.files import read_source
@@ -26,17 +24,19 @@ from judgekit.inputs.policy import Policy, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.claims import recorded_gold, stages
-from judgekit.judging.jobs import run_sync
+from judgekit.judging.estimate import Estimate, estimate
+from judgekit.judging.jobs import api_base_for, run_sync
 from judgekit.judging.prompts import fingerprint, judge_spec
-from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded, match_recorded
-from judgekit.judging.runner import RunSettings, Stop, judge_sets
+from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded, match_recorded, provenance
+from judgekit.judging.runner import RunSettings, Stop, check_some_call_answered, judge_sets
 from judgekit.judging.verdicts import JUDGE_ID, Verdict, majority
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
-from judgekit.llm.transports import check_api_base, public_url
+from judgekit.llm.transports import check_api_base
 from judgekit.report.model import (Annotators, ClaimStages, ConfusionCounts, Consistency, CriterionReport, Disagreement,
                                    EarlyStop, JudgeInfo, Report, Slice, UsageSummary)
 from judgekit.report.render import finite
+from judgekit.secrets import public_url
 from judgekit.stats.metrics import calibration, confusion, kappa_from_counts, pairwise_kappa, ratio
 from judgekit.stats.raters import fleiss_kappa, flip_rate, item_stability, krippendorff_alpha
 
@@ -84,6 +84,55 @@ async def acalibrate(options: Options, llm: LLM | None = None,
                      progress: Callable[[int, int], None] | None = None) -> Report:
     """`calibrate`, awaited: for code that already runs an event loop."""
     started = datetime.now(timezone.utc)  # when the inputs were read: a later calibration is a newer one
+    ready = _prepare(options, started)
+    trials_by_criterion, sources, models, sets = ready.known, ready.sources, ready.models, ready.sets
+    judging_s = None
+    stops: dict[str, Stop] = {}
+    gold: dict[str, dict[str, Verdict]] = {}
+    if ready.pending:
+        run = await judge_sets(ready.pending, sets, models, ready.settings, llm, progress)  # type: ignore[arg-type]
+        for c in ready.pending:
+            check_some_call_answered(c.id, models[c.id], run.verdicts[c.id])
+        trials_by_criterion.update(run.verdicts)
+        gold = run.gold
+        judging_s, stops = run.elapsed_s, run.stops
+        sources.update({c.id: "live" for c in ready.pending})
+
+    reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
+                                 started, stops.get(c.id), gold.get(c.id)) for c in ready.criteria]
+    if options.canary:  # a re-check judges a subset of the set it checks: it names that set
+        reports = [r.model_copy(update={"set_fingerprint": ready.chosen[r.id].fingerprint}) for r in reports]
+    if ready.verdicts_digest is not None:  # measured from a verdict file: which one, by content
+        reports = [r.model_copy(update={"inputs": {**(r.inputs or {}), "verdicts": ready.verdicts_digest}})
+                   if r.judge and r.judge.source.startswith(("recorded:", "replayed:")) else r for r in reports]
+    return Report(criteria=reports, judging_s=judging_s)
+
+
+def dry_run(options: Options, llm: LLM | None = None) -> list[Estimate]:
+    """What `calibrate(options)` would ask, per criterion, asking nothing and writing nothing: the
+    calls to make, the answers cached, the prompt tokens, the cost at most (judgekit.judging.estimate).
+    The inputs are checked as `calibrate` checks them."""
+    ready = _prepare(options, datetime.now(timezone.utc))
+    return estimate(ready.criteria, ready.sets, ready.models, ready.sources, ready.settings, llm)
+
+
+@dataclass
+class _Ready:
+    """A calibration's inputs, read and checked: the verdicts known without a model (recorded, by
+    code) and whose they are, and the criteria left to judge live, each with its model, and how."""
+
+    criteria: list[Criterion]
+    sets: dict[str, CalibrationSet]  # what is judged (a canary, for a re-check)
+    chosen: dict[str, CalibrationSet]  # the sets (of the split) as calibrated
+    known: dict[str, list[list[Verdict]]]
+    sources: dict[str, str]
+    pending: list[LLMCriterion | ClaimsCriterion]
+    models: dict[str, str]
+    settings: RunSettings | None
+    verdicts_digest: str | None = None  # of the verdict file's bytes, when verdicts were recorded
+
+
+def _prepare(options: Options, started: datetime) -> _Ready:
     check_api_base(options.api_base)
     problems: list[Problem] = []
     try:
@@ -99,8 +148,7 @@ async def acalibrate(options: Options, llm: LLM | None = None,
         problems += error.problems
     if problems:
         raise InputError(problems)
-    sets = select_split(whole_sets, options.split)
-    chosen = sets
+    sets = chosen = select_split(whole_sets, options.split)
     if options.canary:
         sets = {cid: s.canary(options.canary) for cid, s in sets.items()}
     criteria = [with_trials(c, options.trials) for c in criteria]
@@ -120,7 +168,7 @@ async def acalibrate(options: Options, llm: LLM | None = None,
         for cid, trials in matched.items():
             kept = {e.id for e in sets[cid].examples}
             trials_by_criterion[cid] = [t for t in trials if t[0].example_id in kept]
-        sources.update({c.id: _provenance(c, records, options) for c in recorded})
+        sources.update({c.id: provenance(c, records, options.model, options.verdicts) for c in recorded})
 
     for criterion in criteria:
         if isinstance(criterion, RegexCriterion) and criterion.id not in trials_by_criterion:
@@ -131,9 +179,7 @@ async def acalibrate(options: Options, llm: LLM | None = None,
 
     pending = [c for c in criteria if isinstance(c, JUDGED) and c.id not in trials_by_criterion]
     models = {c.id: _model_for(c, options) for c in pending}
-    judging_s = None
-    stops: dict[str, Stop] = {}
-    gold: dict[str, dict[str, Verdict]] = {}
+    settings = None
     if pending:
         policy = options.policy or Policy.load()  # the project's policy: judgekit.yaml / pyproject.toml here
         ages = [policy.for_criterion(c.id).max_age for c in pending]
@@ -144,64 +190,7 @@ async def acalibrate(options: Options, llm: LLM | None = None,
             max_age_s=min(parse_duration(a).total_seconds() for a in ages) if all(ages) else None,
             stop_early={c.id: policy.for_criterion(c.id) for c in pending} if options.stop_early else None,
             seed=options.seed)
-        run = await judge_sets(pending, sets, models, settings, llm, progress)
-        for c in pending:
-            _check_some_call_answered(c, models[c.id], run.verdicts[c.id])
-        trials_by_criterion.update(run.verdicts)
-        gold = run.gold
-        judging_s, stops = run.elapsed_s, run.stops
-        sources.update({c.id: "live" for c in pending})
-
-    reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
-                                 started, stops.get(c.id), gold.get(c.id)) for c in criteria]
-    if options.canary:  # a re-check judges a subset of the set it checks: it names that set
-        reports = [r.model_copy(update={"set_fingerprint": chosen[r.id].fingerprint}) for r in reports]
-    if verdicts_digest is not None:  # measured from a verdict file: which one, by content
-        reports = [r.model_copy(update={"inputs": {**(r.inputs or {}), "verdicts": verdicts_digest}})
-                   if r.judge and r.judge.source.startswith(("recorded:", "replayed:")) else r for r in reports]
-    return Report(criteria=reports, judging_s=judging_s)
-
-
-def _provenance(criterion: Criterion, records: list[RecordedVerdict], options: Options) -> str:
-    """`replayed:<file>` when every verdict of the criterion was given by judgekit's own judge with
-    this very fingerprint (a report's verdicts.jsonl read back), else `recorded:<file>`: another
-    tool's judge, which judgekit may gate but never stands in for."""
-    model = options.model
-    own = fingerprint(criterion, model)[:JUDGE_ID]
-    mine = [r for r in records if r.criterion in (criterion.id, None)]
-    if mine and all(r.judge == own for r in mine):
-        return f"replayed:{options.verdicts.name}"  # type: ignore[union-attr]
-    return f"recorded:{options.verdicts.name}"  # type: ignore[union-attr]
-
-
-def _check_some_call_answered(criterion: Criterion, model: str, all_trials: list[list[Verdict]]) -> None:
-    """A criterion whose every call failed has no calibration: stop, saying why, instead of
-    reporting 100% abstentions."""
-    verdicts = [v for trials in all_trials for v in trials]
-    if verdicts and all((v.abstention or "").startswith("error:") for v in verdicts):
-        cause, _ = Counter(v.reason or v.abstention or "" for v in verdicts).most_common(1)[0]
-        raise CallsFailed(criterion.id, model, len(all_trials), cause)
-
-
-def _usage(all_trials: list[list[Verdict]]) -> UsageSummary | None:
-    usages = [v.usage for trials in all_trials for v in trials if v.usage is not None]
-    if not usages:
-        return None
-    live = [u for u in usages if not u.cached]
-    latencies = sorted(u.latency_s for u in live if u.latency_s > 0)
-    costs = [u.cost for u in live if u.cost is not None]
-
-    def quantile(q: float) -> float | None:
-        if not latencies:
-            return None
-        return latencies[0] if len(latencies) == 1 else statistics.quantiles(latencies, n=100, method="inclusive")[
-            int(q * 100) - 1]
-
-    return UsageSummary(calls=sum(u.counts[0] for u in usages), cached=sum(u.counts[1] for u in usages),
-                        prompt_tokens=sum(u.prompt_tokens for u in live),
-                        completion_tokens=sum(u.completion_tokens for u in live),
-                        cost=sum(costs) if costs and len(costs) == len(live) else None,
-                        latency_p50_s=quantile(0.50), latency_p95_s=quantile(0.95))
+    return _Ready(criteria, sets, chosen, trials_by_criterion, sources, pending, models, settings, verdicts_digest)
 
 
 def _consistency(all_trials: list[list[Verdict]]) -> Consistency | None:
@@ -282,7 +271,8 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
                       declared_model=criterion.judge.model if isinstance(criterion, JUDGED) else None,
                       prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
                       source=source if source != "code" else "live",
-                      api_base=public_url(options.api_base) if source == "live" else None,
+                      api_base=public_url(api_base_for(criterion, options.api_base))
+                      if source == "live" and isinstance(criterion, JUDGED) else None,
                       via=options.via, structured=options.structured)
     disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, input=e.input, output=e.output,
                                   context=e.context, reason=v.reason, abstention=v.abstention, raw=v.raw,
@@ -300,7 +290,8 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
         metrics={name: finite(value) for name, value in result.metrics.items()},
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
         # The labelled claims' verification calls were made for this report too: they count.
-        disagreements=disagreements, judge=judge, usage=_usage([*all_trials, *([v] for v in (gold or {}).values())]),
+        disagreements=disagreements, judge=judge,
+        usage=UsageSummary.of([*all_trials, *([v] for v in (gold or {}).values())]),
         consistency=_consistency(all_trials),
         annotators=_annotators(cal, final), slices=_slices(cal, final),
         labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split,

@@ -4,7 +4,8 @@ What counts as a secret: the value of any environment variable whose name says K
 SECRET or PASSWORD; the credentials of an endpoint URL (`user:password@`, and query values such
 as `?api-key=`), remembered by `remember_url` when an endpoint is configured; and, by their
 shape, `Authorization` values (`Bearer ...`, `Basic ...`) and `sk-` keys, which a provider may
-echo back in an error body.
+echo back in an error body. An endpoint is shown in its public form (`public_url`: no user,
+password or query), and refused without showing its credentials (`api_base_problem`).
 
 >>> remember_url("https://ana:hunter2pass@llm.example/v1?api-key=k3y-1234")
 >>> redact("POST https://llm.example/v1?api-key=k3y-1234 as ana:hunter2pass failed")
@@ -18,7 +19,7 @@ from __future__ import annotations
 import base64
 import os
 import re
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)  # names of environment variables
 SECRET_QUERY = re.compile(r"(key|token|secret|pass|auth|sig|credential)", re.IGNORECASE)  # names in a URL query
@@ -103,3 +104,44 @@ def redact_known(text: str) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text
+
+
+def public_url(url: str | None) -> str | None:
+    """An endpoint without user:password and without its query (where keys sometimes ride).
+
+    >>> public_url("https://ana:pw@llm.example:8443/v1?api-key=k")
+    'https://llm.example:8443/v1'
+    """
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        port = parts.port
+    except ValueError:  # a bad port is named by api_base_problem; here it is only left out
+        port = None
+    if ":" in host:
+        host = f"[{host}]"
+    netloc = host + (f":{port}" if port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def api_base_problem(url: str) -> str | None:
+    """What makes an endpoint unusable (a scheme typo, no host, a bad port), in words that show no
+    credential; None when it can be asked. Its credentials are remembered as secrets either way.
+
+    >>> api_base_problem("htp://ana:hunter2pass@llm.example/v1")
+    "'htp://ana:<redacted>@llm.example/v1' does not start with http:// or https://; write it like https://host:8000/v1"
+    """
+    remember_url(url)
+    shown = redact(url)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018  (raises ValueError for a port that is not a number in 0-65535)
+    except ValueError as error:
+        return f"{shown!r} is not a usable URL ({redact(str(error))}); write it like https://host:8000/v1"
+    if parts.scheme not in ("http", "https"):
+        return f"{shown!r} does not start with http:// or https://; write it like https://host:8000/v1"
+    if not parts.hostname:
+        return f"{shown!r} names no host; write it like https://host:8000/v1"
+    return None

@@ -125,8 +125,9 @@ def test_one_call_per_claim_when_not_batched(claims_project):
     llm = fake()
     c = _run(claims_project, llm).criteria[0]
     assert {v.id: v.passed for v in c.verdicts}["one-bad"] is False
-    # 5 extractions; verifications: good 2 + one-bad 2 + garbled-verification 1 (its claim, read fine)
-    assert len(llm.requests) == 5 + 2 + 2 + 1
+    # 5 extractions; verifications: good 2 + one-bad 2 + garbled-verification 1; each unreadable answer
+    # (garbled-extraction's extraction, garbled-verification's verification) asked once more
+    assert len(llm.requests) == 5 + 2 + 2 + 1 + 2
 
 
 def test_a_missing_context_is_an_input_error_naming_the_example(project):
@@ -152,10 +153,12 @@ def test_through_the_fake_server_with_cache_resume_and_usage(claims_project, tmp
         calls = server.requests
         second = calibrate(Options(criteria_dir=claims_project.criteria, sets_dir=claims_project.sets,
                                    model="openai/checker", **options)).criteria[0]
-        assert server.requests == calls  # every step of every example came from the cache
-    assert calls == 5 + 3  # 5 extractions, 3 batched verifications (none and garbled-extraction need none)
+        # Every step of every example came from the cache, but the two unreadable answers: asked again.
+        assert server.requests == calls + 2
+    assert calls == 5 + 3 + 2  # 5 extractions, 3 batched verifications (none and garbled-extraction need none), 2 re-asks
     assert first.confusion == second.confusion and first.abstained == second.abstained == 2
-    assert (first.usage.calls, first.usage.cached, second.usage.calls, second.usage.cached) == (8, 0, 0, 8)
+    assert (first.usage.calls, first.usage.cached, second.usage.calls, second.usage.cached) == (10, 0, 2, 8)
+    assert first.usage.reasked == second.usage.reasked == 2
 
 
 def test_recorded_per_claim_verdicts_are_aggregated_by_the_strict_rule(claims_project, tmp_path):
@@ -224,7 +227,8 @@ def test_review_fixes_for_claims(claims_project, tmp_path):
     c = _run(claims_project, FakeLLM(failing)).criteria[0]
     verdicts = {v.id: v for v in c.verdicts}
     assert verdicts["good"].passed is None and "(error: server)" in verdicts["good"].reason
-    assert c.usage.calls == 5 + 3  # 5 extractions, 2 verifications answered, 1 that failed
+    # 5 extractions, 3 verifications that failed (every source names the gross), 1 unreadable extraction asked again
+    assert (c.usage.calls, c.usage.reasked) == (5 + 3 + 1, 1)
     # A recorded verdict contradicting its own claims, or claims for a criterion of another kind: refused.
     path = tmp_path / "v.jsonl"
     path.write_text(json.dumps({"id": "good", "passed": True, "claims": [{"claim": "a", "supported": False}]}) + "\n")

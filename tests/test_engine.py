@@ -2,6 +2,7 @@
 
 import json
 import time
+from dataclasses import replace
 
 import pytest
 
@@ -49,11 +50,14 @@ def test_transient_faults_are_retried_to_the_right_verdict(setup, via, fault):
 @pytest.mark.parametrize("fault, cause", [("garbage", "unparseable"), ("malformed_json", "unparseable"),
                                           ("refusal", "refusal")])
 def test_bad_answers_abstain_and_are_never_counted(setup, via, fault, cause):
-    with FakeServer(VERDICTS, fail_first={"reply-p1:": [fault], "reply-f1:": [fault]}) as s:
+    # Bad twice: an unreadable answer is asked once more (retry.unreadable), a refusal never.
+    with FakeServer(VERDICTS, fail_first={"reply-p1:": [fault] * 2, "reply-f1:": [fault] * 2}) as s:
         report = calibrate(options(setup, s, via))
     c, wrong = by_id(report)
     assert c.abstained == 2 and c.confusion.tp + c.confusion.fn == 3 and c.confusion.tn + c.confusion.fp == 3
     assert {k: (d.verdict, d.abstention) for k, d in wrong.items()} == {"p1": (None, cause), "f1": (None, cause)}
+    reasked = 0 if fault == "refusal" else 2
+    assert s.requests == 8 + reasked and (c.usage.calls, c.usage.reasked) == (8 + reasked, reasked)
 
 
 @pytest.mark.parametrize("via", ["auto", "litellm"])
@@ -94,10 +98,11 @@ def test_bad_key_stops_at_once(setup, via, monkeypatch):
 
 
 def test_cache_serves_a_rerun_and_stores_only_successes(setup):
+    once = replace(FAST, unreadable=0)  # an unreadable answer is final here (tests/test_reask.py: asked again)
     with FakeServer(VERDICTS, fail_first={"reply-p2:": ["garbage"], "reply-f3:": ["server_error"] * FAST.attempts}) as s:
-        first = calibrate(options(setup, s))
+        first = calibrate(options(setup, s, retry=once))
         asked = s.requests
-        second = calibrate(options(setup, s))
+        second = calibrate(options(setup, s, retry=once))
     # The garbage answer was a successful call (cached, still an abstention); the failed call was not cached.
     assert first.criteria[0].abstained == 2
     assert asked == 7 + FAST.attempts and s.requests == asked + 1

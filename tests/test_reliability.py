@@ -64,9 +64,13 @@ def test_every_fault_mode_ends_each_example_in_a_verdict_or_an_explained_abstent
     assert all(d.verdict is None for d in c.disagreements)
     abstained = {d.id: d.abstention for d in c.disagreements}
     if fault in ANSWERS:
-        # An answer, however bad, is final (no retry): abstained exactly where the last answer was the fault.
+        # An unreadable answer is asked once more (retry.unreadable), a refusal is final: abstained
+        # exactly where the last answer was the fault.
         expected = {e for e, outcomes in by_example.items() if outcomes[-1] == fault}
         assert set(abstained) == expected and all(cause == ANSWERS[fault] for cause in abstained.values())
+        again = 2 if fault != "refusal" else 1
+        assert all(len(outcomes) == (again if outcomes[0] == fault else 1) for outcomes in by_example.values())
+        assert c.usage.reasked == sum(len(outcomes) - 1 for outcomes in by_example.values())
     else:
         # A transient fault is retried: abstained exactly where every attempt failed.
         expected = {e for e, outcomes in by_example.items() if "ok" not in outcomes}

@@ -12,7 +12,7 @@ from judgekit.inputs.policy import Policy
 from judgekit.judging.judge import Judge
 from judgekit.inputs.criteria import load_criterion
 from judgekit.llm.retry import RetryPolicy
-from judgekit.llm.transports import public_url
+from judgekit.secrets import public_url
 from judgekit.pipeline import Options, calibrate
 from judgekit.report import Report
 from judgekit.testing import FakeServer, script
@@ -63,7 +63,7 @@ def test_override_problems_are_all_listed_with_their_place(setup):
 
 
 def test_raw_answer_of_an_unreadable_reply_reaches_the_reports(setup, tmp_path):
-    with FakeServer(VERDICTS, fail_first={"reply-p3:": ["garbage"]}) as server:
+    with FakeServer(VERDICTS, fail_first={"reply-p3:": ["garbage"] * 2}) as server:  # unreadable when asked again too
         result = runner.invoke(app, ["calibrate", "--model", "openai/j", "--api-base", server.url,
                                      "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output

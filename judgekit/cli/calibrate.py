@@ -15,7 +15,7 @@ from judgekit.cli.options import (config_option, criteria_option, criterion_ids_
                                   report_option, sets_option, typer_app)
 from judgekit.cli.gate import decide, finish
 from judgekit.cli.html import write_html
-from judgekit.cli.terminal import render_table, terminal_progress
+from judgekit.cli.terminal import render_estimates, render_table, terminal_progress
 from judgekit.errors import InputError, JudgekitError
 from judgekit.gate.decision import Gate
 from judgekit.gate.budget import plan as make_plan
@@ -27,7 +27,7 @@ from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import Example
 from judgekit.judging.recorded import load_recorded
-from judgekit.pipeline import Options
+from judgekit.pipeline import Options, dry_run
 from judgekit.pipeline import calibrate as run
 from judgekit.report.model import Report
 from judgekit.watch.history import History, Run, record_history
@@ -66,6 +66,8 @@ def calibrate(
                                  "decisions) instead of tables; nothing else on stdout."),
     history: Path = history_option("Calibration history (SQLite) this run is added to, for `judgekit drift`."),
     no_history: bool = typer.Option(False, "--no-history", help="Do not add this run to the history."),
+    dry: bool = typer.Option(False, "--dry-run", help="Ask nothing, write nothing: per criterion, the calls to "
+                             "make, the answers already cached, the prompt tokens and the cost at most."),
 ) -> None:
     """Run the judge of each criterion over its calibration set and report agreement with the labels."""
     check_split(split)
@@ -75,6 +77,15 @@ def calibrate(
                       model=model, api_base=api_base, concurrency=concurrency, trials=trials,
                       cache_dir=None if no_cache else cache_dir, timeout_s=timeout, split=split, seed=seed,
                       structured=not plain_answers, via=via, stop_early=stop_early)
+    if dry:
+        try:
+            options.policy = Policy.load(config)  # max_age: older answers are asked again
+            estimates = dry_run(options)
+        except JudgekitError as error:
+            fail(error)
+        typer.echo(json.dumps({"dry_run": True, "criteria": [e.to_json() for e in estimates]}, indent=2) if as_json
+                   else render_estimates(estimates, stop_early))
+        return
     try:
         if criterion and (out / "report.json").is_file():
             # A partial run merges into the report there: check it can be read before judging anything.

@@ -1,6 +1,6 @@
 """What a person sees on a terminal: the calibration table (rich, coloured, on a terminal; plain in
-a pipe), a progress line, and the gate's decisions with coloured statuses (click strips colours
-from pipes and files).
+a pipe), a dry run's estimates, a progress line, and the gate's decisions with coloured statuses
+(click strips colours from pipes and files).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from judgekit.gate.result import GateResult
 from judgekit.report.render import fmt_number, to_table
 
 if TYPE_CHECKING:
+    from judgekit.judging.estimate import Estimate
     from judgekit.report.model import Report
 
 STATUS_COLOURS = {"PASS": "green", "FAIL": "red", "INCONCLUSIVE": "yellow"}
@@ -42,6 +43,31 @@ def render_table(report: "Report") -> str:
     buffer = StringIO()
     Console(file=buffer, force_terminal=True, width=shutil.get_terminal_size((120, 24)).columns).print(table)
     return buffer.getvalue().rstrip()
+
+
+def render_estimates(estimates: "list[Estimate]", stop_early: bool = False) -> str:
+    """`calibrate --dry-run`: per criterion, the calls to make, the answers cached, the prompt
+    tokens and the cost at most; then how these are estimated (judgekit.judging.estimate)."""
+    rows = [("criterion", "judge", "calls", "cached", "prompt tokens", "cost at most")]
+    notes = []
+    for e in estimates:
+        if e.source != "live":
+            rows.append((e.criterion, "by code" if e.source == "code" else e.source, "0", "-", "-", "-"))
+            continue
+        cost = "unknown" if e.cost_at_most is None else f"${e.cost_at_most:,.4f}"
+        rows.append((e.criterion, e.model or "", f"{e.calls:,}", f"{e.cached:,}", f"~{e.prompt_tokens:,}", cost))
+        if e.unknown:
+            notes.append(f"{e.criterion}: and the verification calls of {e.unknown:,} extraction(s) still to make, "
+                         "which depend on their answers (not counted)")
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths)))
+             for row in rows]
+    notes += [*(["--stop-early may stop before the whole set: these are at most"] if stop_early else []),
+              "cached: answers in the cache, younger than max_age and readable; the others are calls to make",
+              "prompt tokens: characters / 4 of the rendered messages (an estimate)",
+              "cost at most: litellm's price for those tokens and each answer at its max_tokens (unknown: no price)",
+              "dry run: nothing was asked, nothing written"]
+    return "\n".join([*lines, "", *notes])
 
 
 def show_decisions(result: GateResult) -> None:

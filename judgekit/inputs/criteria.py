@@ -29,6 +29,7 @@ from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import criterion_paths
 from judgekit.inputs.files import read_source, read_yaml
 from judgekit.inputs.validation import Frozen, problems_of
+from judgekit.secrets import api_base_problem
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 ExampleField = Literal["input", "output", "context"]  # the fields of an example a judge may be shown
@@ -55,6 +56,18 @@ class JudgeSettings(Frozen):
     prompt: str | None = Field(None, description="Replaces the user message; may use {{question}}, {{pass_when}}, "
                                "{{fail_when}}, {{examples}}, {{input}}, {{output}}, {{context}}.")
     system: str | None = Field(None, description="Replaces the system message.")
+    api_base: str | None = Field(None, repr=False, description="Base URL of the provider for this criterion's "
+                                 "judge (calibrate --api-base overrides it); credentials in it are never shown.")
+    reask_unreadable: int | None = Field(None, ge=0, le=10, description="Times an unreadable answer (neither JSON "
+                                         "nor a PASS / FAIL line) is asked again, past the cache; default 1.")
+
+    @field_validator("api_base")
+    @classmethod
+    def _usable_endpoint(cls, value: str | None) -> str | None:
+        problem = api_base_problem(value) if value is not None else None
+        if problem is not None:
+            raise ValueError(problem)
+        return value
 
     @field_validator("prompt")
     @classmethod

@@ -1,7 +1,9 @@
 """Reading a judge's answer into a verdict. The answer contract is JSON `{"reasoning": str,
 "passed": bool}` (reasoning first, so the verdict follows from it), also accepted inside a code
-fence, or a last line that is exactly PASS or FAIL. Anything else is an abstention that keeps the
-raw answer; a refusal is an abstention of its own; a call that failed after its retries is one too.
+fence, or a last line that is exactly PASS or FAIL. Anything else is unreadable: it is asked again
+(`Calls`, up to the retry policy's `unreadable` times, past the cache), and if it stays unreadable
+it is an abstention that keeps the raw answer. A refusal is an abstention of its own, never asked
+again; a call that failed after its retries is one too.
 
 >>> read_answer('{"reasoning": "it says so", "passed": true}')
 (True, 'it says so', None)
@@ -16,10 +18,13 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import Any, Callable
+from dataclasses import replace
+from typing import Any, Callable, Sequence
 
 from judgekit.judging.verdicts import Usage, Verdict
-from judgekit.llm.protocol import CallError, Completion
+from judgekit.llm.protocol import LLM, CallError, Completion, Request
+
+Readable = Callable[[Completion], bool]
 
 ANSWER_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -73,9 +78,9 @@ def read_answer(text: str, refusal: str | None = None) -> tuple[bool | None, str
     return None, None, "unparseable"
 
 
-def verdict_from(completion: Completion, example_id: str, trial: int) -> Verdict:
-    usage = Usage(completion.cached, completion.prompt_tokens, completion.completion_tokens, completion.cost,
-                  completion.latency_s)
+def verdict_from(completion: Completion, example_id: str, trial: int, usage: Usage | None = None) -> Verdict:
+    """The verdict an answer gives; `usage` of the calls behind it (default: this answer's alone)."""
+    usage = usage or usage_of([completion])
     if completion.finish_reason == "content_filter" and not completion.text:
         return Verdict(example_id, None, "the provider's content filter stopped the answer", trial, "refusal",
                        usage=usage, obtained_at=completion.obtained_at)
@@ -89,3 +94,77 @@ def call_failed(example_id: str, trial: int, error: CallError, usage: Usage) -> 
     tries = f" (after {error.attempts} attempts)" if error.attempts > 1 else ""
     return Verdict(example_id, None, f"{error}{tries}", trial, f"error: {error.kind}", usage=usage,
                    obtained_at=time.time())
+
+
+def refused(completion: Completion) -> bool:
+    """Whether an answer is a refusal (the provider's flag, its content filter, or the words)."""
+    return bool(completion.refusal) or (completion.finish_reason == "content_filter" and not completion.text) \
+        or bool(_REFUSAL.match(completion.text))
+
+
+def readable(completion: Completion) -> bool:
+    """Whether an answer is a verdict or a refusal; anything else is asked again (`Calls`)."""
+    return verdict_from(completion, "", 0).abstention != "unparseable"
+
+
+def usage_of(answers: Sequence[Completion], failed: int = 0, reasked: int = 0) -> Usage:
+    """What the answers behind one verdict cost, with `failed` calls that gave none."""
+    live = [c for c in answers if not c.cached]  # cached answers cost nothing this time
+    costs = [c.cost for c in live]
+    return Usage(cached=not live and not failed, prompt_tokens=sum(c.prompt_tokens for c in live),
+                 completion_tokens=sum(c.completion_tokens for c in live),
+                 cost=None if not live or any(c is None for c in costs) else sum(costs),  # type: ignore[misc]
+                 latency_s=sum(c.latency_s for c in live), calls=len(live) + failed,
+                 cached_calls=len(answers) - len(live), reasked=reasked)
+
+
+def lookup(llm: LLM, request: Request, is_readable: Readable, reask: int) -> Completion | None:
+    """The cached answer to `request`, or None: none is cached, or it is unreadable and would be asked again."""
+    answer = llm.lookup(request)
+    return None if answer is None or (reask and not is_readable(answer)) else answer
+
+
+class Calls:
+    """The calls behind one verdict: each question asked once, and an unreadable answer asked again
+    up to `reask` times, past the cache — a provider's glitch is not the judge's verdict, and a
+    refusal is, so it is never asked again. `usage()` counts every call, the re-asks apart.
+
+    >>> import asyncio
+    >>> from judgekit.testing import FakeLLM
+    >>> answers = iter(["Lorem ipsum", "It says so.\\nPASS"])
+    >>> calls = Calls(reask=1)
+    >>> asyncio.run(calls.ask(FakeLLM(lambda r: next(answers)), Request("m", []), readable)).text
+    'It says so.\\nPASS'
+    >>> calls.usage().calls, calls.usage().reasked
+    (2, 1)
+    """
+
+    def __init__(self, reask: int):
+        self.reask = reask
+        self.answers: list[Completion] = []
+        self.reasked = 0
+        self.failed = 0
+
+    async def ask(self, llm: LLM, request: Request, is_readable: Readable) -> Completion:
+        """The last answer to `request`; a call that fails after its retries raises its CallError."""
+        answer = await self._one(llm, request)
+        for _ in range(self.reask):
+            if is_readable(answer):
+                break
+            self.reasked += 1
+            # The same question (the same cache key), not served from the cache; the new answer
+            # replaces the cached one only if it can be read.
+            answer = await self._one(llm, replace(request, keep_if=is_readable))
+        return answer
+
+    async def _one(self, llm: LLM, request: Request) -> Completion:
+        try:
+            answer = await llm.complete(request)
+        except CallError:
+            self.failed += 1
+            raise
+        self.answers.append(answer)
+        return answer
+
+    def usage(self) -> Usage:
+        return usage_of(self.answers, self.failed, self.reasked)

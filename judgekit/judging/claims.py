@@ -5,7 +5,8 @@
    evidence; all claims of a reply in one call (`batch: true`) or one call per claim.
 3. The strict rule: pass iff at least one claim was extracted and every claim is supported. A
    reply without claims fails unless the criterion says `no_claims: pass`; an unreadable step is
-   an abstention, never a guess.
+   asked again as an unreadable verdict is (judgekit.judging.answers.Calls), then an abstention,
+   never a guess.
 
 Every call goes through the same LLM stack as any judge call (cache, retries, usage). The prompts
 are in judgekit.judging.prompts, the strict rule (`aggregate`) in judgekit.judging.verdicts.
@@ -18,14 +19,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from judgekit.inputs.criteria import ClaimsCriterion
 from judgekit.inputs.sets import Example
-from judgekit.judging.answers import call_failed, json_object
+from judgekit.judging.answers import Calls, call_failed, json_object, lookup, refused, usage_of
 from judgekit.judging.prompts import EXTRACT_PROMPT, SYSTEM_PROMPT, VERIFY_ONE_PROMPT, VERIFY_PROMPT
 from judgekit.judging.verdicts import ClaimCheck, Usage, Verdict, aggregate
 from judgekit.llm.protocol import CallError, Completion, LLM, Request
+from judgekit.llm.retry import RetryPolicy
 
 
 EXTRACT_SCHEMA: dict[str, Any] = {
@@ -90,7 +92,8 @@ def read_check(text: str, claim: str) -> ClaimCheck | None:
 
 @dataclass(frozen=True)
 class ClaimsJob:
-    """One claims check to make: one example of a claims criterion, in one trial."""
+    """One claims check to make: one example of a claims criterion, in one trial; an unreadable step
+    is asked again up to `reask` times."""
 
     criterion: ClaimsCriterion
     example: Example
@@ -99,6 +102,7 @@ class ClaimsJob:
     api_base: str | None = None
     structured: bool = True
     gold: tuple[str, ...] | None = None  # verify these labelled claims instead of extracting (stage errors)
+    reask: int = RetryPolicy.unreadable
 
     @property
     def criterion_id(self) -> str:
@@ -128,10 +132,16 @@ class ClaimsJob:
         return [self._request(_messages(self.criterion, VERIFY_ONE_PROMPT, {**values, "claim": claim}),
                               "verification", VERIFY_ONE_SCHEMA) for claim in claims]
 
-    def _verdict(self, extracted: Completion, verified: Sequence[Completion] = ()) -> Verdict:
-        completions = [extracted, *verified]
-        usage = _usage(completions)
-        at = min(c.obtained_at for c in completions)
+    def _checks(self, claims: Sequence[str]) -> list[tuple[Request, Callable[[Completion], bool]]]:
+        """The verification calls of `claims`, each with what makes its answer readable."""
+        requests = self.verifications(claims)
+        if self.criterion.batch:
+            return [(requests[0], lambda c: read_checks(c.text, claims) is not None or refused(c))]
+        return [(request, lambda c, claim=claim: read_check(c.text, claim) is not None or refused(c))
+                for request, claim in zip(requests, claims)]
+
+    def _verdict(self, extracted: Completion, verified: Sequence[Completion], usage: Usage) -> Verdict:
+        at = min(c.obtained_at for c in [extracted, *verified])
         claims = read_claims(extracted.text)
         if claims is None:
             return Verdict(self.example_id, None, "the extraction step's answer is not a list of claims", self.trial,
@@ -141,8 +151,8 @@ class ClaimsJob:
             return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=(), obtained_at=at)
         return replace(self._checked(claims, verified, usage), obtained_at=at)
 
-    def _gold(self, verified: Sequence[Completion]) -> Verdict:
-        verdict = self._checked(list(self.gold or ()), verified, _usage(verified))
+    def _gold(self, verified: Sequence[Completion], usage: Usage) -> Verdict:
+        verdict = self._checked(list(self.gold or ()), verified, usage)
         return replace(verdict, obtained_at=min((c.obtained_at for c in verified), default=None))
 
     def _checked(self, claims: list[str], verified: Sequence[Completion], usage: Any) -> Verdict:
@@ -161,54 +171,66 @@ class ClaimsJob:
         return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=tuple(checks))
 
     def cached(self, llm: LLM) -> "Verdict | None":
-        """The verdict from cached answers alone, or None when a step is not cached."""
+        """The verdict from cached answers alone, or None when a step is not cached (or is unreadable)."""
         if self.gold is not None:
-            verified = [llm.lookup(request) for request in self.verifications(self.gold)]
-            return None if any(v is None for v in verified) else self._gold(verified)  # type: ignore[arg-type]
-        extracted = llm.lookup(self.extraction())
+            verified = [lookup(llm, request, ok, self.reask) for request, ok in self._checks(self.gold)]
+            return None if any(v is None for v in verified) else self._gold(verified, usage_of(verified))  # type: ignore
+        extracted = lookup(llm, self.extraction(), _extracted, self.reask)
         if extracted is None:
             return None
         claims = read_claims(extracted.text)
         if not claims:
-            return self._verdict(extracted)
-        verified = [llm.lookup(request) for request in self.verifications(claims)]
-        return None if any(v is None for v in verified) else self._verdict(extracted, verified)  # type: ignore[arg-type]
+            return self._verdict(extracted, (), usage_of([extracted]))
+        verified = [lookup(llm, request, ok, self.reask) for request, ok in self._checks(claims)]
+        if any(v is None for v in verified):
+            return None
+        return self._verdict(extracted, verified, usage_of([extracted, *verified]))  # type: ignore[list-item]
+
+    def planned(self, llm: LLM) -> tuple[list[Request], int, int]:
+        """As `Job.planned`. The verification calls depend on the extraction's answer: counted when it
+        is cached, else unknown until it is given (the third count: extractions still to be made)."""
+        if self.gold is not None:
+            return _split(llm, self._checks(self.gold), self.reask)
+        extracted = lookup(llm, self.extraction(), _extracted, self.reask)
+        if extracted is None:
+            return [self.extraction()], 0, 1
+        claims = read_claims(extracted.text)
+        to_ask, cached, _ = _split(llm, self._checks(claims), self.reask) if claims else ([], 0, 0)
+        return to_ask, cached + 1, 0
 
     async def ask(self, llm: LLM) -> Verdict:
         """Both steps; the verification calls of one reply run one after another. A call that fails
         after its retries makes the check an abstention, with the usage of every call made."""
-
-        done: list[Completion] = []
+        calls = Calls(self.reask)
         try:
             if self.gold is not None:
-                for request in self.verifications(self.gold):
-                    done.append(await llm.complete(request))
-                return self._gold(done)
-            done.append(await llm.complete(self.extraction()))
-            claims = read_claims(done[0].text)
+                verified = [await calls.ask(llm, request, ok) for request, ok in self._checks(self.gold)]
+                return self._gold(verified, calls.usage())
+            extracted = await calls.ask(llm, self.extraction(), _extracted)
+            claims = read_claims(extracted.text)
             if not claims:
-                return self._verdict(done[0])
-            for request in self.verifications(claims):
-                done.append(await llm.complete(request))
-            return self._verdict(done[0], done[1:])
+                return self._verdict(extracted, (), calls.usage())
+            verified = [await calls.ask(llm, request, ok) for request, ok in self._checks(claims)]
+            return self._verdict(extracted, verified, calls.usage())
         except CallError as error:
-            usage = _usage(done)
-            return call_failed(self.example_id, self.trial, error, replace(usage, calls=(usage.calls or 0) + 1,
-                                                                           cached=False))
+            return call_failed(self.example_id, self.trial, error, calls.usage())
 
 
-def _usage(completions: Sequence[Completion]) -> Usage:
-    live = [c for c in completions if not c.cached]  # cached answers cost nothing this time
-    costs = [c.cost for c in live]
-    return Usage(cached=not live, prompt_tokens=sum(c.prompt_tokens for c in live),
-                 completion_tokens=sum(c.completion_tokens for c in live),
-                 cost=None if any(c is None for c in costs) else sum(costs),  # type: ignore[misc]
-                 latency_s=sum(c.latency_s for c in live), calls=len(live), cached_calls=len(completions) - len(live))
+def _split(llm: LLM, checks: list[tuple[Request, Callable[[Completion], bool]]],
+           reask: int) -> tuple[list[Request], int, int]:
+    hits = [lookup(llm, request, ok, reask) for request, ok in checks]
+    return [request for (request, _), hit in zip(checks, hits) if hit is None], sum(h is not None for h in hits), 0
+
+
+def _extracted(answer: Completion) -> bool:
+    """Whether an extraction answer can be read (a list of claims) or is a refusal."""
+    return read_claims(answer.text) is not None or refused(answer)
 
 
 def claims_jobs(criterion: ClaimsCriterion, examples: Sequence[Example], model: str, trials: int,
-                api_base: str | None = None, structured: bool = True) -> list[ClaimsJob]:
-    return [ClaimsJob(criterion, example, model, trial, api_base, structured)
+                api_base: str | None = None, structured: bool = True,
+                reask: int = RetryPolicy.unreadable) -> list[ClaimsJob]:
+    return [ClaimsJob(criterion, example, model, trial, api_base, structured, reask=reask)
             for example in examples for trial in range(trials)]
 
 

@@ -16,58 +16,85 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
 
-from judgekit.inputs.criteria import LLMCriterion
+from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.sets import Example
-from judgekit.judging.answers import RESPONSE_FORMAT, call_failed, verdict_from
+from judgekit.judging.answers import RESPONSE_FORMAT, Calls, call_failed, lookup, readable, verdict_from
 from judgekit.judging.prompts import compile_template, fill, prompt_template
-from judgekit.judging.verdicts import Usage, Verdict
+from judgekit.judging.verdicts import Verdict
 from judgekit.llm.protocol import CallError, LLM, Request
+from judgekit.llm.retry import RetryPolicy
+from judgekit.secrets import public_url
+
+
+def api_base_for(criterion: LLMCriterion | ClaimsCriterion, given: str | None = None) -> str | None:
+    """The endpoint a criterion's judge is asked at: `given` (--api-base, or the public form a
+    calibration recorded), else the criterion's `judge.api_base` — whose credentials are kept when
+    `given` is only its public form."""
+    own = criterion.judge.api_base
+    if given is None or (own is not None and public_url(own) == given):
+        return own
+    return given
+
+
+def reask_for(criterion: LLMCriterion | ClaimsCriterion, policy: RetryPolicy | None = None) -> int:
+    """Times an unreadable answer is asked again: the criterion's `judge.reask_unreadable`, else the policy's."""
+    own = criterion.judge.reask_unreadable
+    return own if own is not None else (policy or RetryPolicy()).unreadable
 
 
 @dataclass(frozen=True)
 class Job:
-    """One call to make: a criterion's prompt for one example, in one trial. (A claims criterion's
-    check is a `judgekit.claims.ClaimsJob`, with the same `model`, `cached` and `ask`.)"""
+    """One call to make: a criterion's prompt for one example, in one trial; an unreadable answer is
+    asked again up to `reask` times. (A claims criterion's check is a `judgekit.claims.ClaimsJob`,
+    with the same `model`, `api_base`, `cached` and `ask`.)"""
 
     criterion_id: str
     example_id: str
     request: Request
+    reask: int = RetryPolicy.unreadable
 
     @property
     def model(self) -> str:
         return self.request.model
 
     @property
+    def api_base(self) -> str | None:
+        return self.request.api_base
+
+    @property
     def trial(self) -> int:
         return self.request.trial
 
     def cached(self, llm: LLM) -> Verdict | None:
-        hit = llm.lookup(self.request)
+        hit = lookup(llm, self.request, readable, self.reask)
         return None if hit is None else verdict_from(hit, self.example_id, self.trial)
 
+    def planned(self, llm: LLM) -> tuple[list[Request], int, int]:
+        """What asking would take, asking nothing: the calls to make, the answers cached, and the
+        calls that cannot be known before others are answered (none here; see ClaimsJob)."""
+        return ([], 1, 0) if lookup(llm, self.request, readable, self.reask) else ([self.request], 0, 0)
+
     async def ask(self, llm: LLM) -> Verdict:
-        return verdict_from(await llm.complete(self.request), self.example_id, self.trial)
+        """The verdict; a call that fails after its retries makes an abstention with its cause."""
+        calls = Calls(self.reask)
+        try:
+            answer = await calls.ask(llm, self.request, readable)
+        except CallError as error:
+            return call_failed(self.example_id, self.trial, error, calls.usage())
+        return verdict_from(answer, self.example_id, self.trial, calls.usage())
 
 
 def jobs_for(criterion: LLMCriterion, examples: Sequence[Example], model: str, trials: int,
-             api_base: str | None = None, structured: bool = True) -> list[Job]:
+             api_base: str | None = None, structured: bool = True, reask: int = RetryPolicy.unreadable) -> list[Job]:
     compiled = compile_template(prompt_template(criterion))
     settings = criterion.judge
     return [
         Job(criterion.id, example.id, Request(
             model=model, messages=fill(compiled, example.fields()), temperature=settings.temperature,
             max_tokens=settings.max_tokens, response_format=RESPONSE_FORMAT if structured else None,
-            trial=trial, api_base=api_base))
+            trial=trial, api_base=api_base), reask)
         for example in examples for trial in range(trials)
     ]
-
-
-async def judge_one(llm: LLM, job: Any) -> Verdict:
-    """Ask once; a call that fails after its retries becomes an abstention with its cause."""
-    try:
-        return await job.ask(llm)
-    except CallError as error:
-        return call_failed(job.example_id, job.trial, error, Usage(latency_s=0.0))
 
 
 T = TypeVar("T")

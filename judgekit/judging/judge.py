@@ -15,7 +15,7 @@ from judgekit.errors import InputError, JudgeNotCalibrated
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, RegexCriterion
 from judgekit.inputs.sets import Example
 from judgekit.judging.claims import claims_jobs
-from judgekit.judging.jobs import jobs_for, judge_one, run_sync
+from judgekit.judging.jobs import api_base_for, jobs_for, reask_for, run_sync
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
@@ -78,14 +78,18 @@ class Judge:
             raise InputError.one(f"criteria/{self.criterion.id}.yaml", "context", "a claims criterion checks the "
                                  "reply against its source material: call judge(output, context=source)")
         trials = (asked.trials if asked else None) or self.criterion.judge.trials
-        api_base, via = (asked.api_base, asked.via) if asked else (None, "auto")
+        if asked is None:
+            api_base, via = api_base_for(self.criterion), "auto"
+        else:  # the calibrated endpoint (its public form), with the criterion's credentials when it is its own
+            api_base, via = (api_base_for(self.criterion, asked.api_base) if asked.api_base else None), asked.via
         example = Example(id="-", output=output, input=input, context=context, passed=True)
         make = claims_jobs if isinstance(self.criterion, ClaimsCriterion) else jobs_for
-        jobs = make(self.criterion, [example], model, trials, api_base, asked.structured if asked else True)
+        jobs = make(self.criterion, [example], model, trials, api_base, asked.structured if asked else True,
+                    reask_for(self.criterion))
 
         llm = self.llm or open_llm(model, api_base, self.cache_dir, via=via)
         try:
-            return majority([await judge_one(llm, job) for job in jobs])
+            return majority([await job.ask(llm) for job in jobs])
         finally:
             if self.llm is None:
                 await llm.aclose()

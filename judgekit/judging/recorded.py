@@ -21,7 +21,9 @@ from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import iter_records, parse_bool
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of
-from judgekit.judging.verdicts import ClaimCheck, Verdict, aggregate
+from judgekit.inputs.criteria import Criterion
+from judgekit.judging.prompts import fingerprint
+from judgekit.judging.verdicts import JUDGE_ID, ClaimCheck, Verdict, aggregate
 
 
 class RecordedClaim(Frozen):
@@ -171,3 +173,14 @@ def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, C
     if problems:
         raise InputError(problems)
     return out
+
+
+def provenance(criterion: Criterion, records: list[RecordedVerdict], model: str | None, path: Path) -> str:
+    """`replayed:<file>` when every verdict of the criterion was given by judgekit's own judge with
+    this very fingerprint (a report's verdicts.jsonl read back), else `recorded:<file>`: another
+    tool's judge, which judgekit may gate but never stands in for."""
+    own = fingerprint(criterion, model)[:JUDGE_ID]
+    mine = [r for r in records if r.criterion in (criterion.id, None)]
+    if mine and all(r.judge == own for r in mine):
+        return f"replayed:{path.name}"
+    return f"recorded:{path.name}"

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import random
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
+from judgekit.errors import CallsFailed
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.claims import ClaimsJob, claims_jobs
-from judgekit.judging.jobs import Job, jobs_for, judge_one, run_bounded
+from judgekit.judging.jobs import Job, api_base_for, jobs_for, reask_for, run_bounded
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
@@ -25,8 +27,9 @@ from judgekit.stats.sequential import settle
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How the judges are asked: the endpoint, the pool, the cache (answers older than `max_age_s`
-    asked again), retries, transport, structured output; and, for early stopping, the seed of the
+    """How the judges are asked: the endpoint (`api_base`, else each criterion's judge.api_base), the
+    pool, the cache (answers older than `max_age_s` asked again), retries (unreadable answers asked
+    again: `reask_for`), transport, structured output; and, for early stopping, the seed of the
     order and each criterion's gate thresholds (`stop_early`: criterion id -> Thresholds)."""
 
     api_base: str | None = None
@@ -64,20 +67,20 @@ class Judged:
 
 
 class _Asker:
-    """One LLM stack per model (or the injected one); asks jobs, cached answers first."""
+    """One LLM stack per model and endpoint (or the injected one); asks jobs, cached answers first."""
 
-    def __init__(self, models: Sequence[str], settings: RunSettings, llm: LLM | None):
+    def __init__(self, judges: Sequence[tuple[str, str | None]], settings: RunSettings, llm: LLM | None):
         self.llm, self.settings = llm, settings
         cache = str(settings.cache_dir) if settings.cache_dir is not None else None
-        self.stacks: dict[str, LLM] = {} if llm else {
-            model: open_llm(model, settings.api_base, cache, settings.timeout_s,
-                            max_connections=max(settings.concurrency, 1), retry=settings.retry, via=settings.via,
-                            max_age_s=settings.max_age_s)
-            for model in sorted(set(models))}
+        self.stacks: dict[tuple[str, str | None], LLM] = {} if llm else {
+            (model, api_base): open_llm(model, api_base, cache, settings.timeout_s,
+                                        max_connections=max(settings.concurrency, 1), retry=settings.retry,
+                                        via=settings.via, max_age_s=settings.max_age_s)
+            for model, api_base in sorted(set(judges), key=str)}
         self.elapsed_s = 0.0
 
     def llm_for(self, job: Job | ClaimsJob) -> LLM:
-        return self.llm or self.stacks[job.model]
+        return self.llm or self.stacks[(job.model, job.api_base)]
 
     async def ask(self, jobs: list[Job | ClaimsJob], progress: Callable[[int, int], None] | None) -> list[Verdict]:
         # Cached answers straight from disk: a fully cached re-run makes no client at all.
@@ -86,7 +89,7 @@ class _Asker:
         for stack in {id(self.llm_for(jobs[i])): self.llm_for(jobs[i]) for i in misses}.values():
             stack.warm()
         started = time.perf_counter()
-        answered = await run_bounded(misses, lambda i: judge_one(self.llm_for(jobs[i]), jobs[i]),
+        answered = await run_bounded(misses, lambda i: jobs[i].ask(self.llm_for(jobs[i])),
                                      self.settings.concurrency, progress)
         self.elapsed_s += time.perf_counter() - started
         for i, verdict in zip(misses, answered):
@@ -98,10 +101,31 @@ class _Asker:
             await stack.aclose()
 
 
-def _jobs(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
-          settings: RunSettings) -> list[Job | ClaimsJob]:
+def jobs_of(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
+            settings: RunSettings) -> list[Job | ClaimsJob]:
+    """The jobs of judging these examples of a criterion, asked as `settings` say."""
     make = claims_jobs if isinstance(criterion, ClaimsCriterion) else jobs_for
-    return make(criterion, examples, model, criterion.judge.trials, settings.api_base, settings.structured)
+    return make(criterion, examples, model, criterion.judge.trials, api_base_for(criterion, settings.api_base),
+                settings.structured, reask_for(criterion, settings.retry))
+
+
+def labelled_claims_jobs(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
+                         settings: RunSettings) -> list[ClaimsJob]:
+    """A claims criterion's checks of the labelled claims of these examples, verified alone."""
+    if not isinstance(criterion, ClaimsCriterion):
+        return []
+    return [ClaimsJob(criterion, e, model, 0, api_base_for(criterion, settings.api_base), settings.structured,
+                      gold=tuple(claim.claim for claim in e.claims), reask=reask_for(criterion, settings.retry))
+            for e in examples if e.claims]
+
+
+def check_some_call_answered(criterion_id: str, model: str, all_trials: list[list[Verdict]]) -> None:
+    """A criterion whose every call failed has no calibration: stop, saying why, instead of
+    reporting 100% abstentions."""
+    verdicts = [v for trials in all_trials for v in trials]
+    if verdicts and all((v.abstention or "").startswith("error:") for v in verdicts):
+        cause, _ = Counter(v.reason or v.abstention or "" for v in verdicts).most_common(1)[0]
+        raise CallsFailed(criterion_id, model, len(all_trials), cause)
 
 
 def _group(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet], jobs: list[Job],
@@ -116,12 +140,12 @@ async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[
                      models: dict[str, str], settings: RunSettings, llm: LLM | None = None,
                      progress: Callable[[int, int], None] | None = None) -> Judged:
     """Judge every example of every criterion (with `settings.stop_early`, until each decision is settled)."""
-    asker = _Asker(list(models.values()), settings, llm)
+    asker = _Asker([(models[c.id], api_base_for(c, settings.api_base)) for c in criteria], settings, llm)
     try:
         if settings.stop_early is not None:
             run = await _in_looks(asker, criteria, sets, models, settings, settings.stop_early)
         else:
-            jobs = [job for c in criteria for job in _jobs(c, sets[c.id].examples, models[c.id], settings)]
+            jobs = [job for c in criteria for job in jobs_of(c, sets[c.id].examples, models[c.id], settings)]
             verdicts = await asker.ask(jobs, progress)
             run = Judged(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
         run.gold = await _labelled_claims(asker, criteria, sets, models, settings, run)
@@ -136,10 +160,8 @@ async def _labelled_claims(asker: _Asker, criteria: list[LLMCriterion | ClaimsCr
     """Claims criteria whose judged examples carry claim-level labels: verify the labelled claims
     too, so that extraction and verification errors can be told apart."""
     judged = {cid: {trials[0].example_id for trials in by_example} for cid, by_example in run.verdicts.items()}
-    gold = [ClaimsJob(c, e, models[c.id], 0, settings.api_base, settings.structured,
-                      gold=tuple(claim.claim for claim in e.claims))
-            for c in criteria if isinstance(c, ClaimsCriterion)
-            for e in sets[c.id].examples if e.claims and e.id in judged.get(c.id, set())]
+    gold = [job for c in criteria for job in labelled_claims_jobs(
+        c, [e for e in sets[c.id].examples if e.id in judged.get(c.id, set())], models[c.id], settings)]
     checked: dict[str, dict[str, Verdict]] = {}
     for job, verdict in zip(gold, await asker.ask(gold, None) if gold else []):
         checked.setdefault(job.criterion_id, {})[job.example_id] = verdict
@@ -164,7 +186,7 @@ async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion
         for c in active:
             chunk = order[c.id][done[c.id]:done[c.id] + step]
             done[c.id] += len(chunk)
-            jobs += _jobs(c, chunk, models[c.id], settings)
+            jobs += jobs_of(c, chunk, models[c.id], settings)
         all_jobs += jobs
         all_verdicts += await asker.ask(jobs, None)
         grouped = _group(criteria, sets, all_jobs, all_verdicts)

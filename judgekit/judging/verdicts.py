@@ -29,8 +29,9 @@ class Usage:
     completion_tokens: int = 0
     cost: float | None = None
     latency_s: float = 0.0
-    calls: int | None = None  # when one verdict took several calls (a claims check): those asked,
+    calls: int | None = None  # when one verdict took several calls (a claims check, a re-ask): those asked,
     cached_calls: int | None = None  # and those answered from the cache
+    reasked: int = 0  # of `calls`, those that asked again because an answer was unreadable
 
     @property
     def counts(self) -> tuple[int, int]:

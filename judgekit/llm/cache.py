@@ -4,7 +4,9 @@ The key is the sha256 of canonical JSON of the request (model, messages, samplin
 response format, trial, endpoint, cache format version); the value is plain JSON text, with the
 time the answer was obtained, so a report can say how old its evidence is. Failures are never
 stored, so a re-run retries exactly what did not finish. An answer without a time (cached by an
-older judgekit), or older than the cache's `max_age_s`, is asked again.
+older judgekit), or older than the cache's `max_age_s`, is asked again. A re-ask (a request with
+`keep_if`, judgekit.judging.answers) is never served from the cache, and its answer replaces the
+cached one only when `keep_if` accepts it.
 """
 
 from __future__ import annotations
@@ -67,11 +69,13 @@ class CachedLLM:
         return completion
 
     async def complete(self, request: Request) -> Completion:
-        hit = self.lookup(request)  # again: another process may have answered it meanwhile
-        if hit is not None:
-            return hit
+        if request.keep_if is None:
+            hit = self.lookup(request)  # again: another process may have answered it meanwhile
+            if hit is not None:
+                return hit
         completion = await self.inner.complete(request)
-        self._cache.set(cache_key(request), redact_known(json.dumps(completion.to_json(), ensure_ascii=False)))
+        if request.keep_if is None or request.keep_if(completion):
+            self._cache.set(cache_key(request), redact_known(json.dumps(completion.to_json(), ensure_ascii=False)))
         return replace(completion, cached=False)
 
     def warm(self) -> None:

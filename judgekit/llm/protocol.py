@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Callable, Literal, Protocol
 
 # Everything that changes a judge's answer goes into Request and so into its cache key;
 # timeouts and retry counts do not change answers and live elsewhere.
@@ -22,7 +22,7 @@ RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "conne
 
 @dataclass(frozen=True)
 class Request:
-    """One judge call: exactly the things that change the answer."""
+    """One judge call: exactly the things that change the answer (and, on a re-ask, `keep_if`)."""
 
     model: str
     messages: list[dict[str, str]]
@@ -31,6 +31,9 @@ class Request:
     response_format: dict[str, Any] | None = None
     trial: int = 0
     api_base: str | None = None
+    # Set on a re-ask of an unreadable answer: the cache is not read, and the new answer replaces the
+    # cached one only when keep_if accepts it. It never changes the key: it is the same question.
+    keep_if: Callable[["Completion"], bool] | None = field(default=None, compare=False, repr=False)
 
     def key_data(self) -> dict[str, Any]:
         return {"v": CACHE_FORMAT, "model": self.model, "messages": self.messages, "temperature": self.temperature,

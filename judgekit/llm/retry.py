@@ -11,13 +11,14 @@ from dataclasses import dataclass, replace
 
 from judgekit.errors import ProviderAuthError, ProviderRejects, ProviderUnreachable
 from judgekit.llm.protocol import LLM, RETRYABLE, CallError, Completion, Request
-from judgekit.llm.transports import public_url
+from judgekit.secrets import public_url
 
 
 @dataclass(frozen=True)
 class RetryPolicy:
     """How hard to try. `down_after`: examples in a row lost to connection failures (with no
-    success between them) before the provider is declared down."""
+    success between them) before the provider is declared down. `unreadable`: times an answer
+    that is neither a verdict nor a refusal is asked again, past the cache (judgekit.judging.answers)."""
 
     attempts: int = 6
     base_s: float = 0.5
@@ -25,6 +26,7 @@ class RetryPolicy:
     max_retry_after_s: float = 120.0
     down_after: int = 4
     first_contact_attempts: int = 3
+    unreadable: int = 1
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
         """Equal jitter: half the exponential step fixed, half random, so clients spread out."""

@@ -21,49 +21,18 @@ from urllib.parse import urlsplit, urlunsplit
 from judgekit.errors import InputError
 from judgekit.llm import local
 from judgekit.llm.protocol import CallError, Completion, Request
-from judgekit.secrets import redact, remember_url
+from judgekit.secrets import api_base_problem, redact, remember_url
 
 LEAN_PREFIX = "openai/"
 
 
-def public_url(url: str | None) -> str | None:
-    """An endpoint without user:password and without its query (where keys sometimes ride).
-
-    >>> public_url("https://ana:pw@llm.example:8443/v1?api-key=k")
-    'https://llm.example:8443/v1'
-    """
-    if url is None:
-        return None
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    try:
-        port = parts.port
-    except ValueError:  # a bad port is named by check_api_base; here it is only left out
-        port = None
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host + (f":{port}" if port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
 def check_api_base(url: str | None, where: str = "--api-base") -> None:
     """Refuse an endpoint that cannot be asked (a scheme typo, no host, a bad port) before any
-    call, with a message that shows no credential; remember its credentials as secrets."""
-    if url is None:
-        return
-    remember_url(url)
-    shown = redact(url)
-    try:
-        parts = urlsplit(url)
-        parts.port  # noqa: B018  (raises ValueError for a port that is not a number in 0-65535)
-    except ValueError as error:
-        raise InputError.one(where, "", f"{shown!r} is not a usable URL ({redact(str(error))}); "
-                             "write it like https://host:8000/v1") from None
-    if parts.scheme not in ("http", "https"):
-        raise InputError.one(where, "", f"{shown!r} does not start with http:// or https://; "
-                             "write it like https://host:8000/v1")
-    if not parts.hostname:
-        raise InputError.one(where, "", f"{shown!r} names no host; write it like https://host:8000/v1")
+    call, with a message that shows no credential (judgekit.secrets.api_base_problem); remember its
+    credentials as secrets."""
+    problem = api_base_problem(url) if url is not None else None
+    if problem is not None:
+        raise InputError.one(where, "", problem)
 
 
 def retry_after(value: str | None) -> float | None:
@@ -113,7 +82,8 @@ class OpenAICompatible:
     """
 
     def __init__(self, api_base: str | None = None, timeout_s: float = 60.0, max_connections: int = 100):
-        base = api_base or os.environ.get("OPENAI_API_BASE") or os.environ.get("OPENAI_BASE_URL")
+        # The environment's endpoint as litellm reads it: OPENAI_BASE_URL (the openai SDK's name) first.
+        base = api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
         remember_url(base)
         parts = urlsplit((base or "https://api.openai.com/v1").rstrip("/"))
         # Credentials in the URL are sent as basic auth and kept out of every message we print.

@@ -7,9 +7,10 @@
 
 from __future__ import annotations
 
+import statistics
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
@@ -18,6 +19,7 @@ from judgekit.inputs.files import locked, read_text, write_atomic
 from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.validation import problems_of
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded
+from judgekit.judging.verdicts import Verdict
 from judgekit.report.frames import criteria_frame, examples_frame
 from judgekit.report.render import to_markdown
 from judgekit.version import version
@@ -78,11 +80,35 @@ class JudgeInfo(ReportPart):
 class UsageSummary(ReportPart):
     calls: int = 0
     cached: int = 0
+    reasked: int = Field(0, description="Of the calls, those that asked again because an answer was unreadable "
+                         "(neither a verdict nor a refusal): the judge's own unreliability.")
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
     latency_p50_s: float | None = None
     latency_p95_s: float | None = None
+
+    @classmethod
+    def of(cls, all_trials: Sequence[Sequence[Verdict]]) -> "UsageSummary | None":
+        """What the calls behind these verdicts cost (None when none was asked): cost where every call's is known."""
+        usages = [v.usage for trials in all_trials for v in trials if v.usage is not None]
+        if not usages:
+            return None
+        live = [u for u in usages if not u.cached]
+        latencies = sorted(u.latency_s for u in live if u.latency_s > 0)
+        costs = [u.cost for u in live if u.cost is not None]
+
+        def quantile(q: float) -> float | None:
+            if not latencies:
+                return None
+            return latencies[0] if len(latencies) == 1 else statistics.quantiles(latencies, n=100, method="inclusive")[
+                int(q * 100) - 1]
+
+        return cls(calls=sum(u.counts[0] for u in usages), cached=sum(u.counts[1] for u in usages),
+                   reasked=sum(u.reasked for u in usages), prompt_tokens=sum(u.prompt_tokens for u in live),
+                   completion_tokens=sum(u.completion_tokens for u in live),
+                   cost=sum(costs) if costs and len(costs) == len(live) else None,
+                   latency_p50_s=quantile(0.50), latency_p95_s=quantile(0.95))
 
 
 class Consistency(ReportPart):

@@ -123,7 +123,8 @@ def to_markdown(report: "Report") -> str:
                          + (f"; {g.unreadable} unreadable" if g.unreadable else ""))
         if c.usage:
             u = c.usage
-            lines.append(f"Usage: {u.calls} calls ({u.cached} from cache), {u.prompt_tokens} tokens in, "
+            reasked = f", {u.reasked} re-asked after an unreadable answer" if u.reasked else ""
+            lines.append(f"Usage: {u.calls} calls ({u.cached} from cache{reasked}), {u.prompt_tokens} tokens in, "
                          f"{u.completion_tokens} out, cost {fmt_number(u.cost, 4)}, latency p50 {fmt_number(u.latency_p50_s)} s, "
                          f"p95 {fmt_number(u.latency_p95_s)} s")
         lines += ["", f"### Disagreements ({len(c.disagreements)})", ""]

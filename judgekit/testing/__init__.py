@@ -7,12 +7,13 @@ piece of text the prompt contains), and faults are injected by kind, by rate or 
                     faults={"rate_limit": 0.1}) as server:
         calibrate(Options(model="openai/judge", api_base=server.url))
 
-Run one from the shell for benchmarks: `python -m judgekit.testing --port 8555 --latency 0.1`.
+Run one from the shell for benchmarks: `python -m judgekit.testing --port 8555 --latency 0.1`, and
+script it per example with a verdict file: `--verdicts verdicts.jsonl` (judgekit.testing.verdict_file).
 """
 
-from judgekit.testing.scripts import (FAULTS, GARBAGE_TEXT, MALFORMED_TEXT, REFUSAL_TEXT, FakeLLM, answer_text,
-                                      judged_reply, prompt_of, script)
+from judgekit.testing.scripts import (FAULTS, GARBAGE_TEXT, MALFORMED_TEXT, REFUSAL_TEXT, FakeLLM, Fault,
+                                      answer_text, judged_reply, prompt_of, script)
 from judgekit.testing.server import FakeServer
 
-__all__ = ["FAULTS", "GARBAGE_TEXT", "MALFORMED_TEXT", "REFUSAL_TEXT", "FakeLLM", "FakeServer", "answer_text",
+__all__ = ["FAULTS", "GARBAGE_TEXT", "MALFORMED_TEXT", "REFUSAL_TEXT", "FakeLLM", "FakeServer", "Fault", "answer_text",
            "judged_reply", "prompt_of", "script"]

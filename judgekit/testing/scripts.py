@@ -5,22 +5,46 @@ Fault kinds: rate_limit (429 with Retry-After), server_error (500), auth (401), 
 as for an unknown model), hang (no answer until the client gives up), reset (connection closed at
 once), truncated (half a body), garbage (an answer that is no verdict), refusal, malformed_json (a
 broken verdict object), echo (a 400 whose body repeats the request line, query included, and its
-Authorization header, as some providers' error pages do).
+Authorization header, as some providers' error pages do). A script may answer an example with a
+`Fault` instead of a verdict: every request of that example gets it.
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from judgekit.llm.protocol import CallError, Completion, Request
 
-Answer = Callable[[str], "bool | str"]
 FAULTS = ("rate_limit", "server_error", "auth", "bad_request", "hang", "reset", "truncated", "garbage", "refusal",
           "malformed_json", "echo")
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
 GARBAGE_TEXT = "Lorem ipsum dolor sit amet, the weather is lovely today."
 MALFORMED_TEXT = '{"reasoning": "The reply says it", "passed": tru'
+FAULT_TEXTS = {"garbage": GARBAGE_TEXT, "refusal": REFUSAL_TEXT, "malformed_json": MALFORMED_TEXT}
+# What FakeLLM raises for the faults that are no answer (FakeServer sends them over HTTP).
+FAULT_ERRORS = {"rate_limit": ("rate_limit", 429), "server_error": ("server", 500), "auth": ("auth", 401),
+                "bad_request": ("bad_request", 400), "echo": ("bad_request", 400), "hang": ("timeout", None),
+                "reset": ("dropped", None), "truncated": ("dropped", None)}
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A fault in place of a verdict, for every request of the example a script gives it to.
+
+    >>> Fault("hang").kind
+    'hang'
+    """
+
+    kind: str
+
+    def __post_init__(self) -> None:
+        if self.kind not in FAULTS:
+            raise ValueError(f"unknown fault kind {self.kind!r}; use one of {', '.join(FAULTS)}")
+
+
+Answer = Callable[[str], "bool | str | Fault"]
 
 
 def judged_reply(prompt: str) -> str:
@@ -31,10 +55,10 @@ def judged_reply(prompt: str) -> str:
     return prompt[start + len("<output>\n"):end] if 0 <= start < end else prompt
 
 
-def script(verdicts: Mapping[str, bool | str], default: bool | str = True) -> Answer:
+def script(verdicts: Mapping[str, bool | str | Fault], default: bool | str | Fault = True) -> Answer:
     """An answer function: the verdict of the first key the judged reply contains, else `default`.
 
-    A bool becomes a contract-following JSON verdict; a str is answered verbatim.
+    A bool becomes a contract-following JSON verdict; a str is answered verbatim; a Fault is given.
     """
     items = list(verdicts.items())
 
@@ -48,7 +72,10 @@ def script(verdicts: Mapping[str, bool | str], default: bool | str = True) -> An
     return answer
 
 
-def answer_text(verdict: bool | str) -> str:
+def answer_text(verdict: bool | str | Fault) -> str:
+    """The text of a scripted answer (a Fault's, for those that are answers: garbage, refusal, malformed_json)."""
+    if isinstance(verdict, Fault):
+        return FAULT_TEXTS.get(verdict.kind, "")
     if isinstance(verdict, str):
         return verdict
     return json.dumps({"reasoning": "scripted verdict", "passed": verdict})
@@ -74,9 +101,17 @@ class FakeLLM:
         self.requests: list[Request] = []
 
     @classmethod
-    def scripted(cls, verdicts: Mapping[str, bool | str], default: bool | str = True) -> "FakeLLM":
+    def scripted(cls, verdicts: Mapping[str, bool | str | Fault], default: bool | str | Fault = True) -> "FakeLLM":
         decide = script(verdicts, default)
-        return cls(lambda request: answer_text(decide(prompt_of(request.messages))))
+
+        def answer(request: Request) -> "str | CallError":
+            verdict = decide(prompt_of(request.messages))
+            if isinstance(verdict, Fault) and verdict.kind in FAULT_ERRORS:
+                kind, status = FAULT_ERRORS[verdict.kind]
+                return CallError(kind, f"scripted fault: {verdict.kind}", status=status)  # type: ignore[arg-type]
+            return answer_text(verdict)
+
+        return cls(answer)
 
     async def complete(self, request: Request) -> Completion:
         self.calls += 1

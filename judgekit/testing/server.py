@@ -13,15 +13,15 @@ from collections import Counter
 from typing import Mapping
 
 
-from judgekit.testing.scripts import (FAULTS, GARBAGE_TEXT, MALFORMED_TEXT, REFUSAL_TEXT, Answer, answer_text,
-                                     prompt_of, script)
+from judgekit.testing.scripts import FAULT_TEXTS, FAULTS, REFUSAL_TEXT, Answer, Fault, answer_text, prompt_of, script
 
 
 class FakeServer:
     """An OpenAI-compatible `/v1/chat/completions` endpoint on 127.0.0.1, in a background thread.
 
     `faults` maps a fault kind to the share of requests that get it (seeded); `fail_first` maps a
-    piece of prompt text to the faults its first requests get, in order. With
+    piece of prompt text to the faults its first requests get, in order; an example the script
+    answers with a `Fault` gets it at every request. With
     `structured_output=False` a request that asks for a response_format gets a 400, as from
     servers that do not support it. `stats` counts outcomes.
     """
@@ -42,6 +42,7 @@ class FakeServer:
         self.port = port
         self.stats: Counter[str] = Counter()
         self.log: list[tuple[float, str, str]] = []  # (monotonic time, prompt, outcome) per request
+        self.targets: list[str] = []  # the path and query each request was sent to
         self._rng = random.Random(seed)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -151,6 +152,7 @@ class FakeServer:
     async def _respond(self, request_line: str, body: bytes, writer: asyncio.StreamWriter,
                        headers: Mapping[str, str] | None = None) -> bool:
         """Answer one request; return False when the connection must end."""
+        self.targets.append(request_line.split(" ")[1] if request_line.count(" ") >= 2 else "")
         if not request_line.startswith("POST") or "/chat/completions" not in request_line:
             self._send(writer, 404, {"error": {"message": "not found"}})
             return True
@@ -161,8 +163,12 @@ class FakeServer:
             self._send(writer, 400, {"error": {"message": "bad request body"}})
             return True
         fault = self._choose_fault(prompt)
+        unsupported = payload.get("response_format") and not self.structured_output
+        scripted = self.answer(prompt) if fault is None and not unsupported else None
+        if isinstance(scripted, Fault):
+            fault = scripted.kind
         self.log.append((time.monotonic(), prompt, fault or "ok"))
-        if payload.get("response_format") and not self.structured_output:
+        if unsupported:
             self.stats["unsupported_response_format"] += 1
             self._send(writer, 400, {"error": {"message": "response_format is not supported by this server"}})
             return True
@@ -192,10 +198,9 @@ class FakeServer:
         if fault == "bad_request":
             self._send(writer, 400, {"error": {"message": "the model does not exist"}})
             return True
-        text = {"garbage": GARBAGE_TEXT, "refusal": REFUSAL_TEXT, "malformed_json": MALFORMED_TEXT}.get(
-            fault or "", None)
-        if text is None:
-            text = answer_text(self.answer(prompt))
+        text = FAULT_TEXTS.get(fault or "")
+        if text is None:  # an answer (cut short, for a truncated body)
+            text = answer_text(self.answer(prompt) if scripted is None else scripted)
         completion = {
             "id": f"fake-{self.requests}", "object": "chat.completion", "created": int(time.time()),
             "model": payload.get("model", "fake"),

@@ -5,7 +5,9 @@ come from that run, never from today's YAML — and compared with that calibrati
 
 A re-check that asked anything else would not be a re-check: a criterion whose file changed since
 (prompt or parameters), a baseline from another tool's recorded verdicts, or a `--model` /
-`--api-base` other than the calibrated one are refused before any call.
+`--api-base` (or a criterion's `judge.api_base`) other than the calibrated one are refused before
+any call. The calibrated endpoint is known by its public form; the criterion's own `judge.api_base`
+(or `--api-base`) brings its credentials back.
 """
 
 from __future__ import annotations
@@ -19,9 +21,11 @@ from judgekit.inputs.criteria import JUDGED, Criterion, load_criteria, with_tria
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.inputs.settings import DriftPolicy
+from judgekit.judging.jobs import api_base_for
 from judgekit.judging.prompts import fingerprint
-from judgekit.llm.transports import check_api_base, public_url
+from judgekit.llm.transports import check_api_base
 from judgekit.pipeline import Options, calibrate
+from judgekit.secrets import public_url
 from judgekit.watch.drift import Drift, compare
 from judgekit.watch.history import History, Run
 
@@ -67,13 +71,19 @@ def recheck(db: History, criteria_dir: Path, sets_dir: Path, criterion_ids: Sequ
         if api_base is not None and public_url(api_base) != run.api_base:
             problems.append(Problem("--api-base", cid, f"{public_url(api_base)!r} is not the calibrated endpoint "
                                     f"({run.api_base!r}); give it only to add its credentials"))
+        own = public_url(judged[cid].judge.api_base)
+        if api_base is None and own is not None and own != run.api_base:
+            problems.append(Problem(f"{criteria_dir / cid}.yaml", "judge.api_base", f"{own!r} is not the calibrated "
+                                    f"endpoint ({run.api_base!r}); recheck re-asks what was calibrated: calibrate "
+                                    "the criterion again"))
     if problems:
         raise InputError(problems)
     drifts = []
     for cid, run in baselines.items():
         fresh = calibrate(Options(
             criteria_dir=criteria_dir, sets_dir=sets_dir, criterion_ids=[cid], model=run.model,
-            api_base=api_base or run.api_base, trials=run.parameters.get("trials"), via=run.via or "auto",
+            api_base=api_base or (api_base_for(judged[cid], run.api_base) if run.api_base else None),
+            trials=run.parameters.get("trials"), via=run.via or "auto",
             structured=True if run.structured is None else run.structured, cache_dir=None, timeout_s=timeout_s,
             canary=size, split=split))
         (after,) = db.record(fresh, purpose="recheck")

@@ -1,0 +1,126 @@
+"""Where a judge is asked: a criterion's `judge.api_base`, `--api-base` over it, the environment's
+OPENAI_BASE_URL / OPENAI_API_BASE; validated as --api-base is, credentials never shown, the public
+form in the report, not in the fingerprint, and the same endpoint for the Judge and recheck."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.errors import InputError
+from judgekit.inputs.criteria import LLMCriterion, load_criterion
+from judgekit.judging.judge import Judge
+from judgekit.judging.prompts import fingerprint
+from judgekit.llm.retry import RetryPolicy
+from judgekit.pipeline import Options, calibrate
+from judgekit.report.model import JudgeInfo
+from judgekit.testing import FakeServer, script
+from tests.conftest import balanced, llm_criterion
+
+VERDICTS = script({"reply-p": True, "reply-f": False})
+FAST = RetryPolicy(attempts=2, base_s=0.01, cap_s=0.02, first_contact_attempts=2, down_after=3)
+runner = CliRunner()
+
+
+@pytest.fixture
+def setup(project):
+    project.jsonl("says-blocked", balanced(3, 3))
+    return project
+
+
+def run(project, **extra):
+    values = dict(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/judge",
+                  cache_dir=project.root / "cache", retry=FAST, timeout_s=5)
+    return calibrate(Options(**{**values, **extra})).criteria[0]
+
+
+def test_a_criterion_names_its_endpoint_and_the_command_line_overrides_it(setup):
+    with FakeServer(VERDICTS) as own, FakeServer(VERDICTS) as other:
+        setup.criterion(llm_criterion(judge={"api_base": own.url}))
+        c = run(setup)
+        assert own.requests == 6 and c.judge.api_base == own.url and c.confusion.tp == 3
+        overridden = run(setup, api_base=other.url)
+        assert own.requests == 6 and other.requests == 6 and overridden.judge.api_base == other.url
+    # How the judge is asked, not what it is: the fingerprint is the same with or without it.
+    with_endpoint = load_criterion(setup.criteria / "says-blocked.yaml")
+    assert fingerprint(with_endpoint, "openai/judge") == fingerprint(LLMCriterion(**llm_criterion()), "openai/judge")
+    assert c.fingerprint == overridden.fingerprint
+
+
+@pytest.mark.parametrize("url, says", [("htp://ana:pw-hidden-1234@llm.example/v1", "does not start with http"),
+                                       ("http://llm.example:99999/v1?api-key=qk-hidden-5678", "is not a usable URL"),
+                                       ("http://ana:pw-hidden-1234@/v1", "names no host")])
+def test_a_bad_endpoint_in_a_criterion_is_refused_as_the_command_line_s_is(setup, url, says):
+    setup.criterion(llm_criterion(judge={"api_base": url}))
+    with pytest.raises(InputError) as caught:
+        run(setup)
+    (problem,) = caught.value.problems
+    assert problem.source.endswith("says-blocked.yaml") and problem.location == "judge.api_base" and says in problem.message
+    for command in (["calibrate", "--model", "openai/judge"], ["validate"]):
+        result = runner.invoke(app, command)
+        assert result.exit_code == 2 and "judge.api_base" in result.output and says in result.output
+        assert "pw-hidden-1234" not in result.output and "qk-hidden-5678" not in result.output
+    assert "pw-hidden-1234" not in str(caught.value) and "qk-hidden-5678" not in str(caught.value)
+
+
+def test_credentials_in_a_criterion_s_endpoint_are_sent_and_never_shown(setup, tmp_path):
+    password, query_key = "pw-Crit3rion-8812", "qk-criterion-7731"
+    secrets = [password, query_key, base64.b64encode(f"ana:{password}".encode()).decode()]
+    printed = []
+    with FakeServer(VERDICTS, fail_first={"reply-p1:": ["echo"]}) as server:  # echoes the request line and its auth
+        host = server.url.removeprefix("http://")
+        setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": f"http://ana:{password}@{host}?api-key={query_key}"}))
+        for command in (["calibrate", "--json"], ["calibrate", "--gate", "--junit", str(tmp_path / "junit.xml")],
+                        ["recheck", "--json"], ["history", "--json"]):
+            result = runner.invoke(app, command)
+            printed.append(result.output)
+            assert result.exit_code in (0, 3), result.output  # 3: the gate, on 6 examples, is INCONCLUSIVE
+        assert all(f"api-key={query_key}" in target for target in server.targets)  # sent with every request
+    report = json.loads((setup.root / ".judgekit/reports/latest/report.json").read_text())
+    assert report["criteria"][0]["judge"]["api_base"] == server.url  # the public form only
+    for text in printed:
+        assert not any(secret in text for secret in secrets), text
+    written = [p for p in setup.root.rglob("*") if p.is_file() and p.parent != setup.criteria]
+    assert {"report.json", "report.md", "verdicts.jsonl", "history.sqlite"} <= {p.name for p in written}
+    for path in written + [tmp_path / "junit.xml"]:
+        assert not any(secret.encode() in path.read_bytes() for secret in secrets), path
+
+
+def test_recheck_and_the_judge_ask_the_criterion_s_endpoint_with_its_credentials(setup):
+    with FakeServer(VERDICTS) as server, FakeServer(VERDICTS) as elsewhere:
+        own = server.url.replace("http://", "http://ana:pw-recheck-4411@") + "?api-key=qk-recheck-3322"
+        setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": own}))
+        assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0
+        asked = server.requests
+        result = runner.invoke(app, ["recheck", "--size", "4", "--json"])
+        assert result.exit_code == 0, result.output
+        assert server.requests == asked + 4 and server.targets[-1].endswith("?api-key=qk-recheck-3322")
+        # The Judge a test calls: the calibrated endpoint (its public form), with the criterion's credentials.
+        criterion = load_criterion(setup.criteria / "says-blocked.yaml")
+        judge = Judge(criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=server.url), cache_dir=None)
+        assert judge("reply-p0: blocked").passed is True and server.targets[-1].endswith("?api-key=qk-recheck-3322")
+        assert Judge(criterion, cache_dir=None)("reply-f0: no").passed is False  # uncalibrated: the criterion's own
+        assert server.requests == asked + 6
+        # The criterion now names another endpoint than the calibrated one: recheck refuses before asking.
+        setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": elsewhere.url}))
+        moved = runner.invoke(app, ["recheck"])
+        assert moved.exit_code == 2 and "judge.api_base" in moved.output and "is not the calibrated endpoint" in moved.output
+        assert elsewhere.requests == 0 and server.requests == asked + 6
+
+
+@pytest.mark.parametrize("via", ["auto", "litellm"])
+def test_the_environment_s_endpoint_openai_base_url_first(setup, monkeypatch, via):
+    setup.criterion(llm_criterion())
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-env-endpoint-0000")
+    with FakeServer(VERDICTS) as base_url, FakeServer(VERDICTS) as api_base:
+        monkeypatch.setenv("OPENAI_BASE_URL", base_url.url)
+        monkeypatch.setenv("OPENAI_API_BASE", api_base.url)
+        c = run(setup, via=via, cache_dir=None)
+        assert base_url.requests == 6 and api_base.requests == 0 and c.confusion.tp == 3
+        monkeypatch.delenv("OPENAI_BASE_URL")
+        run(setup, via=via, cache_dir=None)
+        assert api_base.requests == 6
