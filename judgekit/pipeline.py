@@ -30,6 +30,7 @@ from judgekit.judging.prompts import fingerprint, judge_spec
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded, match_recorded, provenance
 from judgekit.judging.runner import RunSettings, Stop, check_some_call_answered, judge_sets
 from judgekit.judging.verdicts import JUDGE_ID, Verdict, majority
+from judgekit.llm.families import family
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.transports import check_api_base
@@ -273,7 +274,7 @@ def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: lis
                       source=source if source != "code" else "live",
                       api_base=public_url(api_base_for(criterion, options.api_base))
                       if source == "live" and isinstance(criterion, JUDGED) else None,
-                      via=options.via, structured=options.structured)
+                      via=options.via, structured=options.structured, family=family(spec["model"]))
     disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, input=e.input, output=e.output,
                                   context=e.context, reason=v.reason, abstention=v.abstention, raw=v.raw,
                                   claims=_claims(v)) for e, v in zip(cal.examples, final) if v.passed != e.label]

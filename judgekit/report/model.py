@@ -69,6 +69,8 @@ class JudgeInfo(ReportPart):
                                        "blocks a report of another model than the file says).")
     via: str = "auto"
     structured: bool = True
+    family: str | None = Field(None, description="The model's family (judgekit.llm.families): aliases and dated "
+                               "snapshots of one model share it, so a judge is not the agent under another name.")
 
     @property
     def trials(self) -> int | None:
