@@ -19,10 +19,10 @@ from judgekit.gate.result import GateResult
 
 
 def decide(report_path: Path, criteria: Path, sets: Path, config: Optional[Path], criterion_ids: list[str],
-           junit: Optional[Path]) -> GateResult:
+           junit: Optional[Path], agent_model: Optional[str] = None) -> GateResult:
     """The gate's decisions on the report at `report_path`, written to JUnit and the CI step summary."""
-    result = Gate.from_project(criteria, sets, config, criterion_ids or None).check_path(report_path,
-                                                                                       criterion_ids or None)
+    gate = Gate.from_project(criteria, sets, config, criterion_ids or None, agent_model=agent_model)
+    result = gate.check_path(report_path, criterion_ids or None)
     if junit is not None:
         write_junit(result, junit)
     append_step_summary(result)
@@ -57,16 +57,19 @@ def commands() -> None:
 @click.option("--config", type=PATH, default=None, help="Gate policy file (judgekit.yaml or pyproject.toml); "
               "default: the first of those in the current folder.")
 @click.option("--junit", type=PATH, default=None, help="Write the decisions as JUnit XML (suite judge-calibration).")
+@click.option("--agent-model", default=None, metavar="MODEL",
+              help="The model of the agent under test: a judge of the same model (aliases included) FAILs. "
+                   "Default: gate.agent_model of the policy.")
 @click.option("--json", "as_json", is_flag=True, help="Print the decisions as JSON.")
 def gate(report: Path, criterion: tuple[str, ...], criteria: Path, sets: Path, config: Optional[Path],
-         junit: Optional[Path], as_json: bool) -> None:
+         junit: Optional[Path], agent_model: Optional[str], as_json: bool) -> None:
     """May suites that rely on these judges run? Decided from the report's per-example verdicts and
     the files on disk; no model is called. Exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE, 2 bad input."""
     path = report / "report.json" if report.is_dir() else report
     if not path.exists():
         click.echo(f"no report at {path}: every criterion is blocked until `judgekit calibrate` writes one", err=True)
     try:
-        result = decide(path, criteria, sets, config, list(criterion), junit)
+        result = decide(path, criteria, sets, config, list(criterion), junit, agent_model)
     except JudgekitError as error:
         fail(error)
     finish(result, as_json)

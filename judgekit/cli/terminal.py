@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Callable
 import click
 
 from judgekit.gate.result import GateResult
-from judgekit.report.render import fmt_number, to_table
+from judgekit.report.render import fmt_number, printable, to_table
 
 if TYPE_CHECKING:
     from judgekit.judging.estimate import Estimate
@@ -71,9 +71,13 @@ def render_estimates(estimates: "list[Estimate]", stop_early: bool = False) -> s
 
 
 def show_decisions(result: GateResult) -> None:
-    """One line per criterion, then the overall status."""
+    """One line per criterion (with its judge's model beside the agent's, when the agent's is
+    declared), then the overall status."""
     for d in result.decisions:
-        click.echo(click.style(f"{d.status:<12}", fg=STATUS_COLOURS.get(d.status)) + f" {d.criterion}: {d.summary}")
+        models = (f" [judge {printable(d.model or 'none named')}; agent {printable(result.agent_model)}]"
+                  if result.agent_model else "")
+        click.echo(click.style(f"{d.status:<12}", fg=STATUS_COLOURS.get(d.status)) + f" {d.criterion}: {d.summary}"
+                   + models)
     click.echo("gate: " + click.style(result.status, fg=STATUS_COLOURS.get(result.status), bold=True))
 
 

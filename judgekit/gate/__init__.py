@@ -11,6 +11,7 @@ _NAMES = {
     "require_calibrated": "judgekit.gate.guard", "calibrated_judge": "judgekit.gate.guard",
     "judge_for": "judgekit.gate.guard", "judge_of": "judgekit.gate.guard", "judged_elsewhere": "judgekit.gate.guard",
     "RECORDED": "judgekit.judging.judge",
+    "tally": "judgekit.gate.tally", "Tally": "judgekit.gate.tally", "ScenarioFailed": "judgekit.gate.tally",
 }
 __all__ = sorted(_NAMES)
 __getattr__, __dir__ = exports(__name__, _NAMES)

@@ -19,6 +19,7 @@ It reads plain files with plain code (no models built), so `judgekit gate` start
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -31,6 +32,7 @@ from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, un
 from judgekit.inputs.files import read_yaml
 from judgekit.inputs.labelled import LabelledSet, read_labels
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
+from judgekit.llm.families import family, same_model
 from judgekit.report.render import fmt_number
 from judgekit.gate.result import Decision, GateResult
 
@@ -43,16 +45,19 @@ class Gate:
     """
 
     def __init__(self, policy: Policy | None = None, criteria: dict[str, CriterionFile] | None = None,
-                 sets: dict[str, LabelledSet] | None = None, now: datetime | None = None):
+                 sets: dict[str, LabelledSet] | None = None, now: datetime | None = None,
+                 agent_model: str | None = None):
         self.policy = policy or Policy()
         self.criteria = criteria or {}
         self.sets = sets or {}
         self.now = now or datetime.now(timezone.utc)
+        # The model of the agent under test: a judge of the same model may not grade it.
+        self.agent_model = agent_model or self.policy.agent_model
 
     @classmethod
     def from_project(cls, criteria_dir: Path = Path("criteria"), sets_dir: Path = Path("calibration_sets"),
                      config: Path | None = None, criterion_ids: list[str] | None = None,
-                     root: Path = Path(".")) -> "Gate":
+                     root: Path = Path("."), agent_model: str | None = None) -> "Gate":
         """From the files on disk; the policy is `config`, else judgekit.yaml / pyproject.toml in `root`
         (the project's root: the current folder for the CLI, pytest's rootdir for the plugin)."""
         criteria = criterion_files(criteria_dir)
@@ -62,7 +67,7 @@ class Gate:
         sets = {cid: read_labels(find_set(sets_dir, cid), cid) for cid in criteria}
         policy = Policy.load(config, root=root)
         policy.check_ids(set(criteria))
-        return cls(policy, criteria, sets)
+        return cls(policy, criteria, sets, agent_model=agent_model)
 
     def check(self, report: Any, criterion_ids: list[str] | None = None,
               report_path: str | Path | None = None) -> GateResult:
@@ -104,21 +109,43 @@ class Gate:
                 [line for line in file_lines if line.criterion in (cid, None)] if isinstance(file_lines, list)
                 else file_lines)
             decisions.append(self.decide(cid, data, lines))
-        return GateResult(tuple(decisions), str(report_path) if report_path is not None else None)
+        return GateResult(tuple(decisions), str(report_path) if report_path is not None else None, self.agent_model)
 
     def decide(self, criterion_id: str, data: Any, lines: list[Line] | Untrusted | None) -> Decision:
         """One criterion's decision: the entry read, fresh (the files calibrated are the files on disk,
         its evidence younger than max_age), its figures recomputed from `lines` (its verdicts) against
-        the set on disk, then the thresholds."""
-        t = self.policy.for_criterion(criterion_id)
+        the set on disk, then the thresholds; and its judge is not the agent's own model."""
         try:
             entry = parse_entry(data)
         except Untrusted as error:
             return Decision(criterion_id, "FAIL", (f"the report is not evidence: {error}; run `judgekit calibrate` "
                                                    "again",))
+        decision, figures = self._evidence(criterion_id, entry, lines)
+        decision = replace(decision, model=entry.model, confusion=figures.confusion if figures else None)
+        clash = self._agent_clash(entry)
+        if clash:
+            decision = replace(decision, status="FAIL", reasons=(clash, *decision.reasons), needed=None)
+        return decision
+
+    def _agent_clash(self, entry: Entry) -> str | None:
+        """Why this judge may not grade the agent declared (None when it may, or none is declared)."""
+        if not self.agent_model or entry.kind == "regex":
+            return None
+        if not entry.model:
+            return (f"the report names no judge model, so nothing shows it is not the agent's ({self.agent_model}); "
+                    "calibrate with the judge's model named (--model)")
+        agent = family(self.agent_model)
+        if same_model(entry.model, self.agent_model) or (entry.family is not None and entry.family == agent):
+            return (f"the judge is the agent's own model: judge {entry.model} and agent {self.agent_model} are both "
+                    f"{agent}; calibrate a judge of another model")
+        return None
+
+    def _evidence(self, criterion_id: str, entry: Entry,
+                  lines: list[Line] | Untrusted | None) -> tuple[Decision, Figures | None]:
+        t = self.policy.for_criterion(criterion_id)
         stale = self._staleness(entry)
         if stale:
-            return Decision(criterion_id, "FAIL", tuple(stale))
+            return Decision(criterion_id, "FAIL", tuple(stale)), None
         labels = self.sets[criterion_id].select(entry.split)
         try:
             if lines is None:
@@ -128,14 +155,14 @@ class Gate:
             figures = verify(entry, lines, labels, self.now)
         except Untrusted as error:
             return Decision(criterion_id, "FAIL", (f"the report is not evidence: {error}; run `judgekit calibrate` "
-                                                   "again",))
+                                                   "again",)), None
         if t.max_age is not None and figures.evidence_at is not None:
             age = self.now - figures.evidence_at
             if age > parse_duration(t.max_age):
                 return Decision(criterion_id, "FAIL", (
                     f"its evidence is {_age(age)} old (the oldest answer it rests on, cached or not), older than "
-                    f"max_age {t.max_age}; run `judgekit calibrate` again, which asks older answers again",))
-        return self._thresholds(criterion_id, figures, t)
+                    f"max_age {t.max_age}; run `judgekit calibrate` again, which asks older answers again",)), figures
+        return self._thresholds(criterion_id, figures, t), figures
 
     def _thresholds(self, criterion_id: str, figures: Figures, t: Thresholds) -> Decision:
         fails: list[str] = []

@@ -58,6 +58,7 @@ class Entry:
     kind: str | None = None
     model: str | None = None
     declared_model: str | None = None
+    family: str | None = None
     source: str = "live"
     api_base: str | None = None
     via: str = "auto"
@@ -111,6 +112,7 @@ def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> Entry:
         evidence_at=_time(data.get("evidence_at"), "evidence_at"),
         early_stop_judged=_count(early, "judged") if early is not None else None,
         kind=judge.get("kind"), model=judge.get("model"), declared_model=judge.get("declared_model"),
+        family=judge.get("family") if isinstance(judge.get("family"), str) else None,
         source=str(judge.get("source", "live")), api_base=judge.get("api_base"), via=str(judge.get("via", "auto")),
         structured=judge.get("structured", True) is not False,
         trials=trials if isinstance(trials, int) and not isinstance(trials, bool) else None, lines=lines)

@@ -25,6 +25,8 @@ class Decision:
     status: Status
     reasons: tuple[str, ...]
     needed: dict[str, int] | None = None
+    model: str | None = None  # the judge's model, as calibrated
+    confusion: tuple[int, int, int, int] | None = None  # tp, fp, tn, fn as recomputed from the verdicts
 
     @property
     def summary(self) -> str:
@@ -37,6 +39,7 @@ class GateResult:
 
     decisions: tuple[Decision, ...]
     report_path: str | None = None
+    agent_model: str | None = None  # the agent's model, when declared: no judge may be of the same model
 
     @property
     def status(self) -> Status:
@@ -88,5 +91,6 @@ class GateResult:
     def to_dict(self) -> dict[str, Any]:
         """For scripts: the overall status, its exit code, and each decision with its reasons."""
         return {"status": self.status, "exit_code": self.exit_code, "report": self.report_path,
+                "agent_model": self.agent_model,
                 "decisions": [{"criterion": d.criterion, "status": d.status, "reasons": list(d.reasons),
-                               "needed": d.needed} for d in self.decisions]}
+                               "needed": d.needed, "judge_model": d.model} for d in self.decisions]}

@@ -115,6 +115,7 @@ class Policy:
     defaults: Thresholds = Thresholds()
     criteria: dict[str, Thresholds] = field(default_factory=dict)
     source: str = ""
+    agent_model: str | None = None  # the agent's model: a judge of the same model may not grade it
 
     def for_criterion(self, criterion_id: str) -> Thresholds:
         return self.criteria.get(criterion_id, self.defaults)
@@ -131,7 +132,11 @@ class Policy:
         overrides = data.get("criteria") or {}
         if not isinstance(overrides, dict):
             raise InputError.one(source, "gate.criteria", "must be a table of criterion ids")
-        defaults, problems = Thresholds.parse({k: v for k, v in data.items() if k != "criteria"}, source, "gate")
+        agent_model = data.get("agent_model")
+        defaults, problems = Thresholds.parse({k: v for k, v in data.items() if k not in ("criteria", "agent_model")},
+                                              source, "gate")
+        if agent_model is not None and (not isinstance(agent_model, str) or not agent_model.strip()):
+            problems.append(Problem(source, "gate.agent_model", "must be a model name, like openai/gpt-4o"))
         criteria = {}
         for criterion_id, override in overrides.items():
             where = f"gate.criteria.{criterion_id}"
@@ -144,7 +149,8 @@ class Policy:
                 criteria[str(criterion_id)] = thresholds
         if problems:
             raise InputError(problems)
-        return cls(defaults=defaults or Thresholds(), criteria=criteria, source=source)
+        return cls(defaults=defaults or Thresholds(), criteria=criteria, source=source,
+                   agent_model=agent_model.strip() if isinstance(agent_model, str) else None)
 
     def check_ids(self, known: set[str]) -> None:
         """An override for a criterion that does not exist is a typo, not a no-op."""
