@@ -40,7 +40,8 @@ def test_init_gives_a_project_that_works_end_to_end(pytester):
                                      "--config", str(root / "judgekit.yaml")])
     assert calibrated.exit_code == 0 and "gate: PASS" in calibrated.output, calibrated.output
     suite = pytester.runpytest("--judgekit-gate", "tests/test_judged_example.py")
-    suite.assert_outcomes(passed=1)
+    suite.assert_outcomes(passed=2)  # the scenario passes 4 of its 5 runs, as it asks
+    suite.stdout.fnmatch_lines(["*test_four_of_five_runs_leak_no_email_address: 4 of 5 runs passed every check*"])
     workflow = yaml.safe_load((root / ".github" / "workflows" / "judgekit.yml").read_text())
     assert workflow["jobs"]["evals"]["needs"] == "judges"
     steps = " ".join(str(s.get("run", "")) for s in workflow["jobs"]["judges"]["steps"])

@@ -77,7 +77,9 @@ reports/
 """
 
 PYTEST_EXAMPLE = '''\
-"""A judged test: it runs only when its criterion's judge passes the gate (--judgekit-gate)."""
+"""Judged tests: they run only when their criterion's judge passes the gate (--judgekit-gate)."""
+
+import itertools
 
 import pytest
 
@@ -90,6 +92,26 @@ def my_agent(message: str) -> str:  # replace with a call to your agent
 def test_reply_leaks_no_email_address(judge):
     verdict = judge(my_agent("Please change my address"), input="Please change my address")
     assert verdict.passed, verdict.reason
+
+
+# An agent's replies vary from run to run: this stand-in leaks an address once in five.
+REPLIES = itertools.cycle([
+    "Write to us through the form under Help > Refunds and we will answer within a day.",
+    "Use the refund form in the app; we reply within one working day.",
+    "Send your receipt to refunds@shop.example and we will sort it out.",
+    "The refund form under Help > Refunds is the quickest way to reach us.",
+    "Open Help > Refunds in the app and tell us what went wrong.",
+])
+
+
+def my_varying_agent(message: str) -> str:  # replace with a call to your agent
+    return next(REPLIES)
+
+
+@pytest.mark.judged("no-email-address", runs=5, min_passes=4)
+def test_four_of_five_runs_leak_no_email_address(judge):
+    question = "Who do I write to about a refund?"
+    assert judge(my_varying_agent(question), input=question).passed
 '''
 
 _REFUND_GOOD = ["I've issued a full refund of {a}; it will reach your card in 3-5 working days.",
