@@ -19,8 +19,8 @@ threshold, at most alpha of the time.
 
 >>> round(certified_upper(5, 5, [(40, 40, 40, 40, 1)]), 3)  # perfect judges: the plain bound
 1.0
->>> round(certified_upper(48, 50, [(97, 100, 40, 100, 1)]), 3)  # a lenient judge: 96% judged is not 90%
-0.898
+>>> round(certified_upper(170, 200, [(198, 200, 40, 200, 1)]), 3)  # a lenient judge: 85% judged is not 80%
+0.775
 """
 
 from __future__ import annotations
