@@ -141,6 +141,24 @@ def run_sync(coroutine: Coroutine[Any, Any, R]) -> R:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coroutine)
+        return asyncio.run(_boxed(coroutine)).value
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="judgekit") as pool:
-        return pool.submit(asyncio.run, coroutine).result()
+        return pool.submit(asyncio.run, _boxed(coroutine)).result().value
+
+
+class _Box:
+    """A result whose repr costs nothing: Python 3.11's asyncio.run formats the repr of its main
+    task (result included) when it restores the SIGINT handler, which for a report of a million
+    verdicts took seconds."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Any):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<result>"
+
+
+async def _boxed(coroutine: Coroutine[Any, Any, R]) -> _Box:
+    return _Box(await coroutine)
