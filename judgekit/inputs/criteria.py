@@ -236,6 +236,20 @@ def load_criterion(path: Path) -> Criterion:
     return criterion
 
 
+def load_variant(path: Path, criterion_id: str) -> Criterion:
+    """A prompt variant of a criterion (`judgekit compare --variant criteria/variants/ID.NAME.yaml`):
+    a whole criterion file of the same id, its wording, few-shot examples or settings changed."""
+    source = read_source(path)
+    data = read_yaml(path, source.text)
+    if not isinstance(data, dict):
+        raise InputError.one(path, "", "must be a YAML mapping: a criterion file of the same id, other wording")
+    criterion = parse_criterion(data, str(path))
+    if criterion.id != criterion_id:
+        raise InputError.one(path, "id", f"is {criterion.id!r}; a variant of {criterion_id!r} keeps its id")
+    criterion._digest = source.digest
+    return criterion
+
+
 def load_criteria(directory: Path) -> list[Criterion]:
     """Load every `*.yaml` / `*.yml` in a folder; problems of all files are reported together."""
     criteria, failed = read_criteria(directory)

@@ -115,7 +115,9 @@ def usage_of(answers: Sequence[Completion], failed: int = 0, reasked: int = 0) -
                  completion_tokens=sum(c.completion_tokens for c in live),
                  cost=None if not live or any(c is None for c in costs) else sum(costs),  # type: ignore[misc]
                  latency_s=sum(c.latency_s for c in live), calls=len(live) + failed,
-                 cached_calls=len(answers) - len(live), reasked=reasked)
+                 cached_calls=len(answers) - len(live), reasked=reasked,
+                 all_prompt_tokens=sum(c.prompt_tokens for c in answers),
+                 all_completion_tokens=sum(c.completion_tokens for c in answers))
 
 
 def lookup(llm: LLM, request: Request, is_readable: Readable, reask: int) -> Completion | None:

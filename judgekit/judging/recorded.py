@@ -72,6 +72,19 @@ def _word(passed: bool | None) -> str:
 
 def load_recorded(path: Path) -> list[RecordedVerdict]:
     """Read a verdict file (JSONL or CSV); `passed` must be present: null / empty is an abstention."""
+    return [record for _, record in _read(path, None)]
+
+
+def load_by_candidate(path: Path) -> dict[str, list[RecordedVerdict]]:
+    """A verdict file of several judges (`judgekit compare --verdicts`), split by its `candidate`
+    column, in the order they first appear; one without the column is one candidate, named by the file."""
+    out: dict[str, list[RecordedVerdict]] = {}
+    for name, record in _read(path, "candidate"):
+        out.setdefault(name if name is not None else path.stem, []).append(record)
+    return out
+
+
+def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerdict]]:
     if not path.is_file():
         raise InputError.one(path, "", "no such verdict file; pass --verdicts with a JSONL or CSV file")
     records, problems = [], []
@@ -87,8 +100,16 @@ def load_recorded(path: Path) -> list[RecordedVerdict]:
             record = {k: v for k, v in record.items() if v is not None or k == "passed"}
             if "passed" in record:
                 record["passed"] = parse_bool(record["passed"])
+        name = None
+        if column is not None and column in record:
+            record = dict(record)
+            name = record.pop(column)
+            if not isinstance(name, (str, int)) or isinstance(name, bool) or str(name).strip() == "":
+                problems.append(Problem(str(path), location, f"{column} must be a name (text)"))
+                continue
+            name = str(name)
         try:
-            records.append(RecordedVerdict.model_validate(record))
+            records.append((name, RecordedVerdict.model_validate(record)))
         except ValidationError as error:
             problems.extend(problems_of(error, str(path), location))
     if problems:

@@ -32,6 +32,9 @@ class Usage:
     calls: int | None = None  # when one verdict took several calls (a claims check, a re-ask): those asked,
     cached_calls: int | None = None  # and those answered from the cache
     reasked: int = 0  # of `calls`, those that asked again because an answer was unreadable
+    # The tokens of every answer behind it, cached ones too: what the verdict costs to make (`compare`).
+    all_prompt_tokens: int = 0
+    all_completion_tokens: int = 0
 
     @property
     def counts(self) -> tuple[int, int]:

@@ -23,17 +23,20 @@ class FakeServer:
     piece of prompt text to the faults its first requests get, in order; an example the script
     answers with a `Fault` gets it at every request. With
     `structured_output=False` a request that asks for a response_format gets a 400, as from
-    servers that do not support it. `stats` counts outcomes.
+    servers that do not support it. `models` gives some models answers of their own (by the name a
+    request gives, without the provider's prefix). `stats` counts outcomes.
     """
 
     def __init__(self, answer: Answer | None = None, latency: float = 0.0,
                  faults: Mapping[str, float] | None = None, fail_first: Mapping[str, list[str]] | None = None,
-                 retry_after: float = 1.0, seed: int = 0, port: int = 0, structured_output: bool = True):
+                 retry_after: float = 1.0, seed: int = 0, port: int = 0, structured_output: bool = True,
+                 models: Mapping[str, Answer] | None = None):
         unknown = set(faults or {}) | {k for kinds in (fail_first or {}).values() for k in kinds}
         unknown -= set(FAULTS)
         if unknown:
             raise ValueError(f"unknown fault kind(s) {sorted(unknown)}; use {FAULTS}")
         self.answer = answer or script({}, default=True)
+        self.models = dict(models or {})  # the answer of a model by the name a request gives (no provider prefix)
         self.latency = latency
         self.faults = dict(faults or {})
         self.fail_first = {k: list(v) for k, v in (fail_first or {}).items()}
@@ -163,8 +166,9 @@ class FakeServer:
             self._send(writer, 400, {"error": {"message": "bad request body"}})
             return True
         fault = self._choose_fault(prompt)
+        answer = self.models.get(str(payload.get("model")), self.answer)
         unsupported = payload.get("response_format") and not self.structured_output
-        scripted = self.answer(prompt) if fault is None and not unsupported else None
+        scripted = answer(prompt) if fault is None and not unsupported else None
         if isinstance(scripted, Fault):
             fault = scripted.kind
         self.log.append((time.monotonic(), prompt, fault or "ok"))
@@ -200,7 +204,7 @@ class FakeServer:
             return True
         text = FAULT_TEXTS.get(fault or "")
         if text is None:  # an answer (cut short, for a truncated body)
-            text = answer_text(self.answer(prompt) if scripted is None else scripted)
+            text = answer_text(answer(prompt) if scripted is None else scripted)
         completion = {
             "id": f"fake-{self.requests}", "object": "chat.completion", "created": int(time.time()),
             "model": payload.get("model", "fake"),
