@@ -24,16 +24,10 @@ from judgekit.errors import InputError
 from judgekit.inputs.settings import DriftPolicy
 from judgekit.report.render import finite, fmt_number, printable
 from judgekit.stats.metrics import NAN, kappa_of_cells
+from judgekit.stats.paired import mcnemar_exact
 from judgekit.watch.history import History, Run
 
 Outcomes = Mapping[str, tuple[bool, "bool | None"]]  # example id -> (label, verdict)
-
-
-def mcnemar_exact(b: int, c: int) -> float:
-    """Two-sided exact McNemar p-value from the two discordant counts (a binomial test at 1/2)."""
-    from scipy.stats import binomtest
-
-    return 1.0 if b + c == 0 else float(binomtest(b, b + c, 0.5).pvalue)
 
 
 def mcnemar_worse(b: int, c: int) -> float:
