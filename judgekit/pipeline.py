@@ -99,7 +99,7 @@ async def acalibrate(options: Options, llm: LLM | None = None,
         judging_s, stops = run.elapsed_s, run.stops
         sources.update({c.id: "live" for c in ready.pending})
 
-    reports = [_criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
+    reports = [criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
                                  started, stops.get(c.id), gold.get(c.id)) for c in ready.criteria]
     if options.canary:  # a re-check judges a subset of the set it checks: it names that set
         reports = [r.model_copy(update={"set_fingerprint": ready.chosen[r.id].fingerprint}) for r in reports]
@@ -254,7 +254,7 @@ def _claims(verdict: Verdict) -> list[RecordedClaim] | None:
     return [RecordedClaim(claim=c.claim, supported=c.supported, evidence=c.evidence) for c in verdict.claims]
 
 
-def _criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
+def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
                       model: str | None, options: Options, started: datetime, stop: Stop | None = None,
                       gold: dict[str, Verdict] | None = None) -> CriterionReport:
     full_set = cal

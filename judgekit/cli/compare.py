@@ -1,0 +1,147 @@
+"""`judgekit compare`: which judge should we use? Several candidate judges of one criterion on the
+same labelled examples, in one run; paired tests, cost, and the cheapest candidate the gate passes.
+
+Exit 0 when a candidate is recommended, 1 when the gate passes none, 2 bad input, 4 the judges
+could not be run, 130 interrupted (run again: the answers so far are cached).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from judgekit.cli.app import EXIT_GATE_FAIL, EXIT_INTERRUPTED, REPORT, check_split, fail, short
+from judgekit.cli.compare_html import write as write_page
+from judgekit.cli.options import config_option, criteria_option, group, history_option, sets_option, typer_app
+from judgekit.cli.terminal import terminal_progress
+from judgekit.compare import adopt as adopting
+from judgekit.compare.analysis import analyse
+from judgekit.compare.candidates import from_file, from_options, read_file
+from judgekit.compare.model import Comparison
+from judgekit.compare.render import estimates, table
+from judgekit.compare.run import Settings, dry_run, judge, load
+from judgekit.errors import InputError, JudgekitError
+from judgekit.inputs.files import write_atomic
+from judgekit.report.model import Report
+from judgekit.watch.history import record_history
+
+app = typer_app()
+
+
+def _counts(text: Optional[str]) -> list[int]:
+    if not text:
+        return []
+    try:
+        counts = [int(part) for part in text.split(",")]
+    except ValueError:
+        fail(InputError.one("--trials", "", f"{text!r}: give trial counts separated by commas, e.g. 1,3"))
+    if any(not 1 <= k <= 100 for k in counts):
+        fail(InputError.one("--trials", "", f"{text!r}: each count from 1 to 100"))
+    return counts
+
+
+@app.command("compare", short_help=short("compare"))
+def compare(
+    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="The criterion whose judges are compared."),
+    model: Optional[List[str]] = typer.Option(None, "--model", help="A candidate model (repeatable)."),
+    variant: Optional[List[Path]] = typer.Option(None, "--variant", help="A prompt variant of the criterion: a "
+                                                 "criterion file of the same id (repeatable), e.g. "
+                                                 "criteria/variants/ID.short.yaml."),
+    trials: Optional[str] = typer.Option(None, "--trials", help="Trial counts to compare, e.g. 1,3."),
+    verdicts: Optional[List[Path]] = typer.Option(None, "--verdicts", help="Recorded verdicts (JSONL or CSV): one "
+                                                  "candidate, or one per value of its `candidate` column (repeatable)."),
+    spec_file: Optional[Path] = typer.Option(None, "--file", "-f", help="A compare.yaml listing the candidates."),
+    baseline: Optional[str] = typer.Option(None, "--baseline", help="The candidate every other is tested against."),
+    adopt: Optional[str] = typer.Option(None, "--adopt", help="Promote this candidate: its settings into the "
+                                        "criterion file (the diff shown), its calibration as the criterion's report."),
+    criteria: Path = criteria_option(),
+    sets: Path = sets_option(),
+    config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
+    out: Optional[Path] = typer.Option(None, help="Where compare.json and compare.html are written "
+                                       "(default .judgekit/compare/<criterion>)."),
+    report: Path = typer.Option(REPORT, help="With --adopt: the report folder the candidate's calibration joins."),
+    history: Path = history_option("With --adopt: the calibration history the adopted report is added to."),
+    api_base: Optional[str] = typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers)."),
+    concurrency: int = typer.Option(16, min=1, max=1024, help="Judge calls in flight at once, over all candidates."),
+    cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers (shared with calibrate)."),
+    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the models again; neither read nor write the cache."),
+    timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
+    split: Optional[str] = typer.Option(None, help="Use only examples of this split (dev or test)."),
+    seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
+    via: str = typer.Option("auto", help="auto or litellm (as for calibrate)."),
+    plain_answers: bool = typer.Option(False, "--plain-answers", help="Do not ask for structured output."),
+    dry: bool = typer.Option(False, "--dry-run", help="Ask nothing, write nothing: per candidate the calls to make, "
+                             "the answers cached, the tokens and the cost at most."),
+    as_json: bool = typer.Option(False, "--json", help="Print compare.json instead of the table."),
+    schema: bool = typer.Option(False, "--schema", help="Print compare.json's JSON Schema and exit."),
+) -> None:
+    """Compare candidate judges of one criterion on its labelled set: calibration, gate decision,
+    cost and latency each; paired tests against the best and the baseline; the cheapest candidate
+    the gate passes."""
+    if schema:
+        typer.echo(json.dumps(Comparison.model_json_schema(), indent=2))
+        return
+    check_split(split)
+    settings = Settings(criteria_dir=criteria, sets_dir=sets, config=config, api_base=api_base,
+                        concurrency=concurrency, cache_dir=None if no_cache else cache_dir, timeout_s=timeout,
+                        split=split, seed=seed, structured=not plain_answers, via=via)
+    try:
+        entries = None
+        if spec_file is not None:
+            if model or variant or trials or verdicts:
+                raise InputError.one("--file", str(spec_file), "lists the candidates itself; drop --model, "
+                                     "--variant, --trials and --verdicts, or the file")
+            named, named_baseline, entries = read_file(spec_file)
+            criterion, baseline = criterion or named, baseline or named_baseline
+        if not criterion:
+            raise InputError.one("--criterion", "", "name the criterion whose judges are compared (-c ID)")
+        base, _, _ = load(settings, criterion)
+        specs = from_file(spec_file, base, entries) if spec_file is not None and entries is not None else \
+            from_options(base, model or [], variant or [], _counts(trials), verdicts or [])
+        if dry:
+            found = dry_run(settings, specs)
+            typer.echo(json.dumps({"dry_run": True, "candidates": {n: e.to_json() for n, e in found.items()}},
+                                  indent=2) if as_json else estimates(found))
+            return
+        judged = judge(settings, specs, progress=None if as_json else terminal_progress("judging"))
+        comparison = analyse(judged, baseline, seed)
+        folder = out or Path(".judgekit/compare") / criterion
+        write_atomic(folder / "compare.json", comparison.model_dump_json(indent=2) + "\n")
+        page = write_page(comparison, folder)
+        if adopt is not None:
+            _adopt(judged, adopt, criteria, report, history, as_json)
+    except JudgekitError as error:
+        fail(error)
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted: every answer received so far is cached; run the same command again to resume",
+                   err=True)
+        raise typer.Exit(EXIT_INTERRUPTED) from None
+    if as_json:
+        typer.echo(comparison.model_dump_json(indent=2))
+    else:
+        typer.echo(table(comparison))
+        typer.echo(f"\ncompare: {folder / 'compare.json'}\npage: {page}")
+    if comparison.recommendation.candidate is None:
+        raise typer.Exit(EXIT_GATE_FAIL)
+
+
+def _adopt(judged, name: str, criteria: Path, report_dir: Path, history: Path, quiet: bool) -> None:
+    found = [m for m in judged.measured if m.spec.name == name]
+    if not found:
+        raise InputError.one("--adopt", name, "no such candidate; the candidates are "
+                             + ", ".join(m.spec.name for m in judged.measured))
+    change = adopting.proposed(found[0], criteria)
+    if not quiet:
+        typer.echo(change.diff(), nl=False)
+    adopted = adopting.adopt(found[0], change)
+    written = record_history(Report(criteria=[adopted]), history).write(report_dir, merge=True)
+    if not quiet:
+        typer.echo(f"adopted {name}: {change.path}{' written' if change.after != change.before else ' unchanged'}; "
+                   f"its calibration is {adopted.id}'s report in {report_dir / 'report.json'} "
+                   f"({len(written.criteria)} {'criterion' if len(written.criteria) == 1 else 'criteria'} there)")
+
+
+commands = group(app)

@@ -1,0 +1,85 @@
+"""Promoting a candidate (`judgekit compare ... --adopt NAME`): its settings written into the
+criterion file, and its calibration, the very one the comparison measured, made the criterion's
+calibration report.
+
+The criterion file becomes the candidate's: a variant's file, or the criterion's own, with the
+candidate's judge.model and judge.trials. The new file is read back and must define the same
+judge (the same fingerprint) as the candidate measured, or nothing is written; only then does
+the report name the new file's digest, so the gate takes it as a report about the file on disk.
+A recorded candidate (another tool's verdicts) leaves the criterion file as it is: its report
+says where the verdicts came from, as `calibrate --verdicts` would.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from judgekit.compare.run import Measured
+from judgekit.errors import InputError
+from judgekit.inputs.criteria import JUDGED, load_variant
+from judgekit.inputs.files import read_text, read_yaml, write_atomic
+from judgekit.judging.prompts import fingerprint
+from judgekit.report.model import CriterionReport
+
+
+@dataclass(frozen=True)
+class Change:
+    path: Path
+    before: str
+    after: str
+
+    def diff(self) -> str:
+        lines = difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
+                                     f"{self.path} (now)", f"{self.path} (adopted)")
+        return "".join(lines) or f"{self.path}: unchanged\n"
+
+
+def proposed(m: Measured, criteria_dir: Path) -> Change:
+    """The criterion file as the candidate would have it."""
+    spec = m.spec
+    path = criteria_dir / f"{spec.criterion.id}.yaml"
+    if not path.is_file():
+        path = criteria_dir / f"{spec.criterion.id}.yml"
+    before = read_text(path)
+    if not spec.live or not isinstance(spec.criterion, JUDGED):
+        return Change(path, before, before)
+    source = spec.variant or path
+    data = read_yaml(source)
+    judge = dict(data.get("judge") or {})
+    judge["model"] = spec.criterion.judge.model
+    if spec.criterion.judge.trials != 1 or "trials" in judge:
+        judge["trials"] = spec.criterion.judge.trials
+    text = read_text(source)
+    if judge == (data.get("judge") or {}):
+        after = text  # the file as it is (comments kept): the criterion's own, or the variant's
+    else:  # rewritten: the leading comment lines are kept, others are not
+        head = "".join(line for line in _leading_comments(text))
+        after = head + yaml.safe_dump({**data, "judge": judge}, sort_keys=False, allow_unicode=True, width=100)
+    return Change(path, before, after)
+
+
+def _leading_comments(text: str) -> list[str]:
+    out = []
+    for line in text.splitlines(keepends=True):
+        if not line.startswith("#"):
+            break
+        out.append(line)
+    return out
+
+
+def adopt(m: Measured, change: Change) -> CriterionReport:
+    """Write the criterion file (when it changes) and return the candidate's report, naming it."""
+    report = m.report
+    if change.after != change.before:
+        write_atomic(change.path, change.after)
+    written = load_variant(change.path, report.id)
+    model = m.spec.model if m.spec.live else None
+    if m.spec.live and fingerprint(written, model) != report.fingerprint:
+        write_atomic(change.path, change.before)
+        raise InputError.one(change.path, "judge", "written, it would not define the judge the comparison measured; "
+                             "left as it was. Copy the candidate's settings by hand and run `judgekit calibrate`")
+    return report.model_copy(update={"inputs": {**(report.inputs or {}), "criterion": written.digest}})
