@@ -224,18 +224,92 @@ def test_live_candidates_by_model_and_variant_in_one_pool(project):
     assert by_name["openai/gpt-4o base"]["cost"]["latency_p50_s"] is not None
 
 
-def test_adopt_writes_the_candidate_into_the_criterion_and_its_report_passes_the_gate(project):
+def test_adopt_refuses_a_blocked_candidate_unless_forced(project):
     variant = _live_project(project)
+    before = (project.criteria / "says-blocked.yaml").read_text()
     with _server() as server:
-        result = _invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--variant", str(variant),
-                         "--api-base", server.url, "--adopt", "short")
+        args = ["compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--variant", str(variant),
+                "--api-base", server.url]
+        refused = _invoke(*args, "--adopt", "short")
+        assert refused.exit_code == 2 and "the gate blocks it (FAIL: TNR 0.00" in refused.output
+        assert (project.criteria / "says-blocked.yaml").read_text() == before and not Path(".judgekit/reports").exists()
+        result = _invoke(*args, "--adopt", "short", "--force")
     assert result.exit_code == 0, result.output
     assert f"+question: {SHORT}" in result.output and "-question: Does the reply say" in result.output
+    assert "adopted short (FAIL)" in result.output
     written = yaml.safe_load((project.criteria / "says-blocked.yaml").read_text())
     assert written["question"] == SHORT and written["judge"]["model"] == "openai/gpt-4o-mini"
     gate = _invoke("gate", "-c", "says-blocked", "--json")  # no judge asked: the compare's calibration is the report
     assert json.loads(gate.output)["decisions"][0]["status"] == "FAIL"  # short + mini passes everything: blocked
     assert "TNR" in " ".join(json.loads(gate.output)["decisions"][0]["reasons"])
+
+
+def test_adopt_keeps_an_endpoint_password_in_the_file_and_shows_it_nowhere(project):
+    _live_project(project)
+    with _server() as server:
+        url = server.url.replace("http://", "http://user:TOPSECRET-77@")
+        variant = project.criteria / "variants" / "says-blocked.own.yaml"
+        variant.write_text(yaml.safe_dump(llm_criterion(judge={"model": "openai/gpt-4o", "api_base": url})))
+        project.criterion(llm_criterion(judge={"model": "openai/gpt-4o", "api_base": server.url}))
+        result = _invoke("compare", "-c", "says-blocked", "--variant", str(variant), "--adopt", "own")
+    assert result.exit_code == 0, result.output
+    assert "TOPSECRET-77" not in result.output and "api_base" in result.output  # the diff shows the line, redacted
+    assert f"api_base: {url}" in (project.criteria / "says-blocked.yaml").read_text()  # the endpoint still works
+    for path in Path(".judgekit").rglob("*"):
+        assert not path.is_file() or b"TOPSECRET-77" not in path.read_bytes(), path
+
+
+def test_adopt_refuses_when_the_criterion_changed_while_it_was_judged(project):
+    _live_project(project)
+    criterion = project.criteria / "says-blocked.yaml"
+    right = script({"reply-p": True}, default=False)
+
+    def edits(prompt: str):  # someone edits the criterion while the comparison runs
+        if "api_base" not in criterion.read_text():
+            criterion.write_text(criterion.read_text() + "  api_base: http://127.0.0.1:9/v1\n")
+        return right(prompt)
+
+    with FakeServer(right, models={"gpt-4o-mini": edits}) as server:
+        result = _invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--model",
+                         "openai/gpt-4o", "--api-base", server.url, "--adopt", "openai/gpt-4o")
+    assert result.exit_code == 2 and "changed since the comparison read it; nothing was adopted" in result.output
+    assert not Path(".judgekit/reports").exists()
+
+
+def test_the_agent_model_is_never_recommended_as_its_own_judge(project):
+    _live_project(project)
+    with _server() as server:
+        data = json.loads(_invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--model",
+                                  "openai/gpt-4o", "--api-base", server.url, "--agent-model", "gpt-4o-mini-2024-07-18",
+                                  "--json").output)
+    mini = next(c for c in data["candidates"] if c["name"] == "openai/gpt-4o-mini")
+    assert mini["gate"] == "FAIL" and "the judge is the agent's own model" in mini["gate_reasons"][0]
+    assert data["recommendation"]["candidate"] == "openai/gpt-4o"
+
+
+def test_names_are_checked_before_any_call_and_the_best_counts_abstentions(project, tmp_path):
+    _live_project(project)
+    with _server() as server:
+        typo = _invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--model", "openai/gpt-4o",
+                       "--api-base", server.url, "--baseline", "openai/gpt4o")
+        assert typo.exit_code == 2 and "--baseline:openai/gpt4o: no such candidate" in typo.output
+        assert server.requests == 0
+    examples = balanced(30, 30)
+    shy, slip = tmp_path / "shy.jsonl", tmp_path / "slip.jsonl"  # abstains on 8; one error
+    shy.write_text("".join(json.dumps({"id": e["id"], "passed": None if i < 8 else e["passed"]}) + "\n"
+                           for i, e in enumerate(examples)))
+    slip.write_text("".join(json.dumps({"id": e["id"], "passed": e["passed"] if i else not e["passed"]}) + "\n"
+                            for i, e in enumerate(examples)))
+    project.criterion(llm_criterion())  # no judge.model: recorded verdicts may pass the gate
+    data = json.loads(_invoke("compare", "-c", "says-blocked", "--verdicts", str(shy), "--verdicts", str(slip),
+                              "--json").output)
+    assert data["best"] == "slip"  # 59 right beats 52 right of kappa 1.0
+    assert data["candidates"][0]["vs_best"]["verdict"] == "worse"
+    partial = tmp_path / "partial.jsonl"
+    partial.write_text(json.dumps({"candidate": "a", "id": "p0", "passed": True}) + "\n"
+                       + json.dumps({"id": "p1", "passed": True}) + "\n")
+    bad = _invoke("compare", "-c", "says-blocked", "--verdicts", str(partial), "--verdicts", str(slip))
+    assert bad.exit_code == 2 and "1 of 2 records name no candidate" in bad.output
 
 
 def test_adopting_the_recommended_candidate_passes_the_gate(project):

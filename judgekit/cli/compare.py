@@ -26,6 +26,7 @@ from judgekit.compare.run import Settings, dry_run, judge, load
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.files import write_atomic
 from judgekit.report.model import Report
+from judgekit.secrets import redact
 from judgekit.watch.history import record_history
 
 app = typer_app()
@@ -56,7 +57,12 @@ def compare(
     spec_file: Optional[Path] = typer.Option(None, "--file", "-f", help="A compare.yaml listing the candidates."),
     baseline: Optional[str] = typer.Option(None, "--baseline", help="The candidate every other is tested against."),
     adopt: Optional[str] = typer.Option(None, "--adopt", help="Promote this candidate: its settings into the "
-                                        "criterion file (the diff shown), its calibration as the criterion's report."),
+                                        "criterion file (the diff shown), its calibration as the criterion's report. "
+                                        "Only a candidate the gate passes."),
+    force: bool = typer.Option(False, "--force", help="With --adopt: adopt a candidate the gate blocks."),
+    agent_model: Optional[str] = typer.Option(None, "--agent-model", metavar="MODEL", help="The agent's model: a "
+                                              "judge of the same model is blocked, as by `judgekit gate "
+                                              "--agent-model`. Default: gate.agent_model of the policy."),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
     config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
@@ -87,7 +93,7 @@ def compare(
     check_split(split)
     settings = Settings(criteria_dir=criteria, sets_dir=sets, config=config, api_base=api_base,
                         concurrency=concurrency, cache_dir=None if no_cache else cache_dir, timeout_s=timeout,
-                        split=split, seed=seed, structured=not plain_answers, via=via)
+                        split=split, seed=seed, structured=not plain_answers, via=via, agent_model=agent_model)
     try:
         entries = None
         if spec_file is not None:
@@ -95,12 +101,18 @@ def compare(
                 raise InputError.one("--file", str(spec_file), "lists the candidates itself; drop --model, "
                                      "--variant, --trials and --verdicts, or the file")
             named, named_baseline, entries = read_file(spec_file)
+            if criterion and named and criterion != named:
+                raise InputError.one(spec_file, "criterion", f"is {named!r} but -c says {criterion!r}; give one")
             criterion, baseline = criterion or named, baseline or named_baseline
         if not criterion:
             raise InputError.one("--criterion", "", "name the criterion whose judges are compared (-c ID)")
         base, _, _ = load(settings, criterion)
         specs = from_file(spec_file, base, entries) if spec_file is not None and entries is not None else \
             from_options(base, model or [], variant or [], _counts(trials), verdicts or [])
+        names = [s.name for s in specs]
+        for option, name in (("--baseline", baseline), ("--adopt", adopt)):
+            if name is not None and name not in names and not dry:  # said before any call is paid for
+                raise InputError.one(option, name, f"no such candidate; the candidates are {', '.join(names)}")
         if dry:
             found = dry_run(settings, specs)
             typer.echo(json.dumps({"dry_run": True, "candidates": {n: e.to_json() for n, e in found.items()}},
@@ -112,12 +124,12 @@ def compare(
         write_atomic(folder / "compare.json", comparison.model_dump_json(indent=2) + "\n")
         page = write_page(comparison, folder)
         if adopt is not None:
-            _adopt(judged, adopt, criteria, report, history, as_json)
+            _adopt(judged, adopt, criteria, report, history, as_json, force)
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
-        typer.echo("\ninterrupted: every answer received so far is cached; run the same command again to resume",
-                   err=True)
+        typer.echo("\ninterrupted: " + ("nothing was kept (--no-cache)" if no_cache else "every answer received so "
+                   "far is cached; run the same command again to resume"), err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     if as_json:
         typer.echo(comparison.model_dump_json(indent=2))
@@ -128,20 +140,18 @@ def compare(
         raise typer.Exit(EXIT_GATE_FAIL)
 
 
-def _adopt(judged, name: str, criteria: Path, report_dir: Path, history: Path, quiet: bool) -> None:
-    found = [m for m in judged.measured if m.spec.name == name]
-    if not found:
-        raise InputError.one("--adopt", name, "no such candidate; the candidates are "
-                             + ", ".join(m.spec.name for m in judged.measured))
-    change = adopting.proposed(found[0], criteria)
-    if not quiet:
-        typer.echo(change.diff(), nl=False)
-    adopted = adopting.adopt(found[0], change)
+def _adopt(judged, name: str, criteria: Path, report_dir: Path, history: Path, quiet: bool, force: bool) -> None:
+    found = next(m for m in judged.measured if m.spec.name == name)
+    adopting.check(found, criteria, force)
+    change = adopting.proposed(found, criteria)
+    typer.echo(redact(change.diff()), nl=False, err=quiet)  # with --json, on stderr: stdout is the JSON
+    adopted = adopting.adopt(found, change)
     written = record_history(Report(criteria=[adopted]), history).write(report_dir, merge=True)
-    if not quiet:
-        typer.echo(f"adopted {name}: {change.path}{' written' if change.after != change.before else ' unchanged'}; "
-                   f"its calibration is {adopted.id}'s report in {report_dir / 'report.json'} "
-                   f"({len(written.criteria)} {'criterion' if len(written.criteria) == 1 else 'criteria'} there)")
+    done = "written" if change.after != change.before else "unchanged"
+    count = len(written.criteria)
+    typer.echo(f"adopted {name} ({found.decision.status}): {change.path} {done}; its calibration is {adopted.id}'s "
+               f"report in {report_dir / 'report.json'} ({count} {'criterion' if count == 1 else 'criteria'} there)",
+               err=quiet)
 
 
 commands = group(app)

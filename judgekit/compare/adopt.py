@@ -21,7 +21,7 @@ import yaml
 from judgekit.compare.run import Measured
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import JUDGED, load_variant
-from judgekit.inputs.files import read_text, read_yaml, write_atomic
+from judgekit.inputs.files import read_source, read_text, read_yaml, write_atomic
 from judgekit.judging.prompts import fingerprint
 from judgekit.report.model import CriterionReport
 
@@ -41,9 +41,7 @@ class Change:
 def proposed(m: Measured, criteria_dir: Path) -> Change:
     """The criterion file as the candidate would have it."""
     spec = m.spec
-    path = criteria_dir / f"{spec.criterion.id}.yaml"
-    if not path.is_file():
-        path = criteria_dir / f"{spec.criterion.id}.yml"
+    path = criterion_path(criteria_dir, spec.criterion.id)
     before = read_text(path)
     if not spec.live or not isinstance(spec.criterion, JUDGED):
         return Change(path, before, before)
@@ -71,15 +69,33 @@ def _leading_comments(text: str) -> list[str]:
     return out
 
 
+def check(m: Measured, criteria_dir: Path, force: bool = False) -> None:
+    """Refuse to adopt what the gate blocks (unless `force`), or a candidate whose files changed on
+    disk while it was judged: what is adopted is what was measured."""
+    if m.decision.status != "PASS" and not force:
+        raise InputError.one("--adopt", m.spec.name, f"the gate blocks it ({m.decision.status}: "
+                             f"{'; '.join(m.decision.reasons)}); adopt a candidate that passes, or add --force")
+    path = m.spec.variant or criterion_path(criteria_dir, m.spec.criterion.id)
+    if not path.is_file() or read_source(path).digest != m.spec.criterion.digest:
+        raise InputError.one(path, "", "changed since the comparison read it; nothing was adopted. Run the "
+                             "comparison again")
+
+
+def criterion_path(criteria_dir: Path, criterion_id: str) -> Path:
+    path = criteria_dir / f"{criterion_id}.yaml"
+    return path if path.is_file() or not (criteria_dir / f"{criterion_id}.yml").is_file() else \
+        criteria_dir / f"{criterion_id}.yml"
+
+
 def adopt(m: Measured, change: Change) -> CriterionReport:
     """Write the criterion file (when it changes) and return the candidate's report, naming it."""
     report = m.report
     if change.after != change.before:
-        write_atomic(change.path, change.after)
+        write_atomic(change.path, change.after, verbatim=True)  # the user's own file: secrets stay as they were
     written = load_variant(change.path, report.id)
     model = m.spec.model if m.spec.live else None
     if m.spec.live and fingerprint(written, model) != report.fingerprint:
-        write_atomic(change.path, change.before)
+        write_atomic(change.path, change.before, verbatim=True)
         raise InputError.one(change.path, "judge", "written, it would not define the judge the comparison measured; "
                              "left as it was. Copy the candidate's settings by hand and run `judgekit calibrate`")
     return report.model_copy(update={"inputs": {**(report.inputs or {}), "criterion": written.digest}})

@@ -36,7 +36,7 @@ def analyse(judged: Judged, baseline: str | None = None, seed: int = 0) -> Compa
     order = [e.id for e in judged.set.examples]
     labels = [e.label for e in judged.set.examples]
     verdicts = {m.spec.name: [m.report.outcomes[i][1] for i in order] for m in measured}
-    best = max(measured, key=_strength).spec.name
+    best = max(measured, key=lambda m: _strength(m, verdicts[m.spec.name], labels)).spec.name
     k = len(measured)
     vs_best = _family(labels, verdicts, best, [n for n in names if n != best], against=k, seed=seed)
     others = [n for n in names if n != baseline] if baseline else []
@@ -54,15 +54,15 @@ def analyse(judged: Judged, baseline: str | None = None, seed: int = 0) -> Compa
                       examples=examples, recommendation=recommend(candidates), judging_s=judged.judging_s)
 
 
-def _strength(m: Measured) -> tuple:
-    metrics = m.report.metrics
-    kappa = metrics.get("cohen_kappa")
-    youden = (metrics.get("tpr") or 0) + (metrics.get("tnr") or 0)
-    return (kappa if kappa is not None else -math.inf, youden, _neg(m.spec.name))
+def _strength(m: Measured, verdicts: list, labels: list[bool]) -> tuple:
+    """Examples right (an abstention is not right: as the paired test counts), then kappa, then name."""
+    kappa = m.report.metrics.get("cohen_kappa")
+    right = sum(1 for v, label in zip(verdicts, labels) if v == label)
+    return (right, kappa if kappa is not None else -math.inf, _neg(m.spec.name))
 
 
 def _neg(name: str) -> tuple:
-    return tuple(-ord(ch) for ch in name)  # the earlier name wins a tie under max()
+    return (*(-ord(ch) for ch in name), 1)  # the earlier name wins a tie under max() ("a" before "ab")
 
 
 def _family(labels: list[bool], verdicts: dict[str, list], other: str, names: list[str], against: int | None,
@@ -125,13 +125,27 @@ def _kappa_low(c: Candidate) -> float:
     return low if low is not None else -math.inf
 
 
-def _cheap(c: Candidate) -> tuple:
-    """Cost, else latency, else calls; then the stronger evidence; then the name."""
-    inf = math.inf
+def _answers(c: Candidate) -> float | None:
+    """Answers asked (or cached) per verdict: a candidate of 3 trials makes 3."""
     calls = c.cost.calls + c.cost.cached
+    return calls / c.n if calls and c.n else None
+
+
+def _latency(c: Candidate) -> float | None:
+    """Seconds of answers per verdict: the median answer's latency times the answers per verdict."""
+    answers = _answers(c)
+    return c.cost.latency_p50_s * answers if c.cost.latency_p50_s is not None and answers else None
+
+
+def _cheap(c: Candidate) -> tuple:
+    """Cost, else latency per verdict (within 10% is a tie: it is noisy), else answers per verdict;
+    then the stronger evidence; then the name."""
+    inf = math.inf
+    latency = _latency(c)
+    answers = _answers(c)
     return (c.cost.per_1000_verdicts if c.cost.per_1000_verdicts is not None else inf,
-            c.cost.latency_p50_s if c.cost.latency_p50_s is not None else inf,
-            calls if calls else inf, -_kappa_low(c), c.name)
+            round(math.log(latency) / math.log(1.1)) if latency else inf,
+            answers if answers is not None else inf, -_kappa_low(c), c.name)
 
 
 def front(candidates: Sequence[Candidate]) -> list[str]:
@@ -155,14 +169,18 @@ def recommend(candidates: Sequence[Candidate]) -> Recommendation:
         if len(passing) == 1:
             why += ", the only candidate that passes"
         else:
-            cost, latency, calls = chosen.cost.per_1000_verdicts, chosen.cost.latency_p50_s, chosen.cost.calls
+            runner_up = passing[1]
+            cost, latency, answers = chosen.cost.per_1000_verdicts, _latency(chosen), _answers(chosen)
+            key, other = _cheap(chosen), _cheap(runner_up)
             why += f", and of the {len(passing)} that pass it is " + (
-                f"the cheapest (${cost:.4f} per 1,000 verdicts)" if cost is not None else
-                f"the fastest ({latency:.2f} s per answer, p50; no price known)" if latency is not None else
-                f"the one with the fewest calls ({calls})" if calls else
-                "the one with the strongest evidence (kappa's lower bound; no cost, latency or calls known)")
+                f"the cheapest (${cost:.4f} per 1,000 verdicts)" if cost is not None and key[0] < other[0] else
+                f"the fastest ({latency:.2f} s of answers per verdict; no price known)"
+                if latency is not None and key[:2] < other[:2] else
+                f"the one asking fewest answers per verdict ({answers:g})" if answers is not None and key[:3] < other[:3]
+                else "the one with the strongest evidence (kappa's lower bound), the others costing as much")
         return Recommendation(candidate=chosen.name, why=why, front=on_front)
-    closest = max(candidates, key=lambda c: (c.gate == "INCONCLUSIVE", _kappa_low(c), _neg(c.name)))
+    closest = max(candidates, key=lambda c: (c.gate == "INCONCLUSIVE", -len(c.gate_reasons), _kappa_low(c),
+                                             _neg(c.name)))
     return Recommendation(candidate=None, why=f"no candidate passes the gate; the closest is {closest.name} "
                           f"({closest.gate})", front=on_front, closest=closest.name,
                           blocked_by=list(closest.gate_reasons))

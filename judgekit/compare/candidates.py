@@ -57,6 +57,13 @@ def with_model(criterion: Criterion, model: str | None) -> Criterion:
     return criterion.model_copy(update={"judge": criterion.judge.model_copy(update={"model": model})})
 
 
+def _judged_variant(path: Path, criterion_id: str) -> Criterion:
+    variant = load_variant(path, criterion_id)
+    if not isinstance(variant, JUDGED):
+        raise InputError.one(path, "kind", "a variant is judged by a model: make it an llm or claims criterion")
+    return variant
+
+
 def _variant_name(path: Path, criterion_id: str) -> str:
     stem = path.stem
     return stem[len(criterion_id) + 1:] if stem.startswith(criterion_id + ".") and len(stem) > len(criterion_id) + 1 \
@@ -70,7 +77,7 @@ def from_options(base: Criterion, models: Sequence[str] = (), variants: Sequence
     loaded: list[tuple[str, Path | None, Criterion]] = [("base", None, base)]
     for path in variants:
         try:
-            loaded.append((_variant_name(path, base.id), path, load_variant(path, base.id)))
+            loaded.append((_variant_name(path, base.id), path, _judged_variant(path, base.id)))
         except InputError as error:
             problems += error.problems
     specs: list[Spec] = []
@@ -157,12 +164,15 @@ def from_file(path: Path, base: Criterion, entries: list[_Entry]) -> list[Spec]:
         criterion = base
         if entry.variant is not None:
             try:
-                criterion = load_variant(path.parent / entry.variant, base.id)
+                criterion = _judged_variant(path.parent / entry.variant, base.id)
             except InputError as error:
                 problems += error.problems
                 continue
         judged = with_trials(with_model(criterion, entry.model), entry.trials)
-        if not isinstance(judged, JUDGED) or not judged.judge.model:
+        if not isinstance(judged, JUDGED):
+            problems.append(Problem(str(path), where, f"{base.id} is a regex criterion: it has no judge to compare"))
+            continue
+        if not judged.judge.model:
             problems.append(Problem(str(path), where, "names no model and the criterion names no judge.model; "
                                     "add model:"))
             continue

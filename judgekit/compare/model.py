@@ -59,8 +59,7 @@ class Paired(Part):
                     "posterior over the 18 kinds of example) simultaneous over the three figures and the family "
                     "(Bonferroni).")
     verdict: str = Field(description="better, worse (more or fewer examples right: the McNemar test, adjusted), or "
-                         "indistinguishable on this set. The best is chosen by kappa, so on unbalanced labels a "
-                         "candidate may get more examples right than the best.")
+                         "indistinguishable on this set.")
     examples_to_separate: int | None = Field(None, description="When indistinguishable: how many more labelled "
                                              "examples would separate the two at the observed rates (null: none "
                                              "would, or more than 100,000).")
@@ -109,7 +108,8 @@ class Comparison(Part):
     labelled_pass: int
     labelled_fail: int
     baseline: str | None
-    best: str = Field(description="The candidate with the highest kappa (then TPR + TNR, then name).")
+    best: str = Field(description="The candidate with the most examples right (an abstention is not right, as in "
+                      "the paired test), then the highest kappa, then the first name.")
     candidates: list[Candidate]
     examples: list[Example]
     recommendation: Recommendation

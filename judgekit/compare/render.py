@@ -7,7 +7,7 @@ from judgekit.compare.model import Comparison, Paired
 from judgekit.judging.estimate import Estimate
 from judgekit.report.render import fmt_number, printable
 
-_HEAD = ("candidate", "gate", "TPR", "TNR", "kappa", "kappa 95%", "abst", "$/1k", "p50 s", "vs best", "vs baseline")
+_HEAD = ("candidate", "gate", "TPR", "TNR", "kappa", "kappa 95%", "abst", "$/1k", "p50", "vs best", "vs baseline")
 
 
 def _paired(p: Paired | None) -> str:
@@ -32,13 +32,13 @@ def table(c: Comparison) -> str:
                      fmt_number(x.metrics.get("tnr"), 2), fmt_number(x.metrics.get("cohen_kappa"), 2),
                      f"[{fmt_number(low, 2)}, {fmt_number(high, 2)}]", str(x.abstained),
                      fmt_number(x.cost.per_1000_verdicts, 4) if x.cost.per_1000_verdicts is not None else "unknown",
-                     fmt_number(x.cost.latency_p50_s, 2) if x.cost.latency_p50_s is not None else "-",
+                     f"{x.cost.latency_p50_s:.2f} s" if x.cost.latency_p50_s is not None else "-",
                      _paired(x.vs_best), _paired(x.vs_baseline)))
     separating = sum(e.separates for e in c.examples)
     lines = [f"{printable(c.criterion)}: {len(c.candidates)} candidates on {c.labelled_pass + c.labelled_fail} labelled "
              f"examples ({c.labelled_pass} known-good, {c.labelled_fail} known-bad); {separating} separate them",
              "", _align(rows), "",
-             f"* best by kappa: {printable(c.best)}. Paired: exact McNemar on the examples one got right and the other "
+             f"* best (most examples right, then kappa): {printable(c.best)}. p50: an answer's latency. Paired: exact McNemar on the examples one got right and the other "
              "did not; vs best adjusted over every pair (Bonferroni), vs baseline by Holm; same? = indistinguishable "
              "on this set, +N ex = labelled examples more that would separate them at the observed rates."]
     r = c.recommendation

@@ -55,6 +55,7 @@ class Settings:
     structured: bool = True
     via: str = "auto"
     retry: RetryPolicy | None = None
+    agent_model: str | None = None  # the agent's model: a judge of the same model is blocked (else the policy's)
 
 
 @dataclass
@@ -131,7 +132,8 @@ async def ajudge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
     for spec in specs:
         report = criterion_report(spec.criterion, chosen, trials[spec.name], sources[spec.name],
                                   spec.model if spec.live else None, options, started, None, gold.get(spec.name))
-        out.measured.append(Measured(spec, report, decide(report, spec, policy, labels), cost_of(spec, trials[spec.name])))
+        decision = decide(report, spec, policy, labels, settings.agent_model)
+        out.measured.append(Measured(spec, report, decision, cost_of(spec, trials[spec.name])))
     return out
 
 
@@ -141,11 +143,13 @@ def judge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
     return run_sync(ajudge(settings, specs, llm, progress))
 
 
-def decide(report: CriterionReport, spec: Spec, policy: Policy, labels) -> Decision:
-    """The gate's decision on a candidate's report, as if the criterion file were the candidate's."""
+def decide(report: CriterionReport, spec: Spec, policy: Policy, labels, agent_model: str | None = None) -> Decision:
+    """The gate's decision on a candidate's report, as if the criterion file were the candidate's
+    (the agent's model, when declared, is checked as `judgekit gate --agent-model` checks it)."""
     digest = (report.inputs or {}).get("criterion") or ""
     path = spec.variant or Path(f"{report.id}.yaml")
-    gate = Gate(policy, {report.id: CriterionFile(report.id, path, digest)}, {report.id: labels})
+    gate = Gate(policy, {report.id: CriterionFile(report.id, path, digest)}, {report.id: labels},
+                agent_model=agent_model)
     return gate.check(Report(criteria=[report]), [report.id]).decisions[0]
 
 

@@ -78,8 +78,13 @@ def load_recorded(path: Path) -> list[RecordedVerdict]:
 def load_by_candidate(path: Path) -> dict[str, list[RecordedVerdict]]:
     """A verdict file of several judges (`judgekit compare --verdicts`), split by its `candidate`
     column, in the order they first appear; one without the column is one candidate, named by the file."""
+    read = _read(path, "candidate")
+    missing = sum(1 for name, _ in read if name is None)
+    if 0 < missing < len(read):
+        raise InputError.one(path, "candidate", f"{missing} of {len(read)} records name no candidate; give every "
+                             "record its candidate (or none, for a file of one)")
     out: dict[str, list[RecordedVerdict]] = {}
-    for name, record in _read(path, "candidate"):
+    for name, record in read:
         out.setdefault(name if name is not None else path.stem, []).append(record)
     return out
 
@@ -104,10 +109,10 @@ def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerd
         if column is not None and column in record:
             record = dict(record)
             name = record.pop(column)
-            if not isinstance(name, (str, int)) or isinstance(name, bool) or str(name).strip() == "":
-                problems.append(Problem(str(path), location, f"{column} must be a name (text)"))
+            if not isinstance(name, str) or name.strip() == "":
+                problems.append(Problem(str(path), location, f"{column} must be a name (text, not empty): "
+                                        "give every record its candidate"))
                 continue
-            name = str(name)
         try:
             records.append((name, RecordedVerdict.model_validate(record)))
         except ValidationError as error:
