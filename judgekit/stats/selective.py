@@ -1,0 +1,234 @@
+"""Selective judging: a confidence threshold certified so that the verdicts at or above it agree
+with the labels at a target rate, with a stated probability. Pure functions, no I/O.
+
+A judge gives each verdict a confidence (higher = surer): the share of its trials that agree
+with their majority (`confidence_from_trials`), or the probability of its answer token
+(`confidence_from_logprob`). `certify` chooses, on labelled examples, the lowest threshold whose
+verdicts agree with the labels on at least `min_agreement` of them with probability at least
+1 - `delta` (Jung et al. 2024, "Trust or Escalate", fixed-sequence testing); verdicts below it are
+escalated. An abstention is never covered. `benchmarks/selective.py` measures, by simulation,
+how often the agreement realised on fresh examples at the chosen threshold reaches the target.
+
+>>> labels = [True] * 30 + [False] * 30
+>>> verdicts = labels[:25] + [False] * 5 + labels[30:55] + [True] * 5  # wrong on the 10 least sure
+>>> confidences = [0.9] * 25 + [0.6] * 5 + [0.9] * 25 + [0.6] * 5
+>>> c = certify(labels, verdicts, confidences, min_agreement=0.9, delta=0.1)
+>>> c.threshold, c.covered, c.agreement, round(c.agreement_lower, 3)
+(0.9, 50, 1.0, 0.955)
+>>> c.words()
+'agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), gives verdicts on 83% [72%, 91%] of examples'
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from judgekit.stats.metrics import NAN, wilson
+
+
+@dataclass(frozen=True)
+class Certified:
+    """What `certify` found: the threshold (None when none certifies) and the figures at it.
+
+    `agreement` is observed on the covered examples (those with a verdict and a confidence at or
+    above the threshold); `agreement_lower` is the one-sided Clopper-Pearson bound at level
+    1 - `delta` that certified it; `coverage` is `covered` / `n` (every example, abstentions
+    included) with its 95% Wilson interval; `tpr`, `tnr` are over the covered examples (None when
+    a class is not covered); `tested` counts the thresholds tested, the last failing one included.
+    With no threshold nothing is covered: agreement and its bound are NaN, coverage 0.
+
+    >>> Certified(None, NAN, NAN, 0, 40, 0.0, (0.0, 0.088), None, None, 1, 0.9, 0.1).words()
+    'no confidence threshold is certified to agree with people on ≥ 90% of its verdicts (at 90%): every verdict is escalated'
+    """
+
+    threshold: float | None
+    agreement: float
+    agreement_lower: float
+    covered: int
+    n: int
+    coverage: float
+    coverage_interval: tuple[float, float]
+    tpr: float | None
+    tnr: float | None
+    tested: int
+    min_agreement: float  # the target and its risk, so that the result states what it certifies
+    delta: float
+
+    def words(self) -> str:
+        """One line for the report and the gate."""
+        target, level = _percent(self.min_agreement), _percent(1 - self.delta)
+        if self.threshold is None:
+            return (f"no confidence threshold is certified to agree with people on ≥ {target} of its verdicts "
+                    f"(at {level}): every verdict is escalated")
+        low, high = self.coverage_interval
+        return (f"agrees with people on ≥ {target} of the verdicts it gives (certified at {level}), "
+                f"gives verdicts on {_percent(self.coverage)} [{_percent(low)}, {_percent(high)}] of examples")
+
+
+def _percent(share: float) -> str:
+    return f"{100 * share:.0f}%"
+
+
+def _arrays(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences: Sequence[float]) -> tuple[Any, ...]:
+    """(labels, decided, verdicts, confidences) as numpy arrays; a verdict's confidence must be a number."""
+    import numpy as np
+
+    n = len(labels)
+    if len(verdicts) != n or len(confidences) != n:
+        raise ValueError(f"{n} labels, {len(verdicts)} verdicts and {len(confidences)} confidences: give one of each "
+                         "per example")
+    label = np.asarray(labels, dtype=bool).reshape(n)
+    given = np.asarray(verdicts, dtype=object).reshape(n)
+    decided = np.not_equal(given, None).astype(bool)
+    verdict = np.equal(given, True).astype(bool)  # an abstention is False here, masked by `decided`
+    confidence = np.asarray(confidences, dtype=float).reshape(n)
+    unknown = decided & np.isnan(confidence)
+    if unknown.any():
+        raise ValueError(f"example {int(np.argmax(unknown))} has a verdict but no confidence (NaN): give every verdict "
+                         "a confidence, or make it an abstention (None)")
+    return label, decided, verdict, confidence
+
+
+def _check(min_agreement: float, delta: float, min_covered: int) -> None:
+    if not 0 < min_agreement < 1:
+        raise ValueError(f"min_agreement={min_agreement}: give a share between 0 and 1, e.g. 0.9")
+    if not 0 < delta < 1:
+        raise ValueError(f"delta={delta}: give the risk accepted, between 0 and 1, e.g. 0.1")
+    if min_covered < 1:
+        raise ValueError(f"min_covered={min_covered}: give at least 1")
+
+
+def fewest_to_certify(min_agreement: float, delta: float) -> int:
+    """The fewest covered examples that can certify `min_agreement` at all: with every one of them
+    agreeing, the exact test rejects (min_agreement ** m <= delta).
+
+    >>> fewest_to_certify(0.9, 0.1), fewest_to_certify(0.8, 0.05)
+    (22, 14)
+    """
+    _check(min_agreement, delta, 1)
+    m = max(1, math.ceil(math.log(delta) / math.log(min_agreement)))
+    while min_agreement ** m > delta:  # guard the rounding of the logarithms, both ways
+        m += 1
+    while m > 1 and min_agreement ** (m - 1) <= delta:
+        m -= 1
+    return m
+
+
+def lower_bound(agreeing: int, covered: int, delta: float) -> float:
+    """The one-sided Clopper-Pearson lower bound of an agreement rate at level 1 - delta; NaN with
+    nothing covered."""
+    from scipy.stats import beta
+
+    if covered <= 0:
+        return NAN
+    return 0.0 if agreeing <= 0 else float(beta.ppf(delta, agreeing, covered - agreeing + 1))
+
+
+def certify(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences: Sequence[float],
+            min_agreement: float = 0.9, delta: float = 0.1, min_covered: int = 1) -> Certified:
+    """The lowest confidence threshold whose verdicts agree with the labels on at least
+    `min_agreement` of them with probability at least 1 - `delta`, and the figures at it.
+
+    The candidate thresholds are the distinct confidences of the examples with a verdict, tested
+    from the highest down. At a threshold t the covered examples are those with a verdict and a
+    confidence >= t (every tie at t is covered: a threshold never splits equal confidences); the
+    null hypothesis "their agreement rate is below `min_agreement`" is tested with the exact
+    one-sided binomial test, rejected when P(Bin(covered, min_agreement) >= agreeing) <= delta,
+    which is when the Clopper-Pearson lower bound at level 1 - delta reaches `min_agreement`.
+    Testing goes on while the test rejects; the certified threshold is the last one rejected.
+
+    Why no correction for testing many thresholds: the order of the tests is fixed by the
+    confidences alone, before any label is looked at, and testing stops at the first threshold
+    not rejected. To certify a threshold whose true agreement is below the target, the procedure
+    must reject the first such threshold in the order (every threshold down to it is tested and
+    rejected on the way), and that one test, on its own, errs with probability at most delta. So
+    the chance of certifying any threshold that falls short is at most delta, with no division
+    of delta between the tests (fixed-sequence testing; Bauer 1991, used by Jung et al. 2024).
+    The price is that one unlucky failure high up stops the search. The candidates are the
+    confidences observed, not a grid fixed in advance, so the argument holds given the
+    confidences; `benchmarks/selective.py` checks the agreement realised on fresh examples.
+
+    The thresholds at the top cover few examples, and one covering fewer than
+    `fewest_to_certify(min_agreement, delta)` (22 at 0.9 and 0.1) cannot be rejected even if
+    every verdict agrees: it would stop the search before it starts. Such thresholds, and those
+    covering fewer than `min_covered`, are skipped: the sequence starts at the highest threshold
+    covering max(`min_covered`, that fewest) examples. What is skipped depends on the numbers
+    covered, not on the labels, so the sequence is still fixed before the labels are seen.
+    """
+    import numpy as np
+
+    _check(min_agreement, delta, min_covered)
+    label, decided, verdict, confidence = _arrays(labels, verdicts, confidences)
+    n = len(label)
+    order = np.argsort(-confidence[decided], kind="stable")
+    sure = confidence[decided][order]
+    agree = (verdict == label)[decided][order]
+    covered = np.arange(1, len(sure) + 1)
+    agreeing = np.cumsum(agree)
+    last_of_tie = np.append(sure[1:] != sure[:-1], True) if len(sure) else np.zeros(0, dtype=bool)
+    start = max(min_covered, fewest_to_certify(min_agreement, delta))
+    candidates = np.flatnonzero(last_of_tie & (covered >= start))  # index of the last covered example per threshold
+    found, tested = -1, 0
+    if len(candidates):
+        from scipy.stats import binom
+
+        m, k = covered[candidates], agreeing[candidates]
+        rejected = binom.sf(k - 1, m, min_agreement) <= delta
+        failed = np.flatnonzero(~rejected)
+        passed = int(failed[0]) if len(failed) else len(candidates)  # the thresholds rejected before the first failure
+        tested = min(passed + 1, len(candidates))
+        found = int(candidates[passed - 1]) if passed else -1
+    if found < 0:
+        return Certified(None, NAN, NAN, 0, n, 0.0 if n else NAN, wilson(0, n), None, None, tested,
+                         min_agreement, delta)
+    m, k = int(covered[found]), int(agreeing[found])
+    chosen = decided & (confidence >= sure[found])
+    positive, negative = chosen & label, chosen & ~label
+    tpr = float(verdict[positive].mean()) if positive.any() else None
+    tnr = float((~verdict[negative]).mean()) if negative.any() else None
+    return Certified(float(sure[found]), k / m, lower_bound(k, m, delta), m, n, m / n, wilson(m, n), tpr, tnr,
+                     tested, min_agreement, delta)
+
+
+def agreement_of(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences: Sequence[float],
+                 threshold: float | None) -> tuple[float, int]:
+    """(agreement, covered) of the verdicts at or above `threshold`, e.g. on fresh examples;
+    (NaN, 0) when nothing is covered or the threshold is None.
+
+    >>> agreement_of([True, True, False], [True, False, None], [0.9, 0.8, 0.99], 0.8)
+    (0.5, 2)
+    """
+    if threshold is None:
+        return (NAN, 0)
+    label, decided, verdict, confidence = _arrays(labels, verdicts, confidences)
+    chosen = decided & (confidence >= threshold)
+    m = int(chosen.sum())
+    return (float((verdict == label)[chosen].mean()) if m else NAN, m)
+
+
+def confidence_from_trials(trial_verdicts: Sequence[Sequence[bool | None]]) -> list[float]:
+    """Per example, the share of its decided trials that agree with their majority (0.5 to 1);
+    NaN when no trial decided.
+
+    >>> confidence_from_trials([[True] * 5, [True, True, False, True, None], [True, False], [None, None]])
+    [1.0, 0.75, 0.5, nan]
+    """
+    out = []
+    for trials in trial_verdicts:
+        passed = sum(1 for v in trials if v is True)
+        failed = sum(1 for v in trials if v is False)
+        out.append(max(passed, failed) / (passed + failed) if passed + failed else NAN)
+    return out
+
+
+def confidence_from_logprob(logprob_of_answer: float) -> float:
+    """The probability of the answer token from its log-probability, clipped to [0, 1]; NaN stays NaN.
+
+    >>> round(confidence_from_logprob(-0.105), 3), confidence_from_logprob(0.001), confidence_from_logprob(-math.inf)
+    (0.9, 1.0, 0.0)
+    """
+    if math.isnan(logprob_of_answer):
+        return NAN
+    return min(1.0, max(0.0, math.exp(logprob_of_answer)))

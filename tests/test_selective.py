@@ -1,0 +1,227 @@
+"""Selective judging's certified threshold (judgekit.stats.selective) against a plain, independent
+fixed-sequence computation with scipy's binomial test and beta quantiles; ties, abstentions, the
+case where nothing certifies, and one LLMBar set-up from ../shared. benchmarks/selective.py
+measures validity and coverage by simulation."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy.stats import beta, binomtest
+
+from judgekit.stats.selective import (Certified, agreement_of, certify, confidence_from_logprob, confidence_from_trials,
+                                      fewest_to_certify)
+
+
+def by_hand(labels, verdicts, confidences, min_agreement=0.9, delta=0.1, min_covered=1) -> dict:
+    """Fixed-sequence testing written out: thresholds from high to low, each covering every
+    decided example at or above it; skip those covering too few to ever reject; stop at the
+    first the one-sided exact test does not reject."""
+    fewest = 1
+    while binomtest(fewest, fewest, min_agreement, alternative="greater").pvalue > delta:
+        fewest += 1
+    found, tested = None, 0
+    for t in sorted({c for c, v in zip(confidences, verdicts) if v is not None}, reverse=True):
+        covered = [(x, v) for x, v, c in zip(labels, verdicts, confidences) if v is not None and c >= t]
+        if len(covered) < max(fewest, min_covered):
+            continue
+        tested += 1
+        agreeing = sum(x == v for x, v in covered)
+        if binomtest(agreeing, len(covered), min_agreement, alternative="greater").pvalue > delta:
+            break
+        found = (t, covered, agreeing)
+    if found is None:
+        return {"threshold": None, "covered": 0, "tested": tested}
+    t, covered, agreeing = found
+    m = len(covered)
+    positives = [v for x, v in covered if x]
+    negatives = [v for x, v in covered if not x]
+    return {"threshold": t, "covered": m, "tested": tested, "agreement": agreeing / m,
+            "agreement_lower": beta.ppf(delta, agreeing, m - agreeing + 1) if agreeing else 0.0,
+            "coverage": m / len(labels),
+            "tpr": sum(positives) / len(positives) if positives else None,
+            "tnr": sum(not v for v in negatives) / len(negatives) if negatives else None}
+
+
+def same(got: Certified, expected: dict) -> None:
+    assert (got.threshold, got.covered, got.tested) == (expected["threshold"], expected["covered"], expected["tested"])
+    if expected["threshold"] is None:
+        assert math.isnan(got.agreement) and math.isnan(got.agreement_lower)
+        assert got.coverage == 0.0 if got.n else math.isnan(got.coverage)  # with no example, coverage is undefined
+        assert got.tpr is None and got.tnr is None
+        return
+    for name in ("agreement", "agreement_lower", "coverage", "tpr", "tnr"):
+        value = getattr(got, name)
+        wanted = expected[name] if expected[name] is None else pytest.approx(expected[name], abs=1e-9)
+        assert value == wanted, name
+    assert got.coverage_interval[0] <= got.coverage <= got.coverage_interval[1]
+
+
+def graded(n_good: int, n_bad: int, good_at: float, bad_at: float):
+    """A judge right on `n_good` examples at confidence `good_at` and wrong on `n_bad` at `bad_at`."""
+    labels = [i % 2 == 0 for i in range(n_good + n_bad)]
+    verdicts = [x if i < n_good else not x for i, x in enumerate(labels)]
+    return labels, verdicts, [good_at] * n_good + [bad_at] * n_bad
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.booleans(), st.sampled_from([True, False, None]), st.integers(0, 12)),
+                min_size=0, max_size=160),
+       st.floats(0.6, 0.95), st.sampled_from([0.05, 0.1, 0.2]), st.sampled_from([1, 30]), st.booleans())
+def test_certify_is_the_fixed_sequence_test_written_out(rows, min_agreement, delta, min_covered, agree_when_sure):
+    # Confidences on a grid of 13 values, so that ties abound; with `agree_when_sure`, the surer
+    # verdicts are made to agree so that the sequence goes deep.
+    labels = [x for x, _, _ in rows]
+    verdicts = [(x if c >= 4 else v) if agree_when_sure and v is not None else v for x, v, c in rows]
+    confidences = [c / 12 for _, _, c in rows]
+    got = certify(labels, verdicts, confidences, min_agreement, delta, min_covered)
+    same(got, by_hand(labels, verdicts, confidences, min_agreement, delta, min_covered))
+    assert (got.n, got.min_agreement, got.delta) == (len(rows), min_agreement, delta)
+
+
+def test_a_worked_sequence_stops_at_the_first_failure():
+    # 40 right at 0.9, then 10 wrong at 0.8, then 200 right at 0.7: 0.7 alone would certify
+    # (240 of 250), but the sequence stops at 0.8 (40 of 50) and never reaches it.
+    labels, verdicts, confidences = graded(40, 10, 0.9, 0.8)
+    more = graded(200, 0, 0.7, 0.0)
+    labels, verdicts, confidences = labels + more[0], verdicts + more[1], confidences + more[2]
+    got = certify(labels, verdicts, confidences)
+    assert (got.threshold, got.covered, got.agreement, got.tested, got.n) == (0.9, 40, 1.0, 2, 250)
+    assert got.agreement_lower == pytest.approx(0.1 ** (1 / 40))  # all agree: the bound is delta ** (1 / m)
+    assert binomtest(240, 250, 0.9, alternative="greater").pvalue <= 0.1  # what a search without order would take
+    assert got.tpr == 1.0 and got.tnr == 1.0
+
+
+def test_a_threshold_covers_every_tie():
+    # 25 right at 0.9; at 0.7, 20 ties of which 5 are right. Covering only the first five of the
+    # ties (30 of 30 agree) would certify 0.7; the tie group as a whole (30 of 45) does not.
+    labels, verdicts, confidences = graded(25, 0, 0.9, 0.0)
+    ties = graded(5, 15, 0.7, 0.7)
+    for order in (slice(None), slice(None, None, -1)):
+        got = certify(labels + ties[0][order], verdicts + ties[1][order], confidences + ties[2][order])
+        assert (got.threshold, got.covered, got.tested) == (0.9, 25, 2)
+    # And with every example tied, the only threshold covers them all.
+    got = certify(*graded(60, 2, 0.5, 0.5))
+    assert (got.threshold, got.covered, got.agreement, got.tested) == (0.5, 62, 60 / 62, 1)
+
+
+def test_abstentions_are_never_covered():
+    labels, verdicts, confidences = graded(40, 0, 0.8, 0.0)
+    plain = certify(labels, verdicts, confidences)
+    # Abstentions at the highest confidence, and one with no confidence at all: none is covered,
+    # none is a candidate threshold, and each counts in n (coverage falls).
+    got = certify(labels + [True] * 9 + [False], verdicts + [None] * 10, confidences + [1.0] * 9 + [math.nan])
+    assert (got.threshold, got.covered, got.agreement, got.tested) == (plain.threshold, 40, 1.0, plain.tested)
+    assert (got.n, got.coverage) == (50, 0.8)
+    assert agreement_of(labels + [False], verdicts + [None], confidences + [1.0], 0.8) == (1.0, 40)
+
+
+def test_when_no_threshold_certifies():
+    # 85% agreement at every confidence is not certified at 90%.
+    labels, verdicts, confidences = graded(85, 15, 0.6, 0.6)
+    got = certify(labels, verdicts, confidences)
+    assert (got.threshold, got.covered, got.coverage, got.tested, got.n) == (None, 0, 0.0, 1, 100)
+    assert math.isnan(got.agreement) and got.tpr is None
+    assert got.coverage_interval == pytest.approx((0.0, 0.037), abs=1e-3)
+    assert got.words() == ("no confidence threshold is certified to agree with people on ≥ 90% of its verdicts "
+                           "(at 90%): every verdict is escalated")
+    # 21 examples that all agree cannot certify 90% at delta 0.1 (0.9 ** 21 > 0.1): nothing is tested.
+    few = certify(*graded(21, 0, 0.9, 0.0))
+    assert (few.threshold, few.tested) == (None, 0)
+    assert certify(*graded(22, 0, 0.9, 0.0)).threshold == 0.9
+
+
+def test_min_covered_moves_the_start_down():
+    # 25 at 0.95 with 3 wrong stop the sequence at its first test; starting at 26 covered skips them.
+    labels, verdicts, confidences = graded(22, 3, 0.95, 0.95)
+    more = graded(200, 0, 0.5, 0.0)
+    args = labels + more[0], verdicts + more[1], confidences + more[2]
+    assert (certify(*args).threshold, certify(*args).tested) == (None, 1)
+    got = certify(*args, min_covered=26)
+    assert (got.threshold, got.covered, got.agreement, got.tested) == (0.5, 225, 222 / 225, 1)
+    assert certify(*args, min_covered=226).tested == 0
+
+
+def test_min_agreement_0_9_at_delta_0_1_needs_the_bound():
+    got = certify(*graded(95, 5, 0.5, 0.5))
+    assert got.threshold == 0.5 and got.agreement_lower == pytest.approx(beta.ppf(0.1, 95, 6))
+    assert got.agreement_lower >= 0.9
+    assert certify(*graded(94, 6, 0.5, 0.5)).threshold is None  # its bound is 0.896
+
+
+def test_words():
+    got = certify(*graded(190, 10, 0.9, 0.9))
+    assert got.words() == ("agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), "
+                           "gives verdicts on 100% [98%, 100%] of examples")
+    labels, verdicts, confidences = graded(60, 0, 0.9, 0.0)
+    got = certify(labels + [True] * 40, verdicts + [None] * 40, confidences + [0.1] * 40, min_agreement=0.8, delta=0.05)
+    assert got.words() == ("agrees with people on ≥ 80% of the verdicts it gives (certified at 95%), "
+                           "gives verdicts on 60% [50%, 69%] of examples")
+
+
+def test_fewest_to_certify_is_where_all_agreeing_first_rejects():
+    for min_agreement, delta in [(0.9, 0.1), (0.8, 0.05), (0.95, 0.01), (0.5, 0.5), (0.99, 0.1)]:
+        m = fewest_to_certify(min_agreement, delta)
+        assert binomtest(m, m, min_agreement, alternative="greater").pvalue <= delta
+        assert m == 1 or binomtest(m - 1, m - 1, min_agreement, alternative="greater").pvalue > delta
+
+
+def test_agreement_of_on_fresh_examples():
+    labels = [True, True, False, False, True]
+    verdicts = [True, False, False, None, True]
+    confidences = [0.9, 0.7, 0.8, 0.95, 0.6]
+    assert agreement_of(labels, verdicts, confidences, 0.8) == (1.0, 2)
+    assert agreement_of(labels, verdicts, confidences, 0.7) == (2 / 3, 3)
+    assert agreement_of(labels, verdicts, confidences, 0.6) == (0.75, 4)
+    nothing = agreement_of(labels, verdicts, confidences, 0.99)
+    assert math.isnan(nothing[0]) and nothing[1] == 0
+    assert math.isnan(agreement_of(labels, verdicts, confidences, None)[0])
+
+
+def test_confidences_from_trials_and_logprobs():
+    got = confidence_from_trials([[True] * 5, [True, False, True, True, False], [False, None, False, True],
+                                  [True, False], [None]])
+    assert got[:4] == [1.0, 0.6, 2 / 3, 0.5] and math.isnan(got[4]) and len(got) == 5
+    assert confidence_from_logprob(math.log(0.73)) == pytest.approx(0.73)
+    assert confidence_from_logprob(0.0) == 1.0 and confidence_from_logprob(1e-6) == 1.0
+    assert confidence_from_logprob(-1e9) == 0.0 and math.isnan(confidence_from_logprob(math.nan))
+
+
+def test_bad_input_says_how_to_fix_it():
+    with pytest.raises(ValueError, match="one of each per example"):
+        certify([True, False], [True], [0.5, 0.5])
+    with pytest.raises(ValueError, match="example 1 has a verdict but no confidence"):
+        certify([True, False], [True, False], [0.5, math.nan])
+    with pytest.raises(ValueError, match="min_agreement=1.2"):
+        certify([True], [True], [0.5], min_agreement=1.2)
+    with pytest.raises(ValueError, match="delta=0"):
+        certify([True], [True], [0.5], delta=0)
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize("llm, strategy, threshold, covered, agreeing", [
+    ("GPT-4", "CoT", 1.0, 91, 90),  # the orders agree on 91: certified there, 0.5 (all 100) not
+    ("PaLM2", "Reference", 1.0, 81, 77),
+    ("GPT-4", "Swap_CoT", None, 0, 0),  # 94 of 100 agree, all with both orders agreeing: the bound is 0.896
+])
+def test_an_llmbar_setup_against_the_independent_computation(shared_datasets, llm, strategy, threshold, covered,
+                                                             agreeing):
+    labels, verdicts, confidences = [], [], []
+    with open(shared_datasets / "llmbar" / "verdicts.csv", newline="") as handle:
+        for row in csv.DictReader(handle):
+            if (row["set"], row["llm"], row["strategy"]) == ("LLMBar/Natural", llm, strategy):
+                ab, ba = row["winner_order_AB"], row["winner_order_BA"]
+                labels.append(row["label"] == "1")
+                verdicts.append(None if ab == "" else ab == "1")
+                confidences.append(1.0 if ab != "" and ab == ba else 0.5)
+    assert len(labels) == 100
+    got = certify(labels, verdicts, confidences, min_agreement=0.9, delta=0.1)
+    same(got, by_hand(labels, verdicts, confidences))
+    assert (got.threshold, got.covered) == (threshold, covered)  # the figures in benchmarks/README.md
+    if threshold is not None:
+        assert got.agreement == agreeing / covered
+        assert got.agreement_lower == pytest.approx(beta.ppf(0.1, agreeing, covered - agreeing + 1))
