@@ -379,3 +379,17 @@ def test_a_compare_file_and_trial_counts(project, tmp_path):
     bad.write_text(yaml.safe_dump({"candidates": [{"name": "a", "verdicts": "last-quarter.jsonl", "model": "x/y"}]}))
     wrong = _invoke("compare", "-f", str(bad), "-c", "says-blocked")
     assert wrong.exit_code == 2 and "a recorded candidate is its verdict file alone" in wrong.output
+
+
+def test_a_candidate_whose_every_call_fails_is_named(project):
+    from judgekit.testing import Fault
+
+    project.criterion(llm_criterion(judge={"model": "openai/gpt-4o"}))
+    project.jsonl("says-blocked", balanced(3, 3))
+    right = script({"reply-p": True}, default=False)
+    with FakeServer(right, models={"gpt-4o-mini": script({}, default=Fault("server_error"))}) as server:
+        result = _invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--model",
+                         "openai/gpt-4o", "--api-base", server.url)
+    assert result.exit_code == 4
+    assert "every call of candidate 'openai/gpt-4o-mini' (model 'openai/gpt-4o-mini', 6 examples) failed" in result.output
+    assert not Path(".judgekit/compare").exists()

@@ -17,6 +17,7 @@ from typing import Callable
 
 from judgekit.compare.candidates import Spec
 from judgekit.compare.model import Cost
+from judgekit.errors import CallsFailed, JudgeError
 from judgekit.gate.decision import Gate
 from judgekit.gate.result import Decision
 from judgekit.inputs.catalog import CriterionFile, find_set
@@ -121,7 +122,13 @@ async def ajudge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
                                {c.id: s.model for c, (_, s) in zip(pending, live)},  # type: ignore[misc]
                                _run_settings(settings, policy, base.id), llm, progress)
         for c, (_, s) in zip(pending, live):
-            check_some_call_answered(s.name, s.model or "", run.verdicts[c.id])
+            try:
+                check_some_call_answered(s.name, s.model or "", run.verdicts[c.id])
+            except CallsFailed as error:
+                raise JudgeError(f"every call of candidate {s.name!r} (model {error.model!r}, {error.examples} "
+                                 f"examples) failed: {error.cause}. Nothing was written; the other candidates' "
+                                 "answers are cached (unless --no-cache). Fix its endpoint or leave it out, and run "
+                                 "again") from None
             trials[s.name], sources[s.name] = run.verdicts[c.id], "live"
             gold[s.name] = run.gold.get(c.id, {})
         judging_s = run.elapsed_s
