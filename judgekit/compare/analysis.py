@@ -18,7 +18,7 @@ import math
 from typing import Sequence
 
 from judgekit.compare.model import Candidate, Comparison, Example, Paired, Recommendation, Setting
-from judgekit.compare.run import Judged, Measured
+from judgekit.compare.run import Measurements, Measured
 from judgekit.errors import InputError
 from judgekit.judging.prompts import fingerprint
 from judgekit.stats.paired import against_best, discordant, examples_to_separate, holm, mcnemar_many, paired_deltas
@@ -27,7 +27,7 @@ ALPHA = 0.05
 _CHAR = {True: "p", False: "f", None: "-"}
 
 
-def analyse(judged: Judged, baseline: str | None = None, seed: int = 0) -> Comparison:
+def analyse(judged: Measurements, baseline: str | None = None, seed: int = 0) -> Comparison:
     """compare.json's content from the judged candidates; `seed` seeds the intervals' draws."""
     measured = judged.measured
     names = [m.spec.name for m in measured]

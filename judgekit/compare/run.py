@@ -70,7 +70,9 @@ class Measured:
 
 
 @dataclass
-class Judged:
+class Measurements:
+    """Every candidate of one criterion, measured on the same set."""
+
     criterion: Criterion
     set: CalibrationSet
     measured: list[Measured] = field(default_factory=list)
@@ -98,7 +100,7 @@ def _run_settings(settings: Settings, policy: Policy, criterion_id: str) -> RunS
 
 
 async def ajudge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> Judged:
+                 progress: Callable[[int, int], None] | None = None) -> Measurements:
     """Judge every candidate (live ones in one pool) and measure each."""
     check_api_base(settings.api_base)
     started = datetime.now(timezone.utc)
@@ -133,7 +135,7 @@ async def ajudge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
             gold[s.name] = run.gold.get(c.id, {})
         judging_s = run.elapsed_s
     labels = read_labels(find_set(settings.sets_dir, base.id), base.id)
-    out = Judged(base, chosen, judging_s=judging_s)
+    out = Measurements(base, chosen, judging_s=judging_s)
     options = Options(criteria_dir=settings.criteria_dir, sets_dir=settings.sets_dir, api_base=settings.api_base,
                       split=settings.split, seed=settings.seed, structured=settings.structured, via=settings.via)
     for spec in specs:
@@ -145,7 +147,7 @@ async def ajudge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
 
 
 def judge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
-          progress: Callable[[int, int], None] | None = None) -> Judged:
+          progress: Callable[[int, int], None] | None = None) -> Measurements:
     """`ajudge`, from code without an event loop of its own."""
     return run_sync(ajudge(settings, specs, llm, progress))
 
