@@ -180,18 +180,21 @@ def _prepare(options: Options, started: datetime) -> _Ready:
 
     pending = [c for c in criteria if isinstance(c, JUDGED) and c.id not in trials_by_criterion]
     models = {c.id: _model_for(c, options) for c in pending}
-    settings = None
-    if pending:
-        policy = options.policy or Policy.load()  # the project's policy: judgekit.yaml / pyproject.toml here
-        ages = [policy.for_criterion(c.id).max_age for c in pending]
-        settings = RunSettings(
-            api_base=options.api_base, concurrency=options.concurrency, cache_dir=options.cache_dir,
-            timeout_s=options.timeout_s, retry=options.retry, via=options.via, structured=options.structured,
-            # Evidence older than the gate accepts is asked again rather than served from the cache.
-            max_age_s=min(parse_duration(a).total_seconds() for a in ages) if all(ages) else None,
-            stop_early={c.id: policy.for_criterion(c.id) for c in pending} if options.stop_early else None,
-            seed=options.seed)
+    settings = run_settings(options, [c.id for c in pending]) if pending else None
     return _Ready(criteria, sets, chosen, trials_by_criterion, sources, pending, models, settings, verdicts_digest)
+
+
+def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
+    """How the judges of these criteria are asked, as `options` say, under the project's policy."""
+    policy = options.policy or Policy.load()  # the project's policy: judgekit.yaml / pyproject.toml here
+    ages = [policy.for_criterion(cid).max_age for cid in criterion_ids]
+    return RunSettings(
+        api_base=options.api_base, concurrency=options.concurrency, cache_dir=options.cache_dir,
+        timeout_s=options.timeout_s, retry=options.retry, via=options.via, structured=options.structured,
+        # Evidence older than the gate accepts is asked again rather than served from the cache.
+        max_age_s=min(parse_duration(a).total_seconds() for a in ages) if all(ages) else None,
+        stop_early={cid: policy.for_criterion(cid) for cid in criterion_ids} if options.stop_early else None,
+        seed=options.seed)
 
 
 def _consistency(all_trials: list[list[Verdict]]) -> Consistency | None:

@@ -22,9 +22,11 @@ from judgekit.compare.analysis import analyse
 from judgekit.compare.candidates import from_file, from_options, read_file
 from judgekit.compare.model import Comparison
 from judgekit.compare.render import estimates, table
-from judgekit.compare.run import Settings, dry_run, judge, load
+from judgekit.compare.run import dry_run, judge, load
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.files import write_atomic
+from judgekit.inputs.policy import Policy
+from judgekit.pipeline import Options
 from judgekit.report.model import Report
 from judgekit.secrets import redact
 from judgekit.watch.history import record_history
@@ -91,10 +93,11 @@ def compare(
         typer.echo(json.dumps(Comparison.model_json_schema(), indent=2))
         return
     check_split(split)
-    settings = Settings(criteria_dir=criteria, sets_dir=sets, config=config, api_base=api_base,
-                        concurrency=concurrency, cache_dir=None if no_cache else cache_dir, timeout_s=timeout,
-                        split=split, seed=seed, structured=not plain_answers, via=via, agent_model=agent_model)
+    options = Options(criteria_dir=criteria, sets_dir=sets, api_base=api_base, concurrency=concurrency,
+                      cache_dir=None if no_cache else cache_dir, timeout_s=timeout, split=split, seed=seed,
+                      structured=not plain_answers, via=via)
     try:
+        options.policy = Policy.load(config)  # the gate's thresholds and max_age, read once
         entries = None
         if spec_file is not None:
             if model or variant or trials or verdicts:
@@ -106,7 +109,7 @@ def compare(
             criterion, baseline = criterion or named, baseline or named_baseline
         if not criterion:
             raise InputError.one("--criterion", "", "name the criterion whose judges are compared (-c ID)")
-        base, _, _ = load(settings, criterion)
+        base, _, _ = load(options, criterion)
         specs = from_file(spec_file, base, entries) if spec_file is not None and entries is not None else \
             from_options(base, model or [], variant or [], _counts(trials), verdicts or [])
         names = [s.name for s in specs]
@@ -114,11 +117,12 @@ def compare(
             if name is not None and name not in names and not dry:  # said before any call is paid for
                 raise InputError.one(option, name, f"no such candidate; the candidates are {', '.join(names)}")
         if dry:
-            found = dry_run(settings, specs)
+            found = dry_run(options, specs)
             typer.echo(json.dumps({"dry_run": True, "candidates": {n: e.to_json() for n, e in found.items()}},
                                   indent=2) if as_json else estimates(found))
             return
-        judged = judge(settings, specs, progress=None if as_json else terminal_progress("judging"))
+        judged = judge(options, specs, progress=None if as_json else terminal_progress("judging"),
+                       agent_model=agent_model)
         comparison = analyse(judged, baseline, seed)
         folder = out or Path(".judgekit/compare") / criterion
         write_atomic(folder / "compare.json", comparison.model_dump_json(indent=2) + "\n")

@@ -11,15 +11,16 @@ against the best and a baseline; and the cheapest candidate the gate passes.
 
 From Python:
 
-    from judgekit.compare import Settings, from_options, judge, analyse, load
-    base, _, _ = load(Settings(), "card-block-confirmed")
+    from judgekit.compare import from_options, judge, analyse, load
+    from judgekit.pipeline import Options   # calibrate's: where the project is, how judges are asked
+    base, _, _ = load(Options(), "card-block-confirmed")
     specs = from_options(base, models=["openai/gpt-4o-mini", "openai/gpt-4o"])
-    comparison = analyse(judge(Settings(), specs))
+    comparison = analyse(judge(Options(), specs))
 """
 
 from judgekit.compare.analysis import analyse
 from judgekit.compare.candidates import Spec, from_file, from_options, read_file
 from judgekit.compare.model import Comparison
-from judgekit.compare.run import Settings, judge, load
+from judgekit.compare.run import judge, load
 
-__all__ = ["Comparison", "Settings", "Spec", "analyse", "from_file", "from_options", "judge", "load", "read_file"]
+__all__ = ["Comparison", "Spec", "analyse", "from_file", "from_options", "judge", "load", "read_file"]

@@ -20,7 +20,6 @@ from typing import Sequence
 from judgekit.compare.model import Candidate, Comparison, Example, Paired, Recommendation, Setting
 from judgekit.compare.run import Measurements, Measured
 from judgekit.errors import InputError
-from judgekit.judging.prompts import fingerprint
 from judgekit.stats.paired import against_best, discordant, examples_to_separate, holm, mcnemar_many, paired_deltas
 
 ALPHA = 0.05
@@ -101,7 +100,7 @@ def _candidate(m: Measured, verdicts: list, vs_best: Paired | None, vs_base: Pai
                         trials=spec.criterion.judge.trials if spec.live else None,  # type: ignore[union-attr]
                         verdicts=(f"{spec.verdicts}#{spec.column}" if spec.column else str(spec.verdicts))
                         if spec.verdicts else None,
-                        fingerprint=fingerprint(spec.criterion, spec.model) if spec.live else None),
+                        fingerprint=r.fingerprint if spec.live else None),
         n=r.n, abstained=r.abstained, confusion=r.confusion.model_dump(), metrics=dict(r.metrics),
         intervals={k: tuple(v) for k, v in r.intervals.items()},  # type: ignore[misc]
         flip_rate=r.consistency.flip_rate if r.consistency else None,

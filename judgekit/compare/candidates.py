@@ -19,6 +19,7 @@ A compare.yaml lists them instead (paths are relative to the file):
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
@@ -184,8 +185,7 @@ def from_file(path: Path, base: Criterion, entries: list[_Entry]) -> list[Spec]:
 
 
 def _unique(specs: list[Spec], where: str) -> list[Spec]:
-    seen: set[str] = set()
-    twice = sorted({s.name for s in specs if s.name in seen or seen.add(s.name)})  # type: ignore[func-returns-value]
+    twice = sorted(name for name, count in Counter(s.name for s in specs).items() if count > 1)
     if twice:
         raise InputError.one(where, "candidates", f"two candidates are named {', '.join(twice)}; name each once")
     if len(specs) < 2:

@@ -10,7 +10,7 @@ judge: the criterion as the candidate judges it, the set on disk, the project's 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -23,40 +23,19 @@ from judgekit.gate.result import Decision
 from judgekit.inputs.catalog import CriterionFile, find_set
 from judgekit.inputs.criteria import Criterion
 from judgekit.inputs.labelled import read_labels
-from judgekit.inputs.policy import Policy, parse_duration
+from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.estimate import Estimate, estimate
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.recorded import match_recorded, provenance
-from judgekit.judging.runner import RunSettings, check_some_call_answered, judge_sets
+from judgekit.judging.runner import check_some_call_answered, judge_sets
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.prices import price
 from judgekit.llm.protocol import LLM
-from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.transports import check_api_base
-from judgekit.pipeline import Options, criterion_report
+from judgekit.pipeline import Options, criterion_report, run_settings
 from judgekit.report.model import CriterionReport, Report
-
-
-@dataclass
-class Settings:
-    """Where the project is and how the live candidates are asked (as `calibrate`'s options)."""
-
-    criteria_dir: Path = Path("criteria")
-    sets_dir: Path = Path("calibration_sets")
-    config: Path | None = None
-    root: Path = Path(".")
-    api_base: str | None = None
-    concurrency: int = 16
-    cache_dir: Path | None = Path(".judgekit/cache")
-    timeout_s: float = 60.0
-    split: str | None = None
-    seed: int = 0
-    structured: bool = True
-    via: str = "auto"
-    retry: RetryPolicy | None = None
-    agent_model: str | None = None  # the agent's model: a judge of the same model is blocked (else the policy's)
 
 
 @dataclass
@@ -79,10 +58,10 @@ class Measurements:
     judging_s: float | None = None
 
 
-def load(settings: Settings, criterion_id: str) -> tuple[Criterion, CalibrationSet, CalibrationSet]:
+def load(options: Options, criterion_id: str) -> tuple[Criterion, CalibrationSet, CalibrationSet]:
     """The criterion, its whole set and the set of the chosen split, checked as calibrate checks them."""
-    criteria, sets = load_inputs(settings.criteria_dir, settings.sets_dir, [criterion_id])
-    return criteria[0], sets[criterion_id], select_split(sets, settings.split)[criterion_id]
+    criteria, sets = load_inputs(options.criteria_dir, options.sets_dir, [criterion_id])
+    return criteria[0], sets[criterion_id], select_split(sets, options.split)[criterion_id]
 
 
 def _internal(spec: Spec, i: int) -> Criterion:
@@ -91,21 +70,15 @@ def _internal(spec: Spec, i: int) -> Criterion:
     return spec.criterion.model_copy(update={"id": f"{spec.criterion.id}#{i}"})
 
 
-def _run_settings(settings: Settings, policy: Policy, criterion_id: str) -> RunSettings:
-    age = policy.for_criterion(criterion_id).max_age
-    return RunSettings(api_base=settings.api_base, concurrency=settings.concurrency, cache_dir=settings.cache_dir,
-                       timeout_s=settings.timeout_s, retry=settings.retry, via=settings.via,
-                       structured=settings.structured, max_age_s=parse_duration(age).total_seconds() if age else None,
-                       seed=settings.seed)
-
-
-async def ajudge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
-                 progress: Callable[[int, int], None] | None = None) -> Measurements:
-    """Judge every candidate (live ones in one pool) and measure each."""
-    check_api_base(settings.api_base)
+async def ajudge(options: Options, specs: list[Spec], llm: LLM | None = None,
+                 progress: Callable[[int, int], None] | None = None, agent_model: str | None = None) -> Measurements:
+    """Judge every candidate (live ones in one pool) and measure each. `options` are calibrate's:
+    where the project is and how judges are asked (the candidates bring their own model, trials
+    and verdicts); `agent_model` is checked as `judgekit gate --agent-model` checks it."""
+    check_api_base(options.api_base)
     started = datetime.now(timezone.utc)
-    base, whole, chosen = load(settings, specs[0].criterion.id)
-    policy = Policy.load(settings.config, root=settings.root)
+    base, whole, chosen = load(options, specs[0].criterion.id)
+    policy = options.policy or Policy.load()
     trials: dict[str, list[list[Verdict]]] = {}
     sources: dict[str, str] = {}
     for spec in specs:
@@ -122,7 +95,8 @@ async def ajudge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
         pending = [_internal(s, i) for i, s in live]
         run = await judge_sets(pending, {c.id: chosen for c in pending},  # type: ignore[arg-type]
                                {c.id: s.model for c, (_, s) in zip(pending, live)},  # type: ignore[misc]
-                               _run_settings(settings, policy, base.id), llm, progress)
+                               run_settings(replace(options, policy=policy, stop_early=False), [base.id]), llm,
+                               progress)
         for c, (_, s) in zip(pending, live):
             try:
                 check_some_call_answered(s.name, s.model or "", run.verdicts[c.id])
@@ -134,22 +108,22 @@ async def ajudge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
             trials[s.name], sources[s.name] = run.verdicts[c.id], "live"
             gold[s.name] = run.gold.get(c.id, {})
         judging_s = run.elapsed_s
-    labels = read_labels(find_set(settings.sets_dir, base.id), base.id)
+    labels = read_labels(find_set(options.sets_dir, base.id), base.id)
     out = Measurements(base, chosen, judging_s=judging_s)
-    options = Options(criteria_dir=settings.criteria_dir, sets_dir=settings.sets_dir, api_base=settings.api_base,
-                      split=settings.split, seed=settings.seed, structured=settings.structured, via=settings.via)
+    # Recorded candidates carry no model: the options' own (calibrate's --model) is not theirs.
+    measuring = replace(options, model=None)
     for spec in specs:
         report = criterion_report(spec.criterion, chosen, trials[spec.name], sources[spec.name],
-                                  spec.model if spec.live else None, options, started, None, gold.get(spec.name))
-        decision = decide(report, spec, policy, labels, settings.agent_model)
-        out.measured.append(Measured(spec, report, decision, cost_of(spec, trials[spec.name])))
+                                  spec.model if spec.live else None, measuring, started, None, gold.get(spec.name))
+        decision = decide(report, spec, policy, labels, agent_model)
+        out.measured.append(Measured(spec, report, decision, cost_of(spec, report, trials[spec.name])))
     return out
 
 
-def judge(settings: Settings, specs: list[Spec], llm: LLM | None = None,
-          progress: Callable[[int, int], None] | None = None) -> Measurements:
+def judge(options: Options, specs: list[Spec], llm: LLM | None = None,
+          progress: Callable[[int, int], None] | None = None, agent_model: str | None = None) -> Measurements:
     """`ajudge`, from code without an event loop of its own."""
-    return run_sync(ajudge(settings, specs, llm, progress))
+    return run_sync(ajudge(options, specs, llm, progress, agent_model))
 
 
 def decide(report: CriterionReport, spec: Spec, policy: Policy, labels, agent_model: str | None = None) -> Decision:
@@ -162,35 +136,28 @@ def decide(report: CriterionReport, spec: Spec, policy: Policy, labels, agent_mo
     return gate.check(Report(criteria=[report]), [report.id]).decisions[0]
 
 
-def cost_of(spec: Spec, all_trials: list[list[Verdict]]) -> Cost:
-    """Calls, tokens, latency, and the cost of 1,000 verdicts (one per example, every trial)."""
-    usages = [v.usage for t in all_trials for v in t if v.usage is not None]
-    if not usages:
+def cost_of(spec: Spec, report: CriterionReport, all_trials: list[list[Verdict]]) -> Cost:
+    """The report's calls and latency, and the cost of 1,000 verdicts (one per example, every
+    trial) priced on every answer's tokens, cached ones too: a resumed comparison prices the same."""
+    usage = report.usage
+    if usage is None:
         return Cost()
-    live = sorted(u.latency_s for u in usages if not u.cached and u.latency_s > 0)
+    usages = [v.usage for t in all_trials for v in t if v.usage is not None]
     prompt = sum(u.all_prompt_tokens for u in usages)
     completion = sum(u.all_completion_tokens for u in usages)
-    per_1000 = None
-    if spec.model and all_trials and (prompt or completion):
-        total = price(spec.model, prompt, completion)
-        per_1000 = None if total is None else total / len(all_trials) * 1000
-
-    def quantile(q: float) -> float | None:
-        return live[min(len(live) - 1, int(q * len(live)))] if live else None
-
-    return Cost(calls=sum(u.counts[0] for u in usages), cached=sum(u.counts[1] for u in usages),
-                prompt_tokens=prompt, completion_tokens=completion, per_1000_verdicts=per_1000,
-                latency_p50_s=quantile(0.5), latency_p95_s=quantile(0.95))
+    total = price(spec.model, prompt, completion) if spec.model and all_trials and (prompt or completion) else None
+    return Cost(calls=usage.calls, cached=usage.cached, prompt_tokens=prompt, completion_tokens=completion,
+                per_1000_verdicts=None if total is None else total / len(all_trials) * 1000,
+                latency_p50_s=usage.latency_p50_s, latency_p95_s=usage.latency_p95_s)
 
 
-def dry_run(settings: Settings, specs: list[Spec], llm: LLM | None = None) -> dict[str, Estimate]:
+def dry_run(options: Options, specs: list[Spec], llm: LLM | None = None) -> dict[str, Estimate]:
     """Per candidate, what judging it would ask, asking nothing (judgekit.judging.estimate)."""
-    check_api_base(settings.api_base)
-    base, _, chosen = load(settings, specs[0].criterion.id)
-    policy = Policy.load(settings.config, root=settings.root)
+    check_api_base(options.api_base)
+    base, _, chosen = load(options, specs[0].criterion.id)
     live = [(_internal(s, i), s) for i, s in enumerate(specs) if s.live]
     found = estimate([c for c, _ in live], {c.id: chosen for c, _ in live}, {c.id: s.model for c, s in live},  # type: ignore[misc]
-                     {}, _run_settings(settings, policy, base.id), llm)
+                     {}, run_settings(replace(options, stop_early=False), [base.id]), llm)
     out = {s.name: Estimate(base.id, f"recorded:{s.verdicts.name}") for s in specs if not s.live}  # type: ignore[union-attr]
     out.update({s.name: e for (_, s), e in zip(live, found)})
     return {s.name: out[s.name] for s in specs}
