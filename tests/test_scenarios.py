@@ -189,6 +189,13 @@ def test_a_judge_of_the_agents_own_model_is_refused_or_warned_about(pytester, se
     warned = pytester.runpytest_subprocess("-rw")
     warned.assert_outcomes(passed=2, warnings=1)
     warned.stdout.fnmatch_lines(["*SameModelWarning: judgekit: the judge of card is the agent's own model*"])
+    # Declared in the ini rather than on the test: warn still means warn (the gate does not block it).
+    pytester.makeini("[pytest]\njudgekit_same_model = warn\njudgekit_agent_model = gpt-4o-mini\n")
+    pytester.makepyfile(test_agent=AGENT_TESTS.replace('agent_model="azure/gpt-4o-mini"', ""))
+    from_ini = pytester.runpytest_subprocess("-rw")
+    from_ini.assert_outcomes(passed=2, warnings=1)
+    from_ini.stdout.fnmatch_lines(["*SameModelWarning: judgekit: the judge of card is the agent's own model (judge "
+                                   "openai/gpt-4o-mini-2024-07-18, agent gpt-4o-mini*"])
 
 
 def test_the_gate_names_both_models_and_fails_the_agents_own(pytester, server):

@@ -19,12 +19,12 @@ import pytest
 import judgekit.gate as gate_api
 from judgekit.errors import JudgekitError
 from judgekit.gate.tally import Check, JudgeCounts, RunRecord, decide, error_line, is_run_failure
-from judgekit.inputs.policy import Policy
 from judgekit.llm.families import family, same_model
 from judgekit.pytest_plugin.paths import ini_path
 from judgekit.pytest_plugin.summary import PROPERTY, SCENARIO
 
 RESULT = pytest.StashKey[Any]()  # the gate's result, once per process
+_AGENT = pytest.StashKey["str | None"]()  # the agent's model the ini or the policy declares, read with the gate
 _RUN = pytest.StashKey[RunRecord]()  # the run of a scenario now running
 SAME_MODEL = ("refuse", "warn")
 
@@ -46,6 +46,9 @@ def check_gate(config: pytest.Config) -> Any:
         gate = gate_api.Gate.from_project(ini_path(config, None, "judgekit_criteria"),
                                           ini_path(config, None, "judgekit_sets"), Path(path) if path else None,
                                           root=config.rootpath, agent_model=config.getini("judgekit_agent_model") or None)
+        config.stash[_AGENT] = gate.agent_model  # the ini's, else the policy's
+        if config.getini("judgekit_same_model") == "warn":
+            gate.agent_model = None  # the fixture warns about a judge of the agent's model; the gate does not block it
         return gate.check_path(ini_path(config, config.getoption("--judgekit-report"), "judgekit_report"))
     except JudgekitError as error:
         raise pytest.UsageError(f"judgekit gate: {error}") from None
@@ -64,18 +67,12 @@ def task_of(item: pytest.Item) -> str:
 
 
 def agent_model_of(item: pytest.Item) -> str | None:
-    """The agent's model: the test's `judged(..., agent_model=)`, the ini's, or the policy's."""
+    """The agent's model: the test's `judged(..., agent_model=)`, else the ini's or the policy's."""
     for marker in item.iter_markers("judged"):
         if marker.kwargs.get("agent_model"):
             return str(marker.kwargs["agent_model"])
-    config = item.config
-    if config.getini("judgekit_agent_model"):
-        return str(config.getini("judgekit_agent_model"))
-    path = config.getoption("--judgekit-config")
-    try:
-        return Policy.load(Path(path) if path else None, root=config.rootpath).agent_model
-    except JudgekitError as error:
-        raise pytest.UsageError(f"judgekit gate: {error}") from None
+    result_of(item.config)  # reads the policy, once
+    return item.config.stash[_AGENT]
 
 
 @pytest.fixture
