@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable, Sequence
@@ -20,10 +20,10 @@ from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, with_trials
 from judgekit.inputs.files import read_source
-from judgekit.inputs.policy import Policy, parse_duration
+from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
-from judgekit.judging.claims import recorded_gold, stages
+from judgekit.judging.claims import recorded_gold
 from judgekit.judging.estimate import Estimate, estimate
 from judgekit.judging.jobs import api_base_for, run_sync
 from judgekit.judging.prompts import fingerprint, judge_spec
@@ -34,12 +34,14 @@ from judgekit.llm.families import family
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.transports import check_api_base
-from judgekit.report.model import (Annotators, ClaimStages, ConfusionCounts, Consistency, CriterionReport, Disagreement,
-                                   EarlyStop, JudgeInfo, Report, Slice, UsageSummary)
+from judgekit.report.figures import annotators, claim_stages, consistency, slices
+from judgekit.judging.selective import confidence_source
+from judgekit.report.parts import Certificate, certificate_of
+from judgekit.report.model import (ConfusionCounts, CriterionReport, Disagreement, EarlyStop, JudgeInfo, Report,
+                                   UsageSummary)
 from judgekit.report.render import finite
 from judgekit.secrets import public_url
-from judgekit.stats.metrics import calibration, confusion, kappa_from_counts, pairwise_kappa, ratio
-from judgekit.stats.raters import fleiss_kappa, flip_rate, item_stability, krippendorff_alpha
+from judgekit.stats.metrics import calibration
 
 
 @dataclass
@@ -90,6 +92,7 @@ async def acalibrate(options: Options, llm: LLM | None = None,
     judging_s = None
     stops: dict[str, Stop] = {}
     gold: dict[str, dict[str, Verdict]] = {}
+    escalated: dict[str, list[list[Verdict]]] = {}
     if ready.pending:
         run = await judge_sets(ready.pending, sets, models, ready.settings, llm, progress)  # type: ignore[arg-type]
         for c in ready.pending:
@@ -98,15 +101,37 @@ async def acalibrate(options: Options, llm: LLM | None = None,
         gold = run.gold
         judging_s, stops = run.elapsed_s, run.stops
         sources.update({c.id: "live" for c in ready.pending})
+        escalated = await _escalations(ready, run.verdicts, llm)
 
+    policy = options.policy or Policy.load()
     reports = [criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
-                                 started, stops.get(c.id), gold.get(c.id)) for c in ready.criteria]
+                                 started, stops.get(c.id), gold.get(c.id), policy.for_criterion(c.id).selective,
+                                 escalated.get(c.id)) for c in ready.criteria]
     if options.canary:  # a re-check judges a subset of the set it checks: it names that set
         reports = [r.model_copy(update={"set_fingerprint": ready.chosen[r.id].fingerprint}) for r in reports]
     if ready.verdicts_digest is not None:  # measured from a verdict file: which one, by content
         reports = [r.model_copy(update={"inputs": {**(r.inputs or {}), "verdicts": ready.verdicts_digest}})
                    if r.judge and r.judge.source.startswith(("recorded:", "replayed:")) else r for r in reports]
     return Report(criteria=reports, judging_s=judging_s)
+
+
+async def _escalations(ready: "_Ready", verdicts: dict[str, list[list[Verdict]]],
+                       llm: LLM | None) -> dict[str, list[list[Verdict]]]:
+    """The judges escalated to (a selective criterion's `judge.escalate_to`), each calibrated on the
+    examples its criterion's judge judged: the cascade is certified as a whole."""
+    settings = ready.settings
+    cascade = [c for c in ready.pending if isinstance(c, LLMCriterion) and c.judge.escalate_to is not None
+               and settings is not None and c.id in settings.selective]
+    if not cascade or settings is None:
+        return {}
+    judged = {c.id: {t[0].example_id for t in verdicts[c.id]} for c in cascade}
+    sets = {c.id: CalibrationSet(c.id, ready.sets[c.id].path, tuple(e for e in ready.sets[c.id].examples
+                                                                    if e.id in judged[c.id])) for c in cascade}
+    models = {c.id: c.judge.escalate_to.model for c in cascade}  # type: ignore[union-attr]
+    run = await judge_sets(cascade, sets, models, replace(settings, stop_early=None), llm)  # type: ignore[arg-type]
+    for c in cascade:
+        check_some_call_answered(c.id, models[c.id], run.verdicts[c.id])
+    return run.verdicts
 
 
 def dry_run(options: Options, llm: LLM | None = None) -> list[Estimate]:
@@ -194,61 +219,7 @@ def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
         # Evidence older than the gate accepts is asked again rather than served from the cache.
         max_age_s=min(parse_duration(a).total_seconds() for a in ages) if all(ages) else None,
         stop_early={cid: policy.for_criterion(cid) for cid in criterion_ids} if options.stop_early else None,
-        seed=options.seed)
-
-
-def _consistency(all_trials: list[list[Verdict]]) -> Consistency | None:
-    count = max((len(t) for t in all_trials), default=1)
-    if count < 2:
-        return None
-    unstable = [t for t in all_trials if len({v.passed for v in t if v.passed is not None}) > 1]
-    complete = [[v.passed for v in t] for t in all_trials if len(t) == count and all(v.passed is not None for v in t)]
-    stability = dict(zip((t[0].example_id for t in unstable), item_stability([[v.passed for v in t] for t in unstable])))
-    return Consistency(trials=count, flip_rate=finite(flip_rate([[v.passed for v in t] for t in all_trials])),
-                       fleiss_kappa=finite(fleiss_kappa(complete)) if complete else None,
-                       unstable=[t[0].example_id for t in unstable], stability=stability)
-
-
-def _annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
-    ratings: dict[str, dict[str, bool]] = {}
-    for example in cal.examples:
-        for name, label in (example.labels or {}).items():
-            ratings.setdefault(name, {})[example.id] = label
-    if len(ratings) < 2:
-        return None
-    judge = {v.example_id: v.passed for v in final if v.passed is not None}
-    judge_kappa = {name: pairwise_kappa({"a": own, "b": judge})["a~b"] for name, own in ratings.items()}
-    names = sorted(ratings)
-    rows = [[ratings[name].get(e.id) for name in names] for e in cal.examples]
-    full = [row for row in rows if None not in row]
-    return Annotators(pairwise_kappa={k: finite(v) for k, v in pairwise_kappa(ratings).items()},
-                      judge_kappa={k: finite(v) for k, v in judge_kappa.items()},
-                      fleiss_kappa=finite(fleiss_kappa(full)) if full else None,
-                      krippendorff_alpha=finite(krippendorff_alpha(rows)),
-                      examples=sum(1 for row in rows if len(row) - row.count(None) >= 2))
-
-
-def _slices(cal: CalibrationSet, final: list[Verdict]) -> dict[str, Slice]:
-    """Metrics per tag (point estimates; a slice is for finding where the judge goes wrong)."""
-    by_tag: dict[str, list[tuple[bool, bool | None]]] = {}
-    for example, verdict in zip(cal.examples, final):
-        for tag in example.tags:
-            by_tag.setdefault(tag, []).append((example.label, verdict.passed))
-    out = {}
-    for tag, pairs in sorted(by_tag.items()):
-        c, abstained = confusion([p[0] for p in pairs], [p[1] for p in pairs])
-        out[tag] = Slice(n=len(pairs), abstained=abstained, tpr=finite(ratio(c.tp, c.tp + c.fn)),
-                         tnr=finite(ratio(c.tn, c.tn + c.fp)), accuracy=finite(ratio(c.tp + c.tn, c.decided)),
-                         cohen_kappa=finite(kappa_from_counts(c.tp, c.fp, c.tn, c.fn)))
-    return out
-
-
-def _claim_stages(cal: CalibrationSet, final: list[Verdict], gold: dict[str, Verdict]) -> ClaimStages:
-    s = stages(cal.examples, final, gold)
-    return ClaimStages(examples=s.examples, claims=s.claims, verification=ConfusionCounts(tp=s.tp, fp=s.fp, tn=s.tn, fn=s.fn),
-                       verification_tpr=finite(ratio(s.tp, s.tp + s.fn)), verification_tnr=finite(ratio(s.tn, s.tn + s.fp)),
-                       extraction_errors=s.extraction_errors, verification_errors=s.verification_errors,
-                       unreadable=s.unreadable)
+        seed=options.seed, selective=frozenset(cid for cid in criterion_ids if policy.for_criterion(cid).selective))
 
 
 def _claims(verdict: Verdict) -> list[RecordedClaim] | None:
@@ -259,7 +230,8 @@ def _claims(verdict: Verdict) -> list[RecordedClaim] | None:
 
 def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
                       model: str | None, options: Options, started: datetime, stop: Stop | None = None,
-                      gold: dict[str, Verdict] | None = None) -> CriterionReport:
+                      gold: dict[str, Verdict] | None = None, selective: Selective | None = None,
+                      escalated: list[list[Verdict]] | None = None) -> CriterionReport:
     full_set = cal
     if stop is not None:  # stopped early: metrics over the examples judged, the set as it is on disk
         judged = {t[0].example_id for t in all_trials}
@@ -296,19 +268,34 @@ def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list
         # The labelled claims' verification calls were made for this report too: they count.
         disagreements=disagreements, judge=judge,
         usage=UsageSummary.of([*all_trials, *([v] for v in (gold or {}).values())]),
-        consistency=_consistency(all_trials),
-        annotators=_annotators(cal, final), slices=_slices(cal, final),
+        consistency=consistency(all_trials),
+        annotators=annotators(cal, final), slices=slices(cal, final),
         labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split,
         early_stop=EarlyStop(decision=stop.decision, judged=stop.judged, total=stop.total, looks=stop.looks,
                              calls_saved=stop.calls_saved) if stop is not None else None,
         calibrated_at=started,
         evidence_at=datetime.fromtimestamp(min(times), timezone.utc) if times else started,
         outcomes={e.id: (e.label, v.passed) for e, v in zip(cal.examples, final)},
-        claim_stages=_claim_stages(cal, final, gold) if gold else None,
+        confidences={e.id: v.confidence for e, v in zip(cal.examples, final) if v.confidence is not None},
+        claim_stages=claim_stages(cal, final, gold) if gold else None,
+        selective=_certificate(criterion, labels, final, escalated, spec["model"], selective, source),
         # Built from judgekit's own verdicts, already checked: no need to validate them again.
         verdicts=[RecordedVerdict.model_construct(
-            criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw,
+            criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw, stage=stage,
             reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}", claims=_claims(v),
             at=datetime.fromtimestamp(v.obtained_at, timezone.utc) if v.obtained_at is not None else started,
-            judge=mark)
-            for trials in all_trials for v in trials])
+            judge=mark, confidence=v.confidence)
+            for stage, judged in enumerate((all_trials, escalated or [])) for trials in judged for v in trials])
+
+
+def _certificate(criterion: Criterion, labels: list[bool], final: list[Verdict], escalated: list[list[Verdict]] | None,
+                 model: str | None, selective: Selective | None, source: str) -> Certificate | None:
+    """A selective criterion's certificate: its judge's, then the one it escalates to, on the same examples."""
+    if selective is None or isinstance(criterion, RegexCriterion):
+        return None
+    stages, models = [final], [model]
+    if escalated is not None and isinstance(criterion, LLMCriterion) and criterion.judge.escalate_to is not None:
+        by_id = {t[0].example_id: majority(t) for t in escalated}
+        stages.append([by_id.get(v.example_id, Verdict(v.example_id, None)) for v in final])
+        models.append(criterion.judge.escalate_to.model)
+    return certificate_of(labels, stages, models, selective, confidence_source(criterion.judge.trials, source))

@@ -222,7 +222,7 @@ def test_the_command_needs_a_file_or_a_criterion_to_review(tmp_path):
     from judgekit.cli import app
 
     neither = CliRunner().invoke(app, ["label", "--no-open"])
-    assert neither.exit_code == 2 and "give a FILE to label, --review CRITERION, or --merge NEW" in neither.output
+    assert neither.exit_code == 2 and "give a FILE to label, -c CRITERION alone (its review queue), --review CRITERION, or --merge NEW" in neither.output
     (tmp_path / "set.yaml").write_text("examples: []\n")
     wrong = CliRunner().invoke(app, ["label", str(tmp_path / "set.yaml"), "--no-open"])
     assert wrong.exit_code == 2 and "written back to .jsonl or .csv files" in wrong.output

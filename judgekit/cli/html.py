@@ -164,6 +164,12 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[Run
     if decision:
         out.append(f'<p class="reasons">{_e(decision.summary)}</p>')
     out += [f'<p class="reasons">⚠ {_e(w)}</p>' for w in c.warnings]
+    if c.selective:  # selective judging: the certificate, then each judge of the cascade
+        s = c.selective
+        out.append(f'<p class="meta">Selective judging ({_e(s.confidence)} confidence, target {s.min_agreement:g} '
+                   f'at delta {s.delta:g}): {_e(s.problem or s.statement)}'
+                   + "".join(f'<br>{_e(t.model or "recorded")}: threshold {_e(t.threshold)}, {t.covered} of '
+                             f'{t.reaching} given, agreement {_e(t.agreement)}' for t in s.stages) + '</p>')
     out.append('<div class="charts">'
                f'<div class="chart"><h3>Confusion matrix</h3>{heatmap(c)}</div>'
                f'<div class="chart"><h3>Agreement, 95% intervals</h3>{intervals_chart(c)}</div>'

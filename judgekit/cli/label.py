@@ -18,6 +18,7 @@ from judgekit.cli.label_page import labelling, page_judge, review as reviewing, 
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.merge import merge as merging, set_for
+from judgekit.judging.review import queue_path
 
 app = typer_app()
 
@@ -25,7 +26,8 @@ app = typer_app()
 @app.command("label", short_help=short("label"))
 def label(
     file: Optional[Path] = typer.Argument(None, help="JSONL or CSV of examples to label: those without 'passed' "
-                                          "(with --annotator, those without your label)."),
+                                          "(with --annotator, those without your label). Left out with -c ID: the "
+                                          "criterion's review queue (.judgekit/review/ID.jsonl)."),
     review: Optional[str] = typer.Option(None, "--review", metavar="CRITERION", help="Review this criterion's "
                                          "disagreements in the latest report and fix labels in its set."),
     merge: Optional[Path] = typer.Option(None, "--merge", metavar="NEW", help="Move the labelled records of NEW "
@@ -45,12 +47,18 @@ def label(
     open_browser: bool = typer.Option(True, "--open/--no-open", help="Open the page in the browser."),
 ) -> None:
     """A local page to label examples blind (p pass, f fail, s skip, or the buttons) or review
-    disagreements; each label is written back into its file at once. Ctrl-C stops it. With
-    --merge NEW -c CRITERION, the labelled examples of NEW move into the criterion's set."""
+    disagreements; each label is written back into its file at once. Ctrl-C stops it. With -c
+    CRITERION alone, the replies its judge escalated (selective judging). With --merge NEW -c
+    CRITERION, the labelled examples of NEW move into the criterion's set."""
     try:
+        if file is None and review is None and merge is None and criterion is not None:
+            file = queue_path(Path("."), criterion)  # the replies selective judging escalated to a person
+            if not file.is_file():
+                raise InputError.one(file, "", f"no review queue for {criterion}: the judge fixture adds the replies "
+                                     "it escalates (selective judging) here; give a FILE to label instead")
         if sum(x is not None for x in (file, review, merge)) != 1:
-            raise InputError.one("judgekit label", "", "give a FILE to label, --review CRITERION, or --merge NEW "
-                                                        "-c CRITERION")
+            raise InputError.one("judgekit label", "", "give a FILE to label, -c CRITERION alone (its review queue), "
+                                                        "--review CRITERION, or --merge NEW -c CRITERION")
         if merge is not None:
             return _merge(merge, criterion, criteria, sets, labelled_only)
         if review is not None:

@@ -89,7 +89,8 @@ def drift(
         policy = load_settings(DriftPolicy, "drift", config)
         with History.open(history, create=False) as db:
             found, notes = pairs(db, list(criterion or []), before, after)
-            drifts = [compare(b, a, db.outcomes(b.id), db.outcomes(a.id), policy) for b, a in found]
+            drifts = [compare(b, a, db.outcomes(b.id), db.outcomes(a.id), policy, before_confidence=db.confidences(b.id),
+                              after_confidence=db.confidences(a.id)) for b, a in found]
     except JudgekitError as error:
         fail(error)
     _report_drifts(drifts, as_json, notes)

@@ -31,7 +31,8 @@ from judgekit.gate.evidence import Figures, verify
 from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
 from judgekit.inputs.files import read_yaml
 from judgekit.inputs.labelled import LabelledSet, read_labels
-from judgekit.inputs.policy import Policy, Thresholds, parse_duration
+from judgekit.inputs.policy import Policy, Selective, Thresholds, parse_duration
+from judgekit.judging.selective import certificate
 from judgekit.llm.families import family, same_model
 from judgekit.report.render import fmt_number
 from judgekit.gate.result import Decision, GateResult
@@ -122,6 +123,8 @@ class Gate:
                                                    "again",))
         decision, figures = self._evidence(criterion_id, entry, lines)
         decision = replace(decision, model=entry.model, confusion=figures.confusion if figures else None)
+        if decision.status != "PASS":
+            decision = replace(decision, thresholds=None)
         clash = self._agent_clash(entry)
         if clash:
             decision = replace(decision, status="FAIL", reasons=(clash, *decision.reasons), needed=None)
@@ -143,6 +146,8 @@ class Gate:
     def _evidence(self, criterion_id: str, entry: Entry,
                   lines: list[Line] | Untrusted | None) -> tuple[Decision, Figures | None]:
         t = self.policy.for_criterion(criterion_id)
+        if entry.kind == "regex":  # checked by code: nothing to be unsure of, nothing to escalate
+            t = replace(t, selective=None)
         stale = self._staleness(entry)
         if stale:
             return Decision(criterion_id, "FAIL", tuple(stale)), None
@@ -165,6 +170,8 @@ class Gate:
         return self._thresholds(criterion_id, figures, t), figures
 
     def _thresholds(self, criterion_id: str, figures: Figures, t: Thresholds) -> Decision:
+        if t.selective is not None:
+            return self._selective(criterion_id, figures, t, t.selective)
         fails: list[str] = []
         unsure: list[str] = []
         short: set[str] = set()  # classes whose count the gate lacks: pass (known-good) / fail (known-bad)
@@ -198,6 +205,31 @@ class Gate:
             return Decision(criterion_id, "INCONCLUSIVE", tuple(unsure), needed or None)
         return Decision(criterion_id, "PASS", (f"TPR {fmt_number(rates['tpr'], 2)}, TNR {fmt_number(rates['tnr'], 2)}, "
                                                f"kappa {fmt_number(rates['cohen_kappa'], 2)} on {figures.n} examples",))
+
+    def _selective(self, criterion_id: str, figures: Figures, t: Thresholds, s: Selective) -> Decision:
+        """A selectively judged criterion: PASS when a confidence threshold is certified (for the
+        cascade, when the criterion escalates) and the verdicts given cover at least min_coverage."""
+        n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
+        if n_pass < t.min_examples or n_fail < t.min_examples:
+            return Decision(criterion_id, "INCONCLUSIVE", (
+                f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least {t.min_examples} "
+                "of each needed",))
+        cascade = certificate(figures.labels, figures.stages, s)
+        if cascade is None:
+            return Decision(criterion_id, "FAIL", ("selective judging needs a confidence with every verdict, and the "
+                                                   "report's verdicts lack one; give the judge trials: 3 or more (or a "
+                                                   "provider that returns log-probabilities) and calibrate again",))
+        said = cascade.words()
+        if not cascade.certified:
+            return Decision(criterion_id, "FAIL", (said + "; label more examples, or use a stronger judge",))
+        thresholds = tuple(stage.threshold for stage in cascade.stages)
+        low, high = cascade.coverage_interval
+        wanted = f"min_coverage {s.min_coverage:.0%}"
+        if (low if t.use_lower_bound else cascade.coverage) >= s.min_coverage:
+            return Decision(criterion_id, "PASS", (said,), thresholds=thresholds)
+        if not t.use_lower_bound or high < s.min_coverage:
+            return Decision(criterion_id, "FAIL", (f"{said}: below {wanted}",))
+        return Decision(criterion_id, "INCONCLUSIVE", (f"{said}: its interval straddles {wanted}",))
 
     def _threshold(self, figures: dict[str, Any], intervals: dict[str, Any], key: str, label: str, threshold: float,
                    lower: bool, fails: list[str], unsure: list[str]) -> bool:

@@ -33,6 +33,8 @@ class Line:
     trial: int
     passed: bool | None
     at: datetime | None
+    confidence: float | None = None  # selective judging: how sure the judge was
+    stage: int = 0  # 0: the criterion's judge; 1: the judge it escalates to
 
 
 @dataclass(frozen=True)
@@ -164,7 +166,13 @@ def _line(record: Any) -> Line:
         at = _time(record.get("at"), "at")
     except Untrusted:
         raise ValueError("at must be an ISO 8601 time") from None
-    return Line(criterion, str(rid), trial, passed, at)
+    confidence, stage = record.get("confidence"), record.get("stage", 0)
+    if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))
+                                   or not 0 <= confidence <= 1):
+        raise ValueError("confidence must be a number from 0 to 1")
+    if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
+        raise ValueError("stage must be a whole number")
+    return Line(criterion, str(rid), trial, passed, at, None if confidence is None else float(confidence), stage)
 
 
 def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:
@@ -173,7 +181,8 @@ def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:
     out = []
     for c in report.criteria:
         lines = tuple(Line(v.criterion, str(v.id), v.trial, v.passed,
-                           None if v.at is None else (v.at if v.at.tzinfo else v.at.replace(tzinfo=timezone.utc)))
+                           None if v.at is None else (v.at if v.at.tzinfo else v.at.replace(tzinfo=timezone.utc)),
+                           v.confidence, v.stage)
                       for v in c.verdicts) or None
         out.append((c.model_dump(mode="json"), lines))
     return out

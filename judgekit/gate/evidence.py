@@ -46,6 +46,8 @@ class Figures:
     flip_rate: float | None
     evidence_at: datetime | None
     decided: tuple[tuple[bool, bool], ...]  # (label, verdict) of each decided example: kappa's interval
+    labels: tuple[bool, ...] = ()  # of the examples judged, in the set's order
+    stages: tuple[tuple[Verdict, ...], ...] = ()  # each judge's final verdicts on them (selective judging)
 
     def rates(self) -> dict[str, float]:
         tp, fp, tn, fn = self.confusion
@@ -63,7 +65,8 @@ def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -
     """The figures of an entry from its verdicts and the labels (already narrowed to its split)."""
     trials: dict[str, dict[int, Line]] = defaultdict(dict)
     known = {e.id for e in labels.examples}
-    for line in lines:
+    escalated = _by_example([line for line in lines if line.stage == 1], known)
+    for line in (line for line in lines if line.stage == 0):
         if line.id not in known:
             raise Untrusted(f"a verdict for id {line.id!r}, which the calibration set does not hold")
         if line.trial in trials[line.id]:
@@ -77,7 +80,8 @@ def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -
         raise Untrusted(f"{len(judged)} of the set's {len(labels.examples)} examples have verdicts, not {expected}"
                         + (f" (none for id {missing!r})" if missing and stopped is None else ""))
     per_example = [[trials[e.id][t] for t in sorted(trials[e.id])] for e in judged]
-    final = [majority([Verdict(e.id, v.passed) for v in t]).passed for e, t in zip(judged, per_example)]
+    verdicts = [majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in t]) for e, t in zip(judged, per_example)]
+    final = [v.passed for v in verdicts]
     cells, abstained = confusion([e.label for e in judged], final)
     times = [v.at for t in per_example for v in t]
     count = max((len(t) for t in per_example), default=1)
@@ -87,7 +91,23 @@ def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -
                    labelled_pass=labelled_pass, labelled_fail=len(labels.examples) - labelled_pass, trials=count,
                    flip_rate=None if flips is None or math.isnan(flips) else flips,
                    evidence_at=None if not times or None in times else min(times),  # type: ignore[type-var]
-                   decided=tuple((e.label, bool(v)) for e, v in zip(judged, final) if v is not None))
+                   decided=tuple((e.label, bool(v)) for e, v in zip(judged, final) if v is not None),
+                   labels=tuple(e.label for e in judged),
+                   stages=(tuple(verdicts),) + ((tuple(escalated.get(e.id, Verdict(e.id, None)) for e in judged),)
+                                                if escalated else ()))
+
+
+def _by_example(lines: Sequence[Line], known: set[str]) -> dict[str, Verdict]:
+    """The final verdict of each example from one judge's lines (a judge escalated to)."""
+    trials: dict[str, dict[int, Line]] = defaultdict(dict)
+    for line in lines:
+        if line.id not in known:
+            raise Untrusted(f"a verdict of the judge escalated to for id {line.id!r}, which the set does not hold")
+        if line.trial in trials[line.id]:
+            raise Untrusted(f"two verdicts of the judge escalated to for id {line.id!r} trial {line.trial}")
+        trials[line.id][line.trial] = line
+    return {eid: majority([Verdict(eid, t[k].passed, confidence=t[k].confidence) for k in sorted(t)])
+            for eid, t in trials.items()}
 
 
 def _same(stored: Any, computed: float | None) -> bool:

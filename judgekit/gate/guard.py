@@ -96,7 +96,8 @@ def judge_for(criterion: Criterion, result: GateResult, cache_dir: str | None = 
     if blocked:
         return Judge(criterion, refusal=GateResult(tuple(blocked), result.report_path).refusal([criterion.id]),
                      cache_dir=cache_dir)
-    return Judge(criterion, entry, cache_dir=cache_dir)
+    decision = result.decision(criterion.id)
+    return Judge(criterion, entry, cache_dir=cache_dir, thresholds=decision.thresholds if decision else None)
 
 
 def judge_of(criteria_dir: Path, criterion_id: str, result: GateResult, cache_dir: str | None = ".judgekit/cache") -> Judge:

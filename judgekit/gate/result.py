@@ -27,6 +27,9 @@ class Decision:
     needed: dict[str, int] | None = None
     model: str | None = None  # the judge's model, as calibrated
     confusion: tuple[int, int, int, int] | None = None  # tp, fp, tn, fn as recomputed from the verdicts
+    # Selective judging: each judge's certified confidence threshold (the criterion's, then the one it
+    # escalates to; None where none is certified). A verdict below them is escalated at run time.
+    thresholds: tuple[float | None, ...] | None = None
 
     @property
     def summary(self) -> str:

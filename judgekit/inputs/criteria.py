@@ -46,6 +46,14 @@ class FewShot(Frozen):
     reasoning: str | None = None
 
 
+class Escalation(Frozen):
+    """The stronger judge a selectively judged criterion escalates its unsure verdicts to (gate
+    policy `selective:`): asked as the criterion's judge is, calibrated on the same set, and
+    certified on the examples the first judge is unsure of."""
+
+    model: str = Field(min_length=1, description="Any litellm model, like openai/gpt-4o.")
+
+
 class JudgeSettings(Frozen):
     """How the LLM judge is asked. `model` can be overridden on the command line."""
 
@@ -60,6 +68,8 @@ class JudgeSettings(Frozen):
                                  "judge (calibrate --api-base overrides it); credentials in it are never shown.")
     reask_unreadable: int | None = Field(None, ge=0, le=10, description="Times an unreadable answer (neither JSON "
                                          "nor a PASS / FAIL line) is asked again, past the cache; default 1.")
+    escalate_to: Escalation | None = Field(None, description="Selective judging: the judge asked when this one is "
+                                           "below its certified confidence threshold (else a person is).")
 
     @field_validator("api_base")
     @classmethod

@@ -4,7 +4,7 @@ overrides, read from `[tool.judgekit.gate]` in pyproject.toml or `gate:` in judg
 Plain dataclasses, checked by hand: the gate reads its policy on every CI run and must start fast.
 
 >>> Policy.from_mapping({"min_tpr": 0.9, "criteria": {"c": {"min_tnr": 0.7}}}, "pyproject.toml").for_criterion("c")
-Thresholds(min_tpr=0.9, min_tnr=0.7, min_kappa=None, min_examples=20, max_abstain_rate=0.1, max_flip_rate=0.2, max_age='30d', use_lower_bound=True)
+Thresholds(min_tpr=0.9, min_tnr=0.7, min_kappa=None, min_examples=20, max_abstain_rate=0.1, max_flip_rate=0.2, max_age='30d', use_lower_bound=True, selective=None)
 """
 
 from __future__ import annotations
@@ -36,6 +36,42 @@ def parse_duration(text: str) -> timedelta:
 
 
 @dataclass(frozen=True)
+class Selective:
+    """Selective judging (judgekit.stats.selective): the judge gives a verdict only at or above a
+    confidence threshold certified, on the labelled set, to agree with people on at least
+    `min_agreement` of its verdicts with probability at least 1 - `delta`, and escalates the rest.
+    The gate passes it when that threshold covers at least `min_coverage` of the examples (the
+    lower bound of its 95% interval, with use_lower_bound); `min_covered` is the fewest covered
+    examples the search starts from (benchmarks/README.md: a larger start is less fragile).
+    """
+
+    min_agreement: float = 0.9
+    delta: float = 0.1
+    min_coverage: float = 0.5
+    min_covered: int = 1
+
+    @classmethod
+    def parse(cls, data: Any, source: str, where: str) -> "tuple[Selective | None, list[Problem]]":
+        if data is None:
+            return None, []
+        if not isinstance(data, dict):
+            return None, [Problem(source, where, "must be a table like {min_agreement: 0.9, delta: 0.1}, or null")]
+        rules = {"min_agreement": _open_share, "delta": _open_share, "min_coverage": _share(0), "min_covered": _count}
+        problems = [Problem(source, f"{where}.{key}", "unknown key; use min_agreement, delta, min_coverage or "
+                            "min_covered") for key in data if key not in rules]
+        problems += [Problem(source, f"{where}.{key}", f"{message}, not {value!r}") for key, value in data.items()
+                     if key in rules and (message := rules[key](value))]
+        if problems:
+            return None, problems
+        return cls(**{k: (v if k == "min_covered" else float(v)) for k, v in data.items()}), []
+
+
+def _open_share(value: Any) -> str | None:
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    return None if number and 0 < value < 1 else "must be a number between 0 and 1 (both excluded)"
+
+
+@dataclass(frozen=True)
 class Thresholds:
     """What a criterion's judge must show. Every field of an override may be left out.
 
@@ -43,7 +79,8 @@ class Thresholds:
     min_kappa: optional; min_examples: labelled examples needed in each class; max_abstain_rate;
     max_flip_rate: when trials ran, the share of examples whose trials disagreed (null: any);
     max_age: oldest evidence accepted, like 30d or 12h (null: any age); use_lower_bound: apply the
-    thresholds to the 95% interval's lower bound.
+    thresholds to the 95% interval's lower bound; selective: a `Selective` table, which replaces
+    the TPR / TNR / kappa / abstention thresholds by a certified agreement and a coverage.
     """
 
     min_tpr: float = 0.8
@@ -54,6 +91,7 @@ class Thresholds:
     max_flip_rate: float | None = 0.2
     max_age: str | None = "30d"
     use_lower_bound: bool = True
+    selective: Selective | None = None
 
     @classmethod
     def parse(cls, data: dict[str, Any], source: str, where: str,
@@ -65,6 +103,10 @@ class Thresholds:
         values: dict[str, Any] = {}
         for key, value in data.items():
             if key not in known:
+                continue
+            if key == "selective":
+                values[key], found = Selective.parse(value, source, f"{where}.{key}")
+                problems += found
                 continue
             message = _RULES[key](value)
             if message:

@@ -16,6 +16,7 @@ again; a call that failed after its retries is one too.
 from __future__ import annotations
 
 import json
+import math
 import re
 import time
 from dataclasses import replace
@@ -78,6 +79,38 @@ def read_answer(text: str, refusal: str | None = None) -> tuple[bool | None, str
     return None, None, "unparseable"
 
 
+_JSON_ANSWER = re.compile(r'"passed"\s*:\s*(true|false)')
+_LINE_ANSWER = re.compile(r"\b(PASS|FAIL)\b", re.IGNORECASE)
+
+
+def answer_probability(completion: Completion) -> float | None:
+    """The probability the judge gave its verdict's word (`true` / `false` after "passed", or the
+    last PASS / FAIL): the product of the probabilities of the tokens that spell it. None without
+    log-probabilities, or when the tokens do not spell the answer.
+
+    >>> tokens = [('{"passed": ', 0.0), ("tr", -0.2), ("ue", 0.0), ("}", 0.0)]
+    >>> round(answer_probability(Completion('{"passed": true}', logprobs=tokens)), 3)
+    0.819
+    """
+    tokens = completion.logprobs
+    if not tokens:
+        return None
+    try:
+        text = "".join(str(token) for token, _ in tokens)
+        found = list(_JSON_ANSWER.finditer(text)) or list(_LINE_ANSWER.finditer(text))
+        if not found:
+            return None
+        start, end = found[-1].span(1)
+        total, at = 0.0, 0
+        for token, logprob in tokens:
+            if at < end and at + len(token) > start:
+                total += float(logprob)
+            at += len(token)
+    except (TypeError, ValueError):
+        return None
+    return min(1.0, math.exp(total)) if math.isfinite(total) else 0.0
+
+
 def verdict_from(completion: Completion, example_id: str, trial: int, usage: Usage | None = None) -> Verdict:
     """The verdict an answer gives; `usage` of the calls behind it (default: this answer's alone)."""
     usage = usage or usage_of([completion])
@@ -86,7 +119,8 @@ def verdict_from(completion: Completion, example_id: str, trial: int, usage: Usa
                        usage=usage, obtained_at=completion.obtained_at)
     passed, reasoning, abstention = read_answer(completion.text, completion.refusal)
     return Verdict(example_id, passed, reasoning, trial, abstention,
-                   raw=completion.text[:2000] if abstention else None, usage=usage, obtained_at=completion.obtained_at)
+                   raw=completion.text[:2000] if abstention else None, usage=usage, obtained_at=completion.obtained_at,
+                   confidence=answer_probability(completion) if passed is not None else None)
 
 
 def call_failed(example_id: str, trial: int, error: CallError, usage: Usage) -> Verdict:

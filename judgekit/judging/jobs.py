@@ -85,14 +85,15 @@ class Job:
 
 
 def jobs_for(criterion: LLMCriterion, examples: Sequence[Example], model: str, trials: int,
-             api_base: str | None = None, structured: bool = True, reask: int = RetryPolicy.unreadable) -> list[Job]:
+             api_base: str | None = None, structured: bool = True, reask: int = RetryPolicy.unreadable,
+             logprobs: bool = False) -> list[Job]:
     compiled = compile_template(prompt_template(criterion))
     settings = criterion.judge
     return [
         Job(criterion.id, example.id, Request(
             model=model, messages=fill(compiled, example.fields()), temperature=settings.temperature,
             max_tokens=settings.max_tokens, response_format=RESPONSE_FORMAT if structured else None,
-            trial=trial, api_base=api_base), reask)
+            trial=trial, api_base=api_base, logprobs=logprobs), reask)
         for example in examples for trial in range(trials)
     ]
 

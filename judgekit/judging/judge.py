@@ -9,6 +9,7 @@ True
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Protocol
 
 from judgekit.errors import InputError, JudgeNotCalibrated
@@ -16,6 +17,7 @@ from judgekit.inputs.criteria import ClaimsCriterion, Criterion, RegexCriterion
 from judgekit.inputs.sets import Example
 from judgekit.judging.claims import claims_jobs
 from judgekit.judging.jobs import api_base_for, jobs_for, reask_for, run_sync
+from judgekit.judging.selective import escalate, wants_logprobs
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
@@ -44,16 +46,20 @@ class Judge:
     """A judge for one criterion, to call from a test.
 
     Given `calibrated` (how its calibration asked it), it asks exactly so, through the usual cache
-    and retries; given `refusal`, it raises that JudgeNotCalibrated instead of judging — the gate
+    and retries; given `thresholds` (selective judging, certified by the gate), a verdict below the
+    first goes to the judge the criterion escalates to, and one below that is escalated to a person
+    (`passed=None, escalated=True`, its confidence kept); given `refusal`, it raises that JudgeNotCalibrated instead of judging — the gate
     (judgekit.gate.judge_for) builds it either way — and it never stands in for another tool's
     judge whose recorded verdicts were calibrated. A regex criterion is checked by code.
     """
 
     def __init__(self, criterion: Criterion, calibrated: Calibrated | None = None,
                  cache_dir: str | None = ".judgekit/cache", llm: LLM | None = None,
-                 refusal: JudgeNotCalibrated | None = None):
+                 refusal: JudgeNotCalibrated | None = None, thresholds: tuple[float | None, ...] | None = None):
         self.criterion, self.calibrated = criterion, calibrated
         self.cache_dir, self.llm, self.refusal = cache_dir, llm, refusal
+        # Selective judging: the certified confidence threshold of the judge and of each it escalates to.
+        self.thresholds = thresholds
         source = calibrated.source if calibrated is not None else ""
         if self.refusal is None and source.startswith("recorded:"):
             self.refusal = JudgeNotCalibrated("FAIL", [(criterion.id, "FAIL", RECORDED.format(source=source))])
@@ -83,10 +89,27 @@ class Judge:
         else:  # the calibrated endpoint (its public form), with the criterion's credentials when it is its own
             api_base, via = (api_base_for(self.criterion, asked.api_base) if asked.api_base else None), asked.via
         example = Example(id="-", output=output, input=input, context=context, passed=True)
-        make = claims_jobs if isinstance(self.criterion, ClaimsCriterion) else jobs_for
-        jobs = make(self.criterion, [example], model, trials, api_base, asked.structured if asked else True,
-                    reask_for(self.criterion))
+        structured = asked.structured if asked else True
+        verdict = await self._ask(model, example, trials, api_base, via, structured)
+        if self.thresholds is None:
+            return verdict
+        first = escalate(verdict, self.thresholds[0])
+        after = self.criterion.judge.escalate_to
+        if not first.escalated or len(self.thresholds) < 2 or after is None:
+            return first
+        second = escalate(await self._ask(after.model, example, trials, api_base, via, structured), self.thresholds[1])
+        if not second.escalated:
+            return second
+        unsure = (first.reason or "").removeprefix("needs review: ")
+        return replace(second, reason=f"{second.reason} for {after.model} (and {unsure} for {model})")
 
+    async def _ask(self, model: str, example: Example, trials: int, api_base: str | None, via: str,
+                   structured: bool) -> Verdict:
+        if isinstance(self.criterion, ClaimsCriterion):
+            jobs = claims_jobs(self.criterion, [example], model, trials, api_base, structured, reask_for(self.criterion))
+        else:
+            jobs = jobs_for(self.criterion, [example], model, trials, api_base, structured, reask_for(self.criterion),
+                            logprobs=wants_logprobs(self.thresholds, trials))
         llm = self.llm or open_llm(model, api_base, self.cache_dir, via=via)
         try:
             return majority([await job.ask(llm) for job in jobs])

@@ -159,7 +159,8 @@ def judge_spec(criterion: Criterion, model: str | None) -> dict[str, Any]:
         "prompt": prompt_template(criterion),
         "model": model,
         "parameters": {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
-                       "trials": settings.trials},
+                       "trials": settings.trials,
+                       **({"escalate_to": settings.escalate_to.model} if settings.escalate_to else {})},
     }
 
 

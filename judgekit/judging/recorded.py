@@ -52,6 +52,10 @@ class RecordedVerdict(Frozen):
                                 "cached one the time it was first obtained); the gate's max_age counts from it.")
     judge: str | None = Field(None, description="The fingerprint of the judgekit judge that gave it (its first "
                               "16 hex digits); absent for verdicts another tool recorded.")
+    confidence: float | None = Field(None, ge=0, le=1, description="How sure the judge was (selective judging): "
+                                     "the probability of its answer, or another tool's score from 0 to 1.")
+    stage: int = Field(0, ge=0, le=9, description="0: the criterion's judge; 1, 2, ...: the judges it escalates "
+                       "to (selective judging), each on the examples below the previous one's threshold.")
 
     def line(self) -> str:
         """One JSONL line; `passed` is always written (null is an abstention), defaults are not."""
@@ -133,7 +137,7 @@ def _verdict(record: RecordedVerdict, no_claims: str, default_at: float | None) 
             reason = reason or rule
     at = record.at.timestamp() if record.at is not None else default_at
     return Verdict(record.id, passed, reason, trial=record.trial, abstention="recorded" if passed is None else None,
-                   raw=record.raw, claims=checks, obtained_at=at)
+                   raw=record.raw, claims=checks, obtained_at=at, confidence=record.confidence)
 
 
 def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, CalibrationSet],
@@ -161,8 +165,8 @@ def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, C
     only = next(iter(sets)) if len(sets) == 1 else None
     for r in records:
         criterion_id = r.criterion or only
-        if criterion_id not in sets:
-            continue  # a verdict of a criterion not being calibrated now: not this run's to check
+        if criterion_id not in sets or r.stage:
+            continue  # another criterion's, or a judge escalated to (the gate reads those): not this run's
         trials = grouped[(criterion_id, r.id)]
         if r.trial in trials:
             problems.append(Problem(source, f"id {r.id}", f"has two verdicts for criterion {criterion_id!r} "

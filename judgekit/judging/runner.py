@@ -18,6 +18,7 @@ from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.claims import ClaimsJob, claims_jobs
 from judgekit.judging.jobs import Job, api_base_for, jobs_for, reask_for, run_bounded
+from judgekit.judging.selective import wants_logprobs
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
@@ -42,6 +43,7 @@ class RunSettings:
     max_age_s: float | None = None
     stop_early: dict[str, Thresholds] | None = None
     seed: int = 0
+    selective: frozenset[str] = frozenset()  # criteria judged selectively: one trial asks for log-probabilities
 
 
 @dataclass(frozen=True)
@@ -104,9 +106,12 @@ class _Asker:
 def jobs_of(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
             settings: RunSettings) -> list[Job | ClaimsJob]:
     """The jobs of judging these examples of a criterion, asked as `settings` say."""
-    make = claims_jobs if isinstance(criterion, ClaimsCriterion) else jobs_for
-    return make(criterion, examples, model, criterion.judge.trials, api_base_for(criterion, settings.api_base),
-                settings.structured, reask_for(criterion, settings.retry))
+    if isinstance(criterion, ClaimsCriterion):
+        return claims_jobs(criterion, examples, model, criterion.judge.trials, api_base_for(criterion, settings.api_base),
+                           settings.structured, reask_for(criterion, settings.retry))
+    return jobs_for(criterion, examples, model, criterion.judge.trials, api_base_for(criterion, settings.api_base),
+                    settings.structured, reask_for(criterion, settings.retry),
+                    logprobs=wants_logprobs(criterion.id in settings.selective, criterion.judge.trials))
 
 
 def labelled_claims_jobs(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,

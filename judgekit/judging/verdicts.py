@@ -58,11 +58,17 @@ class Verdict:
     usage: Usage | None = field(default=None, compare=False)
     claims: tuple | None = field(default=None, compare=False)  # of judgekit.claims.ClaimCheck, for claims criteria
     obtained_at: float | None = field(default=None, compare=False)  # when the answer behind it was given
+    # How sure the judge is (higher = surer): the share of trials with the majority, or the
+    # probability of the answer token (judgekit.stats.selective); None when there is no signal.
+    confidence: float | None = field(default=None, compare=False)
+    # Below the certified confidence threshold: not a verdict but a question for a stronger judge or a person.
+    escalated: bool = field(default=False, compare=False)
 
 
 def majority(trials: Sequence[Verdict]) -> Verdict:
     """One verdict from several trials: the majority of those that decided; a tie abstains.
-    It is as old as its oldest trial."""
+    It is as old as its oldest trial, and as sure as the share of its decided trials that agree
+    with it (one trial keeps its own confidence: the probability of its answer token)."""
     if len(trials) == 1:
         return trials[0]
     decided = [v for v in trials if v.passed is not None]
@@ -79,7 +85,8 @@ def majority(trials: Sequence[Verdict]) -> Verdict:
                        abstention="trials tied", obtained_at=at)
     winner = yes > no
     chosen = next(v for v in decided if v.passed == winner)  # its reason and (claims checks) its claims
-    return Verdict(first.example_id, winner, chosen.reason, claims=chosen.claims, obtained_at=at)
+    return Verdict(first.example_id, winner, chosen.reason, claims=chosen.claims, obtained_at=at,
+                   confidence=max(yes, no) / len(decided))
 
 
 @dataclass(frozen=True)

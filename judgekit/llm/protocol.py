@@ -31,14 +31,17 @@ class Request:
     response_format: dict[str, Any] | None = None
     trial: int = 0
     api_base: str | None = None
+    logprobs: bool = False  # ask for the answer tokens' log-probabilities (a verdict's confidence)
     # Set on a re-ask of an unreadable answer: the cache is not read, and the new answer replaces the
     # cached one only when keep_if accepts it. It never changes the key: it is the same question.
     keep_if: Callable[["Completion"], bool] | None = field(default=None, compare=False, repr=False)
 
     def key_data(self) -> dict[str, Any]:
-        return {"v": CACHE_FORMAT, "model": self.model, "messages": self.messages, "temperature": self.temperature,
+        data = {"v": CACHE_FORMAT, "model": self.model, "messages": self.messages, "temperature": self.temperature,
                 "max_tokens": self.max_tokens, "response_format": self.response_format, "trial": self.trial,
                 "api_base": self.api_base}
+        # Only when asked: the answers cached before log-probabilities existed keep their keys.
+        return {**data, "logprobs": True} if self.logprobs else data
 
 
 @dataclass(frozen=True)
@@ -55,11 +58,14 @@ class Completion:
     latency_s: float = 0.0
     cached: bool = False
     obtained_at: float = field(default_factory=time.time)
+    # Each answer token and its log-probability, when the request asked for them and the provider gave them.
+    logprobs: list[tuple[str, float]] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"text": self.text, "finish_reason": self.finish_reason, "refusal": self.refusal,
+        data = {"text": self.text, "finish_reason": self.finish_reason, "refusal": self.refusal,
                 "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "cost": self.cost,
                 "obtained_at": self.obtained_at}
+        return {**data, "logprobs": [list(t) for t in self.logprobs]} if self.logprobs is not None else data
 
 
 @dataclass

@@ -69,9 +69,29 @@ def completion_from_json(data: Any, latency: float) -> Completion:
         usage = data.get("usage") or {}
         return Completion(text=message.get("content") or "", finish_reason=choice.get("finish_reason"),
                           refusal=message.get("refusal"), prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          completion_tokens=int(usage.get("completion_tokens") or 0), latency_s=latency)
+                          completion_tokens=int(usage.get("completion_tokens") or 0), latency_s=latency,
+                          logprobs=token_logprobs(choice.get("logprobs")))
     except (KeyError, IndexError, TypeError, AttributeError, ValueError):
         raise CallError("server", f"response is not a chat completion: {redact(str(data)[:200])}") from None
+
+
+def token_logprobs(given: Any) -> list[tuple[str, float]] | None:
+    """The (token, log-probability) pairs of an OpenAI-style `logprobs` block; None when absent or
+    not of that shape (a provider that ignores the request gives none: the verdict has no such confidence).
+
+    >>> token_logprobs({"content": [{"token": "true", "logprob": -0.1}]})
+    [('true', -0.1)]
+    """
+    content = given.get("content") if isinstance(given, dict) else None
+    if not isinstance(content, list) or not content:
+        return None
+    out = []
+    for item in content:
+        token, logprob = (item.get("token"), item.get("logprob")) if isinstance(item, dict) else (None, None)
+        if not isinstance(token, str) or isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
+            return None
+        out.append((token, float(logprob)))
+    return out
 
 
 class OpenAICompatible:
@@ -129,6 +149,8 @@ class OpenAICompatible:
                                 "temperature": request.temperature, "max_tokens": request.max_tokens}
         if request.response_format and self._schema_supported:
             body["response_format"] = request.response_format
+        if request.logprobs:
+            body["logprobs"] = True
         started = time.perf_counter()
         try:
             async with self._http().post(self._endpoint, data=json.dumps(body)) as response:
@@ -207,6 +229,8 @@ class LiteLLM:
                 kwargs["api_key"] = "no-key"  # a self-hosted OpenAI-compatible server often needs none
         if request.response_format and _supports_schema(litellm, request.model):
             kwargs["response_format"] = request.response_format
+        if request.logprobs and not request.model.startswith("local/"):  # llama.cpp needs logits_all for them
+            kwargs["logprobs"] = True  # dropped by litellm for a provider that has none (drop_params)
         started = time.perf_counter()
         try:
             response = await litellm.acompletion(**kwargs)

@@ -9,7 +9,8 @@ With `--judgekit-gate` (or `judgekit_gate = true` in the ini file) the gate is c
 session; tests whose criteria are blocked do not run and report the gate's reason
 (`judgekit_gate_action`: error (default), skip, or exit); unmarked tests run as usual. The
 `judge` fixture gives a test a calibrated judge for its criterion, one that refuses to judge
-when the gate blocks it, or when it is the agent's own model. `runs=N, min_passes=K` runs the
+when the gate blocks it, or when it is the agent's own model; a selectively judged criterion's
+unsure verdict is escalated, and its test reported as "needs review" (`judgekit_escalated`). `runs=N, min_passes=K` runs the
 test body N times and passes it when K runs passed every check (judgekit.gate.tally);
 `judgekit_min_scenario_pass_rate` fails a session whose share of passing scenarios is lower.
 Nothing heavier than pytest is imported unless the gate or the fixture is used.
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from judgekit.gate.tally import check_counts
-from judgekit.pytest_plugin.judging import RESULT, SAME_MODEL, check_gate, judge, repeat
+from judgekit.pytest_plugin.judging import ESCALATED, NEEDS_REVIEW, RESULT, SAME_MODEL, check_gate, judge, repeat
 from judgekit.pytest_plugin.summary import (COLLECTOR, Collector, min_scenario_pass_rate, pytest_sessionfinish,
                                             pytest_terminal_summary)
 
@@ -52,6 +53,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("judgekit_agent_model", default="",
                   help="the model of the agent under test: no judge of the same model may grade it")
     parser.addini("judgekit_same_model", default="refuse", help="a judge of the agent's own model: refuse or warn")
+    parser.addini("judgekit_escalated", default="skip", help="a verdict escalated by selective judging: the test is "
+                  "skipped as 'needs review' (skip) or fails (error)")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -66,6 +69,9 @@ def pytest_configure(config: pytest.Config) -> None:
     same = config.getini("judgekit_same_model")
     if same not in SAME_MODEL:
         raise pytest.UsageError(f"judgekit_same_model = {same!r}; use one of {', '.join(SAME_MODEL)}")
+    escalated = config.getini("judgekit_escalated")
+    if escalated not in ESCALATED:
+        raise pytest.UsageError(f"judgekit_escalated = {escalated!r}; use one of {', '.join(ESCALATED)}")
     min_scenario_pass_rate(config)  # a bad value stops the session before any test runs
     if _enabled(config):
         config.stash[RESULT] = check_gate(config)
@@ -140,6 +146,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=reason))
         else:
             item.stash[_BLOCKED] = reason
+
+
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+    """A test skipped because its verdict was escalated is its own outcome: "needs review"."""
+    if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3 \
+            and str(report.longrepr[2]).startswith(f"Skipped: {NEEDS_REVIEW}:"):
+        return NEEDS_REVIEW, "R", NEEDS_REVIEW.upper()
+    return None
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

@@ -3,7 +3,10 @@
 The fixture asks each criterion's judge exactly as calibration did, refuses when the gate blocks
 it, and refuses (or, with `judgekit_same_model = warn`, warns) when the judge is the agent's own
 model (`judged(..., agent_model=...)`, else `judgekit_agent_model`, else the policy's
-`gate.agent_model`; aliases of one model count as one: judgekit.llm.families). Every verdict goes
+`gate.agent_model`; aliases of one model count as one: judgekit.llm.families). A selectively judged
+criterion's verdict below its certified threshold is escalated: the test stops as "needs review"
+(skipped, or with `judgekit_escalated = error` failed) and the reply joins the criterion's review
+queue; in a scenario's run it counts as not passed. Every verdict goes
 on the test's report (so under xdist the controller sees it) and, in a scenario, into the run
 that gave it.
 """
@@ -27,6 +30,8 @@ RESULT = pytest.StashKey[Any]()  # the gate's result, once per process
 _AGENT = pytest.StashKey["str | None"]()  # the agent's model the ini or the policy declares, read with the gate
 _RUN = pytest.StashKey[RunRecord]()  # the run of a scenario now running
 SAME_MODEL = ("refuse", "warn")
+ESCALATED = ("skip", "error")  # a test whose verdict was escalated: skipped as "needs review", or failed
+NEEDS_REVIEW = "needs review"
 
 
 class SameModelWarning(UserWarning):
@@ -143,11 +148,19 @@ class Judges:
         value = {"criterion": criterion, "passed": verdict.passed, "task": task_of(self.node)}
         if self.node.config.getoption("--judgekit-record-text"):  # opt-in: the texts may be sensitive
             value["text"] = {"input": input, "output": output, "context": context, "reason": verdict.reason}
+        if verdict.escalated:  # for the review queue (judgekit label -c ID), written where the session is reported
+            value["escalated"] = {"input": input, "output": output, "context": context,
+                                  "confidence": verdict.confidence}
         run = self.node.stash.get(_RUN, None)
         if run is not None:
             value["run"] = run.index
             run.checks.append(Check(criterion, verdict.passed, verdict.reason))
         self.node.user_properties.append((PROPERTY, value))
+        if verdict.escalated and run is None:  # in a scenario, the run counts it as not passed
+            message = f"{NEEDS_REVIEW}: {criterion}: {verdict.reason.removeprefix(NEEDS_REVIEW + ': ')}"
+            if self.node.config.getini("judgekit_escalated") == "error":
+                pytest.fail(message, pytrace=False)
+            pytest.skip(message)
         return verdict
 
 

@@ -22,6 +22,7 @@ import pytest
 import judgekit.report as report_api
 from judgekit.errors import JudgekitError
 from judgekit.gate.tally import Scenario
+from judgekit.judging.review import enqueue
 from judgekit.pytest_plugin.paths import report_path
 from judgekit.secrets import redact
 from judgekit.stats.estimates import corrected_pass_rate, suite_pass_k
@@ -52,6 +53,7 @@ class Collector:
     trials: dict[tuple[str, str], dict[str, list[bool | None]]] = field(default_factory=dict)
     tests: dict[str, Judged] = field(default_factory=dict)
     record: TextIO | None = None
+    escalated: dict[str, int] = field(default_factory=dict)  # per criterion: verdicts escalated to a person
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         judged = self.tests.get(report.nodeid)
@@ -69,6 +71,9 @@ class Collector:
                 judged.tally = tally if judged.tally is None or judged.tally.passed else judged.tally
                 continue
             criterion, passed = value["criterion"], value["passed"]
+            if value.get("escalated"):
+                self.escalated[criterion] = self.escalated.get(criterion, 0) + 1
+                enqueue(self.config.rootpath, criterion, [value["escalated"]])
             judged.checks += 1
             judged.checks_ok = judged.checks_ok and passed is True
             self.by_criterion.setdefault(criterion, []).append(passed)
@@ -151,7 +156,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     report = _report(config)
     terminalreporter.section("judgekit: judged pass rates")
     for criterion_id, verdicts in sorted(collector.by_criterion.items()):
-        terminalreporter.write_line(_criterion_line(criterion_id, verdicts, report))
+        terminalreporter.write_line(_criterion_line(criterion_id, verdicts, report,
+                                                    collector.escalated.get(criterion_id, 0)))
         _pass_k_line(terminalreporter, collector, criterion_id)
     _scenario_lines(terminalreporter, collector, config)
 
@@ -163,17 +169,24 @@ def _report(config: pytest.Config) -> Any:
         return None
 
 
-def _criterion_line(criterion_id: str, verdicts: list[bool | None], report: Any) -> str:
+def _criterion_line(criterion_id: str, verdicts: list[bool | None], report: Any, escalated: int = 0) -> str:
+    """The raw pass rate, and the rate corrected for the judge's errors. For a selectively judged
+    criterion the escalated verdicts are neither passes nor failures, and the correction uses the
+    judge's errors on the verdicts it gives (those at or above its certified threshold)."""
     decided = [v for v in verdicts if v is not None]
     passed = sum(decided)
     line = f"{criterion_id}: {passed} of {len(decided)} judged passing"
-    if len(decided) < len(verdicts):
-        line += f" ({len(verdicts) - len(decided)} abstained)"
+    notes = [f"{escalated} escalated: needs review (judgekit label -c {criterion_id})"] if escalated else []
+    if len(decided) + escalated < len(verdicts):
+        notes.append(f"{len(verdicts) - len(decided) - escalated} abstained")
+    line += f" ({'; '.join(notes)})" if notes else ""
     found = report.criterion(criterion_id) if report else None
     if decided and found and found.judge and found.judge.kind in ("llm", "claims"):
-        c = found.confusion
+        given = [stage.given for stage in found.selective.stages] if found.selective else []
+        tp, fp, tn, fn = (tuple(map(sum, zip(*given))) if given else
+                          (found.confusion.tp, found.confusion.fp, found.confusion.tn, found.confusion.fn))
         try:
-            rate = corrected_pass_rate(passed, len(decided), (c.tp, c.tp + c.fn), (c.tn, c.tn + c.fp))
+            rate = corrected_pass_rate(passed, len(decided), (tp, tp + fn), (tn, tn + fp))
         except ValueError:
             rate = None
         if rate is not None and rate.identifiable:

@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Sequence
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError
 
 from judgekit.errors import InputError
 from judgekit.inputs.files import locked, read_text, write_atomic
@@ -21,16 +21,10 @@ from judgekit.inputs.validation import problems_of
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded
 from judgekit.judging.verdicts import Verdict
 from judgekit.report.frames import criteria_frame, examples_frame
+from judgekit.report.parts import Certificate, ReportPart
 from judgekit.report.render import to_markdown
 from judgekit.version import version
 
-
-
-class ReportPart(BaseModel):
-    """A part of a report: judgekit's own output, read back. Unknown keys are ignored (not
-    rejected) so that an older judgekit can read a report a newer one wrote."""
-
-    model_config = ConfigDict(frozen=True, extra="ignore")
 
 
 class ConfusionCounts(ReportPart):
@@ -201,10 +195,13 @@ class CriterionReport(ReportPart):
                                          "counts from it.")
     early_stop: EarlyStop | None = None
     claim_stages: ClaimStages | None = None
+    selective: Certificate | None = None
     verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
                                             description="Every verdict of every trial; written to verdicts.jsonl.")
     outcomes: dict[str, tuple[bool, bool | None]] = Field(
         default_factory=dict, exclude=True, description="Example id -> (label, final verdict); kept in the history.")
+    confidences: dict[str, float] = Field(default_factory=dict, exclude=True, description="Example id -> the "
+                                          "confidence of its final verdict, where it has one; kept in the history.")
     warnings: list[str] = Field(default_factory=list, description="What the numbers cannot show, in words.")
 
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from judgekit.report.model import Annotators, Report
+    from judgekit.report.parts import Certificate
 
 METRIC_NAMES = ("tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1", "f1_fail", "macro_f1",
                 "cohen_kappa", "mcc", "prevalence")
@@ -110,6 +111,8 @@ def to_markdown(report: "Report") -> str:
                          f"unstable: {md_escape(', '.join(c.consistency.unstable)) or 'none'}")
         if c.annotators:
             lines.append(human_ceiling(c.annotators))
+        if c.selective:
+            lines += selective_lines(c.selective)
         if c.slices:
             lines += ["", "| tag | n | abstained | TPR | TNR | accuracy | kappa |", "|---|---|---|---|---|---|---|"]
             lines += [f"| {md_escape(tag)} | {s.n} | {s.abstained} | {fmt_number(s.tpr)} | {fmt_number(s.tnr)} | "
@@ -150,6 +153,20 @@ def to_markdown(report: "Report") -> str:
                         lines.append(f"  {number}. {mark} {md_escape(claim.claim)}{evidence}")
         lines.append("")
     return "\n".join(lines)
+
+
+def selective_lines(s: "Certificate") -> list[str]:
+    """A selective criterion's certificate: the statement, then each judge of the cascade."""
+    head = f"Selective judging (confidence: {s.confidence}; target {s.min_agreement:g} at delta {s.delta:g}): "
+    if s.problem:
+        return ["", head + s.problem]
+    lines = ["", head + (s.statement or ""), "", "| judge | threshold | reaching | covered | agreement | lower bound | "
+             "TPR / TNR covered |", "|---|---|---|---|---|---|---|"]
+    for stage in s.stages:
+        lines.append(f"| {md_escape(stage.model or 'recorded')} | {fmt_number(stage.threshold)} | {stage.reaching} | "
+                     f"{stage.covered} | {fmt_number(stage.agreement)} | {fmt_number(stage.agreement_lower)} | "
+                     f"{fmt_number(stage.tpr)} / {fmt_number(stage.tnr)} |")
+    return lines + [""]
 
 
 def to_table(report: "Report") -> str:

@@ -192,6 +192,78 @@ def certify(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences
                      tested, min_agreement, delta)
 
 
+@dataclass(frozen=True)
+class Cascade:
+    """`certify_cascade`'s result: each stage's certificate (on the examples that reach it) and the
+    figures of the cascade as a whole: the examples some stage gives a verdict on (`covered` of
+    `n`), their agreement with the labels, and the coverage with its 95% Wilson interval."""
+
+    stages: tuple[Certified, ...]
+    covered: int
+    n: int
+    agreement: float
+    coverage: float
+    coverage_interval: tuple[float, float]
+    min_agreement: float
+    delta: float
+
+    @property
+    def certified(self) -> bool:
+        return any(stage.threshold is not None for stage in self.stages)
+
+    def words(self) -> str:
+        """One line for the report and the gate."""
+        if not self.certified:
+            return self.stages[0].words() if len(self.stages) == 1 else (
+                f"no judge of the cascade is certified to agree with people on ≥ {_percent(self.min_agreement)} "
+                f"of its verdicts (at {_percent(1 - self.delta)}): every verdict is escalated")
+        whole = Certified(0.0, self.agreement, NAN, self.covered, self.n, self.coverage, self.coverage_interval,
+                          None, None, 0, self.min_agreement, self.delta)
+        return whole.words() + (f" ({len(self.stages)} judges)" if len(self.stages) > 1 else "")
+
+
+def certify_cascade(labels: Sequence[bool], stages: Sequence[tuple[Sequence[bool | None], Sequence[float]]],
+                    min_agreement: float = 0.9, delta: float = 0.1, min_covered: int = 1) -> Cascade:
+    """Certify a cascade of judges: the first judges every example and keeps those at or above its
+    certified threshold; the rest go to the next judge, certified on them alone; what the last
+    one does not keep is escalated to people. `stages` holds each judge's (verdicts, confidences)
+    on every example. Each stage is certified at delta / (number of stages), so that with
+    probability at least 1 - delta every stage's verdicts agree with people on at least
+    `min_agreement`, and so do the cascade's, a mixture of them (Bonferroni over the stages;
+    benchmarks/selective.py checks it by simulation). One stage is `certify`.
+
+    >>> labels = [True, False] * 30
+    >>> first = (labels[:40] + [not y for y in labels[40:]], [0.9] * 40 + [0.5] * 20)
+    >>> second = (labels, [0.9] * 60)
+    >>> c = certify_cascade(labels, [first, second], min_agreement=0.8, delta=0.1)
+    >>> [s.threshold for s in c.stages], c.covered, c.agreement
+    ([0.9, 0.9], 60, 1.0)
+    """
+    if not stages:
+        raise ValueError("give at least one judge's (verdicts, confidences)")
+    _check(min_agreement, delta, min_covered)
+    n, share = len(labels), delta / len(stages)
+    reaching = list(range(n))
+    certified: list[Certified] = []
+    covered = agreeing = 0
+    for verdicts, confidences in stages:
+        if len(verdicts) != n or len(confidences) != n:
+            raise ValueError(f"{n} labels but a stage gives {len(verdicts)} verdicts and {len(confidences)} "
+                             "confidences: give each judge's verdict and confidence on every example")
+        sub = [labels[i] for i in reaching], [verdicts[i] for i in reaching], [confidences[i] for i in reaching]
+        stage = certify(*sub, min_agreement=min_agreement, delta=share, min_covered=min_covered)
+        certified.append(stage)
+        if stage.threshold is None:
+            continue
+        kept = [i for i in reaching if verdicts[i] is not None and confidences[i] >= stage.threshold]
+        covered += len(kept)
+        agreeing += sum(1 for i in kept if verdicts[i] == labels[i])
+        gone = set(kept)
+        reaching = [i for i in reaching if i not in gone]
+    return Cascade(tuple(certified), covered, n, agreeing / covered if covered else NAN,
+                   covered / n if n else NAN, wilson(covered, n), min_agreement, delta)
+
+
 def agreement_of(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences: Sequence[float],
                  threshold: float | None) -> tuple[float, int]:
     """(agreement, covered) of the verdicts at or above `threshold`, e.g. on fresh examples;

@@ -6,12 +6,15 @@ as for an unknown model), hang (no answer until the client gives up), reset (con
 once), truncated (half a body), garbage (an answer that is no verdict), refusal, malformed_json (a
 broken verdict object), echo (a 400 whose body repeats the request line, query included, and its
 Authorization header, as some providers' error pages do). A script may answer an example with a
-`Fault` instead of a verdict: every request of that example gets it.
+`Fault` instead of a verdict: every request of that example gets it, and with `Sure` a verdict and
+the probability of its answer token, which both doubles give as log-probabilities when asked.
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
@@ -44,7 +47,40 @@ class Fault:
             raise ValueError(f"unknown fault kind {self.kind!r}; use one of {', '.join(FAULTS)}")
 
 
-Answer = Callable[[str], "bool | str | Fault"]
+@dataclass(frozen=True)
+class Sure:
+    """A verdict and the probability the judge gives its answer token (selective judging).
+
+    >>> [t for t in logprobs_of(answer_text(Sure(True, 0.5)), Sure(True, 0.5)) if t["logprob"] < -0.1]
+    [{'token': 'true', 'logprob': -0.6931471805599453, 'bytes': [116, 114, 117, 101], 'top_logprobs': []}]
+    """
+
+    passed: bool
+    probability: float
+
+    def __post_init__(self) -> None:
+        if not 0 < self.probability <= 1:
+            raise ValueError(f"probability={self.probability}: give a number above 0 and at most 1")
+
+
+SURE = 0.999  # the probability of the answer token of a plain scripted verdict
+_TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
+
+
+def logprobs_of(text: str, verdict: "bool | str | Fault | Sure") -> list[dict]:
+    """An OpenAI-style `logprobs.content` for an answer: every token near certain, the verdict's
+    word (`true` / `false`, or the last PASS / FAIL) at the `Sure` probability."""
+    tokens = _TOKENS.findall(text)
+    p = verdict.probability if isinstance(verdict, Sure) else SURE
+    words = [i for i, t in enumerate(tokens) if t in ("true", "false", "PASS", "FAIL")]
+    out = []
+    for i, token in enumerate(tokens):
+        logprob = math.log(p) if words and i == words[-1] else math.log(SURE) / 100
+        out.append({"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": []})
+    return out
+
+
+Answer = Callable[[str], "bool | str | Fault | Sure"]
 
 
 def judged_reply(prompt: str) -> str:
@@ -55,7 +91,7 @@ def judged_reply(prompt: str) -> str:
     return prompt[start + len("<output>\n"):end] if 0 <= start < end else prompt
 
 
-def script(verdicts: Mapping[str, bool | str | Fault], default: bool | str | Fault = True) -> Answer:
+def script(verdicts: Mapping[str, "bool | str | Fault | Sure"], default: "bool | str | Fault | Sure" = True) -> Answer:
     """An answer function: the verdict of the first key the judged reply contains, else `default`.
 
     A bool becomes a contract-following JSON verdict; a str is answered verbatim; a Fault is given.
@@ -72,12 +108,14 @@ def script(verdicts: Mapping[str, bool | str | Fault], default: bool | str | Fau
     return answer
 
 
-def answer_text(verdict: bool | str | Fault) -> str:
+def answer_text(verdict: "bool | str | Fault | Sure") -> str:
     """The text of a scripted answer (a Fault's, for those that are answers: garbage, refusal, malformed_json)."""
     if isinstance(verdict, Fault):
         return FAULT_TEXTS.get(verdict.kind, "")
     if isinstance(verdict, str):
         return verdict
+    if isinstance(verdict, Sure):
+        verdict = verdict.passed
     return json.dumps({"reasoning": "scripted verdict", "passed": verdict})
 
 
@@ -101,15 +139,21 @@ class FakeLLM:
         self.requests: list[Request] = []
 
     @classmethod
-    def scripted(cls, verdicts: Mapping[str, bool | str | Fault], default: bool | str | Fault = True) -> "FakeLLM":
+    def scripted(cls, verdicts: Mapping[str, "bool | str | Fault | Sure"],
+                 default: "bool | str | Fault | Sure" = True) -> "FakeLLM":
+        """Answers scripted as `script` does; a request for log-probabilities gets them (`Sure`)."""
         decide = script(verdicts, default)
 
-        def answer(request: Request) -> "str | CallError":
+        def answer(request: Request) -> "str | Completion | CallError":
             verdict = decide(prompt_of(request.messages))
             if isinstance(verdict, Fault) and verdict.kind in FAULT_ERRORS:
                 kind, status = FAULT_ERRORS[verdict.kind]
                 return CallError(kind, f"scripted fault: {verdict.kind}", status=status)  # type: ignore[arg-type]
-            return answer_text(verdict)
+            text = answer_text(verdict)
+            if not request.logprobs:
+                return text
+            tokens = [(t["token"], t["logprob"]) for t in logprobs_of(text, verdict)]
+            return Completion(text=text, prompt_tokens=10, completion_tokens=5, logprobs=tokens)
 
         return cls(answer)
 

@@ -13,7 +13,8 @@ from collections import Counter
 from typing import Mapping
 
 
-from judgekit.testing.scripts import FAULT_TEXTS, FAULTS, REFUSAL_TEXT, Answer, Fault, answer_text, prompt_of, script
+from judgekit.testing.scripts import (FAULT_TEXTS, FAULTS, REFUSAL_TEXT, Answer, Fault, answer_text, logprobs_of,
+                                      prompt_of, script)
 
 
 class FakeServer:
@@ -23,7 +24,8 @@ class FakeServer:
     piece of prompt text to the faults its first requests get, in order; an example the script
     answers with a `Fault` gets it at every request. With
     `structured_output=False` a request that asks for a response_format gets a 400, as from
-    servers that do not support it. `models` gives some models answers of their own (by the name a
+    servers that do not support it. A request for `logprobs` gets them: the verdict's word at the
+    probability a `Sure` answer gives, every other token near certain. `models` gives some models answers of their own (by the name a
     request gives, without the provider's prefix). `stats` counts outcomes.
     """
 
@@ -202,15 +204,17 @@ class FakeServer:
         if fault == "bad_request":
             self._send(writer, 400, {"error": {"message": "the model does not exist"}})
             return True
-        text = FAULT_TEXTS.get(fault or "")
+        text, verdict = FAULT_TEXTS.get(fault or ""), scripted
         if text is None:  # an answer (cut short, for a truncated body)
-            text = answer_text(answer(prompt) if scripted is None else scripted)
+            verdict = answer(prompt) if scripted is None else scripted
+            text = answer_text(verdict)
         completion = {
             "id": f"fake-{self.requests}", "object": "chat.completion", "created": int(time.time()),
             "model": payload.get("model", "fake"),
             "choices": [{"index": 0, "finish_reason": "stop",
                          "message": {"role": "assistant", "content": text,
-                                     "refusal": REFUSAL_TEXT if fault == "refusal" else None}}],
+                                     "refusal": REFUSAL_TEXT if fault == "refusal" else None},
+                         **({"logprobs": {"content": logprobs_of(text, verdict or False)}} if payload.get("logprobs") else {})}],
             "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4,
                       "total_tokens": (len(prompt) + len(text)) // 4},
         }

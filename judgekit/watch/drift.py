@@ -118,8 +118,13 @@ class Drift:
 
 
 def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: Outcomes,
-            policy: DriftPolicy = DriftPolicy(), seed: int = 0) -> Drift:
-    """Compare two runs of one criterion on the examples both hold with the same label, and decide."""
+            policy: DriftPolicy = DriftPolicy(), seed: int = 0, before_confidence: dict[str, float] | None = None,
+            after_confidence: dict[str, float] | None = None) -> Drift:
+    """Compare two runs of one criterion on the examples both hold with the same label, and decide.
+
+    With the confidences of a selectively judged criterion's runs, the coverage at the first run's
+    certified threshold is compared too (one-sided exact McNemar on the examples that fell below
+    it and rose above it): a judge that became less sure gives fewer verdicts than certified."""
     if before.criterion != after.criterion:
         raise InputError.one("history", f"runs {before.id} and {after.id}",
                              f"are of different criteria ({before.criterion}, {after.criterion})")
@@ -149,11 +154,15 @@ def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: 
     same_judge = not ({"model", "prompt", "parameters"} & set(changed))
     reasons, drift = [], False
     flip_p = None
+    tests = 2 + (before.threshold is not None and before_confidence is not None and after_confidence is not None)
+    if tests == 3:
+        drift = _coverage(before.threshold, kept, (before_outcomes, before_confidence),  # type: ignore[arg-type]
+                          (after_outcomes, after_confidence), policy.alpha / (2 if not same_judge else 3), reasons)
     if newly_abstained or newly_decided:
         reasons.append(f"the judge abstains on {len(newly_abstained)} example(s) it decided before and decides "
                        f"{len(newly_decided)} it abstained on (an abstention counts as not right)")
     if same_judge:
-        level = policy.alpha / 2  # two tests share the error budget (Bonferroni)
+        level = policy.alpha / tests  # the tests share the error budget (Bonferroni)
         flip_p = flip_excess(len(to_fail) + len(to_pass), len(shared), policy.max_run_flip_rate)
         if flip_p < level:
             drift = True
@@ -166,7 +175,7 @@ def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: 
     else:
         # Flips are expected now; only a drop in agreement is drift, so the whole budget goes to one side.
         what = " and ".join(c for c in changed if c != "set")
-        if worse_p < policy.alpha:
+        if worse_p < policy.alpha / (tests - 1):
             drift = True
             reasons.append(f"the {what} changed and agreement with the labels got significantly worse "
                            f"(one-sided exact McNemar p = {worse_p:.2g})")
@@ -187,6 +196,23 @@ def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: 
                  mcnemar_p, flip_p, _changes(shared, before_outcomes, after_outcomes, seed), changed,
                  "DRIFT" if drift else "NO DRIFT", reasons, policy.max_run_flip_rate,
                  len(kept), newly_abstained, newly_decided, worse_p)
+
+
+def _coverage(threshold: float, kept: list[str], before: tuple[Outcomes, dict[str, float]],
+              after: tuple[Outcomes, dict[str, float]], level: float, reasons: list[str]) -> bool:
+    """Compare the coverage at the certified threshold; True (drift) when it fell significantly."""
+    def covered(run: tuple[Outcomes, dict[str, float]], k: str) -> bool:
+        return run[0][k][1] is not None and run[1].get(k, -1.0) >= threshold
+
+    was = {k for k in kept if covered(before, k)}
+    now = {k for k in kept if covered(after, k)}
+    fell, rose = len(was - now), len(now - was)
+    p = mcnemar_worse(fell, rose)
+    reasons.append(f"coverage at the certified confidence threshold {threshold:.2f}: {len(was)} -> {len(now)} of "
+                   f"{len(kept)} examples ({fell} fell below it, {rose} rose above it; one-sided exact McNemar "
+                   f"p = {p:.2g})" + (": the judge is less sure than when it was certified, so it gives fewer "
+                                      "verdicts and escalates more" if p < level else ""))
+    return p < level
 
 
 def _natural(text: str) -> tuple:

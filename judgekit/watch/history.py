@@ -71,8 +71,14 @@ def _m004_verdict_file(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN verdicts_sha TEXT")
 
 
+def _m005_confidence(db: sqlite3.Connection) -> None:
+    """Selective judging: each verdict's confidence, and the run's certified threshold (drift watches coverage)."""
+    db.execute("ALTER TABLE verdicts ADD COLUMN confidence REAL")
+    db.execute("ALTER TABLE runs ADD COLUMN threshold REAL")
+
+
 MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_runs, _m002_split_and_purpose, _m003_how_asked,
-                                                           _m004_verdict_file]
+                                                           _m004_verdict_file, _m005_confidence]
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,7 @@ class Run:
     via: str | None = None
     structured: bool | None = None
     verdicts_sha: str | None = None  # a recorded run's verdict file, by the digest of its bytes
+    threshold: float | None = None  # selective judging: the judge's certified confidence threshold
 
     def parts(self) -> dict[str, Any]:
         """What defines the judge and what it was measured on, by name (for telling changes apart)."""
@@ -199,17 +206,18 @@ class History:
         created = (c.calibrated_at or datetime.now(timezone.utc)).isoformat()
         cursor = self.db.execute(
             "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-            "source, n, abstained, metrics, judgekit_version, split, purpose, api_base, via, structured, verdicts_sha) "
-            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "source, n, abstained, metrics, judgekit_version, split, purpose, api_base, via, structured, verdicts_sha, "
+            "threshold) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (c.id, created, c.fingerprint, judge.model if judge else None, judge.prompt_sha if judge else None,
              json.dumps(judge.parameters if judge else {}, sort_keys=True), c.set_fingerprint,
              judge.source if judge else "live", c.n, c.abstained, json.dumps(c.metrics, sort_keys=True),
              version(), c.split, purpose, judge.api_base if judge else None, judge.via if judge else None,
-             None if judge is None else int(judge.structured), (c.inputs or {}).get("verdicts")))
+             None if judge is None else int(judge.structured), (c.inputs or {}).get("verdicts"),
+             c.selective.stages[0].threshold if c.selective and c.selective.stages else None))
         run_id = int(cursor.lastrowid)
-        self.db.executemany("INSERT INTO verdicts (run_id, example_id, label, passed) VALUES (?,?,?,?)",
-                            ((run_id, example_id, int(label), None if passed is None else int(passed))
-                             for example_id, (label, passed) in c.outcomes.items()))
+        self.db.executemany("INSERT INTO verdicts (run_id, example_id, label, passed, confidence) VALUES (?,?,?,?,?)",
+                            ((run_id, example_id, int(label), None if passed is None else int(passed),
+                              c.confidences.get(example_id)) for example_id, (label, passed) in c.outcomes.items()))
         return run_id
 
     @_refusing_sqlite_errors
@@ -239,6 +247,13 @@ class History:
         return {example_id: (bool(label), None if passed is None else bool(passed)) for example_id, label, passed in rows}
 
     @_refusing_sqlite_errors
+    def confidences(self, run_id: int) -> dict[str, float]:
+        """Example id -> the confidence of its verdict, where the run kept one (selective judging)."""
+        rows = self.db.execute("SELECT example_id, confidence FROM verdicts WHERE run_id = ? AND confidence IS NOT "
+                               "NULL", (run_id,))
+        return {example_id: float(confidence) for example_id, confidence in rows}
+
+    @_refusing_sqlite_errors
     def split_warning(self, criterion: str, prompt_sha: str | None) -> str | None:
         """Warn when this prompt (its few-shot examples included) has been measured on the dev split,
         where it was tuned, and never on the test split: its figures are optimistic."""
@@ -252,15 +267,15 @@ class History:
 
 
 _COLUMNS = ("id, criterion, created_at, purpose, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-            "split, source, n, abstained, metrics, api_base, via, structured, verdicts_sha")
+            "split, source, n, abstained, metrics, api_base, via, structured, verdicts_sha, threshold")
 
 
 def _run(row: tuple) -> Run:
     (run_id, criterion, created, purpose, fp, model, prompt_sha, parameters, set_fp, split, source, n,
-     abstained, metrics, api_base, via, structured, verdicts_sha) = row
+     abstained, metrics, api_base, via, structured, verdicts_sha, threshold) = row
     return Run(run_id, criterion, datetime.fromisoformat(created), purpose, fp, model, prompt_sha,
                json.loads(parameters), set_fp, split, source, n, abstained, json.loads(metrics), api_base, via,
-               None if structured is None else bool(structured), verdicts_sha)
+               None if structured is None else bool(structured), verdicts_sha, threshold)
 
 
 class _transaction:

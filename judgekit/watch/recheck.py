@@ -87,5 +87,6 @@ def recheck(db: History, criteria_dir: Path, sets_dir: Path, criterion_ids: Sequ
             structured=True if run.structured is None else run.structured, cache_dir=None, timeout_s=timeout_s,
             canary=size, split=split))
         (after,) = db.record(fresh, purpose="recheck")
-        drifts.append(compare(run, db.run(after), db.outcomes(run.id), db.outcomes(after), policy))
+        drifts.append(compare(run, db.run(after), db.outcomes(run.id), db.outcomes(after), policy,
+                              before_confidence=db.confidences(run.id), after_confidence=db.confidences(after)))
     return drifts
