@@ -20,6 +20,7 @@ from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.gate import Gate, calibrated_judge
+from judgekit.inputs.files import read_source
 from judgekit.inputs.policy import Policy
 from judgekit.judging.review import queue_path
 from judgekit.pipeline import Options, calibrate
@@ -253,3 +254,16 @@ def test_recorded_confidences_are_certified_and_out_of_range_ones_refused(tmp_pa
     Path("verdicts.csv").write_text("criterion,id,passed,confidence\nblocked,e0,true,1.5\n")
     bad = _cli("calibrate", "--verdicts", "verdicts.csv", "--model", WEAK)
     assert bad.exit_code == 2 and "confidence" in bad.output and "less than or equal to 1" in bad.output
+
+
+def test_verdicts_of_an_undeclared_escalation_judge_block(tmp_path, server):
+    _project(tmp_path)
+    assert _cli("calibrate", "--api-base", server.url).exit_code == 0
+    criterion = yaml.safe_load(Path("criteria/blocked.yaml").read_text())
+    del criterion["judge"]["escalate_to"]  # the stage-2 lines stay in verdicts.jsonl; the report is marked fresh
+    Path("criteria/blocked.yaml").write_text(yaml.safe_dump(criterion))
+    report = json.loads(Path(".judgekit/reports/latest/report.json").read_text())
+    report["criteria"][0]["inputs"]["criterion"] = read_source(Path("criteria/blocked.yaml")).digest
+    Path(".judgekit/reports/latest/report.json").write_text(json.dumps(report))
+    gate = _cli("gate")
+    assert gate.exit_code == 1 and "names no judge.escalate_to" in gate.output

@@ -214,7 +214,12 @@ class Gate:
             return Decision(criterion_id, "INCONCLUSIVE", (
                 f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least {t.min_examples} "
                 "of each needed",))
-        cascade = certificate(figures.labels, figures.stages, s)
+        stages = figures.stages
+        if len(stages) > 1 and _escalates_to(self.criteria[criterion_id].path) is None:
+            return Decision(criterion_id, "FAIL", (f"the report holds verdicts of a judge escalated to, but "
+                                                   f"criteria/{criterion_id}.yaml names no judge.escalate_to; run "
+                                                   "`judgekit calibrate` again",))
+        cascade = certificate(figures.labels, stages, s)
         if cascade is None:
             return Decision(criterion_id, "FAIL", ("selective judging needs a confidence with every verdict, and the "
                                                    "report's verdicts lack one; give the judge trials: 3 or more (or a "
@@ -284,15 +289,26 @@ def _model_reason(entry: Entry, named: str) -> str:
             "judge.model to the model you calibrated, or calibrate again with the criterion's judge.model")
 
 
-def _named_model(path: Path) -> str | None:
-    """The judge.model a criterion file names, read plainly (None when it names none or does not parse)."""
+def _judge_setting(path: Path, *keys: str) -> str | None:
+    """A setting under `judge:` of a criterion file, read plainly (None when absent or the file does not parse)."""
     try:
         data = read_yaml(path)
     except InputError:
         return None
-    judge = data.get("judge") if isinstance(data, dict) else None
-    model = judge.get("model") if isinstance(judge, dict) else None
-    return model if isinstance(model, str) else None
+    value = data.get("judge") if isinstance(data, dict) else None
+    for key in keys:
+        value = value.get(key) if isinstance(value, dict) else None
+    return value if isinstance(value, str) else None
+
+
+def _named_model(path: Path) -> str | None:
+    """The judge.model a criterion file names."""
+    return _judge_setting(path, "model")
+
+
+def _escalates_to(path: Path) -> str | None:
+    """The model of the judge.escalate_to a criterion file names (selective judging)."""
+    return _judge_setting(path, "escalate_to", "model")
 
 
 def _finite(value: float) -> float | None:
