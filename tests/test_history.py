@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.watch.history import MIGRATIONS, History
+from judgekit.watch.history import History
+from judgekit.watch.schema import MIGRATIONS
 from judgekit.pipeline import Options, calibrate
 from judgekit.watch.history import record_history
 from judgekit.testing import FakeLLM

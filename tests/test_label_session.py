@@ -215,3 +215,17 @@ def test_the_page_says_why_no_judge_ran(project, tmp_path, browser):
     finally:
         server.shutdown()
     assert json.loads((tmp_path / "new.jsonl").read_text().splitlines()[0])["passed"] is True
+
+
+def test_labels_changed_in_review_are_kept_in_the_history(project, tmp_path):
+    from judgekit.cli.label import _keeper
+    from judgekit.watch.history import History
+
+    out = _annotated_project(project)
+    session = review("says-blocked", project.criteria, project.sets, out, annotator="ben")
+    session.on_change = _keeper(tmp_path / "history.sqlite", "says-blocked")
+    session.label("f1", True)  # changed: false -> true
+    session.label("f1", True)  # the same label again: no change
+    with History.open(tmp_path / "history.sqlite") as db:
+        changes = db.label_changes("says-blocked")
+    assert [(e, old, new, who) for e, old, new, who, _ in changes] == [("f1", False, True, None)]

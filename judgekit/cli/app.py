@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("judgekit.cli.calibrate", "Run each criterion's judge over its calibration set and measure agreement."),
     "gate": ("judgekit.cli.gate", "May suites that rely on these judges run? Exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."),
     "compare": ("judgekit.cli.compare", "Which judge? Candidates on one set: paired tests, cost, the cheapest that passes."),
+    "improve": ("judgekit.cli.improve", "Make a judge agree better: search on dev, accept only on held-out test evidence."),
     "plan": ("judgekit.cli.calibrate", "How many labelled examples the gate needs, at observed or assumed rates."),
     "validate": ("judgekit.cli.calibrate", "Check every criterion, set (and verdict file) without running a judge."),
     "history": ("judgekit.cli.watch", "List the calibration runs kept in the history."),

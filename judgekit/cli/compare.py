@@ -29,7 +29,8 @@ from judgekit.inputs.policy import Policy
 from judgekit.pipeline import Options
 from judgekit.report.model import Report
 from judgekit.secrets import redact
-from judgekit.watch.history import record_history
+from judgekit.watch.budget import Look, next_look
+from judgekit.watch.history import ALPHA, History, record_history
 
 app = typer_app()
 
@@ -128,7 +129,7 @@ def compare(
         write_atomic(folder / "compare.json", comparison.model_dump_json(indent=2) + "\n")
         page = write_page(comparison, folder)
         if adopt is not None:
-            _adopt(judged, adopt, criteria, report, history, as_json, force)
+            _adopt(judged, adopt, criteria, report, history, as_json, force, split)
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
@@ -144,9 +145,18 @@ def compare(
         raise typer.Exit(EXIT_GATE_FAIL)
 
 
-def _adopt(judged, name: str, criteria: Path, report_dir: Path, history: Path, quiet: bool, force: bool) -> None:
+def _adopt(judged, name: str, criteria: Path, report_dir: Path, history: Path, quiet: bool, force: bool,
+           split: Optional[str]) -> None:
     found = next(m for m in judged.measured if m.spec.name == name)
     adopting.check(found, criteria, force)
+    if split == "test":  # choosing among candidates by their test figures is a look at the test split
+        with History.open(history) as db:
+            budget = next_look(db.looks(judged.criterion.id), [e.id for e in judged.set.examples], ALPHA)
+            db.record_look(Look(judged.criterion.id, "compare", budget.generation, budget.examples,
+                                budget.alpha or 0.0, accepted=True, candidate=found.report.fingerprint))
+        if budget.look is None:
+            typer.echo(f"warning: {budget.words()}: this adoption rests on examples already looked at too often",
+                       err=True)
     change = adopting.proposed(found, criteria)
     typer.echo(redact(change.diff()), nl=False, err=quiet)  # with --json, on stderr: stdout is the JSON
     adopted = adopting.adopt(found, change)

@@ -13,12 +13,13 @@ from typing import Optional
 import typer
 
 from judgekit.cli.app import EXIT_INPUT, fail, short
-from judgekit.cli.options import criteria_option, group, sets_option, typer_app
+from judgekit.cli.options import criteria_option, group, history_option, sets_option, typer_app
 from judgekit.cli.label_page import labelling, page_judge, review as reviewing, serve
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.merge import merge as merging, set_for
 from judgekit.judging.review import queue_path
+from judgekit.watch.history import History
 
 app = typer_app()
 
@@ -43,6 +44,7 @@ def label(
     criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="With FILE: whose question, verdicts "
                                             "and judge to show; with --merge: whose set to merge into."),
     cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers."),
+    history: Path = history_option("With --review: the calibration history each changed label is kept in."),
     port: int = typer.Option(0, min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),
     open_browser: bool = typer.Option(True, "--open/--no-open", help="Open the page in the browser."),
 ) -> None:
@@ -63,6 +65,7 @@ def label(
             return _merge(merge, criterion, criteria, sets, labelled_only)
         if review is not None:
             session = reviewing(review, criteria, sets, report, annotator=annotator)
+            session.on_change = _keeper(history, review)
         else:
             question = load_criterion(criteria / f"{criterion}.yaml").question if criterion else ""
             judge, note = page_judge(criterion, report, criteria, sets, str(cache_dir))
@@ -91,6 +94,14 @@ def label(
     except KeyboardInterrupt:
         server.shutdown()
         typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")
+
+
+def _keeper(history: Path, criterion: str):
+    """Keep each label changed in review in the history (example, old, new, annotator, when)."""
+    def keep(example_id: str, old: Optional[bool], new: bool, annotator: Optional[str]) -> None:
+        with History.open(history) as db:
+            db.record_label_change(criterion, example_id, old, new, annotator)
+    return keep
 
 
 def _merge(new: Path, criterion_id: Optional[str], criteria: Path, sets: Path, labelled_only: bool) -> None:

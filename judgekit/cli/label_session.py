@@ -15,6 +15,7 @@ import secrets
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from judgekit.errors import InputError, JudgekitError
 from judgekit.gate.guard import calibrated_judge
@@ -92,6 +93,8 @@ class Session:
     lock: threading.Lock = field(default_factory=threading.Lock)
     written: int = 0
     rolled_back: list[RolledBack] = field(default_factory=list)  # labels cut off mid-write and undone
+    # Review: told of each label changed (example, old, new, annotator), to keep it in the history.
+    on_change: Callable[[str, bool | None, bool, str | None], None] | None = None
 
     def label(self, example_id: str, passed: bool) -> Item:
         """Write the person's label, then (blind) judge the example if nothing has yet."""
@@ -102,6 +105,7 @@ class Session:
         # labelled take an annotator's label: another's single label is fixed in `passed`.
         who = self.annotator if self.mode == "label" or item.labels is not None else None
         with self.lock:  # one write at a time: each reads the file as the last one left it
+            before = item.label
             if (undone := write_label(self.path, example_id, passed, annotator=who)) is not None:
                 self.rolled_back.append(undone)
             if item.labels is not None and who is not None:
@@ -110,6 +114,8 @@ class Session:
             else:
                 item.label = passed
             self.written += 1
+            if self.mode == "review" and self.on_change is not None and before != item.label:
+                self.on_change(example_id, before, passed, who)
         if self.mode == "label" and not item.judged:
             self._judge(item)  # outside the lock: a slow judge holds up no other label
         return item

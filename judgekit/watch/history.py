@@ -1,7 +1,7 @@
-"""Calibration history: every run of every criterion, with its verdicts, in one SQLite file.
+"""Calibration history: every run of every criterion, with its verdicts, and every look at a
+test split, in one SQLite file.
 
-The schema grows by migrations, a list of small functions applied in order; the database's
-`user_version` counts those applied. Several processes may share one file (WAL journal, a busy
+The schema grows by migrations (judgekit.watch.schema). Several processes may share one file (WAL journal, a busy
 timeout, one write transaction per run), so parallel CI jobs and xdist workers lose nothing.
 
 >>> import tempfile, pathlib
@@ -21,64 +21,16 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from judgekit.errors import InputError
+from judgekit.watch.budget import Look, next_look
+from judgekit.watch.schema import migrate, refusal, transaction
 from judgekit.report.model import CriterionReport, Report
 from judgekit.version import version
 
 
 DEFAULT_PATH = Path(".judgekit/history.sqlite")
 PURPOSES = ("calibrate", "recheck")
+ALPHA = 0.05  # the test split's alpha budget a look spends from when no command says otherwise
 BUSY_TIMEOUT_S = 60.0  # how long to wait for another process's write before calling the history locked
-
-
-def _m001_runs(db: sqlite3.Connection) -> None:
-    db.execute("""CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
-        criterion TEXT NOT NULL,
-        created_at TEXT NOT NULL,
-        fingerprint TEXT NOT NULL,
-        model TEXT,
-        prompt_sha TEXT,
-        parameters TEXT NOT NULL,
-        set_fingerprint TEXT NOT NULL,
-        source TEXT NOT NULL,
-        n INTEGER NOT NULL,
-        abstained INTEGER NOT NULL,
-        metrics TEXT NOT NULL,
-        judgekit_version TEXT NOT NULL)""")
-    db.execute("""CREATE TABLE verdicts (
-        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-        example_id TEXT NOT NULL,
-        label INTEGER NOT NULL,
-        passed INTEGER,
-        PRIMARY KEY (run_id, example_id)) WITHOUT ROWID""")
-
-
-def _m002_split_and_purpose(db: sqlite3.Connection) -> None:
-    db.execute("ALTER TABLE runs ADD COLUMN split TEXT")
-    db.execute("ALTER TABLE runs ADD COLUMN purpose TEXT NOT NULL DEFAULT 'calibrate'")
-    db.execute("CREATE INDEX runs_by_criterion ON runs (criterion, id)")
-
-
-def _m003_how_asked(db: sqlite3.Connection) -> None:
-    """How the judge was asked beyond its fingerprint, so `recheck` can ask it exactly so again."""
-    db.execute("ALTER TABLE runs ADD COLUMN api_base TEXT")
-    db.execute("ALTER TABLE runs ADD COLUMN via TEXT")
-    db.execute("ALTER TABLE runs ADD COLUMN structured INTEGER")
-
-
-def _m004_verdict_file(db: sqlite3.Connection) -> None:
-    """The digest of a recorded run's verdict file: what it was measured from, not only its name."""
-    db.execute("ALTER TABLE runs ADD COLUMN verdicts_sha TEXT")
-
-
-def _m005_confidence(db: sqlite3.Connection) -> None:
-    """Selective judging: each verdict's confidence, and the run's certified threshold (drift watches coverage)."""
-    db.execute("ALTER TABLE verdicts ADD COLUMN confidence REAL")
-    db.execute("ALTER TABLE runs ADD COLUMN threshold REAL")
-
-
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_runs, _m002_split_and_purpose, _m003_how_asked,
-                                                           _m004_verdict_file, _m005_confidence]
 
 
 @dataclass(frozen=True)
@@ -111,24 +63,6 @@ class Run:
                 "set": self.set_fingerprint, "verdicts": self.verdicts_sha}
 
 
-def _refusal(path: Path, error: sqlite3.Error, timeout_s: float) -> InputError:
-    """What a SQLite error means for the history file, and what to do about it."""
-    name = getattr(error, "sqlite_errorname", "") or ""
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return InputError.one(path, "", f"is locked by another process (another judgekit run writing to it, or "
-                                        f"a program holding it open); waited {timeout_s:g} s. Run again once it "
-                                        "has finished")
-    if name.startswith("SQLITE_READONLY"):
-        return InputError.one(path, "", f"cannot be written ({error}); make the file and its folder writable, "
-                                        "or pass --history with another file (calibrate: --no-history to keep "
-                                        "no history)")
-    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_IOERR", "SQLITE_FULL")):
-        return InputError.one(path, "", f"cannot be opened or written ({error}); check the file, its folder and "
-                                        "the free space, or pass --history with another file")
-    return InputError.one(path, "", f"is damaged or not a judgekit history database ({error}); move it away and "
-                                    "judgekit starts a new one (`sqlite3 FILE .recover` may save its runs)")
-
-
 Returned = TypeVar("Returned")
 
 
@@ -140,7 +74,7 @@ def _refusing_sqlite_errors(method: Callable[..., Returned]) -> Callable[..., Re
         try:
             return method(self, *args, **kwargs)
         except sqlite3.Error as error:
-            raise _refusal(self.path, error, self.timeout_s) from None
+            raise refusal(self.path, error, self.timeout_s) from None
 
     return checked
 
@@ -166,7 +100,7 @@ class History:
         except OSError as error:
             raise InputError.one(path, "", f"cannot be opened: {error}") from None
         except sqlite3.Error as error:
-            raise _refusal(path, error, timeout_s) from None
+            raise refusal(path, error, timeout_s) from None
         history = cls(db, path, timeout_s)
         try:
             history._prepare()
@@ -178,7 +112,7 @@ class History:
     @_refusing_sqlite_errors
     def _prepare(self) -> None:
         self.db.execute("PRAGMA foreign_keys=ON")
-        _migrate(self.db, self.path)  # first: a database that is not judgekit's is refused before anything changes
+        migrate(self.db, self.path)  # first: a database that is not judgekit's is refused before anything changes
         self.db.execute("PRAGMA journal_mode=WAL")
 
     def __enter__(self) -> "History":
@@ -196,7 +130,7 @@ class History:
         if purpose not in PURPOSES:
             raise ValueError(f"purpose {purpose!r}; use one of {PURPOSES}")
         ids = []
-        with _transaction(self.db):
+        with transaction(self.db):
             for c in report.criteria:
                 ids.append(self._insert(c, purpose))
         return ids
@@ -247,6 +181,52 @@ class History:
         return {example_id: (bool(label), None if passed is None else bool(passed)) for example_id, label, passed in rows}
 
     @_refusing_sqlite_errors
+    def record_look(self, look: Look) -> None:
+        with transaction(self.db):
+            self.db.execute("INSERT INTO test_looks (criterion, at, purpose, generation, examples, alpha, p_value, "
+                            "accepted, candidate) VALUES (?,?,?,?,?,?,?,?,?)",
+                            (look.criterion, (look.at or datetime.now(timezone.utc)).isoformat(), look.purpose,
+                             look.generation, json.dumps(list(look.examples)), look.alpha, look.p_value,
+                             None if look.accepted is None else int(look.accepted), look.candidate))
+
+    @_refusing_sqlite_errors
+    def looks(self, criterion: str) -> list[Look]:
+        """The looks at a criterion's test split, oldest first."""
+        rows = self.db.execute("SELECT criterion, purpose, generation, examples, alpha, p_value, accepted, candidate, "
+                               "at FROM test_looks WHERE criterion = ? ORDER BY id", (criterion,))
+        return [Look(c, purpose, generation, tuple(json.loads(examples)), alpha, p, None if a is None else bool(a),
+                     candidate, datetime.fromisoformat(at))
+                for c, purpose, generation, examples, alpha, p, a, candidate, at in rows]
+
+    def edit_measured_on_test(self, c: CriterionReport) -> None:
+        """A changed judge calibrated on the test split is a look at it (the one who edited it sees
+        the figures): recorded, spending the split's budget (judgekit.watch.budget)."""
+        if c.split != "test" or c.judge is None or c.judge.kind == "regex":
+            return
+        earlier = [r for r in self.runs(c.id, "calibrate") if r.split == "test" and r.fingerprint != c.fingerprint]
+        seen = any(look.candidate == c.fingerprint for look in self.looks(c.id))  # this judge's figures were seen
+        if earlier and not seen:
+            budget = next_look(self.looks(c.id), list(c.outcomes), ALPHA)
+            self.record_look(Look(c.id, "calibrate", budget.generation, budget.examples, budget.alpha or 0.0,
+                                  candidate=c.fingerprint))
+
+    @_refusing_sqlite_errors
+    def record_label_change(self, criterion: str, example_id: str, old: bool | None, new: bool,
+                            annotator: str | None = None) -> None:
+        """A label a person changed in review (`judgekit label --review`): which, from what, to what, by whom."""
+        with transaction(self.db):
+            self.db.execute("INSERT INTO label_changes (criterion, example_id, old, new, annotator, at) VALUES "
+                            "(?,?,?,?,?,?)", (criterion, example_id, None if old is None else int(old), int(new),
+                                              annotator, datetime.now(timezone.utc).isoformat()))
+
+    @_refusing_sqlite_errors
+    def label_changes(self, criterion: str) -> list[tuple[str, bool | None, bool, str | None, datetime]]:
+        """(example, old, new, annotator, when) of each label changed in review, oldest first."""
+        rows = self.db.execute("SELECT example_id, old, new, annotator, at FROM label_changes WHERE criterion = ? "
+                               "ORDER BY id", (criterion,))
+        return [(e, None if o is None else bool(o), bool(n), a, datetime.fromisoformat(at)) for e, o, n, a, at in rows]
+
+    @_refusing_sqlite_errors
     def confidences(self, run_id: int) -> dict[str, float]:
         """Example id -> the confidence of its verdict, where the run kept one (selective judging)."""
         rows = self.db.execute("SELECT example_id, confidence FROM verdicts WHERE run_id = ? AND confidence IS NOT "
@@ -278,41 +258,13 @@ def _run(row: tuple) -> Run:
                None if structured is None else bool(structured), verdicts_sha, threshold)
 
 
-class _transaction:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error): one writer at a time, waiting its turn."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, *rest: object) -> None:
-        self.db.execute("ROLLBACK" if kind else "COMMIT")
-
-
-def _migrate(db: sqlite3.Connection, path: Path) -> None:
-    """Apply the migrations this database lacks, each with the version bump in one transaction."""
-    with _transaction(db):  # another process may be migrating: read the version under the lock
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if version == 0 and tables:  # someone else's database: judgekit's always has a version
-            raise InputError.one(path, "", f"is another application's SQLite database (tables: "
-                                           f"{', '.join(sorted(tables)[:5])}); give judgekit a file of its own "
-                                           "with --history")
-        if version > len(MIGRATIONS):
-            raise InputError.one(path, "", f"was written by a newer judgekit (schema {version}, this one knows "
-                                           f"{len(MIGRATIONS)}); upgrade judgekit to read it")
-        for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
-            migration(db)
-            db.execute(f"PRAGMA user_version = {number}")
-
-
 def record_history(report: Report, path: Path, purpose: str = "calibrate") -> Report:
     """Keep a fresh report's runs in the history at `path`; return it with the warnings the
     history adds (a prompt measured only on the split it was tuned on)."""
     with History.open(path) as history:
         history.record(report, purpose)
+        for c in report.criteria:
+            history.edit_measured_on_test(c)
         criteria = []
         for c in report.criteria:
             warning = history.split_warning(c.id, c.judge.prompt_sha if c.judge else None)

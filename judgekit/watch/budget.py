@@ -1,0 +1,83 @@
+"""The test split as a budget: which examples the next acceptance test may use, and the alpha it
+may spend (judgekit.stats.acceptance.look_alpha), from the looks the history records.
+
+A budget (a "generation") is the test examples present at its first look; every later look uses
+the same examples, the k-th spending alpha / 2**k, until MAX_LOOKS are spent. Examples added
+since wait for the next budget, which starts on examples no look has used, once there are as many
+of them as the last budget had (so its tests are as strong).
+
+>>> first = next_look([], ["a", "b", "c"], 0.05)
+>>> first.look, first.alpha, first.examples
+(1, 0.025, ('a', 'b', 'c'))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Sequence
+
+from judgekit.fingerprint import canonical_hash
+from judgekit.stats.acceptance import MAX_LOOKS, look_alpha
+
+
+@dataclass(frozen=True)
+class Look:
+    """One look at a criterion's test split: the examples it used, the alpha it spent of their
+    budget (judgekit.stats.acceptance), and what it found. `generation` names the budget: the
+    examples of the split when its first look was taken."""
+
+    criterion: str
+    purpose: str
+    generation: str
+    examples: tuple[str, ...]
+    alpha: float
+    p_value: float | None = None
+    accepted: bool | None = None
+    candidate: str | None = None
+    at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Budget:
+    """What the next look at a test split may do: its examples and alpha, or (spent) how many fresh
+    labelled test examples would open a new budget."""
+
+    generation: str
+    examples: tuple[str, ...]
+    look: int | None  # 1 to MAX_LOOKS; None: spent
+    alpha: float | None
+    waiting: int = 0  # test examples added since this budget began, left for the next one
+    needed: int = 0  # when spent: fresh examples still to add
+
+    def words(self) -> str:
+        if self.look is None:
+            return (f"the test split's alpha budget is spent ({MAX_LOOKS} looks at its {len(self.examples)} "
+                    f"examples); add {self.needed} fresh labelled test examples to open a new one")
+        wait = f"; {self.waiting} test examples added since wait for the next budget" if self.waiting else ""
+        return (f"look {self.look} of {MAX_LOOKS} at {len(self.examples)} test examples, spending alpha "
+                f"{self.alpha:.4g}{wait}")
+
+
+def _generation(ids: Sequence[str]) -> str:
+    return canonical_hash(sorted(ids))[:12]
+
+
+def next_look(looks: Sequence[Look], test_ids: Sequence[str], alpha: float) -> Budget:
+    """The budget the next look at a test split of `test_ids` draws on, given the earlier `looks`."""
+    present = set(test_ids)
+    generations: dict[str, tuple[tuple[str, ...], int]] = {}
+    for look in looks:
+        examples, count = generations.get(look.generation, (look.examples, 0))
+        generations[look.generation] = (examples, count + 1)
+    current = next(((g, e, n) for g, (e, n) in reversed(generations.items()) if set(e) <= present), None)
+    if current is not None and current[2] < MAX_LOOKS:
+        g, examples, count = current
+        return Budget(g, examples, count + 1, look_alpha(alpha, count + 1), len(present - set(examples)))
+    used = {i for examples, _ in generations.values() for i in examples}
+    fresh = tuple(i for i in test_ids if i not in used)
+    wanted = len(current[1]) if current is not None else 1
+    if len(fresh) >= wanted:
+        return Budget(_generation(fresh), fresh, 1, look_alpha(alpha, 1))
+    spent = current[1] if current is not None else tuple(test_ids)
+    return Budget(current[0] if current else _generation(spent), spent, None, None, needed=wanted - len(fresh))
