@@ -107,6 +107,8 @@ def test_the_command_writes_the_proposal_and_with_write_the_criterion(tmp_path, 
     assert (tmp_path / ".judgekit" / "improve" / "blocked" / "proposal.diff").read_text().count(f"+question: {GOOD}") == 1
     summary = json.loads((tmp_path / ".judgekit" / "improve" / "blocked" / "improve.json").read_text())
     assert summary["accepted"] and summary["test"]["only_candidate_right"] == 25
+    html = (tmp_path / ".judgekit" / "improve" / "blocked" / "improve.html").read_text()
+    assert "accepted</span>" in html and "Right on 95 of 100 held-out examples against 70" in html
     gate = CliRunner().invoke(app, ["gate"])
     assert gate.exit_code == 1  # a changed judge: no report about it yet
 

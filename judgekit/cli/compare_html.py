@@ -20,7 +20,7 @@ import math
 from datetime import datetime, timezone
 from pathlib import Path
 
-from judgekit.cli.html import STYLE, _e
+from judgekit.cli.html import STYLE, escape
 from judgekit.compare.model import Candidate, Comparison, Paired
 from judgekit.inputs.files import write_atomic
 from judgekit.report.render import fmt_number
@@ -109,7 +109,7 @@ def _paired(paired: Paired | None, role: str, name: str, other: str | None) -> s
         separate = (f"{paired.examples_to_separate:,} more examples would separate them"
                     if paired.examples_to_separate is not None else "no set under 100,000 examples would separate them")
         separate = f'<div class="small">{separate}</div>'
-    return (f'<span class="{_e(paired.verdict)}">{_e(paired.verdict)}</span>'
+    return (f'<span class="{escape(paired.verdict)}">{escape(paired.verdict)}</span>'
             f'<div class="small">p adj. {_p(paired.p_adjusted)} · right only here {paired.only_this_right}, '
             f'only there {paired.only_other_right}</div>'
             f'<div class="small">Δkappa {_signed(d)} [{_signed(low)}, {_signed(high)}]</div>{separate}')
@@ -119,14 +119,14 @@ def _setting(c: Candidate) -> str:
     s = c.setting
     parts = [("model", s.model), ("variant", s.variant), ("trials", s.trials), ("verdicts", s.verdicts)]
     text = " · ".join(f"{k} {v}" for k, v in parts if v is not None)
-    return f'<div class="small">{_e(text)}{" · " if text else ""}{_e(c.source)}</div>'
+    return f'<div class="small">{escape(text)}{" · " if text else ""}{escape(c.source)}</div>'
 
 
 def _candidate_row(c: Candidate, comparison: Comparison) -> str:
-    reasons = "".join(f"<li>{_e(r)}</li>" for r in c.gate_reasons)
+    reasons = "".join(f"<li>{escape(r)}</li>" for r in c.gate_reasons)
     cost = c.cost
-    return (f'<tr><td><div class="name">{_e(c.name)}</div>{_setting(c)}</td>'
-            f'<td><span class="badge {_e(c.gate)}">{_e(c.gate)}</span>'
+    return (f'<tr><td><div class="name">{escape(c.name)}</div>{_setting(c)}</td>'
+            f'<td><span class="badge {escape(c.gate)}">{escape(c.gate)}</span>'
             f'{f"<ul class=small>{reasons}</ul>" if reasons else ""}</td>'
             f'<td class="num">{c.n}</td><td class="num">{_with_interval(c, "tpr")}</td>'
             f'<td class="num">{_with_interval(c, "tnr")}</td><td class="num">{_with_interval(c, "cohen_kappa")}</td>'
@@ -149,13 +149,13 @@ def _candidates(comparison: Comparison) -> str:
 
 def _recommendation(comparison: Comparison) -> str:
     r = comparison.recommendation
-    why = f" — {_e(r.why)}" if r.why else ""
+    why = f" — {escape(r.why)}" if r.why else ""
     if r.candidate is not None:
-        return f'<p class="recommend" id="recommendation">Use <b>{_e(r.candidate)}</b>{why}</p>'
+        return f'<p class="recommend" id="recommendation">Use <b>{escape(r.candidate)}</b>{why}</p>'
     if r.closest is not None:
         blocked = "; ".join(r.blocked_by) or "nothing recorded"
         return (f'<p class="recommend none" id="recommendation">No candidate passes the gate; the closest is '
-                f'<b>{_e(r.closest)}</b>, blocked by: {_e(blocked)}{why}</p>')
+                f'<b>{escape(r.closest)}</b>, blocked by: {escape(blocked)}{why}</p>')
     return f'<p class="recommend none" id="recommendation">No candidate passes the gate{why}</p>'
 
 
@@ -167,7 +167,7 @@ def _front(comparison: Comparison) -> str:
         figures = "" if c is None else (
             f' — {_money(c.cost.per_1000_verdicts)} per 1,000 verdicts, kappa lower bound '
             f'{fmt_number(c.intervals.get("cohen_kappa", (None, None))[0], 2)}')
-        items.append(f"<li><b>{_e(name)}</b>{figures}</li>")
+        items.append(f"<li><b>{escape(name)}</b>{figures}</li>")
     body = (f"<ol>{''.join(items)}</ol>" if items
             else '<p class="meta">No candidate has a known cost, so there is no front.</p>')
     return ('<section class="criterion" id="front"><h2>Cost against kappa\'s lower bound</h2><p class="meta">'
@@ -202,14 +202,14 @@ def _grid(comparison: Comparison, max_rows: int, max_columns: int) -> str:
                      "those on the front first, then the others in the table's order); "
                      f"left out: {len(examples) - len(shown_examples):,} examples and "
                      f"{len(candidates) - len(shown):,} candidates. compare.json holds them all.")
-    head = "".join(f'<th class="cand" title="{_e(c.name)}">{_e(c.name)}</th>' for c in shown)
+    head = "".join(f'<th class="cand" title="{escape(c.name)}">{escape(c.name)}</th>' for c in shown)
     rows = []
     for i, example in enumerate(shown_examples):
         cells = []
         for c in shown:
             mark = _mark(c.grid[i] if i < len(c.grid) else "?", example.label)
             cells.append(f'<td class="{mark}">{MARKS[mark]}</td>')
-        rows.append(f'<tr{" class=separates" if example.separates else ""}><th scope="row">{_e(example.id)}</th>'
+        rows.append(f'<tr{" class=separates" if example.separates else ""}><th scope="row">{escape(example.id)}</th>'
                     f'<td>{"pass" if example.label else "fail"}</td>{"".join(cells)}</tr>')
     legend = "".join(f'<span><span class="{k}">{MARKS[k]}</span> {k}</span>' for k in ("right", "wrong", "abstained"))
     return ('<section class="criterion" id="grid"><h2>Per example</h2>'
@@ -224,15 +224,15 @@ def page(comparison: Comparison, max_rows: int = MAX_ROWS, max_columns: int = MA
     candidates and says what it left out."""
     title = f"judgekit compare: {comparison.criterion}"
     judging = "" if comparison.judging_s is None else f" · judged in {comparison.judging_s:,.1f} s"
-    baseline = f" · baseline {_e(comparison.baseline)}" if comparison.baseline else ""
+    baseline = f" · baseline {escape(comparison.baseline)}" if comparison.baseline else ""
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
             "img-src data:\"><meta name=\"color-scheme\" content=\"light dark\">"
-            f"<title>{_e(title)}</title><style>{STYLE}{COMPARE_STYLE}</style></head><body><header>"
-            f"<h1>{_e(title)}</h1><p>set {_e(comparison.set)} · {len(comparison.candidates):,} candidates · "
+            f"<title>{escape(title)}</title><style>{STYLE}{COMPARE_STYLE}</style></head><body><header>"
+            f"<h1>{escape(title)}</h1><p>set {escape(comparison.set)} · {len(comparison.candidates):,} candidates · "
             f"{len(comparison.examples):,} examples ({comparison.labelled_pass:,} labelled pass, "
-            f"{comparison.labelled_fail:,} labelled fail) · best {_e(comparison.best)}{baseline} · "
-            f"{_when(comparison.created_at)}{judging} · judgekit {_e(comparison.judgekit_version)}</p>"
+            f"{comparison.labelled_fail:,} labelled fail) · best {escape(comparison.best)}{baseline} · "
+            f"{_when(comparison.created_at)}{judging} · judgekit {escape(comparison.judgekit_version)}</p>"
             f"</header><main>{_recommendation(comparison)}{_candidates(comparison)}{_front(comparison)}"
             f"{_grid(comparison, max_rows, max_columns)}</main></body></html>")
 

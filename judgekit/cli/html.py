@@ -11,7 +11,7 @@ True
 
 from __future__ import annotations
 
-from html import escape
+from html import escape as html_escape
 from pathlib import Path
 from typing import Sequence
 
@@ -42,8 +42,8 @@ details{margin-top:10px}summary{cursor:pointer;font-weight:600}
 """
 
 
-def _e(text: object) -> str:
-    return escape("" if text is None else str(text), quote=True)
+def escape(text: object) -> str:
+    return html_escape("" if text is None else str(text), quote=True)
 
 
 def _verdict(value: bool | None) -> str:
@@ -146,8 +146,8 @@ def _claims(d) -> str:
     for claim in d.claims:
         css, mark = (("claim-unk", "?") if claim.supported is None else
                      ("claim-ok", "✓") if claim.supported else ("claim-bad", "✗"))
-        evidence = f' <span class="meta">— “{_e(claim.evidence)}”</span>' if claim.evidence else ""
-        items.append(f'<li class="{css}">{mark} {_e(claim.claim)}{evidence}</li>')
+        evidence = f' <span class="meta">— “{escape(claim.evidence)}”</span>' if claim.evidence else ""
+        items.append(f'<li class="{css}">{mark} {escape(claim.claim)}{evidence}</li>')
     return f'<ul class="claims">{"".join(items)}</ul>'
 
 
@@ -155,21 +155,21 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[Run
     question = c.question
     status = decision.status if decision else "NONE"
     judge = c.judge
-    who = _e(f"{judge.kind}" + (f", model {judge.model}" if judge and judge.model else "")) if judge else ""
-    out = [f'<section class="criterion" id="{_e(c.id)}"><h2>{_e(c.id)}'
+    who = escape(f"{judge.kind}" + (f", model {judge.model}" if judge and judge.model else "")) if judge else ""
+    out = [f'<section class="criterion" id="{escape(c.id)}"><h2>{escape(c.id)}'
            f'<span class="badge {status}">{"gate " + status if decision else "not gated"}</span></h2>',
-           f'<p class="question">{_e(question)}</p>' if question else "",
+           f'<p class="question">{escape(question)}</p>' if question else "",
            f'<p class="meta">{who} · {c.n} examples ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled '
            f'fail) · {c.abstained} abstained</p>']
     if decision:
-        out.append(f'<p class="reasons">{_e(decision.summary)}</p>')
-    out += [f'<p class="reasons">⚠ {_e(w)}</p>' for w in c.warnings]
+        out.append(f'<p class="reasons">{escape(decision.summary)}</p>')
+    out += [f'<p class="reasons">⚠ {escape(w)}</p>' for w in c.warnings]
     if c.selective:  # selective judging: the certificate, then each judge of the cascade
         s = c.selective
-        out.append(f'<p class="meta">Selective judging ({_e(s.confidence)} confidence, target {s.min_agreement:g} '
-                   f'at delta {s.delta:g}): {_e(s.problem or s.statement)}'
-                   + "".join(f'<br>{_e(t.model or "recorded")}: threshold {_e(t.threshold)}, {t.covered} of '
-                             f'{t.reaching} given, agreement {_e(t.agreement)}' for t in s.stages) + '</p>')
+        out.append(f'<p class="meta">Selective judging ({escape(s.confidence)} confidence, target {s.min_agreement:g} '
+                   f'at delta {s.delta:g}): {escape(s.problem or s.statement)}'
+                   + "".join(f'<br>{escape(t.model or "recorded")}: threshold {escape(t.threshold)}, {t.covered} of '
+                             f'{t.reaching} given, agreement {escape(t.agreement)}' for t in s.stages) + '</p>')
     out.append('<div class="charts">'
                f'<div class="chart"><h3>Confusion matrix</h3>{heatmap(c)}</div>'
                f'<div class="chart"><h3>Agreement, 95% intervals</h3>{intervals_chart(c)}</div>'
@@ -178,12 +178,12 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[Run
     if c.disagreements:
         rows = []
         for d in c.disagreements:
-            example = "".join(f'<div class="meta">{name}</div><div>{_e(value)}</div>'
+            example = "".join(f'<div class="meta">{name}</div><div>{escape(value)}</div>'
                               for name, value in (("input", d.input), ("context", d.context), ("output", d.output))
                               if value)
-            reason = _e(d.reason) + (f'<div class="meta">raw answer: {_e(d.raw)}</div>' if d.raw else "")
-            rows.append(f'<tr><td>{_e(d.id)}</td><td>{_verdict(d.label)}</td><td>{_verdict(d.verdict)}'
-                        f'{" (" + _e(d.abstention) + ")" if d.abstention else ""}</td>'
+            reason = escape(d.reason) + (f'<div class="meta">raw answer: {escape(d.raw)}</div>' if d.raw else "")
+            rows.append(f'<tr><td>{escape(d.id)}</td><td>{_verdict(d.label)}</td><td>{_verdict(d.verdict)}'
+                        f'{" (" + escape(d.abstention) + ")" if d.abstention else ""}</td>'
                         f'<td class="text">{example}</td><td class="text">{reason}{_claims(d)}</td></tr>')
         out.append(f'<details open><summary>Disagreements ({len(c.disagreements)})</summary><table><tr><th>id</th>'
                    '<th>label</th><th>judge</th><th>example</th><th>judge\'s reason</th></tr>'
@@ -202,8 +202,8 @@ def to_html(report: Report, decisions: dict[str, Decision] | None = None,
     return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
             "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
             "img-src data:\">"
-            f"<title>{_e(title)}</title><style>{STYLE}</style></head><body><header><h1>{_e(title)}</h1>"
-            f"<p>judgekit {_e(report.judgekit_version)} · {report.created_at:%Y-%m-%d %H:%M} UTC (gate decisions as of then) · "
+            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body><header><h1>{escape(title)}</h1>"
+            f"<p>judgekit {escape(report.judgekit_version)} · {report.created_at:%Y-%m-%d %H:%M} UTC (gate decisions as of then) · "
             f"{len(report.criteria)} criteria</p></header><main>{body or '<p>No criteria.</p>'}</main></body></html>")
 
 

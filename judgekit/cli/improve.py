@@ -1,7 +1,7 @@
 """`judgekit improve`: search for a judge that agrees better with its labels on the dev split, and
 accept it only when the test split shows it is better (judgekit.improve.search).
 
-Writes the proposal, its diff and the figures into `--out` (default .judgekit/improve/<id>); with
+Writes the proposal, its diff and the figures (improve.md, improve.json, improve.html) into `--out` (default .judgekit/improve/<id>); with
 `--write`, an accepted proposal becomes the criterion file (the next `calibrate` and the gate
 take it as a changed judge, as they must). Exit 0 when a proposal is accepted, 1 when none is,
 3 when the test split's alpha budget is spent, 2 bad input, 4 the judges could not be run, 130
@@ -20,7 +20,8 @@ from judgekit.cli.options import config_option, criteria_option, group, history_
 from judgekit.cli.terminal import terminal_progress
 from judgekit.compare.adopt import criterion_path
 from judgekit.errors import InputError, JudgekitError
-from judgekit.improve.render import as_json, diff, markdown, proposal_text
+from judgekit.cli.improve_html import page
+from judgekit.improve.render import as_json, diff, markdown, proposal_text, summary
 from judgekit.improve.search import Search, improve as search_for
 from judgekit.inputs.criteria import load_variant
 from judgekit.inputs.files import write_atomic
@@ -72,6 +73,7 @@ def improve(
         path = criterion_path(criteria, criterion)
         write_atomic(folder / "improve.md", markdown(found))
         write_atomic(folder / "improve.json", as_json(found))
+        write_atomic(folder / "improve.html", page(summary(found)))
         proposal = found.proposal()
         if proposal is not None:
             text = proposal_text(path, proposal.criterion, found.criterion)
