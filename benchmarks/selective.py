@@ -14,8 +14,8 @@ the label with a probability that depends on the confidence, by design:
   trials     K = 5 trials per example, each abstaining with chance 0.05 and otherwise right with
              chance q (q ~ U(0.85, 1) on 60% of examples, U(0.35, 0.85) on the rest); the verdict is
              the majority of the decided trials (a tie or no decided trial: an abstention) and the
-             confidence the share agreeing with it (as `confidence_from_trials`): five values, half the
-             examples tied at 1
+             confidence the share of all five trials agreeing with it (as `confidence_from_trials`,
+             an abstaining trial does not agree): a few values, many examples tied at 1
 
 `certify` chooses a threshold on each calibration set at min_agreement 0.8 / 0.9 and delta 0.1 /
 0.05 with the default start, and at 0.8 / 0.1 and 0.9 / 0.1 starting at 50 covered examples
@@ -83,7 +83,7 @@ def draw(rng, design: str, reps: int, n: int):
         wrong = (u >= TRIAL_ABSTAIN + (1 - TRIAL_ABSTAIN) * q).sum(-1)
         decided = right != wrong
         with np.errstate(invalid="ignore", divide="ignore"):
-            confidence = np.where(decided, np.maximum(right, wrong) / np.maximum(right + wrong, 1), 0.5)
+            confidence = np.where(decided, np.maximum(right, wrong) / K, 0.5)
         agree = right > wrong
     else:
         confidence = rng.random((reps, n))
@@ -107,7 +107,7 @@ def population(design: str):
                 ways = math.factorial(K) / (math.factorial(r) * math.factorial(w) * math.factorial(a))
                 p = sum(share * np.mean(ways * ((1 - TRIAL_ABSTAIN) * x) ** r * ((1 - TRIAL_ABSTAIN) * (1 - x)) ** w
                                         * TRIAL_ABSTAIN ** a) for share, x in qs)
-                level = max(r, w) / (r + w)
+                level = max(r, w) / K  # an abstaining trial does not agree (judgekit's rule)
                 mass[level] += p
                 good[level] += p if r > w else 0.0
         levels = np.array(sorted(mass))

@@ -276,6 +276,7 @@ def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list
         calibrated_at=started,
         evidence_at=datetime.fromtimestamp(min(times), timezone.utc) if times else started,
         outcomes={e.id: (e.label, v.passed) for e, v in zip(cal.examples, final)},
+        keys={e.id: e.key for e in cal.examples},
         confidences={e.id: v.confidence for e, v in zip(cal.examples, final) if v.confidence is not None},
         claim_stages=claim_stages(cal, final, gold) if gold else None,
         selective=_certificate(criterion, labels, final, escalated, spec["model"], selective, source),

@@ -15,9 +15,9 @@ from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.watch.budget import next_look
-from judgekit.improve.proposals import few_shot
 from judgekit.improve.search import Search, improve
 from judgekit.inputs.criteria import load_criterion
+from judgekit.inputs.sets import load_set
 from judgekit.llm.protocol import Request
 from judgekit.pipeline import Options
 from judgekit.stats.acceptance import MAX_LOOKS
@@ -93,13 +93,22 @@ def test_a_rewording_better_on_every_split_is_accepted_and_written(tmp_path):
 
 
 def test_the_command_writes_the_proposal_and_with_write_the_criterion(tmp_path, monkeypatch):
+    from judgekit.testing import FakeServer
+
     _project(tmp_path)
-    fake = _fake([GOOD])  # the command's search, with the scripted judge and optimizer injected
-    monkeypatch.setattr("judgekit.cli.improve.search_for",
-                        lambda options, cid, search, history, progress=None: improve(options, cid, search, history,
-                                                                                     llm=fake))
-    done = CliRunner().invoke(app, ["improve", "-c", "blocked", "--optimizer-model", "openai/optimizer", "--write"],
-                              catch_exceptions=False)
+    monkeypatch.chdir(tmp_path)
+    fake = _fake([GOOD])  # the same scripted judge and optimizer, behind a real HTTP server
+
+    def judge(prompt: str) -> str:
+        return fake.answer(Request("openai/judge", [{"role": "user", "content": prompt}]))
+
+    def optimizer(prompt: str) -> str:
+        schema = {"type": "json_schema", "json_schema": {"name": "proposals"}}
+        return fake.answer(Request("openai/optimizer", [{"role": "user", "content": prompt}], response_format=schema))
+
+    with FakeServer(judge, models={"optimizer": optimizer}) as server:
+        done = CliRunner().invoke(app, ["improve", "-c", "blocked", "--optimizer-model", "openai/optimizer",
+                                        "--write", "--api-base", server.url], catch_exceptions=False)
     assert done.exit_code == 0, done.output
     assert "ACCEPTED" in done.output and f"+question: {GOOD}" in done.output
     written = (tmp_path / "criteria" / "blocked.yaml").read_text()
@@ -148,8 +157,23 @@ def test_the_test_split_is_a_budget_and_fresh_examples_open_a_new_one(tmp_path):
     _project(tmp_path, test=200)
     fresh = improve(_options(tmp_path), "blocked", Search(optimizer_model="openai/optimizer"), tmp_path / "h.sqlite",
                     llm=_fake([GOOD]))
-    assert fresh.budget.look == 1 and set(fresh.budget.examples) == {f"e{i}" for i in range(1100, 1200)}
+    new = {e.key for e in load_set(tmp_path / "calibration_sets" / "blocked.jsonl", "blocked").examples
+           if int(e.id[1:]) >= 1100}
+    assert fresh.budget.look == 1 and set(fresh.budget.examples) == new and len(new) == 100
     assert fresh.acceptance.n == 100
+
+
+def test_the_same_replies_under_new_ids_are_not_fresh(tmp_path):
+    _project(tmp_path)
+    for _ in range(MAX_LOOKS):
+        improve(_options(tmp_path), "blocked", Search(optimizer_model="openai/optimizer"), tmp_path / "h.sqlite",
+                llm=_fake([GOOD]))
+    path = tmp_path / "calibration_sets" / "blocked.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**r, "id": "renamed-" + r["id"]}) + "\n" for r in rows))
+    spent = improve(_options(tmp_path), "blocked", Search(optimizer_model="openai/optimizer"), tmp_path / "h.sqlite",
+                    llm=_fake([GOOD]))
+    assert spent.budget.look is None and spent.acceptance is None
 
 
 def test_a_budget_never_reuses_examples_across_generations():

@@ -185,7 +185,7 @@ def test_agreement_of_on_fresh_examples():
 def test_confidences_from_trials_and_logprobs():
     got = confidence_from_trials([[True] * 5, [True, False, True, True, False], [False, None, False, True],
                                   [True, False], [None]])
-    assert got[:4] == [1.0, 0.6, 2 / 3, 0.5] and math.isnan(got[4]) and len(got) == 5
+    assert got[:4] == [1.0, 0.6, 0.5, 0.5] and math.isnan(got[4]) and len(got) == 5
     assert confidence_from_logprob(math.log(0.73)) == pytest.approx(0.73)
     assert confidence_from_logprob(0.0) == 1.0 and confidence_from_logprob(1e-6) == 1.0
     assert confidence_from_logprob(-1e9) == 0.0 and math.isnan(confidence_from_logprob(math.nan))

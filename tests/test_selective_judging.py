@@ -196,6 +196,8 @@ def test_pytest_reports_needs_review_and_queues_the_reply(pytester, server, mode
         result.assert_outcomes(passed=1, failed=1)
         assert case.find("failure") is not None and "needs review: blocked" in case.find("failure").get("message")
     result.stdout.fnmatch_lines(["blocked: 1 of 1 judged passing (1 escalated: needs review (judgekit label -c blocked))*"])
+    # The reply goes to the review queue, never onto the report: JUnit (a CI artifact) does not carry it.
+    assert "hard reply not blocked" not in (pytester.path / "junit.xml").read_text()
     queued = [json.loads(x) for x in queue_path(pytester.path, "blocked").read_text().splitlines()]
     assert [q["output"] for q in queued] == ["<e3> hard reply not blocked"] and queued[0]["tags"] == ["escalated"]
     pytester.runpytest_subprocess("--judgekit-gate")  # judged again: queued once
@@ -267,3 +269,63 @@ def test_verdicts_of_an_undeclared_escalation_judge_block(tmp_path, server):
     Path(".judgekit/reports/latest/report.json").write_text(json.dumps(report))
     gate = _cli("gate")
     assert gate.exit_code == 1 and "names no judge.escalate_to" in gate.output
+
+
+@pytest.mark.parametrize("good, answer, words", [
+    (380, script({}, default=Sure(True, 0.97)), "TNR on the verdicts given 0.00"),
+    (60, script({"bad": Sure(True, 0.4)}, default=Sure(True, 0.97)),
+     "no known-bad example gets a verdict (every one is escalated)")])
+def test_a_judge_that_never_fails_is_not_certified_by_agreement_alone(tmp_path, good, answer, words):
+    """Passing every reply agrees with people on 95% of a set of mostly good ones; a judge sure only
+    of the good ones escalates every bad one (skipped tests: a green suite). The gate asks TPR and
+    TNR of the verdicts given, and refuses a class no verdict is given on."""
+    (tmp_path / "criteria").mkdir()
+    (tmp_path / "calibration_sets").mkdir()
+    (tmp_path / "criteria" / "c.yaml").write_text(yaml.safe_dump({"id": "c", "question": "Fine?",
+                                                                  "judge": {"model": WEAK}}))
+    rows = [{"id": f"g{i}", "output": f"<g{i}> good", "passed": True} for i in range(good)]
+    rows += [{"id": f"b{i}", "output": f"<b{i}> bad", "passed": False} for i in range(20)]
+    (tmp_path / "calibration_sets" / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "pyproject.toml").write_text(POLICY)
+    report = calibrate(Options(policy=Policy.load(), cache_dir=None), llm=FakeLLM(lambda r: _completion(r, answer)))
+    report.write(Path(".judgekit/reports/latest"))
+    decision = Gate.from_project().check_path(".judgekit/reports/latest").decision("c")
+    assert decision.status == "FAIL" and words in decision.summary, decision
+    assert decision.thresholds is None
+
+
+def _completion(request, answer):
+    from judgekit.llm.protocol import Completion
+    from judgekit.testing.scripts import answer_text, logprobs_of, prompt_of
+
+    verdict = answer(prompt_of(request.messages))
+    text = answer_text(verdict)
+    return Completion(text, logprobs=[(t["token"], t["logprob"]) for t in logprobs_of(text, verdict)])
+
+
+def test_two_answers_in_one_text_give_no_confidence_and_abstaining_trials_are_not_sure():
+    from judgekit.judging.answers import answer_probability, verdict_from
+    from judgekit.judging.verdicts import Verdict, majority
+    from judgekit.llm.protocol import Completion
+
+    text = '```json\n{"passed": false}\n```\nIf it named the card, it would be {"passed": true}'
+    first, second = text.index("false"), text.rindex("true")
+    tokens = [(text[:first], 0.0), ("false", -0.9), (text[first + 5:second], 0.0), ("true", -0.01),
+              (text[second + 4:], 0.0)]
+    assert "".join(t for t, _ in tokens) == text
+    verdict = verdict_from(Completion(text, logprobs=tokens), "e", 0)
+    assert verdict.passed is False and verdict.confidence is None
+    assert answer_probability(Completion('{"passed": true}', logprobs=[('{"passed": ', 0.0), ("true", -0.1),
+                                                                        ("}", 0.0)]), passed=False) is None
+    assert majority([Verdict("e", True), Verdict("e", None, trial=1), Verdict("e", None, trial=2)]).confidence == 1 / 3
+
+
+def test_an_uncertified_escalation_judge_is_never_asked(tmp_path):
+    from judgekit.inputs.criteria import load_criterion
+    from judgekit.judging.judge import Judge
+
+    _project(tmp_path)
+    fake = FakeLLM.scripted({}, default=Sure(True, 0.5))
+    judge = Judge(load_criterion(Path("criteria/blocked.yaml")), llm=fake, thresholds=(0.9, None))
+    verdict = judge("<e2> clear reply blocked")
+    assert verdict.escalated and [r.model for r in fake.requests] == [WEAK]

@@ -151,7 +151,7 @@ def _adopt(judged, name: str, criteria: Path, report_dir: Path, history: Path, q
     adopting.check(found, criteria, force)
     if split == "test":  # choosing among candidates by their test figures is a look at the test split
         with History.open(history) as db:
-            budget = next_look(db.looks(judged.criterion.id), [e.id for e in judged.set.examples], ALPHA)
+            budget = next_look(db.looks(judged.criterion.id), [e.key for e in judged.set.examples], ALPHA)
             db.record_look(Look(judged.criterion.id, "compare", budget.generation, budget.examples,
                                 budget.alpha or 0.0, accepted=True, candidate=found.report.fingerprint))
         if budget.look is None:

@@ -29,13 +29,12 @@ from judgekit.gate.entry import Entry, Line, Untrusted, entries_of, parse_entry,
 from judgekit.gate.budget import budgets
 from judgekit.gate.evidence import Figures, verify
 from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
-from judgekit.inputs.files import read_yaml
 from judgekit.inputs.labelled import LabelledSet, read_labels
-from judgekit.inputs.policy import Policy, Selective, Thresholds, parse_duration
-from judgekit.judging.selective import certificate
+from judgekit.inputs.policy import Policy, Thresholds, parse_duration
 from judgekit.llm.families import family, same_model
 from judgekit.report.render import fmt_number
 from judgekit.gate.result import Decision, GateResult
+from judgekit.gate.rules import check, judge_setting, selective
 
 class Gate:
     """Decides, from a report and the files on disk, whether each criterion's judge may grade.
@@ -171,7 +170,7 @@ class Gate:
 
     def _thresholds(self, criterion_id: str, figures: Figures, t: Thresholds) -> Decision:
         if t.selective is not None:
-            return self._selective(criterion_id, figures, t, t.selective)
+            return selective(criterion_id, figures, t, t.selective, self.criteria[criterion_id].path)
         fails: list[str] = []
         unsure: list[str] = []
         short: set[str] = set()  # classes whose count the gate lacks: pass (known-good) / fail (known-bad)
@@ -188,10 +187,10 @@ class Gate:
         rates = figures.rates()
         intervals = figures.intervals(with_kappa=t.min_kappa is not None)
         for key, label, threshold, cls in (("tpr", "TPR", t.min_tpr, "pass"), ("tnr", "TNR", t.min_tnr, "fail")):
-            if self._threshold(rates, intervals, key, label, threshold, t.use_lower_bound, fails, unsure):
+            if check(rates, intervals, key, label, threshold, t.use_lower_bound, fails, unsure):
                 short.add(cls)
         if t.min_kappa is not None:
-            self._threshold(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, fails, unsure)
+            check(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, fails, unsure)
         # What labelling can do, one number per class: the gate and `judgekit plan` say it alike.
         needed = {}
         for cls, b in zip(("pass", "fail"), budgets(t, (n_pass, n_fail), (_finite(rates["tpr"]), _finite(rates["tnr"])))):
@@ -205,58 +204,6 @@ class Gate:
             return Decision(criterion_id, "INCONCLUSIVE", tuple(unsure), needed or None)
         return Decision(criterion_id, "PASS", (f"TPR {fmt_number(rates['tpr'], 2)}, TNR {fmt_number(rates['tnr'], 2)}, "
                                                f"kappa {fmt_number(rates['cohen_kappa'], 2)} on {figures.n} examples",))
-
-    def _selective(self, criterion_id: str, figures: Figures, t: Thresholds, s: Selective) -> Decision:
-        """A selectively judged criterion: PASS when a confidence threshold is certified (for the
-        cascade, when the criterion escalates) and the verdicts given cover at least min_coverage."""
-        n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
-        if n_pass < t.min_examples or n_fail < t.min_examples:
-            return Decision(criterion_id, "INCONCLUSIVE", (
-                f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least {t.min_examples} "
-                "of each needed",))
-        stages = figures.stages
-        if len(stages) > 1 and _escalates_to(self.criteria[criterion_id].path) is None:
-            return Decision(criterion_id, "FAIL", (f"the report holds verdicts of a judge escalated to, but "
-                                                   f"criteria/{criterion_id}.yaml names no judge.escalate_to; run "
-                                                   "`judgekit calibrate` again",))
-        cascade = certificate(figures.labels, stages, s)
-        if cascade is None:
-            return Decision(criterion_id, "FAIL", ("selective judging needs a confidence with every verdict, and the "
-                                                   "report's verdicts lack one; give the judge trials: 3 or more (or a "
-                                                   "provider that returns log-probabilities) and calibrate again",))
-        said = cascade.words()
-        if not cascade.certified:
-            return Decision(criterion_id, "FAIL", (said + "; label more examples, or use a stronger judge",))
-        thresholds = tuple(stage.threshold for stage in cascade.stages)
-        low, high = cascade.coverage_interval
-        wanted = f"min_coverage {s.min_coverage:.0%}"
-        if (low if t.use_lower_bound else cascade.coverage) >= s.min_coverage:
-            return Decision(criterion_id, "PASS", (said,), thresholds=thresholds)
-        if not t.use_lower_bound or high < s.min_coverage:
-            return Decision(criterion_id, "FAIL", (f"{said}: below {wanted}",))
-        return Decision(criterion_id, "INCONCLUSIVE", (f"{said}: its interval straddles {wanted}",))
-
-    def _threshold(self, figures: dict[str, Any], intervals: dict[str, Any], key: str, label: str, threshold: float,
-                   lower: bool, fails: list[str], unsure: list[str]) -> bool:
-        """Check one figure against its threshold; True when more examples could settle it."""
-        value = figures.get(key)
-        low, high = intervals.get(key, (None, None)) if key in intervals else (value, value)
-        if value is None or (isinstance(value, float) and math.isnan(value)):
-            fails.append(f"{label} is undefined (no decided example of that class), and the gate fails on it")
-            return False
-        if not lower:
-            if value < threshold:
-                fails.append(f"{label} {value:.2f} < {threshold:.2f}")
-            return False
-        if low is not None and low >= threshold:
-            return False
-        if high is not None and high < threshold:
-            fails.append(f"{label} {value:.2f} (95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)}) is below "
-                         f"{threshold:.2f}")
-            return False
-        unsure.append(f"{label} {value:.2f} but its 95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)} straddles "
-                      f"{threshold:.2f}")
-        return True
 
     def _staleness(self, entry: Entry) -> list[str]:
         """Why the report is not about the files on disk (empty when it is)."""
@@ -289,26 +236,9 @@ def _model_reason(entry: Entry, named: str) -> str:
             "judge.model to the model you calibrated, or calibrate again with the criterion's judge.model")
 
 
-def _judge_setting(path: Path, *keys: str) -> str | None:
-    """A setting under `judge:` of a criterion file, read plainly (None when absent or the file does not parse)."""
-    try:
-        data = read_yaml(path)
-    except InputError:
-        return None
-    value = data.get("judge") if isinstance(data, dict) else None
-    for key in keys:
-        value = value.get(key) if isinstance(value, dict) else None
-    return value if isinstance(value, str) else None
-
-
 def _named_model(path: Path) -> str | None:
     """The judge.model a criterion file names."""
-    return _judge_setting(path, "model")
-
-
-def _escalates_to(path: Path) -> str | None:
-    """The model of the judge.escalate_to a criterion file names (selective judging)."""
-    return _judge_setting(path, "escalate_to", "model")
+    return judge_setting(path, "model")
 
 
 def _finite(value: float) -> float | None:

@@ -47,7 +47,7 @@ def diff(path: Path, after: str) -> str:
 
 def summary(found: Improvement) -> dict[str, Any]:
     """improve.json: every figure the page shows."""
-    dev = found.dev.set.examples
+    dev = found.scoring or found.dev.set.examples
     rows = [{"name": m.spec.name, "right": right(m, dev), "n": len(dev),
              "tpr": m.report.metrics.get("tpr"), "tnr": m.report.metrics.get("tnr"),
              "kappa": m.report.metrics.get("cohen_kappa"), "trials": m.spec.criterion.judge.trials,
@@ -75,7 +75,7 @@ def changed(found: Improvement) -> list[dict[str, Any]]:
     out = []
     for e in found.test.set.examples:
         before, after = (f[e.id].passed if e.id in f else None for f in (was, now))
-        if e.id in used and before != after:
+        if e.key in used and before != after:
             out.append({"id": e.id, "label": e.label, "current": before, "candidate": after, "output": e.output})
     return out
 
@@ -87,6 +87,7 @@ def _word(value: bool | None) -> str:
 def markdown(found: Improvement) -> str:
     data = summary(found)
     lines = [f"# judgekit improve: {found.criterion.id}", "", "## Candidates on the dev split", "",
+             f"Ranked on the {data['dev'][0]['n']} dev examples none of them is shown as a few-shot example.", "",
              "| candidate | right | TPR | TNR | kappa | what it changes |", "|---|---|---|---|---|---|"]
     lines += [f"| {r['name']} | {r['right']} of {r['n']} | {fmt_number(r['tpr'])} | {fmt_number(r['tnr'])} | "
               f"{fmt_number(r['kappa'])} | {md_escape(r['why'])} |" for r in data["dev"]]

@@ -4,7 +4,8 @@
    examples, settings, and, with an optimizer model, rewordings: judgekit.improve.proposals).
 2. Every proposal is measured on dev with the current judge, in one pool and one cache
    (judgekit.compare.run: an interrupted search resumes from the cache), within `budget` calls.
-3. The best on dev (right on most dev examples; an abstention is wrong) is compared once with the
+3. The best on dev (right on most dev examples, those shown as few-shot examples left out; an
+   abstention is wrong) is compared once with the
    current judge on the test split, at the alpha the split's budget still allows
    (judgekit.watch.budget), by the acceptance rule (judgekit.stats.acceptance); the look is
    recorded in the history whatever it finds.
@@ -66,6 +67,7 @@ class Improvement:
     test: Measurements | None = None
     acceptance: Acceptance | None = None
     to_recheck: list[str] = field(default_factory=list)  # dev examples every judge confidently disagrees with
+    scoring: list = field(default_factory=list)  # the dev examples candidates are ranked on (none shown as a shot)
 
     @property
     def accepted(self) -> bool:
@@ -130,17 +132,22 @@ async def aimprove(options: Options, criterion_id: str, search: Search, history:
     dropped += over
     measured = await ajudge(on_dev, [current] + [Spec(p.name, p.criterion, model) for p in tried], llm, progress)
     out = Improvement(criterion, measured, tried, dropped, to_recheck=_to_recheck(measured, dev))
-    base = right(measured.measured[0], dev.examples)
-    ranked = sorted(measured.measured[1:], key=lambda m: (-right(m, dev.examples), m.spec.criterion.judge.trials))
-    if not ranked or right(ranked[0], dev.examples) <= base:
+    # Every candidate is ranked on the dev examples none is shown as a few-shot example: a judge
+    # shown an example with its label is not measured on it.
+    shown = {shot.output for p in tried for shot in p.criterion.examples}
+    scoring = [e for e in dev.examples if e.output not in shown]
+    out.scoring = scoring
+    base = right(measured.measured[0], scoring)
+    ranked = sorted(measured.measured[1:], key=lambda m: (-right(m, scoring), m.spec.criterion.judge.trials))
+    if not ranked or right(ranked[0], scoring) <= base:
         return out  # nothing beat the current judge on dev: the test split is not looked at
     out.best = ranked[0]
     with History.open(history) as db:
-        out.budget = next_look(db.looks(criterion_id), [e.id for e in test.examples], search.alpha)
+        out.budget = next_look(db.looks(criterion_id), [e.key for e in test.examples], search.alpha)
         if out.budget.look is None:
             return out
         out.test = await ajudge(replace(options, split="test", model=None), [current, out.best.spec], llm, progress)
-        used = [e for e in test.examples if e.id in set(out.budget.examples)]
+        used = [e for e in test.examples if e.key in set(out.budget.examples)]
         was, now = (finals(m.report) for m in out.test.measured)
         out.acceptance = accept([e.label for e in used], [_passed(was, e.id) for e in used],
                                 [_passed(now, e.id) for e in used], out.budget.alpha, search.tolerance)  # type: ignore[arg-type]

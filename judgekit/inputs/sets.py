@@ -75,6 +75,12 @@ class Example(Frozen):
     def fields(self) -> dict[str, Any]:
         return {"input": self.input, "output": self.output, "context": self.context}
 
+    @property
+    def key(self) -> str:
+        """What the judge is shown, by digest: the same reply under another id is the same evidence
+        (the test split's budget counts looks at replies, not at ids)."""
+        return canonical_hash(self.fields())[:16]
+
 
 @dataclass(frozen=True)
 class CalibrationSet:

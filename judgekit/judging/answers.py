@@ -83,10 +83,11 @@ _JSON_ANSWER = re.compile(r'"passed"\s*:\s*(true|false)')
 _LINE_ANSWER = re.compile(r"\b(PASS|FAIL)\b", re.IGNORECASE)
 
 
-def answer_probability(completion: Completion) -> float | None:
+def answer_probability(completion: Completion, passed: bool | None = None) -> float | None:
     """The probability the judge gave its verdict's word (`true` / `false` after "passed", or the
     last PASS / FAIL): the product of the probabilities of the tokens that spell it. None without
-    log-probabilities, or when the tokens do not spell the answer.
+    log-probabilities, when the tokens do not spell the answer, or when they spell two different
+    answers (or another than `passed`, the verdict read).
 
     >>> tokens = [('{"passed": ', 0.0), ("tr", -0.2), ("ue", 0.0), ("}", 0.0)]
     >>> round(answer_probability(Completion('{"passed": true}', logprobs=tokens)), 3)
@@ -98,7 +99,11 @@ def answer_probability(completion: Completion) -> float | None:
     try:
         text = "".join(str(token) for token, _ in tokens)
         found = list(_JSON_ANSWER.finditer(text)) or list(_LINE_ANSWER.finditer(text))
-        if not found:
+        # Two answers in one text (a verdict, then another "passed"): whose probability is the
+        # verdict's cannot be told, so there is none; the verdict is then escalated, not trusted.
+        if not found or len({m.group(1).lower() for m in found}) > 1:
+            return None
+        if passed is not None and found[-1].group(1).lower() not in (("true", "pass") if passed else ("false", "fail")):
             return None
         start, end = found[-1].span(1)
         total, at = 0.0, 0
@@ -120,7 +125,7 @@ def verdict_from(completion: Completion, example_id: str, trial: int, usage: Usa
     passed, reasoning, abstention = read_answer(completion.text, completion.refusal)
     return Verdict(example_id, passed, reasoning, trial, abstention,
                    raw=completion.text[:2000] if abstention else None, usage=usage, obtained_at=completion.obtained_at,
-                   confidence=answer_probability(completion) if passed is not None else None)
+                   confidence=answer_probability(completion, passed) if passed is not None else None)
 
 
 def call_failed(example_id: str, trial: int, error: CallError, usage: Usage) -> Verdict:

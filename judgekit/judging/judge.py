@@ -95,7 +95,7 @@ class Judge:
             return verdict
         first = escalate(verdict, self.thresholds[0])
         after = self.criterion.judge.escalate_to
-        if not first.escalated or len(self.thresholds) < 2 or after is None:
+        if not first.escalated or len(self.thresholds) < 2 or self.thresholds[1] is None or after is None:
             return first
         second = escalate(await self._ask(after.model, example, trials, api_base, via, structured), self.thresholds[1])
         if not second.escalated:

@@ -71,3 +71,17 @@ def escalate(verdict: Verdict, threshold: float | None) -> Verdict:
         why = f"confidence {sure:.2f} is below the certified threshold {threshold:.2f}"
     return Verdict(verdict.example_id, None, f"needs review: {why}", verdict.trial, "escalated", verdict.raw,
                    verdict.usage, verdict.claims, verdict.obtained_at, sure, escalated=True)
+
+
+def given(labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], found: Cascade) -> list[tuple[int, int, int, int]]:
+    """Each stage's (tp, fp, tn, fn) over the examples it gives a verdict on, as the cascade routes them."""
+    out, reaching = [], set(range(len(labels)))
+    for verdicts, stage in zip(stages, found.stages):
+        t = stage.threshold
+        kept = {i for i in reaching if t is not None and verdicts[i].passed is not None
+                and verdicts[i].confidence is not None and verdicts[i].confidence >= t}
+        pairs = [(labels[i], verdicts[i].passed) for i in kept]
+        out.append((sum(y and v for y, v in pairs), sum(not y and v for y, v in pairs),
+                    sum(not y and not v for y, v in pairs), sum(y and not v for y, v in pairs)))
+        reaching -= kept
+    return out

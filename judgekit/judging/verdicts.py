@@ -67,8 +67,9 @@ class Verdict:
 
 def majority(trials: Sequence[Verdict]) -> Verdict:
     """One verdict from several trials: the majority of those that decided; a tie abstains.
-    It is as old as its oldest trial, and as sure as the share of its decided trials that agree
-    with it (one trial keeps its own confidence: the probability of its answer token)."""
+    It is as old as its oldest trial, and as sure as the share of its trials that agree with it
+    (an abstaining trial does not; one trial keeps its own confidence: the probability of its
+    answer token)."""
     if len(trials) == 1:
         return trials[0]
     decided = [v for v in trials if v.passed is not None]
@@ -86,7 +87,7 @@ def majority(trials: Sequence[Verdict]) -> Verdict:
     winner = yes > no
     chosen = next(v for v in decided if v.passed == winner)  # its reason and (claims checks) its claims
     return Verdict(first.example_id, winner, chosen.reason, claims=chosen.claims, obtained_at=at,
-                   confidence=max(yes, no) / len(decided))
+                   confidence=max(yes, no) / len(trials))
 
 
 @dataclass(frozen=True)

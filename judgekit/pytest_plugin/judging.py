@@ -21,6 +21,7 @@ import pytest
 
 import judgekit.gate as gate_api
 from judgekit.errors import JudgekitError
+from judgekit.judging.review import enqueue
 from judgekit.gate.tally import Check, JudgeCounts, RunRecord, decide, error_line, is_run_failure
 from judgekit.llm.families import family, same_model
 from judgekit.pytest_plugin.paths import ini_path
@@ -148,9 +149,9 @@ class Judges:
         value = {"criterion": criterion, "passed": verdict.passed, "task": task_of(self.node)}
         if self.node.config.getoption("--judgekit-record-text"):  # opt-in: the texts may be sensitive
             value["text"] = {"input": input, "output": output, "context": context, "reason": verdict.reason}
-        if verdict.escalated:  # for the review queue (judgekit label -c ID), written where the session is reported
-            value["escalated"] = {"input": input, "output": output, "context": context,
-                                  "confidence": verdict.confidence}
+        if verdict.escalated:  # the reply joins the review queue here (under a lock): no text travels on the report
+            value["escalated"] = True
+            enqueue(self.node.config.rootpath, criterion, [{"input": input, "output": output, "context": context}])
         run = self.node.stash.get(_RUN, None)
         if run is not None:
             value["run"] = run.index

@@ -22,7 +22,6 @@ import pytest
 import judgekit.report as report_api
 from judgekit.errors import JudgekitError
 from judgekit.gate.tally import Scenario
-from judgekit.judging.review import enqueue
 from judgekit.pytest_plugin.paths import report_path
 from judgekit.secrets import redact
 from judgekit.stats.estimates import corrected_pass_rate, suite_pass_k
@@ -73,7 +72,6 @@ class Collector:
             criterion, passed = value["criterion"], value["passed"]
             if value.get("escalated"):
                 self.escalated[criterion] = self.escalated.get(criterion, 0) + 1
-                enqueue(self.config.rootpath, criterion, [value["escalated"]])
             judged.checks += 1
             judged.checks_ok = judged.checks_ok and passed is True
             self.by_criterion.setdefault(criterion, []).append(passed)

@@ -200,6 +200,8 @@ class CriterionReport(ReportPart):
                                             description="Every verdict of every trial; written to verdicts.jsonl.")
     outcomes: dict[str, tuple[bool, bool | None]] = Field(
         default_factory=dict, exclude=True, description="Example id -> (label, final verdict); kept in the history.")
+    keys: dict[str, str] = Field(default_factory=dict, exclude=True, description="Example id -> the digest of "
+                                 "what the judge was shown (judgekit.inputs.sets.Example.key).")
     confidences: dict[str, float] = Field(default_factory=dict, exclude=True, description="Example id -> the "
                                           "confidence of its final verdict, where it has one; kept in the history.")
     warnings: list[str] = Field(default_factory=list, description="What the numbers cannot show, in words.")

@@ -12,8 +12,7 @@ from typing import Sequence
 from pydantic import BaseModel, ConfigDict, Field
 
 from judgekit.inputs.policy import Selective
-from judgekit.judging.selective import SOURCES, certificate
-from judgekit.stats.selective import Cascade
+from judgekit.judging.selective import SOURCES, certificate, given
 from judgekit.judging.verdicts import Verdict
 
 
@@ -81,20 +80,6 @@ def certificate_of(labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], 
         "stages": [Stage(model=model, threshold=c.threshold, agreement=_number(c.agreement),
                          agreement_lower=_number(c.agreement_lower), covered=c.covered, reaching=r, tpr=c.tpr,
                          tnr=c.tnr, tested=c.tested, given=g)
-                   for c, model, r, g in zip(found.stages, models, reaching, _given(labels, stages, found))],
+                   for c, model, r, g in zip(found.stages, models, reaching, given(labels, stages, found))],
         "covered": found.covered, "agreement": _number(found.agreement), "coverage": _number(found.coverage),
         "coverage_interval": found.coverage_interval, "statement": found.words()})
-
-
-def _given(labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], found: Cascade) -> list[tuple[int, int, int, int]]:
-    """Each stage's (tp, fp, tn, fn) over the examples it gives a verdict on, as the cascade routes them."""
-    out, reaching = [], set(range(len(labels)))
-    for verdicts, stage in zip(stages, found.stages):
-        t = stage.threshold
-        kept = {i for i in reaching if t is not None and verdicts[i].passed is not None
-                and verdicts[i].confidence is not None and verdicts[i].confidence >= t}
-        pairs = [(labels[i], verdicts[i].passed) for i in kept]
-        out.append((sum(y and v for y, v in pairs), sum(not y and v for y, v in pairs),
-                    sum(not y and not v for y, v in pairs), sum(y and not v for y, v in pairs)))
-        reaching -= kept
-    return out

@@ -281,17 +281,17 @@ def agreement_of(labels: Sequence[bool], verdicts: Sequence[bool | None], confid
 
 
 def confidence_from_trials(trial_verdicts: Sequence[Sequence[bool | None]]) -> list[float]:
-    """Per example, the share of its decided trials that agree with their majority (0.5 to 1);
-    NaN when no trial decided.
+    """Per example, the share of its trials that agree with their majority (an abstaining trial
+    does not); NaN when no trial decided. The engine's rule (judgekit.judging.verdicts.majority).
 
     >>> confidence_from_trials([[True] * 5, [True, True, False, True, None], [True, False], [None, None]])
-    [1.0, 0.75, 0.5, nan]
+    [1.0, 0.6, 0.5, nan]
     """
     out = []
     for trials in trial_verdicts:
         passed = sum(1 for v in trials if v is True)
         failed = sum(1 for v in trials if v is False)
-        out.append(max(passed, failed) / (passed + failed) if passed + failed else NAN)
+        out.append(max(passed, failed) / len(trials) if passed + failed else NAN)
     return out
 
 

@@ -64,7 +64,9 @@ def _generation(ids: Sequence[str]) -> str:
 
 
 def next_look(looks: Sequence[Look], test_ids: Sequence[str], alpha: float) -> Budget:
-    """The budget the next look at a test split of `test_ids` draws on, given the earlier `looks`."""
+    """The budget the next look at a test split draws on, given the earlier `looks`. `test_ids`
+    name its examples by what the judge is shown (`Example.key`), so the same replies under new
+    ids are not fresh."""
     present = set(test_ids)
     generations: dict[str, tuple[tuple[str, ...], int]] = {}
     for look in looks:
@@ -75,8 +77,10 @@ def next_look(looks: Sequence[Look], test_ids: Sequence[str], alpha: float) -> B
         g, examples, count = current
         return Budget(g, examples, count + 1, look_alpha(alpha, count + 1), len(present - set(examples)))
     used = {i for examples, _ in generations.values() for i in examples}
-    fresh = tuple(i for i in test_ids if i not in used)
-    wanted = len(current[1]) if current is not None else 1
+    fresh = tuple(dict.fromkeys(i for i in test_ids if i not in used))
+    # A new budget is as large as the last one (removing one example of it does not make it cheap).
+    last = current[1] if current is not None else next(reversed(generations.values()))[0] if generations else ()
+    wanted = max(len(last), 1)
     if len(fresh) >= wanted:
         return Budget(_generation(fresh), fresh, 1, look_alpha(alpha, 1))
     spent = current[1] if current is not None else tuple(test_ids)

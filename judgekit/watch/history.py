@@ -206,7 +206,7 @@ class History:
         earlier = [r for r in self.runs(c.id, "calibrate") if r.split == "test" and r.fingerprint != c.fingerprint]
         seen = any(look.candidate == c.fingerprint for look in self.looks(c.id))  # this judge's figures were seen
         if earlier and not seen:
-            budget = next_look(self.looks(c.id), list(c.outcomes), ALPHA)
+            budget = next_look(self.looks(c.id), [c.keys.get(i, i) for i in c.outcomes], ALPHA)
             self.record_look(Look(c.id, "calibrate", budget.generation, budget.examples, budget.alpha or 0.0,
                                   candidate=c.fingerprint))
 
