@@ -95,6 +95,8 @@ def test_calibrate_certifies_the_cascade_and_the_gate_passes_on_its_coverage(tmp
     assert "Selective judging (confidence: logprob" in Path(".judgekit/reports/latest/report.md").read_text()
     html = Path(".judgekit/reports/latest/report.html").read_text()
     assert f"{STRONG}: threshold 0.95, 38 of 40 given" in html
+    decision = Gate.from_project().check_path(".judgekit/reports/latest").decision("blocked")
+    assert decision.confusion == (59, 0, 59, 0)  # of the verdicts given: what scenario tallies correct with
     gate = _cli("gate")
     assert gate.exit_code == 0, gate.output
     assert ("agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), gives verdicts on 98% "

@@ -121,7 +121,8 @@ class Gate:
             return Decision(criterion_id, "FAIL", (f"the report is not evidence: {error}; run `judgekit calibrate` "
                                                    "again",))
         decision, figures = self._evidence(criterion_id, entry, lines)
-        decision = replace(decision, model=entry.model, confusion=figures.confusion if figures else None)
+        decision = replace(decision, model=entry.model,
+                           confusion=decision.confusion or (figures.confusion if figures else None))
         if decision.status != "PASS":
             decision = replace(decision, thresholds=None)
         clash = self._agent_clash(entry)

@@ -26,7 +26,8 @@ class Decision:
     reasons: tuple[str, ...]
     needed: dict[str, int] | None = None
     model: str | None = None  # the judge's model, as calibrated
-    confusion: tuple[int, int, int, int] | None = None  # tp, fp, tn, fn as recomputed from the verdicts
+    # tp, fp, tn, fn as recomputed from the verdicts (a selective judge's: of the verdicts it gives)
+    confusion: tuple[int, int, int, int] | None = None
     # Selective judging: each judge's certified confidence threshold (the criterion's, then the one it
     # escalates to; None where none is certified). A verdict below them is escalated at run time.
     thresholds: tuple[float | None, ...] | None = None

@@ -88,7 +88,8 @@ def selective(criterion_id: str, figures: Figures, t: Thresholds, s: Selective, 
         return Decision(criterion_id, "FAIL", tuple(fails + unsure))
     if unsure:
         return Decision(criterion_id, "INCONCLUSIVE", tuple(unsure))
-    return Decision(criterion_id, "PASS", (said,), thresholds=thresholds)
+    # The judge's errors where it gives verdicts: what counted pass rates are corrected with (tally).
+    return Decision(criterion_id, "PASS", (said,), thresholds=thresholds, confusion=(tp, fp, tn, fn))
 
 
 
