@@ -101,6 +101,13 @@ def fail(error: Exception) -> NoReturn:
     raise click.exceptions.Exit(EXIT_INPUT if isinstance(error, InputError) else EXIT_JUDGE)
 
 
+def interrupted(cached: bool = True) -> NoReturn:
+    """Ctrl-C during judging: say what was kept (a re-run resumes from the cache) and exit 130."""
+    click.echo("\ninterrupted: " + ("every answer received so far is cached; run the same command again to resume"
+                                    if cached else "nothing was kept (--no-cache)"), err=True)
+    raise click.exceptions.Exit(EXIT_INTERRUPTED)
+
+
 def check_split(split: str | None) -> None:
     """`--split` takes dev or test (or nothing: every example)."""
     if split not in (None, "dev", "test"):

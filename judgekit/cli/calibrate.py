@@ -10,9 +10,10 @@ from typing import List, Optional
 
 import typer
 
-from judgekit.cli.app import EXIT_INPUT, EXIT_INTERRUPTED, check_split, fail, short
-from judgekit.cli.options import (config_option, criteria_option, criterion_ids_option, group, history_option,
-                                  report_option, sets_option, typer_app)
+from judgekit.cli.app import EXIT_INPUT, check_split, fail, interrupted, short
+from judgekit.cli.options import (api_base_option, cache_dir_option, concurrency_option, config_option,
+                                  criteria_option, criterion_ids_option, group, history_option, no_cache_option,
+                                  report_option, sets_option, timeout_option, typer_app)
 from judgekit.cli.gate import decide, finish
 from judgekit.cli.html import write_html
 from judgekit.cli.terminal import render_estimates, render_table, terminal_progress
@@ -44,13 +45,13 @@ def calibrate(
     model: Optional[str] = typer.Option(None, help="Judge model for every LLM criterion, e.g. openai/gpt-4o-mini, "
                                         "anthropic/claude-3-5-haiku-latest, local/smollm2. With --verdicts: the "
                                         "model that produced them, recorded in the report for the gate."),
-    api_base: Optional[str] = typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers)."),
-    concurrency: int = typer.Option(16, min=1, max=1024, help="Judge calls in flight at once."),
+    api_base: Optional[str] = api_base_option(),
+    concurrency: int = concurrency_option(),
     trials: Optional[int] = typer.Option(None, min=1, max=100, help="Ask each example K times (overrides judge.trials)."),
     out: Path = typer.Option(Path(".judgekit/reports/latest"), help="Where report.json and report.md are written."),
-    cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the model again; neither read nor write the cache."),
-    timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
+    cache_dir: Path = cache_dir_option(),
+    no_cache: bool = no_cache_option(),
+    timeout: float = timeout_option(),
     split: Optional[str] = typer.Option(None, help="Use only examples of this split (dev or test)."),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
     plain_answers: bool = typer.Option(False, "--plain-answers", help="Do not ask the provider for structured output."),
@@ -110,9 +111,7 @@ def calibrate(
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
-        typer.echo("\ninterrupted: every answer received so far is cached; run the same command again to resume",
-                   err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        interrupted(not no_cache)
     if as_json:
         if gate:
             gated(out, criteria, sets, config, list(criterion or []), junit, as_json=True,

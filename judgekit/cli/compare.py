@@ -13,9 +13,11 @@ from typing import List, Optional
 
 import typer
 
-from judgekit.cli.app import EXIT_GATE_FAIL, EXIT_INTERRUPTED, REPORT, check_split, fail, short
+from judgekit.cli.app import EXIT_GATE_FAIL, REPORT, check_split, fail, interrupted, short
 from judgekit.cli.compare_html import write as write_page
-from judgekit.cli.options import config_option, criteria_option, group, history_option, sets_option, typer_app
+from judgekit.cli.options import (api_base_option, cache_dir_option, concurrency_option, config_option,
+                                  criteria_option, group, history_option, no_cache_option, sets_option,
+                                  timeout_option, typer_app)
 from judgekit.cli.terminal import terminal_progress
 from judgekit.compare import adopt as adopting
 from judgekit.compare.analysis import analyse
@@ -73,11 +75,11 @@ def compare(
                                        "(default .judgekit/compare/<criterion>)."),
     report: Path = typer.Option(REPORT, help="With --adopt: the report folder the candidate's calibration joins."),
     history: Path = history_option("With --adopt: the calibration history the adopted report is added to."),
-    api_base: Optional[str] = typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers)."),
-    concurrency: int = typer.Option(16, min=1, max=1024, help="Judge calls in flight at once, over all candidates."),
-    cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers (shared with calibrate)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the models again; neither read nor write the cache."),
-    timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
+    api_base: Optional[str] = api_base_option(),
+    concurrency: int = concurrency_option("Judge calls in flight at once, over all candidates."),
+    cache_dir: Path = cache_dir_option(),
+    no_cache: bool = no_cache_option(),
+    timeout: float = timeout_option(),
     split: Optional[str] = typer.Option(None, help="Use only examples of this split (dev or test)."),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
     via: str = typer.Option("auto", help="auto or litellm (as for calibrate)."),
@@ -133,9 +135,7 @@ def compare(
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
-        typer.echo("\ninterrupted: " + ("nothing was kept (--no-cache)" if no_cache else "every answer received so "
-                   "far is cached; run the same command again to resume"), err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        interrupted(not no_cache)
     if as_json:
         typer.echo(comparison.model_dump_json(indent=2))
     else:

@@ -44,6 +44,28 @@ def criterion_ids_option(text: str = "Only this criterion (repeatable).") -> Any
     return typer.Option(None, "--criterion", "-c", help=text)
 
 
+# The options of the commands that ask judges (calibrate, compare, improve): said once.
+def api_base_option() -> Any:
+    return typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers).")
+
+
+def concurrency_option(text: str = "Judge calls in flight at once.") -> Any:
+    return typer.Option(16, min=1, max=1024, help=text)
+
+
+def cache_dir_option() -> Any:
+    return typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers (calibrate, compare and "
+                                                     "improve share it).")
+
+
+def no_cache_option() -> Any:
+    return typer.Option(False, "--no-cache", help="Ask the models again; neither read nor write the cache.")
+
+
+def timeout_option() -> Any:
+    return typer.Option(60.0, min=1.0, help="Seconds to wait for one answer.")
+
+
 def history_option(text: str = "Calibration history (SQLite).") -> Any:
     return typer.Option(HISTORY_PATH, "--history", help=text)
 
