@@ -92,12 +92,11 @@ def test_a_rewording_better_on_every_split_is_accepted_and_written(tmp_path):
     assert {q for p in on_test for q in (QUESTION, GOOD, WORSE) if q in p} == {QUESTION, GOOD}
 
 
-def test_the_command_writes_the_proposal_and_with_write_the_criterion(tmp_path, monkeypatch):
+def _run_command(tmp_path, proposals: list[str]):
+    """`judgekit improve --write` over real HTTP, the scripted judge and optimizer behind the fake server."""
     from judgekit.testing import FakeServer
 
-    _project(tmp_path)
-    monkeypatch.chdir(tmp_path)
-    fake = _fake([GOOD])  # the same scripted judge and optimizer, behind a real HTTP server
+    fake = _fake(proposals)
 
     def judge(prompt: str) -> str:
         return fake.answer(Request("openai/judge", [{"role": "user", "content": prompt}]))
@@ -107,8 +106,32 @@ def test_the_command_writes_the_proposal_and_with_write_the_criterion(tmp_path, 
         return fake.answer(Request("openai/optimizer", [{"role": "user", "content": prompt}], response_format=schema))
 
     with FakeServer(judge, models={"optimizer": optimizer}) as server:
-        done = CliRunner().invoke(app, ["improve", "-c", "blocked", "--optimizer-model", "openai/optimizer",
+        return CliRunner().invoke(app, ["improve", "-c", "blocked", "--optimizer-model", "openai/optimizer",
                                         "--write", "--api-base", server.url], catch_exceptions=False)
+
+
+def test_with_write_a_proposal_not_accepted_changes_nothing(tmp_path, monkeypatch):
+    _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    # An endpoint with a password in the criterion: the copies in .judgekit/improve never hold it.
+    path = tmp_path / "criteria" / "blocked.yaml"
+    criterion = yaml.safe_load(path.read_text())
+    criterion["judge"]["api_base"] = "http://ana:hunter2-secret-pass@127.0.0.1:9/v1"
+    path.write_text("# kept at the top\n" + yaml.safe_dump(criterion))
+    before = (tmp_path / "criteria" / "blocked.yaml").read_text()
+    done = _run_command(tmp_path, [OVERFIT])  # best on dev, not better on test
+    assert done.exit_code == 1 and "not accepted" in done.output and "written:" not in done.output
+    assert (tmp_path / "criteria" / "blocked.yaml").read_text() == before
+    folder = tmp_path / ".judgekit" / "improve" / "blocked"
+    assert (folder / "proposal.yaml").read_text().count(OVERFIT) == 1
+    assert not any("hunter2-secret-pass" in f.read_text() for f in folder.iterdir())
+    assert "hunter2-secret-pass" not in done.output
+
+
+def test_the_command_writes_the_proposal_and_with_write_the_criterion(tmp_path, monkeypatch):
+    _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    done = _run_command(tmp_path, [GOOD])
     assert done.exit_code == 0, done.output
     assert "ACCEPTED" in done.output and f"+question: {GOOD}" in done.output
     written = (tmp_path / "criteria" / "blocked.yaml").read_text()

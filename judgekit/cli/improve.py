@@ -15,18 +15,18 @@ from typing import Optional
 
 import typer
 
-from judgekit.cli.app import EXIT_GATE_FAIL, EXIT_INTERRUPTED, fail, short
-from judgekit.cli.options import config_option, criteria_option, group, history_option, sets_option, typer_app
+from judgekit.cli.app import EXIT_GATE_FAIL, fail, interrupted, short
+from judgekit.cli.options import (api_base_option, cache_dir_option, concurrency_option, config_option,
+                                  criteria_option, group, history_option, no_cache_option, sets_option,
+                                  timeout_option, typer_app)
 from judgekit.cli.terminal import terminal_progress
-from judgekit.compare.adopt import criterion_path
-from judgekit.errors import InputError, JudgekitError
+from judgekit.compare.adopt import adopt, criterion_path
+from judgekit.errors import JudgekitError
 from judgekit.cli.improve_html import page
-from judgekit.improve.render import as_json, diff, markdown, proposal_text, summary
+from judgekit.improve.render import as_json, markdown, proposed, summary
 from judgekit.improve.search import Search, improve as search_for
-from judgekit.inputs.criteria import load_variant
 from judgekit.inputs.files import write_atomic
 from judgekit.inputs.policy import Policy
-from judgekit.judging.prompts import fingerprint
 from judgekit.pipeline import Options
 from judgekit.secrets import redact
 
@@ -54,11 +54,11 @@ def improve(
     config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
     out: Optional[Path] = typer.Option(None, help="Where the proposal and figures go (default .judgekit/improve/<id>)."),
     history: Path = history_option("The calibration history, where every look at the test split is recorded."),
-    api_base: Optional[str] = typer.Option(None, help="Base URL of the provider (OpenAI-compatible servers)."),
-    concurrency: int = typer.Option(16, min=1, max=1024, help="Judge calls in flight at once."),
-    cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers (shared with calibrate)."),
-    no_cache: bool = typer.Option(False, "--no-cache", help="Ask the models again; neither read nor write the cache."),
-    timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one answer."),
+    api_base: Optional[str] = api_base_option(),
+    concurrency: int = concurrency_option(),
+    cache_dir: Path = cache_dir_option(),
+    no_cache: bool = no_cache_option(),
+    timeout: float = timeout_option(),
     via: str = typer.Option("auto", help="auto or litellm (as for calibrate)."),
 ) -> None:
     """Improve a judge: few-shot examples, settings and rewordings tried on the dev split; the best
@@ -70,43 +70,30 @@ def improve(
         options.policy = Policy.load(config)
         found = search_for(options, criterion, search, history, progress=terminal_progress("judging"))
         folder = out or Path(".judgekit/improve") / criterion
-        path = criterion_path(criteria, criterion)
-        write_atomic(folder / "improve.md", markdown(found))
+        text = markdown(found)
+        write_atomic(folder / "improve.md", text)
         write_atomic(folder / "improve.json", as_json(found))
         write_atomic(folder / "improve.html", page(summary(found)))
+        typer.echo(redact(text))
         proposal = found.proposal()
-        if proposal is not None:
-            text = proposal_text(path, proposal.criterion, found.criterion)
-            write_atomic(folder / "proposal.yaml", text, verbatim=True)
-            write_atomic(folder / "proposal.diff", diff(path, text), verbatim=True)
-        typer.echo(redact(markdown(found)))
-        if proposal is not None:
-            typer.echo(redact(diff(path, text)))
+        if proposal is not None and found.best is not None:
+            change = proposed(criterion_path(criteria, criterion), proposal.criterion, found.criterion)
+            # Copies beside the figures (a CI artifact, perhaps): no credential of the file goes with them.
+            write_atomic(folder / "proposal.yaml", change.after)
+            write_atomic(folder / "proposal.diff", change.diff())
+            typer.echo(redact(change.diff()))
+            if write and found.accepted:  # written only if it defines the judge the test measured
+                adopt(found.best, change)
+                typer.echo(f"written: {change.path}; run `judgekit calibrate` (the gate takes it as a changed judge)")
         typer.echo(f"improve: {folder / 'improve.md'}")
-        if write and found.accepted and proposal is not None and found.best is not None:
-            _write(path, text, found.best.report.fingerprint, found.best.spec.model)
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
-        typer.echo("\ninterrupted: every answer received so far is cached; run the same command again to resume",
-                   err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        interrupted(not no_cache)
     if found.budget is not None and found.budget.look is None:
         raise typer.Exit(EXIT_SPENT)
     if not found.accepted:
         raise typer.Exit(EXIT_GATE_FAIL)
-
-
-def _write(path: Path, text: str, measured: str, model: str | None) -> None:
-    """The accepted proposal as the criterion file, only if it defines the judge that was measured."""
-    before = path.read_text(encoding="utf-8")
-    write_atomic(path, text, verbatim=True)
-    written = load_variant(path, path.stem)
-    if fingerprint(written, model) != measured:
-        write_atomic(path, before, verbatim=True)
-        raise InputError.one(path, "", "written, it would not define the judge the test measured; left as it was. "
-                             "Copy proposal.yaml by hand and run `judgekit calibrate`")
-    typer.echo(f"written: {path}; run `judgekit calibrate` (the gate takes it as a changed judge)")
 
 
 commands = group(app)

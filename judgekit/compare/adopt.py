@@ -31,10 +31,11 @@ class Change:
     path: Path
     before: str
     after: str
+    state: str = "adopted"  # how the diff names the new file: adopted, or (judgekit improve) proposed
 
     def diff(self) -> str:
         lines = difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
-                                     f"{self.path} (now)", f"{self.path} (adopted)")
+                                     f"{self.path} (now)", f"{self.path} ({self.state})")
         return "".join(lines) or f"{self.path}: unchanged\n"
 
 
@@ -55,12 +56,13 @@ def proposed(m: Measured, criteria_dir: Path) -> Change:
     if judge == (data.get("judge") or {}):
         after = text  # the file as it is (comments kept): the criterion's own, or the variant's
     else:  # rewritten: the leading comment lines are kept, others are not
-        head = "".join(line for line in _leading_comments(text))
+        head = "".join(leading_comments(text))
         after = head + yaml.safe_dump({**data, "judge": judge}, sort_keys=False, allow_unicode=True, width=100)
     return Change(path, before, after)
 
 
-def _leading_comments(text: str) -> list[str]:
+def leading_comments(text: str) -> list[str]:
+    """The comment lines a YAML file opens with (kept when the file is rewritten)."""
     out = []
     for line in text.splitlines(keepends=True):
         if not line.startswith("#"):
@@ -88,7 +90,8 @@ def criterion_path(criteria_dir: Path, criterion_id: str) -> Path:
 
 
 def adopt(m: Measured, change: Change) -> CriterionReport:
-    """Write the criterion file (when it changes) and return the candidate's report, naming it."""
+    """Write the criterion file (when it changes) and return the candidate's report, naming it;
+    a file that would not define the judge measured is put back as it was, and refused."""
     report = m.report
     if change.after != change.before:
         write_atomic(change.path, change.after, verbatim=True)  # the user's own file: secrets stay as they were

@@ -1,4 +1,5 @@
-"""What `judgekit improve` writes: the proposal as a criterion file, its diff against the file now,
+"""What `judgekit improve` writes: the proposal as a criterion file (a `Change`, as `compare --adopt`
+writes one), its diff against the file now,
 and the figures (improve.md for people, improve.json for scripts): every candidate on dev, the
 test of the best against the current judge, the test examples whose verdict it changes, and the
 labels to re-check.
@@ -6,43 +7,37 @@ labels to re-check.
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from judgekit.compare.adopt import Change, leading_comments
 from judgekit.improve.search import Improvement, finals, right
 from judgekit.inputs.criteria import LLMCriterion
 from judgekit.inputs.files import read_text, read_yaml
 from judgekit.report.render import fmt_number, md_escape
 
 
-def proposal_text(path: Path, proposed: LLMCriterion, current: LLMCriterion) -> str:
+def proposed(path: Path, candidate: LLMCriterion, current: LLMCriterion) -> Change:
     """The criterion file with what the proposal changes (wording, few-shot examples, trials,
     temperature); its leading comment lines kept."""
     data = dict(read_yaml(path) or {})
     for key in ("question", "pass_when", "fail_when"):
-        if getattr(proposed, key) != getattr(current, key):
-            data[key] = getattr(proposed, key)
-    if proposed.examples != current.examples:
-        data["examples"] = [e.model_dump(exclude_none=True) for e in proposed.examples]
+        if getattr(candidate, key) != getattr(current, key):
+            data[key] = getattr(candidate, key)
+    if candidate.examples != current.examples:
+        data["examples"] = [e.model_dump(exclude_none=True) for e in candidate.examples]
     judge = dict(data.get("judge") or {})
     for key in ("trials", "temperature"):
-        if getattr(proposed.judge, key) != getattr(current.judge, key):
-            judge[key] = getattr(proposed.judge, key)
+        if getattr(candidate.judge, key) != getattr(current.judge, key):
+            judge[key] = getattr(candidate.judge, key)
     if judge:
         data["judge"] = judge
-    lines = read_text(path).splitlines(keepends=True)
-    head = "".join(lines[:next((i for i, line in enumerate(lines) if not line.startswith("#")), len(lines))])
-    return head + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
-
-
-def diff(path: Path, after: str) -> str:
-    lines = difflib.unified_diff(read_text(path).splitlines(keepends=True), after.splitlines(keepends=True),
-                                 f"{path} (now)", f"{path} (proposed)")
-    return "".join(lines)
+    before = read_text(path)
+    after = "".join(leading_comments(before)) + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    return Change(path, before, after, "proposed")
 
 
 def summary(found: Improvement) -> dict[str, Any]:
