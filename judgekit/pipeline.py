@@ -87,6 +87,8 @@ async def acalibrate(options: Options, llm: LLM | None = None,
                      progress: Callable[[int, int], None] | None = None) -> Report:
     """`calibrate`, awaited: for code that already runs an event loop."""
     started = datetime.now(timezone.utc)  # when the inputs were read: a later calibration is a newer one
+    policy = options.policy or Policy.load()  # read once: judging (run_settings) and certifying use it
+    options = replace(options, policy=policy)
     ready = _prepare(options, started)
     trials_by_criterion, sources, models, sets = ready.known, ready.sources, ready.models, ready.sets
     judging_s = None
@@ -103,7 +105,6 @@ async def acalibrate(options: Options, llm: LLM | None = None,
         sources.update({c.id: "live" for c in ready.pending})
         escalated = await _escalations(ready, run.verdicts, llm)
 
-    policy = options.policy or Policy.load()
     reports = [criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
                                  started, stops.get(c.id), gold.get(c.id), policy.for_criterion(c.id).selective,
                                  escalated.get(c.id)) for c in ready.criteria]

@@ -157,7 +157,6 @@ def test_the_judge_escalates_to_the_stronger_judge_then_to_a_person(tmp_path, se
     _project(tmp_path)
     assert _cli("calibrate", "--api-base", server.url).exit_code == 0
     judge = calibrated_judge("blocked")
-    judge.llm = None
     sure = judge("<e2> clear reply blocked")
     assert (sure.passed, sure.escalated, sure.confidence) == (True, False, pytest.approx(0.97))
     second = judge("<e9> hard reply not blocked")  # weak unsure (0.6): the strong judge, sure, decides
@@ -273,11 +272,10 @@ def test_verdicts_of_an_undeclared_escalation_judge_block(tmp_path, server):
     assert gate.exit_code == 1 and "names no judge.escalate_to" in gate.output
 
 
-@pytest.mark.parametrize("good, answer, words", [
-    (380, script({}, default=Sure(True, 0.97)), "TNR on the verdicts given 0.00"),
-    (60, script({"bad": Sure(True, 0.4)}, default=Sure(True, 0.97)),
-     "no known-bad example gets a verdict (every one is escalated)")])
-def test_a_judge_that_never_fails_is_not_certified_by_agreement_alone(tmp_path, good, answer, words):
+@pytest.mark.parametrize("good, answers, words", [
+    (380, {}, "TNR on the verdicts given 0.00"),
+    (60, {"bad": Sure(True, 0.4)}, "no known-bad example gets a verdict (every one is escalated)")])
+def test_a_judge_that_never_fails_is_not_certified_by_agreement_alone(tmp_path, good, answers, words):
     """Passing every reply agrees with people on 95% of a set of mostly good ones; a judge sure only
     of the good ones escalates every bad one (skipped tests: a green suite). The gate asks TPR and
     TNR of the verdicts given, and refuses a class no verdict is given on."""
@@ -289,20 +287,13 @@ def test_a_judge_that_never_fails_is_not_certified_by_agreement_alone(tmp_path, 
     rows += [{"id": f"b{i}", "output": f"<b{i}> bad", "passed": False} for i in range(20)]
     (tmp_path / "calibration_sets" / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     (tmp_path / "pyproject.toml").write_text(POLICY)
-    report = calibrate(Options(policy=Policy.load(), cache_dir=None), llm=FakeLLM(lambda r: _completion(r, answer)))
+    fake = FakeLLM.scripted(answers, default=Sure(True, 0.97))  # log-probabilities, as a selective judge asks
+    report = calibrate(Options(policy=Policy.load(), cache_dir=None), llm=fake)
+    assert all(r.logprobs for r in fake.requests)
     report.write(Path(".judgekit/reports/latest"))
     decision = Gate.from_project().check_path(".judgekit/reports/latest").decision("c")
     assert decision.status == "FAIL" and words in decision.summary, decision
     assert decision.thresholds is None
-
-
-def _completion(request, answer):
-    from judgekit.llm.protocol import Completion
-    from judgekit.testing.scripts import answer_text, logprobs_of, prompt_of
-
-    verdict = answer(prompt_of(request.messages))
-    text = answer_text(verdict)
-    return Completion(text, logprobs=[(t["token"], t["logprob"]) for t in logprobs_of(text, verdict)])
 
 
 def test_two_answers_in_one_text_give_no_confidence_and_abstaining_trials_are_not_sure():

@@ -62,13 +62,18 @@ class Certified:
         if self.threshold is None:
             return (f"no confidence threshold is certified to agree with people on ≥ {target} of its verdicts "
                     f"(at {level}): every verdict is escalated")
-        low, high = self.coverage_interval
-        return (f"agrees with people on ≥ {target} of the verdicts it gives (certified at {level}), "
-                f"gives verdicts on {_percent(self.coverage)} [{_percent(low)}, {_percent(high)}] of examples")
+        return _certified(self.min_agreement, self.delta, self.coverage, self.coverage_interval)
 
 
 def _percent(share: float) -> str:
     return f"{100 * share:.0f}%"
+
+
+def _certified(min_agreement: float, delta: float, coverage: float, interval: tuple[float, float]) -> str:
+    """What a certificate states, in the words the report and the gate use."""
+    return (f"agrees with people on ≥ {_percent(min_agreement)} of the verdicts it gives (certified at "
+            f"{_percent(1 - delta)}), gives verdicts on {_percent(coverage)} [{_percent(interval[0])}, "
+            f"{_percent(interval[1])}] of examples")
 
 
 def _arrays(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences: Sequence[float]) -> tuple[Any, ...]:
@@ -217,9 +222,8 @@ class Cascade:
             return self.stages[0].words() if len(self.stages) == 1 else (
                 f"no judge of the cascade is certified to agree with people on ≥ {_percent(self.min_agreement)} "
                 f"of its verdicts (at {_percent(1 - self.delta)}): every verdict is escalated")
-        whole = Certified(0.0, self.agreement, NAN, self.covered, self.n, self.coverage, self.coverage_interval,
-                          None, None, 0, self.min_agreement, self.delta)
-        return whole.words() + (f" ({len(self.stages)} judges)" if len(self.stages) > 1 else "")
+        said = _certified(self.min_agreement, self.delta, self.coverage, self.coverage_interval)
+        return said + (f" ({len(self.stages)} judges)" if len(self.stages) > 1 else "")
 
 
 def certify_cascade(labels: Sequence[bool], stages: Sequence[tuple[Sequence[bool | None], Sequence[float]]],
