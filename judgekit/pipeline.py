@@ -36,12 +36,11 @@ from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.transports import check_api_base
 from judgekit.report.figures import annotators, claim_stages, consistency, slices
 from judgekit.judging.selective import confidence_source
-from judgekit.report.parts import Certificate, certificate_of
+from judgekit.report.parts import Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.model import (ConfusionCounts, CriterionReport, Disagreement, EarlyStop, JudgeInfo, Report,
                                    UsageSummary)
 from judgekit.report.render import finite
 from judgekit.secrets import public_url
-from judgekit.stats.metrics import calibration
 
 
 @dataclass
@@ -176,6 +175,12 @@ def _prepare(options: Options, started: datetime) -> _Ready:
     if problems:
         raise InputError(problems)
     sets = chosen = select_split(whole_sets, options.split)
+    drawn = [cid for cid, s in sets.items() if any(e.selection for e in s.examples)]
+    if options.stop_early and drawn:
+        raise InputError.one(f"calibration_sets/{drawn[0]}", "selection", "early stopping counts examples alike, "
+                             "and this set holds examples drawn by the judge's verdict; calibrate without --stop-early")
+    for cid in drawn if not options.canary else ():  # before any judge is paid for
+        check_drawn(sets[cid])
     if options.canary:
         sets = {cid: s.canary(options.canary) for cid, s in sets.items()}
     criteria = [with_trials(c, options.trials) for c in criteria]
@@ -240,7 +245,8 @@ def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list
     final = [majority(t) for t in all_trials]
     labels = [e.label for e in cal.examples]
     set_pass = sum(e.label for e in full_set.examples)  # the set's classes, judged or not
-    result = calibration(labels, [v.passed for v in final], seed=options.seed)
+    # a canary (recheck) compares the same examples over time: counted plainly, as before
+    result, design = agreement(cal, [v.passed for v in final], options.seed, plain=options.canary is not None)
     # Recorded verdicts carry the model only if the user named it (--model beside --verdicts).
     spec = judge_spec(criterion, model if source == "live" else (options.model if source != "code" else None))
     own = fingerprint(criterion, spec["model"])
@@ -280,7 +286,7 @@ def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list
         keys={e.id: e.key for e in cal.examples},
         confidences={e.id: v.confidence for e, v in zip(cal.examples, final) if v.confidence is not None},
         claim_stages=claim_stages(cal, final, gold) if gold else None,
-        selective=_certificate(criterion, labels, final, escalated, spec["model"], selective, source),
+        selective=_certificate(criterion, labels, final, escalated, spec["model"], selective, source), design=design,
         # Built from judgekit's own verdicts, already checked: no need to validate them again.
         verdicts=[RecordedVerdict.model_construct(
             criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw, stage=stage,

@@ -121,7 +121,8 @@ def _run_cli(project: Path, url: str) -> subprocess.Popen:
 def _comparable(report_dir: Path) -> dict:
     data = json.loads((report_dir / "report.json").read_text())
     for c in data["criteria"]:
-        c.pop("calibrated_at"), c.pop("evidence_at"), c.pop("usage")
+        # labels_changed reads the history, which the first run wrote: none before it, none since
+        c.pop("calibrated_at"), c.pop("evidence_at"), c.pop("usage"), c.pop("labels_changed")
     data.pop("created_at"), data.pop("judging_s")
     return data
 

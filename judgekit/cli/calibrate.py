@@ -25,6 +25,7 @@ from judgekit.inputs.criteria import criterion_schema
 from judgekit.inputs.files import write_atomic
 from judgekit.inputs.labelled import read_labels
 from judgekit.inputs.policy import Policy
+from judgekit.report.parts import check_drawn
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import Example
 from judgekit.judging.recorded import load_recorded
@@ -131,6 +132,8 @@ def calibrate(
         for c in fresh.criteria:
             for warning in c.warnings:
                 typer.echo(f"\nwarning: {c.id}: {warning}")
+            if c.labels_changed:
+                typer.echo(f"\n{c.id}: {c.labels_changed} label(s) changed since its previous calibration")
         abstained = sum(c.abstained for c in fresh.criteria)
         if abstained:
             typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
@@ -168,6 +171,11 @@ def validate(
     problems = []  # of every file, listed together
     try:
         loaded, loaded_sets = load_inputs(criteria, sets)
+        for loaded_set in loaded_sets.values():  # examples drawn from a pool must describe one design
+            try:
+                check_drawn(loaded_set)
+            except InputError as error:
+                problems += error.problems
     except InputError as error:
         problems += error.problems
     if verdicts is not None:

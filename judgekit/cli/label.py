@@ -13,12 +13,18 @@ from typing import Optional
 import typer
 
 from judgekit.cli.app import EXIT_INPUT, fail, short
-from judgekit.cli.options import criteria_option, group, history_option, sets_option, typer_app
+from judgekit.cli.label_next import NextRequest, next_to_label
+from judgekit.cli.options import api_base_option, config_option, criteria_option, group, history_option, sets_option, typer_app
 from judgekit.cli.label_page import labelling, page_judge, review as reviewing, serve
 from judgekit.errors import InputError, JudgekitError
+from judgekit.gate.decision import Gate
+from judgekit.improve.audit import suspects
+from judgekit.inputs.catalog import find_set
+from judgekit.inputs.labelled import read_labels
 from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.merge import merge as merging, set_for
 from judgekit.judging.review import queue_path
+from judgekit.judging.runner import RunSettings
 from judgekit.watch.history import History
 
 app = typer_app()
@@ -29,6 +35,21 @@ def label(
     file: Optional[Path] = typer.Argument(None, help="JSONL or CSV of examples to label: those without 'passed' "
                                           "(with --annotator, those without your label). Left out with -c ID: the "
                                           "criterion's review queue (.judgekit/review/ID.jsonl)."),
+    next_n: Optional[int] = typer.Option(None, "--next", min=1, metavar="N", help="With -c CRITERION and FILE (a pool "
+                                         "of unlabelled replies): judge the pool, draw the N whose labels shrink the "
+                                         "interval that decides the gate (by the judge's verdict, each with how it was "
+                                         "drawn, so the estimates stay unbiased) and label them."),
+    verdicts: Optional[Path] = typer.Option(None, "--verdicts", help="With --next: the pool's verdicts, recorded "
+                                            "(JSONL or CSV), instead of judging it live."),
+    model: Optional[str] = typer.Option(None, "--model", help="With --next: judge the pool with this model (default: "
+                                        "the criterion's judge.model)."),
+    rate: Optional[str] = typer.Option(None, "--for", metavar="tpr|tnr",
+                                       help="With --next: shrink this rate's interval (default: the one the gate is "
+                                            "short of)."),
+    config: Optional[Path] = config_option("With --next or --review: the gate policy (judgekit.yaml or pyproject.toml)."),
+    api_base: Optional[str] = api_base_option(),
+    write_only: bool = typer.Option(False, "--write-only", help="With --next: write the examples drawn (with how "
+                                    "each was drawn) and stop; label them with any tool, then --merge."),
     review: Optional[str] = typer.Option(None, "--review", metavar="CRITERION", help="Review this criterion's "
                                          "disagreements in the latest report and fix labels in its set."),
     merge: Optional[Path] = typer.Option(None, "--merge", metavar="NEW", help="Move the labelled records of NEW "
@@ -53,6 +74,22 @@ def label(
     CRITERION alone, the replies its judge escalated (selective judging). With --merge NEW -c
     CRITERION, the labelled examples of NEW move into the criterion's set."""
     try:
+        if next_n is not None:
+            if rate not in (None, "tpr", "tnr"):
+                raise InputError.one("--for", "", f"is {rate!r}; give tpr or tnr")
+            if file is None or criterion is None or review is not None or merge is not None:
+                raise InputError.one("--next", "", "give a pool of replies and the criterion: judgekit label --next "
+                                                   "N -c CRITERION POOL.jsonl")
+            out = Path(".judgekit/next") / f"{criterion}.jsonl"
+            _, said = next_to_label(NextRequest(file, criterion, next_n, criteria, sets, report, out, verdicts, model,
+                                                rate, config), RunSettings(api_base=api_base, cache_dir=cache_dir))
+            for line in said:
+                typer.echo(line)
+            typer.echo(f"{f'label them in {out}, then' if write_only else 'once labelled'}: judgekit label --merge "
+                       f"{out} -c {criterion} --labelled-only && judgekit calibrate -c {criterion}")
+            if write_only:
+                return
+            file = out  # labelled blind: the page shows the verdict only once labelled
         if file is None and review is None and merge is None and criterion is not None:
             file = queue_path(Path("."), criterion)  # the replies selective judging escalated to a person
             if not file.is_file():
@@ -64,16 +101,20 @@ def label(
         if merge is not None:
             return _merge(merge, criterion, criteria, sets, labelled_only)
         if review is not None:
-            session = reviewing(review, criteria, sets, report, annotator=annotator)
+            recheck = labels_to_recheck(review, criteria, sets, report, config)
+            for rid, evidence in recheck.items():
+                typer.echo(f"re-check {rid}: {evidence}")
+            session = reviewing(review, criteria, sets, report, annotator=annotator, recheck=recheck)
             session.on_change = _keeper(history, review)
         else:
             question = load_criterion(criteria / f"{criterion}.yaml").question if criterion else ""
             judge, note = page_judge(criterion, report, criteria, sets, str(cache_dir))
             session = labelling(file, report if report.is_dir() else None, criterion, question, annotator=annotator,
                                 judge=judge, judge_note=note)
-        server = serve(session, port)
     except JudgekitError as error:
         fail(error)
+    try:
+        server = serve(session, port)
     except OSError as error:
         typer.echo(f"error: --port {port}: {error.strerror}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
@@ -94,6 +135,15 @@ def label(
     except KeyboardInterrupt:
         server.shutdown()
         typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")
+
+
+def labels_to_recheck(criterion_id: str, criteria: Path, sets: Path, report: Path,
+                      config: Optional[Path]) -> dict[str, str]:
+    """Id -> the evidence against its label, from the judges that pass the gate (judgekit.improve.audit)."""
+    gate = Gate.from_project(criteria, sets, config, [criterion_id])
+    labels = read_labels(find_set(sets, criterion_id), criterion_id)
+    found = suspects(criterion_id, labels, gate, report, Path(".judgekit/compare"))
+    return {s.id: s.words() for s in found}
 
 
 def _keeper(history: Path, criterion: str):

@@ -151,9 +151,10 @@ def labelling(path: Path, report_dir: Path | None = None, criterion: str | None 
 
 
 def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Path, *,
-           annotator: str | None = None) -> Session:
+           annotator: str | None = None, recheck: dict[str, str] | None = None) -> Session:
     """A session over the disagreements of the latest report for one criterion; an example several
-    annotators labelled comes with each one's label."""
+    annotators labelled comes with each one's label. The labels to re-check (`recheck`: id -> the
+    evidence against its label) come first, their evidence shown as the reason."""
     if annotator is not None:
         check_annotator(annotator)
     criterion = load_criterion(criteria_dir / f"{criterion_id}.yaml")
@@ -164,10 +165,15 @@ def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Pa
     undone = recover(path)
     records = {str(r["id"]): r for r in read_records(path)}
     items = []
-    for d in found.disagreements:
-        if d.id not in records:
-            continue
-        labels = annotations(records[d.id]) if is_annotated(records[d.id]) else None
-        label = annotators_majority(labels) if labels else d.label
-        items.append(Item(d.id, d.input, d.output or "", d.context, label, d.verdict, d.reason, True, labels=labels))
+    recheck = recheck or {}
+    shown = {d.id: d for d in found.disagreements}
+    for rid in [*[i for i in recheck if i in records], *[i for i in shown if i not in recheck and i in records]]:
+        r = records[rid]
+        labels = annotations(r) if is_annotated(r) else None
+        d = shown.get(rid)
+        label = annotators_majority(labels) if labels else (d.label if d else label_of(r, None))
+        reason = f"labels to re-check: {recheck[rid]}" if rid in recheck else (d.reason if d else None)
+        verdict = d.verdict if d else (None if label is None else not label)
+        items.append(Item(rid, r.get("input") or None, str(r.get("output") or ""), r.get("context") or None, label,
+                          verdict, reason, True, labels=labels))
     return Session(path, "review", criterion.question, items, annotator, rolled_back=[undone] if undone else [])

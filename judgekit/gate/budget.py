@@ -72,6 +72,36 @@ def budgets(t: Thresholds, have: tuple[int, int], rates: tuple[float | None, flo
             ClassBudget("known-bad", "TNR", t.min_tnr, have[1], rates[1], t.min_examples, t.use_lower_bound))
 
 
+def _observed(found: Any) -> tuple[float | None, float | None]:
+    """A report entry's TPR and TNR (weighted when its examples were drawn by design); None unknown."""
+    if found is None:
+        return None, None
+    return found.metrics.get("tpr"), found.metrics.get("tnr")
+
+
+def short_class(found: Any, t: Thresholds, have: tuple[int, int]) -> tuple[str, str]:
+    """The rate whose interval decides the gate and the labels to shrink it with (tpr or tnr), and
+    why, in words: the class `plan` says needs more examples (most of them), else the rate whose
+    lower bound is nearest below (or least above) its threshold, else the class with fewer labels."""
+    rates = _observed(found)
+    chosen = budgets(t, have, rates)
+    if found is None or None in rates:
+        b = chosen[0] if have[0] < have[1] else chosen[1]
+        return ("tpr" if b is chosen[0] else "tnr"), f"{b.word} is the class with fewer labels ({b.have})"
+    more = [b.more if b.more is not None else (REACHABLE if b.rate is not None and b.rate <= b.threshold else 0)
+            for b in chosen]
+    if max(more) > 0:
+        i = 0 if more[0] >= more[1] else 1
+        b = chosen[i]
+        return ("tpr", "tnr")[i], f"{b.word}: {b.have} labelled, {b.label} {b.rate:.2f}; {b.words()}"
+    lows = [(found.intervals.get(k) or (None, None))[0] for k in ("tpr", "tnr")]
+    gaps = [(low if low is not None else 0.0) - b.threshold for low, b in zip(lows, chosen)]
+    i = 0 if gaps[0] <= gaps[1] else 1
+    b = chosen[i]
+    return ("tpr", "tnr")[i], (f"both classes settle the gate now; {b.label}'s lower bound {lows[i] or 0:.2f} is the "
+                               f"nearer to its threshold {b.threshold:.2f}")
+
+
 def plan(report: "Report | None", policy: Policy, sets: Mapping[str, Any], criterion_ids: list[str],
          assume: tuple[float, float] | None = None) -> list[str]:
     """The label budget, one line per criterion and class: how many known-good and known-bad
@@ -81,11 +111,9 @@ def plan(report: "Report | None", policy: Policy, sets: Mapping[str, Any], crite
     for cid in criterion_ids:
         t = policy.for_criterion(cid)
         found = report.criterion(cid) if report else None
-        c = found.confusion if found else None
         have_pass = sum(e.label for e in sets[cid].examples)
         have = (have_pass, len(sets[cid].examples) - have_pass)
-        observed = ((c.tp / (c.tp + c.fn) if c and c.tp + c.fn else None),
-                    (c.tn / (c.tn + c.fp) if c and c.tn + c.fp else None))
+        observed = _observed(found)
         rates = assume if assume is not None else observed
         for b in budgets(t, have, rates):
             perfect = max(examples_for(1.0, b.threshold) or 0, t.min_examples)

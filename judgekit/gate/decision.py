@@ -122,7 +122,7 @@ class Gate:
                                                    "again",))
         decision, figures = self._evidence(criterion_id, entry, lines)
         decision = replace(decision, model=entry.model,
-                           confusion=decision.confusion or (figures.confusion if figures else None))
+                           confusion=decision.confusion or (figures.counts() if figures else None))
         if decision.status != "PASS":
             decision = replace(decision, thresholds=None)
         clash = self._agent_clash(entry)
@@ -192,6 +192,15 @@ class Gate:
                 short.add(cls)
         if t.min_kappa is not None:
             check(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, fails, unsure)
+        for pool, found in figures.pools().items():  # drawn from production: the judge must clear it there too
+            for key, label, threshold, word in (("tpr", "TPR", t.min_tpr, "known-good"),
+                                                ("tnr", "TNR", t.min_tnr, "known-bad")):
+                name = f"{label} on pool {pool} alone"
+                if math.isnan(found.metrics[key]):
+                    unsure.append(f"{name} is unknown: no {word} reply of it is labelled yet; draw more "
+                                  "(judgekit label --next)")
+                else:
+                    check(found.metrics, found.intervals, key, name, threshold, t.use_lower_bound, fails, unsure)
         # What labelling can do, one number per class: the gate and `judgekit plan` say it alike.
         needed = {}
         for cls, b in zip(("pass", "fail"), budgets(t, (n_pass, n_fail), (_finite(rates["tpr"]), _finite(rates["tnr"])))):

@@ -26,7 +26,8 @@ from typing import Any, Sequence
 from judgekit.gate.entry import Entry, Line, Untrusted
 from judgekit.inputs.labelled import LabelledSet
 from judgekit.judging.verdicts import Verdict, majority
-from judgekit.stats.metrics import confusion, kappa_from_counts, kappa_interval, ratio, wilson
+from judgekit.stats.design import DesignError, Drawn, by_pool, design_calibration, weighted_cells, weights
+from judgekit.stats.metrics import Calibration, confusion, kappa_from_counts, kappa_interval, ratio, wilson
 from judgekit.stats.raters import flip_rate
 
 CLOCK_SKEW = timedelta(minutes=5)  # a time this far ahead of the gate's clock is in the future
@@ -48,12 +49,31 @@ class Figures:
     decided: tuple[tuple[bool, bool], ...]  # (label, verdict) of each decided example: kappa's interval
     labels: tuple[bool, ...] = ()  # of the examples judged, in the set's order
     stages: tuple[tuple[Verdict, ...], ...] = ()  # each judge's final verdicts on them (selective judging)
+    # how each was drawn (`judgekit label --next`), in the order of `labels`; empty: none by design
+    drawn: tuple[Drawn | None, ...] = ()
+
+    def cells(self) -> tuple[float, float, float, float]:
+        """tp, fp, tn, fn: counted, or weighted by how the examples were drawn (judgekit.stats.design)."""
+        if not self.drawn:
+            return self.confusion
+        return weighted_cells(self.labels, [v.passed for v in self.stages[0]], weights(self.drawn))
+
+    def counts(self) -> tuple[int, int, int, int]:
+        """The cells as whole counts, for a pass rate's correction (weighted ones rounded)."""
+        return tuple(round(x) for x in self.cells())  # type: ignore[return-value]
+
+    def pools(self) -> dict[str, Calibration]:
+        """Each pool's own figures (its drawn examples alone, weighted within it)."""
+        return by_pool(self.labels, [v.passed for v in self.stages[0]], self.drawn) if self.drawn else {}
 
     def rates(self) -> dict[str, float]:
-        tp, fp, tn, fn = self.confusion
+        tp, fp, tn, fn = self.cells()
         return {"tpr": ratio(tp, tp + fn), "tnr": ratio(tn, tn + fp), "cohen_kappa": kappa_from_counts(tp, fp, tn, fn)}
 
     def intervals(self, with_kappa: bool) -> dict[str, tuple[float, float]]:
+        if self.drawn:  # seeded draws of the weighted posterior, as the report's (seed 0)
+            found = design_calibration(self.labels, [v.passed for v in self.stages[0]], self.drawn).intervals
+            return {k: found[k] for k in (("tpr", "tnr", "cohen_kappa") if with_kappa else ("tpr", "tnr"))}
         tp, fp, tn, fn = self.confusion
         out = {"tpr": wilson(tp, tp + fn), "tnr": wilson(tn, tn + fp)}
         if with_kappa:  # numpy, imported by kappa_interval: only when the policy asks for kappa
@@ -93,6 +113,8 @@ def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -
                    evidence_at=None if not times or None in times else min(times),  # type: ignore[type-var]
                    decided=tuple((e.label, bool(v)) for e, v in zip(judged, final) if v is not None),
                    labels=tuple(e.label for e in judged),
+                   drawn=tuple(Drawn(*e.selection) if e.selection else None for e in judged)
+                   if any(e.selection for e in judged) else (),
                    stages=(tuple(verdicts),) + ((tuple(escalated.get(e.id, Verdict(e.id, None)) for e in judged),)
                                                 if escalated else ()))
 
@@ -121,6 +143,10 @@ def verify(entry: Entry, lines: Sequence[Line], labels: LabelledSet, now: dateti
     """The entry's figures recomputed from the evidence, or Untrusted when the stored figures, the
     verdicts and the set disagree in any way, or a time lies in the future."""
     f = recompute(entry, lines, labels)
+    try:
+        f.cells()
+    except DesignError as error:
+        raise Untrusted(f"the set's selection records do not describe one design: {error}") from None
     checks: list[tuple[str, Any, Any]] = [
         ("n", entry.n, f.n), ("abstained", entry.abstained, f.abstained),
         ("confusion (tp, fp, tn, fn)", entry.confusion, f.confusion),

@@ -46,6 +46,10 @@ def selective(criterion_id: str, figures: Figures, t: Thresholds, s: Selective, 
     """A selectively judged criterion: PASS when a confidence threshold is certified (for the
     cascade, when the criterion escalates) and the verdicts given cover at least min_coverage."""
     n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
+    if figures.drawn:  # its bound counts examples as a random sample: drawn by verdict, they are not
+        return Decision(criterion_id, "FAIL", ("selective judging's certificate counts every example alike, and "
+                                               "some of this set's were drawn by the judge's verdict (`judgekit "
+                                               "label --next`); certify on examples labelled at random",))
     if n_pass < t.min_examples or n_fail < t.min_examples:
         return Decision(criterion_id, "INCONCLUSIVE", (
             f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least {t.min_examples} "

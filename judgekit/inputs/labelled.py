@@ -9,6 +9,7 @@ a label (a CSV's cells, several annotators' majority) are said here once and use
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -37,6 +38,11 @@ def from_csv_cells(record: dict[str, Any]) -> dict[str, Any]:
             out[key] = parse_bool(value)
         elif key == "tags":
             out[key] = [t.strip() for t in value.split(";") if t.strip()]
+        elif key == "selection":  # how it was drawn (`judgekit label --next`): one cell of JSON
+            try:
+                out[key] = json.loads(value)
+            except ValueError:
+                out[key] = value  # the model says what is wrong with it
         else:
             out[key] = value
     if labels:
@@ -51,6 +57,8 @@ class Labelled:
     id: str
     label: bool
     split: str | None
+    # how it was drawn from a pool (`judgekit label --next`): pool, stratum, every stratum's size, position
+    selection: tuple[str, str, tuple[tuple[str, int], ...], int] | None = None
 
 
 @dataclass(frozen=True)
@@ -99,4 +107,23 @@ def _label(record: Any) -> Labelled | None:
         passed = majority(labels)
     if not isinstance(passed, bool):
         return None
-    return Labelled(str(rid), passed, split if isinstance(split, str) else None)
+    drawn = record.get("selection")
+    selection = _selection(drawn)
+    if drawn is not None and selection is None:
+        return None
+    return Labelled(str(rid), passed, split if isinstance(split, str) else None, selection)
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _selection(drawn: Any) -> tuple[str, str, tuple[tuple[str, int], ...], int] | None:
+    """A selection record read as the set loader's model reads it (strict whole numbers)."""
+    if not isinstance(drawn, dict) or set(drawn) != {"pool", "stratum", "sizes", "position"}:
+        return None
+    pool, stratum, sizes, position = drawn["pool"], drawn["stratum"], drawn["sizes"], drawn["position"]
+    if not (isinstance(pool, str) and pool and isinstance(stratum, str) and stratum and isinstance(sizes, dict)
+            and sizes and all(_count(n) for n in sizes.values()) and sizes.get(stratum, 0) >= 1 and _count(position)):
+        return None
+    return pool, stratum, tuple(sorted((str(k), n) for k, n in sizes.items())), position

@@ -155,6 +155,8 @@ def _cells(record: dict[str, Any]) -> dict[str, str]:
             out.update({f"labels.{name}": "true" if v else "false" for name, v in value.items()})
         elif key == "tags":
             out[key] = ";".join(value)
+        elif key == "selection":  # one cell of JSON
+            out[key] = json.dumps(value, sort_keys=True, separators=(",", ":"))
         else:
             out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
     return out

@@ -17,9 +17,9 @@ import hashlib
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterator, Literal, Sequence
+from typing import Annotated, Any, Iterator, Literal, Sequence
 
-from pydantic import Field, StrictBool, ValidationError, model_validator
+from pydantic import Field, StrictBool, StrictInt, ValidationError, model_validator
 
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
@@ -37,6 +37,28 @@ class LabelledClaim(Frozen):
     supported: StrictBool
 
 
+class Selection(Frozen):
+    """How an example was drawn from a pool of unlabelled replies (`judgekit label --next`): the
+    pool, its stratum there (the judge's verdict, and whether it was sure), and the size of every
+    stratum of the pool; the estimates weight it by them (judgekit.stats.design)."""
+
+    pool: str = Field(min_length=1)
+    stratum: str = Field(min_length=1)
+    sizes: dict[str, Annotated[StrictInt, Field(ge=0)]] = Field(min_length=1)
+    position: Annotated[StrictInt, Field(ge=0)] = Field(description="Its place in the stratum's fixed random "
+                                                        "order: the labelled replies of a stratum must be its "
+                                                        "first ones, or the estimate is biased.")
+
+    @model_validator(mode="after")
+    def _known_stratum(self) -> "Selection":
+        if self.sizes.get(self.stratum, 0) < 1:
+            raise ValueError(f"stratum {self.stratum!r} has no size of at least 1 in sizes {self.sizes}")
+        return self
+
+    def as_tuple(self) -> tuple[str, str, tuple[tuple[str, int], ...], int]:
+        return self.pool, self.stratum, tuple(sorted(self.sizes.items())), self.position
+
+
 class Example(Frozen):
     """One labelled example: what the user said, the reply, optional source material, the human label."""
 
@@ -50,6 +72,8 @@ class Example(Frozen):
     split: Literal["dev", "test"] | None = None
     claims: list[LabelledClaim] | None = Field(None, description="Claim-level labels (claims criteria): the "
                                                 "reply's claims and whether each is supported.")
+    selection: Selection | None = Field(None, description="How the example was drawn from a pool "
+                                        "(`judgekit label --next`); the estimates weight it accordingly.")
 
     @model_validator(mode="after")
     def _one_label(self) -> "Example":

@@ -181,8 +181,9 @@ def _criterion_line(criterion_id: str, verdicts: list[bool | None], report: Any,
     found = report.criterion(criterion_id) if report else None
     if decided and found and found.judge and found.judge.kind in ("llm", "claims"):
         given = [stage.given for stage in found.selective.stages] if found.selective else []
-        tp, fp, tn, fn = (tuple(map(sum, zip(*given))) if given else
-                          (found.confusion.tp, found.confusion.fp, found.confusion.tn, found.confusion.fn))
+        counted = (found.confusion.tp, found.confusion.fp, found.confusion.tn, found.confusion.fn)
+        tp, fp, tn, fn = (tuple(map(sum, zip(*given))) if given else  # drawn by design: the weighted cells
+                          tuple(round(x) for x in found.design.weighted) if found.design else counted)
         try:
             rate = corrected_pass_rate(passed, len(decided), (tp, tp + fn), (tn, tn + fp))
         except ValueError:

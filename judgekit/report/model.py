@@ -21,7 +21,7 @@ from judgekit.inputs.validation import problems_of
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded
 from judgekit.judging.verdicts import Verdict
 from judgekit.report.frames import criteria_frame, examples_frame
-from judgekit.report.parts import Certificate, ReportPart
+from judgekit.report.parts import Certificate, Design, ReportPart
 from judgekit.report.render import to_markdown
 from judgekit.version import version
 
@@ -196,6 +196,10 @@ class CriterionReport(ReportPart):
     early_stop: EarlyStop | None = None
     claim_stages: ClaimStages | None = None
     selective: Certificate | None = None
+    design: Design | None = Field(None, description="How the examples were drawn, when some were drawn from a "
+                                  "pool by the judge's verdict (`judgekit label --next`): the figures are weighted.")
+    labels_changed: int | None = Field(None, description="Labels of the set changed (`judgekit label --review`) "
+                                       "since this criterion's previous calibration, by the history.")
     verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
                                             description="Every verdict of every trial; written to verdicts.jsonl.")
     outcomes: dict[str, tuple[bool, bool | None]] = Field(

@@ -1,4 +1,5 @@
-"""The base of every part of a report, and the selective-judging certificate a report states.
+"""The base of every part of a report, the selective-judging certificate a report states, and how
+a set drawn by design is measured (its agreement, weighted, and the part that says so).
 
 >>> Certificate(confidence="trials", min_agreement=0.9, delta=0.1, min_coverage=0.5, n=40).certified
 False
@@ -11,9 +12,13 @@ from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from judgekit.errors import InputError
 from judgekit.inputs.policy import Selective
+from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.selective import SOURCES, certificate, given
 from judgekit.judging.verdicts import Verdict
+from judgekit.stats.design import DesignError, Drawn, by_pool, design_calibration, weighted_cells, weights
+from judgekit.stats.metrics import Calibration, calibration
 
 
 class ReportPart(BaseModel):
@@ -83,3 +88,84 @@ def certificate_of(labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], 
                    for c, model, r, g in zip(found.stages, models, reaching, given(labels, stages, found))],
         "covered": found.covered, "agreement": _number(found.agreement), "coverage": _number(found.coverage),
         "coverage_interval": found.coverage_interval, "statement": found.words()})
+
+
+class Pool(ReportPart):
+    """The strata of one pool some of the set's examples were drawn from (`judgekit label --next`)."""
+
+    pool: str
+    sizes: dict[str, int] = Field(description="Replies of the pool in each stratum when it was drawn from.")
+    labelled: dict[str, int] = Field(description="Examples of each stratum in the set calibrated.")
+    metrics: dict[str, float | None] = Field(default_factory=dict, description="tpr and tnr of the pool's drawn "
+                                             "examples alone, weighted within it: what the judge does on the "
+                                             "pool (the gate checks them too).")
+    intervals: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
+
+
+class Design(ReportPart):
+    """How the set's examples were chosen, when some were drawn by design: the figures and their
+    intervals are weighted accordingly (judgekit.stats.design), the confusion matrix counts examples."""
+
+    pools: list[Pool]
+    other: int = Field(description="Examples labelled some other way (weight 1 each).")
+    weighted: tuple[float, float, float, float] = Field(description="tp, fp, tn, fn, each example counted by its "
+                                                        "weight: what a pass rate is corrected with.")
+
+    @classmethod
+    def of(cls, drawn: Sequence[Drawn | None], weighted: tuple[float, float, float, float],
+           own: dict[str, Calibration]) -> "Design | None":
+        if all(d is None for d in drawn):
+            return None
+        pools: dict[str, Pool] = {}
+        for d in drawn:
+            if d is not None:
+                found = own[d.pool]
+                pool = pools.setdefault(d.pool, Pool(
+                    pool=d.pool, sizes=dict(d.sizes), labelled={k: 0 for k, _ in d.sizes},
+                    metrics={k: _finite(found.metrics[k]) for k in ("tpr", "tnr")},
+                    intervals={k: tuple(_finite(x) for x in found.intervals[k]) for k in ("tpr", "tnr")}))
+                pool.labelled[d.stratum] = pool.labelled.get(d.stratum, 0) + 1
+        return cls(pools=list(pools.values()), other=sum(d is None for d in drawn),
+                   weighted=tuple(round(x, 6) for x in weighted))  # type: ignore[arg-type]
+
+    def words(self) -> str:
+        drawn = sum(sum(p.labelled.values()) for p in self.pools)
+        strata = "; ".join(f"pool {p.pool}: " + ", ".join(f"{p.labelled.get(k, 0)} of {n} {k}" for k, n in
+                                                          sorted(p.sizes.items())) for p in self.pools)
+        alone = "; ".join(f"pool {p.pool} alone: " + ", ".join(
+            f"{k.upper()} {_word(p.metrics.get(k))} ({_word(p.intervals.get(k, (None, None))[0])}-"
+            f"{_word(p.intervals.get(k, (None, None))[1])})" for k in ("tpr", "tnr")) for p in self.pools)
+        return (f"{drawn} example(s) drawn by the judge's verdict ({strata}) and {self.other} other(s): the "
+                f"figures are weighted by how each was drawn. {alone}")
+
+
+def check_drawn(cal: CalibrationSet) -> list[Drawn | None]:
+    """How each example of the set was drawn, or an InputError naming the set when its selection
+    records do not describe one design (a stratum none of whose replies is labelled, a skipped one)."""
+    drawn = [Drawn(*e.selection.as_tuple()) if e.selection else None for e in cal.examples]
+    try:
+        weights(drawn)
+    except DesignError as error:
+        raise InputError.one(cal.path, "selection", f"{error}") from None
+    return drawn
+
+
+def agreement(cal: CalibrationSet, verdicts: list[bool | None], seed: int,
+              plain: bool = False) -> tuple[Calibration, Design | None]:
+    """The judge's agreement with the labels of a set: weighted by how the examples were drawn when
+    some were drawn from a pool by design (`judgekit label --next`), counted plainly otherwise."""
+    labels = [e.label for e in cal.examples]
+    if plain or not any(e.selection for e in cal.examples):
+        return calibration(labels, verdicts, seed=seed), None
+    drawn = check_drawn(cal)
+    cells = weighted_cells(labels, verdicts, weights(drawn))
+    # seed 0 whatever --seed says: the gate draws kappa's interval the same way to check it
+    return design_calibration(labels, verdicts, drawn), Design.of(drawn, cells, by_pool(labels, verdicts, drawn))
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or math.isnan(value) else value
+
+
+def _word(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"

@@ -98,7 +98,13 @@ def to_markdown(report: "Report") -> str:
         for warning in c.warnings:
             lines += [f"> Warning: {md_escape(warning)}", ""]
         lines += [f"Examples: {c.n} ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled fail), "
-                  f"abstained: {c.abstained}", "",
+                  f"abstained: {c.abstained}", ""]
+        if c.design:
+            lines += [md_escape(c.design.words()) + ".", ""]
+        if c.labels_changed:
+            lines += [f"{c.labels_changed} label(s) changed since the previous calibration (`judgekit label "
+                      "--review`; the history keeps each change).", ""]
+        lines += [
                   "| metric | value | 95% interval |", "|---|---|---|"]
         for name in METRIC_NAMES:
             lines.append(f"| {name} | {fmt_number(c.metrics.get(name))} | {_interval(c.intervals.get(name))} |")

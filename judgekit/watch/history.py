@@ -226,6 +226,14 @@ class History:
                                "ORDER BY id", (criterion,))
         return [(e, None if o is None else bool(o), bool(n), a, datetime.fromisoformat(at)) for e, o, n, a, at in rows]
 
+    def changed_since_last(self, criterion: str) -> int | None:
+        """Labels changed in review since the criterion's latest calibration; None before its first."""
+        past = self.runs(criterion, "calibrate")
+        if not past:
+            return None
+        last = max(r.created_at for r in past)
+        return sum(1 for *_, at in self.label_changes(criterion) if at > last)
+
     @_refusing_sqlite_errors
     def confidences(self, run_id: int) -> dict[str, float]:
         """Example id -> the confidence of its verdict, where the run kept one (selective judging)."""
@@ -262,11 +270,13 @@ def record_history(report: Report, path: Path, purpose: str = "calibrate") -> Re
     """Keep a fresh report's runs in the history at `path`; return it with the warnings the
     history adds (a prompt measured only on the split it was tuned on)."""
     with History.open(path) as history:
+        changed = {c.id: history.changed_since_last(c.id) for c in report.criteria}
         history.record(report, purpose)
         for c in report.criteria:
             history.edit_measured_on_test(c)
         criteria = []
         for c in report.criteria:
             warning = history.split_warning(c.id, c.judge.prompt_sha if c.judge else None)
+            c = c.model_copy(update={"labels_changed": changed[c.id]})
             criteria.append(c.model_copy(update={"warnings": [*c.warnings, warning]}) if warning else c)
     return report.model_copy(update={"criteria": criteria})

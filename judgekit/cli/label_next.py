@@ -1,0 +1,97 @@
+"""`judgekit label --next N -c ID POOL`: judge a pool of unlabelled replies, draw the N whose labels
+shrink the interval that decides the criterion's gate, and write them (each with how it was drawn)
+to a file to label (judgekit.judging.selection; the estimates that weight them: judgekit.stats.design).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from judgekit.errors import InputError
+from judgekit.inputs.catalog import find_set
+from judgekit.inputs.criteria import JUDGED, load_criterion
+from judgekit.inputs.files import locked, read_source, write_atomic
+from judgekit.inputs.labels import label_of, read_records
+from judgekit.inputs.policy import Policy
+from judgekit.inputs.sets import CalibrationSet, load_set
+from judgekit.judging.runner import RunSettings
+from judgekit.judging.selection import Draw, draw, judged_pool, read_pool, recorded_pool
+from judgekit.gate.budget import short_class
+from judgekit.llm.protocol import LLM
+from judgekit.report.model import Report
+
+RATE_WORDS = {"tpr": "TPR (known-good examples)", "tnr": "TNR (known-bad examples)"}
+
+
+@dataclass(frozen=True)
+class NextRequest:
+    pool: Path
+    criterion_id: str
+    n: int
+    criteria: Path
+    sets: Path
+    report: Path
+    out: Path
+    verdicts: Path | None = None
+    model: str | None = None
+    rate: str | None = None  # tpr / tnr; None: the one the gate is short of
+    config: Path | None = None
+
+
+def next_to_label(req: NextRequest, settings: RunSettings, llm: LLM | None = None) -> tuple[Draw, list[str]]:
+    """Judge the pool, draw the next examples, write them to `req.out`; what to tell the user."""
+    criterion = load_criterion(req.criteria / f"{req.criterion_id}.yaml")
+    labelled = _labelled(req.sets, req.criterion_id)
+    _check_out(req.out)
+    replies = read_pool(req.pool)
+    if req.verdicts is not None:
+        verdicts, source = recorded_pool(req.verdicts, criterion.id, replies), f"recorded in {req.verdicts}"
+    else:
+        model = req.model or (criterion.judge.model if isinstance(criterion, JUDGED) else None)
+        verdicts = judged_pool(criterion, replies, req.pool, model, settings, llm)
+        source = f"judged by {model}" if model else "checked by its pattern"
+    found = Report.read_if_any(req.report)
+    entry = found.criterion(criterion.id) if found else None
+    have_pass = sum(e.label for e in labelled.examples)
+    t = Policy.load(req.config).for_criterion(criterion.id)
+    rate, why = (req.rate, "chosen with --for") if req.rate else short_class(entry, t, (have_pass,
+                                                                                         len(labelled.examples) - have_pass))
+    current = entry.metrics.get(rate) if entry else None
+    drawn = draw(replies, verdicts, labelled, req.n, rate, current)
+    with locked(req.out):  # the lock labels are written under: a page still open on the last draw waits
+        _check_out(req.out)
+        write_atomic(req.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in drawn.records()))
+    strata = ", ".join(f"{drawn.taken.get(s, 0)} of {size} '{s}'" + (f" ({drawn.labelled[s]} labelled before)"
+                                                                     if drawn.labelled.get(s) else "")
+                       for s, size in sorted(drawn.sizes.items()))
+    said = [f"pool {req.pool}: {len(replies)} replies {source}; design {drawn.pool}",
+            f"to shrink the interval of {RATE_WORDS[rate]}: {why}",
+            f"drew {len(drawn.chosen)}: {strata}"]
+    if drawn.abstained:
+        said.append(f"{drawn.abstained} the judge abstained on are not drawn (they enter no rate)")
+    if drawn.in_set:
+        said.append(f"{drawn.in_set} already in the set, labelled another way, stand for themselves")
+    if len(drawn.chosen) < req.n:
+        said.append(f"only {len(drawn.chosen)} left to draw: the pool is spent")
+    return drawn, said
+
+
+def _labelled(sets: Path, criterion_id: str) -> CalibrationSet:
+    """The criterion's set as labelled so far; none yet is an empty one (`--merge` makes the file)."""
+    try:
+        path = find_set(sets, criterion_id)
+    except InputError:
+        return CalibrationSet(criterion_id, sets / f"{criterion_id}.jsonl", ())
+    return load_set(path, criterion_id) if read_source(path).text.strip() else CalibrationSet(criterion_id, path, ())
+
+
+def _check_out(out: Path) -> None:
+    """Labels written into the file of a previous draw must be merged before it is drawn again."""
+    if not out.is_file():
+        return
+    done = [str(r["id"]) for r in read_records(out) if label_of(r, None) is not None]
+    if done:
+        raise InputError.one(out, f"id {done[0]}", f"holds {len(done)} label(s) not merged yet; merge them first "
+                             f"(judgekit label --merge {out} -c CRITERION --labelled-only), then draw again")

@@ -1,0 +1,174 @@
+"""The next examples to label, drawn from a pool of unlabelled replies by the judge's verdict
+(`judgekit label --next`), so that the labels go where they decide and the estimates stay unbiased
+(judgekit.stats.design weights them).
+
+- The pool is judged first (live through the cache, or from recorded verdicts). Its **strata** are
+  the judge's verdicts, split by whether the judge was sure (confidence of at least SURE, from
+  trials or log-probabilities) when it says; abstentions are not drawn from (they enter no rate).
+- Replies already in the calibration set without a selection record stand for themselves and are
+  left out of the pool; the pool's **identity** is a digest of its replies and of the judge, so a
+  new round over the same pool and judge continues the same design (its stratum sizes as recorded).
+- Within a stratum the replies are drawn in a fixed random order (a digest of the pool and of each
+  record: its id and content), so the labelled ones are always the first ones of that order: a simple random sample of
+  the stratum, whose chance of being labelled is n_h / N_h.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from pydantic import ValidationError
+
+from judgekit.errors import InputError
+from judgekit.fingerprint import canonical_hash
+from judgekit.inputs.criteria import Criterion, RegexCriterion
+from judgekit.inputs.labels import read_records
+from judgekit.inputs.sets import CalibrationSet, Example, Selection
+from judgekit.inputs.validation import problems_of
+from judgekit.judging.jobs import run_sync
+from judgekit.judging.recorded import load_recorded
+from judgekit.judging.runner import RunSettings, judge_sets
+from judgekit.judging.verdicts import Verdict, majority
+from judgekit.llm.protocol import LLM
+from judgekit.stats.allocation import Stratum, allocate
+
+SURE = 0.9
+
+
+def read_pool(path: Path) -> list[Example]:
+    """The replies of a pool file (JSONL or CSV: id, output, optional input and context); any label
+    it holds is ignored (the example carries a placeholder one: it is not labelled here)."""
+    if not path.is_file():
+        raise InputError.one(path, "", "no such pool file; give a JSONL or CSV of replies to choose from")
+    problems, replies = [], []
+    for record in read_records(path):
+        fields = {k: record.get(k) or None for k in ("input", "context")}
+        try:
+            replies.append(Example(id=str(record["id"]), output=str(record["output"]), passed=True, **fields))
+        except ValidationError as error:
+            problems += problems_of(error, str(path), f"id {record['id']}")
+    if problems:
+        raise InputError(problems)
+    if not replies:
+        raise InputError.one(path, "", "holds no replies")
+    return replies
+
+
+def stratum_of(verdict: Verdict) -> str | None:
+    """The stratum of a judged reply: pass or fail, `, unsure` below SURE; None for an abstention."""
+    if verdict.passed is None:
+        return None
+    word = "pass" if verdict.passed else "fail"
+    return f"{word}, unsure" if verdict.confidence is not None and verdict.confidence < SURE else word
+
+
+@dataclass(frozen=True)
+class Draw:
+    """The examples to label next, in the order to label them, and what was decided on the way."""
+
+    pool: str
+    sizes: dict[str, int]
+    chosen: list[tuple[Example, str, int]]  # (reply, stratum, its place in the stratum's order)
+    taken: dict[str, int]  # per stratum, drawn now
+    labelled: dict[str, int]  # per stratum, already in the set
+    abstained: int
+    in_set: int  # replies of the pool the set holds already, labelled another way
+
+    def records(self) -> list[dict]:
+        """The records of the file to label: each reply with its selection record, no label."""
+        return [{"id": e.id, **{k: v for k, v in e.fields().items() if v is not None},
+                 "selection": Selection(pool=self.pool, stratum=s, sizes=self.sizes, position=at).model_dump()}
+                for e, s, at in self.chosen]
+
+
+def _rank(pool: str, reply: Example) -> str:
+    """A reply's place in the pool's fixed random order: each record is a unit (a reply that comes
+    many times in production stands for each time), so its id counts as well as its content."""
+    return hashlib.sha256(f"{pool}\0{reply.id}\0{reply.key}".encode()).hexdigest()
+
+
+def draw(replies: Sequence[Example], verdicts: Mapping[str, Verdict], labelled: CalibrationSet,
+         n: int, rate: str, current: float | None) -> Draw:
+    """The next `n` replies of the pool to label, to shrink `rate` (tpr or tnr) most, given the
+    judge's `verdicts` on them (by id) and the set as labelled so far. The pool's identity is its
+    replies and their strata: the same pool judged alike continues one design."""
+    pool = canonical_hash(sorted((e.key, stratum_of(verdicts[e.id]) or "-") for e in replies))[:12]
+    own = {e.id: e for e in labelled.examples if e.selection is not None and e.selection.pool == pool}
+    other = {e.key for e in labelled.examples if e.selection is None or e.selection.pool != pool}
+    held = {e.id: e for e in labelled.examples}
+    clash = [e.id for e in replies if e.id in held and e.id not in own and held[e.id].key != e.key]
+    if clash:
+        raise InputError.one(labelled.path, f"id {clash[0]}", f"is also the id of a reply of the pool, with other "
+                             f"content ({len(clash)} such): give the pool's replies ids of their own")
+    by_stratum: dict[str, list[Example]] = {}
+    abstained = 0
+    for e in replies:
+        s = stratum_of(verdicts[e.id])
+        if s is None:
+            abstained += 1
+        elif e.key not in other or e.id in own:
+            by_stratum.setdefault(s, []).append(e)
+    if not by_stratum:
+        raise InputError.one("--next", "", f"the judge abstained on all {len(replies)} replies of the pool: there "
+                             "is nothing to draw by its verdict")
+    order = {s: sorted(members, key=lambda m: _rank(pool, m)) for s, members in by_stratum.items()}
+    recorded = next((e.selection.sizes for e in own.values() if e.selection is not None), None)
+    sizes = dict(recorded) if recorded is not None else {s: len(m) for s, m in sorted(by_stratum.items())}
+    verdict_of = {e.key: verdicts[e.id].passed for e in replies}
+    strata = {}
+    for s, size in sizes.items():
+        cells = [0, 0, 0, 0]
+        done = [e for e in own.values() if e.selection is not None and e.selection.stratum == s]
+        for example in done:  # the judge's verdict on it now, for the spread of its stratum
+            verdict = verdict_of.get(example.key)
+            if verdict is not None:
+                cells[(0 if example.label else 1) if verdict else (3 if example.label else 2)] += 1
+        strata[s] = Stratum(size, len(done), (cells[0], cells[1], cells[2], cells[3]))
+    unseen = sum(1 for st in strata.values() if st.size and not st.labelled)
+    if n < unseen:
+        raise InputError.one("--next", "", f"{n} is fewer than the pool's strata with no labelled reply yet "
+                             f"({unseen}): draw at least {unseen}, one for each, so that every stratum is seen")
+    wanted = allocate({s: st for s, st in strata.items() if st.size}, n, rate, current)
+    chosen: list[tuple[str, Example, str, int]] = []
+    for s, k in wanted.items():
+        fresh = [(at, m) for at, m in enumerate(order.get(s, [])) if m.id not in own]
+        chosen += [(_rank(pool, m), m, s, at) for at, m in fresh[:k]]
+    chosen.sort(key=lambda c: c[0])
+    taken: dict[str, int] = {}
+    for _, _, s, _ in chosen:
+        taken[s] = taken.get(s, 0) + 1
+    return Draw(pool, sizes, [(e, s, at) for _, e, s, at in chosen], taken,
+                {s: st.labelled for s, st in strata.items()}, abstained,
+                sum(1 for e in replies if e.key in other and e.id not in own))
+
+
+def judged_pool(criterion: Criterion, replies: Sequence[Example], path: Path, model: str | None,
+                settings: RunSettings, llm: LLM | None = None) -> dict[str, Verdict]:
+    """The judge's verdict on each reply of the pool: by code for a regex, else asked live through
+    the cache (the criterion's trials, their majority)."""
+    if isinstance(criterion, RegexCriterion):
+        return {e.id: Verdict(e.id, *criterion.explain(e.fields())) for e in replies}
+    if not model:
+        raise InputError.one(f"criteria/{criterion.id}.yaml", "judge.model", "no judge model to judge the pool with; "
+                             "set judge.model, pass --model, or give the pool's verdicts with --verdicts")
+    pool = CalibrationSet(criterion.id, path, tuple(replies))
+    run = run_sync(judge_sets([criterion], {criterion.id: pool}, {criterion.id: model}, settings, llm))
+    return {trials[0].example_id: majority(trials) for trials in run.verdicts[criterion.id]}
+
+
+def recorded_pool(path: Path, criterion_id: str, replies: Sequence[Example]) -> dict[str, Verdict]:
+    """The pool's verdicts from a verdict file (`--verdicts`): the majority of each reply's trials
+    (their confidence when the file gives one); every reply must have one."""
+    trials: dict[str, list[Verdict]] = {}
+    for r in load_recorded(path):
+        if r.criterion in (None, criterion_id) and r.stage == 0:  # not the answers of a judge escalated to
+            trials.setdefault(r.id, []).append(Verdict(r.id, r.passed, r.reason, confidence=r.confidence))
+    missing = [e.id for e in replies if e.id not in trials]
+    if missing:
+        raise InputError.one(path, f"id {missing[0]}", f"no verdict of {criterion_id} for {len(missing)} repl"
+                             f"{'y' if len(missing) == 1 else 'ies'} of the pool (first: {missing[0]}); record one "
+                             "for every reply, or judge the pool live (leave out --verdicts)")
+    return {e.id: majority(trials[e.id]) for e in replies}
