@@ -180,7 +180,7 @@ def _prepare(options: Options, started: datetime) -> _Ready:
         raise InputError.one(f"calibration_sets/{drawn[0]}", "selection", "early stopping counts examples alike, "
                              "and this set holds examples drawn by the judge's verdict; calibrate without --stop-early")
     for cid in drawn if not options.canary else ():  # before any judge is paid for
-        check_drawn(sets[cid])
+        check_drawn(sets[cid], whole_sets[cid])
     if options.canary:
         sets = {cid: s.canary(options.canary) for cid, s in sets.items()}
     criteria = [with_trials(c, options.trials) for c in criteria]

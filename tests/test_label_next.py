@@ -299,3 +299,43 @@ def test_a_pool_labelled_whole_gets_an_interval_no_wider_than_counting_it(projec
     low, high = design_calibration(labels, verdicts, drawn).intervals["tnr"]
     plain_low, plain_high = calibration(labels, verdicts).intervals["tnr"]
     assert high - low <= (plain_high - plain_low) * 1.2
+
+
+def test_abstentions_are_a_stratum_so_a_judge_that_abstains_on_the_pool_cannot_pass(project, tmp_path):
+    from judgekit.testing import FakeServer, script
+
+    project.criterion({"id": "no-email", "question": "Is the reply free of email addresses?",
+                       "judge": {"model": "openai/judge"}})
+    project.jsonl("no-email", [{"id": f"g{i}", "output": f"All set, ticket {i}.", "passed": True} for i in range(30)]
+                  + [{"id": f"b{i}", "output": f"Mail b{i}@corp.com now.", "passed": False} for i in range(30)])
+    pool = tmp_path / "pool.jsonl"
+    _pool_with_spelled_out_addresses(pool)
+    runner = CliRunner()
+    # the judge cannot tell a spelled-out address: it abstains on those (a fifth of the pool)
+    with FakeServer(script({"@": False, " at example": "I cannot tell."}, default=True)) as server:
+        common = ["--api-base", server.url]
+        for _ in range(2):
+            said, _ = _round(runner, pool, 30, "--for", "tnr", *common)
+            assert "abstained on 60 of the pool's replies" in said
+        assert runner.invoke(app, ["calibrate", *common]).exit_code == 0
+    found = Report.read(".judgekit/reports/latest").criterion("no-email")
+    assert found.design.pools[0].abstained == pytest.approx(0.2)
+    decision = Gate.from_project().check_path(".judgekit/reports/latest").decisions[0]
+    assert decision.status == "FAIL" and any("abstains on 20% of pool" in r for r in decision.reasons)
+
+
+def test_drawn_examples_divided_between_splits_are_named_as_the_cause(project, pooled):
+    runner = CliRunner()
+    _round(runner, pooled, 10)
+    path = project.sets / "no-email.jsonl"
+    rows = [json.loads(x) for x in path.read_text().splitlines()]
+    path.write_text("".join(json.dumps({**r, "split": "test" if i % 2 else "dev"}) + "\n" for i, r in enumerate(rows)))
+    refused = runner.invoke(app, ["calibrate", "--split", "test"])
+    assert refused.exit_code == 2 and "divided between the splits" in refused.output, refused.output
+
+
+def test_a_pool_record_without_an_id_or_output_is_refused_not_read_as_none(pooled):
+    with pooled.open("a") as f:
+        f.write(json.dumps({"id": None, "output": None}) + "\n")
+    refused = CliRunner().invoke(app, ["label", "--next", "4", "-c", "no-email", str(pooled), "--write-only"])
+    assert refused.exit_code == 2 and "needs an id" in refused.output

@@ -70,9 +70,8 @@ def next_to_label(req: NextRequest, settings: RunSettings, llm: LLM | None = Non
             f"to shrink the interval of {RATE_WORDS[rate]}: {why}",
             f"drew {len(drawn.chosen)}: {strata}"]
     if drawn.abstained:
-        said.append(f"{drawn.abstained} the judge abstained on are not drawn (they enter no rate)")
-    if drawn.in_set:
-        said.append(f"{drawn.in_set} already in the set, labelled another way, stand for themselves")
+        said.append(f"the judge abstained on {drawn.abstained} of the pool's replies: they count in its abstention "
+                    "rate at the gate")
     if len(drawn.chosen) < req.n:
         said.append(f"only {len(drawn.chosen)} left to draw: the pool is spent")
     return drawn, said

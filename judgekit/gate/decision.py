@@ -192,7 +192,10 @@ class Gate:
                 short.add(cls)
         if t.min_kappa is not None:
             check(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, fails, unsure)
-        for pool, found in figures.pools().items():  # drawn from production: the judge must clear it there too
+        for pool, (found, abstaining) in figures.pools().items():  # drawn from production: cleared there too
+            if abstaining > t.max_abstain_rate:
+                fails.append(f"the judge abstains on {abstaining:.0%} of pool {pool} (weighted; > "
+                             f"{t.max_abstain_rate:.0%})")
             for key, label, threshold, word in (("tpr", "TPR", t.min_tpr, "known-good"),
                                                 ("tnr", "TNR", t.min_tnr, "known-bad")):
                 name = f"{label} on pool {pool} alone"

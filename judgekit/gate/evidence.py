@@ -62,8 +62,8 @@ class Figures:
         """The cells as whole counts, for a pass rate's correction (weighted ones rounded)."""
         return tuple(round(x) for x in self.cells())  # type: ignore[return-value]
 
-    def pools(self) -> dict[str, Calibration]:
-        """Each pool's own figures (its drawn examples alone, weighted within it)."""
+    def pools(self) -> dict[str, tuple[Calibration, float]]:
+        """Each pool's own figures and share of abstentions (its drawn examples, weighted within it)."""
         return by_pool(self.labels, [v.passed for v in self.stages[0]], self.drawn) if self.drawn else {}
 
     def rates(self) -> dict[str, float]:

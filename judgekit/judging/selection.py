@@ -4,10 +4,13 @@
 
 - The pool is judged first (live through the cache, or from recorded verdicts). Its **strata** are
   the judge's verdicts, split by whether the judge was sure (confidence of at least SURE, from
-  trials or log-probabilities) when it says; abstentions are not drawn from (they enter no rate).
-- Replies already in the calibration set without a selection record stand for themselves and are
-  left out of the pool; the pool's **identity** is a digest of its replies and of the judge, so a
-  new round over the same pool and judge continues the same design (its stratum sizes as recorded).
+  trials or log-probabilities) when it says; and its abstentions.
+- Every reply of the pool file is a unit of it (a reply the set also holds, labelled another way,
+  is a separate instance; an id the set already uses is refused); the pool's **identity** is a
+  digest of its replies and their strata, so a new round over the same pool judged alike
+  continues the same design (its order, positions and stratum sizes unchanged).
+- The judge's abstentions are a stratum too: one of them labelled carries their share, so that
+  the pool's abstention rate counts at the gate.
 - Within a stratum the replies are drawn in a fixed random order (a digest of the pool and of each
   record: its id and content), so the labelled ones are always the first ones of that order: a simple random sample of
   the stratum, whose chance of being labelled is n_h / N_h.
@@ -22,7 +25,7 @@ from typing import Mapping, Sequence
 
 from pydantic import ValidationError
 
-from judgekit.errors import InputError
+from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, RegexCriterion
 from judgekit.inputs.labels import read_records
@@ -46,10 +49,14 @@ def read_pool(path: Path) -> list[Example]:
     problems, replies = [], []
     for record in read_records(path):
         fields = {k: record.get(k) or None for k in ("input", "context")}
+        rid, output = record["id"], record["output"]
+        if isinstance(rid, bool) or not isinstance(rid, (str, int)) or not isinstance(output, str) or not output:
+            problems.append(Problem(str(path), f"id {rid}", "needs an id (text or a number) and an output (text)"))
+            continue
         try:
-            replies.append(Example(id=str(record["id"]), output=str(record["output"]), passed=True, **fields))
+            replies.append(Example(id=str(rid), output=output, passed=True, **fields))
         except ValidationError as error:
-            problems += problems_of(error, str(path), f"id {record['id']}")
+            problems += problems_of(error, str(path), f"id {rid}")
     if problems:
         raise InputError(problems)
     if not replies:
@@ -57,10 +64,14 @@ def read_pool(path: Path) -> list[Example]:
     return replies
 
 
-def stratum_of(verdict: Verdict) -> str | None:
-    """The stratum of a judged reply: pass or fail, `, unsure` below SURE; None for an abstention."""
+ABSTAINED = "abstained"
+
+
+def stratum_of(verdict: Verdict) -> str:
+    """The stratum of a judged reply: pass or fail, `, unsure` below SURE; or abstained (one label
+    of those carries their share of the pool, so that the pool's abstentions count)."""
     if verdict.passed is None:
-        return None
+        return ABSTAINED
     word = "pass" if verdict.passed else "fail"
     return f"{word}, unsure" if verdict.confidence is not None and verdict.confidence < SURE else word
 
@@ -74,8 +85,7 @@ class Draw:
     chosen: list[tuple[Example, str, int]]  # (reply, stratum, its place in the stratum's order)
     taken: dict[str, int]  # per stratum, drawn now
     labelled: dict[str, int]  # per stratum, already in the set
-    abstained: int
-    in_set: int  # replies of the pool the set holds already, labelled another way
+    abstained: int  # replies of the pool the judge abstained on
 
     def records(self) -> list[dict]:
         """The records of the file to label: each reply with its selection record, no label."""
@@ -95,23 +105,19 @@ def draw(replies: Sequence[Example], verdicts: Mapping[str, Verdict], labelled: 
     """The next `n` replies of the pool to label, to shrink `rate` (tpr or tnr) most, given the
     judge's `verdicts` on them (by id) and the set as labelled so far. The pool's identity is its
     replies and their strata: the same pool judged alike continues one design."""
-    pool = canonical_hash(sorted((e.key, stratum_of(verdicts[e.id]) or "-") for e in replies))[:12]
+    pool = canonical_hash(sorted((e.key, stratum_of(verdicts[e.id])) for e in replies))[:12]
     own = {e.id: e for e in labelled.examples if e.selection is not None and e.selection.pool == pool}
-    other = {e.key for e in labelled.examples if e.selection is None or e.selection.pool != pool}
-    held = {e.id: e for e in labelled.examples}
-    clash = [e.id for e in replies if e.id in held and e.id not in own and held[e.id].key != e.key]
+    # Every reply of the pool is a unit of it, whatever the set holds: a reply whose id the set
+    # gives an example of its own would be labelled twice under one id.
+    clash = [e.id for e in replies if e.id in {x.id for x in labelled.examples} and e.id not in own]
     if clash:
-        raise InputError.one(labelled.path, f"id {clash[0]}", f"is also the id of a reply of the pool, with other "
-                             f"content ({len(clash)} such): give the pool's replies ids of their own")
+        raise InputError.one(labelled.path, f"id {clash[0]}", f"is also the id of a reply of the pool ({len(clash)} "
+                             "such): give the pool's replies ids of their own, or take those out of the pool")
     by_stratum: dict[str, list[Example]] = {}
-    abstained = 0
     for e in replies:
-        s = stratum_of(verdicts[e.id])
-        if s is None:
-            abstained += 1
-        elif e.key not in other or e.id in own:
-            by_stratum.setdefault(s, []).append(e)
-    if not by_stratum:
+        by_stratum.setdefault(stratum_of(verdicts[e.id]), []).append(e)
+    abstained = len(by_stratum.get(ABSTAINED, []))
+    if set(by_stratum) == {ABSTAINED}:
         raise InputError.one("--next", "", f"the judge abstained on all {len(replies)} replies of the pool: there "
                              "is nothing to draw by its verdict")
     order = {s: sorted(members, key=lambda m: _rank(pool, m)) for s, members in by_stratum.items()}
@@ -131,7 +137,12 @@ def draw(replies: Sequence[Example], verdicts: Mapping[str, Verdict], labelled: 
     if n < unseen:
         raise InputError.one("--next", "", f"{n} is fewer than the pool's strata with no labelled reply yet "
                              f"({unseen}): draw at least {unseen}, one for each, so that every stratum is seen")
-    wanted = allocate({s: st for s, st in strata.items() if st.size}, n, rate, current)
+    # one labelled abstention carries the stratum (the judge abstains on every reply of it); the
+    # rest go where they shrink the rate
+    wanted = {ABSTAINED: 1} if ABSTAINED in strata and strata[ABSTAINED].size and not strata[ABSTAINED].labelled \
+        else {}
+    wanted.update(allocate({s: st for s, st in strata.items() if st.size and s != ABSTAINED},
+                           n - sum(wanted.values()), rate, current))
     chosen: list[tuple[str, Example, str, int]] = []
     for s, k in wanted.items():
         fresh = [(at, m) for at, m in enumerate(order.get(s, [])) if m.id not in own]
@@ -141,8 +152,7 @@ def draw(replies: Sequence[Example], verdicts: Mapping[str, Verdict], labelled: 
     for _, _, s, _ in chosen:
         taken[s] = taken.get(s, 0) + 1
     return Draw(pool, sizes, [(e, s, at) for _, e, s, at in chosen], taken,
-                {s: st.labelled for s, st in strata.items()}, abstained,
-                sum(1 for e in replies if e.key in other and e.id not in own))
+                {s: st.labelled for s, st in strata.items()}, abstained)
 
 
 def judged_pool(criterion: Criterion, replies: Sequence[Example], path: Path, model: str | None,

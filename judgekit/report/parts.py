@@ -100,6 +100,7 @@ class Pool(ReportPart):
                                              "examples alone, weighted within it: what the judge does on the "
                                              "pool (the gate checks them too).")
     intervals: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
+    abstained: float = Field(0.0, description="The share of the pool the judge abstains on (weighted).")
 
 
 class Design(ReportPart):
@@ -113,14 +114,14 @@ class Design(ReportPart):
 
     @classmethod
     def of(cls, drawn: Sequence[Drawn | None], weighted: tuple[float, float, float, float],
-           own: dict[str, Calibration]) -> "Design | None":
+           own: dict[str, tuple[Calibration, float]]) -> "Design | None":
         if all(d is None for d in drawn):
             return None
         pools: dict[str, Pool] = {}
         for d in drawn:
             if d is not None:
-                found = own[d.pool]
-                pool = pools.setdefault(d.pool, Pool(
+                found, abstaining = own[d.pool]
+                pool = pools.setdefault(d.pool, Pool(abstained=round(abstaining, 6),
                     pool=d.pool, sizes=dict(d.sizes), labelled={k: 0 for k, _ in d.sizes},
                     metrics={k: _finite(found.metrics[k]) for k in ("tpr", "tnr")},
                     intervals={k: tuple(_finite(x) for x in found.intervals[k]) for k in ("tpr", "tnr")}))
@@ -134,18 +135,25 @@ class Design(ReportPart):
                                                           sorted(p.sizes.items())) for p in self.pools)
         alone = "; ".join(f"pool {p.pool} alone: " + ", ".join(
             f"{k.upper()} {_word(p.metrics.get(k))} ({_word(p.intervals.get(k, (None, None))[0])}-"
-            f"{_word(p.intervals.get(k, (None, None))[1])})" for k in ("tpr", "tnr")) for p in self.pools)
+            f"{_word(p.intervals.get(k, (None, None))[1])})" for k in ("tpr", "tnr"))
+            + (f", abstaining on {p.abstained:.0%}" if p.abstained else "") for p in self.pools)
         return (f"{drawn} example(s) drawn by the judge's verdict ({strata}) and {self.other} other(s): the "
                 f"figures are weighted by how each was drawn. {alone}")
 
 
-def check_drawn(cal: CalibrationSet) -> list[Drawn | None]:
+def check_drawn(cal: CalibrationSet, whole: CalibrationSet | None = None) -> list[Drawn | None]:
     """How each example of the set was drawn, or an InputError naming the set when its selection
-    records do not describe one design (a stratum none of whose replies is labelled, a skipped one)."""
+    records do not describe one design (a stratum none of whose replies is labelled, a skipped
+    one); `whole` is the set `cal` is a split of, to say when the split is what breaks it."""
     drawn = [Drawn(*e.selection.as_tuple()) if e.selection else None for e in cal.examples]
     try:
         weights(drawn)
     except DesignError as error:
+        if whole is not None and whole is not cal:
+            check_drawn(whole)
+            raise InputError.one(cal.path, "split", "the examples drawn from a pool are divided between the "
+                                 f"splits, and this split alone is no design ({error}); give every example drawn "
+                                 "from one pool the same split (or none)") from None
         raise InputError.one(cal.path, "selection", f"{error}") from None
     return drawn
 

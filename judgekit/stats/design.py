@@ -209,15 +209,17 @@ def design_calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], 
 
 
 def by_pool(labels: Sequence[bool], verdicts: Sequence[bool | None],
-            drawn: Sequence[Drawn | None]) -> dict[str, Calibration]:
-    """Each pool's own figures: its drawn examples alone, weighted within it. The set's figures
-    mix the pool with the examples labelled some other way (as labelling at random would); these
-    say what the judge does on the pool, which is what drawing from production is for."""
+            drawn: Sequence[Drawn | None]) -> dict[str, tuple[Calibration, float]]:
+    """Each pool's own figures and share of abstentions: its drawn examples alone, weighted within
+    it. The set's figures mix the pool with the examples labelled some other way (as labelling at
+    random would); these say what the judge does on the pool, which drawing from production is for."""
     out = {}
     for pool in sorted({d.pool for d in drawn if d is not None}):
         mine = [i for i, d in enumerate(drawn) if d is not None and d.pool == pool]
-        out[pool] = design_calibration([labels[i] for i in mine], [verdicts[i] for i in mine],
-                                       [drawn[i] for i in mine])
+        own = [drawn[i] for i in mine]
+        w = weights(own)
+        abstained = sum(x for x, i in zip(w, mine) if verdicts[i] is None) / sum(w)
+        out[pool] = (design_calibration([labels[i] for i in mine], [verdicts[i] for i in mine], own), abstained)
     return out
 
 
