@@ -109,7 +109,8 @@ def draw(replies: Sequence[Example], verdicts: Mapping[str, Verdict], labelled: 
     own = {e.id: e for e in labelled.examples if e.selection is not None and e.selection.pool == pool}
     # Every reply of the pool is a unit of it, whatever the set holds: a reply whose id the set
     # gives an example of its own would be labelled twice under one id.
-    clash = [e.id for e in replies if e.id in {x.id for x in labelled.examples} and e.id not in own]
+    held = {x.id for x in labelled.examples}
+    clash = [e.id for e in replies if e.id in held and e.id not in own]
     if clash:
         raise InputError.one(labelled.path, f"id {clash[0]}", f"is also the id of a reply of the pool ({len(clash)} "
                              "such): give the pool's replies ids of their own, or take those out of the pool")
