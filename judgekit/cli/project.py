@@ -17,6 +17,7 @@ from judgekit.cli.options import group, typer_app
 from judgekit.cli.scaffold import init as scaffold
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.files import write_atomic
+from judgekit.judging.traces import otel_samples
 from judgekit.judging.importers import import_verdicts
 from judgekit.judging.unlabelled import import_examples
 
@@ -47,12 +48,15 @@ def init(
 
 @app.command("import", short_help=short("import"))
 def import_(
-    format: str = typer.Argument(..., help="promptfoo, inspect, pydantic-evals, deepeval or csv."),
+    format: str = typer.Argument(..., help="promptfoo, inspect, pydantic-evals, deepeval, csv, or otel (OpenTelemetry "
+                                 "traces, OTLP JSON: with --examples or --samples)."),
     file: Path = typer.Argument(..., help="The other tool's results file."),
     out: Path = typer.Option(..., "--out", "-o", help="Verdict file to write (JSONL), for `calibrate --verdicts`; "
                              "with --examples, the file of unlabelled examples (JSONL or CSV) to label."),
     examples: bool = typer.Option(False, "--examples", help="Write the results' examples (id, input, output, "
                                   "context) unlabelled, to label with `judgekit label OUT`, instead of verdicts."),
+    samples: bool = typer.Option(False, "--samples", help="otel: write the traces' gen_ai.evaluation.result events "
+                                 "as judged samples (timestamp, criterion, passed, trace_id) for `judgekit monitor`."),
     criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="The criterion these verdicts are for."),
     scorer: Optional[str] = typer.Option(None, help="inspect: the scorer whose values are verdicts."),
     evaluator: Optional[str] = typer.Option(None, help="pydantic-evals: the boolean assertion to use."),
@@ -81,6 +85,8 @@ def import_(
                        "criterion_col": criterion_col, "pass_values": pass_values, "fail_values": fail_values}
                }.get(format, {})
     try:
+        if samples or (format == "otel" and not examples):
+            return _samples(format, file, out, samples)
         if examples:
             return _examples(format, file, out, {k: v for k, v in options.items() if k in ("id_field", "input_var")})
         records = import_verdicts(format, file, criterion, **options)
@@ -89,6 +95,22 @@ def import_(
         fail(error)
     decided = sum(1 for r in records if r.passed is not None)
     typer.echo(f"wrote {len(records)} verdicts ({decided} decided, {len(records) - decided} abstained) to {out}")
+
+
+def _samples(format: str, file: Path, out: Path, asked: bool) -> None:
+    """`judgekit import otel FILE --samples -o OUT`: the evaluations the traces carry, for monitor."""
+    if format != "otel" or not asked:
+        raise InputError.one("judgekit import", format, "--samples reads OpenTelemetry traces (otel); otel traces "
+                             "give --examples (replies to label) or --samples (judged samples), not verdicts")
+    if not file.is_file():
+        raise InputError.one(file, "", "no such file")
+    found = otel_samples(file)
+    if not found:
+        raise InputError.one(file, "", "holds no gen_ai.evaluation.result event with a gen_ai.evaluation.name")
+    write_atomic(out, "".join(json.dumps(s, ensure_ascii=True) + "\n" for s in found))
+    decided = sum(1 for s in found if s["passed"] is not None)
+    typer.echo(f"wrote {len(found)} judged sample(s) ({decided} decided) to {out}")
+    typer.echo(f"next: judgekit monitor {out}")
 
 
 def _examples(format: str, file: Path, out: Path, options: dict[str, Optional[str]]) -> None:
