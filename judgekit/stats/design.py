@@ -48,7 +48,7 @@ from judgekit.stats.metrics import (CONFIDENCE, NAN, Calibration, Confusion, con
 
 PRIOR = 0.5  # per cell of a stratum's 2x2 table: Jeffreys
 MIN_PER_STRATUM = 2
-WIDER = 0.02  # (b) is taken at 97%: at 95% or 96% it covers 94.3-94.4% in one setting of the benchmark
+WIDER = 0.02  # (b) at 97%: with (b) at 95% or 96% the pair covered 94.3-94.4% in one benchmark row
 # the cells of each rate: numerator, denominator (indices into tp, fp, tn, fn)
 RATES = {"tpr": ((0,), (0, 3)), "tnr": ((2,), (2, 1)), "precision": ((0,), (0, 1)), "accuracy": ((0, 2), (0, 1, 2, 3))}
 
