@@ -62,3 +62,16 @@ def test_ids_in_either_encoding_and_bad_files_get_clear_errors(tmp_path):
     flat = tmp_path / "flat.json"  # one request laid out with a line for every value
     flat.write_text(json.dumps(request, indent=0))
     assert len(list(spans(flat))) == 5
+
+
+@pytest.mark.parametrize("text", ["[1, 2]",  # JSON, not a request
+                                  '{"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": "soon"}]}]}]}',
+                                  "[" * 100_000 + "]" * 100_000],  # nested past what can be read
+                         ids=["not-a-request", "wrong-kind", "too-deep"])
+def test_a_file_that_is_not_otlp_is_an_input_error_for_examples_and_samples(tmp_path, monkeypatch, text):
+    monkeypatch.chdir(tmp_path)
+    Path("traces.json").write_text(text)
+    for flag in ("--examples", "--samples"):
+        done = CliRunner().invoke(app, ["import", "otel", "traces.json", flag, "-o", f"out{flag}.jsonl"])
+        assert done.exit_code == 2 and "is not OTLP JSON" in done.output and done.exception is not None \
+            and isinstance(done.exception, SystemExit), (flag, done.output, done.exception)

@@ -22,7 +22,7 @@ import base64
 import json
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.inputs.files import read_source
@@ -57,26 +57,33 @@ def _hex(identifier: Any) -> str:
         return text
 
 
-def spans(path: Path) -> Iterator[dict[str, Any]]:
-    """Every span of an OTLP JSON file: its ids (hex), name, start (epoch ns), attributes and events."""
+def spans(path: Path) -> list[dict[str, Any]]:
+    """Every span of an OTLP JSON file: its ids (hex), name, start (epoch ns), attributes and events;
+    a file that is not OTLP JSON (or nests past what can be read) is an InputError naming it."""
     text = read_source(path).text.strip()
     try:
         try:
             documents = [json.loads(text)]  # one request, however it is laid out
         except json.JSONDecodeError:
             documents = [json.loads(line) for line in text.splitlines() if line.strip()]  # one per line
+        return [_span(span) for document in documents for resource in document.get("resourceSpans") or []
+                for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []
+                for span in scope.get("spans") or []]
     except json.JSONDecodeError as error:
         raise InputError.one(path, f"line {error.lineno}", f"is not OTLP JSON ({error.msg}); export the traces as "
                              "OTLP JSON (`{\"resourceSpans\": ...}`)") from None
-    for document in documents:
-        for resource in document.get("resourceSpans") or []:
-            for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []:
-                for span in scope.get("spans") or []:
-                    yield {"trace": _hex(span.get("traceId")), "span": _hex(span.get("spanId")),
-                           "name": span.get("name"), "start": int(span.get("startTimeUnixNano") or 0),
-                           "attributes": dict(attribute(a) for a in span.get("attributes") or []),
-                           "events": [(e.get("name"), dict(attribute(a) for a in e.get("attributes") or []))
-                                      for e in span.get("events") or []]}
+    except (AttributeError, TypeError, ValueError, RecursionError) as error:
+        raise InputError.one(path, "", f"is not OTLP JSON judgekit can read ({type(error).__name__}: "
+                             f"{str(error)[:200]}); export the traces as OTLP JSON (`{{\"resourceSpans\": ...}}`)") \
+            from None
+
+
+def _span(span: dict[str, Any]) -> dict[str, Any]:
+    return {"trace": _hex(span.get("traceId")), "span": _hex(span.get("spanId")), "name": span.get("name"),
+            "start": int(span.get("startTimeUnixNano") or 0),
+            "attributes": dict(attribute(a) for a in span.get("attributes") or []),
+            "events": [(e.get("name"), dict(attribute(a) for a in e.get("attributes") or []))
+                       for e in span.get("events") or []]}
 
 
 def _parts(messages: Any, roles: bool = True) -> str | None:
