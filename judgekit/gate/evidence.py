@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import cached_property
 from datetime import datetime, timedelta
 from typing import Any, Sequence
 
@@ -70,9 +71,14 @@ class Figures:
         tp, fp, tn, fn = self.cells()
         return {"tpr": ratio(tp, tp + fn), "tnr": ratio(tn, tn + fp), "cohen_kappa": kappa_from_counts(tp, fp, tn, fn)}
 
+    @cached_property
+    def _weighted(self) -> Calibration:
+        """The weighted figures of a set drawn by design: verified, then decided on, computed once."""
+        return design_calibration(self.labels, [v.passed for v in self.stages[0]], self.drawn)
+
     def intervals(self, with_kappa: bool) -> dict[str, tuple[float, float]]:
         if self.drawn:  # seeded draws of the weighted posterior, as the report's (seed 0)
-            found = design_calibration(self.labels, [v.passed for v in self.stages[0]], self.drawn).intervals
+            found = self._weighted.intervals
             return {k: found[k] for k in (("tpr", "tnr", "cohen_kappa") if with_kappa else ("tpr", "tnr"))}
         tp, fp, tn, fn = self.confusion
         out = {"tpr": wilson(tp, tp + fn), "tnr": wilson(tn, tn + fp)}
