@@ -8,6 +8,7 @@ False
 from __future__ import annotations
 
 import math
+from collections import Counter
 from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -117,15 +118,15 @@ class Design(ReportPart):
            own: dict[str, tuple[Calibration, float]]) -> "Design | None":
         if all(d is None for d in drawn):
             return None
+        labelled = Counter((d.pool, d.stratum) for d in drawn if d is not None)
         pools: dict[str, Pool] = {}
         for d in drawn:
-            if d is not None:
+            if d is not None and d.pool not in pools:
                 found, abstaining = own[d.pool]
-                pool = pools.setdefault(d.pool, Pool(abstained=round(abstaining, 6),
-                    pool=d.pool, sizes=dict(d.sizes), labelled={k: 0 for k, _ in d.sizes},
-                    metrics={k: _finite(found.metrics[k]) for k in ("tpr", "tnr")},
-                    intervals={k: tuple(_finite(x) for x in found.intervals[k]) for k in ("tpr", "tnr")}))
-                pool.labelled[d.stratum] = pool.labelled.get(d.stratum, 0) + 1
+                pools[d.pool] = Pool(pool=d.pool, sizes=dict(d.sizes), abstained=round(abstaining, 6),
+                                     labelled={k: labelled[(d.pool, k)] for k, _ in d.sizes},
+                                     metrics={k: _finite(found.metrics[k]) for k in ("tpr", "tnr")},
+                                     intervals={k: tuple(_finite(x) for x in found.intervals[k]) for k in ("tpr", "tnr")})
         return cls(pools=list(pools.values()), other=sum(d is None for d in drawn),
                    weighted=tuple(round(x, 6) for x in weighted))  # type: ignore[arg-type]
 
