@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-pytest_plugins = ["pytester"]
+os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")  # the DeepEval integration's tests send nothing anywhere
+
+pytest_plugins = ["pytester", "tests.integration_project"]  # the integrations' gated project
 collect_ignore = ["data"]  # genuine output files of other tools, and the scripts that made them
 
 REPO = Path(__file__).resolve().parent.parent

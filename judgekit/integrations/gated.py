@@ -1,0 +1,85 @@
+"""What every adapter shares: the criterion's judge as calibrated, refused at once when the gate
+blocks it, and a verdict as a runner reports it.
+
+>>> from judgekit.judging.verdicts import Verdict
+>>> graded("card", Verdict("-", None, abstention="unparseable")).state
+'abstained'
+>>> graded("card", Verdict("-", False, reason="no mention of the block")).line()
+'judgekit card: FAIL: no mention of the block'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from judgekit.gate.guard import calibrated_judge
+from judgekit.judging.judge import Judge
+from judgekit.judging.review import enqueue
+from judgekit.judging.verdicts import Verdict
+
+
+@dataclass(frozen=True)
+class Graded:
+    """One reply graded: `state` is pass, fail, abstained (the judge gave no verdict) or escalated
+    (below the certified confidence threshold: a question for a person, queued for review)."""
+
+    criterion: str
+    state: str
+    reason: str
+    confidence: float | None = None
+
+    @property
+    def passed(self) -> bool | None:
+        """True or False for a verdict; None when the judge abstained or escalated."""
+        return {"pass": True, "fail": False}.get(self.state)
+
+    def line(self) -> str:
+        return f"judgekit {self.criterion}: {self.state.upper()}" + (f": {self.reason}" if self.reason else "")
+
+
+def graded(criterion_id: str, verdict: Verdict) -> Graded:
+    """A judge's verdict as a runner reports it."""
+    if verdict.escalated:
+        state, reason = "escalated", verdict.reason or "needs review"
+    elif verdict.passed is None:
+        state, reason = "abstained", verdict.abstention or "no verdict"
+    else:
+        state, reason = ("pass" if verdict.passed else "fail"), verdict.reason or ""
+    return Graded(criterion_id, state, reason.strip(), verdict.confidence)
+
+
+class GatedJudge:
+    """The criterion's judge as its calibration asked it, from the project at `project` (its
+    criteria/, calibration_sets/, policy and `.judgekit/reports/latest`, or `report`). The gate is
+    checked here, once: when it blocks the criterion (or its figures are another tool's verdicts)
+    JudgeNotCalibrated is raised now, with the gate's reason, before anything is graded."""
+
+    def __init__(self, criterion_id: str, project: str | Path = ".", report: str | Path | None = None,
+                 config: str | Path | None = None):
+        self.criterion, self.root = criterion_id, Path(project)
+        self.judge: Judge = calibrated_judge(
+            criterion_id, report if report is not None else self.root / ".judgekit" / "reports" / "latest",
+            self.root / "criteria", self.root / "calibration_sets", config,
+            cache_dir=str(self.root / ".judgekit" / "cache"), root=self.root)
+        if self.judge.refusal is not None:
+            raise self.judge.refusal
+
+    @property
+    def model(self) -> str | None:
+        """The model the judge asks (the calibrated one)."""
+        asked = self.judge.calibrated
+        return (asked.model if asked else None) or getattr(self.judge.criterion.judge, "model", None)
+
+    async def grade(self, output: str, input: str | None = None, context: str | None = None) -> Graded:
+        """Grade one reply; an escalated reply joins the criterion's review queue."""
+        return self._graded(await self.judge.acall(output, input=input, context=context), output, input, context)
+
+    def grade_sync(self, output: str, input: str | None = None, context: str | None = None) -> Graded:
+        """`grade`, for a runner that calls synchronously (works inside a running event loop too)."""
+        return self._graded(self.judge(output, input=input, context=context), output, input, context)
+
+    def _graded(self, verdict: Verdict, output: str, input: str | None, context: str | None) -> Graded:
+        if verdict.escalated:
+            enqueue(self.root, self.criterion, [{"input": input, "output": output, "context": context}])
+        return graded(self.criterion, verdict)

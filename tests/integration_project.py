@@ -1,0 +1,57 @@
+"""A judgekit project the integrations' tests grade in: `says-blocked`, whose judge the gate passes,
+and `weak`, whose judge it blocks (it passes every reply: TNR 0), both calibrated over the fake
+OpenAI-compatible server, which keeps serving the judge while a runner grades.
+
+The server's judge says a reply passes when it says the card is "now blocked", and answers
+garbage (an abstention) on a reply that mentions "garbled".
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pytest
+from click.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.testing import GARBAGE_TEXT, FakeServer, script
+from tests.conftest import Project, balanced, llm_criterion
+
+REPLIES = {"lost card": "Your card is now blocked.", "stolen card": "Please call us tomorrow.",
+           "garbled": "garbled line noise"}  # what the runners' mock agent answers to each input
+
+
+@dataclass
+class Gated:
+    root: Path
+    server: FakeServer
+
+    def judge_calls(self) -> int:
+        """How many times the judge has been asked (calibration included)."""
+        return self.server.requests
+
+
+def offline_tokenizers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """inspect's mock model counts tokens with tiktoken, which downloads its tables on first use;
+    litellm (a judgekit dependency) ships them, so tiktoken reads them from there, offline."""
+    spec = importlib.util.find_spec("litellm")
+    assert spec is not None and spec.submodule_search_locations
+    folder = Path(list(spec.submodule_search_locations)[0]) / "litellm_core_utils" / "tokenizers"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(folder))
+
+
+@pytest.fixture
+def gated_project(project: Project, monkeypatch: pytest.MonkeyPatch) -> Iterator[Gated]:
+    offline_tokenizers(monkeypatch)
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(30, 30))
+    project.criterion(llm_criterion("weak", question="Does the reply answer politely?"))
+    project.jsonl("weak", balanced(30, 30, prefix="w"))
+    answers = script({"wreply": True, "reply-p": True, "now blocked": True, "garbled": GARBAGE_TEXT}, default=False)
+    with FakeServer(answers) as server:
+        done = CliRunner().invoke(app, ["calibrate", "--model", "openai/judge", "--api-base", server.url])
+        assert done.exit_code == 0, done.output
+        yield Gated(project.root, server)

@@ -1,0 +1,55 @@
+"""judgekit's metric in real DeepEval runs (judgekit.integrations.deepeval): `assert_test` and
+`evaluate` with JudgekitMetric, the judge being the calibrated one over the fake server; a blocked
+criterion raises before any test case runs; an abstention is an error, never a success."""
+
+from __future__ import annotations
+
+import pytest
+from deepeval import assert_test, evaluate
+from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig
+from deepeval.test_case import LLMTestCase
+
+from judgekit.errors import JudgeNotCalibrated
+from judgekit.integrations.deepeval import JudgekitMetric
+from tests.integration_project import REPLIES
+
+
+@pytest.fixture(autouse=True)
+def _quiet_deepeval(monkeypatch, tmp_path):
+    monkeypatch.setenv("DEEPEVAL_RESULTS_FOLDER", str(tmp_path / "deepeval-results"))
+
+
+def _case(text):
+    return LLMTestCase(input=text, actual_output=REPLIES[text])
+
+
+def test_assert_test_passes_a_good_reply_and_fails_a_bad_one_with_the_judges_reason(gated_project):
+    metric = JudgekitMetric("says-blocked")
+    assert metric.__name__ == "judgekit says-blocked" and metric.evaluation_model == "openai/judge"
+    before = gated_project.judge_calls()
+    assert_test(_case("lost card"), [metric], run_async=False)
+    with pytest.raises(AssertionError, match="judgekit says-blocked"):
+        assert_test(_case("stolen card"), [JudgekitMetric("says-blocked")], run_async=False)
+    with pytest.raises(AssertionError, match="judgekit says-blocked"):  # an abstention is not a pass
+        assert_test(_case("garbled"), [JudgekitMetric("says-blocked")])
+    assert gated_project.judge_calls() > before
+
+
+def test_evaluate_reports_each_verdict_and_an_abstention_as_an_error(gated_project):
+    result = evaluate([_case(text) for text in REPLIES], [JudgekitMetric("says-blocked")],
+                      async_config=AsyncConfig(run_async=True), display_config=DisplayConfig(show_indicator=False,
+                                                                                              print_results=False),
+                      error_config=ErrorConfig(ignore_errors=True))
+    by_input = {r.input: r.metrics_data[0] for r in result.test_results}
+    assert (by_input["lost card"].success, by_input["lost card"].score) == (True, 1.0)
+    assert (by_input["stolen card"].success, by_input["stolen card"].score) == (False, 0.0)
+    assert by_input["stolen card"].reason == "scripted verdict"
+    undecided = by_input["garbled"]
+    assert undecided.success is False and undecided.score is None and "ABSTAINED" in undecided.error
+
+
+def test_a_blocked_criterion_raises_before_any_test_case_runs(gated_project):
+    before = gated_project.judge_calls()
+    with pytest.raises(JudgeNotCalibrated, match=r"FAIL weak: .*TNR"):
+        JudgekitMetric("weak")
+    assert gated_project.judge_calls() == before
