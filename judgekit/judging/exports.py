@@ -48,9 +48,7 @@ from typing import Any, Callable, Iterator
 
 from judgekit.errors import InputError
 from judgekit.inputs.files import read_source
-from judgekit.judging.traces import call_examples, messages_text, otel_samples, verdict
-
-Call = tuple[str, "str | None", "str | None", "str | None"]  # (id, prompt, reply, model)
+from judgekit.judging.traces import Call, call_examples, messages_text, otel_samples, verdict
 
 _LANGFUSE = ("a Langfuse export", "export observations, scores or traces as the public API's JSON "
              "(`GET /api/public/observations`, `/api/public/scores`, `/api/public/traces/{id}`)")

@@ -28,6 +28,8 @@ from judgekit.errors import InputError
 from judgekit.inputs.files import read_source
 
 _SCALARS = ("stringValue", "boolValue", "intValue", "doubleValue")
+Call = tuple[str, str | None, str | None, str | None]
+"""An LLM call read from a trace: (id, prompt, reply, model)."""
 
 
 def attribute(item: dict[str, Any]) -> tuple[str, Any]:
@@ -147,8 +149,7 @@ def llm_call(span: dict[str, Any]) -> tuple[str | None, str | None, str | None] 
     return prompt, reply, a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
 
 
-def call_examples(calls: list[tuple[str, str | None, str | None, str | None]]) \
-        -> list[tuple[str, dict[str, str] | None]]:
+def call_examples(calls: list[Call]) -> list[tuple[str, dict[str, str] | None]]:
     """LLM calls (id, prompt, reply, model) as (id, {id, input, output}) — None in place of the
     example when no reply was recorded."""
     return [(i, {"id": i, **({"input": prompt} if prompt else {}), "output": reply} if reply else None)
