@@ -17,7 +17,7 @@ from judgekit.cli.options import group, typer_app
 from judgekit.cli.scaffold import init as scaffold
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.files import write_atomic
-from judgekit.judging.traces import otel_samples
+from judgekit.judging.exports import SAMPLE_IMPORTERS
 from judgekit.judging.importers import import_verdicts
 from judgekit.judging.unlabelled import import_examples
 
@@ -48,15 +48,19 @@ def init(
 
 @app.command("import", short_help=short("import"))
 def import_(
-    format: str = typer.Argument(..., help="promptfoo, inspect, pydantic-evals, deepeval, csv, or otel (OpenTelemetry "
-                                 "traces, OTLP JSON: with --examples or --samples)."),
+    format: str = typer.Argument(..., help="promptfoo, inspect, pydantic-evals, deepeval, csv; or traces, with "
+                                 "--examples or --samples: otel (OpenTelemetry, OTLP JSON), langfuse (the public "
+                                 "API's JSON of observations, scores or traces), phoenix (the spans or span "
+                                 "evaluations dataframe as JSONL, JSON or Parquet)."),
     file: Path = typer.Argument(..., help="The other tool's results file."),
     out: Path = typer.Option(..., "--out", "-o", help="Verdict file to write (JSONL), for `calibrate --verdicts`; "
                              "with --examples, the file of unlabelled examples (JSONL or CSV) to label."),
     examples: bool = typer.Option(False, "--examples", help="Write the results' examples (id, input, output, "
                                   "context) unlabelled, to label with `judgekit label OUT`, instead of verdicts."),
-    samples: bool = typer.Option(False, "--samples", help="otel: write the traces' gen_ai.evaluation.result events "
-                                 "as judged samples (timestamp, criterion, passed, trace_id) for `judgekit monitor`."),
+    samples: bool = typer.Option(False, "--samples", help="otel, langfuse, phoenix: write the evaluations the traces "
+                                 "carry (otel: gen_ai.evaluation.result events; langfuse: scores; phoenix: span "
+                                 "evaluations) as judged samples (timestamp, criterion, passed, trace_id) for "
+                                 "`judgekit monitor`."),
     criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="The criterion these verdicts are for."),
     scorer: Optional[str] = typer.Option(None, help="inspect: the scorer whose values are verdicts."),
     evaluator: Optional[str] = typer.Option(None, help="pydantic-evals: the boolean assertion to use."),
@@ -85,7 +89,7 @@ def import_(
                        "criterion_col": criterion_col, "pass_values": pass_values, "fail_values": fail_values}
                }.get(format, {})
     try:
-        if samples or (format == "otel" and not examples):
+        if samples or (format in SAMPLE_IMPORTERS and not examples):
             return _samples(format, file, out, samples)
         if examples:
             return _examples(format, file, out, {k: v for k, v in options.items() if k in ("id_field", "input_var")})
@@ -98,18 +102,24 @@ def import_(
 
 
 def _samples(format: str, file: Path, out: Path, asked: bool) -> None:
-    """`judgekit import otel FILE --samples -o OUT`: the evaluations the traces carry, for monitor."""
-    if format != "otel" or not asked:
-        raise InputError.one("judgekit import", format, "--samples reads OpenTelemetry traces (otel); otel traces "
-                             "give --examples (replies to label) or --samples (judged samples), not verdicts")
+    """`judgekit import otel|langfuse|phoenix FILE --samples -o OUT`: the evaluations the traces
+    carry, for monitor."""
+    if format not in SAMPLE_IMPORTERS or not asked:
+        raise InputError.one("judgekit import", format, f"--samples reads traces ({', '.join(SAMPLE_IMPORTERS)}); "
+                             "traces give --examples (replies to label) or --samples (judged samples), not verdicts")
     if not file.is_file():
         raise InputError.one(file, "", "no such file")
-    found = otel_samples(file)
-    if not found:
-        raise InputError.one(file, "", "holds no gen_ai.evaluation.result event with a gen_ai.evaluation.name")
-    write_atomic(out, "".join(json.dumps(s, ensure_ascii=True) + "\n" for s in found))
-    decided = sum(1 for s in found if s["passed"] is not None)
-    typer.echo(f"wrote {len(found)} judged sample(s) ({decided} decided) to {out}")
+    read, lacking = SAMPLE_IMPORTERS[format]
+    judged = read(file)
+    if not judged.samples:
+        raise InputError.one(file, "", f"holds no {lacking}" + (f" ({len(judged.skipped)} evaluation(s) say no "
+                                                                f"verdict: {', '.join(judged.skipped[:5])})"
+                                                                if judged.skipped else ""))
+    write_atomic(out, "".join(json.dumps(s, ensure_ascii=True) + "\n" for s in judged.samples))
+    decided = sum(1 for s in judged.samples if s["passed"] is not None)
+    typer.echo(f"wrote {len(judged.samples)} judged sample(s) ({decided} decided) to {out}")
+    if judged.skipped:
+        typer.echo(f"skipped {len(judged.skipped)} evaluation(s) that say no pass or fail: {', '.join(judged.skipped)}")
     typer.echo(f"next: judgekit monitor {out}")
 
 

@@ -28,6 +28,8 @@ from judgekit.errors import InputError
 from judgekit.inputs.files import read_source
 
 _SCALARS = ("stringValue", "boolValue", "intValue", "doubleValue")
+Call = tuple[str, str | None, str | None, str | None]
+"""An LLM call read from a trace: (id, prompt, reply, model)."""
 
 
 def attribute(item: dict[str, Any]) -> tuple[str, Any]:
@@ -86,9 +88,9 @@ def _span(span: dict[str, Any]) -> dict[str, Any]:
                        for e in span.get("events") or []]}
 
 
-def _parts(messages: Any, roles: bool = True) -> str | None:
-    """The text of GenAI messages (JSON text or a list): each message's text parts (by role for a
-    prompt; a reply is its text alone)."""
+def messages_text(messages: Any, roles: bool = True) -> str | None:
+    """The text of chat messages (JSON text or a list of `{role, content}` or `{role, parts}`):
+    each message's text, or its text parts (by role for a prompt; a reply is its text alone)."""
     if isinstance(messages, str):
         try:
             messages = json.loads(messages)
@@ -100,9 +102,9 @@ def _parts(messages: Any, roles: bool = True) -> str | None:
     for m in messages:
         if not isinstance(m, dict):
             continue
-        parts = m.get("parts")
-        text = "".join(p.get("content", "") for p in parts if isinstance(p, dict) and p.get("type") == "text") \
-            if isinstance(parts, list) else m.get("content")
+        parts = m.get("parts") if isinstance(m.get("parts"), list) else m.get("content")
+        text = "".join(str(p.get("content", p.get("text")) or "") for p in parts
+                       if isinstance(p, dict) and p.get("type") == "text") if isinstance(parts, list) else parts
         if text:
             said.append((m.get("role"), str(text)))
     return "\n\n".join(f"{role}: {text}" if role and roles else text for role, text in said) or None
@@ -137,27 +139,38 @@ def llm_call(span: dict[str, Any]) -> tuple[str | None, str | None, str | None] 
     a = span["attributes"]
     if not any(k.startswith("gen_ai.") for k in a):
         return None
-    prompt = _parts(a.get("gen_ai.input.messages")) or _indexed(a, "gen_ai.prompt") or \
+    prompt = messages_text(a.get("gen_ai.input.messages")) or _indexed(a, "gen_ai.prompt") or \
         (a.get("gen_ai.prompt") if isinstance(a.get("gen_ai.prompt"), str) else None) or \
         _from_events(span["events"], ("gen_ai.system.message", "gen_ai.user.message"))
-    reply = _parts(a.get("gen_ai.output.messages"), roles=False) or _indexed(a, "gen_ai.completion", roles=False) or \
+    reply = messages_text(a.get("gen_ai.output.messages"), roles=False) or \
+        _indexed(a, "gen_ai.completion", roles=False) or \
         (a.get("gen_ai.completion") if isinstance(a.get("gen_ai.completion"), str) else None) or \
         _from_events(span["events"], ("gen_ai.choice",))
     return prompt, reply, a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
 
 
+def call_examples(calls: list[Call]) -> list[tuple[str, dict[str, str] | None]]:
+    """LLM calls (id, prompt, reply, model) as (id, {id, input, output}) — None in place of the
+    example when no reply was recorded."""
+    return [(i, {"id": i, **({"input": prompt} if prompt else {}), "output": reply} if reply else None)
+            for i, prompt, reply, _ in calls]
+
+
 def otel_examples(path: Path, **_: Any) -> list[tuple[str, dict[str, str] | None]]:
-    """Each LLM call as (id, {id, input, output}) — None in place of the example when no reply was recorded."""
-    out = []
-    for span in spans(path):
-        call = llm_call(span)
-        if call is None:
-            continue
-        prompt, reply, _ = call
-        example_id = f"{span['trace']}:{span['span']}"
-        out.append((example_id, {"id": example_id, **({"input": prompt} if prompt else {}), "output": reply}
-                    if reply else None))
-    return out
+    """Each LLM call as an example to label (see `call_examples`)."""
+    return call_examples([(f"{span['trace']}:{span['span']}", *call) for span in spans(path)
+                          if (call := llm_call(span)) is not None])
+
+
+def verdict(label: Any) -> bool | None:
+    """An evaluation's label as a verdict: pass / passed / true, fail / failed / false (any case);
+    anything else says no verdict.
+
+    >>> verdict(" PASS "), verdict("False"), verdict("neutral"), verdict(None)
+    (True, False, None, None)
+    """
+    said = str(label if label is not None else "").strip().lower()
+    return True if said in ("pass", "passed", "true") else False if said in ("fail", "failed", "false") else None
 
 
 def otel_samples(path: Path) -> list[dict[str, Any]]:
@@ -169,9 +182,7 @@ def otel_samples(path: Path) -> list[dict[str, Any]]:
         for name, a in span["events"]:
             if name != "gen_ai.evaluation.result" or not a.get("gen_ai.evaluation.name"):
                 continue
-            label = str(a.get("gen_ai.evaluation.score.label", "")).strip().lower()
-            passed = True if label in ("pass", "passed", "true") else False if label in ("fail", "failed", "false") \
-                else None
+            passed = verdict(a.get("gen_ai.evaluation.score.label"))
             at = datetime.fromtimestamp(span["start"] / 1e9, timezone.utc).isoformat()
             out.append({"timestamp": at, "criterion": str(a["gen_ai.evaluation.name"]), "passed": passed,
                         "trace_id": span["trace"]})

@@ -6,6 +6,8 @@ calibration set (`judgekit label --merge`): each result's id, input, output and 
     judgekit import pydantic-evals report.json --examples -o new.jsonl
     judgekit import deepeval .deepeval/.latest_test_run.json --examples -o new.jsonl
     judgekit import otel traces.json --examples -o new.jsonl   (judgekit.judging.traces)
+    judgekit import langfuse observations.json --examples -o new.jsonl   (judgekit.judging.exports)
+    judgekit import phoenix spans.parquet --examples -o new.jsonl   (judgekit.judging.exports)
 
 The id is the one the verdict importers give (judgekit.judging.importers); a repeat of the same
 example (promptfoo `--repeat`, inspect epochs, pydantic-evals repeats) is a reply of its own, and
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from judgekit.errors import InputError
+from judgekit.judging.exports import langfuse_examples, phoenix_examples
 from judgekit.judging.importers import case_and_trial, deepeval_cases, inspect_samples, promptfoo_rows, pydantic_cases
 from judgekit.judging.traces import otel_examples
 
@@ -122,7 +125,7 @@ def deepeval(path: Path, **_: Any) -> list[tuple[str, dict[str, str] | None]]:
 
 EXAMPLE_IMPORTERS: dict[str, Callable[..., list[tuple[str, dict[str, str] | None]]]] = {
     "promptfoo": promptfoo, "inspect": inspect, "pydantic-evals": pydantic_evals, "deepeval": deepeval,
-    "otel": otel_examples}
+    "otel": otel_examples, "langfuse": langfuse_examples, "phoenix": phoenix_examples}
 
 
 def import_examples(kind: str, path: Path, **options: Any) -> Unlabelled:
