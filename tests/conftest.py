@@ -8,8 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import scipy.stats  # noqa: F401  (with numpy.fft and the rest of numpy's and scipy's C modules, loaded once)
 import yaml
 
+# pytester's in-process runs drop from sys.modules whatever a run imported, and a C extension cannot
+# be loaded twice in one process: numpy's and scipy's are loaded above, before any such run.
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")  # the DeepEval integration's tests send nothing anywhere
 
 pytest_plugins = ["pytester", "tests.integration_project"]  # the integrations' gated project

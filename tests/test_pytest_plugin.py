@@ -2,7 +2,6 @@
 
 import json
 
-import numpy  # noqa: F401  (loaded before pytester snapshots sys.modules: numpy cannot be loaded twice)
 import pytest
 import yaml
 

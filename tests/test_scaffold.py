@@ -12,7 +12,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy  # noqa: F401  (loaded before pytester snapshots sys.modules)
 import pytest
 import yaml
 from click.testing import CliRunner
