@@ -1,5 +1,6 @@
 """A judgekit project the integrations' tests grade in: `says-blocked`, whose judge the gate passes,
-and `weak`, whose judge it blocks (it passes every reply: TNR 0), both calibrated over the fake
+and `weak`, whose judge it blocks (it passes every reply: TNR 0), and `no-email`, a pattern checked by
+code, all calibrated over the fake
 OpenAI-compatible server, which keeps serving the judge while a runner grades.
 
 The server's judge says a reply passes when it says the card is "now blocked", and answers
@@ -50,6 +51,11 @@ def gated_project(project: Project, monkeypatch: pytest.MonkeyPatch) -> Iterator
     project.jsonl("says-blocked", balanced(30, 30))
     project.criterion(llm_criterion("weak", question="Does the reply answer politely?"))
     project.jsonl("weak", balanced(30, 30, prefix="w"))
+    project.criterion({"id": "no-email", "kind": "regex", "question": "Free of email addresses?",
+                       "pattern": r"\S+@\S+", "match_means": "fail"})  # checked by code: no model at all
+    project.jsonl("no-email", [{"id": f"e{i}", "output": f"write to desk{i}@example.com", "passed": False}
+                               for i in range(30)] + [{"id": f"c{i}", "output": f"reply {i}", "passed": True}
+                                                      for i in range(30)])
     answers = script({"wreply": True, "reply-p": True, "now blocked": True, "garbled": GARBAGE_TEXT}, default=False)
     with FakeServer(answers) as server:
         done = CliRunner().invoke(app, ["calibrate", "--model", "openai/judge", "--api-base", server.url])

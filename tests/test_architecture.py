@@ -77,6 +77,10 @@ def test_modules_stay_small(path):
      ("pydantic", "typer", "judgekit.cli.calibrate", "judgekit.cli.gate", "judgekit.pipeline")),
     ("from judgekit.cli import app\ntry: app(['gate', '--report', 'nowhere', '--criteria', 'judgekit'])\n"
      "except SystemExit: pass", ("pydantic", "typer", "numpy", "yaml", "judgekit.pipeline", "judgekit.report.model")),
+    # The runners judgekit adapts to load only with their adapter: not with judgekit, its plugin, the
+    # CLI or what the adapters share.
+    ("import judgekit, judgekit.pytest_plugin, judgekit.cli.app, judgekit.integrations.gated, judgekit.gate.guard",
+     ("inspect_ai", "deepeval", "pydantic_evals", "pydantic_ai")),
 ])
 def test_the_light_paths_stay_light(command, forbidden):
     """`judgekit --help`, the gate's command and the pytest plugin load no heavy library."""

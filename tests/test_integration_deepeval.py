@@ -53,3 +53,10 @@ def test_a_blocked_criterion_raises_before_any_test_case_runs(gated_project):
     with pytest.raises(JudgeNotCalibrated, match=r"FAIL weak: .*TNR"):
         JudgekitMetric("weak")
     assert gated_project.judge_calls() == before
+
+
+def test_a_criterion_checked_by_code_is_a_metric_too(gated_project):
+    metric = JudgekitMetric("no-email")
+    assert metric.evaluation_model is None
+    assert metric.measure(LLMTestCase(input="who?", actual_output="write to help@example.com")) == 0.0
+    assert metric.is_successful() is False and metric.measure(_case("lost card")) == 1.0

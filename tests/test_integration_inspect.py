@@ -103,3 +103,14 @@ def test_a_judge_of_the_agents_own_model_is_refused(gated_project, tmp_path):
     [log] = inspect_eval(Task(dataset=_samples()[:1], solver=generate(), scorer=criterion_scorer("says-blocked")),
                          model=agent, log_dir=str(tmp_path / "logs"), display="none")
     assert log.status == "error" and "is the agent's own model mockllm/judge" in log.error.message
+
+
+def test_a_criterion_checked_by_code_scores_without_a_model(gated_project, tmp_path):
+    before = gated_project.judge_calls()
+    [log] = inspect_eval(Task(dataset=_samples()[:1], solver=generate(), scorer=criterion_scorer("no-email")),
+                         model=_agent(lambda text: "write to help@example.com"), log_dir=str(tmp_path / "logs"),
+                         display="none")
+    assert log.status == "success", log.error
+    [score] = _scores(log).values()
+    assert score.value == INCORRECT and score.metadata["judge"] is None
+    assert gated_project.judge_calls() == before

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judgekit.gate.guard import calibrated_judge
+from judgekit.inputs.criteria import RegexCriterion
 from judgekit.judging.judge import Judge
 from judgekit.judging.review import enqueue
 from judgekit.judging.verdicts import Verdict
@@ -67,9 +68,11 @@ class GatedJudge:
 
     @property
     def model(self) -> str | None:
-        """The model the judge asks (the calibrated one)."""
+        """The model the judge asks (the calibrated one); None for a criterion checked by code."""
+        if isinstance(self.judge.criterion, RegexCriterion):
+            return None
         asked = self.judge.calibrated
-        return (asked.model if asked else None) or getattr(self.judge.criterion.judge, "model", None)
+        return (asked.model if asked else None) or self.judge.criterion.judge.model
 
     async def grade(self, output: str, input: str | None = None, context: str | None = None) -> Graded:
         """Grade one reply; an escalated reply joins the criterion's review queue."""

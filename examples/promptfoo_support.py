@@ -1,0 +1,39 @@
+"""A promptfoo eval whose assertion is a calibrated judgekit criterion (docs/promptfoo.md).
+`python -m examples.promptfoo_support CRITERION` writes, in a judgekit project, the two files
+promptfoo needs: promptfooconfig.yaml and judgekit_assert.py (the shipped assertion, imported).
+
+promptfoo's `echo` provider stands in for the agent: the prompt is the reply, so the example
+needs no model and no key.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+CONFIG = """\
+description: support replies, graded by a calibrated judgekit criterion
+prompts: ["{{reply}}"]
+providers: [echo]
+defaultTest:
+  assert:
+    - type: python
+      value: file://judgekit_assert.py
+      config: {criterion: CRITERION}
+tests:
+  - vars: {input: How do I reset my password?, reply: Use the reset link on the sign-in page.}
+  - vars: {input: Who can I write to?, reply: Write to help@example.com at any time.}
+  - vars: {input: When will my refund arrive?, reply: Refunds reach your account within five working days.}
+"""
+ASSERTION = "from judgekit.integrations.promptfoo import get_assert  # noqa: F401  (promptfoo calls get_assert)\n"
+
+
+def main(criterion: str) -> int:
+    Path("promptfooconfig.yaml").write_text(CONFIG.replace("CRITERION", criterion))
+    Path("judgekit_assert.py").write_text(ASSERTION)
+    print("wrote promptfooconfig.yaml\nwrote judgekit_assert.py")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
