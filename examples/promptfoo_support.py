@@ -1,6 +1,8 @@
 """A promptfoo eval whose assertion is a calibrated judgekit criterion (docs/promptfoo.md).
 `python -m examples.promptfoo_support CRITERION` writes, in a judgekit project, the two files
-promptfoo needs: promptfooconfig.yaml and judgekit_assert.py (the shipped assertion, imported).
+promptfoo needs: promptfooconfig.yaml and judgekit_assert.py (the shipped assertion, imported);
+`python -m examples.promptfoo_support --show results.json` prints each test's outcome and the
+lines of its reason that are judgekit's (an error's reason also holds promptfoo's stack trace).
 
 promptfoo's `echo` provider stands in for the agent: the prompt is the reply, so the example
 needs no model and no key.
@@ -8,6 +10,7 @@ needs no model and no key.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -28,6 +31,14 @@ tests:
 ASSERTION = "from judgekit.integrations.promptfoo import get_assert  # noqa: F401  (promptfoo calls get_assert)\n"
 
 
+def show(path: str) -> int:
+    for result in json.loads(Path(path).read_text())["results"]["results"]:
+        reason = result["gradingResult"]["reason"]
+        ours = [line.strip() for line in reason.splitlines() if line.strip().startswith(("judgekit", "FAIL "))]
+        print(result["success"], result["vars"]["input"], "|", " / ".join(ours) or reason)
+    return 0
+
+
 def main(criterion: str) -> int:
     Path("promptfooconfig.yaml").write_text(CONFIG.replace("CRITERION", criterion))
     Path("judgekit_assert.py").write_text(ASSERTION)
@@ -36,4 +47,4 @@ def main(criterion: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1]))
+    sys.exit(show(sys.argv[2]) if sys.argv[1] == "--show" else main(sys.argv[1]))

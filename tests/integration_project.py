@@ -3,8 +3,10 @@ and `weak`, whose judge it blocks (it passes every reply: TNR 0), and `no-email`
 code, all calibrated over the fake
 OpenAI-compatible server, which keeps serving the judge while a runner grades.
 
-The server's judge says a reply passes when it says the card is "now blocked", and answers
-garbage (an abstention) on a reply that mentions "garbled".
+The server's judge says a reply passes when it says the card is "now blocked", answers garbage
+(an abstention) on a reply that mentions "garbled", fails with a server error on one that mentions
+"outage" and refuses the key on "no key". `says-blocked` names a judge it escalates to
+(openai/senior), which selective judging would ask.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgekit.cli import app
-from judgekit.testing import GARBAGE_TEXT, FakeServer, script
+from judgekit.testing import GARBAGE_TEXT, FakeServer, Fault, script
 from tests.conftest import Project, balanced, llm_criterion
 
 REPLIES = {"lost card": "Your card is now blocked.", "stolen card": "Please call us tomorrow.",
@@ -47,7 +49,7 @@ def offline_tokenizers(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def gated_project(project: Project, monkeypatch: pytest.MonkeyPatch) -> Iterator[Gated]:
     offline_tokenizers(monkeypatch)
-    project.criterion(llm_criterion())
+    project.criterion(llm_criterion(judge={"escalate_to": {"model": "openai/senior"}}))
     project.jsonl("says-blocked", balanced(30, 30))
     project.criterion(llm_criterion("weak", question="Does the reply answer politely?"))
     project.jsonl("weak", balanced(30, 30, prefix="w"))
@@ -56,7 +58,8 @@ def gated_project(project: Project, monkeypatch: pytest.MonkeyPatch) -> Iterator
     project.jsonl("no-email", [{"id": f"e{i}", "output": f"write to desk{i}@example.com", "passed": False}
                                for i in range(30)] + [{"id": f"c{i}", "output": f"reply {i}", "passed": True}
                                                       for i in range(30)])
-    answers = script({"wreply": True, "reply-p": True, "now blocked": True, "garbled": GARBAGE_TEXT}, default=False)
+    answers = script({"wreply": True, "reply-p": True, "now blocked": True, "garbled": GARBAGE_TEXT,
+                      "outage": Fault("server_error"), "no key": Fault("auth")}, default=False)
     with FakeServer(answers) as server:
         done = CliRunner().invoke(app, ["calibrate", "--model", "openai/judge", "--api-base", server.url])
         assert done.exit_code == 0, done.output

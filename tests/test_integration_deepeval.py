@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import pytest
 from deepeval import assert_test, evaluate
-from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig
+from click.testing import CliRunner
+from deepeval.errors import MissingTestCaseParamsError
+from deepeval.evaluate.configs import AsyncConfig, CacheConfig, DisplayConfig, ErrorConfig
 from deepeval.test_case import LLMTestCase
 
+from judgekit.cli import app
 from judgekit.errors import JudgeNotCalibrated
 from judgekit.integrations.deepeval import JudgekitMetric
 from tests.integration_project import REPLIES
@@ -25,7 +28,7 @@ def _case(text):
 
 def test_assert_test_passes_a_good_reply_and_fails_a_bad_one_with_the_judges_reason(gated_project):
     metric = JudgekitMetric("says-blocked")
-    assert metric.__name__ == "judgekit says-blocked" and metric.evaluation_model == "openai/judge"
+    assert metric.__name__ == "judgekit says-blocked" and metric.evaluation_model.startswith("openai/judge (judgekit ")
     before = gated_project.judge_calls()
     assert_test(_case("lost card"), [metric], run_async=False)
     with pytest.raises(AssertionError, match="judgekit says-blocked"):
@@ -57,6 +60,26 @@ def test_a_blocked_criterion_raises_before_any_test_case_runs(gated_project):
 
 def test_a_criterion_checked_by_code_is_a_metric_too(gated_project):
     metric = JudgekitMetric("no-email")
-    assert metric.evaluation_model is None
+    assert metric.evaluation_model.startswith("code (judgekit ")
     assert metric.measure(LLMTestCase(input="who?", actual_output="write to help@example.com")) == 0.0
     assert metric.is_successful() is False and metric.measure(_case("lost card")) == 1.0
+
+
+def test_a_test_case_without_an_output_is_refused_not_judged_as_empty(gated_project):
+    metric = JudgekitMetric("no-email")
+    with pytest.raises(MissingTestCaseParamsError, match="actual_output"):
+        metric.measure(LLMTestCase(input="who?"))
+
+
+def test_deepevals_cache_does_not_keep_a_verdict_of_a_judge_since_changed(gated_project):
+    case = LLMTestCase(input="who?", actual_output="write to the desk at example.com")
+    cached = dict(cache_config=CacheConfig(use_cache=True, write_cache=True),
+                  display_config=DisplayConfig(show_indicator=False, print_results=False))
+    first = evaluate([case], [JudgekitMetric("no-email")], **cached)
+    assert first.test_results[0].metrics_data[0].success is True  # no address in it
+    path = gated_project.root / "criteria" / "no-email.yaml"
+    path.write_text(path.read_text().replace("\\S+@\\S+", "example\\.com"))  # the pattern changes ...
+    done = CliRunner().invoke(app, ["calibrate", "-c", "no-email"])  # ... and is calibrated again
+    assert done.exit_code == 0, done.output
+    again = evaluate([case], [JudgekitMetric("no-email")], **cached)
+    assert again.test_results[0].metrics_data[0].success is False  # judged anew, not served from the cache

@@ -75,12 +75,12 @@ def test_epochs_are_trials_reduced_to_pass_hat_k(gated_project, tmp_path):
 
     samples = [s for s in _samples() if s.id != "garbled"]
     [log] = inspect_eval(Task(dataset=samples, solver=generate(), scorer=criterion_scorer("says-blocked"),
-                              epochs=Epochs(3, every_epoch())),
+                              epochs=Epochs(3, every_epoch(3))),
                          model=_agent(flaky), log_dir=str(tmp_path / "logs"), display="none")
     assert log.status == "success", log.error
     assert len(log.samples) == 6  # each sample three times
     [reduced] = log.reductions
-    assert reduced.reducer == "every_epoch"
+    assert reduced.reducer == "every_epoch_3"
     scores = {s.sample_id: s for s in reduced.samples}
     assert {k: v.value for k, v in scores.items()} == {"lost-card": INCORRECT, "stolen-card": INCORRECT}
     assert scores["lost-card"].metadata == {"epochs": 3, "passed": 1, "failed": 2, "undecided": 0}
@@ -98,11 +98,32 @@ def test_every_epoch_passes_only_when_every_epoch_passed(values, expected):
     assert (reduced.value if not (isinstance(reduced.value, float) and math.isnan(reduced.value)) else "unscored") == expected
 
 
-def test_a_judge_of_the_agents_own_model_is_refused(gated_project, tmp_path):
-    agent = get_model("mockllm/judge", custom_outputs=lambda *a: ModelOutput.from_content("mockllm/judge", "x"))
+@pytest.mark.parametrize("values, expected", [([CORRECT, CORRECT], "unscored"), ([CORRECT, INCORRECT], INCORRECT),
+                                              ([CORRECT, CORRECT, CORRECT], CORRECT)])
+def test_every_epoch_of_k_counts_a_missing_epoch_as_undecided(values, expected):
+    reduced = every_epoch(3)([Score(value=v) for v in values])  # an epoch that errored is not among the scores
+    assert (reduced.value if not (isinstance(reduced.value, float) and math.isnan(reduced.value)) else "unscored") == expected
+
+
+@pytest.mark.parametrize("agent", ["mockllm/judge", "mockllm/senior"])  # the judge, or the one it escalates to
+def test_a_judge_of_the_agents_own_model_is_refused(gated_project, tmp_path, agent):
+    model = get_model(agent, custom_outputs=lambda *a: ModelOutput.from_content(agent, "x"))
     [log] = inspect_eval(Task(dataset=_samples()[:1], solver=generate(), scorer=criterion_scorer("says-blocked")),
-                         model=agent, log_dir=str(tmp_path / "logs"), display="none")
-    assert log.status == "error" and "is the agent's own model mockllm/judge" in log.error.message
+                         model=model, log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "error" and f"is the agent's own model {agent}" in log.error.message
+
+
+def test_a_judge_whose_provider_fails_errors_the_sample_rather_than_leaving_a_quiet_gap(gated_project, tmp_path):
+    [log] = inspect_eval(Task(dataset=_samples()[:1], solver=generate(), scorer=criterion_scorer("says-blocked")),
+                         model=_agent(lambda text: "an outage on our side"), log_dir=str(tmp_path / "logs"),
+                         display="none")
+    assert log.status == "error" and "judgekit says-blocked: ERROR" in log.error.message
+
+
+def test_a_judge_refusing_the_key_says_so_in_the_eval_log(gated_project, tmp_path):
+    [log] = inspect_eval(Task(dataset=_samples()[:1], solver=generate(), scorer=criterion_scorer("says-blocked")),
+                         model=_agent(lambda text: "no key for you"), log_dir=str(tmp_path / "logs"), display="none")
+    assert log.status == "error" and "ProviderAuthError" in log.error.message and "OPENAI_API_KEY" in log.error.message
 
 
 def test_a_criterion_checked_by_code_scores_without_a_model(gated_project, tmp_path):

@@ -21,17 +21,18 @@ from tests.integration_project import REPLIES
 PROMPTFOO = "promptfoo@0.121.20"
 
 
-def _eval(root: Path, criterion: str) -> tuple[int, list[dict]]:
-    """Run promptfoo over REPLIES with the judgekit assertion for `criterion`; its exit code and results."""
+def _eval(root: Path, criterion: str, kind: str = "python", replies: dict[str, str] = REPLIES) -> tuple[int, list[dict]]:
+    """Run promptfoo over `replies` with the judgekit assertion (`kind`: python, or not-python) for
+    `criterion`; its exit code and results, sorted by input."""
     require(shutil.which("npx") is not None, "npx (Node.js) is not installed; promptfoo runs through it")
     config = {
         "description": "judgekit in promptfoo",
         "prompts": ["{{reply}}"],
         "providers": ["echo"],  # promptfoo's own: the output is the prompt, here the agent's reply
         "tests": [{"vars": {"input": text, "reply": reply},
-                   "assert": [{"type": "python", "value": f"file://{Path(assertion.__file__).resolve()}",
+                   "assert": [{"type": kind, "value": f"file://{Path(assertion.__file__).resolve()}",
                                "config": {"criterion": criterion}}]}
-                  for text, reply in REPLIES.items()],
+                  for text, reply in replies.items()],
     }
     (root / "promptfooconfig.yaml").write_text(yaml.safe_dump(config, sort_keys=False))
     env = {**os.environ, "PROMPTFOO_PYTHON": sys.executable, "PROMPTFOO_DISABLE_TELEMETRY": "1",
@@ -54,6 +55,7 @@ def test_each_reply_is_graded_by_the_calibrated_judge_and_an_abstention_fails_sa
     assert graded["lost card"]["reason"] == "judgekit says-blocked: PASS: scripted verdict"
     assert graded["stolen card"]["pass"] is False and graded["stolen card"]["score"] == 0
     assert graded["garbled"]["pass"] is False and "judgekit says-blocked: ABSTAINED" in graded["garbled"]["reason"]
+    assert results[0]["error"]  # not a failing verdict: an error, which no `not-` can turn into a pass
     assert [r["success"] for r in results] == [False, True, False]  # garbled, lost card, stolen card
     assert results[1]["namedScores"] == {"says-blocked": 1}
     assert gated_project.judge_calls() > before
@@ -65,9 +67,20 @@ def test_a_blocked_criterion_fails_every_test_with_the_gates_reason_and_judges_n
     assert code != 0 and [r["success"] for r in results] == [False, False, False]
     for r in results:
         reason = r["gradingResult"]["componentResults"][0]["reason"]
-        assert reason.startswith("judgekit weak: the judge is not calibrated well enough to grade (FAIL)")
-        assert "TNR" in reason
+        assert "the judge is not calibrated well enough to grade (FAIL)" in reason and "FAIL weak: TNR" in reason
     assert gated_project.judge_calls() == before
+
+
+def test_not_python_inverts_a_verdict_but_nothing_that_is_not_one(gated_project):
+    """promptfoo's `not-` turns a failing result into a pass: a blocked criterion, an abstention and
+    a judge that could not be asked are errors, which it does not invert."""
+    replies = {"lost card": REPLIES["lost card"], "stolen card": REPLIES["stolen card"], "garbled": "garbled",
+               "down": "outage today"}
+    _, results = _eval(gated_project.root, "says-blocked", "not-python", replies)
+    assert {r["vars"]["input"]: r["success"] for r in results} == {"down": False, "garbled": False, "lost card": False,
+                                                                   "stolen card": True}
+    _, blocked = _eval(gated_project.root, "weak", "not-python")
+    assert [r["success"] for r in blocked] == [False, False, False]
 
 
 def test_the_assertion_prints_its_own_path_for_the_config():

@@ -62,3 +62,13 @@ def test_the_evaluator_returns_an_evaluation_reason_named_after_the_criterion(ga
     result = report.cases[0].assertions["says-blocked"]
     assert result.name == "says-blocked" and result.source.arguments == ("says-blocked",)  # saved as written: no judge
     assert EvaluationReason(value=result.value, reason=result.reason) == EvaluationReason(True, "scripted verdict")
+
+
+def test_a_task_returning_nothing_is_not_judged(gated_project):
+    async def silent(question: str) -> None:
+        return None
+
+    report = Dataset(name="support", cases=_cases()[:1], evaluators=[JudgekitEvaluator("no-email")]).evaluate_sync(
+        silent, progress=False)
+    [case] = report.cases
+    assert case.assertions == {} and "returned no output" in case.evaluator_failures[0].error_message

@@ -13,7 +13,8 @@ The gate is checked when the metric is made, so a blocked criterion raises Judge
 with the gate's reason before any test case runs. `score` is 1.0 for a pass and 0.0 for a fail
 (`threshold` 1.0), `success` is the verdict and `reason` the judge's. A reply the judge abstained
 on or escalated (queued for review) is not a pass: the metric records it as an error (`error`,
-`success` False), which `assert_test` fails and `evaluate` shows as errored. The test case's
+`success` False), which `assert_test` fails and `evaluate` shows as errored; a test case without
+an `actual_output` is refused, as DeepEval's own metrics refuse it. The test case's
 `context` (else `retrieval_context`) is the source material a claims criterion checks against.
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from deepeval.errors import MissingTestCaseParamsError
 from deepeval.metrics import BaseMetric
 from deepeval.test_case import LLMTestCase
 
@@ -38,7 +40,9 @@ class JudgekitMetric(BaseMetric):
         self.criterion, self.project, self.report, self.config = criterion, project, report, config
         self.judge = judge if judge is not None else GatedJudge(criterion, project, report, config)
         self.threshold, self.include_reason, self.async_mode = 1.0, True, True
-        self.evaluation_model = self.judge.model
+        # DeepEval's cache keeps a verdict while the metric's name and `evaluation_model` are unchanged:
+        # the judge's fingerprint goes with its model, so a changed criterion or prompt is judged anew.
+        self.evaluation_model = f"{self.judge.model or 'code'} (judgekit {(self.judge.fingerprint or '-')[:12]})"
 
     @property
     def __name__(self) -> str:
@@ -64,5 +68,7 @@ class JudgekitMetric(BaseMetric):
 
 
 def _fields(case: LLMTestCase) -> tuple[str, str | None, str | None]:
+    if case.actual_output is None:  # nothing to judge is not an empty reply
+        raise MissingTestCaseParamsError("JudgekitMetric needs the test case's actual_output")
     source = case.context or case.retrieval_context
-    return str(case.actual_output or ""), case.input, "\n".join(source) if source else None
+    return str(case.actual_output), case.input, "\n".join(source) if source else None

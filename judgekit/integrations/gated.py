@@ -22,8 +22,9 @@ from judgekit.judging.verdicts import Verdict
 
 @dataclass(frozen=True)
 class Graded:
-    """One reply graded: `state` is pass, fail, abstained (the judge gave no verdict) or escalated
-    (below the certified confidence threshold: a question for a person, queued for review)."""
+    """One reply graded: `state` is pass, fail, abstained (the judge gave no verdict), error (the
+    judge could not be asked: its provider failed) or escalated (below the certified confidence
+    threshold: a question for a person, queued for review)."""
 
     criterion: str
     state: str
@@ -44,7 +45,8 @@ def graded(criterion_id: str, verdict: Verdict) -> Graded:
     if verdict.escalated:
         state, reason = "escalated", verdict.reason or "needs review"
     elif verdict.passed is None:
-        state, reason = "abstained", verdict.abstention or "no verdict"
+        reason = verdict.abstention or "no verdict"
+        state = "error" if reason.startswith("error") else "abstained"
     else:
         state, reason = ("pass" if verdict.passed else "fail"), verdict.reason or ""
     return Graded(criterion_id, state, reason.strip(), verdict.confidence)
@@ -73,6 +75,19 @@ class GatedJudge:
             return None
         asked = self.judge.calibrated
         return (asked.model if asked else None) or self.judge.criterion.judge.model
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        """Every model whose answer can decide a verdict: the judge's, and the one it escalates to."""
+        if isinstance(self.judge.criterion, RegexCriterion):
+            return ()
+        after = self.judge.criterion.judge.escalate_to
+        return tuple(m for m in (self.model, after.model if after is not None else None) if m)
+
+    @property
+    def fingerprint(self) -> str | None:
+        """The calibrated judge's fingerprint (its criterion, prompt and model): changes with any of them."""
+        return getattr(self.judge.calibrated, "fingerprint", None)
 
     async def grade(self, output: str, input: str | None = None, context: str | None = None) -> Graded:
         """Grade one reply; an escalated reply joins the criterion's review queue."""

@@ -9,12 +9,13 @@ calibrated judge's.
     dataset.evaluate_sync(support_agent).print()
 
 It returns `EvaluationReason(value=<the verdict>, reason=<the judge's reason>)`, named after the
-criterion in the report. The gate is checked when the evaluator is made: a blocked criterion
+criterion in the report. A task that returns None is not judged (an evaluator failure, saying so).
+The gate is checked when the evaluator is made: a blocked criterion
 raises JudgeNotCalibrated with the gate's reason, and nothing is evaluated. A reply the judge
 abstained on or escalated (queued for review) is neither a pass nor a fail: the evaluator raises
 `Undecided`, which the report lists among its evaluator failures. The case's inputs (text, or
-their JSON) are the reply's input; its metadata's `context` is the source material a claims
-criterion checks against.
+their JSON) are the reply's input; its metadata's `context` (a key, or an attribute of typed
+metadata) is the source material a claims criterion checks against.
 """
 
 from __future__ import annotations
@@ -55,8 +56,10 @@ class JudgekitEvaluator(Evaluator[Any, Any, Any]):
         return {k: v for k, v in super().build_serialization_arguments().items() if k != "judge"}
 
     async def evaluate(self, ctx: EvaluatorContext[Any, Any, Any]) -> EvaluationReason:
-        metadata = ctx.metadata if isinstance(ctx.metadata, dict) else {}
-        context = metadata.get("context")
+        if ctx.output is None:
+            raise Undecided(f"judgekit {self.criterion}: the task returned no output; nothing to judge")
+        metadata = ctx.metadata
+        context = metadata.get("context") if isinstance(metadata, dict) else getattr(metadata, "context", None)
         graded = await self.judge.grade(_text(ctx.output), input=_text(ctx.inputs),
                                         context=_text(context) if context is not None else None)
         if graded.passed is None:

@@ -68,7 +68,7 @@ class Completion:
         return {**data, "logprobs": [list(t) for t in self.logprobs]} if self.logprobs is not None else data
 
 
-@dataclass
+@dataclass(eq=False)  # an exception is hashable (runners collect them in sets); equal only to itself
 class CallError(Exception):
     """A call that did not return an answer, classified so the retry layer knows what to do."""
 
