@@ -83,3 +83,11 @@ def test_deepevals_cache_does_not_keep_a_verdict_of_a_judge_since_changed(gated_
     assert done.exit_code == 0, done.output
     again = evaluate([case], [JudgekitMetric("no-email")], **cached)
     assert again.test_results[0].metrics_data[0].success is False  # judged anew, not served from the cache
+
+
+def test_a_project_elsewhere_is_read_with_its_report_relative_to_it(gated_project, tmp_path, monkeypatch):
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    metric = JudgekitMetric("no-email", project=gated_project.root, report=".judgekit/reports/latest")
+    assert metric.measure(_case("lost card")) == 1.0

@@ -54,7 +54,8 @@ def graded(criterion_id: str, verdict: Verdict) -> Graded:
 
 class GatedJudge:
     """The criterion's judge as its calibration asked it, from the project at `project` (its
-    criteria/, calibration_sets/, policy and `.judgekit/reports/latest`, or `report`). The gate is
+    criteria/, calibration_sets/, policy and `.judgekit/reports/latest`; `report` and `config`, when
+    given, relative to it unless absolute). The gate is
     checked here, once: when it blocks the criterion (or its figures are another tool's verdicts)
     JudgeNotCalibrated is raised now, with the gate's reason, before anything is graded."""
 
@@ -62,8 +63,8 @@ class GatedJudge:
                  config: str | Path | None = None):
         self.criterion, self.root = criterion_id, Path(project)
         self.judge: Judge = calibrated_judge(
-            criterion_id, report if report is not None else self.root / ".judgekit" / "reports" / "latest",
-            self.root / "criteria", self.root / "calibration_sets", config,
+            criterion_id, self.root / (report if report is not None else Path(".judgekit", "reports", "latest")),
+            self.root / "criteria", self.root / "calibration_sets", self.root / config if config is not None else None,
             cache_dir=str(self.root / ".judgekit" / "cache"), root=self.root)
         if self.judge.refusal is not None:
             raise self.judge.refusal
