@@ -35,7 +35,6 @@ class Line:
     at: datetime | None
     confidence: float | None = None  # selective judging: how sure the judge was
     stage: int = 0  # 0: the criterion's judge; 1: the judge it escalates to
-    judge: str | None = None  # the judgekit judge that gave it (its fingerprint's start); None: another tool's
 
 
 @dataclass(frozen=True)
@@ -173,11 +172,7 @@ def _line(record: Any) -> Line:
         raise ValueError("confidence must be a number from 0 to 1")
     if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
         raise ValueError("stage must be a whole number")
-    judge = record.get("judge")
-    if judge is not None and not isinstance(judge, str):
-        raise ValueError("judge must be text")
-    return Line(criterion, str(rid), trial, passed, at, None if confidence is None else float(confidence), stage,
-                judge)
+    return Line(criterion, str(rid), trial, passed, at, None if confidence is None else float(confidence), stage)
 
 
 def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:
