@@ -21,6 +21,7 @@ from judgekit.inputs.policy import parse_duration
 from judgekit.inputs.settings import DriftPolicy, MonitorPolicy, load_settings
 from judgekit.report.model import Report
 from judgekit.report.render import fmt_number, printable
+from judgekit.watch.counts import counts_sql, read_count_file
 from judgekit.watch.drift import Drift, compare, pairs
 from judgekit.watch.history import History
 from judgekit.watch.monitor import watch
@@ -130,8 +131,9 @@ def recheck(
 
 @app.command("monitor", short_help=short("monitor"))
 def monitor(
-    file: Path = typer.Argument(..., help="Judged production samples: JSONL, CSV or Parquet with timestamp, "
-                                          "criterion, passed and optionally trace_id."),
+    file: Optional[Path] = typer.Argument(None, help="Judged production samples: JSONL, CSV or Parquet with "
+                                          "timestamp, criterion, passed and optionally trace_id (with --counts: "
+                                          "counts per criterion and window)."),
     report: Optional[Path] = typer.Option(None, help="Calibration report, for the rates corrected for each judge's "
                                           f"TPR and TNR [default: {REPORT} when there is one]."),
     criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files: the report corrects a "
@@ -143,6 +145,12 @@ def monitor(
     plot: Optional[Path] = typer.Option(None, help="Write a PNG of pass rate over time here."),
     recent: int = typer.Option(1, min=1, help="Exit 1 when one of each criterion's last N windows alerts "
                                "(older alerts are listed, not acted on)."),
+    counted: bool = typer.Option(False, "--counts", help="FILE holds counts computed elsewhere (--print-sql's "
+                                 "query): criterion, window_start, verdicts, passes, abstentions."),
+    print_sql: Optional[str] = typer.Option(None, "--print-sql", metavar="TABLE", help="Print the SQL that counts "
+                                            "TABLE's judged samples per criterion and window, and exit."),
+    dialect: str = typer.Option("duckdb", help="--print-sql's dialect: duckdb, postgres, bigquery, snowflake or "
+                                "spark."),
 ) -> None:
     """Pass rate per criterion per window, corrected for the judge where the gate passes its
     calibration, alerting on significant drops against the earlier windows. Exit 0 no recent
@@ -156,10 +164,16 @@ def monitor(
                 typer.echo(f"error: --window: {error}", err=True)
                 raise typer.Exit(EXIT_INPUT) from None
             policy = policy.model_copy(update={"window": window})
+        if print_sql is not None:
+            typer.echo(counts_sql(print_sql, policy.window, dialect))
+            raise typer.Exit(0)
+        if file is None:
+            raise InputError.one("judgekit monitor", "FILE", "give the file of judged samples (or of counts, with "
+                                 "--counts), or --print-sql TABLE")
         if report is not None and not Report.locate(report).is_file():  # given, and not there: a typo
             raise InputError.one(report, "--report", "no calibration report here; give the folder (or its "
                                  "report.json) that `judgekit calibrate` wrote, or leave --report out for raw rates")
-        counts = read_counts(file, policy.window)
+        counts = read_count_file(file, policy.window) if counted else read_counts(file, policy.window)
         calibration, gate, notes = Report.read_if_any(report or REPORT), None, []
         if calibration is None:
             notes.append(f"no calibration report at {REPORT}: rates are not corrected for the judge")
