@@ -54,10 +54,10 @@ def graded(criterion_id: str, verdict: Verdict) -> Graded:
 
 class GatedJudge:
     """The criterion's judge as its calibration asked it, from the project at `project` (its
-    criteria/, calibration_sets/, policy and `.judgekit/reports/latest`; `report` and `config`, when
-    given, relative to it unless absolute). The gate is
-    checked here, once: when it blocks the criterion (or its figures are another tool's verdicts)
-    JudgeNotCalibrated is raised now, with the gate's reason, before anything is graded."""
+    criteria/, calibration_sets/, policy and `.judgekit/reports/latest`; `report` and `config`,
+    when given, relative to it unless absolute). The gate is checked here, once: when it blocks the
+    criterion (or its figures are another tool's verdicts) JudgeNotCalibrated is raised now, with
+    the gate's reason, before anything is graded."""
 
     def __init__(self, criterion_id: str, project: str | Path = ".", report: str | Path | None = None,
                  config: str | Path | None = None):
