@@ -25,21 +25,22 @@ def _samples(tmp_path):
     return _write(rows, tmp_path / "samples.jsonl")
 
 
-def _duckdb_counts(samples, window, out):
+def _duckdb_counts(samples, window, out, dialect="duckdb"):
     """The printed query, run by DuckDB on a table of the samples (a TIMESTAMP, text, a BOOLEAN), exported."""
     con = duckdb.connect()
     con.execute(f"CREATE TABLE judged AS SELECT CAST(timestamp AS TIMESTAMPTZ) AS timestamp, criterion, "
                 f"CAST(passed AS BOOLEAN) AS passed FROM read_json_auto('{samples}')")
-    sql = runner.invoke(app, ["monitor", "--print-sql", "judged", "--window", window])
+    sql = runner.invoke(app, ["monitor", "--print-sql", "judged", "--window", window, "--dialect", dialect])
     assert sql.exit_code == 0, sql.output
     con.execute(f"COPY ({sql.output}) TO '{out}'" + (" (HEADER)" if out.suffix == ".csv" else ""))
     return out
 
 
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres"])  # DuckDB speaks PostgreSQL's EXTRACT(EPOCH FROM ...) too
 @pytest.mark.parametrize("window", ["6h", "1d", "1w"])
-def test_the_printed_query_counts_as_the_file_reader_does(tmp_path, window):
+def test_the_printed_query_counts_as_the_file_reader_does(tmp_path, window, dialect):
     samples = _samples(tmp_path)
-    counted = read_count_file(_duckdb_counts(samples, window, tmp_path / "counts.csv"), window)
+    counted = read_count_file(_duckdb_counts(samples, window, tmp_path / "counts.csv", dialect), window)
     folded = read_counts(samples, window)
     assert counted.cells == folded.cells and counted.rows == folded.rows == 20 * 180
     assert any(cell[2] for cell in folded.cells.values())  # abstentions among them
