@@ -15,7 +15,8 @@ import yaml
 # be loaded twice in one process: numpy's and scipy's are loaded above, before any such run.
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")  # the DeepEval integration's tests send nothing anywhere
 
-pytest_plugins = ["pytester", "tests.integration_project"]  # the integrations' gated project
+pytest_plugins = ["pytester", "tests.integration_project", "tests.postgres_server"]  # the integrations' gated
+# project; a throwaway PostgreSQL server for the history
 collect_ignore = ["data"]  # genuine output files of other tools, and the scripts that made them
 
 REPO = Path(__file__).resolve().parent.parent

@@ -14,6 +14,7 @@ from judgekit.cli import app
 from judgekit.errors import InputError
 from judgekit.watch.history import History
 from judgekit.watch.schema import MIGRATIONS
+from judgekit.watch.store import SQLITE, Store
 from judgekit.pipeline import Options, calibrate
 from judgekit.watch.history import record_history
 from judgekit.testing import FakeLLM
@@ -49,7 +50,7 @@ def test_migrates_an_empty_file_and_a_previous_version_database(tmp_path):
     # A database as the first schema left it, with a run in it.
     old = tmp_path / "old.sqlite"
     db = sqlite3.connect(old)
-    MIGRATIONS[0](db)
+    MIGRATIONS[0](Store(db, SQLITE, str(old), 1.0))
     db.execute("PRAGMA user_version = 1")
     db.execute("INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
                "source, n, abstained, metrics, judgekit_version) VALUES ('c', '2026-01-01T00:00:00+00:00', 'f', 'm', "

@@ -31,7 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "improve": ("judgekit.cli.improve", "Make a judge agree better: search on dev, accept only on held-out test evidence."),
     "plan": ("judgekit.cli.calibrate", "How many labelled examples the gate needs, at observed or assumed rates."),
     "validate": ("judgekit.cli.calibrate", "Check every criterion, set (and verdict file) without running a judge."),
-    "history": ("judgekit.cli.watch", "List the calibration runs kept in the history."),
+    "history": ("judgekit.cli.watch", "List the calibration runs kept in the history; export and import them."),
     "drift": ("judgekit.cli.watch", "Has a judge changed? Compare two runs of a criterion."),
     "recheck": ("judgekit.cli.watch", "Re-ask a frozen canary of the calibrated judge and compare (daily)."),
     "monitor": ("judgekit.cli.watch", "Production pass rates per window, corrected for the judge, with alerts."),
@@ -115,4 +115,3 @@ def check_split(split: str | None) -> None:
 
 
 REPORT = Path(".judgekit/reports/latest")
-HISTORY_PATH = Path(".judgekit/history.sqlite")

@@ -33,6 +33,7 @@ from judgekit.pipeline import Options, dry_run
 from judgekit.pipeline import calibrate as run
 from judgekit.report.model import Report
 from judgekit.watch.history import History, Run, record_history
+from judgekit.watch.store import locate
 
 app = typer_app()
 
@@ -66,7 +67,7 @@ def calibrate(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the report was written."),
     as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (and, with --gate, the gate's "
                                  "decisions) instead of tables; nothing else on stdout."),
-    history: Path = history_option("Calibration history (SQLite) this run is added to, for `judgekit drift`."),
+    history: Optional[str] = history_option("Calibration history this run is added to, for `judgekit drift`."),
     no_history: bool = typer.Option(False, "--no-history", help="Do not add this run to the history."),
     dry: bool = typer.Option(False, "--dry-run", help="Ask nothing, write nothing: per criterion, the calls to "
                              "make, the answers already cached, the prompt tokens and the cost at most."),
@@ -94,6 +95,7 @@ def calibrate(
             Report.read(out / "report.json")
             if (out / "verdicts.jsonl").is_file():
                 load_recorded(out / "verdicts.jsonl")
+        history = locate(history, config)
         if not no_history:  # a damaged, read-only or foreign history stops the run before any judge is paid for
             History.open(history).close()
         options.policy = Policy.load(config)  # the thresholds early stopping settles against, and max_age
@@ -152,7 +154,7 @@ def gated(out: Path, criteria: Path, sets: Path, config: Optional[Path], criteri
     finish(result, as_json, report_json)
 
 
-def past_runs(history: Path, criterion_ids: list[str]) -> dict[str, list[Run]]:
+def past_runs(history: str | Path, criterion_ids: list[str]) -> dict[str, list[Run]]:
     """Each criterion's calibrations in the history, for the page's chart (none when it cannot be read)."""
     try:
         with History.open(history, create=False) as db:

@@ -33,6 +33,7 @@ from judgekit.report.model import Report
 from judgekit.secrets import redact
 from judgekit.watch.budget import Look, next_look
 from judgekit.watch.history import ALPHA, History, record_history
+from judgekit.watch.store import locate
 
 app = typer_app()
 
@@ -74,7 +75,7 @@ def compare(
     out: Optional[Path] = typer.Option(None, help="Where compare.json and compare.html are written "
                                        "(default .judgekit/compare/<criterion>)."),
     report: Path = typer.Option(REPORT, help="With --adopt: the report folder the candidate's calibration joins."),
-    history: Path = history_option("With --adopt: the calibration history the adopted report is added to."),
+    history: Optional[str] = history_option("With --adopt: the calibration history the adopted report is added to."),
     api_base: Optional[str] = api_base_option(),
     concurrency: int = concurrency_option("Judge calls in flight at once, over all candidates."),
     cache_dir: Path = cache_dir_option(),
@@ -131,7 +132,7 @@ def compare(
         write_atomic(folder / "compare.json", comparison.model_dump_json(indent=2) + "\n")
         page = write_page(comparison, folder)
         if adopt is not None:
-            _adopt(judged, adopt, criteria, report, history, as_json, force, split)
+            _adopt(judged, adopt, criteria, report, locate(history, config), as_json, force, split)
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
@@ -145,7 +146,7 @@ def compare(
         raise typer.Exit(EXIT_GATE_FAIL)
 
 
-def _adopt(judged, name: str, criteria: Path, report_dir: Path, history: Path, quiet: bool, force: bool,
+def _adopt(judged, name: str, criteria: Path, report_dir: Path, history: str | Path, quiet: bool, force: bool,
            split: Optional[str]) -> None:
     found = next(m for m in judged.measured if m.spec.name == name)
     adopting.check(found, criteria, force)

@@ -25,6 +25,7 @@ from judgekit.errors import JudgekitError
 from judgekit.cli.improve_html import page
 from judgekit.improve.render import as_json, markdown, proposed, summary
 from judgekit.improve.search import Search, improve as search_for
+from judgekit.watch.store import locate
 from judgekit.inputs.files import write_atomic
 from judgekit.inputs.policy import Policy
 from judgekit.pipeline import Options
@@ -53,7 +54,7 @@ def improve(
     sets: Path = sets_option(),
     config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
     out: Optional[Path] = typer.Option(None, help="Where the proposal and figures go (default .judgekit/improve/<id>)."),
-    history: Path = history_option("The calibration history, where every look at the test split is recorded."),
+    history: Optional[str] = history_option("The calibration history, where every look at the test split is recorded."),
     api_base: Optional[str] = api_base_option(),
     concurrency: int = concurrency_option(),
     cache_dir: Path = cache_dir_option(),
@@ -68,7 +69,7 @@ def improve(
     search = Search(optimizer_model, proposals, shots, budget, alpha, tolerance, allow_same_model)
     try:
         options.policy = Policy.load(config)
-        found = search_for(options, criterion, search, history, progress=terminal_progress("judging"))
+        found = search_for(options, criterion, search, locate(history, config), progress=terminal_progress("judging"))
         folder = out or Path(".judgekit/improve") / criterion
         text = markdown(found)
         write_atomic(folder / "improve.md", text)

@@ -26,6 +26,7 @@ from judgekit.inputs.merge import merge as merging, set_for
 from judgekit.judging.review import queue_path
 from judgekit.judging.runner import RunSettings
 from judgekit.watch.history import History
+from judgekit.watch.store import locate
 
 app = typer_app()
 
@@ -65,7 +66,7 @@ def label(
     criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="With FILE: whose question, verdicts "
                                             "and judge to show; with --merge: whose set to merge into."),
     cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers."),
-    history: Path = history_option("With --review: the calibration history each changed label is kept in."),
+    history: Optional[str] = history_option("With --review: the calibration history each changed label is kept in."),
     port: int = typer.Option(0, min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),
     open_browser: bool = typer.Option(True, "--open/--no-open", help="Open the page in the browser."),
 ) -> None:
@@ -105,7 +106,7 @@ def label(
             for rid, evidence in recheck.items():
                 typer.echo(f"re-check {rid}: {evidence}")
             session = reviewing(review, criteria, sets, report, annotator=annotator, recheck=recheck)
-            session.on_change = _keeper(history, review)
+            session.on_change = _keeper(locate(history, config), review)
         else:
             question = load_criterion(criteria / f"{criterion}.yaml").question if criterion else ""
             judge, note = page_judge(criterion, report, criteria, sets, str(cache_dir))
@@ -146,7 +147,7 @@ def labels_to_recheck(criterion_id: str, criteria: Path, sets: Path, report: Pat
     return {s.id: s.words() for s in found}
 
 
-def _keeper(history: Path, criterion: str):
+def _keeper(history: str | Path, criterion: str):
     """Keep each label changed in review in the history (example, old, new, annotator, when)."""
     def keep(example_id: str, old: Optional[bool], new: bool, annotator: Optional[str]) -> None:
         with History.open(history) as db:

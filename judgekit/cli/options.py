@@ -10,7 +10,7 @@ from typing import Any
 import click
 import typer
 
-from judgekit.cli.app import HISTORY_PATH, REPORT
+from judgekit.cli.app import REPORT
 
 
 def typer_app() -> typer.Typer:
@@ -66,6 +66,8 @@ def timeout_option() -> Any:
     return typer.Option(60.0, min=1.0, help="Seconds to wait for one answer.")
 
 
-def history_option(text: str = "Calibration history (SQLite).") -> Any:
-    return typer.Option(HISTORY_PATH, "--history", help=text)
+def history_option(text: str = "Calibration history.") -> Any:
+    return typer.Option(None, "--history", help=text + " A SQLite path or a postgresql:// URL; default: "
+                        "$JUDGEKIT_HISTORY_URL, else history_url in the settings, else .judgekit/history.sqlite.",
+                        show_default=False)
 

@@ -24,6 +24,8 @@ from judgekit.report.render import fmt_number, printable
 from judgekit.watch.counts import counts_sql, read_count_file
 from judgekit.watch.drift import Drift, compare, pairs
 from judgekit.watch.history import History
+from judgekit.watch.transfer import export_history, import_history
+from judgekit.watch.store import locate
 from judgekit.watch.monitor import watch
 from judgekit.watch.samples import read_counts
 from judgekit.watch.recheck import recheck as recheck_runs
@@ -31,15 +33,24 @@ from judgekit.watch.recheck import recheck as recheck_runs
 app = typer_app()
 
 
-@app.command("history", short_help=short("history"))
+history_app = typer_app()
+app.add_typer(history_app, name="history", short_help=short("history"))
+
+
+@history_app.callback(invoke_without_command=True)
 def history_(
+    ctx: typer.Context,
     criterion: Optional[List[str]] = criterion_ids_option(),
-    history: Path = history_option(),
+    history: Optional[str] = history_option(),
+    config: Optional[Path] = config_option(),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per run, for scripts."),
 ) -> None:
-    """List the calibration runs kept in the history, oldest first."""
+    """List the calibration runs kept in the history, oldest first; `export` and `import` move them
+    between histories (a SQLite file and a PostgreSQL database)."""
+    if ctx.invoked_subcommand is not None:
+        return
     try:
-        with History.open(history, create=False) as db:
+        with History.open(locate(history, config), create=False) as db:
             runs = [r for r in db.runs() if not criterion or r.criterion in criterion]
     except JudgekitError as error:
         fail(error)
@@ -64,6 +75,40 @@ def history_(
         typer.echo("no runs yet")
 
 
+
+@history_app.command("export")
+def history_export(
+    out: Path = typer.Argument(..., help="The JSON Lines file to write (replaced whole)."),
+    history: Optional[str] = history_option("The history to export."),
+    config: Optional[Path] = config_option(),
+) -> None:
+    """Write every run (with its verdicts), look at a test split and label change to FILE."""
+    try:
+        with History.open(locate(history, config), create=False) as db:
+            counts = export_history(db, out)
+    except JudgekitError as error:
+        fail(error)
+    typer.echo(f"exported to {out}: " + ", ".join(f"{n} {kind.replace('_', ' ')}(s)" for kind, n in counts.items()))
+
+
+@history_app.command("import")
+def history_import(
+    source: Path = typer.Argument(..., help="A file written by `judgekit history export`."),
+    history: Optional[str] = history_option("The history to add to (created when new)."),
+    config: Optional[Path] = config_option(),
+) -> None:
+    """Add the runs, looks and label changes of FILE that the history lacks (by their ids: importing
+    twice adds nothing)."""
+    try:
+        with History.open(locate(history, config)) as db:
+            counts = import_history(db, source)
+            shown = db.path
+    except JudgekitError as error:
+        fail(error)
+    typer.echo(f"imported into {shown}: " + ", ".join(f"{added} {kind.replace('_', ' ')}(s) added, {skipped} "
+                                                     f"already there" for kind, (added, skipped) in counts.items()))
+
+
 def _report_drifts(drifts: list[Drift], as_json: bool, notes: Sequence[str] = ()) -> None:
     if as_json:
         typer.echo(json.dumps({"drifts": [d.to_dict() for d in drifts], "notes": list(notes)}, indent=2))
@@ -80,7 +125,7 @@ def drift(
     criterion: Optional[List[str]] = criterion_ids_option(),
     before: Optional[int] = typer.Option(None, help="Run id to compare from (see `judgekit history`)."),
     after: Optional[int] = typer.Option(None, help="Run id to compare to."),
-    history: Path = history_option(),
+    history: Optional[str] = history_option(),
     config: Optional[Path] = config_option(),
     as_json: bool = typer.Option(False, "--json", help="The comparisons as JSON."),
 ) -> None:
@@ -88,7 +133,7 @@ def drift(
     Exit 0 NO DRIFT, 1 DRIFT, 2 bad input."""
     try:
         policy = load_settings(DriftPolicy, "drift", config)
-        with History.open(history, create=False) as db:
+        with History.open(locate(history, config), create=False) as db:
             found, notes = pairs(db, list(criterion or []), before, after)
             drifts = [compare(b, a, db.outcomes(b.id), db.outcomes(a.id), policy, before_confidence=db.confidences(b.id),
                               after_confidence=db.confidences(a.id)) for b, a in found]
@@ -109,7 +154,7 @@ def recheck(
     api_base: Optional[str] = typer.Option(None, help="The calibrated endpoint with its credentials (the "
                                            "history keeps it without them)."),
     timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
-    history: Path = history_option(),
+    history: Optional[str] = history_option(),
     config: Optional[Path] = config_option(),
     as_json: bool = typer.Option(False, "--json", help="The comparisons as JSON."),
 ) -> None:
@@ -119,7 +164,7 @@ def recheck(
     check_split(split)
     try:
         policy = load_settings(DriftPolicy, "drift", config)
-        with History.open(history, create=False) as db:
+        with History.open(locate(history, config), create=False) as db:
             drifts = recheck_runs(db, criteria, sets, list(criterion or []), size, policy, split, model, api_base, timeout)
     except JudgekitError as error:
         fail(error)

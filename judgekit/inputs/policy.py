@@ -208,7 +208,7 @@ class Policy:
         return cls.from_mapping(data, source) if source else cls()
 
 
-SECTIONS = ("gate", "drift", "monitor")
+SECTIONS = ("gate", "drift", "monitor", "history_url")
 
 
 def read_section(section: str, path: Path | None = None, root: Path = Path(".")) -> tuple[Any, str]:

@@ -1,8 +1,9 @@
 """Calibration history: every run of every criterion, with its verdicts, and every look at a
-test split, in one SQLite file.
+test split, in a SQLite file or a PostgreSQL database (judgekit.watch.store).
 
-The schema grows by migrations (judgekit.watch.schema). Several processes may share one file (WAL journal, a busy
-timeout, one write transaction per run), so parallel CI jobs and xdist workers lose nothing.
+The schema grows by migrations (judgekit.watch.schema). Several processes may share one history
+(SQLite: WAL journal, a busy timeout; both: one write transaction per run), so parallel CI jobs
+and xdist workers lose nothing.
 
 >>> import tempfile, pathlib
 >>> with History.open(pathlib.Path(tempfile.mkdtemp()) / "history.sqlite") as history:
@@ -14,7 +15,7 @@ from __future__ import annotations
 
 import functools
 import json
-import sqlite3
+import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -22,12 +23,12 @@ from typing import Any, Callable, TypeVar
 
 from judgekit.errors import InputError
 from judgekit.watch.budget import Look, next_look
-from judgekit.watch.schema import migrate, refusal, transaction
+from judgekit.watch.schema import migrate
+from judgekit.watch.store import DEFAULT_PATH, SQLITE, Store
 from judgekit.report.model import CriterionReport, Report
 from judgekit.version import version
 
 
-DEFAULT_PATH = Path(".judgekit/history.sqlite")
 PURPOSES = ("calibrate", "recheck")
 ALPHA = 0.05  # the test split's alpha budget a look spends from when no command says otherwise
 BUSY_TIMEOUT_S = 60.0  # how long to wait for another process's write before calling the history locked
@@ -67,14 +68,14 @@ Returned = TypeVar("Returned")
 
 
 def _refusing_sqlite_errors(method: Callable[..., Returned]) -> Callable[..., Returned]:
-    """A History method whose SQLite errors become InputErrors that say what to do."""
+    """A History method whose database errors become InputErrors that say what to do."""
 
     @functools.wraps(method)
     def checked(self: History, *args: Any, **kwargs: Any) -> Returned:
         try:
             return method(self, *args, **kwargs)
-        except sqlite3.Error as error:
-            raise refusal(self.path, error, self.timeout_s) from None
+        except self.db.errors as error:
+            raise self.db.refusal(error) from None
 
     return checked
 
@@ -82,26 +83,19 @@ def _refusing_sqlite_errors(method: Callable[..., Returned]) -> Callable[..., Re
 class History:
     """The history database: `record` a report's criteria, read back `runs` and their `outcomes`."""
 
-    def __init__(self, db: sqlite3.Connection, path: Path, timeout_s: float = BUSY_TIMEOUT_S) -> None:
-        self.db, self.path, self.timeout_s = db, path, timeout_s
+    def __init__(self, db: Store) -> None:
+        self.db, self.path = db, db.name  # path: where the history is, as it may be shown
 
     @classmethod
-    def open(cls, path: Path | str = DEFAULT_PATH, create: bool = True,
+    def open(cls, location: Path | str = DEFAULT_PATH, create: bool = True,
              timeout_s: float = BUSY_TIMEOUT_S) -> "History":
-        """Open (creating and migrating as needed) the history at `path`, waiting up to `timeout_s`
-        for another process's write to finish."""
-        path = Path(path)
-        if not create and not path.is_file():
-            raise InputError.one(path, "", "no calibration history here yet; run `judgekit calibrate` first, "
-                                           "or pass --history with the right file")
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
-        except OSError as error:
-            raise InputError.one(path, "", f"cannot be opened: {error}") from None
-        except sqlite3.Error as error:
-            raise refusal(path, error, timeout_s) from None
-        history = cls(db, path, timeout_s)
+        """Open (creating and migrating as needed) the history at `location`, a SQLite path or a
+        postgresql:// URL, waiting up to `timeout_s` for another process's write to finish."""
+        history = cls(Store.open(location, create, timeout_s))
+        if not create and history.db.dialect is not SQLITE and not _holds_runs(history.db):
+            history.close()
+            raise InputError.one(history.path, "", "no calibration history here yet; run `judgekit calibrate` "
+                                                   "first, or pass --history with the right database")
         try:
             history._prepare()
         except BaseException:
@@ -111,9 +105,11 @@ class History:
 
     @_refusing_sqlite_errors
     def _prepare(self) -> None:
-        self.db.execute("PRAGMA foreign_keys=ON")
-        migrate(self.db, self.path)  # first: a database that is not judgekit's is refused before anything changes
-        self.db.execute("PRAGMA journal_mode=WAL")
+        if self.db.dialect is SQLITE:
+            self.db.execute("PRAGMA foreign_keys=ON")
+        migrate(self.db)  # first: a database that is not judgekit's is refused before anything changes
+        if self.db.dialect is SQLITE:
+            self.db.execute("PRAGMA journal_mode=WAL")
 
     def __enter__(self) -> "History":
         return self
@@ -130,7 +126,7 @@ class History:
         if purpose not in PURPOSES:
             raise ValueError(f"purpose {purpose!r}; use one of {PURPOSES}")
         ids = []
-        with transaction(self.db):
+        with self.db.transaction():
             for c in report.criteria:
                 ids.append(self._insert(c, purpose))
         return ids
@@ -138,17 +134,16 @@ class History:
     def _insert(self, c: CriterionReport, purpose: str) -> int:
         judge = c.judge
         created = (c.calibrated_at or datetime.now(timezone.utc)).isoformat()
-        cursor = self.db.execute(
+        run_id = self.db.insert(
             "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
             "source, n, abstained, metrics, judgekit_version, split, purpose, api_base, via, structured, verdicts_sha, "
-            "threshold) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            "threshold, uid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (c.id, created, c.fingerprint, judge.model if judge else None, judge.prompt_sha if judge else None,
              json.dumps(judge.parameters if judge else {}, sort_keys=True), c.set_fingerprint,
              judge.source if judge else "live", c.n, c.abstained, json.dumps(c.metrics, sort_keys=True),
              version(), c.split, purpose, judge.api_base if judge else None, judge.via if judge else None,
              None if judge is None else int(judge.structured), (c.inputs or {}).get("verdicts"),
-             c.selective.stages[0].threshold if c.selective and c.selective.stages else None))
-        run_id = int(cursor.lastrowid)
+             c.selective.stages[0].threshold if c.selective and c.selective.stages else None, uuid.uuid4().hex))
         self.db.executemany("INSERT INTO verdicts (run_id, example_id, label, passed, confidence) VALUES (?,?,?,?,?)",
                             ((run_id, example_id, int(label), None if passed is None else int(passed),
                               c.confidences.get(example_id)) for example_id, (label, passed) in c.outcomes.items()))
@@ -182,12 +177,12 @@ class History:
 
     @_refusing_sqlite_errors
     def record_look(self, look: Look) -> None:
-        with transaction(self.db):
+        with self.db.transaction():
             self.db.execute("INSERT INTO test_looks (criterion, at, purpose, generation, examples, alpha, p_value, "
-                            "accepted, candidate) VALUES (?,?,?,?,?,?,?,?,?)",
+                            "accepted, candidate, uid) VALUES (?,?,?,?,?,?,?,?,?,?)",
                             (look.criterion, (look.at or datetime.now(timezone.utc)).isoformat(), look.purpose,
                              look.generation, json.dumps(list(look.examples)), look.alpha, look.p_value,
-                             None if look.accepted is None else int(look.accepted), look.candidate))
+                             None if look.accepted is None else int(look.accepted), look.candidate, uuid.uuid4().hex))
 
     @_refusing_sqlite_errors
     def looks(self, criterion: str) -> list[Look]:
@@ -214,10 +209,10 @@ class History:
     def record_label_change(self, criterion: str, example_id: str, old: bool | None, new: bool,
                             annotator: str | None = None) -> None:
         """A label a person changed in review (`judgekit label --review`): which, from what, to what, by whom."""
-        with transaction(self.db):
-            self.db.execute("INSERT INTO label_changes (criterion, example_id, old, new, annotator, at) VALUES "
-                            "(?,?,?,?,?,?)", (criterion, example_id, None if old is None else int(old), int(new),
-                                              annotator, datetime.now(timezone.utc).isoformat()))
+        with self.db.transaction():
+            self.db.execute("INSERT INTO label_changes (criterion, example_id, old, new, annotator, at, uid) VALUES "
+                            "(?,?,?,?,?,?,?)", (criterion, example_id, None if old is None else int(old), int(new),
+                                                annotator, datetime.now(timezone.utc).isoformat(), uuid.uuid4().hex))
 
     @_refusing_sqlite_errors
     def label_changes(self, criterion: str) -> list[tuple[str, bool | None, bool, str | None, datetime]]:
@@ -245,13 +240,21 @@ class History:
     def split_warning(self, criterion: str, prompt_sha: str | None) -> str | None:
         """Warn when this prompt (its few-shot examples included) has been measured on the dev split,
         where it was tuned, and never on the test split: its figures are optimistic."""
+        same_prompt = "prompt_sha IS NULL" if prompt_sha is None else "prompt_sha = ?"
         splits = {row[0] for row in self.db.execute(
-            "SELECT DISTINCT split FROM runs WHERE criterion = ? AND prompt_sha IS ? AND purpose = 'calibrate'",
-            (criterion, prompt_sha))}
+            f"SELECT DISTINCT split FROM runs WHERE criterion = ? AND {same_prompt} AND purpose = 'calibrate'",
+            (criterion,) if prompt_sha is None else (criterion, prompt_sha))}
         if "dev" in splits and "test" not in splits:
             return ("this prompt has only been measured on the dev split it was tuned on; "
                     "run `judgekit calibrate --split test` before trusting its figures")
         return None
+
+
+def _holds_runs(db: Store) -> bool:
+    try:
+        return "runs" in db.tables()
+    except db.errors as error:
+        raise db.refusal(error) from None
 
 
 _COLUMNS = ("id, criterion, created_at, purpose, fingerprint, model, prompt_sha, parameters, set_fingerprint, "

@@ -1,20 +1,20 @@
-"""The history database's schema: migrations, small functions applied in order (the database's
-`user_version` counts those applied), the one write transaction, and what a SQLite error means
-for the file.
+"""The history database's schema, one for SQLite and PostgreSQL: migrations, small functions
+applied in order, each with the bump of the schema version in one transaction (SQLite counts them
+in `user_version`, PostgreSQL in the table judgekit_schema). A migration spells the few words the
+two databases differ in through `db.dialect` (judgekit.watch.store).
 """
 
 from __future__ import annotations
 
-import sqlite3
-from pathlib import Path
 from typing import Callable
 
 from judgekit.errors import InputError
+from judgekit.watch.store import POSTGRES, Store
 
 
-def _m001_runs(db: sqlite3.Connection) -> None:
-    db.execute("""CREATE TABLE runs (
-        id INTEGER PRIMARY KEY,
+def _m001_runs(db: Store) -> None:
+    db.execute(f"""CREATE TABLE runs (
+        id {db.dialect.key},
         criterion TEXT NOT NULL,
         created_at TEXT NOT NULL,
         fingerprint TEXT NOT NULL,
@@ -27,57 +27,55 @@ def _m001_runs(db: sqlite3.Connection) -> None:
         abstained INTEGER NOT NULL,
         metrics TEXT NOT NULL,
         judgekit_version TEXT NOT NULL)""")
-    db.execute("""CREATE TABLE verdicts (
+    db.execute(f"""CREATE TABLE verdicts (
         run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
         example_id TEXT NOT NULL,
         label INTEGER NOT NULL,
         passed INTEGER,
-        PRIMARY KEY (run_id, example_id)) WITHOUT ROWID""")
+        PRIMARY KEY (run_id, example_id)){db.dialect.without_rowid}""")
 
 
-def _m002_split_and_purpose(db: sqlite3.Connection) -> None:
+def _m002_split_and_purpose(db: Store) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN split TEXT")
     db.execute("ALTER TABLE runs ADD COLUMN purpose TEXT NOT NULL DEFAULT 'calibrate'")
     db.execute("CREATE INDEX runs_by_criterion ON runs (criterion, id)")
 
 
-def _m003_how_asked(db: sqlite3.Connection) -> None:
+def _m003_how_asked(db: Store) -> None:
     """How the judge was asked beyond its fingerprint, so `recheck` can ask it exactly so again."""
     db.execute("ALTER TABLE runs ADD COLUMN api_base TEXT")
     db.execute("ALTER TABLE runs ADD COLUMN via TEXT")
     db.execute("ALTER TABLE runs ADD COLUMN structured INTEGER")
 
 
-def _m004_verdict_file(db: sqlite3.Connection) -> None:
+def _m004_verdict_file(db: Store) -> None:
     """The digest of a recorded run's verdict file: what it was measured from, not only its name."""
     db.execute("ALTER TABLE runs ADD COLUMN verdicts_sha TEXT")
 
 
-def _m005_confidence(db: sqlite3.Connection) -> None:
+def _m005_confidence(db: Store) -> None:
     """Selective judging: each verdict's confidence, and the run's certified threshold (drift watches coverage)."""
-    db.execute("ALTER TABLE verdicts ADD COLUMN confidence REAL")
-    db.execute("ALTER TABLE runs ADD COLUMN threshold REAL")
+    db.execute(f"ALTER TABLE verdicts ADD COLUMN confidence {db.dialect.real}")
+    db.execute(f"ALTER TABLE runs ADD COLUMN threshold {db.dialect.real}")
 
 
-
-
-def _m006_test_looks(db: sqlite3.Connection) -> None:
+def _m006_test_looks(db: Store) -> None:
     """Every look at a criterion's test split (`improve`, `compare --adopt`, a re-measured edit):
     what each spent of the split's alpha budget, on which examples; and every label changed in review."""
-    db.execute("""CREATE TABLE test_looks (
-        id INTEGER PRIMARY KEY,
+    db.execute(f"""CREATE TABLE test_looks (
+        id {db.dialect.key},
         criterion TEXT NOT NULL,
         at TEXT NOT NULL,
         purpose TEXT NOT NULL,
         generation TEXT NOT NULL,
         examples TEXT NOT NULL,
-        alpha REAL NOT NULL,
-        p_value REAL,
+        alpha {db.dialect.real} NOT NULL,
+        p_value {db.dialect.real},
         accepted INTEGER,
         candidate TEXT)""")
     db.execute("CREATE INDEX looks_by_criterion ON test_looks (criterion, id)")
-    db.execute("""CREATE TABLE label_changes (
-        id INTEGER PRIMARY KEY,
+    db.execute(f"""CREATE TABLE label_changes (
+        id {db.dialect.key},
         criterion TEXT NOT NULL,
         example_id TEXT NOT NULL,
         old INTEGER,
@@ -86,53 +84,45 @@ def _m006_test_looks(db: sqlite3.Connection) -> None:
         at TEXT NOT NULL)""")
 
 
-MIGRATIONS: list[Callable[[sqlite3.Connection], None]] = [_m001_runs, _m002_split_and_purpose, _m003_how_asked,
-                                                           _m004_verdict_file, _m005_confidence, _m006_test_looks]
+def _m007_uids(db: Store) -> None:
+    """A random id per run, look and label change, the same in every history it is moved to, so
+    `judgekit history import` adds what is new and skips what is already there."""
+    for table in ("runs", "test_looks", "label_changes"):
+        db.execute(f"ALTER TABLE {table} ADD COLUMN uid TEXT")
+        db.execute(f"UPDATE {table} SET uid = {db.dialect.random_uid} WHERE uid IS NULL")
+        db.execute(f"CREATE UNIQUE INDEX {table}_by_uid ON {table} (uid)")
 
 
-def refusal(path: Path, error: sqlite3.Error, timeout_s: float) -> InputError:
-    """What a SQLite error means for the history file, and what to do about it."""
-    name = getattr(error, "sqlite_errorname", "") or ""
-    if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
-        return InputError.one(path, "", f"is locked by another process (another judgekit run writing to it, or "
-                                        f"a program holding it open); waited {timeout_s:g} s. Run again once it "
-                                        "has finished")
-    if name.startswith("SQLITE_READONLY"):
-        return InputError.one(path, "", f"cannot be written ({error}); make the file and its folder writable, "
-                                        "or pass --history with another file (calibrate: --no-history to keep "
-                                        "no history)")
-    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_IOERR", "SQLITE_FULL")):
-        return InputError.one(path, "", f"cannot be opened or written ({error}); check the file, its folder and "
-                                        "the free space, or pass --history with another file")
-    return InputError.one(path, "", f"is damaged or not a judgekit history database ({error}); move it away and "
-                                    "judgekit starts a new one (`sqlite3 FILE .recover` may save its runs)")
+MIGRATIONS: list[Callable[[Store], None]] = [_m001_runs, _m002_split_and_purpose, _m003_how_asked,
+                                              _m004_verdict_file, _m005_confidence, _m006_test_looks, _m007_uids]
+VERSION_TABLE = "judgekit_schema"
 
 
-class transaction:
-    """BEGIN IMMEDIATE ... COMMIT (ROLLBACK on error): one writer at a time, waiting its turn."""
-
-    def __init__(self, db: sqlite3.Connection) -> None:
-        self.db = db
-
-    def __enter__(self) -> None:
-        self.db.execute("BEGIN IMMEDIATE")
-
-    def __exit__(self, kind: object, *rest: object) -> None:
-        self.db.execute("ROLLBACK" if kind else "COMMIT")
-
-
-def migrate(db: sqlite3.Connection, path: Path) -> None:
-    """Apply the migrations this database lacks, each with the version bump in one transaction."""
-    with transaction(db):  # another process may be migrating: read the version under the lock
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-        if version == 0 and tables:  # someone else's database: judgekit's always has a version
-            raise InputError.one(path, "", f"is another application's SQLite database (tables: "
-                                           f"{', '.join(sorted(tables)[:5])}); give judgekit a file of its own "
-                                           "with --history")
+def migrate(db: Store) -> None:
+    """Apply the migrations this database lacks, with the version bump, in one transaction; a
+    database that is not judgekit's, or is a newer judgekit's, is refused before anything changes."""
+    with db.transaction(migrating=True):  # another process may be migrating: read the version under the lock
+        tables = db.tables()
+        if db.dialect is POSTGRES:
+            mine = VERSION_TABLE in tables
+            version = db.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()[0] if mine else 0
+        else:
+            version = db.execute("PRAGMA user_version").fetchone()[0]
+            mine = version > 0
+        if not mine and tables - {VERSION_TABLE}:  # someone else's database: judgekit's always has a version
+            kind = "PostgreSQL" if db.dialect is POSTGRES else "SQLite"
+            raise InputError.one(db.name, "", f"is another application's {kind} database (tables: "
+                                              f"{', '.join(sorted(tables)[:5])}); give judgekit one of its own "
+                                              "with --history")
         if version > len(MIGRATIONS):
-            raise InputError.one(path, "", f"was written by a newer judgekit (schema {version}, this one knows "
-                                           f"{len(MIGRATIONS)}); upgrade judgekit to read it")
+            raise InputError.one(db.name, "", f"was written by a newer judgekit (schema {version}, this one knows "
+                                              f"{len(MIGRATIONS)}); upgrade judgekit to read it")
+        if db.dialect is POSTGRES and not mine:
+            db.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
+            db.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (0)")
         for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
             migration(db)
-            db.execute(f"PRAGMA user_version = {number}")
+            if db.dialect is POSTGRES:
+                db.execute(f"UPDATE {VERSION_TABLE} SET version = ?", (number,))
+            else:
+                db.execute(f"PRAGMA user_version = {number}")

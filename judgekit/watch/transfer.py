@@ -1,0 +1,157 @@
+"""Moving a history between databases: `judgekit history export` writes every run (with its
+verdicts), every look at a test split and every label changed in review as JSON Lines;
+`judgekit history import` adds them to another history, SQLite or PostgreSQL.
+
+Each row keeps the random uid it was given when first recorded, so an import adds what the history
+lacks and skips what it already holds: importing twice, or a history merged back, duplicates
+nothing. The looks travel with the runs, so moving a history never refills a test split's alpha
+budget. The file is checked whole before anything is written, and written in one transaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+from judgekit.errors import InputError, Problem
+from judgekit.watch.history import History
+
+FORMAT = 1
+_TEXT, _INT, _REAL = (str,), (int,), (int, float)
+# Each table's columns as the file carries them (never the database's own ids), with their types and
+# whether they may be empty: the file names only these, so nothing else can reach the SQL.
+RUN = {"uid": (_TEXT, False), "criterion": (_TEXT, False), "created_at": (_TEXT, False), "purpose": (_TEXT, False),
+       "fingerprint": (_TEXT, False), "model": (_TEXT, True), "prompt_sha": (_TEXT, True),
+       "parameters": (_TEXT, False), "set_fingerprint": (_TEXT, False), "split": (_TEXT, True),
+       "source": (_TEXT, False), "n": (_INT, False), "abstained": (_INT, False), "metrics": (_TEXT, False),
+       "judgekit_version": (_TEXT, False), "api_base": (_TEXT, True), "via": (_TEXT, True),
+       "structured": (_INT, True), "verdicts_sha": (_TEXT, True), "threshold": (_REAL, True)}
+LOOK = {"uid": (_TEXT, False), "criterion": (_TEXT, False), "at": (_TEXT, False), "purpose": (_TEXT, False),
+        "generation": (_TEXT, False), "examples": (_TEXT, False), "alpha": (_REAL, False), "p_value": (_REAL, True),
+        "accepted": (_INT, True), "candidate": (_TEXT, True)}
+CHANGE = {"uid": (_TEXT, False), "criterion": (_TEXT, False), "example_id": (_TEXT, False), "old": (_INT, True),
+          "new": (_INT, False), "annotator": (_TEXT, True), "at": (_TEXT, False)}
+KINDS = {"run": ("runs", RUN), "look": ("test_looks", LOOK), "label_change": ("label_changes", CHANGE)}
+
+
+def export_history(history: History, out: Path) -> dict[str, int]:
+    """Write the whole history to `out` (JSON Lines, replaced whole or not at all); how many of each."""
+    counts = {kind: 0 for kind in KINDS}
+    part = out.with_name(out.name + ".part")
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with part.open("w", encoding="utf-8") as f:
+            f.write(json.dumps({"judgekit_history": FORMAT}) + "\n")
+            for kind, line in _lines(history):
+                f.write(line + "\n")
+                counts[kind] += 1
+        os.replace(part, out)
+    except OSError as error:
+        part.unlink(missing_ok=True)
+        raise InputError.one(out, "", f"cannot be written: {error}") from None
+    return counts
+
+
+def _lines(history: History) -> Iterator[tuple[str, str]]:
+    db = history.db
+    for kind, (table, columns) in KINDS.items():
+        names = list(columns)
+        for row in db.execute(f"SELECT id, {', '.join(names)} FROM {table} ORDER BY id").fetchall():
+            record: dict[str, Any] = {kind: dict(zip(names, row[1:]))}
+            if kind == "run":
+                record["verdicts"] = [list(v) for v in db.execute(
+                    "SELECT example_id, label, passed, confidence FROM verdicts WHERE run_id = ? ORDER BY example_id",
+                    (row[0],))]
+            yield kind, json.dumps(record, sort_keys=True)
+
+
+def import_history(history: History, source: Path) -> dict[str, tuple[int, int]]:
+    """Add the file's runs, looks and label changes the history lacks; (added, already there) of each."""
+    records = read_export(source)
+    db = history.db
+    done = {kind: [0, 0] for kind in KINDS}
+    with db.transaction():
+        for kind, (table, columns) in KINDS.items():
+            have = {row[0] for row in db.execute(f"SELECT uid FROM {table}")}
+            names = list(columns)
+            for record in (r for r in records if kind in r):
+                row = record[kind]
+                if row["uid"] in have:
+                    done[kind][1] += 1
+                    continue
+                have.add(row["uid"])
+                sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+                values = [row[name] for name in names]
+                if kind != "run":
+                    db.execute(sql, values)
+                else:
+                    run_id = db.insert(sql, values)
+                    db.executemany("INSERT INTO verdicts (run_id, example_id, label, passed, confidence) "
+                                   "VALUES (?,?,?,?,?)", [(run_id, *v) for v in record["verdicts"]])
+                done[kind][0] += 1
+    return {kind: (added, skipped) for kind, (added, skipped) in done.items()}
+
+
+def read_export(source: Path) -> list[dict[str, Any]]:
+    """Every record of an export file, checked whole: each problem named by its line."""
+    try:
+        lines = source.read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as error:
+        raise InputError.one(source, "", f"cannot be read: {error}") from None
+    problems: list[Problem] = []
+    try:
+        header = json.loads(lines[0]) if lines else None
+    except json.JSONDecodeError:
+        header = None
+    if not isinstance(header, dict) or header.get("judgekit_history") != FORMAT:
+        raise InputError.one(source, "line 1", "is not a judgekit history export (write one with `judgekit history "
+                                               "export FILE`)")
+    records = []
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        where = f"line {number}"
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as error:
+            problems.append(Problem(str(source), where, f"is not JSON: {error.msg}"))
+            continue
+        found = _problem(record)
+        if found:
+            problems.append(Problem(str(source), where, found))
+        else:
+            records.append(record)
+    if problems:
+        raise InputError(problems)
+    return records
+
+
+def _problem(record: Any) -> str | None:
+    kinds = [k for k in KINDS if isinstance(record, dict) and k in record]
+    if len(kinds) != 1 or set(record) - {kinds[0], "verdicts"}:
+        return f"must hold one of {', '.join(KINDS)} (and a run its verdicts)"
+    kind = kinds[0]
+    row, columns = record[kind], KINDS[kind][1]
+    if not isinstance(row, dict) or set(row) != set(columns):
+        missing = sorted(set(columns) - set(row)) if isinstance(row, dict) else list(columns)
+        extra = sorted(set(row) - set(columns)) if isinstance(row, dict) else []
+        return f"{kind}: missing {', '.join(missing) or '-'}; unknown {', '.join(extra) or '-'}"
+    for name, (types, empty) in columns.items():
+        value = row[name]
+        if value is None and empty:
+            continue
+        if isinstance(value, bool) or not isinstance(value, types) or value == "":
+            return f"{kind}.{name}: {value!r} is not a {types[-1].__name__}"
+    if kind == "run":
+        verdicts = record.get("verdicts")
+        if not isinstance(verdicts, list) or not all(_verdict(v) for v in verdicts):
+            return "run: verdicts must be a list of [example_id, label 0/1, passed 0/1/null, confidence or null]"
+    return None
+
+
+def _verdict(v: Any) -> bool:
+    return (isinstance(v, list) and len(v) == 4 and isinstance(v[0], str) and type(v[1]) is int and v[1] in (0, 1)
+            and (v[2] is None or (type(v[2]) is int and v[2] in (0, 1)))
+            and (v[3] is None or type(v[3]) in (int, float)))

@@ -1,0 +1,261 @@
+"""The history in PostgreSQL, on a real server (tests.postgres_server): one schema and one set of
+migrations with SQLite, credentials never shown, export and import between the two, and eight
+`judgekit calibrate` processes recording into one database at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.errors import InputError
+from judgekit.pipeline import Options, calibrate
+from judgekit.testing import FakeLLM
+from judgekit.watch.budget import Look
+from judgekit.watch.history import History, record_history
+from judgekit.watch.schema import MIGRATIONS
+from judgekit.watch.store import locate
+from tests.conftest import balanced, llm_criterion
+from tests.postgres_server import PASSWORD
+
+
+def _report(project, llm=None, **options):
+    return calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None,
+                             **options), llm=llm or FakeLLM.scripted({"reply-p": True}, default=False))
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def location(request, tmp_path):
+    """A new history of each kind."""
+    if request.param == "sqlite":
+        return tmp_path / "h.sqlite"
+    return request.getfixturevalue("postgres_url")
+
+
+def test_both_databases_keep_a_run_its_verdicts_looks_and_label_changes_alike(project, location):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", [{**e, "split": "dev" if i % 2 else "test"} for i, e in enumerate(balanced(4, 4))])
+    report = _report(project, FakeLLM.scripted({"reply-p0": False, "reply-p": True}, default=False), split="dev")
+    with History.open(location) as history:
+        (run_id,) = history.record(report)
+        history.record_look(Look("says-blocked", "improve", "g1", ("p1", "f1"), 0.025, p_value=0.2, accepted=False))
+        history.record_label_change("says-blocked", "p1", None, True, "ana")
+        run, outcomes = history.run(run_id), history.outcomes(run_id)
+        (look,), (change,) = history.looks("says-blocked"), history.label_changes("says-blocked")
+        warning = history.split_warning("says-blocked", report.criteria[0].judge.prompt_sha)
+    c = report.criteria[0]
+    assert (run.criterion, run.model, run.fingerprint, run.split, run.n, run.metrics) == (
+        "says-blocked", "openai/j", c.fingerprint, "dev", c.n, c.metrics)
+    assert outcomes == {e: (label, passed) for e, (label, passed) in c.outcomes.items()} and len(outcomes) == 4
+    assert (look.examples, look.alpha, look.p_value, look.accepted) == (("p1", "f1"), 0.025, 0.2, False)
+    assert change[:4] == ("p1", None, True, "ana")
+    assert warning and "dev split" in warning
+
+
+def _schema(url: str) -> tuple[int, dict[str, list[tuple[str, str]]]]:
+    import psycopg
+
+    with psycopg.connect(url) as db:
+        version = db.execute("SELECT version FROM judgekit_schema").fetchone()[0]
+        columns: dict[str, list[tuple[str, str]]] = {}
+        for table, column, kind in db.execute("SELECT table_name, column_name, data_type FROM "
+                                              "information_schema.columns WHERE table_schema = current_schema() "
+                                              "ORDER BY table_name, ordinal_position"):
+            columns.setdefault(table, []).append((column, kind))
+    return version, columns
+
+
+def test_a_new_postgresql_history_gets_every_migration_once_and_the_same_columns_as_sqlite(postgres_url, tmp_path):
+    History.open(postgres_url).close()
+    History.open(postgres_url).close()  # a second open migrates nothing
+    version, columns = _schema(postgres_url)
+    assert version == len(MIGRATIONS)
+    with History.open(tmp_path / "h.sqlite") as history:
+        lite = {t: [row[1] for row in history.db.execute(f"PRAGMA table_info({t})")]
+                for t in ("runs", "verdicts", "test_looks", "label_changes")}
+    assert {t: [name for name, _ in cols] for t, cols in columns.items() if t != "judgekit_schema"} == lite
+    assert dict(columns["verdicts"])["confidence"] == "double precision"  # not PostgreSQL's 4-byte REAL
+
+
+def test_a_postgresql_database_of_another_application_or_a_newer_judgekit_is_refused_untouched(postgres_server):
+    import psycopg
+
+    from tests.postgres_server import new_database
+
+    foreign = new_database(postgres_server)
+    with psycopg.connect(foreign, autocommit=True) as db:
+        db.execute("CREATE TABLE users (id INTEGER)")
+    with pytest.raises(InputError, match="another application's PostgreSQL database"):
+        History.open(foreign)
+    with psycopg.connect(foreign) as db:
+        tables = {r[0] for r in db.execute("SELECT tablename FROM pg_tables WHERE schemaname = 'public'")}
+    assert tables == {"users"}
+    newer = new_database(postgres_server)
+    History.open(newer).close()
+    with psycopg.connect(newer, autocommit=True) as db:
+        db.execute("UPDATE judgekit_schema SET version = version + 1")
+    with pytest.raises(InputError, match="newer judgekit"):
+        History.open(newer)
+
+
+def test_the_password_never_reaches_an_output_and_a_wrong_one_is_a_clear_error(project, postgres_url, tmp_path):
+    project.criterion({"id": "r", "kind": "regex", "question": "Is it clean?", "pattern": "x", "match_means": "fail"})
+    project.jsonl("r", [{"id": "a", "output": "fine", "passed": True}, {"id": "b", "output": "x", "passed": False}])
+    runner = CliRunner()
+    outputs = [runner.invoke(app, ["calibrate", "--history", postgres_url]),
+               runner.invoke(app, ["history", "--history", postgres_url]),
+               runner.invoke(app, ["history", "--json", "--history", postgres_url]),
+               runner.invoke(app, ["history", "export", str(tmp_path / "h.jsonl"), "--history", postgres_url]),
+               runner.invoke(app, ["drift", "--history", postgres_url])]
+    assert outputs[0].exit_code == 0 and outputs[1].exit_code == 0, outputs[0].output + outputs[1].output
+    assert "r " in outputs[1].output or "  r" in outputs[1].output
+    wrong = postgres_url.replace(PASSWORD, "not-the-Password-42")
+    refused = runner.invoke(app, ["history", "--history", wrong])
+    assert refused.exit_code == 2 and "cannot be reached" in refused.output and "password" in refused.output
+    assert "postgresql://127.0.0.1:" in refused.output  # named by its public form
+    written = [p.read_text(errors="replace") for p in (project.root / ".judgekit").rglob("*") if p.is_file()
+               and p.suffix in (".json", ".jsonl", ".html", ".md")]
+    for text in [o.output for o in outputs] + [refused.output, (tmp_path / "h.jsonl").read_text()] + written:
+        assert PASSWORD not in text and "not-the-Password-42" not in text
+
+
+def test_the_history_is_chosen_by_option_then_environment_then_settings(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("JUDGEKIT_HISTORY_URL", raising=False)
+    assert locate(None) == Path(".judgekit/history.sqlite")
+    (tmp_path / "judgekit.yaml").write_text("history_url: postgresql://ci@db.example/evals\n")
+    assert locate(None) == "postgresql://ci@db.example/evals"
+    monkeypatch.setenv("JUDGEKIT_HISTORY_URL", "shared/history.sqlite")
+    assert locate(None) == Path("shared/history.sqlite")
+    assert locate("postgresql://u:p@h/d") == "postgresql://u:p@h/d" and locate("x.sqlite") == Path("x.sqlite")
+    (tmp_path / "bad.yaml").write_text("history_url: [1]\n")
+    monkeypatch.delenv("JUDGEKIT_HISTORY_URL")
+    with pytest.raises(InputError, match="bad.yaml:history_url: must be a SQLite path or a postgresql:// URL"):
+        locate(None, tmp_path / "bad.yaml")
+
+
+def _fill(location, project) -> None:
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", [{**e, "split": "test"} for e in balanced(3, 3)])
+    record_history(_report(project, split="test"), location)
+    project.criterion(llm_criterion(examples=[{"output": "Your card is blocked.", "passed": True}]))  # an edit
+    record_history(_report(project, FakeLLM.scripted({"reply-p0": False, "reply-p": True}, default=False),
+                           split="test"), location)
+    with History.open(location) as history:
+        history.record_look(Look("says-blocked", "improve", "g1", ("p0", "f0"), 0.0125, p_value=0.5, accepted=False))
+        history.record_label_change("says-blocked", "p2", False, True, None)
+
+
+def _content(location) -> list:
+    with History.open(location, create=False) as history:
+        runs = [(r.criterion, r.created_at, r.fingerprint, r.metrics, r.split, history.outcomes(r.id))
+                for r in history.runs()]
+        return [runs, history.looks("says-blocked"), history.label_changes("says-blocked")]
+
+
+def test_export_and_import_move_a_history_both_ways_and_importing_twice_adds_nothing(project, postgres_url,
+                                                                                     tmp_path):
+    sqlite_path, exported, back = tmp_path / "a.sqlite", tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    _fill(sqlite_path, project)
+    runner = CliRunner()
+    out = runner.invoke(app, ["history", "export", str(exported), "--history", str(sqlite_path)])
+    assert out.exit_code == 0 and "2 run(s), 2 look(s), 1 label change(s)" in out.output, out.output
+    first = runner.invoke(app, ["history", "import", str(exported), "--history", postgres_url])
+    again = runner.invoke(app, ["history", "import", str(exported), "--history", postgres_url])
+    assert "2 run(s) added, 0 already there" in first.output, first.output
+    assert "0 run(s) added, 2 already there" in again.output and "0 look(s) added" in again.output
+    assert _content(postgres_url) == _content(sqlite_path)
+    assert len(_content(sqlite_path)[1]) == 2  # the re-measured edit on test is a look: it travels too
+    runner.invoke(app, ["history", "export", str(back), "--history", postgres_url])
+    fresh = tmp_path / "c.sqlite"
+    assert runner.invoke(app, ["history", "import", str(back), "--history", str(fresh)]).exit_code == 0
+    assert _content(fresh) == _content(sqlite_path)
+
+
+def test_an_import_file_is_checked_whole_and_nothing_is_written_from_a_bad_one(tmp_path, project):
+    good = tmp_path / "good.jsonl"
+    _fill(tmp_path / "a.sqlite", project)
+    with History.open(tmp_path / "a.sqlite") as history:
+        from judgekit.watch.transfer import export_history
+
+        export_history(history, good)
+    lines = good.read_text().splitlines()
+    run = json.loads(lines[1])
+    run["run"]["criterion; DROP TABLE runs"] = "x"  # a column nobody knows never reaches the SQL
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("\n".join([lines[0], lines[2], json.dumps(run), "{not json", *lines[3:]]) + "\n")
+    target = tmp_path / "t.sqlite"
+    result = CliRunner().invoke(app, ["history", "import", str(bad), "--history", str(target)])
+    assert result.exit_code == 2
+    assert f"{bad}:line 3: run: missing -; unknown criterion; DROP TABLE runs" in result.output, result.output
+    assert f"{bad}:line 4: is not JSON" in result.output
+    with History.open(target) as history:
+        assert history.runs() == []
+    not_ours = tmp_path / "other.jsonl"
+    not_ours.write_text('{"id": 1}\n')
+    result = CliRunner().invoke(app, ["history", "import", str(not_ours), "--history", str(target)])
+    assert result.exit_code == 2 and "line 1: is not a judgekit history export" in result.output
+
+
+def test_a_history_written_before_uids_gets_one_for_every_row(tmp_path):
+    """A history as schema 6 left it (no uids) is migrated: every run, look and label change gets
+    one, all different, and it exports."""
+    from judgekit.watch.store import SQLITE, Store
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    for migration in MIGRATIONS[:6]:
+        migration(Store(db, SQLITE, str(path), 1.0))
+    db.execute("PRAGMA user_version = 6")
+    for i in range(3):
+        db.execute("INSERT INTO label_changes (criterion, example_id, old, new, annotator, at) VALUES "
+                   "('c', ?, NULL, 1, NULL, '2026-01-01T00:00:00+00:00')", (f"e{i}",))
+    db.close()
+    with History.open(path) as history:
+        uids = [row[0] for row in history.db.execute("SELECT uid FROM label_changes")]
+        assert len(history.label_changes("c")) == 3
+    assert len(set(uids)) == 3 and all(u and len(u) == 32 for u in uids)
+    result = CliRunner().invoke(app, ["history", "export", str(tmp_path / "old.jsonl"), "--history", str(path)])
+    assert result.exit_code == 0 and "3 label change(s)" in result.output, result.output
+
+
+CALIBRATE = """
+import sys
+from judgekit.cli import app
+sys.argv = ["judgekit", "calibrate", "--criteria", sys.argv[1], "--sets", sys.argv[2], "--history", sys.argv[3],
+            "--out", sys.argv[4], "-q"]
+app()
+"""
+
+
+def test_eight_calibrate_processes_record_into_one_new_postgresql_history_and_lose_nothing(project, postgres_url,
+                                                                                            tmp_path):
+    """Eight CI jobs at once on a database nobody has used yet: the schema is made once, every run
+    and every verdict is kept, nothing is half-written."""
+    for k in range(3):
+        project.criterion({"id": f"r{k}", "kind": "regex", "question": "Clean?", "pattern": "bad",
+                           "match_means": "fail"})
+        project.jsonl(f"r{k}", [{"id": f"e{i}", "output": "bad" if i % 3 else "fine", "passed": i % 3 == 0}
+                                for i in range(40)])
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    jobs = [subprocess.Popen([sys.executable, "-c", CALIBRATE, str(project.criteria), str(project.sets),
+                              postgres_url, str(tmp_path / f"out{j}")], env=environment, cwd=tmp_path,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for j in range(8)]
+    finished = [(job.wait(180), job.stderr.read()) for job in jobs]
+    assert all(code == 0 for code, _ in finished), finished
+    assert all(PASSWORD not in err for _, err in finished)
+    with History.open(postgres_url, create=False) as history:
+        runs = history.runs()
+        assert len(runs) == 24 and len({r.id for r in runs}) == 24
+        assert sorted(r.criterion for r in runs) == sorted([f"r{k}" for k in range(3)] * 8)
+        assert all(history.outcomes(r.id) == {f"e{i}": (i % 3 == 0, i % 3 == 0) for i in range(40)} for r in runs)
+        assert history.db.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 24 * 40
+        assert history.db.execute("SELECT count(DISTINCT uid) FROM runs").fetchone()[0] == 24
+    assert _schema(postgres_url)[0] == len(MIGRATIONS)
