@@ -15,17 +15,26 @@ from hypothesis import strategies as st
 from scipy.stats import binom, binomtest
 
 from judgekit.stats.metrics import confusion, kappa_from_counts, ratio
-from judgekit.stats.paired import (against_best, discordant, examples_to_separate, holm, mcnemar_exact, mcnemar_many,
+from judgekit.stats.paired import (against_best, binomial_sf, discordant, examples_to_separate, holm, mcnemar_exact, mcnemar_many,
                                    paired_deltas, right)
 
 PAIRS = [(0, 0), (0, 1), (1, 0), (0, 7), (7, 7), (5, 4), (15, 2), (2, 15), (1, 30), (40, 39), (200, 150),
-         (3000, 2900), (0, 60), (17, 18)]
+         (3000, 2900), (0, 60), (17, 18), (1000, 999), (2, 1998), (700, 1300)]  # to 2000 in whole numbers
+
+
+@pytest.mark.parametrize("n", [0, 1, 7, 100, 1999, 2000, 2001, 5000])
+@pytest.mark.parametrize("p", [1e-6, 0.001, 0.02, 0.3, 0.5, 0.77, 0.999])
+def test_binomial_upper_tail_is_scipys(n, p):
+    """drift's one-sided tests without scipy: every k, each tail side, to 1e-12 (relative when tiny)."""
+    for k in sorted({*range(-1, min(n, 60) + 2), *range(max(0, n - 60), n + 2), n // 2, int(n * p), int(n * p) + 1}):
+        expected = float(binom.sf(k - 1, n, p))
+        assert binomial_sf(k, n, p) == pytest.approx(expected, abs=1e-12, rel=1e-9), (k, n, p)
 
 
 @pytest.mark.parametrize("b, c", PAIRS)
 def test_mcnemar_exact_is_scipys_binomial_test(b, c):
     expected = 1.0 if b + c == 0 else binomtest(b, b + c, 0.5).pvalue
-    assert mcnemar_exact(b, c) == pytest.approx(expected, abs=1e-12)
+    assert mcnemar_exact(b, c) == pytest.approx(expected, abs=1e-12, rel=1e-9)
 
 
 @settings(max_examples=50, deadline=None)

@@ -24,7 +24,7 @@ from judgekit.errors import InputError
 from judgekit.inputs.settings import DriftPolicy
 from judgekit.report.render import finite, fmt_number, printable
 from judgekit.stats.metrics import NAN, kappa_of_cells
-from judgekit.stats.paired import mcnemar_exact
+from judgekit.stats.paired import binomial_sf, mcnemar_exact
 from judgekit.watch.history import History, Run
 
 Outcomes = Mapping[str, tuple[bool, "bool | None"]]  # example id -> (label, verdict)
@@ -33,20 +33,16 @@ Outcomes = Mapping[str, tuple[bool, "bool | None"]]  # example id -> (label, ver
 def mcnemar_worse(b: int, c: int) -> float:
     """One-sided exact McNemar p-value that right -> wrong (`b`) outnumbers wrong -> right (`c`)
     by more than chance: the binomial upper tail at 1/2."""
-    from scipy.stats import binom
-
-    return 1.0 if b + c == 0 else float(binom.sf(b - 1, b + c, 0.5))
+    return 1.0 if b + c == 0 else binomial_sf(b, b + c, 0.5)
 
 
 def flip_excess(flips: int, shared: int, max_flip_rate: float) -> float:
     """One-sided p-value that the flip rate exceeds `max_flip_rate` (exact binomial)."""
-    from scipy.stats import binom
-
     if shared == 0:
         return 1.0
     if max_flip_rate == 0:
         return 0.0 if flips else 1.0
-    return float(binom.sf(flips - 1, shared, max_flip_rate))
+    return binomial_sf(flips, shared, max_flip_rate)
 
 
 @dataclass(frozen=True)
