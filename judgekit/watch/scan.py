@@ -82,6 +82,7 @@ def connect() -> Any:
 
     con = duckdb.connect(config={"preserve_insertion_order": False})
     con.execute("SET TimeZone = 'UTC'")
+    con.execute("SET enable_progress_bar = false")  # it would be written into a long count's output, --json too
     return con
 
 
