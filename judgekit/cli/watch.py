@@ -27,8 +27,8 @@ from judgekit.watch.history import History
 from judgekit.watch.transfer import export_history, import_history
 from judgekit.watch.store import locate
 from judgekit.watch.monitor import watch
-from judgekit.watch.samples import read_counts
 from judgekit.watch.recheck import recheck as recheck_runs
+from judgekit.watch.scan import count_samples
 
 app = typer_app()
 
@@ -176,9 +176,10 @@ def recheck(
 
 @app.command("monitor", short_help=short("monitor"))
 def monitor(
-    file: Optional[Path] = typer.Argument(None, help="Judged production samples: JSONL, CSV or Parquet with "
-                                          "timestamp, criterion, passed and optionally trace_id (with --counts: "
-                                          "counts per criterion and window)."),
+    file: Optional[Path] = typer.Argument(None, help="Judged production samples: a JSONL, CSV or Parquet file, "
+                                          "a quoted glob ('samples/*.parquet') or a folder of them, with timestamp, "
+                                          "criterion, passed and optionally trace_id (with --counts: a file of counts "
+                                          "per criterion and window)."),
     report: Optional[Path] = typer.Option(None, help="Calibration report, for the rates corrected for each judge's "
                                           f"TPR and TNR [default: {REPORT} when there is one]."),
     criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files: the report corrects a "
@@ -218,7 +219,7 @@ def monitor(
         if report is not None and not Report.locate(report).is_file():  # given, and not there: a typo
             raise InputError.one(report, "--report", "no calibration report here; give the folder (or its "
                                  "report.json) that `judgekit calibrate` wrote, or leave --report out for raw rates")
-        counts = read_count_file(file, policy.window) if counted else read_counts(file, policy.window)
+        counts = read_count_file(file, policy.window) if counted else count_samples(file, policy.window)
         calibration, gate, notes = Report.read_if_any(report or REPORT), None, []
         if calibration is None:
             notes.append(f"no calibration report at {REPORT}: rates are not corrected for the judge")

@@ -1,8 +1,9 @@
 """Production monitoring: pass rates of judged samples per criterion per window, corrected for
 the judge, with alerts on significant drops against the earlier windows.
 
-The input is folded into counts per criterion and window as it is read (judgekit.watch.samples),
-so memory is bounded by the number of windows, never by the number of rows. A window alerts when its pass
+The input is folded into counts per criterion and window as it is read (by DuckDB,
+judgekit.watch.scan, or judgekit.watch.samples' reader), so memory is bounded by the number of
+windows, never by the number of rows. A window alerts when its pass
 rate is significantly below the baseline (the pooled earlier windows) by more than `max_drop`, at
 level `alpha` (judgekit.stats.droptest: the score test, exact where the decision is close): an alert on
 a rate, never on one verdict.
