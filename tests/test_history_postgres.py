@@ -259,3 +259,121 @@ def test_eight_calibrate_processes_record_into_one_new_postgresql_history_and_lo
         assert history.db.execute("SELECT count(*) FROM verdicts").fetchone()[0] == 24 * 40
         assert history.db.execute("SELECT count(DISTINCT uid) FROM runs").fetchone()[0] == 24
     assert _schema(postgres_url)[0] == len(MIGRATIONS)
+
+
+@pytest.mark.parametrize("given", ["postgresql+psycopg://ci:Sup3rSecretPw@db:5432/evals",
+                                   "postgres+asyncpg://ci:Sup3rSecretPw@db/evals", "sqlite:///Sup3rSecretPw.db",
+                                   "mysql://ci:Sup3rSecretPw@db/evals"])
+def test_a_url_of_another_kind_is_refused_never_taken_for_a_file_name(project, tmp_path, given):
+    project.criterion({"id": "r", "kind": "regex", "question": "Is it clean?", "pattern": "x", "match_means": "fail"})
+    project.jsonl("r", [{"id": "a", "output": "fine", "passed": True}])
+    result = CliRunner().invoke(app, ["calibrate", "-q", "--history", given])
+    assert result.exit_code == 2 and "is not a history: give a SQLite file's path or a postgresql:// URL" in \
+        result.output, result.output
+    assert "Sup3rSecretPw" not in result.output
+    assert not [p for p in project.root.rglob("*") if "Sup3rSecretPw" in str(p) or "evals" in p.name]
+
+
+def test_the_url_is_read_as_given_around_spaces_and_in_capitals(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("JUDGEKIT_HISTORY_URL", " postgresql://u:pw123456@h/e\n")
+    assert locate(None) == "postgresql://u:pw123456@h/e"
+    assert locate("POSTGRESQL://u@h/e") == "postgresql://u@h/e"
+    unreadable = CliRunner().invoke(app, ["history", "--history", "postgresql://u:pw123456@[::1/x"])
+    assert unreadable.exit_code == 2 and "is not a usable PostgreSQL URL" in unreadable.output, unreadable.output
+    assert "pw123456" not in unreadable.output
+
+
+def test_the_groups_history_option_is_the_one_export_and_import_use(project, postgres_url, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _fill(tmp_path / "a.sqlite", project)
+    runner = CliRunner()
+    exported = runner.invoke(app, ["history", "--history", str(tmp_path / "a.sqlite"), "export", "e.jsonl"])
+    assert exported.exit_code == 0 and "2 run(s)" in exported.output, exported.output
+    imported = runner.invoke(app, ["history", "--history", postgres_url, "import", "e.jsonl"])
+    assert imported.exit_code == 0 and "2 run(s) added" in imported.output, imported.output
+    assert not (tmp_path / ".judgekit" / "history.sqlite").exists()
+    assert len(_content(postgres_url)[0]) == 2
+    both = runner.invoke(app, ["history", "--history", "x.sqlite", "import", "e.jsonl", "--history", "y.sqlite"])
+    assert both.exit_code == 2 and "given twice" in both.output
+
+
+@pytest.mark.parametrize("field, value, said", [
+    ("created_at", "yesterday", "run.created_at: 'yesterday' is not an ISO 8601 time with its offset"),
+    ("created_at", "2026-01-01T00:00:00", "is not an ISO 8601 time with its offset"),
+    ("metrics", "{oops", "run.metrics: '{oops' is not a JSON object"),
+    ("purpose", "whatever", "run.purpose: 'whatever' is not a known purpose"),
+    ("split", "TEST", "run.split: 'TEST' is not dev or test"),
+    ("n", 2**70, "run.n: 1180591620717411303424 is not a count"),
+    ("abstained", 99, "run.abstained: 99 is not a count of at most n"),
+    ("threshold", float("nan"), "run.threshold: nan is not a finite number"),
+])
+def test_an_imported_run_is_checked_for_what_it_means_not_only_its_type(project, tmp_path, field, value, said):
+    _fill(tmp_path / "a.sqlite", project)
+    with History.open(tmp_path / "a.sqlite") as history:
+        from judgekit.watch.transfer import export_history
+
+        export_history(history, tmp_path / "e.jsonl")
+    header, run, *rest = (tmp_path / "e.jsonl").read_text().splitlines()
+    record = json.loads(run)
+    record["run"][field] = value
+    (tmp_path / "bad.jsonl").write_text("\n".join([header, json.dumps(record), *rest]) + "\n")
+    result = CliRunner().invoke(app, ["history", "import", str(tmp_path / "bad.jsonl"), "--history",
+                                      str(tmp_path / "t.sqlite")])
+    assert result.exit_code == 2 and said in result.output, result.output
+    record["run"][field] = json.loads(run)["run"][field]
+    record["verdicts"].append(record["verdicts"][0])
+    (tmp_path / "twice.jsonl").write_text("\n".join([header, json.dumps(record)]) + "\n")
+    twice = CliRunner().invoke(app, ["history", "import", str(tmp_path / "twice.jsonl"), "--history",
+                                     str(tmp_path / "t.sqlite")])
+    assert twice.exit_code == 2 and "an example's verdict is given twice" in twice.output, twice.output
+    with History.open(tmp_path / "t.sqlite") as history:
+        assert history.runs() == [] and history.looks("says-blocked") == []
+
+
+def test_an_empty_set_of_examples_cannot_be_imported_as_a_look(project, tmp_path):
+    _fill(tmp_path / "a.sqlite", project)
+    with History.open(tmp_path / "a.sqlite") as history:
+        from judgekit.watch.transfer import export_history
+
+        export_history(history, tmp_path / "e.jsonl")
+    lines = (tmp_path / "e.jsonl").read_text().splitlines()
+    looks = [i for i, line in enumerate(lines) if '"look"' in line]
+    record = json.loads(lines[looks[0]])
+    record["look"]["examples"] = "[]"
+    lines[looks[0]] = json.dumps(record)
+    (tmp_path / "bad.jsonl").write_text("\n".join(lines) + "\n")
+    result = CliRunner().invoke(app, ["history", "import", str(tmp_path / "bad.jsonl"), "--history",
+                                      str(tmp_path / "t.sqlite")])
+    assert result.exit_code == 2 and "look.examples: '[]' is not a JSON list of example ids" in result.output
+
+
+def test_two_copies_of_an_older_history_merge_without_a_duplicate(tmp_path):
+    """Rows written before uids get one from their content: copies of one history agree on them."""
+    import shutil
+
+    from judgekit.watch.store import SQLITE, Store
+
+    path = tmp_path / "old.sqlite"
+    db = sqlite3.connect(path, isolation_level=None)
+    for migration in MIGRATIONS[:6]:
+        migration(Store(db, SQLITE, str(path), 1.0))
+    db.execute("PRAGMA user_version = 6")
+    db.execute("INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
+               "source, n, abstained, metrics, judgekit_version) VALUES ('c', '2026-01-01T00:00:00+00:00', 'f', 'm', "
+               "'p', '{}', 's', 'live', 1, 0, '{}', '0.1')")
+    db.execute("INSERT INTO verdicts VALUES (1, 'e1', 1, 1, NULL)")
+    db.execute("INSERT INTO test_looks (criterion, at, purpose, generation, examples, alpha) VALUES "
+               "('c', '2026-01-02T00:00:00+00:00', 'improve', 'g1', '[\"e1\"]', 0.025)")
+    db.close()
+    shutil.copy(path, tmp_path / "copy.sqlite")
+    runner = CliRunner()
+    for name in ("old", "copy"):
+        assert runner.invoke(app, ["history", "export", f"{tmp_path}/{name}.jsonl", "--history",
+                                   f"{tmp_path}/{name}.sqlite"]).exit_code == 0
+        result = runner.invoke(app, ["history", "import", f"{tmp_path}/{name}.jsonl", "--history",
+                                     f"{tmp_path}/merged.sqlite"])
+        assert result.exit_code == 0, result.output
+    assert "0 run(s) added, 1 already there" in result.output and "0 look(s) added, 1 already there" in result.output
+    with History.open(tmp_path / "merged.sqlite") as history:
+        assert len(history.runs()) == 1 and len(history.looks("c")) == 1

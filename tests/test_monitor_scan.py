@@ -143,6 +143,11 @@ ODD = {
     "semicolons.csv": "timestamp;criterion;passed\n2026-11-01;c;true\n",
     "repeated_column.csv": "timestamp,passed,criterion,passed\n2026-11-01,true,c,false\n",
     "kelvin.csv": "timestamp,criterion,passed\n2026-11-01,c,o\u212a\n",  # not 'ok' to Python: no verdict
+    # DuckDB's sniffer would take '#' for a comment and drop the row (a failing verdict gone)
+    "hash_row.csv": "timestamp,criterion,passed\n2026-11-01,c,true\n#2026-11-01,c,false\n2026-11-02,c,true\n",
+    "hash_note.csv": "timestamp,criterion,passed\n# a note\n2026-11-01,c,true\n",
+    "carriage_return.jsonl": GOOD + '{"timestamp": "2026-11-01T10:00:00Z",\r"criterion": "c", "passed": false}\n',
+    "vertical_tab.jsonl": GOOD + '{"timestamp": "2026-11-01T10:00:00Z", "criterion": "c", "passed": false}\x0b\n',
 }
 READ_ALIKE = {"spaced_criterion.csv"}
 
@@ -204,3 +209,21 @@ def test_a_glob_of_nothing_and_an_empty_folder_say_where_and_what_to_do(tmp_path
     assert "quote it ('samples/*.parquet')" in done.output
     with pytest.raises(InputError, match="no such file of judged samples"):
         count_samples(tmp_path / "absent.parquet", "1d")
+
+
+def test_a_folder_counts_each_file_once_subfolders_included(tmp_path):
+    """A file reached by two names (a symbolic link) is counted once; a partition's subfolder is read;
+    hidden files and folders are not."""
+    import os
+
+    folder = tmp_path / "samples"
+    (folder / "day=2026-11-01").mkdir(parents=True)
+    (folder / ".cache").mkdir()
+    (folder / "a.jsonl").write_text(GOOD)
+    os.symlink(folder / "a.jsonl", folder / "b.jsonl")
+    (folder / "day=2026-11-01" / "c.jsonl").write_text(GOOD.replace("true", "false"))
+    (folder / ".cache" / "d.jsonl").write_text(GOOD)
+    (folder / ".e.jsonl").write_text(GOOD)
+    counts = count_samples(folder, "1d")
+    assert counts.rows == 2 and list(counts.cells.values()) == [[1, 1, 0]]
+    assert count_samples(str(folder / "*.jsonl"), "1d").rows == 1

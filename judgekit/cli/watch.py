@@ -47,7 +47,8 @@ def history_(
 ) -> None:
     """List the calibration runs kept in the history, oldest first; `export` and `import` move them
     between histories (a SQLite file and a PostgreSQL database)."""
-    if ctx.invoked_subcommand is not None:
+    if ctx.invoked_subcommand is not None:  # `judgekit history --history X export F`: X is the export's
+        ctx.obj = {"history": history, "config": config}
         return
     try:
         with History.open(locate(history, config), create=False) as db:
@@ -78,13 +79,14 @@ def history_(
 
 @history_app.command("export")
 def history_export(
+    ctx: typer.Context,
     out: Path = typer.Argument(..., help="The JSON Lines file to write (replaced whole)."),
     history: Optional[str] = history_option("The history to export."),
     config: Optional[Path] = config_option(),
 ) -> None:
     """Write every run (with its verdicts), look at a test split and label change to FILE."""
     try:
-        with History.open(locate(history, config), create=False) as db:
+        with History.open(_given(ctx, history, config), create=False) as db:
             counts = export_history(db, out)
     except JudgekitError as error:
         fail(error)
@@ -93,6 +95,7 @@ def history_export(
 
 @history_app.command("import")
 def history_import(
+    ctx: typer.Context,
     source: Path = typer.Argument(..., help="A file written by `judgekit history export`."),
     history: Optional[str] = history_option("The history to add to (created when new)."),
     config: Optional[Path] = config_option(),
@@ -100,13 +103,21 @@ def history_import(
     """Add the runs, looks and label changes of FILE that the history lacks (by their ids: importing
     twice adds nothing)."""
     try:
-        with History.open(locate(history, config)) as db:
+        with History.open(_given(ctx, history, config)) as db:
             counts = import_history(db, source)
             shown = db.path
     except JudgekitError as error:
         fail(error)
     typer.echo(f"imported into {shown}: " + ", ".join(f"{added} {kind.replace('_', ' ')}(s) added, {skipped} "
                                                      f"already there" for kind, (added, skipped) in counts.items()))
+
+
+def _given(ctx: typer.Context, history: str | None, config: Path | None) -> str | Path:
+    """The history a subcommand of `judgekit history` works on: its own --history, or the group's."""
+    outer = ctx.obj or {}
+    if history is not None and outer.get("history") is not None and history != outer["history"]:
+        raise InputError.one("--history", "", "given twice, with two different histories; give it once")
+    return locate(history if history is not None else outer.get("history"), config or outer.get("config"))
 
 
 def _report_drifts(drifts: list[Drift], as_json: bool, notes: Sequence[str] = ()) -> None:

@@ -6,6 +6,8 @@ two databases differ in through `db.dialect` (judgekit.watch.store).
 
 from __future__ import annotations
 
+import hashlib
+import json
 from typing import Callable
 
 from judgekit.errors import InputError
@@ -85,11 +87,16 @@ def _m006_test_looks(db: Store) -> None:
 
 
 def _m007_uids(db: Store) -> None:
-    """A random id per run, look and label change, the same in every history it is moved to, so
-    `judgekit history import` adds what is new and skips what is already there."""
+    """An id per run, look and label change, the same in every history it is moved to, so `judgekit
+    history import` adds what is new and skips what is already there. Rows written before are given
+    one from what they hold (their number and every column), so two copies of one older history
+    give each row the same id, and merging them duplicates nothing."""
     for table in ("runs", "test_looks", "label_changes"):
         db.execute(f"ALTER TABLE {table} ADD COLUMN uid TEXT")
-        db.execute(f"UPDATE {table} SET uid = {db.dialect.random_uid} WHERE uid IS NULL")
+        rows = db.execute(f"SELECT * FROM {table}").fetchall()
+        db.executemany(f"UPDATE {table} SET uid = ? WHERE id = ?",
+                       [(hashlib.sha256(json.dumps([table, *row], default=str).encode()).hexdigest()[:32], row[0])
+                        for row in rows])
         db.execute(f"CREATE UNIQUE INDEX {table}_by_uid ON {table} (uid)")
 
 

@@ -11,12 +11,17 @@ budget. The file is checked whole before anything is written, and written in one
 from __future__ import annotations
 
 import json
+import math
 import os
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 from judgekit.errors import InputError, Problem
-from judgekit.watch.history import History
+from judgekit.secrets import redact
+from judgekit.watch.history import PURPOSES, History
+
+LOOK_PURPOSES = ("calibrate", "improve", "compare")  # who looked at a test split (judgekit.watch.budget)
 
 FORMAT = 1
 _TEXT, _INT, _REAL = (str,), (int,), (int, float)
@@ -70,6 +75,15 @@ def _lines(history: History) -> Iterator[tuple[str, str]]:
 def import_history(history: History, source: Path) -> dict[str, tuple[int, int]]:
     """Add the file's runs, looks and label changes the history lacks; (added, already there) of each."""
     records = read_export(source)
+    try:
+        return _add(history, records)
+    except history.db.errors as error:  # another import adding the same rows at once, the database refusing
+        said = redact(" ".join(str(error).split()))
+        raise InputError.one(source, "", f"not imported into {history.path}: {said}; nothing of it was written, "
+                                         "run the import again (what is there by then is skipped)") from None
+
+
+def _add(history: History, records: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
     db = history.db
     done = {kind: [0, 0] for kind in KINDS}
     with db.transaction():
@@ -142,16 +156,78 @@ def _problem(record: Any) -> str | None:
         value = row[name]
         if value is None and empty:
             continue
-        if isinstance(value, bool) or not isinstance(value, types) or value == "":
-            return f"{kind}.{name}: {value!r} is not a {types[-1].__name__}"
+        if isinstance(value, bool) or not isinstance(value, types) or value == "" or (
+                isinstance(value, str) and "\x00" in value):
+            return f"{kind}.{name}: {_short(value)} is not a {types[-1].__name__}"
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"{kind}.{name}: {value!r} is not a finite number"
+        meaning = _MEANINGS.get(name)
+        if meaning is not None and not meaning[0](value, row, kind):
+            return f"{kind}.{name}: {_short(value)} is not {meaning[1]}"
     if kind == "run":
         verdicts = record.get("verdicts")
         if not isinstance(verdicts, list) or not all(_verdict(v) for v in verdicts):
-            return "run: verdicts must be a list of [example_id, label 0/1, passed 0/1/null, confidence or null]"
+            return "run: verdicts must be a list of [example_id, label 0/1, passed 0/1/null, confidence 0-1 or null]"
+        if len({v[0] for v in verdicts}) != len(verdicts):
+            return "run: an example's verdict is given twice"
     return None
 
 
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _instant(value: Any, *_: Any) -> bool:
+    try:
+        return datetime.fromisoformat(value).tzinfo is not None
+    except ValueError:
+        return False
+
+
+def _json(kind: type) -> Callable[..., bool]:
+    def check(value: Any, *_: Any) -> bool:
+        try:
+            return isinstance(json.loads(value), kind)
+        except ValueError:
+            return False
+    return check
+
+
+def _examples(value: Any, *_: Any) -> bool:
+    return _json(list)(value) and all(isinstance(e, str) and e for e in json.loads(value)) and value != "[]"
+
+
+def _count(value: Any, *_: Any) -> bool:
+    return 0 <= value < 2**31
+
+
+def _share(value: Any, *_: Any) -> bool:
+    return math.isfinite(value) and 0 <= value <= 1
+
+
+_MEANINGS: dict[str, tuple[Callable[..., bool], str]] = {
+    "created_at": (_instant, "an ISO 8601 time with its offset"),
+    "at": (_instant, "an ISO 8601 time with its offset"),
+    "parameters": (_json(dict), "a JSON object"),
+    "metrics": (_json(dict), "a JSON object"),
+    "examples": (_examples, "a JSON list of example ids"),
+    "purpose": (lambda v, row, kind: v in (PURPOSES if kind == "run" else LOOK_PURPOSES), "a known purpose"),
+    "split": (lambda v, *_: v in ("dev", "test"), "dev or test"),
+    "n": (_count, "a count"),
+    "abstained": (lambda v, row, kind: _count(v) and isinstance(row.get("n"), int) and v <= row["n"],
+                  "a count of at most n"),
+    "alpha": (_share, "a share from 0 to 1"),
+    "p_value": (_share, "a share from 0 to 1"),
+    "threshold": (lambda v, *_: math.isfinite(v), "a finite number"),
+    "structured": (lambda v, *_: v in (0, 1), "0 or 1"),
+    "accepted": (lambda v, *_: v in (0, 1), "0 or 1"),
+    "old": (lambda v, *_: v in (0, 1), "0 or 1"),
+    "new": (lambda v, *_: v in (0, 1), "0 or 1"),
+}
+
+
 def _verdict(v: Any) -> bool:
-    return (isinstance(v, list) and len(v) == 4 and isinstance(v[0], str) and type(v[1]) is int and v[1] in (0, 1)
-            and (v[2] is None or (type(v[2]) is int and v[2] in (0, 1)))
-            and (v[3] is None or type(v[3]) in (int, float)))
+    return (isinstance(v, list) and len(v) == 4 and isinstance(v[0], str) and v[0] != "" and "\x00" not in v[0]
+            and type(v[1]) is int and v[1] in (0, 1) and (v[2] is None or (type(v[2]) is int and v[2] in (0, 1)))
+            and (v[3] is None or (type(v[3]) in (int, float) and _share(v[3]))))
