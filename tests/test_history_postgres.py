@@ -262,7 +262,7 @@ def test_eight_calibrate_processes_record_into_one_new_postgresql_history_and_lo
 
 
 @pytest.mark.parametrize("given", ["postgresql+psycopg://ci:Sup3rSecretPw@db:5432/evals",
-                                   "postgres+asyncpg://ci:Sup3rSecretPw@db/evals", "sqlite:///Sup3rSecretPw.db",
+                                   "postgres+asyncpg://ci:Sup3rSecretPw@db/evals", "sqlite:///evals.db",
                                    "mysql://ci:Sup3rSecretPw@db/evals"])
 def test_a_url_of_another_kind_is_refused_never_taken_for_a_file_name(project, tmp_path, given):
     project.criterion({"id": "r", "kind": "regex", "question": "Is it clean?", "pattern": "x", "match_means": "fail"})
@@ -377,3 +377,38 @@ def test_two_copies_of_an_older_history_merge_without_a_duplicate(tmp_path):
     assert "0 run(s) added, 1 already there" in result.output and "0 look(s) added, 1 already there" in result.output
     with History.open(tmp_path / "merged.sqlite") as history:
         assert len(history.runs()) == 1 and len(history.looks("c")) == 1
+
+
+TAKE = """
+import sys, time
+from judgekit.watch.history import History
+with History.open(sys.argv[1]) as history:
+    budget, look = history.take_look("c", [f"t{i}" for i in range(20)], 0.05, "improve", sys.argv[2])
+    print(budget.look, look, flush=True)
+"""
+
+
+def test_runners_sharing_a_history_never_spend_the_same_look(location, tmp_path):
+    """Eight processes take the next look at one test split at once: each gets its own, and the
+    budget's looks are counted in order until it is spent."""
+    History.open(location).close()
+    environment = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    jobs = [subprocess.Popen([sys.executable, "-c", TAKE, str(location), f"cand-{j}"], env=environment,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for j in range(8)]
+    taken = []
+    for job in jobs:
+        out, err = job.communicate(timeout=120)
+        assert job.returncode == 0, err
+        number, look = out.split()
+        taken.append((None if number == "None" else int(number), None if look == "None" else int(look)))
+    from judgekit.watch.budget import MAX_LOOKS
+
+    numbers = sorted(n for n, _ in taken if n is not None)
+    assert numbers == list(range(1, min(8, MAX_LOOKS) + 1))
+    assert sum(look is None for _, look in taken) == max(0, 8 - MAX_LOOKS)
+    with History.open(location) as history:
+        looks = history.looks("c")
+        assert len(looks) == min(8, MAX_LOOKS) and len({k.candidate for k in looks}) == len(looks)
+        (budget, look) = history.take_look("c", [f"t{i}" for i in range(20)], 0.05, "improve", "again")
+        history.settle_look(looks and 1, 0.5, False)
+        assert history.looks("c")[0].p_value == 0.5 and history.looks("c")[0].accepted is False

@@ -31,7 +31,6 @@ from judgekit.inputs.policy import Policy
 from judgekit.pipeline import Options
 from judgekit.report.model import Report
 from judgekit.secrets import redact
-from judgekit.watch.budget import Look, next_look
 from judgekit.watch.history import ALPHA, History, record_history
 from judgekit.watch.store import locate
 
@@ -152,9 +151,8 @@ def _adopt(judged, name: str, criteria: Path, report_dir: Path, history: str | P
     adopting.check(found, criteria, force)
     if split == "test":  # choosing among candidates by their test figures is a look at the test split
         with History.open(history) as db:
-            budget = next_look(db.looks(judged.criterion.id), [e.key for e in judged.set.examples], ALPHA)
-            db.record_look(Look(judged.criterion.id, "compare", budget.generation, budget.examples,
-                                budget.alpha or 0.0, accepted=True, candidate=found.report.fingerprint))
+            budget, _ = db.take_look(judged.criterion.id, [e.key for e in judged.set.examples], ALPHA, "compare",
+                                     found.report.fingerprint, always=True, accepted=True)
         if budget.look is None:
             typer.echo(f"warning: {budget.words()}: this adoption rests on examples already looked at too often",
                        err=True)

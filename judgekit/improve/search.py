@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 from judgekit.compare.candidates import Spec
 from judgekit.compare.run import Measured, Measurements, ajudge, load
 from judgekit.errors import InputError
-from judgekit.watch.budget import Budget, next_look
+from judgekit.watch.budget import Budget
 from judgekit.improve.proposals import Proposal, few_shot, optimizer_request, rewordings, settings
 from judgekit.inputs.criteria import LLMCriterion
 from judgekit.inputs.sets import CalibrationSet
@@ -35,7 +35,6 @@ from judgekit.llm.protocol import LLM, CallError
 from judgekit.pipeline import Options
 from judgekit.report.model import CriterionReport
 from judgekit.stats.acceptance import Acceptance, accept
-from judgekit.watch.budget import Look
 from judgekit.watch.history import History
 
 
@@ -142,18 +141,17 @@ async def aimprove(options: Options, criterion_id: str, search: Search, history:
     if not ranked or right(ranked[0], scoring) <= base:
         return out  # nothing beat the current judge on dev: the test split is not looked at
     out.best = ranked[0]
-    with History.open(history) as db:
-        out.budget = next_look(db.looks(criterion_id), [e.key for e in test.examples], search.alpha)
-        if out.budget.look is None:
+    with History.open(history) as db:  # the look is taken before the test split is judged: spent if this stops
+        out.budget, look = db.take_look(criterion_id, [e.key for e in test.examples], search.alpha, "improve",
+                                        out.best.report.fingerprint)
+        if look is None:
             return out
         out.test = await ajudge(replace(options, split="test", model=None), [current, out.best.spec], llm, progress)
         used = [e for e in test.examples if e.key in set(out.budget.examples)]
         was, now = (finals(m.report) for m in out.test.measured)
         out.acceptance = accept([e.label for e in used], [_passed(was, e.id) for e in used],
                                 [_passed(now, e.id) for e in used], out.budget.alpha, search.tolerance)  # type: ignore[arg-type]
-        db.record_look(Look(criterion_id, "improve", out.budget.generation, out.budget.examples,
-                            out.budget.alpha, out.acceptance.p_value, out.acceptance.accepted,  # type: ignore[arg-type]
-                            out.best.report.fingerprint))
+        db.settle_look(look, out.acceptance.p_value, out.acceptance.accepted)
     return out
 
 

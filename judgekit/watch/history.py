@@ -19,10 +19,10 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from judgekit.errors import InputError
-from judgekit.watch.budget import Look, next_look
+from judgekit.watch.budget import Budget, Look, next_look
 from judgekit.watch.schema import migrate
 from judgekit.watch.store import DEFAULT_PATH, SQLITE, Store
 from judgekit.report.model import CriterionReport, Report
@@ -176,13 +176,41 @@ class History:
         return {example_id: (bool(label), None if passed is None else bool(passed)) for example_id, label, passed in rows}
 
     @_refusing_sqlite_errors
-    def record_look(self, look: Look) -> None:
+    def record_look(self, look: Look) -> int:
         with self.db.transaction():
-            self.db.execute("INSERT INTO test_looks (criterion, at, purpose, generation, examples, alpha, p_value, "
-                            "accepted, candidate, uid) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                            (look.criterion, (look.at or datetime.now(timezone.utc)).isoformat(), look.purpose,
-                             look.generation, json.dumps(list(look.examples)), look.alpha, look.p_value,
-                             None if look.accepted is None else int(look.accepted), look.candidate, uuid.uuid4().hex))
+            return self._insert_look(look)
+
+    def _insert_look(self, look: Look) -> int:
+        return self.db.insert("INSERT INTO test_looks (criterion, at, purpose, generation, examples, alpha, p_value, "
+                              "accepted, candidate, uid) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                              (look.criterion, (look.at or datetime.now(timezone.utc)).isoformat(), look.purpose,
+                               look.generation, json.dumps(list(look.examples)), look.alpha, look.p_value,
+                               None if look.accepted is None else int(look.accepted), look.candidate,
+                               uuid.uuid4().hex))
+
+    @_refusing_sqlite_errors
+    def take_look(self, criterion: str, test_ids: Sequence[str], alpha: float, purpose: str,
+                  candidate: str | None = None, always: bool = False, accepted: bool | None = None,
+                  unless_seen: bool = False) -> tuple[Budget, int | None]:
+        """The next look at a criterion's test split, taken: its budget read and the look recorded in
+        one transaction that holds the criterion's looks (SQLite: the one writer; PostgreSQL: a lock
+        per criterion), so two runs sharing a history never spend the same look. A look the budget
+        has no room for is not taken unless `always` (recorded with alpha 0); `unless_seen`: not
+        taken when `candidate` was looked at before. Returns the budget and the look's id (None when
+        none was taken); `settle_look` adds its outcome, and a run that stops before keeps it spent."""
+        with self.db.transaction(lock=f"looks:{criterion}"):
+            looks = self.looks(criterion)
+            budget = next_look(looks, test_ids, alpha)
+            if (budget.look is None and not always) or (unless_seen and any(k.candidate == candidate for k in looks)):
+                return budget, None
+            return budget, self._insert_look(Look(criterion, purpose, budget.generation, budget.examples,
+                                                  budget.alpha or 0.0, accepted=accepted, candidate=candidate))
+
+    @_refusing_sqlite_errors
+    def settle_look(self, look_id: int, p_value: float | None, accepted: bool | None) -> None:
+        with self.db.transaction():
+            self.db.execute("UPDATE test_looks SET p_value = ?, accepted = ? WHERE id = ?",
+                            (p_value, None if accepted is None else int(accepted), look_id))
 
     @_refusing_sqlite_errors
     def looks(self, criterion: str) -> list[Look]:
@@ -199,11 +227,9 @@ class History:
         if c.split != "test" or c.judge is None or c.judge.kind == "regex":
             return
         earlier = [r for r in self.runs(c.id, "calibrate") if r.split == "test" and r.fingerprint != c.fingerprint]
-        seen = any(look.candidate == c.fingerprint for look in self.looks(c.id))  # this judge's figures were seen
-        if earlier and not seen:
-            budget = next_look(self.looks(c.id), [c.keys.get(i, i) for i in c.outcomes], ALPHA)
-            self.record_look(Look(c.id, "calibrate", budget.generation, budget.examples, budget.alpha or 0.0,
-                                  candidate=c.fingerprint))
+        if earlier:  # unless this judge's figures were seen before
+            self.take_look(c.id, [c.keys.get(i, i) for i in c.outcomes], ALPHA, "calibrate", c.fingerprint,
+                           always=True, unless_seen=True)
 
     @_refusing_sqlite_errors
     def record_label_change(self, criterion: str, example_id: str, old: bool | None, new: bool,

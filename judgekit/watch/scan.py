@@ -182,7 +182,7 @@ def _select(con: Any, path: Path, w: int) -> str | None:
 def _timestamp(column: str, mode: str, w: int) -> str:
     """A TIMESTAMPTZ of the whole seconds the pandas reader reads from `column`, or an error()."""
     if mode == "json-text":
-        mode, column = "text", f"CASE WHEN json_type(json -> 'timestamp') = 'VARCHAR' THEN json ->> 'timestamp' END"
+        mode, column = "text", "CASE WHEN json_type(json -> 'timestamp') = 'VARCHAR' THEN json ->> 'timestamp' END"
     elif mode == "json-number":
         mode, column = "number", ("CASE WHEN json_type(json -> 'timestamp') IN ('UBIGINT', 'BIGINT', 'DOUBLE') "
                                   "THEN CAST(json ->> 'timestamp' AS DOUBLE) END")

@@ -15,6 +15,7 @@ is ever shown; prefer PGPASSWORD or ~/.pgpass to a password in the URL.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import sqlite3
@@ -157,8 +158,8 @@ class Store:
         """Run an INSERT and return the id the database gave the row."""
         return int(self.execute(text + " RETURNING id", args).fetchone()[0])
 
-    def transaction(self, migrating: bool = False) -> "transaction":
-        return transaction(self, migrating)
+    def transaction(self, migrating: bool = False, lock: str | None = None) -> "transaction":
+        return transaction(self, migrating, lock)
 
     def tables(self) -> set[str]:
         if self.dialect is POSTGRES:
@@ -178,16 +179,20 @@ class Store:
 
 class transaction:
     """One write transaction, one writer at a time: SQLite's BEGIN IMMEDIATE; PostgreSQL's BEGIN
-    (and, when migrating, an advisory lock so concurrent first runs create the schema once)."""
+    (and, when migrating, an advisory lock so concurrent first runs create the schema once; given a
+    `lock` name, an advisory lock of that name, so reading and writing under it is one step)."""
 
-    def __init__(self, store: Store, migrating: bool = False) -> None:
-        self.store, self.migrating = store, migrating
+    def __init__(self, store: Store, migrating: bool = False, lock: str | None = None) -> None:
+        self.store, self.migrating, self.lock = store, migrating, lock
 
     def __enter__(self) -> None:
         if self.store.dialect is POSTGRES:
             self.store.execute("BEGIN")
             if self.migrating:
                 self.store.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
+            if self.lock is not None:  # one holder of this name at a time, until the transaction ends
+                key = int.from_bytes(hashlib.sha256(self.lock.encode()).digest()[:8], "big", signed=True)
+                self.store.execute("SELECT pg_advisory_xact_lock(?)", (key,))
         else:
             self.store.execute("BEGIN IMMEDIATE")
 
