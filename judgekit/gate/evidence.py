@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from judgekit.gate.entry import Entry, Line, Untrusted
+from judgekit.inputs.files import bulk
 from judgekit.inputs.labelled import LabelledSet
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.stats.design import DesignError, Drawn, by_pool, design_calibration, weighted_cells, weights
@@ -87,6 +88,7 @@ class Figures:
         return out
 
 
+@bulk()
 def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -> Figures:
     """The figures of an entry from its verdicts and the labels (already narrowed to its split)."""
     trials: dict[str, dict[int, Line]] = defaultdict(dict)

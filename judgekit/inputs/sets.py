@@ -24,7 +24,7 @@ from pydantic import Field, StrictBool, StrictInt, ValidationError, model_valida
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
-from judgekit.inputs.files import iter_records, read_source
+from judgekit.inputs.files import bulk, iter_records, read_source
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.labelled import from_csv_cells, majority
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of
@@ -176,6 +176,7 @@ def set_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any] | P
         yield where, record
 
 
+@bulk()
 def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Problem]]:
     """A calibration set's good examples and the problems of the others, so that checks across
     the set (few-shot leakage) run in the same pass."""
