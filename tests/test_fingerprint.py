@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 import pytest
 
-from judgekit.fingerprint import canonical_hash
+from judgekit.fingerprint import canonical_hash, canonical_hash_of_list
 from judgekit.llm.cache import cache_key
 from judgekit.llm.protocol import Request
 
@@ -30,3 +30,8 @@ def test_a_cache_key_is_unchanged():
     request = Request(model="openai/m", messages=[{"role": "user", "content": "Is it blocked? é"}], temperature=0.0,
                       max_tokens=64, response_format={"type": "json_object"}, trial=1, api_base="http://h/v1")
     assert cache_key(request) == by_definition(request.key_data())
+
+
+@pytest.mark.parametrize("items", [[], [None], [{"b": 1, "a": "é"}, [1, 2], "x", 2.5], [{"id": str(i)} for i in range(50)]])
+def test_a_list_hashed_item_by_item_is_the_list_hashed_whole(items):
+    assert canonical_hash_of_list(iter(items)) == canonical_hash(items) == by_definition(items)

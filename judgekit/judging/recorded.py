@@ -21,7 +21,7 @@ from pydantic import Field, StrictBool, ValidationError, model_validator
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import bulk, iter_records, parse_bool
 from judgekit.inputs.sets import CalibrationSet
-from judgekit.inputs.validation import ExampleId, Frozen, problems_of
+from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
 from judgekit.inputs.criteria import Criterion
 from judgekit.judging.prompts import fingerprint
 from judgekit.judging.verdicts import JUDGE_ID, ClaimCheck, Verdict, aggregate
@@ -117,6 +117,7 @@ def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerd
     if not path.is_file():
         raise InputError.one(path, "", "no such verdict file; pass --verdicts with a JSONL or CSV file")
     records, problems = [], []
+    names: dict[frozenset[str], set[str]] = {}
     is_csv = path.suffix.lower() == ".csv"
     for location, record in iter_records(path):
         if isinstance(record, Problem):
@@ -138,7 +139,7 @@ def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerd
                                         "give every record its candidate"))
                 continue
         try:
-            records.append((name, RecordedVerdict.model_validate(record)))
+            records.append((name, shared_names(RecordedVerdict.model_validate(record), names)))
         except ValidationError as error:
             problems.extend(problems_of(error, str(path), location))
     if problems:
