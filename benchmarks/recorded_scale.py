@@ -3,6 +3,7 @@ timed (start-up, reading and checking the set and the verdicts, metrics, report,
 report.html, history), as a user runs it.
 
     python benchmarks/recorded_scale.py --examples 100000
+    python benchmarks/recorded_scale.py --examples 1000000 --no-history   # the history's inserts left out
 
 Prints the wall time, the CPU time and the peak memory of the process.
 """
@@ -42,6 +43,7 @@ def build(root: Path, n: int, seed: int = 0) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--examples", type=int, default=100_000)
+    parser.add_argument("--no-history", action="store_true", help="calibrate with --no-history")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -49,7 +51,8 @@ def main() -> None:
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "judgekit.cli", "calibrate", "--verdicts", str(verdicts),
-                               "--model", "openai/recorded-judge", "-q"], cwd=root, capture_output=True, text=True)
+                               "--model", "openai/recorded-judge", "-q", *(["--no-history"] if args.no_history else [])],
+                              cwd=root, capture_output=True, text=True)
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:

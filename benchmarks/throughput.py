@@ -2,6 +2,7 @@
 
     python benchmarks/throughput.py                 # N = 1000 at C = 16 and 64, 100 ms latency
     python benchmarks/throughput.py --n 200 --c 16  # a quicker look
+    python benchmarks/throughput.py --cached-only   # the cached re-run alone (API and `judgekit calibrate`)
 
 Each variant runs in its own process, so imports count (as they do for a user) and CPU time is
 the client's alone: the fake server runs in yet another process. Prints a Markdown table.
@@ -92,16 +93,23 @@ def make_project(root: Path, n: int) -> Path:
 
 def run(code: str, *args: str) -> dict:
     """Run one variant in a fresh interpreter; wall and CPU time of that process, imports included."""
+    out, timing = timed([sys.executable, "-c", code, *args])
+    result = json.loads(out.strip().splitlines()[-1])
+    result.update(timing)
+    return result
+
+
+def timed(argv: list[str], cwd: Path | None = None) -> tuple[str, dict]:
+    """A process's standard output, wall and CPU time (imports included) and peak memory."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True)
+    out = subprocess.run(argv, capture_output=True, text=True, cwd=cwd)
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if out.returncode != 0:
         raise SystemExit(f"variant failed:\n{out.stderr[-2000:]}")
-    result = json.loads(out.stdout.strip().splitlines()[-1])
-    result.update(wall_s=wall, cpu_s=(after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime))
-    return result
+    return out.stdout, {"wall_s": wall, "cpu_s": (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime),
+                        "peak_mib": after.ru_maxrss / 1024}
 
 
 def main() -> None:
@@ -110,6 +118,7 @@ def main() -> None:
     parser.add_argument("--c", type=int, nargs="+", default=[16, 64])
     parser.add_argument("--latency", type=float, default=0.1)
     parser.add_argument("--cached-n", type=int, default=10_000)
+    parser.add_argument("--cached-only", action="store_true", help="only the cached re-run")
     args = parser.parse_args()
 
     port = free_port()
@@ -121,7 +130,7 @@ def main() -> None:
     try:
         with tempfile.TemporaryDirectory() as tmp:
             project = make_project(Path(tmp) / "p", args.n)
-            for c in args.c:
+            for c in [] if args.cached_only else args.c:
                 ideal = -(-args.n // c) * args.latency
                 variants = [("bare openai loop", BARE_OPENAI, (str(args.n), str(c), url)),
                             ("bare litellm loop", BARE_LITELLM, (str(args.n), str(c), url)),
@@ -141,6 +150,12 @@ def main() -> None:
                   f"{again['calibrate_s']:.2f}s, whole process {again['wall_s']:.2f}s, {again['cached']} from cache",
                   flush=True)
             rows.append((f"cached N={args.cached_n}", "judgekit re-run, all from cache", again, None))
+            # The same re-run as a user types it: `judgekit calibrate`, writing the report, the page and the history.
+            for _ in range(3):
+                _, cli = timed([sys.executable, "-m", "judgekit.cli", "calibrate", "--model", "openai/bench", "--api-base",
+                                url, "--cache-dir", cache, "--concurrency", "64", "-q"], cwd=big)
+                print(f"cached re-run of {args.cached_n}, `judgekit calibrate` (report, page, history): whole process "
+                      f"{cli['wall_s']:.2f}s, CPU {cli['cpu_s']:.2f}s, peak {cli['peak_mib']:.0f} MiB", flush=True)
     finally:
         server.terminate()
         server.wait()

@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, with_trials
-from judgekit.inputs.files import read_source
+from judgekit.inputs.files import bulk, read_source
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
@@ -234,6 +234,7 @@ def _claims(verdict: Verdict) -> list[RecordedClaim] | None:
     return [RecordedClaim(claim=c.claim, supported=c.supported, evidence=c.evidence) for c in verdict.claims]
 
 
+@bulk()
 def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
                       model: str | None, options: Options, started: datetime, stop: Stop | None = None,
                       gold: dict[str, Verdict] | None = None, selective: Selective | None = None,
@@ -266,6 +267,7 @@ def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list
     times = [v.obtained_at for trials in all_trials for v in trials if v.obtained_at is not None]
     # Verdicts another judge recorded are its; judgekit's own (live, by code, or read back) carry its fingerprint.
     mark = None if source.startswith("recorded:") else own[:JUDGE_ID]
+    seen: dict[float, datetime] = {}
     return CriterionReport(
         id=criterion.id, question=criterion.question, fingerprint=own, set_fingerprint=full_set.fingerprint,
         inputs={"criterion": criterion.digest, "set": full_set.digest} if criterion.digest and full_set.digest else None,
@@ -288,12 +290,20 @@ def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list
         claim_stages=claim_stages(cal, final, gold) if gold else None,
         selective=_certificate(criterion, labels, final, escalated, spec["model"], selective, source), design=design,
         # Built from judgekit's own verdicts, already checked: no need to validate them again.
-        verdicts=[RecordedVerdict.model_construct(
+        verdicts=[RecordedVerdict.trusted(
             criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw, stage=stage,
             reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}", claims=_claims(v),
-            at=datetime.fromtimestamp(v.obtained_at, timezone.utc) if v.obtained_at is not None else started,
-            judge=mark, confidence=v.confidence)
+            at=_when(v.obtained_at, started, seen), judge=mark, confidence=v.confidence)
             for stage, judged in enumerate((all_trials, escalated or [])) for trials in judged for v in trials])
+
+
+def _when(obtained_at: float | None, started: datetime, seen: dict[float, datetime]) -> datetime:
+    """When a verdict was obtained, as a time: one object per distinct time (recorded verdicts share one)."""
+    if obtained_at is None:
+        return started
+    if obtained_at not in seen:
+        seen[obtained_at] = datetime.fromtimestamp(obtained_at, timezone.utc)
+    return seen[obtained_at]
 
 
 def _certificate(criterion: Criterion, labels: list[bool], final: list[Verdict], escalated: list[list[Verdict]] | None,

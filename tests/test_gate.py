@@ -326,3 +326,19 @@ def test_gate_and_plan_say_the_same_thing_with_one_number(project):
     far = make(project, 40, 400, lambda i, label: label if i != 100 else not label)  # TNR 399/400 against 0.997
     far_decision = decide(project, far, min_tnr=0.997).decisions[0]
     assert "not reachable by labelling" in far_decision.summary and "19," not in far_decision.summary
+
+
+def test_recompute_takes_trials_in_any_order_and_refuses_a_trial_twice():
+    from judgekit.gate.entry import Line, Untrusted
+    from judgekit.gate.evidence import recompute
+    from judgekit.inputs.labelled import Labelled, LabelledSet
+
+    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    labels = LabelledSet("c", None, "d", (Labelled("a", True, None), Labelled("b", False, None)))
+    lines = [Line("c", "a", 2, False, at), Line("c", "b", 0, False, at), Line("c", "a", 0, True, at),
+             Line("c", "a", 1, True, at), Line("c", "b", 1, True, at), Line("c", "b", 2, False, at)]
+    f = recompute(None, lines, labels)
+    assert (f.n, f.trials, f.confusion, f.decided, f.evidence_at) == (2, 3, (1, 0, 1, 0), ((True, True), (False, False)), at)
+    assert f.flip_rate == 1.0 and [v.confidence for v in f.stages[0]] == [2 / 3, 2 / 3]
+    with pytest.raises(Untrusted, match="two verdicts for id 'b' trial 1"):
+        recompute(None, [*lines, Line("c", "b", 1, False, at)], labels)

@@ -158,3 +158,14 @@ def test_few_shot_leakage_is_listed_beside_the_sets_other_problems(project):
     with pytest.raises(InputError) as caught:
         load_sets(project.sets, load_criteria(project.criteria))
     assert {p.location for p in caught.value.problems} == {"line 7 (id bad).passed", "id p0"}
+
+
+def test_examples_read_with_the_same_keys_share_one_set_of_names_and_a_copy_changes_only_itself(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "passed": false}\n'
+                    '{"id": "c", "output": "z", "labels": {"ana": true}}\n')
+    a, b, c = load_set(path, "c").examples
+    assert a.model_fields_set is b.model_fields_set and a.model_fields_set == {"id", "output", "passed"}
+    assert c.model_fields_set == {"id", "output", "labels"} and c.passed is True
+    changed = a.model_copy(update={"context": "source"})
+    assert changed.context == "source" and a.context is None and b.model_fields_set == {"id", "output", "passed"}

@@ -1,6 +1,9 @@
 import pytest
 
+from datetime import datetime, timezone
+
 from judgekit.errors import InputError
+from judgekit.judging.recorded import RecordedVerdict
 from judgekit.pipeline import Options, calibrate
 from tests.conftest import balanced, llm_criterion
 
@@ -96,3 +99,16 @@ def test_a_verdict_record_with_passed_twice_is_refused(setup):
         load_recorded(path)
     assert [(p.source, p.location) for p in caught.value.problems] == [(str(path), "line 2")]
     assert "key 'passed' twice" in str(caught.value)
+
+
+def test_a_trusted_verdict_is_what_model_construct_builds():
+    at = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    given = dict(criterion="c", id="e1", trial=1, passed=None, raw="??", stage=0, reason="(unparseable) ",
+                 claims=None, at=at, judge="abc", confidence=0.5)
+    fast, slow = RecordedVerdict.trusted(**given), RecordedVerdict.model_construct(**given)
+    assert fast == slow and fast.line() == slow.line() and fast.model_dump() == slow.model_dump()
+    assert list(fast.__dict__) == list(slow.__dict__) and fast.model_fields_set == slow.model_fields_set
+    changed = fast.model_copy(update={"passed": True})  # the shared set of field names is copied, not changed
+    assert changed.passed is True and fast.passed is None and fast.model_fields_set == slow.model_fields_set
+    with pytest.raises(TypeError, match="trial"):
+        RecordedVerdict.trusted(**{k: v for k, v in given.items() if k != "trial"})

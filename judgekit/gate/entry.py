@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import iter_records, read_text
+from judgekit.inputs.files import bulk, iter_records, read_text
 from judgekit.inputs.parsing import parse_json
 
 
@@ -132,17 +132,19 @@ def read_entries(path: Path) -> list[Any] | None:
     return data["criteria"]
 
 
+@bulk()
 def read_lines(path: Path) -> list[Line]:
     """The verdicts of a verdict file, read by judgekit's one JSON Lines reader into plain records."""
     if not path.is_file():
         raise Untrusted(f"no {path.name} beside the report: the gate decides from per-example verdicts")
-    lines = []
+    lines: list[Line] = []
+    times: dict[str, datetime | None] = {}  # one object per time written (a file of recorded verdicts has one)
     try:
         for location, record in iter_records(path):
             if isinstance(record, Problem):
                 raise Untrusted(f"{path.name} {location} {record.message}")
             try:
-                lines.append(_line(record))
+                lines.append(_line(record, times))
             except ValueError as error:
                 raise Untrusted(f"{path.name} {location} is not a verdict ({error})") from None
     except InputError as error:
@@ -150,7 +152,7 @@ def read_lines(path: Path) -> list[Line]:
     return lines
 
 
-def _line(record: Any) -> Line:
+def _line(record: Any, times: dict[str, datetime | None]) -> Line:
     if not isinstance(record, dict):
         raise ValueError("not an object")
     rid, trial, passed, criterion = record.get("id"), record.get("trial", 0), record.get("passed"), record.get("criterion")
@@ -162,10 +164,13 @@ def _line(record: Any) -> Line:
         raise ValueError("passed must be true, false or null")
     if criterion is not None and not isinstance(criterion, str):
         raise ValueError("criterion must be text")
+    written = record.get("at")
     try:
-        at = _time(record.get("at"), "at")
+        at = times[written] if isinstance(written, str) and written in times else _time(written, "at")
     except Untrusted:
         raise ValueError("at must be an ISO 8601 time") from None
+    if isinstance(written, str):
+        times[written] = at
     confidence, stage = record.get("confidence"), record.get("stage", 0)
     if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))
                                    or not 0 <= confidence <= 1):

@@ -25,6 +25,7 @@ from datetime import datetime, timedelta
 from typing import Any, Sequence
 
 from judgekit.gate.entry import Entry, Line, Untrusted
+from judgekit.inputs.files import bulk
 from judgekit.inputs.labelled import LabelledSet
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.stats.design import DesignError, Drawn, by_pool, design_calibration, weighted_cells, weights
@@ -87,17 +88,22 @@ class Figures:
         return out
 
 
+@bulk()
 def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -> Figures:
     """The figures of an entry from its verdicts and the labels (already narrowed to its split)."""
-    trials: dict[str, dict[int, Line]] = defaultdict(dict)
+    trials: dict[str, list[Line]] = {}  # a list per example, not a dict by trial: a million examples are judged once
     known = {e.id for e in labels.examples}
     escalated = _by_example([line for line in lines if line.stage == 1], known)
     for line in (line for line in lines if line.stage == 0):
         if line.id not in known:
             raise Untrusted(f"a verdict for id {line.id!r}, which the calibration set does not hold")
-        if line.trial in trials[line.id]:
+        mine = trials.get(line.id)
+        if mine is None:
+            trials[line.id] = [line]
+        elif any(other.trial == line.trial for other in mine):
             raise Untrusted(f"two verdicts for id {line.id!r} trial {line.trial}")
-        trials[line.id][line.trial] = line
+        else:
+            mine.append(line)
     judged = [e for e in labels.examples if e.id in trials]
     stopped = entry.early_stop_judged if entry is not None else None
     expected = stopped if stopped is not None else len(labels.examples)
@@ -105,7 +111,7 @@ def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -
         missing = next((e.id for e in labels.examples if e.id not in trials), None)
         raise Untrusted(f"{len(judged)} of the set's {len(labels.examples)} examples have verdicts, not {expected}"
                         + (f" (none for id {missing!r})" if missing and stopped is None else ""))
-    per_example = [[trials[e.id][t] for t in sorted(trials[e.id])] for e in judged]
+    per_example = [trials[e.id] if len(trials[e.id]) == 1 else sorted(trials[e.id], key=_trial) for e in judged]
     verdicts = [majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in t]) for e, t in zip(judged, per_example)]
     final = [v.passed for v in verdicts]
     cells, abstained = confusion([e.label for e in judged], final)
@@ -117,12 +123,20 @@ def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -
                    labelled_pass=labelled_pass, labelled_fail=len(labels.examples) - labelled_pass, trials=count,
                    flip_rate=None if flips is None or math.isnan(flips) else flips,
                    evidence_at=None if not times or None in times else min(times),  # type: ignore[type-var]
-                   decided=tuple((e.label, bool(v)) for e, v in zip(judged, final) if v is not None),
+                   decided=tuple(_PAIRS[e.label, v] for e, v in zip(judged, final) if v is not None),
                    labels=tuple(e.label for e in judged),
                    drawn=tuple(Drawn(*e.selection) if e.selection else None for e in judged)
                    if any(e.selection for e in judged) else (),
                    stages=(tuple(verdicts),) + ((tuple(escalated.get(e.id, Verdict(e.id, None)) for e in judged),)
                                                 if escalated else ()))
+
+
+def _trial(line: Line) -> int:
+    return line.trial
+
+
+# (label, verdict) of a decided example: four values, one tuple each (a million examples hold them).
+_PAIRS = {(label, verdict): (label, verdict) for label in (True, False) for verdict in (True, False)}
 
 
 def _by_example(lines: Sequence[Line], known: set[str]) -> dict[str, Verdict]:

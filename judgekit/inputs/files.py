@@ -9,9 +9,11 @@ too deep, and a CSV column named twice is refused here.
 from __future__ import annotations
 
 import csv
+import gc
 import io
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Iterator
@@ -42,6 +44,23 @@ def read_source(path: Path, hint: str = "") -> Source:
         return Source(data.decode("utf-8-sig"), digest(data))
     except (OSError, UnicodeDecodeError) as error:
         raise InputError.one(path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}") from None
+
+
+@contextmanager
+def bulk() -> Iterator[None]:
+    """Python's cyclic garbage collector paused while a file's records become objects (or objects
+    become records), one per example: they hold no reference cycles, and each full pass of the
+    collector walks every object alive, so a million examples loaded spent more time walking what
+    was loaded than loading it. What is dropped is still freed at once; the collector runs as
+    before after the block (a block inside another leaves it to the outer one). Use as a decorator
+    too: `@bulk()`."""
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
 
 
 def read_text(path: Path, hint: str = "") -> str:

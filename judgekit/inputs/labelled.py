@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import iter_records, parse_bool, read_source
+from judgekit.inputs.files import bulk, iter_records, parse_bool, read_source
 
 
 def majority(labels: Mapping[str, bool]) -> bool | None:
@@ -77,6 +77,7 @@ class LabelledSet:
                            tuple(e for e in self.examples if e.split == split))
 
 
+@bulk()
 def read_labels(path: Path, criterion_id: str) -> LabelledSet:
     """The labels of a set file; a record that has none is an InputError naming it."""
     source = read_source(path)

@@ -41,6 +41,18 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return data
 
 
+# One decoder for every parse: json.loads(text, object_pairs_hook=...) builds a new one per call,
+# which costs as much as parsing a short JSON Lines record.
+_DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
+
+
+def _loads(text: str) -> Any:
+    """`json.loads(text, object_pairs_hook=_unique_keys)`, with the one decoder."""
+    if not isinstance(text, str) or text.startswith("\ufeff"):
+        return json.loads(text, object_pairs_hook=_unique_keys)  # its errors, as json.loads words them
+    return _DECODER.decode(text)
+
+
 def _surrogate_at(value: Any, path: str = "") -> str | None:
     """Where in parsed JSON a lone surrogate is (`output`, `tags[1]`), or None; a key names its mapping."""
     if isinstance(value, str):
@@ -101,7 +113,7 @@ def parse_json(text: str, source: str | Path, location: str = "") -> Any:
       v.jsonl:line 3: has the key 'passed' twice; keep one (a reader would silently take the last)
     """
     try:
-        data = json.loads(text, object_pairs_hook=_unique_keys)
+        data = _loads(text)
         lone = _LONE_ESCAPE.search(text) if "\\u" in text else None
         field = _surrogate_at(data) if lone is not None else None
     except json.JSONDecodeError as error:

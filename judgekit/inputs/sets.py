@@ -22,12 +22,12 @@ from typing import Annotated, Any, Iterator, Literal, Sequence
 from pydantic import Field, StrictBool, StrictInt, ValidationError, model_validator
 
 from judgekit.errors import InputError, Problem
-from judgekit.fingerprint import canonical_hash
+from judgekit.fingerprint import canonical_hash, canonical_hash_of_list
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
-from judgekit.inputs.files import iter_records, read_source
+from judgekit.inputs.files import bulk, iter_records, read_source
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.labelled import from_csv_cells, majority
-from judgekit.inputs.validation import ExampleId, Frozen, problems_of
+from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
 
 
 class LabelledClaim(Frozen):
@@ -117,7 +117,7 @@ class CalibrationSet:
 
     @cached_property
     def fingerprint(self) -> str:
-        return canonical_hash([e.model_dump(mode="json") for e in self.examples])
+        return canonical_hash_of_list(e.model_dump(mode="json") for e in self.examples)
 
     def select(self, split: str | None) -> "CalibrationSet":
         if split is None:
@@ -176,18 +176,20 @@ def set_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any] | P
         yield where, record
 
 
+@bulk()
 def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Problem]]:
     """A calibration set's good examples and the problems of the others, so that checks across
     the set (few-shot leakage) run in the same pass."""
     examples: list[Example] = []
     problems: list[Problem] = []
+    names: dict[frozenset[str], set[str]] = {}
     source = read_source(path)
     for where, record in set_records(path, source.text):
         if isinstance(record, Problem):
             problems.append(record)
             continue
         try:
-            example = Example.model_validate(record)
+            example = shared_names(Example.model_validate(record), names)
         except ValidationError as error:
             problems.extend(problems_of(error, str(path), where))
             continue

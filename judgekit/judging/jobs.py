@@ -66,8 +66,10 @@ class Job:
         return self.request.trial
 
     def cached(self, llm: LLM) -> Verdict | None:
-        hit = lookup(llm, self.request, readable, self.reask)
-        return None if hit is None else verdict_from(hit, self.example_id, self.trial)
+        # `lookup(..., readable, ...)`, reading the answer once: readable() is "its verdict is not unparseable".
+        hit = llm.lookup(self.request)
+        verdict = None if hit is None else verdict_from(hit, self.example_id, self.trial)
+        return None if verdict is None or (self.reask and verdict.abstention == "unparseable") else verdict
 
     def planned(self, llm: LLM) -> tuple[list[Request], int, int]:
         """What asking would take, asking nothing: the calls to make, the answers cached, and the

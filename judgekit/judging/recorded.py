@@ -14,13 +14,14 @@ import json
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import iter_records, parse_bool
+from judgekit.inputs.files import bulk, iter_records, parse_bool
 from judgekit.inputs.sets import CalibrationSet
-from judgekit.inputs.validation import ExampleId, Frozen, problems_of
+from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
 from judgekit.inputs.criteria import Criterion
 from judgekit.judging.prompts import fingerprint
 from judgekit.judging.verdicts import JUDGE_ID, ClaimCheck, Verdict, aggregate
@@ -57,6 +58,20 @@ class RecordedVerdict(Frozen):
     stage: int = Field(0, ge=0, le=9, description="0: the criterion's judge; 1, 2, ...: the judges it escalates "
                        "to (selective judging), each on the examples below the previous one's threshold.")
 
+    @classmethod
+    def trusted(cls, **values: Any) -> "RecordedVerdict":
+        """A verdict judgekit itself made, already checked, given every field: what
+        `model_construct(**values)` builds, as fast as making a dict, and sharing one set of the
+        field names (a report of a million verdicts would otherwise hold a million such sets)."""
+        if len(values) != len(cls.model_fields):
+            raise TypeError(f"give every field of RecordedVerdict: {sorted(set(cls.model_fields) - set(values))}")
+        verdict = cls.__new__(cls)
+        object.__setattr__(verdict, "__dict__", {name: values[name] for name in cls.model_fields})
+        object.__setattr__(verdict, "__pydantic_fields_set__", _EVERY_FIELD)
+        object.__setattr__(verdict, "__pydantic_extra__", None)
+        object.__setattr__(verdict, "__pydantic_private__", None)
+        return verdict
+
     def line(self) -> str:
         """One JSONL line; `passed` is always written (null is an abstention), defaults are not."""
         data = self.model_dump(mode="json", exclude_defaults=True)
@@ -68,6 +83,10 @@ class RecordedVerdict(Frozen):
         if "passed" not in self.model_fields_set and self.claims is None:
             raise ValueError("has no verdict; add 'passed': true, false or null (an abstention), or 'claims'")
         return self
+
+
+# The fields set of every `RecordedVerdict.trusted` (pydantic copies it before any change).
+_EVERY_FIELD = set(RecordedVerdict.model_fields)
 
 
 def _word(passed: bool | None) -> str:
@@ -93,10 +112,12 @@ def load_by_candidate(path: Path) -> dict[str, list[RecordedVerdict]]:
     return out
 
 
+@bulk()
 def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerdict]]:
     if not path.is_file():
         raise InputError.one(path, "", "no such verdict file; pass --verdicts with a JSONL or CSV file")
     records, problems = [], []
+    names: dict[frozenset[str], set[str]] = {}
     is_csv = path.suffix.lower() == ".csv"
     for location, record in iter_records(path):
         if isinstance(record, Problem):
@@ -118,7 +139,7 @@ def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerd
                                         "give every record its candidate"))
                 continue
         try:
-            records.append((name, RecordedVerdict.model_validate(record)))
+            records.append((name, shared_names(RecordedVerdict.model_validate(record), names)))
         except ValidationError as error:
             problems.extend(problems_of(error, str(path), location))
     if problems:
@@ -140,6 +161,7 @@ def _verdict(record: RecordedVerdict, no_claims: str, default_at: float | None) 
                    raw=record.raw, claims=checks, obtained_at=at, confidence=record.confidence)
 
 
+@bulk()
 def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, CalibrationSet],
                    no_claims: dict[str, str] | None = None) -> dict[str, list[list[Verdict]]]:
     """Pair recorded verdicts with the examples of each criterion's set, in the set's order.
@@ -163,6 +185,7 @@ def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, C
     grouped: dict[tuple[str, str], dict[int, Verdict]] = defaultdict(dict)
     problems: list[Problem] = []
     only = next(iter(sets)) if len(sets) == 1 else None
+    rules = no_claims or {}
     for r in records:
         criterion_id = r.criterion or only
         if criterion_id not in sets or r.stage:
@@ -172,7 +195,6 @@ def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, C
             problems.append(Problem(source, f"id {r.id}", f"has two verdicts for criterion {criterion_id!r} "
                                     f"trial {r.trial}; keep one or number the trials"))
             continue
-        rules = no_claims or {}
         if r.claims is not None and criterion_id not in rules:
             problems.append(Problem(source, f"id {r.id}", f"gives claims, but criterion {criterion_id!r} is not a "
                                     "claims criterion; give 'passed' instead"))
@@ -191,18 +213,27 @@ def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, C
     for criterion_id, cal in sets.items():
         known = {e.id for e in cal.examples}
         unknown = sorted(eid for (cid, eid) in grouped if cid == criterion_id and eid not in known)
-        missing = [e.id for e in cal.examples if (criterion_id, e.id) not in grouped]
+        found, missing = [], []
+        for e in cal.examples:
+            trials = grouped.get((criterion_id, e.id))
+            if trials is None:
+                missing.append(e.id)
+            else:  # one trial needs no sorting
+                found.append(list(trials.values()) if len(trials) == 1 else sorted(trials.values(), key=_trial))
         if unknown:
             problems.append(Problem(source, criterion_id, f"{len(unknown)} verdict(s) for ids not in "
                                     f"{cal.path}: {', '.join(unknown[:20])}{' …' if len(unknown) > 20 else ''}"))
         if missing:
             problems.append(Problem(source, criterion_id, f"{len(missing)} example(s) of {cal.path} have no verdict: "
                                     f"{', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}"))
-        out[criterion_id] = [sorted(grouped[(criterion_id, e.id)].values(), key=lambda v: v.trial)
-                             for e in cal.examples if (criterion_id, e.id) in grouped]
+        out[criterion_id] = found
     if problems:
         raise InputError(problems)
     return out
+
+
+def _trial(verdict: Verdict) -> int:
+    return verdict.trial
 
 
 def provenance(criterion: Criterion, records: list[RecordedVerdict], model: str | None, path: Path) -> str:

@@ -15,7 +15,7 @@ from typing import Any, Sequence
 from pydantic import Field, PrivateAttr, ValidationError
 
 from judgekit.errors import InputError
-from judgekit.inputs.files import locked, read_text, write_atomic
+from judgekit.inputs.files import bulk, locked, read_text, write_atomic
 from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.validation import problems_of
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded
@@ -239,6 +239,7 @@ class Report(ReportPart):
         beside = self._source.with_name("verdicts.jsonl") if self._source is not None else None
         return examples_frame(self, sets_dir, beside)
 
+    @bulk()
     def write(self, directory: Path, merge: bool = False) -> "Report":
         """Write report.json, report.md and verdicts.jsonl (which `--verdicts` reads back), each atomically.
 
