@@ -32,7 +32,8 @@ def table(c: Comparison) -> str:
                      fmt_number(x.metrics.get("tnr"), 2), fmt_number(x.metrics.get("cohen_kappa"), 2),
                      f"[{fmt_number(low, 2)}, {fmt_number(high, 2)}]", str(x.abstained),
                      fmt_number(x.cost.per_1000_verdicts, 4) if x.cost.per_1000_verdicts is not None else "unknown",
-                     f"{x.cost.latency_p50_s:.2f} s" if x.cost.latency_p50_s is not None else "-",
+                     # as wide as 999.99 s: the table keeps its shape whatever the latency
+                     f"{x.cost.latency_p50_s:.2f} s".rjust(8) if x.cost.latency_p50_s is not None else "-",
                      _paired(x.vs_best), _paired(x.vs_baseline)))
     separating = sum(e.separates for e in c.examples)
     lines = [f"{printable(c.criterion)}: {len(c.candidates)} candidates on {c.labelled_pass + c.labelled_fail} labelled "
