@@ -412,3 +412,14 @@ def test_runners_sharing_a_history_never_spend_the_same_look(location, tmp_path)
         (budget, look) = history.take_look("c", [f"t{i}" for i in range(20)], 0.05, "improve", "again")
         history.settle_look(looks and 1, 0.5, False)
         assert history.looks("c")[0].p_value == 0.5 and history.looks("c")[0].accepted is False
+
+
+def test_a_database_error_while_exporting_is_named_and_leaves_no_file(postgres_url, tmp_path):
+    import psycopg
+
+    History.open(postgres_url).close()
+    with psycopg.connect(postgres_url, autocommit=True) as db:
+        db.execute("DROP TABLE test_looks")
+    result = CliRunner().invoke(app, ["history", "export", str(tmp_path / "h.jsonl"), "--history", postgres_url])
+    assert result.exit_code == 2 and "is damaged or not a judgekit history database" in result.output, result.output
+    assert PASSWORD not in result.output and not list(tmp_path.iterdir())

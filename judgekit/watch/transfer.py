@@ -56,6 +56,9 @@ def export_history(history: History, out: Path) -> dict[str, int]:
     except OSError as error:
         part.unlink(missing_ok=True)
         raise InputError.one(out, "", f"cannot be written: {error}") from None
+    except history.db.errors as error:  # the database went away, or refused a read
+        part.unlink(missing_ok=True)
+        raise history.db.refusal(error) from None
     return counts
 
 
