@@ -263,13 +263,16 @@ def test_eight_calibrate_processes_record_into_one_new_postgresql_history_and_lo
 
 @pytest.mark.parametrize("given", ["postgresql+psycopg://ci:Sup3rSecretPw@db:5432/evals",
                                    "postgres+asyncpg://ci:Sup3rSecretPw@db/evals", "sqlite:///evals.db",
-                                   "mysql://ci:Sup3rSecretPw@db/evals"])
+                                   "mysql://ci:Sup3rSecretPw@db/evals", "jdbc:postgresql://ci:Sup3rSecretPw@db/evals",
+                                   "postgresql:/ci:Sup3rSecretPw@db/evals", "postgresql//ci:Sup3rSecretPw@db/evals",
+                                   "\uff50ostgresql://ci:Sup3rSecretPw@db/evals", "ci:Sup3rSecretPw@db/evals",
+                                   "postgresql://ci:pa/Sup3rSecretPw@db/evals", "postgresql://ci:x@Sup3rSecretPw@db/e"])
 def test_a_url_of_another_kind_is_refused_never_taken_for_a_file_name(project, tmp_path, given):
     project.criterion({"id": "r", "kind": "regex", "question": "Is it clean?", "pattern": "x", "match_means": "fail"})
     project.jsonl("r", [{"id": "a", "output": "fine", "passed": True}])
     result = CliRunner().invoke(app, ["calibrate", "-q", "--history", given])
-    assert result.exit_code == 2 and "is not a history: give a SQLite file's path or a postgresql:// URL" in \
-        result.output, result.output
+    assert result.exit_code == 2 and ("is not a history: give a SQLite file's path or a postgresql:// URL" in
+                                      result.output or "holds an unencoded @, / or :" in result.output), result.output
     assert "Sup3rSecretPw" not in result.output
     assert not [p for p in project.root.rglob("*") if "Sup3rSecretPw" in str(p) or "evals" in p.name]
 
@@ -307,6 +310,7 @@ def test_the_groups_history_option_is_the_one_export_and_import_use(project, pos
     ("n", 2**70, "run.n: 1180591620717411303424 is not a count"),
     ("abstained", 99, "run.abstained: 99 is not a count of at most n"),
     ("threshold", float("nan"), "run.threshold: nan is not a finite number"),
+    ("metrics", '{"tpr": "high"}', "is not a JSON object of numbers"),
 ])
 def test_an_imported_run_is_checked_for_what_it_means_not_only_its_type(project, tmp_path, field, value, said):
     _fill(tmp_path / "a.sqlite", project)
@@ -423,3 +427,38 @@ def test_a_database_error_while_exporting_is_named_and_leaves_no_file(postgres_u
     result = CliRunner().invoke(app, ["history", "export", str(tmp_path / "h.jsonl"), "--history", postgres_url])
     assert result.exit_code == 2 and "is damaged or not a judgekit history database" in result.output, result.output
     assert PASSWORD not in result.output and not list(tmp_path.iterdir())
+
+
+IMPORT = """
+import sys
+from pathlib import Path
+from judgekit.errors import InputError
+from judgekit.watch.history import History
+from judgekit.watch.transfer import import_history
+try:
+    with History.open(sys.argv[1], timeout_s=1) as history:
+        print(import_history(history, Path(sys.argv[2])))
+except InputError as error:
+    print(error)
+"""
+
+
+def test_an_import_waits_for_a_look_being_taken_at_the_same_split(project, postgres_url, tmp_path):
+    """The looks an import adds count against the budget a look being taken reads: the import holds
+    each criterion's look lock (here held by another connection, so the import waits, then gives up)."""
+    _fill(tmp_path / "a.sqlite", project)
+    with History.open(tmp_path / "a.sqlite") as history:
+        from judgekit.watch.transfer import export_history
+
+        export_history(history, tmp_path / "e.jsonl")
+    holder = History.open(postgres_url)
+    try:
+        with holder.db.transaction(lock="looks:says-blocked"):
+            done = subprocess.run([sys.executable, "-c", IMPORT, postgres_url, str(tmp_path / "e.jsonl")],
+                                  env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}, capture_output=True,
+                                  text=True, timeout=120)
+    finally:
+        holder.close()
+    assert "lock timeout; nothing of it was written" in done.stdout, done.stdout + done.stderr
+    with History.open(postgres_url) as history:
+        assert history.runs() == [] and history.looks("says-blocked") == []

@@ -205,6 +205,17 @@ def test_a_budget_never_reuses_examples_across_generations():
     assert after.look == 1 and after.examples == ("c", "d")
 
 
+def test_examples_spent_under_another_generation_open_no_fresh_budget():
+    """Two histories merged: one spent its looks on t0..t19; the other, which also held t20, took
+    one look at t0..t20. Their looks together leave the split spent, not at look 2 of its budget."""
+    ids = tuple(f"t{i}" for i in range(20))
+    looks = [Look("c", "improve", "g1", ids, 0.025)] * MAX_LOOKS + [Look("c", "improve", "g2", ids + ("t20",), 0.025)]
+    merged = next_look(looks, [*ids, "t20"], 0.05)
+    assert merged.look is None and merged.needed > 0
+    forged = [Look("c", "improve", "g1", ids, 0.025)] * MAX_LOOKS + [Look("c", "improve", "anything", ids, 0.025)]
+    assert next_look(forged, ids, 0.05).look is None
+
+
 def test_few_shot_examples_come_from_dev_and_the_optimizer_is_not_the_judge(tmp_path):
     _project(tmp_path)
     found = improve(_options(tmp_path), "blocked", Search(shots=4), tmp_path / "h.sqlite", llm=_fake([]))

@@ -227,3 +227,20 @@ def test_a_folder_counts_each_file_once_subfolders_included(tmp_path):
     counts = count_samples(folder, "1d")
     assert counts.rows == 2 and list(counts.cells.values()) == [[1, 1, 0]]
     assert count_samples(str(folder / "*.jsonl"), "1d").rows == 1
+
+
+def test_a_recursive_glob_does_not_follow_links_to_folders_and_a_hard_link_counts_once(tmp_path):
+    """Two crossing links to folders made glob.glob walk without end; a hard link is the same file."""
+    import os
+
+    folder = tmp_path / "s"
+    (folder / "sub" / "deep").mkdir(parents=True)
+    (folder / "a.jsonl").write_text(GOOD)
+    (folder / "sub" / "deep" / "b.jsonl").write_text(GOOD.replace("true", "false"))
+    os.link(folder / "a.jsonl", folder / "same.jsonl")
+    os.symlink("..", folder / "sub" / "loop")
+    os.symlink(folder / "sub", tmp_path / "sublink")
+    os.symlink(tmp_path / "sublink", folder / "sub" / "across")
+    counts = count_samples(f"{folder}/**/*.jsonl", "1d")
+    assert counts.rows == 2 and list(counts.cells.values()) == [[1, 1, 0]]
+    assert count_samples(folder, "1d").rows == 2

@@ -69,9 +69,15 @@ def next_look(looks: Sequence[Look], test_ids: Sequence[str], alpha: float) -> B
     ids are not fresh."""
     present = set(test_ids)
     generations: dict[str, tuple[tuple[str, ...], int]] = {}
+    seen: dict[str, int] = {}  # looks at each example, whichever generation looked
     for look in looks:
         examples, count = generations.get(look.generation, (look.examples, 0))
         generations[look.generation] = (examples, count + 1)
+        for i in set(look.examples):
+            seen[i] = seen.get(i, 0) + 1
+    # A generation has had as many looks as its most looked-at example: examples spent under another
+    # generation (two histories merged, a look written by hand) never open a fresh budget.
+    generations = {g: (e, max([n, *(seen.get(i, 0) for i in e)])) for g, (e, n) in generations.items()}
     current = next(((g, e, n) for g, (e, n) in reversed(generations.items()) if set(e) <= present), None)
     if current is not None and current[2] < MAX_LOOKS:
         g, examples, count = current

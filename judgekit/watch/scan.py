@@ -13,10 +13,12 @@ names the bad row and how to fix it (or counts a form only it reads, as before).
 
 from __future__ import annotations
 
+import fnmatch
 import glob
+import os
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from judgekit.errors import InputError
 from judgekit.inputs.policy import parse_duration
@@ -50,7 +52,7 @@ def sample_files(source: Path | str) -> list[Path]:
                                  "give the folder that holds them, a file, or a glob like 'samples/*.parquet'")
         return found
     if not path.exists() and any(ch in text for ch in "*?["):
-        found = _unique(Path(p) for p in glob.glob(text, recursive=True) if Path(p).is_file())
+        found = _unique(p for p in _globbed(text) if p.is_file())
         if not found:
             raise InputError.one(text, "", "the glob matches no file; check the folder and the pattern, and quote "
                                  "it ('samples/*.parquet') so that the shell passes it as it is")
@@ -59,11 +61,32 @@ def sample_files(source: Path | str) -> list[Path]:
 
 
 def _unique(paths: Iterable[Path]) -> list[Path]:
-    """The files in order, each once however many names (symbolic links) it has."""
-    seen: dict[Path, Path] = {}
+    """The files in order, each once however many names (symbolic or hard links) it has."""
+    seen: dict[tuple[int, int], Path] = {}
     for p in sorted(paths):
-        seen.setdefault(p.resolve(), p)
+        try:
+            found = p.stat()
+        except OSError:  # a dangling link
+            continue
+        seen.setdefault((found.st_dev, found.st_ino), p)
     return list(seen.values())
+
+
+def _globbed(pattern: str) -> Iterator[Path]:
+    """The paths a glob matches; `**` walks the folders below without following links to folders
+    (glob.glob follows them, and two crossing links never end), leaving hidden ones out as glob does."""
+    if "**" not in pattern:
+        yield from (Path(p) for p in glob.glob(pattern))
+        return
+    base = pattern.split("**", 1)[0].rsplit("/", 1)[0] if "/" in pattern.split("**", 1)[0] else "."
+    for root, folders, files in os.walk(base or "/", followlinks=False):
+        folders[:] = [f for f in folders if not f.startswith(".")]
+        for name in files:
+            path = os.path.join(root, name)
+            shown = path[2:] if base == "." and path.startswith("./") else path
+            if not name.startswith(".") and (fnmatch.fnmatchcase(shown, pattern)
+                                             or fnmatch.fnmatchcase(shown, pattern.replace("**/", ""))):
+                yield Path(shown)
 
 
 def count_samples(source: Path | str, window: str) -> Counts:

@@ -19,6 +19,7 @@ import hashlib
 import os
 import re
 import sqlite3
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -32,6 +33,8 @@ ENVIRONMENT = "JUDGEKIT_HISTORY_URL"
 SETTING = "history_url"
 _URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")  # any URL (a path never starts so: C:/ is one letter)
+# Not a path: any other URL (://), a postgres/jdbc spelling gone wrong, or user:password@ before a slash.
+_LOOKS_LIKE_URL = re.compile(r"://|^(jdbc:)?postgres(ql)?[^A-Za-z0-9_.-]|^[A-Za-z][A-Za-z0-9+.-]+:/|^[^/\\]*:[^/\\]*@", re.IGNORECASE)
 _MIGRATION_LOCK = 0x6A6B6869  # pg_advisory_xact_lock key: one process migrates a PostgreSQL history at a time
 
 
@@ -64,17 +67,23 @@ def where(location: str | Path) -> str:
 
 
 def _place(value: str | Path, origin: str) -> str | Path:
-    """A SQLite path or a postgresql:// URL; any other URL is refused (never taken for a file name)."""
+    """A SQLite path or a postgresql:// URL. Anything else that looks like a URL or credentials is
+    refused without being shown (it may hold a password), never taken for a file name."""
     if isinstance(value, Path):
         return value
     text = value.strip()
     if is_url(text):
-        return "postgresql://" + text.split("://", 1)[1]  # libpq knows the scheme in lower case only
-    if _SCHEME.match(text) and len(text.split(":", 1)[0]) > 1:
-        remember_url(text)
-        raise InputError.one(origin, where(text), "is not a history: give a SQLite file's path or a postgresql:// "
-                                                   "URL (postgresql://USER@HOST:PORT/DATABASE; no driver suffix such "
-                                                   "as +psycopg)")
+        rest = text.split("://", 1)[1]
+        authority, tail = rest.split("/", 1)[0], rest[len(rest.split("/", 1)[0]):]
+        if authority.count("@") > 1 or "@" in tail.split("?", 1)[0]:  # an unencoded @ or / in the password
+            remember_url(text)
+            raise InputError.one(origin, "", "is a postgresql:// URL whose user or password holds an unencoded @, "
+                                             "/ or :; write them as %40, %2F and %3A (the URL is not shown)")
+        return "postgresql://" + rest  # libpq knows the scheme in lower case only
+    if _LOOKS_LIKE_URL.search(unicodedata.normalize("NFKC", text)):
+        raise InputError.one(origin, "", "is not a history: give a SQLite file's path or a postgresql:// URL "
+                                         "(postgresql://USER@HOST:PORT/DATABASE; no driver suffix such as +psycopg, "
+                                         "no jdbc: prefix); the value is not shown, as it may hold a password")
     return Path(text)
 
 
@@ -161,6 +170,13 @@ class Store:
     def transaction(self, migrating: bool = False, lock: str | None = None) -> "transaction":
         return transaction(self, migrating, lock)
 
+    def lock(self, name: str) -> None:
+        """Hold the lock of this name until the transaction ends (PostgreSQL's advisory lock; on SQLite
+        the transaction is already the one writer)."""
+        if self.dialect is POSTGRES:
+            key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
+            self.execute("SELECT pg_advisory_xact_lock(?)", (key,))
+
     def tables(self) -> set[str]:
         if self.dialect is POSTGRES:
             rows = self.execute("SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
@@ -191,8 +207,7 @@ class transaction:
             if self.migrating:
                 self.store.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
             if self.lock is not None:  # one holder of this name at a time, until the transaction ends
-                key = int.from_bytes(hashlib.sha256(self.lock.encode()).digest()[:8], "big", signed=True)
-                self.store.execute("SELECT pg_advisory_xact_lock(?)", (key,))
+                self.store.lock(self.lock)
         else:
             self.store.execute("BEGIN IMMEDIATE")
 

@@ -90,6 +90,8 @@ def _add(history: History, records: list[dict[str, Any]]) -> dict[str, tuple[int
     db = history.db
     done = {kind: [0, 0] for kind in KINDS}
     with db.transaction():
+        for criterion in sorted({r["look"]["criterion"] for r in records if "look" in r}):
+            db.lock(f"looks:{criterion}")  # as take_look does: no look is taken while these are added
         for kind, (table, columns) in KINDS.items():
             have = {row[0] for row in db.execute(f"SELECT uid FROM {table}")}
             names = list(columns)
@@ -213,7 +215,8 @@ _MEANINGS: dict[str, tuple[Callable[..., bool], str]] = {
     "created_at": (_instant, "an ISO 8601 time with its offset"),
     "at": (_instant, "an ISO 8601 time with its offset"),
     "parameters": (_json(dict), "a JSON object"),
-    "metrics": (_json(dict), "a JSON object"),
+    "metrics": (lambda v, *_: _json(dict)(v) and all(
+        v is None or (type(v) in (int, float)) for v in json.loads(v).values()), "a JSON object of numbers"),
     "examples": (_examples, "a JSON list of example ids"),
     "purpose": (lambda v, row, kind: v in (PURPOSES if kind == "run" else LOOK_PURPOSES), "a known purpose"),
     "split": (lambda v, *_: v in ("dev", "test"), "dev or test"),
