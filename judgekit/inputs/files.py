@@ -54,12 +54,12 @@ def bulk() -> Iterator[None]:
     was loaded than loading it. What is dropped is still freed at once; the collector runs as
     before after the block (a block inside another leaves it to the outer one). Use as a decorator
     too: `@bulk()`."""
-    paused = gc.isenabled()
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
         yield
     finally:
-        if paused:
+        if was_enabled:
             gc.enable()
 
 

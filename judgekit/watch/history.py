@@ -67,7 +67,7 @@ class Run:
 Returned = TypeVar("Returned")
 
 
-def _refusing_sqlite_errors(method: Callable[..., Returned]) -> Callable[..., Returned]:
+def _refusing_database_errors(method: Callable[..., Returned]) -> Callable[..., Returned]:
     """A History method whose database errors become InputErrors that say what to do."""
 
     @functools.wraps(method)
@@ -103,7 +103,7 @@ class History:
             raise
         return history
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def _prepare(self) -> None:
         if self.db.dialect is SQLITE:
             self.db.execute("PRAGMA foreign_keys=ON")
@@ -120,7 +120,7 @@ class History:
     def close(self) -> None:
         self.db.close()
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def record(self, report: Report, purpose: str = "calibrate") -> list[int]:
         """Keep every criterion of a fresh report (with its verdicts), in one transaction."""
         if purpose not in PURPOSES:
@@ -149,7 +149,7 @@ class History:
                               c.confidences.get(example_id)) for example_id, (label, passed) in c.outcomes.items()))
         return run_id
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def runs(self, criterion: str | None = None, purpose: str | None = None) -> list[Run]:
         """Runs, oldest first; of one criterion and one purpose when given."""
         where, args = [], []
@@ -162,20 +162,20 @@ class History:
         sql = f"SELECT {_COLUMNS} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id"
         return [_run(row) for row in self.db.execute(sql, args)]
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def run(self, run_id: int) -> Run:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise InputError.one(self.path, f"run {run_id}", "no such run; `judgekit history` lists them")
         return _run(row)
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def outcomes(self, run_id: int) -> dict[str, tuple[bool, bool | None]]:
         """Example id -> (label, verdict) of one run; verdict None is an abstention."""
         rows = self.db.execute("SELECT example_id, label, passed FROM verdicts WHERE run_id = ?", (run_id,))
         return {example_id: (bool(label), None if passed is None else bool(passed)) for example_id, label, passed in rows}
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def record_look(self, look: Look) -> int:
         with self.db.transaction():
             return self._insert_look(look)
@@ -188,7 +188,7 @@ class History:
                                None if look.accepted is None else int(look.accepted), look.candidate,
                                uuid.uuid4().hex))
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def take_look(self, criterion: str, test_ids: Sequence[str], alpha: float, purpose: str,
                   candidate: str | None = None, always: bool = False, accepted: bool | None = None,
                   unless_seen: bool = False) -> tuple[Budget, int | None]:
@@ -206,13 +206,13 @@ class History:
             return budget, self._insert_look(Look(criterion, purpose, budget.generation, budget.examples,
                                                   budget.alpha or 0.0, accepted=accepted, candidate=candidate))
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def settle_look(self, look_id: int, p_value: float | None, accepted: bool | None) -> None:
         with self.db.transaction():
             self.db.execute("UPDATE test_looks SET p_value = ?, accepted = ? WHERE id = ?",
                             (p_value, None if accepted is None else int(accepted), look_id))
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def looks(self, criterion: str) -> list[Look]:
         """The looks at a criterion's test split, oldest first."""
         rows = self.db.execute("SELECT criterion, purpose, generation, examples, alpha, p_value, accepted, candidate, "
@@ -231,7 +231,7 @@ class History:
             self.take_look(c.id, [c.keys.get(i, i) for i in c.outcomes], ALPHA, "calibrate", c.fingerprint,
                            always=True, unless_seen=True)
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def record_label_change(self, criterion: str, example_id: str, old: bool | None, new: bool,
                             annotator: str | None = None) -> None:
         """A label a person changed in review (`judgekit label --review`): which, from what, to what, by whom."""
@@ -240,7 +240,7 @@ class History:
                             "(?,?,?,?,?,?,?)", (criterion, example_id, None if old is None else int(old), int(new),
                                                 annotator, datetime.now(timezone.utc).isoformat(), uuid.uuid4().hex))
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def label_changes(self, criterion: str) -> list[tuple[str, bool | None, bool, str | None, datetime]]:
         """(example, old, new, annotator, when) of each label changed in review, oldest first."""
         rows = self.db.execute("SELECT example_id, old, new, annotator, at FROM label_changes WHERE criterion = ? "
@@ -255,14 +255,14 @@ class History:
         last = max(r.created_at for r in past)
         return sum(1 for *_, at in self.label_changes(criterion) if at > last)
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def confidences(self, run_id: int) -> dict[str, float]:
         """Example id -> the confidence of its verdict, where the run kept one (selective judging)."""
         rows = self.db.execute("SELECT example_id, confidence FROM verdicts WHERE run_id = ? AND confidence IS NOT "
                                "NULL", (run_id,))
         return {example_id: float(confidence) for example_id, confidence in rows}
 
-    @_refusing_sqlite_errors
+    @_refusing_database_errors
     def split_warning(self, criterion: str, prompt_sha: str | None) -> str | None:
         """Warn when this prompt (its few-shot examples included) has been measured on the dev split,
         where it was tuned, and never on the test split: its figures are optimistic."""

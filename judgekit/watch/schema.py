@@ -108,7 +108,7 @@ VERSION_TABLE = "judgekit_schema"
 def migrate(db: Store) -> None:
     """Apply the migrations this database lacks, with the version bump, in one transaction; a
     database that is not judgekit's, or is a newer judgekit's, is refused before anything changes."""
-    with db.transaction(migrating=True):  # another process may be migrating: read the version under the lock
+    with db.transaction(lock="schema"):  # another process may be migrating: read the version under the lock
         tables = db.tables()
         if db.dialect is POSTGRES:
             mine = VERSION_TABLE in tables

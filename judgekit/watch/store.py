@@ -32,10 +32,8 @@ DEFAULT_PATH = Path(".judgekit/history.sqlite")
 ENVIRONMENT = "JUDGEKIT_HISTORY_URL"
 SETTING = "history_url"
 _URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*:/")  # any URL (a path never starts so: C:/ is one letter)
 # Not a path: any other URL (://), a postgres/jdbc spelling gone wrong, or user:password@ before a slash.
 _LOOKS_LIKE_URL = re.compile(r"://|^(jdbc:)?postgres(ql)?[^A-Za-z0-9_.-]|^[A-Za-z][A-Za-z0-9+.-]+:/|^[^/\\]*:[^/\\]*@", re.IGNORECASE)
-_MIGRATION_LOCK = 0x6A6B6869  # pg_advisory_xact_lock key: one process migrates a PostgreSQL history at a time
 
 
 @dataclass(frozen=True)
@@ -58,12 +56,12 @@ def is_url(location: str | Path) -> bool:
 
 def where(location: str | Path) -> str:
     """The history's place as it may be shown: a URL without its credentials."""
-    if not (isinstance(location, str) and _SCHEME.match(location)):
+    if not is_url(location):
         return str(location)
     try:
         return public_url(location) or ""
     except ValueError:  # unparseable (a bad IPv6 host): nothing of it is shown
-        return location.split(":", 1)[0] + "://<a URL that cannot be parsed>"
+        return "postgresql://<a URL that cannot be parsed>"
 
 
 def _place(value: str | Path, origin: str) -> str | Path:
@@ -74,8 +72,8 @@ def _place(value: str | Path, origin: str) -> str | Path:
     text = value.strip()
     if is_url(text):
         rest = text.split("://", 1)[1]
-        authority, tail = rest.split("/", 1)[0], rest[len(rest.split("/", 1)[0]):]
-        if authority.count("@") > 1 or "@" in tail.split("?", 1)[0]:  # an unencoded @ or / in the password
+        authority, _, path = rest.partition("/")
+        if authority.count("@") > 1 or "@" in path.partition("?")[0]:  # an unencoded @ or / in the password
             remember_url(text)
             raise InputError.one(origin, "", "is a postgresql:// URL whose user or password holds an unencoded @, "
                                              "/ or :; write them as %40, %2F and %3A (the URL is not shown)")
@@ -167,8 +165,8 @@ class Store:
         """Run an INSERT and return the id the database gave the row."""
         return int(self.execute(text + " RETURNING id", args).fetchone()[0])
 
-    def transaction(self, migrating: bool = False, lock: str | None = None) -> "transaction":
-        return transaction(self, migrating, lock)
+    def transaction(self, lock: str | None = None) -> "transaction":
+        return transaction(self, lock)
 
     def lock(self, name: str) -> None:
         """Hold the lock of this name until the transaction ends (PostgreSQL's advisory lock; on SQLite
@@ -195,18 +193,16 @@ class Store:
 
 class transaction:
     """One write transaction, one writer at a time: SQLite's BEGIN IMMEDIATE; PostgreSQL's BEGIN
-    (and, when migrating, an advisory lock so concurrent first runs create the schema once; given a
-    `lock` name, an advisory lock of that name, so reading and writing under it is one step)."""
+    and, given a `lock` name, that advisory lock (`Store.lock`), so that reading and writing under
+    it is one step (the schema's migrations, a look at a test split)."""
 
-    def __init__(self, store: Store, migrating: bool = False, lock: str | None = None) -> None:
-        self.store, self.migrating, self.lock = store, migrating, lock
+    def __init__(self, store: Store, lock: str | None = None) -> None:
+        self.store, self.lock = store, lock
 
     def __enter__(self) -> None:
         if self.store.dialect is POSTGRES:
             self.store.execute("BEGIN")
-            if self.migrating:
-                self.store.execute(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
-            if self.lock is not None:  # one holder of this name at a time, until the transaction ends
+            if self.lock is not None:
                 self.store.lock(self.lock)
         else:
             self.store.execute("BEGIN IMMEDIATE")
