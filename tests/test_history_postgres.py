@@ -195,7 +195,7 @@ def test_an_import_file_is_checked_whole_and_nothing_is_written_from_a_bad_one(t
     result = CliRunner().invoke(app, ["history", "import", str(bad), "--history", str(target)])
     assert result.exit_code == 2
     assert f"{bad}:line 3: run: missing -; unknown criterion; DROP TABLE runs" in result.output, result.output
-    assert f"{bad}:line 4: is not JSON" in result.output
+    assert f"{bad}:line 4: is not valid JSON" in result.output
     with History.open(target) as history:
         assert history.runs() == []
     not_ours = tmp_path / "other.jsonl"
@@ -462,3 +462,22 @@ def test_an_import_waits_for_a_look_being_taken_at_the_same_split(project, postg
     assert "lock timeout; nothing of it was written" in done.stdout, done.stdout + done.stderr
     with History.open(postgres_url) as history:
         assert history.runs() == [] and history.looks("says-blocked") == []
+
+
+def test_an_import_line_with_a_key_twice_is_refused_and_export_never_overwrites_the_history(project, tmp_path):
+    """judgekit's JSON parser reads the file (json.loads would silently keep the last of two keys),
+    and `export` onto the SQLite history itself would have replaced it with JSON Lines."""
+    history = tmp_path / "a.sqlite"
+    _fill(history, project)
+    runner = CliRunner()
+    refused = runner.invoke(app, ["history", "export", str(history), "--history", str(history)])
+    assert refused.exit_code == 2 and "is the history itself" in refused.output, refused.output
+    assert len(_content(history)[0]) == 2  # still a history, its runs all there
+    exported = tmp_path / "e.jsonl"
+    assert runner.invoke(app, ["history", "export", str(exported), "--history", str(history)]).exit_code == 0
+    header, run, *rest = exported.read_text().splitlines()
+    twice = run[:-1] + ', "run": ' + json.dumps(json.loads(run)["run"]) + "}"
+    (tmp_path / "twice.jsonl").write_text("\n".join([header, twice, *rest]) + "\n")
+    result = runner.invoke(app, ["history", "import", str(tmp_path / "twice.jsonl"), "--history",
+                                 str(tmp_path / "t.sqlite")])
+    assert result.exit_code == 2 and "line 2: has the key 'run' twice" in result.output, result.output

@@ -5,21 +5,24 @@ verdicts), every look at a test split and every label changed in review as JSON 
 Each row keeps the random uid it was given when first recorded, so an import adds what the history
 lacks and skips what it already holds: importing twice, or a history merged back, duplicates
 nothing. The looks travel with the runs, so moving a history never refills a test split's alpha
-budget. The file is checked whole before anything is written, and written in one transaction.
+budget. The file is checked whole, by judgekit's one JSON parser, before anything is written, and
+written in one transaction.
 """
 
 from __future__ import annotations
 
 import json
 import math
-import os
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 from judgekit.errors import InputError, Problem
+from judgekit.inputs.files import read_text, write_atomic
+from judgekit.inputs.parsing import parse_json
 from judgekit.secrets import redact
 from judgekit.watch.history import PURPOSES, History
+from judgekit.watch.store import SQLITE
 
 LOOK_PURPOSES = ("calibrate", "improve", "compare")  # who looked at a test split (judgekit.watch.budget)
 
@@ -43,23 +46,22 @@ KINDS = {"run": ("runs", RUN), "look": ("test_looks", LOOK), "label_change": ("l
 
 def export_history(history: History, out: Path) -> dict[str, int]:
     """Write the whole history to `out` (JSON Lines, replaced whole or not at all); how many of each."""
+    if history.db.dialect is SQLITE and out.resolve() in _files_of(Path(history.path)):
+        raise InputError.one(out, "", "is the history itself; export to another file")
     counts = {kind: 0 for kind in KINDS}
-    part = out.with_name(out.name + ".part")
+    lines = [json.dumps({"judgekit_history": FORMAT})]
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        with part.open("w", encoding="utf-8") as f:
-            f.write(json.dumps({"judgekit_history": FORMAT}) + "\n")
-            for kind, line in _lines(history):
-                f.write(line + "\n")
-                counts[kind] += 1
-        os.replace(part, out)
-    except OSError as error:
-        part.unlink(missing_ok=True)
-        raise InputError.one(out, "", f"cannot be written: {error}") from None
+        for kind, line in _lines(history):
+            lines.append(line)
+            counts[kind] += 1
     except history.db.errors as error:  # the database went away, or refused a read
-        part.unlink(missing_ok=True)
         raise history.db.refusal(error) from None
+    write_atomic(out, "\n".join(lines) + "\n")
     return counts
+
+
+def _files_of(database: Path) -> set[Path]:
+    return {Path(f"{database.resolve()}{suffix}") for suffix in ("", "-wal", "-shm", "-journal")}
 
 
 def _lines(history: History) -> Iterator[tuple[str, str]]:
@@ -115,14 +117,11 @@ def _add(history: History, records: list[dict[str, Any]]) -> dict[str, tuple[int
 
 def read_export(source: Path) -> list[dict[str, Any]]:
     """Every record of an export file, checked whole: each problem named by its line."""
-    try:
-        lines = source.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as error:
-        raise InputError.one(source, "", f"cannot be read: {error}") from None
+    lines = read_text(source).split("\n")  # records end at "\n" only, as iter_records reads JSON Lines
     problems: list[Problem] = []
     try:
-        header = json.loads(lines[0]) if lines else None
-    except json.JSONDecodeError:
+        header = parse_json(lines[0], source, "line 1")
+    except InputError:
         header = None
     if not isinstance(header, dict) or header.get("judgekit_history") != FORMAT:
         raise InputError.one(source, "line 1", "is not a judgekit history export (write one with `judgekit history "
@@ -132,10 +131,10 @@ def read_export(source: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         where = f"line {number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as error:
-            problems.append(Problem(str(source), where, f"is not JSON: {error.msg}"))
+        try:  # judgekit's one JSON parser: a key given twice or a lone surrogate is refused, never guessed
+            record = parse_json(line, source, where)
+        except InputError as error:
+            problems.extend(error.problems)
             continue
         found = _problem(record)
         if found:
