@@ -115,7 +115,7 @@ def test_the_password_never_reaches_an_output_and_a_wrong_one_is_a_clear_error(p
                runner.invoke(app, ["history", "export", str(tmp_path / "h.jsonl"), "--history", postgres_url]),
                runner.invoke(app, ["drift", "--history", postgres_url])]
     assert outputs[0].exit_code == 0 and outputs[1].exit_code == 0, outputs[0].output + outputs[1].output
-    assert "r " in outputs[1].output or "  r" in outputs[1].output
+    assert [line.split()[3] for line in outputs[1].output.splitlines()[1:]] == ["r"]  # the run, listed from PostgreSQL
     wrong = postgres_url.replace(PASSWORD, "not-the-Password-42")
     refused = runner.invoke(app, ["history", "--history", wrong])
     assert refused.exit_code == 2 and "cannot be reached" in refused.output and "password" in refused.output
@@ -413,9 +413,11 @@ def test_runners_sharing_a_history_never_spend_the_same_look(location, tmp_path)
     with History.open(location) as history:
         looks = history.looks("c")
         assert len(looks) == min(8, MAX_LOOKS) and len({k.candidate for k in looks}) == len(looks)
-        (budget, look) = history.take_look("c", [f"t{i}" for i in range(20)], 0.05, "improve", "again")
-        history.settle_look(looks and 1, 0.5, False)
-        assert history.looks("c")[0].p_value == 0.5 and history.looks("c")[0].accepted is False
+        assert all(k.p_value is None and k.accepted is None for k in looks)  # taken, not yet settled
+        first = history.db.execute("SELECT min(id) FROM test_looks").fetchone()[0]
+        history.settle_look(first, 0.5, False)
+        assert (history.looks("c")[0].p_value, history.looks("c")[0].accepted) == (0.5, False)
+        assert [(k.p_value, k.accepted) for k in history.looks("c")[1:]] == [(None, None)] * (len(looks) - 1)
 
 
 def test_a_database_error_while_exporting_is_named_and_leaves_no_file(postgres_url, tmp_path):
