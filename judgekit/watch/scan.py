@@ -78,7 +78,8 @@ def _globbed(pattern: str) -> Iterator[Path]:
     if "**" not in pattern:
         yield from (Path(p) for p in glob.glob(pattern))
         return
-    base = pattern.split("**", 1)[0].rsplit("/", 1)[0] if "/" in pattern.split("**", 1)[0] else "."
+    head, slash, _ = pattern.partition("**")[0].rpartition("/")
+    base = head if slash else "."
     for root, folders, files in os.walk(base or "/", followlinks=False):
         folders[:] = [f for f in folders if not f.startswith(".")]
         for name in files:
