@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom
 
-from judgekit.stats.droptest import NUISANCE, _Exact, drop_test, score_z
+from judgekit.stats.droptest import NUISANCE, _box, _exact, _Exact, drop_test, score_z
 
 
 def _brute_force(n1, n0, x0, drop, alpha, z):
@@ -54,3 +54,34 @@ def test_the_exact_test_runs_only_where_the_score_test_is_near_alpha():
     assert p > 0.5 and not alert
     p, alert = drop_test(150, 200, 1260, 1400, 0.05, alpha=0.01)
     assert alert and 0.01 * NUISANCE < p < 0.001  # exact: at least what the baseline's interval spent
+
+
+def test_the_box_holds_no_outcome_as_extreme_and_bounds_the_brute_force_p_value():
+    rng = np.random.default_rng(11)
+    checked = 0
+    while checked < 12:
+        n1 = int(rng.integers(100, 300))
+        n0, drop = int(rng.integers(n1, 1500)), float(rng.choice([0.0, 0.05, 0.1]))
+        x0 = int(rng.integers(n0 // 4, n0 + 1))
+        x1 = int(rng.integers(0, max(1, int(n1 * (x0 / n0 - drop - 0.15)))))
+        z = float(score_z(x1, n1, x0, n0, drop))
+        box = _box(n1, n0, x0, drop, 0.01, z) if z < 0 else None
+        if box is None:
+            continue
+        a1, b0, bound = box
+        hull = score_z(np.arange(n1 + 1)[:, None], n1, np.arange(n0 + 1)[None, :], n0, drop)
+        hull = np.minimum.accumulate(np.minimum.accumulate(hull, axis=1)[::-1], axis=0)[::-1]
+        inside = hull[a1:, :b0 + 1]
+        assert inside.size and (inside > z).all(), (n1, n0, x0, x1, drop)
+        assert bound >= _brute_force(n1, n0, x0, drop, 0.01, z) - 1e-12
+        checked += 1
+
+
+def test_a_steep_drop_on_a_large_window_is_decided_without_the_grid():
+    _exact.cache_clear()
+    p, alert = drop_test(176_000, 220_000, 1_782_000, 1_980_000, 0.05, alpha=0.01)
+    assert alert and 0.01 * NUISANCE <= p <= 0.01
+    assert _exact.cache_info().misses == 0
+    # Near the decision the box does not decide, and the grid does.
+    p, alert = drop_test(230, 300, 2_700, 3_000, 0.05, alpha=0.01)
+    assert alert and _exact.cache_info().misses == 1
