@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, with_trials
-from judgekit.inputs.files import bulk, read_source
+from judgekit.inputs.files import bulk, file_digest
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
@@ -27,8 +27,10 @@ from judgekit.judging.claims import recorded_gold
 from judgekit.judging.estimate import Estimate, estimate
 from judgekit.judging.jobs import api_base_for, run_sync
 from judgekit.judging.prompts import fingerprint, judge_spec
-from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded, match_recorded, provenance
+from judgekit.judging.matching import match_file
+from judgekit.judging.recorded import iter_recorded
 from judgekit.judging.runner import RunSettings, Stop, check_some_call_answered, judge_sets
+from judgekit.judging.verdict_log import VerdictLog, recorded_claims
 from judgekit.judging.verdicts import JUDGE_ID, Verdict, majority
 from judgekit.llm.families import family
 from judgekit.llm.protocol import LLM
@@ -37,7 +39,7 @@ from judgekit.llm.transports import check_api_base
 from judgekit.report.figures import annotators, claim_stages, consistency, slices
 from judgekit.judging.selective import confidence_source
 from judgekit.report.parts import Certificate, agreement, certificate_of, check_drawn
-from judgekit.report.model import (ConfusionCounts, CriterionReport, Disagreement, EarlyStop, JudgeInfo, Report,
+from judgekit.report.model import (ById, ConfusionCounts, CriterionReport, Disagreement, EarlyStop, JudgeInfo, Report,
                                    UsageSummary)
 from judgekit.report.render import finite
 from judgekit.secrets import public_url
@@ -166,12 +168,14 @@ def _prepare(options: Options, started: datetime) -> _Ready:
     except InputError as error:
         problems += error.problems
     verdicts_digest = None
-    try:  # a verdict file's problems are listed beside the criteria's and the sets'
-        records = load_recorded(options.verdicts) if options.verdicts is not None else []
-        if options.verdicts is not None:  # its digest goes into the report and the history, beside its name
-            verdicts_digest = read_source(options.verdicts, "pass --verdicts with a JSONL or CSV file").digest
-    except InputError as error:
-        problems += error.problems
+    if options.verdicts is not None:
+        try:  # its digest goes into the report and the history, beside its name
+            verdicts_digest = file_digest(options.verdicts, "pass --verdicts with a JSONL or CSV file")
+            if problems:  # the verdict file's own problems are listed beside the criteria's and the sets'
+                for _ in iter_recorded(options.verdicts):
+                    pass
+        except InputError as error:
+            problems += error.problems
     if problems:
         raise InputError(problems)
     sets = chosen = select_split(whole_sets, options.split)
@@ -188,19 +192,20 @@ def _prepare(options: Options, started: datetime) -> _Ready:
     sources: dict[str, str] = {}
 
     if options.verdicts is not None:
-        named = {r.criterion for r in records}
-        recorded = [c for c in criteria if c.id in named or (None in named and len(criteria) == 1)]
-        live = [c for c in criteria if isinstance(c, JUDGED) and c not in recorded]
-        if live:
-            raise InputError([Problem(str(options.verdicts), c.id, "has no verdicts for this LLM criterion; "
-                                      "add them or choose criteria with --criterion") for c in live])
-        # Match against the whole set (a verdict file covers every split), then keep the chosen split.
-        matched = match_recorded(options.verdicts, records, {c.id: whole_sets[c.id] for c in recorded},
-                                 {c.id: c.no_claims for c in recorded if isinstance(c, ClaimsCriterion)})
-        for cid, trials in matched.items():
+        # Match against the whole set (a verdict file covers every split), then keep the chosen split; the
+        # records are read as they are matched, never held all at once.
+        matched = match_file(options.verdicts, (r for _, r in iter_recorded(options.verdicts)),
+                             {c.id: whole_sets[c.id] for c in criteria},
+                             {c.id: c.no_claims for c in criteria if isinstance(c, ClaimsCriterion)})
+        recorded = [c for c in criteria if c.id in matched.trials]
+        live = [Problem(str(options.verdicts), c.id, "has no verdicts for this LLM criterion; add them or choose "
+                        "criteria with --criterion") for c in criteria if isinstance(c, JUDGED) and c not in recorded]
+        if live or matched.problems:
+            raise InputError(live + matched.problems)
+        for cid, trials in matched.trials.items():
             kept = {e.id for e in sets[cid].examples}
             trials_by_criterion[cid] = [t for t in trials if t[0].example_id in kept]
-        sources.update({c.id: provenance(c, records, options.model, options.verdicts) for c in recorded})
+        sources.update({c.id: matched.provenance(c, options.model, options.verdicts) for c in recorded})
 
     for criterion in criteria:
         if isinstance(criterion, RegexCriterion) and criterion.id not in trials_by_criterion:
@@ -228,10 +233,8 @@ def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
         seed=options.seed, selective=frozenset(cid for cid in criterion_ids if policy.for_criterion(cid).selective))
 
 
-def _claims(verdict: Verdict) -> list[RecordedClaim] | None:
-    if verdict.claims is None:
-        return None
-    return [RecordedClaim(claim=c.claim, supported=c.supported, evidence=c.evidence) for c in verdict.claims]
+# (label, final verdict): six pairs, one tuple each, however many examples.
+_OUTCOMES = {(label, passed): (label, passed) for label in (True, False) for passed in (True, False, None)}
 
 
 @bulk()
@@ -260,14 +263,13 @@ def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list
                       via=options.via, structured=options.structured, family=family(spec["model"]))
     disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, input=e.input, output=e.output,
                                   context=e.context, reason=v.reason, abstention=v.abstention, raw=v.raw,
-                                  claims=_claims(v)) for e, v in zip(cal.examples, final) if v.passed != e.label]
+                                  claims=recorded_claims(v)) for e, v in zip(cal.examples, final) if v.passed != e.label]
     if not gold and isinstance(criterion, ClaimsCriterion) and source.startswith(("recorded:", "replayed:")):
         gold = recorded_gold(cal.examples, final, criterion.no_claims)
     k = result.confusion
     times = [v.obtained_at for trials in all_trials for v in trials if v.obtained_at is not None]
     # Verdicts another judge recorded are its; judgekit's own (live, by code, or read back) carry its fingerprint.
     mark = None if source.startswith("recorded:") else own[:JUDGE_ID]
-    seen: dict[float, datetime] = {}
     return CriterionReport(
         id=criterion.id, question=criterion.question, fingerprint=own, set_fingerprint=full_set.fingerprint,
         inputs={"criterion": criterion.digest, "set": full_set.digest} if criterion.digest and full_set.digest else None,
@@ -284,26 +286,12 @@ def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list
                              calls_saved=stop.calls_saved) if stop is not None else None,
         calibrated_at=started,
         evidence_at=datetime.fromtimestamp(min(times), timezone.utc) if times else started,
-        outcomes={e.id: (e.label, v.passed) for e, v in zip(cal.examples, final)},
-        keys={e.id: e.key for e in cal.examples},
+        outcomes=ById((e.id, _OUTCOMES[e.label, v.passed]) for e, v in zip(cal.examples, final)),
+        keys=ById((e.id, e.key) for e in cal.examples),
         confidences={e.id: v.confidence for e, v in zip(cal.examples, final) if v.confidence is not None},
         claim_stages=claim_stages(cal, final, gold) if gold else None,
         selective=_certificate(criterion, labels, final, escalated, spec["model"], selective, source), design=design,
-        # Built from judgekit's own verdicts, already checked: no need to validate them again.
-        verdicts=[RecordedVerdict.trusted(
-            criterion=criterion.id, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw, stage=stage,
-            reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}", claims=_claims(v),
-            at=_when(v.obtained_at, started, seen), judge=mark, confidence=v.confidence)
-            for stage, judged in enumerate((all_trials, escalated or [])) for trials in judged for v in trials])
-
-
-def _when(obtained_at: float | None, started: datetime, seen: dict[float, datetime]) -> datetime:
-    """When a verdict was obtained, as a time: one object per distinct time (recorded verdicts share one)."""
-    if obtained_at is None:
-        return started
-    if obtained_at not in seen:
-        seen[obtained_at] = datetime.fromtimestamp(obtained_at, timezone.utc)
-    return seen[obtained_at]
+        verdicts=VerdictLog.of(criterion.id, (all_trials, escalated or []), mark, started))
 
 
 def _certificate(criterion: Criterion, labels: list[bool], final: list[Verdict], escalated: list[list[Verdict]] | None,

@@ -20,6 +20,7 @@ import base64
 import os
 import re
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+from typing import Iterable, Iterator
 
 SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)  # names of environment variables
 SECRET_QUERY = re.compile(r"(key|token|secret|pass|auth|sig|credential)", re.IGNORECASE)  # names in a URL query
@@ -104,6 +105,23 @@ def redact_known(text: str) -> str:
         if secret in text:
             text = text.replace(secret, REDACTED)
     return text
+
+
+def redact_known_lines(lines: Iterable[str], size: int = 1 << 20) -> Iterator[str]:
+    """`redact_known` over a text given as whole lines (each ending in a line break), in blocks of
+    about `size` characters, so that a file of a million lines is never one string. A secret can
+    straddle two blocks only if it holds a line break; then the text is redacted as one block."""
+    whole = any("\n" in value for _, value in _environment_secrets()) or any("\n" in s for s in _remembered)
+    block: list[str] = []
+    length = 0
+    for line in lines:
+        block.append(line)
+        length += len(line)
+        if length >= size and not whole:
+            yield redact_known("".join(block))
+            block, length = [], 0
+    if block:
+        yield redact_known("".join(block))
 
 
 def public_url(url: str | None) -> str | None:

@@ -17,7 +17,7 @@ from typing import Callable
 
 from judgekit.compare.candidates import Spec
 from judgekit.compare.model import Cost
-from judgekit.errors import CallsFailed, JudgeError
+from judgekit.errors import CallsFailed, InputError, JudgeError
 from judgekit.gate.decision import Gate
 from judgekit.gate.result import Decision
 from judgekit.inputs.catalog import CriterionFile, find_set
@@ -28,7 +28,7 @@ from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.estimate import Estimate, estimate
 from judgekit.judging.jobs import run_sync
-from judgekit.judging.recorded import match_recorded, provenance
+from judgekit.judging.matching import match_file
 from judgekit.judging.runner import check_some_call_answered, judge_sets
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.prices import price
@@ -83,10 +83,12 @@ async def ajudge(options: Options, specs: list[Spec], llm: LLM | None = None,
     sources: dict[str, str] = {}
     for spec in specs:
         if not spec.live:
-            matched = match_recorded(spec.verdicts, spec.records, {base.id: whole})[base.id]  # type: ignore[arg-type]
+            matched = match_file(spec.verdicts, spec.records, {base.id: whole}, every=True)  # type: ignore[arg-type]
+            if matched.problems:
+                raise InputError(matched.problems)
             kept = {e.id for e in chosen.examples}
-            trials[spec.name] = [t for t in matched if t[0].example_id in kept]
-            source = provenance(spec.criterion, spec.records, None, spec.verdicts)  # type: ignore[arg-type]
+            trials[spec.name] = [t for t in matched.trials[base.id] if t[0].example_id in kept]
+            source = matched.provenance(spec.criterion, None, spec.verdicts)  # type: ignore[arg-type]
             sources[spec.name] = f"{source}#{spec.column}" if spec.column else source
     live = [(i, s) for i, s in enumerate(specs) if s.live]
     judging_s = None

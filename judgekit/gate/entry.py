@@ -10,6 +10,7 @@ start fast), and the verdicts beside it.
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,7 +25,7 @@ class Untrusted(Exception):
     """The report cannot be taken as evidence; the message says why, in one line."""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Line:
     """One verdict of a verdict file, as the gate reads it."""
 
@@ -177,7 +178,8 @@ def _line(record: Any, times: dict[str, datetime | None]) -> Line:
         raise ValueError("confidence must be a number from 0 to 1")
     if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
         raise ValueError("stage must be a whole number")
-    return Line(criterion, str(rid), trial, passed, at, None if confidence is None else float(confidence), stage)
+    return Line(criterion if criterion is None else sys.intern(criterion), str(rid), trial, passed, at,
+                None if confidence is None else float(confidence), stage)
 
 
 def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:

@@ -22,11 +22,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 from functools import cached_property
 from datetime import datetime, timedelta
-from typing import Any, Sequence
+from typing import Any, Container, Sequence
 
 from judgekit.gate.entry import Entry, Line, Untrusted
 from judgekit.inputs.files import bulk
-from judgekit.inputs.labelled import LabelledSet
+from judgekit.inputs.labelled import Labelled, LabelledSet
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.stats.design import DesignError, Drawn, by_pool, design_calibration, weighted_cells, weights
 from judgekit.stats.metrics import Calibration, confusion, kappa_from_counts, kappa_interval, ratio, wilson
@@ -91,33 +91,43 @@ class Figures:
 @bulk()
 def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -> Figures:
     """The figures of an entry from its verdicts and the labels (already narrowed to its split)."""
-    trials: dict[str, list[Line]] = {}  # a list per example, not a dict by trial: a million examples are judged once
-    known = {e.id for e in labels.examples}
-    escalated = _by_example([line for line in lines if line.stage == 1], known)
+    # Per example of the set: None (no verdict yet), its one line, or a list of its trials' lines. A
+    # million examples are mostly judged once: a line each, not a list or a dict by trial.
+    trials: dict[str, Line | list[Line] | None] = dict.fromkeys(e.id for e in labels.examples)
+    escalated = _by_example([line for line in lines if line.stage == 1], trials)
     for line in (line for line in lines if line.stage == 0):
-        if line.id not in known:
+        if line.id not in trials:
             raise Untrusted(f"a verdict for id {line.id!r}, which the calibration set does not hold")
-        mine = trials.get(line.id)
+        mine = trials[line.id]
         if mine is None:
-            trials[line.id] = [line]
-        elif any(other.trial == line.trial for other in mine):
+            trials[line.id] = line
+        elif any(other.trial == line.trial for other in (mine if isinstance(mine, list) else (mine,))):
             raise Untrusted(f"two verdicts for id {line.id!r} trial {line.trial}")
-        else:
+        elif isinstance(mine, list):
             mine.append(line)
-    judged = [e for e in labels.examples if e.id in trials]
+        else:
+            trials[line.id] = [mine, line]
+    judged = [e for e in labels.examples if trials[e.id] is not None]
     stopped = entry.early_stop_judged if entry is not None else None
     expected = stopped if stopped is not None else len(labels.examples)
     if len(judged) != expected:
-        missing = next((e.id for e in labels.examples if e.id not in trials), None)
+        missing = next((e.id for e in labels.examples if trials[e.id] is None), None)
         raise Untrusted(f"{len(judged)} of the set's {len(labels.examples)} examples have verdicts, not {expected}"
                         + (f" (none for id {missing!r})" if missing and stopped is None else ""))
-    per_example = [trials[e.id] if len(trials[e.id]) == 1 else sorted(trials[e.id], key=_trial) for e in judged]
-    verdicts = [majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in t]) for e, t in zip(judged, per_example)]
+    for e in judged:  # each example's trials in order
+        if isinstance(held := trials[e.id], list):
+            held.sort(key=_trial)
+
+    def each(e: Labelled) -> list[Line] | tuple[Line]:
+        held = trials[e.id]
+        return held if isinstance(held, list) else (held,)  # type: ignore[return-value]
+
+    verdicts = [majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in each(e)]) for e in judged]
     final = [v.passed for v in verdicts]
     cells, abstained = confusion([e.label for e in judged], final)
-    times = [v.at for t in per_example for v in t]
-    count = max((len(t) for t in per_example), default=1)
-    flips = flip_rate([[v.passed for v in t] for t in per_example]) if count > 1 else None
+    times = [v.at for e in judged for v in each(e)]
+    count = max((len(each(e)) for e in judged), default=1)
+    flips = flip_rate([[v.passed for v in each(e)] for e in judged]) if count > 1 else None
     labelled_pass = sum(e.label for e in labels.examples)
     return Figures(n=len(judged), abstained=abstained, confusion=(cells.tp, cells.fp, cells.tn, cells.fn),
                    labelled_pass=labelled_pass, labelled_fail=len(labels.examples) - labelled_pass, trials=count,
@@ -139,7 +149,7 @@ def _trial(line: Line) -> int:
 _PAIRS = {(label, verdict): (label, verdict) for label in (True, False) for verdict in (True, False)}
 
 
-def _by_example(lines: Sequence[Line], known: set[str]) -> dict[str, Verdict]:
+def _by_example(lines: Sequence[Line], known: Container[str]) -> dict[str, Verdict]:
     """The final verdict of each example from one judge's lines (a judge escalated to)."""
     trials: dict[str, dict[int, Line]] = defaultdict(dict)
     for line in lines:

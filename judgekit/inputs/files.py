@@ -10,18 +10,19 @@ from __future__ import annotations
 
 import csv
 import gc
+import hashlib
 import io
 import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterable, Iterator
 
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import digest
 from judgekit.inputs.parsing import parse_json, parse_yaml
-from judgekit.secrets import redact_known
+from judgekit.secrets import redact_known, redact_known_lines
 
 RECORD_SUFFIXES = (".jsonl", ".yaml", ".yml", ".csv")
 
@@ -63,6 +64,53 @@ def bulk() -> Iterator[None]:
             gc.enable()
 
 
+class SourceLines:
+    """A JSON Lines file read one line at a time (lines end at "\n" only, as `iter_records` splits
+    them; a byte-order mark is not part of the text), and, once every line is read, the digest of
+    its bytes: a file of a million records is never held whole. A byte that is not UTF-8 is an
+    InputError naming the file and the line."""
+
+    def __init__(self, path: Path, hint: str = ""):
+        self.path, self.hint = path, hint
+        self._digest: str | None = None
+
+    @property
+    def digest(self) -> str:
+        if self._digest is None:
+            raise RuntimeError(f"{self.path}: its digest is known once every line is read")
+        return self._digest
+
+    def __iter__(self) -> Iterator[str]:
+        hashed = hashlib.sha256()
+        number = 0
+        try:
+            with open(self.path, "rb") as handle:
+                for number, raw in enumerate(handle, start=1):  # a binary file's lines end at b"\n" only
+                    hashed.update(raw)
+                    line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
+                    yield line[:-1] if line.endswith("\n") else line
+        except (OSError, UnicodeDecodeError) as error:
+            where = f"line {number}" if isinstance(error, UnicodeDecodeError) else ""
+            raise InputError.one(self.path, where, f"cannot be read ({error}){'; ' + self.hint if self.hint else ''}") \
+                from None
+        self._digest = hashed.hexdigest()
+
+
+def open_source(path: Path) -> Source | SourceLines:
+    """A record file as its readers take it (`iter_records(path, source)`, then `source.digest`):
+    JSON Lines line by line, the other formats whole."""
+    return SourceLines(path) if path.suffix.lower() == ".jsonl" else read_source(path)
+
+
+def file_digest(path: Path, hint: str = "") -> str:
+    """sha256 of a file's bytes (as `read_source` gives it), read in blocks."""
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.file_digest(handle, "sha256").hexdigest()
+    except OSError as error:
+        raise InputError.one(path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}") from None
+
+
 def read_text(path: Path, hint: str = "") -> str:
     """A file's UTF-8 text, or an InputError naming the file (and `hint`, how to fix it)."""
     return read_source(path, hint).text
@@ -74,9 +122,10 @@ def read_yaml(path: Path, text: str | None = None) -> Any:
     return parse_yaml(read_text(path) if text is None else text, path)
 
 
-def iter_records(path: Path, text: str | None = None) -> Iterator[tuple[str, Any]]:
+def iter_records(path: Path, text: str | Source | SourceLines | None = None) -> Iterator[tuple[str, Any]]:
     """Yield `(location, record)` pairs from a JSONL, YAML (a list) or CSV file (from `text` when
-    the caller has read it).
+    the caller has read it, or from its `open_source`; a JSON Lines file is otherwise read line by
+    line).
 
     A record that cannot be read (a JSON Lines line that does not parse, a CSV row with too many
     cells) comes as a `Problem` in place of the record, so the caller lists it beside the other
@@ -84,9 +133,12 @@ def iter_records(path: Path, text: str | None = None) -> Iterator[tuple[str, Any
     decides what they mean. A file that cannot be read at all is an InputError.
     """
     suffix = path.suffix.lower()
+    if isinstance(text, Source):
+        text = text.text
     if suffix == ".jsonl":
         # Records end at "\n" only: str.splitlines() would also split inside a string at U+2028 or U+0085.
-        for number, line in enumerate((read_text(path) if text is None else text).split("\n"), start=1):
+        lines = _lines(text) if isinstance(text, str) else text if text is not None else SourceLines(path)
+        for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
             try:
@@ -110,6 +162,15 @@ def iter_records(path: Path, text: str | None = None) -> Iterator[tuple[str, Any
             yield f"line {number}", {k: (None if v == "" else v) for k, v in row.items()}
     else:
         raise InputError.one(path, "", f"unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}")
+
+
+def _lines(text: str) -> Iterator[str]:
+    """`text.split("\n")`, one line at a time: a file of a million lines is never a list of them."""
+    start = 0
+    while (end := text.find("\n", start)) != -1:
+        yield text[start:end]
+        start = end + 1
+    yield text[start:]
 
 
 def read_csv(path: Path, text: str | None = None) -> tuple[list[str], list[dict[str, Any]]]:
@@ -143,11 +204,16 @@ def parse_bool(value: Any) -> Any:
     return value
 
 
-def write_atomic(path: Path, text: str, verbatim: bool = False) -> None:
+def write_atomic(path: Path, text: str | Iterable[str], verbatim: bool = False) -> None:
     """Write a whole file or nothing: a killed process never leaves half a file behind. No known
     secret (an API key in the environment, a password of an endpoint) is ever written, except with
-    `verbatim`: a file of the user's own, written back as they had it (a criterion file adopted)."""
-    text = text if verbatim else redact_known(text)
+    `verbatim`: a file of the user's own, written back as they had it (a criterion file adopted).
+    `text` may come as whole lines, each ending in a line break (a million verdicts are then written
+    block by block, never held as one string)."""
+    if isinstance(text, str):
+        blocks: Iterable[str] = (text if verbatim else redact_known(text),)
+    else:
+        blocks = text if verbatim else redact_known_lines(text)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
@@ -156,7 +222,8 @@ def write_atomic(path: Path, text: str, verbatim: bool = False) -> None:
             from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+            for block in blocks:
+                handle.write(block)
             handle.flush()
             os.fsync(handle.fileno())
         umask = os.umask(0)

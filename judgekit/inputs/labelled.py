@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import bulk, iter_records, parse_bool, read_source
+from judgekit.inputs.files import bulk, iter_records, open_source, parse_bool
 
 
 def majority(labels: Mapping[str, bool]) -> bool | None:
@@ -50,7 +50,7 @@ def from_csv_cells(record: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Labelled:
     """One example as the gate needs it: its id, the human label, its split."""
 
@@ -80,10 +80,10 @@ class LabelledSet:
 @bulk()
 def read_labels(path: Path, criterion_id: str) -> LabelledSet:
     """The labels of a set file; a record that has none is an InputError naming it."""
-    source = read_source(path)
+    source = open_source(path)
     is_csv = path.suffix.lower() == ".csv"
     examples, problems = [], []
-    for location, record in iter_records(path, source.text):
+    for location, record in iter_records(path, source):
         if isinstance(record, Problem):
             problems.append(record)
             continue

@@ -24,7 +24,7 @@ from pydantic import Field, StrictBool, StrictInt, ValidationError, model_valida
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash, canonical_hash_of_list
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
-from judgekit.inputs.files import bulk, iter_records, read_source
+from judgekit.inputs.files import Source, SourceLines, bulk, iter_records, open_source
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.labelled import from_csv_cells, majority
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
@@ -148,7 +148,7 @@ def load_set(path: Path, criterion_id: str) -> CalibrationSet:
     return loaded
 
 
-def set_records(path: Path, text: str) -> Iterator[tuple[str, dict[str, Any] | Problem]]:
+def set_records(path: Path, text: str | Source | SourceLines) -> Iterator[tuple[str, dict[str, Any] | Problem]]:
     """Each record of a set file (its text) as the loader reads it — a CSV's cells as values — and
     where it is (`line 3 (id a)`); in its place, a Problem for one that cannot be read or whose id
     came before (ids are checked before the rest, so a duplicate is reported beside the record's
@@ -183,8 +183,8 @@ def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Proble
     examples: list[Example] = []
     problems: list[Problem] = []
     names: dict[frozenset[str], set[str]] = {}
-    source = read_source(path)
-    for where, record in set_records(path, source.text):
+    source = open_source(path)
+    for where, record in set_records(path, source):
         if isinstance(record, Problem):
             problems.append(record)
             continue

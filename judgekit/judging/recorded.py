@@ -11,20 +11,16 @@
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import bulk, iter_records, parse_bool
-from judgekit.inputs.sets import CalibrationSet
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
-from judgekit.inputs.criteria import Criterion
-from judgekit.judging.prompts import fingerprint
-from judgekit.judging.verdicts import JUDGE_ID, ClaimCheck, Verdict, aggregate
+from judgekit.judging.verdicts import ClaimCheck, Verdict, aggregate
 
 
 class RecordedClaim(Frozen):
@@ -114,11 +110,18 @@ def load_by_candidate(path: Path) -> dict[str, list[RecordedVerdict]]:
 
 @bulk()
 def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerdict]]:
+    return list(iter_recorded(path, column))
+
+
+def iter_recorded(path: Path, column: str | None = None) -> Iterator[tuple[str | None, RecordedVerdict]]:
+    """Each record of a verdict file, checked, as it is read, with its `column` (a candidate's
+    name) taken out; the problems of every record come after the last, as one InputError."""
     if not path.is_file():
         raise InputError.one(path, "", "no such verdict file; pass --verdicts with a JSONL or CSV file")
-    records, problems = [], []
+    problems: list[Problem] = []
     names: dict[frozenset[str], set[str]] = {}
     is_csv = path.suffix.lower() == ".csv"
+    read = 0
     for location, record in iter_records(path):
         if isinstance(record, Problem):
             problems.append(record)
@@ -139,17 +142,20 @@ def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerd
                                         "give every record its candidate"))
                 continue
         try:
-            records.append((name, shared_names(RecordedVerdict.model_validate(record), names)))
+            checked = shared_names(RecordedVerdict.model_validate(record), names)
         except ValidationError as error:
             problems.extend(problems_of(error, str(path), location))
+            continue
+        read += 1
+        if not problems:  # after a problem, the rest are only checked
+            yield name, checked
     if problems:
         raise InputError(problems)
-    if not records:
+    if not read:
         raise InputError.one(path, "", "holds no verdicts")
-    return records
 
 
-def _verdict(record: RecordedVerdict, no_claims: str, default_at: float | None) -> Verdict:
+def _verdict(record: RecordedVerdict, no_claims: str, default_at: float | None, example_id: str) -> Verdict:
     passed, reason, checks = record.passed, record.reason, None
     if record.claims is not None:
         checks = tuple(ClaimCheck(c.claim, c.supported, c.evidence) for c in record.claims)
@@ -157,91 +163,20 @@ def _verdict(record: RecordedVerdict, no_claims: str, default_at: float | None) 
             passed, rule = aggregate(checks, no_claims)
             reason = reason or rule
     at = record.at.timestamp() if record.at is not None else default_at
-    return Verdict(record.id, passed, reason, trial=record.trial, abstention="recorded" if passed is None else None,
+    return Verdict(example_id, passed, reason, trial=record.trial, abstention="recorded" if passed is None else None,
                    raw=record.raw, claims=checks, obtained_at=at, confidence=record.confidence)
 
 
-@bulk()
-def match_recorded(path: Path, records: list[RecordedVerdict], sets: dict[str, CalibrationSet],
-                   no_claims: dict[str, str] | None = None) -> dict[str, list[list[Verdict]]]:
-    """Pair recorded verdicts with the examples of each criterion's set, in the set's order.
-
-    Returns, per criterion, one list of trial verdicts per example. Verdicts for unknown ids and
-    examples without a verdict are errors that list them all; nothing is dropped silently.
-    Records of criteria not being calibrated in this run are left alone. A record with claims and
-    no `passed` is decided by the strict rule, with the criterion's `no_claims` (default fail); a
-    record that gives both must agree with the rule. A record without `at` counts as obtained
-    when the file was last written.
-    """
-    source = str(path)
-    try:
-        default_at: float | None = path.stat().st_mtime
-    except OSError:
-        default_at = None
-    named = {r.criterion for r in records}
-    if None in named and len(sets) > 1:
-        raise InputError.one(path, "criterion", f"verdicts without a 'criterion' column cannot be matched to "
-                             f"{len(sets)} criteria; add the column or pass --criterion ID")
-    grouped: dict[tuple[str, str], dict[int, Verdict]] = defaultdict(dict)
-    problems: list[Problem] = []
-    only = next(iter(sets)) if len(sets) == 1 else None
-    rules = no_claims or {}
-    for r in records:
-        criterion_id = r.criterion or only
-        if criterion_id not in sets or r.stage:
-            continue  # another criterion's, or a judge escalated to (the gate reads those): not this run's
-        trials = grouped[(criterion_id, r.id)]
-        if r.trial in trials:
-            problems.append(Problem(source, f"id {r.id}", f"has two verdicts for criterion {criterion_id!r} "
-                                    f"trial {r.trial}; keep one or number the trials"))
-            continue
-        if r.claims is not None and criterion_id not in rules:
-            problems.append(Problem(source, f"id {r.id}", f"gives claims, but criterion {criterion_id!r} is not a "
-                                    "claims criterion; give 'passed' instead"))
-            continue
-        verdict = _verdict(r, rules.get(criterion_id, "fail"), default_at)
-        if r.claims is not None and "passed" in r.model_fields_set:
-            by_rule, why = aggregate(verdict.claims or (), rules[criterion_id])
-            if by_rule != r.passed:
-                said = "undecided" if by_rule is None else str(by_rule).lower()
-                problems.append(Problem(source, f"id {r.id}", f"passed is {_word(r.passed)} but its claims say "
-                                        f"{said} by the strict rule ({why}; no_claims: {rules[criterion_id]}); "
-                                        "fix one, or leave out passed"))
-                continue
-        trials[r.trial] = verdict
-    out: dict[str, list[list[Verdict]]] = {}
-    for criterion_id, cal in sets.items():
-        known = {e.id for e in cal.examples}
-        unknown = sorted(eid for (cid, eid) in grouped if cid == criterion_id and eid not in known)
-        found, missing = [], []
-        for e in cal.examples:
-            trials = grouped.get((criterion_id, e.id))
-            if trials is None:
-                missing.append(e.id)
-            else:  # one trial needs no sorting
-                found.append(list(trials.values()) if len(trials) == 1 else sorted(trials.values(), key=_trial))
-        if unknown:
-            problems.append(Problem(source, criterion_id, f"{len(unknown)} verdict(s) for ids not in "
-                                    f"{cal.path}: {', '.join(unknown[:20])}{' …' if len(unknown) > 20 else ''}"))
-        if missing:
-            problems.append(Problem(source, criterion_id, f"{len(missing)} example(s) of {cal.path} have no verdict: "
-                                    f"{', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}"))
-        out[criterion_id] = found
-    if problems:
-        raise InputError(problems)
-    return out
-
-
-def _trial(verdict: Verdict) -> int:
-    return verdict.trial
-
-
-def provenance(criterion: Criterion, records: list[RecordedVerdict], model: str | None, path: Path) -> str:
-    """`replayed:<file>` when every verdict of the criterion was given by judgekit's own judge with
-    this very fingerprint (a report's verdicts.jsonl read back), else `recorded:<file>`: another
-    tool's judge, which judgekit may gate but never stands in for."""
-    own = fingerprint(criterion, model)[:JUDGE_ID]
-    mine = [r for r in records if r.criterion in (criterion.id, None)]
-    if mine and all(r.judge == own for r in mine):
-        return f"replayed:{path.name}"
-    return f"recorded:{path.name}"
+def recorded_verdict(record: RecordedVerdict, no_claims: str, default_at: float | None,
+                     example_id: str | None = None) -> tuple[Verdict, str | None]:
+    """The engine's verdict a record gives (for `example_id`, the record's id as the set holds it:
+    one string, not two equal ones), and what is wrong with it, if anything: a `passed` its claims
+    contradict by the strict rule (with the criterion's `no_claims`)."""
+    verdict = _verdict(record, no_claims, default_at, record.id if example_id is None else example_id)
+    if record.claims is not None and "passed" in record.model_fields_set:
+        by_rule, why = aggregate(verdict.claims or (), no_claims)
+        if by_rule != record.passed:
+            said = "undecided" if by_rule is None else str(by_rule).lower()
+            return verdict, f"passed is {_word(record.passed)} but its claims say {said} by the strict rule ({why}; " \
+                f"no_claims: {no_claims})"
+    return verdict, None

@@ -20,7 +20,7 @@ from typing import Sequence
 JUDGE_ID = 16  # hex digits of a judge's fingerprint that mark the verdicts it gave in a verdict file
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Usage:
     """What one judge call cost. `cached` calls cost nothing and took no provider time."""
 
@@ -44,7 +44,7 @@ class Usage:
         return (0, 1) if self.cached else (1, 0)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Verdict:
     """The judge's decision on one example in one trial. `passed is None` is an abstention,
     and then `abstention` says why (unparseable, refusal, error: ..., recorded)."""
@@ -90,7 +90,7 @@ def majority(trials: Sequence[Verdict]) -> Verdict:
                    confidence=max(yes, no) / len(trials))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ClaimCheck:
     """One claim of a reply and what the verification step said of it (None: unreadable)."""
 

@@ -8,9 +8,10 @@
 from __future__ import annotations
 
 import statistics
+from itertools import chain
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Annotated, Any, Sequence
 
 from pydantic import Field, PrivateAttr, ValidationError
 
@@ -18,10 +19,11 @@ from judgekit.errors import InputError
 from judgekit.inputs.files import bulk, locked, read_text, write_atomic
 from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.validation import problems_of
-from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded
+from judgekit.judging.recorded import RecordedClaim, load_recorded
+from judgekit.judging.verdict_log import VerdictLog
 from judgekit.judging.verdicts import Verdict
 from judgekit.report.frames import criteria_frame, examples_frame
-from judgekit.report.parts import Certificate, Design, ReportPart
+from judgekit.report.parts import ById, Certificate, Design, ReportPart
 from judgekit.report.render import to_markdown
 from judgekit.version import version
 
@@ -200,12 +202,13 @@ class CriterionReport(ReportPart):
                                   "pool by the judge's verdict (`judgekit label --next`): the figures are weighted.")
     labels_changed: int | None = Field(None, description="Labels of the set changed (`judgekit label --review`) "
                                        "since this criterion's previous calibration, by the history.")
-    verdicts: list[RecordedVerdict] = Field(default_factory=list, exclude=True,
-                                            description="Every verdict of every trial; written to verdicts.jsonl.")
-    outcomes: dict[str, tuple[bool, bool | None]] = Field(
+    verdicts: VerdictLog = Field(default_factory=VerdictLog, exclude=True,
+                                 description="Every verdict of every trial; written to verdicts.jsonl.")
+    outcomes: Annotated[dict[str, tuple[bool, bool | None]], ById] = Field(
         default_factory=dict, exclude=True, description="Example id -> (label, final verdict); kept in the history.")
-    keys: dict[str, str] = Field(default_factory=dict, exclude=True, description="Example id -> the digest of "
-                                 "what the judge was shown (judgekit.inputs.sets.Example.key).")
+    keys: Annotated[dict[str, str], ById] = Field(
+        default_factory=dict, exclude=True,
+        description="Example id -> the digest of what the judge was shown (judgekit.inputs.sets.Example.key).")
     confidences: dict[str, float] = Field(default_factory=dict, exclude=True, description="Example id -> the "
                                           "confidence of its final verdict, where it has one; kept in the history.")
     warnings: list[str] = Field(default_factory=list, description="What the numbers cannot show, in words.")
@@ -254,12 +257,11 @@ class Report(ReportPart):
             write_atomic(directory / "report.json", report.model_dump_json(indent=2) + "\n")
             write_atomic(directory / "report.md", to_markdown(report))
             mine = {c.id for c in report.criteria} - {c for c in kept_lines}
-            write_atomic(directory / "verdicts.jsonl", "".join(
-                v.line() for c in report.criteria if c.id in mine for v in c.verdicts)
-                + "".join(kept_lines.values()))
+            write_atomic(directory / "verdicts.jsonl", chain(
+                (v.line() for c in report.criteria if c.id in mine for v in c.verdicts), *kept_lines.values()))
         return report
 
-    def _merged(self, directory: Path, merge: bool) -> tuple["Report", dict[str, str]]:
+    def _merged(self, directory: Path, merge: bool) -> tuple["Report", dict[str, list[str]]]:
         """This report combined with the one on disk, and the verdict lines kept from disk by criterion."""
         previous = directory / "report.json"
         if not previous.is_file():
@@ -276,12 +278,12 @@ class Report(ReportPart):
         keep = {cid for cid, c in theirs.items() if (merge and cid not in mine) or newer(c)}
         if not keep:
             return self, {}
-        lines: dict[str, str] = {cid: "" for cid in keep}
+        lines: dict[str, list[str]] = {cid: [] for cid in keep}
         old_verdicts = directory / "verdicts.jsonl"
         if old_verdicts.is_file():
             for v in load_recorded(old_verdicts):
                 if v.criterion in keep:
-                    lines[v.criterion] += v.line()
+                    lines[v.criterion].append(v.line())
         criteria = [c for cid, c in mine.items() if cid not in keep] + [theirs[cid] for cid in keep]
         return self.model_copy(update={"criteria": sorted(criteria, key=lambda c: c.id)}), lines
 

@@ -1,5 +1,6 @@
-"""The base of every part of a report, the selective-judging certificate a report states, and how
-a set drawn by design is measured (its agreement, weighted, and the part that says so).
+"""The base of every part of a report, its mappings by example id (held as built), the
+selective-judging certificate a report states, and how a set drawn by design is measured (its
+agreement, weighted, and the part that says so).
 
 >>> Certificate(confidence="trials", min_agreement=0.9, delta=0.1, min_coverage=0.5, n=40).certified
 False
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Sequence
+from typing import Any, Sequence
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -27,6 +28,20 @@ class ReportPart(BaseModel):
     rejected) so that an older judgekit can read a report a newer one wrote."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
+
+
+class ById(dict):  # type: ignore[type-arg]
+    """A mapping by example id that judgekit built from checked values, which a report holds as
+    built: pydantic would copy each of a million entries. Any other mapping given to the field is
+    validated as the field says."""
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        from pydantic_core import core_schema
+
+        checked = handler(source)  # the field's own type: Annotated[dict[...], ById]
+        return core_schema.json_or_python_schema(json_schema=checked, python_schema=core_schema.union_schema(
+            [core_schema.is_instance_schema(cls), checked]))
 
 
 class Stage(ReportPart):

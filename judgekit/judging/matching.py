@@ -1,0 +1,142 @@
+"""Recorded verdicts paired with the examples of the sets, in one pass over the records as they
+are read (`iter_recorded`): a file of a million verdicts is never held as a million records, only
+as the engine's verdicts they become, one per example and trial.
+
+Verdicts for unknown ids and examples without a verdict are problems that list them all; nothing
+is dropped silently. A record with claims and no `passed` is decided by the strict rule, with the
+criterion's `no_claims` (default fail); a record that gives both must agree with the rule. A
+record without `at` counts as obtained when the file was last written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+from judgekit.errors import Problem
+from judgekit.inputs.criteria import Criterion
+from judgekit.inputs.sets import CalibrationSet
+from judgekit.judging.prompts import fingerprint
+from judgekit.judging.recorded import RecordedVerdict, recorded_verdict
+from judgekit.judging.verdicts import JUDGE_ID, Verdict
+
+
+@dataclass
+class Matched:
+    """What a pass over a verdict file found."""
+
+    trials: dict[str, list[list[Verdict]]] = field(default_factory=dict)  # per criterion matched: per example, in
+    #                                                                        the set's order, its trials
+    named: set[str | None] = field(default_factory=set)  # the criteria its records name (None: a record names none)
+    judges: dict[str, set[str | None]] = field(default_factory=dict)  # per criterion matched: its records' judges
+    problems: list[Problem] = field(default_factory=list)
+
+    def provenance(self, criterion: Criterion, model: str | None, path: Path) -> str:
+        """`replayed:<file>` when every verdict of the criterion was given by judgekit's own judge
+        with this very fingerprint (a report's verdicts.jsonl read back), else `recorded:<file>`:
+        another tool's judge, which judgekit may gate but never stands in for."""
+        judges = self.judges.get(criterion.id, set())
+        if judges and judges == {fingerprint(criterion, model)[:JUDGE_ID]}:
+            return f"replayed:{path.name}"
+        return f"recorded:{path.name}"
+
+
+def match_file(path: Path, records: Iterable[RecordedVerdict], sets: dict[str, CalibrationSet],
+               no_claims: dict[str, str] | None = None, every: bool = False) -> Matched:
+    """Pair `records` with the examples of `sets`. With `every`, each criterion of `sets` is
+    matched (one judge's file, `judgekit compare`); else those the records name, and with one
+    criterion in `sets`, records that name none are its (`calibrate --verdicts`). Records of other
+    criteria, and of judges escalated to (the gate reads those), are left alone."""
+    source = str(path)
+    try:
+        default_at: float | None = path.stat().st_mtime
+    except OSError:
+        default_at = None
+    rules = no_claims or {}
+    only = next(iter(sets)) if len(sets) == 1 else None
+    out = Matched(judges={cid: set() for cid in sets})
+    groups: dict[str, dict[str, Verdict | dict[int, Verdict]]] = {cid: {} for cid in sets}
+    unnamed: list[RecordedVerdict] = []  # records naming no criterion, while it is not known whose they are
+    unnamed_judges: set[str | None] = set()
+    ids = {e.id: e.id for cal in sets.values() for e in cal.examples}  # the sets' own id strings, shared
+
+    def take(r: RecordedVerdict, criterion_id: str) -> None:
+        group = groups[criterion_id]
+        example_id = ids.get(r.id, r.id)
+        held = group.get(example_id)
+        if held is not None and r.trial in ((held.trial,) if isinstance(held, Verdict) else held):
+            out.problems.append(Problem(source, f"id {r.id}", f"has two verdicts for criterion {criterion_id!r} "
+                                        f"trial {r.trial}; keep one or number the trials"))
+            return
+        if r.claims is not None and criterion_id not in rules:
+            out.problems.append(Problem(source, f"id {r.id}", f"gives claims, but criterion {criterion_id!r} is not "
+                                        "a claims criterion; give 'passed' instead"))
+            return
+        verdict, problem = recorded_verdict(r, rules.get(criterion_id, "fail"), default_at, example_id)
+        if problem is not None:
+            out.problems.append(Problem(source, f"id {r.id}", f"{problem}; fix one, or leave out passed"))
+            return
+        if held is None:
+            group[example_id] = verdict
+        elif isinstance(held, Verdict):
+            group[example_id] = {held.trial: held, r.trial: verdict}
+        else:
+            held[r.trial] = verdict
+
+    for r in records:
+        out.named.add(r.criterion)
+        if r.criterion is None:
+            unnamed_judges.add(r.judge)
+        elif r.criterion in out.judges:
+            out.judges[r.criterion].add(r.judge)
+        criterion_id = r.criterion or only
+        if r.stage or (criterion_id is None and not sets):
+            continue
+        if criterion_id is None:
+            unnamed.append(r)
+        elif criterion_id in groups:
+            take(r, criterion_id)
+    matched = list(sets) if every else [cid for cid in sets if cid in out.named or (None in out.named and only)]
+    if unnamed and len(matched) > 1:
+        out.problems.append(Problem(source, "criterion", f"verdicts without a 'criterion' column cannot be matched "
+                                    f"to {len(matched)} criteria; add the column or pass --criterion ID"))
+        return out
+    for r in unnamed if matched else ():
+        take(r, matched[0])
+    ids.clear()
+    for criterion_id in matched:
+        if None in out.named:
+            out.judges[criterion_id] |= unnamed_judges
+        out.trials[criterion_id] = _in_order(source, criterion_id, sets[criterion_id], groups.pop(criterion_id),
+                                             out.problems)
+    return out
+
+
+def _in_order(source: str, criterion_id: str, cal: CalibrationSet, group: dict[str, Verdict | dict[int, Verdict]],
+              problems: list[Problem]) -> list[list[Verdict]]:
+    """Per example of the set, in its order, its trials; the examples without one and the ids
+    not in the set are problems. (The group is emptied as it is read.)"""
+    found: list[list[Verdict]] = []
+    missing: list[str] = []
+    for e in cal.examples:
+        held = group.pop(e.id, None)
+        if held is None:
+            missing.append(e.id)
+        elif isinstance(held, Verdict):
+            found.append([held])
+        else:
+            found.append(sorted(held.values(), key=_trial))
+    unknown = sorted(group)
+    if unknown:
+        problems.append(Problem(source, criterion_id, f"{len(unknown)} verdict(s) for ids not in {cal.path}: "
+                                f"{', '.join(unknown[:20])}{' …' if len(unknown) > 20 else ''}"))
+    if missing:
+        problems.append(Problem(source, criterion_id, f"{len(missing)} example(s) of {cal.path} have no "
+                                f"verdict: {', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}"))
+    return found
+
+
+def _trial(verdict: Verdict) -> int:
+    return verdict.trial
+

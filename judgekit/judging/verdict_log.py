@@ -1,0 +1,99 @@
+"""A criterion's verdicts as a report holds them: every trial of every example, read as
+`RecordedVerdict`s (what verdicts.jsonl holds), made one at a time from the engine's verdicts.
+
+A report of a million examples would otherwise hold a million `RecordedVerdict`s (about 540 bytes
+each) beside the engine's verdicts they are made from; the log keeps the latter only, and each
+pass over it (writing verdicts.jsonl, the history, a data frame) makes the records as it goes.
+
+>>> from datetime import datetime, timezone
+>>> from judgekit.judging.verdicts import Verdict
+>>> log = VerdictLog.of("c", [[[Verdict("e1", True, "ok")], [Verdict("e2", None, abstention="refusal")]]],
+...                     judge=None, started=datetime(2026, 1, 1, tzinfo=timezone.utc))
+>>> len(log), [(v.id, v.passed, v.reason) for v in log]
+(2, [('e1', True, 'ok'), ('e2', None, '(refusal) ')])
+>>> log == VerdictLog(list(log))
+True
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Iterable, Iterator, Sequence
+
+from judgekit.judging.recorded import RecordedClaim, RecordedVerdict
+from judgekit.judging.verdicts import Verdict
+
+
+def recorded_claims(verdict: Verdict) -> list[RecordedClaim] | None:
+    """A claims check's claims as a verdict file records them (None when it checked none)."""
+    if verdict.claims is None:
+        return None
+    return [RecordedClaim(claim=c.claim, supported=c.supported, evidence=c.evidence) for c in verdict.claims]
+
+
+class VerdictLog(Sequence[RecordedVerdict]):
+    """Verdicts given as `RecordedVerdict`s, or (`of`) the engine's, per stage (0: the criterion's
+    judge, 1: the one it escalates to), example and trial, made into records as they are read."""
+
+    __slots__ = ("_given", "_stages", "_criterion", "_judge", "_started", "_length")
+
+    def __init__(self, verdicts: Iterable[RecordedVerdict] = ()):
+        self._given: list[RecordedVerdict] | None = list(verdicts)
+        self._stages: Sequence[Sequence[Sequence[Verdict]]] = ()
+        self._criterion, self._judge, self._started = "", None, datetime.now(timezone.utc)
+        self._length = len(self._given)
+
+    @classmethod
+    def of(cls, criterion_id: str, stages: Sequence[Sequence[Sequence[Verdict]]], judge: str | None,
+           started: datetime) -> "VerdictLog":
+        """The engine's verdicts of one criterion; `judge` marks them as its own (None: another
+        tool's); a verdict with no time of its own was obtained at `started`."""
+        log = cls()
+        log._given, log._stages = None, stages
+        log._criterion, log._judge, log._started = criterion_id, judge, started
+        log._length = sum(len(trials) for judged in stages for trials in judged)
+        return log
+
+    def __iter__(self) -> Iterator[RecordedVerdict]:
+        if self._given is not None:
+            yield from self._given
+            return
+        seen: dict[float, datetime] = {}  # one time object per distinct time (recorded verdicts share one)
+        for stage, judged in enumerate(self._stages):
+            for trials in judged:
+                for v in trials:
+                    if v.obtained_at is None:
+                        at = self._started
+                    elif (at := seen.get(v.obtained_at)) is None:
+                        at = seen[v.obtained_at] = datetime.fromtimestamp(v.obtained_at, timezone.utc)
+                    # Built from judgekit's own verdicts, already checked: no need to validate them again.
+                    yield RecordedVerdict.trusted(
+                        criterion=self._criterion, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw,
+                        stage=stage, reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}",
+                        claims=recorded_claims(v), at=at, judge=self._judge, confidence=v.confidence)
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __getitem__(self, index: Any) -> Any:
+        """A verdict or a slice, by position (made from the engine's verdicts, it reads them all)."""
+        return (self._given if self._given is not None else list(self))[index]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (VerdictLog, list, tuple)):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"VerdictLog({self._length} verdicts)"
+
+    @classmethod
+    def __get_pydantic_core_schema__(cls, source: Any, handler: Any) -> Any:
+        """A log as it is; a list is validated as RecordedVerdicts and held as given."""
+        from pydantic_core import core_schema
+
+        listed = core_schema.no_info_after_validator_function(cls, handler.generate_schema(list[RecordedVerdict]))
+        return core_schema.json_or_python_schema(
+            json_schema=listed, python_schema=core_schema.union_schema([core_schema.is_instance_schema(cls), listed]))
