@@ -63,4 +63,6 @@ def gated_project(project: Project, monkeypatch: pytest.MonkeyPatch) -> Iterator
     with FakeServer(answers) as server:
         done = CliRunner().invoke(app, ["calibrate", "--model", "openai/judge", "--api-base", server.url])
         assert done.exit_code == 0, done.output
+        # The runners' judges ask the calibrated endpoint where the environment names it, as in CI.
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         yield Gated(project.root, server)

@@ -329,7 +329,10 @@ def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
         asked = server.requests
         # The provider now passes everything: 5 of the canary's 10 examples (its known-bad half) flip.
         server.answer = script({}, default=True)
-        result = runner.invoke(app, ["recheck", *common, "--size", "10", "--json"])
+        unnamed = runner.invoke(app, ["recheck", *common, "--size", "10"])
+        assert unnamed.exit_code == 2 and "recheck asks only an endpoint you name" in unnamed.output
+        assert server.requests == asked
+        result = runner.invoke(app, ["recheck", *common, "--size", "10", "--json", "--api-base", server.url])
         assert server.requests - asked == 30  # 10 examples x the 3 calibrated trials, at the calibrated endpoint
         drift = json.loads(result.output)["drifts"][0]
         assert result.exit_code == 1 and drift["status"] == "DRIFT" and drift["changed"] == []
@@ -339,9 +342,33 @@ def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
         elsewhere = runner.invoke(app, ["recheck", *common, "--api-base", "http://127.0.0.1:9/v1"])
         assert elsewhere.exit_code == 2 and "is not the calibrated endpoint" in elsewhere.output
         project.criterion(llm_criterion(pass_when="The reply says the card is now blocked."))
-        edited = runner.invoke(app, ["recheck", *common])
+        edited = runner.invoke(app, ["recheck", *common, "--api-base", server.url])
         assert edited.exit_code == 2 and "changed since its last calibration" in edited.output
         assert server.requests - asked == 30  # refusals ask nothing
+
+
+def test_an_endpoint_read_from_the_history_alone_is_never_asked(project, tmp_path):
+    """A history is data, not settings: one imported, shared or edited can name any endpoint. Recheck
+    sends the provider's key and the canary only to an endpoint the user names now."""
+    import sqlite3
+
+    from judgekit.testing import FakeServer, script
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(10, 10))
+    history = tmp_path / "h.sqlite"
+    common = ["--criteria", str(project.criteria), "--sets", str(project.sets), "--history", str(history)]
+    runner = CliRunner()
+    with FakeServer(script({"reply-p": True}, default=False)) as ours, FakeServer(script({})) as theirs:
+        calibrated = runner.invoke(app, ["calibrate", *common, "--model", "openai/j", "--api-base", ours.url, "-q"])
+        assert calibrated.exit_code == 0, calibrated.output
+        with sqlite3.connect(history) as db:
+            db.execute("UPDATE runs SET api_base = ?", (theirs.url,))
+        redirected = runner.invoke(app, ["recheck", *common, "--size", "10"])
+        assert redirected.exit_code == 2 and "recheck asks only an endpoint you name" in redirected.output
+        ours_named = runner.invoke(app, ["recheck", *common, "--size", "10", "--api-base", ours.url])
+        assert ours_named.exit_code == 2 and "is not the calibrated endpoint" in ours_named.output
+        assert theirs.requests == 0
 
 
 def test_ids_and_models_from_the_history_cannot_drive_the_terminal(project, tmp_path):

@@ -112,6 +112,25 @@ def test_recheck_and_the_judge_ask_the_criterion_s_endpoint_with_its_credentials
         assert elsewhere.requests == 0 and server.requests == asked + 6
 
 
+def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypatch):
+    """A report is data, not settings (one restored from a shared cache can be forged): its judge's
+    endpoint is asked only where the criterion or the environment names it, with their credentials."""
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    with FakeServer(VERDICTS) as ours, FakeServer(VERDICTS) as theirs:
+        setup.criterion(llm_criterion(judge={"model": "openai/judge"}))
+        criterion = load_criterion(setup.criteria / "says-blocked.yaml")
+        forged = Judge(criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=theirs.url), cache_dir=None)
+        with pytest.raises(InputError, match="never asked on its own"):
+            forged("reply-p0: blocked")
+        monkeypatch.setenv("OPENAI_BASE_URL", ours.url)
+        with pytest.raises(InputError, match="neither judge.api_base nor OPENAI_BASE_URL names"):
+            forged("reply-p0: blocked")
+        named = Judge(criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=ours.url), cache_dir=None)
+        assert named("reply-p0: blocked").passed is True
+        assert (ours.requests, theirs.requests) == (1, 0)
+
+
 @pytest.mark.parametrize("via", ["auto", "litellm"])
 def test_the_environment_s_endpoint_openai_base_url_first(setup, monkeypatch, via):
     setup.criterion(llm_criterion())

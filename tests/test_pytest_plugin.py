@@ -100,7 +100,7 @@ def test_bad_action_is_a_usage_error(sample):
     result.stderr.fnmatch_lines(["*judgekit_gate_action*maybe*"])
 
 
-def test_summary_shows_raw_and_corrected_pass_rates(pytester):
+def test_summary_shows_raw_and_corrected_pass_rates(pytester, monkeypatch):
     from judgekit.testing import FakeServer, script
 
     root = pytester.path
@@ -116,6 +116,7 @@ def test_summary_shows_raw_and_corrected_pass_rates(pytester):
         report = calibrate(Options(criteria_dir=root / "criteria", sets_dir=root / "calibration_sets",
                                    model="openai/j", api_base=server.url, cache_dir=root / ".judgekit" / "cache"))
         report.write(root / ".judgekit" / "reports" / "latest")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)  # where the tests' judge asks the calibrated endpoint
         pytester.makepyfile(test_suite='''
 import pytest
 

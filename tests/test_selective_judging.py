@@ -55,10 +55,12 @@ def _answers() -> tuple[dict, dict]:
 
 
 @pytest.fixture
-def server():
+def server(monkeypatch):
     weak, strong = _answers()
     with FakeServer(script({}, default=False), models={"weak-judge": script(weak), "strong-judge": script(strong),
                                                        }) as running:
+        # Where the judges a test runner holds ask the calibrated endpoint: the environment names it.
+        monkeypatch.setenv("OPENAI_BASE_URL", running.url)
         yield running
 
 
@@ -222,14 +224,14 @@ def test_selective_policy_errors_name_the_key():
 def test_recheck_reports_a_judge_that_became_less_sure(tmp_path, server):
     _project(tmp_path, escalate=False)
     assert _cli("calibrate", "--api-base", server.url).exit_code == 0
-    same = _cli("recheck", "--size", "60")
+    same = _cli("recheck", "--size", "60", "--api-base", server.url)
     assert same.exit_code == 0, same.output
     assert "coverage at the certified confidence threshold 0.97: 34 -> 34 of 60 examples (0 fell below it" in same.output
     # The provider's update leaves every verdict as it was but makes the judge less sure of the clear replies.
     weak, _ = _answers()
     server.models["weak-judge"] = script({k: Sure(v.passed, 0.9 if v.probability == 0.97 else v.probability)
                                           for k, v in weak.items()})
-    less_sure = _cli("recheck", "--size", "60")
+    less_sure = _cli("recheck", "--size", "60", "--api-base", server.url)
     assert less_sure.exit_code == 1, less_sure.output
     assert "0 flipped pass->fail, 0 fail->pass" in less_sure.output
     assert ("coverage at the certified confidence threshold 0.97: 34 -> 0 of 60 examples (34 fell below it, 0 rose "

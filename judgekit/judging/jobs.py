@@ -12,10 +12,12 @@ to run it from synchronous code (`run_sync`), inside a running event loop too.
 from __future__ import annotations
 
 import asyncio
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
 
+from judgekit.errors import InputError
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.sets import Example
 from judgekit.judging.answers import RESPONSE_FORMAT, Calls, call_failed, lookup, readable, verdict_from
@@ -34,6 +36,25 @@ def api_base_for(criterion: LLMCriterion | ClaimsCriterion, given: str | None = 
     if given is None or (own is not None and public_url(own) == given):
         return own
     return given
+
+
+def endpoint_named(criterion: LLMCriterion | ClaimsCriterion, calibrated: str | None) -> str | None:
+    """The endpoint to ask again for a calibration that asked `calibrated` (its public form, as a
+    report or the history keeps it): the criterion's own `judge.api_base` when it is that endpoint
+    (with its credentials), else None when the environment's is (the client reads it, with its
+    credentials). A report or a history is data, not settings: an endpoint named by it alone (one
+    edited, imported or restored from a shared cache) is refused, never sent the provider's key."""
+    if calibrated is None:
+        return None
+    own = criterion.judge.api_base
+    if own is not None and public_url(own) == calibrated:
+        return own
+    environment = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+    if environment and public_url(environment) == calibrated:
+        return None
+    raise InputError.one(f"criteria/{criterion.id}.yaml", "judge.api_base", f"its calibration asked {calibrated!r}, "
+                         "which neither judge.api_base nor OPENAI_BASE_URL names; an endpoint read from a report or "
+                         "the history is never asked on its own: name it in one of them")
 
 
 def reask_for(criterion: LLMCriterion | ClaimsCriterion, policy: RetryPolicy | None = None) -> int:

@@ -16,7 +16,7 @@ from judgekit.errors import InputError, JudgeNotCalibrated
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, RegexCriterion
 from judgekit.inputs.sets import Example
 from judgekit.judging.claims import claims_jobs
-from judgekit.judging.jobs import api_base_for, jobs_for, reask_for, run_sync
+from judgekit.judging.jobs import api_base_for, endpoint_named, jobs_for, reask_for, run_sync
 from judgekit.judging.selective import escalate, wants_logprobs
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
@@ -86,8 +86,8 @@ class Judge:
         trials = (asked.trials if asked else None) or self.criterion.judge.trials
         if asked is None:
             api_base, via = api_base_for(self.criterion), "auto"
-        else:  # the calibrated endpoint (its public form), with the criterion's credentials when it is its own
-            api_base, via = (api_base_for(self.criterion, asked.api_base) if asked.api_base else None), asked.via
+        else:  # the calibrated endpoint, as the criterion or the environment names it (with their credentials)
+            api_base, via = endpoint_named(self.criterion, asked.api_base), asked.via
         example = Example(id="-", output=output, input=input, context=context, passed=True)
         structured = asked.structured if asked else True
         verdict = await self._ask(model, example, trials, api_base, via, structured)

@@ -7,7 +7,9 @@ A re-check that asked anything else would not be a re-check: a criterion whose f
 (prompt or parameters), a baseline from another tool's recorded verdicts, or a `--model` /
 `--api-base` (or a criterion's `judge.api_base`) other than the calibrated one are refused before
 any call. The calibrated endpoint is known by its public form; the criterion's own `judge.api_base`
-(or `--api-base`) brings its credentials back.
+(or `--api-base`, or the environment's OPENAI_BASE_URL) brings its credentials back, and one of them
+must name it: an endpoint read from the history alone (which an imported or shared history could
+hold) is never asked.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from judgekit.inputs.criteria import JUDGED, Criterion, load_criteria, with_tria
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.inputs.settings import DriftPolicy
-from judgekit.judging.jobs import api_base_for
+from judgekit.judging.jobs import endpoint_named
 from judgekit.judging.prompts import fingerprint
 from judgekit.llm.transports import check_api_base
 from judgekit.pipeline import Options, calibrate
@@ -64,6 +66,7 @@ def recheck(db: History, criteria_dir: Path, sets_dir: Path, criterion_ids: Sequ
     _, on_disk = load_inputs(criteria_dir, sets_dir, ids, split)
     baselines = {cid: baseline(db, judged[cid], on_disk[cid], split) for cid in ids}
     problems = []
+    endpoints: dict[str, str | None] = {}
     for cid, run in baselines.items():
         if model is not None and model != run.model:
             problems.append(Problem("--model", cid, f"{model!r} is not the calibrated judge ({run.model!r}); recheck "
@@ -76,13 +79,23 @@ def recheck(db: History, criteria_dir: Path, sets_dir: Path, criterion_ids: Sequ
             problems.append(Problem(f"{criteria_dir / cid}.yaml", "judge.api_base", f"{own!r} is not the calibrated "
                                     f"endpoint ({run.api_base!r}); recheck re-asks what was calibrated: calibrate "
                                     "the criterion again"))
+        elif api_base is None:
+            # The history is data, not settings: an endpoint read from it (an imported run, a shared
+            # database) is never sent the provider's key or the canary unless the user names it now.
+            try:
+                endpoints[cid] = endpoint_named(judged[cid], run.api_base)
+            except InputError:
+                problems.append(Problem("--api-base", cid, f"its calibration (run {run.id}) asked {run.api_base!r}, "
+                                        f"which neither --api-base, {criteria_dir / cid}.yaml's judge.api_base nor "
+                                        "OPENAI_BASE_URL names; recheck asks only an endpoint you name: pass "
+                                        "--api-base with it"))
     if problems:
         raise InputError(problems)
     drifts = []
     for cid, run in baselines.items():
         fresh = calibrate(Options(
             criteria_dir=criteria_dir, sets_dir=sets_dir, criterion_ids=[cid], model=run.model,
-            api_base=api_base or (api_base_for(judged[cid], run.api_base) if run.api_base else None),
+            api_base=api_base or endpoints[cid],
             trials=run.parameters.get("trials"), via=run.via or "auto",
             structured=True if run.structured is None else run.structured, cache_dir=None, timeout_s=timeout_s,
             canary=size, split=split))
