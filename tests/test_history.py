@@ -269,3 +269,25 @@ def test_a_history_locked_by_another_process_is_waited_for_then_called_locked(tm
         opened.close()
     with History.open(path) as history:  # nothing was lost or changed
         assert len(history.runs()) == 1
+
+
+def test_a_run_imported_later_keeps_its_place_in_time(project, tmp_path):
+    """A runner's export merged into the shared history after newer runs were recorded there: drift
+    and recheck take the newest run by when it was made, not by when it arrived."""
+    from judgekit.watch.transfer import export_history, import_history
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(4, 4))
+    runner_history, shared, moved = tmp_path / "runner.sqlite", tmp_path / "shared.sqlite", tmp_path / "runs.jsonl"
+    record_history(_report(project, llm=FakeLLM.scripted({}, default=False)), runner_history)  # the older run
+    record_history(_report(project), shared)
+    with History.open(runner_history) as history:
+        export_history(history, moved)
+    with History.open(shared) as history:
+        import_history(history, moved)
+        runs = history.runs("says-blocked")
+        assert [r.id for r in runs] == [2, 1] and runs[0].created_at < runs[1].created_at
+        assert runs[-1].metrics["tpr"] == 1.0  # the newest: the judge that passes the good replies
+    result = CliRunner().invoke(app, ["drift", "--history", str(shared), "--json"])
+    drift = json.loads(result.output)["drifts"][0]
+    assert (drift["before"], drift["after"]) == (2, 1), result.output

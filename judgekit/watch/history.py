@@ -64,6 +64,11 @@ class Run:
                 "set": self.set_fingerprint, "verdicts": self.verdicts_sha}
 
 
+def _made(run: Run) -> datetime:
+    """When a run was made, as an aware time (a time without an offset is UTC)."""
+    return run.created_at if run.created_at.tzinfo is not None else run.created_at.replace(tzinfo=timezone.utc)
+
+
 Returned = TypeVar("Returned")
 
 
@@ -151,7 +156,8 @@ class History:
 
     @_refusing_database_errors
     def runs(self, criterion: str | None = None, purpose: str | None = None) -> list[Run]:
-        """Runs, oldest first; of one criterion and one purpose when given."""
+        """Runs, oldest first (by when each was made: a run imported later from another history
+        keeps its place in time; runs of one moment by id); of one criterion and one purpose when given."""
         where, args = [], []
         if criterion is not None:
             where.append("criterion = ?")
@@ -160,7 +166,7 @@ class History:
             where.append("purpose = ?")
             args.append(purpose)
         sql = f"SELECT {_COLUMNS} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id"
-        return [_run(row) for row in self.db.execute(sql, args)]
+        return sorted((_run(row) for row in self.db.execute(sql, args)), key=_made)
 
     @_refusing_database_errors
     def run(self, run_id: int) -> Run:
