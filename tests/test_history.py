@@ -228,6 +228,10 @@ def test_a_damaged_history_is_an_input_error_that_says_what_to_do(project, tmp_p
     project.jsonl("r", [{"id": "a", "output": "fine", "passed": True}])
     result = CliRunner().invoke(app, ["calibrate", "--history", str(path), "-q"])
     assert result.exit_code == 2 and f"{path}: is damaged" in result.output, result.output
+    # A file that is no history at all (a criterion given by mistake) is named, and not to be moved.
+    mistaken = CliRunner().invoke(app, ["drift", "--history", str(project.criteria / "r.yaml")])
+    assert mistaken.exit_code == 2 and "if it is another file, pass --history with the history's own" in \
+        mistaken.output, mistaken.output
 
 
 def test_a_read_only_history_says_so_and_how_to_go_on(tmp_path):

@@ -225,8 +225,10 @@ def sqlite_refusal(name: str, error: sqlite3.Error, timeout_s: float) -> InputEr
     if code.startswith(("SQLITE_CANTOPEN", "SQLITE_PERM", "SQLITE_IOERR", "SQLITE_FULL")):
         return InputError.one(name, "", f"cannot be opened or written ({error}); check the file, its folder and "
                                         "the free space, or pass --history with another file")
-    return InputError.one(name, "", f"is damaged or not a judgekit history database ({error}); move it away and "
-                                    "judgekit starts a new one (`sqlite3 FILE .recover` may save its runs)")
+    return InputError.one(name, "", f"is damaged or not a judgekit history database ({error}); if it is another "
+                                    "file, pass --history with the history's own; if it is a damaged history, move "
+                                    "it away and judgekit starts a new one (`sqlite3 FILE .recover` may save its "
+                                    "runs)")
 
 
 def postgres_refusal(name: str, error: BaseException, timeout_s: float) -> InputError:
