@@ -75,7 +75,7 @@ def anyio_backend():
 '''
 
 
-def test_the_judge_fixture_in_async_tests(pytester):
+def test_the_judge_fixture_in_async_tests(pytester, monkeypatch):
     """pytest-asyncio and anyio tests use the judge fixture: `await judge.acall(...)`, and `judge(...)`
     inside the running loop; their verdicts are tallied like any other."""
     from judgekit.pipeline import Options, calibrate
@@ -92,6 +92,7 @@ def test_the_judge_fixture_in_async_tests(pytester):
         report = calibrate(Options(criteria_dir=root / "criteria", sets_dir=root / "calibration_sets",
                                    model="openai/j", api_base=server.url, cache_dir=root / ".judgekit" / "cache"))
         report.write(root / ".judgekit" / "reports" / "latest")
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)  # the tests' judge asks the calibrated endpoint where the environment names it
         pytester.makepyfile(test_async_suite=ASYNC_SUITE)
         result = pytester.runpytest_subprocess("--judgekit-gate", "-p", "asyncio", "-p", "anyio")
     assert "cannot be called from a running event loop" not in result.stdout.str()

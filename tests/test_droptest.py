@@ -85,3 +85,17 @@ def test_a_steep_drop_on_a_large_window_is_decided_without_the_grid():
     # Near the decision the box does not decide, and the grid does.
     p, alert = drop_test(230, 300, 2_700, 3_000, 0.05, alpha=0.01)
     assert alert and _exact.cache_info().misses == 1
+
+
+@pytest.mark.parametrize("case", [
+    (0, 300, 0, 1000, 0.05, 0.1),  # both rates 0: a positive statistic, asked at alpha 0.1 (10 x alpha > 0.5)
+    (3, 300, 10, 1000, 0.05, 0.2),
+    (0, 30, 61, 300, 0.2, 0.01),  # a window of none against a baseline just above max_drop
+    (0, 30, 65, 300, 0.2, 0.05),
+])
+def test_no_alert_where_the_exact_p_value_is_above_alpha(case):
+    x1, n1, x0, n0, drop, alpha = case
+    z = float(score_z(x1, n1, x0, n0, drop))
+    p, alert = drop_test(x1, n1, x0, n0, drop, alpha)
+    assert np.isfinite(z) and _brute_force(n1, n0, x0, drop, alpha, z) > alpha  # the exact p-value
+    assert not alert and p > alpha

@@ -128,6 +128,11 @@ def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypa
             forged("reply-p0: blocked")
         named = Judge(criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=ours.url), cache_dir=None)
         assert named("reply-p0: blocked").passed is True
+        # A report that says the environment's endpoint was asked, of a criterion that names its own.
+        setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": theirs.url}))
+        own = load_criterion(setup.criteria / "says-blocked.yaml")
+        with pytest.raises(InputError, match="its calibration asked the environment's endpoint"):
+            Judge(own, JudgeInfo(kind="llm", model="openai/judge", api_base=None), cache_dir=None)("reply-p0: x")
         assert (ours.requests, theirs.requests) == (1, 0)
 
 

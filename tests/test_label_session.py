@@ -164,12 +164,14 @@ def _new_examples(tmp_path, name="new.jsonl"):
     return path
 
 
-def test_a_new_example_is_judged_once_labelled_by_the_calibrated_judge_through_the_cache(project, tmp_path):
+def test_a_new_example_is_judged_once_labelled_by_the_calibrated_judge_through_the_cache(project, tmp_path,
+                                                                                          monkeypatch):
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(30, 30))
     with FakeServer(script({"reply-p": True}, default=False)) as llm:
         done = CliRunner().invoke(app, ["calibrate", "--model", "openai/j", "--api-base", llm.url, "--gate"])
         assert done.exit_code == 0, done.output
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.url)  # where the page's judge asks the calibrated endpoint
         judge, note = page_judge("says-blocked", REPORT, project.criteria, project.sets)
         assert judge is not None and "calibrated judge of says-blocked" in note
         session = labelling(_new_examples(tmp_path), REPORT, "says-blocked", judge=judge, judge_note=note)

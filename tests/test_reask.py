@@ -131,8 +131,9 @@ def test_the_judge_a_test_calls_asks_again_as_calibration_does():
     assert Judge(criterion, llm=once)("Hello.").abstention == "unparseable" and once.calls == 1
 
 
-def test_the_judge_through_the_real_stack_keeps_the_readable_answer(tmp_path):
+def test_the_judge_through_the_real_stack_keeps_the_readable_answer(tmp_path, monkeypatch):
     with FakeServer(VERDICTS, fail_first={"reply-p0:": ["garbage"]}) as s:
+        monkeypatch.setenv("OPENAI_BASE_URL", s.url)  # the environment names the calibrated endpoint
         criterion = LLMCriterion(id="c", question="Is it blocked?")
         calibrated = JudgeInfo(kind="llm", model="openai/j", api_base=s.url)  # as the gate hands it to the fixture
         judge = Judge(criterion, calibrated, cache_dir=str(tmp_path / "cache"))

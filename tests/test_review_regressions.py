@@ -75,8 +75,9 @@ def test_raw_answer_of_an_unreadable_reply_reaches_the_reports(setup, tmp_path):
     assert [x["raw"] for x in lines if x["id"] == "p3"][0].startswith("Lorem ipsum")
 
 
-def test_judge_fixture_asks_as_calibration_did(setup):
+def test_judge_fixture_asks_as_calibration_did(setup, monkeypatch):
     with FakeServer(VERDICTS) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)  # the environment names the calibrated endpoint
         report = calibrate(Options(criteria_dir=setup.criteria, sets_dir=setup.sets, model="openai/j",
                                    api_base=server.url, trials=3, cache_dir=setup.root / "cache"))
         asked = server.requests

@@ -70,8 +70,9 @@ def _project(pytester, model=JUDGE_MODEL, server=None):
 
 
 @pytest.fixture
-def server():
+def server(monkeypatch):
     with FakeServer(ANSWERS) as running:
+        monkeypatch.setenv("OPENAI_BASE_URL", running.url)  # the tests' judge asks the calibrated endpoint where the environment names it
         yield running
 
 

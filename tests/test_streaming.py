@@ -53,9 +53,19 @@ def test_records_naming_no_criterion_wait_until_it_is_known_whose_they_are(proje
     matched = match_file(project.root / "v.jsonl", iter(unnamed + named), sets)
     assert matched.problems == [] and list(matched.trials) == ["a"]
     assert [[v.trial for v in t] for t in matched.trials["a"]] == [[0, 1], [0]]
-    both = match_file(project.root / "v.jsonl", iter(unnamed + named + [RecordedVerdict(criterion="b", id="p0",
-                                                                                         passed=True)]), sets)
+    b = [RecordedVerdict(criterion="b", id="p0", passed=True)]
+    both = match_file(project.root / "v.jsonl", iter(unnamed + named + b), sets)
     assert "cannot be matched to 2 criteria" in str(both.problems[0])
+    # A record naming no criterion is refused beside two criteria even when it is an escalated judge's,
+    # and an empty criterion names none.
+    escalated = [RecordedVerdict(criterion="a", id="p0", passed=True), *b, RecordedVerdict(id="nope", passed=True,
+                                                                                           stage=1)]
+    assert "cannot be matched to 2 criteria" in str(match_file(project.root / "v.jsonl", iter(escalated),
+                                                               sets).problems[0])
+    empty = [RecordedVerdict(criterion="", id="p0", passed=True), RecordedVerdict(criterion="", id="f0", passed=False)]
+    assert match_file(project.root / "v.jsonl", iter(empty), {"a": sets["a"]}).trials["a"][1][0].passed is False
+    assert "cannot be matched to 2 criteria" in str(match_file(project.root / "v.jsonl", iter(empty + named + b),
+                                                               sets).problems[0])
 
 
 def test_a_report_holds_the_engines_verdicts_and_makes_each_record_as_it_is_read(project):

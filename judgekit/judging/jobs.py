@@ -44,9 +44,12 @@ def endpoint_named(criterion: LLMCriterion | ClaimsCriterion, calibrated: str | 
     (with its credentials), else None when the environment's is (the client reads it, with its
     credentials). A report or a history is data, not settings: an endpoint named by it alone (one
     edited, imported or restored from a shared cache) is refused, never sent the provider's key."""
-    if calibrated is None:
-        return None
     own = criterion.judge.api_base
+    if calibrated is None:
+        if own is not None:  # the calibration asked the environment's endpoint, not this one
+            raise InputError.one(f"criteria/{criterion.id}.yaml", "judge.api_base", f"names {public_url(own)!r}, "
+                                 "but its calibration asked the environment's endpoint; calibrate it again")
+        return None
     if own is not None and public_url(own) == calibrated:
         return own
     environment = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")

@@ -85,12 +85,13 @@ def match_file(path: Path, records: Iterable[RecordedVerdict], sets: dict[str, C
             held[r.trial] = verdict
 
     for r in records:
-        out.named.add(r.criterion)
-        if r.criterion is None:
+        name = r.criterion or None  # an empty criterion names none
+        out.named.add(name)
+        if name is None:
             unnamed_judges.add(r.judge)
-        elif r.criterion in out.judges:
-            out.judges[r.criterion].add(r.judge)
-        criterion_id = r.criterion or only
+        elif name in out.judges:
+            out.judges[name].add(r.judge)
+        criterion_id = name or only
         if r.stage or (criterion_id is None and not sets):
             continue
         if criterion_id is None:
@@ -98,7 +99,7 @@ def match_file(path: Path, records: Iterable[RecordedVerdict], sets: dict[str, C
         elif criterion_id in groups:
             take(r, criterion_id)
     matched = list(sets) if every else [cid for cid in sets if cid in out.named or (None in out.named and only)]
-    if unnamed and len(matched) > 1:
+    if None in out.named and len(matched) > 1:
         out.problems.append(Problem(source, "criterion", f"verdicts without a 'criterion' column cannot be matched "
                                     f"to {len(matched)} criteria; add the column or pass --criterion ID"))
         return out

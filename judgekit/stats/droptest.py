@@ -28,7 +28,7 @@ Each bound is never below the exact p-value, so an alert on either is one on it:
 under H0; benchmarks/monitor_alarms.py sums it exactly over outcomes.
 
 >>> round(drop_p_value(150, 200, 1260, 1400, 0.05), 5)  # 0.75 against 0.90: the score test
-0.00013
+0.00012
 >>> p, alert = drop_test(150, 200, 1260, 1400, 0.05, alpha=0.01)
 >>> round(p, 5), alert  # exact, and never below the true p-value
 (0.00053, True)
@@ -62,7 +62,7 @@ def score_z(window_passed: Any, window_n: int, base_passed: Any, base_n: int, ma
         r0 = r1 = x / n
     else:
         t2 = (n1 + 2 * n0) * diff - n - x
-        t1 = (x0 * diff - n - 2 * x0) * diff + x
+        t1 = (n0 * diff - n - 2 * x0) * diff + x
         t0 = x0 * diff * (1 - diff)
         q = (t2 / (3 * n)) ** 3 - t1 * t2 / (6 * n ** 2) + t0 / (2 * n)
         root = np.copysign(np.sqrt(np.maximum(0.0, (t2 / (3 * n)) ** 2 - t1 / (3 * n))), q)
@@ -125,6 +125,8 @@ def _box(n1: int, n0: int, x0: int, drop: float, alpha: float, z: float) -> tupl
     bound is at most alpha / 50 + 2e-6, the least the grid's can be (alpha / 50) and a hair."""
     from scipy.stats import binom
 
+    if not -math.inf < z < 0:  # the box bounds negative statistics only
+        return None
     spent = alpha * NUISANCE
     low, high = _interval(n0, x0, spent)
     p1 = max(0.0, low - drop)
