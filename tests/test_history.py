@@ -295,3 +295,13 @@ def test_a_run_imported_later_keeps_its_place_in_time(project, tmp_path):
     result = CliRunner().invoke(app, ["drift", "--history", str(shared), "--json"])
     drift = json.loads(result.output)["drifts"][0]
     assert (drift["before"], drift["after"]) == (2, 1), result.output
+
+
+def test_a_reader_leaves_an_empty_file_as_it_found_it(tmp_path):
+    empty = tmp_path / "empty.sqlite"
+    empty.touch()
+    for command in (["drift"], ["history"], ["history", "export", str(tmp_path / "out.jsonl")]):
+        result = CliRunner().invoke(app, [*command, "--history", str(empty)] if command[0] == "drift"
+                                    else ["history", "--history", str(empty), *command[1:]])
+        assert result.exit_code == 2 and "no calibration history here yet" in result.output, (command, result.output)
+    assert empty.stat().st_size == 0 and not (tmp_path / "out.jsonl").exists()

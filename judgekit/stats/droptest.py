@@ -3,7 +3,7 @@ test of H0: window rate >= baseline rate - max_drop, whose false-alarm rate is a
 whatever the two rates.
 
 The Farrington-Manning score test (`drop_p_value`) is asymptotic and alarms too often on small
-windows: 1.19% at alpha 1% for a drop of exactly `max_drop` from a baseline of 0.90 (window 200,
+windows: 1.21% at alpha 1% for a drop of exactly `max_drop` from a baseline of 0.90 (window 200,
 baseline 1,400). Where its p-value is below `EXACT_BELOW` x alpha, `drop_test` decides on an
 exact unconditional p-value on the same ordering instead, computed so that it is never below
 the true one:

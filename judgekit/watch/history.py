@@ -97,7 +97,7 @@ class History:
         """Open (creating and migrating as needed) the history at `location`, a SQLite path or a
         postgresql:// URL, waiting up to `timeout_s` for another process's write to finish."""
         history = cls(Store.open(location, create, timeout_s))
-        if not create and history.db.dialect is not SQLITE and not _holds_runs(history.db):
+        if not create and not _holds_runs(history.db):  # a reader never writes a schema into an empty file
             history.close()
             raise InputError.one(history.path, "", "no calibration history here yet; run `judgekit calibrate` "
                                                    "first, or pass --history with the right database")
