@@ -128,6 +128,11 @@ def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypa
             forged("reply-p0: blocked")
         named = Judge(criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=ours.url), cache_dir=None)
         assert named("reply-p0: blocked").passed is True
+        # OPENAI_BASE_URL names the endpoint of OpenAI-style models only: another provider's model
+        # would be asked at that provider's own server, not at the calibrated one.
+        other = Judge(criterion, JudgeInfo(kind="llm", model="anthropic/judge", api_base=ours.url), cache_dir=None)
+        with pytest.raises(InputError, match="never asked on its own"):
+            other("reply-p0: blocked")
         # A report that says the environment's endpoint was asked, of a criterion that names its own.
         setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": theirs.url}))
         own = load_criterion(setup.criteria / "says-blocked.yaml")

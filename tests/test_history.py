@@ -305,3 +305,17 @@ def test_a_reader_leaves_an_empty_file_as_it_found_it(tmp_path):
                                     else ["history", "--history", str(empty), *command[1:]])
         assert result.exit_code == 2 and "no calibration history here yet" in result.output, (command, result.output)
     assert empty.stat().st_size == 0 and not (tmp_path / "out.jsonl").exists()
+
+
+def test_times_written_without_an_offset_are_utc(project, tmp_path):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(2, 2))
+    path = tmp_path / "h.sqlite"
+    record_history(_report(project), path)
+    record_history(_report(project), path)
+    with sqlite3.connect(path) as db:  # a row written by another tool, without an offset
+        db.execute("UPDATE runs SET created_at = '2020-01-01T10:00:00' WHERE id = 2")
+    with History.open(path) as history:
+        history.record_label_change("says-blocked", "p0", True, False, None)
+        assert [r.id for r in history.runs("says-blocked")] == [2, 1]
+        assert history.changed_since_last("says-blocked") == 1

@@ -38,12 +38,13 @@ def api_base_for(criterion: LLMCriterion | ClaimsCriterion, given: str | None = 
     return given
 
 
-def endpoint_named(criterion: LLMCriterion | ClaimsCriterion, calibrated: str | None) -> str | None:
+def endpoint_named(criterion: LLMCriterion | ClaimsCriterion, calibrated: str | None, model: str) -> str | None:
     """The endpoint to ask again for a calibration that asked `calibrated` (its public form, as a
     report or the history keeps it): the criterion's own `judge.api_base` when it is that endpoint
     (with its credentials), else None when the environment's is (the client reads it, with its
-    credentials). A report or a history is data, not settings: an endpoint named by it alone (one
-    edited, imported or restored from a shared cache) is refused, never sent the provider's key."""
+    credentials; OPENAI_BASE_URL names the endpoint of OpenAI-style models only, `model`'s). A report
+    or a history is data, not settings: an endpoint named by it alone (one edited, imported or
+    restored from a shared cache) is refused, never sent the provider's key."""
     own = criterion.judge.api_base
     if calibrated is None:
         if own is not None:  # the calibration asked the environment's endpoint, not this one
@@ -53,7 +54,8 @@ def endpoint_named(criterion: LLMCriterion | ClaimsCriterion, calibrated: str | 
     if own is not None and public_url(own) == calibrated:
         return own
     environment = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
-    if environment and public_url(environment) == calibrated:
+    openai_style = model.startswith("openai/") or "/" not in model  # the models the client reads it for
+    if environment and openai_style and public_url(environment) == calibrated:
         return None
     raise InputError.one(f"criteria/{criterion.id}.yaml", "judge.api_base", f"its calibration asked {calibrated!r}, "
                          "which neither judge.api_base nor OPENAI_BASE_URL names; an endpoint read from a report or "

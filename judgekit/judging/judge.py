@@ -87,7 +87,7 @@ class Judge:
         if asked is None:
             api_base, via = api_base_for(self.criterion), "auto"
         else:  # the calibrated endpoint, as the criterion or the environment names it (with their credentials)
-            api_base, via = endpoint_named(self.criterion, asked.api_base), asked.via
+            api_base, via = endpoint_named(self.criterion, asked.api_base, model), asked.via
         example = Example(id="-", output=output, input=input, context=context, passed=True)
         structured = asked.structured if asked else True
         verdict = await self._ask(model, example, trials, api_base, via, structured)

@@ -64,9 +64,9 @@ class Run:
                 "set": self.set_fingerprint, "verdicts": self.verdicts_sha}
 
 
-def _made(run: Run) -> datetime:
-    """When a run was made, as an aware time (a time without an offset is UTC)."""
-    return run.created_at if run.created_at.tzinfo is not None else run.created_at.replace(tzinfo=timezone.utc)
+def _aware(at: datetime) -> datetime:
+    """A time with its offset (a time written without one is UTC)."""
+    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
 
 
 Returned = TypeVar("Returned")
@@ -97,7 +97,9 @@ class History:
         """Open (creating and migrating as needed) the history at `location`, a SQLite path or a
         postgresql:// URL, waiting up to `timeout_s` for another process's write to finish."""
         history = cls(Store.open(location, create, timeout_s))
-        if not create and not _holds_runs(history.db):  # a reader never writes a schema into an empty file
+        # A reader never writes a schema into an empty file (another application's tables are named below).
+        tables = set() if create else _tables(history.db)
+        if not create and "runs" not in tables and (history.db.dialect is not SQLITE or not tables):
             history.close()
             raise InputError.one(history.path, "", "no calibration history here yet; run `judgekit calibrate` "
                                                    "first, or pass --history with the right database")
@@ -166,7 +168,7 @@ class History:
             where.append("purpose = ?")
             args.append(purpose)
         sql = f"SELECT {_COLUMNS} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id"
-        return sorted((_run(row) for row in self.db.execute(sql, args)), key=_made)
+        return sorted((_run(row) for row in self.db.execute(sql, args)), key=lambda run: _aware(run.created_at))
 
     @_refusing_database_errors
     def run(self, run_id: int) -> Run:
@@ -258,8 +260,8 @@ class History:
         past = self.runs(criterion, "calibrate")
         if not past:
             return None
-        last = max(r.created_at for r in past)
-        return sum(1 for *_, at in self.label_changes(criterion) if at > last)
+        last = max(_aware(r.created_at) for r in past)
+        return sum(1 for *_, at in self.label_changes(criterion) if _aware(at) > last)
 
     @_refusing_database_errors
     def confidences(self, run_id: int) -> dict[str, float]:
@@ -282,9 +284,9 @@ class History:
         return None
 
 
-def _holds_runs(db: Store) -> bool:
+def _tables(db: Store) -> set[str]:
     try:
-        return "runs" in db.tables()
+        return db.tables()
     except db.errors as error:
         raise db.refusal(error) from None
 

@@ -83,7 +83,7 @@ def recheck(db: History, criteria_dir: Path, sets_dir: Path, criterion_ids: Sequ
             # The history is data, not settings: an endpoint read from it (an imported run, a shared
             # database) is never sent the provider's key or the canary unless the user names it now.
             try:
-                endpoints[cid] = endpoint_named(judged[cid], run.api_base)
+                endpoints[cid] = endpoint_named(judged[cid], run.api_base, run.model or "")
             except InputError:
                 problems.append(Problem("--api-base", cid, f"its calibration (run {run.id}) asked {run.api_base!r}, "
                                         f"which neither --api-base, {criteria_dir / cid}.yaml's judge.api_base nor "
