@@ -19,7 +19,7 @@ from typing import Callable, Sequence
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, with_trials
-from judgekit.inputs.files import bulk, file_digest
+from judgekit.inputs.files import bulk, open_source
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
@@ -168,12 +168,10 @@ def _prepare(options: Options, started: datetime) -> _Ready:
     except InputError as error:
         problems += error.problems
     verdicts_digest = None
-    if options.verdicts is not None:
-        try:  # its digest goes into the report and the history, beside its name
-            verdicts_digest = file_digest(options.verdicts, "pass --verdicts with a JSONL or CSV file")
-            if problems:  # the verdict file's own problems are listed beside the criteria's and the sets'
-                for _ in iter_recorded(options.verdicts):
-                    pass
+    if options.verdicts is not None and problems:  # its own problems are listed beside the criteria's and sets'
+        try:
+            for _ in iter_recorded(options.verdicts):
+                pass
         except InputError as error:
             problems += error.problems
     if problems:
@@ -193,10 +191,13 @@ def _prepare(options: Options, started: datetime) -> _Ready:
 
     if options.verdicts is not None:
         # Match against the whole set (a verdict file covers every split), then keep the chosen split; the
-        # records are read as they are matched, never held all at once.
-        matched = match_file(options.verdicts, (r for _, r in iter_recorded(options.verdicts)),
+        # records are read as they are matched, never held all at once, and the digest (into the report and
+        # the history, beside the file's name) is of the bytes read.
+        source = open_source(options.verdicts) if options.verdicts.is_file() else None
+        matched = match_file(options.verdicts, (r for _, r in iter_recorded(options.verdicts, source=source)),
                              {c.id: whole_sets[c.id] for c in criteria},
                              {c.id: c.no_claims for c in criteria if isinstance(c, ClaimsCriterion)})
+        verdicts_digest = source.digest if source is not None else None
         recorded = [c for c in criteria if c.id in matched.trials]
         live = [Problem(str(options.verdicts), c.id, "has no verdicts for this LLM criterion; add them or choose "
                         "criteria with --criterion") for c in criteria if isinstance(c, JUDGED) and c not in recorded]

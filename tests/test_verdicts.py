@@ -1,3 +1,5 @@
+import hashlib
+
 import pytest
 
 from datetime import datetime, timezone
@@ -40,6 +42,7 @@ def test_csv_with_empty_cell_as_abstention(setup):
            "f0,false,says-blocked\nf1,0,says-blocked\nf2,no,says-blocked\n"
     c = run(setup, write(setup, "v.csv", text)).criteria[0]
     assert (c.confusion.tp, c.confusion.tn, c.abstained) == (2, 3, 1)
+    assert c.inputs["verdicts"] == hashlib.sha256(text.encode()).hexdigest()  # of the very bytes read
 
 
 def test_unknown_ids_and_missing_examples_are_listed(setup):

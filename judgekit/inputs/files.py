@@ -102,15 +102,6 @@ def open_source(path: Path) -> Source | SourceLines:
     return SourceLines(path) if path.suffix.lower() == ".jsonl" else read_source(path)
 
 
-def file_digest(path: Path, hint: str = "") -> str:
-    """sha256 of a file's bytes (as `read_source` gives it), read in blocks."""
-    try:
-        with open(path, "rb") as handle:
-            return hashlib.file_digest(handle, "sha256").hexdigest()
-    except OSError as error:
-        raise InputError.one(path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}") from None
-
-
 def read_text(path: Path, hint: str = "") -> str:
     """A file's UTF-8 text, or an InputError naming the file (and `hint`, how to fix it)."""
     return read_source(path, hint).text

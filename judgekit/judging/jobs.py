@@ -12,7 +12,6 @@ to run it from synchronous code (`run_sync`), inside a running event loop too.
 from __future__ import annotations
 
 import asyncio
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
@@ -25,6 +24,7 @@ from judgekit.judging.prompts import compile_template, fill, prompt_template
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.protocol import CallError, LLM, Request
 from judgekit.llm.retry import RetryPolicy
+from judgekit.llm.transports import environment_endpoint
 from judgekit.secrets import public_url
 
 
@@ -53,7 +53,7 @@ def endpoint_named(criterion: LLMCriterion | ClaimsCriterion, calibrated: str | 
         return None
     if own is not None and public_url(own) == calibrated:
         return own
-    environment = os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+    environment = environment_endpoint()
     openai_style = model.startswith("openai/") or "/" not in model  # the models the client reads it for
     if environment and openai_style and public_url(environment) == calibrated:
         return None

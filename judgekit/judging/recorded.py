@@ -18,7 +18,7 @@ from typing import Any, Iterator
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import bulk, iter_records, parse_bool
+from judgekit.inputs.files import Source, SourceLines, bulk, iter_records, parse_bool
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
 from judgekit.judging.verdicts import ClaimCheck, Verdict, aggregate
 
@@ -113,16 +113,18 @@ def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerd
     return list(iter_recorded(path, column))
 
 
-def iter_recorded(path: Path, column: str | None = None) -> Iterator[tuple[str | None, RecordedVerdict]]:
-    """Each record of a verdict file, checked, as it is read, with its `column` (a candidate's
-    name) taken out; the problems of every record come after the last, as one InputError."""
+def iter_recorded(path: Path, column: str | None = None,
+                  source: Source | SourceLines | None = None) -> Iterator[tuple[str | None, RecordedVerdict]]:
+    """Each record of a verdict file, checked, as it is read (from `source`, its `open_source`,
+    whose digest then covers the very bytes read), with its `column` (a candidate's name) taken
+    out; the problems of every record come after the last, as one InputError."""
     if not path.is_file():
         raise InputError.one(path, "", "no such verdict file; pass --verdicts with a JSONL or CSV file")
     problems: list[Problem] = []
     names: dict[frozenset[str], set[str]] = {}
     is_csv = path.suffix.lower() == ".csv"
     read = 0
-    for location, record in iter_records(path):
+    for location, record in iter_records(path, source):
         if isinstance(record, Problem):
             problems.append(record)
             continue

@@ -94,6 +94,12 @@ def token_logprobs(given: Any) -> list[tuple[str, float]] | None:
     return out
 
 
+def environment_endpoint() -> str | None:
+    """The endpoint the environment names for OpenAI-style models, as litellm reads it:
+    OPENAI_BASE_URL (the openai SDK's name) first, then OPENAI_API_BASE."""
+    return os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+
+
 class OpenAICompatible:
     """POST /chat/completions over one pooled aiohttp session, created in the running event loop.
 
@@ -102,8 +108,7 @@ class OpenAICompatible:
     """
 
     def __init__(self, api_base: str | None = None, timeout_s: float = 60.0, max_connections: int = 100):
-        # The environment's endpoint as litellm reads it: OPENAI_BASE_URL (the openai SDK's name) first.
-        base = api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+        base = api_base or environment_endpoint()
         remember_url(base)
         parts = urlsplit((base or "https://api.openai.com/v1").rstrip("/"))
         # Credentials in the URL are sent as basic auth and kept out of every message we print.
