@@ -31,14 +31,26 @@ def project(root: Path, n: int, seed: int = 0) -> list[bool]:
     rng = random.Random(seed)
     (root / "criteria" / "variants").mkdir(parents=True)
     (root / "calibration_sets").mkdir()
-    (root / "criteria" / "grounded.yaml").write_text("id: grounded\nquestion: Is the reply supported by the source?\n")
+    (root / "criteria" / "grounded.yaml").write_text(
+        "id: grounded\nquestion: Is the reply supported by the source?\n"
+    )
     (root / "criteria" / "variants" / "grounded.short.yaml").write_text(
-        "id: grounded\nquestion: Supported by the source?\n")
+        "id: grounded\nquestion: Supported by the source?\n"
+    )
     labels = [rng.random() < 0.5 for _ in range(n)]
     with open(root / "calibration_sets" / "grounded.jsonl", "w") as handle:
         for i, label in enumerate(labels):
-            handle.write(json.dumps({"id": f"ex-{i}", "input": f"question {i}", "output": f"reply {i} "
-                                     f"{'good' if label else 'bad'}", "passed": label}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": f"ex-{i}",
+                        "input": f"question {i}",
+                        "output": f"reply {i} {'good' if label else 'bad'}",
+                        "passed": label,
+                    }
+                )
+                + "\n"
+            )
     return labels
 
 
@@ -49,15 +61,25 @@ def verdicts(root: Path, labels: list[bool], candidates: int, seed: int = 1) -> 
         for c in range(candidates):
             accuracy = 0.75 + 0.2 * rng.random()
             for i, label in enumerate(labels):
-                handle.write(json.dumps({"candidate": f"judge-{c}", "id": f"ex-{i}",
-                                         "passed": label if rng.random() < accuracy else not label}) + "\n")
+                handle.write(
+                    json.dumps(
+                        {
+                            "candidate": f"judge-{c}",
+                            "id": f"ex-{i}",
+                            "passed": label if rng.random() < accuracy else not label,
+                        }
+                    )
+                    + "\n"
+                )
     return path
 
 
 def timed(args: list[str], cwd: Path) -> tuple[float, float, float, str]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "judgekit.cli", *args], cwd=cwd, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "judgekit.cli", *args], cwd=cwd, capture_output=True, text=True
+    )
     wall = time.perf_counter() - started
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode not in (0, 1):
@@ -70,9 +92,13 @@ def recorded(candidates: int, examples: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         path = verdicts(root, project(root, examples), candidates)
-        wall, cpu, memory, _ = timed(["compare", "-c", "grounded", "--verdicts", str(path), "--json"], root)
-        print(f"recorded: {candidates} candidates x {examples} examples: wall {wall:.1f} s, CPU {cpu:.1f} s, "
-              f"peak memory {memory:.0f} MiB")
+        wall, cpu, memory, _ = timed(
+            ["compare", "-c", "grounded", "--verdicts", str(path), "--json"], root
+        )
+        print(
+            f"recorded: {candidates} candidates x {examples} examples: wall {wall:.1f} s, CPU {cpu:.1f} s, "
+            f"peak memory {memory:.0f} MiB"
+        )
 
 
 def live(examples: int, concurrency: int = 64, latency: float = 0.1) -> None:
@@ -80,14 +106,33 @@ def live(examples: int, concurrency: int = 64, latency: float = 0.1) -> None:
         root = Path(folder)
         project(root, examples)
         with FakeServer(script({" good": True}, default=False), latency=latency) as server:
-            _, _, _, out = timed(["compare", "-c", "grounded", "--model", "openai/judge-a", "--model", "openai/judge-b",
-                                  "--variant", "criteria/variants/grounded.short.yaml", "--api-base", server.url,
-                                  "--concurrency", str(concurrency), "--no-cache", "--json"], root)
+            _, _, _, out = timed(
+                [
+                    "compare",
+                    "-c",
+                    "grounded",
+                    "--model",
+                    "openai/judge-a",
+                    "--model",
+                    "openai/judge-b",
+                    "--variant",
+                    "criteria/variants/grounded.short.yaml",
+                    "--api-base",
+                    server.url,
+                    "--concurrency",
+                    str(concurrency),
+                    "--no-cache",
+                    "--json",
+                ],
+                root,
+            )
         judging = json.loads(out)["judging_s"]
         calls = 4 * examples
         floor = math.ceil(calls / concurrency) * latency
-        print(f"live: 4 candidates x {examples} examples at concurrency {concurrency}, {latency * 1000:.0f} ms per "
-              f"answer: judging stage {judging:.2f} s against {floor:.2f} s ({judging / floor:.2f}x; target <= 1.2x)")
+        print(
+            f"live: 4 candidates x {examples} examples at concurrency {concurrency}, {latency * 1000:.0f} ms per "
+            f"answer: judging stage {judging:.2f} s against {floor:.2f} s ({judging / floor:.2f}x; target <= 1.2x)"
+        )
 
 
 def main() -> None:

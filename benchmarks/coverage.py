@@ -41,13 +41,19 @@ def design_b(rng, rate):
     y, v = truth[lab], verdicts[lab]
     tpr = (int((y & v).sum()), int(y.sum()))
     tnr = (int((~y & ~v).sum()), int((~y).sum()))
-    return corrected_pass_rate(int(verdicts[unl].sum()), 200, tpr, tnr, labelled=(int(y.sum()), 200))
+    return corrected_pass_rate(
+        int(verdicts[unl].sum()), 200, tpr, tnr, labelled=(int(y.sum()), 200)
+    )
 
 
 def coverage(intervals, truth):
     hits = [lo <= truth <= hi for lo, hi in intervals]
     share = sum(hits) / len(hits)
-    return share, math.sqrt(share * (1 - share) / len(hits)), float(np.mean([hi - lo for lo, hi in intervals]))
+    return (
+        share,
+        math.sqrt(share * (1 - share) / len(hits)),
+        float(np.mean([hi - lo for lo, hi in intervals])),
+    )
 
 
 def main() -> None:
@@ -61,14 +67,28 @@ def main() -> None:
     a = [design_a_or_c(rng, 0.7)[0].interval for _ in range(args.reps)]
     print("| A corrected | 0.7 | {:.3f} ± {:.3f} | {:.3f} |".format(*coverage(a, 0.7)))
     b = [design_b(rng, 0.7).interval for _ in range(args.reps)]
-    print("| B corrected, labelled half used | 0.7 | {:.3f} ± {:.3f} | {:.3f} |".format(*coverage(b, 0.7)))
+    print(
+        "| B corrected, labelled half used | 0.7 | {:.3f} ± {:.3f} | {:.3f} |".format(
+            *coverage(b, 0.7)
+        )
+    )
     c_runs = [design_a_or_c(rng, 0.3) for _ in range(args.reps)]
-    print("| C corrected | 0.3 | {:.3f} ± {:.3f} | {:.3f} |".format(*coverage([r.interval for r, _ in c_runs], 0.3)))
+    print(
+        "| C corrected | 0.3 | {:.3f} ± {:.3f} | {:.3f} |".format(
+            *coverage([r.interval for r, _ in c_runs], 0.3)
+        )
+    )
     raw = [wilson(passed, 200) for _, passed in c_runs]
-    print("| C raw judged rate (Wilson) | 0.3 | {:.3f} ± {:.3f} | {:.3f} |".format(*coverage(raw, 0.3)))
+    print(
+        "| C raw judged rate (Wilson) | 0.3 | {:.3f} ± {:.3f} | {:.3f} |".format(
+            *coverage(raw, 0.3)
+        )
+    )
 
-    cells = {"LLMBar-like (kappa 0.84)": np.array([0.46, 0.04, 0.46, 0.04]),
-             "WiCE-like (kappa 0.46)": np.array([18, 19, 59, 4]) / 100}
+    cells = {
+        "LLMBar-like (kappa 0.84)": np.array([0.46, 0.04, 0.46, 0.04]),
+        "WiCE-like (kappa 0.46)": np.array([18, 19, 59, 4]) / 100,
+    }
     print("\n| cell | n | true kappa | coverage (± MC s.e.) | mean width |\n|---|---|---|---|---|")
     for name, probs in cells.items():
         truth = kappa_from_counts(*probs)

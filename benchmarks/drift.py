@@ -32,12 +32,29 @@ from judgekit.inputs.settings import DriftPolicy
 
 
 def run(run_id: int, model: str = "m") -> Run:
-    return Run(run_id, "c", datetime(2026, 11, run_id, tzinfo=timezone.utc), "calibrate", "f", model, "p", {}, "s",
-               None, "live", 200, 0, {})
+    return Run(
+        run_id,
+        "c",
+        datetime(2026, 11, run_id, tzinfo=timezone.utc),
+        "calibrate",
+        "f",
+        model,
+        "p",
+        {},
+        "s",
+        None,
+        "live",
+        200,
+        0,
+        {},
+    )
 
 
 def outcomes(labels, verdicts):
-    return {f"e{i}": (bool(label), bool(verdict)) for i, (label, verdict) in enumerate(zip(labels, verdicts))}
+    return {
+        f"e{i}": (bool(label), bool(verdict))
+        for i, (label, verdict) in enumerate(zip(labels, verdicts))
+    }
 
 
 def share(hits: int, reps: int) -> str:
@@ -51,8 +68,12 @@ def exact_drift(first: float, second: float, n: int, rule) -> float:
     from scipy.stats import multinomial
 
     b_rate, c_rate = first * (1 - second), (1 - first) * second
-    return sum(multinomial.pmf([b, c, n - b - c], n, [b_rate, c_rate, 1 - b_rate - c_rate])
-               for b in range(n + 1) for c in range(n + 1 - b) if rule(b, c))
+    return sum(
+        multinomial.pmf([b, c, n - b - c], n, [b_rate, c_rate, 1 - b_rate - c_rate])
+        for b in range(n + 1)
+        for c in range(n + 1 - b)
+        if rule(b, c)
+    )
 
 
 def main() -> None:
@@ -64,10 +85,12 @@ def main() -> None:
     started = time.perf_counter()
     policy = DriftPolicy()
     print("| judge between the two runs | DRIFT share (± s.e.) |\n|---|---|")
-    for name, changed, noise in (("silently changed on 10% of examples", 20, 0.0),
-                                 ("silently changed on 5% of examples", 10, 0.0),
-                                 ("nothing changed, deterministic judge", 0, 0.0),
-                                 ("nothing changed, judge flips 2% between runs", 0, policy.max_run_flip_rate)):
+    for name, changed, noise in (
+        ("silently changed on 10% of examples", 20, 0.0),
+        ("silently changed on 5% of examples", 10, 0.0),
+        ("nothing changed, deterministic judge", 0, 0.0),
+        ("nothing changed, judge flips 2% between runs", 0, policy.max_run_flip_rate),
+    ):
         hits = 0
         for _ in range(args.reps):
             labels = rng.random(200) < 0.5
@@ -77,24 +100,43 @@ def main() -> None:
             after = np.where(rng.random(200) < q, ~usual, usual)
             touched = rng.choice(200, changed, replace=False)
             after[touched] = ~after[touched]
-            hits += compare(run(1), run(2), outcomes(labels, verdicts), outcomes(labels, after), policy).status == "DRIFT"
+            hits += (
+                compare(
+                    run(1), run(2), outcomes(labels, verdicts), outcomes(labels, after), policy
+                ).status
+                == "DRIFT"
+            )
         print(f"| {name} | {share(hits, args.reps)} |")
 
-    print("\n| model swapped, accuracy before -> after (100 examples) | DRIFT share (± s.e.) | exact, one-sided "
-          "at alpha (in use) | exact, two-sided at alpha and worse (before) |\n|---|---|---|---|")
-    for name, first, second in (("0.92 -> 0.92 (kappa 0.84, unchanged)", 0.92, 0.92),
-                                ("0.80 -> 0.80 (unchanged)", 0.80, 0.80),
-                                ("0.50 -> 0.50 (unchanged, chance)", 0.50, 0.50),
-                                ("0.92 -> 0.795 (kappa 0.84 -> 0.59)", 0.92, 0.795)):
+    print(
+        "\n| model swapped, accuracy before -> after (100 examples) | DRIFT share (± s.e.) | exact, one-sided "
+        "at alpha (in use) | exact, two-sided at alpha and worse (before) |\n|---|---|---|---|"
+    )
+    for name, first, second in (
+        ("0.92 -> 0.92 (kappa 0.84, unchanged)", 0.92, 0.92),
+        ("0.80 -> 0.80 (unchanged)", 0.80, 0.80),
+        ("0.50 -> 0.50 (unchanged, chance)", 0.50, 0.50),
+        ("0.92 -> 0.795 (kappa 0.84 -> 0.59)", 0.92, 0.795),
+    ):
         hits = 0
         for _ in range(args.reps):
             labels = rng.random(100) < 0.5
             before = np.where(rng.random(100) < first, labels, ~labels)
             after = np.where(rng.random(100) < second, labels, ~labels)
-            hits += compare(run(1), run(2, model="other"), outcomes(labels, before), outcomes(labels, after),
-                            policy).status == "DRIFT"
+            hits += (
+                compare(
+                    run(1),
+                    run(2, model="other"),
+                    outcomes(labels, before),
+                    outcomes(labels, after),
+                    policy,
+                ).status
+                == "DRIFT"
+            )
         now = exact_drift(first, second, 100, lambda b, c: mcnemar_worse(b, c) < policy.alpha)
-        then = exact_drift(first, second, 100, lambda b, c: b > c and mcnemar_exact(b, c) < policy.alpha)
+        then = exact_drift(
+            first, second, 100, lambda b, c: b > c and mcnemar_exact(b, c) < policy.alpha
+        )
         print(f"| {name} | {share(hits, args.reps)} | {now:.4f} | {then:.4f} |")
 
     print(f"\n({args.reps} per row, seed {args.seed}, {time.perf_counter() - started:.0f} s)")

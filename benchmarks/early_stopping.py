@@ -34,10 +34,14 @@ JUDGES = [(r, r) for r in (0.75, 0.78, 0.80, 0.82, 0.83, 0.85, 0.90, 0.97)] + [(
 STEP = 16
 
 
-def full_set_gate(right_pos: int, pos: int, right_neg: int, neg: int, t: Thresholds = POLICY) -> str:
+def full_set_gate(
+    right_pos: int, pos: int, right_neg: int, neg: int, t: Thresholds = POLICY
+) -> str:
     """The gate's TPR / TNR rule on a whole set (judgekit.gate, with the report's Wilson intervals)."""
-    bounds = [(wilson(right, n), threshold) for right, n, threshold in
-              ((right_pos, pos, t.min_tpr), (right_neg, neg, t.min_tnr))]
+    bounds = [
+        (wilson(right, n), threshold)
+        for right, n, threshold in ((right_pos, pos, t.min_tpr), (right_neg, neg, t.min_tnr))
+    ]
     if any(high < threshold for (_, high), threshold in bounds):
         return "FAIL"
     if all(low >= threshold for (low, _), threshold in bounds) and min(pos, neg) >= t.min_examples:
@@ -45,7 +49,9 @@ def full_set_gate(right_pos: int, pos: int, right_neg: int, neg: int, t: Thresho
     return "INCONCLUSIVE"
 
 
-def one_run(rng: np.random.Generator, n_each: int, tpr: float, tnr: float) -> tuple[str, str | None, int]:
+def one_run(
+    rng: np.random.Generator, n_each: int, tpr: float, tnr: float
+) -> tuple[str, str | None, int]:
     """(full-set decision, settled decision or None, examples judged) on one simulated set."""
     labels = rng.permutation(np.array([True] * n_each + [False] * n_each))
     right = np.where(labels, rng.random(labels.size) < tpr, rng.random(labels.size) < tnr)
@@ -54,8 +60,12 @@ def one_run(rng: np.random.Generator, n_each: int, tpr: float, tnr: float) -> tu
     full = full_set_gate(int(right_pos[-1]), n_each, int(right_neg[-1]), n_each)
     for seen in range(STEP, labels.size + STEP, STEP):
         i = min(seen, labels.size) - 1
-        decision = settle((int(right_pos[i]), int(pos[i])), (int(right_neg[i]), int(neg[i])),
-                          (n_each - int(pos[i]), n_each - int(neg[i])), POLICY)
+        decision = settle(
+            (int(right_pos[i]), int(pos[i])),
+            (int(right_neg[i]), int(neg[i])),
+            (n_each - int(pos[i]), n_each - int(neg[i])),
+            POLICY,
+        )
         if decision is not None:
             return full, decision, i + 1
     return full, None, labels.size
@@ -68,24 +78,36 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
-    print("| set | judge TPR / TNR | full set: PASS / INCONCL. / FAIL | wrong: full set | wrong: early stopping "
-          "| decisions that differ | stopped before the end | examples judged (mean) | calls saved |")
+    print(
+        "| set | judge TPR / TNR | full set: PASS / INCONCL. / FAIL | wrong: full set | wrong: early stopping "
+        "| decisions that differ | stopped before the end | examples judged (mean) | calls saved |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for n_each in SIZES:
         for tpr, tnr in JUDGES:
             good = tpr >= POLICY.min_tpr and tnr >= POLICY.min_tnr
             wrong_word = "FAIL" if good else "PASS"
             runs = [one_run(rng, n_each, tpr, tnr) for _ in range(args.reps)]
-            full = {d: sum(1 for f, _, _ in runs if f == d) / args.reps for d in ("PASS", "INCONCLUSIVE", "FAIL")}
-            early = [settled or f for f, settled, _ in runs]  # unsettled: judged to the end, gated as usual
-            wrong_full, wrong_early = full[wrong_word], sum(1 for d in early if d == wrong_word) / args.reps
+            full = {
+                d: sum(1 for f, _, _ in runs if f == d) / args.reps
+                for d in ("PASS", "INCONCLUSIVE", "FAIL")
+            }
+            early = [
+                settled or f for f, settled, _ in runs
+            ]  # unsettled: judged to the end, gated as usual
+            wrong_full, wrong_early = (
+                full[wrong_word],
+                sum(1 for d in early if d == wrong_word) / args.reps,
+            )
             differ = sum(1 for (f, _, _), d in zip(runs, early) if f != d)
             stopped = sum(1 for _, _, n in runs if n < 2 * n_each) / args.reps
             judged = sum(n for _, _, n in runs) / args.reps
-            print(f"| {n_each} + {n_each} | {tpr:.2f} / {tnr:.2f} | {full['PASS']:.3f} / {full['INCONCLUSIVE']:.3f} / "
-                  f"{full['FAIL']:.3f} | {wrong_full:.3f} ± {se(wrong_full, args.reps)} | {wrong_early:.3f} ± "
-                  f"{se(wrong_early, args.reps)} | {differ} | {stopped:.3f} | {judged:.0f} of {2 * n_each} | "
-                  f"{1 - judged / (2 * n_each):.0%} |")
+            print(
+                f"| {n_each} + {n_each} | {tpr:.2f} / {tnr:.2f} | {full['PASS']:.3f} / {full['INCONCLUSIVE']:.3f} / "
+                f"{full['FAIL']:.3f} | {wrong_full:.3f} ± {se(wrong_full, args.reps)} | {wrong_early:.3f} ± "
+                f"{se(wrong_early, args.reps)} | {differ} | {stopped:.3f} | {judged:.0f} of {2 * n_each} | "
+                f"{1 - judged / (2 * n_each):.0%} |"
+            )
     print(f"\n({args.reps} runs per row, seed {args.seed}, {time.perf_counter() - started:.0f} s)")
 
 

@@ -22,7 +22,16 @@ from judgekit.llm.retry import RetryPolicy
 from judgekit.pipeline import Options, calibrate
 from judgekit.testing import FakeServer, script
 
-MODES = ["rate_limit", "server_error", "hang", "reset", "truncated", "garbage", "refusal", "malformed_json"]
+MODES = [
+    "rate_limit",
+    "server_error",
+    "hang",
+    "reset",
+    "truncated",
+    "garbage",
+    "refusal",
+    "malformed_json",
+]
 
 
 def main() -> None:
@@ -33,36 +42,68 @@ def main() -> None:
     retry = RetryPolicy(attempts=4, base_s=0.01, cap_s=0.05, first_contact_attempts=4, down_after=6)
     started = time.perf_counter()
     totals = Counter()
-    print("| fault | rate | requests | faults injected | verdicts | abstentions (cause) | lost | wrong |")
+    print(
+        "| fault | rate | requests | faults injected | verdicts | abstentions (cause) | lost | wrong |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / "criteria").mkdir()
         (root / "sets").mkdir()
-        (root / "criteria" / "c.yaml").write_text("id: c\nquestion: Does the reply say the card is blocked?\n")
-        rows = [{"id": f"{kind}{i}", "output": f"reply-{kind}{i}: text", "passed": kind == "p"}
-                for kind in "pf" for i in range(n // 2)]
+        (root / "criteria" / "c.yaml").write_text(
+            "id: c\nquestion: Does the reply say the card is blocked?\n"
+        )
+        rows = [
+            {"id": f"{kind}{i}", "output": f"reply-{kind}{i}: text", "passed": kind == "p"}
+            for kind in "pf"
+            for i in range(n // 2)
+        ]
         (root / "sets" / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         for mode in MODES:
             for rate in (0.1, 0.5):
-                with FakeServer(script({"reply-p": True, "reply-f": False}), faults={mode: rate}, seed=7,
-                                retry_after=0.02) as server:
-                    c = calibrate(Options(criteria_dir=root / "criteria", sets_dir=root / "sets", model="openai/j",
-                                          api_base=server.url, cache_dir=None, retry=retry, concurrency=16,
-                                          timeout_s=0.3)).criteria[0]
+                with FakeServer(
+                    script({"reply-p": True, "reply-f": False}),
+                    faults={mode: rate},
+                    seed=7,
+                    retry_after=0.02,
+                ) as server:
+                    c = calibrate(
+                        Options(
+                            criteria_dir=root / "criteria",
+                            sets_dir=root / "sets",
+                            model="openai/j",
+                            api_base=server.url,
+                            cache_dir=None,
+                            retry=retry,
+                            concurrency=16,
+                            timeout_s=0.3,
+                        )
+                    ).criteria[0]
                 decided = c.confusion.tp + c.confusion.fp + c.confusion.tn + c.confusion.fn
-                wrong = c.confusion.fp + c.confusion.fn  # the script is always right: a wrong verdict was invented
+                wrong = (
+                    c.confusion.fp + c.confusion.fn
+                )  # the script is always right: a wrong verdict was invented
                 causes = Counter(d.abstention for d in c.disagreements if d.verdict is None)
                 lost = n - decided - c.abstained
                 injected = server.requests - server.stats["ok"]
-                totals.update(requests=server.requests, injected=injected, examples=n, lost=lost, wrong=wrong,
-                              abstained=c.abstained)
+                totals.update(
+                    requests=server.requests,
+                    injected=injected,
+                    examples=n,
+                    lost=lost,
+                    wrong=wrong,
+                    abstained=c.abstained,
+                )
                 cause = ", ".join(f"{k} {v}" for k, v in causes.items()) or "-"
-                print(f"| {mode} | {rate:.0%} | {server.requests} | {injected} | {decided} | {c.abstained} ({cause}) | "
-                      f"{lost} | {wrong} |")
-    print(f"\n{totals['examples']} examples judged through {totals['requests']} requests, {totals['injected']} "
-          f"faults injected; {totals['abstained']} explained abstentions, {totals['lost']} verdicts lost, "
-          f"{totals['wrong']} wrong verdicts ({time.perf_counter() - started:.0f} s)")
+                print(
+                    f"| {mode} | {rate:.0%} | {server.requests} | {injected} | {decided} | {c.abstained} ({cause}) | "
+                    f"{lost} | {wrong} |"
+                )
+    print(
+        f"\n{totals['examples']} examples judged through {totals['requests']} requests, {totals['injected']} "
+        f"faults injected; {totals['abstained']} explained abstentions, {totals['lost']} verdicts lost, "
+        f"{totals['wrong']} wrong verdicts ({time.perf_counter() - started:.0f} s)"
+    )
 
 
 if __name__ == "__main__":

@@ -32,19 +32,38 @@ from judgekit.watch.history import History  # noqa: E402
 def report(run: int, examples: int) -> Report:
     """One criterion's calibration: a judge right on 90% of the examples (95% every tenth run)."""
     rate = 0.95 if run % 10 == 9 else 0.9
-    outcomes = {f"ex-{i}": (i % 2 == 0, (i % 2 == 0) if (i * 7919 + run) % 100 < rate * 100 else (i % 2 == 1))
-                for i in range(examples)}
+    outcomes = {
+        f"ex-{i}": (
+            i % 2 == 0,
+            (i % 2 == 0) if (i * 7919 + run) % 100 < rate * 100 else (i % 2 == 1),
+        )
+        for i in range(examples)
+    }
     tp = sum(label and passed for label, passed in outcomes.values())
     tn = sum(not label and not passed for label, passed in outcomes.values())
     fn = sum(label and not passed for label, passed in outcomes.values())
     fp = examples - tp - tn - fn
     pos, neg = tp + fn, tn + fp
-    metrics = {"tpr": tp / pos, "tnr": tn / neg, "accuracy": (tp + tn) / examples,
-               "cohen_kappa": (tp / pos + tn / neg) - 1}
+    metrics = {
+        "tpr": tp / pos,
+        "tnr": tn / neg,
+        "accuracy": (tp + tn) / examples,
+        "cohen_kappa": (tp / pos + tn / neg) - 1,
+    }
     when = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=run)
-    c = CriterionReport(id="grounded", fingerprint=f"judge-{run % 10 == 9}", set_fingerprint="set-1", n=examples,
-                        abstained=0, confusion=ConfusionCounts(tp=tp, fp=fp, tn=tn, fn=fn), metrics=metrics,
-                        intervals={}, disagreements=[], outcomes=outcomes, calibrated_at=when)
+    c = CriterionReport(
+        id="grounded",
+        fingerprint=f"judge-{run % 10 == 9}",
+        set_fingerprint="set-1",
+        n=examples,
+        abstained=0,
+        confusion=ConfusionCounts(tp=tp, fp=fp, tn=tn, fn=fn),
+        metrics=metrics,
+        intervals={},
+        disagreements=[],
+        outcomes=outcomes,
+        calibrated_at=when,
+    )
     return Report(criteria=[c])
 
 
@@ -61,11 +80,17 @@ def drift(location: str | Path, repeats: int = 5) -> tuple[float, int]:
     times, code = [], 0
     for _ in range(repeats):
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "judgekit.cli", "drift", "--history", str(location)],
-                              capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+        done = subprocess.run(
+            [sys.executable, "-m", "judgekit.cli", "drift", "--history", str(location)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
         times.append(time.perf_counter() - started)
         code = done.returncode
-        if code not in (0, 1) or "grounded" not in done.stdout:  # 0 NO DRIFT, 1 DRIFT, and the criterion named
+        if (
+            code not in (0, 1) or "grounded" not in done.stdout
+        ):  # 0 NO DRIFT, 1 DRIFT, and the criterion named
             raise SystemExit(f"judgekit drift failed (exit {code}): {done.stderr or done.stdout}")
     return statistics.median(times), code
 
@@ -83,15 +108,22 @@ def main() -> None:
         if server is None:
             binaries = server_binaries()
             if binaries is None:
-                raise SystemExit("no PostgreSQL server binaries; install Debian's postgresql or pass --postgres URL")
+                raise SystemExit(
+                    "no PostgreSQL server binaries; install Debian's postgresql or pass --postgres URL"
+                )
             server = stack.enter_context(throwaway_cluster(binaries))
-        places = {"SQLite": Path(tempfile.mkdtemp()) / "history.sqlite", "PostgreSQL": new_database(server)}
+        places = {
+            "SQLite": Path(tempfile.mkdtemp()) / "history.sqlite",
+            "PostgreSQL": new_database(server),
+        }
         print(f"{args.runs} runs x {args.examples} examples")
         for name, location in places.items():
             took = record(location, args.runs, args.examples)
             median, code = drift(location)
-            print(f"{name:10}  record {took:6.2f} s ({args.runs / took:7.1f} runs/s)   "
-                  f"judgekit drift {median:.2f} s (median of 5, exit {code})")
+            print(
+                f"{name:10}  record {took:6.2f} s ({args.runs / took:7.1f} runs/s)   "
+                f"judgekit drift {median:.2f} s (median of 5, exit {code})"
+            )
 
 
 if __name__ == "__main__":

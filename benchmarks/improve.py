@@ -50,11 +50,19 @@ def one_look(rng, n_dev, n_test, gains, alpha):
         labels = rng.random(n) < 0.5
         split[name] = (labels, rng.beta(4, 1, n))
     labels, q = split["dev"]
-    dev = [np.mean([v is not None and v == y for y, v in zip(labels, judged(rng, labels, q, g))]) for g in gains]
+    dev = [
+        np.mean([v is not None and v == y for y, v in zip(labels, judged(rng, labels, q, g))])
+        for g in gains
+    ]
     best = int(np.argmax(dev))
     labels, q = split["test"]
-    result = accept(labels.tolist(), judged(rng, labels, q, 0.0).tolist(),
-                    judged(rng, labels, q, gains[best]).tolist(), alpha, TOLERANCE)
+    result = accept(
+        labels.tolist(),
+        judged(rng, labels, q, 0.0).tolist(),
+        judged(rng, labels, q, gains[best]).tolist(),
+        alpha,
+        TOLERANCE,
+    )
     return result.accepted, best
 
 
@@ -66,11 +74,25 @@ def looks_on_one_test_split(rng, n_dev, n_test):
     for look in range(1, MAX_LOOKS + 1):
         dev_labels = rng.random(n_dev) < 0.5
         dev_q = rng.beta(4, 1, n_dev)
-        dev = [np.mean([v is not None and v == y for y, v in zip(dev_labels, judged(rng, dev_labels, dev_q, 0.0))])
-               for _ in range(K)]
-        int(np.argmax(dev))  # the pick: every candidate is equal under the null, but it is drawn as improve draws it
-        if accept(labels.tolist(), current, judged(rng, labels, q, 0.0).tolist(), look_alpha(ALPHA, look),
-                  TOLERANCE).accepted:
+        dev = [
+            np.mean(
+                [
+                    v is not None and v == y
+                    for y, v in zip(dev_labels, judged(rng, dev_labels, dev_q, 0.0))
+                ]
+            )
+            for _ in range(K)
+        ]
+        int(
+            np.argmax(dev)
+        )  # the pick: every candidate is equal under the null, but it is drawn as improve draws it
+        if accept(
+            labels.tolist(),
+            current,
+            judged(rng, labels, q, 0.0).tolist(),
+            look_alpha(ALPHA, look),
+            TOLERANCE,
+        ).accepted:
             return True
     return False
 
@@ -89,7 +111,9 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     started, failed = time.perf_counter(), []
     first = look_alpha(ALPHA, 1)
-    print(f"{args.runs} simulated improve runs per row; K = {K} candidates searched on dev; alpha budget {ALPHA}\n")
+    print(
+        f"{args.runs} simulated improve runs per row; K = {K} candidates searched on dev; alpha budget {ALPHA}\n"
+    )
     print("| case | n dev | n test | level | accepted | picked the better one |")
     print("|---|---|---|---|---|---|")
     for n_dev, n_test in ((100, 100), (100, 300), (300, 300)):
@@ -100,13 +124,19 @@ def main() -> None:
             failed.append(f"null one look n_test={n_test}: {p:.3f}")
         hits = sum(looks_on_one_test_split(rng, n_dev, n_test) for _ in range(args.runs))
         p, se = share(hits, args.runs)
-        print(f"| null, {MAX_LOOKS} looks at one test split | {n_dev} | {n_test} | {ALPHA} | {p:.3f} ± {se:.3f} | |")
+        print(
+            f"| null, {MAX_LOOKS} looks at one test split | {n_dev} | {n_test} | {ALPHA} | {p:.3f} ± {se:.3f} | |"
+        )
         if p - ALPHA > 2 * se:
             failed.append(f"null {MAX_LOOKS} looks n_test={n_test}: {p:.3f}")
-        runs = [one_look(rng, n_dev, n_test, [0.1] + [0.0] * (K - 1), first) for _ in range(args.runs)]
+        runs = [
+            one_look(rng, n_dev, n_test, [0.1] + [0.0] * (K - 1), first) for _ in range(args.runs)
+        ]
         p, se = share(sum(a and b == 0 for a, b in runs), args.runs)
         picked = sum(b == 0 for _, b in runs) / args.runs
-        print(f"| +0.10 accuracy, one look | {n_dev} | {n_test} | {first} | {p:.3f} ± {se:.3f} | {picked:.3f} |")
+        print(
+            f"| +0.10 accuracy, one look | {n_dev} | {n_test} | {first} | {p:.3f} ± {se:.3f} | {picked:.3f} |"
+        )
     print(f"\n(seed {args.seed}; {time.perf_counter() - started:.0f} s)")
     if failed:
         raise SystemExit("over the nominal level: " + "; ".join(failed))

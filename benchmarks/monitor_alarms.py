@@ -58,16 +58,25 @@ def alerts(n1: int, n0: int, x0: int, x1: np.ndarray, every: bool) -> tuple[np.n
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--windows", type=int, nargs="+", default=[30, 200])
-    parser.add_argument("--every", action="store_true", help="ask drop_test about every outcome (slow)")
+    parser.add_argument(
+        "--every", action="store_true", help="ask drop_test about every outcome (slow)"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
     for n1 in args.windows:
         n0 = 7 * n1
         print(f"\nwindow {n1}, baseline {n0}: alarm rate, test in use (score test alone)")
-        print("| baseline rate | drop 0.05 (tolerated: size) | drop 0.10 | drop 0.15 |\n|---|---|---|---|")
+        print(
+            "| baseline rate | drop 0.05 (tolerated: size) | drop 0.10 | drop 0.15 |\n|---|---|---|---|"
+        )
         # Window counts likely under some rate asked: the others (each below 1e-12) are left out.
-        x1 = np.flatnonzero(np.max([binom.pmf(np.arange(n1 + 1), n1, p0 - drop)
-                                    for p0 in BASELINES for drop in DROPS], axis=0) >= 1e-12)
+        x1 = np.flatnonzero(
+            np.max(
+                [binom.pmf(np.arange(n1 + 1), n1, p0 - drop) for p0 in BASELINES for drop in DROPS],
+                axis=0,
+            )
+            >= 1e-12
+        )
         table: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for p0 in BASELINES if n1 < 1000 else (0.5, 0.9, 0.98):  # 1000: a few rates, for time
             x0s = np.flatnonzero(binom.pmf(np.arange(n0 + 1), n0, p0) >= 1e-12)

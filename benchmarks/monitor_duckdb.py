@@ -27,14 +27,20 @@ from monitor_scale import CRITERIA, START, measure
 def write(path: Path, rows: int, text: bool) -> None:
     names = "[" + ", ".join(f"'{c}'" for c in CRITERIA) + "]"
     seconds = f"{START} + CAST(i * {90 * 86400} // {rows} AS BIGINT)"  # in time order, as a log is
-    stamp = (f"strftime(to_timestamp({seconds}), '%Y-%m-%dT%H:%M:%SZ')" if text else f"to_timestamp({seconds})")
+    stamp = (
+        f"strftime(to_timestamp({seconds}), '%Y-%m-%dT%H:%M:%SZ')"
+        if text
+        else f"to_timestamp({seconds})"
+    )
     rate = f"CASE WHEN i % 5 = 0 AND {seconds} > {START + 80 * 86400} THEN 0.80 ELSE 0.90 END"
     with duckdb.connect() as con:
         con.execute("SET TimeZone = 'UTC'")
         con.execute("SET enable_progress_bar = false")
-        con.execute(f"COPY (SELECT {stamp} AS timestamp, {names}[1 + i % 5] AS criterion, "
-                    f"CASE WHEN hash(i, 1) % 50 = 0 THEN NULL ELSE hash(i) % 1000 < 1000 * {rate} END AS passed, "
-                    f"'t' || i AS trace_id FROM range({rows}) t(i)) TO '{path}' (FORMAT parquet)")
+        con.execute(
+            f"COPY (SELECT {stamp} AS timestamp, {names}[1 + i % 5] AS criterion, "
+            f"CASE WHEN hash(i, 1) % 50 = 0 THEN NULL ELSE hash(i) % 1000 < 1000 * {rate} END AS passed, "
+            f"'t' || i AS trace_id FROM range({rows}) t(i)) TO '{path}' (FORMAT parquet)"
+        )
 
 
 # The counting path alone (what `judgekit monitor` does before its statistics), in a fresh process.
@@ -50,7 +56,9 @@ print(counts.rows, len(counts.cells), elapsed, int(peak) / 1024)
 
 def count(path: Path) -> tuple[int, int, float, float]:
     """Rows, windows, seconds (import included) and peak RSS (MiB) of `count_samples` in a child."""
-    done = subprocess.run([sys.executable, "-c", COUNT, str(path)], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", COUNT, str(path)], capture_output=True, text=True, check=True
+    )
     rows, windows, elapsed, peak = done.stdout.split()
     return int(rows), int(windows), float(elapsed), float(peak)
 
@@ -64,18 +72,26 @@ def main() -> None:
         path = Path(folder) / "samples.parquet"
         started = time.perf_counter()
         write(path, args.rows, args.text)
-        print(f"DuckDB wrote {args.rows:,} rows ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.0f} s")
+        print(
+            f"DuckDB wrote {args.rows:,} rows ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.0f} s"
+        )
         rows, windows, counting, counting_peak = count(path)
         assert rows == args.rows, rows
         elapsed, peak, out = measure(path)
         assert out["rows"] == args.rows and len(out["windows"]) == windows, out["rows"]
         kind = "ISO 8601 text" if args.text else "TIMESTAMPTZ"
-        print("| timestamps | what | rows | file MB | s | rows / s | peak RSS MiB | windows | alerts |\n"
-              "|---|---|---|---|---|---|---|---|---|")
-        print(f"| {kind} | counting (count_samples) | {rows:,} | {path.stat().st_size / 1e6:.0f} | {counting:.1f} | "
-              f"{rows / counting:,.0f} | {counting_peak:.0f} | {windows} | - |")
-        print(f"| {kind} | `judgekit monitor --json` | {rows:,} | {path.stat().st_size / 1e6:.0f} | {elapsed:.1f} | "
-              f"{rows / elapsed:,.0f} | {peak:.0f} | {len(out['windows'])} | {len(out['alerts'])} |")
+        print(
+            "| timestamps | what | rows | file MB | s | rows / s | peak RSS MiB | windows | alerts |\n"
+            "|---|---|---|---|---|---|---|---|---|"
+        )
+        print(
+            f"| {kind} | counting (count_samples) | {rows:,} | {path.stat().st_size / 1e6:.0f} | {counting:.1f} | "
+            f"{rows / counting:,.0f} | {counting_peak:.0f} | {windows} | - |"
+        )
+        print(
+            f"| {kind} | `judgekit monitor --json` | {rows:,} | {path.stat().st_size / 1e6:.0f} | {elapsed:.1f} | "
+            f"{rows / elapsed:,.0f} | {peak:.0f} | {len(out['windows'])} | {len(out['alerts'])} |"
+        )
 
 
 if __name__ == "__main__":

@@ -21,7 +21,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-CRITERIA = ["card-block-confirmed", "refund-timeline-stated", "no-email-address", "no-unfilled-placeholder", "tone"]
+CRITERIA = [
+    "card-block-confirmed",
+    "refund-timeline-stated",
+    "no-email-address",
+    "no-unfilled-placeholder",
+    "tone",
+]
 START = 1_790_000_000  # 2026-09-21, in seconds
 
 
@@ -35,12 +41,22 @@ def frames(rows: int, chunk: int = 1_000_000, seed: int = 0):
         rate = np.where((which == 0) & (seconds > START + (days - 10) * 86400), 0.80, 0.90)
         passed = rng.random(n) < rate
         stamps = pd.to_datetime(seconds, unit="s", utc=True).strftime("%Y-%m-%dT%H:%M:%SZ")
-        yield pd.DataFrame({"timestamp": stamps, "criterion": np.array(CRITERIA)[which], "passed": passed,
-                            "trace_id": [f"t{first + i}" for i in range(n)]})
+        yield pd.DataFrame(
+            {
+                "timestamp": stamps,
+                "criterion": np.array(CRITERIA)[which],
+                "passed": passed,
+                "trace_id": [f"t{first + i}" for i in range(n)],
+            }
+        )
 
 
 def write(folder: Path, rows: int) -> dict[str, Path]:
-    paths = {"jsonl": folder / "samples.jsonl", "csv": folder / "samples.csv", "parquet": folder / "samples.parquet"}
+    paths = {
+        "jsonl": folder / "samples.jsonl",
+        "csv": folder / "samples.csv",
+        "parquet": folder / "samples.parquet",
+    }
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -73,8 +89,12 @@ def measure(path: Path) -> tuple[float, float, dict]:
     """Wall time and peak RSS (MiB) of one `judgekit monitor` process, and its JSON output."""
     started = time.perf_counter()
     # In the data's folder: no calibration report there, so the rates are not corrected.
-    result = subprocess.run([sys.executable, "-c", CHILD, "monitor", str(path), "--json"], cwd=path.parent,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-c", CHILD, "monitor", str(path), "--json"],
+        cwd=path.parent,
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - started
     if result.returncode not in (0, 1):
         raise SystemExit(result.stderr)
@@ -90,12 +110,16 @@ def main() -> None:
         started = time.perf_counter()
         paths = write(Path(folder), args.rows)
         print(f"wrote {args.rows:,} rows per format in {time.perf_counter() - started:.0f} s")
-        print("| format | file MB | wall s | rows / s | peak RSS MiB | windows | alerts |\n|---|---|---|---|---|---|---|")
+        print(
+            "| format | file MB | wall s | rows / s | peak RSS MiB | windows | alerts |\n|---|---|---|---|---|---|---|"
+        )
         for name, path in paths.items():
             elapsed, peak, out = measure(path)
             assert out["rows"] == args.rows
-            print(f"| {name} | {path.stat().st_size / 1e6:.0f} | {elapsed:.1f} | {args.rows / elapsed:,.0f} | "
-                  f"{peak:.0f} | {len(out['windows'])} | {len(out['alerts'])} |")
+            print(
+                f"| {name} | {path.stat().st_size / 1e6:.0f} | {elapsed:.1f} | {args.rows / elapsed:,.0f} | "
+                f"{peak:.0f} | {len(out['windows'])} | {len(out['alerts'])} |"
+            )
 
 
 if __name__ == "__main__":

@@ -49,8 +49,18 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 
 from judgekit.stats.metrics import kappa_from_counts, kappa_of_cells
-from judgekit.stats.paired import (FIGURES, _figures, _interval, _power, against_best, discordant, examples_to_separate,
-                                   holm, mcnemar_many, paired_deltas)
+from judgekit.stats.paired import (
+    FIGURES,
+    _figures,
+    _interval,
+    _power,
+    against_best,
+    discordant,
+    examples_to_separate,
+    holm,
+    mcnemar_many,
+    paired_deltas,
+)
 
 KS, NS, COUPLINGS = (2, 5, 20, 65), (100, 400), ("independent", "correlated")
 SHARED, ABSTAIN, ALPHA = 0.6, 0.03, 0.05
@@ -78,7 +88,9 @@ def best_of(labels: np.ndarray, codes: np.ndarray) -> np.ndarray:
     kappa = np.nan_to_num(kappa_of_cells(np.stack([tp, fp, tn, fn], axis=-1)), nan=-np.inf)
     with np.errstate(divide="ignore", invalid="ignore"):
         youden = np.nan_to_num(tp / (tp + fn) + tn / (tn + fp))
-    order = np.lexsort((-np.arange(codes.shape[1])[None, :].repeat(len(codes), 0), youden, kappa), axis=-1)
+    order = np.lexsort(
+        (-np.arange(codes.shape[1])[None, :].repeat(len(codes), 0), youden, kappa), axis=-1
+    )
     return order[:, -1]
 
 
@@ -116,26 +128,41 @@ def errors(rng, reps: int, k: int, n: int, coupling: str) -> tuple[int, int, int
 
 def truth(tpr: float, tnr: float) -> np.ndarray:
     """TPR, TNR and kappa over the decided examples (abstention is independent of label and verdict)."""
-    return np.array([tpr, tnr, kappa_from_counts(0.5 * tpr, 0.5 * (1 - tnr), 0.5 * tnr, 0.5 * (1 - tpr))])
+    return np.array(
+        [tpr, tnr, kappa_from_counts(0.5 * tpr, 0.5 * (1 - tnr), 0.5 * tnr, 0.5 * (1 - tpr))]
+    )
 
 
 def bootstrap(labels, a, b, seed: int, confidence: float, resamples: int = 2000):
     """The plain paired percentile bootstrap judgekit tried first: the 18 kinds drawn from a multinomial."""
-    kinds = 9 * np.asarray(labels, dtype=int) + 3 * np.asarray(a, dtype=int) + np.asarray(b, dtype=int)
+    kinds = (
+        9 * np.asarray(labels, dtype=int) + 3 * np.asarray(a, dtype=int) + np.asarray(b, dtype=int)
+    )
     counts = np.bincount(kinds, minlength=18)
-    point = {name: float(s - f) for name, (f, s) in _figures(counts.reshape(2, 3, 3).astype(float)).items()}
-    draws = np.random.default_rng(seed).multinomial(counts.sum(), counts / counts.sum(), size=resamples)
+    point = {
+        name: float(s - f)
+        for name, (f, s) in _figures(counts.reshape(2, 3, 3).astype(float)).items()
+    }
+    draws = np.random.default_rng(seed).multinomial(
+        counts.sum(), counts / counts.sum(), size=resamples
+    )
     drawn = _figures(draws.reshape(-1, 2, 3, 3).astype(float))
-    return {name: (point[name], *_interval(drawn[name][1] - drawn[name][0], point[name], confidence))
-            for name in FIGURES}
+    return {
+        name: (point[name], *_interval(drawn[name][1] - drawn[name][0], point[name], confidence))
+        for name in FIGURES
+    }
 
 
 def coverage(rng, reps: int, k: int, n: int, coupling: str, plain: bool):
     """Families covered, per figure and for all three at once: [baseline family, best family, baseline family
     by the plain bootstrap] -> array of 4 counts."""
     design = np.random.default_rng(k)
-    rates = np.vstack([[0.97, 0.90], np.column_stack([design.uniform(0.85, 0.99, k - 1),
-                                                      design.uniform(0.75, 0.97, k - 1)])])
+    rates = np.vstack(
+        [
+            [0.97, 0.90],
+            np.column_stack([design.uniform(0.85, 0.99, k - 1), design.uniform(0.75, 0.97, k - 1)]),
+        ]
+    )
     true = np.array([truth(*r) for r in rates])
     covered = np.zeros((3, 4), dtype=int)
     for start in range(0, reps, CHUNK):
@@ -145,9 +172,13 @@ def coverage(rng, reps: int, k: int, n: int, coupling: str, plain: bool):
             seed = int(rng.integers(2**31))
             lab = [bool(x) for x in labels[i]]
             verdicts = [[None if x == 2 else bool(x) for x in row] for row in codes[i]]
-            families = [(0, 1 - ALPHA / (3 * (k - 1)), paired_deltas, verdicts, 0)]  # as compare: 3 figures x family
+            families = [
+                (0, 1 - ALPHA / (3 * (k - 1)), paired_deltas, verdicts, 0)
+            ]  # as compare: 3 figures x family
             if k > 2:  # with two candidates the best's family is the baseline's, the sign turned
-                families.append((best[i], 1 - ALPHA / (3 * (k * (k - 1) // 2)), paired_deltas, verdicts, 1))
+                families.append(
+                    (best[i], 1 - ALPHA / (3 * (k * (k - 1) // 2)), paired_deltas, verdicts, 1)
+                )
             if plain:
                 families.append((0, 1 - ALPHA / (3 * (k - 1)), bootstrap, codes[i], 2))
             for ref, confidence, method, given, row in families:
@@ -155,13 +186,20 @@ def coverage(rng, reps: int, k: int, n: int, coupling: str, plain: bool):
                 for j in range(k):
                     if j != ref:
                         d = method(lab, given[ref], given[j], seed=seed, confidence=confidence)
-                        held &= [d[f][1] <= t <= d[f][2] for f, t in zip(FIGURES, true[j] - true[ref])]
+                        held &= [
+                            d[f][1] <= t <= d[f][2] for f, t in zip(FIGURES, true[j] - true[ref])
+                        ]
                 covered[row] += [*held, held.all()]
     return covered
 
 
-SEPARATE = [(12, 6, 100, ALPHA), (8, 3, 100, ALPHA / 19), (20, 12, 400, ALPHA), (10, 4, 400, ALPHA / 190),
-            (3, 0, 100, ALPHA / 2080)]
+SEPARATE = [
+    (12, 6, 100, ALPHA),
+    (8, 3, 100, ALPHA / 19),
+    (20, 12, 400, ALPHA),
+    (10, 4, 400, ALPHA / 190),
+    (3, 0, 100, ALPHA / 2080),
+]
 
 
 def separated(rng, reps: int, b: int, c: int, n: int, alpha: float, total: int) -> float:
@@ -171,7 +209,12 @@ def separated(rng, reps: int, b: int, c: int, n: int, alpha: float, total: int) 
 
 def rows_c(reps: int) -> list[tuple[int, int, str, int]]:
     """C's rows, (K, n, errors, sets): fewer sets for larger families (each costs K - 1 calls or twice that)."""
-    return [(k, n, coupling, max(1, reps // 8, reps * 4 // (k + 2))) for k in KS for n in NS for coupling in COUPLINGS]
+    return [
+        (k, n, coupling, max(1, reps // 8, reps * 4 // (k + 2)))
+        for k in KS
+        for n in NS
+        for coupling in COUPLINGS
+    ]
 
 
 def run_c(seed: int, k: int, n: int, coupling: str, reps: int):
@@ -182,17 +225,31 @@ def run_c(seed: int, k: int, n: int, coupling: str, reps: int):
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=4000, help="sets per row of A, B and D")
-    parser.add_argument("--coverage-reps", type=int, default=800, help="sets per row of C at K = 2; fewer for larger K")
-    parser.add_argument("--jobs", type=int, default=2, help="processes for C (the figures do not depend on it)")
+    parser.add_argument(
+        "--coverage-reps",
+        type=int,
+        default=800,
+        help="sets per row of C at K = 2; fewer for larger K",
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="processes for C (the figures do not depend on it)"
+    )
     parser.add_argument("--seed", type=int, default=20261130)
     args = parser.parse_args()
     started, failed = time.perf_counter(), []
     pool = ProcessPoolExecutor(args.jobs)
     c_rows = rows_c(args.coverage_reps)
-    c_runs = {row: pool.submit(run_c, args.seed, *row) for row in sorted(c_rows, key=lambda r: -r[0] * r[3])}
+    c_runs = {
+        row: pool.submit(run_c, args.seed, *row)
+        for row in sorted(c_rows, key=lambda r: -r[0] * r[3])
+    }
 
-    print("A, B: family-wise error rate (± MC s.e.), every candidate equally accurate; nominal 0.05\n")
-    print("| K | n | errors | A vs baseline, Holm | B vs best, against_best | B vs best, plain Holm (not used) |")
+    print(
+        "A, B: family-wise error rate (± MC s.e.), every candidate equally accurate; nominal 0.05\n"
+    )
+    print(
+        "| K | n | errors | A vs baseline, Holm | B vs best, against_best | B vs best, plain Holm (not used) |"
+    )
     print("|---|---|---|---|---|---|")
     for k in KS:
         for n in NS:
@@ -200,12 +257,21 @@ def main() -> None:
                 rng = np.random.default_rng([args.seed, 1, k, n, COUPLINGS.index(coupling)])
                 hits = errors(rng, args.reps, k, n, coupling)
                 cells = [share(h, args.reps) for h in hits]
-                print(f"| {k} | {n} | {coupling} | " + " | ".join(f"{p:.3f} ± {se:.3f}" for p, se in cells) + " |")
-                failed += [f"{name} K={k} n={n} {coupling}" for name, (p, se) in zip("AB", cells[:2])
-                           if p > ALPHA + 2 * se]
+                print(
+                    f"| {k} | {n} | {coupling} | "
+                    + " | ".join(f"{p:.3f} ± {se:.3f}" for p, se in cells)
+                    + " |"
+                )
+                failed += [
+                    f"{name} K={k} n={n} {coupling}"
+                    for name, (p, se) in zip("AB", cells[:2])
+                    if p > ALPHA + 2 * se
+                ]
 
     print("\nD: examples_to_separate's promise (power 0.8), simulated at n + m\n")
-    print("| b, c of n | alpha | m | exact power at n + m | rejected at n + m (± s.e.) | rejected at n + 3m/4 | ms |")
+    print(
+        "| b, c of n | alpha | m | exact power at n + m | rejected at n + m (± s.e.) | rejected at n + 3m/4 | ms |"
+    )
     print("|---|---|---|---|---|---|---|")
     rng = np.random.default_rng([args.seed, 4])
     for b, c, n, alpha in SEPARATE:
@@ -213,17 +279,27 @@ def main() -> None:
         m = examples_to_separate(b, c, n, alpha)
         ms = 1000 * (time.perf_counter() - clock)
         if m is None:
-            raise SystemExit(f"examples_to_separate({b}, {c}, {n}, {alpha}) found no number of examples")
-        p, se = share(round(separated(rng, args.reps, b, c, n, alpha, n + m) * args.reps), args.reps)
+            raise SystemExit(
+                f"examples_to_separate({b}, {c}, {n}, {alpha}) found no number of examples"
+            )
+        p, se = share(
+            round(separated(rng, args.reps, b, c, n, alpha, n + m) * args.reps), args.reps
+        )
         fewer = separated(rng, args.reps, b, c, n, alpha, n + 3 * m // 4)
-        print(f"| {b}, {c} of {n} | {alpha:.2g} | {m} | {_power(b / n, c / n, n + m, alpha):.3f} | "
-              f"{p:.3f} ± {se:.3f} | {fewer:.3f} | {ms:.0f} |")
+        print(
+            f"| {b}, {c} of {n} | {alpha:.2g} | {m} | {_power(b / n, c / n, n + m, alpha):.3f} | "
+            f"{p:.3f} ± {se:.3f} | {fewer:.3f} | {ms:.0f} |"
+        )
         if 0.8 - p > 2 * se:
             failed.append(f"D {b}, {c} of {n}")
 
-    print("\nC: simultaneous coverage (± MC s.e.) of the paired_deltas intervals at the Bonferroni confidence; "
-          "nominal 0.95\n")
-    print("| K | n | errors | family | sets | TPR | TNR | kappa | all three |\n|---|---|---|---|---|---|---|---|---|")
+    print(
+        "\nC: simultaneous coverage (± MC s.e.) of the paired_deltas intervals at the Bonferroni confidence; "
+        "nominal 0.95\n"
+    )
+    print(
+        "| K | n | errors | family | sets | TPR | TNR | kappa | all three |\n|---|---|---|---|---|---|---|---|---|"
+    )
     names = ("vs baseline", "vs best (chosen)", "vs baseline, plain bootstrap (dropped)")
     for row in c_rows:
         k, n, coupling, reps = row
@@ -232,23 +308,38 @@ def main() -> None:
             if (i == 1 and k == 2) or (i == 2 and k > 5):
                 continue  # with two candidates the best's family is the baseline's; the bootstrap only where cheap
             cells = [share(h, reps) for h in covered[i]]
-            print(f"| {k} | {n} | {coupling} | {name} | {reps} | "
-                  + " | ".join(f"{p:.3f} ± {se:.3f}" for p, se in cells) + " |")
+            print(
+                f"| {k} | {n} | {coupling} | {name} | {reps} | "
+                + " | ".join(f"{p:.3f} ± {se:.3f}" for p, se in cells)
+                + " |"
+            )
             if i < 2:
-                failed += [f"C {name} {f} K={k} n={n} {coupling}" for f, (p, se) in zip(FIGURES, cells)
-                           if 1 - p > ALPHA + 2 * se]
+                failed += [
+                    f"C {name} {f} K={k} n={n} {coupling}"
+                    for f, (p, se) in zip(FIGURES, cells)
+                    if 1 - p > ALPHA + 2 * se
+                ]
     pool.shutdown()
 
     rng = np.random.default_rng([args.seed, 5])
     labels, codes = judged(rng, 1, 1000, np.array([[0.9, 0.8]] * 20), "correlated")
-    lab, verdicts = [bool(x) for x in labels[0]], [[None if x == 2 else bool(x) for x in row] for row in codes[0]]
+    lab, verdicts = (
+        [bool(x) for x in labels[0]],
+        [[None if x == 2 else bool(x) for x in row] for row in codes[0]],
+    )
     clock = time.perf_counter()
     for i in range(1000):
         discordant(lab, verdicts[i % 20], verdicts[(i + 1) % 20])
-        paired_deltas(lab, verdicts[i % 20], verdicts[(i + 1) % 20], seed=i, confidence=1 - ALPHA / 999)
-    print(f"\n1,000 calls of discordant + paired_deltas on 1,000 examples: {time.perf_counter() - clock:.1f} s")
+        paired_deltas(
+            lab, verdicts[i % 20], verdicts[(i + 1) % 20], seed=i, confidence=1 - ALPHA / 999
+        )
+    print(
+        f"\n1,000 calls of discordant + paired_deltas on 1,000 examples: {time.perf_counter() - clock:.1f} s"
+    )
 
-    print(f"\n({args.reps} sets per row of A, B, D; seed {args.seed}; {time.perf_counter() - started:.0f} s)")
+    print(
+        f"\n({args.reps} sets per row of A, B, D; seed {args.seed}; {time.perf_counter() - started:.0f} s)"
+    )
     if failed:
         raise SystemExit("over the nominal level: " + "; ".join(failed))
 

@@ -25,18 +25,37 @@ def build(root: Path, n: int, seed: int = 0) -> Path:
     rng = random.Random(seed)
     (root / "criteria").mkdir()
     (root / "calibration_sets").mkdir()
-    (root / "criteria" / "grounded.yaml").write_text("id: grounded\nquestion: Is the reply supported by the source?\n")
+    (root / "criteria" / "grounded.yaml").write_text(
+        "id: grounded\nquestion: Is the reply supported by the source?\n"
+    )
     labels = [rng.random() < 0.5 for _ in range(n)]
     with open(root / "calibration_sets" / "grounded.jsonl", "w") as handle:
         for i, label in enumerate(labels):
-            handle.write(json.dumps({"id": f"ex-{i}", "input": f"question {i}", "output": f"reply {i} " * 8,
-                                     "passed": label}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": f"ex-{i}",
+                        "input": f"question {i}",
+                        "output": f"reply {i} " * 8,
+                        "passed": label,
+                    }
+                )
+                + "\n"
+            )
     verdicts = root / "verdicts.jsonl"
     with open(verdicts, "w") as handle:
         for i, label in enumerate(labels):
             right = rng.random() < 0.9
-            handle.write(json.dumps({"id": f"ex-{i}", "passed": label if right else not label,
-                                     "reason": "the reply says so"}) + "\n")
+            handle.write(
+                json.dumps(
+                    {
+                        "id": f"ex-{i}",
+                        "passed": label if right else not label,
+                        "reason": "the reply says so",
+                    }
+                )
+                + "\n"
+            )
     return verdicts
 
 
@@ -50,16 +69,32 @@ def main() -> None:
         verdicts = build(root, args.examples)
         before = resource.getrusage(resource.RUSAGE_CHILDREN)
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "judgekit.cli", "calibrate", "--verdicts", str(verdicts),
-                               "--model", "openai/recorded-judge", "-q", *(["--no-history"] if args.no_history else [])],
-                              cwd=root, capture_output=True, text=True)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "judgekit.cli",
+                "calibrate",
+                "--verdicts",
+                str(verdicts),
+                "--model",
+                "openai/recorded-judge",
+                "-q",
+                *(["--no-history"] if args.no_history else []),
+            ],
+            cwd=root,
+            capture_output=True,
+            text=True,
+        )
         wall = time.perf_counter() - started
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         if done.returncode != 0:
             sys.exit(f"calibrate failed ({done.returncode}):\n{done.stderr}")
         cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-        print(f"{args.examples} recorded examples: wall {wall:.1f} s, CPU {cpu:.1f} s, "
-              f"peak memory {after.ru_maxrss / 1024:.0f} MiB")
+        print(
+            f"{args.examples} recorded examples: wall {wall:.1f} s, CPU {cpu:.1f} s, "
+            f"peak memory {after.ru_maxrss / 1024:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":

@@ -40,8 +40,13 @@ print(f"{time.perf_counter() - started:.3f}")
 
 def timed(pattern: str, reply: str, engine: str) -> str:
     try:
-        done = subprocess.run([sys.executable, "-c", RUN, pattern, reply, engine], capture_output=True, text=True,
-                              timeout=LIMIT_S, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", RUN, pattern, reply, engine],
+            capture_output=True,
+            text=True,
+            timeout=LIMIT_S,
+            check=True,
+        )
     except subprocess.TimeoutExpired:
         return f"> {LIMIT_S:.0f} (stopped)"
     return done.stdout.strip()
@@ -52,8 +57,11 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for pattern, name, reply in CASES:
         size = len(eval(reply))
-        print(f"| {name} | `{reply}` | {size:,} | {timed(pattern, reply, 're2')} | "
-              f"{timed(pattern, reply, 're')} |", flush=True)
+        print(
+            f"| {name} | `{reply}` | {size:,} | {timed(pattern, reply, 're2')} | "
+            f"{timed(pattern, reply, 're')} |",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

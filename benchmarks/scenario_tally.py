@@ -49,13 +49,19 @@ def one_check(rng, reps, runs, threshold, rate, tpr, tnr, cal):
     judged_pass = tpr * rate + (1 - tnr) * (1 - rate)
     passes = rng.binomial(runs, judged_pass, reps)
     tp, tn = rng.binomial(cal, tpr, reps), rng.binomial(cal, tnr, reps)
-    flagged = sum(_flag(int(k), runs, min_passes, {"c": 1}, {"c": JudgeCounts(int(a), cal, int(b), cal)})
-                  for k, a, b in zip(passes, tp, tn) if k >= min_passes)
+    flagged = sum(
+        _flag(int(k), runs, min_passes, {"c": 1}, {"c": JudgeCounts(int(a), cal, int(b), cal)})
+        for k, a, b in zip(passes, tp, tn)
+        if k >= min_passes
+    )
     return flagged / reps, float(np.mean(passes >= min_passes))
 
 
 # Three criteria's TPR and TNR: judges good enough to pass a gate, and lenient ones.
-JUDGE_SETS = {"mixed": [(0.97, 0.9), (0.95, 0.8), (0.99, 0.6)], "lenient": [(0.99, 0.3), (0.99, 0.4), (0.99, 0.3)]}
+JUDGE_SETS = {
+    "mixed": [(0.97, 0.9), (0.95, 0.8), (0.99, 0.6)],
+    "lenient": [(0.99, 0.3), (0.99, 0.4), (0.99, 0.3)],
+}
 
 
 def three_checks(rng, reps, runs, threshold, rate, cal, coupling, judges="mixed"):
@@ -70,42 +76,64 @@ def three_checks(rng, reps, runs, threshold, rate, cal, coupling, judges="mixed"
         failing |= (order == k) & (how_many[..., None] > k)
     failing &= ~passing[..., None]
     u = rng.random((reps, runs, 1))
-    draws = {"independent": rng.random((reps, runs, 3)), "alike": np.repeat(u, 3, axis=2),
-             "opposed": np.concatenate([u, 1 - u, u], axis=2)}[coupling]
+    draws = {
+        "independent": rng.random((reps, runs, 3)),
+        "alike": np.repeat(u, 3, axis=2),
+        "opposed": np.concatenate([u, 1 - u, u], axis=2),
+    }[coupling]
     tpr = np.array([t for t, _ in JUDGE_SETS[judges]])
     tnr = np.array([s for _, s in JUDGE_SETS[judges]])
-    judged = np.where(failing, draws >= tnr, draws < tpr)  # a failing check passed by mistake, or a passing one kept
+    judged = np.where(
+        failing, draws >= tnr, draws < tpr
+    )  # a failing check passed by mistake, or a passing one kept
     passes = judged.all(axis=2).sum(axis=1)
     flagged = 0
     for k in passes[passes >= min_passes]:
-        counts = {f"c{c}": JudgeCounts(int(rng.binomial(cal, t)), cal, int(rng.binomial(cal, s)), cal)
-                  for c, (t, s) in enumerate(JUDGE_SETS[judges])}
+        counts = {
+            f"c{c}": JudgeCounts(int(rng.binomial(cal, t)), cal, int(rng.binomial(cal, s)), cal)
+            for c, (t, s) in enumerate(JUDGE_SETS[judges])
+        }
         flagged += _flag(int(k), runs, min_passes, {c: 1 for c in counts}, counts)
     return flagged / reps, float(np.mean(passes >= min_passes))
 
 
 def design_a(reps, rng):
     worst, rows = (0.0, None), []
-    for threshold, runs, tpr, tnr, cal in itertools.product([0.8, 0.9], [5, 20, 100, 400, 1000], [0.90, 0.99],
-                                                            [0.3, 0.6, 0.9], [30, 100, 400]):
+    for threshold, runs, tpr, tnr, cal in itertools.product(
+        [0.8, 0.9], [5, 20, 100, 400, 1000], [0.90, 0.99], [0.3, 0.6, 0.9], [30, 100, 400]
+    ):
         flagged, _ = one_check(rng, reps, runs, threshold, threshold, tpr, tnr, cal)
         if flagged >= worst[0]:
             worst = (flagged, (threshold, runs, tpr, tnr, cal))
         if runs == 400 and cal == 400 and threshold == 0.8:
-            rows.append((tpr, tnr, *one_check(rng, reps, runs, threshold, threshold - 0.15, tpr, tnr, cal)))
+            rows.append(
+                (tpr, tnr, *one_check(rng, reps, runs, threshold, threshold - 0.15, tpr, tnr, cal))
+            )
     return worst, rows
 
 
 def design_b(reps, rng):
     worst, rows = (0.0, None), []
     for threshold, runs, cal, coupling, judges in itertools.product(
-            [0.8, 0.9], [5, 20, 100, 400], [30, 100, 400], ["independent", "alike", "opposed"], JUDGE_SETS):
+        [0.8, 0.9],
+        [5, 20, 100, 400],
+        [30, 100, 400],
+        ["independent", "alike", "opposed"],
+        JUDGE_SETS,
+    ):
         flagged, _ = three_checks(rng, reps, runs, threshold, threshold, cal, coupling, judges)
         if flagged >= worst[0]:
             worst = (flagged, (threshold, runs, cal, coupling, judges))
         if runs == 400 and cal == 400 and threshold == 0.8 and judges == "lenient":
-            rows.append((coupling, judges,
-                         *three_checks(rng, reps, runs, threshold, threshold - 0.15, cal, coupling, judges)))
+            rows.append(
+                (
+                    coupling,
+                    judges,
+                    *three_checks(
+                        rng, reps, runs, threshold, threshold - 0.15, cal, coupling, judges
+                    ),
+                )
+            )
     return worst, rows
 
 
@@ -120,10 +148,14 @@ def main() -> None:
     for label, design in (("A one check per run", design_a), ("B three checks per run", design_b)):
         (rate, where), power = design(args.reps, rng)
         se = math.sqrt(max(rate, 1 / args.reps) * (1 - max(rate, 1 / args.reps)) / args.reps)
-        print(f"{label}: worst false-flag rate {rate:.4f} (MC s.e. {se:.4f}) at {where}; nominal 0.025")
+        print(
+            f"{label}: worst false-flag rate {rate:.4f} (MC s.e. {se:.4f}) at {where}; nominal 0.025"
+        )
         for *cell, flagged, met in power:
-            print(f"  true rate 0.65 against 0.80 (400 runs, 400 + 400 calibrated), {cell}: count met {met:.3f}, "
-                  f"flagged {flagged:.3f}")
+            print(
+                f"  true rate 0.65 against 0.80 (400 runs, 400 + 400 calibrated), {cell}: count met {met:.3f}, "
+                f"flagged {flagged:.3f}"
+            )
         failed |= rate > 0.025 + 2 * se
     print(f"({time.perf_counter() - started:.0f} s)")
     if failed:

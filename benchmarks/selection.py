@@ -61,13 +61,17 @@ def stratified(rng, good, verdict, strata_of, n, weighted=True):
     for size in (n // 2, n - n // 2):
         strata = {}
         for s in names:
-            idx = members[s][:taken[s]]
-            cells = (int((good[idx] & verdict[idx]).sum()), int((~good[idx] & verdict[idx]).sum()),
-                     int((~good[idx] & ~verdict[idx]).sum()), int((good[idx] & ~verdict[idx]).sum()))
+            idx = members[s][: taken[s]]
+            cells = (
+                int((good[idx] & verdict[idx]).sum()),
+                int((~good[idx] & verdict[idx]).sum()),
+                int((~good[idx] & ~verdict[idx]).sum()),
+                int((good[idx] & ~verdict[idx]).sum()),
+            )
             strata[s] = Stratum(members[s].size, taken[s], cells)
         for s, k in allocate(strata, size, "tnr", current).items():
             taken[s] += k
-        chosen = np.concatenate([members[s][:taken[s]] for s in names])
+        chosen = np.concatenate([members[s][: taken[s]] for s in names])
         drawn = [Drawn("pool", str(strata_of[i]), sizes) for i in chosen]
         if weighted:
             result = design_calibration(list(good[chosen]), list(verdict[chosen]), drawn)
@@ -78,17 +82,21 @@ def stratified(rng, good, verdict, strata_of, n, weighted=True):
 
 
 def row(rng, reps, bad, tpr, tnr, n):
-    out = {k: {"tnr": [], "tpr": [], "cohen_kappa": [], "width": []} for k in ("random", "naive", "verdict",
-                                                                                "verdict+sure")}
+    out = {
+        k: {"tnr": [], "tpr": [], "cohen_kappa": [], "width": []}
+        for k in ("random", "naive", "verdict", "verdict+sure")
+    }
     for _ in range(reps):
         good, verdict, unsure = pool(rng, bad, tpr, tnr)
         true_tpr, true_tnr, true_kappa = truth(good, verdict)
         by_verdict = np.where(verdict, "pass", "fail")
         by_sure = np.char.add(by_verdict, np.where(unsure, "?", ""))
-        results = {"random": random_design(rng, good, verdict, n),
-                   "naive": stratified(rng, good, verdict, by_verdict, n, weighted=False),
-                   "verdict": stratified(rng, good, verdict, by_verdict, n),
-                   "verdict+sure": stratified(rng, good, verdict, by_sure, n)}
+        results = {
+            "random": random_design(rng, good, verdict, n),
+            "naive": stratified(rng, good, verdict, by_verdict, n, weighted=False),
+            "verdict": stratified(rng, good, verdict, by_verdict, n),
+            "verdict+sure": stratified(rng, good, verdict, by_sure, n),
+        }
         for name, r in results.items():
             for rate, true in (("tnr", true_tnr), ("tpr", true_tpr), ("cohen_kappa", true_kappa)):
                 low, high = r.intervals[rate]
@@ -110,15 +118,20 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
-    print("| bad share | judge TPR / TNR | labels | design | TNR coverage | TPR coverage | kappa coverage | TNR width |")
+    print(
+        "| bad share | judge TPR / TNR | labels | design | TNR coverage | TPR coverage | kappa coverage | TNR width |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     for bad, tpr, tnr in ((0.2, 0.9, 0.8), (0.1, 0.95, 0.7), (0.3, 0.85, 0.9)):
         for n in (60, 200):
             out = row(rng, args.reps, bad, tpr, tnr, n)
             for name, o in out.items():
-                print(f"| {bad} | {tpr} / {tnr} | {n} | {name} | {share(o['tnr'])} | {share(o['tpr'])} | "
-                      f"{share(o['cohen_kappa'])} | "
-                      f"{np.mean(o['width']):.3f} |", flush=True)
+                print(
+                    f"| {bad} | {tpr} / {tnr} | {n} | {name} | {share(o['tnr'])} | {share(o['tpr'])} | "
+                    f"{share(o['cohen_kappa'])} | "
+                    f"{np.mean(o['width']):.3f} |",
+                    flush=True,
+                )
     print(f"\n{args.reps} pools per row; {time.perf_counter() - started:.0f} s")
 
 

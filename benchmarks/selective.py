@@ -51,7 +51,14 @@ import numpy as np
 from judgekit.stats.selective import agreement_of, certify
 
 DESIGNS, NS = ("separated", "weak", "flat", "trials"), (100, 300, 1000)
-TARGETS = [(0.8, 0.1, 1), (0.8, 0.05, 1), (0.9, 0.1, 1), (0.9, 0.05, 1), (0.8, 0.1, 50), (0.9, 0.1, 50)]
+TARGETS = [
+    (0.8, 0.1, 1),
+    (0.8, 0.05, 1),
+    (0.9, 0.1, 1),
+    (0.9, 0.05, 1),
+    (0.8, 0.1, 50),
+    (0.9, 0.1, 50),
+]
 # (min_agreement, delta, min_covered): the default start, and a start at 50 examples covered
 ABSTAIN, K, TRIAL_ABSTAIN, FRESH = 0.03, 5, 0.05, 1_000_000
 GRID = np.linspace(0.0, 1.0, 200_001)
@@ -96,7 +103,9 @@ def population(design: str):
     """The design's exact figures as functions of the threshold: t -> (agreement, coverage) of
     the verdicts with confidence >= t; and the candidate thresholds where they change."""
     if design == "trials":
-        q = (np.arange(40_000) + 0.5) / 40_000  # midpoints: each uniform part integrated on its own grid
+        q = (
+            np.arange(40_000) + 0.5
+        ) / 40_000  # midpoints: each uniform part integrated on its own grid
         qs = [(0.6, 0.85 + 0.15 * q), (0.4, 0.35 + 0.5 * q)]
         mass, good = defaultdict(float), defaultdict(float)
         for r in range(K + 1):
@@ -104,9 +113,19 @@ def population(design: str):
                 if r == w:
                     continue
                 a = K - r - w
-                ways = math.factorial(K) / (math.factorial(r) * math.factorial(w) * math.factorial(a))
-                p = sum(share * np.mean(ways * ((1 - TRIAL_ABSTAIN) * x) ** r * ((1 - TRIAL_ABSTAIN) * (1 - x)) ** w
-                                        * TRIAL_ABSTAIN ** a) for share, x in qs)
+                ways = math.factorial(K) / (
+                    math.factorial(r) * math.factorial(w) * math.factorial(a)
+                )
+                p = sum(
+                    share
+                    * np.mean(
+                        ways
+                        * ((1 - TRIAL_ABSTAIN) * x) ** r
+                        * ((1 - TRIAL_ABSTAIN) * (1 - x)) ** w
+                        * TRIAL_ABSTAIN**a
+                    )
+                    for share, x in qs
+                )
                 level = max(r, w) / K  # an abstaining trial does not agree (judgekit's rule)
                 mass[level] += p
                 good[level] += p if r > w else 0.0
@@ -119,18 +138,34 @@ def population(design: str):
             g = kept @ np.array([good[v] for v in levels])
             with np.errstate(invalid="ignore"):
                 return (g / m).reshape(t.shape), m.reshape(t.shape)
+
         return at, levels
-    integral = np.concatenate([[0.0], np.cumsum((agreement_curve(design, GRID[1:]) + agreement_curve(design, GRID[:-1]))
-                                                / 2 * np.diff(GRID))])
+    integral = np.concatenate(
+        [
+            [0.0],
+            np.cumsum(
+                (agreement_curve(design, GRID[1:]) + agreement_curve(design, GRID[:-1]))
+                / 2
+                * np.diff(GRID)
+            ),
+        ]
+    )
 
     def at(t):
         t = np.asarray(t, dtype=float)
-        i = np.clip(np.searchsorted(GRID, t), 1, len(GRID) - 1)  # np.interp costs ms a call on this grid
-        below = integral[i - 1] + (integral[i] - integral[i - 1]) * (t - GRID[i - 1]) / (GRID[i] - GRID[i - 1])
+        i = np.clip(
+            np.searchsorted(GRID, t), 1, len(GRID) - 1
+        )  # np.interp costs ms a call on this grid
+        below = integral[i - 1] + (integral[i] - integral[i - 1]) * (t - GRID[i - 1]) / (
+            GRID[i] - GRID[i - 1]
+        )
         above = integral[-1] - below
         with np.errstate(invalid="ignore"):
-            agreement = np.where(t < 1, above / np.maximum(1 - t, 1e-300), agreement_curve(design, 1.0))
+            agreement = np.where(
+                t < 1, above / np.maximum(1 - t, 1e-300), agreement_curve(design, 1.0)
+            )
         return agreement, (1 - ABSTAIN) * (1 - t)
+
     return at, GRID
 
 
@@ -153,6 +188,7 @@ def fresh_curve(design: str, seed: int):
     def at(t):
         covered = np.searchsorted(-sure, -np.asarray(t), side="right")  # confidence >= t
         return agreeing[np.maximum(covered - 1, 0)] / np.maximum(covered, 1), covered / FRESH
+
     return at
 
 
@@ -186,7 +222,9 @@ def share(hits: float, reps: int) -> tuple[float, float]:
 def llmbar() -> None:
     """Part B: every judge set-up on LLMBar/Natural, certified at 0.9, 0.1."""
     if not LLMBAR.is_file():
-        print(f"\nB skipped: {LLMBAR} is absent (a clone of the project alone; the shared data sets sit beside it)")
+        print(
+            f"\nB skipped: {LLMBAR} is absent (a clone of the project alone; the shared data sets sit beside it)"
+        )
         return
     setups: dict[tuple[str, str], list] = defaultdict(lambda: [[], [], []])
     with LLMBAR.open(newline="") as f:
@@ -204,13 +242,27 @@ def llmbar() -> None:
         decided = [(x, v) for x, v in zip(labels, verdicts) if v is not None]
         accuracy = sum(x == v for x, v in decided) / len(decided)
         top = agreement_of(labels, verdicts, confidences, 1.0)  # the verdicts both orders agree on
-        rows.append((c.coverage, c.agreement_lower if c.threshold is not None else -1, llm, strategy, accuracy, top, c))
+        rows.append(
+            (
+                c.coverage,
+                c.agreement_lower if c.threshold is not None else -1,
+                llm,
+                strategy,
+                accuracy,
+                top,
+                c,
+            )
+        )
     rows.sort(key=lambda r: (-r[0], -r[1], -r[5][0], r[2], r[3]))
     certified = [r for r in rows if r[6].threshold is not None]
-    print(f"\nB: LLMBar/Natural, {len(rows)} judge set-ups, certified at min_agreement 0.9, delta 0.1 "
-          f"(confidence: the two orders agree); {len(certified)} certify a threshold\n")
-    print("| judge | strategy | agreement, all verdicts | orders agree: agreement (of) | threshold | "
-          "agreement covered | lower bound | covered | coverage [95%] | TPR / TNR covered |")
+    print(
+        f"\nB: LLMBar/Natural, {len(rows)} judge set-ups, certified at min_agreement 0.9, delta 0.1 "
+        f"(confidence: the two orders agree); {len(certified)} certify a threshold\n"
+    )
+    print(
+        "| judge | strategy | agreement, all verdicts | orders agree: agreement (of) | threshold | "
+        "agreement covered | lower bound | covered | coverage [95%] | TPR / TNR covered |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     for _, _, llm, strategy, accuracy, (top, same), c in rows:
         first = f"| {llm} | {strategy} | {accuracy:.3f} | {top:.3f} ({same}) |"
@@ -219,24 +271,37 @@ def llmbar() -> None:
             continue
         low, high = c.coverage_interval
         rates = " / ".join("-" if x is None else f"{x:.3f}" for x in (c.tpr, c.tnr))
-        print(f"{first} {c.threshold:g} | {c.agreement:.3f} | {c.agreement_lower:.3f} | {c.covered} of {c.n} | "
-              f"{c.coverage:.2f} [{low:.2f}, {high:.2f}] | {rates} |")
+        print(
+            f"{first} {c.threshold:g} | {c.agreement:.3f} | {c.agreement_lower:.3f} | {c.covered} of {c.n} | "
+            f"{c.coverage:.2f} [{low:.2f}, {high:.2f}] | {rates} |"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=2000, help="calibration sets per design and size")
-    parser.add_argument("--jobs", type=int, default=2, help="processes (the figures do not depend on it)")
+    parser.add_argument(
+        "--reps", type=int, default=2000, help="calibration sets per design and size"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="processes (the figures do not depend on it)"
+    )
     parser.add_argument("--seed", type=int, default=20261201)
     args = parser.parse_args()
     started, failed = time.perf_counter(), []
     cells = [(design, n) for design in DESIGNS for n in NS]
     with ProcessPoolExecutor(args.jobs) as pool:
-        runs = {cell: pool.submit(run, *cell, args.reps, args.seed) for cell in sorted(cells, key=lambda c: -c[1])}
-        print(f"A: calibrations whose realised agreement at the certified threshold reaches the target "
-              f"(± MC s.e.); nominal ≥ 1 - delta. {args.reps} calibration sets per design and n\n")
-        print("| design | n | target | delta | min covered | best coverage | none certified | mean coverage | "
-              "valid, population | valid, fresh 10^6 |")
+        runs = {
+            cell: pool.submit(run, *cell, args.reps, args.seed)
+            for cell in sorted(cells, key=lambda c: -c[1])
+        }
+        print(
+            f"A: calibrations whose realised agreement at the certified threshold reaches the target "
+            f"(± MC s.e.); nominal ≥ 1 - delta. {args.reps} calibration sets per design and n\n"
+        )
+        print(
+            "| design | n | target | delta | min covered | best coverage | none certified | mean coverage | "
+            "valid, population | valid, fresh 10^6 |"
+        )
         print("|---|---|---|---|---|---|---|---|---|---|")
         for design, n in cells:
             counts = runs[(design, n)].result()
@@ -244,12 +309,16 @@ def main() -> None:
             for (target, delta, fewest), (valid, valid_fresh, none, cover) in zip(TARGETS, counts):
                 p, se = share(valid, args.reps)
                 best = best_coverage(exact, candidates, target)
-                print(f"| {design} | {n} | {target} | {delta} | {fewest} | {best:.3f} | "
-                      f"{none / args.reps:.3f} | {cover / args.reps:.3f} | {p:.3f} ± {se:.3f} | "
-                      f"{valid_fresh / args.reps:.3f} |")
+                print(
+                    f"| {design} | {n} | {target} | {delta} | {fewest} | {best:.3f} | "
+                    f"{none / args.reps:.3f} | {cover / args.reps:.3f} | {p:.3f} ± {se:.3f} | "
+                    f"{valid_fresh / args.reps:.3f} |"
+                )
                 if (1 - p) - delta > 2 * se:
-                    failed.append(f"{design} n={n} target={target} delta={delta} min_covered={fewest}: "
-                                  f"{1 - p:.3f} failed")
+                    failed.append(
+                        f"{design} n={n} target={target} delta={delta} min_covered={fewest}: "
+                        f"{1 - p:.3f} failed"
+                    )
     llmbar()
     print(f"\n(seed {args.seed}; {time.perf_counter() - started:.0f} s)")
     if failed:

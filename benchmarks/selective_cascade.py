@@ -40,7 +40,13 @@ import numpy as np
 
 from judgekit.stats.selective import certify_cascade
 
-DESIGNS, NS, TARGETS, DELTA, FRESH = ("independent", "correlated", "flat-second"), (100, 300, 1000), (0.8, 0.9), 0.1, 10**6
+DESIGNS, NS, TARGETS, DELTA, FRESH = (
+    ("independent", "correlated", "flat-second"),
+    (100, 300, 1000),
+    (0.8, 0.9),
+    0.1,
+    10**6,
+)
 
 
 def examples(rng, design: str, size: int):
@@ -52,7 +58,11 @@ def examples(rng, design: str, size: int):
         return c1, 0.55 + 0.44 * c1, c2, 0.55 + 0.44 * c2
     c1, c2 = rng.random(size), rng.random(size)
     a1 = 0.5 + 0.49 / (1 + np.exp(-20 * (c1 - 0.35)))
-    a2 = np.full(size, 0.88) if design == "flat-second" else 0.5 + 0.49 / (1 + np.exp(-20 * (c2 - 0.5)))
+    a2 = (
+        np.full(size, 0.88)
+        if design == "flat-second"
+        else 0.5 + 0.49 / (1 + np.exp(-20 * (c2 - 0.5)))
+    )
     return c1, a1, c2, a2
 
 
@@ -78,8 +88,12 @@ def run(design: str, n: int, reps: int, seed: int):
         v1 = np.where(rng.random(n) < a1, labels, ~labels)
         v2 = np.where(rng.random(n) < a2, labels, ~labels)
         for j, target in enumerate(TARGETS):
-            found = certify_cascade(labels.tolist(), [(v1.tolist(), c1.tolist()), (v2.tolist(), c2.tolist())],
-                                    target, DELTA)
+            found = certify_cascade(
+                labels.tolist(),
+                [(v1.tolist(), c1.tolist()), (v2.tolist(), c2.tolist())],
+                target,
+                DELTA,
+            )
             t1, t2 = (s.threshold for s in found.stages)
             if t1 is None and t2 is None:
                 counts[j] += [1, 1, 0, 0]
@@ -91,25 +105,38 @@ def run(design: str, n: int, reps: int, seed: int):
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--reps", type=int, default=2000, help="calibration sets per design and size")
-    parser.add_argument("--jobs", type=int, default=2, help="processes (the figures do not depend on it)")
+    parser.add_argument(
+        "--reps", type=int, default=2000, help="calibration sets per design and size"
+    )
+    parser.add_argument(
+        "--jobs", type=int, default=2, help="processes (the figures do not depend on it)"
+    )
     parser.add_argument("--seed", type=int, default=20261202)
     args = parser.parse_args()
     started, failed = time.perf_counter(), []
     cells = [(design, n) for design in DESIGNS for n in NS]
     with ProcessPoolExecutor(args.jobs) as pool:
-        runs = {cell: pool.submit(run, *cell, args.reps, args.seed) for cell in sorted(cells, key=lambda c: -c[1])}
-        print(f"Cascades of two judges whose realised agreement reaches the target (± MC s.e.); nominal ≥ "
-              f"{1 - DELTA:g}. {args.reps} calibration sets per design and n\n")
-        print("| design | n | target | valid | none certified | second judge certified | mean coverage |")
+        runs = {
+            cell: pool.submit(run, *cell, args.reps, args.seed)
+            for cell in sorted(cells, key=lambda c: -c[1])
+        }
+        print(
+            f"Cascades of two judges whose realised agreement reaches the target (± MC s.e.); nominal ≥ "
+            f"{1 - DELTA:g}. {args.reps} calibration sets per design and n\n"
+        )
+        print(
+            "| design | n | target | valid | none certified | second judge certified | mean coverage |"
+        )
         print("|---|---|---|---|---|---|---|")
         for design, n in cells:
             for target, (valid, none, second, cover) in zip(TARGETS, runs[(design, n)].result()):
                 p = valid / args.reps
                 q = min(max(p, 1 / args.reps), 1 - 1 / args.reps)
                 se = math.sqrt(q * (1 - q) / args.reps)
-                print(f"| {design} | {n} | {target} | {p:.3f} ± {se:.3f} | {none / args.reps:.3f} | "
-                      f"{second / args.reps:.3f} | {cover / args.reps:.3f} |")
+                print(
+                    f"| {design} | {n} | {target} | {p:.3f} ± {se:.3f} | {none / args.reps:.3f} | "
+                    f"{second / args.reps:.3f} | {cover / args.reps:.3f} |"
+                )
                 if (1 - p) - DELTA > 2 * se:
                     failed.append(f"{design} n={n} target={target}: {1 - p:.3f} failed")
     print(f"\n(seed {args.seed}; {time.perf_counter() - started:.0f} s)")

@@ -14,9 +14,17 @@ from judgekit.testing import FakeLLM
 ROOT = Path(__file__).resolve().parent.parent
 
 # A judge that passes every reply mentioning a block: crude, and calibration shows how crude.
-judge = FakeLLM.scripted({"blocked your": True, "is blocked": True, "has been blocked": True}, default=False)
-report = calibrate(Options(criteria_dir=ROOT / "criteria", sets_dir=ROOT / "calibration_sets",
-                           criterion_ids=["card-block-confirmed"]), llm=judge)
+judge = FakeLLM.scripted(
+    {"blocked your": True, "is blocked": True, "has been blocked": True}, default=False
+)
+report = calibrate(
+    Options(
+        criteria_dir=ROOT / "criteria",
+        sets_dir=ROOT / "calibration_sets",
+        criterion_ids=["card-block-confirmed"],
+    ),
+    llm=judge,
+)
 print(to_table(report))
 for d in report.criterion("card-block-confirmed").disagreements:
     print(f"  {d.id}: labelled {'pass' if d.label else 'fail'}, judged {d.verdict}")

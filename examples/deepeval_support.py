@@ -15,9 +15,11 @@ from deepeval.test_case import LLMTestCase
 from judgekit.errors import JudgekitError
 from judgekit.integrations.deepeval import JudgekitMetric
 
-REPLIES = {"How do I reset my password?": "Use the reset link on the sign-in page.",
-           "Who can I write to?": "Write to help@example.com at any time.",
-           "When will my refund arrive?": "Refunds reach your account within five working days."}
+REPLIES = {
+    "How do I reset my password?": "Use the reset link on the sign-in page.",
+    "Who can I write to?": "Write to help@example.com at any time.",
+    "When will my refund arrive?": "Refunds reach your account within five working days.",
+}
 
 
 def main(criterion: str) -> int:
@@ -26,11 +28,17 @@ def main(criterion: str) -> int:
     except JudgekitError as error:
         print(f"no test case ran: {error}")
         return 1
-    cases = [LLMTestCase(input=question, actual_output=reply) for question, reply in REPLIES.items()]
-    result = evaluate(cases, [metric], display_config=DisplayConfig(show_indicator=False, print_results=False))
+    cases = [
+        LLMTestCase(input=question, actual_output=reply) for question, reply in REPLIES.items()
+    ]
+    result = evaluate(
+        cases, [metric], display_config=DisplayConfig(show_indicator=False, print_results=False)
+    )
     for test in result.test_results:
         [data] = test.metrics_data
-        print(f"{'PASS' if data.success else 'FAIL'}  {test.input!r}: {data.name}, score {data.score}, {data.reason}")
+        print(
+            f"{'PASS' if data.success else 'FAIL'}  {test.input!r}: {data.name}, score {data.score}, {data.reason}"
+        )
     return 0
 
 

@@ -17,9 +17,11 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 from judgekit.errors import JudgekitError
 from judgekit.integrations.inspect import criterion_scorer
 
-REPLIES = {"How do I reset my password?": "Use the reset link on the sign-in page.",
-           "Who can I write to?": "Write to help@example.com at any time.",
-           "When will my refund arrive?": "Refunds reach your account within five working days."}
+REPLIES = {
+    "How do I reset my password?": "Use the reset link on the sign-in page.",
+    "Who can I write to?": "Write to help@example.com at any time.",
+    "When will my refund arrive?": "Refunds reach your account within five working days.",
+}
 
 
 @solver
@@ -27,13 +29,17 @@ def support_agent() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         state.output = ModelOutput.from_content("support-agent", REPLIES[state.input_text])
         return state
+
     return solve
 
 
 @task
 def support(criterion: str) -> Task:
-    return Task(dataset=[Sample(input=q, id=f"q{i}") for i, q in enumerate(REPLIES, 1)], solver=support_agent(),
-                scorer=criterion_scorer(criterion))
+    return Task(
+        dataset=[Sample(input=q, id=f"q{i}") for i, q in enumerate(REPLIES, 1)],
+        solver=support_agent(),
+        scorer=criterion_scorer(criterion),
+    )
 
 
 def main(criterion: str) -> int:

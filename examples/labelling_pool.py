@@ -17,9 +17,14 @@ import sys
 from pathlib import Path
 
 NAMES = ["ana", "ben", "eve", "li", "omar", "sara", "tom", "yuki"]
-CLEAN = ["Your card is blocked and a new one is on its way.", "The refund will reach your account in 5 days.",
-         "I've updated your address; nothing else is needed.", "Your order ships tomorrow morning.",
-         "The charge was reversed; you will see it within a week.", "Your plan now renews on the 1st."]
+CLEAN = [
+    "Your card is blocked and a new one is on its way.",
+    "The refund will reach your account in 5 days.",
+    "I've updated your address; nothing else is needed.",
+    "Your order ships tomorrow morning.",
+    "The charge was reversed; you will see it within a week.",
+    "Your plan now renews on the 1st.",
+]
 
 
 def write(path: Path, n: int = 400) -> None:

@@ -34,7 +34,11 @@ ASSERTION = "from judgekit.integrations.promptfoo import get_assert  # noqa: F40
 def show(path: str) -> int:
     for result in json.loads(Path(path).read_text())["results"]["results"]:
         reason = result["gradingResult"]["reason"]
-        ours = [line.strip() for line in reason.splitlines() if line.strip().startswith(("judgekit", "FAIL "))]
+        ours = [
+            line.strip()
+            for line in reason.splitlines()
+            if line.strip().startswith(("judgekit", "FAIL "))
+        ]
         print(result["success"], result["vars"]["input"], "|", " / ".join(ours) or reason)
     return 0
 

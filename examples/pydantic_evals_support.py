@@ -17,9 +17,11 @@ from pydantic_evals import Case, Dataset
 from judgekit.errors import JudgekitError
 from judgekit.integrations.pydantic_evals import JudgekitEvaluator
 
-REPLIES = {"How do I reset my password?": "Use the reset link on the sign-in page.",
-           "Who can I write to?": "Write to help@example.com at any time.",
-           "When will my refund arrive?": "Refunds reach your account within five working days."}
+REPLIES = {
+    "How do I reset my password?": "Use the reset link on the sign-in page.",
+    "Who can I write to?": "Write to help@example.com at any time.",
+    "When will my refund arrive?": "Refunds reach your account within five working days.",
+}
 
 
 def canned(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
@@ -35,14 +37,25 @@ async def support(question: str) -> str:
 
 def main(criterion: str) -> int:
     try:
-        evaluator = JudgekitEvaluator(criterion)  # the gate is checked here, before anything is evaluated
+        evaluator = JudgekitEvaluator(
+            criterion
+        )  # the gate is checked here, before anything is evaluated
     except JudgekitError as error:
         print(f"nothing was evaluated: {error}")
         return 1
-    dataset = Dataset(name="support", cases=[Case(name=f"q{i}", inputs=q) for i, q in enumerate(REPLIES, 1)],
-                      evaluators=[evaluator])
+    dataset = Dataset(
+        name="support",
+        cases=[Case(name=f"q{i}", inputs=q) for i, q in enumerate(REPLIES, 1)],
+        evaluators=[evaluator],
+    )
     report = dataset.evaluate_sync(support, progress=False)
-    report.print(include_input=True, include_output=True, include_durations=False, include_reasons=True, width=120)
+    report.print(
+        include_input=True,
+        include_output=True,
+        include_durations=False,
+        include_reasons=True,
+        width=120,
+    )
     return 0
 
 

@@ -71,9 +71,14 @@ class JudgeNotCalibrated(JudgekitError):
 
     def __init__(self, status: str, blocked: list[tuple[str, str, str]]):
         self.status, self.blocked = status, list(blocked)
-        text = "\n".join(f"  {s} {c}: {why}" for c, s, why in self.blocked) or "  no criterion was gated"
-        super().__init__(f"the judge is not calibrated well enough to grade ({status}):\n{text}\n"
-                         "Fix the judge or the labels, run `judgekit calibrate`, and gate again.")
+        text = (
+            "\n".join(f"  {s} {c}: {why}" for c, s, why in self.blocked)
+            or "  no criterion was gated"
+        )
+        super().__init__(
+            f"the judge is not calibrated well enough to grade ({status}):\n{text}\n"
+            "Fix the judge or the labels, run `judgekit calibrate`, and gate again."
+        )
 
 
 class JudgeError(JudgekitError):

@@ -17,7 +17,9 @@ from typing import Any, Iterable
 # What json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 # writes, with one encoder made once: json.dumps makes a new one per call, a third of the cost of
 # hashing a cache key (one per example and trial).
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+_CANONICAL = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+)
 
 
 def canonical_hash(data: Any) -> str:

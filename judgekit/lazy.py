@@ -13,7 +13,9 @@ import importlib
 from typing import Any, Callable
 
 
-def exports(package: str, names: dict[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+def exports(
+    package: str, names: dict[str, str]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """A module `__getattr__` and `__dir__` that load each name from its module on first use."""
 
     def getattr_(name: str) -> Any:

@@ -18,7 +18,14 @@ from typing import Callable, Sequence
 
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
-from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion, with_trials
+from judgekit.inputs.criteria import (
+    JUDGED,
+    ClaimsCriterion,
+    Criterion,
+    LLMCriterion,
+    RegexCriterion,
+    with_trials,
+)
 from judgekit.inputs.files import bulk, open_source
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
@@ -39,8 +46,16 @@ from judgekit.llm.transports import check_api_base
 from judgekit.report.figures import annotators, claim_stages, consistency, slices
 from judgekit.judging.selective import confidence_source
 from judgekit.report.parts import Certificate, agreement, certificate_of, check_drawn
-from judgekit.report.model import (ById, ConfusionCounts, CriterionReport, Disagreement, EarlyStop, JudgeInfo, Report,
-                                   UsageSummary)
+from judgekit.report.model import (
+    ById,
+    ConfusionCounts,
+    CriterionReport,
+    Disagreement,
+    EarlyStop,
+    JudgeInfo,
+    Report,
+    UsageSummary,
+)
 from judgekit.report.render import finite
 from judgekit.secrets import public_url
 
@@ -66,32 +81,48 @@ class Options:
     retry: RetryPolicy | None = None
     stop_early: bool = False
     policy: Policy | None = None  # early stopping's thresholds; default: the project's gate policy
-    canary: int | None = None  # judge only this many frozen examples of each set (`judgekit recheck`)
+    canary: int | None = (
+        None  # judge only this many frozen examples of each set (`judgekit recheck`)
+    )
 
 
 def _model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> str:
     model = options.model or criterion.judge.model
     if not model:
-        raise InputError.one(options.criteria_dir / f"{criterion.id}.yaml", "judge.model",
-                             "no judge model; set judge.model in the criterion or pass --model")
+        raise InputError.one(
+            options.criteria_dir / f"{criterion.id}.yaml",
+            "judge.model",
+            "no judge model; set judge.model in the criterion or pass --model",
+        )
     return model
 
 
-def calibrate(options: Options, llm: LLM | None = None,
-              progress: Callable[[int, int], None] | None = None) -> Report:
+def calibrate(
+    options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
+) -> Report:
     """Calibrate every chosen criterion and return the report (nothing is written). Works inside a
     running event loop too (a notebook, an async test); there, `await acalibrate(...)` is the same."""
     return run_sync(acalibrate(options, llm, progress))
 
 
-async def acalibrate(options: Options, llm: LLM | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> Report:
+async def acalibrate(
+    options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
+) -> Report:
     """`calibrate`, awaited: for code that already runs an event loop."""
-    started = datetime.now(timezone.utc)  # when the inputs were read: a later calibration is a newer one
-    policy = options.policy or Policy.load()  # read once: judging (run_settings) and certifying use it
+    started = datetime.now(
+        timezone.utc
+    )  # when the inputs were read: a later calibration is a newer one
+    policy = (
+        options.policy or Policy.load()
+    )  # read once: judging (run_settings) and certifying use it
     options = replace(options, policy=policy)
     ready = _prepare(options, started)
-    trials_by_criterion, sources, models, sets = ready.known, ready.sources, ready.models, ready.sets
+    trials_by_criterion, sources, models, sets = (
+        ready.known,
+        ready.sources,
+        ready.models,
+        ready.sets,
+    )
     judging_s = None
     stops: dict[str, Stop] = {}
     gold: dict[str, dict[str, Verdict]] = {}
@@ -106,29 +137,62 @@ async def acalibrate(options: Options, llm: LLM | None = None,
         sources.update({c.id: "live" for c in ready.pending})
         escalated = await _escalations(ready, run.verdicts, llm)
 
-    reports = [criterion_report(c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options,
-                                 started, stops.get(c.id), gold.get(c.id), policy.for_criterion(c.id).selective,
-                                 escalated.get(c.id)) for c in ready.criteria]
+    reports = [
+        criterion_report(
+            c,
+            sets[c.id],
+            trials_by_criterion[c.id],
+            sources[c.id],
+            models.get(c.id),
+            options,
+            started,
+            stops.get(c.id),
+            gold.get(c.id),
+            policy.for_criterion(c.id).selective,
+            escalated.get(c.id),
+        )
+        for c in ready.criteria
+    ]
     if options.canary:  # a re-check judges a subset of the set it checks: it names that set
-        reports = [r.model_copy(update={"set_fingerprint": ready.chosen[r.id].fingerprint}) for r in reports]
+        reports = [
+            r.model_copy(update={"set_fingerprint": ready.chosen[r.id].fingerprint})
+            for r in reports
+        ]
     if ready.verdicts_digest is not None:  # measured from a verdict file: which one, by content
-        reports = [r.model_copy(update={"inputs": {**(r.inputs or {}), "verdicts": ready.verdicts_digest}})
-                   if r.judge and r.judge.source.startswith(("recorded:", "replayed:")) else r for r in reports]
+        reports = [
+            r.model_copy(update={"inputs": {**(r.inputs or {}), "verdicts": ready.verdicts_digest}})
+            if r.judge and r.judge.source.startswith(("recorded:", "replayed:"))
+            else r
+            for r in reports
+        ]
     return Report(criteria=reports, judging_s=judging_s)
 
 
-async def _escalations(ready: "_Ready", verdicts: dict[str, list[list[Verdict]]],
-                       llm: LLM | None) -> dict[str, list[list[Verdict]]]:
+async def _escalations(
+    ready: "_Ready", verdicts: dict[str, list[list[Verdict]]], llm: LLM | None
+) -> dict[str, list[list[Verdict]]]:
     """The judges escalated to (a selective criterion's `judge.escalate_to`), each calibrated on the
     examples its criterion's judge judged: the cascade is certified as a whole."""
     settings = ready.settings
-    cascade = [c for c in ready.pending if isinstance(c, LLMCriterion) and c.judge.escalate_to is not None
-               and settings is not None and c.id in settings.selective]
+    cascade = [
+        c
+        for c in ready.pending
+        if isinstance(c, LLMCriterion)
+        and c.judge.escalate_to is not None
+        and settings is not None
+        and c.id in settings.selective
+    ]
     if not cascade or settings is None:
         return {}
     judged = {c.id: {t[0].example_id for t in verdicts[c.id]} for c in cascade}
-    sets = {c.id: CalibrationSet(c.id, ready.sets[c.id].path, tuple(e for e in ready.sets[c.id].examples
-                                                                    if e.id in judged[c.id])) for c in cascade}
+    sets = {
+        c.id: CalibrationSet(
+            c.id,
+            ready.sets[c.id].path,
+            tuple(e for e in ready.sets[c.id].examples if e.id in judged[c.id]),
+        )
+        for c in cascade
+    }
     models = {c.id: c.judge.escalate_to.model for c in cascade}  # type: ignore[union-attr]
     run = await judge_sets(cascade, sets, models, replace(settings, stop_early=None), llm)  # type: ignore[arg-type]
     for c in cascade:
@@ -164,11 +228,15 @@ def _prepare(options: Options, started: datetime) -> _Ready:
     check_api_base(options.api_base)
     problems: list[Problem] = []
     try:
-        criteria, whole_sets = load_inputs(options.criteria_dir, options.sets_dir, options.criterion_ids)
+        criteria, whole_sets = load_inputs(
+            options.criteria_dir, options.sets_dir, options.criterion_ids
+        )
     except InputError as error:
         problems += error.problems
     verdicts_digest = None
-    if options.verdicts is not None and problems:  # its own problems are listed beside the criteria's and sets'
+    if (
+        options.verdicts is not None and problems
+    ):  # its own problems are listed beside the criteria's and sets'
         try:
             for _ in iter_recorded(options.verdicts):
                 pass
@@ -179,8 +247,12 @@ def _prepare(options: Options, started: datetime) -> _Ready:
     sets = chosen = select_split(whole_sets, options.split)
     drawn = [cid for cid, s in sets.items() if any(e.selection for e in s.examples)]
     if options.stop_early and drawn:
-        raise InputError.one(f"calibration_sets/{drawn[0]}", "selection", "early stopping counts examples alike, "
-                             "and this set holds examples drawn by the judge's verdict; calibrate without --stop-early")
+        raise InputError.one(
+            f"calibration_sets/{drawn[0]}",
+            "selection",
+            "early stopping counts examples alike, "
+            "and this set holds examples drawn by the judge's verdict; calibrate without --stop-early",
+        )
     for cid in drawn if not options.canary else ():  # before any judge is paid for
         check_drawn(sets[cid], whole_sets[cid])
     if options.canary:
@@ -194,115 +266,231 @@ def _prepare(options: Options, started: datetime) -> _Ready:
         # records are read as they are matched, never held all at once, and the digest (into the report and
         # the history, beside the file's name) is of the bytes read.
         source = open_source(options.verdicts) if options.verdicts.is_file() else None
-        matched = match_file(options.verdicts, (r for _, r in iter_recorded(options.verdicts, source=source)),
-                             {c.id: whole_sets[c.id] for c in criteria},
-                             {c.id: c.no_claims for c in criteria if isinstance(c, ClaimsCriterion)})
+        matched = match_file(
+            options.verdicts,
+            (r for _, r in iter_recorded(options.verdicts, source=source)),
+            {c.id: whole_sets[c.id] for c in criteria},
+            {c.id: c.no_claims for c in criteria if isinstance(c, ClaimsCriterion)},
+        )
         verdicts_digest = source.digest if source is not None else None
         recorded = [c for c in criteria if c.id in matched.trials]
-        live = [Problem(str(options.verdicts), c.id, "has no verdicts for this LLM criterion; add them or choose "
-                        "criteria with --criterion") for c in criteria if isinstance(c, JUDGED) and c not in recorded]
+        live = [
+            Problem(
+                str(options.verdicts),
+                c.id,
+                "has no verdicts for this LLM criterion; add them or choose "
+                "criteria with --criterion",
+            )
+            for c in criteria
+            if isinstance(c, JUDGED) and c not in recorded
+        ]
         if live or matched.problems:
             raise InputError(live + matched.problems)
         for cid, trials in matched.trials.items():
             kept = {e.id for e in sets[cid].examples}
             trials_by_criterion[cid] = [t for t in trials if t[0].example_id in kept]
-        sources.update({c.id: matched.provenance(c, options.model, options.verdicts) for c in recorded})
+        sources.update(
+            {c.id: matched.provenance(c, options.model, options.verdicts) for c in recorded}
+        )
 
     for criterion in criteria:
         if isinstance(criterion, RegexCriterion) and criterion.id not in trials_by_criterion:
             at = started.timestamp()
-            trials_by_criterion[criterion.id] = [[Verdict(e.id, *criterion.explain(e.fields()), obtained_at=at)]
-                                                 for e in sets[criterion.id].examples]
+            trials_by_criterion[criterion.id] = [
+                [Verdict(e.id, *criterion.explain(e.fields()), obtained_at=at)]
+                for e in sets[criterion.id].examples
+            ]
             sources[criterion.id] = "code"
 
     pending = [c for c in criteria if isinstance(c, JUDGED) and c.id not in trials_by_criterion]
     models = {c.id: _model_for(c, options) for c in pending}
     settings = run_settings(options, [c.id for c in pending]) if pending else None
-    return _Ready(criteria, sets, chosen, trials_by_criterion, sources, pending, models, settings, verdicts_digest)
+    return _Ready(
+        criteria,
+        sets,
+        chosen,
+        trials_by_criterion,
+        sources,
+        pending,
+        models,
+        settings,
+        verdicts_digest,
+    )
 
 
 def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
     """How the judges of these criteria are asked, as `options` say, under the project's policy."""
-    policy = options.policy or Policy.load()  # the project's policy: judgekit.yaml / pyproject.toml here
+    policy = (
+        options.policy or Policy.load()
+    )  # the project's policy: judgekit.yaml / pyproject.toml here
     ages = [policy.for_criterion(cid).max_age for cid in criterion_ids]
     return RunSettings(
-        api_base=options.api_base, concurrency=options.concurrency, cache_dir=options.cache_dir,
-        timeout_s=options.timeout_s, retry=options.retry, via=options.via, structured=options.structured,
+        api_base=options.api_base,
+        concurrency=options.concurrency,
+        cache_dir=options.cache_dir,
+        timeout_s=options.timeout_s,
+        retry=options.retry,
+        via=options.via,
+        structured=options.structured,
         # Evidence older than the gate accepts is asked again rather than served from the cache.
         max_age_s=min(parse_duration(a).total_seconds() for a in ages) if all(ages) else None,
-        stop_early={cid: policy.for_criterion(cid) for cid in criterion_ids} if options.stop_early else None,
-        seed=options.seed, selective=frozenset(cid for cid in criterion_ids if policy.for_criterion(cid).selective))
+        stop_early={cid: policy.for_criterion(cid) for cid in criterion_ids}
+        if options.stop_early
+        else None,
+        seed=options.seed,
+        selective=frozenset(cid for cid in criterion_ids if policy.for_criterion(cid).selective),
+    )
 
 
 # (label, final verdict): six pairs, one tuple each, however many examples.
-_OUTCOMES = {(label, passed): (label, passed) for label in (True, False) for passed in (True, False, None)}
+_OUTCOMES = {
+    (label, passed): (label, passed) for label in (True, False) for passed in (True, False, None)
+}
 
 
 @bulk()
-def criterion_report(criterion: Criterion, cal: CalibrationSet, all_trials: list[list[Verdict]], source: str,
-                      model: str | None, options: Options, started: datetime, stop: Stop | None = None,
-                      gold: dict[str, Verdict] | None = None, selective: Selective | None = None,
-                      escalated: list[list[Verdict]] | None = None) -> CriterionReport:
+def criterion_report(
+    criterion: Criterion,
+    cal: CalibrationSet,
+    all_trials: list[list[Verdict]],
+    source: str,
+    model: str | None,
+    options: Options,
+    started: datetime,
+    stop: Stop | None = None,
+    gold: dict[str, Verdict] | None = None,
+    selective: Selective | None = None,
+    escalated: list[list[Verdict]] | None = None,
+) -> CriterionReport:
     full_set = cal
-    if stop is not None:  # stopped early: metrics over the examples judged, the set as it is on disk
+    if (
+        stop is not None
+    ):  # stopped early: metrics over the examples judged, the set as it is on disk
         judged = {t[0].example_id for t in all_trials}
-        cal = CalibrationSet(cal.criterion_id, cal.path, tuple(e for e in cal.examples if e.id in judged))
+        cal = CalibrationSet(
+            cal.criterion_id, cal.path, tuple(e for e in cal.examples if e.id in judged)
+        )
     final = [majority(t) for t in all_trials]
     labels = [e.label for e in cal.examples]
     set_pass = sum(e.label for e in full_set.examples)  # the set's classes, judged or not
     # a canary (recheck) compares the same examples over time: counted plainly, as before
-    result, design = agreement(cal, [v.passed for v in final], options.seed, plain=options.canary is not None)
+    result, design = agreement(
+        cal, [v.passed for v in final], options.seed, plain=options.canary is not None
+    )
     # Recorded verdicts carry the model only if the user named it (--model beside --verdicts).
-    spec = judge_spec(criterion, model if source == "live" else (options.model if source != "code" else None))
+    spec = judge_spec(
+        criterion, model if source == "live" else (options.model if source != "code" else None)
+    )
     own = fingerprint(criterion, spec["model"])
-    judge = JudgeInfo(kind=spec["kind"], model=spec["model"], parameters=spec["parameters"],
-                      declared_model=criterion.judge.model if isinstance(criterion, JUDGED) else None,
-                      prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
-                      source=source if source != "code" else "live",
-                      api_base=public_url(api_base_for(criterion, options.api_base))
-                      if source == "live" and isinstance(criterion, JUDGED) else None,
-                      via=options.via, structured=options.structured, family=family(spec["model"]))
-    disagreements = [Disagreement(id=e.id, label=e.label, verdict=v.passed, input=e.input, output=e.output,
-                                  context=e.context, reason=v.reason, abstention=v.abstention, raw=v.raw,
-                                  claims=recorded_claims(v)) for e, v in zip(cal.examples, final) if v.passed != e.label]
-    if not gold and isinstance(criterion, ClaimsCriterion) and source.startswith(("recorded:", "replayed:")):
+    judge = JudgeInfo(
+        kind=spec["kind"],
+        model=spec["model"],
+        parameters=spec["parameters"],
+        declared_model=criterion.judge.model if isinstance(criterion, JUDGED) else None,
+        prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
+        source=source if source != "code" else "live",
+        api_base=public_url(api_base_for(criterion, options.api_base))
+        if source == "live" and isinstance(criterion, JUDGED)
+        else None,
+        via=options.via,
+        structured=options.structured,
+        family=family(spec["model"]),
+    )
+    disagreements = [
+        Disagreement(
+            id=e.id,
+            label=e.label,
+            verdict=v.passed,
+            input=e.input,
+            output=e.output,
+            context=e.context,
+            reason=v.reason,
+            abstention=v.abstention,
+            raw=v.raw,
+            claims=recorded_claims(v),
+        )
+        for e, v in zip(cal.examples, final)
+        if v.passed != e.label
+    ]
+    if (
+        not gold
+        and isinstance(criterion, ClaimsCriterion)
+        and source.startswith(("recorded:", "replayed:"))
+    ):
         gold = recorded_gold(cal.examples, final, criterion.no_claims)
     k = result.confusion
     times = [v.obtained_at for trials in all_trials for v in trials if v.obtained_at is not None]
     # Verdicts another judge recorded are its; judgekit's own (live, by code, or read back) carry its fingerprint.
     mark = None if source.startswith("recorded:") else own[:JUDGE_ID]
     return CriterionReport(
-        id=criterion.id, question=criterion.question, fingerprint=own, set_fingerprint=full_set.fingerprint,
-        inputs={"criterion": criterion.digest, "set": full_set.digest} if criterion.digest and full_set.digest else None,
-        n=result.n, abstained=result.abstained, confusion=ConfusionCounts(tp=k.tp, fp=k.fp, tn=k.tn, fn=k.fn),
+        id=criterion.id,
+        question=criterion.question,
+        fingerprint=own,
+        set_fingerprint=full_set.fingerprint,
+        inputs={"criterion": criterion.digest, "set": full_set.digest}
+        if criterion.digest and full_set.digest
+        else None,
+        n=result.n,
+        abstained=result.abstained,
+        confusion=ConfusionCounts(tp=k.tp, fp=k.fp, tn=k.tn, fn=k.fn),
         metrics={name: finite(value) for name, value in result.metrics.items()},
         intervals={name: (finite(lo), finite(hi)) for name, (lo, hi) in result.intervals.items()},
         # The labelled claims' verification calls were made for this report too: they count.
-        disagreements=disagreements, judge=judge,
+        disagreements=disagreements,
+        judge=judge,
         usage=UsageSummary.of([*all_trials, *([v] for v in (gold or {}).values())]),
         consistency=consistency(all_trials),
-        annotators=annotators(cal, final), slices=slices(cal, final),
-        labelled_pass=set_pass, labelled_fail=len(full_set.examples) - set_pass, split=options.split,
-        early_stop=EarlyStop(decision=stop.decision, judged=stop.judged, total=stop.total, looks=stop.looks,
-                             calls_saved=stop.calls_saved) if stop is not None else None,
+        annotators=annotators(cal, final),
+        slices=slices(cal, final),
+        labelled_pass=set_pass,
+        labelled_fail=len(full_set.examples) - set_pass,
+        split=options.split,
+        early_stop=EarlyStop(
+            decision=stop.decision,
+            judged=stop.judged,
+            total=stop.total,
+            looks=stop.looks,
+            calls_saved=stop.calls_saved,
+        )
+        if stop is not None
+        else None,
         calibrated_at=started,
         evidence_at=datetime.fromtimestamp(min(times), timezone.utc) if times else started,
         outcomes=ById((e.id, _OUTCOMES[e.label, v.passed]) for e, v in zip(cal.examples, final)),
         keys=ById((e.id, e.key) for e in cal.examples),
-        confidences={e.id: v.confidence for e, v in zip(cal.examples, final) if v.confidence is not None},
+        confidences={
+            e.id: v.confidence for e, v in zip(cal.examples, final) if v.confidence is not None
+        },
         claim_stages=claim_stages(cal, final, gold) if gold else None,
-        selective=_certificate(criterion, labels, final, escalated, spec["model"], selective, source), design=design,
-        verdicts=VerdictLog.of(criterion.id, (all_trials, escalated or []), mark, started))
+        selective=_certificate(
+            criterion, labels, final, escalated, spec["model"], selective, source
+        ),
+        design=design,
+        verdicts=VerdictLog.of(criterion.id, (all_trials, escalated or []), mark, started),
+    )
 
 
-def _certificate(criterion: Criterion, labels: list[bool], final: list[Verdict], escalated: list[list[Verdict]] | None,
-                 model: str | None, selective: Selective | None, source: str) -> Certificate | None:
+def _certificate(
+    criterion: Criterion,
+    labels: list[bool],
+    final: list[Verdict],
+    escalated: list[list[Verdict]] | None,
+    model: str | None,
+    selective: Selective | None,
+    source: str,
+) -> Certificate | None:
     """A selective criterion's certificate: its judge's, then the one it escalates to, on the same examples."""
     if selective is None or isinstance(criterion, RegexCriterion):
         return None
     stages, models = [final], [model]
-    if escalated is not None and isinstance(criterion, LLMCriterion) and criterion.judge.escalate_to is not None:
+    if (
+        escalated is not None
+        and isinstance(criterion, LLMCriterion)
+        and criterion.judge.escalate_to is not None
+    ):
         by_id = {t[0].example_id: majority(t) for t in escalated}
         stages.append([by_id.get(v.example_id, Verdict(v.example_id, None)) for v in final])
         models.append(criterion.judge.escalate_to.model)
-    return certificate_of(labels, stages, models, selective, confidence_source(criterion.judge.trials, source))
+    return certificate_of(
+        labels, stages, models, selective, confidence_source(criterion.judge.trials, source)
+    )

@@ -22,8 +22,12 @@ import re
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 from typing import Iterable, Iterator
 
-SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)  # names of environment variables
-SECRET_QUERY = re.compile(r"(key|token|secret|pass|auth|sig|credential)", re.IGNORECASE)  # names in a URL query
+SECRET_ENV = re.compile(
+    r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE
+)  # names of environment variables
+SECRET_QUERY = re.compile(
+    r"(key|token|secret|pass|auth|sig|credential)", re.IGNORECASE
+)  # names in a URL query
 REDACTED = "<redacted>"
 _MIN_LENGTH = 4  # shorter values are too likely to occur in ordinary text to be replaced everywhere
 
@@ -31,13 +35,23 @@ _remembered: set[str] = set()
 
 _SHAPES = [
     # An Authorization header's value, whatever its scheme, and a bearer token anywhere.
-    (re.compile(r"(authorization[\"']?\s*[:=]\s*[\"']?(?:Bearer|Basic|Token)?\s*)[^\s\"',;]+", re.IGNORECASE),
-     rf"\1{REDACTED}"),
+    (
+        re.compile(
+            r"(authorization[\"']?\s*[:=]\s*[\"']?(?:Bearer|Basic|Token)?\s*)[^\s\"',;]+",
+            re.IGNORECASE,
+        ),
+        rf"\1{REDACTED}",
+    ),
     (re.compile(r"\b(Bearer\s+)(?!<redacted>)[A-Za-z0-9._~+/=-]{6,}"), rf"\1{REDACTED}"),
     # A credential in a URL's query: ?api-key=..., &token=..., &sig=...
-    (re.compile(r"([?&;][A-Za-z0-9_.-]*(?:key|token|secret|pass|auth|sig|credential)[A-Za-z0-9_.-]*=)(?!<redacted>)"
-                r"[^&#\s'\"]+",
-                re.IGNORECASE), rf"\1{REDACTED}"),
+    (
+        re.compile(
+            r"([?&;][A-Za-z0-9_.-]*(?:key|token|secret|pass|auth|sig|credential)[A-Za-z0-9_.-]*=)(?!<redacted>)"
+            r"[^&#\s'\"]+",
+            re.IGNORECASE,
+        ),
+        rf"\1{REDACTED}",
+    ),
     # user:password@ in a URL.
     (re.compile(r"(://[^/@\s:]*:)[^/@\s]+@"), rf"\1{REDACTED}@"),
     # An OpenAI-style key: the prefix stays, to tell which key it was.
@@ -74,8 +88,11 @@ def remember_url(url: str | None) -> None:
 
 
 def _environment_secrets() -> list[tuple[str, str]]:
-    return [(name, value) for name, value in os.environ.items()
-            if SECRET_ENV.search(name) and len(value) >= 8]
+    return [
+        (name, value)
+        for name, value in os.environ.items()
+        if SECRET_ENV.search(name) and len(value) >= 8
+    ]
 
 
 def redact(text: str) -> str:
@@ -85,7 +102,9 @@ def redact(text: str) -> str:
     for name, value in _environment_secrets():
         if value in text:
             text = text.replace(value, f"<{name}>")
-    for secret in sorted(_remembered, key=len, reverse=True):  # longest first: a token may hold a password
+    for secret in sorted(
+        _remembered, key=len, reverse=True
+    ):  # longest first: a token may hold a password
         if secret in text:
             text = text.replace(secret, REDACTED)
     for pattern, replacement in _SHAPES:
@@ -111,7 +130,9 @@ def redact_known_lines(lines: Iterable[str], size: int = 1 << 20) -> Iterator[st
     """`redact_known` over a text given as whole lines (each ending in a line break), in blocks of
     about `size` characters, so that a file of a million lines is never one string. A secret can
     straddle two blocks only if it holds a line break; then the text is redacted as one block."""
-    whole = any("\n" in value for _, value in _environment_secrets()) or any("\n" in s for s in _remembered)
+    whole = any("\n" in value for _, value in _environment_secrets()) or any(
+        "\n" in s for s in _remembered
+    )
     block: list[str] = []
     length = 0
     for line in lines:
@@ -159,7 +180,9 @@ def api_base_problem(url: str) -> str | None:
     except ValueError as error:
         return f"{shown!r} is not a usable URL ({redact(str(error))}); write it like https://host:8000/v1"
     if parts.scheme not in ("http", "https"):
-        return f"{shown!r} does not start with http:// or https://; write it like https://host:8000/v1"
+        return (
+            f"{shown!r} does not start with http:// or https://; write it like https://host:8000/v1"
+        )
     if not parts.hostname:
         return f"{shown!r} names no host; write it like https://host:8000/v1"
     return None

@@ -13,9 +13,15 @@ import yaml
 
 # pytester's in-process runs drop from sys.modules whatever a run imported, and a C extension cannot
 # be loaded twice in one process: numpy's and scipy's are loaded above, before any such run.
-os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")  # the DeepEval integration's tests send nothing anywhere
+os.environ.setdefault(
+    "DEEPEVAL_TELEMETRY_OPT_OUT", "1"
+)  # the DeepEval integration's tests send nothing anywhere
 
-pytest_plugins = ["pytester", "tests.integration_project", "tests.postgres_server"]  # the integrations' gated
+pytest_plugins = [
+    "pytester",
+    "tests.integration_project",
+    "tests.postgres_server",
+]  # the integrations' gated
 # project; a throwaway PostgreSQL server for the history
 collect_ignore = ["data"]  # genuine output files of other tools, and the scripts that made them
 
@@ -24,13 +30,17 @@ SHARED = REPO.parent / "shared" / "datasets"
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--real-provider", action="store_true", help="also run tests that call a real LLM provider")
+    parser.addoption(
+        "--real-provider", action="store_true", help="also run tests that call a real LLM provider"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if config.getoption("--real-provider"):
         return
-    skip = pytest.mark.skip(reason="calls a real provider; run with --real-provider and a key in the environment")
+    skip = pytest.mark.skip(
+        reason="calls a real provider; run with --real-provider and a key in the environment"
+    )
     for item in items:
         if "real_provider" in item.keywords:
             item.add_marker(skip)
@@ -49,7 +59,10 @@ def require(available: bool, reason: str) -> None:
 @pytest.fixture
 def shared_datasets() -> Path:
     """../shared/datasets, beside the checkout."""
-    require(SHARED.is_dir(), f"{SHARED} is absent (a clone of the project alone); these tests need the shared data")
+    require(
+        SHARED.is_dir(),
+        f"{SHARED} is absent (a clone of the project alone); these tests need the shared data",
+    )
     return SHARED
 
 
@@ -96,10 +109,23 @@ def llm_criterion(criterion_id: str = "says-blocked", **extra: Any) -> dict[str,
 
 def balanced(n_pass: int = 3, n_fail: int = 3, prefix: str = "") -> list[dict[str, Any]]:
     """Examples whose output text names them, so fakes can script a verdict per example."""
-    return ([{"id": f"{prefix}p{i}", "input": "lost card", "output": f"{prefix}reply-p{i}: blocked", "passed": True}
-             for i in range(n_pass)]
-            + [{"id": f"{prefix}f{i}", "input": "lost card", "output": f"{prefix}reply-f{i}: not blocked",
-                "passed": False} for i in range(n_fail)])
+    return [
+        {
+            "id": f"{prefix}p{i}",
+            "input": "lost card",
+            "output": f"{prefix}reply-p{i}: blocked",
+            "passed": True,
+        }
+        for i in range(n_pass)
+    ] + [
+        {
+            "id": f"{prefix}f{i}",
+            "input": "lost card",
+            "output": f"{prefix}reply-f{i}: not blocked",
+            "passed": False,
+        }
+        for i in range(n_fail)
+    ]
 
 
 @pytest.fixture

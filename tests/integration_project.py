@@ -23,8 +23,11 @@ from judgekit.cli import app
 from judgekit.testing import GARBAGE_TEXT, FakeServer, Fault, script
 from tests.conftest import Project, balanced, llm_criterion
 
-REPLIES = {"lost card": "Your card is now blocked.", "stolen card": "Please call us tomorrow.",
-           "garbled": "garbled line noise"}  # what the runners' mock agent answers to each input
+REPLIES = {
+    "lost card": "Your card is now blocked.",
+    "stolen card": "Please call us tomorrow.",
+    "garbled": "garbled line noise",
+}  # what the runners' mock agent answers to each input
 
 
 @dataclass
@@ -53,15 +56,38 @@ def gated_project(project: Project, monkeypatch: pytest.MonkeyPatch) -> Iterator
     project.jsonl("says-blocked", balanced(30, 30))
     project.criterion(llm_criterion("weak", question="Does the reply answer politely?"))
     project.jsonl("weak", balanced(30, 30, prefix="w"))
-    project.criterion({"id": "no-email", "kind": "regex", "question": "Free of email addresses?",
-                       "pattern": r"\S+@\S+", "match_means": "fail"})  # checked by code: no model at all
-    project.jsonl("no-email", [{"id": f"e{i}", "output": f"write to desk{i}@example.com", "passed": False}
-                               for i in range(30)] + [{"id": f"c{i}", "output": f"reply {i}", "passed": True}
-                                                      for i in range(30)])
-    answers = script({"wreply": True, "reply-p": True, "now blocked": True, "garbled": GARBAGE_TEXT,
-                      "outage": Fault("server_error"), "no key": Fault("auth")}, default=False)
+    project.criterion(
+        {
+            "id": "no-email",
+            "kind": "regex",
+            "question": "Free of email addresses?",
+            "pattern": r"\S+@\S+",
+            "match_means": "fail",
+        }
+    )  # checked by code: no model at all
+    project.jsonl(
+        "no-email",
+        [
+            {"id": f"e{i}", "output": f"write to desk{i}@example.com", "passed": False}
+            for i in range(30)
+        ]
+        + [{"id": f"c{i}", "output": f"reply {i}", "passed": True} for i in range(30)],
+    )
+    answers = script(
+        {
+            "wreply": True,
+            "reply-p": True,
+            "now blocked": True,
+            "garbled": GARBAGE_TEXT,
+            "outage": Fault("server_error"),
+            "no key": Fault("auth"),
+        },
+        default=False,
+    )
     with FakeServer(answers) as server:
-        done = CliRunner().invoke(app, ["calibrate", "--model", "openai/judge", "--api-base", server.url])
+        done = CliRunner().invoke(
+            app, ["calibrate", "--model", "openai/judge", "--api-base", server.url]
+        )
         assert done.exit_code == 0, done.output
         # The runners' judges ask the calibrated endpoint where the environment names it, as in CI.
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)

@@ -58,16 +58,53 @@ def throwaway_cluster(binaries: Path) -> Iterator[str]:
     if as_user:
         shutil.chown(folder / "pw", "postgres")
     data, port = folder / "data", _free_port()
-    subprocess.run([*as_user, str(binaries / "initdb"), "-D", str(data), "-U", USER, "--pwfile", str(folder / "pw"),
-                    "--auth", "scram-sha-256", "-E", "UTF8", "--no-sync"], check=True, capture_output=True)
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"
-    subprocess.run([*as_user, str(binaries / "pg_ctl"), "-D", str(data), "-o", options, "-l", str(folder / "log"),
-                    "-w", "-t", "60", "start"], check=True, capture_output=True)
+    subprocess.run(
+        [
+            *as_user,
+            str(binaries / "initdb"),
+            "-D",
+            str(data),
+            "-U",
+            USER,
+            "--pwfile",
+            str(folder / "pw"),
+            "--auth",
+            "scram-sha-256",
+            "-E",
+            "UTF8",
+            "--no-sync",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    options = (
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=100"
+    )
+    subprocess.run(
+        [
+            *as_user,
+            str(binaries / "pg_ctl"),
+            "-D",
+            str(data),
+            "-o",
+            options,
+            "-l",
+            str(folder / "log"),
+            "-w",
+            "-t",
+            "60",
+            "start",
+        ],
+        check=True,
+        capture_output=True,
+    )
     try:
         yield f"postgresql://{USER}:{PASSWORD}@127.0.0.1:{port}/postgres"
     finally:
-        subprocess.run([*as_user, str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
-                       capture_output=True)
+        subprocess.run(
+            [*as_user, str(binaries / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"],
+            capture_output=True,
+        )
         shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -88,8 +125,11 @@ def postgres_server() -> Iterator[str]:
         yield given
         return
     binaries = server_binaries()
-    require(binaries is not None, "no PostgreSQL server here (initdb, pg_ctl); install Debian's postgresql "
-                                  "package (.ci/run does) or set JUDGEKIT_TEST_POSTGRES_URL")
+    require(
+        binaries is not None,
+        "no PostgreSQL server here (initdb, pg_ctl); install Debian's postgresql "
+        "package (.ci/run does) or set JUDGEKIT_TEST_POSTGRES_URL",
+    )
     try:
         import psycopg  # noqa: F401
     except ImportError:

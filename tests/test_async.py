@@ -17,7 +17,9 @@ from conftest import balanced, llm_criterion
 
 
 def _options(project) -> judgekit.Options:
-    return judgekit.Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None)
+    return judgekit.Options(
+        criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
+    )
 
 
 SCRIPT = {"reply-p": True}  # every known-good reply passes, every known-bad one fails
@@ -29,33 +31,54 @@ async def test_calibrate_and_judge_inside_a_running_loop(project):
     project.jsonl("says-blocked", balanced(6, 6))
     # The sync form inside a running loop: asyncio.run would raise here.
     report = judgekit.calibrate(_options(project), llm=FakeLLM.scripted(SCRIPT, default=False))
-    awaited = await judgekit.acalibrate(_options(project), llm=FakeLLM.scripted(SCRIPT, default=False))
+    awaited = await judgekit.acalibrate(
+        _options(project), llm=FakeLLM.scripted(SCRIPT, default=False)
+    )
     assert report.criteria[0].metrics == awaited.criteria[0].metrics
     assert report.criteria[0].confusion.tp == 6 and report.criteria[0].confusion.tn == 6
 
-    judge = judgekit.Judge(load_criterion(project.criteria / "says-blocked.yaml"),
-                           llm=FakeLLM.scripted(SCRIPT, default=False), cache_dir=None)
+    judge = judgekit.Judge(
+        load_criterion(project.criteria / "says-blocked.yaml"),
+        llm=FakeLLM.scripted(SCRIPT, default=False),
+        cache_dir=None,
+    )
     assert judge("reply-p9: blocked", input="lost card").passed is True
     assert (await judge.acall("reply-f9: not blocked", input="lost card")).passed is False
 
 
 @pytest.mark.asyncio
 async def test_the_guards_work_inside_a_running_loop(project):
-    project.criterion({"id": "clean", "kind": "regex", "question": "Free of TODO?", "pattern": "TODO",
-                       "match_means": "fail"})
-    project.jsonl("clean", [{"id": f"g{i}", "output": "done" if i % 2 else "TODO", "passed": bool(i % 2)}
-                            for i in range(60)])
-    report = judgekit.calibrate(judgekit.Options(criteria_dir=project.criteria, sets_dir=project.sets))
+    project.criterion(
+        {
+            "id": "clean",
+            "kind": "regex",
+            "question": "Free of TODO?",
+            "pattern": "TODO",
+            "match_means": "fail",
+        }
+    )
+    project.jsonl(
+        "clean",
+        [
+            {"id": f"g{i}", "output": "done" if i % 2 else "TODO", "passed": bool(i % 2)}
+            for i in range(60)
+        ],
+    )
+    report = judgekit.calibrate(
+        judgekit.Options(criteria_dir=project.criteria, sets_dir=project.sets)
+    )
     report.write(project.root / "out")
-    result = judgekit.require_calibrated("clean", report=project.root / "out", criteria=project.criteria,
-                                         sets=project.sets)
+    result = judgekit.require_calibrated(
+        "clean", report=project.root / "out", criteria=project.criteria, sets=project.sets
+    )
     assert result.status == "PASS"
-    judge = judgekit.calibrated_judge("clean", report=project.root / "out", criteria=project.criteria,
-                                      sets=project.sets)
+    judge = judgekit.calibrated_judge(
+        "clean", report=project.root / "out", criteria=project.criteria, sets=project.sets
+    )
     assert judge("all done").passed is True and (await judge.acall("TODO")).passed is False
 
 
-ASYNC_SUITE = '''
+ASYNC_SUITE = """
 import pytest
 
 @pytest.mark.judged("card")
@@ -72,7 +95,7 @@ async def test_with_anyio(judge):
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
-'''
+"""
 
 
 def test_the_judge_fixture_in_async_tests(pytester, monkeypatch):
@@ -84,15 +107,28 @@ def test_the_judge_fixture_in_async_tests(pytester, monkeypatch):
     root = pytester.path
     (root / "criteria").mkdir()
     (root / "calibration_sets").mkdir()
-    (root / "criteria" / "card.yaml").write_text(yaml.safe_dump({"id": "card", "question": "Blocked?"}))
+    (root / "criteria" / "card.yaml").write_text(
+        yaml.safe_dump({"id": "card", "question": "Blocked?"})
+    )
     rows = [{"id": f"g{i}", "output": f"reply-p{i}", "passed": True} for i in range(30)]
     rows += [{"id": f"b{i}", "output": f"reply-f{i}", "passed": False} for i in range(30)]
-    (root / "calibration_sets" / "card.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (root / "calibration_sets" / "card.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
     with FakeServer(script({"reply-p": True, "reply-f": False})) as server:
-        report = calibrate(Options(criteria_dir=root / "criteria", sets_dir=root / "calibration_sets",
-                                   model="openai/j", api_base=server.url, cache_dir=root / ".judgekit" / "cache"))
+        report = calibrate(
+            Options(
+                criteria_dir=root / "criteria",
+                sets_dir=root / "calibration_sets",
+                model="openai/j",
+                api_base=server.url,
+                cache_dir=root / ".judgekit" / "cache",
+            )
+        )
         report.write(root / ".judgekit" / "reports" / "latest")
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url)  # the tests' judge asks the calibrated endpoint where the environment names it
+        monkeypatch.setenv(
+            "OPENAI_BASE_URL", server.url
+        )  # the tests' judge asks the calibrated endpoint where the environment names it
         pytester.makepyfile(test_async_suite=ASYNC_SUITE)
         result = pytester.runpytest_subprocess("--judgekit-gate", "-p", "asyncio", "-p", "anyio")
     assert "cannot be called from a running event loop" not in result.stdout.str()

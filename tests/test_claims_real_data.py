@@ -26,7 +26,9 @@ def test_wice_recorded_claims_reproduce_the_published_figures(shared_datasets, t
 def test_wice_through_the_fake_server_matches_the_recorded_verdicts(shared_datasets, tmp_path):
     recorded = data.wice_recorded(tmp_path / "recorded")
     live, requests = data.wice_live(tmp_path / "live")
-    assert requests == 300  # 100 extractions, 100 verifications, 100 verifications of the labelled claims
+    assert (
+        requests == 300
+    )  # 100 extractions, 100 verifications, 100 verifications of the labelled claims
     assert live.confusion == recorded.confusion and live.abstained == 0
     stages = live.claim_stages
     # One labelled claim per example, extracted verbatim: every error is the verification step's.
@@ -35,16 +37,22 @@ def test_wice_through_the_fake_server_matches_the_recorded_verdicts(shared_datas
     assert stages.verification_errors == recorded.confusion.fp + recorded.confusion.fn
 
 
-def test_faithbench_sample_level_detectors_against_the_pooled_human_labels(shared_datasets, tmp_path):
+def test_faithbench_sample_level_detectors_against_the_pooled_human_labels(
+    shared_datasets, tmp_path
+):
     samples = data.faithbench_samples()
     assert len(samples) == 750  # the protocol's n_samples
     reports = data.faithbench_detectors(tmp_path, ["gpt-4o", "true_nli"])
     for name, c in reports.items():
-        pairs = [(s["consistent"], data.detector_verdict(name, s["detectors"].get(name))) for s in samples]
+        pairs = [
+            (s["consistent"], data.detector_verdict(name, s["detectors"].get(name)))
+            for s in samples
+        ]
         decided = [(y, v) for y, v in pairs if v is not None]
         assert c.n == 750 and c.abstained == len(pairs) - len(decided)
         assert c.metrics["balanced_accuracy"] == pytest.approx(
-            balanced_accuracy_score([y for y, _ in decided], [v for _, v in decided]))
+            balanced_accuracy_score([y for y, _ in decided], [v for _, v in decided])
+        )
     # The best detectors are near chance on FaithBench: a gate must block them.
     assert reports["gpt-4o"].intervals["cohen_kappa"][1] < 0.2
 

@@ -13,8 +13,17 @@ from judgekit.testing import FakeServer, script
 from tests.conftest import REPO, balanced, llm_criterion
 
 runner = CliRunner()
-REPORT_KEYS = {"id", "fingerprint", "set_fingerprint", "n", "abstained", "confusion", "metrics", "intervals",
-               "disagreements"}
+REPORT_KEYS = {
+    "id",
+    "fingerprint",
+    "set_fingerprint",
+    "n",
+    "abstained",
+    "confusion",
+    "metrics",
+    "intervals",
+    "disagreements",
+}
 
 
 def invoke(*args):
@@ -22,11 +31,15 @@ def invoke(*args):
 
 
 def bundled(*args):
-    return invoke("calibrate", "--criteria", REPO / "criteria", "--sets", REPO / "calibration_sets", *args)
+    return invoke(
+        "calibrate", "--criteria", REPO / "criteria", "--sets", REPO / "calibration_sets", *args
+    )
 
 
 def test_calibrate_bundled_regex_criteria_writes_the_report(tmp_path):
-    result = bundled("-c", "no-email-address", "-c", "no-unfilled-placeholder", "--out", tmp_path / "r")
+    result = bundled(
+        "-c", "no-email-address", "-c", "no-unfilled-placeholder", "--out", tmp_path / "r"
+    )
     assert result.exit_code == 0, result.output
     assert "no-email-address" in result.output and "kappa" in result.output
     report = json.loads((tmp_path / "r" / "report.json").read_text())
@@ -34,17 +47,39 @@ def test_calibrate_bundled_regex_criteria_writes_the_report(tmp_path):
     for c in report["criteria"]:
         assert set(c) >= REPORT_KEYS
         assert set(c["confusion"]) == {"tp", "fp", "tn", "fn"}
-        assert set(c["metrics"]) == {"tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1",
-                                     "f1_fail", "macro_f1", "cohen_kappa", "mcc", "prevalence"}
+        assert set(c["metrics"]) == {
+            "tpr",
+            "tnr",
+            "precision",
+            "npv",
+            "accuracy",
+            "balanced_accuracy",
+            "f1",
+            "f1_fail",
+            "macro_f1",
+            "cohen_kappa",
+            "mcc",
+            "prevalence",
+        }
         assert set(c["intervals"]) == {"tpr", "tnr", "precision", "accuracy", "cohen_kappa"}
         assert all(set(d) >= {"id", "label", "verdict", "reason"} for d in c["disagreements"])
-        assert len(c["disagreements"]) == c["confusion"]["fp"] + c["confusion"]["fn"] + c["abstained"]
+        assert (
+            len(c["disagreements"]) == c["confusion"]["fp"] + c["confusion"]["fn"] + c["abstained"]
+        )
     assert "## no-email-address" in (tmp_path / "r" / "report.md").read_text()
 
 
 def test_nan_metrics_are_null_in_json(project, tmp_path):
-    project.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"})
-    project.jsonl("r", [{"id": "a", "output": "fine", "passed": True}, {"id": "b", "output": "ok", "passed": True}])
+    project.criterion(
+        {"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"}
+    )
+    project.jsonl(
+        "r",
+        [
+            {"id": "a", "output": "fine", "passed": True},
+            {"id": "b", "output": "ok", "passed": True},
+        ],
+    )
     result = invoke("calibrate", "--out", tmp_path / "r")
     assert result.exit_code == 0, result.output
     c = json.loads((tmp_path / "r" / "report.json").read_text())["criteria"][0]
@@ -70,28 +105,54 @@ def test_validate_ok_and_unknown_criterion(project):
 
 def test_validate_and_calibrate_list_every_problem_of_every_file_in_one_pass(project):
     project.criterion({"id": "broken", "question": "ok?", "inptus": ["output"]})
-    (project.sets / "broken.jsonl").write_text('{"id": "a", "output": "x", "passed": "yes"}\n{"id": oops}\n')
+    (project.sets / "broken.jsonl").write_text(
+        '{"id": "a", "output": "x", "passed": "yes"}\n{"id": oops}\n'
+    )
     shots = [{"input": "lost card", "output": "reply-p0: blocked", "passed": True}]
     project.criterion(llm_criterion(examples=shots, judge={"model": "openai/j"}))
     project.jsonl("says-blocked", [*balanced(), {"id": "bad", "output": "x"}])
     (project.root / "v.jsonl").write_text('{"id": "p0", "passed": true, "passed": false}\n')
-    expected = ["broken.yaml:inptus: unknown key", "broken.jsonl:line 1 (id a).passed: Input should be a valid boolean",
-                "broken.jsonl:line 2: is not valid JSON", "says-blocked.jsonl:line 7 (id bad): has no label",
-                "says-blocked.jsonl:id p0: is also a few-shot example"]
-    for args in (["validate", "--verdicts", "v.jsonl"], ["calibrate", "--api-base", "http://127.0.0.1:9/v1"]):
+    expected = [
+        "broken.yaml:inptus: unknown key",
+        "broken.jsonl:line 1 (id a).passed: Input should be a valid boolean",
+        "broken.jsonl:line 2: is not valid JSON",
+        "says-blocked.jsonl:line 7 (id bad): has no label",
+        "says-blocked.jsonl:id p0: is also a few-shot example",
+    ]
+    for args in (
+        ["validate", "--verdicts", "v.jsonl"],
+        ["calibrate", "--api-base", "http://127.0.0.1:9/v1"],
+    ):
         result = invoke(*args)
         assert result.exit_code == 2 and "Traceback" not in result.output
         assert all(line in result.output for line in expected), result.output
-    assert "v.jsonl:line 1: has the key 'passed' twice" in invoke("validate", "--verdicts", "v.jsonl").output
+    assert (
+        "v.jsonl:line 1: has the key 'passed' twice"
+        in invoke("validate", "--verdicts", "v.jsonl").output
+    )
 
 
-@pytest.mark.parametrize("record, message", [
-    ('{"id": "b", "output": "ok \\ud800", "passed": true}', "r.jsonl:line 2: output: holds a lone surrogate"),
-    ('{"id": "b", "output": ' + "[" * 100_000 + "]" * 100_000 + ', "passed": true}', "r.jsonl:line 2: is nested"),
-], ids=["lone-surrogate", "deep-nesting"])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        (
+            '{"id": "b", "output": "ok \\ud800", "passed": true}',
+            "r.jsonl:line 2: output: holds a lone surrogate",
+        ),
+        (
+            '{"id": "b", "output": ' + "[" * 100_000 + "]" * 100_000 + ', "passed": true}',
+            "r.jsonl:line 2: is nested",
+        ),
+    ],
+    ids=["lone-surrogate", "deep-nesting"],
+)
 def test_a_record_calibrate_cannot_use_is_refused_by_validate_too(project, record, message):
-    project.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"})
-    (project.sets / "r.jsonl").write_text('{"id": "a", "output": "fine", "passed": true}\n' + record + "\n")
+    project.criterion(
+        {"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"}
+    )
+    (project.sets / "r.jsonl").write_text(
+        '{"id": "a", "output": "fine", "passed": true}\n' + record + "\n"
+    )
     for command in ("validate", "calibrate"):
         result = invoke(command)
         assert result.exit_code == 2 and message in result.output, result.output
@@ -123,28 +184,56 @@ def test_schema_command_writes_json_schema(tmp_path):
     assert json.loads((tmp_path / "example.schema.json").read_text())["properties"]["passed"]
 
 
-@pytest.mark.parametrize("args", [["--help"], ["validate", "--criteria", str(REPO / "criteria"),
-                                               "--sets", str(REPO / "calibration_sets")]])
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--help"],
+        [
+            "validate",
+            "--criteria",
+            str(REPO / "criteria"),
+            "--sets",
+            str(REPO / "calibration_sets"),
+        ],
+    ],
+)
 def test_start_up_does_not_import_heavy_libraries(args):
-    code = ("import sys, runpy; sys.argv = ['judgekit', *%r]\n"
-            "try:\n    runpy.run_module('judgekit.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-            "heavy = [m for m in ('litellm', 'sklearn', 'pandas', 'scipy', 'diskcache') if m in sys.modules]\n"
-            "print('HEAVY', heavy)") % (args,)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    code = (
+        "import sys, runpy; sys.argv = ['judgekit', *%r]\n"
+        "try:\n    runpy.run_module('judgekit.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "heavy = [m for m in ('litellm', 'sklearn', 'pandas', 'scipy', 'diskcache') if m in sys.modules]\n"
+        "print('HEAVY', heavy)"
+    ) % (args,)
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
     assert "HEAVY []" in out
 
 
 def test_unwritable_outputs_and_cache_are_input_errors(project, tmp_path):
-    project.criterion({"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"})
+    project.criterion(
+        {"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"}
+    )
     project.jsonl("r", [{"id": "a", "output": "fine", "passed": True}])
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
     result = invoke("calibrate", "--out", blocker / "sub")
-    assert result.exit_code == 2 and "cannot be written" in result.output and "Traceback" not in result.output
+    assert (
+        result.exit_code == 2
+        and "cannot be written" in result.output
+        and "Traceback" not in result.output
+    )
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced())
-    result = invoke("calibrate", "--model", "openai/j", "--api-base", "http://127.0.0.1:9/v1",
-                    "--cache-dir", blocker / "cache")
+    result = invoke(
+        "calibrate",
+        "--model",
+        "openai/j",
+        "--api-base",
+        "http://127.0.0.1:9/v1",
+        "--cache-dir",
+        blocker / "cache",
+    )
     assert result.exit_code == 2 and "cannot be used as the answer cache" in result.output
 
 
@@ -156,8 +245,17 @@ def test_json_output_for_scripts_and_no_colour_codes_when_piped(tmp_path):
     from judgekit.cli import app
 
     repo = Path(__file__).resolve().parent.parent
-    common = ["--criteria", str(repo / "criteria"), "--sets", str(repo / "calibration_sets"), "-c", "no-email-address",
-              "--out", str(tmp_path / "out"), "--no-history"]
+    common = [
+        "--criteria",
+        str(repo / "criteria"),
+        "--sets",
+        str(repo / "calibration_sets"),
+        "-c",
+        "no-email-address",
+        "--out",
+        str(tmp_path / "out"),
+        "--no-history",
+    ]
     runner = CliRunner()
     result = runner.invoke(app, ["calibrate", *common, "--json"])
     assert result.exit_code == 0
@@ -167,11 +265,36 @@ def test_json_output_for_scripts_and_no_colour_codes_when_piped(tmp_path):
     data = json_module.loads(gated.stdout)
     assert set(data) == {"report", "gate"} and gated.exit_code == data["gate"]["exit_code"]
     assert data["gate"]["decisions"][0]["criterion"] == "no-email-address"
-    plain = runner.invoke(app, ["gate", "--report", str(tmp_path / "out"), "--criteria", str(repo / "criteria"),
-                                "--sets", str(repo / "calibration_sets"), "-c", "no-email-address"])
+    plain = runner.invoke(
+        app,
+        [
+            "gate",
+            "--report",
+            str(tmp_path / "out"),
+            "--criteria",
+            str(repo / "criteria"),
+            "--sets",
+            str(repo / "calibration_sets"),
+            "-c",
+            "no-email-address",
+        ],
+    )
     assert "\x1b[" not in plain.output and "gate: " in plain.output
-    as_json = runner.invoke(app, ["gate", "--report", str(tmp_path / "out"), "--criteria", str(repo / "criteria"),
-                                  "--sets", str(repo / "calibration_sets"), "-c", "no-email-address", "--json"])
+    as_json = runner.invoke(
+        app,
+        [
+            "gate",
+            "--report",
+            str(tmp_path / "out"),
+            "--criteria",
+            str(repo / "criteria"),
+            "--sets",
+            str(repo / "calibration_sets"),
+            "-c",
+            "no-email-address",
+            "--json",
+        ],
+    )
     assert json_module.loads(as_json.stdout)["status"] in ("PASS", "FAIL", "INCONCLUSIVE")
 
 
@@ -179,8 +302,13 @@ def test_report_to_frame(tmp_path):
     from judgekit.pipeline import Options, calibrate
 
     repo = Path(__file__).resolve().parent.parent
-    report = calibrate(Options(criteria_dir=repo / "criteria", sets_dir=repo / "calibration_sets",
-                               criterion_ids=["no-email-address", "no-unfilled-placeholder"]))
+    report = calibrate(
+        Options(
+            criteria_dir=repo / "criteria",
+            sets_dir=repo / "calibration_sets",
+            criterion_ids=["no-email-address", "no-unfilled-placeholder"],
+        )
+    )
     frame = report.to_frame()
     assert list(frame.index) == ["no-email-address", "no-unfilled-placeholder"]
     c = report.criteria[0]
@@ -212,7 +340,13 @@ def test_a_damaged_history_stops_calibrate_before_any_call(project):
 
 def test_validate_warns_about_a_set_of_one_class(project):
     project.criterion(llm_criterion())
-    project.jsonl("says-blocked", [{"id": f"p{i}", "output": "x", "passed": True} for i in range(3)])
+    project.jsonl(
+        "says-blocked", [{"id": f"p{i}", "output": "x", "passed": True} for i in range(3)]
+    )
     result = runner.invoke(app, ["validate"])
-    assert result.exit_code == 0 and "warning:" in result.output and "only known-good examples (3)" in result.output
+    assert (
+        result.exit_code == 0
+        and "warning:" in result.output
+        and "only known-good examples (3)" in result.output
+    )
     assert "needs known-bad examples too" in result.output

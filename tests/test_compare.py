@@ -25,25 +25,47 @@ def _invoke(*args: str):
     return CliRunner().invoke(app, list(args), catch_exceptions=False)
 
 
-def _llmbar(shared_datasets: Path, project, tmp_path: Path) -> tuple[Path, dict[str, dict[str, bool | None]], dict]:
+def _llmbar(
+    shared_datasets: Path, project, tmp_path: Path
+) -> tuple[Path, dict[str, dict[str, bool | None]], dict]:
     """LLMBar/Natural as a set (known-good: output 1 is the better one) and every judge set-up's
     verdict (outputs in order, AB) in one file with a `candidate` column."""
     import csv
 
-    items = json.loads((shared_datasets / "llmbar" / "data" / "LLMBar" / "Natural" / "dataset.json").read_text())
-    project.jsonl("output-1-better", [{"id": str(i), "input": item["input"],
-                                       "output": f"Output 1:\n{item['output_1']}\n\nOutput 2:\n{item['output_2']}",
-                                       "passed": item["label"] == 1} for i, item in enumerate(items)])
-    project.criterion(llm_criterion("output-1-better", question="Does output 1 follow the instruction better?"))
+    items = json.loads(
+        (shared_datasets / "llmbar" / "data" / "LLMBar" / "Natural" / "dataset.json").read_text()
+    )
+    project.jsonl(
+        "output-1-better",
+        [
+            {
+                "id": str(i),
+                "input": item["input"],
+                "output": f"Output 1:\n{item['output_1']}\n\nOutput 2:\n{item['output_2']}",
+                "passed": item["label"] == 1,
+            }
+            for i, item in enumerate(items)
+        ],
+    )
+    project.criterion(
+        llm_criterion("output-1-better", question="Does output 1 follow the instruction better?")
+    )
     with open(shared_datasets / "llmbar" / "verdicts.csv", newline="") as handle:
         rows = [r for r in csv.DictReader(handle) if r["set"] == "LLMBar/Natural"]
     verdicts: dict[str, dict[str, bool | None]] = {}
     for r in rows:
-        verdicts.setdefault(f"{r['llm']}/{r['strategy']}", {})[r["idx"]] = \
+        verdicts.setdefault(f"{r['llm']}/{r['strategy']}", {})[r["idx"]] = (
             None if r["winner_order_AB"] == "" else r["winner_order_AB"] == "1"
+        )
     path = tmp_path / "llmbar-natural.jsonl"
-    path.write_text("".join(json.dumps({"candidate": name, "criterion": "output-1-better", "id": idx, "passed": v}) + "\n"
-                            for name, by_id in verdicts.items() for idx, v in by_id.items()))
+    path.write_text(
+        "".join(
+            json.dumps({"candidate": name, "criterion": "output-1-better", "id": idx, "passed": v})
+            + "\n"
+            for name, by_id in verdicts.items()
+            for idx, v in by_id.items()
+        )
+    )
     labels = {str(i): item["label"] == 1 for i, item in enumerate(items)}
     return path, verdicts, labels
 
@@ -57,13 +79,27 @@ def test_llmbar_every_judge_setup_compared_in_one_command(shared_datasets, proje
     assert [c["name"] for c in data["candidates"]] == list(verdicts)
     by_name = {c["name"]: c for c in data["candidates"]}
     # The gate's decision on each candidate is the gate's own on that judge's calibration, made alone.
-    for name in ["GPT-4/Vanilla_NoRules", "ChatGPT/Vanilla_NoRules", data["best"], data["candidates"][-1]["name"]]:
+    for name in [
+        "GPT-4/Vanilla_NoRules",
+        "ChatGPT/Vanilla_NoRules",
+        data["best"],
+        data["candidates"][-1]["name"],
+    ]:
         alone = tmp_path / f"alone-{name.replace('/', '_')}.jsonl"
-        alone.write_text("".join(json.dumps({"id": i, "passed": v}) + "\n" for i, v in verdicts[name].items()))
-        report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=alone))
+        alone.write_text(
+            "".join(json.dumps({"id": i, "passed": v}) + "\n" for i, v in verdicts[name].items())
+        )
+        report = calibrate(
+            Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=alone)
+        )
         decision = Gate.from_project(project.criteria, project.sets).check(report).decisions[0]
-        assert (by_name[name]["gate"], by_name[name]["gate_reasons"]) == (decision.status, list(decision.reasons))
-        assert by_name[name]["metrics"]["cohen_kappa"] == pytest.approx(report.criteria[0].metrics["cohen_kappa"])
+        assert (by_name[name]["gate"], by_name[name]["gate_reasons"]) == (
+            decision.status,
+            list(decision.reasons),
+        )
+        assert by_name[name]["metrics"]["cohen_kappa"] == pytest.approx(
+            report.criteria[0].metrics["cohen_kappa"]
+        )
     # Paired p-values: scipy's exact binomial test on the same two vectors.
     best = verdicts[data["best"]]
     for name, c in by_name.items():
@@ -74,8 +110,12 @@ def test_llmbar_every_judge_setup_compared_in_one_command(shared_datasets, proje
         b = sum(1 for i in labels if mine[i] == labels[i] and best[i] != labels[i])
         d = sum(1 for i in labels if mine[i] != labels[i] and best[i] == labels[i])
         assert (c["vs_best"]["only_this_right"], c["vs_best"]["only_other_right"]) == (b, d)
-        assert c["vs_best"]["p"] == pytest.approx(binomtest(b, b + d, 0.5).pvalue if b + d else 1.0, rel=1e-9)
-        assert c["vs_best"]["p_adjusted"] == pytest.approx(min(1.0, c["vs_best"]["p"] * 65 * 64 / 2), rel=1e-9)
+        assert c["vs_best"]["p"] == pytest.approx(
+            binomtest(b, b + d, 0.5).pvalue if b + d else 1.0, rel=1e-9
+        )
+        assert c["vs_best"]["p_adjusted"] == pytest.approx(
+            min(1.0, c["vs_best"]["p"] * 65 * 64 / 2), rel=1e-9
+        )
     # GPT-4 beats ChatGPT on these 100 examples (15 to 2), yet among 65 set-ups compared pair by pair
     # that is not enough: the comparison says how many more examples would settle it.
     assert data["best"].startswith("GPT-4")
@@ -88,15 +128,31 @@ def test_llmbar_every_judge_setup_compared_in_one_command(shared_datasets, proje
     flags = [e["separates"] for e in examples]
     assert flags == sorted(flags, reverse=True) and any(flags)
     for c in data["candidates"][:5]:
-        assert c["grid"] == "".join("-" if verdicts[c["name"]][e["id"]] is None else
-                                    "p" if verdicts[c["name"]][e["id"]] else "f" for e in examples)
+        assert c["grid"] == "".join(
+            "-"
+            if verdicts[c["name"]][e["id"]] is None
+            else "p"
+            if verdicts[c["name"]][e["id"]]
+            else "f"
+            for e in examples
+        )
     assert (tmp_path / ".judgekit" / "compare" / "output-1-better" / "compare.html").is_file()
 
 
 def test_llmbar_against_a_baseline_holm_over_the_candidates(shared_datasets, project, tmp_path):
     path, verdicts, labels = _llmbar(shared_datasets, project, tmp_path)
-    data = json.loads(_invoke("compare", "-c", "output-1-better", "--verdicts", str(path), "--baseline",
-                              "ChatGPT/Vanilla_NoRules", "--json").output)
+    data = json.loads(
+        _invoke(
+            "compare",
+            "-c",
+            "output-1-better",
+            "--verdicts",
+            str(path),
+            "--baseline",
+            "ChatGPT/Vanilla_NoRules",
+            "--json",
+        ).output
+    )
     base = verdicts["ChatGPT/Vanilla_NoRules"]
     raw = {}
     for name, mine in verdicts.items():
@@ -116,8 +172,12 @@ def test_llmbar_against_a_baseline_holm_over_the_candidates(shared_datasets, pro
             continue
         assert c["vs_baseline"]["p"] == pytest.approx(raw[c["name"]], rel=1e-9)
         assert c["vs_baseline"]["p_adjusted"] == pytest.approx(holm[c["name"]], rel=1e-9)
-    gpt4 = next(c for c in data["candidates"] if c["name"] == "GPT-4/Vanilla_NoRules")["vs_baseline"]
-    assert (gpt4["only_this_right"], gpt4["only_other_right"]) == (15, 2) and gpt4["deltas"]["cohen_kappa"][0] > 0.2
+    gpt4 = next(c for c in data["candidates"] if c["name"] == "GPT-4/Vanilla_NoRules")[
+        "vs_baseline"
+    ]
+    assert (gpt4["only_this_right"], gpt4["only_other_right"]) == (15, 2) and gpt4["deltas"][
+        "cohen_kappa"
+    ][0] > 0.2
 
 
 def _pandalm(shared_datasets: Path, project, tmp_path: Path) -> tuple[Path, Path, dict[str, bool]]:
@@ -131,30 +191,74 @@ def _pandalm(shared_datasets: Path, project, tmp_path: Path) -> tuple[Path, Path
         top = max(set(votes), key=votes.count)
         if votes.count(top) >= 2 and top in ("1", "2"):
             labels[str(item["idx"])] = top == "1"
-    project.jsonl("response-1-better", [{"id": str(item["idx"]), "input": item["instruction"],
-                                         "output": f"1: {item['response1']}\n2: {item['response2']}",
-                                         "passed": labels[str(item["idx"])]} for item in items
-                                        if str(item["idx"]) in labels])
+    project.jsonl(
+        "response-1-better",
+        [
+            {
+                "id": str(item["idx"]),
+                "input": item["instruction"],
+                "output": f"1: {item['response1']}\n2: {item['response2']}",
+                "passed": labels[str(item["idx"])],
+            }
+            for item in items
+            if str(item["idx"]) in labels
+        ],
+    )
     project.criterion(llm_criterion("response-1-better", question="Is response 1 the better one?"))
     files = []
     for name, key in (("gpt-3.5-turbo", "gpt_result"), ("pandalm-7b", "pandalm_result")):
         judged = json.loads((root / f"{name}-testset-v1.json").read_text())
         path = tmp_path / f"{name}.jsonl"
-        path.write_text("".join(json.dumps({"id": str(j["idx"]), "passed": {"1": True, "2": False}.get(str(j[key]))})
-                                + "\n" for j in judged if str(j["idx"]) in labels))
+        path.write_text(
+            "".join(
+                json.dumps(
+                    {"id": str(j["idx"]), "passed": {"1": True, "2": False}.get(str(j[key]))}
+                )
+                + "\n"
+                for j in judged
+                if str(j["idx"]) in labels
+            )
+        )
         files.append(path)
     return files[0], files[1], labels
 
 
 def test_pandalm_two_recorded_judges(shared_datasets, project, tmp_path):
     gpt, panda, labels = _pandalm(shared_datasets, project, tmp_path)
-    data = json.loads(_invoke("compare", "-c", "response-1-better", "--verdicts", str(gpt), "--verdicts", str(panda),
-                              "--baseline", "gpt-3.5-turbo", "--json").output)
+    data = json.loads(
+        _invoke(
+            "compare",
+            "-c",
+            "response-1-better",
+            "--verdicts",
+            str(gpt),
+            "--verdicts",
+            str(panda),
+            "--baseline",
+            "gpt-3.5-turbo",
+            "--json",
+        ).output
+    )
     assert [c["name"] for c in data["candidates"]] == ["gpt-3.5-turbo", "pandalm-7b"]
-    assert data["labelled_pass"] + data["labelled_fail"] == len(labels) == sum(c["n"] for c in data["candidates"][:1])
-    read = {p.stem: {r["id"]: r["passed"] for r in map(json.loads, p.read_text().splitlines())} for p in (gpt, panda)}
-    b = sum(1 for i in labels if read["pandalm-7b"][i] == labels[i] and read["gpt-3.5-turbo"][i] != labels[i])
-    d = sum(1 for i in labels if read["pandalm-7b"][i] != labels[i] and read["gpt-3.5-turbo"][i] == labels[i])
+    assert (
+        data["labelled_pass"] + data["labelled_fail"]
+        == len(labels)
+        == sum(c["n"] for c in data["candidates"][:1])
+    )
+    read = {
+        p.stem: {r["id"]: r["passed"] for r in map(json.loads, p.read_text().splitlines())}
+        for p in (gpt, panda)
+    }
+    b = sum(
+        1
+        for i in labels
+        if read["pandalm-7b"][i] == labels[i] and read["gpt-3.5-turbo"][i] != labels[i]
+    )
+    d = sum(
+        1
+        for i in labels
+        if read["pandalm-7b"][i] != labels[i] and read["gpt-3.5-turbo"][i] == labels[i]
+    )
     paired = data["candidates"][1]["vs_baseline"]
     assert (paired["only_this_right"], paired["only_other_right"]) == (b, d)
     assert paired["p"] == pytest.approx(binomtest(b, b + d, 0.5).pvalue, rel=1e-9)
@@ -179,7 +283,9 @@ def _live_project(project) -> Path:
 def _server() -> FakeServer:
     right = script({"reply-p": True}, default=False)
 
-    def mini(prompt: str):  # right on the criterion's own wording; with the short one it passes everything
+    def mini(
+        prompt: str,
+    ):  # right on the criterion's own wording; with the short one it passes everything
         return True if SHORT in prompt else right(prompt)
 
     return FakeServer(right, models={"gpt-4o-mini": mini, "openai/gpt-4o-mini": mini})
@@ -188,13 +294,29 @@ def _server() -> FakeServer:
 def test_live_candidates_by_model_and_variant_in_one_pool(project):
     variant = _live_project(project)
     with _server() as server:
-        args = ["compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--model", "openai/gpt-4o",
-                "--variant", str(variant), "--api-base", server.url, "--baseline", "openai/gpt-4o base"]
+        args = [
+            "compare",
+            "-c",
+            "says-blocked",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--model",
+            "openai/gpt-4o",
+            "--variant",
+            str(variant),
+            "--api-base",
+            server.url,
+            "--baseline",
+            "openai/gpt-4o base",
+        ]
         dry = _invoke(*args, "--dry-run", "--json")
         planned = json.loads(dry.output)["candidates"]
         assert {n: e["calls"] for n, e in planned.items()} == {
-            "openai/gpt-4o-mini base": 60, "openai/gpt-4o-mini short": 60, "openai/gpt-4o base": 60,
-            "openai/gpt-4o short": 60}
+            "openai/gpt-4o-mini base": 60,
+            "openai/gpt-4o-mini short": 60,
+            "openai/gpt-4o base": 60,
+            "openai/gpt-4o short": 60,
+        }
         assert server.requests == 0 and not Path(".judgekit/compare").exists()
         result = _invoke(*args)
         asked = server.requests
@@ -206,21 +328,32 @@ def test_live_candidates_by_model_and_variant_in_one_pool(project):
     assert [c["cost"]["cached"] for c in cached["candidates"]] == [60] * 4
     for key in ("metrics", "intervals", "gate", "gate_reasons", "grid", "vs_best", "vs_baseline"):
         assert [c[key] for c in cached["candidates"]] == [c[key] for c in data["candidates"]]
-    assert [c["cost"]["per_1000_verdicts"] for c in cached["candidates"]] == \
-        [c["cost"]["per_1000_verdicts"] for c in data["candidates"]]  # priced on every answer's tokens, cached too
+    assert [c["cost"]["per_1000_verdicts"] for c in cached["candidates"]] == [
+        c["cost"]["per_1000_verdicts"] for c in data["candidates"]
+    ]  # priced on every answer's tokens, cached too
     assert cached["recommendation"] == data["recommendation"]
     by_name = {c["name"]: c for c in data["candidates"]}
     assert by_name["openai/gpt-4o-mini short"]["gate"] == "FAIL"
     assert {by_name[n]["gate"] for n in by_name if n != "openai/gpt-4o-mini short"} == {"PASS"}
     # Priced by litellm's table; the cheapest that passes is recommended, never the cheaper blocked one.
     costs = {n: c["cost"]["per_1000_verdicts"] for n, c in by_name.items()}
-    assert costs["openai/gpt-4o-mini short"] < costs["openai/gpt-4o-mini base"] < costs["openai/gpt-4o base"]
+    assert (
+        costs["openai/gpt-4o-mini short"]
+        < costs["openai/gpt-4o-mini base"]
+        < costs["openai/gpt-4o base"]
+    )
     assert data["recommendation"]["candidate"] == "openai/gpt-4o-mini base"
     assert "recommended: openai/gpt-4o-mini base" in result.output
     lenient = by_name["openai/gpt-4o-mini short"]["vs_baseline"]
-    assert (lenient["only_this_right"], lenient["only_other_right"], lenient["verdict"]) == (0, 30, "worse")
+    assert (lenient["only_this_right"], lenient["only_other_right"], lenient["verdict"]) == (
+        0,
+        30,
+        "worse",
+    )
     assert by_name["openai/gpt-4o short"]["vs_baseline"]["verdict"] == "indistinguishable"
-    assert by_name["openai/gpt-4o short"]["vs_baseline"]["examples_to_separate"] is None  # they never disagree
+    assert (
+        by_name["openai/gpt-4o short"]["vs_baseline"]["examples_to_separate"] is None
+    )  # they never disagree
     assert by_name["openai/gpt-4o base"]["cost"]["latency_p50_s"] is not None
 
 
@@ -228,19 +361,36 @@ def test_adopt_refuses_a_blocked_candidate_unless_forced(project):
     variant = _live_project(project)
     before = (project.criteria / "says-blocked.yaml").read_text()
     with _server() as server:
-        args = ["compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--variant", str(variant),
-                "--api-base", server.url]
+        args = [
+            "compare",
+            "-c",
+            "says-blocked",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--variant",
+            str(variant),
+            "--api-base",
+            server.url,
+        ]
         refused = _invoke(*args, "--adopt", "short")
         assert refused.exit_code == 2 and "the gate blocks it (FAIL: TNR 0.00" in refused.output
-        assert (project.criteria / "says-blocked.yaml").read_text() == before and not Path(".judgekit/reports").exists()
+        assert (project.criteria / "says-blocked.yaml").read_text() == before and not Path(
+            ".judgekit/reports"
+        ).exists()
         result = _invoke(*args, "--adopt", "short", "--force")
     assert result.exit_code == 0, result.output
-    assert f"+question: {SHORT}" in result.output and "-question: Does the reply say" in result.output
+    assert (
+        f"+question: {SHORT}" in result.output and "-question: Does the reply say" in result.output
+    )
     assert "adopted short (FAIL)" in result.output
     written = yaml.safe_load((project.criteria / "says-blocked.yaml").read_text())
     assert written["question"] == SHORT and written["judge"]["model"] == "openai/gpt-4o-mini"
-    gate = _invoke("gate", "-c", "says-blocked", "--json")  # no judge asked: the compare's calibration is the report
-    assert json.loads(gate.output)["decisions"][0]["status"] == "FAIL"  # short + mini passes everything: blocked
+    gate = _invoke(
+        "gate", "-c", "says-blocked", "--json"
+    )  # no judge asked: the compare's calibration is the report
+    assert (
+        json.loads(gate.output)["decisions"][0]["status"] == "FAIL"
+    )  # short + mini passes everything: blocked
     assert "TNR" in " ".join(json.loads(gate.output)["decisions"][0]["reasons"])
 
 
@@ -249,12 +399,20 @@ def test_adopt_keeps_an_endpoint_password_in_the_file_and_shows_it_nowhere(proje
     with _server() as server:
         url = server.url.replace("http://", "http://user:TOPSECRET-77@")
         variant = project.criteria / "variants" / "says-blocked.own.yaml"
-        variant.write_text(yaml.safe_dump(llm_criterion(judge={"model": "openai/gpt-4o", "api_base": url})))
+        variant.write_text(
+            yaml.safe_dump(llm_criterion(judge={"model": "openai/gpt-4o", "api_base": url}))
+        )
         project.criterion(llm_criterion(judge={"model": "openai/gpt-4o", "api_base": server.url}))
-        result = _invoke("compare", "-c", "says-blocked", "--variant", str(variant), "--adopt", "own")
+        result = _invoke(
+            "compare", "-c", "says-blocked", "--variant", str(variant), "--adopt", "own"
+        )
     assert result.exit_code == 0, result.output
-    assert "TOPSECRET-77" not in result.output and "api_base" in result.output  # the diff shows the line, redacted
-    assert f"api_base: {url}" in (project.criteria / "says-blocked.yaml").read_text()  # the endpoint still works
+    assert (
+        "TOPSECRET-77" not in result.output and "api_base" in result.output
+    )  # the diff shows the line, redacted
+    assert (
+        f"api_base: {url}" in (project.criteria / "says-blocked.yaml").read_text()
+    )  # the endpoint still works
     for path in Path(".judgekit").rglob("*"):
         assert not path.is_file() or b"TOPSECRET-77" not in path.read_bytes(), path
 
@@ -270,55 +428,133 @@ def test_adopt_refuses_when_the_criterion_changed_while_it_was_judged(project):
         return right(prompt)
 
     with FakeServer(right, models={"gpt-4o-mini": edits}) as server:
-        result = _invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--model",
-                         "openai/gpt-4o", "--api-base", server.url, "--adopt", "openai/gpt-4o")
-    assert result.exit_code == 2 and "changed since the comparison read it; nothing was adopted" in result.output
+        result = _invoke(
+            "compare",
+            "-c",
+            "says-blocked",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--model",
+            "openai/gpt-4o",
+            "--api-base",
+            server.url,
+            "--adopt",
+            "openai/gpt-4o",
+        )
+    assert (
+        result.exit_code == 2
+        and "changed since the comparison read it; nothing was adopted" in result.output
+    )
     assert not Path(".judgekit/reports").exists()
 
 
 def test_the_agent_model_is_never_recommended_as_its_own_judge(project):
     _live_project(project)
     with _server() as server:
-        data = json.loads(_invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--model",
-                                  "openai/gpt-4o", "--api-base", server.url, "--agent-model", "gpt-4o-mini-2024-07-18",
-                                  "--json").output)
+        data = json.loads(
+            _invoke(
+                "compare",
+                "-c",
+                "says-blocked",
+                "--model",
+                "openai/gpt-4o-mini",
+                "--model",
+                "openai/gpt-4o",
+                "--api-base",
+                server.url,
+                "--agent-model",
+                "gpt-4o-mini-2024-07-18",
+                "--json",
+            ).output
+        )
     mini = next(c for c in data["candidates"] if c["name"] == "openai/gpt-4o-mini")
-    assert mini["gate"] == "FAIL" and "the judge is the agent's own model" in mini["gate_reasons"][0]
+    assert (
+        mini["gate"] == "FAIL" and "the judge is the agent's own model" in mini["gate_reasons"][0]
+    )
     assert data["recommendation"]["candidate"] == "openai/gpt-4o"
 
 
 def test_names_are_checked_before_any_call_and_the_best_counts_abstentions(project, tmp_path):
     _live_project(project)
     with _server() as server:
-        typo = _invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--model", "openai/gpt-4o",
-                       "--api-base", server.url, "--baseline", "openai/gpt4o")
+        typo = _invoke(
+            "compare",
+            "-c",
+            "says-blocked",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--model",
+            "openai/gpt-4o",
+            "--api-base",
+            server.url,
+            "--baseline",
+            "openai/gpt4o",
+        )
         assert typo.exit_code == 2 and "--baseline:openai/gpt4o: no such candidate" in typo.output
         assert server.requests == 0
     examples = balanced(30, 30)
     shy, slip = tmp_path / "shy.jsonl", tmp_path / "slip.jsonl"  # abstains on 8; one error
-    shy.write_text("".join(json.dumps({"id": e["id"], "passed": None if i < 8 else e["passed"]}) + "\n"
-                           for i, e in enumerate(examples)))
-    slip.write_text("".join(json.dumps({"id": e["id"], "passed": e["passed"] if i else not e["passed"]}) + "\n"
-                            for i, e in enumerate(examples)))
+    shy.write_text(
+        "".join(
+            json.dumps({"id": e["id"], "passed": None if i < 8 else e["passed"]}) + "\n"
+            for i, e in enumerate(examples)
+        )
+    )
+    slip.write_text(
+        "".join(
+            json.dumps({"id": e["id"], "passed": e["passed"] if i else not e["passed"]}) + "\n"
+            for i, e in enumerate(examples)
+        )
+    )
     project.criterion(llm_criterion())  # no judge.model: recorded verdicts may pass the gate
-    data = json.loads(_invoke("compare", "-c", "says-blocked", "--verdicts", str(shy), "--verdicts", str(slip),
-                              "--json").output)
+    data = json.loads(
+        _invoke(
+            "compare",
+            "-c",
+            "says-blocked",
+            "--verdicts",
+            str(shy),
+            "--verdicts",
+            str(slip),
+            "--json",
+        ).output
+    )
     assert data["best"] == "slip"  # 59 right beats 52 right of kappa 1.0
     assert data["candidates"][0]["vs_best"]["verdict"] == "worse"
     partial = tmp_path / "partial.jsonl"
-    partial.write_text(json.dumps({"candidate": "a", "id": "p0", "passed": True}) + "\n"
-                       + json.dumps({"id": "p1", "passed": True}) + "\n")
-    bad = _invoke("compare", "-c", "says-blocked", "--verdicts", str(partial), "--verdicts", str(slip))
+    partial.write_text(
+        json.dumps({"candidate": "a", "id": "p0", "passed": True})
+        + "\n"
+        + json.dumps({"id": "p1", "passed": True})
+        + "\n"
+    )
+    bad = _invoke(
+        "compare", "-c", "says-blocked", "--verdicts", str(partial), "--verdicts", str(slip)
+    )
     assert bad.exit_code == 2 and "1 of 2 records name no candidate" in bad.output
 
 
 def test_adopting_the_recommended_candidate_passes_the_gate(project):
     _live_project(project)
     with _server() as server:
-        result = _invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--model",
-                         "openai/gpt-4o", "--api-base", server.url, "--adopt", "openai/gpt-4o-mini")
+        result = _invoke(
+            "compare",
+            "-c",
+            "says-blocked",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--model",
+            "openai/gpt-4o",
+            "--api-base",
+            server.url,
+            "--adopt",
+            "openai/gpt-4o-mini",
+        )
     assert result.exit_code == 0, result.output
-    assert yaml.safe_load((project.criteria / "says-blocked.yaml").read_text())["judge"]["model"] == "openai/gpt-4o-mini"
+    assert (
+        yaml.safe_load((project.criteria / "says-blocked.yaml").read_text())["judge"]["model"]
+        == "openai/gpt-4o-mini"
+    )
     gate = _invoke("gate", "-c", "says-blocked")
     assert gate.exit_code == 0, gate.output
 
@@ -327,8 +563,18 @@ def test_bad_input_is_named(project):
     _live_project(project)
     one = _invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o")
     assert one.exit_code == 2 and "a comparison needs two or more" in one.output
-    unknown = _invoke("compare", "-c", "says-blocked", "--model", "a/x", "--model", "a/y", "--baseline", "z",
-                      "--dry-run")
+    unknown = _invoke(
+        "compare",
+        "-c",
+        "says-blocked",
+        "--model",
+        "a/x",
+        "--model",
+        "a/y",
+        "--baseline",
+        "z",
+        "--dry-run",
+    )
     assert unknown.exit_code == 0  # a dry run asks nothing and needs no baseline
     wrong = project.criteria / "other.yaml"
     wrong.write_text(yaml.safe_dump(llm_criterion("other")))
@@ -337,46 +583,91 @@ def test_bad_input_is_named(project):
 
 
 def _candidate(name: str, gate: str, cost: float | None, kappa_low: float) -> Candidate:
-    return Candidate(name=name, setting={}, source="live", n=10, abstained=0, confusion={}, metrics={},
-                     intervals={"cohen_kappa": (kappa_low, 1.0)}, gate=gate, gate_reasons=[f"{gate} because"],
-                     cost=Cost(per_1000_verdicts=cost), grid="")
+    return Candidate(
+        name=name,
+        setting={},
+        source="live",
+        n=10,
+        abstained=0,
+        confusion={},
+        metrics={},
+        intervals={"cohen_kappa": (kappa_low, 1.0)},
+        gate=gate,
+        gate_reasons=[f"{gate} because"],
+        cost=Cost(per_1000_verdicts=cost),
+        grid="",
+    )
 
 
 def test_the_recommendation_is_the_cheapest_that_passes_and_never_a_blocked_one():
-    cands = [_candidate("cheap-blocked", "FAIL", 0.01, 0.9), _candidate("mid", "PASS", 0.5, 0.7),
-             _candidate("dear", "PASS", 2.0, 0.8), _candidate("unknown-cost", "PASS", None, 0.95)]
+    cands = [
+        _candidate("cheap-blocked", "FAIL", 0.01, 0.9),
+        _candidate("mid", "PASS", 0.5, 0.7),
+        _candidate("dear", "PASS", 2.0, 0.8),
+        _candidate("unknown-cost", "PASS", None, 0.95),
+    ]
     assert recommend(cands).candidate == "mid"
     assert front(cands) == ["cheap-blocked"]  # nothing priced beats it on both
     none = recommend([_candidate("a", "FAIL", 0.1, 0.5), _candidate("b", "INCONCLUSIVE", 0.2, 0.3)])
-    assert none.candidate is None and none.closest == "b" and none.blocked_by == ["INCONCLUSIVE because"]
+    assert (
+        none.candidate is None
+        and none.closest == "b"
+        and none.blocked_by == ["INCONCLUSIVE because"]
+    )
 
 
 def test_a_compare_file_and_trial_counts(project, tmp_path):
     _live_project(project)
     recorded = tmp_path / "last-quarter.jsonl"
-    recorded.write_text("".join(json.dumps({"candidate": "q3", "id": e["id"], "passed": e["passed"]}) + "\n"
-                                for e in balanced(30, 30)))
+    recorded.write_text(
+        "".join(
+            json.dumps({"candidate": "q3", "id": e["id"], "passed": e["passed"]}) + "\n"
+            for e in balanced(30, 30)
+        )
+    )
     spec = tmp_path / "compare.yaml"
-    spec.write_text(yaml.safe_dump({"criterion": "says-blocked", "baseline": "four-x1", "candidates": [
-        {"name": "four-x1", "model": "openai/gpt-4o", "trials": 1},
-        {"name": "four-x3", "model": "openai/gpt-4o", "trials": 3},
-        {"name": "people", "verdicts": "last-quarter.jsonl", "candidate": "q3"}]}))
+    spec.write_text(
+        yaml.safe_dump(
+            {
+                "criterion": "says-blocked",
+                "baseline": "four-x1",
+                "candidates": [
+                    {"name": "four-x1", "model": "openai/gpt-4o", "trials": 1},
+                    {"name": "four-x3", "model": "openai/gpt-4o", "trials": 3},
+                    {"name": "people", "verdicts": "last-quarter.jsonl", "candidate": "q3"},
+                ],
+            }
+        )
+    )
     with _server() as server:
         result = _invoke("compare", "-f", str(spec), "--api-base", server.url, "--json")
-        assert server.requests == 60 * 3  # trial 0 of x3 is x1's call, answered once: 60 + 60 x 2 new
+        assert (
+            server.requests == 60 * 3
+        )  # trial 0 of x3 is x1's call, answered once: 60 + 60 x 2 new
     data = json.loads(result.output)
     by_name = {c["name"]: c for c in data["candidates"]}
     assert list(by_name) == ["four-x1", "four-x3", "people"] and data["baseline"] == "four-x1"
     assert by_name["four-x3"]["setting"]["trials"] == 3 and by_name["four-x3"]["flip_rate"] == 0.0
     assert by_name["four-x3"]["cost"]["calls"] + by_name["four-x3"]["cost"]["cached"] == 180
-    assert by_name["people"]["source"].startswith("recorded:last-quarter.jsonl") and by_name["people"]["gate"] == "FAIL"
+    assert (
+        by_name["people"]["source"].startswith("recorded:last-quarter.jsonl")
+        and by_name["people"]["gate"] == "FAIL"
+    )
     assert by_name["people"]["gate_reasons"][0].startswith("the report calibrated no named model")
     # From the command line: trial counts alone make the candidates, named by them.
     with _server():
-        names = json.loads(_invoke("compare", "-c", "says-blocked", "--trials", "1,3", "--dry-run", "--json").output)
+        names = json.loads(
+            _invoke(
+                "compare", "-c", "says-blocked", "--trials", "1,3", "--dry-run", "--json"
+            ).output
+        )
     assert list(names["candidates"]) == ["x1", "x3"]
     bad = tmp_path / "bad.yaml"
-    bad.write_text(yaml.safe_dump({"candidates": [{"name": "a", "verdicts": "last-quarter.jsonl", "model": "x/y"}]}))
+    bad.write_text(
+        yaml.safe_dump(
+            {"candidates": [{"name": "a", "verdicts": "last-quarter.jsonl", "model": "x/y"}]}
+        )
+    )
     wrong = _invoke("compare", "-f", str(bad), "-c", "says-blocked")
     assert wrong.exit_code == 2 and "a recorded candidate is its verdict file alone" in wrong.output
 
@@ -387,9 +678,23 @@ def test_a_candidate_whose_every_call_fails_is_named(project):
     project.criterion(llm_criterion(judge={"model": "openai/gpt-4o"}))
     project.jsonl("says-blocked", balanced(3, 3))
     right = script({"reply-p": True}, default=False)
-    with FakeServer(right, models={"gpt-4o-mini": script({}, default=Fault("server_error"))}) as server:
-        result = _invoke("compare", "-c", "says-blocked", "--model", "openai/gpt-4o-mini", "--model",
-                         "openai/gpt-4o", "--api-base", server.url)
+    with FakeServer(
+        right, models={"gpt-4o-mini": script({}, default=Fault("server_error"))}
+    ) as server:
+        result = _invoke(
+            "compare",
+            "-c",
+            "says-blocked",
+            "--model",
+            "openai/gpt-4o-mini",
+            "--model",
+            "openai/gpt-4o",
+            "--api-base",
+            server.url,
+        )
     assert result.exit_code == 4
-    assert "every call of candidate 'openai/gpt-4o-mini' (model 'openai/gpt-4o-mini', 6 examples) failed" in result.output
+    assert (
+        "every call of candidate 'openai/gpt-4o-mini' (model 'openai/gpt-4o-mini', 6 examples) failed"
+        in result.output
+    )
     assert not Path(".judgekit/compare").exists()

@@ -33,7 +33,9 @@ def test_id_must_match_file_name(project):
 
 
 def test_bad_regex_and_bad_kind_are_named(project):
-    path = project.criterion({"id": "r", "kind": "regex", "question": "ok?", "pattern": "(", "match_means": "fail"})
+    path = project.criterion(
+        {"id": "r", "kind": "regex", "question": "ok?", "pattern": "(", "match_means": "fail"}
+    )
     with pytest.raises(InputError, match=r"r.yaml:pattern: .*not a valid regular expression"):
         load_criterion(path)
     path = project.criterion({"id": "k", "kind": "vibes", "question": "ok?"})
@@ -63,14 +65,22 @@ def test_all_files_problems_reported_together(project):
 
 
 def test_regex_check_and_reason():
-    c = RegexCriterion(id="no-email", kind="regex", question="free of emails?", pattern=r"\S+@\S+", match_means="fail")
+    c = RegexCriterion(
+        id="no-email",
+        kind="regex",
+        question="free of emails?",
+        pattern=r"\S+@\S+",
+        match_means="fail",
+    )
     assert c.explain({"output": "mail a@b.c"}) == (False, "output matches 'a@b.c'")
     assert c.explain({"output": "no mail"}) == (True, "no match in output")
 
 
 def test_prompt_renders_example_fields_once():
     c = LLMCriterion(id="c", question="Is it polite?", inputs=["input", "output"])
-    messages = render(prompt_template(c), {"input": "hi {{output}}", "output": "bye", "context": None})
+    messages = render(
+        prompt_template(c), {"input": "hi {{output}}", "output": "bye", "context": None}
+    )
     user = messages[-1]["content"]
     assert "hi {{output}}" in user, "example text must not be re-expanded"
     assert "<output>\nbye\n</output>" in user and "Is it polite?" in user
@@ -82,16 +92,23 @@ def test_fingerprint_changes_with_prompt_model_and_parameters():
         fingerprint(base, "m1"),
         fingerprint(base, "m2"),
         fingerprint(base.model_copy(update={"question": "Is it rude?"}), "m1"),
-        fingerprint(base.model_copy(update={"judge": base.judge.model_copy(update={"temperature": 0.7})}), "m1"),
+        fingerprint(
+            base.model_copy(update={"judge": base.judge.model_copy(update={"temperature": 0.7})}),
+            "m1",
+        ),
     }
     assert len(prints) == 4
-    assert fingerprint(base, "m1") == fingerprint(LLMCriterion(id="c", question="Is it polite?"), "m1")
+    assert fingerprint(base, "m1") == fingerprint(
+        LLMCriterion(id="c", question="Is it polite?"), "m1"
+    )
 
 
 def test_a_key_written_twice_is_refused_not_read_last_wins(project):
     path = project.criteria / "r.yaml"
-    path.write_text("id: r\nkind: regex\nquestion: Is it free of emails?\npattern: '@'\nmatch_means: fail\n"
-                    "match_means: pass\n")
+    path.write_text(
+        "id: r\nkind: regex\nquestion: Is it free of emails?\npattern: '@'\nmatch_means: fail\n"
+        "match_means: pass\n"
+    )
     with pytest.raises(InputError) as caught:
         load_criterion(path)
     [problem] = caught.value.problems
@@ -102,7 +119,9 @@ def test_a_key_written_twice_is_refused_not_read_last_wins(project):
 def test_a_catastrophic_pattern_and_a_long_reply_are_matched_in_linear_time():
     """`(a+)+$` backtracks for ever in Python's re on forty a's and a `!`: RE2 does not. (The
     time is measured in benchmarks/regex.py; this asserts the verdicts.)"""
-    nested = RegexCriterion(id="n", kind="regex", question="Free of a-runs?", pattern="(a+)+$", match_means="fail")
+    nested = RegexCriterion(
+        id="n", kind="regex", question="Free of a-runs?", pattern="(a+)+$", match_means="fail"
+    )
     assert nested.explain({"output": "a" * 40 + "!"}) == (True, "no match in output")
     assert nested.explain({"output": "a" * 1_000_000 + "!"}) == (True, "no match in output")
     assert nested.explain({"output": "b" + "a" * 1_000_000})[0] is False
@@ -118,12 +137,18 @@ def test_the_scaffolded_email_pattern_on_a_1_mb_reply():
     reply = "a." * 500_000
     assert criterion.explain({"output": reply}) == (True, "no match in output")
     assert criterion.explain({"output": reply + " write to ana@bank.example.org"}) == (
-        False, "output matches 'ana@bank.example.org'")
+        False,
+        "output matches 'ana@bank.example.org'",
+    )
 
 
-@pytest.mark.parametrize("pattern, what", [(r"(?<=@)\w+", "(?<="), (r"(\w)\1", r"\1"), (r"(?!no)\w+", "(?!")])
+@pytest.mark.parametrize(
+    "pattern, what", [(r"(?<=@)\w+", "(?<="), (r"(\w)\1", r"\1"), (r"(?!no)\w+", "(?!")]
+)
 def test_a_pattern_re2_cannot_run_is_refused_with_what_to_do(project, pattern, what):
-    path = project.criterion({"id": "r", "kind": "regex", "question": "ok?", "pattern": pattern, "match_means": "fail"})
+    path = project.criterion(
+        {"id": "r", "kind": "regex", "question": "ok?", "pattern": pattern, "match_means": "fail"}
+    )
     with pytest.raises(InputError) as caught:
         load_criterion(path)
     [problem] = caught.value.problems
@@ -132,11 +157,21 @@ def test_a_pattern_re2_cannot_run_is_refused_with_what_to_do(project, pattern, w
 
 
 def test_ignore_case_and_a_final_newline_match_as_in_python():
-    shout = RegexCriterion(id="s", kind="regex", question="Quiet?", pattern="urgent", match_means="fail",
-                           ignore_case=True)
+    shout = RegexCriterion(
+        id="s",
+        kind="regex",
+        question="Quiet?",
+        pattern="urgent",
+        match_means="fail",
+        ignore_case=True,
+    )
     assert shout.explain({"output": "This is URGENT"}) == (False, "output matches 'URGENT'")
-    ending = RegexCriterion(id="e", kind="regex", question="Signed?", pattern=r"Regards$", match_means="pass")
-    assert ending.explain({"output": "Best Regards\n"})[0] is True  # Python's `$` matches before a final newline
+    ending = RegexCriterion(
+        id="e", kind="regex", question="Signed?", pattern=r"Regards$", match_means="pass"
+    )
+    assert (
+        ending.explain({"output": "Best Regards\n"})[0] is True
+    )  # Python's `$` matches before a final newline
     assert ending.explain({"output": "Regards, Ana"})[0] is False
 
 
@@ -157,7 +192,9 @@ def test_bundled_and_scaffolded_regex_criteria_give_the_verdicts_python_re_gives
                 text = e.fields()[c.field] or ""
                 found = re.search(c.pattern, text, re.IGNORECASE if c.ignore_case else 0)
                 expected = (found is not None) == (c.match_means == "pass")
-                assert c.explain(e.fields()) == (expected, f"{c.field} matches {found.group(0)!r}" if found
-                                                 else f"no match in {c.field}"), (c.id, e.id)
+                assert c.explain(e.fields()) == (
+                    expected,
+                    f"{c.field} matches {found.group(0)!r}" if found else f"no match in {c.field}",
+                ), (c.id, e.id)
                 checked += 1
     assert checked >= 120

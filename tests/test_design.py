@@ -23,7 +23,9 @@ def drawn(stratum, sizes=SIZES, pool="p"):
 def test_weights_scale_each_stratum_to_its_share_of_the_pool_and_leave_other_examples_at_one():
     d = [drawn("fail")] * 5 + [drawn("pass")] * 5 + [None] * 3
     w = weights(d)
-    assert w[:5] == [pytest.approx(10 * 100 / 1000 / 5)] * 5  # 10 labelled from the pool; fail is 10% of it
+    assert (
+        w[:5] == [pytest.approx(10 * 100 / 1000 / 5)] * 5
+    )  # 10 labelled from the pool; fail is 10% of it
     assert w[5:10] == [pytest.approx(10 * 900 / 1000 / 5)] * 5
     assert w[10:] == [1.0] * 3
     assert sum(w) == pytest.approx(13)  # the pool's examples count as many as were labelled
@@ -37,7 +39,10 @@ def test_a_stratum_with_replies_but_no_labelled_example_is_an_error_naming_it():
     with pytest.raises(DesignError, match="not among its sizes"):
         weights([drawn("maybe")])
     with pytest.raises(DesignError, match="which holds 1"):
-        weights([drawn("fail", (("fail", 1), ("pass", 5)))] * 2 + [drawn("pass", (("fail", 1), ("pass", 5)))])
+        weights(
+            [drawn("fail", (("fail", 1), ("pass", 5)))] * 2
+            + [drawn("pass", (("fail", 1), ("pass", 5)))]
+        )
 
 
 def test_a_set_drawn_at_the_pools_own_proportions_estimates_as_plain_counting_does():
@@ -78,10 +83,14 @@ def test_counting_examples_drawn_by_verdict_plainly_overstates_tnr_and_weighting
     fail_idx, pass_idx = np.flatnonzero(~verdict), np.flatnonzero(verdict)
     sizes = (("fail", int(fail_idx.size)), ("pass", int(pass_idx.size)))
     for _ in range(200):  # far more of the judge's fails than its share: where the bad replies are
-        chosen = np.concatenate([rng.choice(fail_idx, 100, replace=False), rng.choice(pass_idx, 150, replace=False)])
+        chosen = np.concatenate(
+            [rng.choice(fail_idx, 100, replace=False), rng.choice(pass_idx, 150, replace=False)]
+        )
         d = [Drawn("p", "fail" if not verdict[i] else "pass", sizes) for i in chosen]
         plain.append(calibration(list(good[chosen]), list(verdict[chosen])).metrics["tnr"])
-        weighted.append(design_calibration(list(good[chosen]), list(verdict[chosen]), d).metrics["tnr"])
+        weighted.append(
+            design_calibration(list(good[chosen]), list(verdict[chosen]), d).metrics["tnr"]
+        )
     assert np.mean(plain) - true_tnr > 0.1  # the trap
     assert abs(np.mean(weighted) - true_tnr) < 0.015
 
@@ -96,7 +105,9 @@ def test_intervals_hold_the_estimate_and_a_rate_without_examples_has_none():
             assert low <= found.metrics[name] <= high
     only_good = design_calibration([True, True], [True, False], [drawn("pass"), drawn("fail")])
     assert all(math.isnan(x) for x in only_good.intervals["tnr"])
-    assert found.intervals == design_calibration(labels, verdicts, d).intervals  # seeded: the gate draws the same
+    assert (
+        found.intervals == design_calibration(labels, verdicts, d).intervals
+    )  # seeded: the gate draws the same
 
 
 def test_allocation_sees_every_stratum_then_goes_where_the_rate_varies_most():
@@ -105,6 +116,14 @@ def test_allocation_sees_every_stratum_then_goes_where_the_rate_varies_most():
     first = allocate(strata, 20, "tnr", 0.8)
     assert first["fail"] >= 2 and first["pass"] >= 2 and sum(first.values()) == 20
     assert first["pass"] > first["fail"]
-    later = allocate({"pass": Stratum(900, 10, (9, 1, 0, 0)), "fail": Stratum(100, 10, (0, 0, 9, 1))}, 10, "tnr", 0.8)
+    later = allocate(
+        {"pass": Stratum(900, 10, (9, 1, 0, 0)), "fail": Stratum(100, 10, (0, 0, 9, 1))},
+        10,
+        "tnr",
+        0.8,
+    )
     assert sum(later.values()) == 10
-    assert allocate({"pass": Stratum(3, 2), "fail": Stratum(2, 2)}, 10, "tpr") == {"pass": 1, "fail": 0}  # spent
+    assert allocate({"pass": Stratum(3, 2), "fail": Stratum(2, 2)}, 10, "tpr") == {
+        "pass": 1,
+        "fail": 0,
+    }  # spent

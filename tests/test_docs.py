@@ -34,13 +34,27 @@ def run_guide(path: Path, folder: Path) -> list[tuple[str, str, int]]:
     # of a guide (and a guide recorded beside one would fail wherever it is absent).
     # pytest trims its summary lines to the terminal's width except on a CI machine (CI or
     # BUILD_NUMBER set): the guides are recorded trimmed at 200 columns, so neither variable passes.
-    env = {**{k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")}, "COLUMNS": "200", "NO_COLOR": "1", "PYTHONPATH": str(DOCS.parent),
-           "JUDGEKIT_REQUIRE_ALL": "", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTEST_PLUGINS": "judgekit.pytest_plugin"}
+    env = {
+        **{k: v for k, v in os.environ.items() if k not in ("CI", "BUILD_NUMBER")},
+        "COLUMNS": "200",
+        "NO_COLOR": "1",
+        "PYTHONPATH": str(DOCS.parent),
+        "JUDGEKIT_REQUIRE_ALL": "",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+        "PYTEST_PLUGINS": "judgekit.pytest_plugin",
+    }
     out = []
     for block in BLOCK.findall(path.read_text()):
         for command in [line[2:] for line in block.splitlines() if line.startswith("$ ")]:
-            done = subprocess.run(_shell(command), shell=True, cwd=folder, env=env, capture_output=True, text=True,
-                                  timeout=600)
+            done = subprocess.run(
+                _shell(command),
+                shell=True,
+                cwd=folder,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=600,
+            )
             out.append((command, (done.stdout + done.stderr).rstrip("\n"), done.returncode))
     return out
 
@@ -66,7 +80,9 @@ def test_guide_runs_as_written(guide, tmp_path, local_model):
         assert code in (0, 1, 3), f"{guide.name}: `{command}` exited {code}:\n{output}"
         for line in lines:
             if line.strip() and not VOLATILE.search(line):
-                assert line in output.splitlines(), f"{guide.name}: `{command}` no longer prints:\n{line}\n---\n{output}"
+                assert line in output.splitlines(), (
+                    f"{guide.name}: `{command}` no longer prints:\n{line}\n---\n{output}"
+                )
 
 
 def _rewrite(path: Path) -> None:
@@ -100,14 +116,28 @@ def test_readme_first_command_prints_the_table_it_shows(tmp_path, local_model):
     import shutil
 
     readme = (DOCS.parent / "README.md").read_text()
-    shown_table = readme.split("What the first command printed here", 1)[1].split("```")[1].strip().splitlines()
+    shown_table = (
+        readme.split("What the first command printed here", 1)[1]
+        .split("```")[1]
+        .strip()
+        .splitlines()
+    )
     for folder in ("criteria", "calibration_sets"):
         shutil.copytree(DOCS.parent / folder, tmp_path / folder)
-    done = subprocess.run(_shell("judgekit calibrate --no-history"), shell=True, cwd=tmp_path, capture_output=True,
-                          text=True, timeout=1200, env={**os.environ, "PYTHONPATH": str(DOCS.parent)})
+    done = subprocess.run(
+        _shell("judgekit calibrate --no-history"),
+        shell=True,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        env={**os.environ, "PYTHONPATH": str(DOCS.parent)},
+    )
     assert done.returncode == 0, done.stderr
     printed = done.stdout.splitlines()
     for line in shown_table:
         if line.startswith("report:"):
             continue
-        assert line in printed, f"the README shows a line the run does not print:\n{line}\n---\n{done.stdout}"
+        assert line in printed, (
+            f"the README shows a line the run does not print:\n{line}\n---\n{done.stdout}"
+        )

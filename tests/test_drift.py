@@ -28,19 +28,37 @@ from conftest import balanced, llm_criterion
 def test_mcnemar_matches_statsmodels_exact(b, c):
     from statsmodels.stats.contingency_tables import mcnemar
 
-    assert mcnemar_exact(b, c) == pytest.approx(mcnemar([[10, b], [c, 10]], exact=True).pvalue, abs=1e-12)
+    assert mcnemar_exact(b, c) == pytest.approx(
+        mcnemar([[10, b], [c, 10]], exact=True).pvalue, abs=1e-12
+    )
 
 
 def test_flip_excess_is_the_binomial_upper_tail():
     from scipy.stats import binomtest
 
     for flips, n in ((0, 50), (3, 100), (12, 200)):
-        assert flip_excess(flips, n, 0.02) == pytest.approx(binomtest(flips, n, 0.02, alternative="greater").pvalue)
+        assert flip_excess(flips, n, 0.02) == pytest.approx(
+            binomtest(flips, n, 0.02, alternative="greater").pvalue
+        )
 
 
 def _run(run_id, model="m", prompt="p", parameters=None, set_fp="s"):
-    return Run(run_id, "c", datetime(2026, 11, run_id, tzinfo=timezone.utc), "calibrate", f"{model}/{prompt}", model,
-               prompt, parameters or {"temperature": 0}, set_fp, None, "live", 0, 0, {})
+    return Run(
+        run_id,
+        "c",
+        datetime(2026, 11, run_id, tzinfo=timezone.utc),
+        "calibrate",
+        f"{model}/{prompt}",
+        model,
+        prompt,
+        parameters or {"temperature": 0},
+        set_fp,
+        None,
+        "live",
+        0,
+        0,
+        {},
+    )
 
 
 def _judge(rng, labels, tpr=0.9, tnr=0.85):
@@ -48,7 +66,10 @@ def _judge(rng, labels, tpr=0.9, tnr=0.85):
 
 
 def _outcomes(labels, verdicts):
-    return {f"e{i}": (bool(label), bool(verdict)) for i, (label, verdict) in enumerate(zip(labels, verdicts))}
+    return {
+        f"e{i}": (bool(label), bool(verdict))
+        for i, (label, verdict) in enumerate(zip(labels, verdicts))
+    }
 
 
 def test_silent_change_on_ten_percent_is_flagged_and_an_unchanged_noisy_judge_is_not():
@@ -62,14 +83,22 @@ def test_silent_change_on_ten_percent_is_flagged_and_an_unchanged_noisy_judge_is
         changed = verdicts.copy()
         touched = rng.choice(200, 20, replace=False)
         changed[touched] = ~changed[touched]  # silently changed on 10% of the examples
-        flagged += compare(_run(1), _run(2), _outcomes(labels, verdicts), _outcomes(labels, changed),
-                           policy).status == "DRIFT"
+        flagged += (
+            compare(
+                _run(1), _run(2), _outcomes(labels, verdicts), _outcomes(labels, changed), policy
+            ).status
+            == "DRIFT"
+        )
         # Nothing changed but the judge's own noise, at the most the policy allows: each run departs from
         # the judge's usual verdict with probability q, so an example flips between runs with 2q(1-q) = 2%.
         q = (1 - (1 - 2 * policy.max_run_flip_rate) ** 0.5) / 2
         first, second = (np.where(rng.random(200) < q, ~verdicts, verdicts) for _ in range(2))
-        false_alarms += compare(_run(1), _run(2), _outcomes(labels, first), _outcomes(labels, second),
-                                policy).status == "DRIFT"
+        false_alarms += (
+            compare(
+                _run(1), _run(2), _outcomes(labels, first), _outcomes(labels, second), policy
+            ).status
+            == "DRIFT"
+        )
     assert flagged / 300 >= 0.99
     assert false_alarms / 300 <= 0.05
 
@@ -92,11 +121,15 @@ def test_a_prompt_change_that_flips_a_few_each_way_is_no_drift_and_says_what_cha
     before, after = labels.copy(), labels.copy()
     after[[0, 1, 60]] = ~after[[0, 1, 60]]
     before[[70, 71]] = ~before[[70, 71]]
-    result = compare(_run(1), _run(2, prompt="q"), _outcomes(labels, before), _outcomes(labels, after))
+    result = compare(
+        _run(1), _run(2, prompt="q"), _outcomes(labels, before), _outcomes(labels, after)
+    )
     assert result.status == "NO DRIFT" and result.changed == ["prompt"] and result.flip_p is None
     assert (result.right_to_wrong, result.wrong_to_right) == (3, 2)
-    assert ("the prompt changed; agreement with the labels did not get significantly worse (one-sided exact "
-            "McNemar p = 0.5)") in result.reasons
+    assert (
+        "the prompt changed; agreement with the labels did not get significantly worse (one-sided exact "
+        "McNemar p = 0.5)"
+    ) in result.reasons
 
 
 def test_a_significant_drop_is_drift_whatever_changed():
@@ -106,14 +139,20 @@ def test_a_significant_drop_is_drift_whatever_changed():
     before, after = labels.copy(), labels.copy()
     before[[60, 61]] = ~before[[60, 61]]
     after[list(range(9))] = False
-    result = compare(_run(1), _run(2, model="other"), _outcomes(labels, before), _outcomes(labels, after))
+    result = compare(
+        _run(1), _run(2, model="other"), _outcomes(labels, before), _outcomes(labels, after)
+    )
     assert result.status == "DRIFT" and result.exit_code == 1
     assert (result.right_to_wrong, result.wrong_to_right) == (9, 2)
     assert result.mcnemar_p > 0.05 and result.worse_p == pytest.approx(0.0327, abs=1e-4)
-    assert "the model changed and agreement with the labels got significantly worse (one-sided exact McNemar " \
-           "p = 0.033)" in result.reasons
+    assert (
+        "the model changed and agreement with the labels got significantly worse (one-sided exact McNemar "
+        "p = 0.033)" in result.reasons
+    )
     assert result.to_dict()["worse_p"] == result.worse_p
-    better = compare(_run(1), _run(2, model="other"), _outcomes(labels, after), _outcomes(labels, before))
+    better = compare(
+        _run(1), _run(2, model="other"), _outcomes(labels, after), _outcomes(labels, before)
+    )
     assert better.status == "NO DRIFT" and "got significantly better" in better.reasons[0]
 
 
@@ -124,7 +163,10 @@ def test_the_changed_judge_test_is_exact_at_alpha_whatever_the_number_of_discord
 
     from judgekit.watch.drift import mcnemar_worse
 
-    sizes = [sum(binom.pmf(b, m, 0.5) for b in range(m + 1) if mcnemar_worse(b, m - b) < 0.05) for m in range(1, 80)]
+    sizes = [
+        sum(binom.pmf(b, m, 0.5) for b in range(m + 1) if mcnemar_worse(b, m - b) < 0.05)
+        for m in range(1, 80)
+    ]
     assert max(sizes) <= 0.05
     assert max(sizes[20:]) > 0.04  # a test at alpha / 2 would stay under 0.025
 
@@ -139,46 +181,89 @@ def test_runs_without_a_shared_decided_example_cannot_be_compared():
 def _llmbar(shared_datasets, project, tmp_path):
     """LLMBar/Natural as a calibration set (positive: output 1 is the better one) and the recorded
     verdicts of three judge set-ups in the outputs-in-order (AB) position."""
-    items = json.loads((shared_datasets / "llmbar" / "data" / "LLMBar" / "Natural" / "dataset.json").read_text())
-    project.jsonl("output-1-better", [{"id": str(i), "input": item["input"],
-                                       "output": f"Output 1:\n{item['output_1']}\n\nOutput 2:\n{item['output_2']}",
-                                       "passed": item["label"] == 1} for i, item in enumerate(items)])
+    items = json.loads(
+        (shared_datasets / "llmbar" / "data" / "LLMBar" / "Natural" / "dataset.json").read_text()
+    )
+    project.jsonl(
+        "output-1-better",
+        [
+            {
+                "id": str(i),
+                "input": item["input"],
+                "output": f"Output 1:\n{item['output_1']}\n\nOutput 2:\n{item['output_2']}",
+                "passed": item["label"] == 1,
+            }
+            for i, item in enumerate(items)
+        ],
+    )
     files = {}
     with open(shared_datasets / "llmbar" / "verdicts.csv", newline="") as handle:
         rows = [r for r in csv.DictReader(handle) if r["set"] == "LLMBar/Natural"]
-    for llm, strategy in (("GPT-4", "Vanilla_NoRules"), ("GPT-4", "Rating_NoRules"), ("ChatGPT", "Vanilla_NoRules")):
+    for llm, strategy in (
+        ("GPT-4", "Vanilla_NoRules"),
+        ("GPT-4", "Rating_NoRules"),
+        ("ChatGPT", "Vanilla_NoRules"),
+    ):
         mine = [r for r in rows if r["llm"] == llm and r["strategy"] == strategy]
         assert len(mine) == 100
         path = tmp_path / f"{llm}-{strategy}.jsonl"
-        path.write_text("".join(json.dumps({"id": r["idx"], "criterion": "output-1-better",
-                                            "passed": None if r["winner_order_AB"] == "" else r["winner_order_AB"] == "1"})
-                                + "\n" for r in mine))
+        path.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "id": r["idx"],
+                        "criterion": "output-1-better",
+                        "passed": None
+                        if r["winner_order_AB"] == ""
+                        else r["winner_order_AB"] == "1",
+                    }
+                )
+                + "\n"
+                for r in mine
+            )
+        )
         files[llm, strategy] = path
     return files
 
 
-def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(shared_datasets, project, tmp_path):
+def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(
+    shared_datasets, project, tmp_path
+):
     files = _llmbar(shared_datasets, project, tmp_path)
-    vanilla = llm_criterion("output-1-better", question="Does output 1 follow the instruction better than output 2?")
-    rating = {**vanilla, "pass_when": "Output 1 would get the higher 1-10 rating for following the instruction."}
+    vanilla = llm_criterion(
+        "output-1-better", question="Does output 1 follow the instruction better than output 2?"
+    )
+    rating = {
+        **vanilla,
+        "pass_when": "Output 1 would get the higher 1-10 rating for following the instruction.",
+    }
     history = tmp_path / "history.sqlite"
 
     def run(criterion, model, verdicts):
         project.criterion(criterion)
-        report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts,
-                                   model=model))
+        report = calibrate(
+            Options(
+                criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts, model=model
+            )
+        )
         record_history(report, history)
         return report.criteria[0]
 
     gpt4 = run(vanilla, "openai/gpt-4", files["GPT-4", "Vanilla_NoRules"])
     gpt4_rating = run(rating, "openai/gpt-4", files["GPT-4", "Rating_NoRules"])
     chatgpt = run(vanilla, "openai/gpt-3.5-turbo", files["ChatGPT", "Vanilla_NoRules"])
-    assert round(gpt4.metrics["cohen_kappa"], 3) == 0.837 and round(gpt4_rating.metrics["cohen_kappa"], 3) == 0.811
+    assert (
+        round(gpt4.metrics["cohen_kappa"], 3) == 0.837
+        and round(gpt4_rating.metrics["cohen_kappa"], 3) == 0.811
+    )
     with History.open(history) as db:
         first, second, third = db.runs()
         prompt = compare(first, second, db.outcomes(first.id), db.outcomes(second.id))
         swap = compare(first, third, db.outcomes(first.id), db.outcomes(third.id))
-    assert prompt.status == "NO DRIFT" and prompt.changed == ["prompt", "verdicts"]  # recorded from another file
+    assert prompt.status == "NO DRIFT" and prompt.changed == [
+        "prompt",
+        "verdicts",
+    ]  # recorded from another file
     assert len(prompt.to_fail) + len(prompt.to_pass) == 9 and prompt.mcnemar_p == pytest.approx(1.0)
     assert prompt.changes["cohen_kappa"][0] == pytest.approx(0.811 - 0.837, abs=0.001)
     assert swap.status == "DRIFT" and swap.changed == ["model", "verdicts"]
@@ -187,9 +272,15 @@ def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(shared_datas
     assert swap.changes["cohen_kappa"][2] < 0  # the whole interval of the change is below zero
     # The CLI, on the last two runs of the same set (the rating prompt, then ChatGPT): exit 1, flips listed.
     result = CliRunner().invoke(app, ["drift", "--history", str(history)])
-    assert result.exit_code == 1 and "drift: DRIFT" in result.output and "changed: model, prompt" in result.output
+    assert (
+        result.exit_code == 1
+        and "drift: DRIFT" in result.output
+        and "changed: model, prompt" in result.output
+    )
     assert "pass->fail:" in result.output and "fail->pass:" in result.output
-    named = CliRunner().invoke(app, ["drift", "--history", str(history), "--before", "1", "--after", "2", "--json"])
+    named = CliRunner().invoke(
+        app, ["drift", "--history", str(history), "--before", "1", "--after", "2", "--json"]
+    )
     assert named.exit_code == 0 and json.loads(named.output)["drifts"][0]["status"] == "NO DRIFT"
 
 
@@ -200,8 +291,16 @@ def test_recheck_catches_a_silent_model_update_through_the_provider(project, tmp
     project.jsonl("says-blocked", balanced(30, 30))
     runner = CliRunner()
     with FakeServer(script({"reply-p": True}, default=False)) as server:
-        common = ["--criteria", str(project.criteria), "--sets", str(project.sets), "--model", "openai/j",
-                  "--api-base", server.url]
+        common = [
+            "--criteria",
+            str(project.criteria),
+            "--sets",
+            str(project.sets),
+            "--model",
+            "openai/j",
+            "--api-base",
+            server.url,
+        ]
         assert runner.invoke(app, ["calibrate", *common, "-q"]).exit_code == 0
         calls = server.requests
         same = runner.invoke(app, ["recheck", *common, "--size", "20"])
@@ -209,8 +308,17 @@ def test_recheck_catches_a_silent_model_update_through_the_provider(project, tmp
         assert "drift: NO DRIFT" in same.output and "changed: nothing" in same.output
         assert server.requests == calls + 20  # asked again, not served from the cache
         # The provider silently updates its model: it now fails some known-good replies.
-        server.answer = script({"reply-p1": False, "reply-p2": False, "reply-p3": False, "reply-p4": False,
-                                "reply-p5": False, "reply-p": True}, default=False)
+        server.answer = script(
+            {
+                "reply-p1": False,
+                "reply-p2": False,
+                "reply-p3": False,
+                "reply-p4": False,
+                "reply-p5": False,
+                "reply-p": True,
+            },
+            default=False,
+        )
         changed = runner.invoke(app, ["recheck", *common, "--size", "60"])
     assert changed.exit_code == 1, changed.output
     assert "silent provider-side change" in changed.output and "drift: DRIFT" in changed.output
@@ -237,12 +345,20 @@ def test_canary_subset_is_frozen_and_balanced(project):
 def test_a_judge_that_starts_abstaining_is_drift_even_when_nothing_is_decided():
     labels = np.array([True] * 30 + [False] * 30)
     before = _outcomes(labels, labels)
-    mostly = {k: (label, None if int(k[1:]) >= 10 else verdict) for k, (label, verdict) in before.items()}
+    mostly = {
+        k: (label, None if int(k[1:]) >= 10 else verdict) for k, (label, verdict) in before.items()
+    }
     result = compare(_run(1), _run(2), before, mostly)
     assert result.status == "DRIFT" and result.shared == 10 and len(result.newly_abstained) == 50
-    assert result.right_to_wrong == 50 and any("abstains on 50 example(s)" in r for r in result.reasons)
-    silent = compare(_run(1), _run(2), before, {k: (label, None) for k, (label, _) in before.items()})
-    assert silent.status == "DRIFT" and silent.shared == 0  # no example decided in both: still compared
+    assert result.right_to_wrong == 50 and any(
+        "abstains on 50 example(s)" in r for r in result.reasons
+    )
+    silent = compare(
+        _run(1), _run(2), before, {k: (label, None) for k, (label, _) in before.items()}
+    )
+    assert (
+        silent.status == "DRIFT" and silent.shared == 0
+    )  # no example decided in both: still compared
     assert "abstained on 60 (60 newly, 0 no longer)" in "\n".join(silent.lines())
     prompt_change = compare(_run(1), _run(2, prompt="q"), before, mostly)
     assert prompt_change.status == "DRIFT"
@@ -251,10 +367,15 @@ def test_a_judge_that_starts_abstaining_is_drift_even_when_nothing_is_decided():
 def test_relabelled_examples_are_left_out_not_blamed_on_the_judge():
     labels = np.array([True] * 30 + [False] * 30)
     before = _outcomes(labels, labels)
-    relabelled = {k: (not label if int(k[1:]) < 10 else label, verdict) for k, (label, verdict) in before.items()}
+    relabelled = {
+        k: (not label if int(k[1:]) < 10 else label, verdict)
+        for k, (label, verdict) in before.items()
+    }
     result = compare(_run(1), _run(2, set_fp="t"), before, relabelled)
     assert result.status == "NO DRIFT" and result.compared == 50 and result.right_to_wrong == 0
-    assert result.changed == ["set"] and any("10 example(s) were relabelled" in r for r in result.reasons)
+    assert result.changed == ["set"] and any(
+        "10 example(s) were relabelled" in r for r in result.reasons
+    )
     assert result.changes["tnr"][0] == 0.0
 
 
@@ -275,23 +396,51 @@ def test_recheck_finds_every_baseline_before_asking_and_follows_the_split(projec
     project.jsonl("other", examples)
     runner = CliRunner()
     with FakeServer(script({"reply-p": True}, default=False)) as server:
-        common = ["--criteria", str(project.criteria), "--sets", str(project.sets), "--model", "openai/j",
-                  "--api-base", server.url]
-        assert runner.invoke(app, ["calibrate", *common, "-c", "says-blocked", "--split", "test", "-q"]).exit_code == 0
+        common = [
+            "--criteria",
+            str(project.criteria),
+            "--sets",
+            str(project.sets),
+            "--model",
+            "openai/j",
+            "--api-base",
+            server.url,
+        ]
+        assert (
+            runner.invoke(
+                app, ["calibrate", *common, "-c", "says-blocked", "--split", "test", "-q"]
+            ).exit_code
+            == 0
+        )
         asked = server.requests
         missing = runner.invoke(app, ["recheck", *common, "--split", "test"])
-        assert missing.exit_code == 2 and "other: no calibration on this calibration set" in missing.output
+        assert (
+            missing.exit_code == 2
+            and "other: no calibration on this calibration set" in missing.output
+        )
         assert server.requests == asked  # nothing was asked, nothing recorded
-        plain = runner.invoke(app, ["recheck", *common, "-c", "says-blocked"])  # the whole set was never calibrated
-        assert plain.exit_code == 2 and "says-blocked: no calibration on this calibration set" in plain.output
-        ok = runner.invoke(app, ["recheck", *common, "-c", "says-blocked", "--split", "test", "--size", "6"])
+        plain = runner.invoke(
+            app, ["recheck", *common, "-c", "says-blocked"]
+        )  # the whole set was never calibrated
+        assert (
+            plain.exit_code == 2
+            and "says-blocked: no calibration on this calibration set" in plain.output
+        )
+        ok = runner.invoke(
+            app, ["recheck", *common, "-c", "says-blocked", "--split", "test", "--size", "6"]
+        )
         assert ok.exit_code == 0, ok.output
         regex_only = runner.invoke(app, ["recheck", *common, "-c", "nope"])
-        assert regex_only.exit_code == 2 and "recheck re-asks LLM and claims criteria" in regex_only.output
+        assert (
+            regex_only.exit_code == 2
+            and "recheck re-asks LLM and claims criteria" in regex_only.output
+        )
     with History.open(tmp_path / ".judgekit" / "history.sqlite") as db:
         runs = db.runs()
-    assert [(r.criterion, r.purpose, r.n) for r in runs] == [("says-blocked", "calibrate", 20),
-                                                           ("says-blocked", "recheck", 6)]
+    assert [(r.criterion, r.purpose, r.n) for r in runs] == [
+        ("says-blocked", "calibrate", 20),
+        ("says-blocked", "recheck", 6),
+    ]
     assert runs[0].set_fingerprint == runs[1].set_fingerprint
     listed = runner.invoke(app, ["drift"])
     assert listed.exit_code == 0 and "drift: NO DRIFT" in listed.output
@@ -303,13 +452,30 @@ def test_drift_says_which_criteria_it_skipped(project, tmp_path):
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(5, 5))
     path = tmp_path / "h.sqlite"
-    for records in (balanced(5, 5), balanced(5, 5), balanced(6, 5)):  # the set grows before the third run
+    for records in (
+        balanced(5, 5),
+        balanced(5, 5),
+        balanced(6, 5),
+    ):  # the set grows before the third run
         project.jsonl("says-blocked", records)
-        record_history(calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j",
-                                         cache_dir=None), llm=FakeLLM.scripted({"reply-p": True}, default=False)), path)
+        record_history(
+            calibrate(
+                Options(
+                    criteria_dir=project.criteria,
+                    sets_dir=project.sets,
+                    model="openai/j",
+                    cache_dir=None,
+                ),
+                llm=FakeLLM.scripted({"reply-p": True}, default=False),
+            ),
+            path,
+        )
     result = CliRunner().invoke(app, ["drift", "--history", str(path)])
     assert result.exit_code == 2
-    assert "says-blocked: skipped, its last run (run 3) is the first on its calibration set" in result.output
+    assert (
+        "says-blocked: skipped, its last run (run 3) is the first on its calibration set"
+        in result.output
+    )
     assert "--before 2 --after 3" in result.output
 
 
@@ -323,8 +489,20 @@ def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
     runner = CliRunner()
     with FakeServer(script({"reply-p": True}, default=False)) as server:
         common = ["--criteria", str(project.criteria), "--sets", str(project.sets)]
-        calibrated = runner.invoke(app, ["calibrate", *common, "--model", "openai/j", "--api-base", server.url,
-                                         "--trials", "3", "-q"])
+        calibrated = runner.invoke(
+            app,
+            [
+                "calibrate",
+                *common,
+                "--model",
+                "openai/j",
+                "--api-base",
+                server.url,
+                "--trials",
+                "3",
+                "-q",
+            ],
+        )
         assert calibrated.exit_code == 0, calibrated.output
         asked = server.requests
         # The provider now passes everything: 5 of the canary's 10 examples (its known-bad half) flip.
@@ -332,11 +510,17 @@ def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
         unnamed = runner.invoke(app, ["recheck", *common, "--size", "10"])
         assert unnamed.exit_code == 2 and "recheck asks only an endpoint you name" in unnamed.output
         assert server.requests == asked
-        result = runner.invoke(app, ["recheck", *common, "--size", "10", "--json", "--api-base", server.url])
-        assert server.requests - asked == 30  # 10 examples x the 3 calibrated trials, at the calibrated endpoint
+        result = runner.invoke(
+            app, ["recheck", *common, "--size", "10", "--json", "--api-base", server.url]
+        )
+        assert (
+            server.requests - asked == 30
+        )  # 10 examples x the 3 calibrated trials, at the calibrated endpoint
         drift = json.loads(result.output)["drifts"][0]
         assert result.exit_code == 1 and drift["status"] == "DRIFT" and drift["changed"] == []
-        assert drift["right_to_wrong"] == 5 and "silent provider-side change" in " ".join(drift["reasons"])
+        assert drift["right_to_wrong"] == 5 and "silent provider-side change" in " ".join(
+            drift["reasons"]
+        )
         other = runner.invoke(app, ["recheck", *common, "--model", "openai/other"])
         assert other.exit_code == 2 and "is not the calibrated judge" in other.output
         elsewhere = runner.invoke(app, ["recheck", *common, "--api-base", "http://127.0.0.1:9/v1"])
@@ -357,16 +541,33 @@ def test_an_endpoint_read_from_the_history_alone_is_never_asked(project, tmp_pat
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(10, 10))
     history = tmp_path / "h.sqlite"
-    common = ["--criteria", str(project.criteria), "--sets", str(project.sets), "--history", str(history)]
+    common = [
+        "--criteria",
+        str(project.criteria),
+        "--sets",
+        str(project.sets),
+        "--history",
+        str(history),
+    ]
     runner = CliRunner()
-    with FakeServer(script({"reply-p": True}, default=False)) as ours, FakeServer(script({})) as theirs:
-        calibrated = runner.invoke(app, ["calibrate", *common, "--model", "openai/j", "--api-base", ours.url, "-q"])
+    with (
+        FakeServer(script({"reply-p": True}, default=False)) as ours,
+        FakeServer(script({})) as theirs,
+    ):
+        calibrated = runner.invoke(
+            app, ["calibrate", *common, "--model", "openai/j", "--api-base", ours.url, "-q"]
+        )
         assert calibrated.exit_code == 0, calibrated.output
         with sqlite3.connect(history) as db:
             db.execute("UPDATE runs SET api_base = ?", (theirs.url,))
         redirected = runner.invoke(app, ["recheck", *common, "--size", "10"])
-        assert redirected.exit_code == 2 and "recheck asks only an endpoint you name" in redirected.output
-        ours_named = runner.invoke(app, ["recheck", *common, "--size", "10", "--api-base", ours.url])
+        assert (
+            redirected.exit_code == 2
+            and "recheck asks only an endpoint you name" in redirected.output
+        )
+        ours_named = runner.invoke(
+            app, ["recheck", *common, "--size", "10", "--api-base", ours.url]
+        )
         assert ours_named.exit_code == 2 and "is not the calibrated endpoint" in ours_named.output
         assert theirs.requests == 0
 
@@ -381,11 +582,26 @@ def test_ids_and_models_from_the_history_cannot_drive_the_terminal(project, tmp_
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(5, 5))
     path = tmp_path / "h.sqlite"
-    for judge in (FakeLLM.scripted({"reply-p": True}, default=False), FakeLLM.scripted({}, default=False)):
-        record_history(calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j",
-                                         cache_dir=None), llm=judge), path)
+    for judge in (
+        FakeLLM.scripted({"reply-p": True}, default=False),
+        FakeLLM.scripted({}, default=False),
+    ):
+        record_history(
+            calibrate(
+                Options(
+                    criteria_dir=project.criteria,
+                    sets_dir=project.sets,
+                    model="openai/j",
+                    cache_dir=None,
+                ),
+                llm=judge,
+            ),
+            path,
+        )
     with sqlite3.connect(path) as db:
-        db.execute("UPDATE runs SET criterion = 'café\x1b[31m-blocked', model = 'evil\x1b]0;owned\x07\r'")
+        db.execute(
+            "UPDATE runs SET criterion = 'café\x1b[31m-blocked', model = 'evil\x1b]0;owned\x07\r'"
+        )
         db.execute("UPDATE verdicts SET example_id = example_id || '\x1b[2J\u202e日本'")
     for command in (["drift", "--history", str(path)], ["history", "--history", str(path)]):
         result = CliRunner().invoke(app, command)
@@ -397,4 +613,6 @@ def test_ids_and_models_from_the_history_cannot_drive_the_terminal(project, tmp_
     listed = CliRunner().invoke(app, ["history", "--history", str(path)]).output
     assert "evil\\x1b]0;owne" in listed  # the model column, cut at 24 characters after escaping
     missing = CliRunner().invoke(app, ["drift", "--history", str(path), "-c", "nope\x1b[2J"])
-    assert missing.exit_code == 2 and "nope\\x1b[2J" in missing.output and "\x1b" not in missing.output
+    assert (
+        missing.exit_code == 2 and "nope\\x1b[2J" in missing.output and "\x1b" not in missing.output
+    )

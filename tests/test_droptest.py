@@ -18,8 +18,12 @@ def _brute_force(n1, n0, x0, drop, alpha, z):
     hull = score_z(np.arange(n1 + 1)[:, None], n1, np.arange(n0 + 1)[None, :], n0, drop)
     hull = np.minimum.accumulate(np.minimum.accumulate(hull, axis=1)[::-1], axis=0)[::-1]
     extreme = hull <= z
-    return spent + max(binom.pmf(np.arange(n1 + 1), n1, max(0.0, p - drop)) @ extreme
-                       @ binom.pmf(np.arange(n0 + 1), n0, p) for p in np.linspace(low, high, 300))
+    return spent + max(
+        binom.pmf(np.arange(n1 + 1), n1, max(0.0, p - drop))
+        @ extreme
+        @ binom.pmf(np.arange(n0 + 1), n0, p)
+        for p in np.linspace(low, high, 300)
+    )
 
 
 def test_the_exact_p_value_is_never_below_the_brute_force_one():
@@ -50,10 +54,14 @@ def test_large_windows_are_scored_in_chunks_with_the_same_answer(monkeypatch):
 
 
 def test_the_exact_test_runs_only_where_the_score_test_is_near_alpha():
-    p, alert = drop_test(190, 200, 1260, 1400, 0.05, alpha=0.01)  # 0.95 against 0.90: far from a drop
+    p, alert = drop_test(
+        190, 200, 1260, 1400, 0.05, alpha=0.01
+    )  # 0.95 against 0.90: far from a drop
     assert p > 0.5 and not alert
     p, alert = drop_test(150, 200, 1260, 1400, 0.05, alpha=0.01)
-    assert alert and 0.01 * NUISANCE < p < 0.001  # exact: at least what the baseline's interval spent
+    assert (
+        alert and 0.01 * NUISANCE < p < 0.001
+    )  # exact: at least what the baseline's interval spent
 
 
 def test_the_box_holds_no_outcome_as_extreme_and_bounds_the_brute_force_p_value():
@@ -71,7 +79,7 @@ def test_the_box_holds_no_outcome_as_extreme_and_bounds_the_brute_force_p_value(
         a1, b0, bound = box
         hull = score_z(np.arange(n1 + 1)[:, None], n1, np.arange(n0 + 1)[None, :], n0, drop)
         hull = np.minimum.accumulate(np.minimum.accumulate(hull, axis=1)[::-1], axis=0)[::-1]
-        inside = hull[a1:, :b0 + 1]
+        inside = hull[a1:, : b0 + 1]
         assert inside.size and (inside > z).all(), (n1, n0, x0, x1, drop)
         assert bound >= _brute_force(n1, n0, x0, drop, 0.01, z) - 1e-12
         checked += 1
@@ -87,12 +95,22 @@ def test_a_steep_drop_on_a_large_window_is_decided_without_the_grid():
     assert alert and _exact.cache_info().misses == 1
 
 
-@pytest.mark.parametrize("case", [
-    (0, 300, 0, 1000, 0.05, 0.1),  # both rates 0: a positive statistic, asked at alpha 0.1 (10 x alpha > 0.5)
-    (3, 300, 10, 1000, 0.05, 0.2),
-    (0, 30, 61, 300, 0.2, 0.01),  # a window of none against a baseline just above max_drop
-    (0, 30, 65, 300, 0.2, 0.05),
-])
+@pytest.mark.parametrize(
+    "case",
+    [
+        (
+            0,
+            300,
+            0,
+            1000,
+            0.05,
+            0.1,
+        ),  # both rates 0: a positive statistic, asked at alpha 0.1 (10 x alpha > 0.5)
+        (3, 300, 10, 1000, 0.05, 0.2),
+        (0, 30, 61, 300, 0.2, 0.01),  # a window of none against a baseline just above max_drop
+        (0, 30, 65, 300, 0.2, 0.05),
+    ],
+)
 def test_no_alert_where_the_exact_p_value_is_above_alpha(case):
     x1, n1, x0, n0, drop, alpha = case
     z = float(score_z(x1, n1, x0, n0, drop))

@@ -33,8 +33,14 @@ def setup(project):
 
 
 def run(project, **extra):
-    values = dict(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/judge",
-                  cache_dir=project.root / "cache", retry=FAST, timeout_s=5)
+    values = dict(
+        criteria_dir=project.criteria,
+        sets_dir=project.sets,
+        model="openai/judge",
+        cache_dir=project.root / "cache",
+        retry=FAST,
+        timeout_s=5,
+    )
     return calibrate(Options(**{**values, **extra})).criteria[0]
 
 
@@ -47,19 +53,30 @@ def test_a_criterion_names_its_endpoint_and_the_command_line_overrides_it(setup)
         assert own.requests == 6 and other.requests == 6 and overridden.judge.api_base == other.url
     # How the judge is asked, not what it is: the fingerprint is the same with or without it.
     with_endpoint = load_criterion(setup.criteria / "says-blocked.yaml")
-    assert fingerprint(with_endpoint, "openai/judge") == fingerprint(LLMCriterion(**llm_criterion()), "openai/judge")
+    assert fingerprint(with_endpoint, "openai/judge") == fingerprint(
+        LLMCriterion(**llm_criterion()), "openai/judge"
+    )
     assert c.fingerprint == overridden.fingerprint
 
 
-@pytest.mark.parametrize("url, says", [("htp://ana:pw-hidden-1234@llm.example/v1", "does not start with http"),
-                                       ("http://llm.example:99999/v1?api-key=qk-hidden-5678", "is not a usable URL"),
-                                       ("http://ana:pw-hidden-1234@/v1", "names no host")])
+@pytest.mark.parametrize(
+    "url, says",
+    [
+        ("htp://ana:pw-hidden-1234@llm.example/v1", "does not start with http"),
+        ("http://llm.example:99999/v1?api-key=qk-hidden-5678", "is not a usable URL"),
+        ("http://ana:pw-hidden-1234@/v1", "names no host"),
+    ],
+)
 def test_a_bad_endpoint_in_a_criterion_is_refused_as_the_command_line_s_is(setup, url, says):
     setup.criterion(llm_criterion(judge={"api_base": url}))
     with pytest.raises(InputError) as caught:
         run(setup)
     (problem,) = caught.value.problems
-    assert problem.source.endswith("says-blocked.yaml") and problem.location == "judge.api_base" and says in problem.message
+    assert (
+        problem.source.endswith("says-blocked.yaml")
+        and problem.location == "judge.api_base"
+        and says in problem.message
+    )
     for command in (["calibrate", "--model", "openai/judge"], ["validate"]):
         result = runner.invoke(app, command)
         assert result.exit_code == 2 and "judge.api_base" in result.output and says in result.output
@@ -71,44 +88,80 @@ def test_credentials_in_a_criterion_s_endpoint_are_sent_and_never_shown(setup, t
     password, query_key = "pw-Crit3rion-8812", "qk-criterion-7731"
     secrets = [password, query_key, base64.b64encode(f"ana:{password}".encode()).decode()]
     printed = []
-    with FakeServer(VERDICTS, fail_first={"reply-p1:": ["echo"]}) as server:  # echoes the request line and its auth
+    with FakeServer(
+        VERDICTS, fail_first={"reply-p1:": ["echo"]}
+    ) as server:  # echoes the request line and its auth
         host = server.url.removeprefix("http://")
-        setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": f"http://ana:{password}@{host}?api-key={query_key}"}))
-        for command in (["calibrate", "--json"], ["calibrate", "--gate", "--junit", str(tmp_path / "junit.xml")],
-                        ["recheck", "--json"], ["history", "--json"]):
+        setup.criterion(
+            llm_criterion(
+                judge={
+                    "model": "openai/judge",
+                    "api_base": f"http://ana:{password}@{host}?api-key={query_key}",
+                }
+            )
+        )
+        for command in (
+            ["calibrate", "--json"],
+            ["calibrate", "--gate", "--junit", str(tmp_path / "junit.xml")],
+            ["recheck", "--json"],
+            ["history", "--json"],
+        ):
             result = runner.invoke(app, command)
             printed.append(result.output)
-            assert result.exit_code in (0, 3), result.output  # 3: the gate, on 6 examples, is INCONCLUSIVE
-        assert all(f"api-key={query_key}" in target for target in server.targets)  # sent with every request
+            assert result.exit_code in (0, 3), (
+                result.output
+            )  # 3: the gate, on 6 examples, is INCONCLUSIVE
+        assert all(
+            f"api-key={query_key}" in target for target in server.targets
+        )  # sent with every request
     report = json.loads((setup.root / ".judgekit/reports/latest/report.json").read_text())
     assert report["criteria"][0]["judge"]["api_base"] == server.url  # the public form only
     for text in printed:
         assert not any(secret in text for secret in secrets), text
     written = [p for p in setup.root.rglob("*") if p.is_file() and p.parent != setup.criteria]
-    assert {"report.json", "report.md", "verdicts.jsonl", "history.sqlite"} <= {p.name for p in written}
+    assert {"report.json", "report.md", "verdicts.jsonl", "history.sqlite"} <= {
+        p.name for p in written
+    }
     for path in written + [tmp_path / "junit.xml"]:
         assert not any(secret.encode() in path.read_bytes() for secret in secrets), path
 
 
 def test_recheck_and_the_judge_ask_the_criterion_s_endpoint_with_its_credentials(setup):
     with FakeServer(VERDICTS) as server, FakeServer(VERDICTS) as elsewhere:
-        own = server.url.replace("http://", "http://ana:pw-recheck-4411@") + "?api-key=qk-recheck-3322"
+        own = (
+            server.url.replace("http://", "http://ana:pw-recheck-4411@")
+            + "?api-key=qk-recheck-3322"
+        )
         setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": own}))
         assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0
         asked = server.requests
         result = runner.invoke(app, ["recheck", "--size", "4", "--json"])
         assert result.exit_code == 0, result.output
-        assert server.requests == asked + 4 and server.targets[-1].endswith("?api-key=qk-recheck-3322")
+        assert server.requests == asked + 4 and server.targets[-1].endswith(
+            "?api-key=qk-recheck-3322"
+        )
         # The Judge a test calls: the calibrated endpoint (its public form), with the criterion's credentials.
         criterion = load_criterion(setup.criteria / "says-blocked.yaml")
-        judge = Judge(criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=server.url), cache_dir=None)
-        assert judge("reply-p0: blocked").passed is True and server.targets[-1].endswith("?api-key=qk-recheck-3322")
-        assert Judge(criterion, cache_dir=None)("reply-f0: no").passed is False  # uncalibrated: the criterion's own
+        judge = Judge(
+            criterion,
+            JudgeInfo(kind="llm", model="openai/judge", api_base=server.url),
+            cache_dir=None,
+        )
+        assert judge("reply-p0: blocked").passed is True and server.targets[-1].endswith(
+            "?api-key=qk-recheck-3322"
+        )
+        assert (
+            Judge(criterion, cache_dir=None)("reply-f0: no").passed is False
+        )  # uncalibrated: the criterion's own
         assert server.requests == asked + 6
         # The criterion now names another endpoint than the calibrated one: recheck refuses before asking.
         setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": elsewhere.url}))
         moved = runner.invoke(app, ["recheck"])
-        assert moved.exit_code == 2 and "judge.api_base" in moved.output and "is not the calibrated endpoint" in moved.output
+        assert (
+            moved.exit_code == 2
+            and "judge.api_base" in moved.output
+            and "is not the calibrated endpoint" in moved.output
+        )
         assert elsewhere.requests == 0 and server.requests == asked + 6
 
 
@@ -120,24 +173,38 @@ def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypa
     with FakeServer(VERDICTS) as ours, FakeServer(VERDICTS) as theirs:
         setup.criterion(llm_criterion(judge={"model": "openai/judge"}))
         criterion = load_criterion(setup.criteria / "says-blocked.yaml")
-        forged = Judge(criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=theirs.url), cache_dir=None)
+        forged = Judge(
+            criterion,
+            JudgeInfo(kind="llm", model="openai/judge", api_base=theirs.url),
+            cache_dir=None,
+        )
         with pytest.raises(InputError, match="never asked on its own"):
             forged("reply-p0: blocked")
         monkeypatch.setenv("OPENAI_BASE_URL", ours.url)
         with pytest.raises(InputError, match="neither judge.api_base nor OPENAI_BASE_URL names"):
             forged("reply-p0: blocked")
-        named = Judge(criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=ours.url), cache_dir=None)
+        named = Judge(
+            criterion,
+            JudgeInfo(kind="llm", model="openai/judge", api_base=ours.url),
+            cache_dir=None,
+        )
         assert named("reply-p0: blocked").passed is True
         # OPENAI_BASE_URL names the endpoint of OpenAI-style models only: another provider's model
         # would be asked at that provider's own server, not at the calibrated one.
-        other = Judge(criterion, JudgeInfo(kind="llm", model="anthropic/judge", api_base=ours.url), cache_dir=None)
+        other = Judge(
+            criterion,
+            JudgeInfo(kind="llm", model="anthropic/judge", api_base=ours.url),
+            cache_dir=None,
+        )
         with pytest.raises(InputError, match="never asked on its own"):
             other("reply-p0: blocked")
         # A report that says the environment's endpoint was asked, of a criterion that names its own.
         setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": theirs.url}))
         own = load_criterion(setup.criteria / "says-blocked.yaml")
         with pytest.raises(InputError, match="its calibration asked the environment's endpoint"):
-            Judge(own, JudgeInfo(kind="llm", model="openai/judge", api_base=None), cache_dir=None)("reply-p0: x")
+            Judge(own, JudgeInfo(kind="llm", model="openai/judge", api_base=None), cache_dir=None)(
+                "reply-p0: x"
+            )
         assert (ours.requests, theirs.requests) == (1, 0)
 
 

@@ -24,8 +24,17 @@ def setup(project):
 
 
 def options(project, server, via="auto", **extra):
-    values = dict(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/judge", api_base=server.url,
-                  cache_dir=project.root / "cache", retry=FAST, concurrency=4, via=via, timeout_s=5)
+    values = dict(
+        criteria_dir=project.criteria,
+        sets_dir=project.sets,
+        model="openai/judge",
+        api_base=server.url,
+        cache_dir=project.root / "cache",
+        retry=FAST,
+        concurrency=4,
+        via=via,
+        timeout_s=5,
+    )
     values.update(extra)
     return Options(**values)
 
@@ -38,7 +47,9 @@ def by_id(report):
 @pytest.mark.parametrize("via", ["auto", "litellm"])
 @pytest.mark.parametrize("fault", ["rate_limit", "server_error", "reset", "truncated"])
 def test_transient_faults_are_retried_to_the_right_verdict(setup, via, fault):
-    with FakeServer(VERDICTS, fail_first={"reply-p1:": [fault], "reply-f2:": [fault, fault]}, retry_after=0.05) as s:
+    with FakeServer(
+        VERDICTS, fail_first={"reply-p1:": [fault], "reply-f2:": [fault, fault]}, retry_after=0.05
+    ) as s:
         report = calibrate(options(setup, s, via))
     c, wrong = by_id(report)
     assert wrong == {} and c.abstained == 0
@@ -47,27 +58,40 @@ def test_transient_faults_are_retried_to_the_right_verdict(setup, via, fault):
 
 
 @pytest.mark.parametrize("via", ["auto", "litellm"])
-@pytest.mark.parametrize("fault, cause", [("garbage", "unparseable"), ("malformed_json", "unparseable"),
-                                          ("refusal", "refusal")])
+@pytest.mark.parametrize(
+    "fault, cause",
+    [("garbage", "unparseable"), ("malformed_json", "unparseable"), ("refusal", "refusal")],
+)
 def test_bad_answers_abstain_and_are_never_counted(setup, via, fault, cause):
     # Bad twice: an unreadable answer is asked once more (retry.unreadable), a refusal never.
     with FakeServer(VERDICTS, fail_first={"reply-p1:": [fault] * 2, "reply-f1:": [fault] * 2}) as s:
         report = calibrate(options(setup, s, via))
     c, wrong = by_id(report)
-    assert c.abstained == 2 and c.confusion.tp + c.confusion.fn == 3 and c.confusion.tn + c.confusion.fp == 3
-    assert {k: (d.verdict, d.abstention) for k, d in wrong.items()} == {"p1": (None, cause), "f1": (None, cause)}
+    assert (
+        c.abstained == 2
+        and c.confusion.tp + c.confusion.fn == 3
+        and c.confusion.tn + c.confusion.fp == 3
+    )
+    assert {k: (d.verdict, d.abstention) for k, d in wrong.items()} == {
+        "p1": (None, cause),
+        "f1": (None, cause),
+    }
     reasked = 0 if fault == "refusal" else 2
     assert s.requests == 8 + reasked and (c.usage.calls, c.usage.reasked) == (8 + reasked, reasked)
 
 
 @pytest.mark.parametrize("via", ["auto", "litellm"])
 def test_exhausted_retries_end_as_abstention_and_the_run_goes_on(setup, via):
-    with FakeServer(VERDICTS, fail_first={"reply-p0:": ["server_error"] * 10, "reply-f0:": ["hang"] * 10}) as s:
+    with FakeServer(
+        VERDICTS, fail_first={"reply-p0:": ["server_error"] * 10, "reply-f0:": ["hang"] * 10}
+    ) as s:
         report = calibrate(options(setup, s, via, timeout_s=0.3))
     c, wrong = by_id(report)
     assert wrong["p0"].abstention == "error: server" and "500" in wrong["p0"].reason
     assert wrong["f0"].abstention == "error: timeout"
-    assert c.abstained == 2 and c.confusion.tp + c.confusion.fp + c.confusion.tn + c.confusion.fn == 6
+    assert (
+        c.abstained == 2 and c.confusion.tp + c.confusion.fp + c.confusion.tn + c.confusion.fn == 6
+    )
 
 
 def test_retry_after_is_honoured(setup):
@@ -98,8 +122,13 @@ def test_bad_key_stops_at_once(setup, via, monkeypatch):
 
 
 def test_cache_serves_a_rerun_and_stores_only_successes(setup):
-    once = replace(FAST, unreadable=0)  # an unreadable answer is final here (tests/test_reask.py: asked again)
-    with FakeServer(VERDICTS, fail_first={"reply-p2:": ["garbage"], "reply-f3:": ["server_error"] * FAST.attempts}) as s:
+    once = replace(
+        FAST, unreadable=0
+    )  # an unreadable answer is final here (tests/test_reask.py: asked again)
+    with FakeServer(
+        VERDICTS,
+        fail_first={"reply-p2:": ["garbage"], "reply-f3:": ["server_error"] * FAST.attempts},
+    ) as s:
         first = calibrate(options(setup, s, retry=once))
         asked = s.requests
         second = calibrate(options(setup, s, retry=once))
@@ -116,13 +145,17 @@ def test_cache_values_are_json_text_without_secrets(setup, monkeypatch):
     sentinel = "sk-sentinel-key-9f8e7d6c5b4a39281706"
     monkeypatch.setenv("OPENAI_API_KEY", sentinel)
     with FakeServer(VERDICTS, fail_first={"reply-p1:": ["server_error"] * 10}) as s:
-        report = calibrate(options(setup, s, api_base=s.url.replace("http://", f"http://user:{sentinel}@")))
+        report = calibrate(
+            options(setup, s, api_base=s.url.replace("http://", f"http://user:{sentinel}@"))
+        )
     report.write(setup.root / "out")
     for path in (setup.root / "out").iterdir():
         assert sentinel not in path.read_text(), path
     cache = diskcache.Cache(str(setup.root / "cache"))
     values = [cache.get(key) for key in cache.iterkeys()]
-    assert len(values) == 7 and all(isinstance(json.loads(v), dict) for v in values)  # p1 failed: not cached
+    assert len(values) == 7 and all(
+        isinstance(json.loads(v), dict) for v in values
+    )  # p1 failed: not cached
     for path in (setup.root / "cache").rglob("*"):
         if path.is_file():
             assert sentinel.encode() not in path.read_bytes()
@@ -203,8 +236,11 @@ def test_provider_down_mid_run_and_back_loses_nothing(setup):
     patient = RetryPolicy(attempts=8, base_s=0.2, cap_s=1.0, first_contact_attempts=2, down_after=3)
     with FakeServer(VERDICTS, latency=0.05) as s:
         done = {}
-        run = threading.Thread(target=lambda: done.update(report=calibrate(options(setup, s, retry=patient,
-                                                                                  concurrency=2))))
+        run = threading.Thread(
+            target=lambda: done.update(
+                report=calibrate(options(setup, s, retry=patient, concurrency=2))
+            )
+        )
         run.start()
         while len(s.log) < 3:
             time.sleep(0.01)
@@ -234,11 +270,29 @@ def test_a_run_where_every_call_failed_is_not_a_calibration(setup, tmp_path):
     from judgekit.errors import CallsFailed
 
     with FakeServer(VERDICTS, faults={"server_error": 1.0}) as server:
-        with pytest.raises(CallsFailed, match=r"every call to the judge of criterion 'says-blocked'.*server 500"):
+        with pytest.raises(
+            CallsFailed, match=r"every call to the judge of criterion 'says-blocked'.*server 500"
+        ):
             calibrate(options(setup, server, cache_dir=None))
-        result = CliRunner().invoke(app, ["calibrate", "--model", "openai/judge", "--api-base", server.url,
-                                          "--concurrency", "2", "--timeout", "5"])
-    assert result.exit_code == 4 and "every call to the judge" in result.output and "server" in result.output
+        result = CliRunner().invoke(
+            app,
+            [
+                "calibrate",
+                "--model",
+                "openai/judge",
+                "--api-base",
+                server.url,
+                "--concurrency",
+                "2",
+                "--timeout",
+                "5",
+            ],
+        )
+    assert (
+        result.exit_code == 4
+        and "every call to the judge" in result.output
+        and "server" in result.output
+    )
     assert not (setup.root / ".judgekit" / "reports" / "latest" / "report.json").exists()
 
 

@@ -15,8 +15,13 @@ from judgekit.stats.raters import fleiss_kappa, item_stability, krippendorff_alp
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.integers(2, 5).flatmap(lambda m: st.lists(st.lists(st.sampled_from("abc"), min_size=m, max_size=m),
-                                                    min_size=2, max_size=30)))
+@given(
+    st.integers(2, 5).flatmap(
+        lambda m: st.lists(
+            st.lists(st.sampled_from("abc"), min_size=m, max_size=m), min_size=2, max_size=30
+        )
+    )
+)
 def test_fleiss_matches_statsmodels(rows):
     table, _ = aggregate_raters(np.array(rows))
     theirs = sm_fleiss(table)
@@ -25,10 +30,17 @@ def test_fleiss_matches_statsmodels(rows):
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.lists(st.one_of(st.none(), st.sampled_from([0, 1, 2])), min_size=3, max_size=3),
-                min_size=3, max_size=30))
+@given(
+    st.lists(
+        st.lists(st.one_of(st.none(), st.sampled_from([0, 1, 2])), min_size=3, max_size=3),
+        min_size=3,
+        max_size=30,
+    )
+)
 def test_krippendorff_matches_the_package(rows):
-    data = np.array([[np.nan if x is None else x for x in row] for row in rows], dtype=float).T  # raters x items
+    data = np.array(
+        [[np.nan if x is None else x for x in row] for row in rows], dtype=float
+    ).T  # raters x items
     pairable = sum(1 for row in rows if sum(x is not None for x in row) >= 2)
     values = {x for row in rows for x in row if x is not None}
     if pairable == 0 or len(values) < 2:
@@ -42,10 +54,15 @@ def test_krippendorff_matches_the_package(rows):
 def brute_force(n, c, k):
     outcomes = [True] * c + [False] * (n - c)
     subsets = list(combinations(outcomes, k))
-    return (sum(any(s) for s in subsets) / len(subsets), sum(all(s) for s in subsets) / len(subsets))
+    return (
+        sum(any(s) for s in subsets) / len(subsets),
+        sum(all(s) for s in subsets) / len(subsets),
+    )
 
 
-@pytest.mark.parametrize("n, c, k", [(5, 0, 1), (5, 2, 2), (6, 3, 3), (8, 7, 4), (4, 4, 4), (10, 1, 5)])
+@pytest.mark.parametrize(
+    "n, c, k", [(5, 0, 1), (5, 2, 2), (6, 3, 3), (8, 7, 4), (4, 4, 4), (10, 1, 5)]
+)
 def test_pass_at_k_and_pass_hat_k_are_the_subset_averages(n, c, k):
     assert (pass_at_k(n, c, k), pass_hat_k(n, c, k)) == pytest.approx(brute_force(n, c, k))
     with pytest.raises(ValueError):
@@ -89,4 +106,7 @@ def test_coverage_smoke_simulation():
 
 
 def test_item_stability():
-    assert item_stability([[True, True, False], [True, None, True], [None, None]])[:2] == [2 / 3, 1.0]
+    assert item_stability([[True, True, False], [True, None, True], [None, None]])[:2] == [
+        2 / 3,
+        1.0,
+    ]

@@ -37,14 +37,18 @@ def test_a_duplicate_key_in_a_json_document_is_named_with_its_line(tmp_path):
 
 def test_the_same_key_in_two_objects_is_no_duplicate(tmp_path):
     path = tmp_path / "c.jsonl"
-    path.write_text('{"id": "a", "output": "x", "passed": true, "labels": {"id": true, "passed": true}}\n')
+    path.write_text(
+        '{"id": "a", "output": "x", "passed": true, "labels": {"id": true, "passed": true}}\n'
+    )
     assert problems(path) == []
 
 
 def test_a_duplicate_key_in_a_jsonl_record_names_the_record_line(tmp_path):
     path = tmp_path / "c.jsonl"
-    path.write_text('{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "passed": true, '
-                    '"labels": {"ana": true, "ana": false}}\n')
+    path.write_text(
+        '{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "passed": true, '
+        '"labels": {"ana": true, "ana": false}}\n'
+    )
     [problem] = problems(path)
     assert (problem.location, "key 'ana' twice" in problem.message) == ("line 2", True)
 
@@ -52,14 +56,18 @@ def test_a_duplicate_key_in_a_jsonl_record_names_the_record_line(tmp_path):
 def test_deep_json_nesting_is_an_input_error_with_the_line(tmp_path):
     deep = "[" * 100_000 + "]" * 100_000
     path = tmp_path / "c.jsonl"
-    path.write_text('{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": ' + deep + "}\n")
+    path.write_text(
+        '{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": ' + deep + "}\n"
+    )
     [problem] = problems(path)
     assert problem.location == "line 2" and "nested" in problem.message
     whole = tmp_path / "report.json"
     whole.write_text('{"criteria":\n\n' + deep + "}")
     with pytest.raises(InputError) as caught:
         Report.read(whole)
-    assert [(p.location, "nested" in p.message) for p in caught.value.problems] == [("line 3", True)]
+    assert [(p.location, "nested" in p.message) for p in caught.value.problems] == [
+        ("line 3", True)
+    ]
 
 
 def test_deep_yaml_nesting_is_an_input_error_with_the_line(tmp_path):
@@ -68,15 +76,29 @@ def test_deep_yaml_nesting_is_an_input_error_with_the_line(tmp_path):
     with pytest.raises(InputError) as caught:
         read_yaml(path)
     [problem] = caught.value.problems
-    assert (problem.source, problem.location) == (str(path), "line 3") and "nested" in problem.message
+    assert (problem.source, problem.location) == (
+        str(path),
+        "line 3",
+    ) and "nested" in problem.message
 
 
-@pytest.mark.parametrize("text, location, field", [
-    ('{"id": "a", "output": "ok \\ud800", "passed": true}\n', "line 1", "output"),
-    ('{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "labels": {"\\udfff": true}}\n',
-     "line 2", "labels"),
-    ('{"id": "a", "output": "x", "tags": ["t", "\\udc00 "], "passed": true}\n', "line 1", "tags[1]"),
-], ids=["in-a-value", "in-a-key", "in-a-list"])
+@pytest.mark.parametrize(
+    "text, location, field",
+    [
+        ('{"id": "a", "output": "ok \\ud800", "passed": true}\n', "line 1", "output"),
+        (
+            '{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "labels": {"\\udfff": true}}\n',
+            "line 2",
+            "labels",
+        ),
+        (
+            '{"id": "a", "output": "x", "tags": ["t", "\\udc00 "], "passed": true}\n',
+            "line 1",
+            "tags[1]",
+        ),
+    ],
+    ids=["in-a-value", "in-a-key", "in-a-list"],
+)
 def test_a_lone_surrogate_in_json_names_line_and_field(tmp_path, text, location, field):
     path = tmp_path / "c.jsonl"
     path.write_text(text)
@@ -94,7 +116,11 @@ def test_a_lone_surrogate_in_yaml_names_line_and_field(tmp_path):
     with pytest.raises(InputError) as caught:
         read_yaml(path)
     [problem] = caught.value.problems
-    assert problem.location == "line 2" and problem.message.startswith("question: ") and "surrogate" in problem.message
+    assert (
+        problem.location == "line 2"
+        and problem.message.startswith("question: ")
+        and "surrogate" in problem.message
+    )
 
 
 def test_a_duplicate_yaml_key_is_named_and_merge_keys_still_work(tmp_path):
@@ -103,7 +129,10 @@ def test_a_duplicate_yaml_key_is_named_and_merge_keys_still_work(tmp_path):
     with pytest.raises(InputError) as caught:
         read_yaml(path)
     [problem] = caught.value.problems
-    assert (problem.location, "key 'match_means' twice (first at line 3)" in problem.message) == ("line 5", True)
+    assert (problem.location, "key 'match_means' twice (first at line 3)" in problem.message) == (
+        "line 5",
+        True,
+    )
     path.write_text("base: &b {a: 1, b: 2}\nmerged:\n  <<: *b\n  b: 3\n")
     assert read_yaml(path)["merged"] == {"a": 1, "b": 3}
 
@@ -131,7 +160,9 @@ def test_a_lock_file_is_removed_after_use_and_still_lets_one_holder_in_at_a_time
 
     path = tmp_path / "counter"
     path.write_text("0")
-    workers = [subprocess.Popen([sys.executable, "-c", COUNTER, str(path), "400"]) for _ in range(4)]
+    workers = [
+        subprocess.Popen([sys.executable, "-c", COUNTER, str(path), "400"]) for _ in range(4)
+    ]
     assert [w.wait(120) for w in workers] == [0, 0, 0, 0]
     assert path.read_text() == "1600"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["counter"]  # no .counter.lock left behind
@@ -140,8 +171,16 @@ def test_a_lock_file_is_removed_after_use_and_still_lets_one_holder_in_at_a_time
     assert not (tmp_path / ".counter.lock").exists()
 
 
-@pytest.mark.parametrize("text", ['{"id": "a", "passed": true, "tags": ["x", {"k": null}]}', '[1, 2.5, "é"]',
-                                  '  {"a": {"b": {"c": []}}}  ', '"text"', "null"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"id": "a", "passed": true, "tags": ["x", {"k": null}]}',
+        '[1, 2.5, "é"]',
+        '  {"a": {"b": {"c": []}}}  ',
+        '"text"',
+        "null",
+    ],
+)
 def test_json_is_read_as_json_loads_reads_it(text):
     assert parse_json(text, "f.jsonl", "line 1") == json.loads(text)
 
@@ -184,10 +223,17 @@ def test_large_files_are_read_without_a_full_collection(tmp_path):
     passes made loading a million examples cost more than the loading (benchmarks/README.md)."""
     n = 30_000
     sets, verdicts = tmp_path / "c.jsonl", tmp_path / "verdicts.jsonl"
-    sets.write_text("".join(json.dumps({"id": f"e{i}", "output": f"reply {i}", "passed": i % 2 == 0}) + "\n"
-                            for i in range(n)))
-    verdicts.write_text("".join(json.dumps({"criterion": "c", "id": f"e{i}", "passed": True}) + "\n"
-                                for i in range(n)))
+    sets.write_text(
+        "".join(
+            json.dumps({"id": f"e{i}", "output": f"reply {i}", "passed": i % 2 == 0}) + "\n"
+            for i in range(n)
+        )
+    )
+    verdicts.write_text(
+        "".join(
+            json.dumps({"criterion": "c", "id": f"e{i}", "passed": True}) + "\n" for i in range(n)
+        )
+    )
     full = []
 
     def count(phase, info):
@@ -197,7 +243,12 @@ def test_large_files_are_read_without_a_full_collection(tmp_path):
     gc.collect()
     gc.callbacks.append(count)
     try:
-        kept = [load_set(sets, "c"), read_labels(sets, "c"), load_recorded(verdicts), read_lines(verdicts)]
+        kept = [
+            load_set(sets, "c"),
+            read_labels(sets, "c"),
+            load_recorded(verdicts),
+            read_lines(verdicts),
+        ]
     finally:
         gc.callbacks.remove(count)
     assert [len(x.examples) for x in kept[:2]] + [len(x) for x in kept[2:]] == [n] * 4

@@ -15,17 +15,56 @@ from judgekit.report import Report
 from judgekit.inputs.sets import load_set
 from judgekit.judging.recorded import load_recorded
 
-KEYS = ["id", "question", "kind", "pattern", "match_means", "inputs", "examples", "judge", "output", "input",
-        "passed", "labels", "tags", "split", "model", "trials", "prompt", "criterion", "trial", "min_tpr",
-        "criteria", "max_age", "reason", "context", "field", "ignore_case", "temperature"]
-leaves = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=True),
-                   st.text(string.printable, max_size=12), st.sampled_from(["llm", "regex", "pass", "fail", "dev",
-                                                                            "(", "{{output}}", "30d", "c"]))
-values = st.recursive(leaves, lambda inner: st.one_of(st.lists(inner, max_size=4),
-                                                      st.dictionaries(st.sampled_from(KEYS), inner, max_size=6)),
-                      max_leaves=20)
+KEYS = [
+    "id",
+    "question",
+    "kind",
+    "pattern",
+    "match_means",
+    "inputs",
+    "examples",
+    "judge",
+    "output",
+    "input",
+    "passed",
+    "labels",
+    "tags",
+    "split",
+    "model",
+    "trials",
+    "prompt",
+    "criterion",
+    "trial",
+    "min_tpr",
+    "criteria",
+    "max_age",
+    "reason",
+    "context",
+    "field",
+    "ignore_case",
+    "temperature",
+]
+leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.floats(allow_nan=True),
+    st.text(string.printable, max_size=12),
+    st.sampled_from(["llm", "regex", "pass", "fail", "dev", "(", "{{output}}", "30d", "c"]),
+)
+values = st.recursive(
+    leaves,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(KEYS), inner, max_size=6)
+    ),
+    max_leaves=20,
+)
 records = st.dictionaries(st.sampled_from(KEYS), values, max_size=8)
-FUZZ = settings(max_examples=int(os.environ.get("JUDGEKIT_FUZZ_EXAMPLES", "120")), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=int(os.environ.get("JUDGEKIT_FUZZ_EXAMPLES", "120")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
 
 
 def loads_or_names_the_file(load, path):
@@ -53,8 +92,10 @@ def test_calibration_sets(tmp_path, rows, suffix):
         path.write_text(yaml.safe_dump(rows))
     else:
         columns = sorted({k for r in rows for k in r}) or ["id"]
-        lines = [",".join(columns)] + [",".join(str(r.get(k, "")).replace(",", ";").replace("\n", " ")
-                                                 for k in columns) for r in rows]
+        lines = [",".join(columns)] + [
+            ",".join(str(r.get(k, "")).replace(",", ";").replace("\n", " ") for k in columns)
+            for r in rows
+        ]
         path.write_text("\n".join(lines) + "\n")
     loads_or_names_the_file(lambda p: load_set(p, "c"), path)
 
@@ -67,20 +108,42 @@ def test_verdict_files(tmp_path, rows, suffix):
         path.write_text("".join(json.dumps(r, allow_nan=True) + "\n" for r in rows))
     else:
         columns = sorted({k for r in rows for k in r}) or ["id"]
-        path.write_text("\n".join([",".join(columns)] + [",".join(str(r.get(k, "")).replace(",", ";")
-                                                                  .replace("\n", " ") for k in columns) for r in rows]))
+        path.write_text(
+            "\n".join(
+                [",".join(columns)]
+                + [
+                    ",".join(
+                        str(r.get(k, "")).replace(",", ";").replace("\n", " ") for k in columns
+                    )
+                    for r in rows
+                ]
+            )
+        )
     loads_or_names_the_file(load_recorded, path)
 
 
 @FUZZ
-@given(data=st.binary(max_size=200), which=st.sampled_from(["criterion", "set", "verdicts", "report", "policy"]))
+@given(
+    data=st.binary(max_size=200),
+    which=st.sampled_from(["criterion", "set", "verdicts", "report", "policy"]),
+)
 def test_random_bytes(tmp_path, data, which):
-    names = {"criterion": "c.yaml", "set": "c.jsonl", "verdicts": "v.csv", "report": "report.json",
-             "policy": "judgekit.yaml"}
+    names = {
+        "criterion": "c.yaml",
+        "set": "c.jsonl",
+        "verdicts": "v.csv",
+        "report": "report.json",
+        "policy": "judgekit.yaml",
+    }
     path = tmp_path / names[which]
     path.write_bytes(data)
-    load = {"criterion": load_criterion, "set": lambda p: load_set(p, "c"), "verdicts": load_recorded,
-            "report": Report.read, "policy": lambda p: Policy.load(p)}[which]
+    load = {
+        "criterion": load_criterion,
+        "set": lambda p: load_set(p, "c"),
+        "verdicts": load_recorded,
+        "report": Report.read,
+        "policy": lambda p: Policy.load(p),
+    }[which]
     loads_or_names_the_file(load, path)
 
 

@@ -24,12 +24,20 @@ def make(project, n_pass, n_fail, verdict, criterion_id="c", **criterion):
     examples = [{"id": f"p{i}", "output": f"good {i}", "passed": True} for i in range(n_pass)]
     examples += [{"id": f"f{i}", "output": f"bad {i}", "passed": False} for i in range(n_fail)]
     project.jsonl(criterion_id, examples)
-    lines = [json.dumps({"id": e["id"], "passed": verdict(i, e["passed"]), "criterion": criterion_id})
-             for i, e in enumerate(examples)]
+    lines = [
+        json.dumps({"id": e["id"], "passed": verdict(i, e["passed"]), "criterion": criterion_id})
+        for i, e in enumerate(examples)
+    ]
     path = project.root / f"{criterion_id}.verdicts.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path,
-                               criterion_ids=[criterion_id]))
+    report = calibrate(
+        Options(
+            criteria_dir=project.criteria,
+            sets_dir=project.sets,
+            verdicts=path,
+            criterion_ids=[criterion_id],
+        )
+    )
     report.write(project.root / ".judgekit" / "reports" / "latest")
     return report
 
@@ -52,15 +60,38 @@ def test_good_judge_passes(project):
     assert result.raise_for_status() is result
 
 
-@pytest.mark.parametrize("name, n_pass, n_fail, verdict, status, words", [
-    ("5 labelled examples", 3, 2, good, "INCONCLUSIVE", "too few labelled examples"),
-    ("one class only", 40, 0, good, "FAIL", "TNR is undefined"),
-    ("a constant judge", 40, 40, lambda i, label: True, "FAIL", "TNR 0.00"),
-    ("kappa 0.10", 50, 50, lambda i, label: label if i % 20 < 11 else not label, "FAIL", "below 0.80"),
-    ("30% unparseable", 40, 40, lambda i, label: None if i % 10 < 3 else label, "FAIL", "abstained on 24 of 80"),
-    ("interval straddles", 30, 30, lambda i, label: label if i % 30 < 26 else not label, "INCONCLUSIVE",
-     "straddles 0.80"),
-])
+@pytest.mark.parametrize(
+    "name, n_pass, n_fail, verdict, status, words",
+    [
+        ("5 labelled examples", 3, 2, good, "INCONCLUSIVE", "too few labelled examples"),
+        ("one class only", 40, 0, good, "FAIL", "TNR is undefined"),
+        ("a constant judge", 40, 40, lambda i, label: True, "FAIL", "TNR 0.00"),
+        (
+            "kappa 0.10",
+            50,
+            50,
+            lambda i, label: label if i % 20 < 11 else not label,
+            "FAIL",
+            "below 0.80",
+        ),
+        (
+            "30% unparseable",
+            40,
+            40,
+            lambda i, label: None if i % 10 < 3 else label,
+            "FAIL",
+            "abstained on 24 of 80",
+        ),
+        (
+            "interval straddles",
+            30,
+            30,
+            lambda i, label: label if i % 30 < 26 else not label,
+            "INCONCLUSIVE",
+            "straddles 0.80",
+        ),
+    ],
+)
 def test_defaults_fail_closed(project, name, n_pass, n_fail, verdict, status, words):
     report = make(project, n_pass, n_fail, verdict)
     result = decide(project, report)
@@ -77,7 +108,9 @@ def test_kappa_010_is_what_the_case_claims(project):
 
 
 def test_inconclusive_says_how_many_more_examples(project):
-    result = decide(project, make(project, 30, 30, lambda i, label: label if i % 30 < 26 else not label))
+    result = decide(
+        project, make(project, 30, 30, lambda i, label: label if i % 30 < 26 else not label)
+    )
     d = result.decisions[0]
     assert d.needed and d.needed["pass"] > 0 and "more known-good examples" in d.summary
 
@@ -90,18 +123,46 @@ def test_changed_prompt_or_set_or_model_is_stale(project):
     report = json.loads((project.root / ".judgekit/reports/latest/report.json").read_text())
     project.jsonl("c", [{"id": "p0", "output": "changed", "passed": True}])
     from judgekit.report import Report
+
     result = decide(project, Report.model_validate(report))
     assert result.status == "FAIL" and "calibration set changed" in result.decisions[0].summary
     # A judge.model that differs from the model the report calibrated is stale too.
     make(project, 40, 40, good)
-    project.criterion({"id": "c", "question": "Does it hold?", "judge": {"model": "openai/new-judge"}})
+    project.criterion(
+        {"id": "c", "question": "Does it hold?", "judge": {"model": "openai/new-judge"}}
+    )
     stale = decide(project, Report.read(project.root / ".judgekit/reports/latest"))
-    assert stale.status == "FAIL" and "recorded verdicts without --model" in stale.decisions[0].summary
-    named = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/new-judge",
-                              verdicts=project.root / "c.verdicts.jsonl"))
+    assert (
+        stale.status == "FAIL" and "recorded verdicts without --model" in stale.decisions[0].summary
+    )
+    named = calibrate(
+        Options(
+            criteria_dir=project.criteria,
+            sets_dir=project.sets,
+            model="openai/new-judge",
+            verdicts=project.root / "c.verdicts.jsonl",
+        )
+    )
     assert decide(project, named).status == "PASS"
-    assert decide(project, named.model_copy(update={"criteria": [named.criteria[0].model_copy(
-        update={"judge": named.criteria[0].judge.model_copy(update={"model": "openai/old-judge"})})]})).status == "FAIL"
+    assert (
+        decide(
+            project,
+            named.model_copy(
+                update={
+                    "criteria": [
+                        named.criteria[0].model_copy(
+                            update={
+                                "judge": named.criteria[0].judge.model_copy(
+                                    update={"model": "openai/old-judge"}
+                                )
+                            }
+                        )
+                    ]
+                }
+            ),
+        ).status
+        == "FAIL"
+    )
 
 
 def test_old_evidence_is_stale(project):
@@ -110,8 +171,12 @@ def test_old_evidence_is_stale(project):
     make(project, 40, 40, good)
     then = (datetime.now(timezone.utc) - timedelta(days=45)).isoformat()
     path = project.root / "c.verdicts.jsonl"
-    path.write_text("".join(json.dumps({**json.loads(line), "at": then}) + "\n"
-                            for line in path.read_text().splitlines()))
+    path.write_text(
+        "".join(
+            json.dumps({**json.loads(line), "at": then}) + "\n"
+            for line in path.read_text().splitlines()
+        )
+    )
     old = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
     result = decide(project, old)
     assert result.status == "FAIL" and "older than max_age 30d" in result.decisions[0].summary
@@ -125,8 +190,14 @@ def test_missing_report_and_missing_criterion_block(project):
     project.criterion({"id": "d", "question": "Other?"})
     project.jsonl("d", [{"id": "x", "output": "y", "passed": True}])
     from judgekit.report import Report
-    result = Gate.from_project(project.criteria, project.sets).check(Report.read(project.root / ".judgekit/reports/latest"))
-    assert result.decision("d").status == "FAIL" and "no calibration report" in result.decision("d").summary
+
+    result = Gate.from_project(project.criteria, project.sets).check(
+        Report.read(project.root / ".judgekit/reports/latest")
+    )
+    assert (
+        result.decision("d").status == "FAIL"
+        and "no calibration report" in result.decision("d").summary
+    )
     assert result.blocked(["nope"])[0].status == "FAIL"
 
 
@@ -135,34 +206,53 @@ def test_flip_rate_and_point_thresholds(project):
     path = project.root / "c.verdicts.jsonl"
     # Three trials; on 24 of the 80 examples (30%) the third trial says the opposite.
     records = [json.loads(line) for line in path.read_text().splitlines()]
-    path.write_text("".join(json.dumps({**r, "trial": t, "passed": r["passed"] if t < 2 or i % 10 >= 3
-                                        else not r["passed"]}) + "\n"
-                            for i, r in enumerate(records) for t in range(3)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    **r,
+                    "trial": t,
+                    "passed": r["passed"] if t < 2 or i % 10 >= 3 else not r["passed"],
+                }
+            )
+            + "\n"
+            for i, r in enumerate(records)
+            for t in range(3)
+        )
+    )
     flippy = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
     assert flippy.criteria[0].consistency.flip_rate == 0.3
     assert "trials disagreed on 30%" in decide(project, flippy).decisions[0].summary
     constant = make(project, 40, 40, lambda i, label: True)
-    assert decide(project, constant, use_lower_bound=False).status == "FAIL"  # no switch lets a bad judge through
+    assert (
+        decide(project, constant, use_lower_bound=False).status == "FAIL"
+    )  # no switch lets a bad judge through
 
 
 def test_policy_from_pyproject_and_yaml(project):
     (project.root / "pyproject.toml").write_text(
-        "[tool.judgekit.gate]\nmin_tpr = 0.9\nmax_age = '7d'\n[tool.judgekit.gate.criteria.c]\nmin_tnr = 0.5\n")
+        "[tool.judgekit.gate]\nmin_tpr = 0.9\nmax_age = '7d'\n[tool.judgekit.gate.criteria.c]\nmin_tnr = 0.5\n"
+    )
     policy = Policy.load(root=project.root)
     assert policy.for_criterion("c").min_tnr == 0.5 and policy.for_criterion("c").min_tpr == 0.9
     assert policy.for_criterion("other").min_tnr == 0.8
-    (project.root / "judgekit.yaml").write_text("gate:\n  min_tpr: 2\n  criteria: {c: {max_age: soon}}\n")
+    (project.root / "judgekit.yaml").write_text(
+        "gate:\n  min_tpr: 2\n  criteria: {c: {max_age: soon}}\n"
+    )
     with pytest.raises(InputError) as caught:
         Policy.load(root=project.root)
-    assert "judgekit.yaml:gate.min_tpr" in str(caught.value) and "gate.max_age" not in str(caught.value)
+    assert "judgekit.yaml:gate.min_tpr" in str(caught.value) and "gate.max_age" not in str(
+        caught.value
+    )
     (project.root / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.9\n  mni_tnr: 0.5\n")
     with pytest.raises(InputError, match=r"judgekit.yaml:gate.mni_tnr: unknown key"):
         Policy.load(root=project.root)
 
 
 def test_a_section_written_twice_in_judgekit_yaml_is_refused(project):
-    (project.root / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.9\n  min_tnr: 0.9\ndrift:\n  alpha: 0.05\n"
-                                                "gate:\n  max_age: 30d\n")
+    (project.root / "judgekit.yaml").write_text(
+        "gate:\n  min_tpr: 0.9\n  min_tnr: 0.9\ndrift:\n  alpha: 0.05\ngate:\n  max_age: 30d\n"
+    )
     with pytest.raises(InputError) as caught:
         Policy.load(root=project.root)
     [problem] = caught.value.problems
@@ -173,7 +263,9 @@ def test_cli_exit_codes_and_junit(project, tmp_path):
     make(project, 40, 40, good, criterion_id="good")
     make(project, 40, 40, lambda i, label: True, criterion_id="constant")
     # One report holding both criteria.
-    both = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=_merge(project)))
+    both = calibrate(
+        Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=_merge(project))
+    )
     both.write(project.root / ".judgekit" / "reports" / "latest")
     ok = runner.invoke(app, ["gate", "-c", "good"])
     assert ok.exit_code == 0 and "PASS         good" in ok.output
@@ -205,14 +297,18 @@ def test_inconclusive_exit_3_junit_error_and_step_summary(project, tmp_path, mon
 
 def test_calibrate_with_gate_uses_the_gate_exit_code(project):
     make(project, 40, 40, lambda i, label: True)
-    result = runner.invoke(app, ["calibrate", "--verdicts", str(project.root / "c.verdicts.jsonl"), "--gate"])
+    result = runner.invoke(
+        app, ["calibrate", "--verdicts", str(project.root / "c.verdicts.jsonl"), "--gate"]
+    )
     assert result.exit_code == 1 and "gate: FAIL" in result.output
 
 
 def test_require_calibrated(project):
     make(project, 40, 40, good)
     # Another tool's verdicts: the gate passes them, but a suite behind this guard grades with judgekit's judge.
-    with pytest.raises(JudgeNotCalibrated, match="calibrated from recorded verdicts of another judge"):
+    with pytest.raises(
+        JudgeNotCalibrated, match="calibrated from recorded verdicts of another judge"
+    ):
         require_calibrated("c")
     assert require_calibrated("c", recorded=True).passed
     make(project, 40, 40, lambda i, label: False)
@@ -222,26 +318,34 @@ def test_require_calibrated(project):
 
 def test_junit_escapes_reasons():
     from judgekit.gate import Decision, GateResult
+
     xml = to_junit(GateResult((Decision("a<b", "FAIL", ("x & <y>",)),)))
     case = ET.fromstring(xml).find("testsuite/testcase")
     assert case.get("name") == "a<b" and case.find("failure").text == "x & <y>"
 
 
 def test_plan_and_gate_agree_on_the_label_budget(project):
-    report = make(project, 30, 30, lambda i, label: label if i % 30 < 27 else not label)  # TPR = TNR = 0.9
+    report = make(
+        project, 30, 30, lambda i, label: label if i % 30 < 27 else not label
+    )  # TPR = TNR = 0.9
     result = decide(project, report)
     assert result.status == "INCONCLUSIVE"
     from judgekit.gate import plan
     from judgekit.inputs.policy import Policy
     from judgekit.inputs.project import load_inputs
+
     _, sets = load_inputs(project.criteria, project.sets)
     lines = plan(report, Policy(), sets, ["c"])
     assert "known-good: 30 labelled, TPR 0.90 (observed): 61 needed, 31 more" in lines[0]
     assert result.decisions[0].needed == {"pass": 31, "fail": 31}
     assumed = plan(None, Policy(), sets, ["c"], assume=(1.0, 0.5))
-    assert "known-good: 30 labelled" in assumed[0] and "enough (20 needed)" in assumed[0]  # min_examples
+    assert (
+        "known-good: 30 labelled" in assumed[0] and "enough (20 needed)" in assumed[0]
+    )  # min_examples
     assert "not above 0.80" in assumed[1]
-    strict = plan(None, Policy(defaults=Thresholds(min_examples=40)), sets, ["c"], assume=(1.0, 1.0))
+    strict = plan(
+        None, Policy(defaults=Thresholds(min_examples=40)), sets, ["c"], assume=(1.0, 1.0)
+    )
     assert "40 needed, 10 more" in strict[0]
     result = runner.invoke(app, ["plan", "--assume-tpr", "0.95"])
     assert result.exit_code == 2
@@ -258,8 +362,9 @@ FUTURE = (datetime.now(timezone.utc) + timedelta(days=3)).isoformat()
 TAMPERING = {
     "tpr infinite": lambda c: c["metrics"].update(tpr=float("inf")),
     "tpr 5": lambda c: c["metrics"].update(tpr=5),
-    "confusion contradicting the metrics": lambda c: c["confusion"].update(tp=40, fn=0, tn=40, fp=0) or
-    c["metrics"].update(tpr=0.2),
+    "confusion contradicting the metrics": lambda c: (
+        c["confusion"].update(tp=40, fn=0, tn=40, fp=0) or c["metrics"].update(tpr=0.2)
+    ),
     "negative cells": lambda c: c["confusion"].update(fp=-10, tn=50),
     "cells not adding up": lambda c: c["confusion"].update(tp=400),
     "abstained -300": lambda c: c.update(abstained=-300),
@@ -273,8 +378,12 @@ TAMPERING = {
 @pytest.mark.parametrize("how", list(TAMPERING))
 def test_a_hand_edited_report_does_not_pass_the_gate(project, how):
     """The gate recomputes every figure it decides on from verdicts.jsonl and the set on disk."""
-    make(project, 15, 35, lambda i, label: label if i % 10 else not label)  # TPR 0.87, TNR 0.89: FAIL
-    (project.root / "judgekit.yaml").write_text("gate: {min_tpr: 0.6, min_tnr: 0.6, min_examples: 10, max_age: 1d}\n")
+    make(
+        project, 15, 35, lambda i, label: label if i % 10 else not label
+    )  # TPR 0.87, TNR 0.89: FAIL
+    (project.root / "judgekit.yaml").write_text(
+        "gate: {min_tpr: 0.6, min_tnr: 0.6, min_examples: 10, max_age: 1d}\n"
+    )
     assert runner.invoke(app, ["gate"]).exit_code == 0  # honest: it passes this lenient policy
     path = project.root / ".judgekit/reports/latest/report.json"
     honest = json.loads(path.read_text())
@@ -289,18 +398,29 @@ def test_the_gate_needs_the_verdicts_and_one_entry_per_criterion(project):
     folder = project.root / ".judgekit/reports/latest"
     assert runner.invoke(app, ["gate"]).exit_code == 0
     honest = json.loads((folder / "report.json").read_text())
-    flipped = _tampered(honest, lambda c: c.update(confusion={"tp": 0, "fp": 40, "tn": 0, "fn": 40}))
-    (folder / "report.json").write_text(json.dumps({**honest, "criteria": [*honest["criteria"], *flipped["criteria"]]}))
+    flipped = _tampered(
+        honest, lambda c: c.update(confusion={"tp": 0, "fp": 40, "tn": 0, "fn": 40})
+    )
+    (folder / "report.json").write_text(
+        json.dumps({**honest, "criteria": [*honest["criteria"], *flipped["criteria"]]})
+    )
     twice = runner.invoke(app, ["gate"])
     assert twice.exit_code == 1 and "holds 2 entries for this criterion" in twice.output
     (folder / "report.json").write_text(json.dumps(honest))
     lines = (folder / "verdicts.jsonl").read_text().splitlines()
-    (folder / "verdicts.jsonl").write_text("\n".join(lines[1:]) + "\n")  # one example's verdict gone
+    (folder / "verdicts.jsonl").write_text(
+        "\n".join(lines[1:]) + "\n"
+    )  # one example's verdict gone
     short = runner.invoke(app, ["gate"])
     assert short.exit_code == 1 and "79 of the set's 80 examples have verdicts" in short.output
-    (folder / "verdicts.jsonl").write_text("\n".join([*lines, lines[0].replace('"p0"', '"nobody"')]) + "\n")
+    (folder / "verdicts.jsonl").write_text(
+        "\n".join([*lines, lines[0].replace('"p0"', '"nobody"')]) + "\n"
+    )
     stranger = runner.invoke(app, ["gate"])
-    assert stranger.exit_code == 1 and "for id 'nobody', which the calibration set does not hold" in stranger.output
+    assert (
+        stranger.exit_code == 1
+        and "for id 'nobody', which the calibration set does not hold" in stranger.output
+    )
     (folder / "verdicts.jsonl").unlink()
     gone = runner.invoke(app, ["gate"])
     assert gone.exit_code == 1 and "no verdicts.jsonl beside the report" in gone.output
@@ -312,7 +432,9 @@ def test_gate_and_plan_say_the_same_thing_with_one_number(project):
     from judgekit.gate import plan
     from judgekit.inputs.project import load_inputs
 
-    report = make(project, 40, 40, lambda i, label: label if (i % 4) or not label else not label)  # TPR 0.75
+    report = make(
+        project, 40, 40, lambda i, label: label if (i % 4) or not label else not label
+    )  # TPR 0.75
     result = decide(project, report)
     _, sets = load_inputs(project.criteria, project.sets)
     lines = plan(report, Policy(), sets, ["c"])
@@ -323,9 +445,13 @@ def test_gate_and_plan_say_the_same_thing_with_one_number(project):
     decision = decide(project, few).decisions[0]
     assert "about 5 more known-good examples would settle it" in decision.reasons
     assert decision.needed == {"pass": 5} and sum("more" in r for r in decision.reasons) == 1
-    far = make(project, 40, 400, lambda i, label: label if i != 100 else not label)  # TNR 399/400 against 0.997
+    far = make(
+        project, 40, 400, lambda i, label: label if i != 100 else not label
+    )  # TNR 399/400 against 0.997
     far_decision = decide(project, far, min_tnr=0.997).decisions[0]
-    assert "not reachable by labelling" in far_decision.summary and "19," not in far_decision.summary
+    assert (
+        "not reachable by labelling" in far_decision.summary and "19," not in far_decision.summary
+    )
 
 
 def test_recompute_takes_trials_in_any_order_and_refuses_a_trial_twice():
@@ -335,10 +461,22 @@ def test_recompute_takes_trials_in_any_order_and_refuses_a_trial_twice():
 
     at = datetime(2026, 1, 1, tzinfo=timezone.utc)
     labels = LabelledSet("c", None, "d", (Labelled("a", True, None), Labelled("b", False, None)))
-    lines = [Line("c", "a", 2, False, at), Line("c", "b", 0, False, at), Line("c", "a", 0, True, at),
-             Line("c", "a", 1, True, at), Line("c", "b", 1, True, at), Line("c", "b", 2, False, at)]
+    lines = [
+        Line("c", "a", 2, False, at),
+        Line("c", "b", 0, False, at),
+        Line("c", "a", 0, True, at),
+        Line("c", "a", 1, True, at),
+        Line("c", "b", 1, True, at),
+        Line("c", "b", 2, False, at),
+    ]
     f = recompute(None, lines, labels)
-    assert (f.n, f.trials, f.confusion, f.decided, f.evidence_at) == (2, 3, (1, 0, 1, 0), ((True, True), (False, False)), at)
+    assert (f.n, f.trials, f.confusion, f.decided, f.evidence_at) == (
+        2,
+        3,
+        (1, 0, 1, 0),
+        ((True, True), (False, False)),
+        at,
+    )
     assert f.flip_rate == 1.0 and [v.confidence for v in f.stages[0]] == [2 / 3, 2 / 3]
     with pytest.raises(Untrusted, match="two verdicts for id 'b' trial 1"):
         recompute(None, [*lines, Line("c", "b", 1, False, at)], labels)

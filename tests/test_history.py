@@ -23,8 +23,16 @@ from conftest import balanced, llm_criterion
 
 
 def _report(project, llm=None, **options):
-    return calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None,
-                             **options), llm=llm or FakeLLM.scripted({"reply-p": True}, default=False))
+    return calibrate(
+        Options(
+            criteria_dir=project.criteria,
+            sets_dir=project.sets,
+            model="openai/j",
+            cache_dir=None,
+            **options,
+        ),
+        llm=llm or FakeLLM.scripted({"reply-p": True}, default=False),
+    )
 
 
 def test_a_run_keeps_its_fingerprint_parts_metrics_and_every_verdict(project, tmp_path):
@@ -37,9 +45,21 @@ def test_a_run_keeps_its_fingerprint_parts_metrics_and_every_verdict(project, tm
         outcomes = history.outcomes(run_id)
     c = report.criteria[0]
     assert (run.criterion, run.model, run.prompt_sha, run.set_fingerprint, run.fingerprint) == (
-        "says-blocked", "openai/j", c.judge.prompt_sha, c.set_fingerprint, c.fingerprint)
-    assert run.parameters == c.judge.parameters and run.metrics["tpr"] == 0.75 and run.purpose == "calibrate"
-    assert outcomes == {**{f"p{i}": (True, i != 0) for i in range(4)}, **{f"f{i}": (False, False) for i in range(4)}}
+        "says-blocked",
+        "openai/j",
+        c.judge.prompt_sha,
+        c.set_fingerprint,
+        c.fingerprint,
+    )
+    assert (
+        run.parameters == c.judge.parameters
+        and run.metrics["tpr"] == 0.75
+        and run.purpose == "calibrate"
+    )
+    assert outcomes == {
+        **{f"p{i}": (True, i != 0) for i in range(4)},
+        **{f"f{i}": (False, False) for i in range(4)},
+    }
 
 
 def test_migrates_an_empty_file_and_a_previous_version_database(tmp_path):
@@ -52,15 +72,22 @@ def test_migrates_an_empty_file_and_a_previous_version_database(tmp_path):
     db = sqlite3.connect(old)
     MIGRATIONS[0](Store(db, SQLITE, str(old), 1.0))
     db.execute("PRAGMA user_version = 1")
-    db.execute("INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-               "source, n, abstained, metrics, judgekit_version) VALUES ('c', '2026-01-01T00:00:00+00:00', 'f', 'm', "
-               "'p', '{}', 's', 'live', 2, 0, '{\"tpr\": 1.0}', '0.1')")
+    db.execute(
+        "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
+        "source, n, abstained, metrics, judgekit_version) VALUES ('c', '2026-01-01T00:00:00+00:00', 'f', 'm', "
+        "'p', '{}', 's', 'live', 2, 0, '{\"tpr\": 1.0}', '0.1')"
+    )
     db.execute("INSERT INTO verdicts VALUES (1, 'e1', 1, 1)")
     db.commit()
     db.close()
     with History.open(old) as history:
         (run,) = history.runs()
-        assert (run.criterion, run.split, run.purpose, run.metrics) == ("c", None, "calibrate", {"tpr": 1.0})
+        assert (run.criterion, run.split, run.purpose, run.metrics) == (
+            "c",
+            None,
+            "calibrate",
+            {"tpr": 1.0},
+        )
         assert run.verdicts_sha is None
         assert history.outcomes(1) == {"e1": (True, True)}
         assert history.db.execute("PRAGMA user_version").fetchone()[0] == len(MIGRATIONS)
@@ -80,14 +107,22 @@ def test_a_recorded_run_keeps_its_verdict_files_content_digest(project, tmp_path
     digests = []
     with History.open(tmp_path / "h.sqlite") as history:
         for wrong in (0, 6):  # the same file name, re-exported with six verdicts turned
-            verdicts.write_text("".join(json.dumps({"id": r["id"], "passed": r["passed"] != (i < wrong)}) + "\n"
-                                        for i, r in enumerate(rows)))
+            verdicts.write_text(
+                "".join(
+                    json.dumps({"id": r["id"], "passed": r["passed"] != (i < wrong)}) + "\n"
+                    for i, r in enumerate(rows)
+                )
+            )
             digests.append(hashlib.sha256(verdicts.read_bytes()).hexdigest())
-            report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts))
+            report = calibrate(
+                Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts)
+            )
             assert report.criteria[0].inputs["verdicts"] == digests[-1]
             history.record(report)
         before, after = history.runs()
-        assert (before.verdicts_sha, after.verdicts_sha) == tuple(digests) and before.source == after.source
+        assert (before.verdicts_sha, after.verdicts_sha) == tuple(
+            digests
+        ) and before.source == after.source
         drift = compare(before, after, history.outcomes(before.id), history.outcomes(after.id))
     assert "verdicts" in drift.changed
     listed = CliRunner().invoke(app, ["history", "--history", str(tmp_path / "h.sqlite"), "--json"])
@@ -112,9 +147,18 @@ def test_a_newer_or_foreign_database_is_an_input_error(tmp_path):
 def _tiny_report(criterion: str, run: int, examples: int = 2):
     from judgekit.report import ConfusionCounts, CriterionReport, Report
 
-    c = CriterionReport(id=criterion, fingerprint="f", set_fingerprint="s", n=examples, abstained=0,
-                        confusion=ConfusionCounts(tp=examples, fp=0, tn=0, fn=0), metrics={}, intervals={},
-                        disagreements=[], outcomes={f"e{run}-{j}": (True, True) for j in range(examples)})
+    c = CriterionReport(
+        id=criterion,
+        fingerprint="f",
+        set_fingerprint="s",
+        n=examples,
+        abstained=0,
+        confusion=ConfusionCounts(tp=examples, fp=0, tn=0, fn=0),
+        metrics={},
+        intervals={},
+        disagreements=[],
+        outcomes={f"e{run}-{j}": (True, True) for j in range(examples)},
+    )
     return Report(criteria=[c])
 
 
@@ -126,7 +170,10 @@ def _writer(path: str, worker: int, runs: int) -> None:
 
 def test_several_processes_write_one_history_without_losing_a_run(tmp_path):
     path = str(tmp_path / "shared.sqlite")
-    processes = [multiprocessing.get_context("spawn").Process(target=_writer, args=(path, w, 25)) for w in range(4)]
+    processes = [
+        multiprocessing.get_context("spawn").Process(target=_writer, args=(path, w, 25))
+        for w in range(4)
+    ]
     for p in processes:
         p.start()
     for p in processes:
@@ -142,12 +189,16 @@ def test_several_processes_write_one_history_without_losing_a_run(tmp_path):
 
 def test_prompt_measured_only_on_its_dev_split_is_flagged(project, tmp_path):
     project.criterion(llm_criterion())
-    project.jsonl("says-blocked", [{**e, "split": "dev" if i % 2 else "test"} for i, e in enumerate(balanced(6, 6))])
+    project.jsonl(
+        "says-blocked",
+        [{**e, "split": "dev" if i % 2 else "test"} for i, e in enumerate(balanced(6, 6))],
+    )
     path = tmp_path / "h.sqlite"
     dev = record_history(_report(project, split="dev"), path)
     assert "only been measured on the dev split" in dev.criteria[0].warnings[0]
     assert "Warning: this prompt has only been measured on the dev split" in __import__(
-        "judgekit.report", fromlist=["to_markdown"]).to_markdown(dev)
+        "judgekit.report", fromlist=["to_markdown"]
+    ).to_markdown(dev)
     test = record_history(_report(project, split="test"), path)
     assert test.criteria[0].warnings == []
     # A new prompt (another few-shot example) starts over: measured on dev only again.
@@ -162,8 +213,18 @@ def test_calibrate_records_and_history_lists_runs(project, tmp_path):
     project.jsonl("says-blocked", balanced(3, 3))
     runner = CliRunner()
     with FakeServer(script({"reply-p": True}, default=False)) as server:
-        args = ["calibrate", "--criteria", str(project.criteria), "--sets", str(project.sets), "--model", "openai/j",
-                "--api-base", server.url, "-q"]
+        args = [
+            "calibrate",
+            "--criteria",
+            str(project.criteria),
+            "--sets",
+            str(project.sets),
+            "--model",
+            "openai/j",
+            "--api-base",
+            server.url,
+            "-q",
+        ]
         assert runner.invoke(app, args).exit_code == 0
         assert runner.invoke(app, args + ["--no-cache"]).exit_code == 0
         assert runner.invoke(app, args + ["--no-history"]).exit_code == 0
@@ -171,7 +232,9 @@ def test_calibrate_records_and_history_lists_runs(project, tmp_path):
     assert listed.exit_code == 0, listed.output
     rows = [line for line in listed.output.splitlines() if "says-blocked" in line]
     assert len(rows) == 2 and all("openai/j" in r and "1.00" in r for r in rows)
-    as_json = [json.loads(line) for line in runner.invoke(app, ["history", "--json"]).output.splitlines()]
+    as_json = [
+        json.loads(line) for line in runner.invoke(app, ["history", "--json"]).output.splitlines()
+    ]
     assert [r["id"] for r in as_json] == [1, 2] and as_json[0]["metrics"]["tnr"] == 1.0
     missing = runner.invoke(app, ["history", "--history", str(tmp_path / "nope.sqlite")])
     assert missing.exit_code == 2 and "run `judgekit calibrate` first" in missing.output
@@ -217,21 +280,33 @@ def test_a_damaged_history_is_an_input_error_that_says_what_to_do(project, tmp_p
     path = _history_file(tmp_path / "h.sqlite", runs=40, examples=50)
     data = bytearray(path.read_bytes())
     for page in range(4096, len(data), 4096):  # the header and the schema (page 1) stay whole
-        data[page:page + 64] = b"\xff" * 64
+        data[page : page + 64] = b"\xff" * 64
     path.write_bytes(bytes(data))
     with History.open(path) as history:
         for use in (history.runs, lambda: history.record(_tiny_report("c", 99))):
             with pytest.raises(InputError) as caught:
                 use()
-            assert f"{path}: is damaged" in str(caught.value) and "move it away" in str(caught.value)
-    project.criterion({"id": "r", "kind": "regex", "question": "Is it clean?", "pattern": "x", "match_means": "fail"})
+            assert f"{path}: is damaged" in str(caught.value) and "move it away" in str(
+                caught.value
+            )
+    project.criterion(
+        {
+            "id": "r",
+            "kind": "regex",
+            "question": "Is it clean?",
+            "pattern": "x",
+            "match_means": "fail",
+        }
+    )
     project.jsonl("r", [{"id": "a", "output": "fine", "passed": True}])
     result = CliRunner().invoke(app, ["calibrate", "--history", str(path), "-q"])
     assert result.exit_code == 2 and f"{path}: is damaged" in result.output, result.output
     # A file that is no history at all (a criterion given by mistake) is named, and not to be moved.
     mistaken = CliRunner().invoke(app, ["drift", "--history", str(project.criteria / "r.yaml")])
-    assert mistaken.exit_code == 2 and "if it is another file, pass --history with the history's own" in \
-        mistaken.output, mistaken.output
+    assert (
+        mistaken.exit_code == 2
+        and "if it is another file, pass --history with the history's own" in mistaken.output
+    ), mistaken.output
 
 
 def test_a_read_only_history_says_so_and_how_to_go_on(tmp_path):
@@ -242,11 +317,17 @@ def test_a_read_only_history_says_so_and_how_to_go_on(tmp_path):
     with pytest.raises(InputError) as caught:
         History.open(path)
     message = str(caught.value)
-    assert f"{path}: cannot be written" in message and "--no-history" in message and "move it away" not in message
+    assert (
+        f"{path}: cannot be written" in message
+        and "--no-history" in message
+        and "move it away" not in message
+    )
 
 
-HOLD = ("import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
-        "db.execute('BEGIN EXCLUSIVE')\nprint('locked', flush=True)\nsys.stdin.read()\n")
+HOLD = (
+    "import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+    "db.execute('BEGIN EXCLUSIVE')\nprint('locked', flush=True)\nsys.stdin.read()\n"
+)
 
 
 def test_a_history_locked_by_another_process_is_waited_for_then_called_locked(tmp_path):
@@ -256,11 +337,18 @@ def test_a_history_locked_by_another_process_is_waited_for_then_called_locked(tm
 
     path = _history_file(tmp_path / "h.sqlite")
     opened = History.open(path, timeout_s=0.3)
-    holder = subprocess.Popen([sys.executable, "-c", HOLD, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              text=True)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "locked"
-        for use in (lambda: History.open(path, timeout_s=0.3), lambda: opened.record(_tiny_report("c", 1))):
+        for use in (
+            lambda: History.open(path, timeout_s=0.3),
+            lambda: opened.record(_tiny_report("c", 1)),
+        ):
             started = time.monotonic()
             with pytest.raises(InputError) as caught:
                 use()
@@ -282,8 +370,14 @@ def test_a_run_imported_later_keeps_its_place_in_time(project, tmp_path):
 
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(4, 4))
-    runner_history, shared, moved = tmp_path / "runner.sqlite", tmp_path / "shared.sqlite", tmp_path / "runs.jsonl"
-    record_history(_report(project, llm=FakeLLM.scripted({}, default=False)), runner_history)  # the older run
+    runner_history, shared, moved = (
+        tmp_path / "runner.sqlite",
+        tmp_path / "shared.sqlite",
+        tmp_path / "runs.jsonl",
+    )
+    record_history(
+        _report(project, llm=FakeLLM.scripted({}, default=False)), runner_history
+    )  # the older run
     record_history(_report(project), shared)
     with History.open(runner_history) as history:
         export_history(history, moved)
@@ -301,9 +395,16 @@ def test_a_reader_leaves_an_empty_file_as_it_found_it(tmp_path):
     empty = tmp_path / "empty.sqlite"
     empty.touch()
     for command in (["drift"], ["history"], ["history", "export", str(tmp_path / "out.jsonl")]):
-        result = CliRunner().invoke(app, [*command, "--history", str(empty)] if command[0] == "drift"
-                                    else ["history", "--history", str(empty), *command[1:]])
-        assert result.exit_code == 2 and "no calibration history here yet" in result.output, (command, result.output)
+        result = CliRunner().invoke(
+            app,
+            [*command, "--history", str(empty)]
+            if command[0] == "drift"
+            else ["history", "--history", str(empty), *command[1:]],
+        )
+        assert result.exit_code == 2 and "no calibration history here yet" in result.output, (
+            command,
+            result.output,
+        )
     assert empty.stat().st_size == 0 and not (tmp_path / "out.jsonl").exists()
 
 

@@ -16,20 +16,28 @@ from judgekit.watch.history import History, record_history
 from judgekit.testing import FakeLLM
 from tests.conftest import balanced, llm_criterion, require
 
-HOSTILE = "<script>window.__pwned = 1</script><img src=x onerror=\"window.__pwned = 2\">"
+HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 
 
 @pytest.fixture
 def browser():
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    require(bool(chromium and driver), "Chromium is not installed: apt-get install chromium chromium-driver")
+    require(
+        bool(chromium and driver),
+        "Chromium is not installed: apt-get install chromium chromium-driver",
+    )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1300,1800",
-                 "--disable-dev-shm-usage"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--window-size=1300,1800",
+        "--disable-dev-shm-usage",
+    ):
         options.add_argument(flag)
     session = webdriver.Chrome(service=Service(driver), options=options)
     yield session
@@ -41,26 +49,54 @@ def _project(project, tmp_path):
     examples = balanced(22, 22)
     examples[0] = {**examples[0], "output": f"reply-p0: blocked {HOSTILE}"}
     project.jsonl("says-blocked", examples)
-    answers = {"reply-p0": False, "reply-f1": True, "reply-p": True}  # p0 missed; f1, f10-f19 passed wrongly
+    answers = {
+        "reply-p0": False,
+        "reply-f1": True,
+        "reply-p": True,
+    }  # p0 missed; f1, f10-f19 passed wrongly
 
     def answer(request):
         reply = request.messages[-1]["content"]
-        verdict = next((v for k, v in answers.items() if f"{k}:" in reply or f"{k} " in reply or k in reply), False)
-        return ('{"reasoning": "Saw ' + HOSTILE.replace('"', "'") + '", "passed": ' + ("true" if verdict else "false")
-                + "}")
+        verdict = next(
+            (v for k, v in answers.items() if f"{k}:" in reply or f"{k} " in reply or k in reply),
+            False,
+        )
+        return (
+            '{"reasoning": "Saw '
+            + HOSTILE.replace('"', "'")
+            + '", "passed": '
+            + ("true" if verdict else "false")
+            + "}"
+        )
 
     history = tmp_path / "history.sqlite"
     for _ in range(2):
-        report = record_history(calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets,
-                                                  model="openai/j", cache_dir=None), llm=FakeLLM(answer)), history)
+        report = record_history(
+            calibrate(
+                Options(
+                    criteria_dir=project.criteria,
+                    sets_dir=project.sets,
+                    model="openai/j",
+                    cache_dir=None,
+                ),
+                llm=FakeLLM(answer),
+            ),
+            history,
+        )
     report.write(tmp_path / "out")
-    decisions = Gate.from_project(project.criteria, project.sets).check_path(tmp_path / "out").decisions
+    decisions = (
+        Gate.from_project(project.criteria, project.sets).check_path(tmp_path / "out").decisions
+    )
     with History.open(history, create=False) as db:
         runs = {c.id: db.runs(c.id, purpose="calibrate") for c in report.criteria}
-    return Path(write_html(report, tmp_path / "out", {d.criterion: d for d in decisions}, runs)), report
+    return Path(
+        write_html(report, tmp_path / "out", {d.criterion: d for d in decisions}, runs)
+    ), report
 
 
-def test_the_page_shows_decisions_charts_and_disagreements_and_runs_nothing(project, tmp_path, browser):
+def test_the_page_shows_decisions_charts_and_disagreements_and_runs_nothing(
+    project, tmp_path, browser
+):
     page, report = _project(project, tmp_path)
     browser.get(page.as_uri())
     text = browser.find_element("tag name", "body").text
@@ -71,13 +107,17 @@ def test_the_page_shows_decisions_charts_and_disagreements_and_runs_nothing(proj
     # The hostile reply and reasoning are shown as text, and nothing in them ran.
     assert "<script>window.__pwned = 1</script>" in text
     assert browser.execute_script("return window.__pwned === undefined")
-    assert browser.execute_script("return document.querySelectorAll('main script, main img').length") == 0
+    assert (
+        browser.execute_script("return document.querySelectorAll('main script, main img').length")
+        == 0
+    )
     # Self-contained: the page fetched nothing.
     assert browser.execute_script("return performance.getEntriesByType('resource').length") == 0
     # The heatmap's four cells hold the confusion counts; the past-runs chart is there (two runs).
     cells = browser.execute_script(
         "return Array.from(document.querySelectorAll('section svg')[0].querySelectorAll('text'))"
-        ".map(t => t.textContent)")
+        ".map(t => t.textContent)"
+    )
     k = c.confusion
     assert [str(k.tp), str(k.fn), str(k.fp), str(k.tn)] == [t for t in cells if t.isdigit()]
     assert "PAST RUNS (2)" in text.upper()
@@ -99,12 +139,23 @@ def test_the_page_shows_decisions_charts_and_disagreements_and_runs_nothing(proj
 def test_a_report_without_gate_or_history_still_renders_every_text_escaped():
     from judgekit.report import ConfusionCounts, CriterionReport, Disagreement, Report
 
-    c = CriterionReport(id="c", fingerprint="f", set_fingerprint="s", n=1, abstained=0,
-                        confusion=ConfusionCounts(tp=0, fp=1, tn=0, fn=0), metrics={"tpr": None}, intervals={},
-                        disagreements=[Disagreement(id="<b>x</b>", label=False, verdict=True, output=HOSTILE,
-                                                    reason="&<>")])
+    c = CriterionReport(
+        id="c",
+        fingerprint="f",
+        set_fingerprint="s",
+        n=1,
+        abstained=0,
+        confusion=ConfusionCounts(tp=0, fp=1, tn=0, fn=0),
+        metrics={"tpr": None},
+        intervals={},
+        disagreements=[
+            Disagreement(id="<b>x</b>", label=False, verdict=True, output=HOSTILE, reason="&<>")
+        ],
+    )
     page = to_html(Report(criteria=[c]))
-    assert "<script>window" not in page and "&lt;script&gt;" in page and "&lt;b&gt;x&lt;/b&gt;" in page
+    assert (
+        "<script>window" not in page and "&lt;script&gt;" in page and "&lt;b&gt;x&lt;/b&gt;" in page
+    )
     assert "&amp;&lt;&gt;" in page and "not gated" in page and "undefined" in page
 
 
@@ -115,8 +166,25 @@ def test_past_runs_worse_than_chance_are_drawn_below_zero_not_clipped():
     from judgekit.watch.history import Run
     from judgekit.cli.html import history_chart
 
-    runs = [Run(i, "c", datetime(2026, 11, i + 1, tzinfo=timezone.utc), "calibrate", "f", "m", "p", {}, "s", None,
-                "live", 10, 0, {"cohen_kappa": k, "tpr": 0.5, "tnr": 0.5}) for i, k in enumerate((0.5, -1.0, 0.0))]
+    runs = [
+        Run(
+            i,
+            "c",
+            datetime(2026, 11, i + 1, tzinfo=timezone.utc),
+            "calibrate",
+            "f",
+            "m",
+            "p",
+            {},
+            "s",
+            None,
+            "live",
+            10,
+            0,
+            {"cohen_kappa": k, "tpr": 0.5, "tnr": 0.5},
+        )
+        for i, k in enumerate((0.5, -1.0, 0.0))
+    ]
     svg = history_chart(runs)
     kappa_line = re.search(r'stroke="#1d2330" stroke-width="2" points="([^"]+)"', svg).group(1)
     ys = [float(point.split(",")[1]) for point in kappa_line.split()]

@@ -34,17 +34,27 @@ def _cases():
     return [Case(name=text.replace(" ", "-"), inputs=text) for text in REPLIES]
 
 
-def test_each_case_is_evaluated_by_the_calibrated_judge_and_an_abstention_is_a_failure_to_evaluate(gated_project):
+def test_each_case_is_evaluated_by_the_calibrated_judge_and_an_abstention_is_a_failure_to_evaluate(
+    gated_project,
+):
     before = gated_project.judge_calls()
-    dataset = Dataset(name="support", cases=_cases(), evaluators=[JudgekitEvaluator("says-blocked")])
+    dataset = Dataset(
+        name="support", cases=_cases(), evaluators=[JudgekitEvaluator("says-blocked")]
+    )
     report = dataset.evaluate_sync(_support_agent(), progress=False)
     by_name = {case.name: case for case in report.cases}
-    good, bad = by_name["lost-card"].assertions["says-blocked"], by_name["stolen-card"].assertions["says-blocked"]
+    good, bad = (
+        by_name["lost-card"].assertions["says-blocked"],
+        by_name["stolen-card"].assertions["says-blocked"],
+    )
     assert (good.value, bad.value, bad.reason) == (True, False, "scripted verdict")
     undecided = by_name["garbled"]
     assert undecided.assertions == {}  # neither a pass nor a fail ...
     [failure] = undecided.evaluator_failures  # ... but a failure to evaluate, saying why
-    assert failure.name == "says-blocked" and "judgekit says-blocked: ABSTAINED" in failure.error_message
+    assert (
+        failure.name == "says-blocked"
+        and "judgekit says-blocked: ABSTAINED" in failure.error_message
+    )
     assert gated_project.judge_calls() > before
 
 
@@ -58,17 +68,26 @@ def test_a_blocked_criterion_refuses_before_anything_is_evaluated(gated_project)
 def test_the_evaluator_returns_an_evaluation_reason_named_after_the_criterion(gated_project):
     evaluator = JudgekitEvaluator("says-blocked")
     assert evaluator.get_default_evaluation_name() == "says-blocked"
-    report = Dataset(name="support", cases=_cases()[:1], evaluators=[evaluator]).evaluate_sync(_support_agent(), progress=False)
+    report = Dataset(name="support", cases=_cases()[:1], evaluators=[evaluator]).evaluate_sync(
+        _support_agent(), progress=False
+    )
     result = report.cases[0].assertions["says-blocked"]
-    assert result.name == "says-blocked" and result.source.arguments == ("says-blocked",)  # saved as written: no judge
-    assert EvaluationReason(value=result.value, reason=result.reason) == EvaluationReason(True, "scripted verdict")
+    assert result.name == "says-blocked" and result.source.arguments == (
+        "says-blocked",
+    )  # saved as written: no judge
+    assert EvaluationReason(value=result.value, reason=result.reason) == EvaluationReason(
+        True, "scripted verdict"
+    )
 
 
 def test_a_task_returning_nothing_is_not_judged(gated_project):
     async def silent(question: str) -> None:
         return None
 
-    report = Dataset(name="support", cases=_cases()[:1], evaluators=[JudgekitEvaluator("no-email")]).evaluate_sync(
-        silent, progress=False)
+    report = Dataset(
+        name="support", cases=_cases()[:1], evaluators=[JudgekitEvaluator("no-email")]
+    ).evaluate_sync(silent, progress=False)
     [case] = report.cases
-    assert case.assertions == {} and "returned no output" in case.evaluator_failures[0].error_message
+    assert (
+        case.assertions == {} and "returned no output" in case.evaluator_failures[0].error_message
+    )

@@ -10,23 +10,35 @@ from judgekit.inputs.sets import Example
 from judgekit.judging.verdicts import Verdict, majority
 
 
-@pytest.mark.parametrize("text, expected", [
-    ('{"reasoning": "r", "passed": true}', (True, "r", None)),
-    ('{"reasoning": "r", "passed": false}', (False, "r", None)),
-    ('Sure:\n```json\n{"reasoning": "r", "passed": false}\n```', (False, "r", None)),
-    ('Here you go {"passed": true, "reasoning": "x"} done', (True, "x", None)),
-    ("It never says so.\nFAIL", (False, "It never says so.", None)),
-    ("Clearly stated.\n**PASS**", (True, "Clearly stated.", None)),
-    ("PASS", (True, None, None)),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ('{"reasoning": "r", "passed": true}', (True, "r", None)),
+        ('{"reasoning": "r", "passed": false}', (False, "r", None)),
+        ('Sure:\n```json\n{"reasoning": "r", "passed": false}\n```', (False, "r", None)),
+        ('Here you go {"passed": true, "reasoning": "x"} done', (True, "x", None)),
+        ("It never says so.\nFAIL", (False, "It never says so.", None)),
+        ("Clearly stated.\n**PASS**", (True, "Clearly stated.", None)),
+        ("PASS", (True, None, None)),
+    ],
+)
 def test_contract_answers(text, expected):
     assert read_answer(text) == expected
 
 
-@pytest.mark.parametrize("text", [
-    "", "maybe", "PASS or FAIL, hard to say", '{"reasoning": "r", "passed": "true"}',
-    '{"reasoning": "r", "passed": tru', "The verdict is PASS because", '{"passed": 1}', "pass\nfail?",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "maybe",
+        "PASS or FAIL, hard to say",
+        '{"reasoning": "r", "passed": "true"}',
+        '{"reasoning": "r", "passed": tru',
+        "The verdict is PASS because",
+        '{"passed": 1}',
+        "pass\nfail?",
+    ],
+)
 def test_everything_else_abstains_with_the_raw_text_kept(text):
     passed, _, abstention = read_answer(text)
     assert passed is None and abstention == "unparseable"
@@ -45,10 +57,19 @@ def test_trials_make_one_job_each_and_differ_in_the_request():
 
 
 def test_majority_and_tie():
-    assert majority([Verdict("a", True), Verdict("a", None, trial=1), Verdict("a", False, trial=2)]).abstention == \
-        "trials tied"
+    assert (
+        majority(
+            [Verdict("a", True), Verdict("a", None, trial=1), Verdict("a", False, trial=2)]
+        ).abstention
+        == "trials tied"
+    )
     assert majority([Verdict("a", None, abstention="unparseable")]).abstention == "unparseable"
-    assert majority([Verdict("a", False), Verdict("a", False, trial=1), Verdict("a", True, trial=2)]).passed is False
+    assert (
+        majority(
+            [Verdict("a", False), Verdict("a", False, trial=1), Verdict("a", True, trial=2)]
+        ).passed
+        is False
+    )
 
 
 def test_run_bounded_keeps_order_and_bound():
@@ -62,7 +83,9 @@ def test_run_bounded_keeps_order_and_bound():
         in_flight -= 1
         return x * 2
 
-    assert asyncio.run(run_bounded(list(range(100)), work, concurrency=7)) == [x * 2 for x in range(100)]
+    assert asyncio.run(run_bounded(list(range(100)), work, concurrency=7)) == [
+        x * 2 for x in range(100)
+    ]
     assert peak == 7
 
 

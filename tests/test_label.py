@@ -27,8 +27,12 @@ def inbox(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in LINES))
     report = tmp_path / "report"
     report.mkdir()
-    (report / "verdicts.jsonl").write_text(json.dumps({"id": "u1", "passed": True, "reason": "says blocked"}) + "\n"
-                                           + json.dumps({"id": "u2", "passed": True, "reason": "offers"}) + "\n")
+    (report / "verdicts.jsonl").write_text(
+        json.dumps({"id": "u1", "passed": True, "reason": "says blocked"})
+        + "\n"
+        + json.dumps({"id": "u2", "passed": True, "reason": "offers"})
+        + "\n"
+    )
     return path, report
 
 
@@ -116,13 +120,24 @@ def test_buttons_label_by_mouse_and_touch_as_the_named_annotator(inbox, browser)
         browser.get(f"http://127.0.0.1:{server.server_port}/")
         _wait(browser, "return document.getElementById('output').textContent.length > 0")
         assert browser.find_element(By.ID, "who").text == "labelling as ana"
-        buttons = {name: browser.find_element(By.ID, name) for name in ("pass", "fail", "skip", "next")}
-        assert all(buttons[n].is_displayed() for n in ("pass", "fail", "skip")) and not buttons["next"].is_displayed()
-        assert all(b.size["height"] >= 44 and b.size["width"] >= 44 for n, b in buttons.items() if n != "next")
+        buttons = {
+            name: browser.find_element(By.ID, name) for name in ("pass", "fail", "skip", "next")
+        }
+        assert (
+            all(buttons[n].is_displayed() for n in ("pass", "fail", "skip"))
+            and not buttons["next"].is_displayed()
+        )
+        assert all(
+            b.size["height"] >= 44 and b.size["width"] >= 44
+            for n, b in buttons.items()
+            if n != "next"
+        )
         buttons["pass"].click()  # the mouse
         _wait(browser, "return !document.getElementById('judge').hidden")
         assert browser.find_element(By.ID, "verdict").text == "pass"
-        assert not buttons["pass"].is_displayed() and buttons["next"].is_displayed()  # no label for an unseen one
+        assert (
+            not buttons["pass"].is_displayed() and buttons["next"].is_displayed()
+        )  # no label for an unseen one
         buttons["next"].click()
         _wait(browser, "return document.getElementById('output').textContent.startsWith('Would')")
         _tap(browser, buttons["fail"])  # a finger
@@ -149,8 +164,12 @@ def test_review_fixes_a_label_in_the_calibration_set(project, browser):
 
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(3, 3))
-    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
-                       llm=FakeLLM.scripted({"reply-p": True, "reply-f1": True}, default=False))
+    report = calibrate(
+        Options(
+            criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
+        ),
+        llm=FakeLLM.scripted({"reply-p": True, "reply-f1": True}, default=False),
+    )
     report.write(project.root / "out")
     session = review("says-blocked", project.criteria, project.sets, project.root / "out")
     assert [i.id for i in session.items] == ["f1"]
@@ -158,19 +177,30 @@ def test_review_fixes_a_label_in_the_calibration_set(project, browser):
     try:
         browser.get(f"http://127.0.0.1:{server.server_port}/")
         _wait(browser, "return document.getElementById('output').textContent.length > 0")
-        assert browser.find_element(By.ID, "judge").is_displayed() and browser.find_element(By.ID, "label").text == "fail"
-        browser.find_element(By.TAG_NAME, "body").send_keys("p")  # the person decides the judge was right
+        assert (
+            browser.find_element(By.ID, "judge").is_displayed()
+            and browser.find_element(By.ID, "label").text == "fail"
+        )
+        browser.find_element(By.TAG_NAME, "body").send_keys(
+            "p"
+        )  # the person decides the judge was right
         _wait(browser, "return document.getElementById('done').style.display === 'block'")
     finally:
         server.shutdown()
-    records = [json.loads(line) for line in (project.sets / "says-blocked.jsonl").read_text().splitlines()]
+    records = [
+        json.loads(line) for line in (project.sets / "says-blocked.jsonl").read_text().splitlines()
+    ]
     assert [r["id"] for r in records] == ["p0", "p1", "p2", "f0", "f1", "f2"]
     assert [r["passed"] for r in records] == [True, True, True, False, True, False]
 
 
 def _post(port, body, headers):
-    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/label", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json", **headers}, method="POST")
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}/api/label",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json", **headers},
+        method="POST",
+    )
     try:
         with urllib.request.urlopen(request, timeout=5) as response:
             return response.status
@@ -189,15 +219,28 @@ def test_the_server_listens_on_loopback_and_refuses_foreign_writes(inbox):
         token = {"X-Judgekit-Token": session.token}
         assert _post(port, {"id": "u1", "passed": True}, {}) == 403  # no token
         assert _post(port, {"id": "u1", "passed": True}, {"X-Judgekit-Token": "guess"}) == 403
-        assert _post(port, {"id": "u1", "passed": True}, {**token, "Origin": "http://evil.example"}) == 403
-        assert _post(port, {"id": "u1", "passed": True}, {**token, "Host": f"evil.example:{port}"}) == 403
+        assert (
+            _post(port, {"id": "u1", "passed": True}, {**token, "Origin": "http://evil.example"})
+            == 403
+        )
+        assert (
+            _post(port, {"id": "u1", "passed": True}, {**token, "Host": f"evil.example:{port}"})
+            == 403
+        )
         assert _post(port, {"id": "u1", "passed": "yes"}, token) == 400
         assert _post(port, {"id": "nope", "passed": True}, token) == 409
         assert path.read_text() == before  # nothing written by any of these
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/items", timeout=5) as response:
             items = json.loads(response.read())["items"]
-        assert [i["id"] for i in items] == ["u1", "u2", "u3"] and all(i["verdict"] is None for i in items)
-        assert _post(port, {"id": "u1", "passed": False}, {**token, "Origin": f"http://127.0.0.1:{port}"}) == 200
+        assert [i["id"] for i in items] == ["u1", "u2", "u3"] and all(
+            i["verdict"] is None for i in items
+        )
+        assert (
+            _post(
+                port, {"id": "u1", "passed": False}, {**token, "Origin": f"http://127.0.0.1:{port}"}
+            )
+            == 200
+        )
     finally:
         server.shutdown()
     assert json.loads(path.read_text().splitlines()[1])["passed"] is False
@@ -213,7 +256,10 @@ def test_csv_labels_keep_every_row_in_order(tmp_path):
 
     rows = list(csv.DictReader(path.open(newline="")))
     assert [(r["id"], r["output"], r["passed"]) for r in rows] == [
-        ("a", "one, with comma", "true"), ("b", "two\nlines", "true"), ("c", "three", "false")]
+        ("a", "one, with comma", "true"),
+        ("b", "two\nlines", "true"),
+        ("c", "three", "false"),
+    ]
 
 
 def test_the_command_needs_a_file_or_a_criterion_to_review(tmp_path):
@@ -222,7 +268,11 @@ def test_the_command_needs_a_file_or_a_criterion_to_review(tmp_path):
     from judgekit.cli import app
 
     neither = CliRunner().invoke(app, ["label", "--no-open"])
-    assert neither.exit_code == 2 and "give a FILE to label, -c CRITERION alone (its review queue), --review CRITERION, or --merge NEW" in neither.output
+    assert (
+        neither.exit_code == 2
+        and "give a FILE to label, -c CRITERION alone (its review queue), --review CRITERION, or --merge NEW"
+        in neither.output
+    )
     (tmp_path / "set.yaml").write_text("examples: []\n")
     wrong = CliRunner().invoke(app, ["label", str(tmp_path / "set.yaml"), "--no-open"])
     assert wrong.exit_code == 2 and "written back to .jsonl or .csv files" in wrong.output
@@ -234,8 +284,10 @@ def test_write_back_keeps_every_other_byte(tmp_path):
     from judgekit.inputs.sets import load_set
 
     jsonl = tmp_path / "s.jsonl"
-    raw = ('{"id": "a", "output": "line\\u2028sep \\u00e9"}\r\n{"id": "b", "output": "y", "passed": true}\r\n'
-           '\r\n{"id": "c", "output": "z"}\r\n')
+    raw = (
+        '{"id": "a", "output": "line\\u2028sep \\u00e9"}\r\n{"id": "b", "output": "y", "passed": true}\r\n'
+        '\r\n{"id": "c", "output": "z"}\r\n'
+    )
     jsonl.write_bytes(raw.encode())
     write_label(jsonl, "a", True)
     write_label(jsonl, "c", False)
@@ -245,9 +297,14 @@ def test_write_back_keeps_every_other_byte(tmp_path):
     assert json.loads(lines[0])["output"] == "line\u2028sep \u00e9"
 
     csv_path = tmp_path / "s.csv"
-    csv_path.write_bytes('\ufeffid,output,passed\r\na,"two\r\nlines",\r\nb,"q ""x""",\r\nc,plain,false\r\n'.encode())
+    csv_path.write_bytes(
+        '\ufeffid,output,passed\r\na,"two\r\nlines",\r\nb,"q ""x""",\r\nc,plain,false\r\n'.encode()
+    )
     write_label(csv_path, "b", True)
-    assert csv_path.read_bytes().decode() == '\ufeffid,output,passed\r\na,"two\r\nlines",\r\nb,"q ""x""",true\r\nc,plain,false\r\n'
+    assert (
+        csv_path.read_bytes().decode()
+        == '\ufeffid,output,passed\r\na,"two\r\nlines",\r\nb,"q ""x""",true\r\nc,plain,false\r\n'
+    )
     dup = tmp_path / "d.csv"
     dup.write_text("id,output,note,note\na,hi,first,second\n")
     with pytest.raises(InputError, match="has the same column twice"):
@@ -263,8 +320,10 @@ def test_examples_labelled_by_annotators_are_not_overwritten(tmp_path):
     from judgekit.inputs.labels import write_label
 
     path = tmp_path / "s.jsonl"
-    path.write_text('{"id": "a", "output": "x", "labels": {"ana": false, "ben": false, "eve": true}}\n'
-                    '{"id": "b", "output": "y"}\n')
+    path.write_text(
+        '{"id": "a", "output": "x", "labels": {"ana": false, "ben": false, "eve": true}}\n'
+        '{"id": "b", "output": "y"}\n'
+    )
     assert [i.id for i in labelling(path).items] == ["b"]
     with pytest.raises(InputError, match="labelled by several annotators"):
         write_label(path, "a", True)
@@ -285,8 +344,12 @@ def test_two_processes_labelling_one_file_lose_nothing(tmp_path):
     import sys
 
     path = tmp_path / "s.jsonl"
-    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(120)))
-    workers = [subprocess.Popen([sys.executable, "-c", LABELLER, str(path), str(part)]) for part in (0, 1)]
+    path.write_text(
+        "".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(120))
+    )
+    workers = [
+        subprocess.Popen([sys.executable, "-c", LABELLER, str(path), str(part)]) for part in (0, 1)
+    ]
     assert [w.wait(120) for w in workers] == [0, 0]
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert [r["id"] for r in records] == [f"e{i}" for i in range(120)]
@@ -326,8 +389,11 @@ def _appending(path, count, mode):
     import subprocess
     import sys
 
-    process = subprocess.Popen([sys.executable, "-c", APPENDER, str(path), str(count), mode],
-                               stdout=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-c", APPENDER, str(path), str(count), mode],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert process.stdout.readline() == "started\n"
     return process
 
@@ -337,7 +403,9 @@ def test_records_appended_while_labels_are_written_are_all_kept(tmp_path, mode, 
     from judgekit.inputs.labels import write_label
 
     path = tmp_path / "inbox.jsonl"
-    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(200)))
+    path.write_text(
+        "".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(200))
+    )
     session = labelling(path)
     server = serve(session)
     labelled = {}
@@ -346,8 +414,14 @@ def test_records_appended_while_labels_are_written_are_all_kept(tmp_path, mode, 
         while appender.poll() is None or len(labelled) < 10:  # label for as long as it appends
             i = len(labelled) % 200
             if via == "page":
-                assert _post(server.server_port, {"id": f"e{i}", "passed": i % 3 == 0},
-                             {"X-Judgekit-Token": session.token}) == 200
+                assert (
+                    _post(
+                        server.server_port,
+                        {"id": f"e{i}", "passed": i % 3 == 0},
+                        {"X-Judgekit-Token": session.token},
+                    )
+                    == 200
+                )
             else:
                 write_label(path, f"e{i}", i % 3 == 0)
             labelled[f"e{i}"] = i % 3 == 0
@@ -407,9 +481,15 @@ def test_a_file_rewritten_in_place_is_never_written_back_half_read(tmp_path):
     from judgekit.inputs.labels import write_label
 
     path = tmp_path / "set.jsonl"
-    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"reply {i} " + "x" * 20}) + "\n"
-                            for i in range(554)))
-    rewriter = subprocess.Popen([sys.executable, "-c", REWRITER, str(path)], stdout=subprocess.PIPE, text=True)
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"e{i}", "output": f"reply {i} " + "x" * 20}) + "\n"
+            for i in range(554)
+        )
+    )
+    rewriter = subprocess.Popen(
+        [sys.executable, "-c", REWRITER, str(path)], stdout=subprocess.PIPE, text=True
+    )
     assert rewriter.stdout.readline() == "emptied\n"
     labelled, refused, i = {}, [], 0
     try:
@@ -425,8 +505,12 @@ def test_a_file_rewritten_in_place_is_never_written_back_half_read(tmp_path):
     assert rewriter.returncode == 0 and len(labelled) + len(refused) >= 5
     lines = [line for line in path.read_text().split("\n") if line.strip()]
     records = [json.loads(line) for line in lines]  # every line whole
-    assert [r["id"] for r in records] == [f"e{i}" for i in range(554)]  # no line of its content lost
-    assert {r["id"]: r["passed"] for r in records if "passed" in r} == labelled  # every label written
+    assert [r["id"] for r in records] == [
+        f"e{i}" for i in range(554)
+    ]  # no line of its content lost
+    assert {
+        r["id"]: r["passed"] for r in records if "passed" in r
+    } == labelled  # every label written
     # A label refused while the file kept changing says so, naming the file and what to do.
     assert all(str(path) in message and "try again" in message for message in refused)
 
@@ -436,7 +520,9 @@ def test_a_file_that_keeps_changing_is_refused_with_409_and_kept_whole(tmp_path)
     import time
 
     path = tmp_path / "set.jsonl"
-    content = "".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(300)).encode()
+    content = "".join(
+        json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(300)
+    ).encode()
     path.write_bytes(content)
     session = labelling(path)
     server = serve(session)
@@ -454,10 +540,12 @@ def test_a_file_that_keeps_changing_is_refused_with_409_and_kept_whole(tmp_path)
     writer = threading.Thread(target=rewrite)
     writer.start()
     try:
-        request = urllib.request.Request(f"http://127.0.0.1:{server.server_port}/api/label", method="POST",
-                                         data=json.dumps({"id": "e250", "passed": True}).encode(),
-                                         headers={"Content-Type": "application/json",
-                                                  "X-Judgekit-Token": session.token})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{server.server_port}/api/label",
+            method="POST",
+            data=json.dumps({"id": "e250", "passed": True}).encode(),
+            headers={"Content-Type": "application/json", "X-Judgekit-Token": session.token},
+        )
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=30)
     finally:
@@ -478,7 +566,9 @@ def test_a_file_moved_into_place_while_a_label_is_written_gets_the_label(tmp_pat
     from judgekit.inputs.labels import write_label
 
     path = tmp_path / "s.jsonl"
-    content = "".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(50)).encode()
+    content = "".join(
+        json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(50)
+    ).encode()
     path.write_bytes(content)
 
     def save_as_an_editor_does():  # once the label is on its way: a new file, renamed over the old one
@@ -493,7 +583,11 @@ def test_a_file_moved_into_place_while_a_label_is_written_gets_the_label(tmp_pat
     write_label(path, "e1", True)
     editor.join()
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    assert records[1] == {"id": "e1", "output": "edited", "passed": True}  # in the file the path now names
+    assert records[1] == {
+        "id": "e1",
+        "output": "edited",
+        "passed": True,
+    }  # in the file the path now names
     assert len(records) == 50
 
 
@@ -505,10 +599,13 @@ def test_a_label_that_shortens_its_record_pads_it_and_every_reader_still_loads_t
 
     # The file never shrinks: its end may be an appender's, and cutting it could cut a record.
     jsonl = tmp_path / "s.jsonl"
-    jsonl.write_text('{"id": "a", "output": "x", "passed": false}\n{"id": "b", "output": "y", "passed": true}\n')
+    jsonl.write_text(
+        '{"id": "a", "output": "x", "passed": false}\n{"id": "b", "output": "y", "passed": true}\n'
+    )
     write_label(jsonl, "a", True)
-    assert jsonl.read_text() == ('{"id": "a", "output": "x", "passed": true} \n'
-                                 '{"id": "b", "output": "y", "passed": true}\n')
+    assert jsonl.read_text() == (
+        '{"id": "a", "output": "x", "passed": true} \n{"id": "b", "output": "y", "passed": true}\n'
+    )
     assert [e.passed for e in load_set(jsonl, "x").examples] == [True, True]
 
     minimal = tmp_path / "m.csv"
@@ -524,12 +621,16 @@ def test_a_label_that_shortens_its_record_pads_it_and_every_reader_still_loads_t
     write_label(quoted, "b", False)
     for path in (minimal, quoted):
         rows = list(csv.DictReader(path.open(newline="")))
-        assert [(r["id"], r["passed"]) for r in rows] == [("a", "true"), ("b", "false" if path == quoted else "true")]
+        assert [(r["id"], r["passed"]) for r in rows] == [
+            ("a", "true"),
+            ("b", "false" if path == quoted else "true"),
+        ]
         assert [e.passed for e in load_set(path, "x").examples] == [True, path != quoted]
 
 
 # A label cut off part way through its write (the writer killed, the power cut) is undone from its
 # journal by the next use of the file. Here a write is cut off by the `pwrite` write_label is given.
+
 
 class Stopped(Exception):
     """The writer stopping mid-write, as a kill stops it: nothing of its own is cleaned up."""
@@ -547,7 +648,9 @@ def _stopping_after(share):
 
 
 def _numbered(path, count):
-    path.write_text("".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(count)))
+    path.write_text(
+        "".join(json.dumps({"id": f"e{i}", "output": f"o{i}"}) + "\n" for i in range(count))
+    )
     return path.read_bytes(), path.with_name(f".{path.name}.journal")
 
 
@@ -555,7 +658,9 @@ PAD = b"\n" * len(', "passed": true')  # the blank lines a label appends stay: r
 
 
 @pytest.mark.parametrize("via", ["recover", "write_label", "labelling"])
-def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended_records(tmp_path, via):
+def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended_records(
+    tmp_path, via
+):
     import os
 
     from judgekit.inputs.journal import recover
@@ -585,13 +690,19 @@ def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended
         assert "e3" in [i.id for i in session.items]  # unlabelled again: offered for labelling
     else:
         undone = write_label(path, "e7", False)
-        (tmp_path / "clean.jsonl").write_bytes(restored)  # what that label makes of the file restored
+        (tmp_path / "clean.jsonl").write_bytes(
+            restored
+        )  # what that label makes of the file restored
         write_label(tmp_path / "clean.jsonl", "e7", False)
         restored = (tmp_path / "clean.jsonl").read_bytes()
     assert path.read_bytes() == restored and not journal.exists()
     assert (undone.id, undone.passed) == ("e3", True)
     assert str(path) in str(undone) and "rolled back; label it again" in str(undone)
-    assert [r["id"] for r in read_records(path)] == [f"e{i}" for i in range(40)] + ["a0", "a1", "a2"]
+    assert [r["id"] for r in read_records(path)] == [f"e{i}" for i in range(40)] + [
+        "a0",
+        "a1",
+        "a2",
+    ]
 
 
 def test_a_label_written_whole_before_its_writer_stopped_is_kept(tmp_path):
@@ -621,7 +732,7 @@ def test_a_journal_cut_short_or_damaged_is_ignored_and_removed(tmp_path, damage)
     assert path.read_bytes() == before + PAD
     raw = bytearray(journal.read_bytes())
     if damage == "cut short":  # as a writer killed while writing the journal leaves it
-        del raw[len(raw) // 2:]
+        del raw[len(raw) // 2 :]
     else:  # one of the bytes saved to be put back, so applying it would write a wrong byte
         raw[raw.index(b'"output": "o3"') + len('"output": "')] ^= 1
     journal.write_bytes(bytes(raw))
@@ -681,15 +792,19 @@ def test_a_label_cut_off_while_the_page_runs_is_reported_with_the_next_label(tmp
     try:
         with pytest.raises(Stopped):  # another program labelling the same file, killed mid-write
             write_label(path, "e3", False, pwrite=_stopping_after(0.5))
-        request = urllib.request.Request(f"http://127.0.0.1:{server.server_port}/api/label", method="POST",
-                                         data=json.dumps({"id": "e5", "passed": True}).encode(),
-                                         headers={"Content-Type": "application/json",
-                                                  "X-Judgekit-Token": session.token})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{server.server_port}/api/label",
+            method="POST",
+            data=json.dumps({"id": "e5", "passed": True}).encode(),
+            headers={"Content-Type": "application/json", "X-Judgekit-Token": session.token},
+        )
         with urllib.request.urlopen(request, timeout=10) as response:
             notices = json.loads(response.read())["notices"]
     finally:
         server.shutdown()
-    assert len(notices) == 1 and "label fail of id e3" in notices[0] and "label it again" in notices[0]
+    assert (
+        len(notices) == 1 and "label fail of id e3" in notices[0] and "label it again" in notices[0]
+    )
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
     assert [r.get("passed") for r in records[3:6]] == [None, None, True]
 
@@ -704,11 +819,23 @@ def test_the_command_and_the_page_say_which_label_was_rolled_back(inbox, browser
     path, _ = inbox
     with pytest.raises(Stopped):
         write_label(path, "u2", True, pwrite=_stopping_after(0.5))
-    command = subprocess.Popen([sys.executable, "-c", "from judgekit.cli import main; main()", "label", str(path),
-                                "--no-open"], stdout=subprocess.PIPE, text=True)
+    command = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "from judgekit.cli import main; main()",
+            "label",
+            str(path),
+            "--no-open",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = [command.stdout.readline()]
-        while lines[-1] and not lines[-1].startswith("open "):  # until the page is served (or it stopped)
+        while lines[-1] and not lines[-1].startswith(
+            "open "
+        ):  # until the page is served (or it stopped)
             lines.append(command.stdout.readline())
         assert len(lines) == 3
         warning, count, url = lines
@@ -717,7 +844,9 @@ def test_the_command_and_the_page_say_which_label_was_rolled_back(inbox, browser
         assert count.startswith("3 example(s) to label")  # u2 among them again
         browser.get(url.split()[1])
         _wait(browser, "return document.getElementById('notice').textContent.length > 0")
-        assert browser.find_element("id", "notice").text == warning.removeprefix("warning: ").rstrip()
+        assert (
+            browser.find_element("id", "notice").text == warning.removeprefix("warning: ").rstrip()
+        )
         _screenshot(browser, "label-rolled-back.png")
     finally:
         command.send_signal(signal.SIGINT)
@@ -747,8 +876,10 @@ def _whole(path):
     lines = [line for line in path.read_bytes().split(b"\n")[:-1] if line.strip()]
     records = [json.loads(line) for line in lines]  # a torn line fails here
     assert [r["id"] for r in records[:300]] == [f"e{i}" for i in range(300)]
-    assert all(r["output"] == f"o{i}" and r.get("passed", i % 3 == 0) == (i % 3 == 0)
-               for i, r in enumerate(records[:300]))
+    assert all(
+        r["output"] == f"o{i}" and r.get("passed", i % 3 == 0) == (i % 3 == 0)
+        for i, r in enumerate(records[:300])
+    )
     assert [r["id"] for r in records[300:]] == [f"a{i}" for i in range(len(records) - 300)]
     return records
 
@@ -767,8 +898,11 @@ def test_a_labeller_killed_at_random_points_never_leaves_a_torn_record(tmp_path)
     rounds, undone = 0, []
     try:
         while appender.poll() is None:
-            labeller = subprocess.Popen([sys.executable, "-c", KILLED_LABELLER, str(path)],
-                                        stdout=subprocess.PIPE, text=True)
+            labeller = subprocess.Popen(
+                [sys.executable, "-c", KILLED_LABELLER, str(path)],
+                stdout=subprocess.PIPE,
+                text=True,
+            )
             assert labeller.stdout.readline() == "started\n"
             time.sleep(random.uniform(0.02, 0.4))
             labeller.kill()  # SIGKILL: no clean-up of any kind

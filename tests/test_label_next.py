@@ -17,8 +17,14 @@ from judgekit.report import Report
 from judgekit.stats.metrics import calibration
 from judgekit.testing import judged_reply
 
-REGEX = {"id": "no-email", "kind": "regex", "question": "Is the reply free of email addresses?",
-         "pattern": r"[a-z0-9.]+@[a-z]+\.com", "match_means": "fail", "field": "output"}
+REGEX = {
+    "id": "no-email",
+    "kind": "regex",
+    "question": "Is the reply free of email addresses?",
+    "pattern": r"[a-z0-9.]+@[a-z]+\.com",
+    "match_means": "fail",
+    "field": "output",
+}
 NEXT = Path(".judgekit/next/no-email.jsonl")
 
 
@@ -26,8 +32,13 @@ def _pool(path: Path, n: int = 300) -> None:
     # every fifth reply gives an address; the pattern misses the ones written "at" (bad replies it passes)
     lines = []
     for i in range(n):
-        out = (f"Write to help{i}@example.com." if i % 5 == 0 else f"Write to help{i} at example dot com." if i % 4 == 1
-               else f"Request {i} is done.")
+        out = (
+            f"Write to help{i}@example.com."
+            if i % 5 == 0
+            else f"Write to help{i} at example dot com."
+            if i % 4 == 1
+            else f"Request {i} is done."
+        )
         lines.append(json.dumps({"id": f"r{i}", "output": out}))
     path.write_text("\n".join(lines) + "\n")
 
@@ -44,30 +55,54 @@ def _label_all(path: Path) -> None:
 @pytest.fixture
 def pooled(project, tmp_path):
     project.criterion(REGEX)
-    project.jsonl("no-email", [{"id": f"g{i}", "output": f"All set, ticket {i}.", "passed": True} for i in range(30)]
-                  + [{"id": f"b{i}", "output": f"Mail b{i}@corp.com now.", "passed": False} for i in range(10)])
+    project.jsonl(
+        "no-email",
+        [{"id": f"g{i}", "output": f"All set, ticket {i}.", "passed": True} for i in range(30)]
+        + [
+            {"id": f"b{i}", "output": f"Mail b{i}@corp.com now.", "passed": False}
+            for i in range(10)
+        ],
+    )
     _pool(tmp_path / "pool.jsonl")
     return tmp_path / "pool.jsonl"
 
 
 def _blocked(project, tmp_path, per_class):
     """An LLM criterion with a set of `per_class` examples of each class, and a pool of 40 replies."""
-    project.criterion({"id": "blocked", "question": "Does the reply say the card is blocked?",
-                       "judge": {"model": "openai/judge"}})
-    project.jsonl("blocked", [{"id": f"g{i}", "output": f"blocked {i}", "passed": True} for i in range(per_class)]
-                  + [{"id": f"b{i}", "output": f"not blocked {i}", "passed": False} for i in range(per_class)])
+    project.criterion(
+        {
+            "id": "blocked",
+            "question": "Does the reply say the card is blocked?",
+            "judge": {"model": "openai/judge"},
+        }
+    )
+    project.jsonl(
+        "blocked",
+        [{"id": f"g{i}", "output": f"blocked {i}", "passed": True} for i in range(per_class)]
+        + [
+            {"id": f"b{i}", "output": f"not blocked {i}", "passed": False} for i in range(per_class)
+        ],
+    )
     pool = tmp_path / "pool.jsonl"
-    pool.write_text("".join(json.dumps({"id": f"r{i}", "output": f"{'not ' if i % 3 else ''}blocked r{i}"}) + "\n"
-                            for i in range(40)))
+    pool.write_text(
+        "".join(
+            json.dumps({"id": f"r{i}", "output": f"{'not ' if i % 3 else ''}blocked r{i}"}) + "\n"
+            for i in range(40)
+        )
+    )
     return pool
 
 
 def _round(runner, pool, n=20, *extra):
-    drawn = runner.invoke(app, ["label", "--next", str(n), "-c", "no-email", str(pool), "--write-only", *extra])
+    drawn = runner.invoke(
+        app, ["label", "--next", str(n), "-c", "no-email", str(pool), "--write-only", *extra]
+    )
     assert drawn.exit_code == 0, drawn.output
     records = [json.loads(x) for x in NEXT.read_text().splitlines()]
     _label_all(NEXT)
-    merged = runner.invoke(app, ["label", "--merge", str(NEXT), "-c", "no-email", "--labelled-only"])
+    merged = runner.invoke(
+        app, ["label", "--merge", str(NEXT), "-c", "no-email", "--labelled-only"]
+    )
     assert merged.exit_code == 0, merged.output
     return drawn.output, records
 
@@ -77,48 +112,73 @@ def test_two_rounds_draw_by_verdict_and_calibrate_and_gate_on_weighted_figures(p
     assert runner.invoke(app, ["calibrate"]).exit_code == 0
     said, first = _round(runner, pooled)
     assert "to shrink the interval of TNR" in said and "drew 20" in said
-    assert all("passed" not in r and r["selection"]["sizes"] == first[0]["selection"]["sizes"] for r in first)
+    assert all(
+        "passed" not in r and r["selection"]["sizes"] == first[0]["selection"]["sizes"]
+        for r in first
+    )
     assert {r["selection"]["stratum"] for r in first} == {"pass", "fail"}
     _, second = _round(runner, pooled)
-    assert not {r["id"] for r in first} & {r["id"] for r in second}  # the design goes on: nothing drawn twice
+    assert not {r["id"] for r in first} & {
+        r["id"] for r in second
+    }  # the design goes on: nothing drawn twice
     assert {r["selection"]["pool"] for r in first + second} == {first[0]["selection"]["pool"]}
 
     assert runner.invoke(app, ["calibrate"]).exit_code == 0
     found = Report.read(".judgekit/reports/latest").criterion("no-email")
     assert found.design is not None and found.design.other == 40
     assert sum(found.design.pools[0].labelled.values()) == 40
-    examples = [json.loads(x) for x in Path("calibration_sets/no-email.jsonl").read_text().splitlines()]
+    examples = [
+        json.loads(x) for x in Path("calibration_sets/no-email.jsonl").read_text().splitlines()
+    ]
     # Horvitz-Thompson by hand: a drawn example stands for N_h / n_h replies, scaled to the 40 labelled
     sizes = first[0]["selection"]["sizes"]
     drawn = [e for e in examples if "selection" in e]
     n_h = {s: sum(e["selection"]["stratum"] == s for e in drawn) for s in sizes}
-    weight = [40 * sizes[e["selection"]["stratum"]] / sum(sizes.values()) / n_h[e["selection"]["stratum"]]
-              if "selection" in e else 1.0 for e in examples]
+    weight = [
+        40 * sizes[e["selection"]["stratum"]] / sum(sizes.values()) / n_h[e["selection"]["stratum"]]
+        if "selection" in e
+        else 1.0
+        for e in examples
+    ]
     bad = [(w, "@" not in e["output"]) for w, e in zip(weight, examples) if not e["passed"]]
-    assert found.metrics["tnr"] == pytest.approx(sum(w for w, passed in bad if not passed) / sum(w for w, _ in bad))
+    assert found.metrics["tnr"] == pytest.approx(
+        sum(w for w, passed in bad if not passed) / sum(w for w, _ in bad)
+    )
     plain = calibration([e["passed"] for e in examples], ["@" not in e["output"] for e in examples])
     assert found.metrics["tnr"] != pytest.approx(plain.metrics["tnr"])
     result = Gate.from_project().check_path(".judgekit/reports/latest")
     decision = result.decisions[0]
-    assert "not evidence" not in " ".join(decision.reasons), decision.reasons  # the gate recomputes the same
+    assert "not evidence" not in " ".join(decision.reasons), (
+        decision.reasons
+    )  # the gate recomputes the same
     assert "TNR" in " ".join(decision.reasons) or decision.status == "PASS"
     assert "drawn by the judge's verdict" in Path(".judgekit/reports/latest/report.md").read_text()
 
 
 def test_a_draw_whose_labels_are_not_merged_is_not_drawn_over(pooled):
     runner = CliRunner()
-    assert runner.invoke(app, ["label", "--next", "5", "-c", "no-email", str(pooled), "--write-only"]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["label", "--next", "5", "-c", "no-email", str(pooled), "--write-only"]
+        ).exit_code
+        == 0
+    )
     _label_all(NEXT)
     before = NEXT.read_text()
-    again = runner.invoke(app, ["label", "--next", "5", "-c", "no-email", str(pooled), "--write-only"])
+    again = runner.invoke(
+        app, ["label", "--next", "5", "-c", "no-email", str(pooled), "--write-only"]
+    )
     assert again.exit_code != 0 and "not merged yet" in again.output and "--merge" in again.output
     assert NEXT.read_text() == before
 
 
 def test_a_csv_set_keeps_each_examples_selection_in_one_cell(project, pooled):
     (project.sets / "no-email.jsonl").unlink()
-    rows = ["id,output,passed"] + [f"g{i},All set {i}.,true" for i in range(30)] + [f"b{i},Mail b{i}@corp.com,false"
-                                                                                   for i in range(10)]
+    rows = (
+        ["id,output,passed"]
+        + [f"g{i},All set {i}.,true" for i in range(30)]
+        + [f"b{i},Mail b{i}@corp.com,false" for i in range(10)]
+    )
     (project.sets / "no-email.csv").write_text("\n".join(rows) + "\n")
     runner = CliRunner()
     _round(runner, pooled, 12)
@@ -135,44 +195,110 @@ def test_a_hand_edited_selection_is_a_changed_set_and_a_broken_design_is_named(p
     path = project.sets / "no-email.jsonl"
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     drawn = [r for r in rows if "selection" in r]
-    for r in drawn:  # every drawn example claimed from one stratum: the other has replies but none stands for it
+    for r in (
+        drawn
+    ):  # every drawn example claimed from one stratum: the other has replies but none stands for it
         r["selection"]["stratum"] = "fail"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = Gate.from_project().check_path(".judgekit/reports/latest")
-    assert result.decisions[0].status == "FAIL" and "changed since" in " ".join(result.decisions[0].reasons)
+    assert result.decisions[0].status == "FAIL" and "changed since" in " ".join(
+        result.decisions[0].reasons
+    )
     again = runner.invoke(app, ["calibrate"])
-    assert again.exit_code != 0 and "selection" in again.output and "no example of stratum 'pass'" in again.output
+    assert (
+        again.exit_code != 0
+        and "selection" in again.output
+        and "no example of stratum 'pass'" in again.output
+    )
 
 
-def test_the_pool_is_judged_live_through_the_cache_or_read_from_recorded_verdicts(project, tmp_path):
+def test_the_pool_is_judged_live_through_the_cache_or_read_from_recorded_verdicts(
+    project, tmp_path
+):
     from judgekit.testing import FakeServer
 
     pool = _blocked(project, tmp_path, 5)
     runner = CliRunner()
-    answer = lambda prompt: json.dumps({"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)})  # noqa: E731
+    answer = lambda prompt: json.dumps(
+        {"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)}
+    )  # noqa: E731
     with FakeServer(answer) as server:
-        first = runner.invoke(app, ["label", "--next", "6", "-c", "blocked", str(pool), "--write-only",
-                                    "--api-base", server.url])
+        first = runner.invoke(
+            app,
+            [
+                "label",
+                "--next",
+                "6",
+                "-c",
+                "blocked",
+                str(pool),
+                "--write-only",
+                "--api-base",
+                server.url,
+            ],
+        )
         assert first.exit_code == 0, first.output
         asked = server.requests
         drawn = NEXT.with_name("blocked.jsonl").read_text()
         NEXT.with_name("blocked.jsonl").unlink()
-        again = runner.invoke(app, ["label", "--next", "6", "-c", "blocked", str(pool), "--write-only",
-                                    "--api-base", server.url])
-        assert again.exit_code == 0 and server.requests == asked == 40  # every reply once; then all cached
-    assert NEXT.with_name("blocked.jsonl").read_text() == drawn  # the same draw: a fixed random order
+        again = runner.invoke(
+            app,
+            [
+                "label",
+                "--next",
+                "6",
+                "-c",
+                "blocked",
+                str(pool),
+                "--write-only",
+                "--api-base",
+                server.url,
+            ],
+        )
+        assert (
+            again.exit_code == 0 and server.requests == asked == 40
+        )  # every reply once; then all cached
+    assert (
+        NEXT.with_name("blocked.jsonl").read_text() == drawn
+    )  # the same draw: a fixed random order
     assert "judged by openai/judge" in first.output
 
     verdicts = tmp_path / "verdicts.jsonl"
-    verdicts.write_text("".join(json.dumps({"id": f"r{i}", "passed": i % 3 == 0}) + "\n" for i in range(39)))
+    verdicts.write_text(
+        "".join(json.dumps({"id": f"r{i}", "passed": i % 3 == 0}) + "\n" for i in range(39))
+    )
     NEXT.with_name("blocked.jsonl").unlink()
-    missing = runner.invoke(app, ["label", "--next", "6", "-c", "blocked", str(pool), "--write-only",
-                                  "--verdicts", str(verdicts)])
+    missing = runner.invoke(
+        app,
+        [
+            "label",
+            "--next",
+            "6",
+            "-c",
+            "blocked",
+            str(pool),
+            "--write-only",
+            "--verdicts",
+            str(verdicts),
+        ],
+    )
     assert missing.exit_code != 0 and "r39" in missing.output
     with verdicts.open("a") as f:
         f.write(json.dumps({"id": "r39", "passed": False}) + "\n")
-    recorded = runner.invoke(app, ["label", "--next", "6", "-c", "blocked", str(pool), "--write-only",
-                                   "--verdicts", str(verdicts)])
+    recorded = runner.invoke(
+        app,
+        [
+            "label",
+            "--next",
+            "6",
+            "-c",
+            "blocked",
+            str(pool),
+            "--write-only",
+            "--verdicts",
+            str(verdicts),
+        ],
+    )
     assert recorded.exit_code == 0 and f"recorded in {verdicts}" in recorded.output
 
 
@@ -180,21 +306,51 @@ def test_selective_judging_refuses_a_set_drawn_by_verdict(project, tmp_path):
     pool = _blocked(project, tmp_path, 20)
     verdicts = tmp_path / "verdicts.jsonl"
     ids = [f"g{i}" for i in range(20)] + [f"b{i}" for i in range(20)] + [f"r{i}" for i in range(40)]
-    verdicts.write_text("".join(json.dumps({"id": i, "passed": i.startswith("g") or (i.startswith("r") and
-                                                                                    int(i[1:]) % 3 == 0),
-                                            "confidence": 0.95}) + "\n" for i in ids))
+    verdicts.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": i,
+                    "passed": i.startswith("g") or (i.startswith("r") and int(i[1:]) % 3 == 0),
+                    "confidence": 0.95,
+                }
+            )
+            + "\n"
+            for i in ids
+        )
+    )
     runner = CliRunner()
-    drawn = runner.invoke(app, ["label", "--next", "6", "-c", "blocked", str(pool), "--write-only", "--verdicts",
-                                str(verdicts)])
+    drawn = runner.invoke(
+        app,
+        [
+            "label",
+            "--next",
+            "6",
+            "-c",
+            "blocked",
+            str(pool),
+            "--write-only",
+            "--verdicts",
+            str(verdicts),
+        ],
+    )
     assert drawn.exit_code == 0, drawn.output
     path = NEXT.with_name("blocked.jsonl")
     rows = [json.loads(x) for x in path.read_text().splitlines()]
-    path.write_text("".join(json.dumps({**r, "passed": "not" not in r["output"]}) + "\n" for r in rows))
+    path.write_text(
+        "".join(json.dumps({**r, "passed": "not" not in r["output"]}) + "\n" for r in rows)
+    )
     assert runner.invoke(app, ["label", "--merge", str(path), "-c", "blocked"]).exit_code == 0
-    Path("judgekit.yaml").write_text(yaml.safe_dump({"gate": {"selective": {"min_agreement": 0.9}}}))
+    Path("judgekit.yaml").write_text(
+        yaml.safe_dump({"gate": {"selective": {"min_agreement": 0.9}}})
+    )
     held = {json.loads(x)["id"] for x in (project.sets / "blocked.jsonl").read_text().splitlines()}
-    verdicts.write_text("".join(x + "\n" for x in verdicts.read_text().splitlines() if json.loads(x)["id"] in held))
-    calibrated = runner.invoke(app, ["calibrate", "--verdicts", str(verdicts), "--model", "openai/judge"])
+    verdicts.write_text(
+        "".join(x + "\n" for x in verdicts.read_text().splitlines() if json.loads(x)["id"] in held)
+    )
+    calibrated = runner.invoke(
+        app, ["calibrate", "--verdicts", str(verdicts), "--model", "openai/judge"]
+    )
     assert calibrated.exit_code == 0, calibrated.output
     result = Gate.from_project().check_path(".judgekit/reports/latest")
     assert result.decisions[0].status == "FAIL"
@@ -206,14 +362,22 @@ def test_early_stopping_refuses_a_drawn_set_and_a_recheck_of_it_runs(project, tm
 
     pool = _blocked(project, tmp_path, 5)
     runner = CliRunner()
-    answer = lambda prompt: json.dumps({"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)})  # noqa: E731
+    answer = lambda prompt: json.dumps(
+        {"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)}
+    )  # noqa: E731
     path = NEXT.with_name("blocked.jsonl")
     with FakeServer(answer) as server:
         common = ["--api-base", server.url]
-        assert runner.invoke(app, ["label", "--next", "8", "-c", "blocked", str(pool), "--write-only", *common]) \
-            .exit_code == 0
+        assert (
+            runner.invoke(
+                app, ["label", "--next", "8", "-c", "blocked", str(pool), "--write-only", *common]
+            ).exit_code
+            == 0
+        )
         rows = [json.loads(x) for x in path.read_text().splitlines()]
-        path.write_text("".join(json.dumps({**r, "passed": "not" not in r["output"]}) + "\n" for r in rows))
+        path.write_text(
+            "".join(json.dumps({**r, "passed": "not" not in r["output"]}) + "\n" for r in rows)
+        )
         assert runner.invoke(app, ["label", "--merge", str(path), "-c", "blocked"]).exit_code == 0
         early = runner.invoke(app, ["calibrate", "--stop-early", *common])
         assert early.exit_code == 2 and "early stopping counts examples alike" in early.output
@@ -225,44 +389,93 @@ def test_early_stopping_refuses_a_drawn_set_and_a_recheck_of_it_runs(project, tm
 
 def _pool_with_spelled_out_addresses(path: Path) -> None:
     # 40% bad: half give an address the pattern sees, half spell it out (the pattern misses those)
-    path.write_text("".join(json.dumps({"id": f"r{i}", "output": f"Write to help{i}@example.com." if i % 5 == 0 else
-                                        f"Write to help{i} at example dot com." if i % 5 == 1 else
-                                        f"Request {i} is done."}) + "\n" for i in range(300)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"r{i}",
+                    "output": f"Write to help{i}@example.com."
+                    if i % 5 == 0
+                    else f"Write to help{i} at example dot com."
+                    if i % 5 == 1
+                    else f"Request {i} is done.",
+                }
+            )
+            + "\n"
+            for i in range(300)
+        )
+    )
 
 
-def test_the_gate_checks_each_pool_alone_so_a_strong_curated_set_cannot_hide_a_weak_judge(project, tmp_path):
+def test_the_gate_checks_each_pool_alone_so_a_strong_curated_set_cannot_hide_a_weak_judge(
+    project, tmp_path
+):
     project.criterion(REGEX)
-    project.jsonl("no-email", [{"id": f"g{i}", "output": f"All set, ticket {i}.", "passed": True} for i in range(100)]
-                  + [{"id": f"b{i}", "output": f"Mail b{i}@corp.com now.", "passed": False} for i in range(100)])
+    project.jsonl(
+        "no-email",
+        [{"id": f"g{i}", "output": f"All set, ticket {i}.", "passed": True} for i in range(100)]
+        + [
+            {"id": f"b{i}", "output": f"Mail b{i}@corp.com now.", "passed": False}
+            for i in range(100)
+        ],
+    )
     pool = tmp_path / "pool.jsonl"
     _pool_with_spelled_out_addresses(pool)
     runner = CliRunner()
     _round(runner, pool, 40, "--for", "tnr")
     assert runner.invoke(app, ["calibrate"]).exit_code == 0
     found = Report.read(".judgekit/reports/latest").criterion("no-email")
-    assert found.intervals["tnr"][0] >= 0.8  # the set as a whole (curated + drawn, as random labels would mix)
+    assert (
+        found.intervals["tnr"][0] >= 0.8
+    )  # the set as a whole (curated + drawn, as random labels would mix)
     pooled = found.design.pools[0]
     assert pooled.intervals["tnr"][1] < 0.8  # the pool alone: half its bad replies get through
     decision = Gate.from_project().check_path(".judgekit/reports/latest").decisions[0]
     assert decision.status == "FAIL"
     assert any(f"TNR on pool {pooled.pool} alone" in r for r in decision.reasons), decision.reasons
-    assert f"pool {pooled.pool} alone: TPR" in Path(".judgekit/reports/latest/report.md").read_text()
+    assert (
+        f"pool {pooled.pool} alone: TPR" in Path(".judgekit/reports/latest/report.md").read_text()
+    )
 
 
 def test_a_drawn_reply_left_unlabelled_stops_calibration_until_it_is_labelled(pooled):
     runner = CliRunner()
-    assert runner.invoke(app, ["label", "--next", "20", "-c", "no-email", str(pooled), "--write-only"]).exit_code == 0
+    assert (
+        runner.invoke(
+            app, ["label", "--next", "20", "-c", "no-email", str(pooled), "--write-only"]
+        ).exit_code
+        == 0
+    )
     rows = [json.loads(x) for x in NEXT.read_text().splitlines()]
-    first = min(rows, key=lambda r: (r["selection"]["stratum"] != "pass", r["selection"]["position"]))
-    skipped = [r for r in rows if r["selection"]["stratum"] == first["selection"]["stratum"]
-               and r["selection"]["position"] == 0]
-    NEXT.write_text("".join(json.dumps(r if r in skipped else {**r, "passed": _truth(r["output"])}) + "\n"
-                            for r in rows))
-    assert runner.invoke(app, ["label", "--merge", str(NEXT), "-c", "no-email", "--labelled-only"]).exit_code == 0
+    first = min(
+        rows, key=lambda r: (r["selection"]["stratum"] != "pass", r["selection"]["position"])
+    )
+    skipped = [
+        r
+        for r in rows
+        if r["selection"]["stratum"] == first["selection"]["stratum"]
+        and r["selection"]["position"] == 0
+    ]
+    NEXT.write_text(
+        "".join(
+            json.dumps(r if r in skipped else {**r, "passed": _truth(r["output"])}) + "\n"
+            for r in rows
+        )
+    )
+    assert (
+        runner.invoke(
+            app, ["label", "--merge", str(NEXT), "-c", "no-email", "--labelled-only"]
+        ).exit_code
+        == 0
+    )
     for command in (["calibrate"], ["validate"]):
         refused = runner.invoke(app, command)
-        assert refused.exit_code == 2 and "must be the first ones drawn" in refused.output, refused.output
-    again = runner.invoke(app, ["label", "--next", "1", "-c", "no-email", str(pooled), "--write-only"])
+        assert refused.exit_code == 2 and "must be the first ones drawn" in refused.output, (
+            refused.output
+        )
+    again = runner.invoke(
+        app, ["label", "--next", "1", "-c", "no-email", str(pooled), "--write-only"]
+    )
     assert again.exit_code == 0, again.output
     offered = [json.loads(x) for x in NEXT.read_text().splitlines()]
     assert [r["id"] for r in offered] == [r["id"] for r in skipped]  # offered first again
@@ -273,17 +486,29 @@ def test_a_drawn_reply_left_unlabelled_stops_calibration_until_it_is_labelled(po
 
 def test_bad_draws_and_records_get_clear_errors(project, pooled, tmp_path):
     runner = CliRunner()
-    too_few = runner.invoke(app, ["label", "--next", "1", "-c", "no-email", str(pooled), "--write-only"])
+    too_few = runner.invoke(
+        app, ["label", "--next", "1", "-c", "no-email", str(pooled), "--write-only"]
+    )
     assert too_few.exit_code == 2 and "draw at least 2" in too_few.output
     clash = tmp_path / "clash.jsonl"
-    clash.write_text(json.dumps({"id": "g1", "output": "Another reply."}) + "\n" + pooled.read_text())
-    clashed = runner.invoke(app, ["label", "--next", "4", "-c", "no-email", str(clash), "--write-only"])
-    assert clashed.exit_code == 2 and "id g1" in clashed.output and "ids of their own" in clashed.output
+    clash.write_text(
+        json.dumps({"id": "g1", "output": "Another reply."}) + "\n" + pooled.read_text()
+    )
+    clashed = runner.invoke(
+        app, ["label", "--next", "4", "-c", "no-email", str(clash), "--write-only"]
+    )
+    assert (
+        clashed.exit_code == 2
+        and "id g1" in clashed.output
+        and "ids of their own" in clashed.output
+    )
     _round(runner, pooled, 6)
     path = project.sets / "no-email.jsonl"
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     drawn = next(r for r in rows if "selection" in r)
-    drawn["selection"]["sizes"] = {k: str(v) for k, v in drawn["selection"]["sizes"].items()}  # "60", not 60
+    drawn["selection"]["sizes"] = {
+        k: str(v) for k, v in drawn["selection"]["sizes"].items()
+    }  # "60", not 60
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     invalid = runner.invoke(app, ["validate"])
     assert invalid.exit_code == 2 and "selection.sizes" in invalid.output
@@ -295,19 +520,34 @@ def test_a_pool_labelled_whole_gets_an_interval_no_wider_than_counting_it(projec
     sizes = (("fail", 10), ("pass", 30))
     labels = [False] * 8 + [True] * 2 + [True] * 26 + [False] * 4
     verdicts = [False] * 10 + [True] * 30
-    drawn = [Drawn("p", "fail", sizes, i) for i in range(10)] + [Drawn("p", "pass", sizes, i) for i in range(30)]
+    drawn = [Drawn("p", "fail", sizes, i) for i in range(10)] + [
+        Drawn("p", "pass", sizes, i) for i in range(30)
+    ]
     low, high = design_calibration(labels, verdicts, drawn).intervals["tnr"]
     plain_low, plain_high = calibration(labels, verdicts).intervals["tnr"]
     assert high - low <= (plain_high - plain_low) * 1.2
 
 
-def test_abstentions_are_a_stratum_so_a_judge_that_abstains_on_the_pool_cannot_pass(project, tmp_path):
+def test_abstentions_are_a_stratum_so_a_judge_that_abstains_on_the_pool_cannot_pass(
+    project, tmp_path
+):
     from judgekit.testing import FakeServer, script
 
-    project.criterion({"id": "no-email", "question": "Is the reply free of email addresses?",
-                       "judge": {"model": "openai/judge"}})
-    project.jsonl("no-email", [{"id": f"g{i}", "output": f"All set, ticket {i}.", "passed": True} for i in range(30)]
-                  + [{"id": f"b{i}", "output": f"Mail b{i}@corp.com now.", "passed": False} for i in range(30)])
+    project.criterion(
+        {
+            "id": "no-email",
+            "question": "Is the reply free of email addresses?",
+            "judge": {"model": "openai/judge"},
+        }
+    )
+    project.jsonl(
+        "no-email",
+        [{"id": f"g{i}", "output": f"All set, ticket {i}.", "passed": True} for i in range(30)]
+        + [
+            {"id": f"b{i}", "output": f"Mail b{i}@corp.com now.", "passed": False}
+            for i in range(30)
+        ],
+    )
     pool = tmp_path / "pool.jsonl"
     _pool_with_spelled_out_addresses(pool)
     runner = CliRunner()
@@ -321,7 +561,9 @@ def test_abstentions_are_a_stratum_so_a_judge_that_abstains_on_the_pool_cannot_p
     found = Report.read(".judgekit/reports/latest").criterion("no-email")
     assert found.design.pools[0].abstained == pytest.approx(0.2)
     decision = Gate.from_project().check_path(".judgekit/reports/latest").decisions[0]
-    assert decision.status == "FAIL" and any("abstains on 20% of pool" in r for r in decision.reasons)
+    assert decision.status == "FAIL" and any(
+        "abstains on 20% of pool" in r for r in decision.reasons
+    )
 
 
 def test_drawn_examples_divided_between_splits_are_named_as_the_cause(project, pooled):
@@ -329,7 +571,12 @@ def test_drawn_examples_divided_between_splits_are_named_as_the_cause(project, p
     _round(runner, pooled, 10)
     path = project.sets / "no-email.jsonl"
     rows = [json.loads(x) for x in path.read_text().splitlines()]
-    path.write_text("".join(json.dumps({**r, "split": "test" if i % 2 else "dev"}) + "\n" for i, r in enumerate(rows)))
+    path.write_text(
+        "".join(
+            json.dumps({**r, "split": "test" if i % 2 else "dev"}) + "\n"
+            for i, r in enumerate(rows)
+        )
+    )
     refused = runner.invoke(app, ["calibrate", "--split", "test"])
     assert refused.exit_code == 2 and "divided between the splits" in refused.output, refused.output
 
@@ -337,5 +584,7 @@ def test_drawn_examples_divided_between_splits_are_named_as_the_cause(project, p
 def test_a_pool_record_without_an_id_or_output_is_refused_not_read_as_none(pooled):
     with pooled.open("a") as f:
         f.write(json.dumps({"id": None, "output": None}) + "\n")
-    refused = CliRunner().invoke(app, ["label", "--next", "4", "-c", "no-email", str(pooled), "--write-only"])
+    refused = CliRunner().invoke(
+        app, ["label", "--next", "4", "-c", "no-email", str(pooled), "--write-only"]
+    )
     assert refused.exit_code == 2 and "needs an id" in refused.output

@@ -29,9 +29,12 @@ REPORT = Path(".judgekit/reports/latest")
 
 def _label(server, session, example_id, passed):
     """POST a label as the page does: the status and the answer."""
-    request = urllib.request.Request(f"http://127.0.0.1:{server.server_port}/api/label", method="POST",
-                                     data=json.dumps({"id": example_id, "passed": passed}).encode(),
-                                     headers={"Content-Type": "application/json", "X-Judgekit-Token": session.token})
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.server_port}/api/label",
+        method="POST",
+        data=json.dumps({"id": example_id, "passed": passed}).encode(),
+        headers={"Content-Type": "application/json", "X-Judgekit-Token": session.token},
+    )
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
@@ -41,12 +44,18 @@ def _label(server, session, example_id, passed):
 
 # -- several annotators ----------------------------------------------------------------------------
 
+
 def test_an_annotator_labels_into_the_labels_mapping_of_a_jsonl_file(tmp_path):
     path = tmp_path / "new.jsonl"
-    path.write_text('{"id": "a", "output": "x"}\n{"id": "b", "output": "y", "labels": {"ben": false}}\n'
-                    '{"id": "c", "output": "z", "passed": true}\n')
+    path.write_text(
+        '{"id": "a", "output": "x"}\n{"id": "b", "output": "y", "labels": {"ben": false}}\n'
+        '{"id": "c", "output": "z", "passed": true}\n'
+    )
     ana = labelling(path, annotator="ana")
-    assert [i.id for i in ana.items] == ["a", "b"]  # c holds a label of nobody named: not hers to add to
+    assert [i.id for i in ana.items] == [
+        "a",
+        "b",
+    ]  # c holds a label of nobody named: not hers to add to
     ana.label("a", True)
     ana.label("b", False)
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -54,7 +63,11 @@ def test_an_annotator_labels_into_the_labels_mapping_of_a_jsonl_file(tmp_path):
     assert "passed" not in records[0] and records[2] == {"id": "c", "output": "z", "passed": True}
     assert labelling(path, annotator="ana").items == []
     assert [i.id for i in labelling(path, annotator="ben").items] == ["a"]
-    assert [e.passed for e in load_set(path, "x").examples] == [True, False, True]  # the majority, as loaded
+    assert [e.passed for e in load_set(path, "x").examples] == [
+        True,
+        False,
+        True,
+    ]  # the majority, as loaded
     with pytest.raises(InputError, match="id c: has a label in 'passed' from no named annotator"):
         write_label(path, "c", False, annotator="ana")
     with pytest.raises(InputError, match="id b: is labelled by several annotators; give your name"):
@@ -68,7 +81,9 @@ def test_an_annotator_labels_into_a_csv_column_of_their_own_added_when_missing(t
     assert path.read_text() == "id,output,passed,labels.ana\na,x,,true\nb,y,true,\n"
     write_label(path, "a", False, annotator="ben")
     write_label(path, "a", False, annotator="ana")  # she changes her mind: her cell only
-    assert path.read_text() == "id,output,passed,labels.ana,labels.ben\na,x,,false,false\nb,y,true,,\n"
+    assert (
+        path.read_text() == "id,output,passed,labels.ana,labels.ben\na,x,,false,false\nb,y,true,,\n"
+    )
     assert [e.passed for e in load_set(path, "x").examples] == [False, True]
     assert [i.id for i in labelling(path, annotator="eve").items] == ["a"]
 
@@ -88,11 +103,20 @@ def _annotated_project(project):
     that one person labelled: three disagreements."""
     project.criterion(llm_criterion())
     records = balanced(3, 3) + [
-        {"id": "m1", "output": "reply-m1: offered", "labels": {"ana": False, "ben": False, "eve": True}},
-        {"id": "m2", "output": "reply-m2: blocked", "labels": {"ana": True, "ben": True}}]
+        {
+            "id": "m1",
+            "output": "reply-m1: offered",
+            "labels": {"ana": False, "ben": False, "eve": True},
+        },
+        {"id": "m2", "output": "reply-m2: blocked", "labels": {"ana": True, "ben": True}},
+    ]
     project.jsonl("says-blocked", records)
-    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
-                       llm=FakeLLM.scripted({"reply-p": True, "reply-f1": True, "reply-m1": True}, default=False))
+    report = calibrate(
+        Options(
+            criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
+        ),
+        llm=FakeLLM.scripted({"reply-p": True, "reply-f1": True, "reply-m1": True}, default=False),
+    )
     report.write(project.root / "out")
     return project.root / "out"
 
@@ -102,7 +126,10 @@ def test_review_shows_every_disagreement_with_each_annotators_label(project):
     session = review("says-blocked", project.criteria, project.sets, out)
     assert sorted(i.id for i in session.items) == ["f1", "m1", "m2"]  # none dropped
     by_id = {i.id: i for i in session.items}
-    assert by_id["m1"].labels == {"ana": False, "ben": False, "eve": True} and by_id["m1"].label is False
+    assert (
+        by_id["m1"].labels == {"ana": False, "ben": False, "eve": True}
+        and by_id["m1"].label is False
+    )
     assert by_id["m2"].labels == {"ana": True, "ben": True} and by_id["f1"].labels is None
     before = (project.sets / "says-blocked.jsonl").read_text()
     with pytest.raises(InputError, match="give your name \\(--annotator NAME\\)"):
@@ -124,10 +151,19 @@ def test_a_reviewer_adds_or_changes_their_own_label_with_annotator(project):
         server.shutdown()
     zoe = review("says-blocked", project.criteria, project.sets, out, annotator="zoe")
     zoe.label("m2", False)  # a new reviewer adds hers
-    records = {r["id"]: r for r in map(json.loads, (project.sets / "says-blocked.jsonl").read_text().splitlines())}
+    records = {
+        r["id"]: r
+        for r in map(json.loads, (project.sets / "says-blocked.jsonl").read_text().splitlines())
+    }
     assert records["m1"]["labels"] == {"ana": False, "ben": True, "eve": True}
-    assert records["m2"]["labels"] == {"ana": True, "ben": True, "zoe": False} and records["f1"]["passed"] is True
-    loaded = {e.id: e.passed for e in load_set(project.sets / "says-blocked.jsonl", "says-blocked").examples}
+    assert (
+        records["m2"]["labels"] == {"ana": True, "ben": True, "zoe": False}
+        and records["f1"]["passed"] is True
+    )
+    loaded = {
+        e.id: e.passed
+        for e in load_set(project.sets / "says-blocked.jsonl", "says-blocked").examples
+    }
     assert (loaded["m1"], loaded["m2"], loaded["f1"]) == (True, True, True)
 
 
@@ -143,55 +179,88 @@ def test_the_review_page_shows_each_annotators_label_and_asks_for_a_name(project
         seen = {}
         for _ in session.items:
             shown = browser.find_element(By.ID, "progress").text
-            seen[shown.split("(")[1].rstrip(")")] = (browser.find_element(By.ID, "annotators").text,
-                                                     browser.find_element(By.ID, "pass").is_enabled(),
-                                                     browser.find_element(By.ID, "several").text)
+            seen[shown.split("(")[1].rstrip(")")] = (
+                browser.find_element(By.ID, "annotators").text,
+                browser.find_element(By.ID, "pass").is_enabled(),
+                browser.find_element(By.ID, "several").text,
+            )
             browser.find_element(By.ID, "skip").click()
-            _wait(browser, f"return !document.getElementById('progress').textContent.includes('{shown}')")
+            _wait(
+                browser,
+                f"return !document.getElementById('progress').textContent.includes('{shown}')",
+            )
     finally:
         server.shutdown()
-    assert seen["m1"][0] == "labelled by 3 annotators: ana fail, ben fail, eve pass (the label is their majority)"
-    assert seen["m1"][1] is False and "--annotator NAME" in seen["m1"][2]  # nobody named cannot outvote them
+    assert (
+        seen["m1"][0]
+        == "labelled by 3 annotators: ana fail, ben fail, eve pass (the label is their majority)"
+    )
+    assert (
+        seen["m1"][1] is False and "--annotator NAME" in seen["m1"][2]
+    )  # nobody named cannot outvote them
     assert seen["f1"] == ("", True, "")
 
 
 # -- the judge after a blind label ---------------------------------------------------------------
 
+
 def _new_examples(tmp_path, name="new.jsonl"):
     path = tmp_path / name
-    path.write_text('{"id": "n1", "input": "lost card", "output": "reply-pnew: blocked"}\n'
-                    '{"id": "n2", "input": "lost card", "output": "I can help with that."}\n')
+    path.write_text(
+        '{"id": "n1", "input": "lost card", "output": "reply-pnew: blocked"}\n'
+        '{"id": "n2", "input": "lost card", "output": "I can help with that."}\n'
+    )
     return path
 
 
-def test_a_new_example_is_judged_once_labelled_by_the_calibrated_judge_through_the_cache(project, tmp_path,
-                                                                                          monkeypatch):
+def test_a_new_example_is_judged_once_labelled_by_the_calibrated_judge_through_the_cache(
+    project, tmp_path, monkeypatch
+):
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(30, 30))
     with FakeServer(script({"reply-p": True}, default=False)) as llm:
-        done = CliRunner().invoke(app, ["calibrate", "--model", "openai/j", "--api-base", llm.url, "--gate"])
+        done = CliRunner().invoke(
+            app, ["calibrate", "--model", "openai/j", "--api-base", llm.url, "--gate"]
+        )
         assert done.exit_code == 0, done.output
-        monkeypatch.setenv("OPENAI_BASE_URL", llm.url)  # where the page's judge asks the calibrated endpoint
+        monkeypatch.setenv(
+            "OPENAI_BASE_URL", llm.url
+        )  # where the page's judge asks the calibrated endpoint
         judge, note = page_judge("says-blocked", REPORT, project.criteria, project.sets)
         assert judge is not None and "calibrated judge of says-blocked" in note
-        session = labelling(_new_examples(tmp_path), REPORT, "says-blocked", judge=judge, judge_note=note)
+        session = labelling(
+            _new_examples(tmp_path), REPORT, "says-blocked", judge=judge, judge_note=note
+        )
         server = serve(session)
         try:
-            with urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/api/items", timeout=5) as response:
-                assert all(i["verdict"] is None and not i["judged"] for i in json.loads(response.read())["items"])
+            with urllib.request.urlopen(
+                f"http://127.0.0.1:{server.server_port}/api/items", timeout=5
+            ) as response:
+                assert all(
+                    i["verdict"] is None and not i["judged"]
+                    for i in json.loads(response.read())["items"]
+                )
             asked = llm.requests
             status, first = _label(server, session, "n1", False)
-            assert status == 200 and (first["judged"], first["verdict"], first["unjudged"]) == (True, True, None)
+            assert status == 200 and (first["judged"], first["verdict"], first["unjudged"]) == (
+                True,
+                True,
+                None,
+            )
             status, second = _label(server, session, "n2", False)
             assert status == 200 and (second["judged"], second["verdict"]) == (True, False)
             assert llm.requests > asked  # asked now, over the network path
         finally:
             server.shutdown()
         asked = llm.requests
-        again = labelling(_new_examples(tmp_path, "again.jsonl"), REPORT, "says-blocked", judge=judge)
+        again = labelling(
+            _new_examples(tmp_path, "again.jsonl"), REPORT, "says-blocked", judge=judge
+        )
         assert again.label("n1", True).verdict is True
         assert llm.requests == asked  # the same example again: from the cache
-    assert [json.loads(line)["passed"] for line in (tmp_path / "new.jsonl").read_text().splitlines()] == [False, False]
+    assert [
+        json.loads(line)["passed"] for line in (tmp_path / "new.jsonl").read_text().splitlines()
+    ] == [False, False]
 
 
 def test_the_page_says_why_no_judge_ran(project, tmp_path, browser):
@@ -201,12 +270,23 @@ def test_the_page_says_why_no_judge_ran(project, tmp_path, browser):
     project.jsonl("says-blocked", balanced(30, 30))
     assert "no criterion was named" in page_judge(None, REPORT, project.criteria, project.sets)[1]
     judge, uncalibrated = page_judge("says-blocked", REPORT, project.criteria, project.sets)
-    assert judge is None and "no calibration report for this criterion; run `judgekit calibrate`" in uncalibrated
-    calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
-              llm=FakeLLM.scripted({}, default=True)).write(REPORT)  # a judge that passes everything
+    assert (
+        judge is None
+        and "no calibration report for this criterion; run `judgekit calibrate`" in uncalibrated
+    )
+    calibrate(
+        Options(
+            criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
+        ),
+        llm=FakeLLM.scripted({}, default=True),
+    ).write(REPORT)  # a judge that passes everything
     judge, blocked = page_judge("says-blocked", REPORT, project.criteria, project.sets)
-    assert judge is None and blocked.startswith("the gate does not pass the judge of says-blocked (FAIL: TNR 0.00")
-    session = labelling(_new_examples(tmp_path), REPORT, "says-blocked", judge=judge, judge_note=blocked)
+    assert judge is None and blocked.startswith(
+        "the gate does not pass the judge of says-blocked (FAIL: TNR 0.00"
+    )
+    session = labelling(
+        _new_examples(tmp_path), REPORT, "says-blocked", judge=judge, judge_note=blocked
+    )
     server = serve(session)
     try:
         browser.get(f"http://127.0.0.1:{server.server_port}/")

@@ -11,10 +11,17 @@ from tests.conftest import REPO
 def test_local_judge_answers_every_example_under_the_grammar(project, local_model):
     source = (REPO / "calibration_sets" / "card-block-confirmed.jsonl").read_text().splitlines()
     (project.criteria / "card-block-confirmed.yaml").write_text(
-        (REPO / "criteria" / "card-block-confirmed.yaml").read_text())
-    (project.sets / "card-block-confirmed.jsonl").write_text("\n".join(source[:3] + source[-3:]) + "\n")
-    options = Options(criteria_dir=project.criteria, sets_dir=project.sets, model=local_model,
-                      cache_dir=project.root / "cache")
+        (REPO / "criteria" / "card-block-confirmed.yaml").read_text()
+    )
+    (project.sets / "card-block-confirmed.jsonl").write_text(
+        "\n".join(source[:3] + source[-3:]) + "\n"
+    )
+    options = Options(
+        criteria_dir=project.criteria,
+        sets_dir=project.sets,
+        model=local_model,
+        cache_dir=project.root / "cache",
+    )
     c = calibrate(options).criteria[0]
     assert c.n == 6 and c.abstained == 0, "the grammar must force a parseable answer"
     assert c.judge.model == "local/smollm2" and c.usage.calls == 6
@@ -27,5 +34,11 @@ def test_missing_gguf_stops_the_run_with_the_fix(project):
     project.criterion({"id": "c", "question": "ok?"})
     project.jsonl("c", [{"id": "a", "output": "x", "passed": True}])
     with pytest.raises(ModelUnavailable, match=r"local/nowhere.gguf.*cannot be run here"):
-        calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="local/nowhere.gguf",
-                          cache_dir=None))
+        calibrate(
+            Options(
+                criteria_dir=project.criteria,
+                sets_dir=project.sets,
+                model="local/nowhere.gguf",
+                cache_dir=None,
+            )
+        )

@@ -6,13 +6,29 @@ import warnings
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
-from sklearn.metrics import (balanced_accuracy_score, cohen_kappa_score, confusion_matrix, f1_score,
-                             matthews_corrcoef, precision_score, recall_score)
+from sklearn.metrics import (
+    balanced_accuracy_score,
+    cohen_kappa_score,
+    confusion_matrix,
+    f1_score,
+    matthews_corrcoef,
+    precision_score,
+    recall_score,
+)
 from statsmodels.stats.proportion import proportion_confint
 
-from judgekit.stats.metrics import calibration, cohen_kappa, kappa_from_counts, kappa_interval, pairwise_kappa, wilson
+from judgekit.stats.metrics import (
+    calibration,
+    cohen_kappa,
+    kappa_from_counts,
+    kappa_interval,
+    pairwise_kappa,
+    wilson,
+)
 
-pairs = st.lists(st.tuples(st.booleans(), st.one_of(st.none(), st.booleans())), min_size=1, max_size=60)
+pairs = st.lists(
+    st.tuples(st.booleans(), st.one_of(st.none(), st.booleans())), min_size=1, max_size=60
+)
 
 
 def close(ours, theirs):
@@ -29,7 +45,9 @@ def test_against_scikit_learn(data):
     assert result.abstained == len(data) - len(decided)
     assert result.n == len(data)
     if not decided:
-        assert all(math.isnan(result.metrics[m]) for m in ("tpr", "tnr", "accuracy", "cohen_kappa", "mcc"))
+        assert all(
+            math.isnan(result.metrics[m]) for m in ("tpr", "tnr", "accuracy", "cohen_kappa", "mcc")
+        )
         return
     y = np.array([d[0] for d in decided])
     p = np.array([d[1] for d in decided])
@@ -44,8 +62,13 @@ def test_against_scikit_learn(data):
         assert close(m["precision"], precision_score(y, p, zero_division=nan))
         assert close(m["f1"], f1_score(y, p, zero_division=nan))
         assert close(m["f1_fail"], f1_score(~y, ~p, zero_division=nan))
-        if not (math.isnan(m["f1"]) or math.isnan(m["f1_fail"])):  # scikit-learn averages what is defined
-            assert close(m["macro_f1"], f1_score(y, p, average="macro", labels=[False, True], zero_division=nan))
+        if not (
+            math.isnan(m["f1"]) or math.isnan(m["f1_fail"])
+        ):  # scikit-learn averages what is defined
+            assert close(
+                m["macro_f1"],
+                f1_score(y, p, average="macro", labels=[False, True], zero_division=nan),
+            )
         assert close(m["tnr"], recall_score(~y, ~p, zero_division=nan))
         if y.any() and (~y).any():
             assert close(m["balanced_accuracy"], balanced_accuracy_score(y, p))
@@ -79,7 +102,9 @@ def test_degenerate_inputs_are_nan_not_zero():
     all_abstained = calibration([True, False], [None, None])
     assert all_abstained.abstained == 2 and math.isnan(all_abstained.metrics["accuracy"])
     constant_judge = calibration([True, False, True, False], [True] * 4)
-    assert constant_judge.metrics["cohen_kappa"] == 0.0 and math.isnan(constant_judge.metrics["mcc"])
+    assert constant_judge.metrics["cohen_kappa"] == 0.0 and math.isnan(
+        constant_judge.metrics["mcc"]
+    )
 
 
 def test_kappa_interval_is_seeded_and_brackets_the_estimate():
@@ -109,7 +134,10 @@ def test_categorical_kappa_matches_scikit_learn(data):
 
 
 def test_pairwise_kappa_uses_items_both_rated():
-    ratings = {"ana": {"1": True, "2": False, "3": True}, "ben": {"1": True, "2": False, "4": False}}
+    ratings = {
+        "ana": {"1": True, "2": False, "3": True},
+        "ben": {"1": True, "2": False, "4": False},
+    }
     assert pairwise_kappa(ratings) == {"ana~ben": 1.0}
 
 
@@ -121,8 +149,12 @@ def test_kappa_interval_agrees_with_scipy_dirichlet_posterior(seed):
     rng = np.random.default_rng(seed)
     labels = rng.random(60) < 0.5
     verdicts = np.where(rng.random(60) < 0.8, labels, ~labels)
-    cells = [(labels & verdicts).sum(), (~labels & verdicts).sum(), (~labels & ~verdicts).sum(),
-             (labels & ~verdicts).sum()]
+    cells = [
+        (labels & verdicts).sum(),
+        (~labels & verdicts).sum(),
+        (~labels & ~verdicts).sum(),
+        (labels & ~verdicts).sum(),
+    ]
     tp, fp, tn, fn = dirichlet.rvs(np.array(cells) + 0.5, size=200_000, random_state=seed + 100).T
     chance = (tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)
     theirs = np.percentile((tp + tn - chance) / (1 - chance), [2.5, 97.5])

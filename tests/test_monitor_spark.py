@@ -22,19 +22,33 @@ except ImportError:
 @pytest.fixture(scope="module")
 def spark():
     require(pyspark is not None, "pyspark is not installed (pip install pyspark)")
-    require(shutil.which("java") is not None, "no Java runtime for Spark (apt-get install default-jre-headless)")
+    require(
+        shutil.which("java") is not None,
+        "no Java runtime for Spark (apt-get install default-jre-headless)",
+    )
     from pyspark.sql import SparkSession
 
-    session = (SparkSession.builder.master("local[1]").appName("judgekit-tests")
-               .config("spark.ui.enabled", "false").config("spark.sql.session.timeZone", "UTC")
-               .config("spark.sql.shuffle.partitions", "2").getOrCreate())
+    session = (
+        SparkSession.builder.master("local[1]")
+        .appName("judgekit-tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
     yield session
     session.stop()
 
 
 def _cells(rows):
-    return {(r["criterion"], int(r["window_start"])): [int(r["passes"]), int(r["verdicts"] - r["passes"] - r["abstentions"]),
-                                                       int(r["abstentions"])] for r in rows}
+    return {
+        (r["criterion"], int(r["window_start"])): [
+            int(r["passes"]),
+            int(r["verdicts"] - r["passes"] - r["abstentions"]),
+            int(r["abstentions"]),
+        ]
+        for r in rows
+    }
 
 
 @pytest.mark.parametrize("window", ["6h", "1d", "1w"])
@@ -44,9 +58,15 @@ def test_spark_counts_as_the_file_reader_and_the_printed_query_do(spark, tmp_pat
     from judgekit.watch.spark import counts
 
     samples = _samples(tmp_path)
-    frame = spark.read.json(str(samples)).select(F.to_timestamp("timestamp").alias("timestamp"), "criterion",
-                                                 F.col("passed").cast("boolean").alias("passed"))
+    frame = spark.read.json(str(samples)).select(
+        F.to_timestamp("timestamp").alias("timestamp"),
+        "criterion",
+        F.col("passed").cast("boolean").alias("passed"),
+    )
     folded = read_counts(samples, window).cells
     assert _cells(r.asDict() for r in counts(frame, window).collect()) == folded
     frame.createOrReplaceTempView("judged")
-    assert _cells(r.asDict() for r in spark.sql(counts_sql("judged", window, "spark")).collect()) == folded
+    assert (
+        _cells(r.asDict() for r in spark.sql(counts_sql("judged", window, "spark")).collect())
+        == folded
+    )

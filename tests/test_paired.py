@@ -15,18 +15,52 @@ from hypothesis import strategies as st
 from scipy.stats import binom, binomtest
 
 from judgekit.stats.metrics import confusion, kappa_from_counts, ratio
-from judgekit.stats.paired import (against_best, binomial_sf, discordant, examples_to_separate, holm, mcnemar_exact, mcnemar_many,
-                                   paired_deltas, right)
+from judgekit.stats.paired import (
+    against_best,
+    binomial_sf,
+    discordant,
+    examples_to_separate,
+    holm,
+    mcnemar_exact,
+    mcnemar_many,
+    paired_deltas,
+    right,
+)
 
-PAIRS = [(0, 0), (0, 1), (1, 0), (0, 7), (7, 7), (5, 4), (15, 2), (2, 15), (1, 30), (40, 39), (200, 150),
-         (3000, 2900), (0, 60), (17, 18), (1000, 999), (2, 1998), (700, 1300)]  # to 2000 in whole numbers
+PAIRS = [
+    (0, 0),
+    (0, 1),
+    (1, 0),
+    (0, 7),
+    (7, 7),
+    (5, 4),
+    (15, 2),
+    (2, 15),
+    (1, 30),
+    (40, 39),
+    (200, 150),
+    (3000, 2900),
+    (0, 60),
+    (17, 18),
+    (1000, 999),
+    (2, 1998),
+    (700, 1300),
+]  # to 2000 in whole numbers
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 100, 1999, 2000, 2001, 5000])
 @pytest.mark.parametrize("p", [1e-6, 0.001, 0.02, 0.3, 0.5, 0.77, 0.999])
 def test_binomial_upper_tail_is_scipys(n, p):
     """drift's one-sided tests without scipy: every k, each tail side, to 1e-12 (relative when tiny)."""
-    for k in sorted({*range(-1, min(n, 60) + 2), *range(max(0, n - 60), n + 2), n // 2, int(n * p), int(n * p) + 1}):
+    for k in sorted(
+        {
+            *range(-1, min(n, 60) + 2),
+            *range(max(0, n - 60), n + 2),
+            n // 2,
+            int(n * p),
+            int(n * p) + 1,
+        }
+    ):
         expected = float(binom.sf(k - 1, n, p))
         assert binomial_sf(k, n, p) == pytest.approx(expected, abs=1e-12, rel=1e-9), (k, n, p)
 
@@ -71,7 +105,9 @@ def test_against_best_is_bonferroni_over_every_pair():
     b, c = [10, 3, 20], [1, 3, 2]
     raw = mcnemar_many(b, c)
     np.testing.assert_allclose(against_best(b, c, 4), np.minimum(1.0, raw * 6))
-    assert (against_best(b, c, 4) >= np.array(holm(list(raw)))).all()  # never bolder than Holm over these three
+    assert (
+        against_best(b, c, 4) >= np.array(holm(list(raw)))
+    ).all()  # never bolder than Holm over these three
     with pytest.raises(ValueError, match="4 comparisons"):
         against_best([1, 2, 3, 4], [0, 0, 0, 0], 4)
 
@@ -81,7 +117,10 @@ def test_an_abstention_is_not_right():
     a = [True, None, False, True, None, None]
     b = [None, True, False, False, False, None]
     assert right(labels, a).tolist() == [True, False, True, False, False, False]
-    assert discordant(labels, a, b) == (1, 2)  # a only on 0; b only on 1 and 3; 4 and 5 wrong or abstained by both
+    assert discordant(labels, a, b) == (
+        1,
+        2,
+    )  # a only on 0; b only on 1 and 3; 4 and 5 wrong or abstained by both
     assert discordant(labels, b, a) == (2, 1)
     with pytest.raises(ValueError, match="6 labels but 5 verdicts"):
         discordant(labels, a[:5], b)
@@ -96,8 +135,11 @@ def _judged(rng, n, tpr, tnr, abstain):
 
 def _figures(labels, verdicts):
     c, _ = confusion(labels, verdicts)
-    return {"tpr": ratio(c.tp, c.tp + c.fn), "tnr": ratio(c.tn, c.tn + c.fp),
-            "cohen_kappa": kappa_from_counts(c.tp, c.fp, c.tn, c.fn)}
+    return {
+        "tpr": ratio(c.tp, c.tp + c.fn),
+        "tnr": ratio(c.tn, c.tn + c.fp),
+        "cohen_kappa": kappa_from_counts(c.tp, c.fp, c.tn, c.fn),
+    }
 
 
 @pytest.mark.parametrize("n, abstain", [(40, 0.0), (150, 0.1), (1000, 0.02)])
@@ -113,7 +155,9 @@ def test_paired_deltas_are_the_difference_of_the_calibration_figures(n, abstain)
     assert paired_deltas(labels, a, b, seed=7) == deltas  # seeded
     other = paired_deltas(labels, a, b, seed=8)
     assert other != deltas and all(other[k][0] == deltas[k][0] for k in deltas)
-    wider = paired_deltas(labels, a, b, seed=7, confidence=1 - 0.05 / 2000)  # beyond the draws: extrapolated
+    wider = paired_deltas(
+        labels, a, b, seed=7, confidence=1 - 0.05 / 2000
+    )  # beyond the draws: extrapolated
     for name in deltas:
         assert wider[name][1] < deltas[name][1] and wider[name][2] > deltas[name][2]
         assert math.isfinite(wider[name][1]) and math.isfinite(wider[name][2])
@@ -124,9 +168,13 @@ def test_a_tail_beyond_the_draws_is_extrapolated_like_a_normal_one():
     _, b = _judged(np.random.default_rng(5), 2000, 0.8, 0.85, 0.0)
     usual, deep = paired_deltas(labels, a, b), paired_deltas(labels, a, b, confidence=1 - 1e-6)
     assert paired_deltas(labels, a, b, confidence=1 - 1e-4)["tpr"][1] > deep["tpr"][1]
-    stretch = NormalDist().inv_cdf(5e-7) / NormalDist().inv_cdf(0.025)  # near normal at 2,000 examples
+    stretch = NormalDist().inv_cdf(5e-7) / NormalDist().inv_cdf(
+        0.025
+    )  # near normal at 2,000 examples
     for name in usual:
-        assert (deep[name][2] - deep[name][1]) / (usual[name][2] - usual[name][1]) == pytest.approx(stretch, rel=0.1)
+        assert (deep[name][2] - deep[name][1]) / (usual[name][2] - usual[name][1]) == pytest.approx(
+            stretch, rel=0.1
+        )
 
 
 def test_two_perfect_candidates_still_get_an_honest_interval():
@@ -157,8 +205,13 @@ def test_an_undefined_figure_is_nan():
 
 def test_examples_to_separate_at_the_edges():
     assert mcnemar_exact(30, 10) < 0.05 and examples_to_separate(30, 10, 200, 0.05) == 0
-    assert examples_to_separate(7, 7, 100, 0.05) is None and examples_to_separate(0, 0, 100, 0.05) is None
-    assert examples_to_separate(50, 49, 1000, 0.05) is None  # about 3.2 million more would be needed
+    assert (
+        examples_to_separate(7, 7, 100, 0.05) is None
+        and examples_to_separate(0, 0, 100, 0.05) is None
+    )
+    assert (
+        examples_to_separate(50, 49, 1000, 0.05) is None
+    )  # about 3.2 million more would be needed
     assert examples_to_separate(12, 6, 100, 0.05, limit=100) is None
     with pytest.raises(ValueError, match="do not fit"):
         examples_to_separate(60, 50, 100, 0.05)
@@ -172,12 +225,16 @@ def _exact_power(b, c, n, total, alpha):
     return float(weight @ (mcnemar_many(k, d - k) < alpha))
 
 
-@pytest.mark.parametrize("b, c, n, alpha", [(12, 6, 100, 0.05), (2, 9, 100, 0.01), (3, 0, 60, 0.05 / 6),
-                                            (3, 0, 60, 1e-8)])  # a tiny alpha: the region found upwards
+@pytest.mark.parametrize(
+    "b, c, n, alpha",
+    [(12, 6, 100, 0.05), (2, 9, 100, 0.01), (3, 0, 60, 0.05 / 6), (3, 0, 60, 1e-8)],
+)  # a tiny alpha: the region found upwards
 def test_examples_to_separate_is_the_first_number_with_the_power(b, c, n, alpha):
     more = examples_to_separate(b, c, n, alpha)
     assert more is not None and more > 0
-    assert _exact_power(b, c, n, n + more, alpha) >= 0.8 > _exact_power(b, c, n, n + more - 1, alpha)
+    assert (
+        _exact_power(b, c, n, n + more, alpha) >= 0.8 > _exact_power(b, c, n, n + more - 1, alpha)
+    )
     rng = np.random.default_rng(0)
     for total, at_least in ((n + more, True), (n + more // 2, False)):
         counts = rng.multinomial(total, [b / n, c / n, 1 - (b + c) / n], size=4000)

@@ -34,8 +34,16 @@ def setup(project):
 
 
 def options(project, server, **extra):
-    values = dict(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/judge", api_base=server.url,
-                  cache_dir=project.root / "cache", retry=FAST, concurrency=4, timeout_s=5)
+    values = dict(
+        criteria_dir=project.criteria,
+        sets_dir=project.sets,
+        model="openai/judge",
+        api_base=server.url,
+        cache_dir=project.root / "cache",
+        retry=FAST,
+        concurrency=4,
+        timeout_s=5,
+    )
     return Options(**{**values, **extra})
 
 
@@ -53,17 +61,29 @@ def test_an_unreadable_answer_is_asked_again_and_counted(setup, fault, via):
     assert asked(s, "p1") == [fault, "ok"] and asked(s, "f1") == [fault, fault]
     assert c.outcomes["p1"] == (True, True) and c.abstained == 1
     (d,) = c.disagreements
-    assert (d.id, d.abstention, d.raw) == ("f1", "unparseable", {"garbage": GARBAGE_TEXT, "malformed_json": MALFORMED_TEXT}[fault])
+    assert (d.id, d.abstention, d.raw) == (
+        "f1",
+        "unparseable",
+        {"garbage": GARBAGE_TEXT, "malformed_json": MALFORMED_TEXT}[fault],
+    )
     assert s.requests == 10 and (c.usage.calls, c.usage.cached, c.usage.reasked) == (10, 0, 2)
 
 
 def test_how_often_is_the_policy_s_or_the_criterion_s(setup):
     with FakeServer(VERDICTS, fail_first={"reply-p1:": ["garbage", "garbage"]}) as s:
-        twice = calibrate(options(setup, s, retry=replace(FAST, unreadable=2), cache_dir=None)).criteria[0]
-        assert asked(s, "p1") == ["garbage", "garbage", "ok"] and twice.abstained == 0 and twice.usage.reasked == 2
+        twice = calibrate(
+            options(setup, s, retry=replace(FAST, unreadable=2), cache_dir=None)
+        ).criteria[0]
+        assert (
+            asked(s, "p1") == ["garbage", "garbage", "ok"]
+            and twice.abstained == 0
+            and twice.usage.reasked == 2
+        )
     setup.criterion(llm_criterion(judge={"reask_unreadable": 0}))  # the criterion's setting wins
     with FakeServer(VERDICTS, fail_first={"reply-p1:": ["garbage"]}) as s:
-        never = calibrate(options(setup, s, retry=replace(FAST, unreadable=2), cache_dir=None)).criteria[0]
+        never = calibrate(
+            options(setup, s, retry=replace(FAST, unreadable=2), cache_dir=None)
+        ).criteria[0]
         assert asked(s, "p1") == ["garbage"] and never.abstained == 1 and never.usage.reasked == 0
 
 
@@ -73,7 +93,9 @@ def test_a_reask_is_not_served_from_the_cache_and_replaces_only_with_a_readable_
             return [json.loads(store[k])["text"] for k in store.iterkeys()]
 
     with FakeServer(VERDICTS, fail_first={"reply-p2:": ["garbage"]}) as s:
-        calibrate(options(setup, s, retry=replace(FAST, unreadable=0)))  # the garbage answer is cached
+        calibrate(
+            options(setup, s, retry=replace(FAST, unreadable=0))
+        )  # the garbage answer is cached
         assert GARBAGE_TEXT in stored() and s.requests == 8
         s.fail_first["reply-p2:"] = ["malformed_json"]
         still = calibrate(options(setup, s)).criteria[0]
@@ -84,14 +106,24 @@ def test_a_reask_is_not_served_from_the_cache_and_replaces_only_with_a_readable_
         assert GARBAGE_TEXT in stored() and MALFORMED_TEXT not in stored()
         fixed = calibrate(options(setup, s)).criteria[0]
         assert s.requests == 10 and fixed.abstained == 0 and fixed.outcomes["p2"] == (True, True)
-        assert GARBAGE_TEXT not in stored() and len(stored()) == 8  # replaced in place: the same key
+        assert (
+            GARBAGE_TEXT not in stored() and len(stored()) == 8
+        )  # replaced in place: the same key
         again = calibrate(options(setup, s)).criteria[0]
-        assert s.requests == 10 and (again.usage.calls, again.usage.cached, again.usage.reasked) == (0, 8, 0)
+        assert s.requests == 10 and (
+            again.usage.calls,
+            again.usage.cached,
+            again.usage.reasked,
+        ) == (0, 8, 0)
 
 
 def test_the_cache_key_of_an_ordinary_call_is_unchanged_and_a_reask_shares_it():
-    request = Request(model="openai/judge", messages=[{"role": "user", "content": "Is it blocked?"}], trial=1,
-                      api_base="http://127.0.0.1:8000/v1")
+    request = Request(
+        model="openai/judge",
+        messages=[{"role": "user", "content": "Is it blocked?"}],
+        trial=1,
+        api_base="http://127.0.0.1:8000/v1",
+    )
     # The key judgekit 0.x gave this request before re-asks existed: caches written then stay valid.
     assert cache_key(request) == "2c3c2a71f800f2fb105468da51ee559c25ae34208aaffb9d4a605529e8e48a70"
     assert cache_key(replace(request, keep_if=readable)) == cache_key(request)
@@ -106,39 +138,61 @@ def test_the_cache_layer_on_its_own(tmp_path):
     assert run(llm.complete(request)).text == GARBAGE_TEXT
     assert run(llm.complete(request)).cached  # an ordinary call is served from the cache
     reask = replace(request, keep_if=readable)
-    assert run(llm.complete(reask)).text == MALFORMED_TEXT and llm.lookup(request).text == GARBAGE_TEXT
+    assert (
+        run(llm.complete(reask)).text == MALFORMED_TEXT and llm.lookup(request).text == GARBAGE_TEXT
+    )
     assert run(llm.complete(reask)).text == PASS and llm.lookup(request).text == PASS
     assert fake.calls == 3
 
 
 def test_a_refusal_is_an_answer_never_asked_again():
     fake = FakeLLM(lambda r: REFUSAL_TEXT)
-    verdict = Judge(LLMCriterion(id="c", question="Is it polite?", judge={"model": "m"}), llm=fake)("Hello.")
+    verdict = Judge(LLMCriterion(id="c", question="Is it polite?", judge={"model": "m"}), llm=fake)(
+        "Hello."
+    )
     assert verdict.abstention == "refusal" and fake.calls == 1 and verdict.usage.reasked == 0
     flagged = FakeLLM(lambda r: Completion(text="", refusal="policy"))
-    assert Judge(LLMCriterion(id="c", question="Is it polite?", judge={"model": "m"}), llm=flagged)("Hi").abstention \
-        == "refusal" and flagged.calls == 1
+    assert (
+        Judge(LLMCriterion(id="c", question="Is it polite?", judge={"model": "m"}), llm=flagged)(
+            "Hi"
+        ).abstention
+        == "refusal"
+        and flagged.calls == 1
+    )
 
 
 def test_the_judge_a_test_calls_asks_again_as_calibration_does():
     answers = iter([GARBAGE_TEXT, PASS])
     fake = FakeLLM(lambda r: next(answers))
-    verdict = Judge(LLMCriterion(id="c", question="Is it polite?", judge={"model": "m"}), llm=fake)("Hello.")
+    verdict = Judge(LLMCriterion(id="c", question="Is it polite?", judge={"model": "m"}), llm=fake)(
+        "Hello."
+    )
     assert verdict.passed is True and fake.calls == 2 and verdict.usage.reasked == 1
-    assert fake.requests[1].keep_if is not None and fake.requests[1].messages == fake.requests[0].messages
+    assert (
+        fake.requests[1].keep_if is not None
+        and fake.requests[1].messages == fake.requests[0].messages
+    )
     once = FakeLLM(lambda r: GARBAGE_TEXT)
-    criterion = LLMCriterion(id="c", question="Is it polite?", judge={"model": "m", "reask_unreadable": 0})
+    criterion = LLMCriterion(
+        id="c", question="Is it polite?", judge={"model": "m", "reask_unreadable": 0}
+    )
     assert Judge(criterion, llm=once)("Hello.").abstention == "unparseable" and once.calls == 1
 
 
 def test_the_judge_through_the_real_stack_keeps_the_readable_answer(tmp_path, monkeypatch):
     with FakeServer(VERDICTS, fail_first={"reply-p0:": ["garbage"]}) as s:
-        monkeypatch.setenv("OPENAI_BASE_URL", s.url)  # the environment names the calibrated endpoint
+        monkeypatch.setenv(
+            "OPENAI_BASE_URL", s.url
+        )  # the environment names the calibrated endpoint
         criterion = LLMCriterion(id="c", question="Is it blocked?")
-        calibrated = JudgeInfo(kind="llm", model="openai/j", api_base=s.url)  # as the gate hands it to the fixture
+        calibrated = JudgeInfo(
+            kind="llm", model="openai/j", api_base=s.url
+        )  # as the gate hands it to the fixture
         judge = Judge(criterion, calibrated, cache_dir=str(tmp_path / "cache"))
         assert judge("reply-p0: blocked").passed is True and s.requests == 2
-        assert judge("reply-p0: blocked").passed is True and s.requests == 2  # the readable answer, cached
+        assert (
+            judge("reply-p0: blocked").passed is True and s.requests == 2
+        )  # the readable answer, cached
 
 
 CLAIM = json.dumps({"claims": ["Paris is in France"]})
@@ -147,13 +201,19 @@ CHECKED = json.dumps({"results": [{"claim": 1, "evidence": "Paris, France", "sup
 
 @pytest.mark.parametrize("step", ["extraction", "verification"])
 def test_an_unreadable_claims_step_is_asked_again(step):
-    glitched = {"extraction": iter([GARBAGE_TEXT, CLAIM, CHECKED]), "verification": iter([CLAIM, MALFORMED_TEXT, CHECKED])}
+    glitched = {
+        "extraction": iter([GARBAGE_TEXT, CLAIM, CHECKED]),
+        "verification": iter([CLAIM, MALFORMED_TEXT, CHECKED]),
+    }
     fake = FakeLLM(lambda r: next(glitched[step]))
     criterion = ClaimsCriterion(id="g", kind="claims", question="Supported?", judge={"model": "m"})
     verdict = Judge(criterion, llm=fake)("Paris is in France.", context="Paris, France.")
     assert verdict.passed is True and fake.calls == 3 and verdict.usage.reasked == 1
     again = {"extraction": 1, "verification": 2}[step]
-    assert fake.requests[again].keep_if is not None and fake.requests[again].messages == fake.requests[again - 1].messages
+    assert (
+        fake.requests[again].keep_if is not None
+        and fake.requests[again].messages == fake.requests[again - 1].messages
+    )
 
 
 def test_a_claims_step_that_stays_unreadable_or_refuses_abstains():
@@ -162,4 +222,7 @@ def test_a_claims_step_that_stays_unreadable_or_refuses_abstains():
     verdict = Judge(criterion, llm=fake)("Paris is in France.", context="Paris, France.")
     assert verdict.abstention == "unparseable extraction" and fake.calls == 2
     refusing = FakeLLM(lambda r: REFUSAL_TEXT)
-    assert Judge(criterion, llm=refusing)("Paris.", context="Paris.").passed is None and refusing.calls == 1
+    assert (
+        Judge(criterion, llm=refusing)("Paris.", context="Paris.").passed is None
+        and refusing.calls == 1
+    )

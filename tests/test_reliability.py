@@ -28,8 +28,13 @@ from tests.conftest import balanced, llm_criterion
 VERDICTS = script({"reply-p": True, "reply-f": False})
 RETRY = RetryPolicy(attempts=4, base_s=0.01, cap_s=0.05, first_contact_attempts=4, down_after=6)
 N = 40
-TRANSIENT = {"rate_limit": "error: rate_limit", "server_error": "error: server", "hang": "error: timeout",
-             "reset": "error: dropped", "truncated": "error: "}
+TRANSIENT = {
+    "rate_limit": "error: rate_limit",
+    "server_error": "error: server",
+    "hang": "error: timeout",
+    "reset": "error: dropped",
+    "truncated": "error: ",
+}
 ANSWERS = {"garbage": "unparseable", "malformed_json": "unparseable", "refusal": "refusal"}
 EXAMPLE = re.compile(r"reply-([pf]\d+):")
 
@@ -51,25 +56,45 @@ def _outcomes_per_example(server: FakeServer) -> dict[str, list[str]]:
 
 @pytest.mark.parametrize("rate", [0.1, 0.5])
 @pytest.mark.parametrize("fault", [*TRANSIENT, *ANSWERS])
-def test_every_fault_mode_ends_each_example_in_a_verdict_or_an_explained_abstention(forty, fault, rate):
+def test_every_fault_mode_ends_each_example_in_a_verdict_or_an_explained_abstention(
+    forty, fault, rate
+):
     seed = sum(map(ord, fault)) + int(rate * 100)
     with FakeServer(VERDICTS, faults={fault: rate}, seed=seed, retry_after=0.02) as server:
-        report = calibrate(Options(criteria_dir=forty.criteria, sets_dir=forty.sets, model="openai/judge",
-                                   api_base=server.url, cache_dir=None, retry=RETRY, concurrency=8, timeout_s=0.3))
+        report = calibrate(
+            Options(
+                criteria_dir=forty.criteria,
+                sets_dir=forty.sets,
+                model="openai/judge",
+                api_base=server.url,
+                cache_dir=None,
+                retry=RETRY,
+                concurrency=8,
+                timeout_s=0.3,
+            )
+        )
     c = report.criteria[0]
     by_example = _outcomes_per_example(server)
     assert len(by_example) == N  # every example was asked
     # The counts add up, and only real verdicts are counted: every decided verdict is the scripted one.
-    assert c.n == N and c.confusion.tp + c.confusion.fp + c.confusion.tn + c.confusion.fn + c.abstained == N
+    assert (
+        c.n == N
+        and c.confusion.tp + c.confusion.fp + c.confusion.tn + c.confusion.fn + c.abstained == N
+    )
     assert all(d.verdict is None for d in c.disagreements)
     abstained = {d.id: d.abstention for d in c.disagreements}
     if fault in ANSWERS:
         # An unreadable answer is asked once more (retry.unreadable), a refusal is final: abstained
         # exactly where the last answer was the fault.
         expected = {e for e, outcomes in by_example.items() if outcomes[-1] == fault}
-        assert set(abstained) == expected and all(cause == ANSWERS[fault] for cause in abstained.values())
+        assert set(abstained) == expected and all(
+            cause == ANSWERS[fault] for cause in abstained.values()
+        )
         again = 2 if fault != "refusal" else 1
-        assert all(len(outcomes) == (again if outcomes[0] == fault else 1) for outcomes in by_example.values())
+        assert all(
+            len(outcomes) == (again if outcomes[0] == fault else 1)
+            for outcomes in by_example.values()
+        )
         assert c.usage.reasked == sum(len(outcomes) - 1 for outcomes in by_example.values())
     else:
         # A transient fault is retried: abstained exactly where every attempt failed.
@@ -78,18 +103,32 @@ def test_every_fault_mode_ends_each_example_in_a_verdict_or_an_explained_abstent
         assert all(cause.startswith(TRANSIENT[fault]) for cause in abstained.values()), abstained
         if rate == 0.1:
             assert not abstained  # 4 attempts at 10% lose an example one time in 10,000
-    assert any(o == fault for outcomes in by_example.values() for o in outcomes)  # the fault happened
+    assert any(
+        o == fault for outcomes in by_example.values() for o in outcomes
+    )  # the fault happened
     assert sum(map(len, by_example.values())) <= RETRY.attempts * N  # retries were bounded
     # The gate treats the abstentions by policy: above max_abstain_rate (10%) the judge does not pass.
-    decision = Gate.from_project(forty.criteria, forty.sets, root=forty.root).check(report).decisions[0]
+    decision = (
+        Gate.from_project(forty.criteria, forty.sets, root=forty.root).check(report).decisions[0]
+    )
     if c.abstained / N > 0.1:
-        assert decision.status != "PASS" and f"abstained on {c.abstained} of {N}" in decision.summary
+        assert (
+            decision.status != "PASS" and f"abstained on {c.abstained} of {N}" in decision.summary
+        )
 
 
 def _calibrate_into(args: tuple[str, str, str, str]) -> dict:
     criteria, sets, url, cache = args
-    report = calibrate(Options(criteria_dir=Path(criteria), sets_dir=Path(sets), model="openai/judge", api_base=url,
-                               cache_dir=Path(cache), concurrency=4))
+    report = calibrate(
+        Options(
+            criteria_dir=Path(criteria),
+            sets_dir=Path(sets),
+            model="openai/judge",
+            api_base=url,
+            cache_dir=Path(cache),
+            concurrency=4,
+        )
+    )
     c = report.criteria[0]
     return {"confusion": c.confusion.model_dump(), "abstained": c.abstained}
 
@@ -105,17 +144,38 @@ def test_several_processes_share_one_cache_without_corruption_or_lost_writes(for
         assert server.requests == asked  # every answer any process received was kept
     assert all(r == results[0] for r in results) and again == results[0]
     assert results[0]["confusion"] == {"tp": N // 2, "fp": 0, "tn": N // 2, "fn": 0}
-    assert N <= asked <= 4 * N  # processes may ask the same question at once; none asked twice for itself
+    assert (
+        N <= asked <= 4 * N
+    )  # processes may ask the same question at once; none asked twice for itself
     import diskcache
 
     with diskcache.Cache(str(cache)) as store:
-        assert len(store) == N and store.check() == []  # diskcache's own integrity check finds nothing
+        assert (
+            len(store) == N and store.check() == []
+        )  # diskcache's own integrity check finds nothing
 
 
 def _run_cli(project: Path, url: str) -> subprocess.Popen:
-    command = [sys.executable, "-m", "judgekit.cli", "calibrate", "--model", "openai/j", "--api-base", url,
-               "--concurrency", "3", "--cache-dir", str(project / "cache"), "--out", str(project / "out"), "-q"]
-    return subprocess.Popen(command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = [
+        sys.executable,
+        "-m",
+        "judgekit.cli",
+        "calibrate",
+        "--model",
+        "openai/j",
+        "--api-base",
+        url,
+        "--concurrency",
+        "3",
+        "--cache-dir",
+        str(project / "cache"),
+        "--out",
+        str(project / "out"),
+        "-q",
+    ]
+    return subprocess.Popen(
+        command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def _comparable(report_dir: Path) -> dict:
@@ -139,7 +199,9 @@ def test_interrupted_at_random_points_then_resumed_gives_the_uninterrupted_repor
         shutil.rmtree(forty.root / "cache")
         server.log.clear()
         kills = []
-        for _ in range(3):  # three interruptions, each after a random number of calls, by SIGKILL or SIGINT
+        for _ in range(
+            3
+        ):  # three interruptions, each after a random number of calls, by SIGKILL or SIGINT
             process = _run_cli(forty.root, server.url)
             target = len(server.log) + rng.randint(2, 9)
             deadline = time.monotonic() + 60
@@ -149,7 +211,9 @@ def test_interrupted_at_random_points_then_resumed_gives_the_uninterrupted_repor
             kind = rng.choice([signal.SIGKILL, signal.SIGINT])
             process.send_signal(kind)
             kills.append((kind, process.wait(30)))
-        assert [code for _, code in kills] == [-signal.SIGKILL if kind == signal.SIGKILL else 130 for kind, _ in kills]
+        assert [code for _, code in kills] == [
+            -signal.SIGKILL if kind == signal.SIGKILL else 130 for kind, _ in kills
+        ]
         finished = _run_cli(forty.root, server.url)
         assert finished.wait(60) == 0, finished.stderr.read()
     prompts = [prompt for _, prompt, outcome in server.log if outcome == "ok"]
@@ -166,8 +230,13 @@ def test_nothing_read_back_is_unpickled(forty, monkeypatch):
         raise AssertionError("pickle.loads was called on data read back")
 
     with FakeServer(VERDICTS) as server:
-        options = Options(criteria_dir=forty.criteria, sets_dir=forty.sets, model="openai/judge",
-                          api_base=server.url, cache_dir=forty.root / "cache")
+        options = Options(
+            criteria_dir=forty.criteria,
+            sets_dir=forty.sets,
+            model="openai/judge",
+            api_base=server.url,
+            cache_dir=forty.root / "cache",
+        )
         calibrate(options)
         monkeypatch.setattr(pickle, "loads", refuse)
         monkeypatch.setattr(pickle, "load", refuse)
@@ -176,14 +245,29 @@ def test_nothing_read_back_is_unpickled(forty, monkeypatch):
     assert again.criteria[0].usage.cached == N
 
 
-@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.one_of(st.binary(max_size=300).map(lambda b: ("bin", b)),
-                 st.lists(st.dictionaries(st.sampled_from(["timestamp", "criterion", "passed", "trace_id", "x"]),
-                                          st.one_of(st.none(), st.booleans(), st.integers(-5, 2_000_000_000),
-                                                    st.floats(allow_nan=True), st.text(max_size=30),
-                                                    st.lists(st.integers(), max_size=2))),
-                          max_size=6).map(lambda rows: ("rows", rows))),
-       st.sampled_from([".jsonl", ".csv"]))
+@settings(
+    max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    st.one_of(
+        st.binary(max_size=300).map(lambda b: ("bin", b)),
+        st.lists(
+            st.dictionaries(
+                st.sampled_from(["timestamp", "criterion", "passed", "trace_id", "x"]),
+                st.one_of(
+                    st.none(),
+                    st.booleans(),
+                    st.integers(-5, 2_000_000_000),
+                    st.floats(allow_nan=True),
+                    st.text(max_size=30),
+                    st.lists(st.integers(), max_size=2),
+                ),
+            ),
+            max_size=6,
+        ).map(lambda rows: ("rows", rows)),
+    ),
+    st.sampled_from([".jsonl", ".csv"]),
+)
 def test_monitoring_input_fuzzed_gives_only_judgekit_errors(tmp_path, data, suffix):
     from judgekit.watch.samples import read_counts
 
@@ -197,7 +281,9 @@ def test_monitoring_input_fuzzed_gives_only_judgekit_errors(tmp_path, data, suff
         import csv
 
         with open(path, "w", newline="") as handle:
-            writer = csv.DictWriter(handle, fieldnames=["timestamp", "criterion", "passed", "trace_id", "x"])
+            writer = csv.DictWriter(
+                handle, fieldnames=["timestamp", "criterion", "passed", "trace_id", "x"]
+            )
             writer.writeheader()
             writer.writerows(value)
     try:
@@ -222,25 +308,47 @@ def test_a_planted_key_reaches_no_file_and_no_message(forty, monkeypatch, tmp_pa
     with FakeServer(VERDICTS, fail_first={"reply-p1:": ["server_error"]}) as server:
         secret_url = server.url.replace("http://", f"http://user:{sentinel}@")
         common = ["--model", "openai/judge", "--api-base", secret_url]
-        for args in (["calibrate", *common], ["calibrate", *common, "--no-cache"], ["recheck", *common, "--json"],
-                     ["drift"], ["history", "--json"]):
+        for args in (
+            ["calibrate", *common],
+            ["calibrate", *common, "--no-cache"],
+            ["recheck", *common, "--json"],
+            ["drift"],
+            ["history", "--json"],
+        ):
             result = runner.invoke(app, args)
             printed.append(result.output)
             assert result.exit_code in (0, 1), result.output
-    down = runner.invoke(app, ["calibrate", *common, "--no-cache"])  # the server is gone: an error message
+    down = runner.invoke(
+        app, ["calibrate", *common, "--no-cache"]
+    )  # the server is gone: an error message
     assert down.exit_code == 4
     printed.append(down.output)
     rows = tmp_path / "rows.jsonl"
-    rows.write_text(json.dumps({"timestamp": "2026-11-30T00:00:00Z", "criterion": "says-blocked", "passed": True}) + "\n")
-    printed.append(runner.invoke(app, ["monitor", str(rows), "--json", "--plot", str(tmp_path / "p.png")]).output)
+    rows.write_text(
+        json.dumps(
+            {"timestamp": "2026-11-30T00:00:00Z", "criterion": "says-blocked", "passed": True}
+        )
+        + "\n"
+    )
+    printed.append(
+        runner.invoke(
+            app, ["monitor", str(rows), "--json", "--plot", str(tmp_path / "p.png")]
+        ).output
+    )
     assert not any(sentinel in text for text in printed)
-    written = [p for p in (forty.root / ".judgekit").rglob("*") if p.is_file()] + [tmp_path / "p.png"]
-    assert any(p.name == "history.sqlite" for p in written) and any(p.name == "report.json" for p in written)
+    written = [p for p in (forty.root / ".judgekit").rglob("*") if p.is_file()] + [
+        tmp_path / "p.png"
+    ]
+    assert any(p.name == "history.sqlite" for p in written) and any(
+        p.name == "report.json" for p in written
+    )
     for path in written:
         assert sentinel.encode() not in path.read_bytes(), path
 
 
-def test_credentials_in_the_endpoint_and_echoed_back_reach_no_file_and_no_message(forty, monkeypatch, tmp_path):
+def test_credentials_in_the_endpoint_and_echoed_back_reach_no_file_and_no_message(
+    forty, monkeypatch, tmp_path
+):
     """A password and a query key in --api-base, and the Authorization header a provider echoes
     in an error body (Basic and Bearer, base64 included): in no report, verdict file, page, cache,
     history, JUnit file, step summary or message."""
@@ -260,30 +368,67 @@ def test_credentials_in_the_endpoint_and_echoed_back_reach_no_file_and_no_messag
     echoes = {"reply-p1:": ["echo"], "reply-f2:": ["echo"]}
     with FakeServer(VERDICTS, fail_first=echoes) as server:
         host = server.url.removeprefix("http://")
-        for url, extra in ((f"http://ana:{password}@{host}?api-key={query_key}", []),  # Basic auth, echoed
-                           (f"{server.url}?api-key={query_key}", ["--no-cache"])):  # Bearer from the environment
+        for url, extra in (
+            (f"http://ana:{password}@{host}?api-key={query_key}", []),  # Basic auth, echoed
+            (f"{server.url}?api-key={query_key}", ["--no-cache"]),
+        ):  # Bearer from the environment
             server.fail_first.update({k: list(v) for k, v in echoes.items()})
-            args = ["calibrate", "--model", "openai/judge", "--api-base", url, "--gate", "--junit",
-                    str(tmp_path / "junit.xml"), *extra]
+            args = [
+                "calibrate",
+                "--model",
+                "openai/judge",
+                "--api-base",
+                url,
+                "--gate",
+                "--junit",
+                str(tmp_path / "junit.xml"),
+                *extra,
+            ]
             result = runner.invoke(app, args)
             printed.append(result.output)
             assert result.exit_code == 0, result.output
         report = json.loads((forty.root / ".judgekit/reports/latest/report.json").read_text())
         reasons = [d["reason"] for d in report["criteria"][0]["disagreements"] if d["abstention"]]
-        assert len(reasons) == 2 and all("cannot handle POST" in r and "authorization" in r for r in reasons)
-        printed.append(runner.invoke(app, ["recheck", "--api-base", f"http://ana:{password}@{host}?api-key={query_key}",
-                                           "--json"]).output)
-    for bad in (f"htp://127.0.0.1:1/v1?api-key={query_key}", f"http://127.0.0.1:99999/v1?api-key={query_key}",
-                f"http://127.0.0.1:notaport/v1?key={query_key}", f"http://[::1/v1?token={query_key}",
-                f"http://ana:{password}@/v1"):
+        assert len(reasons) == 2 and all(
+            "cannot handle POST" in r and "authorization" in r for r in reasons
+        )
+        printed.append(
+            runner.invoke(
+                app,
+                [
+                    "recheck",
+                    "--api-base",
+                    f"http://ana:{password}@{host}?api-key={query_key}",
+                    "--json",
+                ],
+            ).output
+        )
+    for bad in (
+        f"htp://127.0.0.1:1/v1?api-key={query_key}",
+        f"http://127.0.0.1:99999/v1?api-key={query_key}",
+        f"http://127.0.0.1:notaport/v1?key={query_key}",
+        f"http://[::1/v1?token={query_key}",
+        f"http://ana:{password}@/v1",
+    ):
         result = runner.invoke(app, ["calibrate", "--model", "openai/judge", "--api-base", bad])
-        assert result.exit_code == 2 and "--api-base" in result.output and "Traceback" not in result.output, result.output
+        assert (
+            result.exit_code == 2
+            and "--api-base" in result.output
+            and "Traceback" not in result.output
+        ), result.output
         printed.append(result.output)
     for text in printed:
         assert not any(secret in text for secret in secrets), text
     written = [p for p in forty.root.rglob("*") if p.is_file()] + [summary, tmp_path / "junit.xml"]
-    assert {"report.json", "report.md", "report.html", "verdicts.jsonl", "history.sqlite", "summary.md",
-            "junit.xml"} <= {p.name for p in written}
+    assert {
+        "report.json",
+        "report.md",
+        "report.html",
+        "verdicts.jsonl",
+        "history.sqlite",
+        "summary.md",
+        "junit.xml",
+    } <= {p.name for p in written}
     for path in written:
         data = path.read_bytes()
         assert not any(secret.encode() in data for secret in secrets), path
@@ -307,7 +452,9 @@ def test_a_file_killed_mid_write_is_the_old_one_or_the_new_one(tmp_path):
     target = tmp_path / "report.json"
     rng = random.Random(7)
     for _ in range(5):
-        process = subprocess.Popen([sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [sys.executable, "-c", WRITER, str(target)], stdout=subprocess.PIPE, text=True
+        )
         assert process.stdout.readline().strip() == "ready"
         time.sleep(rng.uniform(0.05, 0.4))
         process.kill()
@@ -322,12 +469,26 @@ def test_a_script_in_a_reply_stays_text_in_the_markdown_report(project):
 
     project.criterion(llm_criterion())
     hostile = "<script>alert('x')</script> | `code` [link](http://x) *bold*"
-    project.jsonl("says-blocked", [{"id": "<img src=x onerror=alert(1)>", "output": hostile, "passed": True},
-                                   {"id": "f", "output": "fine", "passed": False}])
-    llm = FakeLLM(lambda request: json.dumps({"reasoning": hostile, "passed": False}) if "script" in
-                  request.messages[-1]["content"] else json.dumps({"reasoning": "no", "passed": False}))
-    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j",
-                               cache_dir=None), llm=llm)
+    project.jsonl(
+        "says-blocked",
+        [
+            {"id": "<img src=x onerror=alert(1)>", "output": hostile, "passed": True},
+            {"id": "f", "output": "fine", "passed": False},
+        ],
+    )
+    llm = FakeLLM(
+        lambda request: (
+            json.dumps({"reasoning": hostile, "passed": False})
+            if "script" in request.messages[-1]["content"]
+            else json.dumps({"reasoning": "no", "passed": False})
+        )
+    )
+    report = calibrate(
+        Options(
+            criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
+        ),
+        llm=llm,
+    )
     markdown = to_markdown(report)
     assert "<script>" not in markdown and "<img" not in markdown and "](http" not in markdown
     assert "&lt;script&gt;alert('x')&lt;/script&gt; &#124; &#96;code&#96;" in markdown
@@ -339,8 +500,14 @@ def test_the_model_string_is_escaped_in_the_markdown_report(project):
 
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(2, 2))
-    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=None,
-                               model="openai/<img src=x onerror=alert(1)>`|"),
-                       llm=FakeLLM.scripted({"reply-p": True}, default=False))
+    report = calibrate(
+        Options(
+            criteria_dir=project.criteria,
+            sets_dir=project.sets,
+            cache_dir=None,
+            model="openai/<img src=x onerror=alert(1)>`|",
+        ),
+        llm=FakeLLM.scripted({"reply-p": True}, default=False),
+    )
     markdown = to_markdown(report)
     assert "<img" not in markdown and "&lt;img src=x onerror=alert(1)&gt;&#96;&#124;" in markdown

@@ -15,35 +15,73 @@ from tests.conftest import REPO
 
 def _regex_project(project, ids, n=300):
     for cid in ids:
-        project.criterion({"id": cid, "kind": "regex", "question": "Free of TODO?", "pattern": "TODO",
-                           "match_means": "fail"})
-        project.jsonl(cid, [{"id": f"{cid}-{i}", "output": "TODO" if i % 2 else "done", "passed": not i % 2}
-                            for i in range(n)])
+        project.criterion(
+            {
+                "id": cid,
+                "kind": "regex",
+                "question": "Free of TODO?",
+                "pattern": "TODO",
+                "match_means": "fail",
+            }
+        )
+        project.jsonl(
+            cid,
+            [
+                {"id": f"{cid}-{i}", "output": "TODO" if i % 2 else "done", "passed": not i % 2}
+                for i in range(n)
+            ],
+        )
 
 
 def test_concurrent_partial_runs_into_one_folder_keep_both_criteria(project):
     _regex_project(project, ["a", "b"])
     out = project.root / "out"
-    command = [sys.executable, "-m", "judgekit.cli", "calibrate", "--out", str(out), "--no-history", "-q"]
+    command = [
+        sys.executable,
+        "-m",
+        "judgekit.cli",
+        "calibrate",
+        "--out",
+        str(out),
+        "--no-history",
+        "-q",
+    ]
     env = {"PYTHONPATH": str(REPO)}
     import os
 
     for attempt in range(6):
-        runs = [subprocess.Popen([*command, "-c", cid], cwd=project.root, env={**os.environ, **env},
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE) for cid in ("a", "b")]
+        runs = [
+            subprocess.Popen(
+                [*command, "-c", cid],
+                cwd=project.root,
+                env={**os.environ, **env},
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
+            for cid in ("a", "b")
+        ]
         for run in runs:
             assert run.wait(120) == 0, run.stderr.read()
         report = Report.read(out)
         assert sorted(c.id for c in report.criteria) == ["a", "b"], f"attempt {attempt}"
         lines = [json.loads(line) for line in (out / "verdicts.jsonl").read_text().splitlines()]
-        assert {cid: sum(1 for r in lines if r["criterion"] == cid) for cid in ("a", "b")} == {"a": 300, "b": 300}
+        assert {cid: sum(1 for r in lines if r["criterion"] == cid) for cid in ("a", "b")} == {
+            "a": 300,
+            "b": 300,
+        }
 
 
 def test_an_older_calibration_never_replaces_a_newer_one(project):
     _regex_project(project, ["a"], n=6)
     options = Options(criteria_dir=project.criteria, sets_dir=project.sets)
     older = calibrate(options)  # read the set first ...
-    project.jsonl("a", [{"id": f"a-{i}", "output": "TODO" if i % 3 else "done", "passed": not i % 3} for i in range(9)])
+    project.jsonl(
+        "a",
+        [
+            {"id": f"a-{i}", "output": "TODO" if i % 3 else "done", "passed": not i % 3}
+            for i in range(9)
+        ],
+    )
     newer = calibrate(options)  # ... then the set changed and was calibrated again
     out = project.root / "out"
     newer.write(out)
@@ -59,8 +97,14 @@ def _annotated_project(project, annotated: int):
     from tests.conftest import llm_criterion
 
     project.criterion(llm_criterion())
-    rows = [{"id": f"a{i}", "output": f"reply-p{i}", "labels": {"ana": True, "ben": i % 5 != 0, "eve": True}}
-            for i in range(annotated)]
+    rows = [
+        {
+            "id": f"a{i}",
+            "output": f"reply-p{i}",
+            "labels": {"ana": True, "ben": i % 5 != 0, "eve": True},
+        }
+        for i in range(annotated)
+    ]
     rows += [{"id": f"p{i}", "output": f"reply-q{i}", "passed": True} for i in range(20)]
     rows += [{"id": f"f{i}", "output": f"reply-f{i}", "passed": False} for i in range(20)]
     project.jsonl("says-blocked", rows)
@@ -72,11 +116,17 @@ def test_the_human_ceiling_says_on_how_many_examples(project, annotated, too_few
     from judgekit.testing import FakeLLM
 
     _annotated_project(project, annotated)
-    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
-                       llm=FakeLLM.scripted({"reply-p": True, "reply-q": True}, default=False))
+    report = calibrate(
+        Options(
+            criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
+        ),
+        llm=FakeLLM.scripted({"reply-p": True, "reply-q": True}, default=False),
+    )
     a = report.criteria[0].annotators
     assert a.examples == annotated
-    line = next(line for line in to_markdown(report).splitlines() if line.startswith("Human ceiling"))
+    line = next(
+        line for line in to_markdown(report).splitlines() if line.startswith("Human ceiling")
+    )
     assert f"on {annotated} examples labelled by several annotators" in line
     assert ("too few to compare the judge with (at least 20 are needed)" in line) == too_few
     assert ("the judge against each" in line) != too_few
@@ -89,12 +139,23 @@ def test_report_md_shows_each_disagreement_beside_its_example(project):
 
     project.criterion(llm_criterion())
     long_reply = "reply-f0: " + "blah " * 100 + "<b>END</b>"
-    project.jsonl("says-blocked", [{"id": "p0", "input": "I lost my card", "output": "reply-p0: blocked", "passed": True},
-                                   {"id": "f0", "input": "Where is it?", "output": long_reply, "passed": False}])
-    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None),
-                       llm=FakeLLM.scripted({}, default=True))  # passes everything: f0 is a disagreement
+    project.jsonl(
+        "says-blocked",
+        [
+            {"id": "p0", "input": "I lost my card", "output": "reply-p0: blocked", "passed": True},
+            {"id": "f0", "input": "Where is it?", "output": long_reply, "passed": False},
+        ],
+    )
+    report = calibrate(
+        Options(
+            criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
+        ),
+        llm=FakeLLM.scripted({}, default=True),
+    )  # passes everything: f0 is a disagreement
     row = next(line for line in to_markdown(report).splitlines() if line.startswith("| f0 |"))
-    assert "| Where is it? | reply-f0: blah" in row and "END" not in row and "…" in row  # cut at 200 characters
+    assert (
+        "| Where is it? | reply-f0: blah" in row and "END" not in row and "…" in row
+    )  # cut at 200 characters
     assert "texts cut at 200 characters" in to_markdown(report)
 
 
@@ -103,14 +164,24 @@ def test_examples_frame_has_one_row_per_example_fresh_and_read_back(project):
     from tests.conftest import llm_criterion
 
     project.criterion(llm_criterion())
-    project.jsonl("says-blocked", [
-        {"id": "p0", "output": "reply-p0", "passed": True, "tags": ["short"], "split": "dev"},
-        {"id": "f0", "output": "reply-f0", "passed": False},
-        {"id": "f1", "output": "reply-f1", "passed": False, "split": "test"},
-    ])
-    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j",
-                               cache_dir=None, trials=3),
-                       llm=FakeLLM.scripted({"reply-p": True, "reply-f0": True}, default=False))
+    project.jsonl(
+        "says-blocked",
+        [
+            {"id": "p0", "output": "reply-p0", "passed": True, "tags": ["short"], "split": "dev"},
+            {"id": "f0", "output": "reply-f0", "passed": False},
+            {"id": "f1", "output": "reply-f1", "passed": False, "split": "test"},
+        ],
+    )
+    report = calibrate(
+        Options(
+            criteria_dir=project.criteria,
+            sets_dir=project.sets,
+            model="openai/j",
+            cache_dir=None,
+            trials=3,
+        ),
+        llm=FakeLLM.scripted({"reply-p": True, "reply-f0": True}, default=False),
+    )
     fresh = report.examples_frame(project.sets).set_index("id")
     assert sorted(fresh.index) == ["f0", "f1", "p0"]
     assert not fresh.loc["f0", "label"] and fresh.loc["f0", "verdict"]  # a disagreement
@@ -119,6 +190,10 @@ def test_examples_frame_has_one_row_per_example_fresh_and_read_back(project):
     out = project.root / "out"
     report.write(out)
     again = Report.read(out)
-    assert not again.criteria[0].verdicts  # report.json does not hold them: they come from verdicts.jsonl beside it
+    assert not again.criteria[
+        0
+    ].verdicts  # report.json does not hold them: they come from verdicts.jsonl beside it
     back = again.examples_frame(project.sets).set_index("id").sort_index()
-    assert back[["label", "verdict", "trials", "split"]].equals(fresh.sort_index()[["label", "verdict", "trials", "split"]])
+    assert back[["label", "verdict", "trials", "split"]].equals(
+        fresh.sort_index()[["label", "verdict", "trials", "split"]]
+    )

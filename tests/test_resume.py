@@ -17,9 +17,25 @@ N = 30
 
 
 def start_run(project, server):
-    command = [sys.executable, "-m", "judgekit.cli", "calibrate", "--model", "openai/j", "--api-base", server.url,
-               "--concurrency", "2", "--cache-dir", str(project.root / "cache"), "--out", str(project.root / "out")]
-    return subprocess.Popen(command, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    command = [
+        sys.executable,
+        "-m",
+        "judgekit.cli",
+        "calibrate",
+        "--model",
+        "openai/j",
+        "--api-base",
+        server.url,
+        "--concurrency",
+        "2",
+        "--cache-dir",
+        str(project.root / "cache"),
+        "--out",
+        str(project.root / "out"),
+    ]
+    return subprocess.Popen(
+        command, cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
 
 
 def wait_for_requests(server, count, timeout=60):
@@ -45,8 +61,15 @@ def test_interrupted_run_resumes_without_repeating_calls(project, sig):
         cached = len(diskcache.Cache(str(project.root / "cache")))
         first = len(server.log)  # counted on arrival, so calls in flight at the kill are included
         assert 10 <= cached <= first < N
-        report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j",
-                                   api_base=server.url, cache_dir=project.root / "cache"))
+        report = calibrate(
+            Options(
+                criteria_dir=project.criteria,
+                sets_dir=project.sets,
+                model="openai/j",
+                api_base=server.url,
+                cache_dir=project.root / "cache",
+            )
+        )
         resumed = len(server.log) - first
     assert resumed == N - cached, "a cached call was repeated or a missing one skipped"
     c = report.criteria[0]

@@ -20,7 +20,7 @@ JUDGE_MODEL = "openai/gpt-4o-mini-2024-07-18"
 # The judge passes replies holding "reply-p", refuses to judge "reply-a" (an abstention), fails the rest.
 ANSWERS = script({"reply-p": True, "reply-a": REFUSAL_TEXT}, default=False)
 
-SCENARIOS = '''
+SCENARIOS = """
 import pytest
 
 AGENT = {
@@ -51,20 +51,29 @@ def test_abstentions_are_no_passes(judge):
 @pytest.mark.judged("card", runs=5, min_passes=4)
 def test_a_crashed_run_is_no_pass(judge):
     assert judge(agent("crashes")).passed
-'''
+"""
 
 
 def _project(pytester, model=JUDGE_MODEL, server=None):
     root = pytester.path
     (root / "criteria").mkdir()
     (root / "calibration_sets").mkdir()
-    (root / "criteria" / "card.yaml").write_text(yaml.safe_dump({"id": "card", "question": "Blocked?",
-                                                                 "judge": {"model": model}}))
+    (root / "criteria" / "card.yaml").write_text(
+        yaml.safe_dump({"id": "card", "question": "Blocked?", "judge": {"model": model}})
+    )
     rows = [{"id": f"g{i}", "output": f"reply-p{i}", "passed": True} for i in range(30)]
     rows += [{"id": f"b{i}", "output": f"reply-f{i}", "passed": False} for i in range(30)]
-    (root / "calibration_sets" / "card.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
-    report = calibrate(Options(criteria_dir=root / "criteria", sets_dir=root / "calibration_sets",
-                               api_base=server.url, cache_dir=root / ".judgekit" / "cache"))
+    (root / "calibration_sets" / "card.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
+    report = calibrate(
+        Options(
+            criteria_dir=root / "criteria",
+            sets_dir=root / "calibration_sets",
+            api_base=server.url,
+            cache_dir=root / ".judgekit" / "cache",
+        )
+    )
     report.write(root / ".judgekit" / "reports" / "latest")
     return root
 
@@ -72,7 +81,9 @@ def _project(pytester, model=JUDGE_MODEL, server=None):
 @pytest.fixture
 def server(monkeypatch):
     with FakeServer(ANSWERS) as running:
-        monkeypatch.setenv("OPENAI_BASE_URL", running.url)  # the tests' judge asks the calibrated endpoint where the environment names it
+        monkeypatch.setenv(
+            "OPENAI_BASE_URL", running.url
+        )  # the tests' judge asks the calibrated endpoint where the environment names it
         yield running
 
 
@@ -80,33 +91,57 @@ def server(monkeypatch):
 def test_four_of_five_passes_three_of_five_fails_with_the_tally(pytester, server, workers):
     _project(pytester, server=server)
     pytester.makepyfile(test_scenarios=SCENARIOS)
-    args = ["--judgekit-gate", "--junitxml", "junit.xml", "-rf"] + (["-n", workers, "-p", "xdist"] if workers else [])
+    args = ["--judgekit-gate", "--junitxml", "junit.xml", "-rf"] + (
+        ["-n", workers, "-p", "xdist"] if workers else []
+    )
     result = pytester.runpytest_subprocess(*args)
     result.assert_outcomes(passed=2, failed=2)
     out = result.stdout.str()
-    result.stdout.fnmatch_lines([
-        "*test_three_of_five: 3 of 5 runs passed every check (needs 4; rate 0.60, 95% 0.23-0.88)*",
-        "*run 2: card failed (scripted verdict); raised AssertionError: assert False",
-        "*run 3: card failed (scripted verdict); raised AssertionError: assert False",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_three_of_five: 3 of 5 runs passed every check (needs 4; rate 0.60, 95% 0.23-0.88)*",
+            "*run 2: card failed (scripted verdict); raised AssertionError: assert False",
+            "*run 3: card failed (scripted verdict); raised AssertionError: assert False",
+        ]
+    )
     # An abstention is never a pass: 3 of 5, and the tally says how many runs abstained.
-    result.stdout.fnmatch_lines(["*test_abstentions_are_no_passes: 3 of 5 runs passed every check (needs 4*"
-                                 "2 run(s) with an abstained check, not counted as passes*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_abstentions_are_no_passes: 3 of 5 runs passed every check (needs 4*"
+            "2 run(s) with an abstained check, not counted as passes*"
+        ]
+    )
     assert "run 2: card abstained" in out and "run 4: card abstained" in out
     # A run whose agent raised is a failed run, not a failed test: 4 of 5 still pass.
-    result.stdout.fnmatch_lines(["*test_a_crashed_run_is_no_pass: 4 of 5 runs passed*",
-                                 "*run 2: raised ConnectionError: the agent's backend went away"])
-    assert "test_a_crashed_run_is_no_pass" not in "".join(line for line in out.splitlines() if "FAILED" in line)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_a_crashed_run_is_no_pass: 4 of 5 runs passed*",
+            "*run 2: raised ConnectionError: the agent's backend went away",
+        ]
+    )
+    assert "test_a_crashed_run_is_no_pass" not in "".join(
+        line for line in out.splitlines() if "FAILED" in line
+    )
     # Steps -> scenarios -> suite in the summary, gathered on the controller under xdist.
-    result.stdout.fnmatch_lines(["steps: 19 checks judged, 14 passed, 3 failed, 2 abstained",
-                                 "scenarios: 2 of 4 passed (50%, 95% 15%-85%)"])
+    result.stdout.fnmatch_lines(
+        [
+            "steps: 19 checks judged, 14 passed, 3 failed, 2 abstained",
+            "scenarios: 2 of 4 passed (50%, 95% 15%-85%)",
+        ]
+    )
     # JUnit carries each scenario's tally as a property of its test case.
-    cases = {c.get("name"): c for c in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")}
-    prop = next(p for p in cases["test_three_of_five"].iter("property") if p.get("name") == "judgekit_scenario")
+    cases = {
+        c.get("name"): c for c in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+    }
+    prop = next(
+        p
+        for p in cases["test_three_of_five"].iter("property")
+        if p.get("name") == "judgekit_scenario"
+    )
     assert "'passes': 3" in prop.get("value") and "'min_passes': 4" in prop.get("value")
 
 
-SUITE = '''
+SUITE = """
 import pytest
 
 @pytest.mark.judged("card")
@@ -128,7 +163,7 @@ ATTEMPTS = iter(["reply-f3", "reply-p3"])
 @pytest.mark.judged("card")
 def test_green_on_a_rerun(judge):
     assert judge(next(ATTEMPTS)).passed
-'''
+"""
 
 
 @pytest.mark.parametrize("workers", [None, "4"])
@@ -137,36 +172,46 @@ def test_a_suite_threshold_fails_the_session_even_over_xfail_and_reruns(pytester
     pytester.makepyfile(test_suite=SUITE)
     xdist = ["-n", workers, "-p", "xdist"] if workers else []
     lenient = pytester.runpytest_subprocess("--reruns", "1", *xdist)
-    assert lenient.ret == pytest.ExitCode.OK  # pytest alone sees 2 passed (one on a rerun) and 2 xfailed
+    assert (
+        lenient.ret == pytest.ExitCode.OK
+    )  # pytest alone sees 2 passed (one on a rerun) and 2 xfailed
     lenient.assert_outcomes(passed=2, xfailed=2)
     lenient.stdout.fnmatch_lines(["*2 passed, 2 xfailed, 1 rerun*"])
     pytester.makeini("[pytest]\njudgekit_min_scenario_pass_rate = 0.9\n")
     strict = pytester.runpytest_subprocess("--reruns", "1", *xdist)
     assert strict.ret == pytest.ExitCode.TESTS_FAILED
-    strict.stdout.fnmatch_lines(["scenarios: 1 of 4 passed (25%*",
-                                 "suite: FAIL, 1 of 4 judged scenarios passed (25%), below "
-                                 "judgekit_min_scenario_pass_rate 0.90"])
+    strict.stdout.fnmatch_lines(
+        [
+            "scenarios: 1 of 4 passed (25%*",
+            "suite: FAIL, 1 of 4 judged scenarios passed (25%), below "
+            "judgekit_min_scenario_pass_rate 0.90",
+        ]
+    )
     assert "test_green_on_a_rerun: failed" in strict.stdout.str()
 
 
 def test_a_bad_threshold_or_count_is_a_clear_error(pytester, server):
     _project(pytester, server=server)
-    pytester.makepyfile(test_bad='''
+    pytester.makepyfile(
+        test_bad="""
 import pytest
 
 @pytest.mark.judged("card", runs=3, min_passes=4)
 def test_impossible(judge):
     judge("reply-p1")
-''')
+"""
+    )
     result = pytester.runpytest_subprocess()
     result.stdout.fnmatch_lines(["*judged(...): min_passes=4: give a count from 1 to runs (3)*"])
     pytester.makeini("[pytest]\njudgekit_min_scenario_pass_rate = 90%\n")
     bad = pytester.runpytest_subprocess()
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    bad.stderr.fnmatch_lines(["*judgekit_min_scenario_pass_rate = '90%'; give a share above 0 and at most 1*"])
+    bad.stderr.fnmatch_lines(
+        ["*judgekit_min_scenario_pass_rate = '90%'; give a share above 0 and at most 1*"]
+    )
 
 
-AGENT_TESTS = '''
+AGENT_TESTS = """
 import pytest
 
 @pytest.mark.judged("card", agent_model="azure/gpt-4o-mini")
@@ -176,7 +221,7 @@ def test_graded_by_its_own_model(judge):
 @pytest.mark.judged("card", agent_model="openai/gpt-4o")
 def test_graded_by_another_model(judge):
     assert judge("reply-p1").passed
-'''
+"""
 
 
 def test_a_judge_of_the_agents_own_model_is_refused_or_warned_about(pytester, server):
@@ -184,49 +229,91 @@ def test_a_judge_of_the_agents_own_model_is_refused_or_warned_about(pytester, se
     pytester.makepyfile(test_agent=AGENT_TESTS)
     refused = pytester.runpytest_subprocess("-n", "4", "-p", "xdist", "-rf")
     refused.assert_outcomes(passed=1, failed=1)
-    refused.stdout.fnmatch_lines(["*judgekit: the judge of card is the agent's own model (judge "
-                                  "openai/gpt-4o-mini-2024-07-18, agent azure/gpt-4o-mini: both gpt-4o-mini)*"])
+    refused.stdout.fnmatch_lines(
+        [
+            "*judgekit: the judge of card is the agent's own model (judge "
+            "openai/gpt-4o-mini-2024-07-18, agent azure/gpt-4o-mini: both gpt-4o-mini)*"
+        ]
+    )
     pytester.makeini("[pytest]\njudgekit_same_model = warn\n")
     warned = pytester.runpytest_subprocess("-rw")
     warned.assert_outcomes(passed=2, warnings=1)
-    warned.stdout.fnmatch_lines(["*SameModelWarning: judgekit: the judge of card is the agent's own model*"])
+    warned.stdout.fnmatch_lines(
+        ["*SameModelWarning: judgekit: the judge of card is the agent's own model*"]
+    )
     # Declared in the ini rather than on the test: warn still means warn (the gate does not block it).
     pytester.makeini("[pytest]\njudgekit_same_model = warn\njudgekit_agent_model = gpt-4o-mini\n")
     pytester.makepyfile(test_agent=AGENT_TESTS.replace('agent_model="azure/gpt-4o-mini"', ""))
     from_ini = pytester.runpytest_subprocess("-rw")
     from_ini.assert_outcomes(passed=2, warnings=1)
-    from_ini.stdout.fnmatch_lines(["*SameModelWarning: judgekit: the judge of card is the agent's own model (judge "
-                                   "openai/gpt-4o-mini-2024-07-18, agent gpt-4o-mini*"])
+    from_ini.stdout.fnmatch_lines(
+        [
+            "*SameModelWarning: judgekit: the judge of card is the agent's own model (judge "
+            "openai/gpt-4o-mini-2024-07-18, agent gpt-4o-mini*"
+        ]
+    )
 
 
 def test_the_gate_names_both_models_and_fails_the_agents_own(pytester, server):
     root = _project(pytester, server=server)
     pytester.makeini("[pytest]\njudgekit_agent_model = gpt-4o-mini\n")
-    pytester.makepyfile(test_one='''
+    pytester.makepyfile(
+        test_one="""
 import pytest
 
 @pytest.mark.judged("card")
 def test_reply(judge):
     judge("reply-p1")
-''')
+"""
+    )
     result = pytester.runpytest_subprocess("--judgekit-gate")
-    result.stdout.fnmatch_lines(["judgekit gate: FAIL*", "  agent model: gpt-4o-mini",
-                                 "  FAIL         card (judge openai/gpt-4o-mini-2024-07-18)"])
+    result.stdout.fnmatch_lines(
+        [
+            "judgekit gate: FAIL*",
+            "  agent model: gpt-4o-mini",
+            "  FAIL         card (judge openai/gpt-4o-mini-2024-07-18)",
+        ]
+    )
     result.assert_outcomes(errors=1)
     from click.testing import CliRunner
 
     from judgekit.cli import app
 
-    gate = CliRunner().invoke(app, ["gate", "--report", str(root / ".judgekit" / "reports" / "latest"),
-                                    "--criteria", str(root / "criteria"), "--sets", str(root / "calibration_sets"),
-                                    "--agent-model", "openai/gpt-4o-mini"])
+    gate = CliRunner().invoke(
+        app,
+        [
+            "gate",
+            "--report",
+            str(root / ".judgekit" / "reports" / "latest"),
+            "--criteria",
+            str(root / "criteria"),
+            "--sets",
+            str(root / "calibration_sets"),
+            "--agent-model",
+            "openai/gpt-4o-mini",
+        ],
+    )
     assert gate.exit_code == 1
-    assert ("FAIL         card: the judge is the agent's own model: judge openai/gpt-4o-mini-2024-07-18 and agent "
-            "openai/gpt-4o-mini are both gpt-4o-mini") in gate.output
+    assert (
+        "FAIL         card: the judge is the agent's own model: judge openai/gpt-4o-mini-2024-07-18 and agent "
+        "openai/gpt-4o-mini are both gpt-4o-mini"
+    ) in gate.output
     assert "[judge openai/gpt-4o-mini-2024-07-18; agent openai/gpt-4o-mini]" in gate.output
-    other = CliRunner().invoke(app, ["gate", "--report", str(root / ".judgekit" / "reports" / "latest"),
-                                     "--criteria", str(root / "criteria"), "--sets", str(root / "calibration_sets"),
-                                     "--agent-model", "anthropic/claude-3-5-sonnet-latest", "--json"])
+    other = CliRunner().invoke(
+        app,
+        [
+            "gate",
+            "--report",
+            str(root / ".judgekit" / "reports" / "latest"),
+            "--criteria",
+            str(root / "criteria"),
+            "--sets",
+            str(root / "calibration_sets"),
+            "--agent-model",
+            "anthropic/claude-3-5-sonnet-latest",
+            "--json",
+        ],
+    )
     decision = json.loads(other.output)
     assert other.exit_code == 0 and decision["agent_model"] == "anthropic/claude-3-5-sonnet-latest"
     assert decision["decisions"][0]["judge_model"] == JUDGE_MODEL

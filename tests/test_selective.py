@@ -13,8 +13,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import beta, binomtest
 
-from judgekit.stats.selective import (Certified, agreement_of, certify, confidence_from_logprob, confidence_from_trials,
-                                      fewest_to_certify)
+from judgekit.stats.selective import (
+    Certified,
+    agreement_of,
+    certify,
+    confidence_from_logprob,
+    confidence_from_trials,
+    fewest_to_certify,
+)
 
 
 def by_hand(labels, verdicts, confidences, min_agreement=0.9, delta=0.1, min_covered=1) -> dict:
@@ -26,7 +32,9 @@ def by_hand(labels, verdicts, confidences, min_agreement=0.9, delta=0.1, min_cov
         fewest += 1
     found, tested = None, 0
     for t in sorted({c for c, v in zip(confidences, verdicts) if v is not None}, reverse=True):
-        covered = [(x, v) for x, v, c in zip(labels, verdicts, confidences) if v is not None and c >= t]
+        covered = [
+            (x, v) for x, v, c in zip(labels, verdicts, confidences) if v is not None and c >= t
+        ]
         if len(covered) < max(fewest, min_covered):
             continue
         tested += 1
@@ -40,23 +48,36 @@ def by_hand(labels, verdicts, confidences, min_agreement=0.9, delta=0.1, min_cov
     m = len(covered)
     positives = [v for x, v in covered if x]
     negatives = [v for x, v in covered if not x]
-    return {"threshold": t, "covered": m, "tested": tested, "agreement": agreeing / m,
-            "agreement_lower": beta.ppf(delta, agreeing, m - agreeing + 1) if agreeing else 0.0,
-            "coverage": m / len(labels),
-            "tpr": sum(positives) / len(positives) if positives else None,
-            "tnr": sum(not v for v in negatives) / len(negatives) if negatives else None}
+    return {
+        "threshold": t,
+        "covered": m,
+        "tested": tested,
+        "agreement": agreeing / m,
+        "agreement_lower": beta.ppf(delta, agreeing, m - agreeing + 1) if agreeing else 0.0,
+        "coverage": m / len(labels),
+        "tpr": sum(positives) / len(positives) if positives else None,
+        "tnr": sum(not v for v in negatives) / len(negatives) if negatives else None,
+    }
 
 
 def same(got: Certified, expected: dict) -> None:
-    assert (got.threshold, got.covered, got.tested) == (expected["threshold"], expected["covered"], expected["tested"])
+    assert (got.threshold, got.covered, got.tested) == (
+        expected["threshold"],
+        expected["covered"],
+        expected["tested"],
+    )
     if expected["threshold"] is None:
         assert math.isnan(got.agreement) and math.isnan(got.agreement_lower)
-        assert got.coverage == 0.0 if got.n else math.isnan(got.coverage)  # with no example, coverage is undefined
+        assert (
+            got.coverage == 0.0 if got.n else math.isnan(got.coverage)
+        )  # with no example, coverage is undefined
         assert got.tpr is None and got.tnr is None
         return
     for name in ("agreement", "agreement_lower", "coverage", "tpr", "tnr"):
         value = getattr(got, name)
-        wanted = expected[name] if expected[name] is None else pytest.approx(expected[name], abs=1e-9)
+        wanted = (
+            expected[name] if expected[name] is None else pytest.approx(expected[name], abs=1e-9)
+        )
         assert value == wanted, name
     assert got.coverage_interval[0] <= got.coverage <= got.coverage_interval[1]
 
@@ -69,14 +90,26 @@ def graded(n_good: int, n_bad: int, good_at: float, bad_at: float):
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.lists(st.tuples(st.booleans(), st.sampled_from([True, False, None]), st.integers(0, 12)),
-                min_size=0, max_size=160),
-       st.floats(0.6, 0.95), st.sampled_from([0.05, 0.1, 0.2]), st.sampled_from([1, 30]), st.booleans())
-def test_certify_is_the_fixed_sequence_test_written_out(rows, min_agreement, delta, min_covered, agree_when_sure):
+@given(
+    st.lists(
+        st.tuples(st.booleans(), st.sampled_from([True, False, None]), st.integers(0, 12)),
+        min_size=0,
+        max_size=160,
+    ),
+    st.floats(0.6, 0.95),
+    st.sampled_from([0.05, 0.1, 0.2]),
+    st.sampled_from([1, 30]),
+    st.booleans(),
+)
+def test_certify_is_the_fixed_sequence_test_written_out(
+    rows, min_agreement, delta, min_covered, agree_when_sure
+):
     # Confidences on a grid of 13 values, so that ties abound; with `agree_when_sure`, the surer
     # verdicts are made to agree so that the sequence goes deep.
     labels = [x for x, _, _ in rows]
-    verdicts = [(x if c >= 4 else v) if agree_when_sure and v is not None else v for x, v, c in rows]
+    verdicts = [
+        (x if c >= 4 else v) if agree_when_sure and v is not None else v for x, v, c in rows
+    ]
     confidences = [c / 12 for _, _, c in rows]
     got = certify(labels, verdicts, confidences, min_agreement, delta, min_covered)
     same(got, by_hand(labels, verdicts, confidences, min_agreement, delta, min_covered))
@@ -91,8 +124,12 @@ def test_a_worked_sequence_stops_at_the_first_failure():
     labels, verdicts, confidences = labels + more[0], verdicts + more[1], confidences + more[2]
     got = certify(labels, verdicts, confidences)
     assert (got.threshold, got.covered, got.agreement, got.tested, got.n) == (0.9, 40, 1.0, 2, 250)
-    assert got.agreement_lower == pytest.approx(0.1 ** (1 / 40))  # all agree: the bound is delta ** (1 / m)
-    assert binomtest(240, 250, 0.9, alternative="greater").pvalue <= 0.1  # what a search without order would take
+    assert got.agreement_lower == pytest.approx(
+        0.1 ** (1 / 40)
+    )  # all agree: the bound is delta ** (1 / m)
+    assert (
+        binomtest(240, 250, 0.9, alternative="greater").pvalue <= 0.1
+    )  # what a search without order would take
     assert got.tpr == 1.0 and got.tnr == 1.0
 
 
@@ -102,7 +139,9 @@ def test_a_threshold_covers_every_tie():
     labels, verdicts, confidences = graded(25, 0, 0.9, 0.0)
     ties = graded(5, 15, 0.7, 0.7)
     for order in (slice(None), slice(None, None, -1)):
-        got = certify(labels + ties[0][order], verdicts + ties[1][order], confidences + ties[2][order])
+        got = certify(
+            labels + ties[0][order], verdicts + ties[1][order], confidences + ties[2][order]
+        )
         assert (got.threshold, got.covered, got.tested) == (0.9, 25, 2)
     # And with every example tied, the only threshold covers them all.
     got = certify(*graded(60, 2, 0.5, 0.5))
@@ -114,8 +153,15 @@ def test_abstentions_are_never_covered():
     plain = certify(labels, verdicts, confidences)
     # Abstentions at the highest confidence, and one with no confidence at all: none is covered,
     # none is a candidate threshold, and each counts in n (coverage falls).
-    got = certify(labels + [True] * 9 + [False], verdicts + [None] * 10, confidences + [1.0] * 9 + [math.nan])
-    assert (got.threshold, got.covered, got.agreement, got.tested) == (plain.threshold, 40, 1.0, plain.tested)
+    got = certify(
+        labels + [True] * 9 + [False], verdicts + [None] * 10, confidences + [1.0] * 9 + [math.nan]
+    )
+    assert (got.threshold, got.covered, got.agreement, got.tested) == (
+        plain.threshold,
+        40,
+        1.0,
+        plain.tested,
+    )
     assert (got.n, got.coverage) == (50, 0.8)
     assert agreement_of(labels + [False], verdicts + [None], confidences + [1.0], 0.8) == (1.0, 40)
 
@@ -127,8 +173,10 @@ def test_when_no_threshold_certifies():
     assert (got.threshold, got.covered, got.coverage, got.tested, got.n) == (None, 0, 0.0, 1, 100)
     assert math.isnan(got.agreement) and got.tpr is None
     assert got.coverage_interval == pytest.approx((0.0, 0.037), abs=1e-3)
-    assert got.words() == ("no confidence threshold is certified to agree with people on ≥ 90% of its verdicts "
-                           "(at 90%): every verdict is escalated")
+    assert got.words() == (
+        "no confidence threshold is certified to agree with people on ≥ 90% of its verdicts "
+        "(at 90%): every verdict is escalated"
+    )
     # 21 examples that all agree cannot certify 90% at delta 0.1 (0.9 ** 21 > 0.1): nothing is tested.
     few = certify(*graded(21, 0, 0.9, 0.0))
     assert (few.threshold, few.tested) == (None, 0)
@@ -155,19 +203,31 @@ def test_min_agreement_0_9_at_delta_0_1_needs_the_bound():
 
 def test_words():
     got = certify(*graded(190, 10, 0.9, 0.9))
-    assert got.words() == ("agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), "
-                           "gives verdicts on 100% [98%, 100%] of examples")
+    assert got.words() == (
+        "agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), "
+        "gives verdicts on 100% [98%, 100%] of examples"
+    )
     labels, verdicts, confidences = graded(60, 0, 0.9, 0.0)
-    got = certify(labels + [True] * 40, verdicts + [None] * 40, confidences + [0.1] * 40, min_agreement=0.8, delta=0.05)
-    assert got.words() == ("agrees with people on ≥ 80% of the verdicts it gives (certified at 95%), "
-                           "gives verdicts on 60% [50%, 69%] of examples")
+    got = certify(
+        labels + [True] * 40,
+        verdicts + [None] * 40,
+        confidences + [0.1] * 40,
+        min_agreement=0.8,
+        delta=0.05,
+    )
+    assert got.words() == (
+        "agrees with people on ≥ 80% of the verdicts it gives (certified at 95%), "
+        "gives verdicts on 60% [50%, 69%] of examples"
+    )
 
 
 def test_fewest_to_certify_is_where_all_agreeing_first_rejects():
     for min_agreement, delta in [(0.9, 0.1), (0.8, 0.05), (0.95, 0.01), (0.5, 0.5), (0.99, 0.1)]:
         m = fewest_to_certify(min_agreement, delta)
         assert binomtest(m, m, min_agreement, alternative="greater").pvalue <= delta
-        assert m == 1 or binomtest(m - 1, m - 1, min_agreement, alternative="greater").pvalue > delta
+        assert (
+            m == 1 or binomtest(m - 1, m - 1, min_agreement, alternative="greater").pvalue > delta
+        )
 
 
 def test_agreement_of_on_fresh_examples():
@@ -183,8 +243,15 @@ def test_agreement_of_on_fresh_examples():
 
 
 def test_confidences_from_trials_and_logprobs():
-    got = confidence_from_trials([[True] * 5, [True, False, True, True, False], [False, None, False, True],
-                                  [True, False], [None]])
+    got = confidence_from_trials(
+        [
+            [True] * 5,
+            [True, False, True, True, False],
+            [False, None, False, True],
+            [True, False],
+            [None],
+        ]
+    )
     assert got[:4] == [1.0, 0.6, 0.5, 0.5] and math.isnan(got[4]) and len(got) == 5
     assert confidence_from_logprob(math.log(0.73)) == pytest.approx(0.73)
     assert confidence_from_logprob(0.0) == 1.0 and confidence_from_logprob(1e-6) == 1.0
@@ -203,13 +270,23 @@ def test_bad_input_says_how_to_fix_it():
 
 
 @pytest.mark.shared_data
-@pytest.mark.parametrize("llm, strategy, threshold, covered, agreeing", [
-    ("GPT-4", "CoT", 1.0, 91, 90),  # the orders agree on 91: certified there, 0.5 (all 100) not
-    ("PaLM2", "Reference", 1.0, 81, 77),
-    ("GPT-4", "Swap_CoT", None, 0, 0),  # 94 of 100 agree, all with both orders agreeing: the bound is 0.896
-])
-def test_an_llmbar_setup_against_the_independent_computation(shared_datasets, llm, strategy, threshold, covered,
-                                                             agreeing):
+@pytest.mark.parametrize(
+    "llm, strategy, threshold, covered, agreeing",
+    [
+        ("GPT-4", "CoT", 1.0, 91, 90),  # the orders agree on 91: certified there, 0.5 (all 100) not
+        ("PaLM2", "Reference", 1.0, 81, 77),
+        (
+            "GPT-4",
+            "Swap_CoT",
+            None,
+            0,
+            0,
+        ),  # 94 of 100 agree, all with both orders agreeing: the bound is 0.896
+    ],
+)
+def test_an_llmbar_setup_against_the_independent_computation(
+    shared_datasets, llm, strategy, threshold, covered, agreeing
+):
     labels, verdicts, confidences = [], [], []
     with open(shared_datasets / "llmbar" / "verdicts.csv", newline="") as handle:
         for row in csv.DictReader(handle):
@@ -221,7 +298,10 @@ def test_an_llmbar_setup_against_the_independent_computation(shared_datasets, ll
     assert len(labels) == 100
     got = certify(labels, verdicts, confidences, min_agreement=0.9, delta=0.1)
     same(got, by_hand(labels, verdicts, confidences))
-    assert (got.threshold, got.covered) == (threshold, covered)  # the figures in benchmarks/README.md
+    assert (got.threshold, got.covered) == (
+        threshold,
+        covered,
+    )  # the figures in benchmarks/README.md
     if threshold is not None:
         assert got.agreement == agreeing / covered
         assert got.agreement_lower == pytest.approx(beta.ppf(0.1, agreeing, covered - agreeing + 1))

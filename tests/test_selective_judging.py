@@ -28,7 +28,9 @@ from judgekit.report import Report
 from judgekit.testing import FakeLLM, FakeServer, Sure, script
 
 WEAK, STRONG = "openai/weak-judge", "openai/strong-judge"
-POLICY = "[tool.judgekit.gate]\nselective = {min_agreement = 0.9, delta = 0.1, min_coverage = 0.5}\n"
+POLICY = (
+    "[tool.judgekit.gate]\nselective = {min_agreement = 0.9, delta = 0.1, min_coverage = 0.5}\n"
+)
 
 
 def _examples() -> list[dict]:
@@ -37,8 +39,13 @@ def _examples() -> list[dict]:
     for i in range(120):
         label = i % 2 == 0
         kind = "hard" if i % 3 == 0 else "clear"
-        rows.append({"id": f"e{i}", "output": f"<e{i}> {kind} reply {'blocked' if label else 'not blocked'}",
-                     "passed": label})
+        rows.append(
+            {
+                "id": f"e{i}",
+                "output": f"<e{i}> {kind} reply {'blocked' if label else 'not blocked'}",
+                "passed": label,
+            }
+        )
     return rows
 
 
@@ -57,8 +64,13 @@ def _answers() -> tuple[dict, dict]:
 @pytest.fixture
 def server(monkeypatch):
     weak, strong = _answers()
-    with FakeServer(script({}, default=False), models={"weak-judge": script(weak), "strong-judge": script(strong),
-                                                       }) as running:
+    with FakeServer(
+        script({}, default=False),
+        models={
+            "weak-judge": script(weak),
+            "strong-judge": script(strong),
+        },
+    ) as running:
         # Where the judges a test runner holds ask the calibrated endpoint: the environment names it.
         monkeypatch.setenv("OPENAI_BASE_URL", running.url)
         yield running
@@ -67,10 +79,17 @@ def server(monkeypatch):
 def _project(root: Path, escalate: bool = True, trials: int = 1) -> None:
     (root / "criteria").mkdir(exist_ok=True)
     (root / "calibration_sets").mkdir(exist_ok=True)
-    judge = {"model": WEAK, "trials": trials, **({"escalate_to": {"model": STRONG}} if escalate else {})}
-    (root / "criteria" / "blocked.yaml").write_text(yaml.safe_dump({"id": "blocked", "question": "Blocked?",
-                                                                    "judge": judge}))
-    (root / "calibration_sets" / "blocked.jsonl").write_text("".join(json.dumps(r) + "\n" for r in _examples()))
+    judge = {
+        "model": WEAK,
+        "trials": trials,
+        **({"escalate_to": {"model": STRONG}} if escalate else {}),
+    }
+    (root / "criteria" / "blocked.yaml").write_text(
+        yaml.safe_dump({"id": "blocked", "question": "Blocked?", "judge": judge})
+    )
+    (root / "calibration_sets" / "blocked.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in _examples())
+    )
     (root / "pyproject.toml").write_text(POLICY)
 
 
@@ -88,21 +107,47 @@ def test_calibrate_certifies_the_cascade_and_the_gate_passes_on_its_coverage(tmp
     weak, strong = s.stages
     # The weak judge keeps the 80 clear replies (all right, at 0.97); the 40 hard ones reach the strong
     # judge, which keeps the 38 it is sure of.
-    assert (weak.model, weak.threshold, weak.covered, weak.reaching, weak.agreement) == (WEAK, 0.97, 80, 120, 1.0)
-    assert (strong.model, strong.threshold, strong.covered, strong.reaching) == (STRONG, 0.95, 38, 40)
+    assert (weak.model, weak.threshold, weak.covered, weak.reaching, weak.agreement) == (
+        WEAK,
+        0.97,
+        80,
+        120,
+        1.0,
+    )
+    assert (strong.model, strong.threshold, strong.covered, strong.reaching) == (
+        STRONG,
+        0.95,
+        38,
+        40,
+    )
     assert s.covered == 118 and s.coverage == pytest.approx(118 / 120)
     assert weak.given == (40, 0, 40, 0)
-    lines = [json.loads(x) for x in Path(".judgekit/reports/latest/verdicts.jsonl").read_text().splitlines()]
-    assert sum(1 for x in lines if x.get("stage") == 1) == 120 and all("confidence" in x for x in lines)
-    assert "Selective judging (confidence: logprob" in Path(".judgekit/reports/latest/report.md").read_text()
+    lines = [
+        json.loads(x)
+        for x in Path(".judgekit/reports/latest/verdicts.jsonl").read_text().splitlines()
+    ]
+    assert sum(1 for x in lines if x.get("stage") == 1) == 120 and all(
+        "confidence" in x for x in lines
+    )
+    assert (
+        "Selective judging (confidence: logprob"
+        in Path(".judgekit/reports/latest/report.md").read_text()
+    )
     html = Path(".judgekit/reports/latest/report.html").read_text()
     assert f"{STRONG}: threshold 0.95, 38 of 40 given" in html
     decision = Gate.from_project().check_path(".judgekit/reports/latest").decision("blocked")
-    assert decision.confusion == (59, 0, 59, 0)  # of the verdicts given: what scenario tallies correct with
+    assert decision.confusion == (
+        59,
+        0,
+        59,
+        0,
+    )  # of the verdicts given: what scenario tallies correct with
     gate = _cli("gate")
     assert gate.exit_code == 0, gate.output
-    assert ("agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), gives verdicts on 98% "
-            "[94%, 100%] of examples (2 judges)") in gate.output
+    assert (
+        "agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), gives verdicts on 98% "
+        "[94%, 100%] of examples (2 judges)"
+    ) in gate.output
 
 
 def test_without_the_stronger_judge_coverage_decides(tmp_path, server):
@@ -120,25 +165,46 @@ def test_without_the_stronger_judge_coverage_decides(tmp_path, server):
 
 def test_a_report_without_confidences_fails_a_selective_gate(tmp_path, server):
     _project(tmp_path, escalate=False)
-    Path("pyproject.toml").write_text("")  # calibrated without selective judging: no log-probabilities asked
+    Path("pyproject.toml").write_text(
+        ""
+    )  # calibrated without selective judging: no log-probabilities asked
     assert _cli("calibrate", "--api-base", server.url).exit_code == 0
     Path("pyproject.toml").write_text(POLICY)
     gate = _cli("gate")
-    assert gate.exit_code == 1 and "selective judging needs a confidence with every verdict" in gate.output
+    assert (
+        gate.exit_code == 1
+        and "selective judging needs a confidence with every verdict" in gate.output
+    )
 
 
 def test_trials_give_the_confidence_and_regex_criteria_are_gated_as_before(tmp_path):
     _project(tmp_path, escalate=False, trials=3)
-    (tmp_path / "criteria" / "no-todo.yaml").write_text(yaml.safe_dump(
-        {"id": "no-todo", "kind": "regex", "question": "No TODO left?", "pattern": "TODO", "match_means": "fail"}))
-    rows = [{"id": f"t{i}", "output": "TODO" if i % 2 else "done", "passed": i % 2 == 0} for i in range(40)]
-    (tmp_path / "calibration_sets" / "no-todo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "criteria" / "no-todo.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "id": "no-todo",
+                "kind": "regex",
+                "question": "No TODO left?",
+                "pattern": "TODO",
+                "match_means": "fail",
+            }
+        )
+    )
+    rows = [
+        {"id": f"t{i}", "output": "TODO" if i % 2 else "done", "passed": i % 2 == 0}
+        for i in range(40)
+    ]
+    (tmp_path / "calibration_sets" / "no-todo.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
     calls: dict[str, int] = {}
 
-    def answer(request):  # hard replies: the three trials split 2 to 1, the majority wrong on half of them
+    def answer(
+        request,
+    ):  # hard replies: the three trials split 2 to 1, the majority wrong on half of them
         reply = request.messages[-1]["content"]
-        reply = reply[reply.rfind("<e"):]
-        n = int(reply[2:reply.index(">")])
+        reply = reply[reply.rfind("<e") :]
+        n = int(reply[2 : reply.index(">")])
         calls[n] = calls.get(n, 0) + 1
         label = "not blocked" not in reply
         wrong = {1: False, 2: True, 3: n % 4 < 2} if "hard" in reply else {}
@@ -151,8 +217,13 @@ def test_trials_give_the_confidence_and_regex_criteria_are_gated_as_before(tmp_p
     assert s.confidence == "trials" and s.stages[0].threshold == 1.0 and s.stages[0].covered == 80
     report.write(Path(".judgekit/reports/latest"))
     result = Gate.from_project().check_path(".judgekit/reports/latest")
-    assert result.decision("blocked").status == "PASS" and result.decision("blocked").thresholds == (1.0,)
-    assert result.decision("no-todo").status == "PASS" and result.decision("no-todo").thresholds is None
+    assert result.decision("blocked").status == "PASS" and result.decision(
+        "blocked"
+    ).thresholds == (1.0,)
+    assert (
+        result.decision("no-todo").status == "PASS"
+        and result.decision("no-todo").thresholds is None
+    )
 
 
 def test_the_judge_escalates_to_the_stronger_judge_then_to_a_person(tmp_path, server):
@@ -161,15 +232,23 @@ def test_the_judge_escalates_to_the_stronger_judge_then_to_a_person(tmp_path, se
     judge = calibrated_judge("blocked")
     sure = judge("<e2> clear reply blocked")
     assert (sure.passed, sure.escalated, sure.confidence) == (True, False, pytest.approx(0.97))
-    second = judge("<e9> hard reply not blocked")  # weak unsure (0.6): the strong judge, sure, decides
-    assert (second.passed, second.escalated, second.confidence) == (False, False, pytest.approx(0.95))
+    second = judge(
+        "<e9> hard reply not blocked"
+    )  # weak unsure (0.6): the strong judge, sure, decides
+    assert (second.passed, second.escalated, second.confidence) == (
+        False,
+        False,
+        pytest.approx(0.95),
+    )
     person = judge("<e3> hard reply not blocked")  # both unsure: a person decides
     assert (person.passed, person.escalated, person.abstention) == (None, True, "escalated")
-    assert person.reason.startswith("needs review: confidence 0.55 is below the certified threshold 0.95 for "
-                                    f"{STRONG} (and confidence 0.60 is below the certified threshold 0.97 for {WEAK})")
+    assert person.reason.startswith(
+        "needs review: confidence 0.55 is below the certified threshold 0.95 for "
+        f"{STRONG} (and confidence 0.60 is below the certified threshold 0.97 for {WEAK})"
+    )
 
 
-PLUGIN_TESTS = '''
+PLUGIN_TESTS = """
 import pytest
 
 @pytest.mark.judged("blocked")
@@ -179,7 +258,7 @@ def test_sure(judge):
 @pytest.mark.judged("blocked")
 def test_unsure(judge):
     assert judge("<e3> hard reply not blocked").passed is False
-'''
+"""
 
 
 @pytest.mark.parametrize("mode, workers", [("skip", None), ("error", None), ("skip", "2")])
@@ -189,20 +268,32 @@ def test_pytest_reports_needs_review_and_queues_the_reply(pytester, server, mode
     pytester.makepyfile(test_judged=PLUGIN_TESTS)
     pytester.makeini(f"[pytest]\njudgekit_escalated = {mode}\n")
     xdist = ["-n", workers, "-p", "xdist"] if workers else []
-    result = pytester.runpytest_subprocess("--judgekit-gate", "--junitxml", "junit.xml", "-rs", *xdist)
-    case = {c.get("name"): c for c in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")}["test_unsure"]
+    result = pytester.runpytest_subprocess(
+        "--judgekit-gate", "--junitxml", "junit.xml", "-rs", *xdist
+    )
+    case = {
+        c.get("name"): c for c in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+    }["test_unsure"]
     if mode == "skip":
         result.assert_outcomes(passed=1)
         result.stdout.fnmatch_lines(["*1 passed, 1 needs review*"])
-        assert case.find("skipped").get("message").startswith("needs review: blocked: confidence 0.55")
+        assert (
+            case.find("skipped").get("message").startswith("needs review: blocked: confidence 0.55")
+        )
     else:
         result.assert_outcomes(passed=1, failed=1)
-        assert case.find("failure") is not None and "needs review: blocked" in case.find("failure").get("message")
-    result.stdout.fnmatch_lines(["blocked: 1 of 1 judged passing (1 escalated: needs review (judgekit label -c blocked))*"])
+        assert case.find("failure") is not None and "needs review: blocked" in case.find(
+            "failure"
+        ).get("message")
+    result.stdout.fnmatch_lines(
+        ["blocked: 1 of 1 judged passing (1 escalated: needs review (judgekit label -c blocked))*"]
+    )
     # The reply goes to the review queue, never onto the report: JUnit (a CI artifact) does not carry it.
     assert "hard reply not blocked" not in (pytester.path / "junit.xml").read_text()
     queued = [json.loads(x) for x in queue_path(pytester.path, "blocked").read_text().splitlines()]
-    assert [q["output"] for q in queued] == ["<e3> hard reply not blocked"] and queued[0]["tags"] == ["escalated"]
+    assert [q["output"] for q in queued] == ["<e3> hard reply not blocked"] and queued[0][
+        "tags"
+    ] == ["escalated"]
     pytester.runpytest_subprocess("--judgekit-gate")  # judged again: queued once
     assert len(queue_path(pytester.path, "blocked").read_text().splitlines()) == 1
 
@@ -215,7 +306,9 @@ def test_label_without_a_queue_says_where_it_comes_from(tmp_path):
 
 def test_selective_policy_errors_name_the_key():
     with pytest.raises(Exception) as error:
-        Policy.from_mapping({"selective": {"min_agreement": 1.2, "delta": 0.1, "coverage": 0.5}}, "judgekit.yaml")
+        Policy.from_mapping(
+            {"selective": {"min_agreement": 1.2, "delta": 0.1, "coverage": 0.5}}, "judgekit.yaml"
+        )
     text = str(error.value)
     assert "gate.selective.min_agreement" in text and "between 0 and 1" in text
     assert "gate.selective.coverage: unknown key" in text
@@ -226,16 +319,25 @@ def test_recheck_reports_a_judge_that_became_less_sure(tmp_path, server):
     assert _cli("calibrate", "--api-base", server.url).exit_code == 0
     same = _cli("recheck", "--size", "60", "--api-base", server.url)
     assert same.exit_code == 0, same.output
-    assert "coverage at the certified confidence threshold 0.97: 34 -> 34 of 60 examples (0 fell below it" in same.output
+    assert (
+        "coverage at the certified confidence threshold 0.97: 34 -> 34 of 60 examples (0 fell below it"
+        in same.output
+    )
     # The provider's update leaves every verdict as it was but makes the judge less sure of the clear replies.
     weak, _ = _answers()
-    server.models["weak-judge"] = script({k: Sure(v.passed, 0.9 if v.probability == 0.97 else v.probability)
-                                          for k, v in weak.items()})
+    server.models["weak-judge"] = script(
+        {
+            k: Sure(v.passed, 0.9 if v.probability == 0.97 else v.probability)
+            for k, v in weak.items()
+        }
+    )
     less_sure = _cli("recheck", "--size", "60", "--api-base", server.url)
     assert less_sure.exit_code == 1, less_sure.output
     assert "0 flipped pass->fail, 0 fail->pass" in less_sure.output
-    assert ("coverage at the certified confidence threshold 0.97: 34 -> 0 of 60 examples (34 fell below it, 0 rose "
-            "above it; one-sided exact McNemar p = 5.8e-11): the judge is less sure") in less_sure.output
+    assert (
+        "coverage at the certified confidence threshold 0.97: 34 -> 0 of 60 examples (34 fell below it, 0 rose "
+        "above it; one-sided exact McNemar p = 5.8e-11): the judge is less sure"
+    ) in less_sure.output
 
 
 def test_log_probabilities_come_through_litellm_too(tmp_path, server):
@@ -248,24 +350,42 @@ def test_log_probabilities_come_through_litellm_too(tmp_path, server):
 
 def test_recorded_confidences_are_certified_and_out_of_range_ones_refused(tmp_path):
     _project(tmp_path, escalate=False)
-    rows = [{"criterion": "blocked", "id": r["id"], "passed": r["passed"] if "clear" in r["output"] else not r["passed"],
-             "confidence": 0.9 if "clear" in r["output"] else 0.4} for r in _examples()]
-    Path("verdicts.csv").write_text("criterion,id,passed,confidence\n" + "".join(
-        f"{r['criterion']},{r['id']},{str(r['passed']).lower()},{r['confidence']}\n" for r in rows))
+    rows = [
+        {
+            "criterion": "blocked",
+            "id": r["id"],
+            "passed": r["passed"] if "clear" in r["output"] else not r["passed"],
+            "confidence": 0.9 if "clear" in r["output"] else 0.4,
+        }
+        for r in _examples()
+    ]
+    Path("verdicts.csv").write_text(
+        "criterion,id,passed,confidence\n"
+        + "".join(
+            f"{r['criterion']},{r['id']},{str(r['passed']).lower()},{r['confidence']}\n"
+            for r in rows
+        )
+    )
     done = _cli("calibrate", "--verdicts", "verdicts.csv", "--model", WEAK)
     assert done.exit_code == 0, done.output
     s = Report.read(".judgekit/reports/latest").criteria[0].selective
     assert (s.confidence, s.stages[0].threshold, s.stages[0].covered) == ("recorded", 0.9, 80)
     Path("verdicts.csv").write_text("criterion,id,passed,confidence\nblocked,e0,true,1.5\n")
     bad = _cli("calibrate", "--verdicts", "verdicts.csv", "--model", WEAK)
-    assert bad.exit_code == 2 and "confidence" in bad.output and "less than or equal to 1" in bad.output
+    assert (
+        bad.exit_code == 2
+        and "confidence" in bad.output
+        and "less than or equal to 1" in bad.output
+    )
 
 
 def test_verdicts_of_an_undeclared_escalation_judge_block(tmp_path, server):
     _project(tmp_path)
     assert _cli("calibrate", "--api-base", server.url).exit_code == 0
     criterion = yaml.safe_load(Path("criteria/blocked.yaml").read_text())
-    del criterion["judge"]["escalate_to"]  # the stage-2 lines stay in verdicts.jsonl; the report is marked fresh
+    del criterion["judge"][
+        "escalate_to"
+    ]  # the stage-2 lines stay in verdicts.jsonl; the report is marked fresh
     Path("criteria/blocked.yaml").write_text(yaml.safe_dump(criterion))
     report = json.loads(Path(".judgekit/reports/latest/report.json").read_text())
     report["criteria"][0]["inputs"]["criterion"] = read_source(Path("criteria/blocked.yaml")).digest
@@ -274,22 +394,37 @@ def test_verdicts_of_an_undeclared_escalation_judge_block(tmp_path, server):
     assert gate.exit_code == 1 and "names no judge.escalate_to" in gate.output
 
 
-@pytest.mark.parametrize("good, answers, words", [
-    (380, {}, "TNR on the verdicts given 0.00"),
-    (60, {"bad": Sure(True, 0.4)}, "no known-bad example gets a verdict (every one is escalated)")])
-def test_a_judge_that_never_fails_is_not_certified_by_agreement_alone(tmp_path, good, answers, words):
+@pytest.mark.parametrize(
+    "good, answers, words",
+    [
+        (380, {}, "TNR on the verdicts given 0.00"),
+        (
+            60,
+            {"bad": Sure(True, 0.4)},
+            "no known-bad example gets a verdict (every one is escalated)",
+        ),
+    ],
+)
+def test_a_judge_that_never_fails_is_not_certified_by_agreement_alone(
+    tmp_path, good, answers, words
+):
     """Passing every reply agrees with people on 95% of a set of mostly good ones; a judge sure only
     of the good ones escalates every bad one (skipped tests: a green suite). The gate asks TPR and
     TNR of the verdicts given, and refuses a class no verdict is given on."""
     (tmp_path / "criteria").mkdir()
     (tmp_path / "calibration_sets").mkdir()
-    (tmp_path / "criteria" / "c.yaml").write_text(yaml.safe_dump({"id": "c", "question": "Fine?",
-                                                                  "judge": {"model": WEAK}}))
+    (tmp_path / "criteria" / "c.yaml").write_text(
+        yaml.safe_dump({"id": "c", "question": "Fine?", "judge": {"model": WEAK}})
+    )
     rows = [{"id": f"g{i}", "output": f"<g{i}> good", "passed": True} for i in range(good)]
     rows += [{"id": f"b{i}", "output": f"<b{i}> bad", "passed": False} for i in range(20)]
-    (tmp_path / "calibration_sets" / "c.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "calibration_sets" / "c.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
     (tmp_path / "pyproject.toml").write_text(POLICY)
-    fake = FakeLLM.scripted(answers, default=Sure(True, 0.97))  # log-probabilities, as a selective judge asks
+    fake = FakeLLM.scripted(
+        answers, default=Sure(True, 0.97)
+    )  # log-probabilities, as a selective judge asks
     report = calibrate(Options(policy=Policy.load(), cache_dir=None), llm=fake)
     assert all(r.logprobs for r in fake.requests)
     report.write(Path(".judgekit/reports/latest"))
@@ -305,14 +440,31 @@ def test_two_answers_in_one_text_give_no_confidence_and_abstaining_trials_are_no
 
     text = '```json\n{"passed": false}\n```\nIf it named the card, it would be {"passed": true}'
     first, second = text.index("false"), text.rindex("true")
-    tokens = [(text[:first], 0.0), ("false", -0.9), (text[first + 5:second], 0.0), ("true", -0.01),
-              (text[second + 4:], 0.0)]
+    tokens = [
+        (text[:first], 0.0),
+        ("false", -0.9),
+        (text[first + 5 : second], 0.0),
+        ("true", -0.01),
+        (text[second + 4 :], 0.0),
+    ]
     assert "".join(t for t, _ in tokens) == text
     verdict = verdict_from(Completion(text, logprobs=tokens), "e", 0)
     assert verdict.passed is False and verdict.confidence is None
-    assert answer_probability(Completion('{"passed": true}', logprobs=[('{"passed": ', 0.0), ("true", -0.1),
-                                                                        ("}", 0.0)]), passed=False) is None
-    assert majority([Verdict("e", True), Verdict("e", None, trial=1), Verdict("e", None, trial=2)]).confidence == 1 / 3
+    assert (
+        answer_probability(
+            Completion(
+                '{"passed": true}', logprobs=[('{"passed": ', 0.0), ("true", -0.1), ("}", 0.0)]
+            ),
+            passed=False,
+        )
+        is None
+    )
+    assert (
+        majority(
+            [Verdict("e", True), Verdict("e", None, trial=1), Verdict("e", None, trial=2)]
+        ).confidence
+        == 1 / 3
+    )
 
 
 def test_an_uncertified_escalation_judge_is_never_asked(tmp_path):

@@ -32,11 +32,15 @@ def test_settled_only_when_no_verdict_left_can_change_the_full_set_decision():
     assert settle((180, 180), (190, 190), (60, 10), T) is None
     # 20 of 80 right, 120 left: even all right is 140/200, 95% upper bound 0.76 < 0.80.
     assert settle((20, 80), (30, 30), (120, 170), T) == "FAIL"
-    assert settle((20, 80), (30, 30), (160, 170), T) is None  # 180/240: the upper bound reaches 0.8006
+    assert (
+        settle((20, 80), (30, 30), (160, 170), T) is None
+    )  # 180/240: the upper bound reaches 0.8006
     assert settle((180, 180), (190, 190), (0, 0), replace(T, min_kappa=0.5)) is None
     point = replace(T, use_lower_bound=False)
     assert settle((160, 180), (190, 190), (20, 10), point) == "PASS"  # 160/200 = 0.80 at worst
-    assert settle((159, 180), (190, 190), (20, 10), point) is None  # 159/200 at worst, 179/200 at best
+    assert (
+        settle((159, 180), (190, 190), (20, 10), point) is None
+    )  # 159/200 at worst, 179/200 at best
 
 
 def test_wilson_bounds_move_one_way_with_each_verdict():
@@ -44,8 +48,13 @@ def test_wilson_bounds_move_one_way_with_each_verdict():
     for n in range(1, 301):
         for right in range(n + 1):
             low, high = wilson(right, n)
-            assert wilson(right, n + 1)[0] <= low + 1e-12 and wilson(right, n + 1)[1] <= high + 1e-12
-            assert wilson(right + 1, n + 1)[0] >= low - 1e-12 and wilson(right + 1, n + 1)[1] >= high - 1e-12
+            assert (
+                wilson(right, n + 1)[0] <= low + 1e-12 and wilson(right, n + 1)[1] <= high + 1e-12
+            )
+            assert (
+                wilson(right + 1, n + 1)[0] >= low - 1e-12
+                and wilson(right + 1, n + 1)[1] >= high - 1e-12
+            )
 
 
 def test_a_settled_decision_is_the_full_set_decision_whatever_the_rest():
@@ -60,7 +69,10 @@ def test_a_settled_decision_is_the_full_set_decision_whatever_the_rest():
     rng = np.random.default_rng(1)
     for _ in range(400):
         judged_pos, judged_neg = (int(x) for x in rng.integers(10, 26, 2))
-        right_pos, right_neg = int(rng.integers(0, judged_pos + 1)), int(rng.integers(0, judged_neg + 1))
+        right_pos, right_neg = (
+            int(rng.integers(0, judged_pos + 1)),
+            int(rng.integers(0, judged_neg + 1)),
+        )
         left = (25 - judged_pos, 25 - judged_neg)
         decision = settle((right_pos, judged_pos), (right_neg, judged_neg), left, t)
         if decision is None:
@@ -69,7 +81,9 @@ def test_a_settled_decision_is_the_full_set_decision_whatever_the_rest():
             for more_neg in range(left[1] + 1):
                 tpr = full(right_pos + more_pos, 25, t.min_tpr)
                 tnr = full(right_neg + more_neg, 25, t.min_tnr)
-                assert decision == ("FAIL" if "FAIL" in (tpr, tnr) else "PASS" if tpr == tnr == "PASS" else None)
+                assert decision == (
+                    "FAIL" if "FAIL" in (tpr, tnr) else "PASS" if tpr == tnr == "PASS" else None
+                )
 
 
 @pytest.fixture
@@ -80,8 +94,15 @@ def big(project):
 
 
 def options(project, **extra):
-    return Options(criteria_dir=project.criteria, sets_dir=project.sets, model="m", cache_dir=None,
-                   stop_early=True, concurrency=10, **extra)
+    return Options(
+        criteria_dir=project.criteria,
+        sets_dir=project.sets,
+        model="m",
+        cache_dir=None,
+        stop_early=True,
+        concurrency=10,
+        **extra,
+    )
 
 
 def test_a_good_judge_passes_early_and_the_gate_agrees(big):
@@ -90,7 +111,10 @@ def test_a_good_judge_passes_early_and_the_gate_agrees(big):
     c = report.criteria[0]
     assert c.early_stop.decision == "PASS" and c.early_stop.judged < 400
     assert c.early_stop.calls_saved == 400 - c.early_stop.judged == 400 - judge.calls
-    assert c.n == c.early_stop.judged and (c.labelled_pass, c.labelled_fail) == (200, 200)  # the set's classes
+    assert c.n == c.early_stop.judged and (c.labelled_pass, c.labelled_fail) == (
+        200,
+        200,
+    )  # the set's classes
     assert Gate.from_project(big.criteria, big.sets).check(report).status == "PASS"
 
 
@@ -102,13 +126,16 @@ def test_a_constant_judge_fails_once_no_verdict_left_could_save_it(big):
     assert c.early_stop.decision == "FAIL" and judge.calls == c.early_stop.judged < 150
     assert min(c.confusion.tp, c.confusion.fp) >= 20  # min_examples of each class judged first
     fails = c.confusion.fp
-    assert wilson(200 - fails, 200)[1] < 0.8 <= wilson(200 - fails + 10, 200)[1]  # stopped within one batch
+    assert (
+        wilson(200 - fails, 200)[1] < 0.8 <= wilson(200 - fails + 10, 200)[1]
+    )  # stopped within one batch
 
 
 def test_order_is_seeded(big):
     def run(seed):
-        judge = FakeLLM.scripted({"reply-p1": False, "reply-p2": False, "reply-f3": True, "reply-p": True},
-                                 default=False)
+        judge = FakeLLM.scripted(
+            {"reply-p1": False, "reply-p2": False, "reply-f3": True, "reply-p": True}, default=False
+        )
         c = calibrate(options(big, seed=seed), llm=judge).criteria[0]
         return c.early_stop, [r.id for r in c.verdicts]
 
@@ -122,4 +149,8 @@ def test_settled_too_late_is_still_reported(big):
     wrong = {f"reply-f{i}:" for i in range(200) if rng.random() < 0.2}
     judge = FakeLLM.scripted({**{w: True for w in wrong}, "reply-p": True}, default=False)
     c = calibrate(options(big), llm=judge).criteria[0]
-    assert c.early_stop.decision is None and c.early_stop.judged == 400 and c.early_stop.calls_saved == 0
+    assert (
+        c.early_stop.decision is None
+        and c.early_stop.judged == 400
+        and c.early_stop.calls_saved == 0
+    )

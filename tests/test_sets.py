@@ -19,29 +19,55 @@ def test_bundled_sets_have_at_least_20_of_each_class():
 
 
 def test_majority_of_annotators(project):
-    s = load(project, [{"id": "a", "output": "x", "labels": {"ana": True, "ben": False, "eve": True}}])
+    s = load(
+        project, [{"id": "a", "output": "x", "labels": {"ana": True, "ben": False, "eve": True}}]
+    )
     assert s.examples[0].passed is True
 
 
 def test_annotator_tie_names_the_example(project):
-    path = project.jsonl("c", [{"id": "tied-one", "output": "x", "labels": {"ana": True, "ben": False}}])
+    path = project.jsonl(
+        "c", [{"id": "tied-one", "output": "x", "labels": {"ana": True, "ben": False}}]
+    )
     with pytest.raises(InputError, match=r"c.jsonl:line 1 \(id tied-one\): .*tied"):
         load_set(path, "c")
 
 
 def test_passed_contradicting_majority(project):
     with pytest.raises(InputError, match=r"id z\).*majority"):
-        load(project, [{"id": "z", "output": "x", "passed": False, "labels": {"a": True, "b": True, "c": False}}])
+        load(
+            project,
+            [
+                {
+                    "id": "z",
+                    "output": "x",
+                    "passed": False,
+                    "labels": {"a": True, "b": True, "c": False},
+                }
+            ],
+        )
 
 
-@pytest.mark.parametrize("record, message", [
-    ({"id": "m", "output": "x"}, r"line 1 \(id m\): .*has no label"),
-    ({"id": "s", "output": "x", "passed": "yes"}, r"line 1 \(id s\).passed: Input should be a valid boolean"),
-    ({"id": "n", "output": "x", "passed": 1}, r"line 1 \(id n\).passed: Input should be a valid boolean"),
-    ({"id": "u", "output": "x", "passed": True, "lable": True}, r"line 1 \(id u\).lable: unknown key"),
-    ({"output": "x", "passed": True}, r"line 1.id: required key is missing"),
-    ({"id": "q", "output": "x", "passed": True, "split": "train"}, r"line 1 \(id q\).split"),
-])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ({"id": "m", "output": "x"}, r"line 1 \(id m\): .*has no label"),
+        (
+            {"id": "s", "output": "x", "passed": "yes"},
+            r"line 1 \(id s\).passed: Input should be a valid boolean",
+        ),
+        (
+            {"id": "n", "output": "x", "passed": 1},
+            r"line 1 \(id n\).passed: Input should be a valid boolean",
+        ),
+        (
+            {"id": "u", "output": "x", "passed": True, "lable": True},
+            r"line 1 \(id u\).lable: unknown key",
+        ),
+        ({"output": "x", "passed": True}, r"line 1.id: required key is missing"),
+        ({"id": "q", "output": "x", "passed": True, "split": "train"}, r"line 1 \(id q\).split"),
+    ],
+)
 def test_record_rejections_name_file_and_place(project, record, message):
     path = project.jsonl("c", [record])
     with pytest.raises(InputError, match=message) as caught:
@@ -51,7 +77,13 @@ def test_record_rejections_name_file_and_place(project, record, message):
 
 def test_duplicate_ids(project):
     with pytest.raises(InputError, match=r"line 2 \(id a\): duplicate id 'a' \(first at line 1\)"):
-        load(project, [{"id": "a", "output": "x", "passed": True}, {"id": "a", "output": "y", "passed": False}])
+        load(
+            project,
+            [
+                {"id": "a", "output": "x", "passed": True},
+                {"id": "a", "output": "y", "passed": False},
+            ],
+        )
 
 
 def test_empty_set(project):
@@ -70,7 +102,14 @@ def test_invalid_json_line(project):
 
 def test_every_bad_record_is_listed(project):
     with pytest.raises(InputError) as caught:
-        load(project, [{"id": "a", "output": "x"}, {"id": "b", "output": "y"}, {"id": "c", "output": "z", "passed": True}])
+        load(
+            project,
+            [
+                {"id": "a", "output": "x"},
+                {"id": "b", "output": "y"},
+                {"id": "c", "output": "z", "passed": True},
+            ],
+        )
     assert len(caught.value.problems) == 2
 
 
@@ -94,16 +133,23 @@ def test_missing_and_ambiguous_sets(project):
 
 def test_csv_and_yaml_formats(project):
     csv_path = project.sets / "c.csv"
-    csv_path.write_text("id,output,passed,labels.ana,labels.ben,labels.eve,tags\n"
-                        "1,yes,true,,,,a;b\n2,no,,false,false,true,\n")
+    csv_path.write_text(
+        "id,output,passed,labels.ana,labels.ben,labels.eve,tags\n"
+        "1,yes,true,,,,a;b\n2,no,,false,false,true,\n"
+    )
     s = load_set(csv_path, "c")
-    assert [(e.id, e.passed, e.tags) for e in s.examples] == [("1", True, ["a", "b"]), ("2", False, [])]
+    assert [(e.id, e.passed, e.tags) for e in s.examples] == [
+        ("1", True, ["a", "b"]),
+        ("2", False, []),
+    ]
     bad = project.sets / "d.csv"
     bad.write_text("id,output,passed\n1,yes,maybe\n")
     with pytest.raises(InputError, match=r"d.csv:line 2 \(id 1\).passed"):
         load_set(bad, "d")
     yaml_path = project.sets / "e.yaml"
-    yaml_path.write_text("examples:\n  - {id: a, output: x, passed: true}\n  - {id: b, output: y, passed: nope}\n")
+    yaml_path.write_text(
+        "examples:\n  - {id: a, output: x, passed: true}\n  - {id: b, output: y, passed: nope}\n"
+    )
     with pytest.raises(InputError, match=r"e.yaml:\[1\] \(id b\).passed"):
         load_set(yaml_path, "e")
 
@@ -117,10 +163,15 @@ def test_set_fingerprint_tracks_content(project):
 
 def test_a_duplicate_id_is_reported_beside_the_first_records_other_problem(tmp_path):
     path = tmp_path / "c.jsonl"
-    path.write_text('{"id": "pass-07", "output": "a", "passed": "maybe"}\n{"id": "pass-07", "output": "b", "passed": true}\n')
+    path.write_text(
+        '{"id": "pass-07", "output": "a", "passed": "maybe"}\n{"id": "pass-07", "output": "b", "passed": true}\n'
+    )
     with pytest.raises(InputError) as error:
         load_set(path, "c")
-    assert [p.location for p in error.value.problems] == ["line 1 (id pass-07).passed", "line 2 (id pass-07)"]
+    assert [p.location for p in error.value.problems] == [
+        "line 1 (id pass-07).passed",
+        "line 2 (id pass-07)",
+    ]
     assert "duplicate id 'pass-07' (first at line 1)" in str(error.value)
 
 
@@ -135,20 +186,31 @@ def test_a_csv_with_two_passed_columns_is_refused_not_read_last_wins(project):
 
 def test_a_record_with_passed_twice_is_refused(project):
     path = project.sets / "c.jsonl"
-    path.write_text('{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "passed": true, '
-                    '"passed": false}\n')
+    path.write_text(
+        '{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "passed": true, '
+        '"passed": false}\n'
+    )
     with pytest.raises(InputError) as caught:
         load_set(path, "c")
-    assert [(p.location, "key 'passed' twice" in p.message) for p in caught.value.problems] == [("line 2", True)]
+    assert [(p.location, "key 'passed' twice" in p.message) for p in caught.value.problems] == [
+        ("line 2", True)
+    ]
 
 
 def test_a_json_syntax_error_does_not_hide_the_other_lines_problems(project):
     path = project.sets / "c.jsonl"
-    path.write_text('{"id": "a", "output": "x", "passed": "yes"}\n{"id": oops}\n{"id": "c", "output": "z"}\n'
-                    '{"id": "d", "output": "w", "passed": true, "passed": false}\n')
+    path.write_text(
+        '{"id": "a", "output": "x", "passed": "yes"}\n{"id": oops}\n{"id": "c", "output": "z"}\n'
+        '{"id": "d", "output": "w", "passed": true, "passed": false}\n'
+    )
     with pytest.raises(InputError) as caught:
         load_set(path, "c")
-    assert [p.location for p in caught.value.problems] == ["line 1 (id a).passed", "line 2", "line 3 (id c)", "line 4"]
+    assert [p.location for p in caught.value.problems] == [
+        "line 1 (id a).passed",
+        "line 2",
+        "line 3 (id c)",
+        "line 4",
+    ]
 
 
 def test_few_shot_leakage_is_listed_beside_the_sets_other_problems(project):
@@ -160,12 +222,24 @@ def test_few_shot_leakage_is_listed_beside_the_sets_other_problems(project):
     assert {p.location for p in caught.value.problems} == {"line 7 (id bad).passed", "id p0"}
 
 
-def test_examples_read_with_the_same_keys_share_one_set_of_names_and_a_copy_changes_only_itself(tmp_path):
+def test_examples_read_with_the_same_keys_share_one_set_of_names_and_a_copy_changes_only_itself(
+    tmp_path,
+):
     path = tmp_path / "c.jsonl"
-    path.write_text('{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "passed": false}\n'
-                    '{"id": "c", "output": "z", "labels": {"ana": true}}\n')
+    path.write_text(
+        '{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "passed": false}\n'
+        '{"id": "c", "output": "z", "labels": {"ana": true}}\n'
+    )
     a, b, c = load_set(path, "c").examples
-    assert a.model_fields_set is b.model_fields_set and a.model_fields_set == {"id", "output", "passed"}
+    assert a.model_fields_set is b.model_fields_set and a.model_fields_set == {
+        "id",
+        "output",
+        "passed",
+    }
     assert c.model_fields_set == {"id", "output", "labels"} and c.passed is True
     changed = a.model_copy(update={"context": "source"})
-    assert changed.context == "source" and a.context is None and b.model_fields_set == {"id", "output", "passed"}
+    assert (
+        changed.context == "source"
+        and a.context is None
+        and b.model_fields_set == {"id", "output", "passed"}
+    )

@@ -19,13 +19,20 @@ def _write_project(root, criterion, examples, verdicts):
     (root / "calibration_sets").mkdir()
     (root / "criteria" / f"{criterion['id']}.yaml").write_text(yaml.safe_dump(criterion))
     (root / "calibration_sets" / f"{criterion['id']}.jsonl").write_text(
-        "".join(json.dumps(e) + "\n" for e in examples))
+        "".join(json.dumps(e) + "\n" for e in examples)
+    )
     (root / "verdicts.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
-    return Options(criteria_dir=root / "criteria", sets_dir=root / "calibration_sets", verdicts=root / "verdicts.jsonl")
+    return Options(
+        criteria_dir=root / "criteria",
+        sets_dir=root / "calibration_sets",
+        verdicts=root / "verdicts.jsonl",
+    )
 
 
 @pytest.mark.shared_data
-@pytest.mark.parametrize("model, f1, accuracy", [("gpt-4-0613", 61.0, 77.0), ("gpt-3.5-turbo-0613", 39.3, 32.0)])
+@pytest.mark.parametrize(
+    "model, f1, accuracy", [("gpt-4-0613", 61.0, 77.0), ("gpt-3.5-turbo-0613", 39.3, 32.0)]
+)
 def test_wice_claim_level_figures(shared_datasets, tmp_path, model, f1, accuracy):
     # The converter is the benchmark's (each claim against its evidence; "supported" iff the
     # model's score is above the threshold the authors tuned on dev), here as an llm criterion.
@@ -39,8 +46,11 @@ def test_wice_claim_level_figures(shared_datasets, tmp_path, model, f1, accuracy
     examples, supported = wice(shared_datasets / "wice", model)
     examples = [{k: v for k, v in e.items() if k != "claims"} for e in examples]
     verdicts = [{"id": e["id"], "passed": supported[e["id"]]} for e in examples]
-    criterion = {"id": "claim-supported", "question": "Is the claim fully supported by the source?",
-                 "inputs": ["context", "output"]}
+    criterion = {
+        "id": "claim-supported",
+        "question": "Is the claim fully supported by the source?",
+        "inputs": ["context", "output"],
+    }
     report = calibrate(_write_project(tmp_path, criterion, examples, verdicts))
     c = report.criteria[0]
     assert c.n == 100 and c.abstained == 0
@@ -53,18 +63,36 @@ def test_pandalm_annotators(shared_datasets, tmp_path):
     root = shared_datasets / "pandalm"
     items = json.loads((root / "testset-v1.json").read_text())
     # Three-way labels (0 tie, 1, 2): the published pairwise kappas and majority split.
-    ratings = {f"annotator{k}": {str(x["idx"]): x[f"annotator{k}"] for x in items} for k in (1, 2, 3)}
+    ratings = {
+        f"annotator{k}": {str(x["idx"]): x[f"annotator{k}"] for x in items} for k in (1, 2, 3)
+    }
     kappas = pairwise_kappa(ratings)
-    assert [round(kappas[p], 2) for p in ("annotator1~annotator2", "annotator1~annotator3",
-                                          "annotator2~annotator3")] == [0.85, 0.88, 0.86]
-    majority = Counter(Counter(x[f"annotator{k}"] for k in (1, 2, 3)).most_common(1)[0][0] for x in items)
+    assert [
+        round(kappas[p], 2)
+        for p in ("annotator1~annotator2", "annotator1~annotator3", "annotator2~annotator3")
+    ] == [0.85, 0.88, 0.86]
+    majority = Counter(
+        Counter(x[f"annotator{k}"] for k in (1, 2, 3)).most_common(1)[0][0] for x in items
+    )
     assert (majority[0], majority[1], majority[2]) == (105, 422, 472)
 
     # As a multi-annotator calibration set: "response 1 is the better one", GPT-3.5's verdicts recorded.
-    judged = {str(x["idx"]): x["gpt_result"] for x in json.loads((root / "gpt-3.5-turbo-testset-v1.json").read_text())}
-    examples = [{"id": str(x["idx"]), "input": x["instruction"], "output": f"1: {x['response1']}\n2: {x['response2']}",
-                 "labels": {f"annotator{k}": x[f"annotator{k}"] == 1 for k in (1, 2, 3)}} for x in items]
-    verdicts = [{"id": i, "passed": None if r == "garbage" else r == "1"} for i, r in judged.items()]
+    judged = {
+        str(x["idx"]): x["gpt_result"]
+        for x in json.loads((root / "gpt-3.5-turbo-testset-v1.json").read_text())
+    }
+    examples = [
+        {
+            "id": str(x["idx"]),
+            "input": x["instruction"],
+            "output": f"1: {x['response1']}\n2: {x['response2']}",
+            "labels": {f"annotator{k}": x[f"annotator{k}"] == 1 for k in (1, 2, 3)},
+        }
+        for x in items
+    ]
+    verdicts = [
+        {"id": i, "passed": None if r == "garbage" else r == "1"} for i, r in judged.items()
+    ]
     criterion = {"id": "first-response-better", "question": "Is response 1 better than response 2?"}
     c = calibrate(_write_project(tmp_path, criterion, examples, verdicts)).criteria[0]
     assert c.n == 999 and c.abstained == 25 and c.labelled_pass == 422
@@ -72,11 +100,17 @@ def test_pandalm_annotators(shared_datasets, tmp_path):
     expected = pairwise_kappa(binary)
     assert c.annotators.pairwise_kappa == pytest.approx(expected)
     assert set(c.annotators.judge_kappa) == {"annotator1", "annotator2", "annotator3"}
-    assert all(k < min(expected.values()) for k in c.annotators.judge_kappa.values())  # below the human ceiling
+    assert all(
+        k < min(expected.values()) for k in c.annotators.judge_kappa.values()
+    )  # below the human ceiling
     import krippendorff
     import numpy as np
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa
-    table = np.array([[binary[name][str(x["idx"])] for name in sorted(binary)] for x in items], dtype=int)
+
+    table = np.array(
+        [[binary[name][str(x["idx"])] for name in sorted(binary)] for x in items], dtype=int
+    )
     assert c.annotators.fleiss_kappa == pytest.approx(fleiss_kappa(aggregate_raters(table)[0]))
     assert c.annotators.krippendorff_alpha == pytest.approx(
-        krippendorff.alpha(reliability_data=table.T, level_of_measurement="nominal"))
+        krippendorff.alpha(reliability_data=table.T, level_of_measurement="nominal")
+    )

@@ -27,8 +27,12 @@ from tests.conftest import balanced, llm_criterion
 def test_recorded_verdicts_are_matched_as_they_are_read(project):
     project.jsonl("c", balanced(300, 300))
     path = project.root / "v.jsonl"
-    path.write_text("".join(json.dumps({"id": e["id"], "passed": e["passed"], "reason": "r"}) + "\n"
-                            for e in balanced(300, 300)))
+    path.write_text(
+        "".join(
+            json.dumps({"id": e["id"], "passed": e["passed"], "reason": "r"}) + "\n"
+            for e in balanced(300, 300)
+        )
+    )
     alive: list[weakref.ref] = []
     most = 0
 
@@ -58,25 +62,42 @@ def test_records_naming_no_criterion_wait_until_it_is_known_whose_they_are(proje
     assert "cannot be matched to 2 criteria" in str(both.problems[0])
     # A record naming no criterion is refused beside two criteria even when it is an escalated judge's,
     # and an empty criterion names none.
-    escalated = [RecordedVerdict(criterion="a", id="p0", passed=True), *b, RecordedVerdict(id="nope", passed=True,
-                                                                                           stage=1)]
-    assert "cannot be matched to 2 criteria" in str(match_file(project.root / "v.jsonl", iter(escalated),
-                                                               sets).problems[0])
-    empty = [RecordedVerdict(criterion="", id="p0", passed=True), RecordedVerdict(criterion="", id="f0", passed=False)]
-    assert match_file(project.root / "v.jsonl", iter(empty), {"a": sets["a"]}).trials["a"][1][0].passed is False
-    assert "cannot be matched to 2 criteria" in str(match_file(project.root / "v.jsonl", iter(empty + named + b),
-                                                               sets).problems[0])
+    escalated = [
+        RecordedVerdict(criterion="a", id="p0", passed=True),
+        *b,
+        RecordedVerdict(id="nope", passed=True, stage=1),
+    ]
+    assert "cannot be matched to 2 criteria" in str(
+        match_file(project.root / "v.jsonl", iter(escalated), sets).problems[0]
+    )
+    empty = [
+        RecordedVerdict(criterion="", id="p0", passed=True),
+        RecordedVerdict(criterion="", id="f0", passed=False),
+    ]
+    assert (
+        match_file(project.root / "v.jsonl", iter(empty), {"a": sets["a"]}).trials["a"][1][0].passed
+        is False
+    )
+    assert "cannot be matched to 2 criteria" in str(
+        match_file(project.root / "v.jsonl", iter(empty + named + b), sets).problems[0]
+    )
 
 
 def test_a_report_holds_the_engines_verdicts_and_makes_each_record_as_it_is_read(project):
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(20, 20))
     path = project.root / "v.jsonl"
-    path.write_text("".join(json.dumps({"id": e["id"], "passed": e["passed"], "reason": "said so"}) + "\n"
-                            for e in balanced(20, 20)))
+    path.write_text(
+        "".join(
+            json.dumps({"id": e["id"], "passed": e["passed"], "reason": "said so"}) + "\n"
+            for e in balanced(20, 20)
+        )
+    )
     report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
     gc.collect()
-    assert not [o for o in gc.get_objects() if isinstance(o, RecordedVerdict)]  # none held, by the report or else
+    assert not [
+        o for o in gc.get_objects() if isinstance(o, RecordedVerdict)
+    ]  # none held, by the report or else
     assert report.criteria[0].inputs["verdicts"] == hashlib.sha256(path.read_bytes()).hexdigest()
     log = report.criteria[0].verdicts
     assert isinstance(log, VerdictLog) and len(log) == 40
@@ -92,15 +113,20 @@ def test_a_json_lines_file_is_read_line_by_line_never_whole(project):
     path = project.sets / "c.jsonl"
     size = path.stat().st_size
     # Read whole, the file's bytes and its text alone would be twice its size.
-    for read, most in ((lambda: read_labels(path, "c"), 0.5 * size),  # labels only
-                       (lambda: load_set(path, "c"), 1.8 * size)):  # the examples hold every reply
+    for read, most in (
+        (lambda: read_labels(path, "c"), 0.5 * size),  # labels only
+        (lambda: load_set(path, "c"), 1.8 * size),
+    ):  # the examples hold every reply
         tracemalloc.start()
         try:
             loaded = read()
             _, peak = tracemalloc.get_traced_memory()
         finally:
             tracemalloc.stop()
-        assert len(loaded.examples) == 3000 and loaded.digest == hashlib.sha256(path.read_bytes()).hexdigest()
+        assert (
+            len(loaded.examples) == 3000
+            and loaded.digest == hashlib.sha256(path.read_bytes()).hexdigest()
+        )
         assert peak < most, (peak, size)
 
 
@@ -123,7 +149,9 @@ def test_lines_read_one_by_one_are_the_texts_lines(tmp_path):
 def test_lines_written_in_blocks_keep_no_secret(tmp_path, monkeypatch):
     monkeypatch.setenv("JUDGE_API_KEY", "sk-live-0123456789abcdef")
     monkeypatch.setenv("PEM_SECRET", "-----BEGIN KEY-----\nMIIabcdefghijkl\n-----END KEY-----")
-    lines = [f'{{"id": "e{i}", "reason": "key sk-live-0123456789abcdef seen"}}\n' for i in range(50)]
+    lines = [
+        f'{{"id": "e{i}", "reason": "key sk-live-0123456789abcdef seen"}}\n' for i in range(50)
+    ]
     lines[20:23] = ["-----BEGIN KEY-----\n", "MIIabcdefghijkl\n", "-----END KEY-----\n"]
     path = tmp_path / "verdicts.jsonl"
     write_atomic(path, iter(lines))
@@ -137,8 +165,17 @@ def test_lines_written_in_blocks_keep_no_secret(tmp_path, monkeypatch):
 
 def test_mappings_by_example_id_are_held_as_built_and_others_are_checked():
     outcomes, keys = ById({"a": (True, None)}), ById({"a": "k"})
-    fields = dict(id="c", fingerprint="f", set_fingerprint="s", n=1, abstained=1,
-                  confusion={"tp": 0, "fp": 0, "tn": 0, "fn": 0}, metrics={}, intervals={}, disagreements=[])
+    fields = dict(
+        id="c",
+        fingerprint="f",
+        set_fingerprint="s",
+        n=1,
+        abstained=1,
+        confusion={"tp": 0, "fp": 0, "tn": 0, "fn": 0},
+        metrics={},
+        intervals={},
+        disagreements=[],
+    )
     report = CriterionReport(**fields, outcomes=outcomes, keys=keys)
     assert report.outcomes is outcomes and report.keys is keys
     assert CriterionReport(**fields, outcomes={"a": [True, False]}).outcomes == {"a": (True, False)}

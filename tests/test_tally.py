@@ -17,7 +17,9 @@ def _runs(pattern: str, criterion: str = "c") -> list[RunRecord]:
     for i, letter in enumerate(pattern):
         run = RunRecord(i)
         if letter in "PFA":
-            run.checks.append(Check(criterion, {"P": True, "F": False, "A": None}[letter], f"reason {i}"))
+            run.checks.append(
+                Check(criterion, {"P": True, "F": False, "A": None}[letter], f"reason {i}")
+            )
         if letter == "E":
             run.error = "ConnectionError: down"
         runs.append(run)
@@ -33,8 +35,10 @@ def test_four_of_five_passes_three_does_not_and_abstentions_or_errors_are_no_pas
     assert not abstained.passed and abstained.passes == 3 and abstained.abstained == 2
     assert "2 run(s) with an abstained check, not counted as passes" in abstained.headline()
     assert not decide("s", _runs("PPEPN"), 4).passed
-    assert decide("s", _runs("PPEPN"), 3).lines()[1:] == ["  run 3: raised ConnectionError: down",
-                                                         "  run 5: judged nothing"]
+    assert decide("s", _runs("PPEPN"), 3).lines()[1:] == [
+        "  run 3: raised ConnectionError: down",
+        "  run 5: judged nothing",
+    ]
 
 
 def test_a_run_passes_only_when_every_check_in_it_passed():
@@ -60,9 +64,13 @@ def test_the_count_is_corrected_for_a_calibrated_judge_and_fails_when_only_its_e
 
 def test_several_checks_per_run_get_the_bound_that_assumes_nothing_about_them():
     runs = [RunRecord(i, [Check("a", True), Check("b", True)]) for i in range(200)]
-    scenario = decide("s", runs, 150, {"a": JudgeCounts(98, 100, 95, 100), "b": JudgeCounts(99, 100, 97, 100)})
+    scenario = decide(
+        "s", runs, 150, {"a": JudgeCounts(98, 100, 95, 100), "b": JudgeCounts(99, 100, 97, 100)}
+    )
     assert scenario.corrected is None and scenario.passed
-    assert scenario.interval[1] == pytest.approx(certified_upper(200, 200, [(98, 100, 95, 100, 1), (99, 100, 97, 100, 1)]))
+    assert scenario.interval[1] == pytest.approx(
+        certified_upper(200, 200, [(98, 100, 95, 100, 1), (99, 100, 97, 100, 1)])
+    )
     assert "corrected for the judges at most" in scenario.headline()
 
 
@@ -72,7 +80,9 @@ def test_certified_upper_bound_is_the_plain_one_for_perfect_judges_and_widens_wi
     plain = certified_upper(7, 10, [])
     assert plain == pytest.approx(beta.ppf(0.975, 8, 3))
     assert certified_upper(7, 10, [(100, 100, 100, 100, 1)]) >= plain
-    assert certified_upper(10, 10, [(5, 10, 5, 10, 1)]) == 1.0  # a judge that may know nothing: no bound
+    assert (
+        certified_upper(10, 10, [(5, 10, 5, 10, 1)]) == 1.0
+    )  # a judge that may know nothing: no bound
     with pytest.raises(ValueError):
         certified_upper(11, 10, [])
 
@@ -92,7 +102,8 @@ def test_the_tally_from_python_counts_runs_and_raises_with_the_tally():
     assert str(failed.value).splitlines() == [
         "refund: 3 of 5 runs passed every check (needs 4; rate 0.60, 95% 0.23-0.88)",
         "  run 3: no-email-address failed; raised AssertionError: the reply leaked an address",
-        "  run 5: raised ConnectionError: the agent's backend went away"]
+        "  run 5: raised ConnectionError: the agent's backend went away",
+    ]
 
 
 def test_judgekit_errors_end_the_scenario_not_a_run():
@@ -110,12 +121,25 @@ def test_judgekit_errors_end_the_scenario_not_a_run():
 
 
 def test_the_tally_judges_with_a_calibrated_judge(project):
-    project.criterion({"id": "clean", "kind": "regex", "question": "Free of TODO?", "pattern": "TODO",
-                       "match_means": "fail"})
-    project.jsonl("clean", [{"id": f"g{i}", "output": "done" if i % 2 else "TODO", "passed": bool(i % 2)}
-                            for i in range(60)])
-    judgekit.calibrate(judgekit.Options(criteria_dir=project.criteria, sets_dir=project.sets)).write(
-        project.root / ".judgekit" / "reports" / "latest")
+    project.criterion(
+        {
+            "id": "clean",
+            "kind": "regex",
+            "question": "Free of TODO?",
+            "pattern": "TODO",
+            "match_means": "fail",
+        }
+    )
+    project.jsonl(
+        "clean",
+        [
+            {"id": f"g{i}", "output": "done" if i % 2 else "TODO", "passed": bool(i % 2)}
+            for i in range(60)
+        ],
+    )
+    judgekit.calibrate(
+        judgekit.Options(criteria_dir=project.criteria, sets_dir=project.sets)
+    ).write(project.root / ".judgekit" / "reports" / "latest")
     judge = judgekit.calibrated_judge("clean")
     replies = iter(["done", "TODO: reply", "done", "done", "done"])
     with judgekit.tally(runs=5, min_passes=4, name="todo") as scenario:
@@ -123,7 +147,9 @@ def test_the_tally_judges_with_a_calibrated_judge(project):
             with run:
                 assert run.judge(judge, next(replies)).passed
     result = scenario.result()
-    assert result.passes == 4 and result.corrected is not None  # corrected with the report's evidence
+    assert (
+        result.passes == 4 and result.corrected is not None
+    )  # corrected with the report's evidence
     assert result.runs[1].checks == [Check("clean", False, "output matches 'TODO'")]
 
 
@@ -142,18 +168,25 @@ def test_a_scenario_travels_as_a_dict():
     assert again == scenario and again.lines() == scenario.lines()
 
 
-@pytest.mark.parametrize("a, b, same", [
-    ("openai/gpt-4o", "gpt-4o-2024-08-06", True),
-    ("azure/chatgpt-4o-latest", "openrouter/openai/gpt-4o", True),
-    ("gpt-4o", "gpt-4o-mini", False),
-    ("anthropic/claude-3-5-sonnet-20241022", "bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0", True),
-    ("claude-3-5-sonnet-latest", "claude-3-5-haiku-latest", False),
-    ("ollama/llama3.1:8b", "meta-llama/Llama-3.1-8B-Instruct", True),
-    ("local/smollm2", "HuggingFaceTB/SmolLM2-135M-Instruct", True),
-    ("openai/my-fine-tune", "my-fine-tune", True),  # unknown: compared exactly, route aside
-    ("azure/prod-judge", "gpt-4o", False),  # a deployment's own name is not known to be gpt-4o
-    (None, "gpt-4o", False),
-])
+@pytest.mark.parametrize(
+    "a, b, same",
+    [
+        ("openai/gpt-4o", "gpt-4o-2024-08-06", True),
+        ("azure/chatgpt-4o-latest", "openrouter/openai/gpt-4o", True),
+        ("gpt-4o", "gpt-4o-mini", False),
+        (
+            "anthropic/claude-3-5-sonnet-20241022",
+            "bedrock/anthropic.claude-3-5-sonnet-20240620-v1:0",
+            True,
+        ),
+        ("claude-3-5-sonnet-latest", "claude-3-5-haiku-latest", False),
+        ("ollama/llama3.1:8b", "meta-llama/Llama-3.1-8B-Instruct", True),
+        ("local/smollm2", "HuggingFaceTB/SmolLM2-135M-Instruct", True),
+        ("openai/my-fine-tune", "my-fine-tune", True),  # unknown: compared exactly, route aside
+        ("azure/prod-judge", "gpt-4o", False),  # a deployment's own name is not known to be gpt-4o
+        (None, "gpt-4o", False),
+    ],
+)
 def test_model_families(a, b, same):
     assert same_model(a, b) is same
     assert same_model(b, a) is same
@@ -165,7 +198,13 @@ def test_a_family_is_recorded_in_the_report(project):
 
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(3, 3))
-    report = judgekit.calibrate(judgekit.Options(criteria_dir=project.criteria, sets_dir=project.sets,
-                                                 model="openai/gpt-4o-2024-11-20", cache_dir=None),
-                                llm=FakeLLM.scripted({"reply-p": True}, default=False))
+    report = judgekit.calibrate(
+        judgekit.Options(
+            criteria_dir=project.criteria,
+            sets_dir=project.sets,
+            model="openai/gpt-4o-2024-11-20",
+            cache_dir=None,
+        ),
+        llm=FakeLLM.scripted({"reply-p": True}, default=False),
+    )
     assert report.criteria[0].judge.family == family("gpt-4o") == "gpt-4o"

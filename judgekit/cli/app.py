@@ -20,25 +20,71 @@ from judgekit.errors import InputError
 from judgekit.secrets import redact
 from judgekit.version import version
 
-EXIT_OK, EXIT_GATE_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_JUDGE, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
+EXIT_OK, EXIT_GATE_FAIL, EXIT_INPUT, EXIT_INCONCLUSIVE, EXIT_JUDGE, EXIT_INTERRUPTED = (
+    0,
+    1,
+    2,
+    3,
+    4,
+    130,
+)
 
 # Each command: the module that defines it, and its line in `judgekit --help` (said here once; the
 # command's own help is its docstring).
 COMMANDS: dict[str, tuple[str, str]] = {
-    "calibrate": ("judgekit.cli.calibrate", "Run each criterion's judge over its calibration set and measure agreement."),
-    "gate": ("judgekit.cli.gate", "May suites that rely on these judges run? Exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."),
-    "compare": ("judgekit.cli.compare", "Which judge? Candidates on one set: paired tests, cost, the cheapest that passes."),
-    "improve": ("judgekit.cli.improve", "Make a judge agree better: search on dev, accept only on held-out test evidence."),
-    "plan": ("judgekit.cli.calibrate", "How many labelled examples the gate needs, at observed or assumed rates."),
-    "validate": ("judgekit.cli.calibrate", "Check every criterion, set (and verdict file) without running a judge."),
-    "history": ("judgekit.cli.watch", "List the calibration runs kept in the history; export and import them."),
+    "calibrate": (
+        "judgekit.cli.calibrate",
+        "Run each criterion's judge over its calibration set and measure agreement.",
+    ),
+    "gate": (
+        "judgekit.cli.gate",
+        "May suites that rely on these judges run? Exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE.",
+    ),
+    "compare": (
+        "judgekit.cli.compare",
+        "Which judge? Candidates on one set: paired tests, cost, the cheapest that passes.",
+    ),
+    "improve": (
+        "judgekit.cli.improve",
+        "Make a judge agree better: search on dev, accept only on held-out test evidence.",
+    ),
+    "plan": (
+        "judgekit.cli.calibrate",
+        "How many labelled examples the gate needs, at observed or assumed rates.",
+    ),
+    "validate": (
+        "judgekit.cli.calibrate",
+        "Check every criterion, set (and verdict file) without running a judge.",
+    ),
+    "history": (
+        "judgekit.cli.watch",
+        "List the calibration runs kept in the history; export and import them.",
+    ),
     "drift": ("judgekit.cli.watch", "Has a judge changed? Compare two runs of a criterion."),
-    "recheck": ("judgekit.cli.watch", "Re-ask a frozen canary of the calibrated judge and compare (daily)."),
-    "monitor": ("judgekit.cli.watch", "Production pass rates per window, corrected for the judge, with alerts."),
-    "label": ("judgekit.cli.label", "Label examples blind, or review disagreements, in a local page."),
-    "import": ("judgekit.cli.project", "Turn another tool's results into a verdict file, or examples to label."),
-    "init": ("judgekit.cli.project", "Start a project: criteria, sets, settings, a CI recipe (GitHub or GitLab), a pytest example."),
-    "schema": ("judgekit.cli.calibrate", "Write the JSON Schemas the criterion and set files can point to."),
+    "recheck": (
+        "judgekit.cli.watch",
+        "Re-ask a frozen canary of the calibrated judge and compare (daily).",
+    ),
+    "monitor": (
+        "judgekit.cli.watch",
+        "Production pass rates per window, corrected for the judge, with alerts.",
+    ),
+    "label": (
+        "judgekit.cli.label",
+        "Label examples blind, or review disagreements, in a local page.",
+    ),
+    "import": (
+        "judgekit.cli.project",
+        "Turn another tool's results into a verdict file, or examples to label.",
+    ),
+    "init": (
+        "judgekit.cli.project",
+        "Start a project: criteria, sets, settings, a CI recipe (GitHub or GitLab), a pytest example.",
+    ),
+    "schema": (
+        "judgekit.cli.calibrate",
+        "Write the JSON Schemas the criterion and set files can point to.",
+    ),
 }
 
 
@@ -60,7 +106,11 @@ class Commands(click.Group):
         if name not in COMMANDS:
             return None
         found = importlib.import_module(COMMANDS[name][0]).commands
-        return found.get_command(ctx, name) if isinstance(found, click.Group) else _handed_over(name, found.main)
+        return (
+            found.get_command(ctx, name)
+            if isinstance(found, click.Group)
+            else _handed_over(name, found.main)
+        )
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         with formatter.section("Commands"):
@@ -70,8 +120,15 @@ class Commands(click.Group):
 def _handed_over(name: str, main: Callable[..., Any]) -> click.Command:
     """A command whose whole command line goes to `main` (a typer group's), which exits as it does."""
 
-    @click.command(name, context_settings={"ignore_unknown_options": True, "allow_extra_args": True,
-                                           "help_option_names": []}, add_help_option=False)
+    @click.command(
+        name,
+        context_settings={
+            "ignore_unknown_options": True,
+            "allow_extra_args": True,
+            "help_option_names": [],
+        },
+        add_help_option=False,
+    )
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def hand_over(args: tuple[str, ...]) -> None:
         main(args=[name, *args], prog_name="judgekit")
@@ -79,12 +136,22 @@ def _handed_over(name: str, main: Callable[..., Any]) -> click.Command:
     return hand_over
 
 
-@click.group(cls=Commands, context_settings={"help_option_names": ["--help"]}, invoke_without_command=False,
-             help="Calibrate LLM judges against human labels, and gate eval suites on judges that can be trusted.\n\n"
-                  "Exit codes: 0 done / gate PASS, 1 gate FAIL (or DRIFT, an alert), 2 usage or input error, "
-                  "3 gate INCONCLUSIVE, 4 the judge could not be run, 130 interrupted.")
-@click.option("--version", is_flag=True, expose_value=False, is_eager=True, help="Print the installed version and exit.",
-              callback=lambda ctx, param, value: _show_version(ctx, value))
+@click.group(
+    cls=Commands,
+    context_settings={"help_option_names": ["--help"]},
+    invoke_without_command=False,
+    help="Calibrate LLM judges against human labels, and gate eval suites on judges that can be trusted.\n\n"
+    "Exit codes: 0 done / gate PASS, 1 gate FAIL (or DRIFT, an alert), 2 usage or input error, "
+    "3 gate INCONCLUSIVE, 4 the judge could not be run, 130 interrupted.",
+)
+@click.option(
+    "--version",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    help="Print the installed version and exit.",
+    callback=lambda ctx, param, value: _show_version(ctx, value),
+)
 def app() -> None:
     """The root of the group; every command is a module of its own."""
 
@@ -103,8 +170,15 @@ def fail(error: Exception) -> NoReturn:
 
 def interrupted(cached: bool = True) -> NoReturn:
     """Ctrl-C during judging: say what was kept (a re-run resumes from the cache) and exit 130."""
-    click.echo("\ninterrupted: " + ("every answer received so far is cached; run the same command again to resume"
-                                    if cached else "nothing was kept (--no-cache)"), err=True)
+    click.echo(
+        "\ninterrupted: "
+        + (
+            "every answer received so far is cached; run the same command again to resume"
+            if cached
+            else "nothing was kept (--no-cache)"
+        ),
+        err=True,
+    )
     raise click.exceptions.Exit(EXIT_INTERRUPTED)
 
 

@@ -11,9 +11,21 @@ from typing import List, Optional
 import typer
 
 from judgekit.cli.app import EXIT_INPUT, check_split, fail, interrupted, short
-from judgekit.cli.options import (api_base_option, cache_dir_option, concurrency_option, config_option,
-                                  criteria_option, criterion_ids_option, group, history_option, no_cache_option,
-                                  report_option, sets_option, timeout_option, typer_app)
+from judgekit.cli.options import (
+    api_base_option,
+    cache_dir_option,
+    concurrency_option,
+    config_option,
+    criteria_option,
+    criterion_ids_option,
+    group,
+    history_option,
+    no_cache_option,
+    report_option,
+    sets_option,
+    timeout_option,
+    typer_app,
+)
 from judgekit.cli.gate import decide, finish
 from judgekit.cli.html import write_html
 from judgekit.cli.terminal import render_estimates, render_table, terminal_progress
@@ -42,52 +54,108 @@ app = typer_app()
 def calibrate(
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
-    criterion: Optional[List[str]] = criterion_ids_option("Calibrate only this criterion (repeatable)."),
-    verdicts: Optional[Path] = typer.Option(None, help="Recorded verdicts (JSONL or CSV) instead of calling a model."),
-    model: Optional[str] = typer.Option(None, help="Judge model for every LLM criterion, e.g. openai/gpt-4o-mini, "
-                                        "anthropic/claude-3-5-haiku-latest, local/smollm2. With --verdicts: the "
-                                        "model that produced them, recorded in the report for the gate."),
+    criterion: Optional[List[str]] = criterion_ids_option(
+        "Calibrate only this criterion (repeatable)."
+    ),
+    verdicts: Optional[Path] = typer.Option(
+        None, help="Recorded verdicts (JSONL or CSV) instead of calling a model."
+    ),
+    model: Optional[str] = typer.Option(
+        None,
+        help="Judge model for every LLM criterion, e.g. openai/gpt-4o-mini, "
+        "anthropic/claude-3-5-haiku-latest, local/smollm2. With --verdicts: the "
+        "model that produced them, recorded in the report for the gate.",
+    ),
     api_base: Optional[str] = api_base_option(),
     concurrency: int = concurrency_option(),
-    trials: Optional[int] = typer.Option(None, min=1, max=100, help="Ask each example K times (overrides judge.trials)."),
-    out: Path = typer.Option(Path(".judgekit/reports/latest"), help="Where report.json and report.md are written."),
+    trials: Optional[int] = typer.Option(
+        None, min=1, max=100, help="Ask each example K times (overrides judge.trials)."
+    ),
+    out: Path = typer.Option(
+        Path(".judgekit/reports/latest"), help="Where report.json and report.md are written."
+    ),
     cache_dir: Path = cache_dir_option(),
     no_cache: bool = no_cache_option(),
     timeout: float = timeout_option(),
-    split: Optional[str] = typer.Option(None, help="Use only examples of this split (dev or test)."),
+    split: Optional[str] = typer.Option(
+        None, help="Use only examples of this split (dev or test)."
+    ),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
-    plain_answers: bool = typer.Option(False, "--plain-answers", help="Do not ask the provider for structured output."),
-    stop_early: bool = typer.Option(False, "--stop-early", help="Judge in seeded random order and stop each "
-                                    "criterion once the gate's decision on its whole set can no longer change."),
-    gate: bool = typer.Option(False, "--gate", help="Gate the new report too; exit as `judgekit gate` does."),
+    plain_answers: bool = typer.Option(
+        False, "--plain-answers", help="Do not ask the provider for structured output."
+    ),
+    stop_early: bool = typer.Option(
+        False,
+        "--stop-early",
+        help="Judge in seeded random order and stop each "
+        "criterion once the gate's decision on its whole set can no longer change.",
+    ),
+    gate: bool = typer.Option(
+        False, "--gate", help="Gate the new report too; exit as `judgekit gate` does."
+    ),
     config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
-    junit: Optional[Path] = typer.Option(None, help="With --gate: write the decisions as JUnit XML."),
-    via: str = typer.Option("auto", help="auto: openai/<model> over the lean OpenAI-compatible path, the rest "
-                            "through litellm; litellm: everything through litellm."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print only where the report was written."),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON (and, with --gate, the gate's "
-                                 "decisions) instead of tables; nothing else on stdout."),
-    history: Optional[str] = history_option("Calibration history this run is added to, for `judgekit drift`."),
-    no_history: bool = typer.Option(False, "--no-history", help="Do not add this run to the history."),
-    dry: bool = typer.Option(False, "--dry-run", help="Ask nothing, write nothing: per criterion, the calls to "
-                             "make, the answers already cached, the prompt tokens and the cost at most."),
+    junit: Optional[Path] = typer.Option(
+        None, help="With --gate: write the decisions as JUnit XML."
+    ),
+    via: str = typer.Option(
+        "auto",
+        help="auto: openai/<model> over the lean OpenAI-compatible path, the rest "
+        "through litellm; litellm: everything through litellm.",
+    ),
+    quiet: bool = typer.Option(
+        False, "--quiet", "-q", help="Print only where the report was written."
+    ),
+    as_json: bool = typer.Option(
+        False,
+        "--json",
+        help="Print the report as JSON (and, with --gate, the gate's "
+        "decisions) instead of tables; nothing else on stdout.",
+    ),
+    history: Optional[str] = history_option(
+        "Calibration history this run is added to, for `judgekit drift`."
+    ),
+    no_history: bool = typer.Option(
+        False, "--no-history", help="Do not add this run to the history."
+    ),
+    dry: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Ask nothing, write nothing: per criterion, the calls to "
+        "make, the answers already cached, the prompt tokens and the cost at most.",
+    ),
 ) -> None:
     """Run the judge of each criterion over its calibration set and report agreement with the labels."""
     check_split(split)
     if via not in ("auto", "litellm"):
         fail(InputError.one("--via", "", f"{via!r}: use auto or litellm"))
-    options = Options(criteria_dir=criteria, sets_dir=sets, criterion_ids=criterion or (), verdicts=verdicts,
-                      model=model, api_base=api_base, concurrency=concurrency, trials=trials,
-                      cache_dir=None if no_cache else cache_dir, timeout_s=timeout, split=split, seed=seed,
-                      structured=not plain_answers, via=via, stop_early=stop_early)
+    options = Options(
+        criteria_dir=criteria,
+        sets_dir=sets,
+        criterion_ids=criterion or (),
+        verdicts=verdicts,
+        model=model,
+        api_base=api_base,
+        concurrency=concurrency,
+        trials=trials,
+        cache_dir=None if no_cache else cache_dir,
+        timeout_s=timeout,
+        split=split,
+        seed=seed,
+        structured=not plain_answers,
+        via=via,
+        stop_early=stop_early,
+    )
     if dry:
         try:
             options.policy = Policy.load(config)  # max_age: older answers are asked again
             estimates = dry_run(options)
         except JudgekitError as error:
             fail(error)
-        typer.echo(json.dumps({"dry_run": True, "criteria": [e.to_json() for e in estimates]}, indent=2) if as_json
-                   else render_estimates(estimates, stop_early))
+        typer.echo(
+            json.dumps({"dry_run": True, "criteria": [e.to_json() for e in estimates]}, indent=2)
+            if as_json
+            else render_estimates(estimates, stop_early)
+        )
         return
     try:
         if criterion and (out / "report.json").is_file():
@@ -96,9 +164,13 @@ def calibrate(
             if (out / "verdicts.jsonl").is_file():
                 load_recorded(out / "verdicts.jsonl")
         history = locate(history, config)
-        if not no_history:  # a damaged, read-only or foreign history stops the run before any judge is paid for
+        if (
+            not no_history
+        ):  # a damaged, read-only or foreign history stops the run before any judge is paid for
             History.open(history).close()
-        options.policy = Policy.load(config)  # the thresholds early stopping settles against, and max_age
+        options.policy = Policy.load(
+            config
+        )  # the thresholds early stopping settles against, and max_age
         fresh = run(options, progress=None if quiet or as_json else terminal_progress("judging"))
         if not no_history:
             fresh = record_history(fresh, history)
@@ -109,16 +181,28 @@ def calibrate(
             result = Gate.from_project(criteria, sets, config).check_path(out / "report.json")
         except InputError:
             pass  # `judgekit gate` says what is wrong
-        write_html(report, out, {d.criterion: d for d in result.decisions} if result else None,
-                   None if no_history else past_runs(history, [c.id for c in report.criteria]))
+        write_html(
+            report,
+            out,
+            {d.criterion: d for d in result.decisions} if result else None,
+            None if no_history else past_runs(history, [c.id for c in report.criteria]),
+        )
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
         interrupted(not no_cache)
     if as_json:
         if gate:
-            gated(out, criteria, sets, config, list(criterion or []), junit, as_json=True,
-                  report_json=fresh.model_dump(mode="json"))
+            gated(
+                out,
+                criteria,
+                sets,
+                config,
+                list(criterion or []),
+                junit,
+                as_json=True,
+                report_json=fresh.model_dump(mode="json"),
+            )
         typer.echo(fresh.model_dump_json(indent=2))
         return
     if not quiet:
@@ -127,25 +211,41 @@ def calibrate(
         superseded = [c.id for c in fresh.criteria if written.get(c.id) != c.calibrated_at]
         kept = len(report.criteria) - len(fresh.criteria) + len(superseded)
         if kept:
-            typer.echo(f"\n{kept} other {'criterion' if kept == 1 else 'criteria'} kept from the previous report in {out}")
+            typer.echo(
+                f"\n{kept} other {'criterion' if kept == 1 else 'criteria'} kept from the previous report in {out}"
+            )
         for cid in superseded:
-            typer.echo(f"\n{cid}: a calibration that started after this one is already in {out}; this run's "
-                       "result for it was not written")
+            typer.echo(
+                f"\n{cid}: a calibration that started after this one is already in {out}; this run's "
+                "result for it was not written"
+            )
         for c in fresh.criteria:
             for warning in c.warnings:
                 typer.echo(f"\nwarning: {c.id}: {warning}")
             if c.labels_changed:
-                typer.echo(f"\n{c.id}: {c.labels_changed} label(s) changed since its previous calibration")
+                typer.echo(
+                    f"\n{c.id}: {c.labels_changed} label(s) changed since its previous calibration"
+                )
         abstained = sum(c.abstained for c in fresh.criteria)
         if abstained:
             typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
     typer.echo(f"report: {out / 'report.json'}")
-    if gate:  # the report as written (another run's newer result included), checked against its verdicts
+    if (
+        gate
+    ):  # the report as written (another run's newer result included), checked against its verdicts
         gated(out, criteria, sets, config, list(criterion or []), junit)
 
 
-def gated(out: Path, criteria: Path, sets: Path, config: Optional[Path], criterion_ids: list[str],
-          junit: Optional[Path], as_json: bool = False, report_json: Optional[dict] = None) -> None:
+def gated(
+    out: Path,
+    criteria: Path,
+    sets: Path,
+    config: Optional[Path],
+    criterion_ids: list[str],
+    junit: Optional[Path],
+    as_json: bool = False,
+    report_json: Optional[dict] = None,
+) -> None:
     """`calibrate --gate`: the gate on the report just written, exiting as `judgekit gate` does."""
     try:
         result = decide(out / "report.json", criteria, sets, config, criterion_ids, junit)
@@ -173,7 +273,9 @@ def validate(
     problems = []  # of every file, listed together
     try:
         loaded, loaded_sets = load_inputs(criteria, sets)
-        for loaded_set in loaded_sets.values():  # examples drawn from a pool must describe one design
+        for (
+            loaded_set
+        ) in loaded_sets.values():  # examples drawn from a pool must describe one design
             try:
                 check_drawn(loaded_set)
             except InputError as error:
@@ -191,8 +293,10 @@ def validate(
         good = sum(e.label for e in loaded_set.examples)
         if good in (0, len(loaded_set.examples)):  # valid, but no gate can pass it: say so now
             have, lack = ("known-good", "known-bad") if good else ("known-bad", "known-good")
-            typer.echo(f"warning: {loaded_set.path}: only {have} examples ({len(loaded_set.examples)}); the gate "
-                       f"needs {lack} examples too (TPR and TNR are each measured on one class)")
+            typer.echo(
+                f"warning: {loaded_set.path}: only {have} examples ({len(loaded_set.examples)}); the gate "
+                f"needs {lack} examples too (TPR and TNR are each measured on one class)"
+            )
     examples = sum(len(s.examples) for s in loaded_sets.values())
     typer.echo(f"ok: {len(loaded)} criteria, {examples} labelled examples")
 
@@ -204,8 +308,12 @@ def plan(
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
     config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
-    assume_tpr: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Plan for this TPR, not the observed one."),
-    assume_tnr: Optional[float] = typer.Option(None, min=0.0, max=1.0, help="Plan for this TNR, not the observed one."),
+    assume_tpr: Optional[float] = typer.Option(
+        None, min=0.0, max=1.0, help="Plan for this TPR, not the observed one."
+    ),
+    assume_tnr: Optional[float] = typer.Option(
+        None, min=0.0, max=1.0, help="Plan for this TNR, not the observed one."
+    ),
 ) -> None:
     """How many labelled known-good and known-bad examples the gate needs, at observed or assumed rates."""
     if (assume_tpr is None) != (assume_tnr is None):
@@ -218,8 +326,13 @@ def plan(
         if problems:
             raise InputError(problems)
         labels = {cid: read_labels(find_set(sets, cid), cid) for cid in ids}
-        lines = make_plan(Report.read_if_any(report), Policy.load(config), labels, ids,
-                          (assume_tpr, assume_tnr) if assume_tpr is not None else None)
+        lines = make_plan(
+            Report.read_if_any(report),
+            Policy.load(config),
+            labels,
+            ids,
+            (assume_tpr, assume_tnr) if assume_tpr is not None else None,
+        )
     except JudgekitError as error:
         fail(error)
     for line in lines:
@@ -228,13 +341,19 @@ def plan(
 
 @app.command("schema", short_help=short("schema"))
 def schema(
-    out: Path = typer.Option(Path(".judgekit/schema"), help="Folder for criterion.schema.json and example.schema.json."),
+    out: Path = typer.Option(
+        Path(".judgekit/schema"), help="Folder for criterion.schema.json and example.schema.json."
+    ),
 ) -> None:
     """Write the JSON Schemas that criterion YAML files and calibration sets can point to."""
     write_atomic(out / "criterion.schema.json", json.dumps(criterion_schema(), indent=2) + "\n")
-    write_atomic(out / "example.schema.json", json.dumps(Example.model_json_schema(), indent=2) + "\n")
-    typer.echo(f"wrote {out / 'criterion.schema.json'} and {out / 'example.schema.json'}\n"
-               f"point a YAML file at it with: # yaml-language-server: $schema={out / 'criterion.schema.json'}")
+    write_atomic(
+        out / "example.schema.json", json.dumps(Example.model_json_schema(), indent=2) + "\n"
+    )
+    typer.echo(
+        f"wrote {out / 'criterion.schema.json'} and {out / 'example.schema.json'}\n"
+        f"point a YAML file at it with: # yaml-language-server: $schema={out / 'criterion.schema.json'}"
+    )
 
 
 commands = group(app)

@@ -21,16 +21,30 @@ from judgekit.secrets import redact_known
 def to_junit(result: GateResult) -> str:
     failures = sum(d.status == "FAIL" for d in result.decisions)
     errors = sum(d.status == "INCONCLUSIVE" for d in result.decisions)
-    suite = ET.Element("testsuite", name="judge-calibration", tests=str(len(result.decisions)),
-                       failures=str(failures), errors=str(errors), skipped="0")
+    suite = ET.Element(
+        "testsuite",
+        name="judge-calibration",
+        tests=str(len(result.decisions)),
+        failures=str(failures),
+        errors=str(errors),
+        skipped="0",
+    )
     for d in result.decisions:
         case = ET.SubElement(suite, "testcase", classname="judge-calibration", name=d.criterion)
         if d.status == "FAIL":
-            ET.SubElement(case, "failure", message=f"judge miscalibrated: {d.summary}", type="JudgeMiscalibrated").text = \
-                "\n".join(d.reasons)
+            ET.SubElement(
+                case,
+                "failure",
+                message=f"judge miscalibrated: {d.summary}",
+                type="JudgeMiscalibrated",
+            ).text = "\n".join(d.reasons)
         elif d.status == "INCONCLUSIVE":
-            ET.SubElement(case, "error", message=f"calibration inconclusive: {d.summary}",
-                          type="CalibrationInconclusive").text = "\n".join(d.reasons)
+            ET.SubElement(
+                case,
+                "error",
+                message=f"calibration inconclusive: {d.summary}",
+                type="CalibrationInconclusive",
+            ).text = "\n".join(d.reasons)
         else:
             ET.SubElement(case, "system-out").text = d.summary
     suites = ET.Element("testsuites")
@@ -44,10 +58,16 @@ def write_junit(result: GateResult, path: Path) -> None:
 
 def to_summary(result: GateResult) -> str:
     icon = {"PASS": "✅", "FAIL": "❌", "INCONCLUSIVE": "⚠️"}
-    lines = [f"### Judge calibration gate: {icon[result.status]} {result.status}", "",
-             "| criterion | decision | reason |", "|---|---|---|"]
-    lines += [f"| {md_escape(d.criterion)} | {icon[d.status]} {d.status} | {md_escape(d.summary, 500)} |"
-              for d in result.decisions]
+    lines = [
+        f"### Judge calibration gate: {icon[result.status]} {result.status}",
+        "",
+        "| criterion | decision | reason |",
+        "|---|---|---|",
+    ]
+    lines += [
+        f"| {md_escape(d.criterion)} | {icon[d.status]} {d.status} | {md_escape(d.summary, 500)} |"
+        for d in result.decisions
+    ]
     return "\n".join(lines) + "\n\n"
 
 
@@ -59,5 +79,6 @@ def append_step_summary(result: GateResult) -> None:
             with open(target, "a", encoding="utf-8") as handle:
                 handle.write(redact_known(to_summary(result)))
         except OSError as error:
-            raise InputError.one(target, "GITHUB_STEP_SUMMARY", f"cannot be appended to ({error.strerror or error})") \
-                from None
+            raise InputError.one(
+                target, "GITHUB_STEP_SUMMARY", f"cannot be appended to ({error.strerror or error})"
+            ) from None

@@ -15,9 +15,19 @@ import typer
 
 from judgekit.cli.app import EXIT_GATE_FAIL, REPORT, check_split, fail, interrupted, short
 from judgekit.cli.compare_html import write as write_page
-from judgekit.cli.options import (api_base_option, cache_dir_option, concurrency_option, config_option,
-                                  criteria_option, group, history_option, no_cache_option, sets_option,
-                                  timeout_option, typer_app)
+from judgekit.cli.options import (
+    api_base_option,
+    cache_dir_option,
+    concurrency_option,
+    config_option,
+    criteria_option,
+    group,
+    history_option,
+    no_cache_option,
+    sets_option,
+    timeout_option,
+    typer_app,
+)
 from judgekit.cli.terminal import terminal_progress
 from judgekit.compare import adopt as adopting
 from judgekit.compare.analysis import analyse
@@ -43,7 +53,11 @@ def _counts(text: Optional[str]) -> list[int]:
     try:
         counts = [int(part) for part in text.split(",")]
     except ValueError:
-        fail(InputError.one("--trials", "", f"{text!r}: give trial counts separated by commas, e.g. 1,3"))
+        fail(
+            InputError.one(
+                "--trials", "", f"{text!r}: give trial counts separated by commas, e.g. 1,3"
+            )
+        )
     if any(not 1 <= k <= 100 for k in counts):
         fail(InputError.one("--trials", "", f"{text!r}: each count from 1 to 100"))
     return counts
@@ -51,43 +65,89 @@ def _counts(text: Optional[str]) -> list[int]:
 
 @app.command("compare", short_help=short("compare"))
 def compare(
-    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="The criterion whose judges are compared."),
-    model: Optional[List[str]] = typer.Option(None, "--model", help="A candidate model (repeatable)."),
-    variant: Optional[List[Path]] = typer.Option(None, "--variant", help="A prompt variant of the criterion: a "
-                                                 "criterion file of the same id (repeatable), e.g. "
-                                                 "criteria/variants/ID.short.yaml."),
-    trials: Optional[str] = typer.Option(None, "--trials", help="Trial counts to compare, e.g. 1,3."),
-    verdicts: Optional[List[Path]] = typer.Option(None, "--verdicts", help="Recorded verdicts (JSONL or CSV): one "
-                                                  "candidate, or one per value of its `candidate` column (repeatable)."),
-    spec_file: Optional[Path] = typer.Option(None, "--file", "-f", help="A compare.yaml listing the candidates."),
-    baseline: Optional[str] = typer.Option(None, "--baseline", help="The candidate every other is tested against."),
-    adopt: Optional[str] = typer.Option(None, "--adopt", help="Promote this candidate: its settings into the "
-                                        "criterion file (the diff shown), its calibration as the criterion's report. "
-                                        "Only a candidate the gate passes."),
-    force: bool = typer.Option(False, "--force", help="With --adopt: adopt a candidate the gate blocks."),
-    agent_model: Optional[str] = typer.Option(None, "--agent-model", metavar="MODEL", help="The agent's model: a "
-                                              "judge of the same model is blocked, as by `judgekit gate "
-                                              "--agent-model`. Default: gate.agent_model of the policy."),
+    criterion: Optional[str] = typer.Option(
+        None, "--criterion", "-c", help="The criterion whose judges are compared."
+    ),
+    model: Optional[List[str]] = typer.Option(
+        None, "--model", help="A candidate model (repeatable)."
+    ),
+    variant: Optional[List[Path]] = typer.Option(
+        None,
+        "--variant",
+        help="A prompt variant of the criterion: a "
+        "criterion file of the same id (repeatable), e.g. "
+        "criteria/variants/ID.short.yaml.",
+    ),
+    trials: Optional[str] = typer.Option(
+        None, "--trials", help="Trial counts to compare, e.g. 1,3."
+    ),
+    verdicts: Optional[List[Path]] = typer.Option(
+        None,
+        "--verdicts",
+        help="Recorded verdicts (JSONL or CSV): one "
+        "candidate, or one per value of its `candidate` column (repeatable).",
+    ),
+    spec_file: Optional[Path] = typer.Option(
+        None, "--file", "-f", help="A compare.yaml listing the candidates."
+    ),
+    baseline: Optional[str] = typer.Option(
+        None, "--baseline", help="The candidate every other is tested against."
+    ),
+    adopt: Optional[str] = typer.Option(
+        None,
+        "--adopt",
+        help="Promote this candidate: its settings into the "
+        "criterion file (the diff shown), its calibration as the criterion's report. "
+        "Only a candidate the gate passes.",
+    ),
+    force: bool = typer.Option(
+        False, "--force", help="With --adopt: adopt a candidate the gate blocks."
+    ),
+    agent_model: Optional[str] = typer.Option(
+        None,
+        "--agent-model",
+        metavar="MODEL",
+        help="The agent's model: a "
+        "judge of the same model is blocked, as by `judgekit gate "
+        "--agent-model`. Default: gate.agent_model of the policy.",
+    ),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
     config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
-    out: Optional[Path] = typer.Option(None, help="Where compare.json and compare.html are written "
-                                       "(default .judgekit/compare/<criterion>)."),
-    report: Path = typer.Option(REPORT, help="With --adopt: the report folder the candidate's calibration joins."),
-    history: Optional[str] = history_option("With --adopt: the calibration history the adopted report is added to."),
+    out: Optional[Path] = typer.Option(
+        None,
+        help="Where compare.json and compare.html are written "
+        "(default .judgekit/compare/<criterion>).",
+    ),
+    report: Path = typer.Option(
+        REPORT, help="With --adopt: the report folder the candidate's calibration joins."
+    ),
+    history: Optional[str] = history_option(
+        "With --adopt: the calibration history the adopted report is added to."
+    ),
     api_base: Optional[str] = api_base_option(),
     concurrency: int = concurrency_option("Judge calls in flight at once, over all candidates."),
     cache_dir: Path = cache_dir_option(),
     no_cache: bool = no_cache_option(),
     timeout: float = timeout_option(),
-    split: Optional[str] = typer.Option(None, help="Use only examples of this split (dev or test)."),
+    split: Optional[str] = typer.Option(
+        None, help="Use only examples of this split (dev or test)."
+    ),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
     via: str = typer.Option("auto", help="auto or litellm (as for calibrate)."),
-    plain_answers: bool = typer.Option(False, "--plain-answers", help="Do not ask for structured output."),
-    dry: bool = typer.Option(False, "--dry-run", help="Ask nothing, write nothing: per candidate the calls to make, "
-                             "the answers cached, the tokens and the cost at most."),
+    plain_answers: bool = typer.Option(
+        False, "--plain-answers", help="Do not ask for structured output."
+    ),
+    dry: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="Ask nothing, write nothing: per candidate the calls to make, "
+        "the answers cached, the tokens and the cost at most.",
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print compare.json instead of the table."),
-    schema: bool = typer.Option(False, "--schema", help="Print compare.json's JSON Schema and exit."),
+    schema: bool = typer.Option(
+        False, "--schema", help="Print compare.json's JSON Schema and exit."
+    ),
 ) -> None:
     """Compare candidate judges of one criterion on its labelled set: calibration, gate decision,
     cost and latency each; paired tests against the best and the baseline; the cheapest candidate
@@ -96,36 +156,70 @@ def compare(
         typer.echo(json.dumps(Comparison.model_json_schema(), indent=2))
         return
     check_split(split)
-    options = Options(criteria_dir=criteria, sets_dir=sets, api_base=api_base, concurrency=concurrency,
-                      cache_dir=None if no_cache else cache_dir, timeout_s=timeout, split=split, seed=seed,
-                      structured=not plain_answers, via=via)
+    options = Options(
+        criteria_dir=criteria,
+        sets_dir=sets,
+        api_base=api_base,
+        concurrency=concurrency,
+        cache_dir=None if no_cache else cache_dir,
+        timeout_s=timeout,
+        split=split,
+        seed=seed,
+        structured=not plain_answers,
+        via=via,
+    )
     try:
         options.policy = Policy.load(config)  # the gate's thresholds and max_age, read once
         entries = None
         if spec_file is not None:
             if model or variant or trials or verdicts:
-                raise InputError.one("--file", str(spec_file), "lists the candidates itself; drop --model, "
-                                     "--variant, --trials and --verdicts, or the file")
+                raise InputError.one(
+                    "--file",
+                    str(spec_file),
+                    "lists the candidates itself; drop --model, "
+                    "--variant, --trials and --verdicts, or the file",
+                )
             named, named_baseline, entries = read_file(spec_file)
             if criterion and named and criterion != named:
-                raise InputError.one(spec_file, "criterion", f"is {named!r} but -c says {criterion!r}; give one")
+                raise InputError.one(
+                    spec_file, "criterion", f"is {named!r} but -c says {criterion!r}; give one"
+                )
             criterion, baseline = criterion or named, baseline or named_baseline
         if not criterion:
-            raise InputError.one("--criterion", "", "name the criterion whose judges are compared (-c ID)")
+            raise InputError.one(
+                "--criterion", "", "name the criterion whose judges are compared (-c ID)"
+            )
         base, _, _ = load(options, criterion)
-        specs = from_file(spec_file, base, entries) if spec_file is not None and entries is not None else \
-            from_options(base, model or [], variant or [], _counts(trials), verdicts or [])
+        specs = (
+            from_file(spec_file, base, entries)
+            if spec_file is not None and entries is not None
+            else from_options(base, model or [], variant or [], _counts(trials), verdicts or [])
+        )
         names = [s.name for s in specs]
         for option, name in (("--baseline", baseline), ("--adopt", adopt)):
-            if name is not None and name not in names and not dry:  # said before any call is paid for
-                raise InputError.one(option, name, f"no such candidate; the candidates are {', '.join(names)}")
+            if (
+                name is not None and name not in names and not dry
+            ):  # said before any call is paid for
+                raise InputError.one(
+                    option, name, f"no such candidate; the candidates are {', '.join(names)}"
+                )
         if dry:
             found = dry_run(options, specs)
-            typer.echo(json.dumps({"dry_run": True, "candidates": {n: e.to_json() for n, e in found.items()}},
-                                  indent=2) if as_json else estimates(found))
+            typer.echo(
+                json.dumps(
+                    {"dry_run": True, "candidates": {n: e.to_json() for n, e in found.items()}},
+                    indent=2,
+                )
+                if as_json
+                else estimates(found)
+            )
             return
-        judged = judge(options, specs, progress=None if as_json else terminal_progress("judging"),
-                       agent_model=agent_model)
+        judged = judge(
+            options,
+            specs,
+            progress=None if as_json else terminal_progress("judging"),
+            agent_model=agent_model,
+        )
         comparison = analyse(judged, baseline, seed)
         folder = out or Path(".judgekit/compare") / criterion
         write_atomic(folder / "compare.json", comparison.model_dump_json(indent=2) + "\n")
@@ -145,26 +239,49 @@ def compare(
         raise typer.Exit(EXIT_GATE_FAIL)
 
 
-def _adopt(judged, name: str, criteria: Path, report_dir: Path, history: str | Path, quiet: bool, force: bool,
-           split: Optional[str]) -> None:
+def _adopt(
+    judged,
+    name: str,
+    criteria: Path,
+    report_dir: Path,
+    history: str | Path,
+    quiet: bool,
+    force: bool,
+    split: Optional[str],
+) -> None:
     found = next(m for m in judged.measured if m.spec.name == name)
     adopting.check(found, criteria, force)
-    if split == "test":  # choosing among candidates by their test figures is a look at the test split
+    if (
+        split == "test"
+    ):  # choosing among candidates by their test figures is a look at the test split
         with History.open(history) as db:
-            budget, _ = db.take_look(judged.criterion.id, [e.key for e in judged.set.examples], ALPHA, "compare",
-                                     found.report.fingerprint, always=True, accepted=True)
+            budget, _ = db.take_look(
+                judged.criterion.id,
+                [e.key for e in judged.set.examples],
+                ALPHA,
+                "compare",
+                found.report.fingerprint,
+                always=True,
+                accepted=True,
+            )
         if budget.look is None:
-            typer.echo(f"warning: {budget.words()}: this adoption rests on examples already looked at too often",
-                       err=True)
+            typer.echo(
+                f"warning: {budget.words()}: this adoption rests on examples already looked at too often",
+                err=True,
+            )
     change = adopting.proposed(found, criteria)
-    typer.echo(redact(change.diff()), nl=False, err=quiet)  # with --json, on stderr: stdout is the JSON
+    typer.echo(
+        redact(change.diff()), nl=False, err=quiet
+    )  # with --json, on stderr: stdout is the JSON
     adopted = adopting.adopt(found, change)
     written = record_history(Report(criteria=[adopted]), history).write(report_dir, merge=True)
     done = "written" if change.after != change.before else "unchanged"
     count = len(written.criteria)
-    typer.echo(f"adopted {name} ({found.decision.status}): {change.path} {done}; its calibration is {adopted.id}'s "
-               f"report in {report_dir / 'report.json'} ({count} {'criterion' if count == 1 else 'criteria'} there)",
-               err=quiet)
+    typer.echo(
+        f"adopted {name} ({found.decision.status}): {change.path} {done}; its calibration is {adopted.id}'s "
+        f"report in {report_dir / 'report.json'} ({count} {'criterion' if count == 1 else 'criteria'} there)",
+        err=quiet,
+    )
 
 
 commands = group(app)

@@ -64,7 +64,9 @@ main{padding:0;max-width:none}section.criterion,.recommend{border:0;padding:0;ma
 def _money(x: float | None) -> str:
     if x is None or math.isnan(x):
         return "unknown"
-    return f"${x:,.2f}" if x >= 0.01 else f"${x:.2g}"  # fractions of a cent keep two significant digits
+    return (
+        f"${x:,.2f}" if x >= 0.01 else f"${x:.2g}"
+    )  # fractions of a cent keep two significant digits
 
 
 def _seconds(x: float | None) -> str:
@@ -87,8 +89,10 @@ def _when(moment: datetime) -> str:
 
 def _with_interval(c: Candidate, key: str) -> str:
     low, high = c.intervals.get(key, (None, None))
-    return (f'{fmt_number(c.metrics.get(key), 2)}<div class="small">[{fmt_number(low, 2)}, '
-            f'{fmt_number(high, 2)}]</div>')
+    return (
+        f'{fmt_number(c.metrics.get(key), 2)}<div class="small">[{fmt_number(low, 2)}, '
+        f"{fmt_number(high, 2)}]</div>"
+    )
 
 
 def _mark(verdict: str, label: bool) -> str:
@@ -102,22 +106,34 @@ def _mark(verdict: str, label: bool) -> str:
 
 def _paired(paired: Paired | None, role: str, name: str, other: str | None) -> str:
     if paired is None:
-        return f'<span class="small">{"— (this is the " + role + ")" if name == other else "—"}</span>'
+        return (
+            f'<span class="small">{"— (this is the " + role + ")" if name == other else "—"}</span>'
+        )
     d, low, high = paired.deltas.get("cohen_kappa", (None, None, None))
     separate = ""
     if paired.verdict == "indistinguishable":
-        separate = (f"{paired.examples_to_separate:,} more examples would separate them"
-                    if paired.examples_to_separate is not None else "no set under 100,000 examples would separate them")
+        separate = (
+            f"{paired.examples_to_separate:,} more examples would separate them"
+            if paired.examples_to_separate is not None
+            else "no set under 100,000 examples would separate them"
+        )
         separate = f'<div class="small">{separate}</div>'
-    return (f'<span class="{escape(paired.verdict)}">{escape(paired.verdict)}</span>'
-            f'<div class="small">p adj. {_p(paired.p_adjusted)} · right only here {paired.only_this_right}, '
-            f'only there {paired.only_other_right}</div>'
-            f'<div class="small">Δkappa {_signed(d)} [{_signed(low)}, {_signed(high)}]</div>{separate}')
+    return (
+        f'<span class="{escape(paired.verdict)}">{escape(paired.verdict)}</span>'
+        f'<div class="small">p adj. {_p(paired.p_adjusted)} · right only here {paired.only_this_right}, '
+        f"only there {paired.only_other_right}</div>"
+        f'<div class="small">Δkappa {_signed(d)} [{_signed(low)}, {_signed(high)}]</div>{separate}'
+    )
 
 
 def _setting(c: Candidate) -> str:
     s = c.setting
-    parts = [("model", s.model), ("variant", s.variant), ("trials", s.trials), ("verdicts", s.verdicts)]
+    parts = [
+        ("model", s.model),
+        ("variant", s.variant),
+        ("trials", s.trials),
+        ("verdicts", s.verdicts),
+    ]
     text = " · ".join(f"{k} {v}" for k, v in parts if v is not None)
     return f'<div class="small">{escape(text)}{" · " if text else ""}{escape(c.source)}</div>'
 
@@ -125,26 +141,44 @@ def _setting(c: Candidate) -> str:
 def _candidate_row(c: Candidate, comparison: Comparison) -> str:
     reasons = "".join(f"<li>{escape(r)}</li>" for r in c.gate_reasons)
     cost = c.cost
-    return (f'<tr><td><div class="name">{escape(c.name)}</div>{_setting(c)}</td>'
-            f'<td><span class="badge {escape(c.gate)}">{escape(c.gate)}</span>'
-            f'{f"<ul class=small>{reasons}</ul>" if reasons else ""}</td>'
-            f'<td class="num">{c.n}</td><td class="num">{_with_interval(c, "tpr")}</td>'
-            f'<td class="num">{_with_interval(c, "tnr")}</td><td class="num">{_with_interval(c, "cohen_kappa")}</td>'
-            f'<td class="num">{c.abstained}</td><td class="num">{fmt_number(c.flip_rate, 3)}</td>'
-            f'<td class="num">{_money(cost.per_1000_verdicts)}</td>'
-            f'<td class="num">{_seconds(cost.latency_p50_s)}<div class="small">p95 {_seconds(cost.latency_p95_s)}'
-            f'</div></td><td class="paired">{_paired(c.vs_best, "best", c.name, comparison.best)}</td>'
-            f'<td class="paired">{_paired(c.vs_baseline, "baseline", c.name, comparison.baseline)}</td></tr>')
+    return (
+        f'<tr><td><div class="name">{escape(c.name)}</div>{_setting(c)}</td>'
+        f'<td><span class="badge {escape(c.gate)}">{escape(c.gate)}</span>'
+        f"{f'<ul class=small>{reasons}</ul>' if reasons else ''}</td>"
+        f'<td class="num">{c.n}</td><td class="num">{_with_interval(c, "tpr")}</td>'
+        f'<td class="num">{_with_interval(c, "tnr")}</td><td class="num">{_with_interval(c, "cohen_kappa")}</td>'
+        f'<td class="num">{c.abstained}</td><td class="num">{fmt_number(c.flip_rate, 3)}</td>'
+        f'<td class="num">{_money(cost.per_1000_verdicts)}</td>'
+        f'<td class="num">{_seconds(cost.latency_p50_s)}<div class="small">p95 {_seconds(cost.latency_p95_s)}'
+        f'</div></td><td class="paired">{_paired(c.vs_best, "best", c.name, comparison.best)}</td>'
+        f'<td class="paired">{_paired(c.vs_baseline, "baseline", c.name, comparison.baseline)}</td></tr>'
+    )
 
 
 def _candidates(comparison: Comparison) -> str:
-    head = "".join(f"<th>{h}</th>" for h in (
-        "candidate", "gate", "n", "TPR [95%]", "TNR [95%]", "kappa [95%]", "abstained", "flip rate",
-        "cost per 1,000 verdicts", "latency p50 / p95", "vs best", "vs baseline"))
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in (
+            "candidate",
+            "gate",
+            "n",
+            "TPR [95%]",
+            "TNR [95%]",
+            "kappa [95%]",
+            "abstained",
+            "flip rate",
+            "cost per 1,000 verdicts",
+            "latency p50 / p95",
+            "vs best",
+            "vs baseline",
+        )
+    )
     rows = "".join(_candidate_row(c, comparison) for c in comparison.candidates)
-    return (f'<section class="criterion" id="candidates"><h2>Candidates ({len(comparison.candidates):,})</h2>'
-            f'<div class="gridwrap"><table class="candidates"><thead><tr>{head}</tr></thead>'
-            f'<tbody>{rows}</tbody></table></div></section>')
+    return (
+        f'<section class="criterion" id="candidates"><h2>Candidates ({len(comparison.candidates):,})</h2>'
+        f'<div class="gridwrap"><table class="candidates"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{rows}</tbody></table></div></section>"
+    )
 
 
 def _recommendation(comparison: Comparison) -> str:
@@ -154,8 +188,10 @@ def _recommendation(comparison: Comparison) -> str:
         return f'<p class="recommend" id="recommendation">Use <b>{escape(r.candidate)}</b>{why}</p>'
     if r.closest is not None:
         blocked = "; ".join(r.blocked_by) or "nothing recorded"
-        return (f'<p class="recommend none" id="recommendation">No candidate passes the gate; the closest is '
-                f'<b>{escape(r.closest)}</b>, blocked by: {escape(blocked)}{why}</p>')
+        return (
+            f'<p class="recommend none" id="recommendation">No candidate passes the gate; the closest is '
+            f"<b>{escape(r.closest)}</b>, blocked by: {escape(blocked)}{why}</p>"
+        )
     return f'<p class="recommend none" id="recommendation">No candidate passes the gate{why}</p>'
 
 
@@ -164,14 +200,24 @@ def _front(comparison: Comparison) -> str:
     items = []
     for name in comparison.recommendation.front:
         c = by_name.get(name)
-        figures = "" if c is None else (
-            f' — {_money(c.cost.per_1000_verdicts)} per 1,000 verdicts, kappa lower bound '
-            f'{fmt_number(c.intervals.get("cohen_kappa", (None, None))[0], 2)}')
+        figures = (
+            ""
+            if c is None
+            else (
+                f" — {_money(c.cost.per_1000_verdicts)} per 1,000 verdicts, kappa lower bound "
+                f"{fmt_number(c.intervals.get('cohen_kappa', (None, None))[0], 2)}"
+            )
+        )
         items.append(f"<li><b>{escape(name)}</b>{figures}</li>")
-    body = (f"<ol>{''.join(items)}</ol>" if items
-            else '<p class="meta">No candidate has a known cost, so there is no front.</p>')
-    return ('<section class="criterion" id="front"><h2>Cost against kappa\'s lower bound</h2><p class="meta">'
-            'The candidates no other beats on both, cheapest first.</p>' + body + "</section>")
+    body = (
+        f"<ol>{''.join(items)}</ol>"
+        if items
+        else '<p class="meta">No candidate has a known cost, so there is no front.</p>'
+    )
+    return (
+        '<section class="criterion" id="front"><h2>Cost against kappa\'s lower bound</h2><p class="meta">'
+        "The candidates no other beats on both, cheapest first.</p>" + body + "</section>"
+    )
 
 
 def _columns(comparison: Comparison, limit: int) -> list[Candidate]:
@@ -194,29 +240,42 @@ def _grid(comparison: Comparison, max_rows: int, max_columns: int) -> str:
     examples, candidates = comparison.examples, comparison.candidates
     shown_examples, shown = examples[:max_rows], _columns(comparison, max_columns)
     separating = sum(e.separates for e in examples)
-    notes = [f"{separating:,} of {len(examples):,} examples separate the candidates (not every candidate gave "
-             "them the same verdict); they are listed first."]
+    notes = [
+        f"{separating:,} of {len(examples):,} examples separate the candidates (not every candidate gave "
+        "them the same verdict); they are listed first."
+    ]
     if len(shown_examples) < len(examples) or len(shown) < len(candidates):
-        notes.append(f"Showing {len(shown_examples):,} of {len(examples):,} examples and {len(shown):,} of "
-                     f"{len(candidates):,} candidates (the recommended, best, baseline and closest candidates and "
-                     "those on the front first, then the others in the table's order); "
-                     f"left out: {len(examples) - len(shown_examples):,} examples and "
-                     f"{len(candidates) - len(shown):,} candidates. compare.json holds them all.")
-    head = "".join(f'<th class="cand" title="{escape(c.name)}">{escape(c.name)}</th>' for c in shown)
+        notes.append(
+            f"Showing {len(shown_examples):,} of {len(examples):,} examples and {len(shown):,} of "
+            f"{len(candidates):,} candidates (the recommended, best, baseline and closest candidates and "
+            "those on the front first, then the others in the table's order); "
+            f"left out: {len(examples) - len(shown_examples):,} examples and "
+            f"{len(candidates) - len(shown):,} candidates. compare.json holds them all."
+        )
+    head = "".join(
+        f'<th class="cand" title="{escape(c.name)}">{escape(c.name)}</th>' for c in shown
+    )
     rows = []
     for i, example in enumerate(shown_examples):
         cells = []
         for c in shown:
             mark = _mark(c.grid[i] if i < len(c.grid) else "?", example.label)
             cells.append(f'<td class="{mark}">{MARKS[mark]}</td>')
-        rows.append(f'<tr{" class=separates" if example.separates else ""}><th scope="row">{escape(example.id)}</th>'
-                    f'<td>{"pass" if example.label else "fail"}</td>{"".join(cells)}</tr>')
-    legend = "".join(f'<span><span class="{k}">{MARKS[k]}</span> {k}</span>' for k in ("right", "wrong", "abstained"))
-    return ('<section class="criterion" id="grid"><h2>Per example</h2>'
-            + "".join(f'<p class="meta note">{n}</p>' for n in notes)
-            + f'<p class="meta legend">{legend} — each cell is the verdict against the label.</p>'
-            f'<div class="gridwrap"><table class="grid"><thead><tr><th>example</th><th>label</th>{head}</tr>'
-            f'</thead><tbody>{"".join(rows)}</tbody></table></div></section>')
+        rows.append(
+            f'<tr{" class=separates" if example.separates else ""}><th scope="row">{escape(example.id)}</th>'
+            f"<td>{'pass' if example.label else 'fail'}</td>{''.join(cells)}</tr>"
+        )
+    legend = "".join(
+        f'<span><span class="{k}">{MARKS[k]}</span> {k}</span>'
+        for k in ("right", "wrong", "abstained")
+    )
+    return (
+        '<section class="criterion" id="grid"><h2>Per example</h2>'
+        + "".join(f'<p class="meta note">{n}</p>' for n in notes)
+        + f'<p class="meta legend">{legend} — each cell is the verdict against the label.</p>'
+        f'<div class="gridwrap"><table class="grid"><thead><tr><th>example</th><th>label</th>{head}</tr>'
+        f"</thead><tbody>{''.join(rows)}</tbody></table></div></section>"
+    )
 
 
 def page(comparison: Comparison, max_rows: int = MAX_ROWS, max_columns: int = MAX_COLUMNS) -> str:
@@ -225,16 +284,18 @@ def page(comparison: Comparison, max_rows: int = MAX_ROWS, max_columns: int = MA
     title = f"judgekit compare: {comparison.criterion}"
     judging = "" if comparison.judging_s is None else f" · judged in {comparison.judging_s:,.1f} s"
     baseline = f" · baseline {escape(comparison.baseline)}" if comparison.baseline else ""
-    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-            "img-src data:\"><meta name=\"color-scheme\" content=\"light dark\">"
-            f"<title>{escape(title)}</title><style>{STYLE}{COMPARE_STYLE}</style></head><body><header>"
-            f"<h1>{escape(title)}</h1><p>set {escape(comparison.set)} · {len(comparison.candidates):,} candidates · "
-            f"{len(comparison.examples):,} examples ({comparison.labelled_pass:,} labelled pass, "
-            f"{comparison.labelled_fail:,} labelled fail) · best {escape(comparison.best)}{baseline} · "
-            f"{_when(comparison.created_at)}{judging} · judgekit {escape(comparison.judgekit_version)}</p>"
-            f"</header><main>{_recommendation(comparison)}{_candidates(comparison)}{_front(comparison)}"
-            f"{_grid(comparison, max_rows, max_columns)}</main></body></html>")
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        'img-src data:"><meta name="color-scheme" content="light dark">'
+        f"<title>{escape(title)}</title><style>{STYLE}{COMPARE_STYLE}</style></head><body><header>"
+        f"<h1>{escape(title)}</h1><p>set {escape(comparison.set)} · {len(comparison.candidates):,} candidates · "
+        f"{len(comparison.examples):,} examples ({comparison.labelled_pass:,} labelled pass, "
+        f"{comparison.labelled_fail:,} labelled fail) · best {escape(comparison.best)}{baseline} · "
+        f"{_when(comparison.created_at)}{judging} · judgekit {escape(comparison.judgekit_version)}</p>"
+        f"</header><main>{_recommendation(comparison)}{_candidates(comparison)}{_front(comparison)}"
+        f"{_grid(comparison, max_rows, max_columns)}</main></body></html>"
+    )
 
 
 def write(comparison: Comparison, directory: Path) -> Path:

@@ -18,8 +18,15 @@ from judgekit.gate.decision import Gate
 from judgekit.gate.result import GateResult
 
 
-def decide(report_path: Path, criteria: Path, sets: Path, config: Optional[Path], criterion_ids: list[str],
-           junit: Optional[Path], agent_model: Optional[str] = None) -> GateResult:
+def decide(
+    report_path: Path,
+    criteria: Path,
+    sets: Path,
+    config: Optional[Path],
+    criterion_ids: list[str],
+    junit: Optional[Path],
+    agent_model: Optional[str] = None,
+) -> GateResult:
     """The gate's decisions on the report at `report_path`, written to JUnit and the CI step summary."""
     gate = Gate.from_project(criteria, sets, config, criterion_ids or None, agent_model=agent_model)
     result = gate.check_path(report_path, criterion_ids or None)
@@ -32,7 +39,11 @@ def decide(report_path: Path, criteria: Path, sets: Path, config: Optional[Path]
 def finish(result: GateResult, as_json: bool, report_json: Optional[dict] = None) -> None:
     """Print the decisions (or JSON) and exit with the gate's code."""
     if as_json:
-        data = result.to_dict() if report_json is None else {"report": report_json, "gate": result.to_dict()}
+        data = (
+            result.to_dict()
+            if report_json is None
+            else {"report": report_json, "gate": result.to_dict()}
+        )
         click.echo(json.dumps(data, indent=2))
     else:
         show_decisions(result)
@@ -48,26 +59,69 @@ def commands() -> None:
 
 
 @commands.command("gate", short_help=short("gate"))
-@click.option("--report", type=PATH, default=REPORT, show_default=True, help="A report.json, or the folder holding it.")
-@click.option("--criterion", "-c", "criterion", multiple=True, help="Gate only this criterion (repeatable).")
-@click.option("--criteria", type=PATH, default=Path("criteria"), show_default=True,
-              help="Folder of criterion files: a report about other files is stale.")
-@click.option("--sets", type=PATH, default=Path("calibration_sets"), show_default=True,
-              help="Folder of calibration sets.")
-@click.option("--config", type=PATH, default=None, help="Gate policy file (judgekit.yaml or pyproject.toml); "
-              "default: the first of those in the current folder.")
-@click.option("--junit", type=PATH, default=None, help="Write the decisions as JUnit XML (suite judge-calibration).")
-@click.option("--agent-model", default=None, metavar="MODEL",
-              help="The model of the agent under test: a judge of the same model (aliases included) FAILs. "
-                   "Default: gate.agent_model of the policy.")
+@click.option(
+    "--report",
+    type=PATH,
+    default=REPORT,
+    show_default=True,
+    help="A report.json, or the folder holding it.",
+)
+@click.option(
+    "--criterion", "-c", "criterion", multiple=True, help="Gate only this criterion (repeatable)."
+)
+@click.option(
+    "--criteria",
+    type=PATH,
+    default=Path("criteria"),
+    show_default=True,
+    help="Folder of criterion files: a report about other files is stale.",
+)
+@click.option(
+    "--sets",
+    type=PATH,
+    default=Path("calibration_sets"),
+    show_default=True,
+    help="Folder of calibration sets.",
+)
+@click.option(
+    "--config",
+    type=PATH,
+    default=None,
+    help="Gate policy file (judgekit.yaml or pyproject.toml); "
+    "default: the first of those in the current folder.",
+)
+@click.option(
+    "--junit",
+    type=PATH,
+    default=None,
+    help="Write the decisions as JUnit XML (suite judge-calibration).",
+)
+@click.option(
+    "--agent-model",
+    default=None,
+    metavar="MODEL",
+    help="The model of the agent under test: a judge of the same model (aliases included) FAILs. "
+    "Default: gate.agent_model of the policy.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the decisions as JSON.")
-def gate(report: Path, criterion: tuple[str, ...], criteria: Path, sets: Path, config: Optional[Path],
-         junit: Optional[Path], agent_model: Optional[str], as_json: bool) -> None:
+def gate(
+    report: Path,
+    criterion: tuple[str, ...],
+    criteria: Path,
+    sets: Path,
+    config: Optional[Path],
+    junit: Optional[Path],
+    agent_model: Optional[str],
+    as_json: bool,
+) -> None:
     """May suites that rely on these judges run? Decided from the report's per-example verdicts and
     the files on disk; no model is called. Exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE, 2 bad input."""
     path = report / "report.json" if report.is_dir() else report
     if not path.exists():
-        click.echo(f"no report at {path}: every criterion is blocked until `judgekit calibrate` writes one", err=True)
+        click.echo(
+            f"no report at {path}: every criterion is blocked until `judgekit calibrate` writes one",
+            err=True,
+        )
     try:
         result = decide(path, criteria, sets, config, list(criterion), junit, agent_model)
     except JudgekitError as error:

@@ -54,12 +54,17 @@ def heatmap(c: CriterionReport) -> str:
     """The 2x2 confusion matrix as an SVG: rows labelled pass / fail, columns the judge's verdict;
     each cell shaded by its share of the row (agreement green, disagreement red)."""
     k = c.confusion
-    rows = [("labelled pass", (k.tp, True), (k.fn, False)), ("labelled fail", (k.fp, False), (k.tn, True))]
-    parts = ['<svg xmlns="http://www.w3.org/2000/svg" width="330" height="170" role="img" '
-             f'aria-label="confusion matrix: TP {k.tp}, FN {k.fn}, FP {k.fp}, TN {k.tn}">',
-             '<text x="200" y="14" font-size="12" text-anchor="middle" fill="#4b5565">judge says</text>',
-             '<text x="145" y="32" font-size="12" text-anchor="middle">pass</text>',
-             '<text x="255" y="32" font-size="12" text-anchor="middle">fail</text>']
+    rows = [
+        ("labelled pass", (k.tp, True), (k.fn, False)),
+        ("labelled fail", (k.fp, False), (k.tn, True)),
+    ]
+    parts = [
+        '<svg xmlns="http://www.w3.org/2000/svg" width="330" height="170" role="img" '
+        f'aria-label="confusion matrix: TP {k.tp}, FN {k.fn}, FP {k.fp}, TN {k.tn}">',
+        '<text x="200" y="14" font-size="12" text-anchor="middle" fill="#4b5565">judge says</text>',
+        '<text x="145" y="32" font-size="12" text-anchor="middle">pass</text>',
+        '<text x="255" y="32" font-size="12" text-anchor="middle">fail</text>',
+    ]
     for r, (name, *cells) in enumerate(rows):
         total = sum(n for n, _ in cells) or 1
         y = 40 + r * 62
@@ -69,9 +74,11 @@ def heatmap(c: CriterionReport) -> str:
             color = (16, 128, 64) if agrees else (190, 40, 40)
             fill = f"rgba({color[0]},{color[1]},{color[2]},{0.12 + 0.78 * share:.2f})"
             x = 90 + col * 110
-            parts.append(f'<rect x="{x}" y="{y}" width="108" height="60" rx="4" fill="{fill}"/>'
-                         f'<text x="{x + 54}" y="{y + 36}" font-size="19" font-weight="600" text-anchor="middle" '
-                         f'fill="{"#fff" if share > 0.55 else "#1d2330"}">{count}</text>')
+            parts.append(
+                f'<rect x="{x}" y="{y}" width="108" height="60" rx="4" fill="{fill}"/>'
+                f'<text x="{x + 54}" y="{y + 36}" font-size="19" font-weight="600" text-anchor="middle" '
+                f'fill="{"#fff" if share > 0.55 else "#1d2330"}">{count}</text>'
+            )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -80,8 +87,10 @@ def intervals_chart(c: CriterionReport) -> str:
     """TPR, TNR (0..1) and kappa (-1..1) as points with their 95% intervals."""
     rows = [("TPR", "tpr", 0.0), ("TNR", "tnr", 0.0), ("kappa", "cohen_kappa", -1.0)]
     width, left, right = 360, 60, 20
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="130" role="img" '
-             'aria-label="TPR, TNR and kappa with 95% intervals">']
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="130" role="img" '
+        'aria-label="TPR, TNR and kappa with 95% intervals">'
+    ]
     span = width - left - right
     for i, (label, key, low_end) in enumerate(rows):
         y = 22 + i * 38
@@ -91,19 +100,27 @@ def intervals_chart(c: CriterionReport) -> str:
         def x(v: float) -> float:
             return left + span * (v - low_end) / (1 - low_end)
 
-        parts.append(f'<text x="{left - 8}" y="{y + 4}" font-size="12" text-anchor="end">{label}</text>'
-                     f'<line x1="{left}" y1="{y}" x2="{left + span}" y2="{y}" stroke="#e4e7ec" stroke-width="6"/>'
-                     f'<text x="{left}" y="{y + 17}" font-size="10" fill="#8a93a2">{low_end:g}</text>'
-                     f'<text x="{left + span}" y="{y + 17}" font-size="10" text-anchor="end" fill="#8a93a2">1</text>')
+        parts.append(
+            f'<text x="{left - 8}" y="{y + 4}" font-size="12" text-anchor="end">{label}</text>'
+            f'<line x1="{left}" y1="{y}" x2="{left + span}" y2="{y}" stroke="#e4e7ec" stroke-width="6"/>'
+            f'<text x="{left}" y="{y + 17}" font-size="10" fill="#8a93a2">{low_end:g}</text>'
+            f'<text x="{left + span}" y="{y + 17}" font-size="10" text-anchor="end" fill="#8a93a2">1</text>'
+        )
         if low is not None and high is not None:
-            parts.append(f'<line x1="{x(low):.1f}" y1="{y}" x2="{x(high):.1f}" y2="{y}" stroke="#3763c4" '
-                         f'stroke-width="6" stroke-linecap="round"/>')
+            parts.append(
+                f'<line x1="{x(low):.1f}" y1="{y}" x2="{x(high):.1f}" y2="{y}" stroke="#3763c4" '
+                f'stroke-width="6" stroke-linecap="round"/>'
+            )
         if value is not None:
-            parts.append(f'<circle cx="{x(value):.1f}" cy="{y}" r="6" fill="#1d2330"/>'
-                         f'<text x="{x(value):.1f}" y="{y - 9}" font-size="11" text-anchor="middle">'
-                         f'{fmt_number(value, 2)}</text>')
+            parts.append(
+                f'<circle cx="{x(value):.1f}" cy="{y}" r="6" fill="#1d2330"/>'
+                f'<text x="{x(value):.1f}" y="{y - 9}" font-size="11" text-anchor="middle">'
+                f"{fmt_number(value, 2)}</text>"
+            )
         else:
-            parts.append(f'<text x="{left + 6}" y="{y - 6}" font-size="11" fill="#8a93a2">undefined</text>')
+            parts.append(
+                f'<text x="{left + 6}" y="{y - 6}" font-size="11" fill="#8a93a2">undefined</text>'
+            )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -112,29 +129,47 @@ def history_chart(runs: Sequence["Run"]) -> str:
     """Kappa, TPR and TNR of a criterion's past calibration runs, oldest to newest."""
     width, height, left, top = 420, 150, 34, 12
     span_x, span_y = width - left - 12, height - top - 30
-    series = [("kappa", "cohen_kappa", "#1d2330"), ("TPR", "tpr", "#3763c4"), ("TNR", "tnr", "#c47a37")]
+    series = [
+        ("kappa", "cohen_kappa", "#1d2330"),
+        ("TPR", "tpr", "#3763c4"),
+        ("TNR", "tnr", "#c47a37"),
+    ]
     # The axis reaches below 0 only when a kappa does (worse than chance is shown, not clipped).
     floor = -1.0 if any((r.metrics.get("cohen_kappa") or 0) < 0 for r in runs) else 0.0
 
     def y_of(value: float) -> float:
         return top + span_y * (1 - (value - floor) / (1 - floor))
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-             f'aria-label="agreement over {len(runs)} runs">',
-             f'<line x1="{left}" y1="{top + span_y}" x2="{left + span_x}" y2="{top + span_y}" stroke="#c9ced6"/>']
-    for value in ((-1, 0, 1) if floor < 0 else (0, 0.5, 1)):
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        f'aria-label="agreement over {len(runs)} runs">',
+        f'<line x1="{left}" y1="{top + span_y}" x2="{left + span_x}" y2="{top + span_y}" stroke="#c9ced6"/>',
+    ]
+    for value in (-1, 0, 1) if floor < 0 else (0, 0.5, 1):
         y = y_of(value)
-        parts.append(f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end" fill="#8a93a2">{value:g}'
-                     f'</text><line x1="{left}" y1="{y:.1f}" x2="{left + span_x}" y2="{y:.1f}" stroke="#eef0f3"/>')
+        parts.append(
+            f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end" fill="#8a93a2">{value:g}'
+            f'</text><line x1="{left}" y1="{y:.1f}" x2="{left + span_x}" y2="{y:.1f}" stroke="#eef0f3"/>'
+        )
     step = span_x / max(1, len(runs) - 1)
     for index, (name, key, color) in enumerate(series):
-        points = [(left + i * step, y_of(max(floor, min(1.0, r.metrics[key]))))
-                  for i, r in enumerate(runs) if r.metrics.get(key) is not None]
+        points = [
+            (left + i * step, y_of(max(floor, min(1.0, r.metrics[key]))))
+            for i, r in enumerate(runs)
+            if r.metrics.get(key) is not None
+        ]
         if points:
-            parts.append(f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
-                         + " ".join(f"{px:.1f},{py:.1f}" for px, py in points) + '"/>')
-            parts += [f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"/>' for px, py in points]
-        parts.append(f'<text x="{left + 6 + index * 60}" y="{height - 4}" font-size="11" fill="{color}">{name}</text>')
+            parts.append(
+                f'<polyline fill="none" stroke="{color}" stroke-width="2" points="'
+                + " ".join(f"{px:.1f},{py:.1f}" for px, py in points)
+                + '"/>'
+            )
+            parts += [
+                f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"/>' for px, py in points
+            ]
+        parts.append(
+            f'<text x="{left + 6 + index * 60}" y="{height - 4}" font-size="11" fill="{color}">{name}</text>'
+        )
     parts.append("</svg>")
     return "".join(parts)
 
@@ -144,9 +179,16 @@ def _claims(d) -> str:
         return ""
     items = []
     for claim in d.claims:
-        css, mark = (("claim-unk", "?") if claim.supported is None else
-                     ("claim-ok", "✓") if claim.supported else ("claim-bad", "✗"))
-        evidence = f' <span class="meta">— “{escape(claim.evidence)}”</span>' if claim.evidence else ""
+        css, mark = (
+            ("claim-unk", "?")
+            if claim.supported is None
+            else ("claim-ok", "✓")
+            if claim.supported
+            else ("claim-bad", "✗")
+        )
+        evidence = (
+            f' <span class="meta">— “{escape(claim.evidence)}”</span>' if claim.evidence else ""
+        )
         items.append(f'<li class="{css}">{mark} {escape(claim.claim)}{evidence}</li>')
     return f'<ul class="claims">{"".join(items)}</ul>'
 
@@ -155,60 +197,103 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[Run
     question = c.question
     status = decision.status if decision else "NONE"
     judge = c.judge
-    who = escape(f"{judge.kind}" + (f", model {judge.model}" if judge and judge.model else "")) if judge else ""
-    out = [f'<section class="criterion" id="{escape(c.id)}"><h2>{escape(c.id)}'
-           f'<span class="badge {status}">{"gate " + status if decision else "not gated"}</span></h2>',
-           f'<p class="question">{escape(question)}</p>' if question else "",
-           f'<p class="meta">{who} · {c.n} examples ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled '
-           f'fail) · {c.abstained} abstained</p>']
+    who = (
+        escape(f"{judge.kind}" + (f", model {judge.model}" if judge and judge.model else ""))
+        if judge
+        else ""
+    )
+    out = [
+        f'<section class="criterion" id="{escape(c.id)}"><h2>{escape(c.id)}'
+        f'<span class="badge {status}">{"gate " + status if decision else "not gated"}</span></h2>',
+        f'<p class="question">{escape(question)}</p>' if question else "",
+        f'<p class="meta">{who} · {c.n} examples ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled '
+        f"fail) · {c.abstained} abstained</p>",
+    ]
     if decision:
         out.append(f'<p class="reasons">{escape(decision.summary)}</p>')
     out += [f'<p class="reasons">⚠ {escape(w)}</p>' for w in c.warnings]
     if c.selective:  # selective judging: the certificate, then each judge of the cascade
         s = c.selective
-        out.append(f'<p class="meta">Selective judging ({escape(s.confidence)} confidence, target {s.min_agreement:g} '
-                   f'at delta {s.delta:g}): {escape(s.problem or s.statement)}'
-                   + "".join(f'<br>{escape(t.model or "recorded")}: threshold {escape(t.threshold)}, {t.covered} of '
-                             f'{t.reaching} given, agreement {escape(t.agreement)}' for t in s.stages) + '</p>')
-    out.append('<div class="charts">'
-               f'<div class="chart"><h3>Confusion matrix</h3>{heatmap(c)}</div>'
-               f'<div class="chart"><h3>Agreement, 95% intervals</h3>{intervals_chart(c)}</div>'
-               + (f'<div class="chart"><h3>Past runs ({len(runs)})</h3>{history_chart(runs)}</div>'
-                  if len(runs) >= 2 else "") + "</div>")
+        out.append(
+            f'<p class="meta">Selective judging ({escape(s.confidence)} confidence, target {s.min_agreement:g} '
+            f"at delta {s.delta:g}): {escape(s.problem or s.statement)}"
+            + "".join(
+                f"<br>{escape(t.model or 'recorded')}: threshold {escape(t.threshold)}, {t.covered} of "
+                f"{t.reaching} given, agreement {escape(t.agreement)}"
+                for t in s.stages
+            )
+            + "</p>"
+        )
+    out.append(
+        '<div class="charts">'
+        f'<div class="chart"><h3>Confusion matrix</h3>{heatmap(c)}</div>'
+        f'<div class="chart"><h3>Agreement, 95% intervals</h3>{intervals_chart(c)}</div>'
+        + (
+            f'<div class="chart"><h3>Past runs ({len(runs)})</h3>{history_chart(runs)}</div>'
+            if len(runs) >= 2
+            else ""
+        )
+        + "</div>"
+    )
     if c.disagreements:
         rows = []
         for d in c.disagreements:
-            example = "".join(f'<div class="meta">{name}</div><div>{escape(value)}</div>'
-                              for name, value in (("input", d.input), ("context", d.context), ("output", d.output))
-                              if value)
-            reason = escape(d.reason) + (f'<div class="meta">raw answer: {escape(d.raw)}</div>' if d.raw else "")
-            rows.append(f'<tr><td>{escape(d.id)}</td><td>{_verdict(d.label)}</td><td>{_verdict(d.verdict)}'
-                        f'{" (" + escape(d.abstention) + ")" if d.abstention else ""}</td>'
-                        f'<td class="text">{example}</td><td class="text">{reason}{_claims(d)}</td></tr>')
-        out.append(f'<details open><summary>Disagreements ({len(c.disagreements)})</summary><table><tr><th>id</th>'
-                   '<th>label</th><th>judge</th><th>example</th><th>judge\'s reason</th></tr>'
-                   + "".join(rows) + "</table></details>")
+            example = "".join(
+                f'<div class="meta">{name}</div><div>{escape(value)}</div>'
+                for name, value in (
+                    ("input", d.input),
+                    ("context", d.context),
+                    ("output", d.output),
+                )
+                if value
+            )
+            reason = escape(d.reason) + (
+                f'<div class="meta">raw answer: {escape(d.raw)}</div>' if d.raw else ""
+            )
+            rows.append(
+                f"<tr><td>{escape(d.id)}</td><td>{_verdict(d.label)}</td><td>{_verdict(d.verdict)}"
+                f"{' (' + escape(d.abstention) + ')' if d.abstention else ''}</td>"
+                f'<td class="text">{example}</td><td class="text">{reason}{_claims(d)}</td></tr>'
+            )
+        out.append(
+            f"<details open><summary>Disagreements ({len(c.disagreements)})</summary><table><tr><th>id</th>"
+            "<th>label</th><th>judge</th><th>example</th><th>judge's reason</th></tr>"
+            + "".join(rows)
+            + "</table></details>"
+        )
     else:
         out.append('<p class="meta">No disagreements.</p>')
     out.append("</section>")
     return "".join(out)
 
 
-def to_html(report: Report, decisions: dict[str, Decision] | None = None,
-            history: dict[str, Sequence[Run]] | None = None, title: str = "judgekit calibration report") -> str:
+def to_html(
+    report: Report,
+    decisions: dict[str, Decision] | None = None,
+    history: dict[str, Sequence[Run]] | None = None,
+    title: str = "judgekit calibration report",
+) -> str:
     """The page: gate decisions and past runs are optional (a report alone still renders)."""
     decisions, history = decisions or {}, history or {}
-    body = "".join(_criterion(c, decisions.get(c.id), history.get(c.id, ())) for c in report.criteria)
-    return ("<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">"
-            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
-            "img-src data:\">"
-            f"<title>{escape(title)}</title><style>{STYLE}</style></head><body><header><h1>{escape(title)}</h1>"
-            f"<p>judgekit {escape(report.judgekit_version)} · {report.created_at:%Y-%m-%d %H:%M} UTC (gate decisions as of then) · "
-            f"{len(report.criteria)} criteria</p></header><main>{body or '<p>No criteria.</p>'}</main></body></html>")
+    body = "".join(
+        _criterion(c, decisions.get(c.id), history.get(c.id, ())) for c in report.criteria
+    )
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        'img-src data:">'
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body><header><h1>{escape(title)}</h1>"
+        f"<p>judgekit {escape(report.judgekit_version)} · {report.created_at:%Y-%m-%d %H:%M} UTC (gate decisions as of then) · "
+        f"{len(report.criteria)} criteria</p></header><main>{body or '<p>No criteria.</p>'}</main></body></html>"
+    )
 
 
-def write_html(report: Report, directory: Path, decisions: dict[str, Decision] | None = None,
-               history: dict[str, Sequence[Run]] | None = None) -> Path:
+def write_html(
+    report: Report,
+    directory: Path,
+    decisions: dict[str, Decision] | None = None,
+    history: dict[str, Sequence[Run]] | None = None,
+) -> Path:
     """Write report.html beside report.json, with the gate's decisions and past runs the caller
     gives (the page shows the figures alone without them). Returns the path written."""
     path = Path(directory) / "report.html"

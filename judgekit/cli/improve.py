@@ -16,9 +16,19 @@ from typing import Optional
 import typer
 
 from judgekit.cli.app import EXIT_GATE_FAIL, fail, interrupted, short
-from judgekit.cli.options import (api_base_option, cache_dir_option, concurrency_option, config_option,
-                                  criteria_option, group, history_option, no_cache_option, sets_option,
-                                  timeout_option, typer_app)
+from judgekit.cli.options import (
+    api_base_option,
+    cache_dir_option,
+    concurrency_option,
+    config_option,
+    criteria_option,
+    group,
+    history_option,
+    no_cache_option,
+    sets_option,
+    timeout_option,
+    typer_app,
+)
 from judgekit.cli.terminal import terminal_progress
 from judgekit.compare.adopt import adopt, criterion_path
 from judgekit.errors import JudgekitError
@@ -37,24 +47,54 @@ EXIT_SPENT = 3
 
 @app.command("improve", short_help=short("improve"))
 def improve(
-    criterion: str = typer.Option(..., "--criterion", "-c", help="The LLM criterion whose judge is improved."),
-    optimizer_model: Optional[str] = typer.Option(None, "--optimizer-model", metavar="MODEL", help="A model that "
-                                                  "proposes rewordings from the dev disagreements (any litellm "
-                                                  "model; not the judge's own). Without it: few-shot and settings."),
-    proposals: int = typer.Option(3, min=1, max=20, help="Rewordings asked of the optimizer model."),
-    shots: int = typer.Option(4, min=0, max=20, help="Few-shot examples chosen from dev at most (0: none)."),
-    budget: Optional[int] = typer.Option(None, "--budget", min=1, help="Judge calls the dev search may make at "
-                                         "most (the current judge's included); proposals past it are left out."),
-    alpha: float = typer.Option(0.05, min=0.0001, max=0.5, help="The test split's alpha budget over all its looks."),
-    tolerance: float = typer.Option(0.02, min=0.0, max=1.0, help="How far a TPR / TNR 95% lower bound may fall."),
-    allow_same_model: bool = typer.Option(False, "--allow-same-model", help="Let the judge's own model propose."),
-    write: bool = typer.Option(False, "--write", help="Write an accepted proposal into the criterion file."),
-    model: Optional[str] = typer.Option(None, "--model", help="The judge's model (default: judge.model)."),
+    criterion: str = typer.Option(
+        ..., "--criterion", "-c", help="The LLM criterion whose judge is improved."
+    ),
+    optimizer_model: Optional[str] = typer.Option(
+        None,
+        "--optimizer-model",
+        metavar="MODEL",
+        help="A model that "
+        "proposes rewordings from the dev disagreements (any litellm "
+        "model; not the judge's own). Without it: few-shot and settings.",
+    ),
+    proposals: int = typer.Option(
+        3, min=1, max=20, help="Rewordings asked of the optimizer model."
+    ),
+    shots: int = typer.Option(
+        4, min=0, max=20, help="Few-shot examples chosen from dev at most (0: none)."
+    ),
+    budget: Optional[int] = typer.Option(
+        None,
+        "--budget",
+        min=1,
+        help="Judge calls the dev search may make at "
+        "most (the current judge's included); proposals past it are left out.",
+    ),
+    alpha: float = typer.Option(
+        0.05, min=0.0001, max=0.5, help="The test split's alpha budget over all its looks."
+    ),
+    tolerance: float = typer.Option(
+        0.02, min=0.0, max=1.0, help="How far a TPR / TNR 95% lower bound may fall."
+    ),
+    allow_same_model: bool = typer.Option(
+        False, "--allow-same-model", help="Let the judge's own model propose."
+    ),
+    write: bool = typer.Option(
+        False, "--write", help="Write an accepted proposal into the criterion file."
+    ),
+    model: Optional[str] = typer.Option(
+        None, "--model", help="The judge's model (default: judge.model)."
+    ),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
     config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
-    out: Optional[Path] = typer.Option(None, help="Where the proposal and figures go (default .judgekit/improve/<id>)."),
-    history: Optional[str] = history_option("The calibration history, where every look at the test split is recorded."),
+    out: Optional[Path] = typer.Option(
+        None, help="Where the proposal and figures go (default .judgekit/improve/<id>)."
+    ),
+    history: Optional[str] = history_option(
+        "The calibration history, where every look at the test split is recorded."
+    ),
     api_base: Optional[str] = api_base_option(),
     concurrency: int = concurrency_option(),
     cache_dir: Path = cache_dir_option(),
@@ -64,12 +104,26 @@ def improve(
 ) -> None:
     """Improve a judge: few-shot examples, settings and rewordings tried on the dev split; the best
     accepted only if the test split shows it significantly better (each look there spends alpha)."""
-    options = Options(criteria_dir=criteria, sets_dir=sets, api_base=api_base, concurrency=concurrency,
-                      cache_dir=None if no_cache else cache_dir, timeout_s=timeout, via=via, model=model)
+    options = Options(
+        criteria_dir=criteria,
+        sets_dir=sets,
+        api_base=api_base,
+        concurrency=concurrency,
+        cache_dir=None if no_cache else cache_dir,
+        timeout_s=timeout,
+        via=via,
+        model=model,
+    )
     search = Search(optimizer_model, proposals, shots, budget, alpha, tolerance, allow_same_model)
     try:
         options.policy = Policy.load(config)
-        found = search_for(options, criterion, search, locate(history, config), progress=terminal_progress("judging"))
+        found = search_for(
+            options,
+            criterion,
+            search,
+            locate(history, config),
+            progress=terminal_progress("judging"),
+        )
         folder = out or Path(".judgekit/improve") / criterion
         text = markdown(found)
         write_atomic(folder / "improve.md", text)
@@ -78,14 +132,18 @@ def improve(
         typer.echo(redact(text))
         proposal = found.proposal()
         if proposal is not None and found.best is not None:
-            change = proposed(criterion_path(criteria, criterion), proposal.criterion, found.criterion)
+            change = proposed(
+                criterion_path(criteria, criterion), proposal.criterion, found.criterion
+            )
             # Copies beside the figures (a CI artifact, perhaps): no credential of the file goes with them.
             write_atomic(folder / "proposal.yaml", change.after)
             write_atomic(folder / "proposal.diff", change.diff())
             typer.echo(redact(change.diff()))
             if write and found.accepted:  # written only if it defines the judge the test measured
                 adopt(found.best, change)
-                typer.echo(f"written: {change.path}; run `judgekit calibrate` (the gate takes it as a changed judge)")
+                typer.echo(
+                    f"written: {change.path}; run `judgekit calibrate` (the gate takes it as a changed judge)"
+                )
         typer.echo(f"improve: {folder / 'improve.md'}")
     except JudgekitError as error:
         fail(error)

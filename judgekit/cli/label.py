@@ -14,7 +14,15 @@ import typer
 
 from judgekit.cli.app import EXIT_INPUT, fail, short
 from judgekit.cli.label_next import NextRequest, next_to_label
-from judgekit.cli.options import api_base_option, config_option, criteria_option, group, history_option, sets_option, typer_app
+from judgekit.cli.options import (
+    api_base_option,
+    config_option,
+    criteria_option,
+    group,
+    history_option,
+    sets_option,
+    typer_app,
+)
 from judgekit.cli.label_page import labelling, page_judge, review as reviewing, serve
 from judgekit.errors import InputError, JudgekitError
 from judgekit.gate.decision import Gate
@@ -33,42 +41,96 @@ app = typer_app()
 
 @app.command("label", short_help=short("label"))
 def label(
-    file: Optional[Path] = typer.Argument(None, help="JSONL or CSV of examples to label: those without 'passed' "
-                                          "(with --annotator, those without your label). Left out with -c ID: the "
-                                          "criterion's review queue (.judgekit/review/ID.jsonl)."),
-    next_n: Optional[int] = typer.Option(None, "--next", min=1, metavar="N", help="With -c CRITERION and FILE (a pool "
-                                         "of unlabelled replies): judge the pool, draw the N whose labels shrink the "
-                                         "interval that decides the gate (by the judge's verdict, each with how it was "
-                                         "drawn, so the estimates stay unbiased) and label them."),
-    verdicts: Optional[Path] = typer.Option(None, "--verdicts", help="With --next: the pool's verdicts, recorded "
-                                            "(JSONL or CSV), instead of judging it live."),
-    model: Optional[str] = typer.Option(None, "--model", help="With --next: judge the pool with this model (default: "
-                                        "the criterion's judge.model)."),
-    rate: Optional[str] = typer.Option(None, "--for", metavar="tpr|tnr",
-                                       help="With --next: shrink this rate's interval (default: the one the gate is "
-                                            "short of)."),
-    config: Optional[Path] = config_option("With --next or --review: the gate policy (judgekit.yaml or pyproject.toml)."),
+    file: Optional[Path] = typer.Argument(
+        None,
+        help="JSONL or CSV of examples to label: those without 'passed' "
+        "(with --annotator, those without your label). Left out with -c ID: the "
+        "criterion's review queue (.judgekit/review/ID.jsonl).",
+    ),
+    next_n: Optional[int] = typer.Option(
+        None,
+        "--next",
+        min=1,
+        metavar="N",
+        help="With -c CRITERION and FILE (a pool "
+        "of unlabelled replies): judge the pool, draw the N whose labels shrink the "
+        "interval that decides the gate (by the judge's verdict, each with how it was "
+        "drawn, so the estimates stay unbiased) and label them.",
+    ),
+    verdicts: Optional[Path] = typer.Option(
+        None,
+        "--verdicts",
+        help="With --next: the pool's verdicts, recorded "
+        "(JSONL or CSV), instead of judging it live.",
+    ),
+    model: Optional[str] = typer.Option(
+        None,
+        "--model",
+        help="With --next: judge the pool with this model (default: the criterion's judge.model).",
+    ),
+    rate: Optional[str] = typer.Option(
+        None,
+        "--for",
+        metavar="tpr|tnr",
+        help="With --next: shrink this rate's interval (default: the one the gate is short of).",
+    ),
+    config: Optional[Path] = config_option(
+        "With --next or --review: the gate policy (judgekit.yaml or pyproject.toml)."
+    ),
     api_base: Optional[str] = api_base_option(),
-    write_only: bool = typer.Option(False, "--write-only", help="With --next: write the examples drawn (with how "
-                                    "each was drawn) and stop; label them with any tool, then --merge."),
-    review: Optional[str] = typer.Option(None, "--review", metavar="CRITERION", help="Review this criterion's "
-                                         "disagreements in the latest report and fix labels in its set."),
-    merge: Optional[Path] = typer.Option(None, "--merge", metavar="NEW", help="Move the labelled records of NEW "
-                                         "(JSONL or CSV) into the calibration set of -c CRITERION."),
-    labelled_only: bool = typer.Option(False, "--labelled-only", help="With --merge: leave unlabelled records in "
-                                       "NEW instead of refusing them."),
-    annotator: Optional[str] = typer.Option(None, "--annotator", metavar="NAME", help="Label as NAME, one of several "
-                                            "people: into labels.<NAME> (JSONL: the labels mapping; CSV: a "
-                                            "labels.<NAME> column) instead of passed."),
+    write_only: bool = typer.Option(
+        False,
+        "--write-only",
+        help="With --next: write the examples drawn (with how "
+        "each was drawn) and stop; label them with any tool, then --merge.",
+    ),
+    review: Optional[str] = typer.Option(
+        None,
+        "--review",
+        metavar="CRITERION",
+        help="Review this criterion's "
+        "disagreements in the latest report and fix labels in its set.",
+    ),
+    merge: Optional[Path] = typer.Option(
+        None,
+        "--merge",
+        metavar="NEW",
+        help="Move the labelled records of NEW "
+        "(JSONL or CSV) into the calibration set of -c CRITERION.",
+    ),
+    labelled_only: bool = typer.Option(
+        False,
+        "--labelled-only",
+        help="With --merge: leave unlabelled records in NEW instead of refusing them.",
+    ),
+    annotator: Optional[str] = typer.Option(
+        None,
+        "--annotator",
+        metavar="NAME",
+        help="Label as NAME, one of several "
+        "people: into labels.<NAME> (JSONL: the labels mapping; CSV: a "
+        "labels.<NAME> column) instead of passed.",
+    ),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
-    report: Path = typer.Option(Path(".judgekit/reports/latest"), help="Report whose verdicts are shown."),
-    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="With FILE: whose question, verdicts "
-                                            "and judge to show; with --merge: whose set to merge into."),
+    report: Path = typer.Option(
+        Path(".judgekit/reports/latest"), help="Report whose verdicts are shown."
+    ),
+    criterion: Optional[str] = typer.Option(
+        None,
+        "--criterion",
+        "-c",
+        help="With FILE: whose question, verdicts "
+        "and judge to show; with --merge: whose set to merge into.",
+    ),
     cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers."),
-    history: Optional[str] = history_option("With --review: the calibration history each changed label is kept in."),
+    history: Optional[str] = history_option(
+        "With --review: the calibration history each changed label is kept in."
+    ),
     port: int = typer.Option(0, min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),
-    open_browser: bool = typer.Option(True, "--open/--no-open", help="Open the page in the browser."),
+    open_browser: bool = typer.Option(
+        True, "--open/--no-open", help="Open the page in the browser."
+    ),
 ) -> None:
     """A local page to label examples blind (p pass, f fail, s skip, or the buttons) or review
     disagreements; each label is written back into its file at once. Ctrl-C stops it. With -c
@@ -79,39 +141,78 @@ def label(
             if rate not in (None, "tpr", "tnr"):
                 raise InputError.one("--for", "", f"is {rate!r}; give tpr or tnr")
             if file is None or criterion is None or review is not None or merge is not None:
-                raise InputError.one("--next", "", "give a pool of replies and the criterion: judgekit label --next "
-                                                   "N -c CRITERION POOL.jsonl")
+                raise InputError.one(
+                    "--next",
+                    "",
+                    "give a pool of replies and the criterion: judgekit label --next "
+                    "N -c CRITERION POOL.jsonl",
+                )
             out = Path(".judgekit/next") / f"{criterion}.jsonl"
-            _, said = next_to_label(NextRequest(file, criterion, next_n, criteria, sets, report, out, verdicts, model,
-                                                rate, config), RunSettings(api_base=api_base, cache_dir=cache_dir))
+            _, said = next_to_label(
+                NextRequest(
+                    file,
+                    criterion,
+                    next_n,
+                    criteria,
+                    sets,
+                    report,
+                    out,
+                    verdicts,
+                    model,
+                    rate,
+                    config,
+                ),
+                RunSettings(api_base=api_base, cache_dir=cache_dir),
+            )
             for line in said:
                 typer.echo(line)
-            typer.echo(f"{f'label them in {out}, then' if write_only else 'once labelled'}: judgekit label --merge "
-                       f"{out} -c {criterion} --labelled-only && judgekit calibrate -c {criterion}")
+            typer.echo(
+                f"{f'label them in {out}, then' if write_only else 'once labelled'}: judgekit label --merge "
+                f"{out} -c {criterion} --labelled-only && judgekit calibrate -c {criterion}"
+            )
             if write_only:
                 return
             file = out  # labelled blind: the page shows the verdict only once labelled
         if file is None and review is None and merge is None and criterion is not None:
-            file = queue_path(Path("."), criterion)  # the replies selective judging escalated to a person
+            file = queue_path(
+                Path("."), criterion
+            )  # the replies selective judging escalated to a person
             if not file.is_file():
-                raise InputError.one(file, "", f"no review queue for {criterion}: the judge fixture adds the replies "
-                                     "it escalates (selective judging) here; give a FILE to label instead")
+                raise InputError.one(
+                    file,
+                    "",
+                    f"no review queue for {criterion}: the judge fixture adds the replies "
+                    "it escalates (selective judging) here; give a FILE to label instead",
+                )
         if sum(x is not None for x in (file, review, merge)) != 1:
-            raise InputError.one("judgekit label", "", "give a FILE to label, -c CRITERION alone (its review queue), "
-                                                        "--review CRITERION, or --merge NEW -c CRITERION")
+            raise InputError.one(
+                "judgekit label",
+                "",
+                "give a FILE to label, -c CRITERION alone (its review queue), "
+                "--review CRITERION, or --merge NEW -c CRITERION",
+            )
         if merge is not None:
             return _merge(merge, criterion, criteria, sets, labelled_only)
         if review is not None:
             recheck = labels_to_recheck(review, criteria, sets, report, config)
             for rid, evidence in recheck.items():
                 typer.echo(f"re-check {rid}: {evidence}")
-            session = reviewing(review, criteria, sets, report, annotator=annotator, recheck=recheck)
+            session = reviewing(
+                review, criteria, sets, report, annotator=annotator, recheck=recheck
+            )
             session.on_change = _keeper(locate(history, config), review)
         else:
             question = load_criterion(criteria / f"{criterion}.yaml").question if criterion else ""
             judge, note = page_judge(criterion, report, criteria, sets, str(cache_dir))
-            session = labelling(file, report if report.is_dir() else None, criterion, question, annotator=annotator,
-                                judge=judge, judge_note=note)
+            session = labelling(
+                file,
+                report if report.is_dir() else None,
+                criterion,
+                question,
+                annotator=annotator,
+                judge=judge,
+                judge_note=note,
+            )
     except JudgekitError as error:
         fail(error)
     try:
@@ -123,12 +224,13 @@ def label(
         typer.echo(f"warning: {undone}")
     url = f"http://127.0.0.1:{server.server_port}/"
     who = f" as {annotator}" if annotator else ""
-    typer.echo(f"{len(session.items)} example(s) to {'review' if review else 'label'}{who} in {session.path}\n"
-               f"open {url} (Ctrl-C to stop)")
+    typer.echo(
+        f"{len(session.items)} example(s) to {'review' if review else 'label'}{who} in {session.path}\n"
+        f"open {url} (Ctrl-C to stop)"
+    )
     if not review:
         typer.echo(f"judge: {session.judge_note}")
     if open_browser:
-
         webbrowser.open(url)
     try:
         while True:
@@ -138,8 +240,9 @@ def label(
         typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")
 
 
-def labels_to_recheck(criterion_id: str, criteria: Path, sets: Path, report: Path,
-                      config: Optional[Path]) -> dict[str, str]:
+def labels_to_recheck(
+    criterion_id: str, criteria: Path, sets: Path, report: Path, config: Optional[Path]
+) -> dict[str, str]:
     """Id -> the evidence against its label, from the judges that pass the gate (judgekit.improve.audit)."""
     gate = Gate.from_project(criteria, sets, config, [criterion_id])
     labels = read_labels(find_set(sets, criterion_id), criterion_id)
@@ -149,26 +252,38 @@ def labels_to_recheck(criterion_id: str, criteria: Path, sets: Path, report: Pat
 
 def _keeper(history: str | Path, criterion: str):
     """Keep each label changed in review in the history (example, old, new, annotator, when)."""
+
     def keep(example_id: str, old: Optional[bool], new: bool, annotator: Optional[str]) -> None:
         with History.open(history) as db:
             db.record_label_change(criterion, example_id, old, new, annotator)
+
     return keep
 
 
-def _merge(new: Path, criterion_id: Optional[str], criteria: Path, sets: Path, labelled_only: bool) -> None:
+def _merge(
+    new: Path, criterion_id: Optional[str], criteria: Path, sets: Path, labelled_only: bool
+) -> None:
     """`judgekit label --merge NEW -c CRITERION`."""
     if criterion_id is None:
-        raise InputError.one("--merge", "", "name the criterion whose set the examples join: -c CRITERION")
+        raise InputError.one(
+            "--merge", "", "name the criterion whose set the examples join: -c CRITERION"
+        )
     if not new.is_file():
         raise InputError.one(new, "", "no such file")
-    done = merging(new, set_for(sets, criterion_id, new), load_criterion(criteria / f"{criterion_id}.yaml"),
-                   labelled_only=labelled_only)
+    done = merging(
+        new,
+        set_for(sets, criterion_id, new),
+        load_criterion(criteria / f"{criterion_id}.yaml"),
+        labelled_only=labelled_only,
+    )
     for undone in done.rolled_back:
         typer.echo(f"warning: {undone}")
     typer.echo(f"moved {len(done.moved)} labelled example(s) from {new} into {done.into}")
     if done.already:
-        typer.echo(f"{len(done.already)} more were in the set already, identical, and were only removed from {new}: "
-                   f"{', '.join(done.already)}")
+        typer.echo(
+            f"{len(done.already)} more were in the set already, identical, and were only removed from {new}: "
+            f"{', '.join(done.already)}"
+        )
     if done.left:
         typer.echo(f"{len(done.left)} unlabelled example(s) stay in {new}: {', '.join(done.left)}")
     typer.echo(f"next: judgekit calibrate -c {criterion_id}")

@@ -40,14 +40,19 @@ class NextRequest:
     config: Path | None = None
 
 
-def next_to_label(req: NextRequest, settings: RunSettings, llm: LLM | None = None) -> tuple[Draw, list[str]]:
+def next_to_label(
+    req: NextRequest, settings: RunSettings, llm: LLM | None = None
+) -> tuple[Draw, list[str]]:
     """Judge the pool, draw the next examples, write them to `req.out`; what to tell the user."""
     criterion = load_criterion(req.criteria / f"{req.criterion_id}.yaml")
     labelled = _labelled(req.sets, req.criterion_id)
     _check_out(req.out)
     replies = read_pool(req.pool)
     if req.verdicts is not None:
-        verdicts, source = recorded_pool(req.verdicts, criterion.id, replies), f"recorded in {req.verdicts}"
+        verdicts, source = (
+            recorded_pool(req.verdicts, criterion.id, replies),
+            f"recorded in {req.verdicts}",
+        )
     else:
         model = req.model or (criterion.judge.model if isinstance(criterion, JUDGED) else None)
         verdicts = judged_pool(criterion, replies, req.pool, model, settings, llm)
@@ -56,22 +61,35 @@ def next_to_label(req: NextRequest, settings: RunSettings, llm: LLM | None = Non
     entry = found.criterion(criterion.id) if found else None
     have_pass = sum(e.label for e in labelled.examples)
     t = Policy.load(req.config).for_criterion(criterion.id)
-    rate, why = (req.rate, "chosen with --for") if req.rate else short_class(entry, t, (have_pass,
-                                                                                         len(labelled.examples) - have_pass))
+    rate, why = (
+        (req.rate, "chosen with --for")
+        if req.rate
+        else short_class(entry, t, (have_pass, len(labelled.examples) - have_pass))
+    )
     current = entry.metrics.get(rate) if entry else None
     drawn = draw(replies, verdicts, labelled, req.n, rate, current)
-    with locked(req.out):  # the lock labels are written under: a page still open on the last draw waits
+    with locked(
+        req.out
+    ):  # the lock labels are written under: a page still open on the last draw waits
         _check_out(req.out)
-        write_atomic(req.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in drawn.records()))
-    strata = ", ".join(f"{drawn.taken.get(s, 0)} of {size} '{s}'" + (f" ({drawn.labelled[s]} labelled before)"
-                                                                     if drawn.labelled.get(s) else "")
-                       for s, size in sorted(drawn.sizes.items()))
-    said = [f"pool {req.pool}: {len(replies)} replies {source}; design {drawn.pool}",
-            f"to shrink the interval of {RATE_WORDS[rate]}: {why}",
-            f"drew {len(drawn.chosen)}: {strata}"]
+        write_atomic(
+            req.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in drawn.records())
+        )
+    strata = ", ".join(
+        f"{drawn.taken.get(s, 0)} of {size} '{s}'"
+        + (f" ({drawn.labelled[s]} labelled before)" if drawn.labelled.get(s) else "")
+        for s, size in sorted(drawn.sizes.items())
+    )
+    said = [
+        f"pool {req.pool}: {len(replies)} replies {source}; design {drawn.pool}",
+        f"to shrink the interval of {RATE_WORDS[rate]}: {why}",
+        f"drew {len(drawn.chosen)}: {strata}",
+    ]
     if drawn.abstained:
-        said.append(f"the judge abstained on {drawn.abstained} of the pool's replies: they count in its abstention "
-                    "rate at the gate")
+        said.append(
+            f"the judge abstained on {drawn.abstained} of the pool's replies: they count in its abstention "
+            "rate at the gate"
+        )
     if len(drawn.chosen) < req.n:
         said.append(f"only {len(drawn.chosen)} left to draw: the pool is spent")
     return drawn, said
@@ -83,7 +101,11 @@ def _labelled(sets: Path, criterion_id: str) -> CalibrationSet:
         path = find_set(sets, criterion_id)
     except InputError:
         return CalibrationSet(criterion_id, sets / f"{criterion_id}.jsonl", ())
-    return load_set(path, criterion_id) if read_source(path).text.strip() else CalibrationSet(criterion_id, path, ())
+    return (
+        load_set(path, criterion_id)
+        if read_source(path).text.strip()
+        else CalibrationSet(criterion_id, path, ())
+    )
 
 
 def _check_out(out: Path) -> None:
@@ -92,5 +114,9 @@ def _check_out(out: Path) -> None:
         return
     done = [str(r["id"]) for r in read_records(out) if label_of(r, None) is not None]
     if done:
-        raise InputError.one(out, f"id {done[0]}", f"holds {len(done)} label(s) not merged yet; merge them first "
-                             f"(judgekit label --merge {out} -c CRITERION --labelled-only), then draw again")
+        raise InputError.one(
+            out,
+            f"id {done[0]}",
+            f"holds {len(done)} label(s) not merged yet; merge them first "
+            f"(judgekit label --merge {out} -c CRITERION --labelled-only), then draw again",
+        )

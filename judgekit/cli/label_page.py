@@ -32,7 +32,9 @@ class _Handler(BaseHTTPRequestHandler):
     session: Session
     port: int
 
-    def log_message(self, format: str, *args: Any) -> None:  # quiet: the terminal shows what matters
+    def log_message(
+        self, format: str, *args: Any
+    ) -> None:  # quiet: the terminal shows what matters
         return
 
     def _send(self, status: int, body: bytes, kind: str) -> None:
@@ -41,8 +43,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(body)))
         self.send_header("Cache-Control", "no-store")
         self.send_header("X-Content-Type-Options", "nosniff")
-        self.send_header("Content-Security-Policy", "default-src 'self'; script-src 'unsafe-inline'; "
-                                                    "style-src 'unsafe-inline'; connect-src 'self'")
+        self.send_header(
+            "Content-Security-Policy",
+            "default-src 'self'; script-src 'unsafe-inline'; "
+            "style-src 'unsafe-inline'; connect-src 'self'",
+        )
         self.end_headers()
         self.wfile.write(body)
 
@@ -57,15 +62,30 @@ class _Handler(BaseHTTPRequestHandler):
         if not self._local_host():
             return self._json(HTTPStatus.FORBIDDEN, {"error": "unexpected Host"})
         if self.path == "/":
-            return self._send(HTTPStatus.OK, page(self.session).encode(), "text/html; charset=utf-8")
+            return self._send(
+                HTTPStatus.OK, page(self.session).encode(), "text/html; charset=utf-8"
+            )
         if self.path == "/api/items":
             s = self.session
             items = [vars(i) for i in s.items]
-            if s.mode == "label":  # blind: the judge's verdict is sent only once the person has labelled
-                items = [{**i, "verdict": None, "reason": None, "judged": False, "unjudged": None} for i in items]
-            return self._json(HTTPStatus.OK, {"mode": s.mode, "question": s.question, "file": str(s.path),
-                                              "annotator": s.annotator, "items": items,
-                                              "notices": [str(r) for r in s.rolled_back]})
+            if (
+                s.mode == "label"
+            ):  # blind: the judge's verdict is sent only once the person has labelled
+                items = [
+                    {**i, "verdict": None, "reason": None, "judged": False, "unjudged": None}
+                    for i in items
+                ]
+            return self._json(
+                HTTPStatus.OK,
+                {
+                    "mode": s.mode,
+                    "question": s.question,
+                    "file": str(s.path),
+                    "annotator": s.annotator,
+                    "items": items,
+                    "notices": [str(r) for r in s.rolled_back],
+                },
+            )
         return self._json(HTTPStatus.NOT_FOUND, {"error": "no such page"})
 
     def do_POST(self) -> None:
@@ -78,7 +98,9 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path != "/api/label":
             return self._json(HTTPStatus.NOT_FOUND, {"error": "no such endpoint"})
         try:
-            body = json.loads(self.rfile.read(min(int(self.headers.get("Content-Length", "0")), 65536)))
+            body = json.loads(
+                self.rfile.read(min(int(self.headers.get("Content-Length", "0")), 65536))
+            )
             example_id, passed = str(body["id"]), body["passed"]
             if not isinstance(passed, bool):
                 raise ValueError("passed must be true or false")
@@ -87,10 +109,18 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(HTTPStatus.BAD_REQUEST, {"error": str(error)})
         except InputError as error:
             return self._json(HTTPStatus.CONFLICT, {"error": str(error)})
-        except (OSError, AttributeError, json.JSONDecodeError) as error:  # the file changed under the page
-            return self._json(HTTPStatus.CONFLICT, {"error": f"{self.session.path} could not be updated: {error}; "
-                                                             "reload the page"})
-        return self._json(HTTPStatus.OK, {**vars(item), "notices": [str(r) for r in self.session.rolled_back]})
+        except (
+            OSError,
+            AttributeError,
+            json.JSONDecodeError,
+        ) as error:  # the file changed under the page
+            return self._json(
+                HTTPStatus.CONFLICT,
+                {"error": f"{self.session.path} could not be updated: {error}; reload the page"},
+            )
+        return self._json(
+            HTTPStatus.OK, {**vars(item), "notices": [str(r) for r in self.session.rolled_back]}
+        )
 
 
 def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:

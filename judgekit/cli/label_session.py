@@ -23,7 +23,14 @@ from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.journal import RolledBack, recover
 from judgekit.inputs.labelled import majority as annotators_majority
-from judgekit.inputs.labels import annotations, check_annotator, is_annotated, label_of, read_records, write_label
+from judgekit.inputs.labels import (
+    annotations,
+    check_annotator,
+    is_annotated,
+    label_of,
+    read_records,
+    write_label,
+)
 from judgekit.judging.judge import Judge
 from judgekit.judging.recorded import load_recorded
 from judgekit.judging.verdicts import Verdict, majority
@@ -47,7 +54,9 @@ class Item:
     labels: dict[str, bool] | None = None  # several annotators' labels (review)
 
 
-def _verdicts(report_dir: Path | None, criterion: str | None) -> dict[str, tuple[bool | None, str | None]]:
+def _verdicts(
+    report_dir: Path | None, criterion: str | None
+) -> dict[str, tuple[bool | None, str | None]]:
     """Final verdicts by example id, from a report folder's verdicts.jsonl (majority over trials)."""
     if report_dir is None or not (report_dir / "verdicts.jsonl").is_file():
         return {}
@@ -61,12 +70,20 @@ def _verdicts(report_dir: Path | None, criterion: str | None) -> dict[str, tuple
     return {i: (majority(t).passed, majority(t).reason) for i, t in trials.items()}
 
 
-def page_judge(criterion_id: str | None, report: Path, criteria: Path, sets: Path,
-               cache_dir: str | None = ".judgekit/cache") -> tuple[Judge | None, str]:
+def page_judge(
+    criterion_id: str | None,
+    report: Path,
+    criteria: Path,
+    sets: Path,
+    cache_dir: str | None = ".judgekit/cache",
+) -> tuple[Judge | None, str]:
     """The criterion's judge as calibrated, when the gate passes it, and what the page says of it;
     else None and why no judge runs (no criterion named, not calibrated, blocked: the gate's reason)."""
     if criterion_id is None:
-        return None, "no criterion was named: give -c CRITERION to judge each example once it is labelled"
+        return (
+            None,
+            "no criterion was named: give -c CRITERION to judge each example once it is labelled",
+        )
     try:
         judge = calibrated_judge(criterion_id, report, criteria, sets, cache_dir=cache_dir)
     except JudgekitError as error:
@@ -88,11 +105,15 @@ class Session:
     items: list[Item]
     annotator: str | None = None
     judge: Judge | None = None
-    judge_note: str = "no criterion was named: give -c CRITERION to judge each example once it is labelled"
+    judge_note: str = (
+        "no criterion was named: give -c CRITERION to judge each example once it is labelled"
+    )
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     lock: threading.Lock = field(default_factory=threading.Lock)
     written: int = 0
-    rolled_back: list[RolledBack] = field(default_factory=list)  # labels cut off mid-write and undone
+    rolled_back: list[RolledBack] = field(
+        default_factory=list
+    )  # labels cut off mid-write and undone
     # Review: told of each label changed (example, old, new, annotator), to keep it in the history.
     on_change: Callable[[str, bool | None, bool, str | None], None] | None = None
 
@@ -100,7 +121,9 @@ class Session:
         """Write the person's label, then (blind) judge the example if nothing has yet."""
         item = next((i for i in self.items if i.id == example_id), None)
         if item is None:
-            raise InputError.one(self.path, f"id {example_id}", "is not one of this page's examples")
+            raise InputError.one(
+                self.path, f"id {example_id}", "is not one of this page's examples"
+            )
         # Blind, an annotator labels into labels.<name>; in review, only examples several people
         # labelled take an annotator's label: another's single label is fixed in `passed`.
         who = self.annotator if self.mode == "label" or item.labels is not None else None
@@ -129,29 +152,66 @@ class Session:
         except JudgekitError as error:
             item.unjudged = f"the judge could not be run: {error}"
             return
-        item.verdict, item.reason, item.judged, item.unjudged = verdict.passed, verdict.reason, True, None
+        item.verdict, item.reason, item.judged, item.unjudged = (
+            verdict.passed,
+            verdict.reason,
+            True,
+            None,
+        )
 
 
-def labelling(path: Path, report_dir: Path | None = None, criterion: str | None = None, question: str = "", *,
-              annotator: str | None = None, judge: Judge | None = None, judge_note: str | None = None) -> Session:
+def labelling(
+    path: Path,
+    report_dir: Path | None = None,
+    criterion: str | None = None,
+    question: str = "",
+    *,
+    annotator: str | None = None,
+    judge: Judge | None = None,
+    judge_note: str | None = None,
+) -> Session:
     """A session over the records of `path` that have no label yet (with `annotator`, none of theirs)."""
     if annotator is not None:
         check_annotator(annotator)
     undone = recover(path)
     records = read_records(path)
     verdicts = _verdicts(report_dir, criterion)
-    items = [Item(str(r["id"]), r.get("input") or None, str(r["output"]), r.get("context") or None, None,
-                  *verdicts.get(str(r["id"]), (None, None)), judged=str(r["id"]) in verdicts)
-             for r in records if label_of(r, annotator) is None]
-    session = Session(path, "label", question or "Does the reply meet the criterion?", items, annotator, judge,
-                      rolled_back=[undone] if undone else [])
+    items = [
+        Item(
+            str(r["id"]),
+            r.get("input") or None,
+            str(r["output"]),
+            r.get("context") or None,
+            None,
+            *verdicts.get(str(r["id"]), (None, None)),
+            judged=str(r["id"]) in verdicts,
+        )
+        for r in records
+        if label_of(r, annotator) is None
+    ]
+    session = Session(
+        path,
+        "label",
+        question or "Does the reply meet the criterion?",
+        items,
+        annotator,
+        judge,
+        rolled_back=[undone] if undone else [],
+    )
     if judge_note is not None:
         session.judge_note = judge_note
     return session
 
 
-def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Path, *,
-           annotator: str | None = None, recheck: dict[str, str] | None = None) -> Session:
+def review(
+    criterion_id: str,
+    criteria_dir: Path,
+    sets_dir: Path,
+    report_dir: Path,
+    *,
+    annotator: str | None = None,
+    recheck: dict[str, str] | None = None,
+) -> Session:
     """A session over the disagreements of the latest report for one criterion; an example several
     annotators labelled comes with each one's label. The labels to re-check (`recheck`: id -> the
     evidence against its label) come first, their evidence shown as the reason."""
@@ -167,13 +227,31 @@ def review(criterion_id: str, criteria_dir: Path, sets_dir: Path, report_dir: Pa
     items = []
     recheck = recheck or {}
     shown = {d.id: d for d in found.disagreements}
-    for rid in [*[i for i in recheck if i in records], *[i for i in shown if i not in recheck and i in records]]:
+    for rid in [
+        *[i for i in recheck if i in records],
+        *[i for i in shown if i not in recheck and i in records],
+    ]:
         r = records[rid]
         labels = annotations(r) if is_annotated(r) else None
         d = shown.get(rid)
         label = annotators_majority(labels) if labels else (d.label if d else label_of(r, None))
-        reason = f"labels to re-check: {recheck[rid]}" if rid in recheck else (d.reason if d else None)
+        reason = (
+            f"labels to re-check: {recheck[rid]}" if rid in recheck else (d.reason if d else None)
+        )
         verdict = d.verdict if d else (None if label is None else not label)
-        items.append(Item(rid, r.get("input") or None, str(r.get("output") or ""), r.get("context") or None, label,
-                          verdict, reason, True, labels=labels))
-    return Session(path, "review", criterion.question, items, annotator, rolled_back=[undone] if undone else [])
+        items.append(
+            Item(
+                rid,
+                r.get("input") or None,
+                str(r.get("output") or ""),
+                r.get("context") or None,
+                label,
+                verdict,
+                reason,
+                True,
+                labels=labels,
+            )
+        )
+    return Session(
+        path, "review", criterion.question, items, annotator, rolled_back=[undone] if undone else []
+    )

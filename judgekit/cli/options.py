@@ -31,8 +31,10 @@ def sets_option(text: str = "Folder of calibration sets (<criterion-id>.jsonl/.y
     return typer.Option(Path("calibration_sets"), help=text)
 
 
-def config_option(text: str = "Settings file (judgekit.yaml or pyproject.toml); default: the first of those "
-                               "in the current folder.") -> Any:
+def config_option(
+    text: str = "Settings file (judgekit.yaml or pyproject.toml); default: the first of those "
+    "in the current folder.",
+) -> Any:
     return typer.Option(None, "--config", help=text)
 
 
@@ -54,12 +56,16 @@ def concurrency_option(text: str = "Judge calls in flight at once.") -> Any:
 
 
 def cache_dir_option() -> Any:
-    return typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers (calibrate, compare and "
-                                                     "improve share it).")
+    return typer.Option(
+        Path(".judgekit/cache"),
+        help="On-disk cache of judge answers (calibrate, compare and improve share it).",
+    )
 
 
 def no_cache_option() -> Any:
-    return typer.Option(False, "--no-cache", help="Ask the models again; neither read nor write the cache.")
+    return typer.Option(
+        False, "--no-cache", help="Ask the models again; neither read nor write the cache."
+    )
 
 
 def timeout_option() -> Any:
@@ -67,7 +73,10 @@ def timeout_option() -> Any:
 
 
 def history_option(text: str = "Calibration history.") -> Any:
-    return typer.Option(None, "--history", help=text + " A SQLite path or a postgresql:// URL; default: "
-                        "$JUDGEKIT_HISTORY_URL, else history_url in the settings, else .judgekit/history.sqlite.",
-                        show_default=False)
-
+    return typer.Option(
+        None,
+        "--history",
+        help=text + " A SQLite path or a postgresql:// URL; default: "
+        "$JUDGEKIT_HISTORY_URL, else history_url in the settings, else .judgekit/history.sqlite.",
+        show_default=False,
+    )

@@ -28,8 +28,11 @@ app = typer_app()
 def init(
     root: Path = typer.Argument(Path("."), help="The project folder."),
     force: bool = typer.Option(False, "--force", help="Overwrite files that exist."),
-    ci: str = typer.Option("github", "--ci", help="The CI recipe: github (.github/workflows/judgekit.yml) "
-                           "or gitlab (.gitlab-ci.yml)."),
+    ci: str = typer.Option(
+        "github",
+        "--ci",
+        help="The CI recipe: github (.github/workflows/judgekit.yml) or gitlab (.gitlab-ci.yml).",
+    ),
 ) -> None:
     """Start a project: criteria, calibration sets, judgekit.yaml, a CI recipe (GitHub Actions or
     GitLab CI: calibrate and gate, keep the answers and the history, recheck daily), a .gitignore
@@ -40,96 +43,171 @@ def init(
         fail(error)
     for path in written:
         typer.echo(f"wrote {path}")
-    typer.echo("next: `judgekit calibrate -c no-email-address --gate` runs as written; set judge.model in "
-               "criteria/confirms-refund.yaml (and its key in the environment) to calibrate the LLM judge")
-    typer.echo("commit all of these; .judgekit/.gitignore keeps out what runs write there (cached answers, the "
-               "history, reports), which CI keeps in its own cache")
+    typer.echo(
+        "next: `judgekit calibrate -c no-email-address --gate` runs as written; set judge.model in "
+        "criteria/confirms-refund.yaml (and its key in the environment) to calibrate the LLM judge"
+    )
+    typer.echo(
+        "commit all of these; .judgekit/.gitignore keeps out what runs write there (cached answers, the "
+        "history, reports), which CI keeps in its own cache"
+    )
 
 
 @app.command("import", short_help=short("import"))
 def import_(
-    format: str = typer.Argument(..., help="promptfoo, inspect, pydantic-evals, deepeval, csv; or traces, with "
-                                 "--examples or --samples: otel (OpenTelemetry, OTLP JSON), langfuse (the public "
-                                 "API's JSON of observations, scores or traces), phoenix (the spans or span "
-                                 "evaluations dataframe as JSONL, JSON or Parquet)."),
+    format: str = typer.Argument(
+        ...,
+        help="promptfoo, inspect, pydantic-evals, deepeval, csv; or traces, with "
+        "--examples or --samples: otel (OpenTelemetry, OTLP JSON), langfuse (the public "
+        "API's JSON of observations, scores or traces), phoenix (the spans or span "
+        "evaluations dataframe as JSONL, JSON or Parquet).",
+    ),
     file: Path = typer.Argument(..., help="The other tool's results file."),
-    out: Path = typer.Option(..., "--out", "-o", help="Verdict file to write (JSONL), for `calibrate --verdicts`; "
-                             "with --examples, the file of unlabelled examples (JSONL or CSV) to label."),
-    examples: bool = typer.Option(False, "--examples", help="Write the results' examples (id, input, output, "
-                                  "context) unlabelled, to label with `judgekit label OUT`, instead of verdicts."),
-    samples: bool = typer.Option(False, "--samples", help="otel, langfuse, phoenix: write the evaluations the traces "
-                                 "carry (otel: gen_ai.evaluation.result events; langfuse: scores; phoenix: span "
-                                 "evaluations) as judged samples (timestamp, criterion, passed, trace_id) for "
-                                 "`judgekit monitor`."),
-    criterion: Optional[str] = typer.Option(None, "--criterion", "-c", help="The criterion these verdicts are for."),
-    scorer: Optional[str] = typer.Option(None, help="inspect: the scorer whose values are verdicts."),
-    evaluator: Optional[str] = typer.Option(None, help="pydantic-evals: the boolean assertion to use."),
-    metric: Optional[str] = typer.Option(None, help="deepeval: the metric whose success is the verdict."),
-    assertion: Optional[str] = typer.Option(None, help="promptfoo: use this assertion (metric name or type) "
-                                            "instead of the test's overall success."),
-    id_field: Optional[str] = typer.Option(None, help="promptfoo: the test var holding the example id; "
-                                           "inspect: the sample metadata key."),
-    input_var: Optional[str] = typer.Option(None, help="promptfoo, with --examples: the test var holding the "
-                                            "input (default: the prompt as sent)."),
+    out: Path = typer.Option(
+        ...,
+        "--out",
+        "-o",
+        help="Verdict file to write (JSONL), for `calibrate --verdicts`; "
+        "with --examples, the file of unlabelled examples (JSONL or CSV) to label.",
+    ),
+    examples: bool = typer.Option(
+        False,
+        "--examples",
+        help="Write the results' examples (id, input, output, "
+        "context) unlabelled, to label with `judgekit label OUT`, instead of verdicts.",
+    ),
+    samples: bool = typer.Option(
+        False,
+        "--samples",
+        help="otel, langfuse, phoenix: write the evaluations the traces "
+        "carry (otel: gen_ai.evaluation.result events; langfuse: scores; phoenix: span "
+        "evaluations) as judged samples (timestamp, criterion, passed, trace_id) for "
+        "`judgekit monitor`.",
+    ),
+    criterion: Optional[str] = typer.Option(
+        None, "--criterion", "-c", help="The criterion these verdicts are for."
+    ),
+    scorer: Optional[str] = typer.Option(
+        None, help="inspect: the scorer whose values are verdicts."
+    ),
+    evaluator: Optional[str] = typer.Option(
+        None, help="pydantic-evals: the boolean assertion to use."
+    ),
+    metric: Optional[str] = typer.Option(
+        None, help="deepeval: the metric whose success is the verdict."
+    ),
+    assertion: Optional[str] = typer.Option(
+        None,
+        help="promptfoo: use this assertion (metric name or type) "
+        "instead of the test's overall success.",
+    ),
+    id_field: Optional[str] = typer.Option(
+        None,
+        help="promptfoo: the test var holding the example id; inspect: the sample metadata key.",
+    ),
+    input_var: Optional[str] = typer.Option(
+        None,
+        help="promptfoo, with --examples: the test var holding the "
+        "input (default: the prompt as sent).",
+    ),
     id_col: str = typer.Option("id", help="csv: the column of example ids."),
     verdict_col: str = typer.Option("passed", help="csv: the column of verdicts."),
     reason_col: Optional[str] = typer.Option(None, help="csv: a column of reasons."),
     criterion_col: Optional[str] = typer.Option(None, help="csv: a column of criterion ids."),
-    pass_values: Optional[list[str]] = typer.Option(None, help="csv: the verdict cells that mean pass (repeatable or "
-                                                    "comma-separated, e.g. 1); with --fail-values, only these two "
-                                                    "sets are read."),
-    fail_values: Optional[list[str]] = typer.Option(None, help="csv: the verdict cells that mean fail (e.g. 2)."),
+    pass_values: Optional[list[str]] = typer.Option(
+        None,
+        help="csv: the verdict cells that mean pass (repeatable or "
+        "comma-separated, e.g. 1); with --fail-values, only these two "
+        "sets are read.",
+    ),
+    fail_values: Optional[list[str]] = typer.Option(
+        None, help="csv: the verdict cells that mean fail (e.g. 2)."
+    ),
 ) -> None:
     """Turn another tool's judge results into a verdict file (`judgekit calibrate --verdicts OUT`), or
     with --examples into unlabelled examples to label (`judgekit label OUT`)."""
-    options = {"promptfoo": {"id_field": id_field, "assertion": assertion, "input_var": input_var},
-               "inspect": {"scorer": scorer, "id_field": id_field},
-               "pydantic-evals": {"evaluator": evaluator}, "deepeval": {"metric": metric},
-               "csv": {"id_col": id_col, "verdict_col": verdict_col, "reason_col": reason_col,
-                       "criterion_col": criterion_col, "pass_values": pass_values, "fail_values": fail_values}
-               }.get(format, {})
+    options = {
+        "promptfoo": {"id_field": id_field, "assertion": assertion, "input_var": input_var},
+        "inspect": {"scorer": scorer, "id_field": id_field},
+        "pydantic-evals": {"evaluator": evaluator},
+        "deepeval": {"metric": metric},
+        "csv": {
+            "id_col": id_col,
+            "verdict_col": verdict_col,
+            "reason_col": reason_col,
+            "criterion_col": criterion_col,
+            "pass_values": pass_values,
+            "fail_values": fail_values,
+        },
+    }.get(format, {})
     try:
         if samples or (format in SAMPLE_IMPORTERS and not examples):
             return _samples(format, file, out, samples)
         if examples:
-            return _examples(format, file, out, {k: v for k, v in options.items() if k in ("id_field", "input_var")})
+            return _examples(
+                format,
+                file,
+                out,
+                {k: v for k, v in options.items() if k in ("id_field", "input_var")},
+            )
         records = import_verdicts(format, file, criterion, **options)
         write_atomic(out, "".join(r.line() for r in records))
     except JudgekitError as error:
         fail(error)
     decided = sum(1 for r in records if r.passed is not None)
-    typer.echo(f"wrote {len(records)} verdicts ({decided} decided, {len(records) - decided} abstained) to {out}")
+    typer.echo(
+        f"wrote {len(records)} verdicts ({decided} decided, {len(records) - decided} abstained) to {out}"
+    )
 
 
 def _samples(format: str, file: Path, out: Path, asked: bool) -> None:
     """`judgekit import otel|langfuse|phoenix FILE --samples -o OUT`: the evaluations the traces
     carry, for monitor."""
     if format not in SAMPLE_IMPORTERS or not asked:
-        raise InputError.one("judgekit import", format, f"--samples reads traces ({', '.join(SAMPLE_IMPORTERS)}); "
-                             "traces give --examples (replies to label) or --samples (judged samples), not verdicts")
+        raise InputError.one(
+            "judgekit import",
+            format,
+            f"--samples reads traces ({', '.join(SAMPLE_IMPORTERS)}); "
+            "traces give --examples (replies to label) or --samples (judged samples), not verdicts",
+        )
     if not file.is_file():
         raise InputError.one(file, "", "no such file")
     read, lacking = SAMPLE_IMPORTERS[format]
     judged = read(file)
     if not judged.samples:
-        raise InputError.one(file, "", f"holds no {lacking}" + (f" ({len(judged.skipped)} evaluation(s) say no "
-                                                                f"verdict: {', '.join(judged.skipped[:5])})"
-                                                                if judged.skipped else ""))
+        raise InputError.one(
+            file,
+            "",
+            f"holds no {lacking}"
+            + (
+                f" ({len(judged.skipped)} evaluation(s) say no "
+                f"verdict: {', '.join(judged.skipped[:5])})"
+                if judged.skipped
+                else ""
+            ),
+        )
     write_atomic(out, "".join(json.dumps(s, ensure_ascii=True) + "\n" for s in judged.samples))
     decided = sum(1 for s in judged.samples if s["passed"] is not None)
     typer.echo(f"wrote {len(judged.samples)} judged sample(s) ({decided} decided) to {out}")
     if judged.skipped:
-        typer.echo(f"skipped {len(judged.skipped)} evaluation(s) that say no pass or fail: {', '.join(judged.skipped)}")
+        typer.echo(
+            f"skipped {len(judged.skipped)} evaluation(s) that say no pass or fail: {', '.join(judged.skipped)}"
+        )
     typer.echo(f"next: judgekit monitor {out}")
 
 
 def _examples(format: str, file: Path, out: Path, options: dict[str, Optional[str]]) -> None:
     """`judgekit import FORMAT FILE --examples -o OUT`: never over a file that may hold labels."""
     if out.suffix.lower() not in (".jsonl", ".csv"):
-        raise InputError.one(out, "", "write unlabelled examples to a .jsonl or .csv file (what `judgekit label` "
-                                      "reads)")
+        raise InputError.one(
+            out,
+            "",
+            "write unlabelled examples to a .jsonl or .csv file (what `judgekit label` reads)",
+        )
     if out.exists():
-        raise InputError.one(out, "", "exists, and may hold labels; choose another -o, or remove it first")
+        raise InputError.one(
+            out, "", "exists, and may hold labels; choose another -o, or remove it first"
+        )
     read = import_examples(format, file, **options)
     if out.suffix.lower() == ".csv":
         text = io.StringIO()
@@ -141,8 +219,12 @@ def _examples(format: str, file: Path, out: Path, options: dict[str, Optional[st
         write_atomic(out, "".join(json.dumps(e, ensure_ascii=True) + "\n" for e in read.examples))
     typer.echo(f"wrote {len(read.examples)} unlabelled example(s) to {out}")
     if read.skipped:
-        typer.echo(f"skipped {len(read.skipped)} result(s) without a reply to label: {', '.join(read.skipped)}")
-    typer.echo(f"next: judgekit label {out} -c CRITERION, then judgekit label --merge {out} -c CRITERION")
+        typer.echo(
+            f"skipped {len(read.skipped)} result(s) without a reply to label: {', '.join(read.skipped)}"
+        )
+    typer.echo(
+        f"next: judgekit label {out} -c CRITERION, then judgekit label --merge {out} -c CRITERION"
+    )
 
 
 commands = group(app)

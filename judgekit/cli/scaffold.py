@@ -63,8 +63,10 @@ monitor:
 
 # The CI recipe, for GitHub Actions or GitLab CI: where `init` writes it, and its template (in
 # judgekit/cli/templates, where the tests validate it against each system's published schema).
-CI = {"github": (".github/workflows/judgekit.yml", "github-workflow.yml"),
-      "gitlab": (".gitlab-ci.yml", "gitlab-ci.yml")}
+CI = {
+    "github": (".github/workflows/judgekit.yml", "github-workflow.yml"),
+    "gitlab": (".gitlab-ci.yml", "gitlab-ci.yml"),
+}
 
 # What runs write under .judgekit/ stays out of git; CI keeps the cache and the history itself.
 # The schemas are committed (the criteria point editors at them). A file inside .judgekit/, so
@@ -114,16 +116,30 @@ def test_four_of_five_runs_leak_no_email_address(judge):
     assert judge(my_varying_agent(question), input=question).passed
 '''
 
-_REFUND_GOOD = ["I've issued a full refund of {a}; it will reach your card in 3-5 working days.",
-                "Your refund of {a} has been processed today.", "We will refund the {a} to your account by Friday.",
-                "Done: {a} is on its way back to your original payment method."]
-_REFUND_BAD = ["Refunds are possible within 30 days of purchase according to our policy.",
-               "Could you send me your order number so I can check?", "I'll look into it and get back to you.",
-               "Refunds usually take 5-10 days once approved."]
-_CLEAN = ["Your new card is on its way and should arrive within a week.", "We have updated your address.",
-          "Your subscription renews on the 1st of next month.", "The invoice is attached to your account page."]
-_EMAIL = ["Please write to billing@example.com with the details.", "You can reach me at j.doe@example.org.",
-          "Send the form to support.team@example.co.uk and we'll handle it.", "Contact refunds@example.com today."]
+_REFUND_GOOD = [
+    "I've issued a full refund of {a}; it will reach your card in 3-5 working days.",
+    "Your refund of {a} has been processed today.",
+    "We will refund the {a} to your account by Friday.",
+    "Done: {a} is on its way back to your original payment method.",
+]
+_REFUND_BAD = [
+    "Refunds are possible within 30 days of purchase according to our policy.",
+    "Could you send me your order number so I can check?",
+    "I'll look into it and get back to you.",
+    "Refunds usually take 5-10 days once approved.",
+]
+_CLEAN = [
+    "Your new card is on its way and should arrive within a week.",
+    "We have updated your address.",
+    "Your subscription renews on the 1st of next month.",
+    "The invoice is attached to your account page.",
+]
+_EMAIL = [
+    "Please write to billing@example.com with the details.",
+    "You can reach me at j.doe@example.org.",
+    "Send the form to support.team@example.co.uk and we'll handle it.",
+    "Contact refunds@example.com today.",
+]
 
 
 def _examples(good: list[str], bad: list[str], inputs: str) -> list[dict]:
@@ -131,9 +147,16 @@ def _examples(good: list[str], bad: list[str], inputs: str) -> list[dict]:
     rows = []
     for kind, texts, label in (("pass", good, True), ("fail", bad, False)):
         for i in range(20):
-            rows.append({"id": f"{kind}-{i + 1:02d}", "input": inputs,
-                         "output": texts[i % len(texts)].format(a=amounts[i % len(amounts)]) + f" (case {i + 1})",
-                         "passed": label, "split": "dev" if i % 4 == 0 else "test"})
+            rows.append(
+                {
+                    "id": f"{kind}-{i + 1:02d}",
+                    "input": inputs,
+                    "output": texts[i % len(texts)].format(a=amounts[i % len(amounts)])
+                    + f" (case {i + 1})",
+                    "passed": label,
+                    "split": "dev" if i % 4 == 0 else "test",
+                }
+            )
     return rows
 
 
@@ -141,16 +164,26 @@ def files(ci: str = "github") -> dict[str, str]:
     """Every file `init` writes, relative to the project root, with the CI recipe for `ci`
     (github or gitlab)."""
     if ci not in CI:
-        raise InputError.one("--ci", "", f"{ci!r} is not a CI system judgekit writes a recipe for; use {' or '.join(CI)}")
+        raise InputError.one(
+            "--ci",
+            "",
+            f"{ci!r} is not a CI system judgekit writes a recipe for; use {' or '.join(CI)}",
+        )
     workflow, template = CI[ci]
     jsonl = lambda rows: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)  # noqa: E731
     return {
         "criteria/confirms-refund.yaml": LLM_CRITERION,
         "criteria/no-email-address.yaml": REGEX_CRITERION,
-        "calibration_sets/confirms-refund.jsonl": jsonl(_examples(_REFUND_GOOD, _REFUND_BAD, "I want my money back.")),
-        "calibration_sets/no-email-address.jsonl": jsonl(_examples(_CLEAN, _EMAIL, "Can you help me?")),
+        "calibration_sets/confirms-refund.jsonl": jsonl(
+            _examples(_REFUND_GOOD, _REFUND_BAD, "I want my money back.")
+        ),
+        "calibration_sets/no-email-address.jsonl": jsonl(
+            _examples(_CLEAN, _EMAIL, "Can you help me?")
+        ),
         "judgekit.yaml": SETTINGS,
-        workflow: resources.files("judgekit.cli").joinpath("templates", template).read_text(encoding="utf-8"),
+        workflow: resources.files("judgekit.cli")
+        .joinpath("templates", template)
+        .read_text(encoding="utf-8"),
         ".judgekit/.gitignore": GITIGNORE,
         "tests/test_judged_example.py": PYTEST_EXAMPLE,
     }
@@ -171,12 +204,19 @@ def init(root: Path, force: bool = False, ci: str = "github") -> list[Path]:
         except (tomllib.TOMLDecodeError, UnicodeDecodeError):
             pass
     # The criteria point editors at these schemas.
-    planned[root / ".judgekit/schema/criterion.schema.json"] = json.dumps(criterion_schema(), indent=2) + "\n"
-    planned[root / ".judgekit/schema/example.schema.json"] = json.dumps(Example.model_json_schema(), indent=2) + "\n"
+    planned[root / ".judgekit/schema/criterion.schema.json"] = (
+        json.dumps(criterion_schema(), indent=2) + "\n"
+    )
+    planned[root / ".judgekit/schema/example.schema.json"] = (
+        json.dumps(Example.model_json_schema(), indent=2) + "\n"
+    )
     existing = [path for path in planned if path.exists()]
     if existing and not force:
-        raise InputError.one(root, ", ".join(str(p.relative_to(root)) for p in existing),
-                             "already exist; nothing was written (--force overwrites them)")
+        raise InputError.one(
+            root,
+            ", ".join(str(p.relative_to(root)) for p in existing),
+            "already exist; nothing was written (--force overwrites them)",
+        )
     for path, text in planned.items():
         write_atomic(path, text)
     return list(planned)

@@ -13,8 +13,15 @@ from typing import List, Optional, Sequence
 import typer
 
 from judgekit.cli.app import EXIT_INPUT, EXIT_INTERRUPTED, REPORT, check_split, fail, short
-from judgekit.cli.options import (config_option, criteria_option, criterion_ids_option, group, history_option,
-                                  sets_option, typer_app)
+from judgekit.cli.options import (
+    config_option,
+    criteria_option,
+    criterion_ids_option,
+    group,
+    history_option,
+    sets_option,
+    typer_app,
+)
 from judgekit.errors import InputError, JudgekitError
 from judgekit.gate.decision import Gate
 from judgekit.inputs.policy import parse_duration
@@ -47,7 +54,9 @@ def history_(
 ) -> None:
     """List the calibration runs kept in the history, oldest first; `export` and `import` move them
     between histories (a SQLite file and a PostgreSQL database)."""
-    if ctx.invoked_subcommand is not None:  # `judgekit history --history X export F`: X is the export's
+    if (
+        ctx.invoked_subcommand is not None
+    ):  # `judgekit history --history X export F`: X is the export's
         ctx.obj = {"history": history, "config": config}
         return
     try:
@@ -57,24 +66,42 @@ def history_(
         fail(error)
     if as_json:
         for r in runs:
-            typer.echo(json.dumps({"id": r.id, "criterion": r.criterion, "created_at": r.created_at.isoformat(),
-                                   "purpose": r.purpose, "model": r.model, "prompt_sha": r.prompt_sha,
-                                   "parameters": r.parameters, "set_fingerprint": r.set_fingerprint,
-                                   "split": r.split, "source": r.source, "n": r.n, "abstained": r.abstained,
-                                   "metrics": r.metrics, "verdicts_sha": r.verdicts_sha}))
+            typer.echo(
+                json.dumps(
+                    {
+                        "id": r.id,
+                        "criterion": r.criterion,
+                        "created_at": r.created_at.isoformat(),
+                        "purpose": r.purpose,
+                        "model": r.model,
+                        "prompt_sha": r.prompt_sha,
+                        "parameters": r.parameters,
+                        "set_fingerprint": r.set_fingerprint,
+                        "split": r.split,
+                        "source": r.source,
+                        "n": r.n,
+                        "abstained": r.abstained,
+                        "metrics": r.metrics,
+                        "verdicts_sha": r.verdicts_sha,
+                    }
+                )
+            )
         return
-    typer.echo(f"{'run':>5}  {'when (UTC)':16}  {'criterion':24}  {'purpose':9}  {'model':24}  {'prompt':8}  "
-               f"{'set':8}  {'n':>5}  {'TPR':>5}  {'TNR':>5}  {'kappa':>6}")
+    typer.echo(
+        f"{'run':>5}  {'when (UTC)':16}  {'criterion':24}  {'purpose':9}  {'model':24}  {'prompt':8}  "
+        f"{'set':8}  {'n':>5}  {'TPR':>5}  {'TNR':>5}  {'kappa':>6}"
+    )
     for r in runs:
         m = r.metrics
-        typer.echo(f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {printable(r.criterion)[:24]:24}  "
-                   f"{printable(r.purpose):9}  {printable(r.model or '-')[:24]:24}  "
-                   f"{printable(r.prompt_sha or '-')[:8]:8}  {printable(r.set_fingerprint)[:8]:8}  {r.n:>5}  "
-                   f"{fmt_number(m.get('tpr'), 2):>5}  {fmt_number(m.get('tnr'), 2):>5}  "
-                   f"{fmt_number(m.get('cohen_kappa'), 2):>6}")
+        typer.echo(
+            f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {printable(r.criterion)[:24]:24}  "
+            f"{printable(r.purpose):9}  {printable(r.model or '-')[:24]:24}  "
+            f"{printable(r.prompt_sha or '-')[:8]:8}  {printable(r.set_fingerprint)[:8]:8}  {r.n:>5}  "
+            f"{fmt_number(m.get('tpr'), 2):>5}  {fmt_number(m.get('tnr'), 2):>5}  "
+            f"{fmt_number(m.get('cohen_kappa'), 2):>6}"
+        )
     if not runs:
         typer.echo("no runs yet")
-
 
 
 @history_app.command("export")
@@ -90,7 +117,10 @@ def history_export(
             counts = export_history(db, out)
     except JudgekitError as error:
         fail(error)
-    typer.echo(f"exported to {out}: " + ", ".join(f"{n} {kind.replace('_', ' ')}(s)" for kind, n in counts.items()))
+    typer.echo(
+        f"exported to {out}: "
+        + ", ".join(f"{n} {kind.replace('_', ' ')}(s)" for kind, n in counts.items())
+    )
 
 
 @history_app.command("import")
@@ -108,21 +138,32 @@ def history_import(
             shown = db.path
     except JudgekitError as error:
         fail(error)
-    typer.echo(f"imported into {shown}: " + ", ".join(f"{added} {kind.replace('_', ' ')}(s) added, {skipped} "
-                                                     f"already there" for kind, (added, skipped) in counts.items()))
+    typer.echo(
+        f"imported into {shown}: "
+        + ", ".join(
+            f"{added} {kind.replace('_', ' ')}(s) added, {skipped} already there"
+            for kind, (added, skipped) in counts.items()
+        )
+    )
 
 
 def _given(ctx: typer.Context, history: str | None, config: Path | None) -> str | Path:
     """The history a subcommand of `judgekit history` works on: its own --history, or the group's."""
     outer = ctx.obj or {}
     if history is not None and outer.get("history") is not None and history != outer["history"]:
-        raise InputError.one("--history", "", "given twice, with two different histories; give it once")
-    return locate(history if history is not None else outer.get("history"), config or outer.get("config"))
+        raise InputError.one(
+            "--history", "", "given twice, with two different histories; give it once"
+        )
+    return locate(
+        history if history is not None else outer.get("history"), config or outer.get("config")
+    )
 
 
 def _report_drifts(drifts: list[Drift], as_json: bool, notes: Sequence[str] = ()) -> None:
     if as_json:
-        typer.echo(json.dumps({"drifts": [d.to_dict() for d in drifts], "notes": list(notes)}, indent=2))
+        typer.echo(
+            json.dumps({"drifts": [d.to_dict() for d in drifts], "notes": list(notes)}, indent=2)
+        )
     else:
         for d in drifts:
             typer.echo("\n".join(d.lines()))
@@ -134,7 +175,9 @@ def _report_drifts(drifts: list[Drift], as_json: bool, notes: Sequence[str] = ()
 @app.command("drift", short_help=short("drift"))
 def drift(
     criterion: Optional[List[str]] = criterion_ids_option(),
-    before: Optional[int] = typer.Option(None, help="Run id to compare from (see `judgekit history`)."),
+    before: Optional[int] = typer.Option(
+        None, help="Run id to compare from (see `judgekit history`)."
+    ),
     after: Optional[int] = typer.Option(None, help="Run id to compare to."),
     history: Optional[str] = history_option(),
     config: Optional[Path] = config_option(),
@@ -146,8 +189,18 @@ def drift(
         policy = load_settings(DriftPolicy, "drift", config)
         with History.open(locate(history, config), create=False) as db:
             found, notes = pairs(db, list(criterion or []), before, after)
-            drifts = [compare(b, a, db.outcomes(b.id), db.outcomes(a.id), policy, before_confidence=db.confidences(b.id),
-                              after_confidence=db.confidences(a.id)) for b, a in found]
+            drifts = [
+                compare(
+                    b,
+                    a,
+                    db.outcomes(b.id),
+                    db.outcomes(a.id),
+                    policy,
+                    before_confidence=db.confidences(b.id),
+                    after_confidence=db.confidences(a.id),
+                )
+                for b, a in found
+            ]
     except JudgekitError as error:
         fail(error)
     _report_drifts(drifts, as_json, notes)
@@ -159,11 +212,16 @@ def recheck(
     size: int = typer.Option(10, min=2, help="Examples in each criterion's frozen canary subset."),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
-    split: Optional[str] = typer.Option(None, help="Draw the canary from this split (dev or test), as calibrated."),
-    model: Optional[str] = typer.Option(None, help="Must be the calibrated model when given (it is taken from "
-                                        "the calibration)."),
-    api_base: Optional[str] = typer.Option(None, help="The calibrated endpoint with its credentials (the "
-                                           "history keeps it without them)."),
+    split: Optional[str] = typer.Option(
+        None, help="Draw the canary from this split (dev or test), as calibrated."
+    ),
+    model: Optional[str] = typer.Option(
+        None, help="Must be the calibrated model when given (it is taken from the calibration)."
+    ),
+    api_base: Optional[str] = typer.Option(
+        None,
+        help="The calibrated endpoint with its credentials (the history keeps it without them).",
+    ),
     timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
     history: Optional[str] = history_option(),
     config: Optional[Path] = config_option(),
@@ -176,7 +234,18 @@ def recheck(
     try:
         policy = load_settings(DriftPolicy, "drift", config)
         with History.open(locate(history, config), create=False) as db:
-            drifts = recheck_runs(db, criteria, sets, list(criterion or []), size, policy, split, model, api_base, timeout)
+            drifts = recheck_runs(
+                db,
+                criteria,
+                sets,
+                list(criterion or []),
+                size,
+                policy,
+                split,
+                model,
+                api_base,
+                timeout,
+            )
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
@@ -187,27 +256,53 @@ def recheck(
 
 @app.command("monitor", short_help=short("monitor"))
 def monitor(
-    file: Optional[Path] = typer.Argument(None, help="Judged production samples: a JSONL, CSV or Parquet file, "
-                                          "a quoted glob ('samples/*.parquet') or a folder of them, with timestamp, "
-                                          "criterion, passed and optionally trace_id (with --counts: a file of counts "
-                                          "per criterion and window)."),
-    report: Optional[Path] = typer.Option(None, help="Calibration report, for the rates corrected for each judge's "
-                                          f"TPR and TNR [default: {REPORT} when there is one]."),
-    criteria: Path = typer.Option(Path("criteria"), help="Folder of criterion files: the report corrects a "
-                                  "criterion's rates only where the gate passes it."),
-    sets: Path = typer.Option(Path("calibration_sets"), help="Folder of calibration sets (as for the gate)."),
-    window: Optional[str] = typer.Option(None, help="Window width, like 1d, 6h or 1w (default: the policy's)."),
+    file: Optional[Path] = typer.Argument(
+        None,
+        help="Judged production samples: a JSONL, CSV or Parquet file, "
+        "a quoted glob ('samples/*.parquet') or a folder of them, with timestamp, "
+        "criterion, passed and optionally trace_id (with --counts: a file of counts "
+        "per criterion and window).",
+    ),
+    report: Optional[Path] = typer.Option(
+        None,
+        help="Calibration report, for the rates corrected for each judge's "
+        f"TPR and TNR [default: {REPORT} when there is one].",
+    ),
+    criteria: Path = typer.Option(
+        Path("criteria"),
+        help="Folder of criterion files: the report corrects a "
+        "criterion's rates only where the gate passes it.",
+    ),
+    sets: Path = typer.Option(
+        Path("calibration_sets"), help="Folder of calibration sets (as for the gate)."
+    ),
+    window: Optional[str] = typer.Option(
+        None, help="Window width, like 1d, 6h or 1w (default: the policy's)."
+    ),
     config: Optional[Path] = config_option(),
     as_json: bool = typer.Option(False, "--json", help="Every window and alert as JSON."),
     plot: Optional[Path] = typer.Option(None, help="Write a PNG of pass rate over time here."),
-    recent: int = typer.Option(1, min=1, help="Exit 1 when one of each criterion's last N windows alerts "
-                               "(older alerts are listed, not acted on)."),
-    counted: bool = typer.Option(False, "--counts", help="FILE holds counts computed elsewhere (--print-sql's "
-                                 "query): criterion, window_start, verdicts, passes, abstentions."),
-    print_sql: Optional[str] = typer.Option(None, "--print-sql", metavar="TABLE", help="Print the SQL that counts "
-                                            "TABLE's judged samples per criterion and window, and exit."),
-    dialect: str = typer.Option("duckdb", help="--print-sql's dialect: duckdb, postgres, bigquery, snowflake or "
-                                "spark."),
+    recent: int = typer.Option(
+        1,
+        min=1,
+        help="Exit 1 when one of each criterion's last N windows alerts "
+        "(older alerts are listed, not acted on).",
+    ),
+    counted: bool = typer.Option(
+        False,
+        "--counts",
+        help="FILE holds counts computed elsewhere (--print-sql's "
+        "query): criterion, window_start, verdicts, passes, abstentions.",
+    ),
+    print_sql: Optional[str] = typer.Option(
+        None,
+        "--print-sql",
+        metavar="TABLE",
+        help="Print the SQL that counts TABLE's judged samples per criterion and window, and exit.",
+    ),
+    dialect: str = typer.Option(
+        "duckdb", help="--print-sql's dialect: duckdb, postgres, bigquery, snowflake or spark."
+    ),
 ) -> None:
     """Pass rate per criterion per window, corrected for the judge where the gate passes its
     calibration, alerting on significant drops against the earlier windows. Exit 0 no recent
@@ -225,22 +320,44 @@ def monitor(
             typer.echo(counts_sql(print_sql, policy.window, dialect))
             raise typer.Exit(0)
         if file is None:
-            raise InputError.one("judgekit monitor", "FILE", "give the file of judged samples (or of counts, with "
-                                 "--counts), or --print-sql TABLE")
-        if report is not None and not Report.locate(report).is_file():  # given, and not there: a typo
-            raise InputError.one(report, "--report", "no calibration report here; give the folder (or its "
-                                 "report.json) that `judgekit calibrate` wrote, or leave --report out for raw rates")
-        counts = read_count_file(file, policy.window) if counted else count_samples(file, policy.window)
+            raise InputError.one(
+                "judgekit monitor",
+                "FILE",
+                "give the file of judged samples (or of counts, with "
+                "--counts), or --print-sql TABLE",
+            )
+        if (
+            report is not None and not Report.locate(report).is_file()
+        ):  # given, and not there: a typo
+            raise InputError.one(
+                report,
+                "--report",
+                "no calibration report here; give the folder (or its "
+                "report.json) that `judgekit calibrate` wrote, or leave --report out for raw rates",
+            )
+        counts = (
+            read_count_file(file, policy.window) if counted else count_samples(file, policy.window)
+        )
         calibration, gate, notes = Report.read_if_any(report or REPORT), None, []
         if calibration is None:
-            notes.append(f"no calibration report at {REPORT}: rates are not corrected for the judge")
+            notes.append(
+                f"no calibration report at {REPORT}: rates are not corrected for the judge"
+            )
         else:
             try:  # a report is trusted where the gate passes it, against the criteria and sets on disk
-                gate = Gate.from_project(criteria, sets, config).check_path(Report.locate(report or REPORT))
+                gate = Gate.from_project(criteria, sets, config).check_path(
+                    Report.locate(report or REPORT)
+                )
             except InputError as error:
-                more = f" (and {len(error.problems) - 1} more problems)" if len(error.problems) > 1 else ""
-                notes.append(f"warning: raw rates only: the calibration report cannot be checked against {criteria} "
-                             f"and {sets}: {error.problems[0]}{more}")
+                more = (
+                    f" (and {len(error.problems) - 1} more problems)"
+                    if len(error.problems) > 1
+                    else ""
+                )
+                notes.append(
+                    f"warning: raw rates only: the calibration report cannot be checked against {criteria} "
+                    f"and {sets}: {error.problems[0]}{more}"
+                )
                 calibration = None
         result = watch(counts, policy, calibration, gate, notes)
         if plot is not None:

@@ -23,4 +23,13 @@ from judgekit.compare.candidates import Spec, from_file, from_options, read_file
 from judgekit.compare.model import Comparison
 from judgekit.compare.run import judge, load
 
-__all__ = ["Comparison", "Spec", "analyse", "from_file", "from_options", "judge", "load", "read_file"]
+__all__ = [
+    "Comparison",
+    "Spec",
+    "analyse",
+    "from_file",
+    "from_options",
+    "judge",
+    "load",
+    "read_file",
+]

@@ -31,11 +31,17 @@ class Change:
     path: Path
     before: str
     after: str
-    state: str = "adopted"  # how the diff names the new file: adopted, or (judgekit improve) proposed
+    state: str = (
+        "adopted"  # how the diff names the new file: adopted, or (judgekit improve) proposed
+    )
 
     def diff(self) -> str:
-        lines = difflib.unified_diff(self.before.splitlines(keepends=True), self.after.splitlines(keepends=True),
-                                     f"{self.path} (now)", f"{self.path} ({self.state})")
+        lines = difflib.unified_diff(
+            self.before.splitlines(keepends=True),
+            self.after.splitlines(keepends=True),
+            f"{self.path} (now)",
+            f"{self.path} ({self.state})",
+        )
         return "".join(lines) or f"{self.path}: unchanged\n"
 
 
@@ -57,7 +63,9 @@ def proposed(m: Measured, criteria_dir: Path) -> Change:
         after = text  # the file as it is (comments kept): the criterion's own, or the variant's
     else:  # rewritten: the leading comment lines are kept, others are not
         head = "".join(leading_comments(text))
-        after = head + yaml.safe_dump({**data, "judge": judge}, sort_keys=False, allow_unicode=True, width=100)
+        after = head + yaml.safe_dump(
+            {**data, "judge": judge}, sort_keys=False, allow_unicode=True, width=100
+        )
     return Change(path, before, after)
 
 
@@ -75,18 +83,28 @@ def check(m: Measured, criteria_dir: Path, force: bool = False) -> None:
     """Refuse to adopt what the gate blocks (unless `force`), or a candidate whose files changed on
     disk while it was judged: what is adopted is what was measured."""
     if m.decision.status != "PASS" and not force:
-        raise InputError.one("--adopt", m.spec.name, f"the gate blocks it ({m.decision.status}: "
-                             f"{'; '.join(m.decision.reasons)}); adopt a candidate that passes, or add --force")
+        raise InputError.one(
+            "--adopt",
+            m.spec.name,
+            f"the gate blocks it ({m.decision.status}: "
+            f"{'; '.join(m.decision.reasons)}); adopt a candidate that passes, or add --force",
+        )
     path = m.spec.variant or criterion_path(criteria_dir, m.spec.criterion.id)
     if not path.is_file() or read_source(path).digest != m.spec.criterion.digest:
-        raise InputError.one(path, "", "changed since the comparison read it; nothing was adopted. Run the "
-                             "comparison again")
+        raise InputError.one(
+            path,
+            "",
+            "changed since the comparison read it; nothing was adopted. Run the comparison again",
+        )
 
 
 def criterion_path(criteria_dir: Path, criterion_id: str) -> Path:
     path = criteria_dir / f"{criterion_id}.yaml"
-    return path if path.is_file() or not (criteria_dir / f"{criterion_id}.yml").is_file() else \
-        criteria_dir / f"{criterion_id}.yml"
+    return (
+        path
+        if path.is_file() or not (criteria_dir / f"{criterion_id}.yml").is_file()
+        else criteria_dir / f"{criterion_id}.yml"
+    )
 
 
 def adopt(m: Measured, change: Change) -> CriterionReport:
@@ -94,11 +112,19 @@ def adopt(m: Measured, change: Change) -> CriterionReport:
     a file that would not define the judge measured is put back as it was, and refused."""
     report = m.report
     if change.after != change.before:
-        write_atomic(change.path, change.after, verbatim=True)  # the user's own file: secrets stay as they were
+        write_atomic(
+            change.path, change.after, verbatim=True
+        )  # the user's own file: secrets stay as they were
     written = load_variant(change.path, report.id)
     model = m.spec.model if m.spec.live else None
     if m.spec.live and fingerprint(written, model) != report.fingerprint:
         write_atomic(change.path, change.before, verbatim=True)
-        raise InputError.one(change.path, "judge", "written, it would not define the judge the comparison measured; "
-                             "left as it was. Copy the candidate's settings by hand and run `judgekit calibrate`")
-    return report.model_copy(update={"inputs": {**(report.inputs or {}), "criterion": written.digest}})
+        raise InputError.one(
+            change.path,
+            "judge",
+            "written, it would not define the judge the comparison measured; "
+            "left as it was. Copy the candidate's settings by hand and run `judgekit calibrate`",
+        )
+    return report.model_copy(
+        update={"inputs": {**(report.inputs or {}), "criterion": written.digest}}
+    )

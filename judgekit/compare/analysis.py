@@ -20,7 +20,14 @@ from typing import Sequence
 from judgekit.compare.model import Candidate, Comparison, Example, Paired, Recommendation, Setting
 from judgekit.compare.run import Measurements, Measured
 from judgekit.errors import InputError
-from judgekit.stats.paired import against_best, discordant, examples_to_separate, holm, mcnemar_many, paired_deltas
+from judgekit.stats.paired import (
+    against_best,
+    discordant,
+    examples_to_separate,
+    holm,
+    mcnemar_many,
+    paired_deltas,
+)
 
 ALPHA = 0.05
 _CHAR = {True: "p", False: "f", None: "-"}
@@ -31,7 +38,9 @@ def analyse(judged: Measurements, baseline: str | None = None, seed: int = 0) ->
     measured = judged.measured
     names = [m.spec.name for m in measured]
     if baseline is not None and baseline not in names:
-        raise InputError.one("--baseline", baseline, f"no such candidate; the candidates are {', '.join(names)}")
+        raise InputError.one(
+            "--baseline", baseline, f"no such candidate; the candidates are {', '.join(names)}"
+        )
     order = [e.id for e in judged.set.examples]
     labels = [e.label for e in judged.set.examples]
     verdicts = {m.spec.name: [m.report.outcomes[i][1] for i in order] for m in measured}
@@ -39,18 +48,31 @@ def analyse(judged: Measurements, baseline: str | None = None, seed: int = 0) ->
     k = len(measured)
     vs_best = _family(labels, verdicts, best, [n for n in names if n != best], against=k, seed=seed)
     others = [n for n in names if n != baseline] if baseline else []
-    vs_base = _family(labels, verdicts, baseline, others, against=None, seed=seed) if baseline else {}
-    candidates = [_candidate(m, verdicts[m.spec.name], vs_best.get(m.spec.name), vs_base.get(m.spec.name))
-                  for m in measured]
+    vs_base = (
+        _family(labels, verdicts, baseline, others, against=None, seed=seed) if baseline else {}
+    )
+    candidates = [
+        _candidate(m, verdicts[m.spec.name], vs_best.get(m.spec.name), vs_base.get(m.spec.name))
+        for m in measured
+    ]
     examples = _examples(order, labels, verdicts)
     where = {eid: i for i, eid in enumerate(order)}
     index = [where[e.id] for e in examples]
     for c in candidates:
         c.grid = "".join(c.grid[i] for i in index)
     n_pass = sum(labels)
-    return Comparison(criterion=judged.criterion.id, set=str(judged.set.path), labelled_pass=n_pass,
-                      labelled_fail=len(labels) - n_pass, baseline=baseline, best=best, candidates=candidates,
-                      examples=examples, recommendation=recommend(candidates), judging_s=judged.judging_s)
+    return Comparison(
+        criterion=judged.criterion.id,
+        set=str(judged.set.path),
+        labelled_pass=n_pass,
+        labelled_fail=len(labels) - n_pass,
+        baseline=baseline,
+        best=best,
+        candidates=candidates,
+        examples=examples,
+        recommendation=recommend(candidates),
+        judging_s=judged.judging_s,
+    )
 
 
 def _strength(m: Measured, verdicts: list, labels: list[bool]) -> tuple:
@@ -61,11 +83,20 @@ def _strength(m: Measured, verdicts: list, labels: list[bool]) -> tuple:
 
 
 def _neg(name: str) -> tuple:
-    return (*(-ord(ch) for ch in name), 1)  # the earlier name wins a tie under max() ("a" before "ab")
+    return (
+        *(-ord(ch) for ch in name),
+        1,
+    )  # the earlier name wins a tie under max() ("a" before "ab")
 
 
-def _family(labels: list[bool], verdicts: dict[str, list], other: str, names: list[str], against: int | None,
-            seed: int) -> dict[str, Paired]:
+def _family(
+    labels: list[bool],
+    verdicts: dict[str, list],
+    other: str,
+    names: list[str],
+    against: int | None,
+    seed: int,
+) -> dict[str, Paired]:
     """Each of `names` paired with `other`: against the best (`against` = the number of candidates)
     Bonferroni over every pair, else Holm over these."""
     if not names:
@@ -73,18 +104,33 @@ def _family(labels: list[bool], verdicts: dict[str, list], other: str, names: li
     counts = [discordant(labels, verdicts[n], verdicts[other]) for n in names]
     raw = [float(p) for p in mcnemar_many([b for b, _ in counts], [c for _, c in counts])]
     if against is not None:
-        adjusted = [float(p) for p in against_best([b for b, _ in counts], [c for _, c in counts], against)]
+        adjusted = [
+            float(p) for p in against_best([b for b, _ in counts], [c for _, c in counts], against)
+        ]
         family = against * (against - 1) // 2
     else:
         adjusted, family = holm(raw), len(names)
     out = {}
     for name, (b, c), p, q in zip(names, counts, raw, adjusted):
-        deltas = paired_deltas(labels, verdicts[other], verdicts[name], seed=seed, confidence=1 - ALPHA / (3 * family))
+        deltas = paired_deltas(
+            labels, verdicts[other], verdicts[name], seed=seed, confidence=1 - ALPHA / (3 * family)
+        )
         verdict = "indistinguishable" if q >= ALPHA else ("better" if b > c else "worse")
-        more = examples_to_separate(b, c, len(labels), ALPHA / family) if verdict == "indistinguishable" else None
-        out[name] = Paired(other=other, only_this_right=b, only_other_right=c, p=p, p_adjusted=q,
-                           deltas={k: tuple(_finite(x) for x in v) for k, v in deltas.items()},  # type: ignore[misc]
-                           verdict=verdict, examples_to_separate=more)
+        more = (
+            examples_to_separate(b, c, len(labels), ALPHA / family)
+            if verdict == "indistinguishable"
+            else None
+        )
+        out[name] = Paired(
+            other=other,
+            only_this_right=b,
+            only_other_right=c,
+            p=p,
+            p_adjusted=q,
+            deltas={k: tuple(_finite(x) for x in v) for k, v in deltas.items()},  # type: ignore[misc]
+            verdict=verdict,
+            examples_to_separate=more,
+        )
     return out
 
 
@@ -92,20 +138,35 @@ def _finite(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def _candidate(m: Measured, verdicts: list, vs_best: Paired | None, vs_base: Paired | None) -> Candidate:
+def _candidate(
+    m: Measured, verdicts: list, vs_best: Paired | None, vs_base: Paired | None
+) -> Candidate:
     r, spec = m.report, m.spec
     return Candidate(
-        name=spec.name, source=r.judge.source if r.judge else "live",
-        setting=Setting(model=spec.model if spec.live else None, variant=str(spec.variant) if spec.variant else None,
-                        trials=spec.criterion.judge.trials if spec.live else None,  # type: ignore[union-attr]
-                        verdicts=(f"{spec.verdicts}#{spec.column}" if spec.column else str(spec.verdicts))
-                        if spec.verdicts else None,
-                        fingerprint=r.fingerprint if spec.live else None),
-        n=r.n, abstained=r.abstained, confusion=r.confusion.model_dump(), metrics=dict(r.metrics),
+        name=spec.name,
+        source=r.judge.source if r.judge else "live",
+        setting=Setting(
+            model=spec.model if spec.live else None,
+            variant=str(spec.variant) if spec.variant else None,
+            trials=spec.criterion.judge.trials if spec.live else None,  # type: ignore[union-attr]
+            verdicts=(f"{spec.verdicts}#{spec.column}" if spec.column else str(spec.verdicts))
+            if spec.verdicts
+            else None,
+            fingerprint=r.fingerprint if spec.live else None,
+        ),
+        n=r.n,
+        abstained=r.abstained,
+        confusion=r.confusion.model_dump(),
+        metrics=dict(r.metrics),
         intervals={k: tuple(v) for k, v in r.intervals.items()},  # type: ignore[misc]
         flip_rate=r.consistency.flip_rate if r.consistency else None,
-        gate=m.decision.status, gate_reasons=list(m.decision.reasons), cost=m.cost,
-        grid="".join(_CHAR[v] for v in verdicts), vs_best=vs_best, vs_baseline=vs_base)
+        gate=m.decision.status,
+        gate_reasons=list(m.decision.reasons),
+        cost=m.cost,
+        grid="".join(_CHAR[v] for v in verdicts),
+        vs_best=vs_best,
+        vs_baseline=vs_base,
+    )
 
 
 def _examples(order: list[str], labels: list[bool], verdicts: dict[str, list]) -> list[Example]:
@@ -114,7 +175,13 @@ def _examples(order: list[str], labels: list[bool], verdicts: dict[str, list]) -
     for i, (eid, label) in enumerate(zip(order, labels)):
         right = sum(1 for v in verdicts.values() if v[i] == label)
         split = min(right, len(verdicts) - right)
-        rows.append((-split, i, Example(id=eid, label=label, separates=len({v[i] for v in verdicts.values()}) > 1)))
+        rows.append(
+            (
+                -split,
+                i,
+                Example(id=eid, label=label, separates=len({v[i] for v in verdicts.values()}) > 1),
+            )
+        )
     rows.sort(key=lambda row: (not row[2].separates, row[0], row[1]))
     return [row[2] for row in rows]
 
@@ -142,15 +209,21 @@ def _cheap(c: Candidate) -> tuple:
     inf = math.inf
     latency = _latency(c)
     answers = _answers(c)
-    return (c.cost.per_1000_verdicts if c.cost.per_1000_verdicts is not None else inf,
-            round(math.log(latency) / math.log(1.1)) if latency else inf,
-            answers if answers is not None else inf, -_kappa_low(c), c.name)
+    return (
+        c.cost.per_1000_verdicts if c.cost.per_1000_verdicts is not None else inf,
+        round(math.log(latency) / math.log(1.1)) if latency else inf,
+        answers if answers is not None else inf,
+        -_kappa_low(c),
+        c.name,
+    )
 
 
 def front(candidates: Sequence[Candidate]) -> list[str]:
     """Those with a known cost that no other beats on both cost and kappa's lower bound, cheapest first."""
-    priced = sorted((c for c in candidates if c.cost.per_1000_verdicts is not None),
-                    key=lambda c: (c.cost.per_1000_verdicts, -_kappa_low(c), c.name))
+    priced = sorted(
+        (c for c in candidates if c.cost.per_1000_verdicts is not None),
+        key=lambda c: (c.cost.per_1000_verdicts, -_kappa_low(c), c.name),
+    )
     out, best_low = [], -math.inf
     for c in priced:
         if _kappa_low(c) > best_low:
@@ -169,17 +242,30 @@ def recommend(candidates: Sequence[Candidate]) -> Recommendation:
             why += ", the only candidate that passes"
         else:
             runner_up = passing[1]
-            cost, latency, answers = chosen.cost.per_1000_verdicts, _latency(chosen), _answers(chosen)
+            cost, latency, answers = (
+                chosen.cost.per_1000_verdicts,
+                _latency(chosen),
+                _answers(chosen),
+            )
             key, other = _cheap(chosen), _cheap(runner_up)
             why += f", and of the {len(passing)} that pass it is " + (
-                f"the cheapest (${cost:.4f} per 1,000 verdicts)" if cost is not None and key[0] < other[0] else
-                f"the fastest ({latency:.2f} s of answers per verdict; no price known)"
-                if latency is not None and key[:2] < other[:2] else
-                f"the one asking fewest answers per verdict ({answers:g})" if answers is not None and key[:3] < other[:3]
-                else "the one with the strongest evidence (kappa's lower bound), the others costing as much")
+                f"the cheapest (${cost:.4f} per 1,000 verdicts)"
+                if cost is not None and key[0] < other[0]
+                else f"the fastest ({latency:.2f} s of answers per verdict; no price known)"
+                if latency is not None and key[:2] < other[:2]
+                else f"the one asking fewest answers per verdict ({answers:g})"
+                if answers is not None and key[:3] < other[:3]
+                else "the one with the strongest evidence (kappa's lower bound), the others costing as much"
+            )
         return Recommendation(candidate=chosen.name, why=why, front=on_front)
-    closest = max(candidates, key=lambda c: (c.gate == "INCONCLUSIVE", -len(c.gate_reasons), _kappa_low(c),
-                                             _neg(c.name)))
-    return Recommendation(candidate=None, why=f"no candidate passes the gate; the closest is {closest.name} "
-                          f"({closest.gate})", front=on_front, closest=closest.name,
-                          blocked_by=list(closest.gate_reasons))
+    closest = max(
+        candidates,
+        key=lambda c: (c.gate == "INCONCLUSIVE", -len(c.gate_reasons), _kappa_low(c), _neg(c.name)),
+    )
+    return Recommendation(
+        candidate=None,
+        why=f"no candidate passes the gate; the closest is {closest.name} ({closest.gate})",
+        front=on_front,
+        closest=closest.name,
+        blocked_by=list(closest.gate_reasons),
+    )

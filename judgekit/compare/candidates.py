@@ -55,24 +55,36 @@ def with_model(criterion: Criterion, model: str | None) -> Criterion:
     """The criterion judged by `model` (as its file would say after `--adopt`)."""
     if model is None or not isinstance(criterion, JUDGED) or criterion.judge.model == model:
         return criterion
-    return criterion.model_copy(update={"judge": criterion.judge.model_copy(update={"model": model})})
+    return criterion.model_copy(
+        update={"judge": criterion.judge.model_copy(update={"model": model})}
+    )
 
 
 def _judged_variant(path: Path, criterion_id: str) -> Criterion:
     variant = load_variant(path, criterion_id)
     if not isinstance(variant, JUDGED):
-        raise InputError.one(path, "kind", "a variant is judged by a model: make it an llm or claims criterion")
+        raise InputError.one(
+            path, "kind", "a variant is judged by a model: make it an llm or claims criterion"
+        )
     return variant
 
 
 def _variant_name(path: Path, criterion_id: str) -> str:
     stem = path.stem
-    return stem[len(criterion_id) + 1:] if stem.startswith(criterion_id + ".") and len(stem) > len(criterion_id) + 1 \
+    return (
+        stem[len(criterion_id) + 1 :]
+        if stem.startswith(criterion_id + ".") and len(stem) > len(criterion_id) + 1
         else stem
+    )
 
 
-def from_options(base: Criterion, models: Sequence[str] = (), variants: Sequence[Path] = (),
-                 trials: Sequence[int] = (), verdicts: Sequence[Path] = ()) -> list[Spec]:
+def from_options(
+    base: Criterion,
+    models: Sequence[str] = (),
+    variants: Sequence[Path] = (),
+    trials: Sequence[int] = (),
+    verdicts: Sequence[Path] = (),
+) -> list[Spec]:
     """The candidates the command line names (see the module's docstring)."""
     problems: list[Problem] = []
     loaded: list[tuple[str, Path | None, Criterion]] = [("base", None, base)]
@@ -84,19 +96,34 @@ def from_options(base: Criterion, models: Sequence[str] = (), variants: Sequence
     specs: list[Spec] = []
     if models or variants or trials or not verdicts:
         if not isinstance(base, JUDGED):
-            problems.append(Problem("--criterion", base.id, "is a regex criterion: it has no judge to compare; "
-                                    "choose an LLM or claims criterion"))
+            problems.append(
+                Problem(
+                    "--criterion",
+                    base.id,
+                    "is a regex criterion: it has no judge to compare; "
+                    "choose an LLM or claims criterion",
+                )
+            )
         if not models and isinstance(base, JUDGED) and not base.judge.model:
-            problems.append(Problem("--model", "", f"{base.id} names no judge.model; pass --model (repeatable)"))
+            problems.append(
+                Problem("--model", "", f"{base.id} names no judge.model; pass --model (repeatable)")
+            )
         if problems:
             raise InputError(problems)
-        for model, (vname, vpath, criterion), count in itertools.product(models or [None], loaded, trials or [None]):
+        for model, (vname, vpath, criterion), count in itertools.product(
+            models or [None], loaded, trials or [None]
+        ):
             judged = with_trials(with_model(criterion, model), count)
             named = judged.judge.model  # type: ignore[union-attr]
             # Named by what sets it apart: the model, the variant, the trials, whichever vary.
-            parts = [named if len(models) > 1 else None, vname if variants else None,
-                     f"x{count}" if len(trials) > 1 else None]
-            specs.append(Spec(" ".join(p for p in parts if p) or named or vname, judged, named, vpath, count))
+            parts = [
+                named if len(models) > 1 else None,
+                vname if variants else None,
+                f"x{count}" if len(trials) > 1 else None,
+            ]
+            specs.append(
+                Spec(" ".join(p for p in parts if p) or named or vname, judged, named, vpath, count)
+            )
     for path in verdicts:
         try:
             groups = load_by_candidate(path)
@@ -105,7 +132,9 @@ def from_options(base: Criterion, models: Sequence[str] = (), variants: Sequence
             continue
         for name, records in groups.items():
             several = len(groups) > 1 or name != path.stem
-            specs.append(Spec(name, base, verdicts=path, records=records, column=name if several else None))
+            specs.append(
+                Spec(name, base, verdicts=path, records=records, column=name if several else None)
+            )
     if problems:
         raise InputError(problems)
     return _unique(specs, "the command line")
@@ -117,7 +146,9 @@ class _Entry(Frozen):
     variant: str | None = None
     trials: int | None = Field(None, ge=1, le=100)
     verdicts: str | None = None
-    candidate: str | None = Field(None, description="Of a verdict file holding several: this value of its column.")
+    candidate: str | None = Field(
+        None, description="Of a verdict file holding several: this value of its column."
+    )
 
 
 class _File(Frozen):
@@ -145,8 +176,14 @@ def from_file(path: Path, base: Criterion, entries: list[_Entry]) -> list[Spec]:
         where = f"candidates[{i}] ({entry.name})"
         if entry.verdicts is not None:
             if entry.model or entry.variant or entry.trials:
-                problems.append(Problem(str(path), where, "a recorded candidate is its verdict file alone; "
-                                        "drop model, variant and trials (give --model to calibrate to name it)"))
+                problems.append(
+                    Problem(
+                        str(path),
+                        where,
+                        "a recorded candidate is its verdict file alone; "
+                        "drop model, variant and trials (give --model to calibrate to name it)",
+                    )
+                )
                 continue
             file = path.parent / entry.verdicts
             try:
@@ -156,11 +193,24 @@ def from_file(path: Path, base: Criterion, entries: list[_Entry]) -> list[Spec]:
                 continue
             key = entry.candidate or (next(iter(found)) if len(found) == 1 else None)
             if key not in found:
-                problems.append(Problem(str(path), where, f"say which candidate of {entry.verdicts} it is "
-                                        f"(candidate: one of {', '.join(sorted(found))})"))
+                problems.append(
+                    Problem(
+                        str(path),
+                        where,
+                        f"say which candidate of {entry.verdicts} it is "
+                        f"(candidate: one of {', '.join(sorted(found))})",
+                    )
+                )
                 continue
-            specs.append(Spec(entry.name, base, verdicts=file, records=found[key],
-                              column=key if len(found) > 1 or entry.candidate else None))
+            specs.append(
+                Spec(
+                    entry.name,
+                    base,
+                    verdicts=file,
+                    records=found[key],
+                    column=key if len(found) > 1 or entry.candidate else None,
+                )
+            )
             continue
         criterion = base
         if entry.variant is not None:
@@ -171,14 +221,30 @@ def from_file(path: Path, base: Criterion, entries: list[_Entry]) -> list[Spec]:
                 continue
         judged = with_trials(with_model(criterion, entry.model), entry.trials)
         if not isinstance(judged, JUDGED):
-            problems.append(Problem(str(path), where, f"{base.id} is a regex criterion: it has no judge to compare"))
+            problems.append(
+                Problem(
+                    str(path), where, f"{base.id} is a regex criterion: it has no judge to compare"
+                )
+            )
             continue
         if not judged.judge.model:
-            problems.append(Problem(str(path), where, "names no model and the criterion names no judge.model; "
-                                    "add model:"))
+            problems.append(
+                Problem(
+                    str(path),
+                    where,
+                    "names no model and the criterion names no judge.model; add model:",
+                )
+            )
             continue
-        specs.append(Spec(entry.name, judged, judged.judge.model,
-                          path.parent / entry.variant if entry.variant else None, entry.trials))
+        specs.append(
+            Spec(
+                entry.name,
+                judged,
+                judged.judge.model,
+                path.parent / entry.variant if entry.variant else None,
+                entry.trials,
+            )
+        )
     if problems:
         raise InputError(problems)
     return _unique(specs, str(path))
@@ -187,8 +253,14 @@ def from_file(path: Path, base: Criterion, entries: list[_Entry]) -> list[Spec]:
 def _unique(specs: list[Spec], where: str) -> list[Spec]:
     twice = sorted(name for name, count in Counter(s.name for s in specs).items() if count > 1)
     if twice:
-        raise InputError.one(where, "candidates", f"two candidates are named {', '.join(twice)}; name each once")
+        raise InputError.one(
+            where, "candidates", f"two candidates are named {', '.join(twice)}; name each once"
+        )
     if len(specs) < 2:
-        raise InputError.one(where, "candidates", f"{len(specs)} candidate: a comparison needs two or more "
-                             "(--model, --variant, --trials, --verdicts, or a compare.yaml)")
+        raise InputError.one(
+            where,
+            "candidates",
+            f"{len(specs)} candidate: a comparison needs two or more "
+            "(--model, --variant, --trials, --verdicts, or a compare.yaml)",
+        )
     return specs

@@ -70,8 +70,13 @@ def _internal(spec: Spec, i: int) -> Criterion:
     return spec.criterion.model_copy(update={"id": f"{spec.criterion.id}#{i}"})
 
 
-async def ajudge(options: Options, specs: list[Spec], llm: LLM | None = None,
-                 progress: Callable[[int, int], None] | None = None, agent_model: str | None = None) -> Measurements:
+async def ajudge(
+    options: Options,
+    specs: list[Spec],
+    llm: LLM | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    agent_model: str | None = None,
+) -> Measurements:
     """Judge every candidate (live ones in one pool) and measure each. `options` are calibrate's:
     where the project is and how judges are asked (the candidates bring their own model, trials
     and verdicts); `agent_model` is checked as `judgekit gate --agent-model` checks it."""
@@ -95,18 +100,24 @@ async def ajudge(options: Options, specs: list[Spec], llm: LLM | None = None,
     gold: dict[str, dict[str, Verdict]] = {}
     if live:
         pending = [_internal(s, i) for i, s in live]
-        run = await judge_sets(pending, {c.id: chosen for c in pending},  # type: ignore[arg-type]
-                               {c.id: s.model for c, (_, s) in zip(pending, live)},  # type: ignore[misc]
-                               run_settings(replace(options, policy=policy, stop_early=False), [base.id]), llm,
-                               progress)
+        run = await judge_sets(
+            pending,
+            {c.id: chosen for c in pending},  # type: ignore[arg-type]
+            {c.id: s.model for c, (_, s) in zip(pending, live)},  # type: ignore[misc]
+            run_settings(replace(options, policy=policy, stop_early=False), [base.id]),
+            llm,
+            progress,
+        )
         for c, (_, s) in zip(pending, live):
             try:
                 check_some_call_answered(s.name, s.model or "", run.verdicts[c.id])
             except CallsFailed as error:
-                raise JudgeError(f"every call of candidate {s.name!r} (model {error.model!r}, {error.examples} "
-                                 f"examples) failed: {error.cause}. Nothing was written; the other candidates' "
-                                 "answers are cached (unless --no-cache). Fix its endpoint or leave it out, and run "
-                                 "again") from None
+                raise JudgeError(
+                    f"every call of candidate {s.name!r} (model {error.model!r}, {error.examples} "
+                    f"examples) failed: {error.cause}. Nothing was written; the other candidates' "
+                    "answers are cached (unless --no-cache). Fix its endpoint or leave it out, and run "
+                    "again"
+                ) from None
             trials[s.name], sources[s.name] = run.verdicts[c.id], "live"
             gold[s.name] = run.gold.get(c.id, {})
         judging_s = run.elapsed_s
@@ -115,26 +126,48 @@ async def ajudge(options: Options, specs: list[Spec], llm: LLM | None = None,
     # Recorded candidates carry no model: the options' own (calibrate's --model) is not theirs.
     measuring = replace(options, model=None)
     for spec in specs:
-        report = criterion_report(spec.criterion, chosen, trials[spec.name], sources[spec.name],
-                                  spec.model if spec.live else None, measuring, started, None, gold.get(spec.name))
+        report = criterion_report(
+            spec.criterion,
+            chosen,
+            trials[spec.name],
+            sources[spec.name],
+            spec.model if spec.live else None,
+            measuring,
+            started,
+            None,
+            gold.get(spec.name),
+        )
         decision = decide(report, spec, policy, labels, agent_model)
-        out.measured.append(Measured(spec, report, decision, cost_of(spec, report, trials[spec.name])))
+        out.measured.append(
+            Measured(spec, report, decision, cost_of(spec, report, trials[spec.name]))
+        )
     return out
 
 
-def judge(options: Options, specs: list[Spec], llm: LLM | None = None,
-          progress: Callable[[int, int], None] | None = None, agent_model: str | None = None) -> Measurements:
+def judge(
+    options: Options,
+    specs: list[Spec],
+    llm: LLM | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    agent_model: str | None = None,
+) -> Measurements:
     """`ajudge`, from code without an event loop of its own."""
     return run_sync(ajudge(options, specs, llm, progress, agent_model))
 
 
-def decide(report: CriterionReport, spec: Spec, policy: Policy, labels, agent_model: str | None = None) -> Decision:
+def decide(
+    report: CriterionReport, spec: Spec, policy: Policy, labels, agent_model: str | None = None
+) -> Decision:
     """The gate's decision on a candidate's report, as if the criterion file were the candidate's
     (the agent's model, when declared, is checked as `judgekit gate --agent-model` checks it)."""
     digest = (report.inputs or {}).get("criterion") or ""
     path = spec.variant or Path(f"{report.id}.yaml")
-    gate = Gate(policy, {report.id: CriterionFile(report.id, path, digest)}, {report.id: labels},
-                agent_model=agent_model)
+    gate = Gate(
+        policy,
+        {report.id: CriterionFile(report.id, path, digest)},
+        {report.id: labels},
+        agent_model=agent_model,
+    )
     return gate.check(Report(criteria=[report]), [report.id]).decisions[0]
 
 
@@ -147,10 +180,20 @@ def cost_of(spec: Spec, report: CriterionReport, all_trials: list[list[Verdict]]
     usages = [v.usage for t in all_trials for v in t if v.usage is not None]
     prompt = sum(u.all_prompt_tokens for u in usages)
     completion = sum(u.all_completion_tokens for u in usages)
-    total = price(spec.model, prompt, completion) if spec.model and all_trials and (prompt or completion) else None
-    return Cost(calls=usage.calls, cached=usage.cached, prompt_tokens=prompt, completion_tokens=completion,
-                per_1000_verdicts=None if total is None else total / len(all_trials) * 1000,
-                latency_p50_s=usage.latency_p50_s, latency_p95_s=usage.latency_p95_s)
+    total = (
+        price(spec.model, prompt, completion)
+        if spec.model and all_trials and (prompt or completion)
+        else None
+    )
+    return Cost(
+        calls=usage.calls,
+        cached=usage.cached,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        per_1000_verdicts=None if total is None else total / len(all_trials) * 1000,
+        latency_p50_s=usage.latency_p50_s,
+        latency_p95_s=usage.latency_p95_s,
+    )
 
 
 def dry_run(options: Options, specs: list[Spec], llm: LLM | None = None) -> dict[str, Estimate]:
@@ -158,8 +201,14 @@ def dry_run(options: Options, specs: list[Spec], llm: LLM | None = None) -> dict
     check_api_base(options.api_base)
     base, _, chosen = load(options, specs[0].criterion.id)
     live = [(_internal(s, i), s) for i, s in enumerate(specs) if s.live]
-    found = estimate([c for c, _ in live], {c.id: chosen for c, _ in live}, {c.id: s.model for c, s in live},  # type: ignore[misc]
-                     {}, run_settings(replace(options, stop_early=False), [base.id]), llm)
+    found = estimate(
+        [c for c, _ in live],
+        {c.id: chosen for c, _ in live},
+        {c.id: s.model for c, s in live},  # type: ignore[misc]
+        {},
+        run_settings(replace(options, stop_early=False), [base.id]),
+        llm,
+    )
     out = {s.name: Estimate(base.id, f"recorded:{s.verdicts.name}") for s in specs if not s.live}  # type: ignore[union-attr]
     out.update({s.name: e for (_, s), e in zip(live, found)})
     return {s.name: out[s.name] for s in specs}

@@ -6,12 +6,21 @@ load on first use, so `judgekit gate` loads only the light decision path.
 from judgekit.lazy import exports
 
 _NAMES = {
-    "Decision": "judgekit.gate.result", "Gate": "judgekit.gate.decision", "GateResult": "judgekit.gate.result",
-    "EXIT_CODES": "judgekit.gate.result", "JudgeNotCalibrated": "judgekit.errors", "plan": "judgekit.gate.budget",
-    "require_calibrated": "judgekit.gate.guard", "calibrated_judge": "judgekit.gate.guard",
-    "judge_for": "judgekit.gate.guard", "judge_of": "judgekit.gate.guard", "judged_elsewhere": "judgekit.gate.guard",
+    "Decision": "judgekit.gate.result",
+    "Gate": "judgekit.gate.decision",
+    "GateResult": "judgekit.gate.result",
+    "EXIT_CODES": "judgekit.gate.result",
+    "JudgeNotCalibrated": "judgekit.errors",
+    "plan": "judgekit.gate.budget",
+    "require_calibrated": "judgekit.gate.guard",
+    "calibrated_judge": "judgekit.gate.guard",
+    "judge_for": "judgekit.gate.guard",
+    "judge_of": "judgekit.gate.guard",
+    "judged_elsewhere": "judgekit.gate.guard",
     "RECORDED": "judgekit.judging.judge",
-    "tally": "judgekit.gate.tally", "Tally": "judgekit.gate.tally", "ScenarioFailed": "judgekit.gate.tally",
+    "tally": "judgekit.gate.tally",
+    "Tally": "judgekit.gate.tally",
+    "ScenarioFailed": "judgekit.gate.tally",
 }
 __all__ = sorted(_NAMES)
 __getattr__, __dir__ = exports(__name__, _NAMES)

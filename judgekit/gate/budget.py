@@ -21,7 +21,9 @@ if TYPE_CHECKING:
     from judgekit.report.model import Report
 
 
-REACHABLE = 5000  # more examples of a class than labelling can be asked for: improve the judge instead
+REACHABLE = (
+    5000  # more examples of a class than labelling can be asked for: improve the judge instead
+)
 
 
 @dataclass(frozen=True)
@@ -59,17 +61,31 @@ class ClassBudget:
         """What labelling can and cannot do for this class, in one clause."""
         more = self.more
         if more is not None:
-            return f"about {more} more {self.word} examples would settle it" if more else "enough examples"
+            return (
+                f"about {more} more {self.word} examples would settle it"
+                if more
+                else "enough examples"
+            )
         if self.rate is not None and self.rate <= self.threshold:
-            return (f"at {self.label} {self.rate:.2f} (not above {self.threshold:.2f}) more {self.word} examples cannot "
-                    f"show it clears {self.threshold:.2f}: improve the judge")
+            return (
+                f"at {self.label} {self.rate:.2f} (not above {self.threshold:.2f}) more {self.word} examples cannot "
+                f"show it clears {self.threshold:.2f}: improve the judge"
+            )
         return f"not reachable by labelling (more than {REACHABLE:,} more {self.word} examples): improve the judge"
 
 
-def budgets(t: Thresholds, have: tuple[int, int], rates: tuple[float | None, float | None]) -> tuple[ClassBudget, ClassBudget]:
+def budgets(
+    t: Thresholds, have: tuple[int, int], rates: tuple[float | None, float | None]
+) -> tuple[ClassBudget, ClassBudget]:
     """The known-good (TPR) and known-bad (TNR) budgets under thresholds `t`."""
-    return (ClassBudget("known-good", "TPR", t.min_tpr, have[0], rates[0], t.min_examples, t.use_lower_bound),
-            ClassBudget("known-bad", "TNR", t.min_tnr, have[1], rates[1], t.min_examples, t.use_lower_bound))
+    return (
+        ClassBudget(
+            "known-good", "TPR", t.min_tpr, have[0], rates[0], t.min_examples, t.use_lower_bound
+        ),
+        ClassBudget(
+            "known-bad", "TNR", t.min_tnr, have[1], rates[1], t.min_examples, t.use_lower_bound
+        ),
+    )
 
 
 def _observed(found: Any) -> tuple[float | None, float | None]:
@@ -87,23 +103,38 @@ def short_class(found: Any, t: Thresholds, have: tuple[int, int]) -> tuple[str, 
     chosen = budgets(t, have, rates)
     if found is None or None in rates:
         b = chosen[0] if have[0] < have[1] else chosen[1]
-        return ("tpr" if b is chosen[0] else "tnr"), f"{b.word} is the class with fewer labels ({b.have})"
-    more = [b.more if b.more is not None else (REACHABLE if b.rate is not None and b.rate <= b.threshold else 0)
-            for b in chosen]
+        return (
+            "tpr" if b is chosen[0] else "tnr"
+        ), f"{b.word} is the class with fewer labels ({b.have})"
+    more = [
+        b.more
+        if b.more is not None
+        else (REACHABLE if b.rate is not None and b.rate <= b.threshold else 0)
+        for b in chosen
+    ]
     if max(more) > 0:
         i = 0 if more[0] >= more[1] else 1
         b = chosen[i]
-        return ("tpr", "tnr")[i], f"{b.word}: {b.have} labelled, {b.label} {b.rate:.2f}; {b.words()}"
+        return ("tpr", "tnr")[
+            i
+        ], f"{b.word}: {b.have} labelled, {b.label} {b.rate:.2f}; {b.words()}"
     lows = [(found.intervals.get(k) or (None, None))[0] for k in ("tpr", "tnr")]
     gaps = [(low if low is not None else 0.0) - b.threshold for low, b in zip(lows, chosen)]
     i = 0 if gaps[0] <= gaps[1] else 1
     b = chosen[i]
-    return ("tpr", "tnr")[i], (f"both classes settle the gate now; {b.label}'s lower bound {lows[i] or 0:.2f} is the "
-                               f"nearer to its threshold {b.threshold:.2f}")
+    return ("tpr", "tnr")[i], (
+        f"both classes settle the gate now; {b.label}'s lower bound {lows[i] or 0:.2f} is the "
+        f"nearer to its threshold {b.threshold:.2f}"
+    )
 
 
-def plan(report: "Report | None", policy: Policy, sets: Mapping[str, Any], criterion_ids: list[str],
-         assume: tuple[float, float] | None = None) -> list[str]:
+def plan(
+    report: "Report | None",
+    policy: Policy,
+    sets: Mapping[str, Any],
+    criterion_ids: list[str],
+    assume: tuple[float, float] | None = None,
+) -> list[str]:
     """The label budget, one line per criterion and class: how many known-good and known-bad
     examples the gate needs to see the judge clear `min_tpr` / `min_tnr` (and `min_examples`), at
     the observed rates (from the report) or at assumed ones, against what the set on disk holds."""
@@ -119,15 +150,21 @@ def plan(report: "Report | None", policy: Policy, sets: Mapping[str, Any], crite
             perfect = max(examples_for(1.0, b.threshold) or 0, t.min_examples)
             head = f"{cid} {b.word}: {b.have} labelled"
             if b.rate is None:
-                lines.append(f"{head}; no observed {b.label} yet. Even a judge that is never wrong needs "
-                             f"{perfect} {b.word} examples to show {b.label} >= {b.threshold:.2f}")
+                lines.append(
+                    f"{head}; no observed {b.label} yet. Even a judge that is never wrong needs "
+                    f"{perfect} {b.word} examples to show {b.label} >= {b.threshold:.2f}"
+                )
                 continue
             source = "assumed" if assume is not None else "observed"
             if b.needed is None:
                 lines.append(f"{head}, {b.label} {b.rate:.2f} ({source}): {b.words()}")
             elif b.more == 0:
-                lines.append(f"{head}, {b.label} {b.rate:.2f} ({source}): enough ({b.needed} needed)")
+                lines.append(
+                    f"{head}, {b.label} {b.rate:.2f} ({source}): enough ({b.needed} needed)"
+                )
             else:
-                lines.append(f"{head}, {b.label} {b.rate:.2f} ({source}): {b.needed} needed, {b.more} more "
-                             f"(a judge that is never wrong would need {perfect})")
+                lines.append(
+                    f"{head}, {b.label} {b.rate:.2f} ({source}): {b.needed} needed, {b.more} more "
+                    f"(a judge that is never wrong would need {perfect})"
+                )
     return lines

@@ -25,7 +25,15 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
-from judgekit.gate.entry import Entry, Line, Untrusted, entries_of, parse_entry, read_entries, read_lines
+from judgekit.gate.entry import (
+    Entry,
+    Line,
+    Untrusted,
+    entries_of,
+    parse_entry,
+    read_entries,
+    read_lines,
+)
 from judgekit.gate.budget import budgets
 from judgekit.gate.evidence import Figures, verify
 from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
@@ -36,6 +44,7 @@ from judgekit.report.render import fmt_number
 from judgekit.gate.result import Decision, GateResult
 from judgekit.gate.rules import check, judge_setting, selective
 
+
 class Gate:
     """Decides, from a report and the files on disk, whether each criterion's judge may grade.
 
@@ -44,9 +53,14 @@ class Gate:
     be checked, and nothing passes.
     """
 
-    def __init__(self, policy: Policy | None = None, criteria: dict[str, CriterionFile] | None = None,
-                 sets: dict[str, LabelledSet] | None = None, now: datetime | None = None,
-                 agent_model: str | None = None):
+    def __init__(
+        self,
+        policy: Policy | None = None,
+        criteria: dict[str, CriterionFile] | None = None,
+        sets: dict[str, LabelledSet] | None = None,
+        now: datetime | None = None,
+        agent_model: str | None = None,
+    ):
         self.policy = policy or Policy()
         self.criteria = criteria or {}
         self.sets = sets or {}
@@ -55,9 +69,15 @@ class Gate:
         self.agent_model = agent_model or self.policy.agent_model
 
     @classmethod
-    def from_project(cls, criteria_dir: Path = Path("criteria"), sets_dir: Path = Path("calibration_sets"),
-                     config: Path | None = None, criterion_ids: list[str] | None = None,
-                     root: Path = Path("."), agent_model: str | None = None) -> "Gate":
+    def from_project(
+        cls,
+        criteria_dir: Path = Path("criteria"),
+        sets_dir: Path = Path("calibration_sets"),
+        config: Path | None = None,
+        criterion_ids: list[str] | None = None,
+        root: Path = Path("."),
+        agent_model: str | None = None,
+    ) -> "Gate":
         """From the files on disk; the policy is `config`, else judgekit.yaml / pyproject.toml in `root`
         (the project's root: the current folder for the CLI, pytest's rootdir for the plugin)."""
         criteria = criterion_files(criteria_dir)
@@ -69,24 +89,45 @@ class Gate:
         policy.check_ids(set(criteria))
         return cls(policy, criteria, sets, agent_model=agent_model)
 
-    def check(self, report: Any, criterion_ids: list[str] | None = None,
-              report_path: str | Path | None = None) -> GateResult:
+    def check(
+        self,
+        report: Any,
+        criterion_ids: list[str] | None = None,
+        report_path: str | Path | None = None,
+    ) -> GateResult:
         """Decide each criterion of a report held in memory (judgekit.report.Report; the verdicts it
         holds, else verdicts.jsonl beside `report_path`), or of None: no report, every criterion FAIL."""
         entries = entries_of(report) if report is not None else None
         return self._decide_all(entries, criterion_ids, report_path)
 
-    def check_path(self, report_path: str | Path, criterion_ids: list[str] | None = None) -> GateResult:
+    def check_path(
+        self, report_path: str | Path, criterion_ids: list[str] | None = None
+    ) -> GateResult:
         """Decide from report.json at `report_path` (a file or its folder) and verdicts.jsonl beside it."""
         path = Path(report_path)
         path = path / "report.json" if path.is_dir() else path
         found = read_entries(path)
-        return self._decide_all([(data, None) for data in found] if found is not None else None, criterion_ids, path)
+        return self._decide_all(
+            [(data, None) for data in found] if found is not None else None, criterion_ids, path
+        )
 
-    def _decide_all(self, entries: list[tuple[Any, tuple[Line, ...] | None]] | None, criterion_ids: list[str] | None,
-                    report_path: str | Path | None) -> GateResult:
-        ids = criterion_ids or sorted(self.criteria) or sorted(
-            {data.get("id") for data, _ in entries or [] if isinstance(data, dict) and isinstance(data.get("id"), str)})
+    def _decide_all(
+        self,
+        entries: list[tuple[Any, tuple[Line, ...] | None]] | None,
+        criterion_ids: list[str] | None,
+        report_path: str | Path | None,
+    ) -> GateResult:
+        ids = (
+            criterion_ids
+            or sorted(self.criteria)
+            or sorted(
+                {
+                    data.get("id")
+                    for data, _ in entries or []
+                    if isinstance(data, dict) and isinstance(data.get("id"), str)
+                }
+            )
+        )
         file_lines: list[Line] | Untrusted | None = None
         if entries and report_path is not None and any(lines is None for _, lines in entries):
             try:
@@ -95,39 +136,76 @@ class Gate:
                 file_lines = error
         decisions = []
         for cid in ids:
-            mine = [(data, lines) for data, lines in entries or [] if isinstance(data, dict) and data.get("id") == cid]
+            mine = [
+                (data, lines)
+                for data, lines in entries or []
+                if isinstance(data, dict) and data.get("id") == cid
+            ]
             if len(mine) > 1:
-                decisions.append(Decision(cid, "FAIL", (f"report.json holds {len(mine)} entries for this criterion, "
-                                                        "where a report has one; run `judgekit calibrate` again",)))
+                decisions.append(
+                    Decision(
+                        cid,
+                        "FAIL",
+                        (
+                            f"report.json holds {len(mine)} entries for this criterion, "
+                            "where a report has one; run `judgekit calibrate` again",
+                        ),
+                    )
+                )
                 continue
             if not mine:
-                decisions.append(Decision(cid, "FAIL", ("no calibration report for this criterion; run `judgekit "
-                                                        "calibrate`",)))
+                decisions.append(
+                    Decision(
+                        cid,
+                        "FAIL",
+                        ("no calibration report for this criterion; run `judgekit calibrate`",),
+                    )
+                )
                 continue
             data, held = mine[0]
-            lines: list[Line] | Untrusted | None = list(held) if held is not None else (
-                [line for line in file_lines if line.criterion in (cid, None)] if isinstance(file_lines, list)
-                else file_lines)
+            lines: list[Line] | Untrusted | None = (
+                list(held)
+                if held is not None
+                else (
+                    [line for line in file_lines if line.criterion in (cid, None)]
+                    if isinstance(file_lines, list)
+                    else file_lines
+                )
+            )
             decisions.append(self.decide(cid, data, lines))
-        return GateResult(tuple(decisions), str(report_path) if report_path is not None else None, self.agent_model)
+        return GateResult(
+            tuple(decisions),
+            str(report_path) if report_path is not None else None,
+            self.agent_model,
+        )
 
-    def decide(self, criterion_id: str, data: Any, lines: list[Line] | Untrusted | None) -> Decision:
+    def decide(
+        self, criterion_id: str, data: Any, lines: list[Line] | Untrusted | None
+    ) -> Decision:
         """One criterion's decision: the entry read, fresh (the files calibrated are the files on disk,
         its evidence younger than max_age), its figures recomputed from `lines` (its verdicts) against
         the set on disk, then the thresholds; and its judge is not the agent's own model."""
         try:
             entry = parse_entry(data)
         except Untrusted as error:
-            return Decision(criterion_id, "FAIL", (f"the report is not evidence: {error}; run `judgekit calibrate` "
-                                                   "again",))
+            return Decision(
+                criterion_id,
+                "FAIL",
+                (f"the report is not evidence: {error}; run `judgekit calibrate` again",),
+            )
         decision, figures = self._evidence(criterion_id, entry, lines)
-        decision = replace(decision, model=entry.model,
-                           confusion=decision.confusion or (figures.counts() if figures else None))
+        decision = replace(
+            decision,
+            model=entry.model,
+            confusion=decision.confusion or (figures.counts() if figures else None),
+        )
         if decision.status != "PASS":
             decision = replace(decision, thresholds=None)
         clash = self._agent_clash(entry)
         if clash:
-            decision = replace(decision, status="FAIL", reasons=(clash, *decision.reasons), needed=None)
+            decision = replace(
+                decision, status="FAIL", reasons=(clash, *decision.reasons), needed=None
+            )
         return decision
 
     def _agent_clash(self, entry: Entry) -> str | None:
@@ -135,16 +213,23 @@ class Gate:
         if not self.agent_model or entry.kind == "regex":
             return None
         if not entry.model:
-            return (f"the report names no judge model, so nothing shows it is not the agent's ({self.agent_model}); "
-                    "calibrate with the judge's model named (--model)")
+            return (
+                f"the report names no judge model, so nothing shows it is not the agent's ({self.agent_model}); "
+                "calibrate with the judge's model named (--model)"
+            )
         agent = family(self.agent_model)
-        if same_model(entry.model, self.agent_model) or (entry.family is not None and entry.family == agent):
-            return (f"the judge is the agent's own model: judge {entry.model} and agent {self.agent_model} are both "
-                    f"{agent}; calibrate a judge of another model")
+        if same_model(entry.model, self.agent_model) or (
+            entry.family is not None and entry.family == agent
+        ):
+            return (
+                f"the judge is the agent's own model: judge {entry.model} and agent {self.agent_model} are both "
+                f"{agent}; calibrate a judge of another model"
+            )
         return None
 
-    def _evidence(self, criterion_id: str, entry: Entry,
-                  lines: list[Line] | Untrusted | None) -> tuple[Decision, Figures | None]:
+    def _evidence(
+        self, criterion_id: str, entry: Entry, lines: list[Line] | Untrusted | None
+    ) -> tuple[Decision, Figures | None]:
         t = self.policy.for_criterion(criterion_id)
         if entry.kind == "regex":  # checked by code: nothing to be unsure of, nothing to escalate
             t = replace(t, selective=None)
@@ -154,59 +239,116 @@ class Gate:
         labels = self.sets[criterion_id].select(entry.split)
         try:
             if lines is None:
-                raise Untrusted("the report has no per-example verdicts to check its figures against")
+                raise Untrusted(
+                    "the report has no per-example verdicts to check its figures against"
+                )
             if isinstance(lines, Untrusted):
                 raise lines
             figures = verify(entry, lines, labels, self.now)
         except Untrusted as error:
-            return Decision(criterion_id, "FAIL", (f"the report is not evidence: {error}; run `judgekit calibrate` "
-                                                   "again",)), None
+            return Decision(
+                criterion_id,
+                "FAIL",
+                (f"the report is not evidence: {error}; run `judgekit calibrate` again",),
+            ), None
         if t.max_age is not None and figures.evidence_at is not None:
             age = self.now - figures.evidence_at
             if age > parse_duration(t.max_age):
-                return Decision(criterion_id, "FAIL", (
-                    f"its evidence is {_age(age)} old (the oldest answer it rests on, cached or not), older than "
-                    f"max_age {t.max_age}; run `judgekit calibrate` again, which asks older answers again",)), figures
+                return Decision(
+                    criterion_id,
+                    "FAIL",
+                    (
+                        f"its evidence is {_age(age)} old (the oldest answer it rests on, cached or not), older than "
+                        f"max_age {t.max_age}; run `judgekit calibrate` again, which asks older answers again",
+                    ),
+                ), figures
         return self._thresholds(criterion_id, figures, t), figures
 
     def _thresholds(self, criterion_id: str, figures: Figures, t: Thresholds) -> Decision:
         if t.selective is not None:
-            return selective(criterion_id, figures, t, t.selective, self.criteria[criterion_id].path)
+            return selective(
+                criterion_id, figures, t, t.selective, self.criteria[criterion_id].path
+            )
         fails: list[str] = []
         unsure: list[str] = []
-        short: set[str] = set()  # classes whose count the gate lacks: pass (known-good) / fail (known-bad)
+        short: set[str] = (
+            set()
+        )  # classes whose count the gate lacks: pass (known-good) / fail (known-bad)
         n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
         if n_pass < t.min_examples or n_fail < t.min_examples:
-            unsure.append(f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least "
-                          f"{t.min_examples} of each needed")
+            unsure.append(
+                f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least "
+                f"{t.min_examples} of each needed"
+            )
             short |= {cls for cls, n in (("pass", n_pass), ("fail", n_fail)) if n < t.min_examples}
         if figures.n and figures.abstained / figures.n > t.max_abstain_rate:
-            fails.append(f"the judge abstained on {figures.abstained} of {figures.n} examples "
-                         f"({figures.abstained / figures.n:.0%} > {t.max_abstain_rate:.0%})")
-        if t.max_flip_rate is not None and figures.flip_rate is not None and figures.flip_rate > t.max_flip_rate:
-            fails.append(f"trials disagreed on {figures.flip_rate:.0%} of examples (> {t.max_flip_rate:.0%})")
+            fails.append(
+                f"the judge abstained on {figures.abstained} of {figures.n} examples "
+                f"({figures.abstained / figures.n:.0%} > {t.max_abstain_rate:.0%})"
+            )
+        if (
+            t.max_flip_rate is not None
+            and figures.flip_rate is not None
+            and figures.flip_rate > t.max_flip_rate
+        ):
+            fails.append(
+                f"trials disagreed on {figures.flip_rate:.0%} of examples (> {t.max_flip_rate:.0%})"
+            )
         rates = figures.rates()
         intervals = figures.intervals(with_kappa=t.min_kappa is not None)
-        for key, label, threshold, cls in (("tpr", "TPR", t.min_tpr, "pass"), ("tnr", "TNR", t.min_tnr, "fail")):
+        for key, label, threshold, cls in (
+            ("tpr", "TPR", t.min_tpr, "pass"),
+            ("tnr", "TNR", t.min_tnr, "fail"),
+        ):
             if check(rates, intervals, key, label, threshold, t.use_lower_bound, fails, unsure):
                 short.add(cls)
         if t.min_kappa is not None:
-            check(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, fails, unsure)
-        for pool, (found, abstaining) in figures.pools().items():  # drawn from production: cleared there too
+            check(
+                rates,
+                intervals,
+                "cohen_kappa",
+                "kappa",
+                t.min_kappa,
+                t.use_lower_bound,
+                fails,
+                unsure,
+            )
+        for pool, (
+            found,
+            abstaining,
+        ) in figures.pools().items():  # drawn from production: cleared there too
             if abstaining > t.max_abstain_rate:
-                fails.append(f"the judge abstains on {abstaining:.0%} of pool {pool} (weighted; > "
-                             f"{t.max_abstain_rate:.0%})")
-            for key, label, threshold, word in (("tpr", "TPR", t.min_tpr, "known-good"),
-                                                ("tnr", "TNR", t.min_tnr, "known-bad")):
+                fails.append(
+                    f"the judge abstains on {abstaining:.0%} of pool {pool} (weighted; > "
+                    f"{t.max_abstain_rate:.0%})"
+                )
+            for key, label, threshold, word in (
+                ("tpr", "TPR", t.min_tpr, "known-good"),
+                ("tnr", "TNR", t.min_tnr, "known-bad"),
+            ):
                 name = f"{label} on pool {pool} alone"
                 if math.isnan(found.metrics[key]):
-                    unsure.append(f"{name} is unknown: no {word} reply of it is labelled yet; draw more "
-                                  "(judgekit label --next)")
+                    unsure.append(
+                        f"{name} is unknown: no {word} reply of it is labelled yet; draw more "
+                        "(judgekit label --next)"
+                    )
                 else:
-                    check(found.metrics, found.intervals, key, name, threshold, t.use_lower_bound, fails, unsure)
+                    check(
+                        found.metrics,
+                        found.intervals,
+                        key,
+                        name,
+                        threshold,
+                        t.use_lower_bound,
+                        fails,
+                        unsure,
+                    )
         # What labelling can do, one number per class: the gate and `judgekit plan` say it alike.
         needed = {}
-        for cls, b in zip(("pass", "fail"), budgets(t, (n_pass, n_fail), (_finite(rates["tpr"]), _finite(rates["tnr"])))):
+        for cls, b in zip(
+            ("pass", "fail"),
+            budgets(t, (n_pass, n_fail), (_finite(rates["tpr"]), _finite(rates["tnr"]))),
+        ):
             if cls in short:
                 unsure.append(b.words())
                 if b.more:
@@ -215,25 +357,39 @@ class Gate:
             return Decision(criterion_id, "FAIL", tuple(fails + unsure))
         if unsure:
             return Decision(criterion_id, "INCONCLUSIVE", tuple(unsure), needed or None)
-        return Decision(criterion_id, "PASS", (f"TPR {fmt_number(rates['tpr'], 2)}, TNR {fmt_number(rates['tnr'], 2)}, "
-                                               f"kappa {fmt_number(rates['cohen_kappa'], 2)} on {figures.n} examples",))
+        return Decision(
+            criterion_id,
+            "PASS",
+            (
+                f"TPR {fmt_number(rates['tpr'], 2)}, TNR {fmt_number(rates['tnr'], 2)}, "
+                f"kappa {fmt_number(rates['cohen_kappa'], 2)} on {figures.n} examples",
+            ),
+        )
 
     def _staleness(self, entry: Entry) -> list[str]:
         """Why the report is not about the files on disk (empty when it is)."""
         reasons = []
         criterion = self.criteria.get(entry.id)
         if criterion is None or entry.id not in self.sets:
-            reasons.append(f"no criteria/{entry.id}.yaml and calibration set on disk to check the report against")
+            reasons.append(
+                f"no criteria/{entry.id}.yaml and calibration set on disk to check the report against"
+            )
         elif entry.inputs is None:
-            reasons.append("the report does not say which files it calibrated (a report of an older judgekit)")
+            reasons.append(
+                "the report does not say which files it calibrated (a report of an older judgekit)"
+            )
         else:
             if entry.inputs.get("criterion") != criterion.digest:
                 named = _named_model(criterion.path)
-                if named and named != entry.model:  # the most useful reason when the file names another model
+                if (
+                    named and named != entry.model
+                ):  # the most useful reason when the file names another model
                     reasons.append(_model_reason(entry, named))
                 else:
-                    reasons.append("the criterion's judge (prompt, model or parameters) changed since it was "
-                                   "calibrated")
+                    reasons.append(
+                        "the criterion's judge (prompt, model or parameters) changed since it was "
+                        "calibrated"
+                    )
             if entry.inputs.get("set") != self.sets[entry.id].digest:
                 reasons.append("the calibration set changed since it was calibrated")
         if entry.declared_model and entry.declared_model != entry.model and not reasons:
@@ -244,9 +400,13 @@ class Gate:
 
 
 def _model_reason(entry: Entry, named: str) -> str:
-    calibrated = repr(entry.model) if entry.model else "no named model (recorded verdicts without --model)"
-    return (f"the report calibrated {calibrated} but criteria/{entry.id}.yaml names judge.model {named!r}; set "
-            "judge.model to the model you calibrated, or calibrate again with the criterion's judge.model")
+    calibrated = (
+        repr(entry.model) if entry.model else "no named model (recorded verdicts without --model)"
+    )
+    return (
+        f"the report calibrated {calibrated} but criteria/{entry.id}.yaml names judge.model {named!r}; set "
+        "judge.model to the model you calibrated, or calibrate again with the criterion's judge.model"
+    )
 
 
 def _named_model(path: Path) -> str | None:

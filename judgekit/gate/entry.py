@@ -104,21 +104,34 @@ def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> Entry:
     inputs = data.get("inputs")
     trials = parameters.get("trials")
     return Entry(
-        id=data["id"], fingerprint=str(data.get("fingerprint")), n=_count(data, "n"), abstained=_count(data, "abstained"),
+        id=data["id"],
+        fingerprint=str(data.get("fingerprint")),
+        n=_count(data, "n"),
+        abstained=_count(data, "abstained"),
         confusion=cells,  # type: ignore[arg-type]
         metrics=data.get("metrics") if isinstance(data.get("metrics"), dict) else {},
         intervals=data.get("intervals") if isinstance(data.get("intervals"), dict) else {},
-        inputs={k: v for k, v in inputs.items() if isinstance(v, str)} if isinstance(inputs, dict) else None,
-        flip_rate=consistency.get("flip_rate"), labelled_pass=data.get("labelled_pass"),
-        labelled_fail=data.get("labelled_fail"), split=data.get("split") if isinstance(data.get("split"), str) else None,
+        inputs={k: v for k, v in inputs.items() if isinstance(v, str)}
+        if isinstance(inputs, dict)
+        else None,
+        flip_rate=consistency.get("flip_rate"),
+        labelled_pass=data.get("labelled_pass"),
+        labelled_fail=data.get("labelled_fail"),
+        split=data.get("split") if isinstance(data.get("split"), str) else None,
         calibrated_at=_time(data.get("calibrated_at"), "calibrated_at"),
         evidence_at=_time(data.get("evidence_at"), "evidence_at"),
         early_stop_judged=_count(early, "judged") if early is not None else None,
-        kind=judge.get("kind"), model=judge.get("model"), declared_model=judge.get("declared_model"),
+        kind=judge.get("kind"),
+        model=judge.get("model"),
+        declared_model=judge.get("declared_model"),
         family=judge.get("family") if isinstance(judge.get("family"), str) else None,
-        source=str(judge.get("source", "live")), api_base=judge.get("api_base"), via=str(judge.get("via", "auto")),
+        source=str(judge.get("source", "live")),
+        api_base=judge.get("api_base"),
+        via=str(judge.get("via", "auto")),
         structured=judge.get("structured", True) is not False,
-        trials=trials if isinstance(trials, int) and not isinstance(trials, bool) else None, lines=lines)
+        trials=trials if isinstance(trials, int) and not isinstance(trials, bool) else None,
+        lines=lines,
+    )
 
 
 def read_entries(path: Path) -> list[Any] | None:
@@ -126,10 +139,15 @@ def read_entries(path: Path) -> list[Any] | None:
     None when there is no report; a file that is not a report is an InputError."""
     if not path.exists():
         return None
-    data = parse_json(read_text(path, "run `judgekit calibrate` first, or pass the report's path"), path)
+    data = parse_json(
+        read_text(path, "run `judgekit calibrate` first, or pass the report's path"), path
+    )
     if not isinstance(data, dict) or not isinstance(data.get("criteria"), list):
-        raise InputError.one(path, "criteria", "is not a judgekit report (no list of criteria); run `judgekit "
-                             "calibrate` to write one")
+        raise InputError.one(
+            path,
+            "criteria",
+            "is not a judgekit report (no list of criteria); run `judgekit calibrate` to write one",
+        )
     return data["criteria"]
 
 
@@ -137,9 +155,13 @@ def read_entries(path: Path) -> list[Any] | None:
 def read_lines(path: Path) -> list[Line]:
     """The verdicts of a verdict file, read by judgekit's one JSON Lines reader into plain records."""
     if not path.is_file():
-        raise Untrusted(f"no {path.name} beside the report: the gate decides from per-example verdicts")
+        raise Untrusted(
+            f"no {path.name} beside the report: the gate decides from per-example verdicts"
+        )
     lines: list[Line] = []
-    times: dict[str, datetime | None] = {}  # one object per time written (a file of recorded verdicts has one)
+    times: dict[
+        str, datetime | None
+    ] = {}  # one object per time written (a file of recorded verdicts has one)
     try:
         for location, record in iter_records(path):
             if isinstance(record, Problem):
@@ -156,7 +178,12 @@ def read_lines(path: Path) -> list[Line]:
 def _line(record: Any, times: dict[str, datetime | None]) -> Line:
     if not isinstance(record, dict):
         raise ValueError("not an object")
-    rid, trial, passed, criterion = record.get("id"), record.get("trial", 0), record.get("passed"), record.get("criterion")
+    rid, trial, passed, criterion = (
+        record.get("id"),
+        record.get("trial", 0),
+        record.get("passed"),
+        record.get("criterion"),
+    )
     if isinstance(rid, bool) or not isinstance(rid, (str, int)):
         raise ValueError("id must be text")
     if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
@@ -167,19 +194,33 @@ def _line(record: Any, times: dict[str, datetime | None]) -> Line:
         raise ValueError("criterion must be text")
     written = record.get("at")
     try:
-        at = times[written] if isinstance(written, str) and written in times else _time(written, "at")
+        at = (
+            times[written]
+            if isinstance(written, str) and written in times
+            else _time(written, "at")
+        )
     except Untrusted:
         raise ValueError("at must be an ISO 8601 time") from None
     if isinstance(written, str):
         times[written] = at
     confidence, stage = record.get("confidence"), record.get("stage", 0)
-    if confidence is not None and (isinstance(confidence, bool) or not isinstance(confidence, (int, float))
-                                   or not 0 <= confidence <= 1):
+    if confidence is not None and (
+        isinstance(confidence, bool)
+        or not isinstance(confidence, (int, float))
+        or not 0 <= confidence <= 1
+    ):
         raise ValueError("confidence must be a number from 0 to 1")
     if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
         raise ValueError("stage must be a whole number")
-    return Line(criterion if criterion is None else sys.intern(criterion), str(rid), trial, passed, at,
-                None if confidence is None else float(confidence), stage)
+    return Line(
+        criterion if criterion is None else sys.intern(criterion),
+        str(rid),
+        trial,
+        passed,
+        at,
+        None if confidence is None else float(confidence),
+        stage,
+    )
 
 
 def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:
@@ -187,9 +228,22 @@ def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:
     verdicts it holds: what `parse_entry` reads."""
     out = []
     for c in report.criteria:
-        lines = tuple(Line(v.criterion, str(v.id), v.trial, v.passed,
-                           None if v.at is None else (v.at if v.at.tzinfo else v.at.replace(tzinfo=timezone.utc)),
-                           v.confidence, v.stage)
-                      for v in c.verdicts) or None
+        lines = (
+            tuple(
+                Line(
+                    v.criterion,
+                    str(v.id),
+                    v.trial,
+                    v.passed,
+                    None
+                    if v.at is None
+                    else (v.at if v.at.tzinfo else v.at.replace(tzinfo=timezone.utc)),
+                    v.confidence,
+                    v.stage,
+                )
+                for v in c.verdicts
+            )
+            or None
+        )
         out.append((c.model_dump(mode="json"), lines))
     return out

@@ -28,8 +28,22 @@ from judgekit.gate.entry import Entry, Line, Untrusted
 from judgekit.inputs.files import bulk
 from judgekit.inputs.labelled import Labelled, LabelledSet
 from judgekit.judging.verdicts import Verdict, majority
-from judgekit.stats.design import DesignError, Drawn, by_pool, design_calibration, weighted_cells, weights
-from judgekit.stats.metrics import Calibration, confusion, kappa_from_counts, kappa_interval, ratio, wilson
+from judgekit.stats.design import (
+    DesignError,
+    Drawn,
+    by_pool,
+    design_calibration,
+    weighted_cells,
+    weights,
+)
+from judgekit.stats.metrics import (
+    Calibration,
+    confusion,
+    kappa_from_counts,
+    kappa_interval,
+    ratio,
+    wilson,
+)
 from judgekit.stats.raters import flip_rate
 
 CLOCK_SKEW = timedelta(minutes=5)  # a time this far ahead of the gate's clock is in the future
@@ -48,9 +62,13 @@ class Figures:
     trials: int
     flip_rate: float | None
     evidence_at: datetime | None
-    decided: tuple[tuple[bool, bool], ...]  # (label, verdict) of each decided example: kappa's interval
+    decided: tuple[
+        tuple[bool, bool], ...
+    ]  # (label, verdict) of each decided example: kappa's interval
     labels: tuple[bool, ...] = ()  # of the examples judged, in the set's order
-    stages: tuple[tuple[Verdict, ...], ...] = ()  # each judge's final verdicts on them (selective judging)
+    stages: tuple[
+        tuple[Verdict, ...], ...
+    ] = ()  # each judge's final verdicts on them (selective judging)
     # how each was drawn (`judgekit label --next`), in the order of `labels`; empty: none by design
     drawn: tuple[Drawn | None, ...] = ()
 
@@ -66,11 +84,19 @@ class Figures:
 
     def pools(self) -> dict[str, tuple[Calibration, float]]:
         """Each pool's own figures and share of abstentions (its drawn examples, weighted within it)."""
-        return by_pool(self.labels, [v.passed for v in self.stages[0]], self.drawn) if self.drawn else {}
+        return (
+            by_pool(self.labels, [v.passed for v in self.stages[0]], self.drawn)
+            if self.drawn
+            else {}
+        )
 
     def rates(self) -> dict[str, float]:
         tp, fp, tn, fn = self.cells()
-        return {"tpr": ratio(tp, tp + fn), "tnr": ratio(tn, tn + fp), "cohen_kappa": kappa_from_counts(tp, fp, tn, fn)}
+        return {
+            "tpr": ratio(tp, tp + fn),
+            "tnr": ratio(tn, tn + fp),
+            "cohen_kappa": kappa_from_counts(tp, fp, tn, fn),
+        }
 
     @cached_property
     def _weighted(self) -> Calibration:
@@ -80,11 +106,16 @@ class Figures:
     def intervals(self, with_kappa: bool) -> dict[str, tuple[float, float]]:
         if self.drawn:  # seeded draws of the weighted posterior, as the report's (seed 0)
             found = self._weighted.intervals
-            return {k: found[k] for k in (("tpr", "tnr", "cohen_kappa") if with_kappa else ("tpr", "tnr"))}
+            return {
+                k: found[k]
+                for k in (("tpr", "tnr", "cohen_kappa") if with_kappa else ("tpr", "tnr"))
+            }
         tp, fp, tn, fn = self.confusion
         out = {"tpr": wilson(tp, tp + fn), "tnr": wilson(tn, tn + fp)}
         if with_kappa:  # numpy, imported by kappa_interval: only when the policy asks for kappa
-            out["cohen_kappa"] = kappa_interval([d[0] for d in self.decided], [d[1] for d in self.decided])
+            out["cohen_kappa"] = kappa_interval(
+                [d[0] for d in self.decided], [d[1] for d in self.decided]
+            )
         return out
 
 
@@ -97,11 +128,15 @@ def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -
     escalated = _by_example([line for line in lines if line.stage == 1], trials)
     for line in (line for line in lines if line.stage == 0):
         if line.id not in trials:
-            raise Untrusted(f"a verdict for id {line.id!r}, which the calibration set does not hold")
+            raise Untrusted(
+                f"a verdict for id {line.id!r}, which the calibration set does not hold"
+            )
         mine = trials[line.id]
         if mine is None:
             trials[line.id] = line
-        elif any(other.trial == line.trial for other in (mine if isinstance(mine, list) else (mine,))):
+        elif any(
+            other.trial == line.trial for other in (mine if isinstance(mine, list) else (mine,))
+        ):
             raise Untrusted(f"two verdicts for id {line.id!r} trial {line.trial}")
         elif isinstance(mine, list):
             mine.append(line)
@@ -112,8 +147,10 @@ def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -
     expected = stopped if stopped is not None else len(labels.examples)
     if len(judged) != expected:
         missing = next((e.id for e in labels.examples if trials[e.id] is None), None)
-        raise Untrusted(f"{len(judged)} of the set's {len(labels.examples)} examples have verdicts, not {expected}"
-                        + (f" (none for id {missing!r})" if missing and stopped is None else ""))
+        raise Untrusted(
+            f"{len(judged)} of the set's {len(labels.examples)} examples have verdicts, not {expected}"
+            + (f" (none for id {missing!r})" if missing and stopped is None else "")
+        )
     for e in judged:  # each example's trials in order
         if isinstance(held := trials[e.id], list):
             held.sort(key=_trial)
@@ -122,23 +159,33 @@ def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -
         held = trials[e.id]
         return held if isinstance(held, list) else (held,)  # type: ignore[return-value]
 
-    verdicts = [majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in each(e)]) for e in judged]
+    verdicts = [
+        majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in each(e)])
+        for e in judged
+    ]
     final = [v.passed for v in verdicts]
     cells, abstained = confusion([e.label for e in judged], final)
     times = [v.at for e in judged for v in each(e)]
     count = max((len(each(e)) for e in judged), default=1)
     flips = flip_rate([[v.passed for v in each(e)] for e in judged]) if count > 1 else None
     labelled_pass = sum(e.label for e in labels.examples)
-    return Figures(n=len(judged), abstained=abstained, confusion=(cells.tp, cells.fp, cells.tn, cells.fn),
-                   labelled_pass=labelled_pass, labelled_fail=len(labels.examples) - labelled_pass, trials=count,
-                   flip_rate=None if flips is None or math.isnan(flips) else flips,
-                   evidence_at=None if not times or None in times else min(times),  # type: ignore[type-var]
-                   decided=tuple(_PAIRS[e.label, v] for e, v in zip(judged, final) if v is not None),
-                   labels=tuple(e.label for e in judged),
-                   drawn=tuple(Drawn(*e.selection) if e.selection else None for e in judged)
-                   if any(e.selection for e in judged) else (),
-                   stages=(tuple(verdicts),) + ((tuple(escalated.get(e.id, Verdict(e.id, None)) for e in judged),)
-                                                if escalated else ()))
+    return Figures(
+        n=len(judged),
+        abstained=abstained,
+        confusion=(cells.tp, cells.fp, cells.tn, cells.fn),
+        labelled_pass=labelled_pass,
+        labelled_fail=len(labels.examples) - labelled_pass,
+        trials=count,
+        flip_rate=None if flips is None or math.isnan(flips) else flips,
+        evidence_at=None if not times or None in times else min(times),  # type: ignore[type-var]
+        decided=tuple(_PAIRS[e.label, v] for e, v in zip(judged, final) if v is not None),
+        labels=tuple(e.label for e in judged),
+        drawn=tuple(Drawn(*e.selection) if e.selection else None for e in judged)
+        if any(e.selection for e in judged)
+        else (),
+        stages=(tuple(verdicts),)
+        + ((tuple(escalated.get(e.id, Verdict(e.id, None)) for e in judged),) if escalated else ()),
+    )
 
 
 def _trial(line: Line) -> int:
@@ -146,7 +193,9 @@ def _trial(line: Line) -> int:
 
 
 # (label, verdict) of a decided example: four values, one tuple each (a million examples hold them).
-_PAIRS = {(label, verdict): (label, verdict) for label in (True, False) for verdict in (True, False)}
+_PAIRS = {
+    (label, verdict): (label, verdict) for label in (True, False) for verdict in (True, False)
+}
 
 
 def _by_example(lines: Sequence[Line], known: Container[str]) -> dict[str, Verdict]:
@@ -154,19 +203,29 @@ def _by_example(lines: Sequence[Line], known: Container[str]) -> dict[str, Verdi
     trials: dict[str, dict[int, Line]] = defaultdict(dict)
     for line in lines:
         if line.id not in known:
-            raise Untrusted(f"a verdict of the judge escalated to for id {line.id!r}, which the set does not hold")
+            raise Untrusted(
+                f"a verdict of the judge escalated to for id {line.id!r}, which the set does not hold"
+            )
         if line.trial in trials[line.id]:
-            raise Untrusted(f"two verdicts of the judge escalated to for id {line.id!r} trial {line.trial}")
+            raise Untrusted(
+                f"two verdicts of the judge escalated to for id {line.id!r} trial {line.trial}"
+            )
         trials[line.id][line.trial] = line
-    return {eid: majority([Verdict(eid, t[k].passed, confidence=t[k].confidence) for k in sorted(t)])
-            for eid, t in trials.items()}
+    return {
+        eid: majority([Verdict(eid, t[k].passed, confidence=t[k].confidence) for k in sorted(t)])
+        for eid, t in trials.items()
+    }
 
 
 def _same(stored: Any, computed: float | None) -> bool:
     if computed is None or (isinstance(computed, float) and math.isnan(computed)):
         return stored is None
-    return isinstance(stored, (int, float)) and not isinstance(stored, bool) and math.isfinite(stored) \
+    return (
+        isinstance(stored, (int, float))
+        and not isinstance(stored, bool)
+        and math.isfinite(stored)
         and abs(stored - computed) <= TOLERANCE
+    )
 
 
 def verify(entry: Entry, lines: Sequence[Line], labels: LabelledSet, now: datetime) -> Figures:
@@ -176,32 +235,50 @@ def verify(entry: Entry, lines: Sequence[Line], labels: LabelledSet, now: dateti
     try:
         f.cells()
     except DesignError as error:
-        raise Untrusted(f"the set's selection records do not describe one design: {error}") from None
+        raise Untrusted(
+            f"the set's selection records do not describe one design: {error}"
+        ) from None
     checks: list[tuple[str, Any, Any]] = [
-        ("n", entry.n, f.n), ("abstained", entry.abstained, f.abstained),
+        ("n", entry.n, f.n),
+        ("abstained", entry.abstained, f.abstained),
         ("confusion (tp, fp, tn, fn)", entry.confusion, f.confusion),
-        ("labelled_pass", entry.labelled_pass, f.labelled_pass), ("labelled_fail", entry.labelled_fail, f.labelled_fail),
+        ("labelled_pass", entry.labelled_pass, f.labelled_pass),
+        ("labelled_fail", entry.labelled_fail, f.labelled_fail),
     ]
     for name, stored, computed in checks:
         if stored != computed:
             raise Untrusted(f"report.json says {name} {stored} but its verdicts give {computed}")
     for name, value in f.rates().items():
         if not _same(entry.metrics.get(name), value):
-            raise Untrusted(f"report.json says {name} {entry.metrics.get(name)} but its verdicts give {value:.6g}")
+            raise Untrusted(
+                f"report.json says {name} {entry.metrics.get(name)} but its verdicts give {value:.6g}"
+            )
     # A seeded simulation gives kappa's interval: the gate computes its own when it needs one.
     for name, (low, high) in f.intervals(with_kappa=False).items():
         stored = entry.intervals.get(name)
-        if not (isinstance(stored, (list, tuple)) and len(stored) == 2 and _same(stored[0], low)
-                and _same(stored[1], high)):
-            raise Untrusted(f"report.json's {name} interval {stored} is not the one its verdicts give "
-                            f"({low:.4g}-{high:.4g})")
+        if not (
+            isinstance(stored, (list, tuple))
+            and len(stored) == 2
+            and _same(stored[0], low)
+            and _same(stored[1], high)
+        ):
+            raise Untrusted(
+                f"report.json's {name} interval {stored} is not the one its verdicts give "
+                f"({low:.4g}-{high:.4g})"
+            )
     if not _same(entry.flip_rate, f.flip_rate):
-        raise Untrusted(f"report.json says flip rate {entry.flip_rate} but its verdicts give {f.flip_rate}")
+        raise Untrusted(
+            f"report.json says flip rate {entry.flip_rate} but its verdicts give {f.flip_rate}"
+        )
     if f.evidence_at is None:
-        raise Untrusted("its verdicts do not say when they were given (a report of an older judgekit)")
+        raise Untrusted(
+            "its verdicts do not say when they were given (a report of an older judgekit)"
+        )
     if entry.evidence_at is None or abs(entry.evidence_at - f.evidence_at) > timedelta(seconds=1):
-        raise Untrusted(f"report.json says its evidence is from {entry.evidence_at} but its verdicts are from "
-                        f"{f.evidence_at:%Y-%m-%d %H:%M:%S}")
+        raise Untrusted(
+            f"report.json says its evidence is from {entry.evidence_at} but its verdicts are from "
+            f"{f.evidence_at:%Y-%m-%d %H:%M:%S}"
+        )
     for name, when in (("calibration time", entry.calibrated_at), ("evidence", f.evidence_at)):
         if when is None:
             raise Untrusted(f"report.json has no {name}")

@@ -18,6 +18,7 @@ from judgekit.inputs.criteria import Criterion, load_criterion, with_trials
 from judgekit.judging.judge import RECORDED, Judge
 from judgekit.judging.prompts import fingerprint
 
+
 def judged_elsewhere(source: str | None) -> str | None:
     """Why judgekit may not judge a criterion itself although the gate passes it: its figures are
     another tool's judge's (`source` recorded:<file>), whose prompt judgekit never asked. None when it may."""
@@ -29,9 +30,14 @@ def _report_path(report: str | Path) -> Path:
     return path / "report.json" if path.is_dir() else path
 
 
-def require_calibrated(*criterion_ids: str, report: str | Path = ".judgekit/reports/latest",
-                       criteria: str | Path = "criteria", sets: str | Path = "calibration_sets",
-                       config: str | Path | None = None, recorded: bool = False) -> GateResult:
+def require_calibrated(
+    *criterion_ids: str,
+    report: str | Path = ".judgekit/reports/latest",
+    criteria: str | Path = "criteria",
+    sets: str | Path = "calibration_sets",
+    config: str | Path | None = None,
+    recorded: bool = False,
+) -> GateResult:
     """The one-line guard for any test runner: raise JudgeNotCalibrated unless every named
     criterion (every criterion on disk when none is named) passes the gate.
 
@@ -43,12 +49,21 @@ def require_calibrated(*criterion_ids: str, report: str | Path = ".judgekit/repo
     examples/test_with_unittest.py shows it in a unittest suite, and tests/test_gate.py tests it.
     """
     path = _report_path(report)
-    gate = Gate.from_project(Path(criteria), Path(sets), Path(config) if config else None, list(criterion_ids) or None)
+    gate = Gate.from_project(
+        Path(criteria), Path(sets), Path(config) if config else None, list(criterion_ids) or None
+    )
     result = gate.check_path(path, list(criterion_ids) or None).raise_for_status()
     if not recorded:
         entries = {e.id: e for e in _entries(path)}
-        refused = [(d.criterion, "FAIL", why) for d in result.decisions
-                   if (why := judged_elsewhere(entries[d.criterion].source if d.criterion in entries else None))]
+        refused = [
+            (d.criterion, "FAIL", why)
+            for d in result.decisions
+            if (
+                why := judged_elsewhere(
+                    entries[d.criterion].source if d.criterion in entries else None
+                )
+            )
+        ]
         if refused:
             raise JudgeNotCalibrated("FAIL", refused)
     return result
@@ -64,21 +79,29 @@ def _entries(path: Path) -> list[Entry]:
     return out
 
 
-def calibrated_judge(criterion_id: str, report: str | Path = ".judgekit/reports/latest",
-                     criteria: str | Path = "criteria", sets: str | Path = "calibration_sets",
-                     config: str | Path | None = None, cache_dir: str | None = ".judgekit/cache",
-                     root: Path = Path(".")) -> Judge:
+def calibrated_judge(
+    criterion_id: str,
+    report: str | Path = ".judgekit/reports/latest",
+    criteria: str | Path = "criteria",
+    sets: str | Path = "calibration_sets",
+    config: str | Path | None = None,
+    cache_dir: str | None = ".judgekit/cache",
+    root: Path = Path("."),
+) -> Judge:
     """The criterion's judge as calibrated (model, endpoint, trials, transport, structured output),
     which refuses to judge when the gate blocks it or when its figures came from another tool's
     recorded verdicts."""
     path = _report_path(report)
     criterion = load_criterion(Path(criteria) / f"{criterion_id}.yaml")
-    result = Gate.from_project(Path(criteria), Path(sets), Path(config) if config else None, [criterion_id],
-                               root=root).check_path(path, [criterion_id])
+    result = Gate.from_project(
+        Path(criteria), Path(sets), Path(config) if config else None, [criterion_id], root=root
+    ).check_path(path, [criterion_id])
     return judge_for(criterion, result, cache_dir)
 
 
-def judge_for(criterion: Criterion, result: GateResult, cache_dir: str | None = ".judgekit/cache") -> Judge:
+def judge_for(
+    criterion: Criterion, result: GateResult, cache_dir: str | None = ".judgekit/cache"
+) -> Judge:
     """The Judge of `criterion` under a gate result already reached (the pytest fixture reuses the
     session's): it asks exactly as the report calibrated it, or refuses, saying why."""
     blocked = result.blocked([criterion.id])
@@ -88,18 +111,31 @@ def judge_for(criterion: Criterion, result: GateResult, cache_dir: str | None = 
         why = judged_elsewhere(entry.source if entry else None)
         if entry is None:
             why = "the report no longer holds this criterion; gate again"
-        elif not why and fingerprint(with_trials(criterion, entry.trials), entry.model) != entry.fingerprint:
+        elif (
+            not why
+            and fingerprint(with_trials(criterion, entry.trials), entry.model) != entry.fingerprint
+        ):
             # The gate compares files; before it asks a model, the judge checks it is the one measured.
             why = "the report's judge is not this criterion's (its fingerprint differs); run `judgekit calibrate` again"
         if why:
             blocked = [Decision(criterion.id, "FAIL", (why,))]
     if blocked:
-        return Judge(criterion, refusal=GateResult(tuple(blocked), result.report_path).refusal([criterion.id]),
-                     cache_dir=cache_dir)
+        return Judge(
+            criterion,
+            refusal=GateResult(tuple(blocked), result.report_path).refusal([criterion.id]),
+            cache_dir=cache_dir,
+        )
     decision = result.decision(criterion.id)
-    return Judge(criterion, entry, cache_dir=cache_dir, thresholds=decision.thresholds if decision else None)
+    return Judge(
+        criterion, entry, cache_dir=cache_dir, thresholds=decision.thresholds if decision else None
+    )
 
 
-def judge_of(criteria_dir: Path, criterion_id: str, result: GateResult, cache_dir: str | None = ".judgekit/cache") -> Judge:
+def judge_of(
+    criteria_dir: Path,
+    criterion_id: str,
+    result: GateResult,
+    cache_dir: str | None = ".judgekit/cache",
+) -> Judge:
     """`judge_for` the criterion file `criteria_dir/<id>.yaml` (the pytest fixture)."""
     return judge_for(load_criterion(criteria_dir / f"{criterion_id}.yaml"), result, cache_dir)

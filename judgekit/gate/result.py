@@ -43,7 +43,9 @@ class GateResult:
 
     decisions: tuple[Decision, ...]
     report_path: str | None = None
-    agent_model: str | None = None  # the agent's model, when declared: no judge may be of the same model
+    agent_model: str | None = (
+        None  # the agent's model, when declared: no judge may be of the same model
+    )
 
     @property
     def status(self) -> Status:
@@ -68,13 +70,22 @@ class GateResult:
         out = []
         for cid in criterion_ids:
             d = self.decision(cid)
-            out.append(d if d else Decision(cid, "FAIL", (f"criterion {cid!r} was not gated: no criteria/{cid}.yaml",)))
+            out.append(
+                d
+                if d
+                else Decision(
+                    cid, "FAIL", (f"criterion {cid!r} was not gated: no criteria/{cid}.yaml",)
+                )
+            )
         return [d for d in out if d.status != "PASS"]
 
     def refusal(self, criterion_ids: list[str] | None = None) -> JudgeNotCalibrated | None:
         """The error a judge of these criteria (all when None) raises instead of grading, or None."""
-        blocked = self.blocked(criterion_ids) if criterion_ids is not None else [
-            d for d in self.decisions if d.status != "PASS"]
+        blocked = (
+            self.blocked(criterion_ids)
+            if criterion_ids is not None
+            else [d for d in self.decisions if d.status != "PASS"]
+        )
         if criterion_ids is None and not self.decisions:
             return JudgeNotCalibrated("FAIL", [])
         if not blocked:
@@ -94,7 +105,19 @@ class GateResult:
 
     def to_dict(self) -> dict[str, Any]:
         """For scripts: the overall status, its exit code, and each decision with its reasons."""
-        return {"status": self.status, "exit_code": self.exit_code, "report": self.report_path,
-                "agent_model": self.agent_model,
-                "decisions": [{"criterion": d.criterion, "status": d.status, "reasons": list(d.reasons),
-                               "needed": d.needed, "judge_model": d.model} for d in self.decisions]}
+        return {
+            "status": self.status,
+            "exit_code": self.exit_code,
+            "report": self.report_path,
+            "agent_model": self.agent_model,
+            "decisions": [
+                {
+                    "criterion": d.criterion,
+                    "status": d.status,
+                    "reasons": list(d.reasons),
+                    "needed": d.needed,
+                    "judge_model": d.model,
+                }
+                for d in self.decisions
+            ],
+        }

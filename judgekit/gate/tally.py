@@ -58,12 +58,18 @@ class RunRecord:
 
     @property
     def passed(self) -> bool:
-        return self.error is None and bool(self.checks) and all(c.passed is True for c in self.checks)
+        return (
+            self.error is None and bool(self.checks) and all(c.passed is True for c in self.checks)
+        )
 
     def why(self) -> str:
         """Why the run did not pass."""
-        why = [f"{c.criterion} {'abstained' if c.passed is None else 'failed'}"
-               + (f" ({_short(c.reason)})" if c.reason else "") for c in self.checks if c.passed is not True]
+        why = [
+            f"{c.criterion} {'abstained' if c.passed is None else 'failed'}"
+            + (f" ({_short(c.reason)})" if c.reason else "")
+            for c in self.checks
+            if c.passed is not True
+        ]
         if self.error is not None:
             why.append(f"raised {self.error}")
         return "; ".join(why) or "judged nothing"
@@ -95,7 +101,9 @@ class Scenario:
     runs: tuple[RunRecord, ...]
     min_passes: int
     corrected: float | None = None  # the corrected pass rate (one check per run only)
-    interval: tuple[float, float] | None = None  # of the corrected rate; (nan, upper) for a bound alone
+    interval: tuple[float, float] | None = (
+        None  # of the corrected rate; (nan, upper) for a bound alone
+    )
     note: str | None = None  # why the count was not corrected, or a warning about the correction
 
     @property
@@ -122,41 +130,72 @@ class Scenario:
 
     def headline(self) -> str:
         low, high = wilson(self.passes, len(self.runs))
-        line = (f"{self.name}: {self.passes} of {len(self.runs)} runs passed every check (needs {self.min_passes}; "
-                f"rate {self.passes / len(self.runs):.2f}, 95% {low:.2f}-{high:.2f})")
+        line = (
+            f"{self.name}: {self.passes} of {len(self.runs)} runs passed every check (needs {self.min_passes}; "
+            f"rate {self.passes / len(self.runs):.2f}, 95% {low:.2f}-{high:.2f})"
+        )
         if self.abstained:
             line += f"; {self.abstained} run(s) with an abstained check, not counted as passes"
         if self.interval is not None:
             _, high_c = self.interval
-            line += (f"; corrected for the judges {self.corrected:.2f}, at most {high_c:.2f} (95%)"
-                     if self.corrected is not None else f"; corrected for the judges at most {high_c:.2f} (95%)")
+            line += (
+                f"; corrected for the judges {self.corrected:.2f}, at most {high_c:.2f} (95%)"
+                if self.corrected is not None
+                else f"; corrected for the judges at most {high_c:.2f} (95%)"
+            )
         if self.judge_error:
-            line += (f": meets {self.min_passes} of {len(self.runs)} only through the judges' errors (the corrected "
-                     f"rate's bound lies below {self.threshold:.2f})")
+            line += (
+                f": meets {self.min_passes} of {len(self.runs)} only through the judges' errors (the corrected "
+                f"rate's bound lies below {self.threshold:.2f})"
+            )
         if self.note:
             line += f"; {self.note}"
         return line
 
     def lines(self) -> list[str]:
         """The headline, then each run that did not pass and why."""
-        return [self.headline(), *(f"  run {r.index + 1}: {r.why()}" for r in self.runs if not r.passed)]
+        return [
+            self.headline(),
+            *(f"  run {r.index + 1}: {r.why()}" for r in self.runs if not r.passed),
+        ]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "min_passes": self.min_passes, "passed": self.passed, "passes": self.passes,
-                "abstained": self.abstained, "judge_error": self.judge_error, "corrected": self.corrected,
-                "interval": list(self.interval) if self.interval else None, "note": self.note,
-                "runs": [asdict(r) for r in self.runs]}
+        return {
+            "name": self.name,
+            "min_passes": self.min_passes,
+            "passed": self.passed,
+            "passes": self.passes,
+            "abstained": self.abstained,
+            "judge_error": self.judge_error,
+            "corrected": self.corrected,
+            "interval": list(self.interval) if self.interval else None,
+            "note": self.note,
+            "runs": [asdict(r) for r in self.runs],
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> "Scenario":
-        runs = tuple(RunRecord(r["index"], [Check(**c) for c in r["checks"]], r["error"]) for r in data["runs"])
+        runs = tuple(
+            RunRecord(r["index"], [Check(**c) for c in r["checks"]], r["error"])
+            for r in data["runs"]
+        )
         interval = data.get("interval")
-        return cls(data["name"], runs, data["min_passes"], data.get("corrected"),
-                   tuple(interval) if interval else None, data.get("note"))  # type: ignore[arg-type]
+        return cls(
+            data["name"],
+            runs,
+            data["min_passes"],
+            data.get("corrected"),
+            tuple(interval) if interval else None,
+            data.get("note"),
+        )  # type: ignore[arg-type]
 
 
-def decide(name: str, runs: Sequence[RunRecord], min_passes: int,
-           judges: Mapping[str, JudgeCounts | None] | None = None) -> Scenario:
+def decide(
+    name: str,
+    runs: Sequence[RunRecord],
+    min_passes: int,
+    judges: Mapping[str, JudgeCounts | None] | None = None,
+) -> Scenario:
     """The scenario's decision: the count, corrected where every criterion judged has its
     calibration in `judges`."""
     runs = tuple(runs)
@@ -166,20 +205,32 @@ def decide(name: str, runs: Sequence[RunRecord], min_passes: int,
         return Scenario(name, runs, min_passes)
     missing = [c for c in criteria if judges.get(c) is None]
     if missing:
-        return Scenario(name, runs, min_passes, note=f"not corrected: no calibration of {', '.join(missing)}")
+        return Scenario(
+            name, runs, min_passes, note=f"not corrected: no calibration of {', '.join(missing)}"
+        )
     per_run = {c: max(sum(1 for k in r.checks if k.criterion == c) for r in runs) for c in criteria}
-    one_each = all(len(r.checks) == 1 or r.error for r in runs)  # one check per run, bar runs that raised
+    one_each = all(
+        len(r.checks) == 1 or r.error for r in runs
+    )  # one check per run, bar runs that raised
     passes = sum(1 for r in runs if r.passed)
     corrected, interval, note = correction(passes, len(runs), per_run, judges, one_each)  # type: ignore[arg-type]
     return Scenario(name, runs, min_passes, corrected, interval, note)
 
 
-def correction(passes: int, runs: int, per_run: Mapping[str, int], judges: Mapping[str, JudgeCounts],
-               one_each: bool = True) -> tuple[float | None, tuple[float, float] | None, str | None]:
+def correction(
+    passes: int,
+    runs: int,
+    per_run: Mapping[str, int],
+    judges: Mapping[str, JudgeCounts],
+    one_each: bool = True,
+) -> tuple[float | None, tuple[float, float] | None, str | None]:
     """(corrected rate, (nan, its certified 95% upper bound), a note) for `passes` of `runs`
     judged passing, where `per_run` gives each criterion's most checks in one run. The rate, by
     Rogan-Gladen, only for one check of one criterion per run."""
-    counts = [(judges[c].tp, judges[c].good, judges[c].tn, judges[c].bad, m) for c, m in sorted(per_run.items())]
+    counts = [
+        (judges[c].tp, judges[c].good, judges[c].tn, judges[c].bad, m)
+        for c, m in sorted(per_run.items())
+    ]
     bound = (float("nan"), certified_upper(passes, runs, counts))
     if len(per_run) == 1 and one_each and next(iter(per_run.values())) == 1:
         j = judges[next(iter(per_run))]
@@ -190,16 +241,26 @@ def correction(passes: int, runs: int, per_run: Mapping[str, int], judges: Mappi
     return None, bound, None
 
 
-def only_through_judge_error(passes: int, min_passes: int, runs: int, interval: tuple[float, float] | None) -> bool:
+def only_through_judge_error(
+    passes: int, min_passes: int, runs: int, interval: tuple[float, float] | None
+) -> bool:
     """The count meets the threshold, but the corrected rate's upper bound lies below it."""
-    return (passes >= min_passes and interval is not None and not math.isnan(interval[1])
-            and interval[1] < min_passes / runs)
+    return (
+        passes >= min_passes
+        and interval is not None
+        and not math.isnan(interval[1])
+        and interval[1] < min_passes / runs
+    )
 
 
 def check_counts(runs: int, min_passes: int) -> None:
     if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
         raise ValueError(f"runs={runs!r}: give the number of runs, 1 or more")
-    if isinstance(min_passes, bool) or not isinstance(min_passes, int) or not 1 <= min_passes <= runs:
+    if (
+        isinstance(min_passes, bool)
+        or not isinstance(min_passes, int)
+        or not 1 <= min_passes <= runs
+    ):
         raise ValueError(f"min_passes={min_passes!r}: give a count from 1 to runs ({runs})")
 
 
@@ -247,24 +308,39 @@ class Run:
         """Record a verdict (a judgekit Verdict, or True / False / None for abstained) of `criterion`."""
         passed = getattr(verdict, "passed", verdict)
         if passed is not None and not isinstance(passed, bool):
-            raise TypeError(f"a check is passed (True), failed (False) or abstained (None), not {passed!r}")
-        self.record.checks.append(Check(criterion, passed, reason or getattr(verdict, "reason", None)))
+            raise TypeError(
+                f"a check is passed (True), failed (False) or abstained (None), not {passed!r}"
+            )
+        self.record.checks.append(
+            Check(criterion, passed, reason or getattr(verdict, "reason", None))
+        )
         return verdict
 
-    def judge(self, judge: Any, output: str, input: str | None = None, context: str | None = None) -> Any:
+    def judge(
+        self, judge: Any, output: str, input: str | None = None, context: str | None = None
+    ) -> Any:
         """Ask a judgekit Judge and record its verdict."""
         return self.check(judge(output, input=input, context=context), judge.criterion.id)
 
-    async def ajudge(self, judge: Any, output: str, input: str | None = None, context: str | None = None) -> Any:
-        return self.check(await judge.acall(output, input=input, context=context), judge.criterion.id)
+    async def ajudge(
+        self, judge: Any, output: str, input: str | None = None, context: str | None = None
+    ) -> Any:
+        return self.check(
+            await judge.acall(output, input=input, context=context), judge.criterion.id
+        )
 
 
 class Tally:
     """A scenario of `runs` runs that passes when `min_passes` of them pass: iterate it for its runs,
     leave it (or call `check()`) for the decision."""
 
-    def __init__(self, runs: int = 5, min_passes: int | None = None, name: str = "scenario",
-                 judges: Mapping[str, JudgeCounts | None] | None = None):
+    def __init__(
+        self,
+        runs: int = 5,
+        min_passes: int | None = None,
+        name: str = "scenario",
+        judges: Mapping[str, JudgeCounts | None] | None = None,
+    ):
         self.min_passes = runs if min_passes is None else min_passes
         check_counts(runs, self.min_passes)
         self.runs, self.name, self.judges = runs, name, judges
@@ -286,7 +362,9 @@ class Tally:
 
     def result(self) -> Scenario:
         if len(self.records) != self.runs:
-            raise ValueError(f"{self.name}: {len(self.records)} of {self.runs} runs ran; iterate the tally to the end")
+            raise ValueError(
+                f"{self.name}: {len(self.records)} of {self.runs} runs ran; iterate the tally to the end"
+            )
         return decide(self.name, self.records, self.min_passes, self.judges)
 
     def check(self) -> Scenario:
@@ -297,18 +375,29 @@ class Tally:
         return scenario
 
 
-def calibrations(report: str | Path = ".judgekit/reports/latest", criteria: str | Path = "criteria",
-                 sets: str | Path = "calibration_sets", config: str | Path | None = None,
-                 root: Path = Path(".")) -> dict[str, JudgeCounts | None]:
+def calibrations(
+    report: str | Path = ".judgekit/reports/latest",
+    criteria: str | Path = "criteria",
+    sets: str | Path = "calibration_sets",
+    config: str | Path | None = None,
+    root: Path = Path("."),
+) -> dict[str, JudgeCounts | None]:
     """Each criterion's calibration evidence as the gate recomputes it from the report's verdicts
     (None where the report does not hold it), for correcting tallies."""
-    gate = Gate.from_project(Path(criteria), Path(sets), Path(config) if config else None, root=root)
+    gate = Gate.from_project(
+        Path(criteria), Path(sets), Path(config) if config else None, root=root
+    )
     return {d.criterion: JudgeCounts.of(d.confusion) for d in gate.check_path(report).decisions}
 
 
-def tally(runs: int = 5, min_passes: int | None = None, name: str = "scenario",
-          report: str | Path | None = ".judgekit/reports/latest", criteria: str | Path = "criteria",
-          sets: str | Path = "calibration_sets") -> Tally:
+def tally(
+    runs: int = 5,
+    min_passes: int | None = None,
+    name: str = "scenario",
+    report: str | Path | None = ".judgekit/reports/latest",
+    criteria: str | Path = "criteria",
+    sets: str | Path = "calibration_sets",
+) -> Tally:
     """A Tally whose count is corrected with the calibration in `report` (none: `report=None`)."""
     judges = None
     if report is not None and Path(criteria).is_dir():

@@ -39,8 +39,9 @@ class Suspect:
         return f"labelled {said}, but {'; '.join(self.evidence)}"
 
 
-def suspects(criterion_id: str, labels: LabelledSet, gate: Gate, report_dir: Path,
-             compare_dir: Path) -> list[Suspect]:
+def suspects(
+    criterion_id: str, labels: LabelledSet, gate: Gate, report_dir: Path, compare_dir: Path
+) -> list[Suspect]:
     """The labels to re-check of one criterion, in the set's order."""
     # id -> judge (its model and prompt: one voice however often, and in how many trials, it was
     # asked) -> (verdict, who, sure)
@@ -64,11 +65,22 @@ def _report_votes(criterion_id: str, gate: Gate, report_dir: Path, votes: dict) 
     decision = gate.check_path(path, [criterion_id]).decisions[0]
     if decision.status != "PASS":
         return
-    entry = next((d for d in read_entries(path) or [] if isinstance(d, dict) and d.get("id") == criterion_id), {})
+    entry = next(
+        (
+            d
+            for d in read_entries(path) or []
+            if isinstance(d, dict) and d.get("id") == criterion_id
+        ),
+        {},
+    )
     model = (entry.get("judge") or {}).get("model") or "the criterion's judge"
     judge = f"{model}\0"  # the criterion file's own prompt
     try:
-        lines = [x for x in read_lines(path.with_name("verdicts.jsonl")) if x.criterion == criterion_id and not x.stage]
+        lines = [
+            x
+            for x in read_lines(path.with_name("verdicts.jsonl"))
+            if x.criterion == criterion_id and not x.stage
+        ]
     except Untrusted:
         return
     trials: dict[str, list] = defaultdict(list)
@@ -78,11 +90,17 @@ def _report_votes(criterion_id: str, gate: Gate, report_dir: Path, votes: dict) 
         verdicts = {x.passed for x in given}
         if len(verdicts) != 1 or None in verdicts:
             continue  # its own trials disagree, or it abstained: no vote
-        sure = len(given) >= SURE_TRIALS or all(x.confidence is not None and x.confidence >= SURE for x in given)
+        sure = len(given) >= SURE_TRIALS or all(
+            x.confidence is not None and x.confidence >= SURE for x in given
+        )
         word = "fail" if not given[0].passed else "pass"
         how = f"{len(given)} of {len(given)} trials" if len(given) > 1 else "one trial"
-        votes[example_id][judge] = (bool(given[0].passed), f"{model} (gate PASS, report) says {word} in {how}"
-                                    + (f", confidence {given[0].confidence:.2f}" if given[0].confidence else ""), sure)
+        votes[example_id][judge] = (
+            bool(given[0].passed),
+            f"{model} (gate PASS, report) says {word} in {how}"
+            + (f", confidence {given[0].confidence:.2f}" if given[0].confidence else ""),
+            sure,
+        )
 
 
 def _compare_votes(criterion_id: str, gate: Gate, compare_dir: Path, votes: dict) -> None:
@@ -96,8 +114,18 @@ def _compare_votes(criterion_id: str, gate: Gate, compare_dir: Path, votes: dict
     for c in found.candidates:
         if c.gate != "PASS":
             continue
-        judge = f"{c.setting.model}\0{c.setting.variant or ''}" if c.setting.model else f"file\0{c.setting.verdicts}"
+        judge = (
+            f"{c.setting.model}\0{c.setting.variant or ''}"
+            if c.setting.model
+            else f"file\0{c.setting.verdicts}"
+        )
         for example, mark in zip(found.examples, c.grid):
-            if mark in "pf" and judge not in votes[example.id]:  # the report's own vote of it is surer
-                votes[example.id][judge] = (mark == "p", f"candidate {c.name} (gate PASS, compare) says "
-                                            f"{'pass' if mark == 'p' else 'fail'}", False)
+            if (
+                mark in "pf" and judge not in votes[example.id]
+            ):  # the report's own vote of it is surer
+                votes[example.id][judge] = (
+                    mark == "p",
+                    f"candidate {c.name} (gate PASS, compare) says "
+                    f"{'pass' if mark == 'p' else 'fail'}",
+                    False,
+                )

@@ -29,10 +29,20 @@ from judgekit.llm.protocol import Request
 WORDING = ("question", "pass_when", "fail_when")
 PROPOSAL_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"proposals": {"type": "array", "items": {
-        "type": "object", "properties": {k: {"type": "string"} for k in ("rationale", *WORDING)},
-        "required": ["rationale", *WORDING], "additionalProperties": False}}},
-    "required": ["proposals"], "additionalProperties": False}
+    "properties": {
+        "proposals": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {k: {"type": "string"} for k in ("rationale", *WORDING)},
+                "required": ["rationale", *WORDING],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["proposals"],
+    "additionalProperties": False,
+}
 
 
 @dataclass(frozen=True)
@@ -44,7 +54,9 @@ class Proposal:
     why: str
 
 
-def few_shot(criterion: LLMCriterion, dev: Sequence[Example], final: Sequence[Verdict], k: int) -> LLMCriterion:
+def few_shot(
+    criterion: LLMCriterion, dev: Sequence[Example], final: Sequence[Verdict], k: int
+) -> LLMCriterion:
     """The criterion with up to `k` dev examples as its few-shot examples, balanced by class: the
     judge's disagreements first (abstentions among them), then those nearest its decision (least
     sure: the lowest confidence, or the trials least agreed), then the rest in set order."""
@@ -61,8 +73,15 @@ def few_shot(criterion: LLMCriterion, dev: Sequence[Example], final: Sequence[Ve
         pool = by_class[i % 2 == 0] or by_class[i % 2 != 0]
         if pool:
             chosen.append(pool.pop(0))
-    shots = [FewShot(input=e.input if "input" in criterion.inputs else None, output=e.output,
-                     context=e.context if "context" in criterion.inputs else None, passed=e.label) for e in chosen]
+    shots = [
+        FewShot(
+            input=e.input if "input" in criterion.inputs else None,
+            output=e.output,
+            context=e.context if "context" in criterion.inputs else None,
+            passed=e.label,
+        )
+        for e in chosen
+    ]
     return criterion.model_copy(update={"examples": [*criterion.examples, *shots]})
 
 
@@ -73,31 +92,55 @@ def settings(criterion: LLMCriterion) -> list[Proposal]:
         judge = criterion.judge
         if (trials, temperature) != (judge.trials, judge.temperature):
             changed = judge.model_copy(update={"trials": trials, "temperature": temperature})
-            out.append(Proposal(f"trials-{trials}", criterion.model_copy(update={"judge": changed}),
-                                f"the majority of {trials} trial(s) at temperature {temperature:g}"))
+            out.append(
+                Proposal(
+                    f"trials-{trials}",
+                    criterion.model_copy(update={"judge": changed}),
+                    f"the majority of {trials} trial(s) at temperature {temperature:g}",
+                )
+            )
     return out
 
 
-def optimizer_request(criterion: LLMCriterion, dev: Sequence[Example], final: Sequence[Verdict], model: str,
-                      n: int, limit: int = 12) -> Request:
+def optimizer_request(
+    criterion: LLMCriterion,
+    dev: Sequence[Example],
+    final: Sequence[Verdict],
+    model: str,
+    n: int,
+    limit: int = 12,
+) -> Request:
     """What the optimizer model is asked: the criterion, up to `limit` dev disagreements with the
     judge's reasons, and for `n` revised wordings (structured output)."""
     verdict = {v.example_id: v for v in final}
-    wrong = [(e, verdict[e.id]) for e in dev if e.id in verdict and verdict[e.id].passed != e.label][:limit]
+    wrong = [
+        (e, verdict[e.id]) for e in dev if e.id in verdict and verdict[e.id].passed != e.label
+    ][:limit]
     cases = "\n\n".join(
-        f"<case>\nreply: {e.output}\n" + (f"user: {e.input}\n" if e.input else "")
+        f"<case>\nreply: {e.output}\n"
+        + (f"user: {e.input}\n" if e.input else "")
         + f"people said: {'PASS' if e.label else 'FAIL'}; the judge said: "
         + f"{'abstained' if v.passed is None else 'PASS' if v.passed else 'FAIL'} ({v.reason or 'no reason'})\n</case>"
-        for e, v in wrong)
+        for e, v in wrong
+    )
     current = {k: getattr(criterion, k) for k in WORDING}
-    prompt = (f"An LLM judge decides one yes/no criterion about replies of an AI agent. Its wording now:\n"
-              f"{json.dumps(current, indent=2)}\n\nOn these labelled replies it disagreed with people:\n\n{cases or '(none)'}"
-              f"\n\nPropose {n} revised wordings (question, pass_when, fail_when) that would make the judge agree "
-              "with people on replies like these without naming any of them: keep the criterion one fact a person "
-              "could check in five seconds, and say in `rationale` what each changes.")
-    return Request(model=model, messages=[{"role": "user", "content": prompt}], temperature=0.7, max_tokens=2000,
-                   response_format={"type": "json_schema", "json_schema": {"name": "proposals",
-                                                                           "schema": PROPOSAL_SCHEMA, "strict": True}})
+    prompt = (
+        f"An LLM judge decides one yes/no criterion about replies of an AI agent. Its wording now:\n"
+        f"{json.dumps(current, indent=2)}\n\nOn these labelled replies it disagreed with people:\n\n{cases or '(none)'}"
+        f"\n\nPropose {n} revised wordings (question, pass_when, fail_when) that would make the judge agree "
+        "with people on replies like these without naming any of them: keep the criterion one fact a person "
+        "could check in five seconds, and say in `rationale` what each changes."
+    )
+    return Request(
+        model=model,
+        messages=[{"role": "user", "content": prompt}],
+        temperature=0.7,
+        max_tokens=2000,
+        response_format={
+            "type": "json_schema",
+            "json_schema": {"name": "proposals", "schema": PROPOSAL_SCHEMA, "strict": True},
+        },
+    )
 
 
 def rewordings(criterion: LLMCriterion, answer: str, n: int) -> tuple[list[Proposal], list[str]]:
@@ -114,10 +157,16 @@ def rewordings(criterion: LLMCriterion, answer: str, n: int) -> tuple[list[Propo
         try:
             revised = LLMCriterion.model_validate({**criterion.model_dump(), **changes})
         except ValidationError as error:
-            dropped.append(f"proposal {number}: " + "; ".join(str(p) for p in problems_of(error, "proposal")))
+            dropped.append(
+                f"proposal {number}: " + "; ".join(str(p) for p in problems_of(error, "proposal"))
+            )
             continue
         if all(getattr(revised, k) == getattr(criterion, k) for k in WORDING):
             dropped.append(f"proposal {number} changes nothing")
             continue
-        out.append(Proposal(f"reworded-{number}", revised, str(item.get("rationale") or "a revised wording")))
+        out.append(
+            Proposal(
+                f"reworded-{number}", revised, str(item.get("rationale") or "a revised wording")
+            )
+        )
     return out, dropped

@@ -36,28 +36,53 @@ def proposed(path: Path, candidate: LLMCriterion, current: LLMCriterion) -> Chan
     if judge:
         data["judge"] = judge
     before = read_text(path)
-    after = "".join(leading_comments(before)) + yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=100)
+    after = "".join(leading_comments(before)) + yaml.safe_dump(
+        data, sort_keys=False, allow_unicode=True, width=100
+    )
     return Change(path, before, after, "proposed")
 
 
 def summary(found: Improvement) -> dict[str, Any]:
     """improve.json: every figure the page shows."""
     dev = found.scoring or found.dev.set.examples
-    rows = [{"name": m.spec.name, "right": right(m, dev), "n": len(dev),
-             "tpr": m.report.metrics.get("tpr"), "tnr": m.report.metrics.get("tnr"),
-             "kappa": m.report.metrics.get("cohen_kappa"), "trials": m.spec.criterion.judge.trials,
-             "why": next((p.why for p in found.tried if p.name == m.spec.name), "the judge as it is")}
-            for m in found.dev.measured]
-    out: dict[str, Any] = {"criterion": found.criterion.id, "dev": rows, "dropped": found.dropped,
-                           "best": found.best.spec.name if found.best else None,
-                           "budget": found.budget.words() if found.budget else None,
-                           "labels_to_recheck": found.to_recheck, "accepted": found.accepted}
+    rows = [
+        {
+            "name": m.spec.name,
+            "right": right(m, dev),
+            "n": len(dev),
+            "tpr": m.report.metrics.get("tpr"),
+            "tnr": m.report.metrics.get("tnr"),
+            "kappa": m.report.metrics.get("cohen_kappa"),
+            "trials": m.spec.criterion.judge.trials,
+            "why": next(
+                (p.why for p in found.tried if p.name == m.spec.name), "the judge as it is"
+            ),
+        }
+        for m in found.dev.measured
+    ]
+    out: dict[str, Any] = {
+        "criterion": found.criterion.id,
+        "dev": rows,
+        "dropped": found.dropped,
+        "best": found.best.spec.name if found.best else None,
+        "budget": found.budget.words() if found.budget else None,
+        "labels_to_recheck": found.to_recheck,
+        "accepted": found.accepted,
+    }
     if found.acceptance is not None and found.test is not None:
         a = found.acceptance
-        out["test"] = {"n": a.n, "current_right": a.current_right, "candidate_right": a.candidate_right,
-                       "only_candidate_right": a.candidate_better, "only_current_right": a.current_better,
-                       "p_value": a.p_value, "alpha": a.alpha, "lower_bounds": a.lower_bounds,
-                       "reasons": list(a.reasons), "changed": changed(found)}
+        out["test"] = {
+            "n": a.n,
+            "current_right": a.current_right,
+            "candidate_right": a.candidate_right,
+            "only_candidate_right": a.candidate_better,
+            "only_current_right": a.current_better,
+            "p_value": a.p_value,
+            "alpha": a.alpha,
+            "lower_bounds": a.lower_bounds,
+            "reasons": list(a.reasons),
+            "changed": changed(found),
+        }
     return out
 
 
@@ -71,7 +96,15 @@ def changed(found: Improvement) -> list[dict[str, Any]]:
     for e in found.test.set.examples:
         before, after = (f[e.id].passed if e.id in f else None for f in (was, now))
         if e.key in used and before != after:
-            out.append({"id": e.id, "label": e.label, "current": before, "candidate": after, "output": e.output})
+            out.append(
+                {
+                    "id": e.id,
+                    "label": e.label,
+                    "current": before,
+                    "candidate": after,
+                    "output": e.output,
+                }
+            )
     return out
 
 
@@ -81,35 +114,60 @@ def _word(value: bool | None) -> str:
 
 def markdown(found: Improvement) -> str:
     data = summary(found)
-    lines = [f"# judgekit improve: {found.criterion.id}", "", "## Candidates on the dev split", "",
-             f"Ranked on the {data['dev'][0]['n']} dev examples none of them is shown as a few-shot example.", "",
-             "| candidate | right | TPR | TNR | kappa | what it changes |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['name']} | {r['right']} of {r['n']} | {fmt_number(r['tpr'])} | {fmt_number(r['tnr'])} | "
-              f"{fmt_number(r['kappa'])} | {md_escape(r['why'])} |" for r in data["dev"]]
+    lines = [
+        f"# judgekit improve: {found.criterion.id}",
+        "",
+        "## Candidates on the dev split",
+        "",
+        f"Ranked on the {data['dev'][0]['n']} dev examples none of them is shown as a few-shot example.",
+        "",
+        "| candidate | right | TPR | TNR | kappa | what it changes |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['name']} | {r['right']} of {r['n']} | {fmt_number(r['tpr'])} | {fmt_number(r['tnr'])} | "
+        f"{fmt_number(r['kappa'])} | {md_escape(r['why'])} |"
+        for r in data["dev"]
+    ]
     lines += [f"- {md_escape(d)}" for d in found.dropped]
     lines += ["", "## The test split", ""]
     if found.best is None:
-        lines.append("No candidate was right on more dev examples than the current judge: the test split was not "
-                     "looked at (its budget is untouched).")
+        lines.append(
+            "No candidate was right on more dev examples than the current judge: the test split was not "
+            "looked at (its budget is untouched)."
+        )
     elif found.acceptance is None:
-        lines.append(f"Best on dev: {found.best.spec.name}. Not tested: {found.budget.words() if found.budget else ''}.")
+        lines.append(
+            f"Best on dev: {found.best.spec.name}. Not tested: {found.budget.words() if found.budget else ''}."
+        )
     else:
         t = data["test"]
         verdict = "ACCEPTED" if found.accepted else "not accepted"
-        lines += [f"Best on dev: {found.best.spec.name}, {verdict}. {found.budget.words() if found.budget else ''}.",
-                  "", f"Right on {t['candidate_right']} of {t['n']} held-out examples against {t['current_right']} "
-                  f"({t['only_candidate_right']} only the candidate, {t['only_current_right']} only the current "
-                  f"judge); one-sided exact McNemar p = {t['p_value']:.3g}, alpha {t['alpha']:.4g}."]
+        lines += [
+            f"Best on dev: {found.best.spec.name}, {verdict}. {found.budget.words() if found.budget else ''}.",
+            "",
+            f"Right on {t['candidate_right']} of {t['n']} held-out examples against {t['current_right']} "
+            f"({t['only_candidate_right']} only the candidate, {t['only_current_right']} only the current "
+            f"judge); one-sided exact McNemar p = {t['p_value']:.3g}, alpha {t['alpha']:.4g}.",
+        ]
         lines += [f"- {md_escape(r)}" for r in t["reasons"]]
         if t["changed"]:
             lines += ["", "| id | label | current | candidate | output |", "|---|---|---|---|---|"]
-            lines += [f"| {md_escape(c['id'])} | {_word(c['label'])} | {_word(c['current'])} | "
-                      f"{_word(c['candidate'])} | {md_escape(c['output'], 160)} |" for c in t["changed"]]
+            lines += [
+                f"| {md_escape(c['id'])} | {_word(c['label'])} | {_word(c['current'])} | "
+                f"{_word(c['candidate'])} | {md_escape(c['output'], 160)} |"
+                for c in t["changed"]
+            ]
     if found.to_recheck:
-        lines += ["", "## Labels to re-check", "", "Every judge measured, in every trial, gave the verdict the "
-                  "label denies; improve never changes a label. `judgekit label --review "
-                  f"{found.criterion.id}` shows them beside the judge's reasons: "
-                  + ", ".join(md_escape(i) for i in found.to_recheck)]
+        lines += [
+            "",
+            "## Labels to re-check",
+            "",
+            "Every judge measured, in every trial, gave the verdict the "
+            "label denies; improve never changes a label. `judgekit label --review "
+            f"{found.criterion.id}` shows them beside the judge's reasons: "
+            + ", ".join(md_escape(i) for i in found.to_recheck),
+        ]
     return "\n".join(lines) + "\n"
 
 

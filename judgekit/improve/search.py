@@ -65,22 +65,30 @@ class Improvement:
     budget: Budget | None = None
     test: Measurements | None = None
     acceptance: Acceptance | None = None
-    to_recheck: list[str] = field(default_factory=list)  # dev examples every judge confidently disagrees with
-    scoring: list = field(default_factory=list)  # the dev examples candidates are ranked on (none shown as a shot)
+    to_recheck: list[str] = field(
+        default_factory=list
+    )  # dev examples every judge confidently disagrees with
+    scoring: list = field(
+        default_factory=list
+    )  # the dev examples candidates are ranked on (none shown as a shot)
 
     @property
     def accepted(self) -> bool:
         return self.acceptance is not None and self.acceptance.accepted
 
     def proposal(self) -> Proposal | None:
-        return next((p for p in self.tried if self.best is not None and p.name == self.best.spec.name), None)
+        return next(
+            (p for p in self.tried if self.best is not None and p.name == self.best.spec.name), None
+        )
 
 
 def finals(report: CriterionReport) -> dict[str, Verdict]:
     """Each example's final verdict (the majority of its trials, with its confidence) from a report."""
     trials: dict[str, list[Verdict]] = {}
     for v in report.verdicts:
-        trials.setdefault(v.id, []).append(Verdict(v.id, v.passed, v.reason, v.trial, confidence=v.confidence))
+        trials.setdefault(v.id, []).append(
+            Verdict(v.id, v.passed, v.reason, v.trial, confidence=v.confidence)
+        )
     return {eid: majority(t) for eid, t in trials.items()}
 
 
@@ -89,47 +97,82 @@ def right(m: Measured, examples: Sequence) -> int:
     return sum(1 for e in examples if e.id in final and final[e.id].passed == e.label)
 
 
-def _splits(options: Options, criterion_id: str) -> tuple[LLMCriterion, CalibrationSet, CalibrationSet]:
+def _splits(
+    options: Options, criterion_id: str
+) -> tuple[LLMCriterion, CalibrationSet, CalibrationSet]:
     criterion, whole, _ = load(replace(options, split=None), criterion_id)
     if not isinstance(criterion, LLMCriterion):
-        raise InputError.one(options.criteria_dir / f"{criterion_id}.yaml", "kind", "improve works on LLM criteria "
-                             "(a regex is checked by code; a claims criterion's prompts are its own)")
+        raise InputError.one(
+            options.criteria_dir / f"{criterion_id}.yaml",
+            "kind",
+            "improve works on LLM criteria "
+            "(a regex is checked by code; a claims criterion's prompts are its own)",
+        )
     dev, test = whole.select("dev"), whole.select("test")
     for name, part in (("dev", dev), ("test", test)):
         classes = {e.label for e in part.examples}
         if classes != {True, False}:
-            raise InputError.one(whole.path, "split", f"improve searches on the dev split and accepts on the test "
-                                 f"split; the {name} split has {len(part.examples)} example(s) "
-                                 f"{'and lacks a class' if part.examples else ''}: give examples `split: dev` and "
-                                 "`split: test`, both classes in each")
+            raise InputError.one(
+                whole.path,
+                "split",
+                f"improve searches on the dev split and accepts on the test "
+                f"split; the {name} split has {len(part.examples)} example(s) "
+                f"{'and lacks a class' if part.examples else ''}: give examples `split: dev` and "
+                "`split: test`, both classes in each",
+            )
     return criterion, dev, test
 
 
-async def aimprove(options: Options, criterion_id: str, search: Search, history: Path, llm: LLM | None = None,
-                   progress: Callable[[int, int], None] | None = None) -> Improvement:
+async def aimprove(
+    options: Options,
+    criterion_id: str,
+    search: Search,
+    history: Path,
+    llm: LLM | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Improvement:
     """Search on dev, then (when something beat the current judge there) one look at test."""
     criterion, dev, test = _splits(options, criterion_id)
     model = options.model or criterion.judge.model
     if not model:
-        raise InputError.one(options.criteria_dir / f"{criterion_id}.yaml", "judge.model", "no judge model; set "
-                             "judge.model in the criterion or pass --model")
-    if search.optimizer_model and same_model(search.optimizer_model, model) and not search.allow_same_model:
-        raise InputError.one("--optimizer-model", search.optimizer_model, f"is the judge's own model ({model}): a "
-                             "model tuning its own judging; give another model, or --allow-same-model")
+        raise InputError.one(
+            options.criteria_dir / f"{criterion_id}.yaml",
+            "judge.model",
+            "no judge model; set judge.model in the criterion or pass --model",
+        )
+    if (
+        search.optimizer_model
+        and same_model(search.optimizer_model, model)
+        and not search.allow_same_model
+    ):
+        raise InputError.one(
+            "--optimizer-model",
+            search.optimizer_model,
+            f"is the judge's own model ({model}): a "
+            "model tuning its own judging; give another model, or --allow-same-model",
+        )
     on_dev = replace(options, split="dev", model=None)
     current = Spec("current", criterion, model)
     first = await ajudge(on_dev, [current], llm, progress)
     final = list(finals(first.measured[0].report).values())
     tried, dropped = settings(criterion), []
     if search.shots:
-        tried.insert(0, Proposal(f"few-shot-{search.shots}", few_shot(criterion, dev.examples, final, search.shots),
-                                 f"up to {search.shots} dev examples as few-shot examples"))
+        tried.insert(
+            0,
+            Proposal(
+                f"few-shot-{search.shots}",
+                few_shot(criterion, dev.examples, final, search.shots),
+                f"up to {search.shots} dev examples as few-shot examples",
+            ),
+        )
     if search.optimizer_model:
         found, why = await _reworded(criterion, dev, final, search, options, llm)
         tried, dropped = found + tried, dropped + why
     tried, over = _within(tried, len(dev.examples), criterion.judge.trials, search.budget)
     dropped += over
-    measured = await ajudge(on_dev, [current] + [Spec(p.name, p.criterion, model) for p in tried], llm, progress)
+    measured = await ajudge(
+        on_dev, [current] + [Spec(p.name, p.criterion, model) for p in tried], llm, progress
+    )
     out = Improvement(criterion, measured, tried, dropped, to_recheck=_to_recheck(measured, dev))
     # Every candidate is ranked on the dev examples none is shown as a few-shot example: a judge
     # shown an example with its label is not measured on it.
@@ -137,26 +180,48 @@ async def aimprove(options: Options, criterion_id: str, search: Search, history:
     scoring = [e for e in dev.examples if e.output not in shown]
     out.scoring = scoring
     base = right(measured.measured[0], scoring)
-    ranked = sorted(measured.measured[1:], key=lambda m: (-right(m, scoring), m.spec.criterion.judge.trials))
+    ranked = sorted(
+        measured.measured[1:], key=lambda m: (-right(m, scoring), m.spec.criterion.judge.trials)
+    )
     if not ranked or right(ranked[0], scoring) <= base:
         return out  # nothing beat the current judge on dev: the test split is not looked at
     out.best = ranked[0]
-    with History.open(history) as db:  # the look is taken before the test split is judged: spent if this stops
-        out.budget, look = db.take_look(criterion_id, [e.key for e in test.examples], search.alpha, "improve",
-                                        out.best.report.fingerprint)
+    with History.open(
+        history
+    ) as db:  # the look is taken before the test split is judged: spent if this stops
+        out.budget, look = db.take_look(
+            criterion_id,
+            [e.key for e in test.examples],
+            search.alpha,
+            "improve",
+            out.best.report.fingerprint,
+        )
         if look is None:
             return out
-        out.test = await ajudge(replace(options, split="test", model=None), [current, out.best.spec], llm, progress)
+        out.test = await ajudge(
+            replace(options, split="test", model=None), [current, out.best.spec], llm, progress
+        )
         used = [e for e in test.examples if e.key in set(out.budget.examples)]
         was, now = (finals(m.report) for m in out.test.measured)
-        out.acceptance = accept([e.label for e in used], [_passed(was, e.id) for e in used],
-                                [_passed(now, e.id) for e in used], out.budget.alpha, search.tolerance)  # type: ignore[arg-type]
+        out.acceptance = accept(
+            [e.label for e in used],
+            [_passed(was, e.id) for e in used],
+            [_passed(now, e.id) for e in used],
+            out.budget.alpha,
+            search.tolerance,
+        )  # type: ignore[arg-type]
         db.settle_look(look, out.acceptance.p_value, out.acceptance.accepted)
     return out
 
 
-def improve(options: Options, criterion_id: str, search: Search, history: Path, llm: LLM | None = None,
-            progress: Callable[[int, int], None] | None = None) -> Improvement:
+def improve(
+    options: Options,
+    criterion_id: str,
+    search: Search,
+    history: Path,
+    llm: LLM | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Improvement:
     return run_sync(aimprove(options, criterion_id, search, history, llm, progress))
 
 
@@ -165,12 +230,26 @@ def _passed(final: dict[str, Verdict], example_id: str) -> bool | None:
     return v.passed if v is not None else None
 
 
-async def _reworded(criterion: LLMCriterion, dev: CalibrationSet, final: list[Verdict], search: Search,
-                    options: Options, llm: LLM | None) -> tuple[list[Proposal], list[str]]:
+async def _reworded(
+    criterion: LLMCriterion,
+    dev: CalibrationSet,
+    final: list[Verdict],
+    search: Search,
+    options: Options,
+    llm: LLM | None,
+) -> tuple[list[Proposal], list[str]]:
     """The optimizer's rewordings (its answer cached like a judge's: a re-run asks nothing again)."""
-    request = optimizer_request(criterion, dev.examples, final, search.optimizer_model or "", search.proposals)
-    asker = llm or open_llm(request.model, options.api_base, str(options.cache_dir) if options.cache_dir else None,
-                            options.timeout_s, retry=options.retry, via=options.via)
+    request = optimizer_request(
+        criterion, dev.examples, final, search.optimizer_model or "", search.proposals
+    )
+    asker = llm or open_llm(
+        request.model,
+        options.api_base,
+        str(options.cache_dir) if options.cache_dir else None,
+        options.timeout_s,
+        retry=options.retry,
+        via=options.via,
+    )
     try:
         answer = await asker.complete(request)
     except CallError as error:
@@ -181,7 +260,9 @@ async def _reworded(criterion: LLMCriterion, dev: CalibrationSet, final: list[Ve
     return rewordings(criterion, answer.text, search.proposals)
 
 
-def _within(tried: list[Proposal], n_dev: int, trials: int, budget: int | None) -> tuple[list[Proposal], list[str]]:
+def _within(
+    tried: list[Proposal], n_dev: int, trials: int, budget: int | None
+) -> tuple[list[Proposal], list[str]]:
     """The proposals whose dev calls (at most examples x trials each, the current judge's first)
     fit the budget, in order; and those left out."""
     if budget is None:
@@ -193,7 +274,9 @@ def _within(tried: list[Proposal], n_dev: int, trials: int, budget: int | None) 
             kept.append(p)
             spent += cost
         else:
-            left.append(f"{p.name} left out: its {cost} dev calls would pass the budget of {budget}")
+            left.append(
+                f"{p.name} left out: its {cost} dev calls would pass the budget of {budget}"
+            )
     return kept, left
 
 
@@ -204,5 +287,8 @@ def _to_recheck(measured: Measurements, dev: CalibrationSet) -> list[str]:
     for m in measured.measured:
         for v in m.report.verdicts:
             trials.setdefault(v.id, []).append(v.passed)
-    return [e.id for e in dev.examples if trials.get(e.id) and all(p is not None and p != e.label
-                                                                      for p in trials[e.id])]
+    return [
+        e.id
+        for e in dev.examples
+        if trials.get(e.id) and all(p is not None and p != e.label for p in trials[e.id])
+    ]

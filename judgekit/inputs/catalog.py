@@ -30,8 +30,12 @@ class CriterionFile:
 def criterion_paths(directory: Path) -> list[Path]:
     """The criterion files of a folder (`*.yaml`, `*.yml`), sorted; a missing or empty folder is an InputError."""
     if not directory.is_dir():
-        raise InputError.one(directory, "", "is not a folder of criteria; pass --criteria DIR or run "
-                             "`judgekit calibrate` from a project that has criteria/")
+        raise InputError.one(
+            directory,
+            "",
+            "is not a folder of criteria; pass --criteria DIR or run "
+            "`judgekit calibrate` from a project that has criteria/",
+        )
     paths = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
     if not paths:
         raise InputError.one(directory, "", "holds no criterion files (*.yaml)")
@@ -40,24 +44,43 @@ def criterion_paths(directory: Path) -> list[Path]:
 
 def criterion_files(directory: Path) -> dict[str, CriterionFile]:
     """Each criterion file of a folder by the id its name gives, with its digest."""
-    return {path.stem: CriterionFile(path.stem, path, read_source(path).digest) for path in criterion_paths(directory)}
+    return {
+        path.stem: CriterionFile(path.stem, path, read_source(path).digest)
+        for path in criterion_paths(directory)
+    }
 
 
 def find_set(directory: Path, criterion_id: str) -> Path:
     """The calibration set of a criterion: `<directory>/<id>.jsonl`, `.yaml`, `.yml` or `.csv`, exactly one."""
-    found = [directory / f"{criterion_id}{suffix}" for suffix in RECORD_SUFFIXES
-             if (directory / f"{criterion_id}{suffix}").is_file()]
+    found = [
+        directory / f"{criterion_id}{suffix}"
+        for suffix in RECORD_SUFFIXES
+        if (directory / f"{criterion_id}{suffix}").is_file()
+    ]
     if not found:
-        raise InputError.one(directory, criterion_id, f"no calibration set for criterion {criterion_id!r}; "
-                             f"add {directory / (criterion_id + '.jsonl')}")
+        raise InputError.one(
+            directory,
+            criterion_id,
+            f"no calibration set for criterion {criterion_id!r}; "
+            f"add {directory / (criterion_id + '.jsonl')}",
+        )
     if len(found) > 1:
-        raise InputError.one(directory, criterion_id, f"several calibration sets for {criterion_id!r} "
-                             f"({', '.join(p.name for p in found)}); keep one")
+        raise InputError.one(
+            directory,
+            criterion_id,
+            f"several calibration sets for {criterion_id!r} "
+            f"({', '.join(p.name for p in found)}); keep one",
+        )
     return found[0]
 
 
-def unknown_criteria(wanted: Iterable[str], known: Iterable[str], where: Path | str) -> list[Problem]:
+def unknown_criteria(
+    wanted: Iterable[str], known: Iterable[str], where: Path | str
+) -> list[Problem]:
     """A problem for each wanted criterion id that is not among the known ones (a typo, not a no-op)."""
     known = set(known)
-    return [Problem(str(where), cid, f"no such criterion; known: {', '.join(sorted(known))}")
-            for cid in wanted if cid not in known]
+    return [
+        Problem(str(where), cid, f"no such criterion; known: {', '.join(sorted(known))}")
+        for cid in wanted
+        if cid not in known
+    ]

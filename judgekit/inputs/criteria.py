@@ -23,7 +23,14 @@ import re
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, PrivateAttr, TypeAdapter, ValidationError, field_validator, model_validator
+from pydantic import (
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import criterion_paths
@@ -32,7 +39,9 @@ from judgekit.inputs.validation import Frozen, problems_of
 from judgekit.secrets import api_base_problem
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
-ExampleField = Literal["input", "output", "context"]  # the fields of an example a judge may be shown
+ExampleField = Literal[
+    "input", "output", "context"
+]  # the fields of an example a judge may be shown
 PLACEHOLDERS = {"question", "pass_when", "fail_when", "examples", "input", "output", "context"}
 
 
@@ -61,15 +70,30 @@ class JudgeSettings(Frozen):
     temperature: float = Field(0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(512, ge=16)
     trials: int = Field(1, ge=1, le=100)
-    prompt: str | None = Field(None, description="Replaces the user message; may use {{question}}, {{pass_when}}, "
-                               "{{fail_when}}, {{examples}}, {{input}}, {{output}}, {{context}}.")
+    prompt: str | None = Field(
+        None,
+        description="Replaces the user message; may use {{question}}, {{pass_when}}, "
+        "{{fail_when}}, {{examples}}, {{input}}, {{output}}, {{context}}.",
+    )
     system: str | None = Field(None, description="Replaces the system message.")
-    api_base: str | None = Field(None, repr=False, description="Base URL of the provider for this criterion's "
-                                 "judge (calibrate --api-base overrides it); credentials in it are never shown.")
-    reask_unreadable: int | None = Field(None, ge=0, le=10, description="Times an unreadable answer (neither JSON "
-                                         "nor a PASS / FAIL line) is asked again, past the cache; default 1.")
-    escalate_to: Escalation | None = Field(None, description="Selective judging: the judge asked when this one is "
-                                           "below its certified confidence threshold (else a person is).")
+    api_base: str | None = Field(
+        None,
+        repr=False,
+        description="Base URL of the provider for this criterion's "
+        "judge (calibrate --api-base overrides it); credentials in it are never shown.",
+    )
+    reask_unreadable: int | None = Field(
+        None,
+        ge=0,
+        le=10,
+        description="Times an unreadable answer (neither JSON "
+        "nor a PASS / FAIL line) is asked again, past the cache; default 1.",
+    )
+    escalate_to: Escalation | None = Field(
+        None,
+        description="Selective judging: the judge asked when this one is "
+        "below its certified confidence threshold (else a person is).",
+    )
 
     @field_validator("api_base")
     @classmethod
@@ -85,13 +109,19 @@ class JudgeSettings(Frozen):
         if value is not None:
             unknown = set(re.findall(r"\{\{\s*(\w+)\s*\}\}", value)) - PLACEHOLDERS
             if unknown:
-                raise ValueError(f"unknown placeholder(s) {sorted(unknown)}; use {sorted(PLACEHOLDERS)}")
+                raise ValueError(
+                    f"unknown placeholder(s) {sorted(unknown)}; use {sorted(PLACEHOLDERS)}"
+                )
         return value
 
 
 class CriterionBase(Frozen):
-    id: str = Field(pattern=ID_PATTERN, description="Lower-case name; the file is criteria/<id>.yaml.")
-    question: str = Field(min_length=3, description="One yes/no fact a person could check in five seconds.")
+    id: str = Field(
+        pattern=ID_PATTERN, description="Lower-case name; the file is criteria/<id>.yaml."
+    )
+    question: str = Field(
+        min_length=3, description="One yes/no fact a person could check in five seconds."
+    )
     description: str | None = None
     _digest: str | None = PrivateAttr(default=None)  # of the file it was read from: see `digest`
 
@@ -108,7 +138,9 @@ class LLMCriterion(CriterionBase):
     pass_when: str | None = None
     fail_when: str | None = None
     inputs: list[ExampleField] = Field(default_factory=lambda: ["input", "output"], min_length=1)
-    examples: list[FewShot] = Field(default_factory=list, description="Few-shot examples shown to the judge.")
+    examples: list[FewShot] = Field(
+        default_factory=list, description="Few-shot examples shown to the judge."
+    )
     judge: JudgeSettings = JudgeSettings()
 
     @model_validator(mode="after")
@@ -122,8 +154,10 @@ class RegexCriterion(CriterionBase):
     """A fact that code checks: whether `pattern` matches `field`, and what a match means."""
 
     kind: Literal["regex"]
-    pattern: str = Field(description="An RE2 pattern (no lookarounds or backreferences); a match anywhere in "
-                         "the field counts.")
+    pattern: str = Field(
+        description="An RE2 pattern (no lookarounds or backreferences); a match anywhere in "
+        "the field counts."
+    )
     match_means: Literal["pass", "fail"]
     field: ExampleField = "output"
     ignore_case: bool = False
@@ -136,21 +170,29 @@ class RegexCriterion(CriterionBase):
         try:
             _program(value, False)
         except re2.error as error:
-            detail = error.args[0].decode("utf-8", "replace") if isinstance(error.args[0], bytes) else str(error)
+            detail = (
+                error.args[0].decode("utf-8", "replace")
+                if isinstance(error.args[0], bytes)
+                else str(error)
+            )
             try:
                 re.compile(value)
             except re.error:
                 raise ValueError(f"is not a valid regular expression: {detail}") from None
-            raise ValueError(f"uses what RE2, the linear-time engine judgekit matches patterns with, cannot run "
-                             f"({detail}); rewrite the pattern without lookarounds such as (?=...), (?!...), (?<=...) "
-                             r"or backreferences such as \1 (and write Python's \Z as \z), or check the fact with "
-                             "an llm criterion") from None
+            raise ValueError(
+                f"uses what RE2, the linear-time engine judgekit matches patterns with, cannot run "
+                f"({detail}); rewrite the pattern without lookarounds such as (?=...), (?!...), (?<=...) "
+                r"or backreferences such as \1 (and write Python's \Z as \z), or check the fact with "
+                "an llm criterion"
+            ) from None
         return value
 
     def explain(self, example: dict[str, Any]) -> tuple[bool, str]:
         """The verdict and why: which text matched, or that nothing did."""
         found = _search(_program(self.pattern, self.ignore_case), example.get(self.field) or "")
-        reason = f"{self.field} matches {found!r}" if found is not None else f"no match in {self.field}"
+        reason = (
+            f"{self.field} matches {found!r}" if found is not None else f"no match in {self.field}"
+        )
         return (found is not None) == (self.match_means == "pass"), reason
 
 
@@ -170,7 +212,9 @@ def _search(program: Any, text: str) -> str | None:
     """The first text `program` matches, or None."""
     try:
         found = program.search(text)
-    except UnicodeEncodeError:  # a lone surrogate (a reply cut inside an emoji) has no UTF-8: it matches as "?"
+    except (
+        UnicodeEncodeError
+    ):  # a lone surrogate (a reply cut inside an emoji) has no UTF-8: it matches as "?"
         text = text.encode("utf-8", "replace").decode("utf-8")
         found = program.search(text)
     if found is None and text.endswith("\n"):
@@ -188,18 +232,27 @@ class ClaimsCriterion(CriterionBase):
     and every claim is supported. Both steps are LLM calls through the judge engine."""
 
     kind: Literal["claims"]
-    no_claims: Literal["pass", "fail"] = Field("fail", description="The verdict on a reply with no factual "
-                                               "claim: fail (the default, fail-closed) or pass.")
-    batch: bool = Field(True, description="Verify all claims of a reply in one call; false: one call per claim.")
-    judge: JudgeSettings = Field(default_factory=lambda: JudgeSettings(max_tokens=CLAIMS_MAX_TOKENS),
-                                 description="As for llm criteria; max_tokens defaults to 1024.")
+    no_claims: Literal["pass", "fail"] = Field(
+        "fail",
+        description="The verdict on a reply with no factual "
+        "claim: fail (the default, fail-closed) or pass.",
+    )
+    batch: bool = Field(
+        True, description="Verify all claims of a reply in one call; false: one call per claim."
+    )
+    judge: JudgeSettings = Field(
+        default_factory=lambda: JudgeSettings(max_tokens=CLAIMS_MAX_TOKENS),
+        description="As for llm criteria; max_tokens defaults to 1024.",
+    )
 
     @field_validator("judge")
     @classmethod
     def _claims_settings(cls, value: JudgeSettings) -> JudgeSettings:
         if value.prompt is not None:
-            raise ValueError("a claims criterion uses judgekit's extraction and verification prompts; remove "
-                             "judge.prompt (judge.system may still set the system message)")
+            raise ValueError(
+                "a claims criterion uses judgekit's extraction and verification prompts; remove "
+                "judge.prompt (judge.system may still set the system message)"
+            )
         if "max_tokens" not in value.model_fields_set:  # claim lists and quoted evidence need room
             value = value.model_copy(update={"max_tokens": CLAIMS_MAX_TOKENS})
         return value
@@ -211,12 +264,22 @@ JUDGED = (LLMCriterion, ClaimsCriterion)  # the kinds whose verdicts come from a
 def with_trials(criterion: "Criterion", trials: int | None) -> "Criterion":
     """The criterion asked `trials` times per example (`calibrate --trials`, or as a report ran it);
     itself when that is what its file says, or it is not asked by a model."""
-    if isinstance(criterion, JUDGED) and isinstance(trials, int) and trials != criterion.judge.trials:
-        return criterion.model_copy(update={"judge": criterion.judge.model_copy(update={"trials": trials})})
+    if (
+        isinstance(criterion, JUDGED)
+        and isinstance(trials, int)
+        and trials != criterion.judge.trials
+    ):
+        return criterion.model_copy(
+            update={"judge": criterion.judge.model_copy(update={"trials": trials})}
+        )
     return criterion
 
-Criterion = Annotated[Union[LLMCriterion, RegexCriterion, ClaimsCriterion], Field(discriminator="kind")]
+
+Criterion = Annotated[
+    Union[LLMCriterion, RegexCriterion, ClaimsCriterion], Field(discriminator="kind")
+]
 _criterion_adapter: TypeAdapter[Criterion] = TypeAdapter(Criterion)
+
 
 def parse_criterion(data: Any, source: str) -> Criterion:
     """Validate one criterion document, listing every problem at once."""
@@ -227,9 +290,16 @@ def parse_criterion(data: Any, source: str) -> Criterion:
     except ValidationError as error:
         problems = problems_of(error, source)
         # The discriminated union prefixes every location with the kind; a user never wrote that.
-        raise InputError([Problem(p.source, p.location.removeprefix("llm.").removeprefix("regex.").removeprefix("claims."),
-                                  p.message)
-                          for p in problems]) from None
+        raise InputError(
+            [
+                Problem(
+                    p.source,
+                    p.location.removeprefix("llm.").removeprefix("regex.").removeprefix("claims."),
+                    p.message,
+                )
+                for p in problems
+            ]
+        ) from None
 
 
 def load_criterion(path: Path) -> Criterion:
@@ -240,8 +310,12 @@ def load_criterion(path: Path) -> Criterion:
         raise InputError.one(path, "", "must be a YAML mapping with at least 'id' and 'question'")
     criterion = parse_criterion(data, str(path))
     if criterion.id != path.stem:
-        raise InputError.one(path, "id", f"is {criterion.id!r} but the file is named {path.name!r}; "
-                             f"rename the file to {criterion.id}.yaml or change the id")
+        raise InputError.one(
+            path,
+            "id",
+            f"is {criterion.id!r} but the file is named {path.name!r}; "
+            f"rename the file to {criterion.id}.yaml or change the id",
+        )
     criterion._digest = source.digest
     return criterion
 
@@ -252,10 +326,14 @@ def load_variant(path: Path, criterion_id: str) -> Criterion:
     source = read_source(path)
     data = read_yaml(path, source.text)
     if not isinstance(data, dict):
-        raise InputError.one(path, "", "must be a YAML mapping: a criterion file of the same id, other wording")
+        raise InputError.one(
+            path, "", "must be a YAML mapping: a criterion file of the same id, other wording"
+        )
     criterion = parse_criterion(data, str(path))
     if criterion.id != criterion_id:
-        raise InputError.one(path, "id", f"is {criterion.id!r}; a variant of {criterion_id!r} keeps its id")
+        raise InputError.one(
+            path, "id", f"is {criterion.id!r}; a variant of {criterion_id!r} keeps its id"
+        )
     criterion._digest = source.digest
     return criterion
 

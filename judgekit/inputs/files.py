@@ -44,7 +44,9 @@ def read_source(path: Path, hint: str = "") -> Source:
         # A byte-order mark (Excel's CSVs) is not part of the text.
         return Source(data.decode("utf-8-sig"), digest(data))
     except (OSError, UnicodeDecodeError) as error:
-        raise InputError.one(path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}") from None
+        raise InputError.one(
+            path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}"
+        ) from None
 
 
 @contextmanager
@@ -85,14 +87,17 @@ class SourceLines:
         number = 0
         try:
             with open(self.path, "rb") as handle:
-                for number, raw in enumerate(handle, start=1):  # a binary file's lines end at b"\n" only
+                for number, raw in enumerate(
+                    handle, start=1
+                ):  # a binary file's lines end at b"\n" only
                     hashed.update(raw)
                     line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
                     yield line[:-1] if line.endswith("\n") else line
         except (OSError, UnicodeDecodeError) as error:
             where = f"line {number}" if isinstance(error, UnicodeDecodeError) else ""
-            raise InputError.one(self.path, where, f"cannot be read ({error}){'; ' + self.hint if self.hint else ''}") \
-                from None
+            raise InputError.one(
+                self.path, where, f"cannot be read ({error}){'; ' + self.hint if self.hint else ''}"
+            ) from None
         self._digest = hashed.hexdigest()
 
 
@@ -113,7 +118,9 @@ def read_yaml(path: Path, text: str | None = None) -> Any:
     return parse_yaml(read_text(path) if text is None else text, path)
 
 
-def iter_records(path: Path, text: str | Source | SourceLines | None = None) -> Iterator[tuple[str, Any]]:
+def iter_records(
+    path: Path, text: str | Source | SourceLines | None = None
+) -> Iterator[tuple[str, Any]]:
     """Yield `(location, record)` pairs from a JSONL, YAML (a list) or CSV file (from `text` when
     the caller has read it, or from its `open_source`; a JSON Lines file is otherwise read line by
     line).
@@ -128,7 +135,13 @@ def iter_records(path: Path, text: str | Source | SourceLines | None = None) -> 
         text = text.text
     if suffix == ".jsonl":
         # Records end at "\n" only: str.splitlines() would also split inside a string at U+2028 or U+0085.
-        lines = _lines(text) if isinstance(text, str) else text if text is not None else SourceLines(path)
+        lines = (
+            _lines(text)
+            if isinstance(text, str)
+            else text
+            if text is not None
+            else SourceLines(path)
+        )
         for number, line in enumerate(lines, start=1):
             if not line.strip():
                 continue
@@ -141,18 +154,26 @@ def iter_records(path: Path, text: str | Source | SourceLines | None = None) -> 
         if isinstance(data, dict) and "examples" in data:
             data = data["examples"]
         if not isinstance(data, list):
-            raise InputError.one(path, "", "must hold a list of records (or a mapping with an 'examples' list)")
+            raise InputError.one(
+                path, "", "must hold a list of records (or a mapping with an 'examples' list)"
+            )
         for index, record in enumerate(data):
             yield f"[{index}]", record
     elif suffix == ".csv":
         for number, row in enumerate(read_csv(path, text)[1], start=2):
             if None in row:
-                yield f"line {number}", Problem(str(path), f"line {number}", "has more cells than the header has "
-                                                "columns")
+                yield (
+                    f"line {number}",
+                    Problem(
+                        str(path), f"line {number}", "has more cells than the header has columns"
+                    ),
+                )
                 continue
             yield f"line {number}", {k: (None if v == "" else v) for k, v in row.items()}
     else:
-        raise InputError.one(path, "", f"unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}")
+        raise InputError.one(
+            path, "", f"unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}"
+        )
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -178,8 +199,12 @@ def read_csv(path: Path, text: str | None = None) -> tuple[list[str], list[dict[
     seen: set[str] = set()
     for column in columns:
         if column in seen:
-            raise InputError.one(path, "line 1", f"has the column {column!r} twice; rename or remove one (a reader "
-                                 "would silently keep the last)")
+            raise InputError.one(
+                path,
+                "line 1",
+                f"has the column {column!r} twice; rename or remove one (a reader "
+                "would silently keep the last)",
+            )
         seen.add(column)
     return columns, rows
 
@@ -209,8 +234,9 @@ def write_atomic(path: Path, text: str | Iterable[str], verbatim: bool = False) 
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     except OSError as error:
-        raise InputError.one(path, "", f"cannot be written ({error.strerror or error}); choose a writable place") \
-            from None
+        raise InputError.one(
+            path, "", f"cannot be written ({error.strerror or error}); choose a writable place"
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             for block in blocks:
@@ -219,12 +245,15 @@ def write_atomic(path: Path, text: str | Iterable[str], verbatim: bool = False) 
             os.fsync(handle.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any file written
+        os.chmod(
+            tmp, 0o666 & ~umask
+        )  # mkstemp makes 0600; a report is as readable as any file written
         os.replace(tmp, path)
     except OSError as error:
         Path(tmp).unlink(missing_ok=True)
-        raise InputError.one(path, "", f"cannot be written ({error.strerror or error}); choose a writable place") \
-            from None
+        raise InputError.one(
+            path, "", f"cannot be written ({error.strerror or error}); choose a writable place"
+        ) from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -259,8 +288,11 @@ class locked:
                 self.lock.parent.mkdir(parents=True, exist_ok=True)
                 self.handle = open(self.lock, "a")
             except OSError as error:
-                raise InputError.one(self.lock.parent, "", f"cannot be written ({error.strerror or error}); "
-                                     "choose a writable place") from None
+                raise InputError.one(
+                    self.lock.parent,
+                    "",
+                    f"cannot be written ({error.strerror or error}); choose a writable place",
+                ) from None
             fcntl.flock(self.handle, fcntl.LOCK_EX)
             try:
                 if os.path.samestat(os.stat(self.lock), os.fstat(self.handle.fileno())):

@@ -29,7 +29,9 @@ def read_at(fd: int, stop: int | None = None, start: int = 0) -> bytes:
     return bytes(data)
 
 
-def write_at(fd: int, data: bytes, offset: int, pwrite: Callable[[int, bytes, int], int] = os.pwrite) -> None:
+def write_at(
+    fd: int, data: bytes, offset: int, pwrite: Callable[[int, bytes, int], int] = os.pwrite
+) -> None:
     """Write `data` at `offset`, all of it, and wait until the disk holds it."""
     while data:
         written = pwrite(fd, data, offset)
@@ -61,14 +63,22 @@ class RolledBack:
     def __str__(self) -> str:
         if self.merged:
             ids = f"{len(self.moved)} record(s) ({', '.join(self.moved)})"
-            what = f"the addition of {ids} by a merge" if self.merged == "in" else \
-                f"the removal of {ids} merged into a set"
+            what = (
+                f"the addition of {ids} by a merge"
+                if self.merged == "in"
+                else f"the removal of {ids} merged into a set"
+            )
             again = "merge again to finish it"
         else:
             who = f" (annotator {self.annotator})" if self.annotator else ""
-            what, again = f"the label {'pass' if self.passed else 'fail'} of id {self.id}{who}", "label it again"
-        return (f"{self.path}: {what} was cut off while it was being written (the program writing it stopped), "
-                f"and was rolled back; {again}")
+            what, again = (
+                f"the label {'pass' if self.passed else 'fail'} of id {self.id}{who}",
+                "label it again",
+            )
+        return (
+            f"{self.path}: {what} was cut off while it was being written (the program writing it stopped), "
+            f"and was rolled back; {again}"
+        )
 
 
 @dataclass(frozen=True)
@@ -86,8 +96,17 @@ class Entry:
     merged: str | None = None
 
     def dump(self) -> bytes:
-        head = json.dumps({"id": self.id, "passed": self.passed, "annotator": self.annotator, "moved": list(self.moved),
-                           "merged": self.merged, "offset": self.offset, "length": len(self.old)})
+        head = json.dumps(
+            {
+                "id": self.id,
+                "passed": self.passed,
+                "annotator": self.annotator,
+                "moved": list(self.moved),
+                "merged": self.merged,
+                "offset": self.offset,
+                "length": len(self.old),
+            }
+        )
         body = _MAGIC + head.encode() + b"\n" + self.old + self.new
         return body + hashlib.sha256(body).digest()  # a journal cut short fails its checksum
 
@@ -97,12 +116,20 @@ class Entry:
         body, digest = raw[:-32], raw[-32:]
         if hashlib.sha256(body).digest() != digest or not body.startswith(_MAGIC):
             return None
-        head, _, rest = body[len(_MAGIC):].partition(b"\n")
+        head, _, rest = body[len(_MAGIC) :].partition(b"\n")
         fields = json.loads(head)
         if len(rest) != 2 * fields["length"]:
             return None
-        return cls(fields["id"], fields["passed"], fields["offset"], rest[:fields["length"]], rest[fields["length"]:],
-                   fields.get("annotator"), tuple(fields.get("moved") or ()), fields.get("merged"))
+        return cls(
+            fields["id"],
+            fields["passed"],
+            fields["offset"],
+            rest[: fields["length"]],
+            rest[fields["length"] :],
+            fields.get("annotator"),
+            tuple(fields.get("moved") or ()),
+            fields.get("merged"),
+        )
 
     def undone(self, path: Path) -> RolledBack:
         return RolledBack(path, self.id, self.passed, self.annotator, self.moved, self.merged)
@@ -112,10 +139,14 @@ def _journal(path: Path) -> Path:
     return path.with_name(f".{path.name}.journal")
 
 
-def write_journaled(path: Path, fd: int, entry: Entry, pwrite: Callable[[int, bytes, int], int]) -> None:
+def write_journaled(
+    path: Path, fd: int, entry: Entry, pwrite: Callable[[int, bytes, int], int]
+) -> None:
     """Write entry.new at entry.offset, with the journal on disk for as long as the file may be torn."""
     journal = _journal(path)
-    os.fsync(fd)  # the blank lines appended too: after a power cut the file is no shorter than entry.old
+    os.fsync(
+        fd
+    )  # the blank lines appended too: after a power cut the file is no shorter than entry.old
     handle = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
         write_at(handle, entry.dump(), 0)
@@ -141,15 +172,23 @@ Change = Callable[[bytes], "tuple[int, int, bytes]"]
 InputError when the bytes hold no such span (the file is wrong, or half-written by another program)."""
 
 
-def change_in_place(path: Path, change: Change, entry: Callable[[int, bytes, bytes], Entry],
-                    pwrite: Callable[[int, bytes, int], int] = os.pwrite) -> RolledBack | None:
+def change_in_place(
+    path: Path,
+    change: Change,
+    entry: Callable[[int, bytes, bytes], Entry],
+    pwrite: Callable[[int, bytes, int], int] = os.pwrite,
+) -> RolledBack | None:
     """`change_locked` under the file's lock."""
     with locked(path):
         return change_locked(path, change, entry, pwrite)
 
 
-def change_locked(path: Path, change: Change, entry: Callable[[int, bytes, bytes], Entry],
-                  pwrite: Callable[[int, bytes, int], int] = os.pwrite) -> RolledBack | None:
+def change_locked(
+    path: Path,
+    change: Change,
+    entry: Callable[[int, bytes, bytes], Entry],
+    pwrite: Callable[[int, bytes, int], int] = os.pwrite,
+) -> RolledBack | None:
     """Replace one span of the file in place, journaled, keeping every record others append
     meanwhile (the caller holds the lock); what an earlier write cut off part way was, if one was
     found and undone first. `entry(offset, old, new)` says what the write does, for its journal.
@@ -182,8 +221,12 @@ def change_locked(path: Path, change: Change, entry: Callable[[int, bytes, bytes
                     return rolled_back
     except OSError as error:
         raise InputError.one(path, "", f"cannot be written ({error.strerror or error})") from None
-    raise InputError.one(path, "", "kept changing while it was written (another program is writing it); "
-                                   "nothing was written: try again")
+    raise InputError.one(
+        path,
+        "",
+        "kept changing while it was written (another program is writing it); "
+        "nothing was written: try again",
+    )
 
 
 def recover(path: Path) -> RolledBack | None:
@@ -213,11 +256,18 @@ def recover_locked(path: Path) -> RolledBack | None:
         now = read_at(file.fileno(), entry.offset + len(entry.old), entry.offset)
         finished = now == entry.new  # only the journal was left to remove: nothing to undo
         if not finished and not _torn(now, entry.old, entry.new):
-            where, what = (f"ids {', '.join(entry.moved)}", "a merge") if entry.merged else \
-                (f"id {entry.id}", "a label")
-            raise InputError.one(path, where, f"{what} written into this file was cut off, and the file has been "
-                                 "changed since, so it cannot be undone; check this record and the ones after it, "
-                                 f"then delete {journal}")
+            where, what = (
+                (f"ids {', '.join(entry.moved)}", "a merge")
+                if entry.merged
+                else (f"id {entry.id}", "a label")
+            )
+            raise InputError.one(
+                path,
+                where,
+                f"{what} written into this file was cut off, and the file has been "
+                "changed since, so it cannot be undone; check this record and the ones after it, "
+                f"then delete {journal}",
+            )
         if not finished:
             write_at(file.fileno(), entry.old, entry.offset)
         os.fsync(file.fileno())
@@ -231,9 +281,12 @@ def _torn(now: bytes, old: bytes, new: bytes) -> bool:
     if len(now) != len(old):
         return False
     for i in range(0, len(old), 4096):
-        block = now[i:i + 4096]
-        if block != old[i:i + 4096] and block != new[i:i + 4096] and \
-                any(b not in (o, n) for b, o, n in zip(block, old[i:i + 4096], new[i:i + 4096])):
+        block = now[i : i + 4096]
+        if (
+            block != old[i : i + 4096]
+            and block != new[i : i + 4096]
+            and any(b not in (o, n) for b, o, n in zip(block, old[i : i + 4096], new[i : i + 4096]))
+        ):
             return False
     return True
 
@@ -263,12 +316,14 @@ def _splice(fd: int, data: bytes, start: int, stop: int, new: bytes) -> tuple[by
     """
     grow = len(new) - (stop - start)
     end = _append(fd, b"\n" * grow) if grow else len(data)
-    time.sleep(_PAUSE)  # a program rewriting the file shows itself here: a truncation, or its next piece
+    time.sleep(
+        _PAUSE
+    )  # a program rewriting the file shows itself here: a truncation, or its next piece
     now, mark = read_at(fd, end), end - grow
     if mark < len(data) or now[: len(data)] != data or now[mark:] != b"\n" * grow:
         return None
-    tail = new + data[stop:] + now[len(data):mark] if grow else new
-    return now[start:start + len(tail)], tail
+    tail = new + data[stop:] + now[len(data) : mark] if grow else new
+    return now[start : start + len(tail)], tail
 
 
 def _append(fd: int, data: bytes) -> int:
@@ -276,7 +331,9 @@ def _append(fd: int, data: bytes) -> int:
     import fcntl
 
     flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-    fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_APPEND)  # only for this write: pwrite must not append
+    fcntl.fcntl(
+        fd, fcntl.F_SETFL, flags | os.O_APPEND
+    )  # only for this write: pwrite must not append
     try:
         if os.write(fd, data) != len(data):
             raise OSError(f"only part of {len(data)} bytes could be written")

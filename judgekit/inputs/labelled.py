@@ -73,8 +73,12 @@ class LabelledSet:
     def select(self, split: str | None) -> "LabelledSet":
         if split is None:
             return self
-        return LabelledSet(self.criterion_id, self.path, self.digest,
-                           tuple(e for e in self.examples if e.split == split))
+        return LabelledSet(
+            self.criterion_id,
+            self.path,
+            self.digest,
+            tuple(e for e in self.examples if e.split == split),
+        )
 
 
 @bulk()
@@ -90,7 +94,13 @@ def read_labels(path: Path, criterion_id: str) -> LabelledSet:
         record = from_csv_cells(record) if is_csv and isinstance(record, dict) else record
         label = _label(record)
         if label is None:
-            problems.append(Problem(str(path), location, "has no readable id and label; `judgekit validate` says why"))
+            problems.append(
+                Problem(
+                    str(path),
+                    location,
+                    "has no readable id and label; `judgekit validate` says why",
+                )
+            )
             continue
         examples.append(label)
     if problems:
@@ -101,7 +111,12 @@ def read_labels(path: Path, criterion_id: str) -> LabelledSet:
 def _label(record: Any) -> Labelled | None:
     if not isinstance(record, dict):
         return None
-    rid, passed, labels, split = record.get("id"), record.get("passed"), record.get("labels"), record.get("split")
+    rid, passed, labels, split = (
+        record.get("id"),
+        record.get("passed"),
+        record.get("labels"),
+        record.get("split"),
+    )
     if isinstance(rid, bool) or not isinstance(rid, (str, int)):
         return None
     if isinstance(labels, dict) and labels and all(isinstance(v, bool) for v in labels.values()):
@@ -123,8 +138,22 @@ def _selection(drawn: Any) -> tuple[str, str, tuple[tuple[str, int], ...], int] 
     """A selection record read as the set loader's model reads it (strict whole numbers)."""
     if not isinstance(drawn, dict) or set(drawn) != {"pool", "stratum", "sizes", "position"}:
         return None
-    pool, stratum, sizes, position = drawn["pool"], drawn["stratum"], drawn["sizes"], drawn["position"]
-    if not (isinstance(pool, str) and pool and isinstance(stratum, str) and stratum and isinstance(sizes, dict)
-            and sizes and all(_count(n) for n in sizes.values()) and sizes.get(stratum, 0) >= 1 and _count(position)):
+    pool, stratum, sizes, position = (
+        drawn["pool"],
+        drawn["stratum"],
+        drawn["sizes"],
+        drawn["position"],
+    )
+    if not (
+        isinstance(pool, str)
+        and pool
+        and isinstance(stratum, str)
+        and stratum
+        and isinstance(sizes, dict)
+        and sizes
+        and all(_count(n) for n in sizes.values())
+        and sizes.get(stratum, 0) >= 1
+        and _count(position)
+    ):
         return None
     return pool, stratum, tuple(sorted((str(k), n) for k, n in sizes.items())), position

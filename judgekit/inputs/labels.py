@@ -53,9 +53,13 @@ def csv_rows(path: Path, text: str) -> tuple[list[str], list[tuple[int, int, lis
             if row:  # a blank line holds no record (CSV readers skip it)
                 rows.append((start, position, row))
     except csv.Error as error:
-        raise InputError.one(path, f"line {reader.line_num}", f"cannot be read as CSV ({error})") from None
+        raise InputError.one(
+            path, f"line {reader.line_num}", f"cannot be read as CSV ({error})"
+        ) from None
     if len(set(header)) != len(header):
-        raise InputError.one(path, "header", "has the same column twice; rename one so no cell is lost")
+        raise InputError.one(
+            path, "header", "has the same column twice; rename one so no cell is lost"
+        )
     if "id" not in header or "output" not in header:
         raise InputError.one(path, "header", "needs columns id and output")
     return header, rows
@@ -84,12 +88,18 @@ def read_records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
         header, rows = csv_rows(path, text)
         records = [dict(zip(header, row)) for _, _, row in rows]
     else:
-        raise InputError.one(path, "", "labels are written back to .jsonl or .csv files; convert this one first")
+        raise InputError.one(
+            path, "", "labels are written back to .jsonl or .csv files; convert this one first"
+        )
     seen: set[str] = set()
     for record in records:
         if str(record["id"]) in seen:
-            raise InputError.one(path, f"id {record['id']}", "appears twice; give every example its own id, so a "
-                                                             "label cannot land on the wrong one")
+            raise InputError.one(
+                path,
+                f"id {record['id']}",
+                "appears twice; give every example its own id, so a "
+                "label cannot land on the wrong one",
+            )
         seen.add(str(record["id"]))
     return records
 
@@ -97,14 +107,22 @@ def read_records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
 def annotations(record: dict[str, Any]) -> dict[str, bool]:
     """The annotators' labels of a record: its `labels` mapping, or a CSV's filled `labels.<name>` cells."""
     found = record.get("labels") if isinstance(record.get("labels"), dict) else {}
-    found = {**found, **{k.removeprefix("labels."): parse_bool(v) for k, v in record.items()
-                         if k.startswith("labels.") and v not in (None, "")}}
+    found = {
+        **found,
+        **{
+            k.removeprefix("labels."): parse_bool(v)
+            for k, v in record.items()
+            if k.startswith("labels.") and v not in (None, "")
+        },
+    }
     return {name: value for name, value in found.items() if isinstance(value, bool)}
 
 
 def is_annotated(record: dict[str, Any]) -> bool:
     """Labelled by several annotators (`labels`, or CSV `labels.<name>` cells that are filled)."""
-    return bool(record.get("labels")) or any(k.startswith("labels.") and record[k] not in (None, "") for k in record)
+    return bool(record.get("labels")) or any(
+        k.startswith("labels.") and record[k] not in (None, "") for k in record
+    )
 
 
 def label_of(record: dict[str, Any], annotator: str | None = None) -> bool | None:
@@ -115,7 +133,9 @@ def label_of(record: dict[str, Any], annotator: str | None = None) -> bool | Non
         return value
     if annotator is not None:
         return annotations(record).get(annotator)
-    return True if is_annotated(record) else None  # labelled by annotators: not this page's to overwrite
+    return (
+        True if is_annotated(record) else None
+    )  # labelled by annotators: not this page's to overwrite
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
@@ -124,13 +144,23 @@ _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
 def check_annotator(name: str) -> str:
     """An annotator's name as a label is written under it (`labels.<name>`), or an InputError."""
     if not _NAME.fullmatch(name):
-        raise InputError.one("--annotator", "", f"{name!r} is not an annotator name; use letters, digits and _ . @ - "
-                             "(up to 64, starting with a letter or digit), e.g. --annotator ana")
+        raise InputError.one(
+            "--annotator",
+            "",
+            f"{name!r} is not an annotator name; use letters, digits and _ . @ - "
+            "(up to 64, starting with a letter or digit), e.g. --annotator ana",
+        )
     return name
 
 
-def write_label(path: Path, example_id: str, passed: bool, *, annotator: str | None = None,
-                pwrite: Callable[[int, bytes, int], int] = os.pwrite) -> RolledBack | None:
+def write_label(
+    path: Path,
+    example_id: str,
+    passed: bool,
+    *,
+    annotator: str | None = None,
+    pwrite: Callable[[int, bytes, int], int] = os.pwrite,
+) -> RolledBack | None:
     """Set one record's `passed` (with `annotator`, that annotator's label in `labels`, or a CSV's
     `labels.<name>` column), leaving every other byte of the file as it was and keeping every record
     others append meanwhile (a CSV without the column gets it, in every row); the label of an earlier
@@ -141,15 +171,21 @@ def write_label(path: Path, example_id: str, passed: bool, *, annotator: str | N
     """
     if annotator is not None:
         check_annotator(annotator)
-    return change_in_place(path, lambda data: _change(path, data, example_id, passed, annotator),
-                           lambda start, old, new: Entry(example_id, passed, start, old, new, annotator), pwrite)
+    return change_in_place(
+        path,
+        lambda data: _change(path, data, example_id, passed, annotator),
+        lambda start, old, new: Entry(example_id, passed, start, old, new, annotator),
+        pwrite,
+    )
 
 
 def record_spans(path: Path, data: bytes) -> tuple[str, list[tuple[str, int, int, dict[str, Any]]]]:
     """The file's text, and each record's id, its character span (a JSON line without its line end,
     a CSV row with it) and the record, in order."""
     text = _text(path, data)
-    read_records(path, text)  # a file whose ids collide, or that cannot be read, is refused as the page refuses it
+    read_records(
+        path, text
+    )  # a file whose ids collide, or that cannot be read, is refused as the page refuses it
     if path.suffix.lower() == ".jsonl":
         out, position = [], 0
         for line in text.split("\n"):
@@ -169,33 +205,57 @@ def byte_span(data: bytes, text: str, start: int, stop: int) -> tuple[int, int]:
     return bom + len(text[:start].encode()), bom + len(text[:stop].encode())
 
 
-def _change(path: Path, data: bytes, example_id: str, passed: bool, annotator: str | None) -> tuple[int, int, bytes]:
+def _change(
+    path: Path, data: bytes, example_id: str, passed: bool, annotator: str | None
+) -> tuple[int, int, bytes]:
     """Where the record is in `data` (a byte span) and what replaces it, never shorter than it was:
     a shorter JSON line is padded with spaces, a shorter CSV row quoted."""
     text, spans = record_spans(path, data)
     found = next(((start, stop, r) for i, start, stop, r in spans if i == example_id), None)
     if found is None:
-        raise InputError.one(path, f"id {example_id}", "no such record; was the file changed meanwhile?")
+        raise InputError.one(
+            path, f"id {example_id}", "no such record; was the file changed meanwhile?"
+        )
     start, stop, record = found
     if annotator is None and is_annotated(record):
-        raise InputError.one(path, f"id {example_id}", "is labelled by several annotators; give your name "
-                             "(--annotator NAME) to add or change your own label, not their majority")
+        raise InputError.one(
+            path,
+            f"id {example_id}",
+            "is labelled by several annotators; give your name "
+            "(--annotator NAME) to add or change your own label, not their majority",
+        )
     if annotator is not None and isinstance(parse_bool(record.get("passed")), bool):
-        raise InputError.one(path, f"id {example_id}", "has a label in 'passed' from no named annotator, which an "
-                             "annotator's label could contradict; name whose it is (move it into labels) or "
-                             "label without --annotator")
-    if annotator is not None and record.get("labels") is not None and not isinstance(record["labels"], dict):
-        raise InputError.one(path, f"id {example_id}", "has 'labels' that is not a mapping of annotator to "
-                             "true / false; fix it by hand first")
+        raise InputError.one(
+            path,
+            f"id {example_id}",
+            "has a label in 'passed' from no named annotator, which an "
+            "annotator's label could contradict; name whose it is (move it into labels) or "
+            "label without --annotator",
+        )
+    if (
+        annotator is not None
+        and record.get("labels") is not None
+        and not isinstance(record["labels"], dict)
+    ):
+        raise InputError.one(
+            path,
+            f"id {example_id}",
+            "has 'labels' that is not a mapping of annotator to true / false; fix it by hand first",
+        )
 
     def replaced(new: str) -> tuple[int, int, bytes]:
         return (*byte_span(data, text, start, stop), new.encode())
 
     if path.suffix.lower() == ".jsonl":
         line = text[start:stop]
-        change = {"passed": passed} if annotator is None else {"labels": {**(record.get("labels") or {}),
-                                                                           annotator: passed}}
-        return replaced(json.dumps({**record, **change}, ensure_ascii=True).ljust(len(line.encode())))
+        change = (
+            {"passed": passed}
+            if annotator is None
+            else {"labels": {**(record.get("labels") or {}), annotator: passed}}
+        )
+        return replaced(
+            json.dumps({**record, **change}, ensure_ascii=True).ljust(len(line.encode()))
+        )
     header, rows = csv_rows(path, text)
     column = "passed" if annotator is None else f"labels.{annotator}"
     ending = "\r\n" if "\r\n" in text[: text.find("\n") + 1] else "\n"
@@ -204,11 +264,15 @@ def _change(path: Path, data: bytes, example_id: str, passed: bool, annotator: s
         writer = csv.writer(out, lineterminator=ending)
         writer.writerow([*header, column])
         for _, _, row in rows:
-            value = ("true" if passed else "false") if dict(zip(header, row))["id"] == example_id else ""
+            value = (
+                ("true" if passed else "false")
+                if dict(zip(header, row))["id"] == example_id
+                else ""
+            )
             writer.writerow([*row, value])
         return (*byte_span(data, text, 0, len(text)), out.getvalue().encode())
     row = list(next(r for b, _, r in rows if b == start)) + [""] * len(header)
-    row = row[:len(header)]
+    row = row[: len(header)]
     row[header.index(column)] = "true" if passed else "false"
     width = len(text[start:stop].encode())
     for quoting in (csv.QUOTE_MINIMAL, csv.QUOTE_ALL):  # quotes change no value

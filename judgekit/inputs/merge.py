@@ -30,7 +30,14 @@ from judgekit.inputs.criteria import Criterion
 from judgekit.inputs.files import RECORD_SUFFIXES, iter_records, locked, read_source
 from judgekit.inputs.journal import Entry, RolledBack, change_locked, recover_locked
 from judgekit.inputs.labels import csv_rows, byte_span, record_spans
-from judgekit.inputs.sets import CalibrationSet, Example, check_context, check_leakage, read_set, set_records
+from judgekit.inputs.sets import (
+    CalibrationSet,
+    Example,
+    check_context,
+    check_leakage,
+    read_set,
+    set_records,
+)
 from judgekit.inputs.validation import problems_of
 
 _FORMATS = (".jsonl", ".csv")
@@ -53,35 +60,62 @@ def set_for(sets_dir: Path, criterion_id: str, new: Path) -> Path:
     one when it has none: `<sets_dir>/<id>` with the new file's suffix."""
     if not any((sets_dir / f"{criterion_id}{suffix}").is_file() for suffix in RECORD_SUFFIXES):
         if not sets_dir.is_dir():
-            raise InputError.one(sets_dir, "", "is not a folder of calibration sets; pass --sets DIR")
+            raise InputError.one(
+                sets_dir, "", "is not a folder of calibration sets; pass --sets DIR"
+            )
         return sets_dir / f"{criterion_id}{new.suffix.lower()}"
     return find_set(sets_dir, criterion_id)
 
 
-def merge(new: Path, set_path: Path, criterion: Criterion, *, labelled_only: bool = False,
-          pwrite: Callable[[int, bytes, int], int] = os.pwrite) -> Merged:
+def merge(
+    new: Path,
+    set_path: Path,
+    criterion: Criterion,
+    *,
+    labelled_only: bool = False,
+    pwrite: Callable[[int, bytes, int], int] = os.pwrite,
+) -> Merged:
     """Move the labelled records of `new` into `set_path` (the criterion's set; made, in the new
     file's format, when there is none); with `labelled_only`, unlabelled records stay in `new`
     instead of being a problem. `pwrite` writes bytes at an offset (tests pass one that stops)."""
     for path in (new, set_path):
         if path.suffix.lower() not in _FORMATS:
-            raise InputError.one(path, "", "a merge reads and writes .jsonl or .csv files; convert this one first")
+            raise InputError.one(
+                path, "", "a merge reads and writes .jsonl or .csv files; convert this one first"
+            )
     if new.resolve() == set_path.resolve():
-        raise InputError.one(new, "", "is the criterion's calibration set itself; give the file of new examples")
+        raise InputError.one(
+            new, "", "is the criterion's calibration set itself; give the file of new examples"
+        )
     with ExitStack() as stack:
-        for path in sorted({new, set_path}, key=lambda p: str(p.resolve())):  # one order: no two merges deadlock
+        for path in sorted(
+            {new, set_path}, key=lambda p: str(p.resolve())
+        ):  # one order: no two merges deadlock
             stack.enter_context(locked(path))
-        undone = [r for r in (recover_locked(new), recover_locked(set_path) if set_path.exists() else None) if r]
+        undone = [
+            r
+            for r in (recover_locked(new), recover_locked(set_path) if set_path.exists() else None)
+            if r
+        ]
         plan = _check(new, set_path, criterion, labelled_only)
         ids = tuple(plan.moved) + tuple(plan.already)
         if plan.records:
             if not set_path.exists():
                 _create(set_path, plan.records)
-            change_locked(set_path, lambda data: _append(set_path, data, plan.records),
-                          lambda start, old, out: Entry("", None, start, old, out, moved=tuple(plan.moved),
-                                                        merged="in"), pwrite)
-        change_locked(new, lambda data: _blank(new, data, set(ids)),
-                      lambda start, old, out: Entry("", None, start, old, out, moved=ids, merged="out"), pwrite)
+            change_locked(
+                set_path,
+                lambda data: _append(set_path, data, plan.records),
+                lambda start, old, out: Entry(
+                    "", None, start, old, out, moved=tuple(plan.moved), merged="in"
+                ),
+                pwrite,
+            )
+        change_locked(
+            new,
+            lambda data: _blank(new, data, set(ids)),
+            lambda start, old, out: Entry("", None, start, old, out, moved=ids, merged="out"),
+            pwrite,
+        )
     return Merged(set_path, tuple(plan.moved), tuple(plan.already), tuple(plan.left), undone)
 
 
@@ -99,8 +133,14 @@ def _check(new: Path, set_path: Path, criterion: Criterion, labelled_only: bool)
     held: dict[str, Example] = {}
     if set_path.exists() and any(True for _ in iter_records(set_path, read_source(set_path).text)):
         loaded, found = read_set(set_path, criterion.id)
-        problems += [Problem(p.source, p.location, f"{p.message} (the set must load before examples are merged "
-                             "into it)") for p in found]
+        problems += [
+            Problem(
+                p.source,
+                p.location,
+                f"{p.message} (the set must load before examples are merged into it)",
+            )
+            for p in found
+        ]
         held = {e.id: e for e in loaded.examples}
     plan, examples = _Plan(), []
     for where, record in set_records(new, read_source(new).text):
@@ -112,8 +152,14 @@ def _check(new: Path, set_path: Path, criterion: Criterion, labelled_only: bool)
             if labelled_only:
                 plan.left.append(str(record.get("id")))
                 continue
-            problems.append(Problem(str(new), where, f"has no label; label it first (`judgekit label {new}`), or "
-                                    "pass --labelled-only to move only the labelled records and leave this one"))
+            problems.append(
+                Problem(
+                    str(new),
+                    where,
+                    f"has no label; label it first (`judgekit label {new}`), or "
+                    "pass --labelled-only to move only the labelled records and leave this one",
+                )
+            )
             continue
         try:
             example = Example.model_validate(record)
@@ -122,14 +168,28 @@ def _check(new: Path, set_path: Path, criterion: Criterion, labelled_only: bool)
             continue
         if example.id in held:
             if held[example.id] == example:
-                plan.already.append(example.id)  # moved by a merge cut off before it blanked it here
+                plan.already.append(
+                    example.id
+                )  # moved by a merge cut off before it blanked it here
             else:
-                problems.append(Problem(str(new), where, f"the id {example.id!r} is already in {set_path} with other "
-                                        "content; give this example another id, or remove one of the two"))
+                problems.append(
+                    Problem(
+                        str(new),
+                        where,
+                        f"the id {example.id!r} is already in {set_path} with other "
+                        "content; give this example another id, or remove one of the two",
+                    )
+                )
             continue
         if set_path.suffix.lower() == ".csv" and record.get("claims"):
-            problems.append(Problem(str(new), where, "has labelled claims, which a CSV set cannot hold; merge it "
-                                    "into a JSONL set, or remove its claims"))
+            problems.append(
+                Problem(
+                    str(new),
+                    where,
+                    "has labelled claims, which a CSV set cannot hold; merge it "
+                    "into a JSONL set, or remove its claims",
+                )
+            )
             continue
         examples.append(example)
         plan.records.append(record)
@@ -140,8 +200,13 @@ def _check(new: Path, set_path: Path, criterion: Criterion, labelled_only: bool)
         except InputError as error:
             problems += error.problems
     if not problems and not plan.moved and not plan.already:
-        problems.append(Problem(str(new), "", "holds no labelled record to merge; label some first "
-                                f"(`judgekit label {new}`)"))
+        problems.append(
+            Problem(
+                str(new),
+                "",
+                f"holds no labelled record to merge; label some first (`judgekit label {new}`)",
+            )
+        )
     if problems:
         raise InputError(problems)
     return plan
@@ -176,8 +241,9 @@ def _create(path: Path, records: list[dict[str, Any]]) -> None:
         with open(path, "x", encoding="utf-8", newline="") as handle:
             handle.write(text)
     except OSError as error:
-        raise InputError.one(path, "", f"cannot be written ({error.strerror or error}); choose a writable place") \
-            from None
+        raise InputError.one(
+            path, "", f"cannot be written ({error.strerror or error}); choose a writable place"
+        ) from None
 
 
 def _append(path: Path, data: bytes, records: list[dict[str, Any]]) -> tuple[int, int, bytes]:
@@ -210,10 +276,14 @@ def _blank(path: Path, data: bytes, ids: set[str]) -> tuple[int, int, bytes]:
     text, spans = record_spans(path, data)
     found = [byte_span(data, text, start, stop) for rid, start, stop, _ in spans if rid in ids]
     if len(found) != len(ids):
-        raise InputError.one(path, "", "changed while the merge was written: its records are in the set, and the "
-                             "merge could not remove them here; run it again")
+        raise InputError.one(
+            path,
+            "",
+            "changed while the merge was written: its records are in the set, and the "
+            "merge could not remove them here; run it again",
+        )
     first, last = found[0][0], found[-1][1]
     out = bytearray(data[first:last])
     for start, stop in found:
-        out[start - first:stop - first] = b"\n" * (stop - start)
+        out[start - first : stop - first] = b"\n" * (stop - start)
     return first, last, bytes(out)

@@ -19,10 +19,14 @@ from judgekit.errors import InputError
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # In text decoded from UTF-8 only an escape can stand for one: a high half with no low half after
 # it, or a low half with no high half before it.
-_LONE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
-                          r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
-SURROGATE_FIX = ("holds a lone surrogate (half of a UTF-16 pair), which no UTF-8 file can store; write the whole "
-                 "character (both halves of the pair) or remove it")
+_LONE_ESCAPE = re.compile(
+    r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F])"
+    r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+SURROGATE_FIX = (
+    "holds a lone surrogate (half of a UTF-16 pair), which no UTF-8 file can store; write the whole "
+    "character (both halves of the pair) or remove it"
+)
 
 
 class _DuplicateKey(Exception):
@@ -49,7 +53,9 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 def _loads(text: str) -> Any:
     """`json.loads(text, object_pairs_hook=_unique_keys)`, with the one decoder."""
     if not isinstance(text, str) or text.startswith("\ufeff"):
-        return json.loads(text, object_pairs_hook=_unique_keys)  # its errors, as json.loads words them
+        return json.loads(
+            text, object_pairs_hook=_unique_keys
+        )  # its errors, as json.loads words them
     return _DECODER.decode(text)
 
 
@@ -78,7 +84,9 @@ _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:]')
 def _scan(text: str, key: str | None = None) -> tuple[int, int]:
     """`(line, depth)` of the second `key` in one object or, without a key, of the deepest nesting.
     A plain scan of valid JSON, run only to point at an error."""
-    objects: list[bool | None] = []  # per open bracket: has this object shown `key` yet (None: an array)
+    objects: list[
+        bool | None
+    ] = []  # per open bracket: has this object shown `key` yet (None: an array)
     deepest, at, last = 0, 0, None
     for match in _TOKEN.finditer(text):
         token = match.group()
@@ -89,8 +97,14 @@ def _scan(text: str, key: str | None = None) -> tuple[int, int]:
         elif token in ("}", "]"):
             if objects:
                 objects.pop()
-        elif (token == ":" and key is not None and last is not None and objects and objects[-1] is not None
-              and json.loads(last.group()) == key):
+        elif (
+            token == ":"
+            and key is not None
+            and last is not None
+            and objects
+            and objects[-1] is not None
+            and json.loads(last.group()) == key
+        ):
             if objects[-1]:
                 return _line(text, last.start()), deepest
             objects[-1] = True
@@ -117,18 +131,29 @@ def parse_json(text: str, source: str | Path, location: str = "") -> Any:
         lone = _LONE_ESCAPE.search(text) if "\\u" in text else None
         field = _surrogate_at(data) if lone is not None else None
     except json.JSONDecodeError as error:
-        raise InputError.one(source, location or f"line {error.lineno}", f"is not valid JSON: {error.msg}") from None
+        raise InputError.one(
+            source, location or f"line {error.lineno}", f"is not valid JSON: {error.msg}"
+        ) from None
     except _DuplicateKey as error:
         where = location or f"line {_scan(text, error.key)[0]}"
-        raise InputError.one(source, where, f"has the key {error.key!r} twice; keep one (a reader would silently "
-                             "take the last)") from None
+        raise InputError.one(
+            source,
+            where,
+            f"has the key {error.key!r} twice; keep one (a reader would silently take the last)",
+        ) from None
     except RecursionError:
         line, depth = _scan(text)
-        raise InputError.one(source, location or f"line {line}", f"is nested {depth} levels deep, deeper than "
-                             "judgekit reads; flatten it") from None
+        raise InputError.one(
+            source,
+            location or f"line {line}",
+            f"is nested {depth} levels deep, deeper than judgekit reads; flatten it",
+        ) from None
     if lone is not None and field is not None:
-        raise InputError.one(source, location or f"line {_line(text, lone.start())}", f"{field or 'a key'}: "
-                             f"{SURROGATE_FIX}")
+        raise InputError.one(
+            source,
+            location or f"line {_line(text, lone.start())}",
+            f"{field or 'a key'}: {SURROGATE_FIX}",
+        )
     return data
 
 
@@ -146,16 +171,23 @@ def _yaml_loader() -> type:
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             first: dict[Any, Any] = {}
             for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                if (
+                    not isinstance(key_node, yaml.ScalarNode)
+                    or key_node.tag == "tag:yaml.org,2002:merge"
+                ):
                     continue  # a merged mapping's keys may be overridden: that is what `<<` is for
                 key = self.construct_object(key_node, deep=deep)
                 if key in first:
-                    raise Refused(problem=f"has the key {key!r} twice (first at line {first[key].line + 1}); "
-                                          "keep one (a reader would silently take the last)",
-                                  problem_mark=key_node.start_mark)
+                    raise Refused(
+                        problem=f"has the key {key!r} twice (first at line {first[key].line + 1}); "
+                        "keep one (a reader would silently take the last)",
+                        problem_mark=key_node.start_mark,
+                    )
                 first[key] = key_node.start_mark
                 if isinstance(value_node, yaml.ScalarNode) and _SURROGATE.search(value_node.value):
-                    raise Refused(problem=f"{key}: {SURROGATE_FIX}", problem_mark=value_node.start_mark)
+                    raise Refused(
+                        problem=f"{key}: {SURROGATE_FIX}", problem_mark=value_node.start_mark
+                    )
             return super().construct_mapping(node, deep)
 
         def construct_scalar(self, node: Any) -> Any:
@@ -185,8 +217,11 @@ def parse_yaml(text: str, source: str | Path) -> Any:
         problem = getattr(error, "problem", None) or str(error)
         raise InputError.one(source, where, f"is not valid YAML: {problem}") from None
     except RecursionError:
-        raise InputError.one(source, f"line {loader.line + 1}" if loader else "", "is nested too deeply to read; "
-                             "flatten it") from None
+        raise InputError.one(
+            source,
+            f"line {loader.line + 1}" if loader else "",
+            "is nested too deeply to read; flatten it",
+        ) from None
     finally:
         if loader is not None:
             loader.dispose()

@@ -27,12 +27,15 @@ def parse_duration(text: str) -> timedelta:
     """`30d`, `12h`, `90m`, `1w`, `45s`: more than zero and at most 100 years."""
     match = _DURATION.match(text)
     if not match:
-        raise ValueError(f"{text!r} is not a duration; write a number and a unit, like 30d, 12h or 90m")
+        raise ValueError(
+            f"{text!r} is not a duration; write a number and a unit, like 30d, 12h or 90m"
+        )
     seconds = float(match.group(1)) * _UNITS[match.group(2)]
     if not 0 < seconds <= 100 * 365 * 86400:
-        raise ValueError(f"{text!r} is not a usable duration; give more than zero and at most 100 years")
+        raise ValueError(
+            f"{text!r} is not a usable duration; give more than zero and at most 100 years"
+        )
     return timedelta(seconds=seconds)
-
 
 
 @dataclass(frozen=True)
@@ -55,12 +58,31 @@ class Selective:
         if data is None:
             return None, []
         if not isinstance(data, dict):
-            return None, [Problem(source, where, "must be a table like {min_agreement: 0.9, delta: 0.1}, or null")]
-        rules = {"min_agreement": _open_share, "delta": _open_share, "min_coverage": _share(0), "min_covered": _count}
-        problems = [Problem(source, f"{where}.{key}", "unknown key; use min_agreement, delta, min_coverage or "
-                            "min_covered") for key in data if key not in rules]
-        problems += [Problem(source, f"{where}.{key}", f"{message}, not {value!r}") for key, value in data.items()
-                     if key in rules and (message := rules[key](value))]
+            return None, [
+                Problem(
+                    source, where, "must be a table like {min_agreement: 0.9, delta: 0.1}, or null"
+                )
+            ]
+        rules = {
+            "min_agreement": _open_share,
+            "delta": _open_share,
+            "min_coverage": _share(0),
+            "min_covered": _count,
+        }
+        problems = [
+            Problem(
+                source,
+                f"{where}.{key}",
+                "unknown key; use min_agreement, delta, min_coverage or min_covered",
+            )
+            for key in data
+            if key not in rules
+        ]
+        problems += [
+            Problem(source, f"{where}.{key}", f"{message}, not {value!r}")
+            for key, value in data.items()
+            if key in rules and (message := rules[key](value))
+        ]
         if problems:
             return None, problems
         return cls(**{k: (v if k == "min_covered" else float(v)) for k, v in data.items()}), []
@@ -94,12 +116,16 @@ class Thresholds:
     selective: Selective | None = None
 
     @classmethod
-    def parse(cls, data: dict[str, Any], source: str, where: str,
-              base: "Thresholds | None" = None) -> "tuple[Thresholds | None, list[Problem]]":
+    def parse(
+        cls, data: dict[str, Any], source: str, where: str, base: "Thresholds | None" = None
+    ) -> "tuple[Thresholds | None, list[Problem]]":
         """Thresholds from a table (keys left out keep `base`'s values), or every problem of it."""
         known = {f.name for f in fields(cls)}
-        problems = [Problem(source, f"{where}.{key}", "unknown key; remove it or check its spelling")
-                    for key in data if key not in known]
+        problems = [
+            Problem(source, f"{where}.{key}", "unknown key; remove it or check its spelling")
+            for key in data
+            if key not in known
+        ]
         values: dict[str, Any] = {}
         for key, value in data.items():
             if key not in known:
@@ -122,6 +148,7 @@ def _share(low: float) -> Any:
     def rule(value: Any) -> str | None:
         number = isinstance(value, (int, float)) and not isinstance(value, bool)
         return None if number and low <= value <= 1 else f"must be a number from {low:g} to 1"
+
     return rule
 
 
@@ -140,14 +167,24 @@ def _duration_rule(value: Any) -> str | None:
     try:
         parse_duration(value) if isinstance(value, str) else parse_duration("")
     except ValueError as error:
-        return str(error).split(";")[0] + "; write a number and a unit, like 30d, 12h or 90m (null for any age)"
+        return (
+            str(error).split(";")[0]
+            + "; write a number and a unit, like 30d, 12h or 90m (null for any age)"
+        )
     return None
 
 
 _FLOATS = {"min_tpr", "min_tnr", "min_kappa", "max_abstain_rate", "max_flip_rate"}
-_RULES = {"min_tpr": _share(0), "min_tnr": _share(0), "min_kappa": _or_null(_share(-1)), "min_examples": _count,
-          "max_abstain_rate": _share(0), "max_flip_rate": _or_null(_share(0)), "max_age": _duration_rule,
-          "use_lower_bound": lambda value: None if isinstance(value, bool) else "must be true or false"}
+_RULES = {
+    "min_tpr": _share(0),
+    "min_tnr": _share(0),
+    "min_kappa": _or_null(_share(-1)),
+    "min_examples": _count,
+    "max_abstain_rate": _share(0),
+    "max_flip_rate": _or_null(_share(0)),
+    "max_age": _duration_rule,
+    "use_lower_bound": lambda value: None if isinstance(value, bool) else "must be true or false",
+}
 
 
 @dataclass(frozen=True)
@@ -175,10 +212,15 @@ class Policy:
         if not isinstance(overrides, dict):
             raise InputError.one(source, "gate.criteria", "must be a table of criterion ids")
         agent_model = data.get("agent_model")
-        defaults, problems = Thresholds.parse({k: v for k, v in data.items() if k not in ("criteria", "agent_model")},
-                                              source, "gate")
-        if agent_model is not None and (not isinstance(agent_model, str) or not agent_model.strip()):
-            problems.append(Problem(source, "gate.agent_model", "must be a model name, like openai/gpt-4o"))
+        defaults, problems = Thresholds.parse(
+            {k: v for k, v in data.items() if k not in ("criteria", "agent_model")}, source, "gate"
+        )
+        if agent_model is not None and (
+            not isinstance(agent_model, str) or not agent_model.strip()
+        ):
+            problems.append(
+                Problem(source, "gate.agent_model", "must be a model name, like openai/gpt-4o")
+            )
         criteria = {}
         for criterion_id, override in overrides.items():
             where = f"gate.criteria.{criterion_id}"
@@ -191,15 +233,27 @@ class Policy:
                 criteria[str(criterion_id)] = thresholds
         if problems:
             raise InputError(problems)
-        return cls(defaults=defaults or Thresholds(), criteria=criteria, source=source,
-                   agent_model=agent_model.strip() if isinstance(agent_model, str) else None)
+        return cls(
+            defaults=defaults or Thresholds(),
+            criteria=criteria,
+            source=source,
+            agent_model=agent_model.strip() if isinstance(agent_model, str) else None,
+        )
 
     def check_ids(self, known: set[str]) -> None:
         """An override for a criterion that does not exist is a typo, not a no-op."""
         unknown = sorted(set(self.criteria) - known)
         if unknown:
-            raise InputError([Problem(self.source or "gate policy", f"gate.criteria.{cid}",
-                                      f"no criterion {cid!r} (known: {', '.join(sorted(known))})") for cid in unknown])
+            raise InputError(
+                [
+                    Problem(
+                        self.source or "gate policy",
+                        f"gate.criteria.{cid}",
+                        f"no criterion {cid!r} (known: {', '.join(sorted(known))})",
+                    )
+                    for cid in unknown
+                ]
+            )
 
     @classmethod
     def load(cls, path: Path | None = None, root: Path = Path(".")) -> "Policy":
@@ -233,11 +287,16 @@ def read_section(section: str, path: Path | None = None, root: Path = Path("."))
             continue
         data = read_yaml(candidate) or {}
         if not isinstance(data, dict):
-            raise InputError.one(candidate, "", f"must be a YAML mapping with keys among {', '.join(SECTIONS)}")
+            raise InputError.one(
+                candidate, "", f"must be a YAML mapping with keys among {', '.join(SECTIONS)}"
+            )
         unknown = set(data) - set(SECTIONS)
         if unknown:
-            raise InputError.one(candidate, ", ".join(sorted(unknown)),
-                                 f"unknown key; judgekit.yaml holds {', '.join(SECTIONS)}")
+            raise InputError.one(
+                candidate,
+                ", ".join(sorted(unknown)),
+                f"unknown key; judgekit.yaml holds {', '.join(SECTIONS)}",
+            )
         if section in data or path is not None:
             return data.get(section), str(candidate)
     return None, ""

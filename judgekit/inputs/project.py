@@ -19,15 +19,18 @@ from judgekit.inputs.criteria import Criterion, read_criteria
 from judgekit.inputs.sets import CalibrationSet, load_sets
 
 
-def load_inputs(criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str] = (),
-                split: str | None = None) -> tuple[list[Criterion], dict[str, CalibrationSet]]:
+def load_inputs(
+    criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str] = (), split: str | None = None
+) -> tuple[list[Criterion], dict[str, CalibrationSet]]:
     """Load the chosen criteria and their sets, validating everything once and listing the problems
     of every file together: a criterion file that does not load still has its set checked."""
     criteria, failed = read_criteria(criteria_dir)
     problems = [p for found in failed.values() for p in found]
     unloaded = list(failed)
     if criterion_ids:
-        problems += unknown_criteria(criterion_ids, {c.id for c in criteria} | set(failed), criteria_dir)
+        problems += unknown_criteria(
+            criterion_ids, {c.id for c in criteria} | set(failed), criteria_dir
+        )
         criteria = [c for c in criteria if c.id in set(criterion_ids)]
         unloaded = [i for i in unloaded if i in set(criterion_ids)]
     try:
@@ -46,5 +49,10 @@ def select_split(sets: dict[str, CalibrationSet], split: str | None) -> dict[str
     chosen = {cid: s.select(split) for cid, s in sets.items()}
     empty = [cid for cid, s in chosen.items() if not s.examples]
     if empty:
-        raise InputError([Problem(str(chosen[cid].path), "split", f"no example has split {split!r}") for cid in empty])
+        raise InputError(
+            [
+                Problem(str(chosen[cid].path), "split", f"no example has split {split!r}")
+                for cid in empty
+            ]
+        )
     return chosen

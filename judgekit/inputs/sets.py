@@ -45,14 +45,18 @@ class Selection(Frozen):
     pool: str = Field(min_length=1)
     stratum: str = Field(min_length=1)
     sizes: dict[str, Annotated[StrictInt, Field(ge=0)]] = Field(min_length=1)
-    position: Annotated[StrictInt, Field(ge=0)] = Field(description="Its place in the stratum's fixed random "
-                                                        "order: the labelled replies of a stratum must be its "
-                                                        "first ones, or the estimate is biased.")
+    position: Annotated[StrictInt, Field(ge=0)] = Field(
+        description="Its place in the stratum's fixed random "
+        "order: the labelled replies of a stratum must be its "
+        "first ones, or the estimate is biased."
+    )
 
     @model_validator(mode="after")
     def _known_stratum(self) -> "Selection":
         if self.sizes.get(self.stratum, 0) < 1:
-            raise ValueError(f"stratum {self.stratum!r} has no size of at least 1 in sizes {self.sizes}")
+            raise ValueError(
+                f"stratum {self.stratum!r} has no size of at least 1 in sizes {self.sizes}"
+            )
         return self
 
     def as_tuple(self) -> tuple[str, str, tuple[tuple[str, int], ...], int]:
@@ -66,14 +70,24 @@ class Example(Frozen):
     input: str | None = None
     output: str
     context: str | None = None
-    passed: StrictBool | None = Field(None, description="The human label: does the reply meet the criterion?")
-    labels: dict[str, StrictBool] | None = Field(None, description="Several annotators' labels; passed is their majority.")
+    passed: StrictBool | None = Field(
+        None, description="The human label: does the reply meet the criterion?"
+    )
+    labels: dict[str, StrictBool] | None = Field(
+        None, description="Several annotators' labels; passed is their majority."
+    )
     tags: list[str] = Field(default_factory=list)
     split: Literal["dev", "test"] | None = None
-    claims: list[LabelledClaim] | None = Field(None, description="Claim-level labels (claims criteria): the "
-                                                "reply's claims and whether each is supported.")
-    selection: Selection | None = Field(None, description="How the example was drawn from a pool "
-                                        "(`judgekit label --next`); the estimates weight it accordingly.")
+    claims: list[LabelledClaim] | None = Field(
+        None,
+        description="Claim-level labels (claims criteria): the "
+        "reply's claims and whether each is supported.",
+    )
+    selection: Selection | None = Field(
+        None,
+        description="How the example was drawn from a pool "
+        "(`judgekit label --next`); the estimates weight it accordingly.",
+    )
 
     @model_validator(mode="after")
     def _one_label(self) -> "Example":
@@ -83,10 +97,14 @@ class Example(Frozen):
             decided = majority(self.labels)
             if decided is None:
                 yes = sum(self.labels.values())
-                raise ValueError(f"the annotators are tied ({yes} pass, {len(self.labels) - yes} fail); add another "
-                                 "annotator's label or remove the example")
+                raise ValueError(
+                    f"the annotators are tied ({yes} pass, {len(self.labels) - yes} fail); add another "
+                    "annotator's label or remove the example"
+                )
             if self.passed is not None and self.passed != decided:
-                raise ValueError(f"passed is {self.passed} but the annotators' majority is {decided}")
+                raise ValueError(
+                    f"passed is {self.passed} but the annotators' majority is {decided}"
+                )
             object.__setattr__(self, "passed", decided)
         elif self.passed is None:
             raise ValueError("has no label; add 'passed': true or false (or 'labels')")
@@ -122,22 +140,31 @@ class CalibrationSet:
     def select(self, split: str | None) -> "CalibrationSet":
         if split is None:
             return self
-        return CalibrationSet(self.criterion_id, self.path, tuple(e for e in self.examples if e.split == split),
-                              self.digest)
+        return CalibrationSet(
+            self.criterion_id,
+            self.path,
+            tuple(e for e in self.examples if e.split == split),
+            self.digest,
+        )
 
     def canary(self, size: int) -> "CalibrationSet":
         """A frozen subset of `size` examples, half labelled pass and half fail where the set allows:
         chosen by a hash of each example's id, so the same examples come back every day, and adding
         examples to the set changes the subset only where a new id sorts first."""
+
         def rank(example: Example) -> str:
             return hashlib.sha256(f"{self.criterion_id}\0{example.id}".encode()).hexdigest()
 
         good = sorted((e for e in self.examples if e.label), key=rank)
         bad = sorted((e for e in self.examples if not e.label), key=rank)
         take_good = min(len(good), max(size - len(bad), (size + 1) // 2))
-        chosen = {e.id for e in good[:take_good] + bad[:size - take_good]}
-        return CalibrationSet(self.criterion_id, self.path, tuple(e for e in self.examples if e.id in chosen),
-                              self.digest)
+        chosen = {e.id for e in good[:take_good] + bad[: size - take_good]}
+        return CalibrationSet(
+            self.criterion_id,
+            self.path,
+            tuple(e for e in self.examples if e.id in chosen),
+            self.digest,
+        )
 
 
 def load_set(path: Path, criterion_id: str) -> CalibrationSet:
@@ -148,7 +175,9 @@ def load_set(path: Path, criterion_id: str) -> CalibrationSet:
     return loaded
 
 
-def set_records(path: Path, text: str | Source | SourceLines) -> Iterator[tuple[str, dict[str, Any] | Problem]]:
+def set_records(
+    path: Path, text: str | Source | SourceLines
+) -> Iterator[tuple[str, dict[str, Any] | Problem]]:
     """Each record of a set file (its text) as the loader reads it — a CSV's cells as values — and
     where it is (`line 3 (id a)`); in its place, a Problem for one that cannot be read or whose id
     came before (ids are checked before the rest, so a duplicate is reported beside the record's
@@ -160,7 +189,10 @@ def set_records(path: Path, text: str | Source | SourceLines) -> Iterator[tuple[
             yield location, record
             continue
         if not isinstance(record, dict):
-            yield location, Problem(str(path), location, "must be a mapping with id, output and passed")
+            yield (
+                location,
+                Problem(str(path), location, "must be a mapping with id, output and passed"),
+            )
             continue
         if is_csv:
             record = from_csv_cells(record)
@@ -168,8 +200,14 @@ def set_records(path: Path, text: str | Source | SourceLines) -> Iterator[tuple[
         where = f"{location} (id {rid})" if rid is not None else location
         key = str(rid) if isinstance(rid, (str, int)) and not isinstance(rid, bool) else None
         if key is not None and key in seen:
-            yield where, Problem(str(path), where, f"duplicate id {key!r} (first at {seen[key]}); give every example "
-                                 "its own id")
+            yield (
+                where,
+                Problem(
+                    str(path),
+                    where,
+                    f"duplicate id {key!r} (first at {seen[key]}); give every example its own id",
+                ),
+            )
             continue
         if key is not None:
             seen[key] = location
@@ -195,7 +233,11 @@ def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Proble
             continue
         examples.append(example)
     if not examples and not problems:
-        problems.append(Problem(str(path), "", "holds no examples; add labelled known-good and known-bad examples"))
+        problems.append(
+            Problem(
+                str(path), "", "holds no examples; add labelled known-good and known-bad examples"
+            )
+        )
     return CalibrationSet(criterion_id, path, tuple(examples), source.digest), problems
 
 
@@ -208,11 +250,21 @@ def check_leakage(criterion: Criterion, calibration_set: CalibrationSet) -> None
     if not isinstance(criterion, LLMCriterion) or not criterion.examples:
         return
     shots = {(_normal(s.input), _normal(s.output)) for s in criterion.examples}
-    leaked = [e.id for e in calibration_set.examples if (_normal(e.input), _normal(e.output)) in shots]
+    leaked = [
+        e.id for e in calibration_set.examples if (_normal(e.input), _normal(e.output)) in shots
+    ]
     if leaked:
-        raise InputError([Problem(str(calibration_set.path), f"id {rid}",
-                                  f"is also a few-shot example of criterion {criterion.id!r}; "
-                                  "remove it from the set or from the criterion's examples") for rid in leaked])
+        raise InputError(
+            [
+                Problem(
+                    str(calibration_set.path),
+                    f"id {rid}",
+                    f"is also a few-shot example of criterion {criterion.id!r}; "
+                    "remove it from the set or from the criterion's examples",
+                )
+                for rid in leaked
+            ]
+        )
 
 
 def check_context(criterion: Criterion, calibration_set: CalibrationSet) -> None:
@@ -220,17 +272,33 @@ def check_context(criterion: Criterion, calibration_set: CalibrationSet) -> None
     error, and so is one whose labelled claims contradict its label."""
     if not isinstance(criterion, ClaimsCriterion):
         return
-    problems = [Problem(str(calibration_set.path), f"id {e.id}", f"has no context; criterion {criterion.id!r} "
-                        "checks the reply's claims against the example's source material: add 'context'")
-                for e in calibration_set.examples if not (e.context or "").strip()]
-    problems += [Problem(str(calibration_set.path), f"id {e.id}", f"passed is {e.passed} but its labelled claims say "
-                         f"{not e.passed} (pass iff every claim is supported); fix the label or the claims")
-                 for e in calibration_set.examples if e.claims and all(c.supported for c in e.claims) != e.passed]
+    problems = [
+        Problem(
+            str(calibration_set.path),
+            f"id {e.id}",
+            f"has no context; criterion {criterion.id!r} "
+            "checks the reply's claims against the example's source material: add 'context'",
+        )
+        for e in calibration_set.examples
+        if not (e.context or "").strip()
+    ]
+    problems += [
+        Problem(
+            str(calibration_set.path),
+            f"id {e.id}",
+            f"passed is {e.passed} but its labelled claims say "
+            f"{not e.passed} (pass iff every claim is supported); fix the label or the claims",
+        )
+        for e in calibration_set.examples
+        if e.claims and all(c.supported for c in e.claims) != e.passed
+    ]
     if problems:
         raise InputError(problems)
 
 
-def load_sets(directory: Path, criteria: list[Criterion], unloaded: Sequence[str] = ()) -> dict[str, CalibrationSet]:
+def load_sets(
+    directory: Path, criteria: list[Criterion], unloaded: Sequence[str] = ()
+) -> dict[str, CalibrationSet]:
     """Load the set of each criterion, collecting the problems of all of them: every record's, and
     the checks of the set against its criterion. The sets of `unloaded` criteria (ids of criterion
     files that did not load) are checked record by record too."""

@@ -33,8 +33,14 @@ from judgekit.integrations.gated import GatedJudge, Graded
 class JudgekitMetric(BaseMetric):
     """A judgekit criterion as a DeepEval metric (see the module's doc)."""
 
-    def __init__(self, criterion: str, project: str | Path = ".", report: str | Path | None = None,
-                 config: str | Path | None = None, judge: GatedJudge | None = None):
+    def __init__(
+        self,
+        criterion: str,
+        project: str | Path = ".",
+        report: str | Path | None = None,
+        config: str | Path | None = None,
+        judge: GatedJudge | None = None,
+    ):
         # DeepEval copies a metric for each test case by calling this with its attributes: the
         # judge, already gated, is passed on rather than gated again.
         self.criterion, self.project, self.report, self.config = criterion, project, report, config
@@ -42,7 +48,9 @@ class JudgekitMetric(BaseMetric):
         self.threshold, self.include_reason, self.async_mode = 1.0, True, True
         # DeepEval's cache keeps a verdict while the metric's name and `evaluation_model` are unchanged:
         # the judge's fingerprint goes with its model, so a changed criterion or prompt is judged anew.
-        self.evaluation_model = f"{self.judge.model or 'code'} (judgekit {(self.judge.fingerprint or '-')[:12]})"
+        self.evaluation_model = (
+            f"{self.judge.model or 'code'} (judgekit {(self.judge.fingerprint or '-')[:12]})"
+        )
 
     @property
     def __name__(self) -> str:

@@ -37,7 +37,9 @@ class Graded:
         return {"pass": True, "fail": False}.get(self.state)
 
     def line(self) -> str:
-        return f"judgekit {self.criterion}: {self.state.upper()}" + (f": {self.reason}" if self.reason else "")
+        return f"judgekit {self.criterion}: {self.state.upper()}" + (
+            f": {self.reason}" if self.reason else ""
+        )
 
 
 def graded(criterion_id: str, verdict: Verdict) -> Graded:
@@ -59,13 +61,23 @@ class GatedJudge:
     criterion (or its figures are another tool's verdicts) JudgeNotCalibrated is raised now, with
     the gate's reason, before anything is graded."""
 
-    def __init__(self, criterion_id: str, project: str | Path = ".", report: str | Path | None = None,
-                 config: str | Path | None = None):
+    def __init__(
+        self,
+        criterion_id: str,
+        project: str | Path = ".",
+        report: str | Path | None = None,
+        config: str | Path | None = None,
+    ):
         self.criterion, self.root = criterion_id, Path(project)
         self.judge: Judge = calibrated_judge(
-            criterion_id, self.root / (report if report is not None else Path(".judgekit", "reports", "latest")),
-            self.root / "criteria", self.root / "calibration_sets", self.root / config if config is not None else None,
-            cache_dir=str(self.root / ".judgekit" / "cache"), root=self.root)
+            criterion_id,
+            self.root / (report if report is not None else Path(".judgekit", "reports", "latest")),
+            self.root / "criteria",
+            self.root / "calibration_sets",
+            self.root / config if config is not None else None,
+            cache_dir=str(self.root / ".judgekit" / "cache"),
+            root=self.root,
+        )
         if self.judge.refusal is not None:
             raise self.judge.refusal
 
@@ -90,15 +102,27 @@ class GatedJudge:
         """The calibrated judge's fingerprint (its criterion, prompt and model): changes with any of them."""
         return getattr(self.judge.calibrated, "fingerprint", None)
 
-    async def grade(self, output: str, input: str | None = None, context: str | None = None) -> Graded:
+    async def grade(
+        self, output: str, input: str | None = None, context: str | None = None
+    ) -> Graded:
         """Grade one reply; an escalated reply joins the criterion's review queue."""
-        return self._graded(await self.judge.acall(output, input=input, context=context), output, input, context)
+        return self._graded(
+            await self.judge.acall(output, input=input, context=context), output, input, context
+        )
 
-    def grade_sync(self, output: str, input: str | None = None, context: str | None = None) -> Graded:
+    def grade_sync(
+        self, output: str, input: str | None = None, context: str | None = None
+    ) -> Graded:
         """`grade`, for a runner that calls synchronously (works inside a running event loop too)."""
-        return self._graded(self.judge(output, input=input, context=context), output, input, context)
+        return self._graded(
+            self.judge(output, input=input, context=context), output, input, context
+        )
 
-    def _graded(self, verdict: Verdict, output: str, input: str | None, context: str | None) -> Graded:
+    def _graded(
+        self, verdict: Verdict, output: str, input: str | None, context: str | None
+    ) -> Graded:
         if verdict.escalated:
-            enqueue(self.root, self.criterion, [{"input": input, "output": output, "context": context}])
+            enqueue(
+                self.root, self.criterion, [{"input": input, "output": output, "context": context}]
+            )
         return graded(self.criterion, verdict)

@@ -23,8 +23,18 @@ import math
 from pathlib import Path
 from typing import Any
 
-from inspect_ai.scorer import (CORRECT, INCORRECT, Score, ScoreReducer, Scorer, Target, accuracy, score_reducer,
-                               scorer, stderr)
+from inspect_ai.scorer import (
+    CORRECT,
+    INCORRECT,
+    Score,
+    ScoreReducer,
+    Scorer,
+    Target,
+    accuracy,
+    score_reducer,
+    scorer,
+    stderr,
+)
 from inspect_ai.solver import TaskState
 
 from judgekit.errors import JudgeError, JudgeNotCalibrated
@@ -33,8 +43,13 @@ from judgekit.llm.families import same_model
 
 
 @scorer(metrics=[accuracy(), stderr()])
-def criterion_scorer(criterion: str, project: str | Path = ".", report: str | Path | None = None,
-                     config: str | Path | None = None, context_key: str = "context") -> Scorer:
+def criterion_scorer(
+    criterion: str,
+    project: str | Path = ".",
+    report: str | Path | None = None,
+    config: str | Path | None = None,
+    context_key: str = "context",
+) -> Scorer:
     """Grade `state.output.completion` (with the sample's input, and its metadata's `context_key`
     as the source material a claims criterion checks against) by the criterion's calibrated judge
     in the judgekit project at `project`. Raises JudgeNotCalibrated now when the gate blocks it."""
@@ -44,20 +59,45 @@ def criterion_scorer(criterion: str, project: str | Path = ".", report: str | Pa
         agent = str(state.model)  # inspect names a model <provider>/<name>
         for model in judge.models:  # the judge, and the one it escalates to: either can decide
             if same_model(model, agent) or same_model(model, agent.split("/", 1)[-1]):
-                raise JudgeNotCalibrated("FAIL", [(criterion, "FAIL", f"the judge {model} is the agent's own "
-                                                   f"model {agent}: calibrate a judge of another model")])
+                raise JudgeNotCalibrated(
+                    "FAIL",
+                    [
+                        (
+                            criterion,
+                            "FAIL",
+                            f"the judge {model} is the agent's own "
+                            f"model {agent}: calibrate a judge of another model",
+                        )
+                    ],
+                )
         output = state.output.completion
         context = (state.metadata or {}).get(context_key)
-        graded = await judge.grade(output, input=state.input_text, context=str(context) if context else None)
-        metadata: dict[str, Any] = {"judgekit": graded.state, "criterion": criterion, "judge": judge.model,
-                                    "confidence": graded.confidence}
-        if graded.state == "error":  # the judge's provider failed: the sample errors, it is not a quiet gap
+        graded = await judge.grade(
+            output, input=state.input_text, context=str(context) if context else None
+        )
+        metadata: dict[str, Any] = {
+            "judgekit": graded.state,
+            "criterion": criterion,
+            "judge": judge.model,
+            "confidence": graded.confidence,
+        }
+        if (
+            graded.state == "error"
+        ):  # the judge's provider failed: the sample errors, it is not a quiet gap
             raise JudgeError(graded.line())
         if graded.passed is None:
-            return Score.unscored(reason="grader_failed" if graded.state == "abstained" else "escalated",
-                                  answer=output, explanation=graded.line(), metadata=metadata)
-        return Score(value=CORRECT if graded.passed else INCORRECT, answer=output, explanation=graded.reason,
-                     metadata=metadata)
+            return Score.unscored(
+                reason="grader_failed" if graded.state == "abstained" else "escalated",
+                answer=output,
+                explanation=graded.line(),
+                metadata=metadata,
+            )
+        return Score(
+            value=CORRECT if graded.passed else INCORRECT,
+            answer=output,
+            explanation=graded.reason,
+            metadata=metadata,
+        )
 
     return score
 
@@ -75,14 +115,21 @@ def every_epoch(k: int | None = None) -> ScoreReducer:
 
     def reduce(scores: list[Score]) -> Score:
         values = [s.value for s in scores] + [math.nan] * max(0, (k or 0) - len(scores))
-        counts = {"epochs": len(values), "passed": sum(v == CORRECT for v in values),
-                  "failed": sum(v == INCORRECT for v in values), "undecided": sum(_undecided(v) for v in values)}
+        counts = {
+            "epochs": len(values),
+            "passed": sum(v == CORRECT for v in values),
+            "failed": sum(v == INCORRECT for v in values),
+            "undecided": sum(_undecided(v) for v in values),
+        }
         text = f"{counts['passed']} of {counts['epochs']} epochs passed"
         if counts["failed"]:
             return Score(value=INCORRECT, explanation=text, metadata=counts)
         if counts["passed"] < len(values) or not values:  # undecided, or a value not of a verdict
-            return Score.unscored(reason="grader_failed", explanation=f"{text}, none failed, the rest undecided",
-                                  metadata=counts)
+            return Score.unscored(
+                reason="grader_failed",
+                explanation=f"{text}, none failed, the rest undecided",
+                metadata=counts,
+            )
         return Score(value=CORRECT, explanation=text, metadata=counts)
 
     return reduce

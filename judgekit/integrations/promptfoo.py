@@ -37,22 +37,39 @@ def get_assert(output: Any, context: dict[str, Any]) -> dict[str, Any]:
     config = context.get("config") or {}
     criterion = config.get("criterion")
     if not criterion:
-        raise InputError.one("promptfooconfig.yaml", "assert.config.criterion",
-                             "name the judgekit criterion: `config: {criterion: ID}` beside `type: python`")
-    judge = GatedJudge(str(criterion), Path(str(config.get("project") or ".")), config.get("report"),
-                       config.get("config"))  # raises JudgeNotCalibrated when the gate blocks it
+        raise InputError.one(
+            "promptfooconfig.yaml",
+            "assert.config.criterion",
+            "name the judgekit criterion: `config: {criterion: ID}` beside `type: python`",
+        )
+    judge = GatedJudge(
+        str(criterion),
+        Path(str(config.get("project") or ".")),
+        config.get("report"),
+        config.get("config"),
+    )  # raises JudgeNotCalibrated when the gate blocks it
     vars_ = context.get("vars") or {}
-    graded = judge.grade_sync(_text(output), input=_optional(vars_.get(config.get("input_var", "input"))),
-                              context=_optional(vars_.get(config.get("context_var", "context"))))
+    graded = judge.grade_sync(
+        _text(output),
+        input=_optional(vars_.get(config.get("input_var", "input"))),
+        context=_optional(vars_.get(config.get("context_var", "context"))),
+    )
     if graded.passed is None:
         raise NoVerdict(graded.line())
     score = 1 if graded.passed else 0
-    return {"pass": graded.passed, "score": score, "reason": graded.line(), "namedScores": {str(criterion): score},
-            "metadata": {"judgekit": graded.state}}
+    return {
+        "pass": graded.passed,
+        "score": score,
+        "reason": graded.line(),
+        "namedScores": {str(criterion): score},
+        "metadata": {"judgekit": graded.state},
+    }
 
 
 def _text(output: Any) -> str:
-    return output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
+    return (
+        output if isinstance(output, str) else json.dumps(output, ensure_ascii=False, default=str)
+    )
 
 
 def _optional(value: Any) -> str | None:

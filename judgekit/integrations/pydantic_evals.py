@@ -57,11 +57,20 @@ class JudgekitEvaluator(Evaluator[Any, Any, Any]):
 
     async def evaluate(self, ctx: EvaluatorContext[Any, Any, Any]) -> EvaluationReason:
         if ctx.output is None:
-            raise Undecided(f"judgekit {self.criterion}: the task returned no output; nothing to judge")
+            raise Undecided(
+                f"judgekit {self.criterion}: the task returned no output; nothing to judge"
+            )
         metadata = ctx.metadata
-        context = metadata.get("context") if isinstance(metadata, dict) else getattr(metadata, "context", None)
-        graded = await self.judge.grade(_text(ctx.output), input=_text(ctx.inputs),
-                                        context=_text(context) if context is not None else None)
+        context = (
+            metadata.get("context")
+            if isinstance(metadata, dict)
+            else getattr(metadata, "context", None)
+        )
+        graded = await self.judge.grade(
+            _text(ctx.output),
+            input=_text(ctx.inputs),
+            context=_text(context) if context is not None else None,
+        )
         if graded.passed is None:
             raise Undecided(graded.line())
         return EvaluationReason(value=graded.passed, reason=graded.reason or None)
@@ -71,4 +80,6 @@ def _text(value: Any) -> str:
     if isinstance(value, str):
         return value
     dump = getattr(value, "model_dump", None)
-    return json.dumps(dump(mode="json") if callable(dump) else value, ensure_ascii=False, default=str)
+    return json.dumps(
+        dump(mode="json") if callable(dump) else value, ensure_ascii=False, default=str
+    )

@@ -33,11 +33,17 @@ ANSWER_SCHEMA: dict[str, Any] = {
     "required": ["reasoning", "passed"],
     "additionalProperties": False,
 }
-RESPONSE_FORMAT = {"type": "json_schema", "json_schema": {"name": "verdict", "schema": ANSWER_SCHEMA, "strict": True}}
+RESPONSE_FORMAT = {
+    "type": "json_schema",
+    "json_schema": {"name": "verdict", "schema": ANSWER_SCHEMA, "strict": True},
+}
 
 _FENCE = re.compile(r"```(?:json)?\s*(\{.*?\})\s*```", re.DOTALL)
-_REFUSAL = re.compile(r"^\s*(i'?m sorry|i am sorry|i can(?:'|no)?t (?:help|assist|comply)|i cannot (?:help|assist|"
-                      r"comply)|i won'?t|as an ai\b)", re.IGNORECASE)
+_REFUSAL = re.compile(
+    r"^\s*(i'?m sorry|i am sorry|i can(?:'|no)?t (?:help|assist|comply)|i cannot (?:help|assist|"
+    r"comply)|i won'?t|as an ai\b)",
+    re.IGNORECASE,
+)
 
 
 def json_object(text: str, wanted: Callable[[dict], bool] = lambda data: True) -> dict | None:
@@ -46,7 +52,7 @@ def json_object(text: str, wanted: Callable[[dict], bool] = lambda data: True) -
     candidates = [text.strip()] + _FENCE.findall(text)
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
-        candidates.append(text[start:end + 1])
+        candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
             data = json.loads(candidate)
@@ -65,7 +71,9 @@ def _json_verdict(text: str) -> tuple[bool, str | None] | None:
     return data["passed"], reasoning if isinstance(reasoning, str) else None
 
 
-def read_answer(text: str, refusal: str | None = None) -> tuple[bool | None, str | None, str | None]:
+def read_answer(
+    text: str, refusal: str | None = None
+) -> tuple[bool | None, str | None, str | None]:
     """`(passed, reasoning, abstention)` from a judge's answer; never guesses."""
     found = _json_verdict(text)
     if found is not None:
@@ -103,7 +111,9 @@ def answer_probability(completion: Completion, passed: bool | None = None) -> fl
         # verdict's cannot be told, so there is none; the verdict is then escalated, not trusted.
         if not found or len({m.group(1).lower() for m in found}) > 1:
             return None
-        if passed is not None and found[-1].group(1).lower() not in (("true", "pass") if passed else ("false", "fail")):
+        if passed is not None and found[-1].group(1).lower() not in (
+            ("true", "pass") if passed else ("false", "fail")
+        ):
             return None
         start, end = found[-1].span(1)
         total, at = 0.0, 0
@@ -116,29 +126,56 @@ def answer_probability(completion: Completion, passed: bool | None = None) -> fl
     return min(1.0, math.exp(total)) if math.isfinite(total) else 0.0
 
 
-def verdict_from(completion: Completion, example_id: str, trial: int, usage: Usage | None = None) -> Verdict:
+def verdict_from(
+    completion: Completion, example_id: str, trial: int, usage: Usage | None = None
+) -> Verdict:
     """The verdict an answer gives; `usage` of the calls behind it (default: this answer's alone)."""
     usage = usage or usage_of([completion])
     if completion.finish_reason == "content_filter" and not completion.text:
-        return Verdict(example_id, None, "the provider's content filter stopped the answer", trial, "refusal",
-                       usage=usage, obtained_at=completion.obtained_at)
+        return Verdict(
+            example_id,
+            None,
+            "the provider's content filter stopped the answer",
+            trial,
+            "refusal",
+            usage=usage,
+            obtained_at=completion.obtained_at,
+        )
     passed, reasoning, abstention = read_answer(completion.text, completion.refusal)
-    return Verdict(example_id, passed, reasoning, trial, abstention,
-                   raw=completion.text[:2000] if abstention else None, usage=usage, obtained_at=completion.obtained_at,
-                   confidence=answer_probability(completion, passed) if passed is not None else None)
+    return Verdict(
+        example_id,
+        passed,
+        reasoning,
+        trial,
+        abstention,
+        raw=completion.text[:2000] if abstention else None,
+        usage=usage,
+        obtained_at=completion.obtained_at,
+        confidence=answer_probability(completion, passed) if passed is not None else None,
+    )
 
 
 def call_failed(example_id: str, trial: int, error: CallError, usage: Usage) -> Verdict:
     """The abstention of a call that failed after its retries, saying why and after how many attempts."""
     tries = f" (after {error.attempts} attempts)" if error.attempts > 1 else ""
-    return Verdict(example_id, None, f"{error}{tries}", trial, f"error: {error.kind}", usage=usage,
-                   obtained_at=time.time())
+    return Verdict(
+        example_id,
+        None,
+        f"{error}{tries}",
+        trial,
+        f"error: {error.kind}",
+        usage=usage,
+        obtained_at=time.time(),
+    )
 
 
 def refused(completion: Completion) -> bool:
     """Whether an answer is a refusal (the provider's flag, its content filter, or the words)."""
-    return bool(completion.refusal) or (completion.finish_reason == "content_filter" and not completion.text) \
+    return (
+        bool(completion.refusal)
+        or (completion.finish_reason == "content_filter" and not completion.text)
         or bool(_REFUSAL.match(completion.text))
+    )
 
 
 def readable(completion: Completion) -> bool:
@@ -150,13 +187,18 @@ def usage_of(answers: Sequence[Completion], failed: int = 0, reasked: int = 0) -
     """What the answers behind one verdict cost, with `failed` calls that gave none."""
     live = [c for c in answers if not c.cached]  # cached answers cost nothing this time
     costs = [c.cost for c in live]
-    return Usage(cached=not live and not failed, prompt_tokens=sum(c.prompt_tokens for c in live),
-                 completion_tokens=sum(c.completion_tokens for c in live),
-                 cost=None if not live or any(c is None for c in costs) else sum(costs),  # type: ignore[misc]
-                 latency_s=sum(c.latency_s for c in live), calls=len(live) + failed,
-                 cached_calls=len(answers) - len(live), reasked=reasked,
-                 all_prompt_tokens=sum(c.prompt_tokens for c in answers),
-                 all_completion_tokens=sum(c.completion_tokens for c in answers))
+    return Usage(
+        cached=not live and not failed,
+        prompt_tokens=sum(c.prompt_tokens for c in live),
+        completion_tokens=sum(c.completion_tokens for c in live),
+        cost=None if not live or any(c is None for c in costs) else sum(costs),  # type: ignore[misc]
+        latency_s=sum(c.latency_s for c in live),
+        calls=len(live) + failed,
+        cached_calls=len(answers) - len(live),
+        reasked=reasked,
+        all_prompt_tokens=sum(c.prompt_tokens for c in answers),
+        all_completion_tokens=sum(c.completion_tokens for c in answers),
+    )
 
 
 def lookup(llm: LLM, request: Request, is_readable: Readable, reask: int) -> Completion | None:

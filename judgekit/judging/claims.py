@@ -31,28 +31,48 @@ from judgekit.llm.retry import RetryPolicy
 
 
 EXTRACT_SCHEMA: dict[str, Any] = {
-    "type": "object", "properties": {"claims": {"type": "array", "items": {"type": "string"}}},
-    "required": ["claims"], "additionalProperties": False}
+    "type": "object",
+    "properties": {"claims": {"type": "array", "items": {"type": "string"}}},
+    "required": ["claims"],
+    "additionalProperties": False,
+}
 VERIFY_ONE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"evidence": {"type": "string"}, "supported": {"type": "boolean"}},
-    "required": ["evidence", "supported"], "additionalProperties": False}
+    "required": ["evidence", "supported"],
+    "additionalProperties": False,
+}
 VERIFY_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"results": {"type": "array", "items": {
-        "type": "object", "properties": {"claim": {"type": "integer"}, **VERIFY_ONE_SCHEMA["properties"]},
-        "required": ["claim", "evidence", "supported"], "additionalProperties": False}}},
-    "required": ["results"], "additionalProperties": False}
+    "properties": {
+        "results": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"claim": {"type": "integer"}, **VERIFY_ONE_SCHEMA["properties"]},
+                "required": ["claim", "evidence", "supported"],
+                "additionalProperties": False,
+            },
+        }
+    },
+    "required": ["results"],
+    "additionalProperties": False,
+}
 
 
 def _format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
-def _messages(criterion: ClaimsCriterion, template: str, values: dict[str, str]) -> list[dict[str, str]]:
+def _messages(
+    criterion: ClaimsCriterion, template: str, values: dict[str, str]
+) -> list[dict[str, str]]:
     # One pass over the template, so text from the example is never expanded again.
     user = re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), template)
-    return [{"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT},
+        {"role": "user", "content": user},
+    ]
 
 
 def read_claims(text: str) -> list[str] | None:
@@ -61,7 +81,9 @@ def read_claims(text: str) -> list[str] | None:
     claims = data.get("claims") if data else None
     if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
         return None
-    return list(dict.fromkeys(c.strip() for c in claims if c.strip()))  # no empty or repeated claims
+    return list(
+        dict.fromkeys(c.strip() for c in claims if c.strip())
+    )  # no empty or repeated claims
 
 
 def read_checks(text: str, claims: Sequence[str]) -> list[ClaimCheck] | None:
@@ -72,13 +94,19 @@ def read_checks(text: str, claims: Sequence[str]) -> list[ClaimCheck] | None:
         return None
     found: dict[int, ClaimCheck] = {}
     for item in results:
-        if not (isinstance(item, dict) and isinstance(item.get("claim"), int) and isinstance(item.get("supported"), bool)):
+        if not (
+            isinstance(item, dict)
+            and isinstance(item.get("claim"), int)
+            and isinstance(item.get("supported"), bool)
+        ):
             return None
         number = item["claim"]
         if not 1 <= number <= len(claims) or number in found:
             return None
         evidence = item.get("evidence")
-        found[number] = ClaimCheck(claims[number - 1], item["supported"], evidence if isinstance(evidence, str) else None)
+        found[number] = ClaimCheck(
+            claims[number - 1], item["supported"], evidence if isinstance(evidence, str) else None
+        )
     return [found[n] for n in range(1, len(claims) + 1)] if len(found) == len(claims) else None
 
 
@@ -101,7 +129,9 @@ class ClaimsJob:
     trial: int = 0
     api_base: str | None = None
     structured: bool = True
-    gold: tuple[str, ...] | None = None  # verify these labelled claims instead of extracting (stage errors)
+    gold: tuple[str, ...] | None = (
+        None  # verify these labelled claims instead of extracting (stage errors)
+    )
     reask: int = RetryPolicy.unreadable
 
     @property
@@ -112,43 +142,82 @@ class ClaimsJob:
     def example_id(self) -> str:
         return self.example.id
 
-    def _request(self, messages: list[dict[str, str]], name: str, schema: dict[str, Any]) -> Request:
+    def _request(
+        self, messages: list[dict[str, str]], name: str, schema: dict[str, Any]
+    ) -> Request:
         settings = self.criterion.judge
-        return Request(model=self.model, messages=messages, temperature=settings.temperature,
-                       max_tokens=settings.max_tokens, response_format=_format(name, schema) if self.structured else None,
-                       trial=self.trial, api_base=self.api_base)
+        return Request(
+            model=self.model,
+            messages=messages,
+            temperature=settings.temperature,
+            max_tokens=settings.max_tokens,
+            response_format=_format(name, schema) if self.structured else None,
+            trial=self.trial,
+            api_base=self.api_base,
+        )
 
     def extraction(self) -> Request:
-        return self._request(_messages(self.criterion, EXTRACT_PROMPT, {"question": self.criterion.question,
-                                                                       "output": self.example.output}),
-                             "claims", EXTRACT_SCHEMA)
+        return self._request(
+            _messages(
+                self.criterion,
+                EXTRACT_PROMPT,
+                {"question": self.criterion.question, "output": self.example.output},
+            ),
+            "claims",
+            EXTRACT_SCHEMA,
+        )
 
     def verifications(self, claims: Sequence[str]) -> list[Request]:
         values = {"question": self.criterion.question, "context": self.example.context or ""}
         if self.criterion.batch:
             listed = "\n".join(f"{n}. {claim}" for n, claim in enumerate(claims, start=1))
-            return [self._request(_messages(self.criterion, VERIFY_PROMPT, {**values, "claims": listed}),
-                                  "verification", VERIFY_SCHEMA)]
-        return [self._request(_messages(self.criterion, VERIFY_ONE_PROMPT, {**values, "claim": claim}),
-                              "verification", VERIFY_ONE_SCHEMA) for claim in claims]
+            return [
+                self._request(
+                    _messages(self.criterion, VERIFY_PROMPT, {**values, "claims": listed}),
+                    "verification",
+                    VERIFY_SCHEMA,
+                )
+            ]
+        return [
+            self._request(
+                _messages(self.criterion, VERIFY_ONE_PROMPT, {**values, "claim": claim}),
+                "verification",
+                VERIFY_ONE_SCHEMA,
+            )
+            for claim in claims
+        ]
 
     def _checks(self, claims: Sequence[str]) -> list[tuple[Request, Callable[[Completion], bool]]]:
         """The verification calls of `claims`, each with what makes its answer readable."""
         requests = self.verifications(claims)
         if self.criterion.batch:
             return [(requests[0], lambda c: read_checks(c.text, claims) is not None or refused(c))]
-        return [(request, lambda c, claim=claim: read_check(c.text, claim) is not None or refused(c))
-                for request, claim in zip(requests, claims)]
+        return [
+            (request, lambda c, claim=claim: read_check(c.text, claim) is not None or refused(c))
+            for request, claim in zip(requests, claims)
+        ]
 
-    def _verdict(self, extracted: Completion, verified: Sequence[Completion], usage: Usage) -> Verdict:
+    def _verdict(
+        self, extracted: Completion, verified: Sequence[Completion], usage: Usage
+    ) -> Verdict:
         at = min(c.obtained_at for c in [extracted, *verified])
         claims = read_claims(extracted.text)
         if claims is None:
-            return Verdict(self.example_id, None, "the extraction step's answer is not a list of claims", self.trial,
-                           "unparseable extraction", raw=extracted.text[:2000], usage=usage, obtained_at=at)
+            return Verdict(
+                self.example_id,
+                None,
+                "the extraction step's answer is not a list of claims",
+                self.trial,
+                "unparseable extraction",
+                raw=extracted.text[:2000],
+                usage=usage,
+                obtained_at=at,
+            )
         if not claims:
             passed, reason = aggregate([], self.criterion.no_claims)
-            return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=(), obtained_at=at)
+            return Verdict(
+                self.example_id, passed, reason, self.trial, usage=usage, claims=(), obtained_at=at
+            )
         return replace(self._checked(claims, verified, usage), obtained_at=at)
 
     def _gold(self, verified: Sequence[Completion], usage: Usage) -> Verdict:
@@ -162,19 +231,39 @@ class ClaimsJob:
             single = [read_check(c.text, claim) for c, claim in zip(verified, claims)]
             checks = None if any(s is None for s in single) else single  # type: ignore[assignment]
         if checks is None:
-            unread = verified[0] if self.criterion.batch else next(
-                c for c, claim in zip(verified, claims) if read_check(c.text, claim) is None)
-            return Verdict(self.example_id, None, "the verification step's answer does not decide every claim",
-                           self.trial, "unparseable verification", raw=unread.text[:2000], usage=usage,
-                           claims=tuple(ClaimCheck(claim, None) for claim in claims))
+            unread = (
+                verified[0]
+                if self.criterion.batch
+                else next(
+                    c for c, claim in zip(verified, claims) if read_check(c.text, claim) is None
+                )
+            )
+            return Verdict(
+                self.example_id,
+                None,
+                "the verification step's answer does not decide every claim",
+                self.trial,
+                "unparseable verification",
+                raw=unread.text[:2000],
+                usage=usage,
+                claims=tuple(ClaimCheck(claim, None) for claim in claims),
+            )
         passed, reason = aggregate(checks, self.criterion.no_claims)
-        return Verdict(self.example_id, passed, reason, self.trial, usage=usage, claims=tuple(checks))
+        return Verdict(
+            self.example_id, passed, reason, self.trial, usage=usage, claims=tuple(checks)
+        )
 
     def cached(self, llm: LLM) -> "Verdict | None":
         """The verdict from cached answers alone, or None when a step is not cached (or is unreadable)."""
         if self.gold is not None:
-            verified = [lookup(llm, request, ok, self.reask) for request, ok in self._checks(self.gold)]
-            return None if any(v is None for v in verified) else self._gold(verified, usage_of(verified))  # type: ignore
+            verified = [
+                lookup(llm, request, ok, self.reask) for request, ok in self._checks(self.gold)
+            ]
+            return (
+                None
+                if any(v is None for v in verified)
+                else self._gold(verified, usage_of(verified))
+            )  # type: ignore
         extracted = lookup(llm, self.extraction(), _extracted, self.reask)
         if extracted is None:
             return None
@@ -204,7 +293,9 @@ class ClaimsJob:
         calls = Calls(self.reask)
         try:
             if self.gold is not None:
-                verified = [await calls.ask(llm, request, ok) for request, ok in self._checks(self.gold)]
+                verified = [
+                    await calls.ask(llm, request, ok) for request, ok in self._checks(self.gold)
+                ]
                 return self._gold(verified, calls.usage())
             extracted = await calls.ask(llm, self.extraction(), _extracted)
             claims = read_claims(extracted.text)
@@ -216,10 +307,15 @@ class ClaimsJob:
             return call_failed(self.example_id, self.trial, error, calls.usage())
 
 
-def _split(llm: LLM, checks: list[tuple[Request, Callable[[Completion], bool]]],
-           reask: int) -> tuple[list[Request], int, int]:
+def _split(
+    llm: LLM, checks: list[tuple[Request, Callable[[Completion], bool]]], reask: int
+) -> tuple[list[Request], int, int]:
     hits = [lookup(llm, request, ok, reask) for request, ok in checks]
-    return [request for (request, _), hit in zip(checks, hits) if hit is None], sum(h is not None for h in hits), 0
+    return (
+        [request for (request, _), hit in zip(checks, hits) if hit is None],
+        sum(h is not None for h in hits),
+        0,
+    )
 
 
 def _extracted(answer: Completion) -> bool:
@@ -227,11 +323,20 @@ def _extracted(answer: Completion) -> bool:
     return read_claims(answer.text) is not None or refused(answer)
 
 
-def claims_jobs(criterion: ClaimsCriterion, examples: Sequence[Example], model: str, trials: int,
-                api_base: str | None = None, structured: bool = True,
-                reask: int = RetryPolicy.unreadable) -> list[ClaimsJob]:
-    return [ClaimsJob(criterion, example, model, trial, api_base, structured, reask=reask)
-            for example in examples for trial in range(trials)]
+def claims_jobs(
+    criterion: ClaimsCriterion,
+    examples: Sequence[Example],
+    model: str,
+    trials: int,
+    api_base: str | None = None,
+    structured: bool = True,
+    reask: int = RetryPolicy.unreadable,
+) -> list[ClaimsJob]:
+    return [
+        ClaimsJob(criterion, example, model, trial, api_base, structured, reask=reask)
+        for example in examples
+        for trial in range(trials)
+    ]
 
 
 @dataclass(frozen=True)
@@ -252,11 +357,14 @@ class Stages:
     unreadable: int
 
 
-def recorded_gold(examples: Sequence[Example], final: Sequence[Verdict], no_claims: str) -> dict[str, Verdict]:
+def recorded_gold(
+    examples: Sequence[Example], final: Sequence[Verdict], no_claims: str
+) -> dict[str, Verdict]:
     """For recorded per-claim verdicts: each labelled example's labelled claims, verified as the
     recording judge verified the same claim (matched by text, case and spacing aside), so that
     `stages` can tell extraction from verification errors without a model call. An example whose
     recorded claims lack one of its labelled claims cannot be told apart: it counts as unreadable."""
+
     def key(text: str) -> str:
         return " ".join(text.split()).casefold()
 
@@ -267,15 +375,21 @@ def recorded_gold(examples: Sequence[Example], final: Sequence[Verdict], no_clai
         recorded = {key(c.claim): c for c in verdict.claims}
         found = [recorded.get(key(c.claim)) for c in example.claims]
         if any(c is None for c in found):
-            gold[example.id] = Verdict(example.id, None, "the recorded claims do not include every labelled claim")
+            gold[example.id] = Verdict(
+                example.id, None, "the recorded claims do not include every labelled claim"
+            )
             continue
-        checks = tuple(ClaimCheck(c.claim, f.supported, f.evidence) for c, f in zip(example.claims, found))
+        checks = tuple(
+            ClaimCheck(c.claim, f.supported, f.evidence) for c, f in zip(example.claims, found)
+        )
         passed, reason = aggregate(checks, no_claims)
         gold[example.id] = Verdict(example.id, passed, reason, claims=checks)
     return gold
 
 
-def stages(examples: Sequence[Example], final: Sequence[Verdict], gold: dict[str, Verdict]) -> Stages:
+def stages(
+    examples: Sequence[Example], final: Sequence[Verdict], gold: dict[str, Verdict]
+) -> Stages:
     tp = fp = tn = fn = extraction = verification = unreadable = used = claims = 0
     for example, verdict in zip(examples, final):
         checked = gold.get(example.id)

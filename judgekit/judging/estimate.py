@@ -54,8 +54,14 @@ def prompt_tokens(request: Request) -> int:
     return -(-sum(len(m.get("content") or "") for m in request.messages) // CHARS_PER_TOKEN)
 
 
-def estimate(criteria: Sequence[Criterion], sets: dict[str, CalibrationSet], models: dict[str, str],
-             sources: dict[str, str], settings: RunSettings | None, llm: LLM | None = None) -> list[Estimate]:
+def estimate(
+    criteria: Sequence[Criterion],
+    sets: dict[str, CalibrationSet],
+    models: dict[str, str],
+    sources: dict[str, str],
+    settings: RunSettings | None,
+    llm: LLM | None = None,
+) -> list[Estimate]:
     """An Estimate per criterion: those in `models` are judged live as `settings` say (looked up
     in `llm` when given, else in the cache `settings` name); the others' verdicts are in `sources`."""
     stacks: dict[tuple[str, str | None], LLM] = {}
@@ -63,26 +69,49 @@ def estimate(criteria: Sequence[Criterion], sets: dict[str, CalibrationSet], mod
     try:
         out = []
         for criterion in criteria:
-            if criterion.id not in models or settings is None or not isinstance(criterion, (LLMCriterion,
-                                                                                             ClaimsCriterion)):
+            if (
+                criterion.id not in models
+                or settings is None
+                or not isinstance(criterion, (LLMCriterion, ClaimsCriterion))
+            ):
                 out.append(Estimate(criterion.id, sources.get(criterion.id, "live")))
                 continue
             model, examples = models[criterion.id], sets[criterion.id].examples
             endpoint = (model, api_base_for(criterion, settings.api_base))
-            if llm is None and endpoint not in stacks:  # the standard stack; without a cache folder, no cache
-                stacks[endpoint] = open_llm(model, endpoint[1], str(cache) if cache and cache.is_dir() else None,
-                                            via=settings.via, max_age_s=settings.max_age_s)
+            if (
+                llm is None and endpoint not in stacks
+            ):  # the standard stack; without a cache folder, no cache
+                stacks[endpoint] = open_llm(
+                    model,
+                    endpoint[1],
+                    str(cache) if cache and cache.is_dir() else None,
+                    via=settings.via,
+                    max_age_s=settings.max_age_s,
+                )
             to_ask: list[Request] = []
             cached = unknown = 0
-            for job in [*jobs_of(criterion, examples, model, settings),
-                        *labelled_claims_jobs(criterion, examples, model, settings)]:
+            for job in [
+                *jobs_of(criterion, examples, model, settings),
+                *labelled_claims_jobs(criterion, examples, model, settings),
+            ]:
                 asks, hits, later = job.planned(llm or stacks[endpoint])
                 to_ask += asks
                 cached, unknown = cached + hits, unknown + later
             tokens = sum(prompt_tokens(r) for r in to_ask)
             most = sum(r.max_tokens for r in to_ask)
-            out.append(Estimate(criterion.id, "live", model, len(to_ask), cached, unknown, tokens, most,
-                                price(model, tokens, most) if to_ask else 0.0))
+            out.append(
+                Estimate(
+                    criterion.id,
+                    "live",
+                    model,
+                    len(to_ask),
+                    cached,
+                    unknown,
+                    tokens,
+                    most,
+                    price(model, tokens, most) if to_ask else 0.0,
+                )
+            )
         return out
     finally:
         for stack in stacks.values():

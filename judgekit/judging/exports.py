@@ -50,12 +50,20 @@ from judgekit.errors import InputError
 from judgekit.inputs.files import read_source
 from judgekit.judging.traces import Call, call_examples, messages_text, otel_samples, verdict
 
-_LANGFUSE = ("a Langfuse export", "export observations, scores or traces as the public API's JSON "
-             "(`GET /api/public/observations`, `/api/public/scores`, `/api/public/traces/{id}`)")
-_PHOENIX_SPANS = ("a Phoenix spans export", "write `get_spans_dataframe()` with `to_json(orient=\"records\", "
-                  "lines=True)` or `to_parquet()`")
-_PHOENIX_EVALS = ("a Phoenix evaluations export", "write `get_span_annotations_dataframe().reset_index()` with "
-                  "`to_json(orient=\"records\", lines=True)` or `to_parquet()`")
+_LANGFUSE = (
+    "a Langfuse export",
+    "export observations, scores or traces as the public API's JSON "
+    "(`GET /api/public/observations`, `/api/public/scores`, `/api/public/traces/{id}`)",
+)
+_PHOENIX_SPANS = (
+    "a Phoenix spans export",
+    'write `get_spans_dataframe()` with `to_json(orient="records", lines=True)` or `to_parquet()`',
+)
+_PHOENIX_EVALS = (
+    "a Phoenix evaluations export",
+    "write `get_span_annotations_dataframe().reset_index()` with "
+    '`to_json(orient="records", lines=True)` or `to_parquet()`',
+)
 
 
 @dataclass(frozen=True)
@@ -89,21 +97,27 @@ def _records(path: Path, kind: tuple[str, str]) -> list[Any]:
         try:
             import pyarrow.parquet as parquet
         except ImportError:
-            raise InputError.one(path, "", "reading Parquet needs pyarrow: pip install "
-                                 "'judgekit-calibrate[parquet]'") from None
+            raise InputError.one(
+                path, "", "reading Parquet needs pyarrow: pip install 'judgekit-calibrate[parquet]'"
+            ) from None
         try:
             return parquet.read_table(path).to_pylist()
         except (OSError, ValueError) as error:
-            raise InputError.one(path, "", f"is not a readable Parquet file ({str(error)[:200]}); {kind[1]}") from None
+            raise InputError.one(
+                path, "", f"is not a readable Parquet file ({str(error)[:200]}); {kind[1]}"
+            ) from None
     text = read_source(path).text.strip()
     try:
         try:
             documents = [json.loads(text)]
         except json.JSONDecodeError:
-            documents = [json.loads(line) for line in text.splitlines() if line.strip()]  # one per line
+            documents = [
+                json.loads(line) for line in text.splitlines() if line.strip()
+            ]  # one per line
     except json.JSONDecodeError as error:
-        raise InputError.one(path, f"line {error.lineno}", f"is not JSON or JSON Lines ({error.msg}); {kind[1]}") \
-            from None
+        raise InputError.one(
+            path, f"line {error.lineno}", f"is not JSON or JSON Lines ({error.msg}); {kind[1]}"
+        ) from None
     except RecursionError:
         raise InputError.one(path, "", f"nests deeper than judgekit reads; {kind[1]}") from None
     return [r for d in documents for r in (d if isinstance(d, list) else [d])]
@@ -114,8 +128,12 @@ def _read(path: Path, kind: tuple[str, str], parse: Callable[[list[Any]], Any]) 
     try:
         return parse(_records(path, kind))
     except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as error:
-        raise InputError.one(path, "", f"is not {kind[0]} judgekit can read ({type(error).__name__}: "
-                             f"{str(error)[:200]}); {kind[1]}") from None
+        raise InputError.one(
+            path,
+            "",
+            f"is not {kind[0]} judgekit can read ({type(error).__name__}: "
+            f"{str(error)[:200]}); {kind[1]}",
+        ) from None
 
 
 def _said(value: Any, roles: bool = True) -> str | None:
@@ -129,18 +147,27 @@ def _said(value: Any, roles: bool = True) -> str | None:
         if isinstance(value, str):
             return value or None
     if isinstance(value, dict):
-        value = value["messages"] if isinstance(value.get("messages"), list) else \
-            [value] if "content" in value or "parts" in value else value
+        value = (
+            value["messages"]
+            if isinstance(value.get("messages"), list)
+            else [value]
+            if "content" in value or "parts" in value
+            else value
+        )
     if value is None or value == [] or value == {}:
         return None
-    return (messages_text(value, roles) if isinstance(value, list) else None) or \
-        json.dumps(value, ensure_ascii=False)
+    return (messages_text(value, roles) if isinstance(value, list) else None) or json.dumps(
+        value, ensure_ascii=False
+    )
 
 
 def _field(record: dict[str, Any], camel: str) -> Any:
     """A Langfuse field as the API writes it (`traceId`), or as a table export does (`trace_id`)."""
-    return record[camel] if camel in record else record.get("".join(f"_{c.lower()}" if c.isupper() else c
-                                                                    for c in camel))
+    return (
+        record[camel]
+        if camel in record
+        else record.get("".join(f"_{c.lower()}" if c.isupper() else c for c in camel))
+    )
 
 
 def _langfuse_items(path: Path, records: list[Any]) -> Iterator[dict[str, Any]]:
@@ -148,30 +175,57 @@ def _langfuse_items(path: Path, records: list[Any]) -> Iterator[dict[str, Any]]:
     for i, record in enumerate(records, 1):
         if isinstance(record, dict) and isinstance(record.get("data"), list):  # a page
             yield from _langfuse_items(path, record["data"])
-        elif isinstance(record, dict) and ("observations" in record or "scores" in record):  # a trace
-            yield from _langfuse_items(path, (record.get("observations") or []) + (record.get("scores") or []))
+        elif isinstance(record, dict) and (
+            "observations" in record or "scores" in record
+        ):  # a trace
+            yield from _langfuse_items(
+                path, (record.get("observations") or []) + (record.get("scores") or [])
+            )
         elif isinstance(record, dict) and ("type" in record or _field(record, "dataType")):
             yield record
         elif isinstance(record, str):
-            raise InputError.one(path, f"record {i}", f"is an id ({record[:40]}), not the observation or score: "
-                                 "fetch each trace whole (`GET /api/public/traces/{id}`), or export the "
-                                 "observations and scores themselves")
+            raise InputError.one(
+                path,
+                f"record {i}",
+                f"is an id ({record[:40]}), not the observation or score: "
+                "fetch each trace whole (`GET /api/public/traces/{id}`), or export the "
+                "observations and scores themselves",
+            )
         else:
-            raise InputError.one(path, f"record {i}", f"is no Langfuse observation, score, trace or page of them "
-                                 f"({json.dumps(record)[:80]}); {_LANGFUSE[1]}")
+            raise InputError.one(
+                path,
+                f"record {i}",
+                f"is no Langfuse observation, score, trace or page of them "
+                f"({json.dumps(record)[:80]}); {_LANGFUSE[1]}",
+            )
 
 
 def langfuse_calls(path: Path) -> list[Call]:
     """Each GENERATION observation as (id `trace:observation`, prompt, reply, model)."""
+
     def parse(records: list[Any]) -> list[Call]:
-        return [(f"{_field(o, 'traceId')}:{o['id']}", _said(o.get("input")), _said(o.get("output"), roles=False),
-                 o.get("model")) for o in _langfuse_items(path, records) if str(o.get("type")).upper() == "GENERATION"]
+        return [
+            (
+                f"{_field(o, 'traceId')}:{o['id']}",
+                _said(o.get("input")),
+                _said(o.get("output"), roles=False),
+                o.get("model"),
+            )
+            for o in _langfuse_items(path, records)
+            if str(o.get("type")).upper() == "GENERATION"
+        ]
+
     return _read(path, _LANGFUSE, parse)
 
 
 def _number(value: Any) -> float | None:
-    return None if value is None or isinstance(value, bool) or (isinstance(value, float) and math.isnan(value)) \
+    return (
+        None
+        if value is None
+        or isinstance(value, bool)
+        or (isinstance(value, float) and math.isnan(value))
         else float(value)
+    )
 
 
 def _degrees(scores: list[tuple[str, float | None]]) -> set[str]:
@@ -184,7 +238,11 @@ def _degrees(scores: list[tuple[str, float | None]]) -> set[str]:
 def _langfuse_verdict(score: dict[str, Any], degrees: set[str]) -> bool | None:
     kind, value = str(_field(score, "dataType")).upper(), _number(score.get("value"))
     if kind == "BOOLEAN":
-        return {1.0: True, 0.0: False}.get(value) if value is not None else verdict(_field(score, "stringValue"))
+        return (
+            {1.0: True, 0.0: False}.get(value)
+            if value is not None
+            else verdict(_field(score, "stringValue"))
+        )
     if kind == "NUMERIC":
         return None if score["name"] in degrees else {1.0: True, 0.0: False}.get(value)
     return verdict(_field(score, "stringValue")) if kind == "CATEGORICAL" else None
@@ -192,24 +250,46 @@ def _langfuse_verdict(score: dict[str, Any], degrees: set[str]) -> bool | None:
 
 def langfuse_samples(path: Path) -> Judged:
     """Each score that is a verdict as a judged sample; the others skipped, and named."""
+
     def parse(records: list[Any]) -> Judged:
         samples, skipped = [], []
         scores = [s for s in _langfuse_items(path, records) if "type" not in s]
         for i, score in enumerate(scores, 1):
             if not score.get("name") or not score.get("timestamp"):
-                raise InputError.one(path, f"score {score.get('id', i)}",
-                                     f"has no name or no timestamp; {_LANGFUSE[1]}")
-        degrees = _degrees([(s["name"], _number(s.get("value"))) for s in scores
-                            if str(_field(s, "dataType")).upper() == "NUMERIC"])
+                raise InputError.one(
+                    path,
+                    f"score {score.get('id', i)}",
+                    f"has no name or no timestamp; {_LANGFUSE[1]}",
+                )
+        degrees = _degrees(
+            [
+                (s["name"], _number(s.get("value")))
+                for s in scores
+                if str(_field(s, "dataType")).upper() == "NUMERIC"
+            ]
+        )
         for score in scores:
             passed = _langfuse_verdict(score, degrees)
             if passed is None:
-                said = _field(score, "stringValue") if _field(score, "stringValue") is not None else score.get("value")
-                skipped.append(f"{score.get('id')} ({score['name']} {_field(score, 'dataType')} {said})")
+                said = (
+                    _field(score, "stringValue")
+                    if _field(score, "stringValue") is not None
+                    else score.get("value")
+                )
+                skipped.append(
+                    f"{score.get('id')} ({score['name']} {_field(score, 'dataType')} {said})"
+                )
                 continue
-            samples.append({"timestamp": _when(score["timestamp"]), "criterion": str(score["name"]),
-                            "passed": passed, "trace_id": str(_field(score, "traceId") or "")})
+            samples.append(
+                {
+                    "timestamp": _when(score["timestamp"]),
+                    "criterion": str(score["name"]),
+                    "passed": passed,
+                    "trace_id": str(_field(score, "traceId") or ""),
+                }
+            )
         return Judged(samples, skipped)
+
     return _read(path, _LANGFUSE, parse)
 
 
@@ -226,67 +306,127 @@ def _phoenix_messages(messages: Any, roles: bool = True) -> str | None:
     """OpenInference messages (`message.role`, `message.content` or `message.contents`) as text."""
     if not isinstance(messages, list):
         return None
-    plain = [{"role": at(m, "message.role"),
-              "content": at(m, "message.content") or [{"type": at(c, "message_content.type"),
-                                                       "text": at(c, "message_content.text")}
-                                                      for c in at(m, "message.contents") or []]}
-             for m in messages if isinstance(m, dict)]
+    plain = [
+        {
+            "role": at(m, "message.role"),
+            "content": at(m, "message.content")
+            or [
+                {"type": at(c, "message_content.type"), "text": at(c, "message_content.text")}
+                for c in at(m, "message.contents") or []
+            ],
+        }
+        for m in messages
+        if isinstance(m, dict)
+    ]
     return messages_text(plain, roles)
 
 
 def phoenix_calls(path: Path) -> list[Call]:
     """Each span of kind LLM as (id `trace:span`, prompt, reply, model)."""
+
     def parse(records: list[Any]) -> list[Call]:
         calls = []
         for i, span in enumerate(records, 1):
             kind = at(span, "span_kind") or at(span, "attributes.openinference.span.kind")
             if not at(span, "context.span_id") or not at(span, "context.trace_id") or not kind:
-                raise InputError.one(path, f"record {i}", "is no span: it needs context.span_id, context.trace_id "
-                                     f"and span_kind; {_PHOENIX_SPANS[1]}")
+                raise InputError.one(
+                    path,
+                    f"record {i}",
+                    "is no span: it needs context.span_id, context.trace_id "
+                    f"and span_kind; {_PHOENIX_SPANS[1]}",
+                )
             if str(kind).upper() != "LLM":
                 continue
-            prompt = _phoenix_messages(at(span, "attributes.llm.input_messages")) or \
-                _said(at(span, "attributes.input.value"))
-            reply = _phoenix_messages(at(span, "attributes.llm.output_messages"), roles=False) or \
-                _said(at(span, "attributes.output.value"), roles=False)
-            calls.append((f"{at(span, 'context.trace_id')}:{at(span, 'context.span_id')}", prompt, reply,
-                          at(span, "attributes.llm.model_name")))
+            prompt = _phoenix_messages(at(span, "attributes.llm.input_messages")) or _said(
+                at(span, "attributes.input.value")
+            )
+            reply = _phoenix_messages(
+                at(span, "attributes.llm.output_messages"), roles=False
+            ) or _said(at(span, "attributes.output.value"), roles=False)
+            calls.append(
+                (
+                    f"{at(span, 'context.trace_id')}:{at(span, 'context.span_id')}",
+                    prompt,
+                    reply,
+                    at(span, "attributes.llm.model_name"),
+                )
+            )
         return calls
+
     return _read(path, _PHOENIX_SPANS, parse)
 
 
 def _first(record: dict[str, Any], *keys: str) -> Any:
-    return next((v for v in (at(record, k) for k in keys) if v is not None and v == v), None)  # v == v: not NaN
+    return next(
+        (v for v in (at(record, k) for k in keys) if v is not None and v == v), None
+    )  # v == v: not NaN
 
 
 def phoenix_samples(path: Path) -> Judged:
     """Each span evaluation that is a verdict as a judged sample; the others skipped, and named."""
+
     def parse(records: list[Any]) -> Judged:
         samples, skipped = [], []
-        degrees = _degrees([(_first(r, "annotation_name", "name", "eval_name"),
-                             _number(_first(r, "result.score", "score")))
-                            for r in records if _first(r, "result.label", "label") is None])
+        degrees = _degrees(
+            [
+                (
+                    _first(r, "annotation_name", "name", "eval_name"),
+                    _number(_first(r, "result.score", "score")),
+                )
+                for r in records
+                if _first(r, "result.label", "label") is None
+            ]
+        )
         for i, row in enumerate(records, 1):
             span = _first(row, "span_id", "context.span_id")
             name = _first(row, "annotation_name", "name", "eval_name")
             when = _first(row, "created_at", "updated_at", "timestamp")
-            if not isinstance(row, dict) or not any(k in row for k in ("result.label", "label", "result.score",
-                                                                        "score", "result")) or not span or not name:
-                raise InputError.one(path, f"record {i}", "is no span evaluation: it needs span_id, annotation_name "
-                                     f"(or name) and a label or a score; {_PHOENIX_EVALS[1]}")
+            if (
+                not isinstance(row, dict)
+                or not any(
+                    k in row for k in ("result.label", "label", "result.score", "score", "result")
+                )
+                or not span
+                or not name
+            ):
+                raise InputError.one(
+                    path,
+                    f"record {i}",
+                    "is no span evaluation: it needs span_id, annotation_name "
+                    f"(or name) and a label or a score; {_PHOENIX_EVALS[1]}",
+                )
             if when is None:
-                raise InputError.one(path, f"record {i}", "has no time (created_at) to place it in a window of "
-                                     f"`judgekit monitor`; {_PHOENIX_EVALS[1]}")
-            label, score = _first(row, "result.label", "label"), _number(_first(row, "result.score", "score"))
-            passed = verdict(label) if label is not None else None if name in degrees else \
-                {1.0: True, 0.0: False}.get(score)
+                raise InputError.one(
+                    path,
+                    f"record {i}",
+                    "has no time (created_at) to place it in a window of "
+                    f"`judgekit monitor`; {_PHOENIX_EVALS[1]}",
+                )
+            label, score = (
+                _first(row, "result.label", "label"),
+                _number(_first(row, "result.score", "score")),
+            )
+            passed = (
+                verdict(label)
+                if label is not None
+                else None
+                if name in degrees
+                else {1.0: True, 0.0: False}.get(score)
+            )
             if passed is None:
                 skipped.append(f"{span} ({name} {label if label is not None else score})")
                 continue
             trace = _first(row, "context.trace_id", "trace_id")
-            samples.append({"timestamp": _when(when), "criterion": str(name), "passed": passed,
-                            **({"trace_id": str(trace)} if trace else {})})
+            samples.append(
+                {
+                    "timestamp": _when(when),
+                    "criterion": str(name),
+                    "passed": passed,
+                    **({"trace_id": str(trace)} if trace else {}),
+                }
+            )
         return Judged(samples, skipped)
+
     return _read(path, _PHOENIX_EVALS, parse)
 
 
@@ -301,8 +441,17 @@ def phoenix_examples(path: Path, **_: Any) -> list[tuple[str, dict[str, str] | N
 
 
 SAMPLE_IMPORTERS: dict[str, tuple[Callable[[Path], Judged], str]] = {
-    "otel": (lambda path: Judged(otel_samples(path), []),
-             "gen_ai.evaluation.result event with a gen_ai.evaluation.name"),
-    "langfuse": (langfuse_samples, "score that is a verdict (BOOLEAN, NUMERIC 1 or 0, CATEGORICAL pass or fail)"),
-    "phoenix": (phoenix_samples, "span evaluation that is a verdict (label pass or fail, or score 1 or 0)")}
+    "otel": (
+        lambda path: Judged(otel_samples(path), []),
+        "gen_ai.evaluation.result event with a gen_ai.evaluation.name",
+    ),
+    "langfuse": (
+        langfuse_samples,
+        "score that is a verdict (BOOLEAN, NUMERIC 1 or 0, CATEGORICAL pass or fail)",
+    ),
+    "phoenix": (
+        phoenix_samples,
+        "span evaluation that is a verdict (label pass or fail, or score 1 or 0)",
+    ),
+}
 """Each trace format that carries judged samples: its reader, and what a file without one lacks."""

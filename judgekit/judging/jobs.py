@@ -19,7 +19,14 @@ from typing import Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.sets import Example
-from judgekit.judging.answers import RESPONSE_FORMAT, Calls, call_failed, lookup, readable, verdict_from
+from judgekit.judging.answers import (
+    RESPONSE_FORMAT,
+    Calls,
+    call_failed,
+    lookup,
+    readable,
+    verdict_from,
+)
 from judgekit.judging.prompts import compile_template, fill, prompt_template
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.protocol import CallError, LLM, Request
@@ -38,7 +45,9 @@ def api_base_for(criterion: LLMCriterion | ClaimsCriterion, given: str | None = 
     return given
 
 
-def endpoint_named(criterion: LLMCriterion | ClaimsCriterion, calibrated: str | None, model: str) -> str | None:
+def endpoint_named(
+    criterion: LLMCriterion | ClaimsCriterion, calibrated: str | None, model: str
+) -> str | None:
     """The endpoint to ask again for a calibration that asked `calibrated` (its public form, as a
     report or the history keeps it): the criterion's own `judge.api_base` when it is that endpoint
     (with its credentials), else None when the environment's is (the client reads it, with its
@@ -48,18 +57,28 @@ def endpoint_named(criterion: LLMCriterion | ClaimsCriterion, calibrated: str | 
     own = criterion.judge.api_base
     if calibrated is None:
         if own is not None:  # the calibration asked the environment's endpoint, not this one
-            raise InputError.one(f"criteria/{criterion.id}.yaml", "judge.api_base", f"names {public_url(own)!r}, "
-                                 "but its calibration asked the environment's endpoint; calibrate it again")
+            raise InputError.one(
+                f"criteria/{criterion.id}.yaml",
+                "judge.api_base",
+                f"names {public_url(own)!r}, "
+                "but its calibration asked the environment's endpoint; calibrate it again",
+            )
         return None
     if own is not None and public_url(own) == calibrated:
         return own
     environment = environment_endpoint()
-    openai_style = model.startswith("openai/") or "/" not in model  # the models the client reads it for
+    openai_style = (
+        model.startswith("openai/") or "/" not in model
+    )  # the models the client reads it for
     if environment and openai_style and public_url(environment) == calibrated:
         return None
-    raise InputError.one(f"criteria/{criterion.id}.yaml", "judge.api_base", f"its calibration asked {calibrated!r}, "
-                         "which neither judge.api_base nor OPENAI_BASE_URL names; an endpoint read from a report or "
-                         "the history is never asked on its own: name it in one of them")
+    raise InputError.one(
+        f"criteria/{criterion.id}.yaml",
+        "judge.api_base",
+        f"its calibration asked {calibrated!r}, "
+        "which neither judge.api_base nor OPENAI_BASE_URL names; an endpoint read from a report or "
+        "the history is never asked on its own: name it in one of them",
+    )
 
 
 def reask_for(criterion: LLMCriterion | ClaimsCriterion, policy: RetryPolicy | None = None) -> int:
@@ -95,12 +114,20 @@ class Job:
         # `lookup(..., readable, ...)`, reading the answer once: readable() is "its verdict is not unparseable".
         hit = llm.lookup(self.request)
         verdict = None if hit is None else verdict_from(hit, self.example_id, self.trial)
-        return None if verdict is None or (self.reask and verdict.abstention == "unparseable") else verdict
+        return (
+            None
+            if verdict is None or (self.reask and verdict.abstention == "unparseable")
+            else verdict
+        )
 
     def planned(self, llm: LLM) -> tuple[list[Request], int, int]:
         """What asking would take, asking nothing: the calls to make, the answers cached, and the
         calls that cannot be known before others are answered (none here; see ClaimsJob)."""
-        return ([], 1, 0) if lookup(llm, self.request, readable, self.reask) else ([self.request], 0, 0)
+        return (
+            ([], 1, 0)
+            if lookup(llm, self.request, readable, self.reask)
+            else ([self.request], 0, 0)
+        )
 
     async def ask(self, llm: LLM) -> Verdict:
         """The verdict; a call that fails after its retries makes an abstention with its cause."""
@@ -112,17 +139,36 @@ class Job:
         return verdict_from(answer, self.example_id, self.trial, calls.usage())
 
 
-def jobs_for(criterion: LLMCriterion, examples: Sequence[Example], model: str, trials: int,
-             api_base: str | None = None, structured: bool = True, reask: int = RetryPolicy.unreadable,
-             logprobs: bool = False) -> list[Job]:
+def jobs_for(
+    criterion: LLMCriterion,
+    examples: Sequence[Example],
+    model: str,
+    trials: int,
+    api_base: str | None = None,
+    structured: bool = True,
+    reask: int = RetryPolicy.unreadable,
+    logprobs: bool = False,
+) -> list[Job]:
     compiled = compile_template(prompt_template(criterion))
     settings = criterion.judge
     return [
-        Job(criterion.id, example.id, Request(
-            model=model, messages=fill(compiled, example.fields()), temperature=settings.temperature,
-            max_tokens=settings.max_tokens, response_format=RESPONSE_FORMAT if structured else None,
-            trial=trial, api_base=api_base, logprobs=logprobs), reask)
-        for example in examples for trial in range(trials)
+        Job(
+            criterion.id,
+            example.id,
+            Request(
+                model=model,
+                messages=fill(compiled, example.fields()),
+                temperature=settings.temperature,
+                max_tokens=settings.max_tokens,
+                response_format=RESPONSE_FORMAT if structured else None,
+                trial=trial,
+                api_base=api_base,
+                logprobs=logprobs,
+            ),
+            reask,
+        )
+        for example in examples
+        for trial in range(trials)
     ]
 
 
@@ -130,8 +176,12 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-async def run_bounded(items: Sequence[T], work: Callable[[T], Awaitable[R]], concurrency: int,
-                      progress: Callable[[int, int], None] | None = None) -> list[R]:
+async def run_bounded(
+    items: Sequence[T],
+    work: Callable[[T], Awaitable[R]],
+    concurrency: int,
+    progress: Callable[[int, int], None] | None = None,
+) -> list[R]:
     """Run `work` over items with at most `concurrency` in flight; results in input order.
 
     The first exception (for instance ProviderUnreachable) cancels the rest and propagates.
@@ -142,7 +192,10 @@ async def run_bounded(items: Sequence[T], work: Callable[[T], Awaitable[R]], con
 
     async def worker() -> None:
         nonlocal done
-        for index, item in queue:  # workers share one iterator: no task per item, no semaphore churn
+        for (
+            index,
+            item,
+        ) in queue:  # workers share one iterator: no task per item, no semaphore churn
             results[index] = await work(item)
             done += 1
             if progress:

@@ -23,8 +23,10 @@ from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
 
 
-RECORDED = ("calibrated from recorded verdicts of another judge ({source}); calibrate judgekit's judge live, "
-            "or judge with the tool that recorded them")
+RECORDED = (
+    "calibrated from recorded verdicts of another judge ({source}); calibrate judgekit's judge live, "
+    "or judge with the tool that recorded them"
+)
 
 
 class Calibrated(Protocol):
@@ -53,22 +55,34 @@ class Judge:
     judge whose recorded verdicts were calibrated. A regex criterion is checked by code.
     """
 
-    def __init__(self, criterion: Criterion, calibrated: Calibrated | None = None,
-                 cache_dir: str | None = ".judgekit/cache", llm: LLM | None = None,
-                 refusal: JudgeNotCalibrated | None = None, thresholds: tuple[float | None, ...] | None = None):
+    def __init__(
+        self,
+        criterion: Criterion,
+        calibrated: Calibrated | None = None,
+        cache_dir: str | None = ".judgekit/cache",
+        llm: LLM | None = None,
+        refusal: JudgeNotCalibrated | None = None,
+        thresholds: tuple[float | None, ...] | None = None,
+    ):
         self.criterion, self.calibrated = criterion, calibrated
         self.cache_dir, self.llm, self.refusal = cache_dir, llm, refusal
         # Selective judging: the certified confidence threshold of the judge and of each it escalates to.
         self.thresholds = thresholds
         source = calibrated.source if calibrated is not None else ""
         if self.refusal is None and source.startswith("recorded:"):
-            self.refusal = JudgeNotCalibrated("FAIL", [(criterion.id, "FAIL", RECORDED.format(source=source))])
+            self.refusal = JudgeNotCalibrated(
+                "FAIL", [(criterion.id, "FAIL", RECORDED.format(source=source))]
+            )
 
-    def __call__(self, output: str, input: str | None = None, context: str | None = None) -> Verdict:
+    def __call__(
+        self, output: str, input: str | None = None, context: str | None = None
+    ) -> Verdict:
         """The verdict on one reply (works inside a running event loop too)."""
         return run_sync(self.acall(output, input=input, context=context))
 
-    async def acall(self, output: str, input: str | None = None, context: str | None = None) -> Verdict:
+    async def acall(
+        self, output: str, input: str | None = None, context: str | None = None
+    ) -> Verdict:
         """The verdict on one reply, awaited: for async tests and notebooks."""
         if self.refusal is not None:
             raise self.refusal
@@ -78,11 +92,18 @@ class Judge:
         asked = self.calibrated
         model = (asked.model if asked else None) or self.criterion.judge.model
         if not model:
-            raise InputError.one(f"criteria/{self.criterion.id}.yaml", "judge.model",
-                                 "no judge model; set judge.model in the criterion")
+            raise InputError.one(
+                f"criteria/{self.criterion.id}.yaml",
+                "judge.model",
+                "no judge model; set judge.model in the criterion",
+            )
         if isinstance(self.criterion, ClaimsCriterion) and not (context or "").strip():
-            raise InputError.one(f"criteria/{self.criterion.id}.yaml", "context", "a claims criterion checks the "
-                                 "reply against its source material: call judge(output, context=source)")
+            raise InputError.one(
+                f"criteria/{self.criterion.id}.yaml",
+                "context",
+                "a claims criterion checks the "
+                "reply against its source material: call judge(output, context=source)",
+            )
         trials = (asked.trials if asked else None) or self.criterion.judge.trials
         if asked is None:
             api_base, via = api_base_for(self.criterion), "auto"
@@ -95,21 +116,54 @@ class Judge:
             return verdict
         first = escalate(verdict, self.thresholds[0])
         after = self.criterion.judge.escalate_to
-        if not first.escalated or len(self.thresholds) < 2 or self.thresholds[1] is None or after is None:
+        if (
+            not first.escalated
+            or len(self.thresholds) < 2
+            or self.thresholds[1] is None
+            or after is None
+        ):
             return first
-        second = escalate(await self._ask(after.model, example, trials, api_base, via, structured), self.thresholds[1])
+        second = escalate(
+            await self._ask(after.model, example, trials, api_base, via, structured),
+            self.thresholds[1],
+        )
         if not second.escalated:
             return second
         unsure = (first.reason or "").removeprefix("needs review: ")
-        return replace(second, reason=f"{second.reason} for {after.model} (and {unsure} for {model})")
+        return replace(
+            second, reason=f"{second.reason} for {after.model} (and {unsure} for {model})"
+        )
 
-    async def _ask(self, model: str, example: Example, trials: int, api_base: str | None, via: str,
-                   structured: bool) -> Verdict:
+    async def _ask(
+        self,
+        model: str,
+        example: Example,
+        trials: int,
+        api_base: str | None,
+        via: str,
+        structured: bool,
+    ) -> Verdict:
         if isinstance(self.criterion, ClaimsCriterion):
-            jobs = claims_jobs(self.criterion, [example], model, trials, api_base, structured, reask_for(self.criterion))
+            jobs = claims_jobs(
+                self.criterion,
+                [example],
+                model,
+                trials,
+                api_base,
+                structured,
+                reask_for(self.criterion),
+            )
         else:
-            jobs = jobs_for(self.criterion, [example], model, trials, api_base, structured, reask_for(self.criterion),
-                            logprobs=wants_logprobs(self.thresholds, trials))
+            jobs = jobs_for(
+                self.criterion,
+                [example],
+                model,
+                trials,
+                api_base,
+                structured,
+                reask_for(self.criterion),
+                logprobs=wants_logprobs(self.thresholds, trials),
+            )
         llm = self.llm or open_llm(model, api_base, self.cache_dir, via=via)
         try:
             return majority([await job.ask(llm) for job in jobs])

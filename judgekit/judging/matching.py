@@ -26,10 +26,16 @@ from judgekit.judging.verdicts import JUDGE_ID, Verdict
 class Matched:
     """What a pass over a verdict file found."""
 
-    trials: dict[str, list[list[Verdict]]] = field(default_factory=dict)  # per criterion matched: per example, in
+    trials: dict[str, list[list[Verdict]]] = field(
+        default_factory=dict
+    )  # per criterion matched: per example, in
     #                                                                        the set's order, its trials
-    named: set[str | None] = field(default_factory=set)  # the criteria its records name (None: a record names none)
-    judges: dict[str, set[str | None]] = field(default_factory=dict)  # per criterion matched: its records' judges
+    named: set[str | None] = field(
+        default_factory=set
+    )  # the criteria its records name (None: a record names none)
+    judges: dict[str, set[str | None]] = field(
+        default_factory=dict
+    )  # per criterion matched: its records' judges
     problems: list[Problem] = field(default_factory=list)
 
     def provenance(self, criterion: Criterion, model: str | None, path: Path) -> str:
@@ -42,8 +48,13 @@ class Matched:
         return f"recorded:{path.name}"
 
 
-def match_file(path: Path, records: Iterable[RecordedVerdict], sets: dict[str, CalibrationSet],
-               no_claims: dict[str, str] | None = None, every: bool = False) -> Matched:
+def match_file(
+    path: Path,
+    records: Iterable[RecordedVerdict],
+    sets: dict[str, CalibrationSet],
+    no_claims: dict[str, str] | None = None,
+    every: bool = False,
+) -> Matched:
     """Pair `records` with the examples of `sets`. With `every`, each criterion of `sets` is
     matched (one judge's file, `judgekit compare`); else those the records name, and with one
     criterion in `sets`, records that name none are its (`calibrate --verdicts`). Records of other
@@ -57,25 +68,45 @@ def match_file(path: Path, records: Iterable[RecordedVerdict], sets: dict[str, C
     only = next(iter(sets)) if len(sets) == 1 else None
     out = Matched(judges={cid: set() for cid in sets})
     groups: dict[str, dict[str, Verdict | dict[int, Verdict]]] = {cid: {} for cid in sets}
-    unnamed: list[RecordedVerdict] = []  # records naming no criterion, while it is not known whose they are
+    unnamed: list[
+        RecordedVerdict
+    ] = []  # records naming no criterion, while it is not known whose they are
     unnamed_judges: set[str | None] = set()
-    ids = {e.id: e.id for cal in sets.values() for e in cal.examples}  # the sets' own id strings, shared
+    ids = {
+        e.id: e.id for cal in sets.values() for e in cal.examples
+    }  # the sets' own id strings, shared
 
     def take(r: RecordedVerdict, criterion_id: str) -> None:
         group = groups[criterion_id]
         example_id = ids.get(r.id, r.id)
         held = group.get(example_id)
         if held is not None and r.trial in ((held.trial,) if isinstance(held, Verdict) else held):
-            out.problems.append(Problem(source, f"id {r.id}", f"has two verdicts for criterion {criterion_id!r} "
-                                        f"trial {r.trial}; keep one or number the trials"))
+            out.problems.append(
+                Problem(
+                    source,
+                    f"id {r.id}",
+                    f"has two verdicts for criterion {criterion_id!r} "
+                    f"trial {r.trial}; keep one or number the trials",
+                )
+            )
             return
         if r.claims is not None and criterion_id not in rules:
-            out.problems.append(Problem(source, f"id {r.id}", f"gives claims, but criterion {criterion_id!r} is not "
-                                        "a claims criterion; give 'passed' instead"))
+            out.problems.append(
+                Problem(
+                    source,
+                    f"id {r.id}",
+                    f"gives claims, but criterion {criterion_id!r} is not "
+                    "a claims criterion; give 'passed' instead",
+                )
+            )
             return
-        verdict, problem = recorded_verdict(r, rules.get(criterion_id, "fail"), default_at, example_id)
+        verdict, problem = recorded_verdict(
+            r, rules.get(criterion_id, "fail"), default_at, example_id
+        )
         if problem is not None:
-            out.problems.append(Problem(source, f"id {r.id}", f"{problem}; fix one, or leave out passed"))
+            out.problems.append(
+                Problem(source, f"id {r.id}", f"{problem}; fix one, or leave out passed")
+            )
             return
         if held is None:
             group[example_id] = verdict
@@ -98,10 +129,20 @@ def match_file(path: Path, records: Iterable[RecordedVerdict], sets: dict[str, C
             unnamed.append(r)
         elif criterion_id in groups:
             take(r, criterion_id)
-    matched = list(sets) if every else [cid for cid in sets if cid in out.named or (None in out.named and only)]
+    matched = (
+        list(sets)
+        if every
+        else [cid for cid in sets if cid in out.named or (None in out.named and only)]
+    )
     if None in out.named and len(matched) > 1:
-        out.problems.append(Problem(source, "criterion", f"verdicts without a 'criterion' column cannot be matched "
-                                    f"to {len(matched)} criteria; add the column or pass --criterion ID"))
+        out.problems.append(
+            Problem(
+                source,
+                "criterion",
+                f"verdicts without a 'criterion' column cannot be matched "
+                f"to {len(matched)} criteria; add the column or pass --criterion ID",
+            )
+        )
         return out
     for r in unnamed if matched else ():
         take(r, matched[0])
@@ -109,13 +150,19 @@ def match_file(path: Path, records: Iterable[RecordedVerdict], sets: dict[str, C
     for criterion_id in matched:
         if None in out.named:
             out.judges[criterion_id] |= unnamed_judges
-        out.trials[criterion_id] = _in_order(source, criterion_id, sets[criterion_id], groups.pop(criterion_id),
-                                             out.problems)
+        out.trials[criterion_id] = _in_order(
+            source, criterion_id, sets[criterion_id], groups.pop(criterion_id), out.problems
+        )
     return out
 
 
-def _in_order(source: str, criterion_id: str, cal: CalibrationSet, group: dict[str, Verdict | dict[int, Verdict]],
-              problems: list[Problem]) -> list[list[Verdict]]:
+def _in_order(
+    source: str,
+    criterion_id: str,
+    cal: CalibrationSet,
+    group: dict[str, Verdict | dict[int, Verdict]],
+    problems: list[Problem],
+) -> list[list[Verdict]]:
     """Per example of the set, in its order, its trials; the examples without one and the ids
     not in the set are problems. (The group is emptied as it is read.)"""
     found: list[list[Verdict]] = []
@@ -130,14 +177,25 @@ def _in_order(source: str, criterion_id: str, cal: CalibrationSet, group: dict[s
             found.append(sorted(held.values(), key=_trial))
     unknown = sorted(group)
     if unknown:
-        problems.append(Problem(source, criterion_id, f"{len(unknown)} verdict(s) for ids not in {cal.path}: "
-                                f"{', '.join(unknown[:20])}{' …' if len(unknown) > 20 else ''}"))
+        problems.append(
+            Problem(
+                source,
+                criterion_id,
+                f"{len(unknown)} verdict(s) for ids not in {cal.path}: "
+                f"{', '.join(unknown[:20])}{' …' if len(unknown) > 20 else ''}",
+            )
+        )
     if missing:
-        problems.append(Problem(source, criterion_id, f"{len(missing)} example(s) of {cal.path} have no "
-                                f"verdict: {', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}"))
+        problems.append(
+            Problem(
+                source,
+                criterion_id,
+                f"{len(missing)} example(s) of {cal.path} have no "
+                f"verdict: {', '.join(missing[:20])}{' …' if len(missing) > 20 else ''}",
+            )
+        )
     return found
 
 
 def _trial(verdict: Verdict) -> int:
     return verdict.trial
-

@@ -30,8 +30,13 @@ USER_TEMPLATE = """Decide this fact about the reply: {{question}}
 Think step by step in "reasoning", then decide. Answer with JSON only, in this form:
 {"reasoning": "<one or two sentences>", "passed": true or false}"""
 
+
 def _fields_block(inputs: list[str]) -> str:
-    return "\n".join(f"<{name}>\n{{{{{name}}}}}\n</{name}>" for name in ("input", "context", "output") if name in inputs)
+    return "\n".join(
+        f"<{name}>\n{{{{{name}}}}}\n</{name}>"
+        for name in ("input", "context", "output")
+        if name in inputs
+    )
 
 
 def _examples_block(criterion: LLMCriterion) -> str:
@@ -54,10 +59,15 @@ def prompt_template(criterion: LLMCriterion) -> list[dict[str, str]]:
     """The judge's messages with the criterion filled in and `{{input}}`-style slots for the example."""
     rules = "".join(
         f"{label}: {text}\n"
-        for label, text in (("It passes when", criterion.pass_when), ("It fails when", criterion.fail_when))
+        for label, text in (
+            ("It passes when", criterion.pass_when),
+            ("It fails when", criterion.fail_when),
+        )
         if text
     )
-    user = criterion.judge.prompt or USER_TEMPLATE.replace("{{fields}}", _fields_block(criterion.inputs))
+    user = criterion.judge.prompt or USER_TEMPLATE.replace(
+        "{{fields}}", _fields_block(criterion.inputs)
+    )
     filled = {
         "question": criterion.question,
         "rules": rules,
@@ -67,7 +77,10 @@ def prompt_template(criterion: LLMCriterion) -> list[dict[str, str]]:
     }
     for name, value in filled.items():
         user = user.replace("{{" + name + "}}", value)
-    return [{"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    return [
+        {"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT},
+        {"role": "user", "content": user},
+    ]
 
 
 _SLOT = re.compile(r"\{\{\s*(input|output|context)\s*\}\}")
@@ -82,8 +95,10 @@ def fill(compiled: list[tuple[str, list[str]]], example: dict[str, Any]) -> list
     """Put an example's fields into a compiled template; example text is never re-expanded."""
     messages = []
     for role, parts in compiled:
-        pieces = [part if i % 2 == 0 else ("" if example.get(part) is None else str(example[part]))
-                  for i, part in enumerate(parts)]
+        pieces = [
+            part if i % 2 == 0 else ("" if example.get(part) is None else str(example[part]))
+            for i, part in enumerate(parts)
+        ]
         messages.append({"role": role, "content": "".join(pieces)})
     return messages
 
@@ -139,34 +154,54 @@ Answer with JSON only: {"evidence": "<quote>", "supported": true or false}"""
 
 def claims_templates(criterion: ClaimsCriterion) -> dict[str, Any]:
     """Everything the two steps send besides the example: part of the criterion's fingerprint."""
-    return {"system": criterion.judge.system or SYSTEM_PROMPT, "extract": EXTRACT_PROMPT,
-            "verify": VERIFY_PROMPT if criterion.batch else VERIFY_ONE_PROMPT}
+    return {
+        "system": criterion.judge.system or SYSTEM_PROMPT,
+        "extract": EXTRACT_PROMPT,
+        "verify": VERIFY_PROMPT if criterion.batch else VERIFY_ONE_PROMPT,
+    }
 
 
 def judge_spec(criterion: Criterion, model: str | None) -> dict[str, Any]:
     """What defines the judge of a criterion: kind, rendered prompt template, model, parameters."""
     if isinstance(criterion, RegexCriterion):
         # The engine is part of the judge: a report measured with Python's re does not vouch for RE2.
-        return {"kind": "regex", "engine": "re2", "pattern": criterion.pattern, "match_means": criterion.match_means,
-                "field": criterion.field, "ignore_case": criterion.ignore_case, "model": None, "parameters": {}}
+        return {
+            "kind": "regex",
+            "engine": "re2",
+            "pattern": criterion.pattern,
+            "match_means": criterion.match_means,
+            "field": criterion.field,
+            "ignore_case": criterion.ignore_case,
+            "model": None,
+            "parameters": {},
+        }
     settings = criterion.judge
     if isinstance(criterion, ClaimsCriterion):
-        return {"kind": "claims", "prompt": claims_templates(criterion), "model": model,
-                "parameters": {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
-                               "trials": settings.trials, "batch": criterion.batch, "no_claims": criterion.no_claims}}
+        return {
+            "kind": "claims",
+            "prompt": claims_templates(criterion),
+            "model": model,
+            "parameters": {
+                "temperature": settings.temperature,
+                "max_tokens": settings.max_tokens,
+                "trials": settings.trials,
+                "batch": criterion.batch,
+                "no_claims": criterion.no_claims,
+            },
+        }
     return {
         "kind": "llm",
         "prompt": prompt_template(criterion),
         "model": model,
-        "parameters": {"temperature": settings.temperature, "max_tokens": settings.max_tokens,
-                       "trials": settings.trials,
-                       **({"escalate_to": settings.escalate_to.model} if settings.escalate_to else {})},
+        "parameters": {
+            "temperature": settings.temperature,
+            "max_tokens": settings.max_tokens,
+            "trials": settings.trials,
+            **({"escalate_to": settings.escalate_to.model} if settings.escalate_to else {}),
+        },
     }
 
 
 def fingerprint(criterion: Criterion, model: str | None) -> str:
     """The judge's fingerprint: a hash of its judge_spec. A report about another one is stale."""
     return canonical_hash(judge_spec(criterion, model))
-
-
-

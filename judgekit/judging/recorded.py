@@ -45,14 +45,30 @@ class RecordedVerdict(Frozen):
     reason: str | None = None
     raw: str | None = Field(None, description="The judge's unreadable answer, kept as given.")
     claims: list[RecordedClaim] | None = None
-    at: datetime | None = Field(None, description="When the judge gave this verdict (the answer's time, for a "
-                                "cached one the time it was first obtained); the gate's max_age counts from it.")
-    judge: str | None = Field(None, description="The fingerprint of the judgekit judge that gave it (its first "
-                              "16 hex digits); absent for verdicts another tool recorded.")
-    confidence: float | None = Field(None, ge=0, le=1, description="How sure the judge was (selective judging): "
-                                     "the probability of its answer, or another tool's score from 0 to 1.")
-    stage: int = Field(0, ge=0, le=9, description="0: the criterion's judge; 1, 2, ...: the judges it escalates "
-                       "to (selective judging), each on the examples below the previous one's threshold.")
+    at: datetime | None = Field(
+        None,
+        description="When the judge gave this verdict (the answer's time, for a "
+        "cached one the time it was first obtained); the gate's max_age counts from it.",
+    )
+    judge: str | None = Field(
+        None,
+        description="The fingerprint of the judgekit judge that gave it (its first "
+        "16 hex digits); absent for verdicts another tool recorded.",
+    )
+    confidence: float | None = Field(
+        None,
+        ge=0,
+        le=1,
+        description="How sure the judge was (selective judging): "
+        "the probability of its answer, or another tool's score from 0 to 1.",
+    )
+    stage: int = Field(
+        0,
+        ge=0,
+        le=9,
+        description="0: the criterion's judge; 1, 2, ...: the judges it escalates "
+        "to (selective judging), each on the examples below the previous one's threshold.",
+    )
 
     @classmethod
     def trusted(cls, **values: Any) -> "RecordedVerdict":
@@ -60,7 +76,9 @@ class RecordedVerdict(Frozen):
         `model_construct(**values)` builds, as fast as making a dict, and sharing one set of the
         field names (a report of a million verdicts would otherwise hold a million such sets)."""
         if len(values) != len(cls.model_fields):
-            raise TypeError(f"give every field of RecordedVerdict: {sorted(set(cls.model_fields) - set(values))}")
+            raise TypeError(
+                f"give every field of RecordedVerdict: {sorted(set(cls.model_fields) - set(values))}"
+            )
         verdict = cls.__new__(cls)
         object.__setattr__(verdict, "__dict__", {name: values[name] for name in cls.model_fields})
         object.__setattr__(verdict, "__pydantic_fields_set__", _EVERY_FIELD)
@@ -77,7 +95,9 @@ class RecordedVerdict(Frozen):
     @model_validator(mode="after")
     def _has_a_verdict(self) -> "RecordedVerdict":
         if "passed" not in self.model_fields_set and self.claims is None:
-            raise ValueError("has no verdict; add 'passed': true, false or null (an abstention), or 'claims'")
+            raise ValueError(
+                "has no verdict; add 'passed': true, false or null (an abstention), or 'claims'"
+            )
         return self
 
 
@@ -100,8 +120,12 @@ def load_by_candidate(path: Path) -> dict[str, list[RecordedVerdict]]:
     read = _read(path, "candidate")
     missing = sum(1 for name, _ in read if name is None)
     if 0 < missing < len(read):
-        raise InputError.one(path, "candidate", f"{missing} of {len(read)} records name no candidate; give every "
-                             "record its candidate (or none, for a file of one)")
+        raise InputError.one(
+            path,
+            "candidate",
+            f"{missing} of {len(read)} records name no candidate; give every "
+            "record its candidate (or none, for a file of one)",
+        )
     out: dict[str, list[RecordedVerdict]] = {}
     for name, record in read:
         out.setdefault(name if name is not None else path.stem, []).append(record)
@@ -113,13 +137,16 @@ def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerd
     return list(iter_recorded(path, column))
 
 
-def iter_recorded(path: Path, column: str | None = None,
-                  source: Source | SourceLines | None = None) -> Iterator[tuple[str | None, RecordedVerdict]]:
+def iter_recorded(
+    path: Path, column: str | None = None, source: Source | SourceLines | None = None
+) -> Iterator[tuple[str | None, RecordedVerdict]]:
     """Each record of a verdict file, checked, as it is read (from `source`, its `open_source`,
     whose digest then covers the very bytes read), with its `column` (a candidate's name) taken
     out; the problems of every record come after the last, as one InputError."""
     if not path.is_file():
-        raise InputError.one(path, "", "no such verdict file; pass --verdicts with a JSONL or CSV file")
+        raise InputError.one(
+            path, "", "no such verdict file; pass --verdicts with a JSONL or CSV file"
+        )
     problems: list[Problem] = []
     names: dict[frozenset[str], set[str]] = {}
     is_csv = path.suffix.lower() == ".csv"
@@ -140,8 +167,14 @@ def iter_recorded(path: Path, column: str | None = None,
             record = dict(record)
             name = record.pop(column)
             if not isinstance(name, str) or name.strip() == "":
-                problems.append(Problem(str(path), location, f"{column} must be a name (text, not empty): "
-                                        "give every record its candidate"))
+                problems.append(
+                    Problem(
+                        str(path),
+                        location,
+                        f"{column} must be a name (text, not empty): "
+                        "give every record its candidate",
+                    )
+                )
                 continue
         try:
             checked = shared_names(RecordedVerdict.model_validate(record), names)
@@ -157,7 +190,9 @@ def iter_recorded(path: Path, column: str | None = None,
         raise InputError.one(path, "", "holds no verdicts")
 
 
-def _verdict(record: RecordedVerdict, no_claims: str, default_at: float | None, example_id: str) -> Verdict:
+def _verdict(
+    record: RecordedVerdict, no_claims: str, default_at: float | None, example_id: str
+) -> Verdict:
     passed, reason, checks = record.passed, record.reason, None
     if record.claims is not None:
         checks = tuple(ClaimCheck(c.claim, c.supported, c.evidence) for c in record.claims)
@@ -165,20 +200,35 @@ def _verdict(record: RecordedVerdict, no_claims: str, default_at: float | None, 
             passed, rule = aggregate(checks, no_claims)
             reason = reason or rule
     at = record.at.timestamp() if record.at is not None else default_at
-    return Verdict(example_id, passed, reason, trial=record.trial, abstention="recorded" if passed is None else None,
-                   raw=record.raw, claims=checks, obtained_at=at, confidence=record.confidence)
+    return Verdict(
+        example_id,
+        passed,
+        reason,
+        trial=record.trial,
+        abstention="recorded" if passed is None else None,
+        raw=record.raw,
+        claims=checks,
+        obtained_at=at,
+        confidence=record.confidence,
+    )
 
 
-def recorded_verdict(record: RecordedVerdict, no_claims: str, default_at: float | None,
-                     example_id: str | None = None) -> tuple[Verdict, str | None]:
+def recorded_verdict(
+    record: RecordedVerdict, no_claims: str, default_at: float | None, example_id: str | None = None
+) -> tuple[Verdict, str | None]:
     """The engine's verdict a record gives (for `example_id`, the record's id as the set holds it:
     one string, not two equal ones), and what is wrong with it, if anything: a `passed` its claims
     contradict by the strict rule (with the criterion's `no_claims`)."""
-    verdict = _verdict(record, no_claims, default_at, record.id if example_id is None else example_id)
+    verdict = _verdict(
+        record, no_claims, default_at, record.id if example_id is None else example_id
+    )
     if record.claims is not None and "passed" in record.model_fields_set:
         by_rule, why = aggregate(verdict.claims or (), no_claims)
         if by_rule != record.passed:
             said = "undecided" if by_rule is None else str(by_rule).lower()
-            return verdict, f"passed is {_word(record.passed)} but its claims say {said} by the strict rule ({why}; " \
-                f"no_claims: {no_claims})"
+            return (
+                verdict,
+                f"passed is {_word(record.passed)} but its claims say {said} by the strict rule ({why}; "
+                f"no_claims: {no_claims})",
+            )
     return verdict, None

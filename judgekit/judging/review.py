@@ -34,14 +34,28 @@ def enqueue(root: Path, criterion_id: str, replies: Iterable[dict[str, Any]]) ->
     path = queue_path(root, criterion_id)
     with locked(path):
         text = read_text(path) if path.is_file() else ""
-        have = {record.get("id") for _, record in iter_records(path, text) if isinstance(record, dict)} if text else set()
+        have = (
+            {record.get("id") for _, record in iter_records(path, text) if isinstance(record, dict)}
+            if text
+            else set()
+        )
         added = []
         for reply in replies:
-            fields = {k: redact(reply[k]) for k in ("input", "output", "context") if reply.get(k) is not None}
-            record = {"id": "review-" + canonical_hash(fields)[:12], **fields, "tags": ["escalated"]}
+            fields = {
+                k: redact(reply[k])
+                for k in ("input", "output", "context")
+                if reply.get(k) is not None
+            }
+            record = {
+                "id": "review-" + canonical_hash(fields)[:12],
+                **fields,
+                "tags": ["escalated"],
+            }
             if record["id"] not in have and "output" in fields:
                 have.add(record["id"])
                 added.append(json.dumps(record, ensure_ascii=False) + "\n")
         if added:
-            write_atomic(path, text + ("" if not text or text.endswith("\n") else "\n") + "".join(added))
+            write_atomic(
+                path, text + ("" if not text or text.endswith("\n") else "\n") + "".join(added)
+            )
     return len(added)

@@ -44,7 +44,9 @@ class RunSettings:
     max_age_s: float | None = None
     stop_early: dict[str, Thresholds] | None = None
     seed: int = 0
-    selective: frozenset[str] = frozenset()  # criteria judged selectively: one trial asks for log-probabilities
+    selective: frozenset[str] = (
+        frozenset()
+    )  # criteria judged selectively: one trial asks for log-probabilities
 
 
 @dataclass(frozen=True)
@@ -63,29 +65,49 @@ class Judged:
     """What judging the sets gave: every verdict, the time it took, where early stopping stopped,
     and the labelled claims verified alone (claims criteria)."""
 
-    verdicts: dict[str, list[list[Verdict]]]  # per criterion, per example judged (set order), its trials
+    verdicts: dict[
+        str, list[list[Verdict]]
+    ]  # per criterion, per example judged (set order), its trials
     elapsed_s: float = 0.0
     stops: dict[str, Stop] = field(default_factory=dict)
-    gold: dict[str, dict[str, Verdict]] = field(default_factory=dict)  # claims: labelled claims verified alone
+    gold: dict[str, dict[str, Verdict]] = field(
+        default_factory=dict
+    )  # claims: labelled claims verified alone
 
 
 class _Asker:
     """One LLM stack per model and endpoint (or the injected one); asks jobs, cached answers first."""
 
-    def __init__(self, judges: Sequence[tuple[str, str | None]], settings: RunSettings, llm: LLM | None):
+    def __init__(
+        self, judges: Sequence[tuple[str, str | None]], settings: RunSettings, llm: LLM | None
+    ):
         self.llm, self.settings = llm, settings
         cache = str(settings.cache_dir) if settings.cache_dir is not None else None
-        self.stacks: dict[tuple[str, str | None], LLM] = {} if llm else {
-            (model, api_base): open_llm(model, api_base, cache, settings.timeout_s,
-                                        max_connections=max(settings.concurrency, 1), retry=settings.retry,
-                                        via=settings.via, max_age_s=settings.max_age_s)
-            for model, api_base in sorted(set(judges), key=str)}
+        self.stacks: dict[tuple[str, str | None], LLM] = (
+            {}
+            if llm
+            else {
+                (model, api_base): open_llm(
+                    model,
+                    api_base,
+                    cache,
+                    settings.timeout_s,
+                    max_connections=max(settings.concurrency, 1),
+                    retry=settings.retry,
+                    via=settings.via,
+                    max_age_s=settings.max_age_s,
+                )
+                for model, api_base in sorted(set(judges), key=str)
+            }
+        )
         self.elapsed_s = 0.0
 
     def llm_for(self, job: Job | ClaimsJob) -> LLM:
         return self.llm or self.stacks[(job.model, job.api_base)]
 
-    async def ask(self, jobs: list[Job | ClaimsJob], progress: Callable[[int, int], None] | None) -> list[Verdict]:
+    async def ask(
+        self, jobs: list[Job | ClaimsJob], progress: Callable[[int, int], None] | None
+    ) -> list[Verdict]:
         # Cached answers straight from disk: a fully cached re-run makes no client at all.
         with bulk():
             verdicts: list[Verdict | None] = [job.cached(self.llm_for(job)) for job in jobs]
@@ -93,8 +115,12 @@ class _Asker:
         for stack in {id(self.llm_for(jobs[i])): self.llm_for(jobs[i]) for i in misses}.values():
             stack.warm()
         started = time.perf_counter()
-        answered = await run_bounded(misses, lambda i: jobs[i].ask(self.llm_for(jobs[i])),
-                                     self.settings.concurrency, progress)
+        answered = await run_bounded(
+            misses,
+            lambda i: jobs[i].ask(self.llm_for(jobs[i])),
+            self.settings.concurrency,
+            progress,
+        )
         self.elapsed_s += time.perf_counter() - started
         for i, verdict in zip(misses, answered):
             verdicts[i] = verdict
@@ -105,28 +131,63 @@ class _Asker:
             await stack.aclose()
 
 
-def jobs_of(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
-            settings: RunSettings) -> list[Job | ClaimsJob]:
+def jobs_of(
+    criterion: LLMCriterion | ClaimsCriterion,
+    examples: Sequence[Example],
+    model: str,
+    settings: RunSettings,
+) -> list[Job | ClaimsJob]:
     """The jobs of judging these examples of a criterion, asked as `settings` say."""
     if isinstance(criterion, ClaimsCriterion):
-        return claims_jobs(criterion, examples, model, criterion.judge.trials, api_base_for(criterion, settings.api_base),
-                           settings.structured, reask_for(criterion, settings.retry))
-    return jobs_for(criterion, examples, model, criterion.judge.trials, api_base_for(criterion, settings.api_base),
-                    settings.structured, reask_for(criterion, settings.retry),
-                    logprobs=wants_logprobs(criterion.id in settings.selective, criterion.judge.trials))
+        return claims_jobs(
+            criterion,
+            examples,
+            model,
+            criterion.judge.trials,
+            api_base_for(criterion, settings.api_base),
+            settings.structured,
+            reask_for(criterion, settings.retry),
+        )
+    return jobs_for(
+        criterion,
+        examples,
+        model,
+        criterion.judge.trials,
+        api_base_for(criterion, settings.api_base),
+        settings.structured,
+        reask_for(criterion, settings.retry),
+        logprobs=wants_logprobs(criterion.id in settings.selective, criterion.judge.trials),
+    )
 
 
-def labelled_claims_jobs(criterion: LLMCriterion | ClaimsCriterion, examples: Sequence[Example], model: str,
-                         settings: RunSettings) -> list[ClaimsJob]:
+def labelled_claims_jobs(
+    criterion: LLMCriterion | ClaimsCriterion,
+    examples: Sequence[Example],
+    model: str,
+    settings: RunSettings,
+) -> list[ClaimsJob]:
     """A claims criterion's checks of the labelled claims of these examples, verified alone."""
     if not isinstance(criterion, ClaimsCriterion):
         return []
-    return [ClaimsJob(criterion, e, model, 0, api_base_for(criterion, settings.api_base), settings.structured,
-                      gold=tuple(claim.claim for claim in e.claims), reask=reask_for(criterion, settings.retry))
-            for e in examples if e.claims]
+    return [
+        ClaimsJob(
+            criterion,
+            e,
+            model,
+            0,
+            api_base_for(criterion, settings.api_base),
+            settings.structured,
+            gold=tuple(claim.claim for claim in e.claims),
+            reask=reask_for(criterion, settings.retry),
+        )
+        for e in examples
+        if e.claims
+    ]
 
 
-def check_some_call_answered(criterion_id: str, model: str, all_trials: list[list[Verdict]]) -> None:
+def check_some_call_answered(
+    criterion_id: str, model: str, all_trials: list[list[Verdict]]
+) -> None:
     """A criterion whose every call failed has no calibration: stop, saying why, instead of
     reporting 100% abstentions."""
     verdicts = [v for trials in all_trials for v in trials]
@@ -135,24 +196,44 @@ def check_some_call_answered(criterion_id: str, model: str, all_trials: list[lis
         raise CallsFailed(criterion_id, model, len(all_trials), cause)
 
 
-def _group(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet], jobs: list[Job],
-           verdicts: list[Verdict]) -> dict[str, list[list[Verdict]]]:
-    grouped: dict[str, dict[str, list[Verdict]]] = {c.id: {e.id: [] for e in sets[c.id].examples} for c in criteria}
+def _group(
+    criteria: list[LLMCriterion | ClaimsCriterion],
+    sets: dict[str, CalibrationSet],
+    jobs: list[Job],
+    verdicts: list[Verdict],
+) -> dict[str, list[list[Verdict]]]:
+    grouped: dict[str, dict[str, list[Verdict]]] = {
+        c.id: {e.id: [] for e in sets[c.id].examples} for c in criteria
+    }
     for job, verdict in zip(jobs, verdicts):
         grouped[job.criterion_id][job.example_id].append(verdict)
-    return {cid: [trials for trials in by_example.values() if trials] for cid, by_example in grouped.items()}
+    return {
+        cid: [trials for trials in by_example.values() if trials]
+        for cid, by_example in grouped.items()
+    }
 
 
-async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet],
-                     models: dict[str, str], settings: RunSettings, llm: LLM | None = None,
-                     progress: Callable[[int, int], None] | None = None) -> Judged:
+async def judge_sets(
+    criteria: list[LLMCriterion | ClaimsCriterion],
+    sets: dict[str, CalibrationSet],
+    models: dict[str, str],
+    settings: RunSettings,
+    llm: LLM | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Judged:
     """Judge every example of every criterion (with `settings.stop_early`, until each decision is settled)."""
-    asker = _Asker([(models[c.id], api_base_for(c, settings.api_base)) for c in criteria], settings, llm)
+    asker = _Asker(
+        [(models[c.id], api_base_for(c, settings.api_base)) for c in criteria], settings, llm
+    )
     try:
         if settings.stop_early is not None:
             run = await _in_looks(asker, criteria, sets, models, settings, settings.stop_early)
         else:
-            jobs = [job for c in criteria for job in jobs_of(c, sets[c.id].examples, models[c.id], settings)]
+            jobs = [
+                job
+                for c in criteria
+                for job in jobs_of(c, sets[c.id].examples, models[c.id], settings)
+            ]
             verdicts = await asker.ask(jobs, progress)
             run = Judged(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
         run.gold = await _labelled_claims(asker, criteria, sets, models, settings, run)
@@ -161,26 +242,50 @@ async def judge_sets(criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[
         await asker.aclose()
 
 
-async def _labelled_claims(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion],
-                           sets: dict[str, CalibrationSet], models: dict[str, str], settings: RunSettings,
-                           run: Judged) -> dict[str, dict[str, Verdict]]:
+async def _labelled_claims(
+    asker: _Asker,
+    criteria: list[LLMCriterion | ClaimsCriterion],
+    sets: dict[str, CalibrationSet],
+    models: dict[str, str],
+    settings: RunSettings,
+    run: Judged,
+) -> dict[str, dict[str, Verdict]]:
     """Claims criteria whose judged examples carry claim-level labels: verify the labelled claims
     too, so that extraction and verification errors can be told apart."""
-    judged = {cid: {trials[0].example_id for trials in by_example} for cid, by_example in run.verdicts.items()}
-    gold = [job for c in criteria for job in labelled_claims_jobs(
-        c, [e for e in sets[c.id].examples if e.id in judged.get(c.id, set())], models[c.id], settings)]
+    judged = {
+        cid: {trials[0].example_id for trials in by_example}
+        for cid, by_example in run.verdicts.items()
+    }
+    gold = [
+        job
+        for c in criteria
+        for job in labelled_claims_jobs(
+            c,
+            [e for e in sets[c.id].examples if e.id in judged.get(c.id, set())],
+            models[c.id],
+            settings,
+        )
+    ]
     checked: dict[str, dict[str, Verdict]] = {}
     for job, verdict in zip(gold, await asker.ask(gold, None) if gold else []):
         checked.setdefault(job.criterion_id, {})[job.example_id] = verdict
     return checked
 
 
-async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion], sets: dict[str, CalibrationSet],
-                    models: dict[str, str], settings: RunSettings, thresholds: dict[str, Thresholds]) -> Judged:
+async def _in_looks(
+    asker: _Asker,
+    criteria: list[LLMCriterion | ClaimsCriterion],
+    sets: dict[str, CalibrationSet],
+    models: dict[str, str],
+    settings: RunSettings,
+    thresholds: dict[str, Thresholds],
+) -> Judged:
     """Batches of examples in seeded random order; after each, stop the criteria whose decision on the
     whole set is settled."""
     rng = random.Random(settings.seed)
-    order = {c.id: rng.sample(list(sets[c.id].examples), len(sets[c.id].examples)) for c in criteria}
+    order = {
+        c.id: rng.sample(list(sets[c.id].examples), len(sets[c.id].examples)) for c in criteria
+    }
     done: dict[str, int] = {c.id: 0 for c in criteria}
     looks: dict[str, int] = {c.id: 0 for c in criteria}
     decisions: dict[str, str | None] = {}
@@ -191,7 +296,7 @@ async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion
     while active:
         jobs = []
         for c in active:
-            chunk = order[c.id][done[c.id]:done[c.id] + step]
+            chunk = order[c.id][done[c.id] : done[c.id] + step]
             done[c.id] += len(chunk)
             jobs += jobs_of(c, chunk, models[c.id], settings)
         all_jobs += jobs
@@ -202,9 +307,15 @@ async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion
             looks[c.id] += 1
             labels = {e.id: e.label for e in sets[c.id].examples}
             final = [(labels[t[0].example_id], majority(t).passed) for t in grouped[c.id]]
-            tpr = (sum(1 for y, v in final if y and v), sum(1 for y, v in final if y and v is not None))
-            tnr = (sum(1 for y, v in final if not y and v is False), sum(1 for y, v in final if not y and v is not None))
-            rest = order[c.id][done[c.id]:]
+            tpr = (
+                sum(1 for y, v in final if y and v),
+                sum(1 for y, v in final if y and v is not None),
+            )
+            tnr = (
+                sum(1 for y, v in final if not y and v is False),
+                sum(1 for y, v in final if not y and v is not None),
+            )
+            rest = order[c.id][done[c.id] :]
             left = (sum(1 for e in rest if e.label), sum(1 for e in rest if not e.label))
             decision = settle(tpr, tnr, left, thresholds[c.id])
             if decision is None and done[c.id] < len(order[c.id]):
@@ -213,6 +324,14 @@ async def _in_looks(asker: _Asker, criteria: list[LLMCriterion | ClaimsCriterion
                 decisions[c.id] = decision
         active = still
     grouped = _group(criteria, sets, all_jobs, all_verdicts)
-    stops = {c.id: Stop(decisions.get(c.id), done[c.id], len(order[c.id]), looks[c.id],
-                        (len(order[c.id]) - done[c.id]) * c.judge.trials) for c in criteria}
+    stops = {
+        c.id: Stop(
+            decisions.get(c.id),
+            done[c.id],
+            len(order[c.id]),
+            looks[c.id],
+            (len(order[c.id]) - done[c.id]) * c.judge.trials,
+        )
+        for c in criteria
+    }
     return Judged(grouped, asker.elapsed_s, stops)

@@ -45,13 +45,24 @@ def read_pool(path: Path) -> list[Example]:
     """The replies of a pool file (JSONL or CSV: id, output, optional input and context); any label
     it holds is ignored (the example carries a placeholder one: it is not labelled here)."""
     if not path.is_file():
-        raise InputError.one(path, "", "no such pool file; give a JSONL or CSV of replies to choose from")
+        raise InputError.one(
+            path, "", "no such pool file; give a JSONL or CSV of replies to choose from"
+        )
     problems, replies = [], []
     for record in read_records(path):
         fields = {k: record.get(k) or None for k in ("input", "context")}
         rid, output = record["id"], record["output"]
-        if isinstance(rid, bool) or not isinstance(rid, (str, int)) or not isinstance(output, str) or not output:
-            problems.append(Problem(str(path), f"id {rid}", "needs an id (text or a number) and an output (text)"))
+        if (
+            isinstance(rid, bool)
+            or not isinstance(rid, (str, int))
+            or not isinstance(output, str)
+            or not output
+        ):
+            problems.append(
+                Problem(
+                    str(path), f"id {rid}", "needs an id (text or a number) and an output (text)"
+                )
+            )
             continue
         try:
             replies.append(Example(id=str(rid), output=output, passed=True, **fields))
@@ -73,7 +84,9 @@ def stratum_of(verdict: Verdict) -> str:
     if verdict.passed is None:
         return ABSTAINED
     word = "pass" if verdict.passed else "fail"
-    return f"{word}, unsure" if verdict.confidence is not None and verdict.confidence < SURE else word
+    return (
+        f"{word}, unsure" if verdict.confidence is not None and verdict.confidence < SURE else word
+    )
 
 
 @dataclass(frozen=True)
@@ -89,9 +102,16 @@ class Draw:
 
     def records(self) -> list[dict]:
         """The records of the file to label: each reply with its selection record, no label."""
-        return [{"id": e.id, **{k: v for k, v in e.fields().items() if v is not None},
-                 "selection": Selection(pool=self.pool, stratum=s, sizes=self.sizes, position=at).model_dump()}
-                for e, s, at in self.chosen]
+        return [
+            {
+                "id": e.id,
+                **{k: v for k, v in e.fields().items() if v is not None},
+                "selection": Selection(
+                    pool=self.pool, stratum=s, sizes=self.sizes, position=at
+                ).model_dump(),
+            }
+            for e, s, at in self.chosen
+        ]
 
 
 def _rank(pool: str, reply: Example) -> str:
@@ -100,30 +120,50 @@ def _rank(pool: str, reply: Example) -> str:
     return hashlib.sha256(f"{pool}\0{reply.id}\0{reply.key}".encode()).hexdigest()
 
 
-def draw(replies: Sequence[Example], verdicts: Mapping[str, Verdict], labelled: CalibrationSet,
-         n: int, rate: str, current: float | None) -> Draw:
+def draw(
+    replies: Sequence[Example],
+    verdicts: Mapping[str, Verdict],
+    labelled: CalibrationSet,
+    n: int,
+    rate: str,
+    current: float | None,
+) -> Draw:
     """The next `n` replies of the pool to label, to shrink `rate` (tpr or tnr) most, given the
     judge's `verdicts` on them (by id) and the set as labelled so far. The pool's identity is its
     replies and their strata: the same pool judged alike continues one design."""
     pool = canonical_hash(sorted((e.key, stratum_of(verdicts[e.id])) for e in replies))[:12]
-    own = {e.id: e for e in labelled.examples if e.selection is not None and e.selection.pool == pool}
+    own = {
+        e.id: e for e in labelled.examples if e.selection is not None and e.selection.pool == pool
+    }
     # Every reply of the pool is a unit of it, whatever the set holds: a reply whose id the set
     # gives an example of its own would be labelled twice under one id.
     held = {x.id for x in labelled.examples}
     clash = [e.id for e in replies if e.id in held and e.id not in own]
     if clash:
-        raise InputError.one(labelled.path, f"id {clash[0]}", f"is also the id of a reply of the pool ({len(clash)} "
-                             "such): give the pool's replies ids of their own, or take those out of the pool")
+        raise InputError.one(
+            labelled.path,
+            f"id {clash[0]}",
+            f"is also the id of a reply of the pool ({len(clash)} "
+            "such): give the pool's replies ids of their own, or take those out of the pool",
+        )
     by_stratum: dict[str, list[Example]] = {}
     for e in replies:
         by_stratum.setdefault(stratum_of(verdicts[e.id]), []).append(e)
     abstained = len(by_stratum.get(ABSTAINED, []))
     if set(by_stratum) == {ABSTAINED}:
-        raise InputError.one("--next", "", f"the judge abstained on all {len(replies)} replies of the pool: there "
-                             "is nothing to draw by its verdict")
+        raise InputError.one(
+            "--next",
+            "",
+            f"the judge abstained on all {len(replies)} replies of the pool: there "
+            "is nothing to draw by its verdict",
+        )
     order = {s: sorted(members, key=lambda m: _rank(pool, m)) for s, members in by_stratum.items()}
     recorded = next((e.selection.sizes for e in own.values() if e.selection is not None), None)
-    sizes = dict(recorded) if recorded is not None else {s: len(m) for s, m in sorted(by_stratum.items())}
+    sizes = (
+        dict(recorded)
+        if recorded is not None
+        else {s: len(m) for s, m in sorted(by_stratum.items())}
+    )
     verdict_of = {e.key: verdicts[e.id].passed for e in replies}
     strata = {}
     for s, size in sizes.items():
@@ -136,14 +176,27 @@ def draw(replies: Sequence[Example], verdicts: Mapping[str, Verdict], labelled: 
         strata[s] = Stratum(size, len(done), (cells[0], cells[1], cells[2], cells[3]))
     unseen = sum(1 for st in strata.values() if st.size and not st.labelled)
     if n < unseen:
-        raise InputError.one("--next", "", f"{n} is fewer than the pool's strata with no labelled reply yet "
-                             f"({unseen}): draw at least {unseen}, one for each, so that every stratum is seen")
+        raise InputError.one(
+            "--next",
+            "",
+            f"{n} is fewer than the pool's strata with no labelled reply yet "
+            f"({unseen}): draw at least {unseen}, one for each, so that every stratum is seen",
+        )
     # one labelled abstention carries the stratum (the judge abstains on every reply of it); the
     # rest go where they shrink the rate
-    wanted = {ABSTAINED: 1} if ABSTAINED in strata and strata[ABSTAINED].size and not strata[ABSTAINED].labelled \
+    wanted = (
+        {ABSTAINED: 1}
+        if ABSTAINED in strata and strata[ABSTAINED].size and not strata[ABSTAINED].labelled
         else {}
-    wanted.update(allocate({s: st for s, st in strata.items() if st.size and s != ABSTAINED},
-                           n - sum(wanted.values()), rate, current))
+    )
+    wanted.update(
+        allocate(
+            {s: st for s, st in strata.items() if st.size and s != ABSTAINED},
+            n - sum(wanted.values()),
+            rate,
+            current,
+        )
+    )
     chosen: list[tuple[str, Example, str, int]] = []
     for s, k in wanted.items():
         fresh = [(at, m) for at, m in enumerate(order.get(s, [])) if m.id not in own]
@@ -152,21 +205,39 @@ def draw(replies: Sequence[Example], verdicts: Mapping[str, Verdict], labelled: 
     taken: dict[str, int] = {}
     for _, _, s, _ in chosen:
         taken[s] = taken.get(s, 0) + 1
-    return Draw(pool, sizes, [(e, s, at) for _, e, s, at in chosen], taken,
-                {s: st.labelled for s, st in strata.items()}, abstained)
+    return Draw(
+        pool,
+        sizes,
+        [(e, s, at) for _, e, s, at in chosen],
+        taken,
+        {s: st.labelled for s, st in strata.items()},
+        abstained,
+    )
 
 
-def judged_pool(criterion: Criterion, replies: Sequence[Example], path: Path, model: str | None,
-                settings: RunSettings, llm: LLM | None = None) -> dict[str, Verdict]:
+def judged_pool(
+    criterion: Criterion,
+    replies: Sequence[Example],
+    path: Path,
+    model: str | None,
+    settings: RunSettings,
+    llm: LLM | None = None,
+) -> dict[str, Verdict]:
     """The judge's verdict on each reply of the pool: by code for a regex, else asked live through
     the cache (the criterion's trials, their majority)."""
     if isinstance(criterion, RegexCriterion):
         return {e.id: Verdict(e.id, *criterion.explain(e.fields())) for e in replies}
     if not model:
-        raise InputError.one(f"criteria/{criterion.id}.yaml", "judge.model", "no judge model to judge the pool with; "
-                             "set judge.model, pass --model, or give the pool's verdicts with --verdicts")
+        raise InputError.one(
+            f"criteria/{criterion.id}.yaml",
+            "judge.model",
+            "no judge model to judge the pool with; "
+            "set judge.model, pass --model, or give the pool's verdicts with --verdicts",
+        )
     pool = CalibrationSet(criterion.id, path, tuple(replies))
-    run = run_sync(judge_sets([criterion], {criterion.id: pool}, {criterion.id: model}, settings, llm))
+    run = run_sync(
+        judge_sets([criterion], {criterion.id: pool}, {criterion.id: model}, settings, llm)
+    )
     return {trials[0].example_id: majority(trials) for trials in run.verdicts[criterion.id]}
 
 
@@ -175,11 +246,19 @@ def recorded_pool(path: Path, criterion_id: str, replies: Sequence[Example]) -> 
     (their confidence when the file gives one); every reply must have one."""
     trials: dict[str, list[Verdict]] = {}
     for r in load_recorded(path):
-        if r.criterion in (None, criterion_id) and r.stage == 0:  # not the answers of a judge escalated to
-            trials.setdefault(r.id, []).append(Verdict(r.id, r.passed, r.reason, confidence=r.confidence))
+        if (
+            r.criterion in (None, criterion_id) and r.stage == 0
+        ):  # not the answers of a judge escalated to
+            trials.setdefault(r.id, []).append(
+                Verdict(r.id, r.passed, r.reason, confidence=r.confidence)
+            )
     missing = [e.id for e in replies if e.id not in trials]
     if missing:
-        raise InputError.one(path, f"id {missing[0]}", f"no verdict of {criterion_id} for {len(missing)} repl"
-                             f"{'y' if len(missing) == 1 else 'ies'} of the pool (first: {missing[0]}); record one "
-                             "for every reply, or judge the pool live (leave out --verdicts)")
+        raise InputError.one(
+            path,
+            f"id {missing[0]}",
+            f"no verdict of {criterion_id} for {len(missing)} repl"
+            f"{'y' if len(missing) == 1 else 'ies'} of the pool (first: {missing[0]}); record one "
+            "for every reply, or judge the pool live (leave out --verdicts)",
+        )
     return {e.id: majority(trials[e.id]) for e in replies}

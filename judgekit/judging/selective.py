@@ -20,9 +20,11 @@ from judgekit.judging.verdicts import Verdict
 from judgekit.stats.metrics import NAN
 from judgekit.stats.selective import Cascade, certify_cascade
 
-SOURCES = {"trials": "the share of trials agreeing with their majority",
-           "logprob": "the probability of the answer token (the provider's log-probabilities)",
-           "recorded": "the confidence recorded beside each verdict"}
+SOURCES = {
+    "trials": "the share of trials agreeing with their majority",
+    "logprob": "the probability of the answer token (the provider's log-probabilities)",
+    "recorded": "the confidence recorded beside each verdict",
+}
 
 
 def wants_logprobs(selective: object, trials: int) -> bool:
@@ -43,7 +45,9 @@ def confidences(final: Sequence[Verdict]) -> list[float]:
     return [NAN if v.confidence is None else v.confidence for v in final]
 
 
-def certificate(labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], selective: Selective) -> Cascade | None:
+def certificate(
+    labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], selective: Selective
+) -> Cascade | None:
     """The cascade's certificate from each judge's final verdicts on the labelled examples (the
     first judge's, then each judge escalated to); None when a decided verdict has no confidence:
     then nothing can be certified, and the caller says why."""
@@ -52,14 +56,21 @@ def certificate(labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], sel
         if any(v.passed is not None and v.confidence is None for v in final):
             return None
         given.append(([v.passed for v in final], confidences(final)))
-    return certify_cascade(labels, given, selective.min_agreement, selective.delta, selective.min_covered)
+    return certify_cascade(
+        labels, given, selective.min_agreement, selective.delta, selective.min_covered
+    )
 
 
 def escalate(verdict: Verdict, threshold: float | None) -> Verdict:
     """The verdict as given when its confidence reaches `threshold`; else escalated: no verdict,
     the confidence kept, and why in its reason."""
     sure = verdict.confidence
-    if verdict.passed is not None and sure is not None and threshold is not None and sure >= threshold:
+    if (
+        verdict.passed is not None
+        and sure is not None
+        and threshold is not None
+        and sure >= threshold
+    ):
         return verdict
     if verdict.passed is None and not verdict.escalated:
         why = f"the judge abstained ({verdict.abstention})"
@@ -69,19 +80,44 @@ def escalate(verdict: Verdict, threshold: float | None) -> Verdict:
         why = "the judge gave no confidence"
     else:
         why = f"confidence {sure:.2f} is below the certified threshold {threshold:.2f}"
-    return Verdict(verdict.example_id, None, f"needs review: {why}", verdict.trial, "escalated", verdict.raw,
-                   verdict.usage, verdict.claims, verdict.obtained_at, sure, escalated=True)
+    return Verdict(
+        verdict.example_id,
+        None,
+        f"needs review: {why}",
+        verdict.trial,
+        "escalated",
+        verdict.raw,
+        verdict.usage,
+        verdict.claims,
+        verdict.obtained_at,
+        sure,
+        escalated=True,
+    )
 
 
-def given(labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], found: Cascade) -> list[tuple[int, int, int, int]]:
+def given(
+    labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], found: Cascade
+) -> list[tuple[int, int, int, int]]:
     """Each stage's (tp, fp, tn, fn) over the examples it gives a verdict on, as the cascade routes them."""
     out, reaching = [], set(range(len(labels)))
     for verdicts, stage in zip(stages, found.stages):
         t = stage.threshold
-        kept = {i for i in reaching if t is not None and verdicts[i].passed is not None
-                and verdicts[i].confidence is not None and verdicts[i].confidence >= t}
+        kept = {
+            i
+            for i in reaching
+            if t is not None
+            and verdicts[i].passed is not None
+            and verdicts[i].confidence is not None
+            and verdicts[i].confidence >= t
+        }
         pairs = [(labels[i], verdicts[i].passed) for i in kept]
-        out.append((sum(y and v for y, v in pairs), sum(not y and v for y, v in pairs),
-                    sum(not y and not v for y, v in pairs), sum(y and not v for y, v in pairs)))
+        out.append(
+            (
+                sum(y and v for y, v in pairs),
+                sum(not y and v for y, v in pairs),
+                sum(not y and not v for y, v in pairs),
+                sum(y and not v for y, v in pairs),
+            )
+        )
         reaching -= kept
     return out

@@ -67,25 +67,46 @@ def spans(path: Path) -> list[dict[str, Any]]:
         try:
             documents = [json.loads(text)]  # one request, however it is laid out
         except json.JSONDecodeError:
-            documents = [json.loads(line) for line in text.splitlines() if line.strip()]  # one per line
-        return [_span(span) for document in documents for resource in document.get("resourceSpans") or []
-                for scope in resource.get("scopeSpans") or resource.get("instrumentationLibrarySpans") or []
-                for span in scope.get("spans") or []]
+            documents = [
+                json.loads(line) for line in text.splitlines() if line.strip()
+            ]  # one per line
+        return [
+            _span(span)
+            for document in documents
+            for resource in document.get("resourceSpans") or []
+            for scope in resource.get("scopeSpans")
+            or resource.get("instrumentationLibrarySpans")
+            or []
+            for span in scope.get("spans") or []
+        ]
     except json.JSONDecodeError as error:
-        raise InputError.one(path, f"line {error.lineno}", f"is not OTLP JSON ({error.msg}); export the traces as "
-                             "OTLP JSON (`{\"resourceSpans\": ...}`)") from None
+        raise InputError.one(
+            path,
+            f"line {error.lineno}",
+            f"is not OTLP JSON ({error.msg}); export the traces as "
+            'OTLP JSON (`{"resourceSpans": ...}`)',
+        ) from None
     except (AttributeError, TypeError, ValueError, RecursionError) as error:
-        raise InputError.one(path, "", f"is not OTLP JSON judgekit can read ({type(error).__name__}: "
-                             f"{str(error)[:200]}); export the traces as OTLP JSON (`{{\"resourceSpans\": ...}}`)") \
-            from None
+        raise InputError.one(
+            path,
+            "",
+            f"is not OTLP JSON judgekit can read ({type(error).__name__}: "
+            f'{str(error)[:200]}); export the traces as OTLP JSON (`{{"resourceSpans": ...}}`)',
+        ) from None
 
 
 def _span(span: dict[str, Any]) -> dict[str, Any]:
-    return {"trace": _hex(span.get("traceId")), "span": _hex(span.get("spanId")), "name": span.get("name"),
-            "start": int(span.get("startTimeUnixNano") or 0),
-            "attributes": dict(attribute(a) for a in span.get("attributes") or []),
-            "events": [(e.get("name"), dict(attribute(a) for a in e.get("attributes") or []))
-                       for e in span.get("events") or []]}
+    return {
+        "trace": _hex(span.get("traceId")),
+        "span": _hex(span.get("spanId")),
+        "name": span.get("name"),
+        "start": int(span.get("startTimeUnixNano") or 0),
+        "attributes": dict(attribute(a) for a in span.get("attributes") or []),
+        "events": [
+            (e.get("name"), dict(attribute(a) for a in e.get("attributes") or []))
+            for e in span.get("events") or []
+        ],
+    }
 
 
 def messages_text(messages: Any, roles: bool = True) -> str | None:
@@ -103,8 +124,15 @@ def messages_text(messages: Any, roles: bool = True) -> str | None:
         if not isinstance(m, dict):
             continue
         parts = m.get("parts") if isinstance(m.get("parts"), list) else m.get("content")
-        text = "".join(str(p.get("content", p.get("text")) or "") for p in parts
-                       if isinstance(p, dict) and p.get("type") == "text") if isinstance(parts, list) else parts
+        text = (
+            "".join(
+                str(p.get("content", p.get("text")) or "")
+                for p in parts
+                if isinstance(p, dict) and p.get("type") == "text"
+            )
+            if isinstance(parts, list)
+            else parts
+        )
         if text:
             said.append((m.get("role"), str(text)))
     return "\n\n".join(f"{role}: {text}" if role and roles else text for role, text in said) or None
@@ -115,7 +143,11 @@ def _indexed(attributes: dict[str, Any], prefix: str, roles: bool = True) -> str
     said, i = [], 0
     while f"{prefix}.{i}.content" in attributes:
         role = attributes.get(f"{prefix}.{i}.role") if roles else None
-        said.append(f"{role}: {attributes[f'{prefix}.{i}.content']}" if role else str(attributes[f"{prefix}.{i}.content"]))
+        said.append(
+            f"{role}: {attributes[f'{prefix}.{i}.content']}"
+            if role
+            else str(attributes[f"{prefix}.{i}.content"])
+        )
         i += 1
     return "\n\n".join(said) or None
 
@@ -127,10 +159,15 @@ def _from_events(events: list[tuple[str, dict[str, Any]]], names: tuple[str, ...
             content = attributes.get("content")
             message = attributes.get("message")
             if content is None and message is not None:
-                content = (json.loads(message) if isinstance(message, str) else message).get("content")
+                content = (json.loads(message) if isinstance(message, str) else message).get(
+                    "content"
+                )
             if content:
-                said.append(f"{name.removeprefix('gen_ai.').removesuffix('.message')}: {content}"
-                            if name != "gen_ai.choice" else str(content))
+                said.append(
+                    f"{name.removeprefix('gen_ai.').removesuffix('.message')}: {content}"
+                    if name != "gen_ai.choice"
+                    else str(content)
+                )
     return "\n\n".join(said) or None
 
 
@@ -139,27 +176,39 @@ def llm_call(span: dict[str, Any]) -> tuple[str | None, str | None, str | None] 
     a = span["attributes"]
     if not any(k.startswith("gen_ai.") for k in a):
         return None
-    prompt = messages_text(a.get("gen_ai.input.messages")) or _indexed(a, "gen_ai.prompt") or \
-        (a.get("gen_ai.prompt") if isinstance(a.get("gen_ai.prompt"), str) else None) or \
-        _from_events(span["events"], ("gen_ai.system.message", "gen_ai.user.message"))
-    reply = messages_text(a.get("gen_ai.output.messages"), roles=False) or \
-        _indexed(a, "gen_ai.completion", roles=False) or \
-        (a.get("gen_ai.completion") if isinstance(a.get("gen_ai.completion"), str) else None) or \
-        _from_events(span["events"], ("gen_ai.choice",))
+    prompt = (
+        messages_text(a.get("gen_ai.input.messages"))
+        or _indexed(a, "gen_ai.prompt")
+        or (a.get("gen_ai.prompt") if isinstance(a.get("gen_ai.prompt"), str) else None)
+        or _from_events(span["events"], ("gen_ai.system.message", "gen_ai.user.message"))
+    )
+    reply = (
+        messages_text(a.get("gen_ai.output.messages"), roles=False)
+        or _indexed(a, "gen_ai.completion", roles=False)
+        or (a.get("gen_ai.completion") if isinstance(a.get("gen_ai.completion"), str) else None)
+        or _from_events(span["events"], ("gen_ai.choice",))
+    )
     return prompt, reply, a.get("gen_ai.response.model") or a.get("gen_ai.request.model")
 
 
 def call_examples(calls: list[Call]) -> list[tuple[str, dict[str, str] | None]]:
     """LLM calls (id, prompt, reply, model) as (id, {id, input, output}) — None in place of the
     example when no reply was recorded."""
-    return [(i, {"id": i, **({"input": prompt} if prompt else {}), "output": reply} if reply else None)
-            for i, prompt, reply, _ in calls]
+    return [
+        (i, {"id": i, **({"input": prompt} if prompt else {}), "output": reply} if reply else None)
+        for i, prompt, reply, _ in calls
+    ]
 
 
 def otel_examples(path: Path, **_: Any) -> list[tuple[str, dict[str, str] | None]]:
     """Each LLM call as an example to label (see `call_examples`)."""
-    return call_examples([(f"{span['trace']}:{span['span']}", *call) for span in spans(path)
-                          if (call := llm_call(span)) is not None])
+    return call_examples(
+        [
+            (f"{span['trace']}:{span['span']}", *call)
+            for span in spans(path)
+            if (call := llm_call(span)) is not None
+        ]
+    )
 
 
 def verdict(label: Any) -> bool | None:
@@ -170,7 +219,13 @@ def verdict(label: Any) -> bool | None:
     (True, False, None, None)
     """
     said = str(label if label is not None else "").strip().lower()
-    return True if said in ("pass", "passed", "true") else False if said in ("fail", "failed", "false") else None
+    return (
+        True
+        if said in ("pass", "passed", "true")
+        else False
+        if said in ("fail", "failed", "false")
+        else None
+    )
 
 
 def otel_samples(path: Path) -> list[dict[str, Any]]:
@@ -184,6 +239,12 @@ def otel_samples(path: Path) -> list[dict[str, Any]]:
                 continue
             passed = verdict(a.get("gen_ai.evaluation.score.label"))
             at = datetime.fromtimestamp(span["start"] / 1e9, timezone.utc).isoformat()
-            out.append({"timestamp": at, "criterion": str(a["gen_ai.evaluation.name"]), "passed": passed,
-                        "trace_id": span["trace"]})
+            out.append(
+                {
+                    "timestamp": at,
+                    "criterion": str(a["gen_ai.evaluation.name"]),
+                    "passed": passed,
+                    "trace_id": span["trace"],
+                }
+            )
     return out

@@ -28,7 +28,10 @@ def recorded_claims(verdict: Verdict) -> list[RecordedClaim] | None:
     """A claims check's claims as a verdict file records them (None when it checked none)."""
     if verdict.claims is None:
         return None
-    return [RecordedClaim(claim=c.claim, supported=c.supported, evidence=c.evidence) for c in verdict.claims]
+    return [
+        RecordedClaim(claim=c.claim, supported=c.supported, evidence=c.evidence)
+        for c in verdict.claims
+    ]
 
 
 class VerdictLog(Sequence[RecordedVerdict]):
@@ -44,8 +47,13 @@ class VerdictLog(Sequence[RecordedVerdict]):
         self._length = len(self._given)
 
     @classmethod
-    def of(cls, criterion_id: str, stages: Sequence[Sequence[Sequence[Verdict]]], judge: str | None,
-           started: datetime) -> "VerdictLog":
+    def of(
+        cls,
+        criterion_id: str,
+        stages: Sequence[Sequence[Sequence[Verdict]]],
+        judge: str | None,
+        started: datetime,
+    ) -> "VerdictLog":
         """The engine's verdicts of one criterion; `judge` marks them as its own (None: another
         tool's); a verdict with no time of its own was obtained at `started`."""
         log = cls()
@@ -58,19 +66,34 @@ class VerdictLog(Sequence[RecordedVerdict]):
         if self._given is not None:
             yield from self._given
             return
-        seen: dict[float, datetime] = {}  # one time object per distinct time (recorded verdicts share one)
+        seen: dict[
+            float, datetime
+        ] = {}  # one time object per distinct time (recorded verdicts share one)
         for stage, judged in enumerate(self._stages):
             for trials in judged:
                 for v in trials:
                     if v.obtained_at is None:
                         at = self._started
                     elif (at := seen.get(v.obtained_at)) is None:
-                        at = seen[v.obtained_at] = datetime.fromtimestamp(v.obtained_at, timezone.utc)
+                        at = seen[v.obtained_at] = datetime.fromtimestamp(
+                            v.obtained_at, timezone.utc
+                        )
                     # Built from judgekit's own verdicts, already checked: no need to validate them again.
                     yield RecordedVerdict.trusted(
-                        criterion=self._criterion, id=v.example_id, trial=v.trial, passed=v.passed, raw=v.raw,
-                        stage=stage, reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}",
-                        claims=recorded_claims(v), at=at, judge=self._judge, confidence=v.confidence)
+                        criterion=self._criterion,
+                        id=v.example_id,
+                        trial=v.trial,
+                        passed=v.passed,
+                        raw=v.raw,
+                        stage=stage,
+                        reason=v.reason
+                        if v.abstention is None
+                        else f"({v.abstention}) {v.reason or ''}",
+                        claims=recorded_claims(v),
+                        at=at,
+                        judge=self._judge,
+                        confidence=v.confidence,
+                    )
 
     def __len__(self) -> int:
         return self._length
@@ -94,6 +117,10 @@ class VerdictLog(Sequence[RecordedVerdict]):
         """A log as it is; a list is validated as RecordedVerdicts and held as given."""
         from pydantic_core import core_schema
 
-        listed = core_schema.no_info_after_validator_function(cls, handler.generate_schema(list[RecordedVerdict]))
+        listed = core_schema.no_info_after_validator_function(
+            cls, handler.generate_schema(list[RecordedVerdict])
+        )
         return core_schema.json_or_python_schema(
-            json_schema=listed, python_schema=core_schema.union_schema([core_schema.is_instance_schema(cls), listed]))
+            json_schema=listed,
+            python_schema=core_schema.union_schema([core_schema.is_instance_schema(cls), listed]),
+        )

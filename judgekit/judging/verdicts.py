@@ -17,7 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-JUDGE_ID = 16  # hex digits of a judge's fingerprint that mark the verdicts it gave in a verdict file
+JUDGE_ID = (
+    16  # hex digits of a judge's fingerprint that mark the verdicts it gave in a verdict file
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,7 +31,9 @@ class Usage:
     completion_tokens: int = 0
     cost: float | None = None
     latency_s: float = 0.0
-    calls: int | None = None  # when one verdict took several calls (a claims check, a re-ask): those asked,
+    calls: int | None = (
+        None  # when one verdict took several calls (a claims check, a re-ask): those asked,
+    )
     cached_calls: int | None = None  # and those answered from the cache
     reasked: int = 0  # of `calls`, those that asked again because an answer was unreadable
     # The tokens of every answer behind it, cached ones too: what the verdict costs to make (`compare`).
@@ -56,8 +60,12 @@ class Verdict:
     abstention: str | None = None
     raw: str | None = None
     usage: Usage | None = field(default=None, compare=False)
-    claims: tuple | None = field(default=None, compare=False)  # of judgekit.claims.ClaimCheck, for claims criteria
-    obtained_at: float | None = field(default=None, compare=False)  # when the answer behind it was given
+    claims: tuple | None = field(
+        default=None, compare=False
+    )  # of judgekit.claims.ClaimCheck, for claims criteria
+    obtained_at: float | None = field(
+        default=None, compare=False
+    )  # when the answer behind it was given
     # How sure the judge is (higher = surer): the share of trials with the majority, or the
     # probability of the answer token (judgekit.stats.selective); None when there is no signal.
     confidence: float | None = field(default=None, compare=False)
@@ -79,15 +87,35 @@ def majority(trials: Sequence[Verdict]) -> Verdict:
     times = [v.obtained_at for v in trials if v.obtained_at is not None]
     at = min(times) if times else None
     if not decided:
-        return Verdict(first.example_id, None, first.reason, abstention=first.abstention, raw=first.raw,
-                       claims=first.claims, obtained_at=at)
+        return Verdict(
+            first.example_id,
+            None,
+            first.reason,
+            abstention=first.abstention,
+            raw=first.raw,
+            claims=first.claims,
+            obtained_at=at,
+        )
     if yes == no:
-        return Verdict(first.example_id, None, f"trials split {yes} pass / {no} fail",
-                       abstention="trials tied", obtained_at=at)
+        return Verdict(
+            first.example_id,
+            None,
+            f"trials split {yes} pass / {no} fail",
+            abstention="trials tied",
+            obtained_at=at,
+        )
     winner = yes > no
-    chosen = next(v for v in decided if v.passed == winner)  # its reason and (claims checks) its claims
-    return Verdict(first.example_id, winner, chosen.reason, claims=chosen.claims, obtained_at=at,
-                   confidence=max(yes, no) / len(trials))
+    chosen = next(
+        v for v in decided if v.passed == winner
+    )  # its reason and (claims checks) its claims
+    return Verdict(
+        first.example_id,
+        winner,
+        chosen.reason,
+        claims=chosen.claims,
+        obtained_at=at,
+        confidence=max(yes, no) / len(trials),
+    )
 
 
 @dataclass(frozen=True, slots=True)

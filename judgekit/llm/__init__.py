@@ -16,17 +16,41 @@ imports litellm and diskcache, and it imports them only when a model is actually
 from __future__ import annotations
 
 from judgekit.llm.cache import CachedLLM
-from judgekit.llm.protocol import CACHE_FORMAT, RETRYABLE, CallError, Completion, ErrorKind, LLM, Request
+from judgekit.llm.protocol import (
+    CACHE_FORMAT,
+    RETRYABLE,
+    CallError,
+    Completion,
+    ErrorKind,
+    LLM,
+    Request,
+)
 from judgekit.llm.retry import RetryingLLM, RetryPolicy
 from judgekit.llm.transports import LEAN_PREFIX, LiteLLM, OpenAICompatible
 
-__all__ = ["CACHE_FORMAT", "RETRYABLE", "CallError", "Completion", "ErrorKind", "LLM", "Request", "RetryPolicy",
-           "open_llm"]
+__all__ = [
+    "CACHE_FORMAT",
+    "RETRYABLE",
+    "CallError",
+    "Completion",
+    "ErrorKind",
+    "LLM",
+    "Request",
+    "RetryPolicy",
+    "open_llm",
+]
 
 
-def open_llm(model: str, api_base: str | None = None, cache_dir: str | None = None, timeout_s: float = 60.0,
-             max_connections: int = 100, retry: RetryPolicy | None = None, via: str = "auto",
-             max_age_s: float | None = None) -> LLM:
+def open_llm(
+    model: str,
+    api_base: str | None = None,
+    cache_dir: str | None = None,
+    timeout_s: float = 60.0,
+    max_connections: int = 100,
+    retry: RetryPolicy | None = None,
+    via: str = "auto",
+    max_age_s: float | None = None,
+) -> LLM:
     """The standard stack for a model string: Cached(Retrying(transport)).
 
     With `via="auto"`, `openai/<model>` takes the lean OpenAI-compatible transport and everything

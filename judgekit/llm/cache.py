@@ -43,15 +43,20 @@ class CachedLLM:
 
         import sqlite3
 
-
         self.inner = inner
         self.directory = Path(directory)
         self.max_age_s = max_age_s
         try:
-            self._cache = diskcache.Cache(str(self.directory), size_limit=2**34, eviction_policy="none")
+            self._cache = diskcache.Cache(
+                str(self.directory), size_limit=2**34, eviction_policy="none"
+            )
         except (OSError, sqlite3.Error) as error:
-            raise InputError.one(self.directory, "", f"cannot be used as the answer cache ({error}); pass "
-                                 "--cache-dir with a writable folder, or --no-cache") from None
+            raise InputError.one(
+                self.directory,
+                "",
+                f"cannot be used as the answer cache ({error}); pass "
+                "--cache-dir with a writable folder, or --no-cache",
+            ) from None
 
     def lookup(self, request: Request) -> Completion | None:
         value = self._cache.get(cache_key(request))
@@ -75,7 +80,10 @@ class CachedLLM:
                 return hit
         completion = await self.inner.complete(request)
         if request.keep_if is None or request.keep_if(completion):
-            self._cache.set(cache_key(request), redact_known(json.dumps(completion.to_json(), ensure_ascii=False)))
+            self._cache.set(
+                cache_key(request),
+                redact_known(json.dumps(completion.to_json(), ensure_ascii=False)),
+            )
         return replace(completion, cached=False)
 
     def warm(self) -> None:

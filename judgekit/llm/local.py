@@ -37,7 +37,9 @@ def model_path(name: str) -> Path:
         return Path(list(spec.submodule_search_locations)[0]) / filename
     path = Path(name).expanduser()
     if path.suffix != ".gguf" or not path.is_file():
-        raise ModelUnavailable(model, f"it is not a bundled model ({', '.join(BUNDLED)}) nor an existing .gguf file")
+        raise ModelUnavailable(
+            model, f"it is not a bundled model ({', '.join(BUNDLED)}) nor an existing .gguf file"
+        )
     return path
 
 
@@ -54,9 +56,10 @@ class _Models:
 
             if not self.loaded:
                 atexit.register(self.close)
-            self.loaded[path] = Llama(model_path=str(path), n_ctx=4096, n_threads=None, seed=0, verbose=False)
+            self.loaded[path] = Llama(
+                model_path=str(path), n_ctx=4096, n_threads=None, seed=0, verbose=False
+            )
         return self.loaded[path]
-
 
     def close(self) -> None:
         """Free the models before the interpreter tears down the modules llama.cpp needs to do it."""
@@ -79,15 +82,20 @@ def _grammar(response_format: Any) -> Any:
     return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
 
 
-def run_local(name: str, messages: list[dict[str, str]], optional_params: dict[str, Any]) -> dict[str, Any]:
+def run_local(
+    name: str, messages: list[dict[str, str]], optional_params: dict[str, Any]
+) -> dict[str, Any]:
     """One chat completion from a local model, as an OpenAI-shaped dict."""
     path = model_path(name)
     with _models.lock:
         llama = _models.get(path)
         return llama.create_chat_completion(
-            messages=messages, temperature=float(optional_params.get("temperature") or 0.0),
+            messages=messages,
+            temperature=float(optional_params.get("temperature") or 0.0),
             max_tokens=int(optional_params.get("max_tokens") or 512),
-            grammar=_grammar(optional_params.get("response_format")), seed=0)
+            grammar=_grammar(optional_params.get("response_format")),
+            seed=0,
+        )
 
 
 def register(litellm: Any) -> None:
@@ -97,12 +105,21 @@ def register(litellm: Any) -> None:
     from litellm import CustomLLM, ModelResponse
 
     class LocalJudge(CustomLLM):  # litellm's hook: subclass and register
-        def completion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        def completion(
+            self, model: str, messages: list, *args: Any, **kwargs: Any
+        ) -> ModelResponse:
             params = dict(kwargs.get("optional_params") or {})
             out = run_local(model.removeprefix(f"{PROVIDER}/"), messages, params)
-            return ModelResponse(**{**out, "model": f"{PROVIDER}/{model.removeprefix(f'{PROVIDER}/')}"})
+            return ModelResponse(
+                **{**out, "model": f"{PROVIDER}/{model.removeprefix(f'{PROVIDER}/')}"}
+            )
 
-        async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
+        async def acompletion(
+            self, model: str, messages: list, *args: Any, **kwargs: Any
+        ) -> ModelResponse:
             return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
 
-    litellm.custom_provider_map = [*litellm.custom_provider_map, {"provider": PROVIDER, "custom_handler": LocalJudge()}]
+    litellm.custom_provider_map = [
+        *litellm.custom_provider_map,
+        {"provider": PROVIDER, "custom_handler": LocalJudge()},
+    ]

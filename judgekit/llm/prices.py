@@ -12,8 +12,9 @@ def price(model: str, prompt_tokens: int, completion_tokens: int) -> float | Non
     knows no price for it."""
     litellm = import_litellm()
     try:
-        prompt_cost, completion_cost = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens,
-                                                              completion_tokens=completion_tokens)
+        prompt_cost, completion_cost = litellm.cost_per_token(
+            model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+        )
     except Exception:  # litellm raises its own error types for a model it has no price for
         return None
     return float(prompt_cost) + float(completion_cost)

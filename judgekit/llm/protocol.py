@@ -16,7 +16,9 @@ from typing import Any, Callable, Literal, Protocol
 # timeouts and retry counts do not change answers and live elsewhere.
 CACHE_FORMAT = 1
 
-ErrorKind = Literal["rate_limit", "server", "timeout", "connection", "dropped", "auth", "bad_request", "other"]
+ErrorKind = Literal[
+    "rate_limit", "server", "timeout", "connection", "dropped", "auth", "bad_request", "other"
+]
 RETRYABLE: frozenset[str] = frozenset({"rate_limit", "server", "timeout", "connection", "dropped"})
 
 
@@ -37,9 +39,16 @@ class Request:
     keep_if: Callable[["Completion"], bool] | None = field(default=None, compare=False, repr=False)
 
     def key_data(self) -> dict[str, Any]:
-        data = {"v": CACHE_FORMAT, "model": self.model, "messages": self.messages, "temperature": self.temperature,
-                "max_tokens": self.max_tokens, "response_format": self.response_format, "trial": self.trial,
-                "api_base": self.api_base}
+        data = {
+            "v": CACHE_FORMAT,
+            "model": self.model,
+            "messages": self.messages,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "response_format": self.response_format,
+            "trial": self.trial,
+            "api_base": self.api_base,
+        }
         # Only when asked: the answers cached before log-probabilities existed keep their keys.
         return {**data, "logprobs": True} if self.logprobs else data
 
@@ -62,13 +71,25 @@ class Completion:
     logprobs: list[tuple[str, float]] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        data = {"text": self.text, "finish_reason": self.finish_reason, "refusal": self.refusal,
-                "prompt_tokens": self.prompt_tokens, "completion_tokens": self.completion_tokens, "cost": self.cost,
-                "obtained_at": self.obtained_at}
-        return {**data, "logprobs": [list(t) for t in self.logprobs]} if self.logprobs is not None else data
+        data = {
+            "text": self.text,
+            "finish_reason": self.finish_reason,
+            "refusal": self.refusal,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost": self.cost,
+            "obtained_at": self.obtained_at,
+        }
+        return (
+            {**data, "logprobs": [list(t) for t in self.logprobs]}
+            if self.logprobs is not None
+            else data
+        )
 
 
-@dataclass(eq=False)  # an exception is hashable (runners collect them in sets); equal only to itself
+@dataclass(
+    eq=False
+)  # an exception is hashable (runners collect them in sets); equal only to itself
 class CallError(Exception):
     """A call that did not return an answer, classified so the retry layer knows what to do."""
 

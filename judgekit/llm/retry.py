@@ -44,11 +44,19 @@ class RetryingLLM:
     (an unknown model, say) — instead of abstaining on every example and exiting 0.
     """
 
-    def __init__(self, inner: LLM, model: str, api_base: str | None = None,
-                 policy: RetryPolicy = RetryPolicy(), seed: int | None = None):
+    def __init__(
+        self,
+        inner: LLM,
+        model: str,
+        api_base: str | None = None,
+        policy: RetryPolicy = RetryPolicy(),
+        seed: int | None = None,
+    ):
         self.inner, self.model, self.api_base, self.policy = inner, model, api_base, policy
         self._rng = random.Random(seed)
-        self._paused_until = 0.0  # a 429's Retry-After pauses every caller, not only the one that got it
+        self._paused_until = (
+            0.0  # a 429's Retry-After pauses every caller, not only the one that got it
+        )
         self._successes = 0
         self._lost_in_a_row = 0
         self._rejected = 0
@@ -69,7 +77,11 @@ class RetryingLLM:
             except CallError as error:
                 if error.kind == "auth":
                     raise ProviderAuthError(self.model, error.message) from None
-                limit = policy.attempts if self._successes else min(policy.attempts, policy.first_contact_attempts)
+                limit = (
+                    policy.attempts
+                    if self._successes
+                    else min(policy.attempts, policy.first_contact_attempts)
+                )
                 if error.kind not in RETRYABLE or attempt >= limit:
                     self._lost(error)
                     raise replace(error, attempts=attempt) from None

@@ -53,7 +53,12 @@ def retry_after(value: str | None) -> float | None:
 def error_for_status(status: int, body: str, headers: Any = None) -> CallError:
     message = redact(body.strip()[:300]) or f"HTTP {status}"
     if status == 429:
-        return CallError("rate_limit", message, retry_after(headers.get("retry-after") if headers else None), status)
+        return CallError(
+            "rate_limit",
+            message,
+            retry_after(headers.get("retry-after") if headers else None),
+            status,
+        )
     if status in (401, 403):
         return CallError("auth", message, status=status)
     if status >= 500 or status == 408:
@@ -67,12 +72,19 @@ def completion_from_json(data: Any, latency: float) -> Completion:
         choice = data["choices"][0]
         message = choice.get("message") or {}
         usage = data.get("usage") or {}
-        return Completion(text=message.get("content") or "", finish_reason=choice.get("finish_reason"),
-                          refusal=message.get("refusal"), prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                          completion_tokens=int(usage.get("completion_tokens") or 0), latency_s=latency,
-                          logprobs=token_logprobs(choice.get("logprobs")))
+        return Completion(
+            text=message.get("content") or "",
+            finish_reason=choice.get("finish_reason"),
+            refusal=message.get("refusal"),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            latency_s=latency,
+            logprobs=token_logprobs(choice.get("logprobs")),
+        )
     except (KeyError, IndexError, TypeError, AttributeError, ValueError):
-        raise CallError("server", f"response is not a chat completion: {redact(str(data)[:200])}") from None
+        raise CallError(
+            "server", f"response is not a chat completion: {redact(str(data)[:200])}"
+        ) from None
 
 
 def token_logprobs(given: Any) -> list[tuple[str, float]] | None:
@@ -87,8 +99,14 @@ def token_logprobs(given: Any) -> list[tuple[str, float]] | None:
         return None
     out = []
     for item in content:
-        token, logprob = (item.get("token"), item.get("logprob")) if isinstance(item, dict) else (None, None)
-        if not isinstance(token, str) or isinstance(logprob, bool) or not isinstance(logprob, (int, float)):
+        token, logprob = (
+            (item.get("token"), item.get("logprob")) if isinstance(item, dict) else (None, None)
+        )
+        if (
+            not isinstance(token, str)
+            or isinstance(logprob, bool)
+            or not isinstance(logprob, (int, float))
+        ):
             return None
         out.append((token, float(logprob)))
     return out
@@ -107,17 +125,26 @@ class OpenAICompatible:
     which made the client burn ~15 ms of CPU per call at 64 in flight (benchmarks/README.md).
     """
 
-    def __init__(self, api_base: str | None = None, timeout_s: float = 60.0, max_connections: int = 100):
+    def __init__(
+        self, api_base: str | None = None, timeout_s: float = 60.0, max_connections: int = 100
+    ):
         base = api_base or environment_endpoint()
         remember_url(base)
         parts = urlsplit((base or "https://api.openai.com/v1").rstrip("/"))
         # Credentials in the URL are sent as basic auth and kept out of every message we print.
-        self._basic = (parts.username or "", parts.password or "") if parts.username or parts.password else None
+        self._basic = (
+            (parts.username or "", parts.password or "")
+            if parts.username or parts.password
+            else None
+        )
         netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-        self.base_url = urlunsplit((parts.scheme, netloc, parts.path, "", ""))  # what messages may show
+        self.base_url = urlunsplit(
+            (parts.scheme, netloc, parts.path, "", "")
+        )  # what messages may show
         # The path gets /chat/completions; a query (Azure's api-version, say) stays after it.
-        self._endpoint = urlunsplit((parts.scheme, netloc, parts.path.rstrip("/") + "/chat/completions",
-                                     parts.query, ""))
+        self._endpoint = urlunsplit(
+            (parts.scheme, netloc, parts.path.rstrip("/") + "/chat/completions", parts.query, "")
+        )
         self.timeout_s = timeout_s
         self.max_connections = max_connections
         key = os.environ.get("OPENAI_API_KEY")
@@ -144,14 +171,20 @@ class OpenAICompatible:
 
             self._session = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=self.max_connections, ttl_dns_cache=300),
-                timeout=aiohttp.ClientTimeout(total=self.timeout_s), headers=self._headers)
+                timeout=aiohttp.ClientTimeout(total=self.timeout_s),
+                headers=self._headers,
+            )
         return self._session
 
     async def complete(self, request: Request) -> Completion:
         import aiohttp
 
-        body: dict[str, Any] = {"model": request.model.removeprefix(LEAN_PREFIX), "messages": request.messages,
-                                "temperature": request.temperature, "max_tokens": request.max_tokens}
+        body: dict[str, Any] = {
+            "model": request.model.removeprefix(LEAN_PREFIX),
+            "messages": request.messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        }
         if request.response_format and self._schema_supported:
             body["response_format"] = request.response_format
         if request.logprobs:
@@ -163,15 +196,27 @@ class OpenAICompatible:
         except asyncio.TimeoutError:
             raise CallError("timeout", f"no answer within {self.timeout_s:g} s") from None
         except aiohttp.ClientConnectorError as error:
-            raise CallError("connection", f"cannot connect to {self.base_url} ({error.os_error})") from None
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError, aiohttp.ClientOSError) as error:
+            raise CallError(
+                "connection", f"cannot connect to {self.base_url} ({error.os_error})"
+            ) from None
+        except (
+            aiohttp.ServerDisconnectedError,
+            aiohttp.ClientPayloadError,
+            aiohttp.ClientOSError,
+        ) as error:
             raise CallError("dropped", f"connection dropped ({type(error).__name__})") from None
         except aiohttp.ClientError as error:
-            raise CallError("dropped", f"{type(error).__name__}: {redact(str(error))[:200]}") from None
+            raise CallError(
+                "dropped", f"{type(error).__name__}: {redact(str(error))[:200]}"
+            ) from None
         latency = time.perf_counter() - started
         if status != 200:
             error = error_for_status(status, text, headers)
-            if error.kind == "bad_request" and "response_format" in body and "response_format" in text:
+            if (
+                error.kind == "bad_request"
+                and "response_format" in body
+                and "response_format" in text
+            ):
                 # The server does not do structured output: ask plainly from now on.
                 self._schema_supported = False
                 return await self.complete(request)
@@ -224,22 +269,38 @@ class LiteLLM:
     async def complete(self, request: Request) -> Completion:
         litellm = self._lib()
         if request.model.startswith("local/"):
-            local.model_path(request.model.removeprefix("local/"))  # stops the run if it cannot work here
-        kwargs: dict[str, Any] = {"model": request.model, "messages": request.messages,
-                                  "temperature": request.temperature, "max_tokens": request.max_tokens,
-                                  "timeout": self.timeout_s, "num_retries": 0, "max_retries": 0}
+            local.model_path(
+                request.model.removeprefix("local/")
+            )  # stops the run if it cannot work here
+        kwargs: dict[str, Any] = {
+            "model": request.model,
+            "messages": request.messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+            "timeout": self.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
         if self.api_base:
             kwargs["api_base"] = self.api_base
             if request.model.startswith(LEAN_PREFIX) and not os.environ.get("OPENAI_API_KEY"):
-                kwargs["api_key"] = "no-key"  # a self-hosted OpenAI-compatible server often needs none
+                kwargs["api_key"] = (
+                    "no-key"  # a self-hosted OpenAI-compatible server often needs none
+                )
         if request.response_format and _supports_schema(litellm, request.model):
             kwargs["response_format"] = request.response_format
-        if request.logprobs and not request.model.startswith("local/"):  # llama.cpp needs logits_all for them
-            kwargs["logprobs"] = True  # dropped by litellm for a provider that has none (drop_params)
+        if request.logprobs and not request.model.startswith(
+            "local/"
+        ):  # llama.cpp needs logits_all for them
+            kwargs["logprobs"] = (
+                True  # dropped by litellm for a provider that has none (drop_params)
+            )
         started = time.perf_counter()
         try:
             response = await litellm.acompletion(**kwargs)
-        except Exception as error:  # litellm maps every provider's failure onto its own exception types
+        except (
+            Exception
+        ) as error:  # litellm maps every provider's failure onto its own exception types
             raise classify_litellm_error(litellm, error) from None
         latency = time.perf_counter() - started
         completion = completion_from_json(response.model_dump(), latency)
@@ -272,7 +333,10 @@ def _transport_kind(error: BaseException) -> str | None:
     current: BaseException | None = error
     while current is not None and id(current) not in seen:
         seen.add(id(current))
-        if isinstance(current, httpx.TimeoutException) or type(current).__name__ == "APITimeoutError":
+        if (
+            isinstance(current, httpx.TimeoutException)
+            or type(current).__name__ == "APITimeoutError"
+        ):
             return "timeout"
         if isinstance(current, (httpx.ConnectError, ConnectionRefusedError)):
             return "connection"
@@ -289,15 +353,29 @@ def classify_litellm_error(litellm: Any, error: Exception) -> CallError:
         return CallError(kind, message)  # type: ignore[arg-type]
     status = getattr(error, "status_code", None)
     response = getattr(error, "response", None)
-    headers = getattr(response, "headers", None) or getattr(error, "litellm_response_headers", None) or {}
-    pairs = [("rate_limit", "RateLimitError"), ("auth", "AuthenticationError"), ("auth", "PermissionDeniedError"),
-             ("timeout", "Timeout"), ("connection", "APIConnectionError"), ("server", "InternalServerError"),
-             ("server", "ServiceUnavailableError"), ("server", "BadGatewayError"), ("bad_request", "BadRequestError"),
-             ("bad_request", "NotFoundError")]
+    headers = (
+        getattr(response, "headers", None) or getattr(error, "litellm_response_headers", None) or {}
+    )
+    pairs = [
+        ("rate_limit", "RateLimitError"),
+        ("auth", "AuthenticationError"),
+        ("auth", "PermissionDeniedError"),
+        ("timeout", "Timeout"),
+        ("connection", "APIConnectionError"),
+        ("server", "InternalServerError"),
+        ("server", "ServiceUnavailableError"),
+        ("server", "BadGatewayError"),
+        ("bad_request", "BadRequestError"),
+        ("bad_request", "NotFoundError"),
+    ]
     for kind, name in pairs:
         cls = getattr(litellm, name, None)
         if cls is not None and isinstance(error, cls):
-            after = retry_after(headers.get("retry-after")) if kind == "rate_limit" and hasattr(headers, "get") else None
+            after = (
+                retry_after(headers.get("retry-after"))
+                if kind == "rate_limit" and hasattr(headers, "get")
+                else None
+            )
             return CallError(kind, message, after, status)  # type: ignore[arg-type]
     if isinstance(status, int):
         return error_for_status(status, message, headers if hasattr(headers, "get") else None)

@@ -22,11 +22,28 @@ from pathlib import Path
 import pytest
 
 from judgekit.gate.tally import check_counts
-from judgekit.pytest_plugin.judging import ESCALATED, NEEDS_REVIEW, RESULT, SAME_MODEL, check_gate, judge, repeat
-from judgekit.pytest_plugin.summary import (COLLECTOR, Collector, min_scenario_pass_rate, pytest_sessionfinish,
-                                            pytest_terminal_summary)
+from judgekit.pytest_plugin.judging import (
+    ESCALATED,
+    NEEDS_REVIEW,
+    RESULT,
+    SAME_MODEL,
+    check_gate,
+    judge,
+    repeat,
+)
+from judgekit.pytest_plugin.summary import (
+    COLLECTOR,
+    Collector,
+    min_scenario_pass_rate,
+    pytest_sessionfinish,
+    pytest_terminal_summary,
+)
 
-__all__ = ["judge", "pytest_sessionfinish", "pytest_terminal_summary"]  # hooks and the fixture pytest finds here
+__all__ = [
+    "judge",
+    "pytest_sessionfinish",
+    "pytest_terminal_summary",
+]  # hooks and the fixture pytest finds here
 
 _BLOCKED = pytest.StashKey[str]()
 ACTIONS = ("error", "skip", "exit")
@@ -34,44 +51,91 @@ ACTIONS = ("error", "skip", "exit")
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("judgekit", "judge calibration gate")
-    group.addoption("--judgekit-gate", action="store_true", default=None,
-                    help="run tests marked judged(...) only if their criteria pass the calibration gate")
-    group.addoption("--judgekit-report", default=None, help="calibration report (default .judgekit/reports/latest)")
-    group.addoption("--judgekit-config", default=None, help="gate policy file (judgekit.yaml or pyproject.toml)")
-    group.addoption("--judgekit-record", default=None, metavar="FILE",
-                    help="append every verdict the judge fixture gave to FILE (JSONL) for `judgekit monitor`")
-    group.addoption("--judgekit-record-text", action="store_true", default=False,
-                    help="with --judgekit-record, record each verdict's input, output and reason as well "
-                         "(off by default: they may hold sensitive text)")
-    parser.addini("judgekit_gate", type="bool", default=False, help="check the judgekit gate at session start")
-    parser.addini("judgekit_gate_action", default="error", help="blocked tests: error, skip or exit")
-    parser.addini("judgekit_report", default=".judgekit/reports/latest", help="calibration report path")
+    group.addoption(
+        "--judgekit-gate",
+        action="store_true",
+        default=None,
+        help="run tests marked judged(...) only if their criteria pass the calibration gate",
+    )
+    group.addoption(
+        "--judgekit-report",
+        default=None,
+        help="calibration report (default .judgekit/reports/latest)",
+    )
+    group.addoption(
+        "--judgekit-config", default=None, help="gate policy file (judgekit.yaml or pyproject.toml)"
+    )
+    group.addoption(
+        "--judgekit-record",
+        default=None,
+        metavar="FILE",
+        help="append every verdict the judge fixture gave to FILE (JSONL) for `judgekit monitor`",
+    )
+    group.addoption(
+        "--judgekit-record-text",
+        action="store_true",
+        default=False,
+        help="with --judgekit-record, record each verdict's input, output and reason as well "
+        "(off by default: they may hold sensitive text)",
+    )
+    parser.addini(
+        "judgekit_gate", type="bool", default=False, help="check the judgekit gate at session start"
+    )
+    parser.addini(
+        "judgekit_gate_action", default="error", help="blocked tests: error, skip or exit"
+    )
+    parser.addini(
+        "judgekit_report", default=".judgekit/reports/latest", help="calibration report path"
+    )
     parser.addini("judgekit_criteria", default="criteria", help="folder of criterion files")
     parser.addini("judgekit_sets", default="calibration_sets", help="folder of calibration sets")
-    parser.addini("judgekit_min_scenario_pass_rate", default="",
-                  help="fail the session when a smaller share of judged scenarios passed (e.g. 0.9)")
-    parser.addini("judgekit_agent_model", default="",
-                  help="the model of the agent under test: no judge of the same model may grade it")
-    parser.addini("judgekit_same_model", default="refuse", help="a judge of the agent's own model: refuse or warn")
-    parser.addini("judgekit_escalated", default="skip", help="a verdict escalated by selective judging: the test is "
-                  "skipped as 'needs review' (skip) or fails (error)")
+    parser.addini(
+        "judgekit_min_scenario_pass_rate",
+        default="",
+        help="fail the session when a smaller share of judged scenarios passed (e.g. 0.9)",
+    )
+    parser.addini(
+        "judgekit_agent_model",
+        default="",
+        help="the model of the agent under test: no judge of the same model may grade it",
+    )
+    parser.addini(
+        "judgekit_same_model",
+        default="refuse",
+        help="a judge of the agent's own model: refuse or warn",
+    )
+    parser.addini(
+        "judgekit_escalated",
+        default="skip",
+        help="a verdict escalated by selective judging: the test is "
+        "skipped as 'needs review' (skip) or fails (error)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "judged(*criterion_ids, trial='trial', runs=1, min_passes=runs, "
-                                       "agent_model=None): verdicts in this test come from these criteria's judges; "
-                                       "with the judgekit gate on, it runs only if they are calibrated; runs=N runs "
-                                       "the body N times and passes when min_passes runs passed every check; "
-                                       "instances parametrized over `trial` are trials of one task")
+    config.addinivalue_line(
+        "markers",
+        "judged(*criterion_ids, trial='trial', runs=1, min_passes=runs, "
+        "agent_model=None): verdicts in this test come from these criteria's judges; "
+        "with the judgekit gate on, it runs only if they are calibrated; runs=N runs "
+        "the body N times and passes when min_passes runs passed every check; "
+        "instances parametrized over `trial` are trials of one task",
+    )
     action = config.getini("judgekit_gate_action")
     if action not in ACTIONS:
-        raise pytest.UsageError(f"judgekit_gate_action = {action!r}; use one of {', '.join(ACTIONS)}")
+        raise pytest.UsageError(
+            f"judgekit_gate_action = {action!r}; use one of {', '.join(ACTIONS)}"
+        )
     same = config.getini("judgekit_same_model")
     if same not in SAME_MODEL:
-        raise pytest.UsageError(f"judgekit_same_model = {same!r}; use one of {', '.join(SAME_MODEL)}")
+        raise pytest.UsageError(
+            f"judgekit_same_model = {same!r}; use one of {', '.join(SAME_MODEL)}"
+        )
     escalated = config.getini("judgekit_escalated")
     if escalated not in ESCALATED:
-        raise pytest.UsageError(f"judgekit_escalated = {escalated!r}; use one of {', '.join(ESCALATED)}")
+        raise pytest.UsageError(
+            f"judgekit_escalated = {escalated!r}; use one of {', '.join(ESCALATED)}"
+        )
     min_scenario_pass_rate(config)  # a bad value stops the session before any test runs
     if _enabled(config):
         config.stash[RESULT] = check_gate(config)
@@ -80,14 +144,18 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(collector, "judgekit-collector")
         record = config.getoption("--judgekit-record")
         if config.getoption("--judgekit-record-text") and not record:
-            raise pytest.UsageError("--judgekit-record-text records into the --judgekit-record file: "
-                                    "give --judgekit-record FILE as well")
+            raise pytest.UsageError(
+                "--judgekit-record-text records into the --judgekit-record file: "
+                "give --judgekit-record FILE as well"
+            )
         if record:  # opened now, so a bad path stops the session before any judge call is paid for
             try:
                 collector.record = open(Path(record), "a", encoding="utf-8")
             except OSError as error:
-                raise pytest.UsageError(f"--judgekit-record {record}: cannot be written ({error.strerror}); "
-                                        "give a file in an existing, writable folder") from None
+                raise pytest.UsageError(
+                    f"--judgekit-record {record}: cannot be written ({error.strerror}); "
+                    "give a file in an existing, writable folder"
+                ) from None
 
 
 def _enabled(config: pytest.Config) -> bool:
@@ -102,8 +170,10 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     lines = [f"judgekit gate: {result.status} ({result.report_path})"]
     if result.agent_model:
         lines.append(f"  agent model: {result.agent_model}")
-    return lines + [f"  {d.status:<12} {d.criterion}" + (f" (judge {d.model})" if d.model else "")
-                    for d in result.decisions]
+    return lines + [
+        f"  {d.status:<12} {d.criterion}" + (f" (judge {d.model})" if d.model else "")
+        for d in result.decisions
+    ]
 
 
 def _criteria_of(item: pytest.Item) -> list[str]:
@@ -139,8 +209,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         blocked = result.blocked(ids) if ids else []
         if not blocked:
             continue
-        reason = "judgekit gate blocked " + "; ".join(f"{d.criterion} ({d.status}: {d.summary})" for d in blocked)
-        if action == "exit" and not hasattr(config, "workerinput"):  # an xdist worker may not exit the session
+        reason = "judgekit gate blocked " + "; ".join(
+            f"{d.criterion} ({d.status}: {d.summary})" for d in blocked
+        )
+        if action == "exit" and not hasattr(
+            config, "workerinput"
+        ):  # an xdist worker may not exit the session
             pytest.exit(reason, returncode=pytest.ExitCode.TESTS_FAILED)
         if action == "skip":
             item.add_marker(pytest.mark.skip(reason=reason))
@@ -148,10 +222,16 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.stash[_BLOCKED] = reason
 
 
-def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> tuple[str, str, str] | None:
+def pytest_report_teststatus(
+    report: pytest.TestReport, config: pytest.Config
+) -> tuple[str, str, str] | None:
     """A test skipped because its verdict was escalated is its own outcome: "needs review"."""
-    if report.skipped and isinstance(report.longrepr, tuple) and len(report.longrepr) == 3 \
-            and str(report.longrepr[2]).startswith(f"Skipped: {NEEDS_REVIEW}:"):
+    if (
+        report.skipped
+        and isinstance(report.longrepr, tuple)
+        and len(report.longrepr) == 3
+        and str(report.longrepr[2]).startswith(f"Skipped: {NEEDS_REVIEW}:")
+    ):
         return NEEDS_REVIEW, "R", NEEDS_REVIEW.upper()
     return None
 

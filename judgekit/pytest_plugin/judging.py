@@ -28,10 +28,15 @@ from judgekit.pytest_plugin.paths import ini_path
 from judgekit.pytest_plugin.summary import PROPERTY, SCENARIO
 
 RESULT = pytest.StashKey[Any]()  # the gate's result, once per process
-_AGENT = pytest.StashKey["str | None"]()  # the agent's model the ini or the policy declares, read with the gate
+_AGENT = pytest.StashKey[
+    "str | None"
+]()  # the agent's model the ini or the policy declares, read with the gate
 _RUN = pytest.StashKey[RunRecord]()  # the run of a scenario now running
 SAME_MODEL = ("refuse", "warn")
-ESCALATED = ("skip", "error")  # a test whose verdict was escalated: skipped as "needs review", or failed
+ESCALATED = (
+    "skip",
+    "error",
+)  # a test whose verdict was escalated: skipped as "needs review", or failed
 NEEDS_REVIEW = "needs review"
 
 
@@ -49,13 +54,19 @@ def check_gate(config: pytest.Config) -> Any:
     """The gate over every criterion in the project, read from disk once per process."""
     path = config.getoption("--judgekit-config")
     try:
-        gate = gate_api.Gate.from_project(ini_path(config, None, "judgekit_criteria"),
-                                          ini_path(config, None, "judgekit_sets"), Path(path) if path else None,
-                                          root=config.rootpath, agent_model=config.getini("judgekit_agent_model") or None)
+        gate = gate_api.Gate.from_project(
+            ini_path(config, None, "judgekit_criteria"),
+            ini_path(config, None, "judgekit_sets"),
+            Path(path) if path else None,
+            root=config.rootpath,
+            agent_model=config.getini("judgekit_agent_model") or None,
+        )
         config.stash[_AGENT] = gate.agent_model  # the ini's, else the policy's
         if config.getini("judgekit_same_model") == "warn":
             gate.agent_model = None  # the fixture warns about a judge of the agent's model; the gate does not block it
-        return gate.check_path(ini_path(config, config.getoption("--judgekit-report"), "judgekit_report"))
+        return gate.check_path(
+            ini_path(config, config.getoption("--judgekit-report"), "judgekit_report")
+        )
     except JudgekitError as error:
         raise pytest.UsageError(f"judgekit gate: {error}") from None
 
@@ -64,7 +75,9 @@ def task_of(item: pytest.Item) -> str:
     """The task a test instance is a trial of: its test with every parameter but the trial one
     (`trial`, or the name given as `judged(..., trial="run")`). Instances that differ in any other
     parameter are different tasks, not trials of one."""
-    trial = next((m.kwargs["trial"] for m in item.iter_markers("judged") if "trial" in m.kwargs), "trial")
+    trial = next(
+        (m.kwargs["trial"] for m in item.iter_markers("judged") if "trial" in m.kwargs), "trial"
+    )
     params = getattr(getattr(item, "callspec", None), "params", {})
     if trial not in params:
         return item.nodeid  # not repeated: a task of one trial
@@ -87,7 +100,10 @@ def judge(request: pytest.FixtureRequest) -> Any:
     or `await judge.acall(...)`. With several criteria, name one: `judge(output, criterion="id")`."""
     ids = [str(arg) for marker in request.node.iter_markers("judged") for arg in marker.args]
     if not ids:
-        pytest.fail("the judge fixture needs a criterion: @pytest.mark.judged('criterion-id')", pytrace=False)
+        pytest.fail(
+            "the judge fixture needs a criterion: @pytest.mark.judged('criterion-id')",
+            pytrace=False,
+        )
     return Judges(request.node, ids)
 
 
@@ -100,8 +116,10 @@ class Judges:
 
     def __getitem__(self, criterion: str) -> Any:
         if criterion not in self.ids:
-            pytest.fail(f"criterion {criterion!r} is not one of this test's: judged({', '.join(map(repr, self.ids))})",
-                        pytrace=False)
+            pytest.fail(
+                f"criterion {criterion!r} is not one of this test's: judged({', '.join(map(repr, self.ids))})",
+                pytrace=False,
+            )
         if criterion not in self._judges:
             self._judges[criterion] = self._build(criterion)
         return self._judges[criterion]
@@ -110,17 +128,25 @@ class Judges:
         config = self.node.config
         result = result_of(config)
         try:
-            built = gate_api.judge_of(ini_path(config, None, "judgekit_criteria"), criterion, result,
-                                      cache_dir=str(config.rootpath / ".judgekit" / "cache"))
+            built = gate_api.judge_of(
+                ini_path(config, None, "judgekit_criteria"),
+                criterion,
+                result,
+                cache_dir=str(config.rootpath / ".judgekit" / "cache"),
+            )
         except JudgekitError as error:
             pytest.fail(str(error), pytrace=False)
         agent = agent_model_of(self.node)
-        declared = getattr(getattr(built.criterion, "judge", None), "model", None)  # a regex criterion has no judge
+        declared = getattr(
+            getattr(built.criterion, "judge", None), "model", None
+        )  # a regex criterion has no judge
         model = (built.calibrated.model if built.calibrated else None) or declared
         if agent and built.refusal is None and same_model(model, agent):
-            message = (f"judgekit: the judge of {criterion} is the agent's own model (judge {model}, agent {agent}: "
-                       f"both {family(agent)}); a model grading itself is not evidence. Calibrate a judge of another "
-                       "model, or set judgekit_same_model = warn to allow it")
+            message = (
+                f"judgekit: the judge of {criterion} is the agent's own model (judge {model}, agent {agent}: "
+                f"both {family(agent)}); a model grading itself is not evidence. Calibrate a judge of another "
+                "model, or set judgekit_same_model = warn to allow it"
+            )
             if config.getini("judgekit_same_model") == "warn":
                 warnings.warn(SameModelWarning(message), stacklevel=2)
             else:
@@ -131,34 +157,68 @@ class Judges:
         if criterion is not None:
             return criterion
         if len(self.ids) != 1:
-            pytest.fail(f"this test has several criteria ({', '.join(self.ids)}): name one, "
-                        "judge(output, criterion='id')", pytrace=False)
+            pytest.fail(
+                f"this test has several criteria ({', '.join(self.ids)}): name one, "
+                "judge(output, criterion='id')",
+                pytrace=False,
+            )
         return self.ids[0]
 
-    def __call__(self, output: str, input: str | None = None, context: str | None = None,
-                 criterion: str | None = None) -> Any:
+    def __call__(
+        self,
+        output: str,
+        input: str | None = None,
+        context: str | None = None,
+        criterion: str | None = None,
+    ) -> Any:
         cid = self._one(criterion)
-        return self._tally(cid, self[cid](output, input=input, context=context), output, input, context)
+        return self._tally(
+            cid, self[cid](output, input=input, context=context), output, input, context
+        )
 
-    async def acall(self, output: str, input: str | None = None, context: str | None = None,
-                    criterion: str | None = None) -> Any:
+    async def acall(
+        self,
+        output: str,
+        input: str | None = None,
+        context: str | None = None,
+        criterion: str | None = None,
+    ) -> Any:
         cid = self._one(criterion)
-        return self._tally(cid, await self[cid].acall(output, input=input, context=context), output, input, context)
+        return self._tally(
+            cid, await self[cid].acall(output, input=input, context=context), output, input, context
+        )
 
-    def _tally(self, criterion: str, verdict: Any, output: str, input: str | None, context: str | None) -> Any:
+    def _tally(
+        self, criterion: str, verdict: Any, output: str, input: str | None, context: str | None
+    ) -> Any:
         value = {"criterion": criterion, "passed": verdict.passed, "task": task_of(self.node)}
-        if self.node.config.getoption("--judgekit-record-text"):  # opt-in: the texts may be sensitive
-            value["text"] = {"input": input, "output": output, "context": context, "reason": verdict.reason}
-        if verdict.escalated:  # the reply joins the review queue here (under a lock): no text travels on the report
+        if self.node.config.getoption(
+            "--judgekit-record-text"
+        ):  # opt-in: the texts may be sensitive
+            value["text"] = {
+                "input": input,
+                "output": output,
+                "context": context,
+                "reason": verdict.reason,
+            }
+        if (
+            verdict.escalated
+        ):  # the reply joins the review queue here (under a lock): no text travels on the report
             value["escalated"] = True
-            enqueue(self.node.config.rootpath, criterion, [{"input": input, "output": output, "context": context}])
+            enqueue(
+                self.node.config.rootpath,
+                criterion,
+                [{"input": input, "output": output, "context": context}],
+            )
         run = self.node.stash.get(_RUN, None)
         if run is not None:
             value["run"] = run.index
             run.checks.append(Check(criterion, verdict.passed, verdict.reason))
         self.node.user_properties.append((PROPERTY, value))
         if verdict.escalated and run is None:  # in a scenario, the run counts it as not passed
-            message = f"{NEEDS_REVIEW}: {criterion}: {verdict.reason.removeprefix(NEEDS_REVIEW + ': ')}"
+            message = (
+                f"{NEEDS_REVIEW}: {criterion}: {verdict.reason.removeprefix(NEEDS_REVIEW + ': ')}"
+            )
             if self.node.config.getini("judgekit_escalated") == "error":
                 pytest.fail(message, pytrace=False)
             pytest.skip(message)

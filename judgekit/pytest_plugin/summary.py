@@ -52,12 +52,18 @@ class Collector:
     trials: dict[tuple[str, str], dict[str, list[bool | None]]] = field(default_factory=dict)
     tests: dict[str, Judged] = field(default_factory=dict)
     record: TextIO | None = None
-    escalated: dict[str, int] = field(default_factory=dict)  # per criterion: verdicts escalated to a person
+    escalated: dict[str, int] = field(
+        default_factory=dict
+    )  # per criterion: verdicts escalated to a person
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         judged = self.tests.get(report.nodeid)
         properties = list(report.user_properties)
-        fresh = [(n, v) for n, v in properties[judged.seen if judged else 0:] if n in (PROPERTY, SCENARIO)]
+        fresh = [
+            (n, v)
+            for n, v in properties[judged.seen if judged else 0 :]
+            if n in (PROPERTY, SCENARIO)
+        ]
         if judged is None and not fresh:
             return
         judged = self.tests.setdefault(report.nodeid, Judged())
@@ -67,7 +73,9 @@ class Collector:
         for name, value in fresh:
             if name == SCENARIO:
                 tally = Scenario.from_dict(value)
-                judged.tally = tally if judged.tally is None or judged.tally.passed else judged.tally
+                judged.tally = (
+                    tally if judged.tally is None or judged.tally.passed else judged.tally
+                )
                 continue
             criterion, passed = value["criterion"], value["passed"]
             if value.get("escalated"):
@@ -95,8 +103,12 @@ class Collector:
         its input, output, context and reason too (secrets redacted, as everywhere judgekit writes)."""
         if self.record is None:
             return
-        row = {"timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-               "criterion": criterion, "passed": passed, "trace_id": nodeid}
+        row = {
+            "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "criterion": criterion,
+            "passed": passed,
+            "trace_id": nodeid,
+        }
         row.update({k: redact(v) for k, v in (text or {}).items() if v is not None})
         self.record.write(json.dumps(row) + "\n")
         self.record.flush()
@@ -116,8 +128,10 @@ def min_scenario_pass_rate(config: pytest.Config) -> float | None:
     except ValueError:
         rate = -1.0
     if not 0 < rate <= 1:
-        raise pytest.UsageError(f"judgekit_min_scenario_pass_rate = {text!r}; give a share above 0 and at most 1, "
-                                "like 0.9")
+        raise pytest.UsageError(
+            f"judgekit_min_scenario_pass_rate = {text!r}; give a share above 0 and at most 1, "
+            "like 0.9"
+        )
     return rate
 
 
@@ -132,15 +146,20 @@ def suite_short(config: pytest.Config) -> str | None:
     if not scenarios:
         return f"no judged scenario ran, so none shows the suite clears judgekit_min_scenario_pass_rate {rate:.2f}"
     if passed / len(scenarios) < rate:
-        return (f"{passed} of {len(scenarios)} judged scenarios passed ({passed / len(scenarios):.0%}), below "
-                f"judgekit_min_scenario_pass_rate {rate:.2f}")
+        return (
+            f"{passed} of {len(scenarios)} judged scenarios passed ({passed / len(scenarios):.0%}), below "
+            f"judgekit_min_scenario_pass_rate {rate:.2f}"
+        )
     return None
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):
         return
-    if suite_short(session.config) and exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+    if suite_short(session.config) and exitstatus in (
+        pytest.ExitCode.OK,
+        pytest.ExitCode.NO_TESTS_COLLECTED,
+    ):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
@@ -154,8 +173,11 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     report = _report(config)
     terminalreporter.section("judgekit: judged pass rates")
     for criterion_id, verdicts in sorted(collector.by_criterion.items()):
-        terminalreporter.write_line(_criterion_line(criterion_id, verdicts, report,
-                                                    collector.escalated.get(criterion_id, 0)))
+        terminalreporter.write_line(
+            _criterion_line(
+                criterion_id, verdicts, report, collector.escalated.get(criterion_id, 0)
+            )
+        )
         _pass_k_line(terminalreporter, collector, criterion_id)
     _scenario_lines(terminalreporter, collector, config)
 
@@ -167,14 +189,20 @@ def _report(config: pytest.Config) -> Any:
         return None
 
 
-def _criterion_line(criterion_id: str, verdicts: list[bool | None], report: Any, escalated: int = 0) -> str:
+def _criterion_line(
+    criterion_id: str, verdicts: list[bool | None], report: Any, escalated: int = 0
+) -> str:
     """The raw pass rate, and the rate corrected for the judge's errors. For a selectively judged
     criterion the escalated verdicts are neither passes nor failures, and the correction uses the
     judge's errors on the verdicts it gives (those at or above its certified threshold)."""
     decided = [v for v in verdicts if v is not None]
     passed = sum(decided)
     line = f"{criterion_id}: {passed} of {len(decided)} judged passing"
-    notes = [f"{escalated} escalated: needs review (judgekit label -c {criterion_id})"] if escalated else []
+    notes = (
+        [f"{escalated} escalated: needs review (judgekit label -c {criterion_id})"]
+        if escalated
+        else []
+    )
     if len(decided) + escalated < len(verdicts):
         notes.append(f"{len(verdicts) - len(decided) - escalated} abstained")
     line += f" ({'; '.join(notes)})" if notes else ""
@@ -182,15 +210,23 @@ def _criterion_line(criterion_id: str, verdicts: list[bool | None], report: Any,
     if decided and found and found.judge and found.judge.kind in ("llm", "claims"):
         given = [stage.given for stage in found.selective.stages] if found.selective else []
         counted = (found.confusion.tp, found.confusion.fp, found.confusion.tn, found.confusion.fn)
-        tp, fp, tn, fn = (tuple(map(sum, zip(*given))) if given else  # drawn by design: the weighted cells
-                          tuple(round(x) for x in found.design.weighted) if found.design else counted)
+        tp, fp, tn, fn = (
+            tuple(map(sum, zip(*given)))
+            if given
+            # drawn by design: the weighted cells
+            else tuple(round(x) for x in found.design.weighted)
+            if found.design
+            else counted
+        )
         try:
             rate = corrected_pass_rate(passed, len(decided), (tp, tp + fn), (tn, tn + fp))
         except ValueError:
             rate = None
         if rate is not None and rate.identifiable:
-            line += (f"; raw {rate.raw:.2f}, corrected for the judge {rate.corrected:.2f} "
-                     f"(95% {rate.interval[0]:.2f}-{rate.interval[1]:.2f})")
+            line += (
+                f"; raw {rate.raw:.2f}, corrected for the judge {rate.corrected:.2f} "
+                f"(95% {rate.interval[0]:.2f}-{rate.interval[1]:.2f})"
+            )
         if rate is not None and rate.warning:
             line += f"; {rate.warning}"
     return line
@@ -199,15 +235,22 @@ def _criterion_line(criterion_id: str, verdicts: list[bool | None], report: Any,
 def _pass_k_line(terminalreporter: Any, collector: Collector, criterion_id: str) -> None:
     """pass@k and pass^k over the criterion's tasks that ran as several trials (instances of a test
     parametrized over `trial`); a trial passes when every verdict the judge gave in it passed."""
-    tasks = {task: trials for (cid, task), trials in collector.trials.items() if cid == criterion_id}
-    results = [(len(trials), sum(1 for verdicts in trials.values() if verdicts and all(verdicts)))
-               for trials in tasks.values() if len(trials) >= 2]
+    tasks = {
+        task: trials for (cid, task), trials in collector.trials.items() if cid == criterion_id
+    }
+    results = [
+        (len(trials), sum(1 for verdicts in trials.values() if verdicts and all(verdicts)))
+        for trials in tasks.values()
+        if len(trials) >= 2
+    ]
     if not results:
         return
     k = min(n for n, _ in results)
     rates = suite_pass_k(results, k)
-    terminalreporter.write_line(f"{criterion_id}: over {len(results)} task(s) with {k}+ trials, "
-                                f"pass@{k} {rates['pass@k']:.2f}, pass^{k} {rates['pass^k']:.2f}")
+    terminalreporter.write_line(
+        f"{criterion_id}: over {len(results)} task(s) with {k}+ trials, "
+        f"pass@{k} {rates['pass@k']:.2f}, pass^{k} {rates['pass^k']:.2f}"
+    )
 
 
 def _scenario_lines(terminalreporter: Any, collector: Collector, config: pytest.Config) -> None:
@@ -219,20 +262,31 @@ def _scenario_lines(terminalreporter: Any, collector: Collector, config: pytest.
     passed = sum(scenarios.values())
     low, high = wilson(passed, len(scenarios))
     terminalreporter.section("judgekit: steps, scenarios, suite")
-    terminalreporter.write_line(f"steps: {len(verdicts)} checks judged, {sum(v is True for v in verdicts)} passed, "
-                                f"{sum(v is False for v in verdicts)} failed, {sum(v is None for v in verdicts)} abstained")
+    terminalreporter.write_line(
+        f"steps: {len(verdicts)} checks judged, {sum(v is True for v in verdicts)} passed, "
+        f"{sum(v is False for v in verdicts)} failed, {sum(v is None for v in verdicts)} abstained"
+    )
     for nodeid, judged in collector.tests.items():
         if judged.tally is not None:
             for line in judged.tally.lines():
                 terminalreporter.write_line(("  " if line.startswith("  ") else "") + line)
-    terminalreporter.write_line(f"scenarios: {passed} of {len(scenarios)} passed ({passed / len(scenarios):.0%}, "
-                                f"95% {low:.0%}-{high:.0%})")
+    terminalreporter.write_line(
+        f"scenarios: {passed} of {len(scenarios)} passed ({passed / len(scenarios):.0%}, "
+        f"95% {low:.0%}-{high:.0%})"
+    )
     for nodeid, ok in scenarios.items():
         if not ok and collector.tests[nodeid].tally is None:
-            terminalreporter.write_line(f"  {nodeid}: failed (a check failed or abstained, or the test failed)")
+            terminalreporter.write_line(
+                f"  {nodeid}: failed (a check failed or abstained, or the test failed)"
+            )
     rate = min_scenario_pass_rate(config)
     if rate is not None:
         short = suite_short(config)
-        terminalreporter.write_line(f"suite: FAIL, {short}" if short else
-                                    f"suite: PASS, at least {rate:.2f} of scenarios passed", red=bool(short),
-                                    green=not short, bold=True)
+        terminalreporter.write_line(
+            f"suite: FAIL, {short}"
+            if short
+            else f"suite: PASS, at least {rate:.2f} of scenarios passed",
+            red=bool(short),
+            green=not short,
+            bold=True,
+        )

@@ -18,11 +18,24 @@ def consistency(all_trials: list[list[Verdict]]) -> Consistency | None:
     if count < 2:
         return None
     unstable = [t for t in all_trials if len({v.passed for v in t if v.passed is not None}) > 1]
-    complete = [[v.passed for v in t] for t in all_trials if len(t) == count and all(v.passed is not None for v in t)]
-    stability = dict(zip((t[0].example_id for t in unstable), item_stability([[v.passed for v in t] for t in unstable])))
-    return Consistency(trials=count, flip_rate=finite(flip_rate([[v.passed for v in t] for t in all_trials])),
-                       fleiss_kappa=finite(fleiss_kappa(complete)) if complete else None,
-                       unstable=[t[0].example_id for t in unstable], stability=stability)
+    complete = [
+        [v.passed for v in t]
+        for t in all_trials
+        if len(t) == count and all(v.passed is not None for v in t)
+    ]
+    stability = dict(
+        zip(
+            (t[0].example_id for t in unstable),
+            item_stability([[v.passed for v in t] for t in unstable]),
+        )
+    )
+    return Consistency(
+        trials=count,
+        flip_rate=finite(flip_rate([[v.passed for v in t] for t in all_trials])),
+        fleiss_kappa=finite(fleiss_kappa(complete)) if complete else None,
+        unstable=[t[0].example_id for t in unstable],
+        stability=stability,
+    )
 
 
 def annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
@@ -33,15 +46,19 @@ def annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
     if len(ratings) < 2:
         return None
     judge = {v.example_id: v.passed for v in final if v.passed is not None}
-    judge_kappa = {name: pairwise_kappa({"a": own, "b": judge})["a~b"] for name, own in ratings.items()}
+    judge_kappa = {
+        name: pairwise_kappa({"a": own, "b": judge})["a~b"] for name, own in ratings.items()
+    }
     names = sorted(ratings)
     rows = [[ratings[name].get(e.id) for name in names] for e in cal.examples]
     full = [row for row in rows if None not in row]
-    return Annotators(pairwise_kappa={k: finite(v) for k, v in pairwise_kappa(ratings).items()},
-                      judge_kappa={k: finite(v) for k, v in judge_kappa.items()},
-                      fleiss_kappa=finite(fleiss_kappa(full)) if full else None,
-                      krippendorff_alpha=finite(krippendorff_alpha(rows)),
-                      examples=sum(1 for row in rows if len(row) - row.count(None) >= 2))
+    return Annotators(
+        pairwise_kappa={k: finite(v) for k, v in pairwise_kappa(ratings).items()},
+        judge_kappa={k: finite(v) for k, v in judge_kappa.items()},
+        fleiss_kappa=finite(fleiss_kappa(full)) if full else None,
+        krippendorff_alpha=finite(krippendorff_alpha(rows)),
+        examples=sum(1 for row in rows if len(row) - row.count(None) >= 2),
+    )
 
 
 def slices(cal: CalibrationSet, final: list[Verdict]) -> dict[str, Slice]:
@@ -53,15 +70,28 @@ def slices(cal: CalibrationSet, final: list[Verdict]) -> dict[str, Slice]:
     out = {}
     for tag, pairs in sorted(by_tag.items()):
         c, abstained = confusion([p[0] for p in pairs], [p[1] for p in pairs])
-        out[tag] = Slice(n=len(pairs), abstained=abstained, tpr=finite(ratio(c.tp, c.tp + c.fn)),
-                         tnr=finite(ratio(c.tn, c.tn + c.fp)), accuracy=finite(ratio(c.tp + c.tn, c.decided)),
-                         cohen_kappa=finite(kappa_from_counts(c.tp, c.fp, c.tn, c.fn)))
+        out[tag] = Slice(
+            n=len(pairs),
+            abstained=abstained,
+            tpr=finite(ratio(c.tp, c.tp + c.fn)),
+            tnr=finite(ratio(c.tn, c.tn + c.fp)),
+            accuracy=finite(ratio(c.tp + c.tn, c.decided)),
+            cohen_kappa=finite(kappa_from_counts(c.tp, c.fp, c.tn, c.fn)),
+        )
     return out
 
 
-def claim_stages(cal: CalibrationSet, final: list[Verdict], gold: dict[str, Verdict]) -> ClaimStages:
+def claim_stages(
+    cal: CalibrationSet, final: list[Verdict], gold: dict[str, Verdict]
+) -> ClaimStages:
     s = stages(cal.examples, final, gold)
-    return ClaimStages(examples=s.examples, claims=s.claims, verification=ConfusionCounts(tp=s.tp, fp=s.fp, tn=s.tn, fn=s.fn),
-                       verification_tpr=finite(ratio(s.tp, s.tp + s.fn)), verification_tnr=finite(ratio(s.tn, s.tn + s.fp)),
-                       extraction_errors=s.extraction_errors, verification_errors=s.verification_errors,
-                       unreadable=s.unreadable)
+    return ClaimStages(
+        examples=s.examples,
+        claims=s.claims,
+        verification=ConfusionCounts(tp=s.tp, fp=s.fp, tn=s.tn, fn=s.fn),
+        verification_tpr=finite(ratio(s.tp, s.tp + s.fn)),
+        verification_tnr=finite(ratio(s.tn, s.tn + s.fp)),
+        extraction_errors=s.extraction_errors,
+        verification_errors=s.verification_errors,
+        unreadable=s.unreadable,
+    )

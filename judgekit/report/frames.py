@@ -24,18 +24,30 @@ def criteria_frame(report: "Report") -> Any:
 
     rows = []
     for c in report.criteria:
-        row: dict[str, Any] = {"criterion": c.id, "judge": c.judge.model if c.judge else None, "n": c.n,
-                               "abstained": c.abstained, **c.confusion.model_dump()}
+        row: dict[str, Any] = {
+            "criterion": c.id,
+            "judge": c.judge.model if c.judge else None,
+            "n": c.n,
+            "abstained": c.abstained,
+            **c.confusion.model_dump(),
+        }
         nan = float("nan")
-        row.update({name: nan if c.metrics.get(name) is None else c.metrics[name] for name in METRIC_NAMES})
+        row.update(
+            {name: nan if c.metrics.get(name) is None else c.metrics[name] for name in METRIC_NAMES}
+        )
         for name in INTERVAL_NAMES:
             low, high = c.intervals.get(name, (None, None))
-            row[f"{name}_low"], row[f"{name}_high"] = (nan if low is None else low), (nan if high is None else high)
+            row[f"{name}_low"], row[f"{name}_high"] = (
+                (nan if low is None else low),
+                (nan if high is None else high),
+            )
         rows.append(row)
     return pd.DataFrame(rows).set_index("criterion") if rows else pd.DataFrame()
 
 
-def examples_frame(report: "Report", sets_dir: Path | str | None = None, verdicts: Path | None = None) -> Any:
+def examples_frame(
+    report: "Report", sets_dir: Path | str | None = None, verdicts: Path | None = None
+) -> Any:
     """One row per example of every criterion: criterion, id, label, verdict (the majority of its
     trials; None: abstained), trials (each trial's verdict), reason, and, from the calibration sets
     in `sets_dir`, its tags and split. The verdicts are those the report holds (a fresh one), else
@@ -50,7 +62,10 @@ def examples_frame(report: "Report", sets_dir: Path | str | None = None, verdict
                 lines.setdefault(v.criterion, []).append(v)
     rows = []
     for c in report.criteria:
-        examples = {e.id: e for e in (load_set(find_set(Path(sets_dir), c.id), c.id).examples if sets_dir else ())}
+        examples = {
+            e.id: e
+            for e in (load_set(find_set(Path(sets_dir), c.id), c.id).examples if sets_dir else ())
+        }
         trials: dict[str, list[RecordedVerdict]] = {}
         for v in lines.get(c.id, []):
             trials.setdefault(v.id, []).append(v)
@@ -58,8 +73,19 @@ def examples_frame(report: "Report", sets_dir: Path | str | None = None, verdict
             its.sort(key=lambda v: v.trial)
             final = majority([Verdict(eid, v.passed, v.reason) for v in its])
             example = examples.get(eid)
-            label = c.outcomes[eid][0] if eid in c.outcomes else (example.label if example else None)
-            rows.append({"criterion": c.id, "id": eid, "label": label, "verdict": final.passed,
-                         "trials": tuple(v.passed for v in its), "reason": final.reason,
-                         "tags": tuple(example.tags) if example else None, "split": example.split if example else None})
+            label = (
+                c.outcomes[eid][0] if eid in c.outcomes else (example.label if example else None)
+            )
+            rows.append(
+                {
+                    "criterion": c.id,
+                    "id": eid,
+                    "label": label,
+                    "verdict": final.passed,
+                    "trials": tuple(v.passed for v in its),
+                    "reason": final.reason,
+                    "tags": tuple(example.tags) if example else None,
+                    "split": example.split if example else None,
+                }
+            )
     return pd.DataFrame(rows) if rows else pd.DataFrame()

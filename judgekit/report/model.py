@@ -28,7 +28,6 @@ from judgekit.report.render import to_markdown
 from judgekit.version import version
 
 
-
 class ConfusionCounts(ReportPart):
     tp: int
     fp: int
@@ -42,14 +41,21 @@ class Disagreement(ReportPart):
     id: str
     label: bool
     verdict: bool | None
-    input: str | None = Field(None, description="The example, for reading the disagreement beside the reason.")
+    input: str | None = Field(
+        None, description="The example, for reading the disagreement beside the reason."
+    )
     output: str | None = None
     context: str | None = None
     reason: str | None = None
     abstention: str | None = None
-    raw: str | None = Field(None, description="The judge's answer as given, when it could not be read.")
-    claims: list[RecordedClaim] | None = Field(None, description="A claims check: each claim, whether the source "
-                                               "supports it, and the evidence quoted.")
+    raw: str | None = Field(
+        None, description="The judge's answer as given, when it could not be read."
+    )
+    claims: list[RecordedClaim] | None = Field(
+        None,
+        description="A claims check: each claim, whether the source "
+        "supports it, and the evidence quoted.",
+    )
 
 
 class JudgeInfo(ReportPart):
@@ -57,16 +63,25 @@ class JudgeInfo(ReportPart):
     model: str | None = None
     parameters: dict[str, Any] = Field(default_factory=dict)
     prompt_sha: str | None = None
-    source: str = Field("live", description="live (judgekit's judge, or code for a regex); recorded:<file>, "
-                        "verdicts another tool's judge gave (gated, never judged with); replayed:<file>, "
-                        "judgekit's own verdicts of this same judge read back")
+    source: str = Field(
+        "live",
+        description="live (judgekit's judge, or code for a regex); recorded:<file>, "
+        "verdicts another tool's judge gave (gated, never judged with); replayed:<file>, "
+        "judgekit's own verdicts of this same judge read back",
+    )
     api_base: str | None = Field(None, description="The endpoint asked (no credentials, no query).")
-    declared_model: str | None = Field(None, description="The judge.model the criterion file names (the gate "
-                                       "blocks a report of another model than the file says).")
+    declared_model: str | None = Field(
+        None,
+        description="The judge.model the criterion file names (the gate "
+        "blocks a report of another model than the file says).",
+    )
     via: str = "auto"
     structured: bool = True
-    family: str | None = Field(None, description="The model's family (judgekit.llm.families): aliases and dated "
-                               "snapshots of one model share it, so a judge is not the agent under another name.")
+    family: str | None = Field(
+        None,
+        description="The model's family (judgekit.llm.families): aliases and dated "
+        "snapshots of one model share it, so a judge is not the agent under another name.",
+    )
 
     @property
     def trials(self) -> int | None:
@@ -78,8 +93,11 @@ class JudgeInfo(ReportPart):
 class UsageSummary(ReportPart):
     calls: int = 0
     cached: int = 0
-    reasked: int = Field(0, description="Of the calls, those that asked again because an answer was unreadable "
-                         "(neither a verdict nor a refusal): the judge's own unreliability.")
+    reasked: int = Field(
+        0,
+        description="Of the calls, those that asked again because an answer was unreadable "
+        "(neither a verdict nor a refusal): the judge's own unreliability.",
+    )
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float | None = None
@@ -99,25 +117,39 @@ class UsageSummary(ReportPart):
         def quantile(q: float) -> float | None:
             if not latencies:
                 return None
-            return latencies[0] if len(latencies) == 1 else statistics.quantiles(latencies, n=100, method="inclusive")[
-                int(q * 100) - 1]
+            return (
+                latencies[0]
+                if len(latencies) == 1
+                else statistics.quantiles(latencies, n=100, method="inclusive")[int(q * 100) - 1]
+            )
 
-        return cls(calls=sum(u.counts[0] for u in usages), cached=sum(u.counts[1] for u in usages),
-                   reasked=sum(u.reasked for u in usages), prompt_tokens=sum(u.prompt_tokens for u in live),
-                   completion_tokens=sum(u.completion_tokens for u in live),
-                   cost=sum(costs) if costs and len(costs) == len(live) else None,
-                   latency_p50_s=quantile(0.50), latency_p95_s=quantile(0.95))
+        return cls(
+            calls=sum(u.counts[0] for u in usages),
+            cached=sum(u.counts[1] for u in usages),
+            reasked=sum(u.reasked for u in usages),
+            prompt_tokens=sum(u.prompt_tokens for u in live),
+            completion_tokens=sum(u.completion_tokens for u in live),
+            cost=sum(costs) if costs and len(costs) == len(live) else None,
+            latency_p50_s=quantile(0.50),
+            latency_p95_s=quantile(0.95),
+        )
 
 
 class Consistency(ReportPart):
     """How far the judge agrees with itself over repeated trials of the same examples."""
 
     trials: int
-    flip_rate: float | None = Field(None, description="Share of examples whose trials did not all agree.")
-    fleiss_kappa: float | None = Field(None, description="Across trials, over examples decided in every trial.")
+    flip_rate: float | None = Field(
+        None, description="Share of examples whose trials did not all agree."
+    )
+    fleiss_kappa: float | None = Field(
+        None, description="Across trials, over examples decided in every trial."
+    )
     unstable: list[str] = Field(default_factory=list)
-    stability: dict[str, float] = Field(default_factory=dict, description="Of each unstable example: the share "
-                                                                          "of its trials with the majority verdict.")
+    stability: dict[str, float] = Field(
+        default_factory=dict,
+        description="Of each unstable example: the share of its trials with the majority verdict.",
+    )
 
 
 class Annotators(ReportPart):
@@ -126,9 +158,13 @@ class Annotators(ReportPart):
 
     pairwise_kappa: dict[str, float | None]
     judge_kappa: dict[str, float | None]
-    fleiss_kappa: float | None = Field(None, description="Among the annotators, over examples all of them labelled.")
+    fleiss_kappa: float | None = Field(
+        None, description="Among the annotators, over examples all of them labelled."
+    )
     krippendorff_alpha: float | None = None
-    examples: int = Field(0, description="Examples labelled by two annotators or more: what the figures rest on.")
+    examples: int = Field(
+        0, description="Examples labelled by two annotators or more: what the figures rest on."
+    )
 
 
 class Slice(ReportPart):
@@ -151,21 +187,32 @@ class ClaimStages(ReportPart):
     verification: ConfusionCounts = Field(description="Labelled claims; positive = supported.")
     verification_tpr: float | None = None
     verification_tnr: float | None = None
-    extraction_errors: int = Field(description="Wrong end to end, right when the labelled claims are verified.")
-    verification_errors: int = Field(description="Wrong even when the labelled claims are verified.")
-    unreadable: int = Field(0, description="Examples whose labelled claims could not be verified: an unreadable "
-                            "answer, or, for recorded verdicts, a labelled claim the recorded claims lack.")
+    extraction_errors: int = Field(
+        description="Wrong end to end, right when the labelled claims are verified."
+    )
+    verification_errors: int = Field(
+        description="Wrong even when the labelled claims are verified."
+    )
+    unreadable: int = Field(
+        0,
+        description="Examples whose labelled claims could not be verified: an unreadable "
+        "answer, or, for recorded verdicts, a labelled claim the recorded claims lack.",
+    )
 
 
 class EarlyStop(ReportPart):
     """`calibrate --stop-early`: where the judging of a criterion stopped, and why."""
 
-    decision: str | None = Field(description="PASS or FAIL once settled; null when the set ran out first.")
+    decision: str | None = Field(
+        description="PASS or FAIL once settled; null when the set ran out first."
+    )
     judged: int
     total: int
     looks: int
-    calls_saved: int = Field(description="Examples x trials not judged (for a claims criterion each of these is "
-                                         "a check of two or more calls).")
+    calls_saved: int = Field(
+        description="Examples x trials not judged (for a claims criterion each of these is "
+        "a check of two or more calls)."
+    )
 
 
 class CriterionReport(ReportPart):
@@ -186,32 +233,63 @@ class CriterionReport(ReportPart):
     slices: dict[str, Slice] = Field(default_factory=dict, description="Per tag of the examples.")
     labelled_pass: int = 0
     labelled_fail: int = 0
-    split: str | None = Field(None, description="The split calibrated (dev or test), or null for every example.")
-    calibrated_at: datetime | None = Field(None, description="When this criterion was calibrated (a report can "
-                                                             "keep criteria from earlier runs).")
-    inputs: dict[str, str] | None = Field(None, description="Digests of the files calibrated: criterion and set "
-                                          "(sha256 of their bytes), which the gate compares with the files on "
-                                          "disk, and the verdict file when the verdicts were recorded.")
-    evidence_at: datetime | None = Field(None, description="When the oldest answer these figures rest on was "
-                                         "obtained (a cached answer keeps its first time); the gate's max_age "
-                                         "counts from it.")
+    split: str | None = Field(
+        None, description="The split calibrated (dev or test), or null for every example."
+    )
+    calibrated_at: datetime | None = Field(
+        None,
+        description="When this criterion was calibrated (a report can "
+        "keep criteria from earlier runs).",
+    )
+    inputs: dict[str, str] | None = Field(
+        None,
+        description="Digests of the files calibrated: criterion and set "
+        "(sha256 of their bytes), which the gate compares with the files on "
+        "disk, and the verdict file when the verdicts were recorded.",
+    )
+    evidence_at: datetime | None = Field(
+        None,
+        description="When the oldest answer these figures rest on was "
+        "obtained (a cached answer keeps its first time); the gate's max_age "
+        "counts from it.",
+    )
     early_stop: EarlyStop | None = None
     claim_stages: ClaimStages | None = None
     selective: Certificate | None = None
-    design: Design | None = Field(None, description="How the examples were drawn, when some were drawn from a "
-                                  "pool by the judge's verdict (`judgekit label --next`): the figures are weighted.")
-    labels_changed: int | None = Field(None, description="Labels of the set changed (`judgekit label --review`) "
-                                       "since this criterion's previous calibration, by the history.")
-    verdicts: VerdictLog = Field(default_factory=VerdictLog, exclude=True,
-                                 description="Every verdict of every trial; written to verdicts.jsonl.")
+    design: Design | None = Field(
+        None,
+        description="How the examples were drawn, when some were drawn from a "
+        "pool by the judge's verdict (`judgekit label --next`): the figures are weighted.",
+    )
+    labels_changed: int | None = Field(
+        None,
+        description="Labels of the set changed (`judgekit label --review`) "
+        "since this criterion's previous calibration, by the history.",
+    )
+    verdicts: VerdictLog = Field(
+        default_factory=VerdictLog,
+        exclude=True,
+        description="Every verdict of every trial; written to verdicts.jsonl.",
+    )
     outcomes: Annotated[dict[str, tuple[bool, bool | None]], ById] = Field(
-        default_factory=dict, exclude=True, description="Example id -> (label, final verdict); kept in the history.")
+        default_factory=dict,
+        exclude=True,
+        description="Example id -> (label, final verdict); kept in the history.",
+    )
     keys: Annotated[dict[str, str], ById] = Field(
-        default_factory=dict, exclude=True,
-        description="Example id -> the digest of what the judge was shown (judgekit.inputs.sets.Example.key).")
-    confidences: dict[str, float] = Field(default_factory=dict, exclude=True, description="Example id -> the "
-                                          "confidence of its final verdict, where it has one; kept in the history.")
-    warnings: list[str] = Field(default_factory=list, description="What the numbers cannot show, in words.")
+        default_factory=dict,
+        exclude=True,
+        description="Example id -> the digest of what the judge was shown (judgekit.inputs.sets.Example.key).",
+    )
+    confidences: dict[str, float] = Field(
+        default_factory=dict,
+        exclude=True,
+        description="Example id -> the "
+        "confidence of its final verdict, where it has one; kept in the history.",
+    )
+    warnings: list[str] = Field(
+        default_factory=list, description="What the numbers cannot show, in words."
+    )
 
 
 class Report(ReportPart):
@@ -220,7 +298,9 @@ class Report(ReportPart):
     judgekit_version: str = Field(default_factory=version)
     created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
     criteria: list[CriterionReport]
-    judging_s: float | None = Field(None, description="Wall time of the live judging stage, when there was one.")
+    judging_s: float | None = Field(
+        None, description="Wall time of the live judging stage, when there was one."
+    )
 
     def criterion(self, criterion_id: str) -> CriterionReport | None:
         return next((c for c in self.criteria if c.id == criterion_id), None)
@@ -257,8 +337,13 @@ class Report(ReportPart):
             write_atomic(directory / "report.json", report.model_dump_json(indent=2) + "\n")
             write_atomic(directory / "report.md", to_markdown(report))
             mine = {c.id for c in report.criteria} - {c for c in kept_lines}
-            write_atomic(directory / "verdicts.jsonl", chain(
-                (v.line() for c in report.criteria if c.id in mine for v in c.verdicts), *kept_lines.values()))
+            write_atomic(
+                directory / "verdicts.jsonl",
+                chain(
+                    (v.line() for c in report.criteria if c.id in mine for v in c.verdicts),
+                    *kept_lines.values(),
+                ),
+            )
         return report
 
     def _merged(self, directory: Path, merge: bool) -> tuple["Report", dict[str, list[str]]]:
@@ -272,8 +357,12 @@ class Report(ReportPart):
 
         def newer(c: "CriterionReport") -> bool:  # the one on disk was calibrated after this one
             ours = mine.get(c.id)
-            return ours is not None and c.calibrated_at is not None and ours.calibrated_at is not None \
+            return (
+                ours is not None
+                and c.calibrated_at is not None
+                and ours.calibrated_at is not None
                 and c.calibrated_at > ours.calibrated_at
+            )
 
         keep = {cid for cid, c in theirs.items() if (merge and cid not in mine) or newer(c)}
         if not keep:
@@ -310,5 +399,3 @@ class Report(ReportPart):
             raise InputError(problems_of(error, str(path))) from None
         report._source = path
         return report
-
-

@@ -19,7 +19,14 @@ from judgekit.inputs.policy import Selective
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.selective import SOURCES, certificate, given
 from judgekit.judging.verdicts import Verdict
-from judgekit.stats.design import DesignError, Drawn, by_pool, design_calibration, weighted_cells, weights
+from judgekit.stats.design import (
+    DesignError,
+    Drawn,
+    by_pool,
+    design_calibration,
+    weighted_cells,
+    weights,
+)
 from judgekit.stats.metrics import Calibration, calibration
 
 
@@ -40,24 +47,35 @@ class ById(dict):  # type: ignore[type-arg]
         from pydantic_core import core_schema
 
         checked = handler(source)  # the field's own type: Annotated[dict[...], ById]
-        return core_schema.json_or_python_schema(json_schema=checked, python_schema=core_schema.union_schema(
-            [core_schema.is_instance_schema(cls), checked]))
+        return core_schema.json_or_python_schema(
+            json_schema=checked,
+            python_schema=core_schema.union_schema([core_schema.is_instance_schema(cls), checked]),
+        )
 
 
 class Stage(ReportPart):
     """One judge of a selective cascade, certified on the examples that reach it."""
 
     model: str | None = None
-    threshold: float | None = Field(None, description="Verdicts at or above this confidence are given; null: none.")
+    threshold: float | None = Field(
+        None, description="Verdicts at or above this confidence are given; null: none."
+    )
     agreement: float | None = Field(None, description="With the labels, on the verdicts it gives.")
-    agreement_lower: float | None = Field(None, description="The exact one-sided bound that certified it.")
+    agreement_lower: float | None = Field(
+        None, description="The exact one-sided bound that certified it."
+    )
     covered: int = 0
-    reaching: int = Field(0, description="Examples that reach this judge (every one for the first).")
+    reaching: int = Field(
+        0, description="Examples that reach this judge (every one for the first)."
+    )
     tpr: float | None = None
     tnr: float | None = None
     tested: int = Field(0, description="Thresholds tested, from the most confident down.")
-    given: tuple[int, int, int, int] = Field((0, 0, 0, 0), description="tp, fp, tn, fn of the verdicts it gives: "
-                                             "what a pass rate of its verdicts is corrected with.")
+    given: tuple[int, int, int, int] = Field(
+        (0, 0, 0, 0),
+        description="tp, fp, tn, fn of the verdicts it gives: "
+        "what a pass rate of its verdicts is corrected with.",
+    )
 
 
 class Certificate(ReportPart):
@@ -65,7 +83,9 @@ class Certificate(ReportPart):
     with people on at least `min_agreement` of the verdicts given, with probability 1 - `delta`,
     and the share of examples given a verdict. The gate recomputes it from verdicts.jsonl."""
 
-    confidence: str = Field(description="Its signal: trials, logprob or recorded (judgekit.judging.selective).")
+    confidence: str = Field(
+        description="Its signal: trials, logprob or recorded (judgekit.judging.selective)."
+    )
     min_agreement: float
     delta: float
     min_coverage: float
@@ -76,7 +96,9 @@ class Certificate(ReportPart):
     coverage: float | None = None
     coverage_interval: tuple[float, float] | None = None
     statement: str | None = Field(None, description="In words, as the gate says it.")
-    problem: str | None = Field(None, description="Why nothing could be certified, when no confidence was given.")
+    problem: str | None = Field(
+        None, description="Why nothing could be certified, when no confidence was given."
+    )
 
     @property
     def certified(self) -> bool:
@@ -87,36 +109,76 @@ def _number(value: float | None) -> float | None:
     return None if value is None or math.isnan(value) else value
 
 
-def certificate_of(labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], models: Sequence[str | None],
-                   selective: Selective, source: str) -> Certificate:
+def certificate_of(
+    labels: Sequence[bool],
+    stages: Sequence[Sequence[Verdict]],
+    models: Sequence[str | None],
+    selective: Selective,
+    source: str,
+) -> Certificate:
     """The certificate of a criterion's judge (and those it escalates to) from their final verdicts."""
-    base = Certificate(confidence=source, min_agreement=selective.min_agreement, delta=selective.delta,
-                       min_coverage=selective.min_coverage, n=len(labels))
+    base = Certificate(
+        confidence=source,
+        min_agreement=selective.min_agreement,
+        delta=selective.delta,
+        min_coverage=selective.min_coverage,
+        n=len(labels),
+    )
     found = certificate(labels, stages, selective)
     if found is None:
-        return base.model_copy(update={"problem": f"a verdict has no confidence ({SOURCES[source]}): give the judge "
-                                       "trials: 3 or more, or a provider that returns log-probabilities"})
+        return base.model_copy(
+            update={
+                "problem": f"a verdict has no confidence ({SOURCES[source]}): give the judge "
+                "trials: 3 or more, or a provider that returns log-probabilities"
+            }
+        )
     reaching = [c.n for c in found.stages]
-    return base.model_copy(update={
-        "stages": [Stage(model=model, threshold=c.threshold, agreement=_number(c.agreement),
-                         agreement_lower=_number(c.agreement_lower), covered=c.covered, reaching=r, tpr=c.tpr,
-                         tnr=c.tnr, tested=c.tested, given=g)
-                   for c, model, r, g in zip(found.stages, models, reaching, given(labels, stages, found))],
-        "covered": found.covered, "agreement": _number(found.agreement), "coverage": _number(found.coverage),
-        "coverage_interval": found.coverage_interval, "statement": found.words()})
+    return base.model_copy(
+        update={
+            "stages": [
+                Stage(
+                    model=model,
+                    threshold=c.threshold,
+                    agreement=_number(c.agreement),
+                    agreement_lower=_number(c.agreement_lower),
+                    covered=c.covered,
+                    reaching=r,
+                    tpr=c.tpr,
+                    tnr=c.tnr,
+                    tested=c.tested,
+                    given=g,
+                )
+                for c, model, r, g in zip(
+                    found.stages, models, reaching, given(labels, stages, found)
+                )
+            ],
+            "covered": found.covered,
+            "agreement": _number(found.agreement),
+            "coverage": _number(found.coverage),
+            "coverage_interval": found.coverage_interval,
+            "statement": found.words(),
+        }
+    )
 
 
 class Pool(ReportPart):
     """The strata of one pool some of the set's examples were drawn from (`judgekit label --next`)."""
 
     pool: str
-    sizes: dict[str, int] = Field(description="Replies of the pool in each stratum when it was drawn from.")
+    sizes: dict[str, int] = Field(
+        description="Replies of the pool in each stratum when it was drawn from."
+    )
     labelled: dict[str, int] = Field(description="Examples of each stratum in the set calibrated.")
-    metrics: dict[str, float | None] = Field(default_factory=dict, description="tpr and tnr of the pool's drawn "
-                                             "examples alone, weighted within it: what the judge does on the "
-                                             "pool (the gate checks them too).")
+    metrics: dict[str, float | None] = Field(
+        default_factory=dict,
+        description="tpr and tnr of the pool's drawn "
+        "examples alone, weighted within it: what the judge does on the "
+        "pool (the gate checks them too).",
+    )
     intervals: dict[str, tuple[float | None, float | None]] = Field(default_factory=dict)
-    abstained: float = Field(0.0, description="The share of the pool the judge abstains on (weighted).")
+    abstained: float = Field(
+        0.0, description="The share of the pool the judge abstains on (weighted)."
+    )
 
 
 class Design(ReportPart):
@@ -125,12 +187,18 @@ class Design(ReportPart):
 
     pools: list[Pool]
     other: int = Field(description="Examples labelled some other way (weight 1 each).")
-    weighted: tuple[float, float, float, float] = Field(description="tp, fp, tn, fn, each example counted by its "
-                                                        "weight: what a pass rate is corrected with.")
+    weighted: tuple[float, float, float, float] = Field(
+        description="tp, fp, tn, fn, each example counted by its "
+        "weight: what a pass rate is corrected with."
+    )
 
     @classmethod
-    def of(cls, drawn: Sequence[Drawn | None], weighted: tuple[float, float, float, float],
-           own: dict[str, tuple[Calibration, float]]) -> "Design | None":
+    def of(
+        cls,
+        drawn: Sequence[Drawn | None],
+        weighted: tuple[float, float, float, float],
+        own: dict[str, tuple[Calibration, float]],
+    ) -> "Design | None":
         if all(d is None for d in drawn):
             return None
         labelled = Counter((d.pool, d.stratum) for d in drawn if d is not None)
@@ -138,23 +206,43 @@ class Design(ReportPart):
         for d in drawn:
             if d is not None and d.pool not in pools:
                 found, abstaining = own[d.pool]
-                pools[d.pool] = Pool(pool=d.pool, sizes=dict(d.sizes), abstained=round(abstaining, 6),
-                                     labelled={k: labelled[(d.pool, k)] for k, _ in d.sizes},
-                                     metrics={k: _finite(found.metrics[k]) for k in ("tpr", "tnr")},
-                                     intervals={k: tuple(_finite(x) for x in found.intervals[k]) for k in ("tpr", "tnr")})
-        return cls(pools=list(pools.values()), other=sum(d is None for d in drawn),
-                   weighted=tuple(round(x, 6) for x in weighted))  # type: ignore[arg-type]
+                pools[d.pool] = Pool(
+                    pool=d.pool,
+                    sizes=dict(d.sizes),
+                    abstained=round(abstaining, 6),
+                    labelled={k: labelled[(d.pool, k)] for k, _ in d.sizes},
+                    metrics={k: _finite(found.metrics[k]) for k in ("tpr", "tnr")},
+                    intervals={
+                        k: tuple(_finite(x) for x in found.intervals[k]) for k in ("tpr", "tnr")
+                    },
+                )
+        return cls(
+            pools=list(pools.values()),
+            other=sum(d is None for d in drawn),
+            weighted=tuple(round(x, 6) for x in weighted),
+        )  # type: ignore[arg-type]
 
     def words(self) -> str:
         drawn = sum(sum(p.labelled.values()) for p in self.pools)
-        strata = "; ".join(f"pool {p.pool}: " + ", ".join(f"{p.labelled.get(k, 0)} of {n} {k}" for k, n in
-                                                          sorted(p.sizes.items())) for p in self.pools)
-        alone = "; ".join(f"pool {p.pool} alone: " + ", ".join(
-            f"{k.upper()} {_word(p.metrics.get(k))} ({_word(p.intervals.get(k, (None, None))[0])}-"
-            f"{_word(p.intervals.get(k, (None, None))[1])})" for k in ("tpr", "tnr"))
-            + (f", abstaining on {p.abstained:.0%}" if p.abstained else "") for p in self.pools)
-        return (f"{drawn} example(s) drawn by the judge's verdict ({strata}) and {self.other} other(s): the "
-                f"figures are weighted by how each was drawn. {alone}")
+        strata = "; ".join(
+            f"pool {p.pool}: "
+            + ", ".join(f"{p.labelled.get(k, 0)} of {n} {k}" for k, n in sorted(p.sizes.items()))
+            for p in self.pools
+        )
+        alone = "; ".join(
+            f"pool {p.pool} alone: "
+            + ", ".join(
+                f"{k.upper()} {_word(p.metrics.get(k))} ({_word(p.intervals.get(k, (None, None))[0])}-"
+                f"{_word(p.intervals.get(k, (None, None))[1])})"
+                for k in ("tpr", "tnr")
+            )
+            + (f", abstaining on {p.abstained:.0%}" if p.abstained else "")
+            for p in self.pools
+        )
+        return (
+            f"{drawn} example(s) drawn by the judge's verdict ({strata}) and {self.other} other(s): the "
+            f"figures are weighted by how each was drawn. {alone}"
+        )
 
 
 def check_drawn(cal: CalibrationSet, whole: CalibrationSet | None = None) -> list[Drawn | None]:
@@ -167,15 +255,20 @@ def check_drawn(cal: CalibrationSet, whole: CalibrationSet | None = None) -> lis
     except DesignError as error:
         if whole is not None and whole is not cal:
             check_drawn(whole)
-            raise InputError.one(cal.path, "split", "the examples drawn from a pool are divided between the "
-                                 f"splits, and this split alone is no design ({error}); give every example drawn "
-                                 "from one pool the same split (or none)") from None
+            raise InputError.one(
+                cal.path,
+                "split",
+                "the examples drawn from a pool are divided between the "
+                f"splits, and this split alone is no design ({error}); give every example drawn "
+                "from one pool the same split (or none)",
+            ) from None
         raise InputError.one(cal.path, "selection", f"{error}") from None
     return drawn
 
 
-def agreement(cal: CalibrationSet, verdicts: list[bool | None], seed: int,
-              plain: bool = False) -> tuple[Calibration, Design | None]:
+def agreement(
+    cal: CalibrationSet, verdicts: list[bool | None], seed: int, plain: bool = False
+) -> tuple[Calibration, Design | None]:
     """The judge's agreement with the labels of a set: weighted by how the examples were drawn when
     some were drawn from a pool by design (`judgekit label --next`), counted plainly otherwise."""
     labels = [e.label for e in cal.examples]
@@ -184,7 +277,9 @@ def agreement(cal: CalibrationSet, verdicts: list[bool | None], seed: int,
     drawn = check_drawn(cal)
     cells = weighted_cells(labels, verdicts, weights(drawn))
     # seed 0 whatever --seed says: the gate draws kappa's interval the same way to check it
-    return design_calibration(labels, verdicts, drawn), Design.of(drawn, cells, by_pool(labels, verdicts, drawn))
+    return design_calibration(labels, verdicts, drawn), Design.of(
+        drawn, cells, by_pool(labels, verdicts, drawn)
+    )
 
 
 def _finite(value: float | None) -> float | None:

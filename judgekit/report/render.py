@@ -15,8 +15,20 @@ if TYPE_CHECKING:
     from judgekit.report.model import Annotators, Report
     from judgekit.report.parts import Certificate
 
-METRIC_NAMES = ("tpr", "tnr", "precision", "npv", "accuracy", "balanced_accuracy", "f1", "f1_fail", "macro_f1",
-                "cohen_kappa", "mcc", "prevalence")
+METRIC_NAMES = (
+    "tpr",
+    "tnr",
+    "precision",
+    "npv",
+    "accuracy",
+    "balanced_accuracy",
+    "f1",
+    "f1_fail",
+    "macro_f1",
+    "cohen_kappa",
+    "mcc",
+    "prevalence",
+)
 INTERVAL_NAMES = ("tpr", "tnr", "precision", "accuracy", "cohen_kappa")
 
 
@@ -32,14 +44,20 @@ CEILING_MIN = 20  # examples labelled by several annotators before their agreeme
 def human_ceiling(a: "Annotators") -> str:
     """The humans' agreement with each other beside the judge's with each of them, on how many
     examples; below CEILING_MIN, said to be too few to compare."""
-    human = ", ".join(f"{md_escape(pair)} {fmt_number(k, 2)}" for pair, k in a.pairwise_kappa.items())
+    human = ", ".join(
+        f"{md_escape(pair)} {fmt_number(k, 2)}" for pair, k in a.pairwise_kappa.items()
+    )
     judge = ", ".join(f"{md_escape(who)} {fmt_number(k, 2)}" for who, k in a.judge_kappa.items())
     head = f"Human ceiling, on {a.examples} examples labelled by several annotators"
     if a.examples < CEILING_MIN:
-        return (f"{head}: too few to compare the judge with (at least {CEILING_MIN} are needed); kappa between "
-                f"annotators {human}")
-    return (f"{head}, kappa between annotators: {human} (Fleiss {fmt_number(a.fleiss_kappa, 2)}, Krippendorff's "
-            f"alpha {fmt_number(a.krippendorff_alpha, 2)}); the judge against each: {judge}")
+        return (
+            f"{head}: too few to compare the judge with (at least {CEILING_MIN} are needed); kappa between "
+            f"annotators {human}"
+        )
+    return (
+        f"{head}, kappa between annotators: {human} (Fleiss {fmt_number(a.fleiss_kappa, 2)}, Krippendorff's "
+        f"alpha {fmt_number(a.krippendorff_alpha, 2)}); the judge against each: {judge}"
+    )
 
 
 def fmt_number(x: float | None, digits: int = 3) -> str:
@@ -60,7 +78,10 @@ def printable(text: object) -> str:
     text = str(text)
     if text.isprintable():
         return text
-    return "".join(ch if ch.isprintable() or unicodedata.category(ch) == "Zs" else repr(ch)[1:-1] for ch in text)
+    return "".join(
+        ch if ch.isprintable() or unicodedata.category(ch) == "Zs" else repr(ch)[1:-1]
+        for ch in text
+    )
 
 
 def _interval(pair: tuple[float | None, float | None] | None) -> str:
@@ -76,8 +97,17 @@ def md_escape(text: str | None, limit: int = 300) -> str:
     text = " ".join(text.split())
     if len(text) > limit:
         text = text[: limit - 1] + "…"
-    for char, entity in (("&", "&amp;"), ("<", "&lt;"), (">", "&gt;"), ("|", "&#124;"), ("`", "&#96;"),
-                         ("[", "&#91;"), ("]", "&#93;"), ("*", "&#42;"), ("_", "&#95;")):
+    for char, entity in (
+        ("&", "&amp;"),
+        ("<", "&lt;"),
+        (">", "&gt;"),
+        ("|", "&#124;"),
+        ("`", "&#96;"),
+        ("[", "&#91;"),
+        ("]", "&#93;"),
+        ("*", "&#42;"),
+        ("_", "&#95;"),
+    ):
         text = text.replace(char, entity)
     return text
 
@@ -87,75 +117,120 @@ def _verdict_word(value: bool | None) -> str:
 
 
 def to_markdown(report: "Report") -> str:
-    lines = ["# judgekit calibration report", "",
-             f"judgekit {report.judgekit_version}, {report.created_at.isoformat(timespec='seconds')}", ""]
+    lines = [
+        "# judgekit calibration report",
+        "",
+        f"judgekit {report.judgekit_version}, {report.created_at.isoformat(timespec='seconds')}",
+        "",
+    ]
     for c in report.criteria:
         judge = c.judge
         lines += [f"## {c.id}", ""]
         if judge:
-            lines.append(f"Judge: {judge.kind}" + (f", model {md_escape(judge.model)}" if judge.model else "")
-                         + (f", {md_escape(judge.source)}" if judge.source != "live" else ""))
+            lines.append(
+                f"Judge: {judge.kind}"
+                + (f", model {md_escape(judge.model)}" if judge.model else "")
+                + (f", {md_escape(judge.source)}" if judge.source != "live" else "")
+            )
         for warning in c.warnings:
             lines += [f"> Warning: {md_escape(warning)}", ""]
-        lines += [f"Examples: {c.n} ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled fail), "
-                  f"abstained: {c.abstained}", ""]
+        lines += [
+            f"Examples: {c.n} ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled fail), "
+            f"abstained: {c.abstained}",
+            "",
+        ]
         if c.design:
             lines += [md_escape(c.design.words()) + ".", ""]
         if c.labels_changed:
-            lines += [f"{c.labels_changed} label(s) changed since the previous calibration (`judgekit label "
-                      "--review`; the history keeps each change).", ""]
-        lines += [
-                  "| metric | value | 95% interval |", "|---|---|---|"]
+            lines += [
+                f"{c.labels_changed} label(s) changed since the previous calibration (`judgekit label "
+                "--review`; the history keeps each change).",
+                "",
+            ]
+        lines += ["| metric | value | 95% interval |", "|---|---|---|"]
         for name in METRIC_NAMES:
-            lines.append(f"| {name} | {fmt_number(c.metrics.get(name))} | {_interval(c.intervals.get(name))} |")
+            lines.append(
+                f"| {name} | {fmt_number(c.metrics.get(name))} | {_interval(c.intervals.get(name))} |"
+            )
         k = c.confusion
-        lines += ["", "| | judge pass | judge fail |", "|---|---|---|",
-                  f"| labelled pass | {k.tp} (TP) | {k.fn} (FN) |", f"| labelled fail | {k.fp} (FP) | {k.tn} (TN) |", ""]
+        lines += [
+            "",
+            "| | judge pass | judge fail |",
+            "|---|---|---|",
+            f"| labelled pass | {k.tp} (TP) | {k.fn} (FN) |",
+            f"| labelled fail | {k.fp} (FP) | {k.tn} (TN) |",
+            "",
+        ]
         if c.consistency:
-            lines.append(f"Self-consistency over {c.consistency.trials} trials: flip rate "
-                         f"{fmt_number(c.consistency.flip_rate)}, Fleiss' kappa {fmt_number(c.consistency.fleiss_kappa)}, "
-                         f"unstable: {md_escape(', '.join(c.consistency.unstable)) or 'none'}")
+            lines.append(
+                f"Self-consistency over {c.consistency.trials} trials: flip rate "
+                f"{fmt_number(c.consistency.flip_rate)}, Fleiss' kappa {fmt_number(c.consistency.fleiss_kappa)}, "
+                f"unstable: {md_escape(', '.join(c.consistency.unstable)) or 'none'}"
+            )
         if c.annotators:
             lines.append(human_ceiling(c.annotators))
         if c.selective:
             lines += selective_lines(c.selective)
         if c.slices:
-            lines += ["", "| tag | n | abstained | TPR | TNR | accuracy | kappa |", "|---|---|---|---|---|---|---|"]
-            lines += [f"| {md_escape(tag)} | {s.n} | {s.abstained} | {fmt_number(s.tpr)} | {fmt_number(s.tnr)} | "
-                      f"{fmt_number(s.accuracy)} | {fmt_number(s.cohen_kappa)} |" for tag, s in c.slices.items()]
+            lines += [
+                "",
+                "| tag | n | abstained | TPR | TNR | accuracy | kappa |",
+                "|---|---|---|---|---|---|---|",
+            ]
+            lines += [
+                f"| {md_escape(tag)} | {s.n} | {s.abstained} | {fmt_number(s.tpr)} | {fmt_number(s.tnr)} | "
+                f"{fmt_number(s.accuracy)} | {fmt_number(s.cohen_kappa)} |"
+                for tag, s in c.slices.items()
+            ]
             lines.append("")
         if c.claim_stages:
             g = c.claim_stages
-            lines.append(f"Claim-level labels on {g.examples} examples ({g.claims} claims): verification TPR "
-                         f"{fmt_number(g.verification_tpr)}, TNR {fmt_number(g.verification_tnr)}; wrong verdicts "
-                         f"from extraction {g.extraction_errors}, from verification {g.verification_errors}"
-                         + (f"; {g.unreadable} unreadable" if g.unreadable else ""))
+            lines.append(
+                f"Claim-level labels on {g.examples} examples ({g.claims} claims): verification TPR "
+                f"{fmt_number(g.verification_tpr)}, TNR {fmt_number(g.verification_tnr)}; wrong verdicts "
+                f"from extraction {g.extraction_errors}, from verification {g.verification_errors}"
+                + (f"; {g.unreadable} unreadable" if g.unreadable else "")
+            )
         if c.usage:
             u = c.usage
             reasked = f", {u.reasked} re-asked after an unreadable answer" if u.reasked else ""
-            lines.append(f"Usage: {u.calls} calls ({u.cached} from cache{reasked}), {u.prompt_tokens} tokens in, "
-                         f"{u.completion_tokens} out, cost {fmt_number(u.cost, 4)}, latency p50 {fmt_number(u.latency_p50_s)} s, "
-                         f"p95 {fmt_number(u.latency_p95_s)} s")
+            lines.append(
+                f"Usage: {u.calls} calls ({u.cached} from cache{reasked}), {u.prompt_tokens} tokens in, "
+                f"{u.completion_tokens} out, cost {fmt_number(u.cost, 4)}, latency p50 {fmt_number(u.latency_p50_s)} s, "
+                f"p95 {fmt_number(u.latency_p95_s)} s"
+            )
         lines += ["", f"### Disagreements ({len(c.disagreements)})", ""]
         if c.disagreements:
-            lines += [f"Each example as the judge saw it (texts cut at {TEXT_LIMIT} characters; report.html shows "
-                      "them whole), and the judge's reason:", "",
-                      "| id | label | verdict | input | output | judge's reason |", "|---|---|---|---|---|---|"]
+            lines += [
+                f"Each example as the judge saw it (texts cut at {TEXT_LIMIT} characters; report.html shows "
+                "them whole), and the judge's reason:",
+                "",
+                "| id | label | verdict | input | output | judge's reason |",
+                "|---|---|---|---|---|---|",
+            ]
             for d in c.disagreements:
                 reason = d.reason if d.abstention is None else f"({d.abstention}) {d.reason or ''}"
                 if d.raw:
                     reason += f" — raw answer: {d.raw}"
-                lines.append(f"| {md_escape(d.id)} | {_verdict_word(d.label)} | {_verdict_word(d.verdict)} | "
-                             f"{md_escape(d.input, TEXT_LIMIT)} | {md_escape(d.output, TEXT_LIMIT)} | "
-                             f"{md_escape(reason)} |")
+                lines.append(
+                    f"| {md_escape(d.id)} | {_verdict_word(d.label)} | {_verdict_word(d.verdict)} | "
+                    f"{md_escape(d.input, TEXT_LIMIT)} | {md_escape(d.output, TEXT_LIMIT)} | "
+                    f"{md_escape(reason)} |"
+                )
             checked = [d for d in c.disagreements if d.claims]
             if checked:
-                lines += ["", "Claims of these examples (✓ supported, ✗ not supported, ? unreadable):", ""]
+                lines += [
+                    "",
+                    "Claims of these examples (✓ supported, ✗ not supported, ? unreadable):",
+                    "",
+                ]
                 for d in checked:
                     lines.append(f"- {md_escape(d.id)}:")
                     for number, claim in enumerate(d.claims or [], start=1):
                         mark = "?" if claim.supported is None else ("✓" if claim.supported else "✗")
-                        evidence = f" — evidence: “{md_escape(claim.evidence)}”" if claim.evidence else ""
+                        evidence = (
+                            f" — evidence: “{md_escape(claim.evidence)}”" if claim.evidence else ""
+                        )
                         lines.append(f"  {number}. {mark} {md_escape(claim.claim)}{evidence}")
         lines.append("")
     return "\n".join(lines)
@@ -166,12 +241,19 @@ def selective_lines(s: "Certificate") -> list[str]:
     head = f"Selective judging (confidence: {s.confidence}; target {s.min_agreement:g} at delta {s.delta:g}): "
     if s.problem:
         return ["", head + s.problem]
-    lines = ["", head + (s.statement or ""), "", "| judge | threshold | reaching | covered | agreement | lower bound | "
-             "TPR / TNR covered |", "|---|---|---|---|---|---|---|"]
+    lines = [
+        "",
+        head + (s.statement or ""),
+        "",
+        "| judge | threshold | reaching | covered | agreement | lower bound | TPR / TNR covered |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for stage in s.stages:
-        lines.append(f"| {md_escape(stage.model or 'recorded')} | {fmt_number(stage.threshold)} | {stage.reaching} | "
-                     f"{stage.covered} | {fmt_number(stage.agreement)} | {fmt_number(stage.agreement_lower)} | "
-                     f"{fmt_number(stage.tpr)} / {fmt_number(stage.tnr)} |")
+        lines.append(
+            f"| {md_escape(stage.model or 'recorded')} | {fmt_number(stage.threshold)} | {stage.reaching} | "
+            f"{stage.covered} | {fmt_number(stage.agreement)} | {fmt_number(stage.agreement_lower)} | "
+            f"{fmt_number(stage.tpr)} / {fmt_number(stage.tnr)} |"
+        )
     return lines + [""]
 
 
@@ -181,13 +263,27 @@ def to_table(report: "Report") -> str:
     rows = [header]
     for c in report.criteria:
         m = c.metrics
-        rows.append((c.id, str(c.n), str(c.abstained), fmt_number(m.get("tpr"), 2), fmt_number(m.get("tnr"), 2),
-                     fmt_number(m.get("cohen_kappa"), 2), _interval(c.intervals.get("cohen_kappa")) or "n/a",
-                     str(len(c.disagreements))))
+        rows.append(
+            (
+                c.id,
+                str(c.n),
+                str(c.abstained),
+                fmt_number(m.get("tpr"), 2),
+                fmt_number(m.get("tnr"), 2),
+                fmt_number(m.get("cohen_kappa"), 2),
+                _interval(c.intervals.get("cohen_kappa")) or "n/a",
+                str(len(c.disagreements)),
+            )
+        )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     out = []
     for index, row in enumerate(rows):
-        out.append("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths))))
+        out.append(
+            "  ".join(
+                cell.ljust(w) if i == 0 else cell.rjust(w)
+                for i, (cell, w) in enumerate(zip(row, widths))
+            )
+        )
         if index == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out)

@@ -22,7 +22,9 @@ from typing import Sequence
 
 from judgekit.stats.metrics import wilson
 
-MAX_LOOKS = 4  # looks at one test split before fresh examples are needed (the 5th would get alpha / 32)
+MAX_LOOKS = (
+    4  # looks at one test split before fresh examples are needed (the 5th would get alpha / 32)
+)
 
 
 def look_alpha(alpha: float, look: int) -> float | None:
@@ -36,7 +38,7 @@ def look_alpha(alpha: float, look: int) -> float | None:
         raise ValueError(f"alpha={alpha}: give a share between 0 and 1, e.g. 0.05")
     if look < 1:
         raise ValueError(f"look={look}: looks count from 1")
-    return alpha / 2 ** look if look <= MAX_LOOKS else None
+    return alpha / 2**look if look <= MAX_LOOKS else None
 
 
 def better_p(current_better: int, candidate_better: int) -> float:
@@ -64,7 +66,9 @@ class Acceptance:
     n: int
     current_right: int
     candidate_right: int
-    lower_bounds: dict[str, tuple[float | None, float | None]]  # tpr / tnr: (current, candidate) 95% lower bounds
+    lower_bounds: dict[
+        str, tuple[float | None, float | None]
+    ]  # tpr / tnr: (current, candidate) 95% lower bounds
     reasons: tuple[str, ...]
 
 
@@ -73,11 +77,18 @@ def _lower(labels: Sequence[bool], verdicts: Sequence[bool | None], cls: bool) -
     return wilson(sum(1 for v in mine if v is cls), len(mine))[0] if mine else None
 
 
-def accept(labels: Sequence[bool], current: Sequence[bool | None], candidate: Sequence[bool | None], alpha: float,
-           tolerance: float = 0.02) -> Acceptance:
+def accept(
+    labels: Sequence[bool],
+    current: Sequence[bool | None],
+    candidate: Sequence[bool | None],
+    alpha: float,
+    tolerance: float = 0.02,
+) -> Acceptance:
     """Whether `candidate` is shown better than `current` on these labelled examples (see the module)."""
     if not len(labels) == len(current) == len(candidate):
-        raise ValueError(f"{len(labels)} labels, {len(current)} and {len(candidate)} verdicts: one of each per example")
+        raise ValueError(
+            f"{len(labels)} labels, {len(current)} and {len(candidate)} verdicts: one of each per example"
+        )
     was = [v is not None and v == y for y, v in zip(labels, current)]
     now = [v is not None and v == y for y, v in zip(labels, candidate)]
     b = sum(1 for x, y in zip(was, now) if x and not y)
@@ -85,14 +96,20 @@ def accept(labels: Sequence[bool], current: Sequence[bool | None], candidate: Se
     p = better_p(b, c)
     reasons = []
     if p > alpha:
-        reasons.append(f"not significantly better on {len(labels)} held-out examples: right on {sum(now)} against "
-                       f"{sum(was)} ({c} only the candidate, {b} only the current judge; one-sided exact McNemar "
-                       f"p = {p:.3g} > alpha {alpha:.3g})")
+        reasons.append(
+            f"not significantly better on {len(labels)} held-out examples: right on {sum(now)} against "
+            f"{sum(was)} ({c} only the candidate, {b} only the current judge; one-sided exact McNemar "
+            f"p = {p:.3g} > alpha {alpha:.3g})"
+        )
     bounds = {}
     for name, cls in (("tpr", True), ("tnr", False)):
         old, new = _lower(labels, current, cls), _lower(labels, candidate, cls)
         bounds[name] = (old, new)
         if old is not None and new is not None and new < old - tolerance:
-            reasons.append(f"its {name.upper()} 95% lower bound {new:.2f} is below the current judge's {old:.2f} by "
-                           f"more than the tolerance {tolerance:g}")
-    return Acceptance(not reasons, p, alpha, b, c, len(labels), sum(was), sum(now), bounds, tuple(reasons))
+            reasons.append(
+                f"its {name.upper()} 95% lower bound {new:.2f} is below the current judge's {old:.2f} by "
+                f"more than the tolerance {tolerance:g}"
+            )
+    return Acceptance(
+        not reasons, p, alpha, b, c, len(labels), sum(was), sum(now), bounds, tuple(reasons)
+    )

@@ -26,7 +26,9 @@ class Stratum:
     cells: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
-def allocate(strata: Mapping[str, Stratum], n: int, rate: str, current: float | None = None) -> dict[str, int]:
+def allocate(
+    strata: Mapping[str, Stratum], n: int, rate: str, current: float | None = None
+) -> dict[str, int]:
     """How many of the next `n` labels each stratum gets, to shrink the variance of `rate` (tpr or
     tnr) most: at least MIN_PER_STRATUM in each stratum first, then one label at a time where it
     lowers N_h^2 S_h^2 / n_h most (S_h^2: the variance of the rate's linearised value in the
@@ -37,9 +39,14 @@ def allocate(strata: Mapping[str, Stratum], n: int, rate: str, current: float | 
     spread = {}
     for name, s in strata.items():
         shares = [(k + PRIOR) / (sum(s.cells) + 4 * PRIOR) for k in s.cells]
-        z = [(1.0 if i in numerator else 0.0) - r * (1.0 if i in denominator else 0.0) for i in range(4)]
+        z = [
+            (1.0 if i in numerator else 0.0) - r * (1.0 if i in denominator else 0.0)
+            for i in range(4)
+        ]
         mean = sum(p * v for p, v in zip(shares, z))
-        spread[name] = s.size * math.sqrt(max(sum(p * v * v for p, v in zip(shares, z)) - mean * mean, 1e-12))
+        spread[name] = s.size * math.sqrt(
+            max(sum(p * v * v for p, v in zip(shares, z)) - mean * mean, 1e-12)
+        )
     taken = {name: 0 for name in strata}
     room = {name: s.size - s.labelled for name, s in strata.items()}
     left = n

@@ -43,14 +43,27 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 from typing import Sequence
 
-from judgekit.stats.metrics import (CONFIDENCE, NAN, Calibration, Confusion, confusion, kappa_from_counts,
-                                    mcc_from_counts, ratio)
+from judgekit.stats.metrics import (
+    CONFIDENCE,
+    NAN,
+    Calibration,
+    Confusion,
+    confusion,
+    kappa_from_counts,
+    mcc_from_counts,
+    ratio,
+)
 
 PRIOR = 0.5  # per cell of a stratum's 2x2 table: Jeffreys
 MIN_PER_STRATUM = 2
 WIDER = 0.02  # (b) at 97%: with (b) at 95% or 96% the pair covered 94.3-94.4% in one benchmark row
 # the cells of each rate: numerator, denominator (indices into tp, fp, tn, fn)
-RATES = {"tpr": ((0,), (0, 3)), "tnr": ((2,), (2, 1)), "precision": ((0,), (0, 1)), "accuracy": ((0, 2), (0, 1, 2, 3))}
+RATES = {
+    "tpr": ((0,), (0, 3)),
+    "tnr": ((2,), (2, 1)),
+    "precision": ((0,), (0, 1)),
+    "accuracy": ((0, 2), (0, 1, 2, 3)),
+}
 
 
 @dataclass(frozen=True)
@@ -80,29 +93,42 @@ def groups(drawn: Sequence[Drawn | None]) -> tuple[list[str], dict[str, float]]:
             continue
         sizes = dict(d.sizes)
         if d.stratum not in sizes or any(n < 0 for n in sizes.values()):
-            raise DesignError(f"pool {d.pool}: stratum {d.stratum!r} is not among its sizes {sizes}")
+            raise DesignError(
+                f"pool {d.pool}: stratum {d.stratum!r} is not among its sizes {sizes}"
+            )
         if pools.setdefault(d.pool, sizes) != sizes:
-            raise DesignError(f"pool {d.pool}: examples give different stratum sizes ({pools[d.pool]} and {sizes}); "
-                              "each draw from one pool records the same sizes")
+            raise DesignError(
+                f"pool {d.pool}: examples give different stratum sizes ({pools[d.pool]} and {sizes}); "
+                "each draw from one pool records the same sizes"
+            )
     for pool, sizes in pools.items():
         labelled = {s: counts[f"{pool}\0{s}"] for s in sizes}
         empty = [s for s, n in sizes.items() if n > 0 and labelled[s] == 0]
         if empty:
-            raise DesignError(f"pool {pool}: no example of stratum {empty[0]!r} ({sizes[empty[0]]} replies) is "
-                              "labelled, so nothing stands for it; label the next examples drawn from that pool")
+            raise DesignError(
+                f"pool {pool}: no example of stratum {empty[0]!r} ({sizes[empty[0]]} replies) is "
+                "labelled, so nothing stands for it; label the next examples drawn from that pool"
+            )
         over = [s for s in sizes if labelled[s] > sizes[s]]
         if over:
-            raise DesignError(f"pool {pool}: {labelled[over[0]]} examples of stratum {over[0]!r}, which holds "
-                              f"{sizes[over[0]]}")
+            raise DesignError(
+                f"pool {pool}: {labelled[over[0]]} examples of stratum {over[0]!r}, which holds "
+                f"{sizes[over[0]]}"
+            )
         for s in sizes:
-            places = sorted(d.position for d in drawn if d is not None and d.pool == pool and d.stratum == s
-                            and d.position is not None)
+            places = sorted(
+                d.position
+                for d in drawn
+                if d is not None and d.pool == pool and d.stratum == s and d.position is not None
+            )
             missing = sorted(set(range(len(places))) - set(places))
             if missing or len(set(places)) != len(places):
-                raise DesignError(f"pool {pool}: stratum {s!r} holds replies drawn at places {places[:8]}, but not "
-                                  f"the ones at {missing[:8] or 'a place twice'}: the labelled replies of a stratum "
-                                  "must be the first ones drawn (a skipped or removed reply biases the estimate); "
-                                  "label those (`judgekit label --next` offers them first)")
+                raise DesignError(
+                    f"pool {pool}: stratum {s!r} holds replies drawn at places {places[:8]}, but not "
+                    f"the ones at {missing[:8] or 'a place twice'}: the labelled replies of a stratum "
+                    "must be the first ones drawn (a skipped or removed reply biases the estimate); "
+                    "label those (`judgekit label --next` offers them first)"
+                )
         total, n = sum(sizes.values()), sum(labelled.values())
         for s, size in sizes.items():
             if size:
@@ -117,8 +143,9 @@ def weights(drawn: Sequence[Drawn | None]) -> list[float]:
     return [mass[k] / counts[k] for k in keys]
 
 
-def weighted_cells(labels: Sequence[bool], verdicts: Sequence[bool | None],
-                   weights_: Sequence[float]) -> tuple[float, float, float, float]:
+def weighted_cells(
+    labels: Sequence[bool], verdicts: Sequence[bool | None], weights_: Sequence[float]
+) -> tuple[float, float, float, float]:
     """tp, fp, tn, fn, each example counted by its weight (abstentions left out)."""
     cells = [0.0, 0.0, 0.0, 0.0]
     for label, verdict, w in zip(labels, verdicts, weights_):
@@ -131,8 +158,9 @@ def _cell(label: bool, verdict: bool) -> int:
     return (0 if label else 1) if verdict else (3 if label else 2)
 
 
-def _by_group(keys: Sequence[str], labels: Sequence[bool],
-              verdicts: Sequence[bool | None]) -> tuple[dict[str, list[int]], Counter]:
+def _by_group(
+    keys: Sequence[str], labels: Sequence[bool], verdicts: Sequence[bool | None]
+) -> tuple[dict[str, list[int]], Counter]:
     """Each group's decided examples by cell (tp, fp, tn, fn), and each group's examples."""
     per_group: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for key, label, verdict in zip(keys, labels, verdicts):
@@ -141,8 +169,13 @@ def _by_group(keys: Sequence[str], labels: Sequence[bool],
     return per_group, Counter(keys)
 
 
-def posterior(labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None],
-              seed: int = 0, draws: int = 9999):
+def posterior(
+    labels: Sequence[bool],
+    verdicts: Sequence[bool | None],
+    drawn: Sequence[Drawn | None],
+    seed: int = 0,
+    draws: int = 9999,
+):
     """Draws of the population's weighted cells (draws x 4: tp, fp, tn, fn): per group a Dirichlet
     over its decided examples' cells, times the group's decided mass."""
     import numpy as np
@@ -165,8 +198,13 @@ def posterior(labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Se
     return total
 
 
-def design_calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None],
-                       seed: int = 0, confidence: float = CONFIDENCE) -> Calibration:
+def design_calibration(
+    labels: Sequence[bool],
+    verdicts: Sequence[bool | None],
+    drawn: Sequence[Drawn | None],
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> Calibration:
     """TPR, TNR, kappa and accuracy of a set drawn by design, weighted, with their intervals; the
     confusion matrix and abstentions are the examples' own counts (what was labelled)."""
     import numpy as np
@@ -174,19 +212,31 @@ def design_calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], 
     c, abstained = confusion(labels, verdicts)
     tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
     tpr, tnr = ratio(tp, tp + fn), ratio(tn, tn + fp)
-    metrics = {"tpr": tpr, "tnr": tnr, "precision": ratio(tp, tp + fp), "npv": ratio(tn, tn + fn),
-               "accuracy": ratio(tp + tn, tp + fp + tn + fn), "balanced_accuracy": (tpr + tnr) / 2,
-               "f1": ratio(2 * tp, 2 * tp + fp + fn), "f1_fail": ratio(2 * tn, 2 * tn + fn + fp),
-               "macro_f1": (ratio(2 * tp, 2 * tp + fp + fn) + ratio(2 * tn, 2 * tn + fn + fp)) / 2,
-               "cohen_kappa": kappa_from_counts(tp, fp, tn, fn),
-               "mcc": mcc_from_counts(tp, fp, tn, fn), "prevalence": ratio(tp + fn, tp + fp + tn + fn)}
+    metrics = {
+        "tpr": tpr,
+        "tnr": tnr,
+        "precision": ratio(tp, tp + fp),
+        "npv": ratio(tn, tn + fn),
+        "accuracy": ratio(tp + tn, tp + fp + tn + fn),
+        "balanced_accuracy": (tpr + tnr) / 2,
+        "f1": ratio(2 * tp, 2 * tp + fp + fn),
+        "f1_fail": ratio(2 * tn, 2 * tn + fn + fp),
+        "macro_f1": (ratio(2 * tp, 2 * tp + fp + fn) + ratio(2 * tn, 2 * tn + fn + fp)) / 2,
+        "cohen_kappa": kappa_from_counts(tp, fp, tn, fn),
+        "mcc": mcc_from_counts(tp, fp, tn, fn),
+        "prevalence": ratio(tp + fn, tp + fp + tn + fn),
+    }
     intervals: dict[str, tuple[float, float]] = {}
     if c.decided:
         cells = posterior(labels, verdicts, drawn, seed)
         t = cells.T
         with np.errstate(divide="ignore", invalid="ignore"):
-            sampled = {"tpr": t[0] / (t[0] + t[3]), "tnr": t[2] / (t[2] + t[1]), "precision": t[0] / (t[0] + t[1]),
-                       "accuracy": (t[0] + t[2]) / cells.sum(axis=1)}
+            sampled = {
+                "tpr": t[0] / (t[0] + t[3]),
+                "tnr": t[2] / (t[2] + t[1]),
+                "precision": t[0] / (t[0] + t[1]),
+                "accuracy": (t[0] + t[2]) / cells.sum(axis=1),
+            }
             n = cells.sum(axis=1)
             expected = ((t[0] + t[1]) * (t[0] + t[3]) + (t[2] + t[3]) * (t[2] + t[1])) / (n * n)
             sampled["cohen_kappa"] = (t[0] / n + t[2] / n - expected) / (1 - expected)
@@ -194,22 +244,30 @@ def design_calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], 
         for name, values in sampled.items():
             estimate = metrics[name]
             values = values[np.isfinite(values)]
-            if math.isnan(estimate) or not values.size or (name in ("tpr", "tnr", "precision")
-                                                           and _empty(name, c)):
+            if (
+                math.isnan(estimate)
+                or not values.size
+                or (name in ("tpr", "tnr", "precision") and _empty(name, c))
+            ):
                 intervals[name] = (NAN, NAN)
                 continue
             low, high = np.percentile(values, [tail, 100 - tail])
             if name in RATES:  # the wider of the two: each covers where the other can fall short
-                w_low, w_high = _wilson_design(name, labels, verdicts, drawn, estimate, confidence + WIDER)
+                w_low, w_high = _wilson_design(
+                    name, labels, verdicts, drawn, estimate, confidence + WIDER
+                )
                 low, high = min(low, w_low), max(high, w_high)
             intervals[name] = (float(min(low, estimate)), float(max(high, estimate)))
     else:
-        intervals = {name: (NAN, NAN) for name in ("tpr", "tnr", "precision", "accuracy", "cohen_kappa")}
+        intervals = {
+            name: (NAN, NAN) for name in ("tpr", "tnr", "precision", "accuracy", "cohen_kappa")
+        }
     return Calibration(c, len(labels), abstained, metrics, intervals)
 
 
-def by_pool(labels: Sequence[bool], verdicts: Sequence[bool | None],
-            drawn: Sequence[Drawn | None]) -> dict[str, tuple[Calibration, float]]:
+def by_pool(
+    labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None]
+) -> dict[str, tuple[Calibration, float]]:
     """Each pool's own figures and share of abstentions: its drawn examples alone, weighted within
     it. The set's figures mix the pool with the examples labelled some other way (as labelling at
     random would); these say what the judge does on the pool, which drawing from production is for."""
@@ -219,18 +277,29 @@ def by_pool(labels: Sequence[bool], verdicts: Sequence[bool | None],
         own = [drawn[i] for i in mine]
         w = weights(own)
         abstained = sum(x for x, i in zip(w, mine) if verdicts[i] is None) / sum(w)
-        out[pool] = (design_calibration([labels[i] for i in mine], [verdicts[i] for i in mine], own), abstained)
+        out[pool] = (
+            design_calibration([labels[i] for i in mine], [verdicts[i] for i in mine], own),
+            abstained,
+        )
     return out
 
 
-def _wilson_design(name: str, labels: Sequence[bool], verdicts: Sequence[bool | None],
-                   drawn: Sequence[Drawn | None], estimate: float, confidence: float) -> tuple[float, float]:
+def _wilson_design(
+    name: str,
+    labels: Sequence[bool],
+    verdicts: Sequence[bool | None],
+    drawn: Sequence[Drawn | None],
+    estimate: float,
+    confidence: float,
+) -> tuple[float, float]:
     """Wilson's interval at the effective number of examples of a weighted rate: p(1-p) over its
     linearised variance under stratified sampling, at the smoothed rate (each group's cell shares
     with half a count added to each label under each verdict seen there, so that a cell never seen
     still varies; a pool's strata with the finite-population correction), with Student's t at the
     design's degrees of freedom (examples less groups) in place of the normal z."""
-    from scipy.special import stdtrit  # Student's t quantile, without loading scipy.stats (a second)
+    from scipy.special import (
+        stdtrit,
+    )  # Student's t quantile, without loading scipy.stats (a second)
 
     keys, mass = groups(drawn)
     numerator, denominator = RATES[name]
@@ -249,7 +318,10 @@ def _wilson_design(name: str, labels: Sequence[bool], verdicts: Sequence[bool | 
     if bottom <= 0:
         return NAN, NAN
     smooth = top / bottom  # inside (0, 1) even when every example agrees
-    z = [(1.0 if i in numerator else 0.0) - smooth * (1.0 if i in denominator else 0.0) for i in range(4)]
+    z = [
+        (1.0 if i in numerator else 0.0) - smooth * (1.0 if i in denominator else 0.0)
+        for i in range(4)
+    ]
     parts = []  # each group's part of the variance, and its examples less one
     for key, cells in smoothed.items():
         shares = [k / sum(cells) for k in cells]
@@ -265,7 +337,11 @@ def _wilson_design(name: str, labels: Sequence[bool], verdicts: Sequence[bool | 
     p = min(max(estimate, 0.0), 1.0)
     effective = smooth * (1 - smooth) / (total / (bottom * bottom)) if total > 0 else bottom
     centre = (p + zq * zq / (2 * effective)) / (1 + zq * zq / effective)
-    half = zq / (1 + zq * zq / effective) * math.sqrt(p * (1 - p) / effective + zq * zq / (4 * effective ** 2))
+    half = (
+        zq
+        / (1 + zq * zq / effective)
+        * math.sqrt(p * (1 - p) / effective + zq * zq / (4 * effective**2))
+    )
     return max(0.0, centre - half), min(1.0, centre + half)
 
 

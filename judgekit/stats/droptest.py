@@ -42,13 +42,19 @@ from typing import Any, Iterator
 
 EXACT_BELOW = 10  # the exact p-value is computed where the score test's is below 10 x alpha
 NUISANCE = 1 / 50  # share of alpha spent on the interval for the baseline rate
-_TAIL = 1e-10  # outcomes beyond this tail of either count are not enumerated (they count as extreme)
+_TAIL = (
+    1e-10  # outcomes beyond this tail of either count are not enumerated (they count as extreme)
+)
 _CELLS = 64  # cells of the baseline rate's interval at first; at most _MAX_CELLS after halving
 _MAX_CELLS = 4096
-_CHUNK = 1 << 22  # outcomes kept at most (about 32 MB); beyond, they are scored again for each p-value
+_CHUNK = (
+    1 << 22
+)  # outcomes kept at most (about 32 MB); beyond, they are scored again for each p-value
 
 
-def score_z(window_passed: Any, window_n: int, base_passed: Any, base_n: int, max_drop: float) -> Any:
+def score_z(
+    window_passed: Any, window_n: int, base_passed: Any, base_n: int, max_drop: float
+) -> Any:
     """The Farrington-Manning score statistic of H0: window rate >= baseline rate - max_drop,
     for arrays of counts: the difference of the rates over its standard error at the restricted
     maximum-likelihood rates (the closed form of Miettinen and Nurminen, 1985); -inf / +inf
@@ -64,10 +70,12 @@ def score_z(window_passed: Any, window_n: int, base_passed: Any, base_n: int, ma
         t2 = (n1 + 2 * n0) * diff - n - x
         t1 = (n0 * diff - n - 2 * x0) * diff + x
         t0 = x0 * diff * (1 - diff)
-        q = (t2 / (3 * n)) ** 3 - t1 * t2 / (6 * n ** 2) + t0 / (2 * n)
+        q = (t2 / (3 * n)) ** 3 - t1 * t2 / (6 * n**2) + t0 / (2 * n)
         root = np.copysign(np.sqrt(np.maximum(0.0, (t2 / (3 * n)) ** 2 - t1 / (3 * n))), q)
         safe = np.where(root != 0, root, 1.0)
-        angle = np.where(root != 0, (np.pi + np.arccos(np.clip(q / safe ** 3, -1.0, 1.0))) / 3, np.pi / 3)
+        angle = np.where(
+            root != 0, (np.pi + np.arccos(np.clip(q / safe**3, -1.0, 1.0))) / 3, np.pi / 3
+        )
         r0 = 2 * root * np.cos(angle) - t2 / (3 * n)
         r1 = r0 + diff
     variance = r1 * (1 - r1) / n1 + r0 * (1 - r0) / n0
@@ -76,15 +84,18 @@ def score_z(window_passed: Any, window_n: int, base_passed: Any, base_n: int, ma
     return np.where(variance > 0, z, np.where(numerator < 0, -np.inf, np.inf))
 
 
-def drop_p_value(window_passed: int, window_n: int, base_passed: int, base_n: int, max_drop: float) -> float:
+def drop_p_value(
+    window_passed: int, window_n: int, base_passed: int, base_n: int, max_drop: float
+) -> float:
     """One-sided asymptotic p-value of the score test (`score_z`); approximate on small windows."""
     from statistics import NormalDist
 
     return NormalDist().cdf(float(score_z(window_passed, window_n, base_passed, base_n, max_drop)))
 
 
-def drop_test(window_passed: int, window_n: int, base_passed: int, base_n: int, max_drop: float,
-              alpha: float) -> tuple[float, bool]:
+def drop_test(
+    window_passed: int, window_n: int, base_passed: int, base_n: int, max_drop: float, alpha: float
+) -> tuple[float, bool]:
     """(p-value, significant at `alpha`): the exact p-value where the score test's is below
     `EXACT_BELOW` x alpha, the score test's elsewhere (never significant there)."""
     z = float(score_z(window_passed, window_n, base_passed, base_n, max_drop))
@@ -109,7 +120,9 @@ def _interval(n0: int, x0: int, spent: float) -> tuple[float, float]:
     return low, high
 
 
-def _box(n1: int, n0: int, x0: int, drop: float, alpha: float, z: float) -> tuple[int, int, float] | None:
+def _box(
+    n1: int, n0: int, x0: int, drop: float, alpha: float, z: float
+) -> tuple[int, int, float] | None:
     """(a1, b0, an upper bound of the exact p-value) from two binomial tails, with no outcome
     enumerated: a steep drop on a large window is decided here in a millisecond, not on a grid of
     millions of outcomes. None where no box is found.
@@ -136,12 +149,18 @@ def _box(n1: int, n0: int, x0: int, drop: float, alpha: float, z: float) -> tupl
         if lowest > highest:  # every numerator in B is > 0
             least = math.inf
         else:
-            variance = min((r - drop) * (1 - r + drop) / n1 + r * (1 - r) / n0 for r in (lowest, highest))
+            variance = min(
+                (r - drop) * (1 - r + drop) / n1 + r * (1 - r) / n0 for r in (lowest, highest)
+            )
             if not variance > 0:
                 continue
             least = (lowest - highest) / math.sqrt(variance)
         if least * (1 + 1e-9) > z:  # a margin for the rounding of both statistics
-            return a1, b0, min(1.0, float(binom.cdf(a1 - 1, n1, p1)) + float(binom.sf(b0, n0, high)) + spent)
+            return (
+                a1,
+                b0,
+                min(1.0, float(binom.cdf(a1 - 1, n1, p1)) + float(binom.sf(b0, n0, high)) + spent),
+            )
     return None
 
 
@@ -190,11 +209,16 @@ class _Exact:
             start = max(0, stop - step)
             rows = self.rows[start:stop]
             # Left of this column, every row here has window rate + max_drop >= baseline rate: z >= 0.
-            first = min(len(cols), max(0, math.floor(self.n0 * (rows[0] / self.n1 + self.drop)) - 1 - self.L))
+            first = min(
+                len(cols),
+                max(0, math.floor(self.n0 * (rows[0] / self.n1 + self.drop)) - 1 - self.L),
+            )
             z = np.full((len(rows), len(cols)), np.inf)
             z[:, first:] = score_z(rows[:, None], self.n1, cols[None, first:], self.n0, self.drop)
             z = np.minimum.accumulate(z, axis=1)  # the least over fewer baseline passes
-            z = np.minimum.accumulate(np.vstack([above, z[::-1]]), axis=0)[1:][::-1]  # ... and more window passes
+            z = np.minimum.accumulate(np.vstack([above, z[::-1]]), axis=0)[1:][
+                ::-1
+            ]  # ... and more window passes
             above = z[0]
             yield slice(start, stop), z
 
@@ -218,10 +242,14 @@ class _Exact:
         cols = np.arange(self.L - 1, self.U + 1)
         middle = (a + b) / 2
         out = {}
-        for name, p1, p0 in (("corner", np.maximum(0.0, a - self.drop), b),
-                             ("middle", np.maximum(0.0, middle - self.drop), middle)):
+        for name, p1, p0 in (
+            ("corner", np.maximum(0.0, a - self.drop), b),
+            ("middle", np.maximum(0.0, middle - self.drop), middle),
+        ):
             rows = binom.pmf(self.rows[None, :], self.n1, p1[:, None])
-            tails = binom.sf(cols[None, :], self.n0, p0[:, None])  # column j: P(baseline > L - 1 + j)
+            tails = binom.sf(
+                cols[None, :], self.n0, p0[:, None]
+            )  # column j: P(baseline > L - 1 + j)
             beyond = binom.cdf(self.L1 - 1, self.n1, p1) + binom.sf(self.U1, self.n1, p1)
             out[name] = (rows, tails, beyond)
         return out
@@ -253,11 +281,16 @@ class _Exact:
             if upper.max() + self.spent <= self.alpha or lower.max() + self.spent > self.alpha:
                 break
             split = upper + self.spent > self.alpha
-            if len(a) + split.sum() > _MAX_CELLS:  # undecided: no alert (the bound stays above alpha)
+            if (
+                len(a) + split.sum() > _MAX_CELLS
+            ):  # undecided: no alert (the bound stays above alpha)
                 break
             middle = (a[split] + b[split]) / 2
             new_a, new_b = np.concatenate([a[split], middle]), np.concatenate([middle, b[split]])
             new_upper, new_lower = self._bounds(self._tables(new_a, new_b), first)
             a, b = np.concatenate([a[~split], new_a]), np.concatenate([b[~split], new_b])
-            upper, lower = np.concatenate([upper[~split], new_upper]), np.concatenate([lower[~split], new_lower])
+            upper, lower = (
+                np.concatenate([upper[~split], new_upper]),
+                np.concatenate([lower[~split], new_lower]),
+            )
         return min(1.0, float(upper.max()) + self.spent)

@@ -46,8 +46,14 @@ def _centred(successes: int, trials: int) -> float:
     return (successes + 0.5) / (trials + 1)
 
 
-def corrected_pass_rate(passed: int, judged: int, tpr: tuple[int, int], tnr: tuple[int, int],
-                        labelled: tuple[int, int] | None = None, confidence: float = 0.95) -> PassRate:
+def corrected_pass_rate(
+    passed: int,
+    judged: int,
+    tpr: tuple[int, int],
+    tnr: tuple[int, int],
+    labelled: tuple[int, int] | None = None,
+    confidence: float = 0.95,
+) -> PassRate:
     """The true pass rate of `judged` items of which the judge passed `passed`.
 
     `tpr` = (known-good passed by the judge, known-good labelled), `tnr` = (known-bad failed,
@@ -58,18 +64,29 @@ def corrected_pass_rate(passed: int, judged: int, tpr: tuple[int, int], tnr: tup
     """
     problems = [name for name, (k, n) in (("tpr", tpr), ("tnr", tnr)) if n <= 0 or not 0 <= k <= n]
     if judged <= 0 or not 0 <= passed <= judged or problems:
-        raise ValueError(f"counts out of range: passed={passed}, judged={judged}, tpr={tpr}, tnr={tnr}")
+        raise ValueError(
+            f"counts out of range: passed={passed}, judged={judged}, tpr={tpr}, tnr={tnr}"
+        )
     z = NormalDist().inv_cdf(0.5 + confidence / 2)
     raw = passed / judged
     p, t, s = _centred(passed, judged), _centred(*tpr), _centred(*tnr)
     youden = tpr[0] / tpr[1] + tnr[0] / tnr[1] - 1
     j = t + s - 1
     if youden <= 0 or j <= 0:
-        return PassRate(raw, wilson(passed, judged, confidence), NAN, (NAN, NAN), youden,
-                        "TPR + TNR <= 1: the judge's verdicts carry no information about the true pass rate")
+        return PassRate(
+            raw,
+            wilson(passed, judged, confidence),
+            NAN,
+            (NAN, NAN),
+            youden,
+            "TPR + TNR <= 1: the judge's verdicts carry no information about the true pass rate",
+        )
     theta = (p + s - 1) / j
-    variance = (p * (1 - p) / judged) / j**2 + (theta / j) ** 2 * t * (1 - t) / tpr[1] \
+    variance = (
+        (p * (1 - p) / judged) / j**2
+        + (theta / j) ** 2 * t * (1 - t) / tpr[1]
         + ((1 - theta) / j) ** 2 * s * (1 - s) / tnr[1]
+    )
     estimate = (raw + tnr[0] / tnr[1] - 1) / youden  # the plain Rogan-Gladen point estimate
     if labelled is not None:
         truly, count = labelled
@@ -79,13 +96,21 @@ def corrected_pass_rate(passed: int, judged: int, tpr: tuple[int, int], tnr: tup
         share = _centred(truly, count)
         estimate = (truly + judged * estimate) / total
         theta = (count * share + judged * theta) / total
-        variance = (count / total) ** 2 * share * (1 - share) / count + (judged / total) ** 2 * variance
+        variance = (count / total) ** 2 * share * (1 - share) / count + (
+            judged / total
+        ) ** 2 * variance
     half = z * math.sqrt(variance)
     warning = None
     if youden < WEAK_JUDGE:
         warning = f"TPR + TNR - 1 = {youden:.2f}: the correction is unstable; improve the judge before trusting it"
-    return PassRate(raw, wilson(passed, judged, confidence), min(1.0, max(0.0, estimate)),
-                    (max(0.0, theta - half), min(1.0, theta + half)), youden, warning)
+    return PassRate(
+        raw,
+        wilson(passed, judged, confidence),
+        min(1.0, max(0.0, estimate)),
+        (max(0.0, theta - half), min(1.0, theta + half)),
+        youden,
+        warning,
+    )
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -106,5 +131,7 @@ def suite_pass_k(results: list[tuple[int, int]], k: int) -> dict[str, float]:
     """pass@k and pass^k averaged over a suite's tasks, each given as (trials, passes)."""
     if not results:
         return {"pass@k": NAN, "pass^k": NAN}
-    return {"pass@k": sum(pass_at_k(n, c, k) for n, c in results) / len(results),
-            "pass^k": sum(pass_hat_k(n, c, k) for n, c in results) / len(results)}
+    return {
+        "pass@k": sum(pass_at_k(n, c, k) for n, c in results) / len(results),
+        "pass^k": sum(pass_hat_k(n, c, k) for n, c in results) / len(results),
+    }

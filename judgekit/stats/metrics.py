@@ -97,8 +97,13 @@ def kappa_of_cells(cells):
         return np.where(expected >= 1, np.nan, (observed - expected) / (1 - expected))
 
 
-def kappa_interval(labels: Sequence[bool], verdicts: Sequence[bool], seed: int = 0,
-                   draws: int = 9999, confidence: float = CONFIDENCE) -> tuple[float, float]:
+def kappa_interval(
+    labels: Sequence[bool],
+    verdicts: Sequence[bool],
+    seed: int = 0,
+    draws: int = 9999,
+    confidence: float = CONFIDENCE,
+) -> tuple[float, float]:
     """Equal-tailed interval for Cohen's kappa over decided examples: Jeffreys posterior, seeded.
 
     The four cells of the 2x2 table get the Jeffreys prior Dirichlet(1/2, 1/2, 1/2, 1/2); kappa
@@ -145,7 +150,9 @@ class Calibration:
     intervals: dict[str, tuple[float, float]] = field(default_factory=dict)
 
 
-def calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], seed: int = 0) -> Calibration:
+def calibration(
+    labels: Sequence[bool], verdicts: Sequence[bool | None], seed: int = 0
+) -> Calibration:
     """Confusion, rates, kappa and MCC with 95% intervals (Wilson for rates, Jeffreys posterior for kappa)."""
     c, abstained = confusion(labels, verdicts)
     tp, fp, tn, fn = c.tp, c.fp, c.tn, c.fn
@@ -160,11 +167,15 @@ def calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], seed: i
         "accuracy": ratio(tp + tn, n),
         "balanced_accuracy": (tpr + tnr) / 2,
         "f1": ratio(2 * tp, 2 * tp + fp + fn),
-        "f1_fail": ratio(2 * tn, 2 * tn + fn + fp),  # the negative class's F1: finding the bad replies
+        "f1_fail": ratio(
+            2 * tn, 2 * tn + fn + fp
+        ),  # the negative class's F1: finding the bad replies
         "macro_f1": (ratio(2 * tp, 2 * tp + fp + fn) + ratio(2 * tn, 2 * tn + fn + fp)) / 2,
         "cohen_kappa": kappa_from_counts(tp, fp, tn, fn),
         "mcc": mcc_from_counts(tp, fp, tn, fn),
-        "prevalence": ratio(sum(1 for label in labels if label), len(labels)),  # of the set, abstentions included
+        "prevalence": ratio(
+            sum(1 for label in labels if label), len(labels)
+        ),  # of the set, abstentions included
     }
     decided = [(label, verdict) for label, verdict in zip(labels, verdicts) if verdict is not None]
     intervals = {
@@ -172,7 +183,9 @@ def calibration(labels: Sequence[bool], verdicts: Sequence[bool | None], seed: i
         "tnr": wilson(tn, tn + fp),
         "precision": wilson(tp, tp + fp),
         "accuracy": wilson(tp + tn, n),
-        "cohen_kappa": kappa_interval([d[0] for d in decided], [bool(d[1]) for d in decided], seed=seed),
+        "cohen_kappa": kappa_interval(
+            [d[0] for d in decided], [bool(d[1]) for d in decided], seed=seed
+        ),
     }
     return Calibration(c, len(labels), abstained, metrics, intervals)
 
@@ -200,14 +213,17 @@ def pairwise_kappa(ratings: Mapping[str, Mapping[str, Hashable]]) -> dict[str, f
     names = sorted(ratings)
     out = {}
     for i, first in enumerate(names):
-        for second in names[i + 1:]:
+        for second in names[i + 1 :]:
             shared = [item for item in ratings[first] if item in ratings[second]]
-            out[f"{first}~{second}"] = cohen_kappa([ratings[first][k] for k in shared],
-                                                   [ratings[second][k] for k in shared])
+            out[f"{first}~{second}"] = cohen_kappa(
+                [ratings[first][k] for k in shared], [ratings[second][k] for k in shared]
+            )
     return out
 
 
-def examples_for(rate: float, threshold: float, confidence: float = CONFIDENCE, limit: int = 100_000) -> int | None:
+def examples_for(
+    rate: float, threshold: float, confidence: float = CONFIDENCE, limit: int = 100_000
+) -> int | None:
     """The fewest examples at which a judge with this `rate` would show (Wilson lower bound) that
     it clears `threshold`; None if it cannot (rate <= threshold) or not within `limit`.
 

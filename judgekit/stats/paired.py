@@ -25,16 +25,24 @@ from judgekit.stats.metrics import CONFIDENCE, NAN, kappa_of_cells
 FIGURES = ("tpr", "tnr", "cohen_kappa")
 RESAMPLES = 2000  # posterior draws per call: 1.3 ms for the draws, ~3 ms a call at 1,000 examples
 PRIOR = 0.5  # Jeffreys: half an example in each kind that both candidates' verdicts allow
-_DEEPEST = 20  # draws needed beyond a percentile to read it off the draws; deeper tails are extrapolated
-_EXACT = 2000  # mcnemar_exact in whole numbers up to this many discordant examples (under 1 ms each)
-_TAIL = 1e-12  # numbers of discordant examples beyond this tail are left out of the power (it errs low)
+_DEEPEST = (
+    20  # draws needed beyond a percentile to read it off the draws; deeper tails are extrapolated
+)
+_EXACT = (
+    2000  # mcnemar_exact in whole numbers up to this many discordant examples (under 1 ms each)
+)
+_TAIL = (
+    1e-12  # numbers of discordant examples beyond this tail are left out of the power (it errs low)
+)
 
 
 def _codes(verdicts: Sequence[bool | None]) -> Any:
     """0 for fail, 1 for pass, 2 for an abstention."""
     import numpy as np
 
-    return np.fromiter((2 if v is None else 1 if v else 0 for v in verdicts), dtype=np.int8, count=len(verdicts))
+    return np.fromiter(
+        (2 if v is None else 1 if v else 0 for v in verdicts), dtype=np.int8, count=len(verdicts)
+    )
 
 
 def _labels(labels: Sequence[bool], *verdicts: Sequence[bool | None]) -> Any:
@@ -51,7 +59,9 @@ def right(labels: Sequence[bool], verdicts: Sequence[bool | None]) -> Any:
     return _codes(verdicts) == _labels(labels, verdicts)
 
 
-def discordant(labels: Sequence[bool], a: Sequence[bool | None], b: Sequence[bool | None]) -> tuple[int, int]:
+def discordant(
+    labels: Sequence[bool], a: Sequence[bool | None], b: Sequence[bool | None]
+) -> tuple[int, int]:
     """(examples `a` got right and `b` did not, examples `b` got right and `a` did not)."""
     ra, rb = right(labels, a), right(labels, b)
     return int((ra & ~rb).sum()), int((rb & ~ra).sum())
@@ -88,7 +98,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     for k in range(low):
         term = term * (n - k) // (k + 1)
         tail += term
-    return min(1.0, 2 * tail / 2 ** n)
+    return min(1.0, 2 * tail / 2**n)
 
 
 def binomial_sf(k: int, n: int, p: float) -> float:
@@ -106,10 +116,15 @@ def binomial_sf(k: int, n: int, p: float) -> float:
     q = 1.0 - p
     upper = k >= n * p
     j = k if upper else k - 1  # the upper tail from k up, or the lower tail from k - 1 down
-    term = math.exp(math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) + j * math.log(p)
-                    + (n - j) * math.log(q))
+    term = math.exp(
+        math.lgamma(n + 1)
+        - math.lgamma(j + 1)
+        - math.lgamma(n - j + 1)
+        + j * math.log(p)
+        + (n - j) * math.log(q)
+    )
     total = term
-    for i in (range(j, n) if upper else range(j, 0, -1)):
+    for i in range(j, n) if upper else range(j, 0, -1):
         term *= (n - i) / (i + 1) * p / q if upper else i / (n - i + 1) * q / p
         total += term
         if term <= total * 1e-17:
@@ -158,7 +173,10 @@ def _figures(table: Any) -> dict[str, Any]:
     import numpy as np
 
     out: dict[str, list] = {name: [] for name in FIGURES}
-    for cells in (table.sum(axis=-1), table.sum(axis=-2)):  # [..., label, verdict of that candidate]
+    for cells in (
+        table.sum(axis=-1),
+        table.sum(axis=-2),
+    ):  # [..., label, verdict of that candidate]
         tp, fn, fp, tn = cells[..., 1, 1], cells[..., 1, 0], cells[..., 0, 1], cells[..., 0, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             out["tpr"].append(tp / (tp + fn))
@@ -190,8 +208,14 @@ def _interval(draws: Any, estimate: float, confidence: float) -> tuple[float, fl
     return (float(min(low, estimate)), float(max(high, estimate)))
 
 
-def paired_deltas(labels: Sequence[bool], a: Sequence[bool | None], b: Sequence[bool | None], seed: int = 0,
-                  resamples: int = RESAMPLES, confidence: float = CONFIDENCE) -> dict[str, tuple[float, float, float]]:
+def paired_deltas(
+    labels: Sequence[bool],
+    a: Sequence[bool | None],
+    b: Sequence[bool | None],
+    seed: int = 0,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> dict[str, tuple[float, float, float]]:
     """`b`'s TPR, TNR and kappa minus `a`'s, each with a paired `confidence` interval:
     name -> (difference, low, high); NaN where a figure is undefined.
 
@@ -220,7 +244,9 @@ def paired_deltas(labels: Sequence[bool], a: Sequence[bool | None], b: Sequence[
     kinds = 9 * _labels(labels, a, b) + 3 * _codes(a) + _codes(b)
     counts = np.bincount(kinds, minlength=18).astype(float).reshape(2, 3, 3)
     estimates = {name: float(second - first) for name, (first, second) in _figures(counts).items()}
-    seen = [counts.sum(axis=tuple(j for j in range(3) if j != i)) > 0 for i in range(3)]  # labels, a's, b's
+    seen = [
+        counts.sum(axis=tuple(j for j in range(3) if j != i)) > 0 for i in range(3)
+    ]  # labels, a's, b's
     prior = PRIOR * (seen[0][:, None, None] & seen[1][None, :, None] & seen[2][None, None, :])
     shares = np.random.default_rng(seed).standard_gamma(counts + prior, size=(resamples, 2, 3, 3))
     drawn = _figures(shares)  # Dirichlet draws as gammas left unnormalised: every figure is a ratio
@@ -242,7 +268,9 @@ def _rejected_below(d: Any, alpha: float) -> Any:
     from scipy.stats import binom
 
     d = np.asarray(d, dtype=np.int64)
-    k = np.floor(d / 2 + ndtri(alpha / 2) * np.sqrt(d) / 2).astype(np.int64)  # normal guess, then exact steps
+    k = np.floor(d / 2 + ndtri(alpha / 2) * np.sqrt(d) / 2).astype(
+        np.int64
+    )  # normal guess, then exact steps
     k = np.clip(k, -1, (d + 1) // 2 - 1)
     for _ in range(64):
         down = (k >= 0) & (2 * binom.cdf(k, d, 0.5) >= alpha)
@@ -269,8 +297,9 @@ def _power(rate_b: float, rate_c: float, total: int, alpha: float) -> float:
     return float(binom.pmf(d, total, rate) @ reject)
 
 
-def examples_to_separate(b: int, c: int, n: int, alpha: float, power: float = 0.8,
-                         limit: int = 100_000) -> int | None:
+def examples_to_separate(
+    b: int, c: int, n: int, alpha: float, power: float = 0.8, limit: int = 100_000
+) -> int | None:
     """How many more labelled examples than the `n` judged would separate two candidates: the
     fewest m such that a set of n + m examples with the discordance rates b / n and c / n would
     have the exact two-sided McNemar test reject at `alpha` with chance `power` or more.

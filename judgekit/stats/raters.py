@@ -22,7 +22,9 @@ def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
         return NAN
     m = len(rows[0])
     if m < 2 or any(len(r) != m or any(x is None for x in r) for r in rows):
-        raise ValueError("Fleiss' kappa needs the same number (at least 2) of ratings for every item")
+        raise ValueError(
+            "Fleiss' kappa needs the same number (at least 2) of ratings for every item"
+        )
     counts = [Counter(r) for r in rows]
     n = len(rows)
     agreement = sum((sum(c * c for c in row.values()) - m) / (m * (m - 1)) for row in counts) / n

@@ -35,7 +35,11 @@ def _upper(successes: int, trials: int, alpha: float) -> float:
     """One-sided Clopper-Pearson upper bound at level 1 - alpha."""
     from scipy.stats import beta
 
-    return 1.0 if successes >= trials else float(beta.ppf(1 - alpha, successes + 1, trials - successes))
+    return (
+        1.0
+        if successes >= trials
+        else float(beta.ppf(1 - alpha, successes + 1, trials - successes))
+    )
 
 
 def _lower(successes: int, trials: int, alpha: float) -> float:
@@ -44,8 +48,9 @@ def _lower(successes: int, trials: int, alpha: float) -> float:
     return 0.0 if successes <= 0 else float(beta.ppf(alpha, successes, trials - successes + 1))
 
 
-def certified_upper(passed: int, runs: int, judges: Sequence[tuple[int, int, int, int, int]],
-                    alpha: float = ALPHA) -> float:
+def certified_upper(
+    passed: int, runs: int, judges: Sequence[tuple[int, int, int, int, int]], alpha: float = ALPHA
+) -> float:
     """An upper bound, at level 1 - alpha, of the true pass rate of runs of which `passed` of
     `runs` were judged passing. `judges` holds, per criterion judged in the runs, (known-good
     passed, known-good, known-bad failed, known-bad, checks per run): its calibration counts and
@@ -59,7 +64,9 @@ def certified_upper(passed: int, runs: int, judges: Sequence[tuple[int, int, int
     p = _upper(passed, runs, level)
     if not judges:
         return p
-    t = max(0.0, 1 - sum(checks * (1 - _lower(tp, good, level)) for tp, good, _, _, checks in judges))
+    t = max(
+        0.0, 1 - sum(checks * (1 - _lower(tp, good, level)) for tp, good, _, _, checks in judges)
+    )
     lows = [_lower(tn, bad, level) for _, _, tn, bad, _ in judges]
     one = len(judges) == 1 and judges[0][4] == 1
     s_range = (min(lows), _upper(judges[0][2], judges[0][3], level) if one else 1.0)

@@ -60,8 +60,10 @@ class Certified:
         """One line for the report and the gate."""
         target, level = _percent(self.min_agreement), _percent(1 - self.delta)
         if self.threshold is None:
-            return (f"no confidence threshold is certified to agree with people on ≥ {target} of its verdicts "
-                    f"(at {level}): every verdict is escalated")
+            return (
+                f"no confidence threshold is certified to agree with people on ≥ {target} of its verdicts "
+                f"(at {level}): every verdict is escalated"
+            )
         return _certified(self.min_agreement, self.delta, self.coverage, self.coverage_interval)
 
 
@@ -69,21 +71,29 @@ def _percent(share: float) -> str:
     return f"{100 * share:.0f}%"
 
 
-def _certified(min_agreement: float, delta: float, coverage: float, interval: tuple[float, float]) -> str:
+def _certified(
+    min_agreement: float, delta: float, coverage: float, interval: tuple[float, float]
+) -> str:
     """What a certificate states, in the words the report and the gate use."""
-    return (f"agrees with people on ≥ {_percent(min_agreement)} of the verdicts it gives (certified at "
-            f"{_percent(1 - delta)}), gives verdicts on {_percent(coverage)} [{_percent(interval[0])}, "
-            f"{_percent(interval[1])}] of examples")
+    return (
+        f"agrees with people on ≥ {_percent(min_agreement)} of the verdicts it gives (certified at "
+        f"{_percent(1 - delta)}), gives verdicts on {_percent(coverage)} [{_percent(interval[0])}, "
+        f"{_percent(interval[1])}] of examples"
+    )
 
 
-def _arrays(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences: Sequence[float]) -> tuple[Any, ...]:
+def _arrays(
+    labels: Sequence[bool], verdicts: Sequence[bool | None], confidences: Sequence[float]
+) -> tuple[Any, ...]:
     """(labels, decided, verdicts, confidences) as numpy arrays; a verdict's confidence must be a number."""
     import numpy as np
 
     n = len(labels)
     if len(verdicts) != n or len(confidences) != n:
-        raise ValueError(f"{n} labels, {len(verdicts)} verdicts and {len(confidences)} confidences: give one of each "
-                         "per example")
+        raise ValueError(
+            f"{n} labels, {len(verdicts)} verdicts and {len(confidences)} confidences: give one of each "
+            "per example"
+        )
     label = np.asarray(labels, dtype=bool).reshape(n)
     given = np.asarray(verdicts, dtype=object).reshape(n)
     decided = np.not_equal(given, None).astype(bool)
@@ -91,8 +101,10 @@ def _arrays(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences
     confidence = np.asarray(confidences, dtype=float).reshape(n)
     unknown = decided & np.isnan(confidence)
     if unknown.any():
-        raise ValueError(f"example {int(np.argmax(unknown))} has a verdict but no confidence (NaN): give every verdict "
-                         "a confidence, or make it an abstention (None)")
+        raise ValueError(
+            f"example {int(np.argmax(unknown))} has a verdict but no confidence (NaN): give every verdict "
+            "a confidence, or make it an abstention (None)"
+        )
     return label, decided, verdict, confidence
 
 
@@ -114,7 +126,7 @@ def fewest_to_certify(min_agreement: float, delta: float) -> int:
     """
     _check(min_agreement, delta, 1)
     m = max(1, math.ceil(math.log(delta) / math.log(min_agreement)))
-    while min_agreement ** m > delta:  # guard the rounding of the logarithms, both ways
+    while min_agreement**m > delta:  # guard the rounding of the logarithms, both ways
         m += 1
     while m > 1 and min_agreement ** (m - 1) <= delta:
         m -= 1
@@ -131,8 +143,14 @@ def lower_bound(agreeing: int, covered: int, delta: float) -> float:
     return 0.0 if agreeing <= 0 else float(beta.ppf(delta, agreeing, covered - agreeing + 1))
 
 
-def certify(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences: Sequence[float],
-            min_agreement: float = 0.9, delta: float = 0.1, min_covered: int = 1) -> Certified:
+def certify(
+    labels: Sequence[bool],
+    verdicts: Sequence[bool | None],
+    confidences: Sequence[float],
+    min_agreement: float = 0.9,
+    delta: float = 0.1,
+    min_covered: int = 1,
+) -> Certified:
     """The lowest confidence threshold whose verdicts agree with the labels on at least
     `min_agreement` of them with probability at least 1 - `delta`, and the figures at it.
 
@@ -174,7 +192,9 @@ def certify(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences
     agreeing = np.cumsum(agree)
     last_of_tie = np.append(sure[1:] != sure[:-1], True) if len(sure) else np.zeros(0, dtype=bool)
     start = max(min_covered, fewest_to_certify(min_agreement, delta))
-    candidates = np.flatnonzero(last_of_tie & (covered >= start))  # index of the last covered example per threshold
+    candidates = np.flatnonzero(
+        last_of_tie & (covered >= start)
+    )  # index of the last covered example per threshold
     found, tested = -1, 0
     if len(candidates):
         from scipy.stats import binom
@@ -182,19 +202,45 @@ def certify(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences
         m, k = covered[candidates], agreeing[candidates]
         rejected = binom.sf(k - 1, m, min_agreement) <= delta
         failed = np.flatnonzero(~rejected)
-        passed = int(failed[0]) if len(failed) else len(candidates)  # the thresholds rejected before the first failure
+        passed = (
+            int(failed[0]) if len(failed) else len(candidates)
+        )  # the thresholds rejected before the first failure
         tested = min(passed + 1, len(candidates))
         found = int(candidates[passed - 1]) if passed else -1
     if found < 0:
-        return Certified(None, NAN, NAN, 0, n, 0.0 if n else NAN, wilson(0, n), None, None, tested,
-                         min_agreement, delta)
+        return Certified(
+            None,
+            NAN,
+            NAN,
+            0,
+            n,
+            0.0 if n else NAN,
+            wilson(0, n),
+            None,
+            None,
+            tested,
+            min_agreement,
+            delta,
+        )
     m, k = int(covered[found]), int(agreeing[found])
     chosen = decided & (confidence >= sure[found])
     positive, negative = chosen & label, chosen & ~label
     tpr = float(verdict[positive].mean()) if positive.any() else None
     tnr = float((~verdict[negative]).mean()) if negative.any() else None
-    return Certified(float(sure[found]), k / m, lower_bound(k, m, delta), m, n, m / n, wilson(m, n), tpr, tnr,
-                     tested, min_agreement, delta)
+    return Certified(
+        float(sure[found]),
+        k / m,
+        lower_bound(k, m, delta),
+        m,
+        n,
+        m / n,
+        wilson(m, n),
+        tpr,
+        tnr,
+        tested,
+        min_agreement,
+        delta,
+    )
 
 
 @dataclass(frozen=True)
@@ -219,15 +265,25 @@ class Cascade:
     def words(self) -> str:
         """One line for the report and the gate."""
         if not self.certified:
-            return self.stages[0].words() if len(self.stages) == 1 else (
-                f"no judge of the cascade is certified to agree with people on ≥ {_percent(self.min_agreement)} "
-                f"of its verdicts (at {_percent(1 - self.delta)}): every verdict is escalated")
+            return (
+                self.stages[0].words()
+                if len(self.stages) == 1
+                else (
+                    f"no judge of the cascade is certified to agree with people on ≥ {_percent(self.min_agreement)} "
+                    f"of its verdicts (at {_percent(1 - self.delta)}): every verdict is escalated"
+                )
+            )
         said = _certified(self.min_agreement, self.delta, self.coverage, self.coverage_interval)
         return said + (f" ({len(self.stages)} judges)" if len(self.stages) > 1 else "")
 
 
-def certify_cascade(labels: Sequence[bool], stages: Sequence[tuple[Sequence[bool | None], Sequence[float]]],
-                    min_agreement: float = 0.9, delta: float = 0.1, min_covered: int = 1) -> Cascade:
+def certify_cascade(
+    labels: Sequence[bool],
+    stages: Sequence[tuple[Sequence[bool | None], Sequence[float]]],
+    min_agreement: float = 0.9,
+    delta: float = 0.1,
+    min_covered: int = 1,
+) -> Cascade:
     """Certify a cascade of judges: the first judges every example and keeps those at or above its
     certified threshold; the rest go to the next judge, certified on them alone; what the last
     one does not keep is escalated to people. `stages` holds each judge's (verdicts, confidences)
@@ -252,24 +308,44 @@ def certify_cascade(labels: Sequence[bool], stages: Sequence[tuple[Sequence[bool
     covered = agreeing = 0
     for verdicts, confidences in stages:
         if len(verdicts) != n or len(confidences) != n:
-            raise ValueError(f"{n} labels but a stage gives {len(verdicts)} verdicts and {len(confidences)} "
-                             "confidences: give each judge's verdict and confidence on every example")
-        sub = [labels[i] for i in reaching], [verdicts[i] for i in reaching], [confidences[i] for i in reaching]
+            raise ValueError(
+                f"{n} labels but a stage gives {len(verdicts)} verdicts and {len(confidences)} "
+                "confidences: give each judge's verdict and confidence on every example"
+            )
+        sub = (
+            [labels[i] for i in reaching],
+            [verdicts[i] for i in reaching],
+            [confidences[i] for i in reaching],
+        )
         stage = certify(*sub, min_agreement=min_agreement, delta=share, min_covered=min_covered)
         certified.append(stage)
         if stage.threshold is None:
             continue
-        kept = [i for i in reaching if verdicts[i] is not None and confidences[i] >= stage.threshold]
+        kept = [
+            i for i in reaching if verdicts[i] is not None and confidences[i] >= stage.threshold
+        ]
         covered += len(kept)
         agreeing += sum(1 for i in kept if verdicts[i] == labels[i])
         gone = set(kept)
         reaching = [i for i in reaching if i not in gone]
-    return Cascade(tuple(certified), covered, n, agreeing / covered if covered else NAN,
-                   covered / n if n else NAN, wilson(covered, n), min_agreement, delta)
+    return Cascade(
+        tuple(certified),
+        covered,
+        n,
+        agreeing / covered if covered else NAN,
+        covered / n if n else NAN,
+        wilson(covered, n),
+        min_agreement,
+        delta,
+    )
 
 
-def agreement_of(labels: Sequence[bool], verdicts: Sequence[bool | None], confidences: Sequence[float],
-                 threshold: float | None) -> tuple[float, int]:
+def agreement_of(
+    labels: Sequence[bool],
+    verdicts: Sequence[bool | None],
+    confidences: Sequence[float],
+    threshold: float | None,
+) -> tuple[float, int]:
     """(agreement, covered) of the verdicts at or above `threshold`, e.g. on fresh examples;
     (NaN, 0) when nothing is covered or the threshold is None.
 

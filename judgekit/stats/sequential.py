@@ -43,19 +43,24 @@ class Thresholds(Protocol):
     use_lower_bound: bool
 
 
-def settle(tpr: tuple[int, int], tnr: tuple[int, int], left: tuple[int, int],
-           thresholds: Thresholds) -> Settled | None:
+def settle(
+    tpr: tuple[int, int], tnr: tuple[int, int], left: tuple[int, int], thresholds: Thresholds
+) -> Settled | None:
     """The full-set gate's TPR / TNR decision if the examples `left` (known-good, known-bad, not
     yet judged) can no longer change it, else None. `tpr` / `tnr` are (right, decided) so far."""
     t = thresholds
     if min(tpr[1], tnr[1]) < t.min_examples:
         return None
     classes = ((*tpr, left[0], t.min_tpr), (*tnr, left[1], t.min_tnr))
-    if any(_upper(right + rest, decided + rest, t.use_lower_bound) < threshold
-           for right, decided, rest, threshold in classes):
+    if any(
+        _upper(right + rest, decided + rest, t.use_lower_bound) < threshold
+        for right, decided, rest, threshold in classes
+    ):
         return "FAIL"
-    if t.min_kappa is None and all(_lower(right, decided + rest, t.use_lower_bound) >= threshold
-                                   for right, decided, rest, threshold in classes):
+    if t.min_kappa is None and all(
+        _lower(right, decided + rest, t.use_lower_bound) >= threshold
+        for right, decided, rest, threshold in classes
+    ):
         return "PASS"
     return None
 

@@ -11,9 +11,32 @@ Run one from the shell for benchmarks: `python -m judgekit.testing --port 8555 -
 script it per example with a verdict file: `--verdicts verdicts.jsonl` (judgekit.testing.verdict_file).
 """
 
-from judgekit.testing.scripts import (FAULTS, GARBAGE_TEXT, MALFORMED_TEXT, REFUSAL_TEXT, FakeLLM, Fault, Sure,
-                                      answer_text, judged_reply, prompt_of, script)
+from judgekit.testing.scripts import (
+    FAULTS,
+    GARBAGE_TEXT,
+    MALFORMED_TEXT,
+    REFUSAL_TEXT,
+    FakeLLM,
+    Fault,
+    Sure,
+    answer_text,
+    judged_reply,
+    prompt_of,
+    script,
+)
 from judgekit.testing.server import FakeServer
 
-__all__ = ["FAULTS", "GARBAGE_TEXT", "MALFORMED_TEXT", "REFUSAL_TEXT", "FakeLLM", "FakeServer", "Fault", "Sure", "answer_text",
-           "judged_reply", "prompt_of", "script"]
+__all__ = [
+    "FAULTS",
+    "GARBAGE_TEXT",
+    "MALFORMED_TEXT",
+    "REFUSAL_TEXT",
+    "FakeLLM",
+    "FakeServer",
+    "Fault",
+    "Sure",
+    "answer_text",
+    "judged_reply",
+    "prompt_of",
+    "script",
+]

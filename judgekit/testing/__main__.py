@@ -20,15 +20,28 @@ from judgekit.testing.verdict_file import load_script, scripted
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description="Run a fake OpenAI-compatible judge server on 127.0.0.1.")
+    parser = argparse.ArgumentParser(
+        description="Run a fake OpenAI-compatible judge server on 127.0.0.1."
+    )
     parser.add_argument("--port", type=int, default=8555)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds before each answer")
-    parser.add_argument("--verdict", choices=("pass", "fail"), default="pass",
-                        help="the verdict of every example the verdict file does not list (default: pass)")
-    parser.add_argument("--verdicts", type=Path, help="JSONL, CSV or YAML: per example (id, or match) a verdict, "
-                        "pass / fail / a fault kind")
-    parser.add_argument("--sets", type=Path, default=Path("calibration_sets"),
-                        help="where the examples of the verdict file's ids are (default: calibration_sets)")
+    parser.add_argument(
+        "--verdict",
+        choices=("pass", "fail"),
+        default="pass",
+        help="the verdict of every example the verdict file does not list (default: pass)",
+    )
+    parser.add_argument(
+        "--verdicts",
+        type=Path,
+        help="JSONL, CSV or YAML: per example (id, or match) a verdict, pass / fail / a fault kind",
+    )
+    parser.add_argument(
+        "--sets",
+        type=Path,
+        default=Path("calibration_sets"),
+        help="where the examples of the verdict file's ids are (default: calibration_sets)",
+    )
     args = parser.parse_args()
     answer = script({}, default=args.verdict == "pass")
     if args.verdicts is not None:
@@ -38,7 +51,9 @@ def main() -> int:
             print(f"error: {redact(str(error))}", file=sys.stderr)
             return 2
         answer = scripted(by_output, by_match, default=args.verdict == "pass")
-        print(f"scripted {len(by_output) + len(by_match)} example(s) from {args.verdicts}", flush=True)
+        print(
+            f"scripted {len(by_output) + len(by_match)} example(s) from {args.verdicts}", flush=True
+        )
     server = FakeServer(answer, latency=args.latency, port=args.port).start()
     print(f"listening on {server.url}", flush=True)
     try:

@@ -20,16 +20,34 @@ from typing import Callable, Mapping
 
 from judgekit.llm.protocol import CallError, Completion, Request
 
-FAULTS = ("rate_limit", "server_error", "auth", "bad_request", "hang", "reset", "truncated", "garbage", "refusal",
-          "malformed_json", "echo")
+FAULTS = (
+    "rate_limit",
+    "server_error",
+    "auth",
+    "bad_request",
+    "hang",
+    "reset",
+    "truncated",
+    "garbage",
+    "refusal",
+    "malformed_json",
+    "echo",
+)
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
 GARBAGE_TEXT = "Lorem ipsum dolor sit amet, the weather is lovely today."
 MALFORMED_TEXT = '{"reasoning": "The reply says it", "passed": tru'
 FAULT_TEXTS = {"garbage": GARBAGE_TEXT, "refusal": REFUSAL_TEXT, "malformed_json": MALFORMED_TEXT}
 # What FakeLLM raises for the faults that are no answer (FakeServer sends them over HTTP).
-FAULT_ERRORS = {"rate_limit": ("rate_limit", 429), "server_error": ("server", 500), "auth": ("auth", 401),
-                "bad_request": ("bad_request", 400), "echo": ("bad_request", 400), "hang": ("timeout", None),
-                "reset": ("dropped", None), "truncated": ("dropped", None)}
+FAULT_ERRORS = {
+    "rate_limit": ("rate_limit", 429),
+    "server_error": ("server", 500),
+    "auth": ("auth", 401),
+    "bad_request": ("bad_request", 400),
+    "echo": ("bad_request", 400),
+    "hang": ("timeout", None),
+    "reset": ("dropped", None),
+    "truncated": ("dropped", None),
+}
 
 
 @dataclass(frozen=True)
@@ -76,7 +94,9 @@ def logprobs_of(text: str, verdict: "bool | str | Fault | Sure") -> list[dict]:
     out = []
     for i, token in enumerate(tokens):
         logprob = math.log(p) if words and i == words[-1] else math.log(SURE) / 100
-        out.append({"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": []})
+        out.append(
+            {"token": token, "logprob": logprob, "bytes": list(token.encode()), "top_logprobs": []}
+        )
     return out
 
 
@@ -88,10 +108,12 @@ def judged_reply(prompt: str) -> str:
     come before it), or the whole prompt when there is none."""
     start = prompt.rfind("<output>\n")
     end = prompt.rfind("\n</output>")
-    return prompt[start + len("<output>\n"):end] if 0 <= start < end else prompt
+    return prompt[start + len("<output>\n") : end] if 0 <= start < end else prompt
 
 
-def script(verdicts: Mapping[str, "bool | str | Fault | Sure"], default: "bool | str | Fault | Sure" = True) -> Answer:
+def script(
+    verdicts: Mapping[str, "bool | str | Fault | Sure"], default: "bool | str | Fault | Sure" = True
+) -> Answer:
     """An answer function: the verdict of the first key the judged reply contains, else `default`.
 
     A bool becomes a contract-following JSON verdict; a str is answered verbatim; a Fault is given.
@@ -139,8 +161,11 @@ class FakeLLM:
         self.requests: list[Request] = []
 
     @classmethod
-    def scripted(cls, verdicts: Mapping[str, "bool | str | Fault | Sure"],
-                 default: "bool | str | Fault | Sure" = True) -> "FakeLLM":
+    def scripted(
+        cls,
+        verdicts: Mapping[str, "bool | str | Fault | Sure"],
+        default: "bool | str | Fault | Sure" = True,
+    ) -> "FakeLLM":
         """Answers scripted as `script` does; a request for log-probabilities gets them (`Sure`)."""
         decide = script(verdicts, default)
 
@@ -163,8 +188,11 @@ class FakeLLM:
         result = self.answer(request)
         if isinstance(result, CallError):
             raise result
-        return result if isinstance(result, Completion) else Completion(text=result, prompt_tokens=10,
-                                                                        completion_tokens=5)
+        return (
+            result
+            if isinstance(result, Completion)
+            else Completion(text=result, prompt_tokens=10, completion_tokens=5)
+        )
 
     def lookup(self, request: Request) -> Completion | None:
         return None
@@ -174,5 +202,3 @@ class FakeLLM:
 
     async def aclose(self) -> None:
         return None
-
-

@@ -13,8 +13,17 @@ from collections import Counter
 from typing import Mapping
 
 
-from judgekit.testing.scripts import (FAULT_TEXTS, FAULTS, REFUSAL_TEXT, Answer, Fault, answer_text, logprobs_of,
-                                      prompt_of, script)
+from judgekit.testing.scripts import (
+    FAULT_TEXTS,
+    FAULTS,
+    REFUSAL_TEXT,
+    Answer,
+    Fault,
+    answer_text,
+    logprobs_of,
+    prompt_of,
+    script,
+)
 
 
 class FakeServer:
@@ -29,16 +38,26 @@ class FakeServer:
     request gives, without the provider's prefix). `stats` counts outcomes.
     """
 
-    def __init__(self, answer: Answer | None = None, latency: float = 0.0,
-                 faults: Mapping[str, float] | None = None, fail_first: Mapping[str, list[str]] | None = None,
-                 retry_after: float = 1.0, seed: int = 0, port: int = 0, structured_output: bool = True,
-                 models: Mapping[str, Answer] | None = None):
+    def __init__(
+        self,
+        answer: Answer | None = None,
+        latency: float = 0.0,
+        faults: Mapping[str, float] | None = None,
+        fail_first: Mapping[str, list[str]] | None = None,
+        retry_after: float = 1.0,
+        seed: int = 0,
+        port: int = 0,
+        structured_output: bool = True,
+        models: Mapping[str, Answer] | None = None,
+    ):
         unknown = set(faults or {}) | {k for kinds in (fail_first or {}).values() for k in kinds}
         unknown -= set(FAULTS)
         if unknown:
             raise ValueError(f"unknown fault kind(s) {sorted(unknown)}; use {FAULTS}")
         self.answer = answer or script({}, default=True)
-        self.models = dict(models or {})  # the answer of a model by the name a request gives (no provider prefix)
+        self.models = dict(
+            models or {}
+        )  # the answer of a model by the name a request gives (no provider prefix)
         self.latency = latency
         self.faults = dict(faults or {})
         self.fail_first = {k: list(v) for k, v in (fail_first or {}).items()}
@@ -78,7 +97,9 @@ class FakeServer:
         return self
 
     async def _listen(self) -> None:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self.port, reuse_address=True)
+        self._server = await asyncio.start_server(
+            self._handle, "127.0.0.1", self.port, reuse_address=True
+        )
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _close(self) -> None:
@@ -139,7 +160,11 @@ class FakeServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 if not await self._respond(line.decode("latin-1"), body, writer, headers):
                     return
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):  # cancelled: server stopping
+        except (
+            ConnectionError,
+            asyncio.IncompleteReadError,
+            asyncio.CancelledError,
+        ):  # cancelled: server stopping
             return
         finally:
             self._writers.discard(writer)
@@ -154,8 +179,13 @@ class FakeServer:
                 return kind
         return None
 
-    async def _respond(self, request_line: str, body: bytes, writer: asyncio.StreamWriter,
-                       headers: Mapping[str, str] | None = None) -> bool:
+    async def _respond(
+        self,
+        request_line: str,
+        body: bytes,
+        writer: asyncio.StreamWriter,
+        headers: Mapping[str, str] | None = None,
+    ) -> bool:
         """Answer one request; return False when the connection must end."""
         self.targets.append(request_line.split(" ")[1] if request_line.count(" ") >= 2 else "")
         if not request_line.startswith("POST") or "/chat/completions" not in request_line:
@@ -176,7 +206,11 @@ class FakeServer:
         self.log.append((time.monotonic(), prompt, fault or "ok"))
         if unsupported:
             self.stats["unsupported_response_format"] += 1
-            self._send(writer, 400, {"error": {"message": "response_format is not supported by this server"}})
+            self._send(
+                writer,
+                400,
+                {"error": {"message": "response_format is not supported by this server"}},
+            )
             return True
         if self.latency:
             await asyncio.sleep(self.latency)
@@ -188,15 +222,27 @@ class FakeServer:
             writer.transport.abort()
             return False
         if fault == "rate_limit":
-            self._send(writer, 429, {"error": {"message": "rate limit exceeded"}},
-                       {"retry-after": f"{self.retry_after:g}"})
+            self._send(
+                writer,
+                429,
+                {"error": {"message": "rate limit exceeded"}},
+                {"retry-after": f"{self.retry_after:g}"},
+            )
             return True
         if fault == "server_error":
             self._send(writer, 500, {"error": {"message": "internal error"}})
             return True
         if fault == "echo":
-            self._send(writer, 400, {"error": {"message": f"cannot handle {request_line.strip()} with "
-                                               f"authorization: {(headers or {}).get('authorization')}"}})
+            self._send(
+                writer,
+                400,
+                {
+                    "error": {
+                        "message": f"cannot handle {request_line.strip()} with "
+                        f"authorization: {(headers or {}).get('authorization')}"
+                    }
+                },
+            )
             return True
         if fault == "auth":
             self._send(writer, 401, {"error": {"message": "invalid api key"}})
@@ -209,14 +255,31 @@ class FakeServer:
             verdict = answer(prompt) if scripted is None else scripted
             text = answer_text(verdict)
         completion = {
-            "id": f"fake-{self.requests}", "object": "chat.completion", "created": int(time.time()),
+            "id": f"fake-{self.requests}",
+            "object": "chat.completion",
+            "created": int(time.time()),
             "model": payload.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text,
-                                     "refusal": REFUSAL_TEXT if fault == "refusal" else None},
-                         **({"logprobs": {"content": logprobs_of(text, verdict or False)}} if payload.get("logprobs") else {})}],
-            "usage": {"prompt_tokens": len(prompt) // 4, "completion_tokens": len(text) // 4,
-                      "total_tokens": (len(prompt) + len(text)) // 4},
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {
+                        "role": "assistant",
+                        "content": text,
+                        "refusal": REFUSAL_TEXT if fault == "refusal" else None,
+                    },
+                    **(
+                        {"logprobs": {"content": logprobs_of(text, verdict or False)}}
+                        if payload.get("logprobs")
+                        else {}
+                    ),
+                }
+            ],
+            "usage": {
+                "prompt_tokens": len(prompt) // 4,
+                "completion_tokens": len(text) // 4,
+                "total_tokens": (len(prompt) + len(text)) // 4,
+            },
         }
         if fault == "truncated":
             data = json.dumps(completion).encode()
@@ -229,13 +292,28 @@ class FakeServer:
 
     @staticmethod
     def _head(status: int, length: int, extra: Mapping[str, str] | None = None) -> bytes:
-        reason = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 429: "Too Many Requests",
-                  500: "Internal Server Error"}[status]
-        lines = [f"HTTP/1.1 {status} {reason}", "content-type: application/json", f"content-length: {length}",
-                 *(f"{k}: {v}" for k, v in (extra or {}).items())]
+        reason = {
+            200: "OK",
+            400: "Bad Request",
+            401: "Unauthorized",
+            404: "Not Found",
+            429: "Too Many Requests",
+            500: "Internal Server Error",
+        }[status]
+        lines = [
+            f"HTTP/1.1 {status} {reason}",
+            "content-type: application/json",
+            f"content-length: {length}",
+            *(f"{k}: {v}" for k, v in (extra or {}).items()),
+        ]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
-    def _send(self, writer: asyncio.StreamWriter, status: int, body: object,
-              extra: Mapping[str, str] | None = None) -> None:
+    def _send(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        body: object,
+        extra: Mapping[str, str] | None = None,
+    ) -> None:
         data = json.dumps(body).encode()
         writer.write(self._head(status, len(data), extra) + data)

@@ -48,15 +48,19 @@ class ScriptedVerdict(Frozen):
     @model_validator(mode="after")
     def _names_an_example(self) -> "ScriptedVerdict":
         if (self.id is None) == (self.match is None):
-            raise ValueError("give the example's id (found by its output in the calibration sets) or match (a "
-                             "piece of text its reply contains), one of the two")
+            raise ValueError(
+                "give the example's id (found by its output in the calibration sets) or match (a "
+                "piece of text its reply contains), one of the two"
+            )
         return self
 
     def scripted(self) -> bool | Fault:
         return self.verdict == "pass" if self.verdict in ("pass", "fail") else Fault(self.verdict)
 
 
-def _outputs(sets_dir: Path, criterion: str | None, cache: dict[str | None, dict[str, list[str]]]) -> dict[str, list[str]]:
+def _outputs(
+    sets_dir: Path, criterion: str | None, cache: dict[str | None, dict[str, list[str]]]
+) -> dict[str, list[str]]:
     """Each example id's outputs in the calibration sets (of one criterion, or of all)."""
     if criterion not in cache:
         if criterion is not None:
@@ -64,8 +68,12 @@ def _outputs(sets_dir: Path, criterion: str | None, cache: dict[str | None, dict
         elif sets_dir.is_dir():
             paths = sorted(p for p in sets_dir.iterdir() if p.suffix.lower() in RECORD_SUFFIXES)
         else:
-            raise InputError.one(sets_dir, "", "is not a folder of calibration sets; pass --sets DIR, or give "
-                                 "each record a match instead of an id")
+            raise InputError.one(
+                sets_dir,
+                "",
+                "is not a folder of calibration sets; pass --sets DIR, or give "
+                "each record a match instead of an id",
+            )
         found: dict[str, list[str]] = {}
         for path in paths:
             for example in load_set(path, path.stem).examples:
@@ -74,7 +82,9 @@ def _outputs(sets_dir: Path, criterion: str | None, cache: dict[str | None, dict
     return cache[criterion]
 
 
-def load_script(path: Path, sets_dir: Path) -> tuple[dict[str, bool | Fault], dict[str, bool | Fault]]:
+def load_script(
+    path: Path, sets_dir: Path
+) -> tuple[dict[str, bool | Fault], dict[str, bool | Fault]]:
     """A verdict file, read and checked: the verdicts by output text (`id` records) and by a piece
     of the reply (`match` records). Every problem of the file is listed at once."""
     by_output: dict[str, bool | Fault] = {}
@@ -82,7 +92,9 @@ def load_script(path: Path, sets_dir: Path) -> tuple[dict[str, bool | Fault], di
     problems: list[Problem] = []
     sets: dict[str | None, dict[str, list[str]]] = {}
     if not path.is_file():
-        raise InputError.one(path, "", "no such verdict file; pass --verdicts with a JSONL, CSV or YAML file")
+        raise InputError.one(
+            path, "", "no such verdict file; pass --verdicts with a JSONL, CSV or YAML file"
+        )
     for location, record in iter_records(path):
         if isinstance(record, Problem):
             problems.append(record)
@@ -97,9 +109,19 @@ def load_script(path: Path, sets_dir: Path) -> tuple[dict[str, bool | Fault], di
             continue
         outputs = _outputs(sets_dir, row.criterion, sets).get(row.id or "")
         if not outputs:
-            where = f"the calibration set of {row.criterion!r}" if row.criterion else f"the calibration sets in {sets_dir}"
-            problems.append(Problem(str(path), location, f"no example {row.id!r} in {where}; check the id, pass "
-                                    "--sets DIR, or give a match (a piece of text its reply contains) instead"))
+            where = (
+                f"the calibration set of {row.criterion!r}"
+                if row.criterion
+                else f"the calibration sets in {sets_dir}"
+            )
+            problems.append(
+                Problem(
+                    str(path),
+                    location,
+                    f"no example {row.id!r} in {where}; check the id, pass "
+                    "--sets DIR, or give a match (a piece of text its reply contains) instead",
+                )
+            )
             continue
         for output in outputs:
             by_output[output] = row.scripted()
@@ -110,8 +132,11 @@ def load_script(path: Path, sets_dir: Path) -> tuple[dict[str, bool | Fault], di
     return by_output, by_match
 
 
-def scripted(by_output: Mapping[str, bool | Fault], by_match: Mapping[str, bool | Fault],
-             default: bool | Fault = True) -> Answer:
+def scripted(
+    by_output: Mapping[str, bool | Fault],
+    by_match: Mapping[str, bool | Fault],
+    default: bool | Fault = True,
+) -> Answer:
     """The answer function of a verdict file (the rules above)."""
     longest = sorted(by_output, key=len, reverse=True)
 

@@ -52,11 +52,19 @@ class Budget:
 
     def words(self) -> str:
         if self.look is None:
-            return (f"the test split's alpha budget is spent ({MAX_LOOKS} looks at its {len(self.examples)} "
-                    f"examples); add {self.needed} fresh labelled test examples to open a new one")
-        wait = f"; {self.waiting} test examples added since wait for the next budget" if self.waiting else ""
-        return (f"look {self.look} of {MAX_LOOKS} at {len(self.examples)} test examples, spending alpha "
-                f"{self.alpha:.4g}{wait}")
+            return (
+                f"the test split's alpha budget is spent ({MAX_LOOKS} looks at its {len(self.examples)} "
+                f"examples); add {self.needed} fresh labelled test examples to open a new one"
+            )
+        wait = (
+            f"; {self.waiting} test examples added since wait for the next budget"
+            if self.waiting
+            else ""
+        )
+        return (
+            f"look {self.look} of {MAX_LOOKS} at {len(self.examples)} test examples, spending alpha "
+            f"{self.alpha:.4g}{wait}"
+        )
 
 
 def _generation(ids: Sequence[str]) -> str:
@@ -77,17 +85,31 @@ def next_look(looks: Sequence[Look], test_ids: Sequence[str], alpha: float) -> B
             seen[i] = seen.get(i, 0) + 1
     # A generation has had as many looks as its most looked-at example: examples spent under another
     # generation (two histories merged, a look written by hand) never open a fresh budget.
-    generations = {g: (e, max([n, *(seen.get(i, 0) for i in e)])) for g, (e, n) in generations.items()}
-    current = next(((g, e, n) for g, (e, n) in reversed(generations.items()) if set(e) <= present), None)
+    generations = {
+        g: (e, max([n, *(seen.get(i, 0) for i in e)])) for g, (e, n) in generations.items()
+    }
+    current = next(
+        ((g, e, n) for g, (e, n) in reversed(generations.items()) if set(e) <= present), None
+    )
     if current is not None and current[2] < MAX_LOOKS:
         g, examples, count = current
-        return Budget(g, examples, count + 1, look_alpha(alpha, count + 1), len(present - set(examples)))
+        return Budget(
+            g, examples, count + 1, look_alpha(alpha, count + 1), len(present - set(examples))
+        )
     used = {i for examples, _ in generations.values() for i in examples}
     fresh = tuple(dict.fromkeys(i for i in test_ids if i not in used))
     # A new budget is as large as the last one (removing one example of it does not make it cheap).
-    last = current[1] if current is not None else next(reversed(generations.values()))[0] if generations else ()
+    last = (
+        current[1]
+        if current is not None
+        else next(reversed(generations.values()))[0]
+        if generations
+        else ()
+    )
     wanted = max(len(last), 1)
     if len(fresh) >= wanted:
         return Budget(_generation(fresh), fresh, 1, look_alpha(alpha, 1))
     spent = current[1] if current is not None else tuple(test_ids)
-    return Budget(current[0] if current else _generation(spent), spent, None, None, needed=wanted - len(fresh))
+    return Budget(
+        current[0] if current else _generation(spent), spent, None, None, needed=wanted - len(fresh)
+    )

@@ -28,9 +28,13 @@ if TYPE_CHECKING:
     import pandas as pd
 
 # Seconds since the epoch of the `timestamp` column, in each dialect.
-EPOCH = {"duckdb": "epoch(timestamp)", "postgres": "EXTRACT(EPOCH FROM timestamp)",
-         "bigquery": "UNIX_SECONDS(timestamp)", "snowflake": "DATE_PART(EPOCH_SECOND, timestamp)",
-         "spark": "unix_timestamp(timestamp)"}
+EPOCH = {
+    "duckdb": "epoch(timestamp)",
+    "postgres": "EXTRACT(EPOCH FROM timestamp)",
+    "bigquery": "UNIX_SECONDS(timestamp)",
+    "snowflake": "DATE_PART(EPOCH_SECOND, timestamp)",
+    "spark": "unix_timestamp(timestamp)",
+}
 COLUMNS = ("criterion", "window_start", "verdicts", "passes", "abstentions")
 _TABLE = re.compile(r"[A-Za-z_][\w$-]*(\.[A-Za-z_][\w$-]*){0,2}|`[^`;]+`|\"[^\";]+\"")
 
@@ -38,26 +42,36 @@ _TABLE = re.compile(r"[A-Za-z_][\w$-]*(\.[A-Za-z_][\w$-]*){0,2}|`[^`;]+`|\"[^\";
 def window_seconds(window: str) -> int:
     seconds = parse_duration(window).total_seconds()
     if seconds != int(seconds) or seconds < 1:
-        raise InputError.one("--window", window, "counts need a window of whole seconds (like 1h, 1d, 1w)")
+        raise InputError.one(
+            "--window", window, "counts need a window of whole seconds (like 1h, 1d, 1w)"
+        )
     return int(seconds)
 
 
 def counts_sql(table: str, window: str, dialect: str = "duckdb") -> str:
     """The query that counts `table`'s judged samples per criterion and window, in `dialect`."""
     if dialect not in EPOCH:
-        raise InputError.one("--dialect", dialect, f"unknown SQL dialect; one of {', '.join(EPOCH)}")
+        raise InputError.one(
+            "--dialect", dialect, f"unknown SQL dialect; one of {', '.join(EPOCH)}"
+        )
     if not _TABLE.fullmatch(table):
-        raise InputError.one("--print-sql", table, "is not a table name (name, schema.name or project.schema.name; "
-                             "quote it with backticks or double quotes if it needs other characters)")
+        raise InputError.one(
+            "--print-sql",
+            table,
+            "is not a table name (name, schema.name or project.schema.name; "
+            "quote it with backticks or double quotes if it needs other characters)",
+        )
     w = window_seconds(window)
-    return (f"SELECT criterion,\n"
-            f"       {ORIGIN} + CAST(FLOOR(({EPOCH[dialect]} - {ORIGIN}) / {w}) AS BIGINT) * {w} AS window_start,\n"
-            f"       COUNT(*) AS verdicts,\n"
-            f"       SUM(CASE WHEN passed THEN 1 ELSE 0 END) AS passes,\n"
-            f"       SUM(CASE WHEN passed IS NULL THEN 1 ELSE 0 END) AS abstentions\n"
-            f"FROM {table}\n"
-            f"GROUP BY 1, 2\n"
-            f"ORDER BY 1, 2")
+    return (
+        f"SELECT criterion,\n"
+        f"       {ORIGIN} + CAST(FLOOR(({EPOCH[dialect]} - {ORIGIN}) / {w}) AS BIGINT) * {w} AS window_start,\n"
+        f"       COUNT(*) AS verdicts,\n"
+        f"       SUM(CASE WHEN passed THEN 1 ELSE 0 END) AS passes,\n"
+        f"       SUM(CASE WHEN passed IS NULL THEN 1 ELSE 0 END) AS abstentions\n"
+        f"FROM {table}\n"
+        f"GROUP BY 1, 2\n"
+        f"ORDER BY 1, 2"
+    )
 
 
 def _frame(path: Path) -> "pd.DataFrame":
@@ -72,7 +86,9 @@ def _frame(path: Path) -> "pd.DataFrame":
         if suffix == ".parquet":
             return pd.read_parquet(path)
     except ImportError:
-        raise InputError.one(path, "", "reading Parquet needs pyarrow: pip install 'judgekit-calibrate[parquet]'") from None
+        raise InputError.one(
+            path, "", "reading Parquet needs pyarrow: pip install 'judgekit-calibrate[parquet]'"
+        ) from None
     except (ValueError, OSError, UnicodeDecodeError, pd.errors.ParserError) as error:
         raise InputError.one(path, "", f"cannot be read: {error}") from None
     raise InputError.one(path, "", "unknown format for counts; use .csv, .jsonl or .parquet")
@@ -87,25 +103,47 @@ def read_count_file(path: Path | str, window: str) -> Counts:
     frame, w = _frame(path), window_seconds(window)
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:
-        raise InputError.one(path, ", ".join(missing), "missing column; counts need " + ", ".join(COLUMNS))
+        raise InputError.one(
+            path, ", ".join(missing), "missing column; counts need " + ", ".join(COLUMNS)
+        )
     counts, problems = Counts(float(w)), []
     for row, record in enumerate(frame[list(COLUMNS)].itertuples(index=False), start=1):
         where = f"row {row}"
         criterion, numbers = record[0], record[1:]
         if not isinstance(criterion, str) or not criterion.strip():
-            problems.append(Problem(str(path), f"{where}: criterion", f"{criterion!r} is not a criterion id"))
+            problems.append(
+                Problem(str(path), f"{where}: criterion", f"{criterion!r} is not a criterion id")
+            )
             continue
         if not all(_whole(n) for n in numbers):
-            problems.append(Problem(str(path), where, "window_start, verdicts, passes and abstentions must be whole "
-                                                      f"numbers of at least 0, not {list(numbers)!r}"))
+            problems.append(
+                Problem(
+                    str(path),
+                    where,
+                    "window_start, verdicts, passes and abstentions must be whole "
+                    f"numbers of at least 0, not {list(numbers)!r}",
+                )
+            )
             continue
         start, verdicts, passes, abstentions = (int(n) for n in numbers)
         if passes + abstentions > verdicts:
-            problems.append(Problem(str(path), where, f"passes {passes} and abstentions {abstentions} are more than "
-                                                      f"the {verdicts} verdicts"))
+            problems.append(
+                Problem(
+                    str(path),
+                    where,
+                    f"passes {passes} and abstentions {abstentions} are more than "
+                    f"the {verdicts} verdicts",
+                )
+            )
         elif (start - ORIGIN) % w:
-            problems.append(Problem(str(path), f"{where}: window_start", f"{start} does not start a {window} window "
-                                    f"(windows start at {ORIGIN} + k x {w}); count with the same --window"))
+            problems.append(
+                Problem(
+                    str(path),
+                    f"{where}: window_start",
+                    f"{start} does not start a {window} window "
+                    f"(windows start at {ORIGIN} + k x {w}); count with the same --window",
+                )
+            )
         else:
             cell = counts.cells.setdefault((criterion, start), [0, 0, 0])
             for i, n in enumerate((passes, verdicts - passes - abstentions, abstentions)):

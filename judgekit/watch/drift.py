@@ -74,37 +74,60 @@ class Drift:
         return 1 if self.status == "DRIFT" else 0
 
     def to_dict(self) -> dict[str, Any]:
-        return {"criterion": self.criterion, "status": self.status, "reasons": self.reasons,
-                "before": self.before.id, "after": self.after.id, "changed": self.changed, "shared": self.shared,
-                "compared": self.compared, "newly_abstained": self.newly_abstained, "newly_decided": self.newly_decided,
-                "flips": {"pass_to_fail": self.to_fail, "fail_to_pass": self.to_pass},
-                "right_to_wrong": self.right_to_wrong, "wrong_to_right": self.wrong_to_right,
-                "mcnemar_p": self.mcnemar_p, "worse_p": self.worse_p, "flip_p": self.flip_p,
-                "changes": {k: {"delta": finite(d), "low": finite(lo), "high": finite(hi)}
-                            for k, (d, lo, hi) in self.changes.items()}}
+        return {
+            "criterion": self.criterion,
+            "status": self.status,
+            "reasons": self.reasons,
+            "before": self.before.id,
+            "after": self.after.id,
+            "changed": self.changed,
+            "shared": self.shared,
+            "compared": self.compared,
+            "newly_abstained": self.newly_abstained,
+            "newly_decided": self.newly_decided,
+            "flips": {"pass_to_fail": self.to_fail, "fail_to_pass": self.to_pass},
+            "right_to_wrong": self.right_to_wrong,
+            "wrong_to_right": self.wrong_to_right,
+            "mcnemar_p": self.mcnemar_p,
+            "worse_p": self.worse_p,
+            "flip_p": self.flip_p,
+            "changes": {
+                k: {"delta": finite(d), "low": finite(lo), "high": finite(hi)}
+                for k, (d, lo, hi) in self.changes.items()
+            },
+        }
 
     def lines(self) -> list[str]:
         """What a person reads: the decision, why, the evidence, and the flipped examples; ids and
         names from the files are escaped (`printable`), so none can drive the terminal."""
         what = ", ".join(self.changed) if self.changed else "nothing (same judge, same set)"
-        out = [f"{self.criterion}: run {self.before.id} ({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
-               f"{self.after.id} ({self.after.created_at:%Y-%m-%d %H:%M}); changed: {what}",
-               f"  {self.compared} examples in both runs: abstained on {self.compared - self.shared} "
-               f"({len(self.newly_abstained)} newly, {len(self.newly_decided)} no longer)",
-               f"  {self.shared} examples decided in both: {len(self.to_fail)} flipped pass->fail, "
-               f"{len(self.to_pass)} fail->pass; against the labels {self.right_to_wrong} right->wrong, "
-               f"{self.wrong_to_right} wrong->right (exact McNemar p = {self.mcnemar_p:.3g})"]
+        out = [
+            f"{self.criterion}: run {self.before.id} ({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
+            f"{self.after.id} ({self.after.created_at:%Y-%m-%d %H:%M}); changed: {what}",
+            f"  {self.compared} examples in both runs: abstained on {self.compared - self.shared} "
+            f"({len(self.newly_abstained)} newly, {len(self.newly_decided)} no longer)",
+            f"  {self.shared} examples decided in both: {len(self.to_fail)} flipped pass->fail, "
+            f"{len(self.to_pass)} fail->pass; against the labels {self.right_to_wrong} right->wrong, "
+            f"{self.wrong_to_right} wrong->right (exact McNemar p = {self.mcnemar_p:.3g})",
+        ]
         if self.flip_p is not None:
-            out.append(f"  flip rate {self.flip_rate:.3f} against the {self.policy_flip_rate:.3f} an unchanged "
-                       f"judge may show (p = {self.flip_p:.3g})")
+            out.append(
+                f"  flip rate {self.flip_rate:.3f} against the {self.policy_flip_rate:.3f} an unchanged "
+                f"judge may show (p = {self.flip_p:.3g})"
+            )
         for name, (delta, low, high) in self.changes.items():
             change = "n/a" if math.isnan(delta) else f"{delta:+.3f}, 95% {low:+.3f} to {high:+.3f}"
-            out.append(f"  {name}: {fmt_number(self.before.metrics.get(name))} -> "
-                       f"{fmt_number(self.after.metrics.get(name))}; change on the shared examples {change}")
+            out.append(
+                f"  {name}: {fmt_number(self.before.metrics.get(name))} -> "
+                f"{fmt_number(self.after.metrics.get(name))}; change on the shared examples {change}"
+            )
         out += [f"  {reason}" for reason in self.reasons]
         for label, ids in (("pass->fail", self.to_fail), ("fail->pass", self.to_pass)):
             if ids:
-                out.append(f"  {label}: {', '.join(ids[:20])}" + (f" and {len(ids) - 20} more" if len(ids) > 20 else ""))
+                out.append(
+                    f"  {label}: {', '.join(ids[:20])}"
+                    + (f" and {len(ids) - 20} more" if len(ids) > 20 else "")
+                )
         out.append(f"drift: {self.status}")
         return [printable(line) for line in out]
 
@@ -113,35 +136,65 @@ class Drift:
         return (len(self.to_fail) + len(self.to_pass)) / self.shared if self.shared else NAN
 
 
-def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: Outcomes,
-            policy: DriftPolicy = DriftPolicy(), seed: int = 0, before_confidence: dict[str, float] | None = None,
-            after_confidence: dict[str, float] | None = None) -> Drift:
+def compare(
+    before: Run,
+    after: Run,
+    before_outcomes: Outcomes,
+    after_outcomes: Outcomes,
+    policy: DriftPolicy = DriftPolicy(),
+    seed: int = 0,
+    before_confidence: dict[str, float] | None = None,
+    after_confidence: dict[str, float] | None = None,
+) -> Drift:
     """Compare two runs of one criterion on the examples both hold with the same label, and decide.
 
     With the confidences of a selectively judged criterion's runs, the coverage at the first run's
     certified threshold is compared too (one-sided exact McNemar on the examples that fell below
     it and rose above it): a judge that became less sure gives fewer verdicts than certified."""
     if before.criterion != after.criterion:
-        raise InputError.one("history", f"runs {before.id} and {after.id}",
-                             f"are of different criteria ({before.criterion}, {after.criterion})")
+        raise InputError.one(
+            "history",
+            f"runs {before.id} and {after.id}",
+            f"are of different criteria ({before.criterion}, {after.criterion})",
+        )
     if before.id == after.id:
-        raise InputError.one("history", f"run {before.id}", "compared with itself; give two different runs")
+        raise InputError.one(
+            "history", f"run {before.id}", "compared with itself; give two different runs"
+        )
     common = before_outcomes.keys() & after_outcomes.keys()
     # An example relabelled between the runs says nothing about the judge: it is left out (and counted).
-    relabelled = sorted((k for k in common if before_outcomes[k][0] != after_outcomes[k][0]), key=_natural)
-    kept = sorted((k for k in common if before_outcomes[k][0] == after_outcomes[k][0]), key=_natural)
+    relabelled = sorted(
+        (k for k in common if before_outcomes[k][0] != after_outcomes[k][0]), key=_natural
+    )
+    kept = sorted(
+        (k for k in common if before_outcomes[k][0] == after_outcomes[k][0]), key=_natural
+    )
     if not kept:
-        raise InputError.one("history", f"runs {before.id} and {after.id}",
-                             "share no example with the same label; compare runs over the same calibration set")
-    newly_abstained = [k for k in kept if before_outcomes[k][1] is not None and after_outcomes[k][1] is None]
-    newly_decided = [k for k in kept if before_outcomes[k][1] is None and after_outcomes[k][1] is not None]
-    shared = [k for k in kept if before_outcomes[k][1] is not None and after_outcomes[k][1] is not None]
+        raise InputError.one(
+            "history",
+            f"runs {before.id} and {after.id}",
+            "share no example with the same label; compare runs over the same calibration set",
+        )
+    newly_abstained = [
+        k for k in kept if before_outcomes[k][1] is not None and after_outcomes[k][1] is None
+    ]
+    newly_decided = [
+        k for k in kept if before_outcomes[k][1] is None and after_outcomes[k][1] is not None
+    ]
+    shared = [
+        k for k in kept if before_outcomes[k][1] is not None and after_outcomes[k][1] is not None
+    ]
     to_fail = [k for k in shared if before_outcomes[k][1] and not after_outcomes[k][1]]
     to_pass = [k for k in shared if not before_outcomes[k][1] and after_outcomes[k][1]]
     # Right or not against the label, over every example both runs hold: an abstention is not right,
     # so a judge that starts abstaining loses agreement like one that starts erring.
-    right = {k: (before_outcomes[k][1] == before_outcomes[k][0], after_outcomes[k][1] == after_outcomes[k][0])
-             for k in kept}
+    right = {
+        k: (
+            before_outcomes[k][1] == before_outcomes[k][0],
+            after_outcomes[k][1] == after_outcomes[k][0],
+        )
+        for k in kept
+    }
     right_to_wrong = sum(1 for b, a in right.values() if b and not a)
     wrong_to_right = sum(1 for b, a in right.values() if a and not b)
     mcnemar_p = mcnemar_exact(right_to_wrong, wrong_to_right)
@@ -150,53 +203,103 @@ def compare(before: Run, after: Run, before_outcomes: Outcomes, after_outcomes: 
     same_judge = not ({"model", "prompt", "parameters"} & set(changed))
     reasons, drift = [], False
     flip_p = None
-    tests = 2 + (before.threshold is not None and before_confidence is not None and after_confidence is not None)
+    tests = 2 + (
+        before.threshold is not None
+        and before_confidence is not None
+        and after_confidence is not None
+    )
     if tests == 3:
-        drift = _coverage(before.threshold, kept, (before_outcomes, before_confidence),  # type: ignore[arg-type]
-                          (after_outcomes, after_confidence), policy.alpha / (2 if not same_judge else 3), reasons)
+        drift = _coverage(
+            before.threshold,
+            kept,
+            (before_outcomes, before_confidence),  # type: ignore[arg-type]
+            (after_outcomes, after_confidence),
+            policy.alpha / (2 if not same_judge else 3),
+            reasons,
+        )
     if newly_abstained or newly_decided:
-        reasons.append(f"the judge abstains on {len(newly_abstained)} example(s) it decided before and decides "
-                       f"{len(newly_decided)} it abstained on (an abstention counts as not right)")
+        reasons.append(
+            f"the judge abstains on {len(newly_abstained)} example(s) it decided before and decides "
+            f"{len(newly_decided)} it abstained on (an abstention counts as not right)"
+        )
     if same_judge:
         level = policy.alpha / tests  # the tests share the error budget (Bonferroni)
         flip_p = flip_excess(len(to_fail) + len(to_pass), len(shared), policy.max_run_flip_rate)
         if flip_p < level:
             drift = True
-            reasons.append("same fingerprint but different answers: a silent provider-side change (more flips "
-                           "than the judge's own noise allows)")
+            reasons.append(
+                "same fingerprint but different answers: a silent provider-side change (more flips "
+                "than the judge's own noise allows)"
+            )
         if mcnemar_p < level:
             drift = True
-            reasons.append(f"same fingerprint but agreement with the labels got significantly "
-                           f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: a silent provider-side change")
+            reasons.append(
+                f"same fingerprint but agreement with the labels got significantly "
+                f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: a silent provider-side change"
+            )
     else:
         # Flips are expected now; only a drop in agreement is drift, so the whole budget goes to one side.
         what = " and ".join(c for c in changed if c != "set")
         if worse_p < policy.alpha / (tests - 1):
             drift = True
-            reasons.append(f"the {what} changed and agreement with the labels got significantly worse "
-                           f"(one-sided exact McNemar p = {worse_p:.2g})")
+            reasons.append(
+                f"the {what} changed and agreement with the labels got significantly worse "
+                f"(one-sided exact McNemar p = {worse_p:.2g})"
+            )
         elif mcnemar_worse(wrong_to_right, right_to_wrong) < policy.alpha:
-            reasons.append(f"the {what} changed and agreement with the labels got significantly better")
+            reasons.append(
+                f"the {what} changed and agreement with the labels got significantly better"
+            )
         else:
-            reasons.append(f"the {what} changed; agreement with the labels did not get significantly worse "
-                           f"(one-sided exact McNemar p = {worse_p:.2g})")
+            reasons.append(
+                f"the {what} changed; agreement with the labels did not get significantly worse "
+                f"(one-sided exact McNemar p = {worse_p:.2g})"
+            )
     if relabelled:
-        reasons.append(f"{len(relabelled)} example(s) were relabelled between the runs and are left out: "
-                       f"{', '.join(relabelled[:10])}{' …' if len(relabelled) > 10 else ''}")
+        reasons.append(
+            f"{len(relabelled)} example(s) were relabelled between the runs and are left out: "
+            f"{', '.join(relabelled[:10])}{' …' if len(relabelled) > 10 else ''}"
+        )
     direction_p = mcnemar_exact(len(to_fail), len(to_pass))
     if direction_p < policy.alpha:
-        reasons.append(f"the verdicts moved one way ({len(to_fail)} pass->fail, {len(to_pass)} fail->pass, exact "
-                       f"p = {direction_p:.2g}): pass rates judged downstream will "
-                       f"{'fall' if len(to_fail) > len(to_pass) else 'rise'}")
-    return Drift(after.criterion, before, after, len(shared), to_fail, to_pass, right_to_wrong, wrong_to_right,
-                 mcnemar_p, flip_p, _changes(shared, before_outcomes, after_outcomes, seed), changed,
-                 "DRIFT" if drift else "NO DRIFT", reasons, policy.max_run_flip_rate,
-                 len(kept), newly_abstained, newly_decided, worse_p)
+        reasons.append(
+            f"the verdicts moved one way ({len(to_fail)} pass->fail, {len(to_pass)} fail->pass, exact "
+            f"p = {direction_p:.2g}): pass rates judged downstream will "
+            f"{'fall' if len(to_fail) > len(to_pass) else 'rise'}"
+        )
+    return Drift(
+        after.criterion,
+        before,
+        after,
+        len(shared),
+        to_fail,
+        to_pass,
+        right_to_wrong,
+        wrong_to_right,
+        mcnemar_p,
+        flip_p,
+        _changes(shared, before_outcomes, after_outcomes, seed),
+        changed,
+        "DRIFT" if drift else "NO DRIFT",
+        reasons,
+        policy.max_run_flip_rate,
+        len(kept),
+        newly_abstained,
+        newly_decided,
+        worse_p,
+    )
 
 
-def _coverage(threshold: float, kept: list[str], before: tuple[Outcomes, dict[str, float]],
-              after: tuple[Outcomes, dict[str, float]], level: float, reasons: list[str]) -> bool:
+def _coverage(
+    threshold: float,
+    kept: list[str],
+    before: tuple[Outcomes, dict[str, float]],
+    after: tuple[Outcomes, dict[str, float]],
+    level: float,
+    reasons: list[str],
+) -> bool:
     """Compare the coverage at the certified threshold; True (drift) when it fell significantly."""
+
     def covered(run: tuple[Outcomes, dict[str, float]], k: str) -> bool:
         return run[0][k][1] is not None and run[1].get(k, -1.0) >= threshold
 
@@ -204,10 +307,17 @@ def _coverage(threshold: float, kept: list[str], before: tuple[Outcomes, dict[st
     now = {k for k in kept if covered(after, k)}
     fell, rose = len(was - now), len(now - was)
     p = mcnemar_worse(fell, rose)
-    reasons.append(f"coverage at the certified confidence threshold {threshold:.2f}: {len(was)} -> {len(now)} of "
-                   f"{len(kept)} examples ({fell} fell below it, {rose} rose above it; one-sided exact McNemar "
-                   f"p = {p:.2g})" + (": the judge is less sure than when it was certified, so it gives fewer "
-                                      "verdicts and escalates more" if p < level else ""))
+    reasons.append(
+        f"coverage at the certified confidence threshold {threshold:.2f}: {len(was)} -> {len(now)} of "
+        f"{len(kept)} examples ({fell} fell below it, {rose} rose above it; one-sided exact McNemar "
+        f"p = {p:.2g})"
+        + (
+            ": the judge is less sure than when it was certified, so it gives fewer "
+            "verdicts and escalates more"
+            if p < level
+            else ""
+        )
+    )
     return p < level
 
 
@@ -215,11 +325,14 @@ def _natural(text: str) -> tuple:
     """Sort key that puts e2 before e10."""
     import re
 
-    return tuple((0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text))
+    return tuple(
+        (0, int(part), "") if part.isdigit() else (1, 0, part) for part in re.split(r"(\d+)", text)
+    )
 
 
-def _changes(shared: list[str], before: Outcomes, after: Outcomes, seed: int,
-             resamples: int = 9999) -> dict[str, tuple[float, float, float]]:
+def _changes(
+    shared: list[str], before: Outcomes, after: Outcomes, seed: int, resamples: int = 9999
+) -> dict[str, tuple[float, float, float]]:
     """Change in TPR, TNR and kappa, with a seeded paired bootstrap interval (percentile).
 
     Each shared example is one of eight kinds (label, verdict before, verdict after); resampling
@@ -232,27 +345,34 @@ def _changes(shared: list[str], before: Outcomes, after: Outcomes, seed: int,
     counts = np.zeros(8, dtype=int)
     for k in shared:
         counts[4 * before[k][0] + 2 * bool(before[k][1]) + bool(after[k][1])] += 1
-    draws = np.random.default_rng(seed).multinomial(len(shared), counts / counts.sum(), size=resamples)
+    draws = np.random.default_rng(seed).multinomial(
+        len(shared), counts / counts.sum(), size=resamples
+    )
     table = np.vstack([counts, draws]).reshape(-1, 2, 2, 2)  # [label][before][after]
 
     def metrics(which: int) -> dict[str, Any]:
         cells = table.sum(axis=3 if which == 0 else 2)  # [label][verdict of this run]
         tp, fn, fp, tn = cells[:, 1, 1], cells[:, 1, 0], cells[:, 0, 1], cells[:, 0, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
-            return {"tpr": tp / (tp + fn), "tnr": tn / (tn + fp),
-                    "cohen_kappa": kappa_of_cells(np.stack([tp, fp, tn, fn], axis=-1))}
+            return {
+                "tpr": tp / (tp + fn),
+                "tnr": tn / (tn + fp),
+                "cohen_kappa": kappa_of_cells(np.stack([tp, fp, tn, fn], axis=-1)),
+            }
 
     first, second = metrics(0), metrics(1)
     out = {}
     for name in ("tpr", "tnr", "cohen_kappa"):
         delta = second[name] - first[name]
         finite = delta[1:][np.isfinite(delta[1:])]
-        low, high = (np.percentile(finite, [2.5, 97.5]) if finite.size else (NAN, NAN))
+        low, high = np.percentile(finite, [2.5, 97.5]) if finite.size else (NAN, NAN)
         out[name] = (float(delta[0]), float(low), float(high))
     return out
 
 
-def pairs(db: History, criteria: list[str], before: int | None, after: int | None) -> tuple[list[tuple[Run, Run]], list[str]]:
+def pairs(
+    db: History, criteria: list[str], before: int | None, after: int | None
+) -> tuple[list[tuple[Run, Run]], list[str]]:
     """The runs to compare: the two named, or per criterion its last run and the latest earlier
     run on the same calibration set; and a note for each criterion that has none."""
     if (before is None) != (after is None):
@@ -271,8 +391,10 @@ def pairs(db: History, criteria: list[str], before: int | None, after: int | Non
         if earlier:
             found.append((earlier[-1], last))
         elif len(mine) > 1:
-            notes.append(f"{shown}: skipped, its last run (run {last.id}) is the first on its calibration set as it "
-                         f"is now; compare across sets with --before {mine[-2].id} --after {last.id}")
+            notes.append(
+                f"{shown}: skipped, its last run (run {last.id}) is the first on its calibration set as it "
+                f"is now; compare across sets with --before {mine[-2].id} --after {last.id}"
+            )
         else:
             notes.append(f"{shown}: skipped, it has a single run (run {last.id})")
     if not found:

@@ -31,7 +31,9 @@ from judgekit.version import version
 
 PURPOSES = ("calibrate", "recheck")
 ALPHA = 0.05  # the test split's alpha budget a look spends from when no command says otherwise
-BUSY_TIMEOUT_S = 60.0  # how long to wait for another process's write before calling the history locked
+BUSY_TIMEOUT_S = (
+    60.0  # how long to wait for another process's write before calling the history locked
+)
 
 
 @dataclass(frozen=True)
@@ -60,8 +62,13 @@ class Run:
 
     def parts(self) -> dict[str, Any]:
         """What defines the judge and what it was measured on, by name (for telling changes apart)."""
-        return {"model": self.model, "prompt": self.prompt_sha, "parameters": self.parameters,
-                "set": self.set_fingerprint, "verdicts": self.verdicts_sha}
+        return {
+            "model": self.model,
+            "prompt": self.prompt_sha,
+            "parameters": self.parameters,
+            "set": self.set_fingerprint,
+            "verdicts": self.verdicts_sha,
+        }
 
 
 def _aware(at: datetime) -> datetime:
@@ -92,8 +99,12 @@ class History:
         self.db, self.path = db, db.name  # path: where the history is, as it may be shown
 
     @classmethod
-    def open(cls, location: Path | str = DEFAULT_PATH, create: bool = True,
-             timeout_s: float = BUSY_TIMEOUT_S) -> "History":
+    def open(
+        cls,
+        location: Path | str = DEFAULT_PATH,
+        create: bool = True,
+        timeout_s: float = BUSY_TIMEOUT_S,
+    ) -> "History":
         """Open (creating and migrating as needed) the history at `location`, a SQLite path or a
         postgresql:// URL, waiting up to `timeout_s` for another process's write to finish."""
         history = cls(Store.open(location, create, timeout_s))
@@ -101,8 +112,12 @@ class History:
         tables = set() if create else _tables(history.db)
         if not create and "runs" not in tables and (history.db.dialect is not SQLITE or not tables):
             history.close()
-            raise InputError.one(history.path, "", "no calibration history here yet; run `judgekit calibrate` "
-                                                   "first, or pass --history with the right database")
+            raise InputError.one(
+                history.path,
+                "",
+                "no calibration history here yet; run `judgekit calibrate` "
+                "first, or pass --history with the right database",
+            )
         try:
             history._prepare()
         except BaseException:
@@ -114,7 +129,9 @@ class History:
     def _prepare(self) -> None:
         if self.db.dialect is SQLITE:
             self.db.execute("PRAGMA foreign_keys=ON")
-        migrate(self.db)  # first: a database that is not judgekit's is refused before anything changes
+        migrate(
+            self.db
+        )  # first: a database that is not judgekit's is refused before anything changes
         if self.db.dialect is SQLITE:
             self.db.execute("PRAGMA journal_mode=WAL")
 
@@ -145,15 +162,42 @@ class History:
             "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
             "source, n, abstained, metrics, judgekit_version, split, purpose, api_base, via, structured, verdicts_sha, "
             "threshold, uid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (c.id, created, c.fingerprint, judge.model if judge else None, judge.prompt_sha if judge else None,
-             json.dumps(judge.parameters if judge else {}, sort_keys=True), c.set_fingerprint,
-             judge.source if judge else "live", c.n, c.abstained, json.dumps(c.metrics, sort_keys=True),
-             version(), c.split, purpose, judge.api_base if judge else None, judge.via if judge else None,
-             None if judge is None else int(judge.structured), (c.inputs or {}).get("verdicts"),
-             c.selective.stages[0].threshold if c.selective and c.selective.stages else None, uuid.uuid4().hex))
-        self.db.executemany("INSERT INTO verdicts (run_id, example_id, label, passed, confidence) VALUES (?,?,?,?,?)",
-                            ((run_id, example_id, int(label), None if passed is None else int(passed),
-                              c.confidences.get(example_id)) for example_id, (label, passed) in c.outcomes.items()))
+            (
+                c.id,
+                created,
+                c.fingerprint,
+                judge.model if judge else None,
+                judge.prompt_sha if judge else None,
+                json.dumps(judge.parameters if judge else {}, sort_keys=True),
+                c.set_fingerprint,
+                judge.source if judge else "live",
+                c.n,
+                c.abstained,
+                json.dumps(c.metrics, sort_keys=True),
+                version(),
+                c.split,
+                purpose,
+                judge.api_base if judge else None,
+                judge.via if judge else None,
+                None if judge is None else int(judge.structured),
+                (c.inputs or {}).get("verdicts"),
+                c.selective.stages[0].threshold if c.selective and c.selective.stages else None,
+                uuid.uuid4().hex,
+            ),
+        )
+        self.db.executemany(
+            "INSERT INTO verdicts (run_id, example_id, label, passed, confidence) VALUES (?,?,?,?,?)",
+            (
+                (
+                    run_id,
+                    example_id,
+                    int(label),
+                    None if passed is None else int(passed),
+                    c.confidences.get(example_id),
+                )
+                for example_id, (label, passed) in c.outcomes.items()
+            ),
+        )
         return run_id
 
     @_refusing_database_errors
@@ -167,21 +211,35 @@ class History:
         if purpose is not None:
             where.append("purpose = ?")
             args.append(purpose)
-        sql = f"SELECT {_COLUMNS} FROM runs" + (f" WHERE {' AND '.join(where)}" if where else "") + " ORDER BY id"
-        return sorted((_run(row) for row in self.db.execute(sql, args)), key=lambda run: _aware(run.created_at))
+        sql = (
+            f"SELECT {_COLUMNS} FROM runs"
+            + (f" WHERE {' AND '.join(where)}" if where else "")
+            + " ORDER BY id"
+        )
+        return sorted(
+            (_run(row) for row in self.db.execute(sql, args)),
+            key=lambda run: _aware(run.created_at),
+        )
 
     @_refusing_database_errors
     def run(self, run_id: int) -> Run:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
-            raise InputError.one(self.path, f"run {run_id}", "no such run; `judgekit history` lists them")
+            raise InputError.one(
+                self.path, f"run {run_id}", "no such run; `judgekit history` lists them"
+            )
         return _run(row)
 
     @_refusing_database_errors
     def outcomes(self, run_id: int) -> dict[str, tuple[bool, bool | None]]:
         """Example id -> (label, verdict) of one run; verdict None is an abstention."""
-        rows = self.db.execute("SELECT example_id, label, passed FROM verdicts WHERE run_id = ?", (run_id,))
-        return {example_id: (bool(label), None if passed is None else bool(passed)) for example_id, label, passed in rows}
+        rows = self.db.execute(
+            "SELECT example_id, label, passed FROM verdicts WHERE run_id = ?", (run_id,)
+        )
+        return {
+            example_id: (bool(label), None if passed is None else bool(passed))
+            for example_id, label, passed in rows
+        }
 
     @_refusing_database_errors
     def record_look(self, look: Look) -> int:
@@ -189,17 +247,35 @@ class History:
             return self._insert_look(look)
 
     def _insert_look(self, look: Look) -> int:
-        return self.db.insert("INSERT INTO test_looks (criterion, at, purpose, generation, examples, alpha, p_value, "
-                              "accepted, candidate, uid) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                              (look.criterion, (look.at or datetime.now(timezone.utc)).isoformat(), look.purpose,
-                               look.generation, json.dumps(list(look.examples)), look.alpha, look.p_value,
-                               None if look.accepted is None else int(look.accepted), look.candidate,
-                               uuid.uuid4().hex))
+        return self.db.insert(
+            "INSERT INTO test_looks (criterion, at, purpose, generation, examples, alpha, p_value, "
+            "accepted, candidate, uid) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            (
+                look.criterion,
+                (look.at or datetime.now(timezone.utc)).isoformat(),
+                look.purpose,
+                look.generation,
+                json.dumps(list(look.examples)),
+                look.alpha,
+                look.p_value,
+                None if look.accepted is None else int(look.accepted),
+                look.candidate,
+                uuid.uuid4().hex,
+            ),
+        )
 
     @_refusing_database_errors
-    def take_look(self, criterion: str, test_ids: Sequence[str], alpha: float, purpose: str,
-                  candidate: str | None = None, always: bool = False, accepted: bool | None = None,
-                  unless_seen: bool = False) -> tuple[Budget, int | None]:
+    def take_look(
+        self,
+        criterion: str,
+        test_ids: Sequence[str],
+        alpha: float,
+        purpose: str,
+        candidate: str | None = None,
+        always: bool = False,
+        accepted: bool | None = None,
+        unless_seen: bool = False,
+    ) -> tuple[Budget, int | None]:
         """The next look at a criterion's test split, taken: its budget read and the look recorded in
         one transaction that holds the criterion's looks (SQLite: the one writer; PostgreSQL: a lock
         per criterion), so two runs sharing a history never spend the same look. A look the budget
@@ -209,51 +285,113 @@ class History:
         with self.db.transaction(lock=f"looks:{criterion}"):
             looks = self.looks(criterion)
             budget = next_look(looks, test_ids, alpha)
-            if (budget.look is None and not always) or (unless_seen and any(k.candidate == candidate for k in looks)):
+            if (budget.look is None and not always) or (
+                unless_seen and any(k.candidate == candidate for k in looks)
+            ):
                 return budget, None
-            return budget, self._insert_look(Look(criterion, purpose, budget.generation, budget.examples,
-                                                  budget.alpha or 0.0, accepted=accepted, candidate=candidate))
+            return budget, self._insert_look(
+                Look(
+                    criterion,
+                    purpose,
+                    budget.generation,
+                    budget.examples,
+                    budget.alpha or 0.0,
+                    accepted=accepted,
+                    candidate=candidate,
+                )
+            )
 
     @_refusing_database_errors
     def settle_look(self, look_id: int, p_value: float | None, accepted: bool | None) -> None:
         with self.db.transaction():
-            self.db.execute("UPDATE test_looks SET p_value = ?, accepted = ? WHERE id = ?",
-                            (p_value, None if accepted is None else int(accepted), look_id))
+            self.db.execute(
+                "UPDATE test_looks SET p_value = ?, accepted = ? WHERE id = ?",
+                (p_value, None if accepted is None else int(accepted), look_id),
+            )
 
     @_refusing_database_errors
     def looks(self, criterion: str) -> list[Look]:
         """The looks at a criterion's test split, oldest first."""
-        rows = self.db.execute("SELECT criterion, purpose, generation, examples, alpha, p_value, accepted, candidate, "
-                               "at FROM test_looks WHERE criterion = ? ORDER BY id", (criterion,))
-        return [Look(c, purpose, generation, tuple(json.loads(examples)), alpha, p, None if a is None else bool(a),
-                     candidate, datetime.fromisoformat(at))
-                for c, purpose, generation, examples, alpha, p, a, candidate, at in rows]
+        rows = self.db.execute(
+            "SELECT criterion, purpose, generation, examples, alpha, p_value, accepted, candidate, "
+            "at FROM test_looks WHERE criterion = ? ORDER BY id",
+            (criterion,),
+        )
+        return [
+            Look(
+                c,
+                purpose,
+                generation,
+                tuple(json.loads(examples)),
+                alpha,
+                p,
+                None if a is None else bool(a),
+                candidate,
+                datetime.fromisoformat(at),
+            )
+            for c, purpose, generation, examples, alpha, p, a, candidate, at in rows
+        ]
 
     def edit_measured_on_test(self, c: CriterionReport) -> None:
         """A changed judge calibrated on the test split is a look at it (the one who edited it sees
         the figures): recorded, spending the split's budget (judgekit.watch.budget)."""
         if c.split != "test" or c.judge is None or c.judge.kind == "regex":
             return
-        earlier = [r for r in self.runs(c.id, "calibrate") if r.split == "test" and r.fingerprint != c.fingerprint]
+        earlier = [
+            r
+            for r in self.runs(c.id, "calibrate")
+            if r.split == "test" and r.fingerprint != c.fingerprint
+        ]
         if earlier:  # unless this judge's figures were seen before
-            self.take_look(c.id, [c.keys.get(i, i) for i in c.outcomes], ALPHA, "calibrate", c.fingerprint,
-                           always=True, unless_seen=True)
+            self.take_look(
+                c.id,
+                [c.keys.get(i, i) for i in c.outcomes],
+                ALPHA,
+                "calibrate",
+                c.fingerprint,
+                always=True,
+                unless_seen=True,
+            )
 
     @_refusing_database_errors
-    def record_label_change(self, criterion: str, example_id: str, old: bool | None, new: bool,
-                            annotator: str | None = None) -> None:
+    def record_label_change(
+        self,
+        criterion: str,
+        example_id: str,
+        old: bool | None,
+        new: bool,
+        annotator: str | None = None,
+    ) -> None:
         """A label a person changed in review (`judgekit label --review`): which, from what, to what, by whom."""
         with self.db.transaction():
-            self.db.execute("INSERT INTO label_changes (criterion, example_id, old, new, annotator, at, uid) VALUES "
-                            "(?,?,?,?,?,?,?)", (criterion, example_id, None if old is None else int(old), int(new),
-                                                annotator, datetime.now(timezone.utc).isoformat(), uuid.uuid4().hex))
+            self.db.execute(
+                "INSERT INTO label_changes (criterion, example_id, old, new, annotator, at, uid) VALUES "
+                "(?,?,?,?,?,?,?)",
+                (
+                    criterion,
+                    example_id,
+                    None if old is None else int(old),
+                    int(new),
+                    annotator,
+                    datetime.now(timezone.utc).isoformat(),
+                    uuid.uuid4().hex,
+                ),
+            )
 
     @_refusing_database_errors
-    def label_changes(self, criterion: str) -> list[tuple[str, bool | None, bool, str | None, datetime]]:
+    def label_changes(
+        self, criterion: str
+    ) -> list[tuple[str, bool | None, bool, str | None, datetime]]:
         """(example, old, new, annotator, when) of each label changed in review, oldest first."""
-        rows = self.db.execute("SELECT example_id, old, new, annotator, at FROM label_changes WHERE criterion = ? "
-                               "ORDER BY id", (criterion,))
-        return [(e, None if o is None else bool(o), bool(n), a, datetime.fromisoformat(at)) for e, o, n, a, at in rows]
+        rows = self.db.execute(
+            "SELECT example_id, old, new, annotator, at FROM label_changes WHERE criterion = ? "
+            "ORDER BY id",
+            (criterion,),
+        )
+        return [
+            (e, None if o is None else bool(o), bool(n), a, datetime.fromisoformat(at))
+            for e, o, n, a, at in rows
+        ]
 
     def changed_since_last(self, criterion: str) -> int | None:
         """Labels changed in review since the criterion's latest calibration; None before its first."""
@@ -266,8 +404,11 @@ class History:
     @_refusing_database_errors
     def confidences(self, run_id: int) -> dict[str, float]:
         """Example id -> the confidence of its verdict, where the run kept one (selective judging)."""
-        rows = self.db.execute("SELECT example_id, confidence FROM verdicts WHERE run_id = ? AND confidence IS NOT "
-                               "NULL", (run_id,))
+        rows = self.db.execute(
+            "SELECT example_id, confidence FROM verdicts WHERE run_id = ? AND confidence IS NOT "
+            "NULL",
+            (run_id,),
+        )
         return {example_id: float(confidence) for example_id, confidence in rows}
 
     @_refusing_database_errors
@@ -275,12 +416,18 @@ class History:
         """Warn when this prompt (its few-shot examples included) has been measured on the dev split,
         where it was tuned, and never on the test split: its figures are optimistic."""
         same_prompt = "prompt_sha IS NULL" if prompt_sha is None else "prompt_sha = ?"
-        splits = {row[0] for row in self.db.execute(
-            f"SELECT DISTINCT split FROM runs WHERE criterion = ? AND {same_prompt} AND purpose = 'calibrate'",
-            (criterion,) if prompt_sha is None else (criterion, prompt_sha))}
+        splits = {
+            row[0]
+            for row in self.db.execute(
+                f"SELECT DISTINCT split FROM runs WHERE criterion = ? AND {same_prompt} AND purpose = 'calibrate'",
+                (criterion,) if prompt_sha is None else (criterion, prompt_sha),
+            )
+        }
         if "dev" in splits and "test" not in splits:
-            return ("this prompt has only been measured on the dev split it was tuned on; "
-                    "run `judgekit calibrate --split test` before trusting its figures")
+            return (
+                "this prompt has only been measured on the dev split it was tuned on; "
+                "run `judgekit calibrate --split test` before trusting its figures"
+            )
         return None
 
 
@@ -291,16 +438,55 @@ def _tables(db: Store) -> set[str]:
         raise db.refusal(error) from None
 
 
-_COLUMNS = ("id, criterion, created_at, purpose, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-            "split, source, n, abstained, metrics, api_base, via, structured, verdicts_sha, threshold")
+_COLUMNS = (
+    "id, criterion, created_at, purpose, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
+    "split, source, n, abstained, metrics, api_base, via, structured, verdicts_sha, threshold"
+)
 
 
 def _run(row: tuple) -> Run:
-    (run_id, criterion, created, purpose, fp, model, prompt_sha, parameters, set_fp, split, source, n,
-     abstained, metrics, api_base, via, structured, verdicts_sha, threshold) = row
-    return Run(run_id, criterion, datetime.fromisoformat(created), purpose, fp, model, prompt_sha,
-               json.loads(parameters), set_fp, split, source, n, abstained, json.loads(metrics), api_base, via,
-               None if structured is None else bool(structured), verdicts_sha, threshold)
+    (
+        run_id,
+        criterion,
+        created,
+        purpose,
+        fp,
+        model,
+        prompt_sha,
+        parameters,
+        set_fp,
+        split,
+        source,
+        n,
+        abstained,
+        metrics,
+        api_base,
+        via,
+        structured,
+        verdicts_sha,
+        threshold,
+    ) = row
+    return Run(
+        run_id,
+        criterion,
+        datetime.fromisoformat(created),
+        purpose,
+        fp,
+        model,
+        prompt_sha,
+        json.loads(parameters),
+        set_fp,
+        split,
+        source,
+        n,
+        abstained,
+        json.loads(metrics),
+        api_base,
+        via,
+        None if structured is None else bool(structured),
+        verdicts_sha,
+        threshold,
+    )
 
 
 def record_history(report: Report, path: Path, purpose: str = "calibrate") -> Report:
@@ -315,5 +501,7 @@ def record_history(report: Report, path: Path, purpose: str = "calibrate") -> Re
         for c in report.criteria:
             warning = history.split_warning(c.id, c.judge.prompt_sha if c.judge else None)
             c = c.model_copy(update={"labels_changed": changed[c.id]})
-            criteria.append(c.model_copy(update={"warnings": [*c.warnings, warning]}) if warning else c)
+            criteria.append(
+                c.model_copy(update={"warnings": [*c.warnings, warning]}) if warning else c
+            )
     return report.model_copy(update={"criteria": criteria})

@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     pass
 
 __all__ = ["MonitorPolicy", "read_counts", "watch", "drop_p_value"]
+
+
 @dataclass(frozen=True)
 class Window:
     criterion: str
@@ -45,7 +47,9 @@ class Window:
     corrected_interval: tuple[float, float] | None
     baseline: float | None
     baseline_n: int
-    p_value: float | None  # exact (an upper bound) where the decision is close; the score test's elsewhere
+    p_value: (
+        float | None
+    )  # exact (an upper bound) where the decision is close; the score test's elsewhere
     alert: bool
 
     @property
@@ -79,35 +83,64 @@ class Watch:
 
     def to_dict(self) -> dict[str, Any]:
         def one(w: Window) -> dict[str, Any]:
-            return {"criterion": w.criterion, "start": w.start.isoformat(), "passed": w.passed, "failed": w.failed,
-                    "abstained": w.abstained, "rate": finite(w.rate), "interval": [finite(x) for x in w.interval],
-                    "corrected": finite(w.corrected),
-                    "corrected_interval": [finite(x) for x in w.corrected_interval] if w.corrected_interval else None,
-                    "baseline": finite(w.baseline), "baseline_n": w.baseline_n, "p_value": finite(w.p_value),
-                    "alert": w.alert}
+            return {
+                "criterion": w.criterion,
+                "start": w.start.isoformat(),
+                "passed": w.passed,
+                "failed": w.failed,
+                "abstained": w.abstained,
+                "rate": finite(w.rate),
+                "interval": [finite(x) for x in w.interval],
+                "corrected": finite(w.corrected),
+                "corrected_interval": [finite(x) for x in w.corrected_interval]
+                if w.corrected_interval
+                else None,
+                "baseline": finite(w.baseline),
+                "baseline_n": w.baseline_n,
+                "p_value": finite(w.p_value),
+                "alert": w.alert,
+            }
 
-        return {"rows": self.rows, "policy": self.policy.model_dump(), "notes": self.notes,
-                "alerts": [one(w) for w in self.alerts], "latest_alerts": [one(w) for w in self.recent_alerts()],
-                "windows": [one(w) for w in self.windows]}
+        return {
+            "rows": self.rows,
+            "policy": self.policy.model_dump(),
+            "notes": self.notes,
+            "alerts": [one(w) for w in self.alerts],
+            "latest_alerts": [one(w) for w in self.recent_alerts()],
+            "windows": [one(w) for w in self.windows],
+        }
 
     def lines(self) -> list[str]:
         """What a person reads; criterion names from the file are escaped (`printable`)."""
-        out = [f"{self.rows} judged samples, windows of {self.policy.window}; alert when a window's pass rate is "
-               f"below its last {self.policy.baseline_windows} windows' by more than {self.policy.max_drop:.2f} "
-               f"(score test, exact near alpha; alpha {self.policy.alpha})"]
+        out = [
+            f"{self.rows} judged samples, windows of {self.policy.window}; alert when a window's pass rate is "
+            f"below its last {self.policy.baseline_windows} windows' by more than {self.policy.max_drop:.2f} "
+            f"(score test, exact near alpha; alpha {self.policy.alpha})"
+        ]
         out += self.notes
         for name in sorted({w.criterion for w in self.windows}):
-            out += ["", name, f"  {'window (UTC)':16}  {'n':>7}  {'rate':>5}  {'95%':>11}  {'corrected':>9}  "
-                              f"{'baseline':>8}  {'p':>7}"]
+            out += [
+                "",
+                name,
+                f"  {'window (UTC)':16}  {'n':>7}  {'rate':>5}  {'95%':>11}  {'corrected':>9}  "
+                f"{'baseline':>8}  {'p':>7}",
+            ]
             for w in (w for w in self.windows if w.criterion == name):
                 interval = f"{fmt_number(w.interval[0], 2)}-{fmt_number(w.interval[1], 2)}"
-                out.append(f"  {w.start:%Y-%m-%d %H:%M}  {w.decided:>7}  {fmt_number(w.rate, 2):>5}  {interval:>11}  "
-                           f"{fmt_number(w.corrected, 2) if w.corrected is not None else '-':>9}  "
-                           f"{fmt_number(w.baseline, 2) if w.baseline is not None else '-':>8}  "
-                           f"{f'{w.p_value:.2g}' if w.p_value is not None else '-':>7}" + ("  ALERT" if w.alert else ""))
+                out.append(
+                    f"  {w.start:%Y-%m-%d %H:%M}  {w.decided:>7}  {fmt_number(w.rate, 2):>5}  {interval:>11}  "
+                    f"{fmt_number(w.corrected, 2) if w.corrected is not None else '-':>9}  "
+                    f"{fmt_number(w.baseline, 2) if w.baseline is not None else '-':>8}  "
+                    f"{f'{w.p_value:.2g}' if w.p_value is not None else '-':>7}"
+                    + ("  ALERT" if w.alert else "")
+                )
         alerts, latest = self.alerts, self.recent_alerts()
-        out += ["", f"monitor: {len(alerts)} alert(s), {len(latest)} in a criterion's latest window" if alerts
-                else "monitor: no alert"]
+        out += [
+            "",
+            f"monitor: {len(alerts)} alert(s), {len(latest)} in a criterion's latest window"
+            if alerts
+            else "monitor: no alert",
+        ]
         return [printable(line) for line in out]
 
     def plot(self, path: Path | str) -> None:
@@ -118,16 +151,25 @@ class Watch:
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt
         except ImportError:
-            raise InputError.one(path, "", "plotting needs matplotlib: pip install 'judgekit-calibrate[plot]'") from None
+            raise InputError.one(
+                path, "", "plotting needs matplotlib: pip install 'judgekit-calibrate[plot]'"
+            ) from None
         figure, axes = plt.subplots(figsize=(10, 4.5), dpi=100)
         for name in sorted({w.criterion for w in self.windows}):
             mine = [w for w in self.windows if w.criterion == name and w.decided]
             x = [w.start for w in mine]
-            line, = axes.plot(x, [w.rate for w in mine], marker="o", label=name)
-            axes.fill_between(x, [w.interval[0] for w in mine], [w.interval[1] for w in mine],
-                              color=line.get_color(), alpha=0.15)
+            (line,) = axes.plot(x, [w.rate for w in mine], marker="o", label=name)
+            axes.fill_between(
+                x,
+                [w.interval[0] for w in mine],
+                [w.interval[1] for w in mine],
+                color=line.get_color(),
+                alpha=0.15,
+            )
             alerts = [w for w in mine if w.alert]
-            axes.scatter([w.start for w in alerts], [w.rate for w in alerts], color="red", zorder=3, s=60)
+            axes.scatter(
+                [w.start for w in alerts], [w.rate for w in alerts], color="red", zorder=3, s=60
+            )
         axes.set_ylim(0, 1.02)
         axes.set_ylabel("judged pass rate")
         axes.set_title(f"pass rate per {self.policy.window} window (red: alert)")
@@ -141,8 +183,13 @@ class Watch:
             plt.close(figure)
 
 
-def watch(counts: Counts, policy: MonitorPolicy, report: Report | None = None, gate: GateResult | None = None,
-          notes: list[str] | None = None) -> Watch:
+def watch(
+    counts: Counts,
+    policy: MonitorPolicy,
+    report: Report | None = None,
+    gate: GateResult | None = None,
+    notes: list[str] | None = None,
+) -> Watch:
     """Rates, intervals, corrected rates and alerts for every (criterion, window) in `counts`.
 
     A criterion's rates are corrected with the report's TPR and TNR only when `gate` (the gate's
@@ -154,10 +201,15 @@ def watch(counts: Counts, policy: MonitorPolicy, report: Report | None = None, g
         calibrated = report.criterion(name) if report else None
         decision = gate.decision(name) if gate else None
         if report is not None and calibrated is None:
-            notes.append(f"{name}: not in the calibration report; rates are not corrected for the judge")
+            notes.append(
+                f"{name}: not in the calibration report; rates are not corrected for the judge"
+            )
         elif calibrated is not None and (decision is None or decision.status != "PASS"):
-            why = (f"the gate says {decision.status}: {decision.summary}" if decision else
-                   "no gate decision on it (no criterion file of that id to check the report against)")
+            why = (
+                f"the gate says {decision.status}: {decision.summary}"
+                if decision
+                else "no gate decision on it (no criterion file of that id to check the report against)"
+            )
             notes.append(f"warning: {name}: raw rates only, its calibration is not trusted: {why}")
             calibrated = None
         history: list[tuple[int, int]] = []  # (passed, decided) of the earlier windows
@@ -168,22 +220,41 @@ def watch(counts: Counts, policy: MonitorPolicy, report: Report | None = None, g
             if calibrated is not None and decided:
                 k = calibrated.confusion
                 try:
-                    rate = corrected_pass_rate(passed, decided, (k.tp, k.tp + k.fn), (k.tn, k.tn + k.fp))
+                    rate = corrected_pass_rate(
+                        passed, decided, (k.tp, k.tp + k.fn), (k.tn, k.tn + k.fp)
+                    )
                     if rate.identifiable:
                         corrected, corrected_interval = rate.corrected, rate.interval
                 except ValueError:  # a report without both classes cannot correct anything
                     pass
-            base = history[-policy.baseline_windows:]
+            base = history[-policy.baseline_windows :]
             base_passed, base_n = sum(p for p, _ in base), sum(n for _, n in base)
             p_value, alert = None, False
             if base_n and decided:
                 if decided >= policy.min_samples and base_n >= policy.min_samples:
-                    p_value, alert = drop_test(passed, decided, base_passed, base_n, policy.max_drop, policy.alpha)
+                    p_value, alert = drop_test(
+                        passed, decided, base_passed, base_n, policy.max_drop, policy.alpha
+                    )
                 else:  # shown, never acted on: the score test's p-value is enough
                     p_value = drop_p_value(passed, decided, base_passed, base_n, policy.max_drop)
-            windows.append(Window(name, datetime.fromtimestamp(start, timezone.utc), passed, failed, abstained,
-                                  wilson(passed, decided), corrected, corrected_interval,
-                                  base_passed / base_n if base_n else None, base_n, p_value, alert))
-            if decided and not alert:  # a window that alerted is not normal: it does not join the baseline
+            windows.append(
+                Window(
+                    name,
+                    datetime.fromtimestamp(start, timezone.utc),
+                    passed,
+                    failed,
+                    abstained,
+                    wilson(passed, decided),
+                    corrected,
+                    corrected_interval,
+                    base_passed / base_n if base_n else None,
+                    base_n,
+                    p_value,
+                    alert,
+                )
+            )
+            if (
+                decided and not alert
+            ):  # a window that alerted is not normal: it does not join the baseline
                 history.append((passed, decided))
     return Watch(windows, policy, counts.rows, notes)

@@ -39,67 +39,138 @@ def baseline(db: History, criterion: Criterion, on_disk: CalibrationSet, split: 
     where = f"{db.path}"
     found = next((r for r in reversed(runs) if on_disk.fingerprint == r.set_fingerprint), None)
     if found is None:
-        raise InputError.one(where, criterion.id, "no calibration on this calibration set as it is now"
-                             + (f" (split {split})" if split else "") + " to re-check against; run "
-                             f"`judgekit calibrate{' --split ' + split if split else ''}` first")
+        raise InputError.one(
+            where,
+            criterion.id,
+            "no calibration on this calibration set as it is now"
+            + (f" (split {split})" if split else "")
+            + " to re-check against; run "
+            f"`judgekit calibrate{' --split ' + split if split else ''}` first",
+        )
     if found.source.startswith("recorded:"):
-        raise InputError.one(where, criterion.id, f"its last calibration (run {found.id}) is from recorded "
-                             "verdicts of another judge; recheck re-asks judgekit's own judge: calibrate it live first")
-    if fingerprint(with_trials(criterion, found.parameters.get("trials")), found.model) != found.fingerprint:
-        raise InputError.one(where, criterion.id, f"criteria/{criterion.id}.yaml changed since its last calibration "
-                             f"(run {found.id}: prompt, model or parameters); recheck re-asks the calibrated judge, "
-                             "so calibrate the criterion as it is now first")
+        raise InputError.one(
+            where,
+            criterion.id,
+            f"its last calibration (run {found.id}) is from recorded "
+            "verdicts of another judge; recheck re-asks judgekit's own judge: calibrate it live first",
+        )
+    if (
+        fingerprint(with_trials(criterion, found.parameters.get("trials")), found.model)
+        != found.fingerprint
+    ):
+        raise InputError.one(
+            where,
+            criterion.id,
+            f"criteria/{criterion.id}.yaml changed since its last calibration "
+            f"(run {found.id}: prompt, model or parameters); recheck re-asks the calibrated judge, "
+            "so calibrate the criterion as it is now first",
+        )
     return found
 
 
-def recheck(db: History, criteria_dir: Path, sets_dir: Path, criterion_ids: Sequence[str], size: int,
-            policy: DriftPolicy, split: str | None = None, model: str | None = None,
-            api_base: str | None = None, timeout_s: float = 60.0) -> list[Drift]:
+def recheck(
+    db: History,
+    criteria_dir: Path,
+    sets_dir: Path,
+    criterion_ids: Sequence[str],
+    size: int,
+    policy: DriftPolicy,
+    split: str | None = None,
+    model: str | None = None,
+    api_base: str | None = None,
+    timeout_s: float = 60.0,
+) -> list[Drift]:
     """Re-ask each criterion's canary of its calibrated judge, record the runs, and compare each
     with its baseline. Every baseline is found, and every refusal made, before anything is asked."""
     check_api_base(api_base)
     judged = {c.id: c for c in load_criteria(criteria_dir) if isinstance(c, JUDGED)}
     ids = list(criterion_ids or judged)
     if not ids or unknown_criteria(ids, judged, criteria_dir):
-        raise InputError.one(criteria_dir, ", ".join(cid for cid in ids if cid not in judged),
-                             "recheck re-asks LLM and claims criteria; there is none of that name here")
+        raise InputError.one(
+            criteria_dir,
+            ", ".join(cid for cid in ids if cid not in judged),
+            "recheck re-asks LLM and claims criteria; there is none of that name here",
+        )
     _, on_disk = load_inputs(criteria_dir, sets_dir, ids, split)
     baselines = {cid: baseline(db, judged[cid], on_disk[cid], split) for cid in ids}
     problems = []
     endpoints: dict[str, str | None] = {}
     for cid, run in baselines.items():
         if model is not None and model != run.model:
-            problems.append(Problem("--model", cid, f"{model!r} is not the calibrated judge ({run.model!r}); recheck "
-                                    "re-asks what was calibrated: leave --model out, or calibrate the new model"))
+            problems.append(
+                Problem(
+                    "--model",
+                    cid,
+                    f"{model!r} is not the calibrated judge ({run.model!r}); recheck "
+                    "re-asks what was calibrated: leave --model out, or calibrate the new model",
+                )
+            )
         if api_base is not None and public_url(api_base) != run.api_base:
-            problems.append(Problem("--api-base", cid, f"{public_url(api_base)!r} is not the calibrated endpoint "
-                                    f"({run.api_base!r}); give it only to add its credentials"))
+            problems.append(
+                Problem(
+                    "--api-base",
+                    cid,
+                    f"{public_url(api_base)!r} is not the calibrated endpoint "
+                    f"({run.api_base!r}); give it only to add its credentials",
+                )
+            )
         own = public_url(judged[cid].judge.api_base)
         if api_base is None and own is not None and own != run.api_base:
-            problems.append(Problem(f"{criteria_dir / cid}.yaml", "judge.api_base", f"{own!r} is not the calibrated "
-                                    f"endpoint ({run.api_base!r}); recheck re-asks what was calibrated: calibrate "
-                                    "the criterion again"))
+            problems.append(
+                Problem(
+                    f"{criteria_dir / cid}.yaml",
+                    "judge.api_base",
+                    f"{own!r} is not the calibrated "
+                    f"endpoint ({run.api_base!r}); recheck re-asks what was calibrated: calibrate "
+                    "the criterion again",
+                )
+            )
         elif api_base is None:
             # The history is data, not settings: an endpoint read from it (an imported run, a shared
             # database) is never sent the provider's key or the canary unless the user names it now.
             try:
                 endpoints[cid] = endpoint_named(judged[cid], run.api_base, run.model or "")
             except InputError:
-                problems.append(Problem("--api-base", cid, f"its calibration (run {run.id}) asked {run.api_base!r}, "
-                                        f"which neither --api-base, {criteria_dir / cid}.yaml's judge.api_base nor "
-                                        "OPENAI_BASE_URL names; recheck asks only an endpoint you name: pass "
-                                        "--api-base with it"))
+                problems.append(
+                    Problem(
+                        "--api-base",
+                        cid,
+                        f"its calibration (run {run.id}) asked {run.api_base!r}, "
+                        f"which neither --api-base, {criteria_dir / cid}.yaml's judge.api_base nor "
+                        "OPENAI_BASE_URL names; recheck asks only an endpoint you name: pass "
+                        "--api-base with it",
+                    )
+                )
     if problems:
         raise InputError(problems)
     drifts = []
     for cid, run in baselines.items():
-        fresh = calibrate(Options(
-            criteria_dir=criteria_dir, sets_dir=sets_dir, criterion_ids=[cid], model=run.model,
-            api_base=api_base or endpoints[cid],
-            trials=run.parameters.get("trials"), via=run.via or "auto",
-            structured=True if run.structured is None else run.structured, cache_dir=None, timeout_s=timeout_s,
-            canary=size, split=split))
+        fresh = calibrate(
+            Options(
+                criteria_dir=criteria_dir,
+                sets_dir=sets_dir,
+                criterion_ids=[cid],
+                model=run.model,
+                api_base=api_base or endpoints[cid],
+                trials=run.parameters.get("trials"),
+                via=run.via or "auto",
+                structured=True if run.structured is None else run.structured,
+                cache_dir=None,
+                timeout_s=timeout_s,
+                canary=size,
+                split=split,
+            )
+        )
         (after,) = db.record(fresh, purpose="recheck")
-        drifts.append(compare(run, db.run(after), db.outcomes(run.id), db.outcomes(after), policy,
-                              before_confidence=db.confidences(run.id), after_confidence=db.confidences(after)))
+        drifts.append(
+            compare(
+                run,
+                db.run(after),
+                db.outcomes(run.id),
+                db.outcomes(after),
+                policy,
+                before_confidence=db.confidences(run.id),
+                after_confidence=db.confidences(after),
+            )
+        )
     return drifts

@@ -23,12 +23,19 @@ if TYPE_CHECKING:
 
 CHUNK_ROWS = 1_000_000
 COLUMNS = ("timestamp", "criterion", "passed")
-_EXPECTED = {"timestamp": "ISO 8601 text, or a column of numbers: epoch seconds, 1970 to 9999",
-             "passed": "true, false or null: a JSON boolean, not text or a number",
-             "criterion": "a criterion id, as text"}
-_EXPECTED_CSV = {**_EXPECTED, "passed": "a boolean cell as calibration sets take it (true / false, pass / fail, "
-                                        "yes / no, 1 / 0), or an empty cell for an abstention"}
-_MISSING = "\0missing"  # a JSON line without the key (never a value a file can hold: JSON text has no NUL)
+_EXPECTED = {
+    "timestamp": "ISO 8601 text, or a column of numbers: epoch seconds, 1970 to 9999",
+    "passed": "true, false or null: a JSON boolean, not text or a number",
+    "criterion": "a criterion id, as text",
+}
+_EXPECTED_CSV = {
+    **_EXPECTED,
+    "passed": "a boolean cell as calibration sets take it (true / false, pass / fail, "
+    "yes / no, 1 / 0), or an empty cell for an abstention",
+}
+_MISSING = (
+    "\0missing"  # a JSON line without the key (never a value a file can hold: JSON text has no NUL)
+)
 # Windows start on a Monday at 00:00 UTC (the epoch was a Thursday): 1970-01-05.
 ORIGIN = 4 * 86400
 
@@ -52,7 +59,9 @@ def _chunks(path: Path) -> Iterator[tuple["pd.DataFrame", list[int] | None]]:
         try:
             import pyarrow.parquet as pq
         except ImportError:
-            raise InputError.one(path, "", "reading Parquet needs pyarrow: pip install 'judgekit-calibrate[parquet]'") from None
+            raise InputError.one(
+                path, "", "reading Parquet needs pyarrow: pip install 'judgekit-calibrate[parquet]'"
+            ) from None
         try:
             for batch in pq.ParquetFile(path).iter_batches(batch_size=CHUNK_ROWS):
                 yield batch.to_pandas(), None
@@ -61,8 +70,12 @@ def _chunks(path: Path) -> Iterator[tuple["pd.DataFrame", list[int] | None]]:
         return
     try:
         if suffix == ".csv":
-            for chunk in pd.read_csv(path, chunksize=CHUNK_ROWS, dtype={"criterion": str, "passed": str,
-                                                                        "trace_id": str}, keep_default_na=False):
+            for chunk in pd.read_csv(
+                path,
+                chunksize=CHUNK_ROWS,
+                dtype={"criterion": str, "passed": str, "trace_id": str},
+                keep_default_na=False,
+            ):
                 yield chunk, None
         elif suffix in (".jsonl", ".json", ".ndjson"):
             yield from _jsonl_chunks(path)
@@ -82,7 +95,9 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple["pd.DataFra
 
     import pandas as pd
 
-    with open(path, encoding="utf-8-sig") as handle:  # as every other reader: a byte-order mark is dropped
+    with open(
+        path, encoding="utf-8-sig"
+    ) as handle:  # as every other reader: a byte-order mark is dropped
         first = 1
         while True:
             lines = list(islice(handle, rows))
@@ -98,15 +113,19 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple["pd.DataFra
                     try:
                         record = json.loads(line) if line.strip() else {}
                     except json.JSONDecodeError as error:
-                        raise InputError.one(path, f"line {number}", f"is not JSON: {error.msg}") from None
+                        raise InputError.one(
+                            path, f"line {number}", f"is not JSON: {error.msg}"
+                        ) from None
                     if not isinstance(record, dict):
                         raise InputError.one(path, f"line {number}", "must be a JSON object")
             if not records:
                 first += len(lines)
                 continue
             # A missing key is not a null: `_MISSING` marks it, and the reader names the line.
-            frame = pd.DataFrame({name: [r.get(name, _MISSING) for r in records] for name in COLUMNS},
-                                 index=pd.RangeIndex(len(records)))
+            frame = pd.DataFrame(
+                {name: [r.get(name, _MISSING) for r in records] for name in COLUMNS},
+                index=pd.RangeIndex(len(records)),
+            )
             # Line numbers for messages (pandas would deep-copy them through every operation in attrs).
             yield frame, [first + i for i, line in enumerate(lines) if line.strip()]
             first += len(lines)
@@ -123,6 +142,7 @@ def _passed(column: "pd.Series", text: bool) -> tuple["pd.Series", "pd.Series"]:
         values = column.astype(float)
         return values, pd.Series(False, index=column.index)
     if text:
+
         def cell(value: str) -> float | None:
             read = parse_bool(value)
             return float("nan") if value == "" else float(read) if isinstance(read, bool) else None
@@ -146,11 +166,15 @@ def _timestamps(column: "pd.Series") -> "pd.Series":
     if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
         seconds = column.astype(float)
     else:
-        column = column.astype(str)  # a number among text is not read as epoch seconds: only a numeric column is
+        column = column.astype(
+            str
+        )  # a number among text is not read as epoch seconds: only a numeric column is
         try:
             parsed = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
         except (pd.errors.OutOfBoundsDatetime, OverflowError, ValueError, TypeError):
-            parsed = pd.to_datetime(column.map(_one_timestamp), utc=True)  # value by value, to find the bad ones
+            parsed = pd.to_datetime(
+                column.map(_one_timestamp), utc=True
+            )  # value by value, to find the bad ones
         # Whole seconds in the parsed unit (pandas keeps years outside 1677-2262 in coarser units).
         values = parsed.dt.as_unit("s").array.asi8.astype(float)
         values[parsed.isna().to_numpy()] = float("nan")
@@ -179,44 +203,75 @@ def read_counts(path: Path | str, window: str) -> Counts:
         raise InputError.one(path, "", "no such file of judged samples")
     counts = Counts(parse_duration(window).total_seconds())
     # Where a bad row is: JSON Lines by line; CSV by data row (a quoted cell may span lines); Parquet by row.
-    unit, first = {".csv": ("data row", 1), ".parquet": ("row", 0)}.get(path.suffix.lower(), ("line", 1))
+    unit, first = {".csv": ("data row", 1), ".parquet": ("row", 0)}.get(
+        path.suffix.lower(), ("line", 1)
+    )
     for chunk, lines in _chunks(path):
         missing = [c for c in COLUMNS if c not in chunk.columns]
         if missing:
-            raise InputError.one(path, ", ".join(missing), "missing column; judged samples need timestamp, "
-                                                           "criterion, passed (and optionally trace_id)")
-        absent = {c: chunk[c].eq(_MISSING) if lines is not None else None for c in COLUMNS}  # JSON Lines only
+            raise InputError.one(
+                path,
+                ", ".join(missing),
+                "missing column; judged samples need timestamp, "
+                "criterion, passed (and optionally trace_id)",
+            )
+        absent = {
+            c: chunk[c].eq(_MISSING) if lines is not None else None for c in COLUMNS
+        }  # JSON Lines only
         seconds = _timestamps(chunk["timestamp"])
         passed, bad_verdict = _passed(chunk["passed"], text=path.suffix.lower() == ".csv")
         criterion = chunk["criterion"]
         bad_criterion = criterion.isna() | (criterion.astype(str).str.strip() == "")
-        if criterion.dtype == object:  # JSON may hold a number, a list, an object: a criterion id is text
+        if (
+            criterion.dtype == object
+        ):  # JSON may hold a number, a list, an object: a criterion id is text
             bad_criterion |= ~criterion.map(type).eq(str)
-        for column, mask in absent.items():  # a missing key reads as unreadable, then is named as missing
+        for (
+            column,
+            mask,
+        ) in absent.items():  # a missing key reads as unreadable, then is named as missing
             if mask is not None and mask.any():
-                {"timestamp": seconds, "passed": bad_verdict, "criterion": bad_criterion}[column][mask] = (
-                    float("nan") if column == "timestamp" else True)
+                {"timestamp": seconds, "passed": bad_verdict, "criterion": bad_criterion}[column][
+                    mask
+                ] = float("nan") if column == "timestamp" else True
         bad = seconds.isna() | bad_verdict | bad_criterion
         if bad.any():
             problems = []
             for index in np.flatnonzero(bad.to_numpy())[:20]:
                 where = lines[index] if lines else first + counts.rows + int(index)
-                what = ("timestamp" if math.isnan(seconds.iloc[index]) else
-                        "passed" if bad_verdict.iloc[index] else "criterion")
+                what = (
+                    "timestamp"
+                    if math.isnan(seconds.iloc[index])
+                    else "passed"
+                    if bad_verdict.iloc[index]
+                    else "criterion"
+                )
                 if absent[what] is not None and absent[what].iloc[index]:
-                    message = "missing key" + ("; write null for an abstention" if what == "passed" else "")
+                    message = "missing key" + (
+                        "; write null for an abstention" if what == "passed" else ""
+                    )
                 else:
                     value = chunk[what].iloc[index]
-                    value = value.item() if hasattr(value, "item") else value  # numpy scalars shown as numbers
+                    value = (
+                        value.item() if hasattr(value, "item") else value
+                    )  # numpy scalars shown as numbers
                     expected = _EXPECTED_CSV if path.suffix.lower() == ".csv" else _EXPECTED
                     message = f"{value!r} is not readable ({expected[what]})"
                 problems.append(Problem(str(path), f"{unit} {where}: {what}", message))
             if int(bad.sum()) > 20:
-                problems.append(Problem(str(path), "", f"and {int(bad.sum()) - 20} more unreadable rows"))
+                problems.append(
+                    Problem(str(path), "", f"and {int(bad.sum()) - 20} more unreadable rows")
+                )
             raise InputError(problems)
-        start = (np.floor((seconds.to_numpy() - ORIGIN) / counts.window_s) * counts.window_s + ORIGIN).astype("int64")
-        kind = np.where(np.isnan(passed.to_numpy()), 2, 1 - np.nan_to_num(passed.to_numpy()).astype(int))
-        frame = chunk.assign(_start=start, _kind=kind).groupby(["criterion", "_start", "_kind"]).size()
+        start = (
+            np.floor((seconds.to_numpy() - ORIGIN) / counts.window_s) * counts.window_s + ORIGIN
+        ).astype("int64")
+        kind = np.where(
+            np.isnan(passed.to_numpy()), 2, 1 - np.nan_to_num(passed.to_numpy()).astype(int)
+        )
+        frame = (
+            chunk.assign(_start=start, _kind=kind).groupby(["criterion", "_start", "_kind"]).size()
+        )
         for (name, window_start, k), number in frame.items():
             cell = counts.cells.setdefault((str(name), int(window_start)), [0, 0, 0])
             cell[int(k)] += int(number)
@@ -224,5 +279,3 @@ def read_counts(path: Path | str, window: str) -> Counts:
     if counts.rows == 0:
         raise InputError.one(path, "", "holds no judged samples")
     return counts
-
-

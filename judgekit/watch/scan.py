@@ -31,31 +31,68 @@ _YEAR_10000 = 253_402_300_800
 _NATIVE_LIMIT = 9_223_372_036
 # ISO 8601 as `pd.to_datetime(format="ISO8601")` reads it and DuckDB's cast to TIMESTAMPTZ reads it alike
 # (DuckDB also takes 24:00 and offsets like +99:00, which pandas refuses: they are left out here).
-_ISO = (r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
-        r"([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,9})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?")
+_ISO = (
+    r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+    r"([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,9})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?"
+)
 # A CSV column pandas reads as numbers (epoch seconds), in a form DuckDB reads as the same number.
 _NUMBER = r"[0-9]{1,12}(\.[0-9]{1,3})?"
-_TRUE, _FALSE = ("true", "pass", "passed", "yes", "1"), ("false", "fail", "failed", "no", "0")  # as parse_bool
-_NATIVE = ("TIMESTAMP", "TIMESTAMP_S", "TIMESTAMP_MS", "TIMESTAMP_NS", "TIMESTAMP WITH TIME ZONE", "DATE")
-_NUMERIC = ("TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT", "UINTEGER", "UBIGINT", "FLOAT",
-            "DOUBLE")
+_TRUE, _FALSE = (
+    ("true", "pass", "passed", "yes", "1"),
+    ("false", "fail", "failed", "no", "0"),
+)  # as parse_bool
+_NATIVE = (
+    "TIMESTAMP",
+    "TIMESTAMP_S",
+    "TIMESTAMP_MS",
+    "TIMESTAMP_NS",
+    "TIMESTAMP WITH TIME ZONE",
+    "DATE",
+)
+_NUMERIC = (
+    "TINYINT",
+    "SMALLINT",
+    "INTEGER",
+    "BIGINT",
+    "UTINYINT",
+    "USMALLINT",
+    "UINTEGER",
+    "UBIGINT",
+    "FLOAT",
+    "DOUBLE",
+)
 
 
 def sample_files(source: Path | str) -> list[Path]:
     """The files a monitor input names: a file, the files a glob matches, or a folder's sample files."""
     path, text = Path(source), str(source)
-    if path.is_dir():  # its sample files, in subfolders too (Hive-style partitions), hidden ones left out
-        found = _unique(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in SUFFIXES
-                        and not any(part.startswith(".") for part in p.relative_to(path).parts))
+    if (
+        path.is_dir()
+    ):  # its sample files, in subfolders too (Hive-style partitions), hidden ones left out
+        found = _unique(
+            p
+            for p in path.rglob("*")
+            if p.is_file()
+            and p.suffix.lower() in SUFFIXES
+            and not any(part.startswith(".") for part in p.relative_to(path).parts)
+        )
         if not found:
-            raise InputError.one(path, "", "the folder holds no .parquet, .csv or .jsonl file of judged samples; "
-                                 "give the folder that holds them, a file, or a glob like 'samples/*.parquet'")
+            raise InputError.one(
+                path,
+                "",
+                "the folder holds no .parquet, .csv or .jsonl file of judged samples; "
+                "give the folder that holds them, a file, or a glob like 'samples/*.parquet'",
+            )
         return found
     if not path.exists() and any(ch in text for ch in "*?["):
         found = _unique(p for p in _globbed(text) if p.is_file())
         if not found:
-            raise InputError.one(text, "", "the glob matches no file; check the folder and the pattern, and quote "
-                                 "it ('samples/*.parquet') so that the shell passes it as it is")
+            raise InputError.one(
+                text,
+                "",
+                "the glob matches no file; check the folder and the pattern, and quote "
+                "it ('samples/*.parquet') so that the shell passes it as it is",
+            )
         return found
     return [path]
 
@@ -85,19 +122,25 @@ def _globbed(pattern: str) -> Iterator[Path]:
         for name in files:
             path = os.path.join(root, name)
             shown = path[2:] if base == "." and path.startswith("./") else path
-            if not name.startswith(".") and (fnmatch.fnmatchcase(shown, pattern)
-                                             or fnmatch.fnmatchcase(shown, pattern.replace("**/", ""))):
+            if not name.startswith(".") and (
+                fnmatch.fnmatchcase(shown, pattern)
+                or fnmatch.fnmatchcase(shown, pattern.replace("**/", ""))
+            ):
                 yield Path(shown)
 
 
 def count_samples(source: Path | str, window: str) -> Counts:
     """Counts per criterion and window of every file `source` names (see `sample_files`), added up."""
     files, seconds = sample_files(source), parse_duration(window).total_seconds()
-    if seconds != int(seconds):  # the query's grid is whole seconds; the pandas reader takes any window
+    if seconds != int(
+        seconds
+    ):  # the query's grid is whole seconds; the pandas reader takes any window
         parts = [read_counts(path, window) for path in files]
     else:
         with connect() as con:
-            parts = [duckdb_counts(con, path, window) or read_counts(path, window) for path in files]
+            parts = [
+                duckdb_counts(con, path, window) or read_counts(path, window) for path in files
+            ]
     total = Counts(seconds)
     for part in parts:
         for key, cell in part.cells.items():
@@ -114,7 +157,9 @@ def connect() -> Any:
 
     con = duckdb.connect(config={"preserve_insertion_order": False})
     con.execute("SET TimeZone = 'UTC'")
-    con.execute("SET enable_progress_bar = false")  # it would be written into a long count's output, --json too
+    con.execute(
+        "SET enable_progress_bar = false"
+    )  # it would be written into a long count's output, --json too
     return con
 
 
@@ -130,14 +175,20 @@ def duckdb_counts(con: Any, path: Path, window: str) -> Counts | None:
             return None
         con.execute(f"CREATE OR REPLACE TEMP VIEW judged AS {select}")
         rows = con.execute(counts_sql("judged", window, "duckdb")).fetchall()
-    except duckdb.Error:  # a row in a form DuckDB is not trusted with (its error()), or a file it cannot read
+    except (
+        duckdb.Error
+    ):  # a row in a form DuckDB is not trusted with (its error()), or a file it cannot read
         return None
     # A criterion id is text with more than white space (Python's, which DuckDB's trim does not know).
     if not rows or not all(isinstance(r[0], str) and r[0].strip() for r in rows):
         return None
     counts = Counts(float(w))
     for criterion, start, verdicts, passes, abstentions in rows:
-        counts.cells[(criterion, int(start))] = [int(passes), int(verdicts - passes - abstentions), int(abstentions)]
+        counts.cells[(criterion, int(start))] = [
+            int(passes),
+            int(verdicts - passes - abstentions),
+            int(abstentions),
+        ]
         counts.rows += int(verdicts)
     return counts
 
@@ -152,16 +203,26 @@ def _select(con: Any, path: Path, w: int) -> str | None:
     suffix, source = path.suffix.lower(), _literal(str(path))
     if suffix == ".parquet":
         table = f"read_parquet({source})"
-        kinds = {name: kind for name, kind, *_ in con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall()}
+        kinds = {
+            name: kind
+            for name, kind, *_ in con.execute(f"DESCRIBE SELECT * FROM {table}").fetchall()
+        }
         if kinds.get("criterion") != "VARCHAR" or kinds.get("passed") != "BOOLEAN":
             return None
         kind = kinds.get("timestamp")
-        mode = ("text" if kind == "VARCHAR" else "native" if kind in _NATIVE else "number" if kind in _NUMERIC
-                else None)
+        mode = (
+            "text"
+            if kind == "VARCHAR"
+            else "native"
+            if kind in _NATIVE
+            else "number"
+            if kind in _NUMERIC
+            else None
+        )
         if mode is None:
             return None
         stamp = _timestamp('"timestamp"', mode, w)
-        return f'SELECT {stamp} AS timestamp, criterion, passed FROM {table}'
+        return f"SELECT {stamp} AS timestamp, criterion, passed FROM {table}"
     if suffix == ".csv":
         names = _csv_header(path)
         if names is None:
@@ -169,63 +230,101 @@ def _select(con: Any, path: Path, w: int) -> str | None:
         listed = ", ".join(f"{_literal(n)}: 'VARCHAR'" for n in names)
         # Nothing sniffed: no comment character (DuckDB's sniffer would pick '#' and drop such rows), every
         # column text, as named by the header pandas reads.
-        table = (f"read_csv({source}, auto_detect = false, header = true, delim = ',', quote = '\"', escape = '\"', "
-                 f"comment = '', skip = 0, strict_mode = true, null_padding = false, columns = {{{listed}}})")
+        table = (
+            f"read_csv({source}, auto_detect = false, header = true, delim = ',', quote = '\"', escape = '\"', "
+            f"comment = '', skip = 0, strict_mode = true, null_padding = false, columns = {{{listed}}})"
+        )
         first = con.execute(f'SELECT "timestamp" FROM {table} LIMIT 1').fetchone()
-        mode = "csv-number" if first and first[0] is not None and re.fullmatch(_NUMBER, first[0]) else "text"
-        verdict = (f"CASE WHEN passed IS NULL OR passed = '' THEN NULL "
-                   f"WHEN strlen(passed) = length(passed) AND lower(passed) IN {_TRUE} THEN true "
-                   f"WHEN strlen(passed) = length(passed) AND lower(passed) IN {_FALSE} THEN false "
-                   f"ELSE error('passed: not a verdict') END")
+        mode = (
+            "csv-number"
+            if first and first[0] is not None and re.fullmatch(_NUMBER, first[0])
+            else "text"
+        )
+        verdict = (
+            f"CASE WHEN passed IS NULL OR passed = '' THEN NULL "
+            f"WHEN strlen(passed) = length(passed) AND lower(passed) IN {_TRUE} THEN true "
+            f"WHEN strlen(passed) = length(passed) AND lower(passed) IN {_FALSE} THEN false "
+            f"ELSE error('passed: not a verdict') END"
+        )
         stamp = _timestamp('"timestamp"', mode, w)
         return f"SELECT {stamp} AS timestamp, criterion, {verdict} AS passed FROM {table}"
     if suffix in (".jsonl", ".json", ".ndjson"):
         if _odd_line_breaks(path):
             return None
         table = f"read_json_objects({source}, format = 'newline_delimited')"
-        first = con.execute(f"SELECT json_type(json -> 'timestamp') FROM {table} LIMIT 1").fetchone()
-        mode = ("json-text" if first and first[0] == "VARCHAR" else
-                "json-number" if first and first[0] in ("UBIGINT", "BIGINT", "DOUBLE") else None)
+        first = con.execute(
+            f"SELECT json_type(json -> 'timestamp') FROM {table} LIMIT 1"
+        ).fetchone()
+        mode = (
+            "json-text"
+            if first and first[0] == "VARCHAR"
+            else "json-number"
+            if first and first[0] in ("UBIGINT", "BIGINT", "DOUBLE")
+            else None
+        )
         if mode is None:
             return None
         # One object per line, each of the three keys once (Python's json keeps the last of a repeated key),
         # no trailing comma (DuckDB's parser allows it, Python's does not), a criterion of text, a verdict
         # that is true, false or null (a missing key is not an abstention).
         keys = ", ".join(f"'{c}'" for c in COLUMNS)
-        row = (f"json_type(json) = 'OBJECT' AND len(list_filter(json_keys(json), lambda k: k IN ({keys}))) = 3 "
-               f"AND NOT regexp_matches(json, ',[ \\t\\r\\n]*[\\]}}]') AND json_type(json -> 'criterion') = 'VARCHAR' "
-               # a character Python's str.splitlines ends a line at, inside the object: the pandas reader's to judge
-               f"AND NOT regexp_matches(json, '[\\r\\x0b\\x0c\\x1c-\\x1e\\x{{85}}\\x{{2028}}\\x{{2029}}]')")
-        verdict = ("CASE json_type(json -> 'passed') WHEN 'BOOLEAN' THEN CAST(json ->> 'passed' AS BOOLEAN) "
-                   "WHEN 'NULL' THEN NULL ELSE error('passed: not a verdict') END")
-        return (f"SELECT CASE WHEN {row} THEN {_timestamp('timestamp', mode, w)} ELSE error('not a judged sample') "
-                f"END AS timestamp, json ->> 'criterion' AS criterion, {verdict} AS passed FROM {table}")
+        row = (
+            f"json_type(json) = 'OBJECT' AND len(list_filter(json_keys(json), lambda k: k IN ({keys}))) = 3 "
+            f"AND NOT regexp_matches(json, ',[ \\t\\r\\n]*[\\]}}]') AND json_type(json -> 'criterion') = 'VARCHAR' "
+            # a character Python's str.splitlines ends a line at, inside the object: the pandas reader's to judge
+            f"AND NOT regexp_matches(json, '[\\r\\x0b\\x0c\\x1c-\\x1e\\x{{85}}\\x{{2028}}\\x{{2029}}]')"
+        )
+        verdict = (
+            "CASE json_type(json -> 'passed') WHEN 'BOOLEAN' THEN CAST(json ->> 'passed' AS BOOLEAN) "
+            "WHEN 'NULL' THEN NULL ELSE error('passed: not a verdict') END"
+        )
+        return (
+            f"SELECT CASE WHEN {row} THEN {_timestamp('timestamp', mode, w)} ELSE error('not a judged sample') "
+            f"END AS timestamp, json ->> 'criterion' AS criterion, {verdict} AS passed FROM {table}"
+        )
     return None
 
 
 def _timestamp(column: str, mode: str, w: int) -> str:
     """A TIMESTAMPTZ of the whole seconds the pandas reader reads from `column`, or an error()."""
     if mode == "json-text":
-        mode, column = "text", "CASE WHEN json_type(json -> 'timestamp') = 'VARCHAR' THEN json ->> 'timestamp' END"
+        mode, column = (
+            "text",
+            "CASE WHEN json_type(json -> 'timestamp') = 'VARCHAR' THEN json ->> 'timestamp' END",
+        )
     elif mode == "json-number":
-        mode, column = "number", ("CASE WHEN json_type(json -> 'timestamp') IN ('UBIGINT', 'BIGINT', 'DOUBLE') "
-                                  "THEN CAST(json ->> 'timestamp' AS DOUBLE) END")
+        mode, column = (
+            "number",
+            (
+                "CASE WHEN json_type(json -> 'timestamp') IN ('UBIGINT', 'BIGINT', 'DOUBLE') "
+                "THEN CAST(json ->> 'timestamp' AS DOUBLE) END"
+            ),
+        )
     elif mode == "csv-number":
-        mode, column = "number", f"CASE WHEN regexp_full_match({column}, '{_NUMBER}') THEN CAST({column} AS DOUBLE) END"
+        mode, column = (
+            "number",
+            f"CASE WHEN regexp_full_match({column}, '{_NUMBER}') THEN CAST({column} AS DOUBLE) END",
+        )
     if mode == "number":
         # Epoch seconds, fraction and all, as pandas takes them; the window of the whole second must be the
         # window pandas computes from the fraction (floating point could tell them apart at a window's edge).
         v = f"CAST({column} AS DOUBLE)"
         same = f"floor(({v} - {ORIGIN}) / {w}) = floor((floor({v}) - {ORIGIN}) / {w})"
-        return (f"CASE WHEN {v} >= 0 AND {v} < {_YEAR_10000} AND {same} THEN to_timestamp(CAST(floor({v}) AS BIGINT)) "
-                f"ELSE error('timestamp: not epoch seconds from 1970 to 9999') END")
+        return (
+            f"CASE WHEN {v} >= 0 AND {v} < {_YEAR_10000} AND {same} THEN to_timestamp(CAST(floor({v}) AS BIGINT)) "
+            f"ELSE error('timestamp: not epoch seconds from 1970 to 9999') END"
+        )
     if mode == "text":
-        us, limit = f"epoch_us(CAST(CASE WHEN regexp_full_match({column}, '{_ISO}') THEN {column} END AS TIMESTAMPTZ))", \
-            _YEAR_10000
+        us, limit = (
+            f"epoch_us(CAST(CASE WHEN regexp_full_match({column}, '{_ISO}') THEN {column} END AS TIMESTAMPTZ))",
+            _YEAR_10000,
+        )
     else:
         us, limit = f"epoch_us(CAST({column} AS TIMESTAMPTZ))", _NATIVE_LIMIT
-    return (f"CASE WHEN {us} >= 0 AND {us} < {limit * 1_000_000} THEN to_timestamp({us} // 1000000) "
-            f"ELSE error('timestamp: not readable') END")
+    return (
+        f"CASE WHEN {us} >= 0 AND {us} < {limit * 1_000_000} THEN to_timestamp({us} // 1000000) "
+        f"ELSE error('timestamp: not readable') END"
+    )
 
 
 # Characters Python's str.splitlines ends a line at, or DuckDB takes for white space around an object,
@@ -241,7 +340,9 @@ def _odd_line_breaks(path: Path) -> bool:
             tail = b""
             while block := handle.read(_BLOCK):
                 seen = tail + block
-                if any(odd in seen for odd in _ODD) or seen.count(b"\r") != seen.count(b"\r\n") + seen.endswith(b"\r"):
+                if any(odd in seen for odd in _ODD) or seen.count(b"\r") != seen.count(
+                    b"\r\n"
+                ) + seen.endswith(b"\r"):
                     return True
                 tail = block[-2:]
     except OSError:

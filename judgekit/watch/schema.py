@@ -94,36 +94,66 @@ def _m007_uids(db: Store) -> None:
     for table in ("runs", "test_looks", "label_changes"):
         db.execute(f"ALTER TABLE {table} ADD COLUMN uid TEXT")
         rows = db.execute(f"SELECT * FROM {table}").fetchall()
-        db.executemany(f"UPDATE {table} SET uid = ? WHERE id = ?",
-                       [(hashlib.sha256(json.dumps([table, *row], default=str).encode()).hexdigest()[:32], row[0])
-                        for row in rows])
+        db.executemany(
+            f"UPDATE {table} SET uid = ? WHERE id = ?",
+            [
+                (
+                    hashlib.sha256(json.dumps([table, *row], default=str).encode()).hexdigest()[
+                        :32
+                    ],
+                    row[0],
+                )
+                for row in rows
+            ],
+        )
         db.execute(f"CREATE UNIQUE INDEX {table}_by_uid ON {table} (uid)")
 
 
-MIGRATIONS: list[Callable[[Store], None]] = [_m001_runs, _m002_split_and_purpose, _m003_how_asked,
-                                              _m004_verdict_file, _m005_confidence, _m006_test_looks, _m007_uids]
+MIGRATIONS: list[Callable[[Store], None]] = [
+    _m001_runs,
+    _m002_split_and_purpose,
+    _m003_how_asked,
+    _m004_verdict_file,
+    _m005_confidence,
+    _m006_test_looks,
+    _m007_uids,
+]
 VERSION_TABLE = "judgekit_schema"
 
 
 def migrate(db: Store) -> None:
     """Apply the migrations this database lacks, with the version bump, in one transaction; a
     database that is not judgekit's, or is a newer judgekit's, is refused before anything changes."""
-    with db.transaction(lock="schema"):  # another process may be migrating: read the version under the lock
+    with db.transaction(
+        lock="schema"
+    ):  # another process may be migrating: read the version under the lock
         tables = db.tables()
         if db.dialect is POSTGRES:
             mine = VERSION_TABLE in tables
-            version = db.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()[0] if mine else 0
+            version = (
+                db.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()[0] if mine else 0
+            )
         else:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             mine = version > 0
-        if not mine and tables - {VERSION_TABLE}:  # someone else's database: judgekit's always has a version
+        if not mine and tables - {
+            VERSION_TABLE
+        }:  # someone else's database: judgekit's always has a version
             kind = "PostgreSQL" if db.dialect is POSTGRES else "SQLite"
-            raise InputError.one(db.name, "", f"is another application's {kind} database (tables: "
-                                              f"{', '.join(sorted(tables)[:5])}); give judgekit one of its own "
-                                              "with --history")
+            raise InputError.one(
+                db.name,
+                "",
+                f"is another application's {kind} database (tables: "
+                f"{', '.join(sorted(tables)[:5])}); give judgekit one of its own "
+                "with --history",
+            )
         if version > len(MIGRATIONS):
-            raise InputError.one(db.name, "", f"was written by a newer judgekit (schema {version}, this one knows "
-                                              f"{len(MIGRATIONS)}); upgrade judgekit to read it")
+            raise InputError.one(
+                db.name,
+                "",
+                f"was written by a newer judgekit (schema {version}, this one knows "
+                f"{len(MIGRATIONS)}); upgrade judgekit to read it",
+            )
         if db.dialect is POSTGRES and not mine:
             db.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
             db.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (0)")

@@ -24,9 +24,15 @@ def counts(frame: Any, window: str = "1d") -> Any:
 
     w = window_seconds(window)
     seconds = F.unix_timestamp(F.col("timestamp"))
-    start = (F.lit(ORIGIN) + F.floor((seconds - F.lit(ORIGIN)) / F.lit(w)).cast("bigint") * F.lit(w)).cast("bigint")
-    return (frame.groupBy(F.col("criterion"), start.alias("window_start"))
-            .agg(F.count(F.lit(1)).alias("verdicts"),
-                 F.sum(F.when(F.col("passed"), 1).otherwise(0)).alias("passes"),
-                 F.sum(F.when(F.col("passed").isNull(), 1).otherwise(0)).alias("abstentions"))
-            .orderBy("criterion", "window_start"))
+    start = (
+        F.lit(ORIGIN) + F.floor((seconds - F.lit(ORIGIN)) / F.lit(w)).cast("bigint") * F.lit(w)
+    ).cast("bigint")
+    return (
+        frame.groupBy(F.col("criterion"), start.alias("window_start"))
+        .agg(
+            F.count(F.lit(1)).alias("verdicts"),
+            F.sum(F.when(F.col("passed"), 1).otherwise(0)).alias("passes"),
+            F.sum(F.when(F.col("passed").isNull(), 1).otherwise(0)).alias("abstentions"),
+        )
+        .orderBy("criterion", "window_start")
+    )

@@ -24,24 +24,64 @@ from judgekit.secrets import redact
 from judgekit.watch.history import PURPOSES, History
 from judgekit.watch.store import SQLITE
 
-LOOK_PURPOSES = ("calibrate", "improve", "compare")  # who looked at a test split (judgekit.watch.budget)
+LOOK_PURPOSES = (
+    "calibrate",
+    "improve",
+    "compare",
+)  # who looked at a test split (judgekit.watch.budget)
 
 FORMAT = 1
 _TEXT, _INT, _REAL = (str,), (int,), (int, float)
 # Each table's columns as the file carries them (never the database's own ids), with their types and
 # whether they may be empty: the file names only these, so nothing else can reach the SQL.
-RUN = {"uid": (_TEXT, False), "criterion": (_TEXT, False), "created_at": (_TEXT, False), "purpose": (_TEXT, False),
-       "fingerprint": (_TEXT, False), "model": (_TEXT, True), "prompt_sha": (_TEXT, True),
-       "parameters": (_TEXT, False), "set_fingerprint": (_TEXT, False), "split": (_TEXT, True),
-       "source": (_TEXT, False), "n": (_INT, False), "abstained": (_INT, False), "metrics": (_TEXT, False),
-       "judgekit_version": (_TEXT, False), "api_base": (_TEXT, True), "via": (_TEXT, True),
-       "structured": (_INT, True), "verdicts_sha": (_TEXT, True), "threshold": (_REAL, True)}
-LOOK = {"uid": (_TEXT, False), "criterion": (_TEXT, False), "at": (_TEXT, False), "purpose": (_TEXT, False),
-        "generation": (_TEXT, False), "examples": (_TEXT, False), "alpha": (_REAL, False), "p_value": (_REAL, True),
-        "accepted": (_INT, True), "candidate": (_TEXT, True)}
-CHANGE = {"uid": (_TEXT, False), "criterion": (_TEXT, False), "example_id": (_TEXT, False), "old": (_INT, True),
-          "new": (_INT, False), "annotator": (_TEXT, True), "at": (_TEXT, False)}
-KINDS = {"run": ("runs", RUN), "look": ("test_looks", LOOK), "label_change": ("label_changes", CHANGE)}
+RUN = {
+    "uid": (_TEXT, False),
+    "criterion": (_TEXT, False),
+    "created_at": (_TEXT, False),
+    "purpose": (_TEXT, False),
+    "fingerprint": (_TEXT, False),
+    "model": (_TEXT, True),
+    "prompt_sha": (_TEXT, True),
+    "parameters": (_TEXT, False),
+    "set_fingerprint": (_TEXT, False),
+    "split": (_TEXT, True),
+    "source": (_TEXT, False),
+    "n": (_INT, False),
+    "abstained": (_INT, False),
+    "metrics": (_TEXT, False),
+    "judgekit_version": (_TEXT, False),
+    "api_base": (_TEXT, True),
+    "via": (_TEXT, True),
+    "structured": (_INT, True),
+    "verdicts_sha": (_TEXT, True),
+    "threshold": (_REAL, True),
+}
+LOOK = {
+    "uid": (_TEXT, False),
+    "criterion": (_TEXT, False),
+    "at": (_TEXT, False),
+    "purpose": (_TEXT, False),
+    "generation": (_TEXT, False),
+    "examples": (_TEXT, False),
+    "alpha": (_REAL, False),
+    "p_value": (_REAL, True),
+    "accepted": (_INT, True),
+    "candidate": (_TEXT, True),
+}
+CHANGE = {
+    "uid": (_TEXT, False),
+    "criterion": (_TEXT, False),
+    "example_id": (_TEXT, False),
+    "old": (_INT, True),
+    "new": (_INT, False),
+    "annotator": (_TEXT, True),
+    "at": (_TEXT, False),
+}
+KINDS = {
+    "run": ("runs", RUN),
+    "look": ("test_looks", LOOK),
+    "label_change": ("label_changes", CHANGE),
+}
 
 
 def export_history(history: History, out: Path) -> dict[str, int]:
@@ -71,9 +111,13 @@ def _lines(history: History) -> Iterator[tuple[str, str]]:
         for row in db.execute(f"SELECT id, {', '.join(names)} FROM {table} ORDER BY id").fetchall():
             record: dict[str, Any] = {kind: dict(zip(names, row[1:]))}
             if kind == "run":
-                record["verdicts"] = [list(v) for v in db.execute(
-                    "SELECT example_id, label, passed, confidence FROM verdicts WHERE run_id = ? ORDER BY example_id",
-                    (row[0],))]
+                record["verdicts"] = [
+                    list(v)
+                    for v in db.execute(
+                        "SELECT example_id, label, passed, confidence FROM verdicts WHERE run_id = ? ORDER BY example_id",
+                        (row[0],),
+                    )
+                ]
             yield kind, json.dumps(record, sort_keys=True)
 
 
@@ -82,10 +126,16 @@ def import_history(history: History, source: Path) -> dict[str, tuple[int, int]]
     records = read_export(source)
     try:
         return _add(history, records)
-    except history.db.errors as error:  # another import adding the same rows at once, the database refusing
+    except (
+        history.db.errors
+    ) as error:  # another import adding the same rows at once, the database refusing
         said = redact(" ".join(str(error).split()))
-        raise InputError.one(source, "", f"not imported into {history.path}: {said}; nothing of it was written, "
-                                         "run the import again (what is there by then is skipped)") from None
+        raise InputError.one(
+            source,
+            "",
+            f"not imported into {history.path}: {said}; nothing of it was written, "
+            "run the import again (what is there by then is skipped)",
+        ) from None
 
 
 def _add(history: History, records: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
@@ -93,7 +143,9 @@ def _add(history: History, records: list[dict[str, Any]]) -> dict[str, tuple[int
     done = {kind: [0, 0] for kind in KINDS}
     with db.transaction():
         for criterion in sorted({r["look"]["criterion"] for r in records if "look" in r}):
-            db.lock(f"looks:{criterion}")  # as take_look does: no look is taken while these are added
+            db.lock(
+                f"looks:{criterion}"
+            )  # as take_look does: no look is taken while these are added
         for kind, (table, columns) in KINDS.items():
             have = {row[0] for row in db.execute(f"SELECT uid FROM {table}")}
             names = list(columns)
@@ -109,23 +161,31 @@ def _add(history: History, records: list[dict[str, Any]]) -> dict[str, tuple[int
                     db.execute(sql, values)
                 else:
                     run_id = db.insert(sql, values)
-                    db.executemany("INSERT INTO verdicts (run_id, example_id, label, passed, confidence) "
-                                   "VALUES (?,?,?,?,?)", [(run_id, *v) for v in record["verdicts"]])
+                    db.executemany(
+                        "INSERT INTO verdicts (run_id, example_id, label, passed, confidence) "
+                        "VALUES (?,?,?,?,?)",
+                        [(run_id, *v) for v in record["verdicts"]],
+                    )
                 done[kind][0] += 1
     return {kind: (added, skipped) for kind, (added, skipped) in done.items()}
 
 
 def read_export(source: Path) -> list[dict[str, Any]]:
     """Every record of an export file, checked whole: each problem named by its line."""
-    lines = read_text(source).split("\n")  # records end at "\n" only, as iter_records reads JSON Lines
+    lines = read_text(source).split(
+        "\n"
+    )  # records end at "\n" only, as iter_records reads JSON Lines
     problems: list[Problem] = []
     try:
         header = parse_json(lines[0], source, "line 1")
     except InputError:
         header = None
     if not isinstance(header, dict) or header.get("judgekit_history") != FORMAT:
-        raise InputError.one(source, "line 1", "is not a judgekit history export (write one with `judgekit history "
-                                               "export FILE`)")
+        raise InputError.one(
+            source,
+            "line 1",
+            "is not a judgekit history export (write one with `judgekit history export FILE`)",
+        )
     records = []
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
@@ -160,8 +220,12 @@ def _problem(record: Any) -> str | None:
         value = row[name]
         if value is None and empty:
             continue
-        if isinstance(value, bool) or not isinstance(value, types) or value == "" or (
-                isinstance(value, str) and "\x00" in value):
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, types)
+            or value == ""
+            or (isinstance(value, str) and "\x00" in value)
+        ):
             return f"{kind}.{name}: {_short(value)} is not a {types[-1].__name__}"
         if isinstance(value, float) and not math.isfinite(value):
             return f"{kind}.{name}: {value!r} is not a finite number"
@@ -195,11 +259,16 @@ def _json(kind: type) -> Callable[..., bool]:
             return isinstance(json.loads(value), kind)
         except ValueError:
             return False
+
     return check
 
 
 def _examples(value: Any, *_: Any) -> bool:
-    return _json(list)(value) and all(isinstance(e, str) and e for e in json.loads(value)) and value != "[]"
+    return (
+        _json(list)(value)
+        and all(isinstance(e, str) and e for e in json.loads(value))
+        and value != "[]"
+    )
 
 
 def _count(value: Any, *_: Any) -> bool:
@@ -214,14 +283,24 @@ _MEANINGS: dict[str, tuple[Callable[..., bool], str]] = {
     "created_at": (_instant, "an ISO 8601 time with its offset"),
     "at": (_instant, "an ISO 8601 time with its offset"),
     "parameters": (_json(dict), "a JSON object"),
-    "metrics": (lambda v, *_: _json(dict)(v) and all(
-        v is None or (type(v) in (int, float)) for v in json.loads(v).values()), "a JSON object of numbers"),
+    "metrics": (
+        lambda v, *_: (
+            _json(dict)(v)
+            and all(v is None or (type(v) in (int, float)) for v in json.loads(v).values())
+        ),
+        "a JSON object of numbers",
+    ),
     "examples": (_examples, "a JSON list of example ids"),
-    "purpose": (lambda v, row, kind: v in (PURPOSES if kind == "run" else LOOK_PURPOSES), "a known purpose"),
+    "purpose": (
+        lambda v, row, kind: v in (PURPOSES if kind == "run" else LOOK_PURPOSES),
+        "a known purpose",
+    ),
     "split": (lambda v, *_: v in ("dev", "test"), "dev or test"),
     "n": (_count, "a count"),
-    "abstained": (lambda v, row, kind: _count(v) and isinstance(row.get("n"), int) and v <= row["n"],
-                  "a count of at most n"),
+    "abstained": (
+        lambda v, row, kind: _count(v) and isinstance(row.get("n"), int) and v <= row["n"],
+        "a count of at most n",
+    ),
     "alpha": (_share, "a share from 0 to 1"),
     "p_value": (_share, "a share from 0 to 1"),
     "threshold": (lambda v, *_: math.isfinite(v), "a finite number"),
@@ -233,6 +312,14 @@ _MEANINGS: dict[str, tuple[Callable[..., bool], str]] = {
 
 
 def _verdict(v: Any) -> bool:
-    return (isinstance(v, list) and len(v) == 4 and isinstance(v[0], str) and v[0] != "" and "\x00" not in v[0]
-            and type(v[1]) is int and v[1] in (0, 1) and (v[2] is None or (type(v[2]) is int and v[2] in (0, 1)))
-            and (v[3] is None or (type(v[3]) in (int, float) and _share(v[3]))))
+    return (
+        isinstance(v, list)
+        and len(v) == 4
+        and isinstance(v[0], str)
+        and v[0] != ""
+        and "\x00" not in v[0]
+        and type(v[1]) is int
+        and v[1] in (0, 1)
+        and (v[2] is None or (type(v[2]) is int and v[2] in (0, 1)))
+        and (v[3] is None or (type(v[3]) in (int, float) and _share(v[3])))
+    )

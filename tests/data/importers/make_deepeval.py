@@ -26,7 +26,12 @@ class SaysBlocked(BaseMetric):
         return "SaysBlocked"
 
 
-cases = [LLMTestCase(name=f"case-{i}", input="I lost my card",
-                     actual_output="Your card is blocked." if i % 2 else "Would you like me to block it?")
-         for i in range(4)]
+cases = [
+    LLMTestCase(
+        name=f"case-{i}",
+        input="I lost my card",
+        actual_output="Your card is blocked." if i % 2 else "Would you like me to block it?",
+    )
+    for i in range(4)
+]
 evaluate(test_cases=cases, metrics=[SaysBlocked()])

@@ -35,17 +35,42 @@ def usage():
     return api.Usage(input=12, output=9, total=21)
 
 
-def observation(cls, id, trace, type, minutes, model=None, input=None, output=None, level="DEFAULT", **extra):
-    return cls(id=id, trace_id=trace, type=type, name=f"{type.lower()} {id}", start_time=at(minutes),
-               end_time=at(minutes + 1), model=model, model_parameters={"temperature": 0}, input=input,
-               output=output, usage=usage(), level=level, usage_details={"input": 12, "output": 9},
-               cost_details={}, environment="production", **extra)
+def observation(
+    cls, id, trace, type, minutes, model=None, input=None, output=None, level="DEFAULT", **extra
+):
+    return cls(
+        id=id,
+        trace_id=trace,
+        type=type,
+        name=f"{type.lower()} {id}",
+        start_time=at(minutes),
+        end_time=at(minutes + 1),
+        model=model,
+        model_parameters={"temperature": 0},
+        input=input,
+        output=output,
+        usage=usage(),
+        level=level,
+        usage_details={"input": 12, "output": 9},
+        cost_details={},
+        environment="production",
+        **extra,
+    )
 
 
 def score(kind, id, trace, name, minutes, value, string_value=None, observation_id=None):
-    fields = dict(id=id, trace_id=trace, observation_id=observation_id, name=name, source="EVAL",
-                  timestamp=at(minutes), created_at=at(minutes), updated_at=at(minutes), environment="production",
-                  comment="judged by the support-quality evaluator")
+    fields = dict(
+        id=id,
+        trace_id=trace,
+        observation_id=observation_id,
+        name=name,
+        source="EVAL",
+        timestamp=at(minutes),
+        created_at=at(minutes),
+        updated_at=at(minutes),
+        environment="production",
+        comment="judged by the support-quality evaluator",
+    )
     if kind in ("Boolean", "Categorical"):
         fields["string_value"] = string_value
     if kind == "Text":
@@ -57,27 +82,89 @@ def write(name, model):
     (HERE / name).write_text(json.dumps(json.loads(model.json()), indent=1) + "\n")
 
 
-chat_in = [{"role": "system", "content": "You are a bank's assistant."},
-           {"role": "user", "content": "Where is my refund?"}]
-views = [
-    observation(api.ObservationsView, "gen-1", TRACE_A, "GENERATION", 0, "gpt-4o-mini-2024-07-18", chat_in,
-                {"role": "assistant", "content": "Refunds take 3 to 5 working days."}),
-    observation(api.ObservationsView, "gen-2", TRACE_A, "GENERATION", 2, "claude-3-5-haiku",
-                "Summarise: the card was blocked at 9:02.", "Card blocked at 9:02."),
-    observation(api.ObservationsView, "gen-3", TRACE_B, "GENERATION", 5, "gpt-4o",
-                [{"role": "user", "content": [{"type": "text", "text": "I lost my card"}]}],
-                {"role": "assistant", "content": [{"type": "text", "text": "I've blocked it; a new one is on its way."}]}),
-    observation(api.ObservationsView, "gen-4", TRACE_B, "GENERATION", 7, "gpt-4o",
-                [{"role": "user", "content": "hello"}], None, level="ERROR", status_message="Request timed out"),
-    observation(api.ObservationsView, "span-1", TRACE_B, "SPAN", 8, input={"account": "42"}, output={"ok": True}),
+chat_in = [
+    {"role": "system", "content": "You are a bank's assistant."},
+    {"role": "user", "content": "Where is my refund?"},
 ]
-write("langfuse-observations.json", ObservationsViews(data=views, meta=MetaResponse(
-    page=1, limit=50, total_items=len(views), total_pages=1)))
+views = [
+    observation(
+        api.ObservationsView,
+        "gen-1",
+        TRACE_A,
+        "GENERATION",
+        0,
+        "gpt-4o-mini-2024-07-18",
+        chat_in,
+        {"role": "assistant", "content": "Refunds take 3 to 5 working days."},
+    ),
+    observation(
+        api.ObservationsView,
+        "gen-2",
+        TRACE_A,
+        "GENERATION",
+        2,
+        "claude-3-5-haiku",
+        "Summarise: the card was blocked at 9:02.",
+        "Card blocked at 9:02.",
+    ),
+    observation(
+        api.ObservationsView,
+        "gen-3",
+        TRACE_B,
+        "GENERATION",
+        5,
+        "gpt-4o",
+        [{"role": "user", "content": [{"type": "text", "text": "I lost my card"}]}],
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "I've blocked it; a new one is on its way."}],
+        },
+    ),
+    observation(
+        api.ObservationsView,
+        "gen-4",
+        TRACE_B,
+        "GENERATION",
+        7,
+        "gpt-4o",
+        [{"role": "user", "content": "hello"}],
+        None,
+        level="ERROR",
+        status_message="Request timed out",
+    ),
+    observation(
+        api.ObservationsView,
+        "span-1",
+        TRACE_B,
+        "SPAN",
+        8,
+        input={"account": "42"},
+        output={"ok": True},
+    ),
+]
+write(
+    "langfuse-observations.json",
+    ObservationsViews(
+        data=views, meta=MetaResponse(page=1, limit=50, total_items=len(views), total_pages=1)
+    ),
+)
 
-v2 = api.ObservationV2(id="gen-5", trace_id=TRACE_A, start_time=at(9), project_id="support", type="GENERATION",
-                       name="generation gen-5", model="gpt-4o-mini", input=[{"role": "user", "content": "Thanks!"}],
-                       output={"role": "assistant", "content": "You're welcome."}, environment="production")
-write("langfuse-observations-v2.json", api.ObservationsV2Response(data=[v2], meta=api.ObservationsV2Meta(cursor=None)))
+v2 = api.ObservationV2(
+    id="gen-5",
+    trace_id=TRACE_A,
+    start_time=at(9),
+    project_id="support",
+    type="GENERATION",
+    name="generation gen-5",
+    model="gpt-4o-mini",
+    input=[{"role": "user", "content": "Thanks!"}],
+    output={"role": "assistant", "content": "You're welcome."},
+    environment="production",
+)
+write(
+    "langfuse-observations-v2.json",
+    api.ObservationsV2Response(data=[v2], meta=api.ObservationsV2Meta(cursor=None)),
+)
 
 scores = [
     score("Boolean", "score-1", TRACE_A, "refund-timeline-stated", 1, 1.0, "True", "gen-1"),
@@ -89,17 +176,53 @@ scores = [
     score("Categorical", "score-7", TRACE_B, "tone-polite", 6, 1.0, "neutral"),  # no verdict named
     score("Text", "score-8", TRACE_B, "reviewer-note", 6, None, "fine"),
 ]
-write("langfuse-scores.json", api.GetScoresResponse(data=scores, meta=MetaResponse(
-    page=1, limit=50, total_items=len(scores), total_pages=1)))
+write(
+    "langfuse-scores.json",
+    api.GetScoresResponse(
+        data=scores, meta=MetaResponse(page=1, limit=50, total_items=len(scores), total_pages=1)
+    ),
+)
 
 trace = api.TraceWithFullDetails(
-    id=TRACE_A, timestamp=at(0), name="support-chat", input={"question": "Where is my refund?"},
-    output="Refunds take 3 to 5 working days.", session_id="session-7", user_id="user-3", tags=["support"],
-    public=False, environment="production", html_path=f"/project/support/traces/{TRACE_A}", latency=1.4,
+    id=TRACE_A,
+    timestamp=at(0),
+    name="support-chat",
+    input={"question": "Where is my refund?"},
+    output="Refunds take 3 to 5 working days.",
+    session_id="session-7",
+    user_id="user-3",
+    tags=["support"],
+    public=False,
+    environment="production",
+    html_path=f"/project/support/traces/{TRACE_A}",
+    latency=1.4,
     total_cost=0.0004,
-    observations=[observation(api.ObservationsView, "gen-1", TRACE_A, "GENERATION", 0, "gpt-4o-mini-2024-07-18", chat_in,
-                              {"role": "assistant", "content": "Refunds take 3 to 5 working days."})],
-    scores=[api.ScoreV1_Boolean(id="score-9", trace_id=TRACE_A, observation_id="gen-1", name="refund-timeline-stated",
-                                source="ANNOTATION", value=0.0, string_value="False", timestamp=at(30),
-                                created_at=at(30), updated_at=at(30), environment="production")])
+    observations=[
+        observation(
+            api.ObservationsView,
+            "gen-1",
+            TRACE_A,
+            "GENERATION",
+            0,
+            "gpt-4o-mini-2024-07-18",
+            chat_in,
+            {"role": "assistant", "content": "Refunds take 3 to 5 working days."},
+        )
+    ],
+    scores=[
+        api.ScoreV1_Boolean(
+            id="score-9",
+            trace_id=TRACE_A,
+            observation_id="gen-1",
+            name="refund-timeline-stated",
+            source="ANNOTATION",
+            value=0.0,
+            string_value="False",
+            timestamp=at(30),
+            created_at=at(30),
+            updated_at=at(30),
+            environment="production",
+        )
+    ],
+)
 write("langfuse-trace.json", trace)

@@ -35,7 +35,9 @@ HERE = Path(__file__).parent
 URL = f"http://localhost:{os.environ.get('PHOENIX_PORT', '6007')}"
 PROJECT = "support-agent"
 
-provider = TracerProvider(resource=Resource.create({"service.name": PROJECT, "openinference.project.name": PROJECT}))
+provider = TracerProvider(
+    resource=Resource.create({"service.name": PROJECT, "openinference.project.name": PROJECT})
+)
 provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(f"{URL}/v1/traces")))
 tracer = provider.get_tracer("support-agent")
 
@@ -50,33 +52,61 @@ def messages(kind, *said):
 
 ids = {}
 with tracer.start_as_current_span("support-turn") as chain:
-    chain.set_attributes({"openinference.span.kind": "CHAIN", "input.value": "Where is my refund?",
-                          "output.value": "Refunds take 3 to 5 working days."})
+    chain.set_attributes(
+        {
+            "openinference.span.kind": "CHAIN",
+            "input.value": "Where is my refund?",
+            "output.value": "Refunds take 3 to 5 working days.",
+        }
+    )
     with tracer.start_as_current_span("ChatCompletion") as span:
-        span.set_attributes({"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o-mini-2024-07-18",
-                             "llm.provider": "openai", "input.mime_type": "application/json",
-                             "input.value": '{"messages": [{"role": "user", "content": "Where is my refund?"}]}',
-                             "output.value": "Refunds take 3 to 5 working days.",
-                             **messages("input", ("system", "You are a bank's assistant."),
-                                        ("user", "Where is my refund?")),
-                             **messages("output", ("assistant", "Refunds take 3 to 5 working days."))})
+        span.set_attributes(
+            {
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "gpt-4o-mini-2024-07-18",
+                "llm.provider": "openai",
+                "input.mime_type": "application/json",
+                "input.value": '{"messages": [{"role": "user", "content": "Where is my refund?"}]}',
+                "output.value": "Refunds take 3 to 5 working days.",
+                **messages(
+                    "input",
+                    ("system", "You are a bank's assistant."),
+                    ("user", "Where is my refund?"),
+                ),
+                **messages("output", ("assistant", "Refunds take 3 to 5 working days.")),
+            }
+        )
         ids["messages"] = span.get_span_context().span_id
     with tracer.start_as_current_span("summarise") as span:
-        span.set_attributes({"openinference.span.kind": "LLM", "llm.model_name": "claude-3-5-haiku",
-                             "input.value": "Summarise: the card was blocked at 9:02.",
-                             "output.value": "Card blocked at 9:02."})
+        span.set_attributes(
+            {
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "claude-3-5-haiku",
+                "input.value": "Summarise: the card was blocked at 9:02.",
+                "output.value": "Card blocked at 9:02.",
+            }
+        )
         ids["values"] = span.get_span_context().span_id
     with tracer.start_as_current_span("ChatCompletion") as span:
-        span.set_attributes({"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o",
-                             **messages("input", ("user", "I lost my card")),
-                             "llm.output_messages.0.message.role": "assistant",
-                             "llm.output_messages.0.message.contents.0.message_content.type": "text",
-                             "llm.output_messages.0.message.contents.0.message_content.text":
-                                 "I've blocked it; a new one is on its way."})
+        span.set_attributes(
+            {
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "gpt-4o",
+                **messages("input", ("user", "I lost my card")),
+                "llm.output_messages.0.message.role": "assistant",
+                "llm.output_messages.0.message.contents.0.message_content.type": "text",
+                "llm.output_messages.0.message.contents.0.message_content.text": "I've blocked it; a new one is on its way.",
+            }
+        )
         ids["contents"] = span.get_span_context().span_id
     with tracer.start_as_current_span("ChatCompletion") as span:  # the call failed: no reply
-        span.set_attributes({"openinference.span.kind": "LLM", "llm.model_name": "gpt-4o",
-                             **messages("input", ("user", "hello"))})
+        span.set_attributes(
+            {
+                "openinference.span.kind": "LLM",
+                "llm.model_name": "gpt-4o",
+                **messages("input", ("user", "hello")),
+            }
+        )
         span.set_status(Status(StatusCode.ERROR, "Request timed out"))
 provider.force_flush()
 time.sleep(3)
@@ -88,19 +118,37 @@ spans.to_json(HERE / "phoenix-spans.jsonl", orient="records", lines=True, date_f
 spans.to_parquet(HERE / "phoenix-spans.parquet", index=False)
 
 hexed = {k: format(v, "016x") for k, v in ids.items()}
-evaluations = [("messages", "refund-timeline-stated", "pass", 1.0, "It says 3 to 5 working days."),
-               ("values", "summary-faithful", "fail", 0.0, "The summary leaves out the reason."),
-               ("contents", "card-block-confirmed", None, 1.0, None),
-               ("values", "helpfulness", None, 0.5, "Partly helpful."),
-               ("messages", "tone", "neutral", None, None),
-               ("contents", "hallucination", "factual", 0.0, None)]
+evaluations = [
+    ("messages", "refund-timeline-stated", "pass", 1.0, "It says 3 to 5 working days."),
+    ("values", "summary-faithful", "fail", 0.0, "The summary leaves out the reason."),
+    ("contents", "card-block-confirmed", None, 1.0, None),
+    ("values", "helpfulness", None, 0.5, "Partly helpful."),
+    ("messages", "tone", "neutral", None, None),
+    ("contents", "hallucination", "factual", 0.0, None),
+]
 for call, name, label, score, explanation in evaluations:
     client.spans.log_span_annotations_dataframe(
-        dataframe=pd.DataFrame([{k: v for k, v in {"span_id": hexed[call], "label": label, "score": score,
-                                                    "explanation": explanation}.items() if v is not None}]),
-        annotation_name=name, annotator_kind="LLM", sync=True)
-annotations = client.spans.get_span_annotations_dataframe(spans_dataframe=spans.set_index("context.span_id",
-                                                                                          drop=False),
-                                                          project_identifier=PROJECT)
-annotations.reset_index().to_json(HERE / "phoenix-span-annotations.jsonl", orient="records", lines=True,
-                                  date_format="iso")
+        dataframe=pd.DataFrame(
+            [
+                {
+                    k: v
+                    for k, v in {
+                        "span_id": hexed[call],
+                        "label": label,
+                        "score": score,
+                        "explanation": explanation,
+                    }.items()
+                    if v is not None
+                }
+            ]
+        ),
+        annotation_name=name,
+        annotator_kind="LLM",
+        sync=True,
+    )
+annotations = client.spans.get_span_annotations_dataframe(
+    spans_dataframe=spans.set_index("context.span_id", drop=False), project_identifier=PROJECT
+)
+annotations.reset_index().to_json(
+    HERE / "phoenix-span-annotations.jsonl", orient="records", lines=True, date_format="iso"
+)

@@ -16,7 +16,10 @@ def agent(message: str) -> str:
     return "Your card is blocked." if "lost" in message else "Would you like me to block it?"
 
 
-cases = [Case(name=f"case-{i}", inputs=("I lost my card" if i % 2 else "My card is odd")) for i in range(6)]
+cases = [
+    Case(name=f"case-{i}", inputs=("I lost my card" if i % 2 else "My card is odd"))
+    for i in range(6)
+]
 dataset = Dataset(name="lost-card", cases=cases, evaluators=[SaysBlocked(), Contains(value="card")])
 report = dataset.evaluate_sync(agent)
 report.print()
