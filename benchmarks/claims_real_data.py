@@ -22,8 +22,9 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 

@@ -22,20 +22,20 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 
+from judgekit.inputs.settings import DriftPolicy
 from judgekit.watch.drift import compare, mcnemar_exact, mcnemar_worse
 from judgekit.watch.history import Run
-from judgekit.inputs.settings import DriftPolicy
 
 
 def run(run_id: int, model: str = "m") -> Run:
     return Run(
         run_id,
         "c",
-        datetime(2026, 11, run_id, tzinfo=timezone.utc),
+        datetime(2026, 11, run_id, tzinfo=UTC),
         "calibrate",
         "f",
         model,

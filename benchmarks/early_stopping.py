@@ -24,8 +24,8 @@ import time
 
 import numpy as np
 
-from judgekit.stats.metrics import wilson
 from judgekit.inputs.policy import Thresholds
+from judgekit.stats.metrics import wilson
 from judgekit.stats.sequential import settle
 
 POLICY = Thresholds()  # min_tpr = min_tnr = 0.8, min_examples 20

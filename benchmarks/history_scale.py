@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -50,7 +50,7 @@ def report(run: int, examples: int) -> Report:
         "accuracy": (tp + tn) / examples,
         "cohen_kappa": (tp / pos + tn / neg) - 1,
     }
-    when = datetime(2026, 1, 1, tzinfo=timezone.utc) + timedelta(hours=run)
+    when = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(hours=run)
     c = CriterionReport(
         id="grounded",
         fingerprint=f"judge-{run % 10 == 9}",

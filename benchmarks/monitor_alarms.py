@@ -21,8 +21,8 @@ import time
 import numpy as np
 from scipy.stats import binom
 
-from judgekit.stats.droptest import drop_test, score_z
 from judgekit.inputs.settings import MonitorPolicy
+from judgekit.stats.droptest import drop_test, score_z
 
 POLICY = MonitorPolicy()
 BASELINES = (0.5, 0.6, 0.7, 0.8, 0.85, 0.9, 0.95, 0.98)

@@ -55,7 +55,7 @@ class InputError(JudgekitError):
         super().__init__("\n".join([head, *(f"  {p}" for p in listed), *more]))
 
     @classmethod
-    def one(cls, source: str | Path, location: str, message: str) -> "InputError":
+    def one(cls, source: str | Path, location: str, message: str) -> InputError:
         return cls([Problem(str(source), location, message)])
 
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Iterable
-
+from collections.abc import Iterable
+from typing import Any
 
 # What json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 # writes, with one encoder made once: json.dumps makes a new one per call, a third of the cost of

@@ -10,7 +10,8 @@ light path never pays for the models it does not read.
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 
 def exports(

@@ -11,10 +11,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable, Sequence
 
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
@@ -33,10 +33,11 @@ from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.claims import recorded_gold
 from judgekit.judging.estimate import Estimate, estimate
 from judgekit.judging.jobs import api_base_for, run_sync
-from judgekit.judging.prompts import fingerprint, judge_spec
 from judgekit.judging.matching import match_file
+from judgekit.judging.prompts import fingerprint, judge_spec
 from judgekit.judging.recorded import iter_recorded
 from judgekit.judging.runner import RunSettings, Stop, check_some_call_answered, judge_sets
+from judgekit.judging.selective import confidence_source
 from judgekit.judging.verdict_log import VerdictLog, recorded_claims
 from judgekit.judging.verdicts import JUDGE_ID, Verdict, majority
 from judgekit.llm.families import family
@@ -44,8 +45,6 @@ from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.transports import check_api_base
 from judgekit.report.figures import annotators, claim_stages, consistency, slices
-from judgekit.judging.selective import confidence_source
-from judgekit.report.parts import Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.model import (
     ById,
     ConfusionCounts,
@@ -56,6 +55,7 @@ from judgekit.report.model import (
     Report,
     UsageSummary,
 )
+from judgekit.report.parts import Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.render import finite
 from judgekit.secrets import public_url
 
@@ -109,9 +109,7 @@ async def acalibrate(
     options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
 ) -> Report:
     """`calibrate`, awaited: for code that already runs an event loop."""
-    started = datetime.now(
-        timezone.utc
-    )  # when the inputs were read: a later calibration is a newer one
+    started = datetime.now(UTC)  # when the inputs were read: a later calibration is a newer one
     policy = (
         options.policy or Policy.load()
     )  # read once: judging (run_settings) and certifying use it
@@ -169,7 +167,7 @@ async def acalibrate(
 
 
 async def _escalations(
-    ready: "_Ready", verdicts: dict[str, list[list[Verdict]]], llm: LLM | None
+    ready: _Ready, verdicts: dict[str, list[list[Verdict]]], llm: LLM | None
 ) -> dict[str, list[list[Verdict]]]:
     """The judges escalated to (a selective criterion's `judge.escalate_to`), each calibrated on the
     examples its criterion's judge judged: the cascade is certified as a whole."""
@@ -204,7 +202,7 @@ def dry_run(options: Options, llm: LLM | None = None) -> list[Estimate]:
     """What `calibrate(options)` would ask, per criterion, asking nothing and writing nothing: the
     calls to make, the answers cached, the prompt tokens, the cost at most (judgekit.judging.estimate).
     The inputs are checked as `calibrate` checks them."""
-    ready = _prepare(options, datetime.now(timezone.utc))
+    ready = _prepare(options, datetime.now(UTC))
     return estimate(ready.criteria, ready.sets, ready.models, ready.sources, ready.settings, llm)
 
 
@@ -455,7 +453,7 @@ def criterion_report(
         if stop is not None
         else None,
         calibrated_at=started,
-        evidence_at=datetime.fromtimestamp(min(times), timezone.utc) if times else started,
+        evidence_at=datetime.fromtimestamp(min(times), UTC) if times else started,
         outcomes=ById((e.id, _OUTCOMES[e.label, v.passed]) for e, v in zip(cal.examples, final)),
         keys=ById((e.id, e.key) for e in cal.examples),
         confidences={

@@ -19,8 +19,8 @@ from __future__ import annotations
 import base64
 import os
 import re
+from collections.abc import Iterable, Iterator
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
-from typing import Iterable, Iterator
 
 SECRET_ENV = re.compile(
     r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE

@@ -12,9 +12,9 @@ The server's judge says a reply passes when it says the card is "now blocked", a
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 from click.testing import CliRunner

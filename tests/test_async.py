@@ -8,12 +8,11 @@ import json
 
 import pytest
 import yaml
+from conftest import balanced, llm_criterion
 
 import judgekit
 from judgekit.inputs.criteria import load_criterion
 from judgekit.testing import FakeLLM
-
-from conftest import balanced, llm_criterion
 
 
 def _options(project) -> judgekit.Options:

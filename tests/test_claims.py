@@ -8,10 +8,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from judgekit.judging.claims import read_checks, read_claims
-from judgekit.judging.verdicts import ClaimCheck, aggregate
 from judgekit.cli import app
 from judgekit.errors import InputError
+from judgekit.judging.claims import read_checks, read_claims
+from judgekit.judging.verdicts import ClaimCheck, aggregate
 from judgekit.pipeline import Options, calibrate
 from judgekit.report import Report, to_markdown
 from judgekit.testing import FakeLLM, FakeServer

@@ -7,9 +7,8 @@ from __future__ import annotations
 import sys
 
 import pytest
-from sklearn.metrics import balanced_accuracy_score, confusion_matrix
-
 from conftest import REPO
+from sklearn.metrics import balanced_accuracy_score, confusion_matrix
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import claims_real_data as data  # noqa: E402  (the converters, shared with the benchmark)

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from scipy.stats import binomtest
 from click.testing import CliRunner
+from scipy.stats import binomtest
 
 from judgekit.cli import app
 from judgekit.compare.analysis import front, recommend

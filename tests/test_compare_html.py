@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from html import escape
 from html.parser import HTMLParser
 
@@ -112,7 +112,7 @@ def comparison(
         )
     )
     return Comparison(
-        created_at=datetime(2026, 5, 4, 3, 2, tzinfo=timezone.utc),
+        created_at=datetime(2026, 5, 4, 3, 2, tzinfo=UTC),
         criterion="says-blocked",
         set="support.jsonl",
         labelled_pass=sum(i % 2 == 0 for i in order),

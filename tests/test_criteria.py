@@ -2,9 +2,9 @@ from pathlib import Path
 
 import pytest
 
+from judgekit.errors import InputError
 from judgekit.inputs.criteria import LLMCriterion, RegexCriterion, load_criteria, load_criterion
 from judgekit.judging.prompts import fingerprint, prompt_template, render
-from judgekit.errors import InputError
 from tests.conftest import REPO, llm_criterion
 
 

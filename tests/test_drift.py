@@ -5,22 +5,20 @@ from __future__ import annotations
 
 import csv
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
+from conftest import balanced, llm_criterion
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from click.testing import CliRunner
 
 from judgekit.cli import app
-from judgekit.watch.drift import compare, flip_excess, mcnemar_exact
-from judgekit.watch.history import History, Run
-from judgekit.pipeline import Options, calibrate
-from judgekit.watch.history import record_history
 from judgekit.inputs.settings import DriftPolicy
-
-from conftest import balanced, llm_criterion
+from judgekit.pipeline import Options, calibrate
+from judgekit.watch.drift import compare, flip_excess, mcnemar_exact
+from judgekit.watch.history import History, Run, record_history
 
 
 @settings(max_examples=60, deadline=None)
@@ -46,7 +44,7 @@ def _run(run_id, model="m", prompt="p", parameters=None, set_fp="s"):
     return Run(
         run_id,
         "c",
-        datetime(2026, 11, run_id, tzinfo=timezone.utc),
+        datetime(2026, 11, run_id, tzinfo=UTC),
         "calibrate",
         f"{model}/{prompt}",
         model,
@@ -328,8 +326,8 @@ def test_recheck_catches_a_silent_model_update_through_the_provider(project, tmp
 
 
 def test_canary_subset_is_frozen_and_balanced(project):
-    from judgekit.inputs.sets import load_sets
     from judgekit.inputs.criteria import load_criteria
+    from judgekit.inputs.sets import load_sets
 
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(30, 30))

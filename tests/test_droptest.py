@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.stats import beta, binom
 
-from judgekit.stats.droptest import NUISANCE, _box, _exact, _Exact, drop_test, score_z
+from judgekit.stats.droptest import NUISANCE, _box, _Exact, _exact, drop_test, score_z
 
 
 def _brute_force(n1, n0, x0, drop, alpha, z):

@@ -299,8 +299,8 @@ def test_a_run_where_every_call_failed_is_not_a_calibration(setup, tmp_path):
 def test_cached_answers_keep_the_time_they_were_obtained(setup):
     """A re-run served from the cache rests on answers as old as they are; answers older than the
     gate's max_age are asked again."""
-    from judgekit.llm.cache import CachedLLM
     from judgekit.inputs.policy import Policy, Thresholds
+    from judgekit.llm.cache import CachedLLM
 
     with FakeServer(VERDICTS) as server:
         first = calibrate(options(setup, server)).criteria[0]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from judgekit.judging.judge import Judge
 from judgekit.inputs.criteria import LLMCriterion
+from judgekit.judging.judge import Judge
 from judgekit.llm.retry import RetryPolicy
 from judgekit.pipeline import Options, calibrate
 from judgekit.testing import FakeLLM, FakeServer, Fault, script

@@ -205,9 +205,8 @@ def test_bulk_pauses_the_collector_and_leaves_it_as_it_found_it():
             assert not gc.isenabled()
         assert not gc.isenabled()  # the inner block leaves it to the outer one
     assert gc.isenabled()
-    with pytest.raises(ValueError):
-        with bulk():
-            raise ValueError("out")
+    with pytest.raises(ValueError), bulk():
+        raise ValueError("out")
     assert gc.isenabled()
     gc.disable()
     try:

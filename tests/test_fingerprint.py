@@ -2,7 +2,7 @@
 
 import hashlib
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -26,7 +26,7 @@ def by_definition(data):
         3,
         [],
         {"é": "ünïcode ✓ \u2028", "z": {"y": {"x": []}}},
-        {"when": datetime(2026, 1, 2, tzinfo=timezone.utc)},  # default=str
+        {"when": datetime(2026, 1, 2, tzinfo=UTC)},  # default=str
         {"input": "q", "output": "r", "context": None},  # an example's key
     ],
 )

@@ -1,19 +1,20 @@
 """Every loader, fed random structures and random bytes, either loads or raises InputError that
 names the file — never another exception."""
 
-import os
 import json
+import os
 import string
 
 import yaml
-from hypothesis import HealthCheck, given, settings, strategies as st
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
-from judgekit.inputs.criteria import load_criterion
 from judgekit.errors import InputError
+from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.policy import Policy
-from judgekit.report import Report
 from judgekit.inputs.sets import load_set
 from judgekit.judging.recorded import load_recorded
+from judgekit.report import Report
 
 KEYS = [
     "id",

@@ -2,14 +2,14 @@
 every fail-closed cause."""
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from xml.etree import ElementTree as ET
 
 import pytest
 from click.testing import CliRunner
 
-from judgekit.cli.ci import to_junit
 from judgekit.cli import app
+from judgekit.cli.ci import to_junit
 from judgekit.errors import InputError
 from judgekit.gate import Gate, JudgeNotCalibrated, require_calibrated
 from judgekit.inputs.policy import Policy, Thresholds
@@ -169,7 +169,7 @@ def test_old_evidence_is_stale(project):
     """max_age counts from the oldest answer the figures rest on: verdicts given 45 days ago are
     old evidence however recently they were read in."""
     make(project, 40, 40, good)
-    then = (datetime.now(timezone.utc) - timedelta(days=45)).isoformat()
+    then = (datetime.now(UTC) - timedelta(days=45)).isoformat()
     path = project.root / "c.verdicts.jsonl"
     path.write_text(
         "".join(
@@ -358,7 +358,7 @@ def _tampered(report: dict, change) -> dict:
     return data
 
 
-FUTURE = (datetime.now(timezone.utc) + timedelta(days=3)).isoformat()
+FUTURE = (datetime.now(UTC) + timedelta(days=3)).isoformat()
 TAMPERING = {
     "tpr infinite": lambda c: c["metrics"].update(tpr=float("inf")),
     "tpr 5": lambda c: c["metrics"].update(tpr=5),
@@ -459,7 +459,7 @@ def test_recompute_takes_trials_in_any_order_and_refuses_a_trial_twice():
     from judgekit.gate.evidence import recompute
     from judgekit.inputs.labelled import Labelled, LabelledSet
 
-    at = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    at = datetime(2026, 1, 1, tzinfo=UTC)
     labels = LabelledSet("c", None, "d", (Labelled("a", True, None), Labelled("b", False, None)))
     lines = [
         Line("c", "a", 2, False, at),

@@ -9,17 +9,15 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from conftest import balanced, llm_criterion
 
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.watch.history import History
+from judgekit.pipeline import Options, calibrate
+from judgekit.testing import FakeLLM
+from judgekit.watch.history import History, record_history
 from judgekit.watch.schema import MIGRATIONS
 from judgekit.watch.store import SQLITE, Store
-from judgekit.pipeline import Options, calibrate
-from judgekit.watch.history import record_history
-from judgekit.testing import FakeLLM
-
-from conftest import balanced, llm_criterion
 
 
 def _report(project, llm=None, **options):

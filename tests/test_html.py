@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from datetime import UTC
 from pathlib import Path
 
 import pytest
@@ -12,8 +13,8 @@ import pytest
 from judgekit.cli.html import to_html, write_html
 from judgekit.gate import Gate
 from judgekit.pipeline import Options, calibrate
-from judgekit.watch.history import History, record_history
 from judgekit.testing import FakeLLM
+from judgekit.watch.history import History, record_history
 from tests.conftest import balanced, llm_criterion, require
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
@@ -161,16 +162,16 @@ def test_a_report_without_gate_or_history_still_renders_every_text_escaped():
 
 def test_past_runs_worse_than_chance_are_drawn_below_zero_not_clipped():
     import re
-    from datetime import datetime, timezone
+    from datetime import datetime
 
-    from judgekit.watch.history import Run
     from judgekit.cli.html import history_chart
+    from judgekit.watch.history import Run
 
     runs = [
         Run(
             i,
             "c",
-            datetime(2026, 11, i + 1, tzinfo=timezone.utc),
+            datetime(2026, 11, i + 1, tzinfo=UTC),
             "calibrate",
             "f",
             "m",

@@ -14,7 +14,6 @@ import yaml
 from click.testing import CliRunner
 
 from judgekit.cli import app
-from judgekit.watch.budget import next_look
 from judgekit.improve.search import Search, improve
 from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.sets import load_set
@@ -22,7 +21,7 @@ from judgekit.llm.protocol import Request
 from judgekit.pipeline import Options
 from judgekit.stats.acceptance import MAX_LOOKS
 from judgekit.testing import FakeLLM, judged_reply, prompt_of
-from judgekit.watch.budget import Look
+from judgekit.watch.budget import Look, next_look
 from judgekit.watch.history import History
 
 QUESTION = "Does it look blocked?"

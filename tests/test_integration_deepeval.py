@@ -5,8 +5,8 @@ criterion raises before any test case runs; an abstention is an error, never a s
 from __future__ import annotations
 
 import pytest
-from deepeval import assert_test, evaluate
 from click.testing import CliRunner
+from deepeval import assert_test, evaluate
 from deepeval.errors import MissingTestCaseParamsError
 from deepeval.evaluate.configs import AsyncConfig, CacheConfig, DisplayConfig, ErrorConfig
 from deepeval.test_case import LLMTestCase

@@ -3,10 +3,9 @@ import asyncio
 import pytest
 
 from judgekit.inputs.criteria import LLMCriterion
-from judgekit.judging.answers import read_answer
-from judgekit.judging.jobs import run_bounded
-from judgekit.judging.jobs import jobs_for
 from judgekit.inputs.sets import Example
+from judgekit.judging.answers import read_answer
+from judgekit.judging.jobs import jobs_for, run_bounded
 from judgekit.judging.verdicts import Verdict, majority
 
 

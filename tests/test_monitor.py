@@ -4,23 +4,23 @@ alerts, the corrected rate, bad rows, the JSON output, the plot."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pandas as pd
 import pytest
+from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError
+from judgekit.inputs.settings import MonitorPolicy
 from judgekit.stats.droptest import drop_p_value
 from judgekit.watch.monitor import watch
-from judgekit.watch.samples import Counts, ORIGIN, read_counts
-from judgekit.inputs.settings import MonitorPolicy
+from judgekit.watch.samples import ORIGIN, Counts, read_counts
 
-START = datetime(2026, 11, 1, tzinfo=timezone.utc)
+START = datetime(2026, 11, 1, tzinfo=UTC)
 
 
 def _score_by_likelihood(x1, n1, x0, n0, max_drop):

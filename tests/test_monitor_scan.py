@@ -6,7 +6,7 @@ pandas reader, so monitor says what it said before, to the message; globs and fo
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 import duckdb
 import numpy as np
@@ -21,9 +21,7 @@ from judgekit.watch.scan import connect, count_samples, duckdb_counts
 from tests.test_monitor import _rows, _write
 
 WINDOWS = ["1h", "6h", "1d", "1w", "90m", "7s"]
-EDGE = datetime(
-    2026, 11, 2, tzinfo=timezone.utc
-)  # a Monday: the start of a window of every width above
+EDGE = datetime(2026, 11, 2, tzinfo=UTC)  # a Monday: the start of a window of every width above
 
 
 def _stamps(rng, n):
@@ -36,7 +34,7 @@ def _stamps(rng, n):
     )
     out = []
     for i, s in enumerate(whole):
-        when = datetime.fromtimestamp(int(s), timezone.utc)
+        when = datetime.fromtimestamp(int(s), UTC)
         form = i % 8
         if form == 0:
             out.append(when.strftime("%Y-%m-%dT%H:%M:%SZ"))

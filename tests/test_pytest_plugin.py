@@ -359,8 +359,8 @@ def test_reply(judge):
     result.stdout.fnmatch_lines(
         ["*PASS*card*", "*calibrated from recorded verdicts of another judge*"]
     )
-    from judgekit.inputs.criteria import load_criterion
     from judgekit.gate import JudgeNotCalibrated, calibrated_judge
+    from judgekit.inputs.criteria import load_criterion
     from judgekit.judging.judge import Judge
 
     with pytest.raises(JudgeNotCalibrated, match="recorded verdicts of another judge"):

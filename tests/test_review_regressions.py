@@ -1,6 +1,7 @@
 """Each test here reproduces a defect a review found, so it stays fixed."""
 
 import json
+from datetime import UTC
 
 import pytest
 from click.testing import CliRunner
@@ -8,13 +9,13 @@ from click.testing import CliRunner
 from judgekit.cli import app
 from judgekit.errors import InputError, ProviderRejects
 from judgekit.gate import Gate
+from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.policy import Policy
 from judgekit.judging.judge import Judge
-from judgekit.inputs.criteria import load_criterion
 from judgekit.llm.retry import RetryPolicy
-from judgekit.secrets import public_url
 from judgekit.pipeline import Options, calibrate
 from judgekit.report import Report
+from judgekit.secrets import public_url
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -208,8 +209,8 @@ def test_gate_and_plugin_start_without_heavy_imports(setup):
 
 
 def test_second_review_fixes(setup, tmp_path):
-    from judgekit.llm.transports import OpenAICompatible
     from judgekit.errors import ProviderUnreachable
+    from judgekit.llm.transports import OpenAICompatible
 
     # A partial run over a corrupt old verdicts.jsonl stops before judging, with the file named.
     out = setup.root / ".judgekit/reports/latest"
@@ -271,7 +272,7 @@ def test_verdicts_with_a_split(setup):
 
 
 def test_age_is_per_criterion_after_a_partial_run(setup):
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     setup.criterion(
         {"id": "r", "kind": "regex", "question": "clean?", "pattern": "TODO", "match_means": "fail"}
@@ -285,7 +286,7 @@ def test_age_is_per_criterion_after_a_partial_run(setup):
     )
     assert runner.invoke(app, ["calibrate", "-c", "r"]).exit_code == 0
     # Make r's evidence 400 days old, consistently in the report and in its verdicts.
-    then = (datetime.now(timezone.utc) - timedelta(days=400)).isoformat()
+    then = (datetime.now(UTC) - timedelta(days=400)).isoformat()
     path = setup.root / ".judgekit/reports/latest/report.json"
     data = json.loads(path.read_text())
     data["criteria"][0]["calibrated_at"] = data["criteria"][0]["evidence_at"] = then

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 
 from judgekit.gate import Gate
-from judgekit.stats.metrics import wilson
-from judgekit.pipeline import Options, calibrate
 from judgekit.inputs.policy import Thresholds
+from judgekit.pipeline import Options, calibrate
+from judgekit.stats.metrics import wilson
 from judgekit.stats.sequential import settle
 from judgekit.testing import FakeLLM
 from tests.conftest import balanced, llm_criterion

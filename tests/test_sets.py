@@ -1,8 +1,8 @@
 import pytest
 
 from judgekit.errors import InputError
-from judgekit.inputs.sets import load_set, load_sets
 from judgekit.inputs.criteria import load_criteria
+from judgekit.inputs.sets import load_set, load_sets
 from tests.conftest import REPO, balanced, llm_criterion
 
 

@@ -10,8 +10,8 @@ from collections import Counter
 import pytest
 import yaml
 
-from judgekit.stats.metrics import pairwise_kappa
 from judgekit.pipeline import Options, calibrate
+from judgekit.stats.metrics import pairwise_kappa
 
 
 def _write_project(root, criterion, examples, verdicts):

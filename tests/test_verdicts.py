@@ -1,8 +1,7 @@
 import hashlib
+from datetime import UTC, datetime
 
 import pytest
-
-from datetime import datetime, timezone
 
 from judgekit.errors import InputError
 from judgekit.judging.recorded import RecordedVerdict
@@ -147,7 +146,7 @@ def test_a_verdict_record_with_passed_twice_is_refused(setup):
 
 
 def test_a_trusted_verdict_is_what_model_construct_builds():
-    at = datetime(2026, 1, 2, tzinfo=timezone.utc)
+    at = datetime(2026, 1, 2, tzinfo=UTC)
     given = dict(
         criterion="c",
         id="e1",

@@ -11,8 +11,9 @@ Exit codes: 0 done (gate: PASS); 1 gate FAIL, DRIFT or a monitor alert; 2 a usag
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, NoReturn
+from typing import Any, NoReturn
 
 import click
 

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
 from judgekit.cli.app import EXIT_INPUT, check_split, fail, interrupted, short
+from judgekit.cli.gate import decide, finish
+from judgekit.cli.html import write_html
 from judgekit.cli.options import (
     api_base_option,
     cache_dir_option,
@@ -26,24 +27,22 @@ from judgekit.cli.options import (
     timeout_option,
     typer_app,
 )
-from judgekit.cli.gate import decide, finish
-from judgekit.cli.html import write_html
 from judgekit.cli.terminal import render_estimates, render_table, terminal_progress
 from judgekit.errors import InputError, JudgekitError
-from judgekit.gate.decision import Gate
 from judgekit.gate.budget import plan as make_plan
+from judgekit.gate.decision import Gate
 from judgekit.inputs.catalog import criterion_files, find_set, unknown_criteria
 from judgekit.inputs.criteria import criterion_schema
 from judgekit.inputs.files import write_atomic
 from judgekit.inputs.labelled import read_labels
 from judgekit.inputs.policy import Policy
-from judgekit.report.parts import check_drawn
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import Example
 from judgekit.judging.recorded import load_recorded
 from judgekit.pipeline import Options, dry_run
 from judgekit.pipeline import calibrate as run
 from judgekit.report.model import Report
+from judgekit.report.parts import check_drawn
 from judgekit.watch.history import History, Run, record_history
 from judgekit.watch.store import locate
 
@@ -54,21 +53,21 @@ app = typer_app()
 def calibrate(
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
-    criterion: Optional[List[str]] = criterion_ids_option(
+    criterion: list[str] | None = criterion_ids_option(
         "Calibrate only this criterion (repeatable)."
     ),
-    verdicts: Optional[Path] = typer.Option(
+    verdicts: Path | None = typer.Option(
         None, help="Recorded verdicts (JSONL or CSV) instead of calling a model."
     ),
-    model: Optional[str] = typer.Option(
+    model: str | None = typer.Option(
         None,
         help="Judge model for every LLM criterion, e.g. openai/gpt-4o-mini, "
         "anthropic/claude-3-5-haiku-latest, local/smollm2. With --verdicts: the "
         "model that produced them, recorded in the report for the gate.",
     ),
-    api_base: Optional[str] = api_base_option(),
+    api_base: str | None = api_base_option(),
     concurrency: int = concurrency_option(),
-    trials: Optional[int] = typer.Option(
+    trials: int | None = typer.Option(
         None, min=1, max=100, help="Ask each example K times (overrides judge.trials)."
     ),
     out: Path = typer.Option(
@@ -77,9 +76,7 @@ def calibrate(
     cache_dir: Path = cache_dir_option(),
     no_cache: bool = no_cache_option(),
     timeout: float = timeout_option(),
-    split: Optional[str] = typer.Option(
-        None, help="Use only examples of this split (dev or test)."
-    ),
+    split: str | None = typer.Option(None, help="Use only examples of this split (dev or test)."),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
     plain_answers: bool = typer.Option(
         False, "--plain-answers", help="Do not ask the provider for structured output."
@@ -93,10 +90,8 @@ def calibrate(
     gate: bool = typer.Option(
         False, "--gate", help="Gate the new report too; exit as `judgekit gate` does."
     ),
-    config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
-    junit: Optional[Path] = typer.Option(
-        None, help="With --gate: write the decisions as JUnit XML."
-    ),
+    config: Path | None = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
+    junit: Path | None = typer.Option(None, help="With --gate: write the decisions as JUnit XML."),
     via: str = typer.Option(
         "auto",
         help="auto: openai/<model> over the lean OpenAI-compatible path, the rest "
@@ -111,7 +106,7 @@ def calibrate(
         help="Print the report as JSON (and, with --gate, the gate's "
         "decisions) instead of tables; nothing else on stdout.",
     ),
-    history: Optional[str] = history_option(
+    history: str | None = history_option(
         "Calibration history this run is added to, for `judgekit drift`."
     ),
     no_history: bool = typer.Option(
@@ -240,11 +235,11 @@ def gated(
     out: Path,
     criteria: Path,
     sets: Path,
-    config: Optional[Path],
+    config: Path | None,
     criterion_ids: list[str],
-    junit: Optional[Path],
+    junit: Path | None,
     as_json: bool = False,
-    report_json: Optional[dict] = None,
+    report_json: dict | None = None,
 ) -> None:
     """`calibrate --gate`: the gate on the report just written, exiting as `judgekit gate` does."""
     try:
@@ -267,7 +262,7 @@ def past_runs(history: str | Path, criterion_ids: list[str]) -> dict[str, list[R
 def validate(
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
-    verdicts: Optional[Path] = typer.Option(None, help="Also check a recorded-verdicts file."),
+    verdicts: Path | None = typer.Option(None, help="Also check a recorded-verdicts file."),
 ) -> None:
     """Check every criterion, calibration set (and verdict file) without running any judge."""
     problems = []  # of every file, listed together
@@ -304,14 +299,14 @@ def validate(
 @app.command("plan", short_help=short("plan"))
 def plan(
     report: Path = report_option(),
-    criterion: Optional[List[str]] = criterion_ids_option("Plan only this criterion."),
+    criterion: list[str] | None = criterion_ids_option("Plan only this criterion."),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
-    config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
-    assume_tpr: Optional[float] = typer.Option(
+    config: Path | None = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
+    assume_tpr: float | None = typer.Option(
         None, min=0.0, max=1.0, help="Plan for this TPR, not the observed one."
     ),
-    assume_tnr: Optional[float] = typer.Option(
+    assume_tnr: float | None = typer.Option(
         None, min=0.0, max=1.0, help="Plan for this TNR, not the observed one."
     ),
 ) -> None:

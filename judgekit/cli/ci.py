@@ -8,12 +8,12 @@ failed".
 from __future__ import annotations
 
 import os
-from xml.etree import ElementTree as ET
 from pathlib import Path
+from xml.etree import ElementTree as ET
 
 from judgekit.errors import InputError
-from judgekit.inputs.files import write_atomic
 from judgekit.gate.result import GateResult
+from judgekit.inputs.files import write_atomic
 from judgekit.report.render import md_escape
 from judgekit.secrets import redact_known
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional
 
 import typer
 
@@ -47,7 +46,7 @@ from judgekit.watch.store import locate
 app = typer_app()
 
 
-def _counts(text: Optional[str]) -> list[int]:
+def _counts(text: str | None) -> list[int]:
     if not text:
         return []
     try:
@@ -65,35 +64,31 @@ def _counts(text: Optional[str]) -> list[int]:
 
 @app.command("compare", short_help=short("compare"))
 def compare(
-    criterion: Optional[str] = typer.Option(
+    criterion: str | None = typer.Option(
         None, "--criterion", "-c", help="The criterion whose judges are compared."
     ),
-    model: Optional[List[str]] = typer.Option(
-        None, "--model", help="A candidate model (repeatable)."
-    ),
-    variant: Optional[List[Path]] = typer.Option(
+    model: list[str] | None = typer.Option(None, "--model", help="A candidate model (repeatable)."),
+    variant: list[Path] | None = typer.Option(
         None,
         "--variant",
         help="A prompt variant of the criterion: a "
         "criterion file of the same id (repeatable), e.g. "
         "criteria/variants/ID.short.yaml.",
     ),
-    trials: Optional[str] = typer.Option(
-        None, "--trials", help="Trial counts to compare, e.g. 1,3."
-    ),
-    verdicts: Optional[List[Path]] = typer.Option(
+    trials: str | None = typer.Option(None, "--trials", help="Trial counts to compare, e.g. 1,3."),
+    verdicts: list[Path] | None = typer.Option(
         None,
         "--verdicts",
         help="Recorded verdicts (JSONL or CSV): one "
         "candidate, or one per value of its `candidate` column (repeatable).",
     ),
-    spec_file: Optional[Path] = typer.Option(
+    spec_file: Path | None = typer.Option(
         None, "--file", "-f", help="A compare.yaml listing the candidates."
     ),
-    baseline: Optional[str] = typer.Option(
+    baseline: str | None = typer.Option(
         None, "--baseline", help="The candidate every other is tested against."
     ),
-    adopt: Optional[str] = typer.Option(
+    adopt: str | None = typer.Option(
         None,
         "--adopt",
         help="Promote this candidate: its settings into the "
@@ -103,7 +98,7 @@ def compare(
     force: bool = typer.Option(
         False, "--force", help="With --adopt: adopt a candidate the gate blocks."
     ),
-    agent_model: Optional[str] = typer.Option(
+    agent_model: str | None = typer.Option(
         None,
         "--agent-model",
         metavar="MODEL",
@@ -113,8 +108,8 @@ def compare(
     ),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
-    config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
-    out: Optional[Path] = typer.Option(
+    config: Path | None = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
+    out: Path | None = typer.Option(
         None,
         help="Where compare.json and compare.html are written "
         "(default .judgekit/compare/<criterion>).",
@@ -122,17 +117,15 @@ def compare(
     report: Path = typer.Option(
         REPORT, help="With --adopt: the report folder the candidate's calibration joins."
     ),
-    history: Optional[str] = history_option(
+    history: str | None = history_option(
         "With --adopt: the calibration history the adopted report is added to."
     ),
-    api_base: Optional[str] = api_base_option(),
+    api_base: str | None = api_base_option(),
     concurrency: int = concurrency_option("Judge calls in flight at once, over all candidates."),
     cache_dir: Path = cache_dir_option(),
     no_cache: bool = no_cache_option(),
     timeout: float = timeout_option(),
-    split: Optional[str] = typer.Option(
-        None, help="Use only examples of this split (dev or test)."
-    ),
+    split: str | None = typer.Option(None, help="Use only examples of this split (dev or test)."),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
     via: str = typer.Option("auto", help="auto or litellm (as for calibrate)."),
     plain_answers: bool = typer.Option(
@@ -247,7 +240,7 @@ def _adopt(
     history: str | Path,
     quiet: bool,
     force: bool,
-    split: Optional[str],
+    split: str | None,
 ) -> None:
     found = next(m for m in judged.measured if m.spec.name == name)
     adopting.check(found, criteria, force)

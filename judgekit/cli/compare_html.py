@@ -17,7 +17,7 @@ True
 from __future__ import annotations
 
 import math
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from judgekit.cli.html import STYLE, escape
@@ -83,7 +83,7 @@ def _signed(x: float | None) -> str:
 
 def _when(moment: datetime) -> str:
     # A naive time (written by hand) is taken as UTC, as judgekit writes it.
-    utc = moment.astimezone(timezone.utc) if moment.tzinfo else moment
+    utc = moment.astimezone(UTC) if moment.tzinfo else moment
     return f"{utc:%Y-%m-%d %H:%M} UTC"
 
 

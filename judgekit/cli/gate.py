@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
 
 import click
 
@@ -22,10 +21,10 @@ def decide(
     report_path: Path,
     criteria: Path,
     sets: Path,
-    config: Optional[Path],
+    config: Path | None,
     criterion_ids: list[str],
-    junit: Optional[Path],
-    agent_model: Optional[str] = None,
+    junit: Path | None,
+    agent_model: str | None = None,
 ) -> GateResult:
     """The gate's decisions on the report at `report_path`, written to JUnit and the CI step summary."""
     gate = Gate.from_project(criteria, sets, config, criterion_ids or None, agent_model=agent_model)
@@ -36,7 +35,7 @@ def decide(
     return result
 
 
-def finish(result: GateResult, as_json: bool, report_json: Optional[dict] = None) -> None:
+def finish(result: GateResult, as_json: bool, report_json: dict | None = None) -> None:
     """Print the decisions (or JSON) and exit with the gate's code."""
     if as_json:
         data = (
@@ -109,9 +108,9 @@ def gate(
     criterion: tuple[str, ...],
     criteria: Path,
     sets: Path,
-    config: Optional[Path],
-    junit: Optional[Path],
-    agent_model: Optional[str],
+    config: Path | None,
+    junit: Path | None,
+    agent_model: str | None,
     as_json: bool,
 ) -> None:
     """May suites that rely on these judges run? Decided from the report's per-example verdicts and

@@ -11,9 +11,9 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from html import escape as html_escape
 from pathlib import Path
-from typing import Sequence
 
 from judgekit.gate.result import Decision
 from judgekit.inputs.files import write_atomic
@@ -125,7 +125,7 @@ def intervals_chart(c: CriterionReport) -> str:
     return "".join(parts)
 
 
-def history_chart(runs: Sequence["Run"]) -> str:
+def history_chart(runs: Sequence[Run]) -> str:
     """Kappa, TPR and TNR of a criterion's past calibration runs, oldest to newest."""
     width, height, left, top = 420, 150, 34, 12
     span_x, span_y = width - left - 12, height - top - 30

@@ -11,11 +11,11 @@ interrupted (run again: the answers so far are cached).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from judgekit.cli.app import EXIT_GATE_FAIL, fail, interrupted, short
+from judgekit.cli.improve_html import page
 from judgekit.cli.options import (
     api_base_option,
     cache_dir_option,
@@ -32,14 +32,14 @@ from judgekit.cli.options import (
 from judgekit.cli.terminal import terminal_progress
 from judgekit.compare.adopt import adopt, criterion_path
 from judgekit.errors import JudgekitError
-from judgekit.cli.improve_html import page
 from judgekit.improve.render import as_json, markdown, proposed, summary
-from judgekit.improve.search import Search, improve as search_for
-from judgekit.watch.store import locate
+from judgekit.improve.search import Search
+from judgekit.improve.search import improve as search_for
 from judgekit.inputs.files import write_atomic
 from judgekit.inputs.policy import Policy
 from judgekit.pipeline import Options
 from judgekit.secrets import redact
+from judgekit.watch.store import locate
 
 app = typer_app()
 EXIT_SPENT = 3
@@ -50,7 +50,7 @@ def improve(
     criterion: str = typer.Option(
         ..., "--criterion", "-c", help="The LLM criterion whose judge is improved."
     ),
-    optimizer_model: Optional[str] = typer.Option(
+    optimizer_model: str | None = typer.Option(
         None,
         "--optimizer-model",
         metavar="MODEL",
@@ -64,7 +64,7 @@ def improve(
     shots: int = typer.Option(
         4, min=0, max=20, help="Few-shot examples chosen from dev at most (0: none)."
     ),
-    budget: Optional[int] = typer.Option(
+    budget: int | None = typer.Option(
         None,
         "--budget",
         min=1,
@@ -83,19 +83,19 @@ def improve(
     write: bool = typer.Option(
         False, "--write", help="Write an accepted proposal into the criterion file."
     ),
-    model: Optional[str] = typer.Option(
+    model: str | None = typer.Option(
         None, "--model", help="The judge's model (default: judge.model)."
     ),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
-    config: Optional[Path] = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
-    out: Optional[Path] = typer.Option(
+    config: Path | None = config_option("Gate policy file (judgekit.yaml or pyproject.toml)."),
+    out: Path | None = typer.Option(
         None, help="Where the proposal and figures go (default .judgekit/improve/<id>)."
     ),
-    history: Optional[str] = history_option(
+    history: str | None = history_option(
         "The calibration history, where every look at the test split is recorded."
     ),
-    api_base: Optional[str] = api_base_option(),
+    api_base: str | None = api_base_option(),
     concurrency: int = concurrency_option(),
     cache_dir: Path = cache_dir_option(),
     no_cache: bool = no_cache_option(),

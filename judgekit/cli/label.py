@@ -8,12 +8,13 @@ from __future__ import annotations
 import time
 import webbrowser
 from pathlib import Path
-from typing import Optional
 
 import typer
 
 from judgekit.cli.app import EXIT_INPUT, fail, short
 from judgekit.cli.label_next import NextRequest, next_to_label
+from judgekit.cli.label_page import labelling, page_judge, serve
+from judgekit.cli.label_page import review as reviewing
 from judgekit.cli.options import (
     api_base_option,
     config_option,
@@ -23,14 +24,14 @@ from judgekit.cli.options import (
     sets_option,
     typer_app,
 )
-from judgekit.cli.label_page import labelling, page_judge, review as reviewing, serve
 from judgekit.errors import InputError, JudgekitError
 from judgekit.gate.decision import Gate
 from judgekit.improve.audit import suspects
 from judgekit.inputs.catalog import find_set
-from judgekit.inputs.labelled import read_labels
 from judgekit.inputs.criteria import load_criterion
-from judgekit.inputs.merge import merge as merging, set_for
+from judgekit.inputs.labelled import read_labels
+from judgekit.inputs.merge import merge as merging
+from judgekit.inputs.merge import set_for
 from judgekit.judging.review import queue_path
 from judgekit.judging.runner import RunSettings
 from judgekit.watch.history import History
@@ -41,13 +42,13 @@ app = typer_app()
 
 @app.command("label", short_help=short("label"))
 def label(
-    file: Optional[Path] = typer.Argument(
+    file: Path | None = typer.Argument(
         None,
         help="JSONL or CSV of examples to label: those without 'passed' "
         "(with --annotator, those without your label). Left out with -c ID: the "
         "criterion's review queue (.judgekit/review/ID.jsonl).",
     ),
-    next_n: Optional[int] = typer.Option(
+    next_n: int | None = typer.Option(
         None,
         "--next",
         min=1,
@@ -57,41 +58,41 @@ def label(
         "interval that decides the gate (by the judge's verdict, each with how it was "
         "drawn, so the estimates stay unbiased) and label them.",
     ),
-    verdicts: Optional[Path] = typer.Option(
+    verdicts: Path | None = typer.Option(
         None,
         "--verdicts",
         help="With --next: the pool's verdicts, recorded "
         "(JSONL or CSV), instead of judging it live.",
     ),
-    model: Optional[str] = typer.Option(
+    model: str | None = typer.Option(
         None,
         "--model",
         help="With --next: judge the pool with this model (default: the criterion's judge.model).",
     ),
-    rate: Optional[str] = typer.Option(
+    rate: str | None = typer.Option(
         None,
         "--for",
         metavar="tpr|tnr",
         help="With --next: shrink this rate's interval (default: the one the gate is short of).",
     ),
-    config: Optional[Path] = config_option(
+    config: Path | None = config_option(
         "With --next or --review: the gate policy (judgekit.yaml or pyproject.toml)."
     ),
-    api_base: Optional[str] = api_base_option(),
+    api_base: str | None = api_base_option(),
     write_only: bool = typer.Option(
         False,
         "--write-only",
         help="With --next: write the examples drawn (with how "
         "each was drawn) and stop; label them with any tool, then --merge.",
     ),
-    review: Optional[str] = typer.Option(
+    review: str | None = typer.Option(
         None,
         "--review",
         metavar="CRITERION",
         help="Review this criterion's "
         "disagreements in the latest report and fix labels in its set.",
     ),
-    merge: Optional[Path] = typer.Option(
+    merge: Path | None = typer.Option(
         None,
         "--merge",
         metavar="NEW",
@@ -103,7 +104,7 @@ def label(
         "--labelled-only",
         help="With --merge: leave unlabelled records in NEW instead of refusing them.",
     ),
-    annotator: Optional[str] = typer.Option(
+    annotator: str | None = typer.Option(
         None,
         "--annotator",
         metavar="NAME",
@@ -116,7 +117,7 @@ def label(
     report: Path = typer.Option(
         Path(".judgekit/reports/latest"), help="Report whose verdicts are shown."
     ),
-    criterion: Optional[str] = typer.Option(
+    criterion: str | None = typer.Option(
         None,
         "--criterion",
         "-c",
@@ -124,7 +125,7 @@ def label(
         "and judge to show; with --merge: whose set to merge into.",
     ),
     cache_dir: Path = typer.Option(Path(".judgekit/cache"), help="On-disk cache of judge answers."),
-    history: Optional[str] = history_option(
+    history: str | None = history_option(
         "With --review: the calibration history each changed label is kept in."
     ),
     port: int = typer.Option(0, min=0, max=65535, help="Port on 127.0.0.1 (0: any free one)."),
@@ -241,7 +242,7 @@ def label(
 
 
 def labels_to_recheck(
-    criterion_id: str, criteria: Path, sets: Path, report: Path, config: Optional[Path]
+    criterion_id: str, criteria: Path, sets: Path, report: Path, config: Path | None
 ) -> dict[str, str]:
     """Id -> the evidence against its label, from the judges that pass the gate (judgekit.improve.audit)."""
     gate = Gate.from_project(criteria, sets, config, [criterion_id])
@@ -253,7 +254,7 @@ def labels_to_recheck(
 def _keeper(history: str | Path, criterion: str):
     """Keep each label changed in review in the history (example, old, new, annotator, when)."""
 
-    def keep(example_id: str, old: Optional[bool], new: bool, annotator: Optional[str]) -> None:
+    def keep(example_id: str, old: bool | None, new: bool, annotator: str | None) -> None:
         with History.open(history) as db:
             db.record_label_change(criterion, example_id, old, new, annotator)
 
@@ -261,7 +262,7 @@ def _keeper(history: str | Path, criterion: str):
 
 
 def _merge(
-    new: Path, criterion_id: Optional[str], criteria: Path, sets: Path, labelled_only: bool
+    new: Path, criterion_id: str | None, criteria: Path, sets: Path, labelled_only: bool
 ) -> None:
     """`judgekit label --merge NEW -c CRITERION`."""
     if criterion_id is None:

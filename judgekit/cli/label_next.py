@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judgekit.errors import InputError
+from judgekit.gate.budget import short_class
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import JUDGED, load_criterion
 from judgekit.inputs.files import locked, read_source, write_atomic
@@ -18,7 +19,6 @@ from judgekit.inputs.policy import Policy
 from judgekit.inputs.sets import CalibrationSet, load_set
 from judgekit.judging.runner import RunSettings
 from judgekit.judging.selection import Draw, draw, judged_pool, read_pool, recorded_pool
-from judgekit.gate.budget import short_class
 from judgekit.llm.protocol import LLM
 from judgekit.report.model import Report
 

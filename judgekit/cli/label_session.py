@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import secrets
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
 from judgekit.errors import InputError, JudgekitError
 from judgekit.gate.guard import calibrated_judge

@@ -8,7 +8,6 @@ import csv
 import io
 import json
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -84,43 +83,41 @@ def import_(
         "evaluations) as judged samples (timestamp, criterion, passed, trace_id) for "
         "`judgekit monitor`.",
     ),
-    criterion: Optional[str] = typer.Option(
+    criterion: str | None = typer.Option(
         None, "--criterion", "-c", help="The criterion these verdicts are for."
     ),
-    scorer: Optional[str] = typer.Option(
-        None, help="inspect: the scorer whose values are verdicts."
-    ),
-    evaluator: Optional[str] = typer.Option(
+    scorer: str | None = typer.Option(None, help="inspect: the scorer whose values are verdicts."),
+    evaluator: str | None = typer.Option(
         None, help="pydantic-evals: the boolean assertion to use."
     ),
-    metric: Optional[str] = typer.Option(
+    metric: str | None = typer.Option(
         None, help="deepeval: the metric whose success is the verdict."
     ),
-    assertion: Optional[str] = typer.Option(
+    assertion: str | None = typer.Option(
         None,
         help="promptfoo: use this assertion (metric name or type) "
         "instead of the test's overall success.",
     ),
-    id_field: Optional[str] = typer.Option(
+    id_field: str | None = typer.Option(
         None,
         help="promptfoo: the test var holding the example id; inspect: the sample metadata key.",
     ),
-    input_var: Optional[str] = typer.Option(
+    input_var: str | None = typer.Option(
         None,
         help="promptfoo, with --examples: the test var holding the "
         "input (default: the prompt as sent).",
     ),
     id_col: str = typer.Option("id", help="csv: the column of example ids."),
     verdict_col: str = typer.Option("passed", help="csv: the column of verdicts."),
-    reason_col: Optional[str] = typer.Option(None, help="csv: a column of reasons."),
-    criterion_col: Optional[str] = typer.Option(None, help="csv: a column of criterion ids."),
-    pass_values: Optional[list[str]] = typer.Option(
+    reason_col: str | None = typer.Option(None, help="csv: a column of reasons."),
+    criterion_col: str | None = typer.Option(None, help="csv: a column of criterion ids."),
+    pass_values: list[str] | None = typer.Option(
         None,
         help="csv: the verdict cells that mean pass (repeatable or "
         "comma-separated, e.g. 1); with --fail-values, only these two "
         "sets are read.",
     ),
-    fail_values: Optional[list[str]] = typer.Option(
+    fail_values: list[str] | None = typer.Option(
         None, help="csv: the verdict cells that mean fail (e.g. 2)."
     ),
 ) -> None:
@@ -196,7 +193,7 @@ def _samples(format: str, file: Path, out: Path, asked: bool) -> None:
     typer.echo(f"next: judgekit monitor {out}")
 
 
-def _examples(format: str, file: Path, out: Path, options: dict[str, Optional[str]]) -> None:
+def _examples(format: str, file: Path, out: Path, options: dict[str, str | None]) -> None:
     """`judgekit import FORMAT FILE --examples -o OUT`: never over a file that may hold labels."""
     if out.suffix.lower() not in (".jsonl", ".csv"):
         raise InputError.one(

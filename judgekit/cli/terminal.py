@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections.abc import Callable
 from io import StringIO
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 import click
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
 STATUS_COLOURS = {"PASS": "green", "FAIL": "red", "INCONCLUSIVE": "yellow"}
 
 
-def render_table(report: "Report") -> str:
+def render_table(report: Report) -> str:
     """The calibration table: a rich one on a terminal, plain text (no colour codes) otherwise."""
     if not sys.stdout.isatty():
         return to_table(report)
@@ -62,7 +63,7 @@ def render_table(report: "Report") -> str:
     return buffer.getvalue().rstrip()
 
 
-def render_estimates(estimates: "list[Estimate]", stop_early: bool = False) -> str:
+def render_estimates(estimates: list[Estimate], stop_early: bool = False) -> str:
     """`calibrate --dry-run`: per criterion, the calls to make, the answers cached, the prompt
     tokens and the cost at most; then how these are estimated (judgekit.judging.estimate)."""
     rows = [("criterion", "judge", "calls", "cached", "prompt tokens", "cost at most")]

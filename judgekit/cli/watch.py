@@ -7,8 +7,8 @@ error, 4 the judge could not be run (recheck).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import List, Optional, Sequence
 
 import typer
 
@@ -31,11 +31,11 @@ from judgekit.report.render import fmt_number, printable
 from judgekit.watch.counts import counts_sql, read_count_file
 from judgekit.watch.drift import Drift, compare, pairs
 from judgekit.watch.history import History
-from judgekit.watch.transfer import export_history, import_history
-from judgekit.watch.store import locate
 from judgekit.watch.monitor import watch
 from judgekit.watch.recheck import recheck as recheck_runs
 from judgekit.watch.scan import count_samples
+from judgekit.watch.store import locate
+from judgekit.watch.transfer import export_history, import_history
 
 app = typer_app()
 
@@ -47,9 +47,9 @@ app.add_typer(history_app, name="history", short_help=short("history"))
 @history_app.callback(invoke_without_command=True)
 def history_(
     ctx: typer.Context,
-    criterion: Optional[List[str]] = criterion_ids_option(),
-    history: Optional[str] = history_option(),
-    config: Optional[Path] = config_option(),
+    criterion: list[str] | None = criterion_ids_option(),
+    history: str | None = history_option(),
+    config: Path | None = config_option(),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per run, for scripts."),
 ) -> None:
     """List the calibration runs kept in the history, oldest first; `export` and `import` move them
@@ -108,8 +108,8 @@ def history_(
 def history_export(
     ctx: typer.Context,
     out: Path = typer.Argument(..., help="The JSON Lines file to write (replaced whole)."),
-    history: Optional[str] = history_option("The history to export."),
-    config: Optional[Path] = config_option(),
+    history: str | None = history_option("The history to export."),
+    config: Path | None = config_option(),
 ) -> None:
     """Write every run (with its verdicts), look at a test split and label change to FILE."""
     try:
@@ -127,8 +127,8 @@ def history_export(
 def history_import(
     ctx: typer.Context,
     source: Path = typer.Argument(..., help="A file written by `judgekit history export`."),
-    history: Optional[str] = history_option("The history to add to (created when new)."),
-    config: Optional[Path] = config_option(),
+    history: str | None = history_option("The history to add to (created when new)."),
+    config: Path | None = config_option(),
 ) -> None:
     """Add the runs, looks and label changes of FILE that the history lacks (by their ids: importing
     twice adds nothing)."""
@@ -174,13 +174,13 @@ def _report_drifts(drifts: list[Drift], as_json: bool, notes: Sequence[str] = ()
 
 @app.command("drift", short_help=short("drift"))
 def drift(
-    criterion: Optional[List[str]] = criterion_ids_option(),
-    before: Optional[int] = typer.Option(
+    criterion: list[str] | None = criterion_ids_option(),
+    before: int | None = typer.Option(
         None, help="Run id to compare from (see `judgekit history`)."
     ),
-    after: Optional[int] = typer.Option(None, help="Run id to compare to."),
-    history: Optional[str] = history_option(),
-    config: Optional[Path] = config_option(),
+    after: int | None = typer.Option(None, help="Run id to compare to."),
+    history: str | None = history_option(),
+    config: Path | None = config_option(),
     as_json: bool = typer.Option(False, "--json", help="The comparisons as JSON."),
 ) -> None:
     """Has a judge changed? Compare two runs of a criterion (default: its last two on the same set).
@@ -208,23 +208,23 @@ def drift(
 
 @app.command("recheck", short_help=short("recheck"))
 def recheck(
-    criterion: Optional[List[str]] = criterion_ids_option(),
+    criterion: list[str] | None = criterion_ids_option(),
     size: int = typer.Option(10, min=2, help="Examples in each criterion's frozen canary subset."),
     criteria: Path = criteria_option(),
     sets: Path = sets_option(),
-    split: Optional[str] = typer.Option(
+    split: str | None = typer.Option(
         None, help="Draw the canary from this split (dev or test), as calibrated."
     ),
-    model: Optional[str] = typer.Option(
+    model: str | None = typer.Option(
         None, help="Must be the calibrated model when given (it is taken from the calibration)."
     ),
-    api_base: Optional[str] = typer.Option(
+    api_base: str | None = typer.Option(
         None,
         help="The calibrated endpoint with its credentials (the history keeps it without them).",
     ),
     timeout: float = typer.Option(60.0, min=1.0, help="Seconds to wait for one judge answer."),
-    history: Optional[str] = history_option(),
-    config: Optional[Path] = config_option(),
+    history: str | None = history_option(),
+    config: Path | None = config_option(),
     as_json: bool = typer.Option(False, "--json", help="The comparisons as JSON."),
 ) -> None:
     """The cheap daily check for a silent model update: re-ask a small frozen subset of each LLM or
@@ -256,14 +256,14 @@ def recheck(
 
 @app.command("monitor", short_help=short("monitor"))
 def monitor(
-    file: Optional[Path] = typer.Argument(
+    file: Path | None = typer.Argument(
         None,
         help="Judged production samples: a JSONL, CSV or Parquet file, "
         "a quoted glob ('samples/*.parquet') or a folder of them, with timestamp, "
         "criterion, passed and optionally trace_id (with --counts: a file of counts "
         "per criterion and window).",
     ),
-    report: Optional[Path] = typer.Option(
+    report: Path | None = typer.Option(
         None,
         help="Calibration report, for the rates corrected for each judge's "
         f"TPR and TNR [default: {REPORT} when there is one].",
@@ -276,12 +276,12 @@ def monitor(
     sets: Path = typer.Option(
         Path("calibration_sets"), help="Folder of calibration sets (as for the gate)."
     ),
-    window: Optional[str] = typer.Option(
+    window: str | None = typer.Option(
         None, help="Window width, like 1d, 6h or 1w (default: the policy's)."
     ),
-    config: Optional[Path] = config_option(),
+    config: Path | None = config_option(),
     as_json: bool = typer.Option(False, "--json", help="Every window and alert as JSON."),
-    plot: Optional[Path] = typer.Option(None, help="Write a PNG of pass rate over time here."),
+    plot: Path | None = typer.Option(None, help="Write a PNG of pass rate over time here."),
     recent: int = typer.Option(
         1,
         min=1,
@@ -294,7 +294,7 @@ def monitor(
         help="FILE holds counts computed elsewhere (--print-sql's "
         "query): criterion, window_start, verdicts, passes, abstentions.",
     ),
-    print_sql: Optional[str] = typer.Option(
+    print_sql: str | None = typer.Option(
         None,
         "--print-sql",
         metavar="TABLE",

@@ -15,10 +15,10 @@ never recommended.
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from judgekit.compare.model import Candidate, Comparison, Example, Paired, Recommendation, Setting
-from judgekit.compare.run import Measurements, Measured
+from judgekit.compare.run import Measured, Measurements
 from judgekit.errors import InputError
 from judgekit.stats.paired import (
     against_best,

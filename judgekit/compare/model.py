@@ -11,7 +11,7 @@ abstained.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -134,7 +134,7 @@ class Recommendation(Part):
 
 class Comparison(Part):
     judgekit_version: str = Field(default_factory=version)
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     criterion: str
     set: str
     labelled_pass: int

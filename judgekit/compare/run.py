@@ -10,10 +10,10 @@ judge: the criterion as the candidate judges it, the set on disk, the project's 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Callable
 
 from judgekit.compare.candidates import Spec
 from judgekit.compare.model import Cost
@@ -81,7 +81,7 @@ async def ajudge(
     where the project is and how judges are asked (the candidates bring their own model, trials
     and verdicts); `agent_model` is checked as `judgekit gate --agent-model` checks it."""
     check_api_base(options.api_base)
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     base, whole, chosen = load(options, specs[0].criterion.id)
     policy = options.policy or Policy.load()
     trials: dict[str, list[list[Verdict]]] = {}

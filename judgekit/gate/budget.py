@@ -11,8 +11,9 @@ see a judge clear its thresholds, at the observed rates or at assumed ones.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Mapping
+from typing import TYPE_CHECKING, Any
 
 from judgekit.inputs.policy import Policy, Thresholds
 from judgekit.stats.metrics import examples_for
@@ -129,7 +130,7 @@ def short_class(found: Any, t: Thresholds, have: tuple[int, int]) -> tuple[str, 
 
 
 def plan(
-    report: "Report | None",
+    report: Report | None,
     policy: Policy,
     sets: Mapping[str, Any],
     criterion_ids: list[str],

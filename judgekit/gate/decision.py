@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
+from judgekit.gate.budget import budgets
 from judgekit.gate.entry import (
     Entry,
     Line,
@@ -34,15 +35,14 @@ from judgekit.gate.entry import (
     read_entries,
     read_lines,
 )
-from judgekit.gate.budget import budgets
 from judgekit.gate.evidence import Figures, verify
+from judgekit.gate.result import Decision, GateResult
+from judgekit.gate.rules import check, judge_setting, selective
 from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
 from judgekit.inputs.labelled import LabelledSet, read_labels
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
 from judgekit.llm.families import family, same_model
 from judgekit.report.render import fmt_number
-from judgekit.gate.result import Decision, GateResult
-from judgekit.gate.rules import check, judge_setting, selective
 
 
 class Gate:
@@ -64,7 +64,7 @@ class Gate:
         self.policy = policy or Policy()
         self.criteria = criteria or {}
         self.sets = sets or {}
-        self.now = now or datetime.now(timezone.utc)
+        self.now = now or datetime.now(UTC)
         # The model of the agent under test: a judge of the same model may not grade it.
         self.agent_model = agent_model or self.policy.agent_model
 
@@ -77,7 +77,7 @@ class Gate:
         criterion_ids: list[str] | None = None,
         root: Path = Path("."),
         agent_model: str | None = None,
-    ) -> "Gate":
+    ) -> Gate:
         """From the files on disk; the policy is `config`, else judgekit.yaml / pyproject.toml in `root`
         (the project's root: the current folder for the CLI, pytest's rootdir for the plugin)."""
         criteria = criterion_files(criteria_dir)

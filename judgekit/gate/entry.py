@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +79,7 @@ def _time(value: Any, name: str) -> datetime | None:
         when = None
     if when is None:
         raise Untrusted(f"report.json's {name} is not a time: {value!r}")
-    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+    return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
 def _count(data: dict[str, Any], name: str) -> int:
@@ -235,9 +235,7 @@ def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:
                     str(v.id),
                     v.trial,
                     v.passed,
-                    None
-                    if v.at is None
-                    else (v.at if v.at.tzinfo else v.at.replace(tzinfo=timezone.utc)),
+                    None if v.at is None else (v.at if v.at.tzinfo else v.at.replace(tzinfo=UTC)),
                     v.confidence,
                     v.stage,
                 )

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Container, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from datetime import datetime, timedelta
-from typing import Any, Container, Sequence
+from functools import cached_property
+from typing import Any
 
 from judgekit.gate.entry import Entry, Line, Untrusted
 from judgekit.inputs.files import bulk

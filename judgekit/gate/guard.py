@@ -12,8 +12,8 @@ from pathlib import Path
 
 from judgekit.errors import JudgeNotCalibrated
 from judgekit.gate.decision import Gate
-from judgekit.gate.result import Decision, GateResult
 from judgekit.gate.entry import Entry, Untrusted, parse_entry, read_entries
+from judgekit.gate.result import Decision, GateResult
 from judgekit.inputs.criteria import Criterion, load_criterion, with_trials
 from judgekit.judging.judge import RECORDED, Judge
 from judgekit.judging.prompts import fingerprint

@@ -93,7 +93,7 @@ class GateResult:
         status = "FAIL" if any(d.status == "FAIL" for d in blocked) else "INCONCLUSIVE"
         return JudgeNotCalibrated(status, [(d.criterion, d.status, d.summary) for d in blocked])
 
-    def raise_for_status(self) -> "GateResult":
+    def raise_for_status(self) -> GateResult:
         """Raise JudgeNotCalibrated unless every criterion passed; return the result otherwise."""
         refusal = self.refusal()
         if refusal is not None:

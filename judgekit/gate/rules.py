@@ -10,8 +10,8 @@ from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.gate.evidence import Figures
-from judgekit.inputs.files import read_yaml
 from judgekit.gate.result import Decision
+from judgekit.inputs.files import read_yaml
 from judgekit.inputs.policy import Selective, Thresholds
 from judgekit.judging.selective import certificate, given
 from judgekit.report.render import fmt_number

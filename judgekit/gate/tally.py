@@ -24,9 +24,10 @@ The pytest plugin does the same for `@pytest.mark.judged("id", runs=5, min_passe
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any
 
 from judgekit.errors import JudgekitError
 from judgekit.gate.decision import Gate
@@ -85,7 +86,7 @@ class JudgeCounts:
     bad: int
 
     @classmethod
-    def of(cls, confusion: tuple[int, int, int, int] | None) -> "JudgeCounts | None":
+    def of(cls, confusion: tuple[int, int, int, int] | None) -> JudgeCounts | None:
         """From (tp, fp, tn, fn), as the gate recomputes them; None without both classes."""
         if confusion is None:
             return None
@@ -174,7 +175,7 @@ class Scenario:
         }
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> "Scenario":
+    def from_dict(cls, data: Mapping[str, Any]) -> Scenario:
         runs = tuple(
             RunRecord(r["index"], [Check(**c) for c in r["checks"]], r["error"])
             for r in data["runs"]
@@ -295,7 +296,7 @@ class Run:
     def __init__(self, record: RunRecord):
         self.record = record
 
-    def __enter__(self) -> "Run":
+    def __enter__(self) -> Run:
         return self
 
     def __exit__(self, kind: Any, error: BaseException | None, trace: Any) -> bool:
@@ -352,7 +353,7 @@ class Tally:
             self.records.append(record)
             yield Run(record)
 
-    def __enter__(self) -> "Tally":
+    def __enter__(self) -> Tally:
         return self
 
     def __exit__(self, kind: Any, error: BaseException | None, trace: Any) -> bool:

@@ -14,8 +14,9 @@ an optimizer model proposes from the dev disagreements and the judge's reasons.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from pydantic import ValidationError
 

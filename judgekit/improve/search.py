@@ -16,14 +16,13 @@ and accepted.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Sequence
 
 from judgekit.compare.candidates import Spec
 from judgekit.compare.run import Measured, Measurements, ajudge, load
 from judgekit.errors import InputError
-from judgekit.watch.budget import Budget
 from judgekit.improve.proposals import Proposal, few_shot, optimizer_request, rewordings, settings
 from judgekit.inputs.criteria import LLMCriterion
 from judgekit.inputs.sets import CalibrationSet
@@ -35,6 +34,7 @@ from judgekit.llm.protocol import LLM, CallError
 from judgekit.pipeline import Options
 from judgekit.report.model import CriterionReport
 from judgekit.stats.acceptance import Acceptance, accept
+from judgekit.watch.budget import Budget
 from judgekit.watch.history import History
 
 

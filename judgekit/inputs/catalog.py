@@ -10,9 +10,9 @@ on disk, fast.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import RECORD_SUFFIXES, read_source

@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import re
 from pathlib import Path
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     Field,
@@ -144,7 +144,7 @@ class LLMCriterion(CriterionBase):
     judge: JudgeSettings = JudgeSettings()
 
     @model_validator(mode="after")
-    def _output_is_judged(self) -> "LLMCriterion":
+    def _output_is_judged(self) -> LLMCriterion:
         if "output" not in self.inputs:
             raise ValueError("inputs must include 'output': the judge decides about the reply")
         return self
@@ -261,7 +261,7 @@ class ClaimsCriterion(CriterionBase):
 JUDGED = (LLMCriterion, ClaimsCriterion)  # the kinds whose verdicts come from an LLM
 
 
-def with_trials(criterion: "Criterion", trials: int | None) -> "Criterion":
+def with_trials(criterion: Criterion, trials: int | None) -> Criterion:
     """The criterion asked `trials` times per example (`calibrate --trials`, or as a report ran it);
     itself when that is what its file says, or it is not asked by a model."""
     if (
@@ -275,9 +275,7 @@ def with_trials(criterion: "Criterion", trials: int | None) -> "Criterion":
     return criterion
 
 
-Criterion = Annotated[
-    Union[LLMCriterion, RegexCriterion, ClaimsCriterion], Field(discriminator="kind")
-]
+Criterion = Annotated[LLMCriterion | RegexCriterion | ClaimsCriterion, Field(discriminator="kind")]
 _criterion_adapter: TypeAdapter[Criterion] = TypeAdapter(Criterion)
 
 

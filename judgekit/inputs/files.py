@@ -14,10 +14,11 @@ import hashlib
 import io
 import os
 import tempfile
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from pathlib import Path
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from pathlib import Path
+from typing import Any
 
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import digest

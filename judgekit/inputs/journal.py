@@ -12,9 +12,9 @@ import hashlib
 import json
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from judgekit.errors import InputError
 from judgekit.inputs.files import locked

@@ -10,9 +10,10 @@ a label (a CSV's cells, several annotators' majority) are said here once and use
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import bulk, iter_records, open_source, parse_bool
@@ -70,7 +71,7 @@ class LabelledSet:
     digest: str
     examples: tuple[Labelled, ...]
 
-    def select(self, split: str | None) -> "LabelledSet":
+    def select(self, split: str | None) -> LabelledSet:
         if split is None:
             return self
         return LabelledSet(

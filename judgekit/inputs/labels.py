@@ -15,13 +15,14 @@ import io
 import json
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.inputs.files import parse_bool
-from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.journal import Entry, RolledBack, change_in_place
+from judgekit.inputs.parsing import parse_json
 
 
 def _text(path: Path, data: bytes | None = None) -> str:

@@ -17,10 +17,11 @@ import csv
 import io
 import json
 import os
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -29,7 +30,7 @@ from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import Criterion
 from judgekit.inputs.files import RECORD_SUFFIXES, iter_records, locked, read_source
 from judgekit.inputs.journal import Entry, RolledBack, change_locked, recover_locked
-from judgekit.inputs.labels import csv_rows, byte_span, record_spans
+from judgekit.inputs.labels import byte_span, csv_rows, record_spans
 from judgekit.inputs.sets import (
     CalibrationSet,
     Example,

@@ -54,7 +54,7 @@ class Selective:
     min_covered: int = 1
 
     @classmethod
-    def parse(cls, data: Any, source: str, where: str) -> "tuple[Selective | None, list[Problem]]":
+    def parse(cls, data: Any, source: str, where: str) -> tuple[Selective | None, list[Problem]]:
         if data is None:
             return None, []
         if not isinstance(data, dict):
@@ -117,8 +117,8 @@ class Thresholds:
 
     @classmethod
     def parse(
-        cls, data: dict[str, Any], source: str, where: str, base: "Thresholds | None" = None
-    ) -> "tuple[Thresholds | None, list[Problem]]":
+        cls, data: dict[str, Any], source: str, where: str, base: Thresholds | None = None
+    ) -> tuple[Thresholds | None, list[Problem]]:
         """Thresholds from a table (keys left out keep `base`'s values), or every problem of it."""
         known = {f.name for f in fields(cls)}
         problems = [
@@ -200,7 +200,7 @@ class Policy:
         return self.criteria.get(criterion_id, self.defaults)
 
     @classmethod
-    def from_mapping(cls, data: Any, source: str) -> "Policy":
+    def from_mapping(cls, data: Any, source: str) -> Policy:
         """Read `{min_tpr: ..., criteria: {id: {...}}}`: defaults at the top, overrides under
         criteria, each override the defaults with its keys replaced; every problem of every table
         is listed at once."""
@@ -256,7 +256,7 @@ class Policy:
             )
 
     @classmethod
-    def load(cls, path: Path | None = None, root: Path = Path(".")) -> "Policy":
+    def load(cls, path: Path | None = None, root: Path = Path(".")) -> Policy:
         """From `path` (judgekit.yaml or pyproject.toml), else the first of those found in `root`."""
         data, source = read_section("gate", path, root)
         return cls.from_mapping(data, source) if source else cls()

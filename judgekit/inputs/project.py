@@ -10,8 +10,8 @@ together, every problem of every file listed at once.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import unknown_criteria

@@ -14,18 +14,19 @@ True
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated, Any, Iterator, Literal, Sequence
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, StrictBool, StrictInt, ValidationError, model_validator
 
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash, canonical_hash_of_list
+from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
 from judgekit.inputs.files import Source, SourceLines, bulk, iter_records, open_source
-from judgekit.inputs.catalog import find_set
 from judgekit.inputs.labelled import from_csv_cells, majority
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
 
@@ -52,7 +53,7 @@ class Selection(Frozen):
     )
 
     @model_validator(mode="after")
-    def _known_stratum(self) -> "Selection":
+    def _known_stratum(self) -> Selection:
         if self.sizes.get(self.stratum, 0) < 1:
             raise ValueError(
                 f"stratum {self.stratum!r} has no size of at least 1 in sizes {self.sizes}"
@@ -90,7 +91,7 @@ class Example(Frozen):
     )
 
     @model_validator(mode="after")
-    def _one_label(self) -> "Example":
+    def _one_label(self) -> Example:
         if self.labels is not None:
             if not self.labels:
                 raise ValueError("labels is empty; give at least one annotator's label")
@@ -137,7 +138,7 @@ class CalibrationSet:
     def fingerprint(self) -> str:
         return canonical_hash_of_list(e.model_dump(mode="json") for e in self.examples)
 
-    def select(self, split: str | None) -> "CalibrationSet":
+    def select(self, split: str | None) -> CalibrationSet:
         if split is None:
             return self
         return CalibrationSet(
@@ -147,7 +148,7 @@ class CalibrationSet:
             self.digest,
         )
 
-    def canary(self, size: int) -> "CalibrationSet":
+    def canary(self, size: int) -> CalibrationSet:
         """A frozen subset of `size` examples, half labelled pass and half fail where the set allows:
         chosen by a hash of each example's id, so the same examples come back every day, and adding
         examples to the set changes the subset only where a new id sorts first."""

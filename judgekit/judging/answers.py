@@ -19,8 +19,9 @@ import json
 import math
 import re
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from judgekit.judging.verdicts import Usage, Verdict
 from judgekit.llm.protocol import LLM, CallError, Completion, Request

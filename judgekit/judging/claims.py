@@ -18,17 +18,17 @@ are in judgekit.judging.prompts, the strict rule (`aggregate`) in judgekit.judgi
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from judgekit.inputs.criteria import ClaimsCriterion
 from judgekit.inputs.sets import Example
 from judgekit.judging.answers import Calls, call_failed, json_object, lookup, refused, usage_of
 from judgekit.judging.prompts import EXTRACT_PROMPT, SYSTEM_PROMPT, VERIFY_ONE_PROMPT, VERIFY_PROMPT
 from judgekit.judging.verdicts import ClaimCheck, Usage, Verdict, aggregate
-from judgekit.llm.protocol import CallError, Completion, LLM, Request
+from judgekit.llm.protocol import LLM, CallError, Completion, Request
 from judgekit.llm.retry import RetryPolicy
-
 
 EXTRACT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -253,7 +253,7 @@ class ClaimsJob:
             self.example_id, passed, reason, self.trial, usage=usage, claims=tuple(checks)
         )
 
-    def cached(self, llm: LLM) -> "Verdict | None":
+    def cached(self, llm: LLM) -> Verdict | None:
         """The verdict from cached answers alone, or None when a step is not cached (or is unreadable)."""
         if self.gold is not None:
             verified = [

@@ -16,8 +16,8 @@ to make, the answers already cached, the prompt tokens of those calls, and their
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import Sequence
 
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
 from judgekit.inputs.sets import CalibrationSet

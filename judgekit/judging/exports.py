@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.inputs.files import read_source
@@ -296,9 +297,9 @@ def langfuse_samples(path: Path) -> Judged:
 def _when(value: Any) -> str:
     """A time as ISO 8601: text as written, a datetime, or epoch milliseconds (pandas' `to_json`)."""
     if isinstance(value, datetime):
-        return (value if value.tzinfo else value.replace(tzinfo=timezone.utc)).isoformat()
+        return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return datetime.fromtimestamp(value / 1000, timezone.utc).isoformat()
+        return datetime.fromtimestamp(value / 1000, UTC).isoformat()
     return str(value)
 
 

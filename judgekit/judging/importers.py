@@ -16,8 +16,9 @@ judgekit.judging.unlabelled, which turns them into examples to label instead.
 from __future__ import annotations
 
 import zipfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import parse_bool, read_csv, read_text

@@ -12,9 +12,10 @@ to run it from synchronous code (`run_sync`), inside a running event loop too.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Coroutine, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
@@ -29,7 +30,7 @@ from judgekit.judging.answers import (
 )
 from judgekit.judging.prompts import compile_template, fill, prompt_template
 from judgekit.judging.verdicts import Verdict
-from judgekit.llm.protocol import CallError, LLM, Request
+from judgekit.llm.protocol import LLM, CallError, Request
 from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.transports import environment_endpoint
 from judgekit.secrets import public_url

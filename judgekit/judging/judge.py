@@ -22,7 +22,6 @@ from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
 
-
 RECORDED = (
     "calibrated from recorded verdicts of another judge ({source}); calibrate judgekit's judge live, "
     "or judge with the tool that recorded them"

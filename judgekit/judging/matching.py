@@ -10,9 +10,9 @@ record without `at` counts as obtained when the file was last written.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
 
 from judgekit.errors import Problem
 from judgekit.inputs.criteria import Criterion

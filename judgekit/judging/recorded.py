@@ -11,9 +11,10 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
@@ -71,7 +72,7 @@ class RecordedVerdict(Frozen):
     )
 
     @classmethod
-    def trusted(cls, **values: Any) -> "RecordedVerdict":
+    def trusted(cls, **values: Any) -> RecordedVerdict:
         """A verdict judgekit itself made, already checked, given every field: what
         `model_construct(**values)` builds, as fast as making a dict, and sharing one set of the
         field names (a report of a million verdicts would otherwise hold a million such sets)."""
@@ -93,7 +94,7 @@ class RecordedVerdict(Frozen):
         return json.dumps({**data, **given}, ensure_ascii=False, separators=(",", ":")) + "\n"
 
     @model_validator(mode="after")
-    def _has_a_verdict(self) -> "RecordedVerdict":
+    def _has_a_verdict(self) -> RecordedVerdict:
         if "passed" not in self.model_fields_set and self.claims is None:
             raise ValueError(
                 "has no verdict; add 'passed': true, false or null (an abstention), or 'claims'"

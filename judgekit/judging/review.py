@@ -14,8 +14,9 @@ the criterion's set. A reply is queued once, however often it was judged.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.files import iter_records, locked, read_text, write_atomic

@@ -8,9 +8,9 @@ from __future__ import annotations
 import random
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
 
 from judgekit.errors import CallsFailed
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion

@@ -13,7 +13,7 @@ that agree with the majority; with one, the probability of its answer token, whi
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from judgekit.inputs.policy import Selective
 from judgekit.judging.verdicts import Verdict

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import base64
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -238,7 +238,7 @@ def otel_samples(path: Path) -> list[dict[str, Any]]:
             if name != "gen_ai.evaluation.result" or not a.get("gen_ai.evaluation.name"):
                 continue
             passed = verdict(a.get("gen_ai.evaluation.score.label"))
-            at = datetime.fromtimestamp(span["start"] / 1e9, timezone.utc).isoformat()
+            at = datetime.fromtimestamp(span["start"] / 1e9, UTC).isoformat()
             out.append(
                 {
                     "timestamp": at,

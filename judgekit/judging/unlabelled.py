@@ -23,9 +23,10 @@ from __future__ import annotations
 import json
 import zipfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.judging.exports import langfuse_examples, phoenix_examples

@@ -17,8 +17,9 @@ True
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict
 from judgekit.judging.verdicts import Verdict
@@ -43,7 +44,7 @@ class VerdictLog(Sequence[RecordedVerdict]):
     def __init__(self, verdicts: Iterable[RecordedVerdict] = ()):
         self._given: list[RecordedVerdict] | None = list(verdicts)
         self._stages: Sequence[Sequence[Sequence[Verdict]]] = ()
-        self._criterion, self._judge, self._started = "", None, datetime.now(timezone.utc)
+        self._criterion, self._judge, self._started = "", None, datetime.now(UTC)
         self._length = len(self._given)
 
     @classmethod
@@ -53,7 +54,7 @@ class VerdictLog(Sequence[RecordedVerdict]):
         stages: Sequence[Sequence[Sequence[Verdict]]],
         judge: str | None,
         started: datetime,
-    ) -> "VerdictLog":
+    ) -> VerdictLog:
         """The engine's verdicts of one criterion; `judge` marks them as its own (None: another
         tool's); a verdict with no time of its own was obtained at `started`."""
         log = cls()
@@ -75,9 +76,7 @@ class VerdictLog(Sequence[RecordedVerdict]):
                     if v.obtained_at is None:
                         at = self._started
                     elif (at := seen.get(v.obtained_at)) is None:
-                        at = seen[v.obtained_at] = datetime.fromtimestamp(
-                            v.obtained_at, timezone.utc
-                        )
+                        at = seen[v.obtained_at] = datetime.fromtimestamp(v.obtained_at, UTC)
                     # Built from judgekit's own verdicts, already checked: no need to validate them again.
                     yield RecordedVerdict.trusted(
                         criterion=self._criterion,

@@ -14,8 +14,8 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 JUDGE_ID = (
     16  # hex digits of a judge's fingerprint that mark the verdicts it gave in a verdict file

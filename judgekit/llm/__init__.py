@@ -18,11 +18,11 @@ from __future__ import annotations
 from judgekit.llm.cache import CachedLLM
 from judgekit.llm.protocol import (
     CACHE_FORMAT,
+    LLM,
     RETRYABLE,
     CallError,
     Completion,
     ErrorKind,
-    LLM,
     Request,
 )
 from judgekit.llm.retry import RetryingLLM, RetryPolicy

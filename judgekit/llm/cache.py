@@ -39,9 +39,9 @@ class CachedLLM:
     """
 
     def __init__(self, inner: LLM, directory: str | Path, max_age_s: float | None = None):
-        import diskcache
-
         import sqlite3
+
+        import diskcache
 
         self.inner = inner
         self.directory = Path(directory)

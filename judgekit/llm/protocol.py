@@ -9,8 +9,9 @@ classified for the retry layer), and LLM (anything that answers a Request).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 # Everything that changes a judge's answer goes into Request and so into its cache key;
 # timeouts and retry counts do not change answers and live elsewhere.
@@ -36,7 +37,7 @@ class Request:
     logprobs: bool = False  # ask for the answer tokens' log-probabilities (a verdict's confidence)
     # Set on a re-ask of an unreadable answer: the cache is not read, and the new answer replaces the
     # cached one only when keep_if accepts it. It never changes the key: it is the same question.
-    keep_if: Callable[["Completion"], bool] | None = field(default=None, compare=False, repr=False)
+    keep_if: Callable[[Completion], bool] | None = field(default=None, compare=False, repr=False)
 
     def key_data(self) -> dict[str, Any]:
         data = {

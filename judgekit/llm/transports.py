@@ -10,7 +10,6 @@ Keys are read from the environment when a transport is made, sent in headers, an
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
 import json
 import os
@@ -193,7 +192,7 @@ class OpenAICompatible:
         try:
             async with self._http().post(self._endpoint, data=json.dumps(body)) as response:
                 status, text, headers = response.status, await response.text(), response.headers
-        except asyncio.TimeoutError:
+        except TimeoutError:
             raise CallError("timeout", f"no answer within {self.timeout_s:g} s") from None
         except aiohttp.ClientConnectorError as error:
             raise CallError(

@@ -19,6 +19,7 @@ Nothing heavier than pytest is imported unless the gate or the fixture is used.
 from __future__ import annotations
 
 from pathlib import Path
+
 import pytest
 
 from judgekit.gate.tally import check_counts

@@ -14,15 +14,16 @@ that gave it.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
 import judgekit.gate as gate_api
 from judgekit.errors import JudgekitError
-from judgekit.judging.review import enqueue
 from judgekit.gate.tally import Check, JudgeCounts, RunRecord, decide, error_line, is_run_failure
+from judgekit.judging.review import enqueue
 from judgekit.llm.families import family, same_model
 from judgekit.pytest_plugin.paths import ini_path
 from judgekit.pytest_plugin.summary import PROPERTY, SCENARIO

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, TextIO
 
 import pytest
@@ -104,7 +104,7 @@ class Collector:
         if self.record is None:
             return
         row = {
-            "timestamp": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+            "timestamp": datetime.now(UTC).isoformat(timespec="seconds"),
             "criterion": criterion,
             "passed": passed,
             "trace_id": nodeid,

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from judgekit.report.model import Report
 
 
-def criteria_frame(report: "Report") -> Any:
+def criteria_frame(report: Report) -> Any:
     """One row per criterion: counts, every metric, and each interval as `<metric>_low` / `<metric>_high`."""
     import pandas as pd
 
@@ -46,7 +46,7 @@ def criteria_frame(report: "Report") -> Any:
 
 
 def examples_frame(
-    report: "Report", sets_dir: Path | str | None = None, verdicts: Path | None = None
+    report: Report, sets_dir: Path | str | None = None, verdicts: Path | None = None
 ) -> Any:
     """One row per example of every criterion: criterion, id, label, verdict (the majority of its
     trials; None: abstained), trials (each trial's verdict), reason, and, from the calibration sets

@@ -8,10 +8,11 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from itertools import chain
-from datetime import datetime, timezone
 from pathlib import Path
-from typing import Annotated, Any, Sequence
+from typing import Annotated, Any
 
 from pydantic import Field, PrivateAttr, ValidationError
 
@@ -105,7 +106,7 @@ class UsageSummary(ReportPart):
     latency_p95_s: float | None = None
 
     @classmethod
-    def of(cls, all_trials: Sequence[Sequence[Verdict]]) -> "UsageSummary | None":
+    def of(cls, all_trials: Sequence[Sequence[Verdict]]) -> UsageSummary | None:
         """What the calls behind these verdicts cost (None when none was asked): cost where every call's is known."""
         usages = [v.usage for trials in all_trials for v in trials if v.usage is not None]
         if not usages:
@@ -296,7 +297,7 @@ class Report(ReportPart):
     _source: Path | None = PrivateAttr(default=None)  # the report.json it was read from
 
     judgekit_version: str = Field(default_factory=version)
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     criteria: list[CriterionReport]
     judging_s: float | None = Field(
         None, description="Wall time of the live judging stage, when there was one."
@@ -323,7 +324,7 @@ class Report(ReportPart):
         return examples_frame(self, sets_dir, beside)
 
     @bulk()
-    def write(self, directory: Path, merge: bool = False) -> "Report":
+    def write(self, directory: Path, merge: bool = False) -> Report:
         """Write report.json, report.md and verdicts.jsonl (which `--verdicts` reads back), each atomically.
 
         With `merge`, criteria of the report already in `directory` that this one does not hold
@@ -346,7 +347,7 @@ class Report(ReportPart):
             )
         return report
 
-    def _merged(self, directory: Path, merge: bool) -> tuple["Report", dict[str, list[str]]]:
+    def _merged(self, directory: Path, merge: bool) -> tuple[Report, dict[str, list[str]]]:
         """This report combined with the one on disk, and the verdict lines kept from disk by criterion."""
         previous = directory / "report.json"
         if not previous.is_file():
@@ -355,7 +356,7 @@ class Report(ReportPart):
         mine = {c.id: c for c in self.criteria}
         theirs = {c.id: c for c in old.criteria}
 
-        def newer(c: "CriterionReport") -> bool:  # the one on disk was calibrated after this one
+        def newer(c: CriterionReport) -> bool:  # the one on disk was calibrated after this one
             ours = mine.get(c.id)
             return (
                 ours is not None
@@ -383,13 +384,13 @@ class Report(ReportPart):
         return path / "report.json" if path.is_dir() else path
 
     @classmethod
-    def read_if_any(cls, path: Path | str) -> "Report | None":
+    def read_if_any(cls, path: Path | str) -> Report | None:
         """The report at `path`, or None when there is none yet (a bad one is still an InputError)."""
         path = cls.locate(path)
         return cls.read(path) if path.exists() else None
 
     @classmethod
-    def read(cls, path: Path | str) -> "Report":
+    def read(cls, path: Path | str) -> Report:
         path = cls.locate(path)
         text = read_text(path, "run `judgekit calibrate` first, or pass the report's path")
         data = parse_json(text, path)

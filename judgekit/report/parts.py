@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -198,7 +199,7 @@ class Design(ReportPart):
         drawn: Sequence[Drawn | None],
         weighted: tuple[float, float, float, float],
         own: dict[str, tuple[Calibration, float]],
-    ) -> "Design | None":
+    ) -> Design | None:
         if all(d is None for d in drawn):
             return None
         labelled = Counter((d.pool, d.stratum) for d in drawn if d is not None)

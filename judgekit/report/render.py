@@ -41,7 +41,7 @@ TEXT_LIMIT = 200  # characters of an example's input or output shown in report.m
 CEILING_MIN = 20  # examples labelled by several annotators before their agreement is a ceiling worth comparing
 
 
-def human_ceiling(a: "Annotators") -> str:
+def human_ceiling(a: Annotators) -> str:
     """The humans' agreement with each other beside the judge's with each of them, on how many
     examples; below CEILING_MIN, said to be too few to compare."""
     human = ", ".join(
@@ -116,7 +116,7 @@ def _verdict_word(value: bool | None) -> str:
     return "abstained" if value is None else ("pass" if value else "fail")
 
 
-def to_markdown(report: "Report") -> str:
+def to_markdown(report: Report) -> str:
     lines = [
         "# judgekit calibration report",
         "",
@@ -236,7 +236,7 @@ def to_markdown(report: "Report") -> str:
     return "\n".join(lines)
 
 
-def selective_lines(s: "Certificate") -> list[str]:
+def selective_lines(s: Certificate) -> list[str]:
     """A selective criterion's certificate: the statement, then each judge of the cascade."""
     head = f"Selective judging (confidence: {s.confidence}; target {s.min_agreement:g} at delta {s.delta:g}): "
     if s.problem:
@@ -257,7 +257,7 @@ def selective_lines(s: "Certificate") -> list[str]:
     return lines + [""]
 
 
-def to_table(report: "Report") -> str:
+def to_table(report: Report) -> str:
     """A plain terminal table: one row per criterion."""
     header = ("criterion", "n", "abst", "TPR", "TNR", "kappa", "kappa 95%", "disagree")
     rows = [header]

@@ -17,8 +17,8 @@ it, the chance of accepting one that is not better stays within the budget.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from judgekit.stats.metrics import wilson
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping
 
 from judgekit.stats.design import MIN_PER_STRATUM, PRIOR, RATES
 

@@ -40,8 +40,8 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from judgekit.stats.metrics import (
     CONFIDENCE,

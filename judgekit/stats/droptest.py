@@ -37,8 +37,9 @@ under H0; benchmarks/monitor_alarms.py sums it exactly over outcomes.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any
 
 EXACT_BELOW = 10  # the exact p-value is computed where the score test's is below 10 x alpha
 NUISANCE = 1 / 50  # share of alpha spent on the interval for the baseline rate
@@ -165,7 +166,7 @@ def _box(
 
 
 @lru_cache(maxsize=4)  # a window's baseline is shared by every outcome of the window (benchmarks)
-def _exact(window_n: int, base_n: int, base_passed: int, max_drop: float, alpha: float) -> "_Exact":
+def _exact(window_n: int, base_n: int, base_passed: int, max_drop: float, alpha: float) -> _Exact:
     return _Exact(window_n, base_n, base_passed, max_drop, alpha)
 
 

@@ -13,8 +13,8 @@ confusion matrix. A metric whose denominator is zero is NaN (null in JSON), neve
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Hashable, Mapping, Sequence
 
 NAN = float("nan")
 CONFIDENCE = 0.95

@@ -18,7 +18,8 @@ rates, coverage and power by simulation.
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from judgekit.stats.metrics import CONFIDENCE, NAN, kappa_of_cells
 
@@ -192,8 +193,9 @@ def _interval(draws: Any, estimate: float, confidence: float) -> tuple[float, fl
     asks for 1 - 0.05 / 2,000 and beyond): there the percentile at `_DEEPEST` draws is pushed
     outwards from the median by the ratio of the normal quantiles, which keeps the draws' skew.
     """
-    import numpy as np
     from statistics import NormalDist
+
+    import numpy as np
 
     draws = draws[np.isfinite(draws)]
     if draws.size < 2 * _DEEPEST:

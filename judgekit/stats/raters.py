@@ -10,7 +10,7 @@ Items are rows and raters columns; a missing rating is None.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Hashable, Sequence
+from collections.abc import Hashable, Sequence
 
 NAN = float("nan")
 

@@ -25,7 +25,7 @@ threshold, at most alpha of the time.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 CONFIDENCE = 0.95
 ALPHA = (1 - CONFIDENCE) / 2  # the upper end of a 95% interval

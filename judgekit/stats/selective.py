@@ -22,8 +22,9 @@ how often the agreement realised on fresh examples at the chosen threshold reach
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 from judgekit.stats.metrics import NAN, wilson
 

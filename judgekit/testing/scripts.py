@@ -15,8 +15,8 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Callable, Mapping
 
 from judgekit.llm.protocol import CallError, Completion, Request
 
@@ -85,7 +85,7 @@ SURE = 0.999  # the probability of the answer token of a plain scripted verdict
 _TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
 
 
-def logprobs_of(text: str, verdict: "bool | str | Fault | Sure") -> list[dict]:
+def logprobs_of(text: str, verdict: bool | str | Fault | Sure) -> list[dict]:
     """An OpenAI-style `logprobs.content` for an answer: every token near certain, the verdict's
     word (`true` / `false`, or the last PASS / FAIL) at the `Sure` probability."""
     tokens = _TOKENS.findall(text)
@@ -112,7 +112,7 @@ def judged_reply(prompt: str) -> str:
 
 
 def script(
-    verdicts: Mapping[str, "bool | str | Fault | Sure"], default: "bool | str | Fault | Sure" = True
+    verdicts: Mapping[str, bool | str | Fault | Sure], default: bool | str | Fault | Sure = True
 ) -> Answer:
     """An answer function: the verdict of the first key the judged reply contains, else `default`.
 
@@ -130,7 +130,7 @@ def script(
     return answer
 
 
-def answer_text(verdict: "bool | str | Fault | Sure") -> str:
+def answer_text(verdict: bool | str | Fault | Sure) -> str:
     """The text of a scripted answer (a Fault's, for those that are answers: garbage, refusal, malformed_json)."""
     if isinstance(verdict, Fault):
         return FAULT_TEXTS.get(verdict.kind, "")
@@ -155,7 +155,7 @@ class FakeLLM:
     judgekit.llm.protocol.CallError: server: boom
     """
 
-    def __init__(self, answer: Callable[[Request], "str | Completion | CallError"]):
+    def __init__(self, answer: Callable[[Request], str | Completion | CallError]):
         self.answer = answer
         self.calls = 0
         self.requests: list[Request] = []
@@ -163,13 +163,13 @@ class FakeLLM:
     @classmethod
     def scripted(
         cls,
-        verdicts: Mapping[str, "bool | str | Fault | Sure"],
-        default: "bool | str | Fault | Sure" = True,
-    ) -> "FakeLLM":
+        verdicts: Mapping[str, bool | str | Fault | Sure],
+        default: bool | str | Fault | Sure = True,
+    ) -> FakeLLM:
         """Answers scripted as `script` does; a request for log-probabilities gets them (`Sure`)."""
         decide = script(verdicts, default)
 
-        def answer(request: Request) -> "str | Completion | CallError":
+        def answer(request: Request) -> str | Completion | CallError:
             verdict = decide(prompt_of(request.messages))
             if isinstance(verdict, Fault) and verdict.kind in FAULT_ERRORS:
                 kind, status = FAULT_ERRORS[verdict.kind]

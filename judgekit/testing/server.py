@@ -10,8 +10,7 @@ import random
 import threading
 import time
 from collections import Counter
-from typing import Mapping
-
+from collections.abc import Mapping
 
 from judgekit.testing.scripts import (
     FAULT_TEXTS,
@@ -82,7 +81,7 @@ class FakeServer:
         return sum(self.stats.values())
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def start(self) -> "FakeServer":
+    def start(self) -> FakeServer:
         ready = threading.Event()
 
         def run() -> None:
@@ -136,7 +135,7 @@ class FakeServer:
                 self._thread.join(10)
             self._loop = None
 
-    def __enter__(self) -> "FakeServer":
+    def __enter__(self) -> FakeServer:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

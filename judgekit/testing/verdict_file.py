@@ -22,8 +22,9 @@ True
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, Mapping
+from typing import Literal
 
 from pydantic import ValidationError, model_validator
 
@@ -46,7 +47,7 @@ class ScriptedVerdict(Frozen):
     verdict: Verdict
 
     @model_validator(mode="after")
-    def _names_an_example(self) -> "ScriptedVerdict":
+    def _names_an_example(self) -> ScriptedVerdict:
         if (self.id is None) == (self.match is None):
             raise ValueError(
                 "give the example's id (found by its output in the calibration sets) or match (a "

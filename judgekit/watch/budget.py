@@ -13,9 +13,9 @@ of them as the last budget had (so its tests are as strong).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Sequence
 
 from judgekit.fingerprint import canonical_hash
 from judgekit.stats.acceptance import MAX_LOOKS, look_alpha

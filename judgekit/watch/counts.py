@@ -74,7 +74,7 @@ def counts_sql(table: str, window: str, dialect: str = "duckdb") -> str:
     )
 
 
-def _frame(path: Path) -> "pd.DataFrame":
+def _frame(path: Path) -> pd.DataFrame:
     import pandas as pd
 
     suffix = path.suffix.lower()

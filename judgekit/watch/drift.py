@@ -17,8 +17,9 @@ rate stays at `alpha` either way.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.inputs.settings import DriftPolicy

@@ -16,18 +16,18 @@ from __future__ import annotations
 import functools
 import json
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Callable, Sequence, TypeVar
+from typing import Any, TypeVar
 
 from judgekit.errors import InputError
+from judgekit.report.model import CriterionReport, Report
+from judgekit.version import version
 from judgekit.watch.budget import Budget, Look, next_look
 from judgekit.watch.schema import migrate
 from judgekit.watch.store import DEFAULT_PATH, SQLITE, Store
-from judgekit.report.model import CriterionReport, Report
-from judgekit.version import version
-
 
 PURPOSES = ("calibrate", "recheck")
 ALPHA = 0.05  # the test split's alpha budget a look spends from when no command says otherwise
@@ -73,7 +73,7 @@ class Run:
 
 def _aware(at: datetime) -> datetime:
     """A time with its offset (a time written without one is UTC)."""
-    return at if at.tzinfo is not None else at.replace(tzinfo=timezone.utc)
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 Returned = TypeVar("Returned")
@@ -104,7 +104,7 @@ class History:
         location: Path | str = DEFAULT_PATH,
         create: bool = True,
         timeout_s: float = BUSY_TIMEOUT_S,
-    ) -> "History":
+    ) -> History:
         """Open (creating and migrating as needed) the history at `location`, a SQLite path or a
         postgresql:// URL, waiting up to `timeout_s` for another process's write to finish."""
         history = cls(Store.open(location, create, timeout_s))
@@ -135,7 +135,7 @@ class History:
         if self.db.dialect is SQLITE:
             self.db.execute("PRAGMA journal_mode=WAL")
 
-    def __enter__(self) -> "History":
+    def __enter__(self) -> History:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -157,7 +157,7 @@ class History:
 
     def _insert(self, c: CriterionReport, purpose: str) -> int:
         judge = c.judge
-        created = (c.calibrated_at or datetime.now(timezone.utc)).isoformat()
+        created = (c.calibrated_at or datetime.now(UTC)).isoformat()
         run_id = self.db.insert(
             "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
             "source, n, abstained, metrics, judgekit_version, split, purpose, api_base, via, structured, verdicts_sha, "
@@ -252,7 +252,7 @@ class History:
             "accepted, candidate, uid) VALUES (?,?,?,?,?,?,?,?,?,?)",
             (
                 look.criterion,
-                (look.at or datetime.now(timezone.utc)).isoformat(),
+                (look.at or datetime.now(UTC)).isoformat(),
                 look.purpose,
                 look.generation,
                 json.dumps(list(look.examples)),
@@ -373,7 +373,7 @@ class History:
                     None if old is None else int(old),
                     int(new),
                     annotator,
-                    datetime.now(timezone.utc).isoformat(),
+                    datetime.now(UTC).isoformat(),
                     uuid.uuid4().hex,
                 ),
             )

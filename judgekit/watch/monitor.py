@@ -15,7 +15,7 @@ a rate, never on one verdict.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -240,7 +240,7 @@ def watch(
             windows.append(
                 Window(
                     name,
-                    datetime.fromtimestamp(start, timezone.utc),
+                    datetime.fromtimestamp(start, UTC),
                     passed,
                     failed,
                     abstained,

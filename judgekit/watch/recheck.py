@@ -14,8 +14,8 @@ hold) is never asked.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import unknown_criteria

@@ -10,9 +10,10 @@ calibration set's label is: JSON booleans and null, or in CSV the cells `parse_b
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import parse_bool
@@ -49,7 +50,7 @@ class Counts:
     rows: int = 0
 
 
-def _chunks(path: Path) -> Iterator[tuple["pd.DataFrame", list[int] | None]]:
+def _chunks(path: Path) -> Iterator[tuple[pd.DataFrame, list[int] | None]]:
     """The file in chunks of rows, each with its rows' line numbers when they are not simply
     consecutive (None: row i of the file is on line i + 1, after a CSV's header line)."""
     import pandas as pd
@@ -87,7 +88,7 @@ def _chunks(path: Path) -> Iterator[tuple["pd.DataFrame", list[int] | None]]:
         raise InputError.one(path, "", f"cannot be read: {error}") from None
 
 
-def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple["pd.DataFrame", list[int]]]:
+def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple[pd.DataFrame, list[int]]]:
     """JSON Lines in chunks: each chunk parsed in one `json.loads` call (twice as fast as a call per
     line); a chunk that does not parse is parsed again line by line to name the bad line."""
     import json
@@ -131,7 +132,7 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple["pd.DataFra
             first += len(lines)
 
 
-def _passed(column: "pd.Series", text: bool) -> tuple["pd.Series", "pd.Series"]:
+def _passed(column: pd.Series, text: bool) -> tuple[pd.Series, pd.Series]:
     """The verdict column as 1.0 / 0.0 / NaN (abstained), and a mask of unreadable values. In a
     CSV, the cells a calibration set takes (`parse_bool`) and the empty cell (an abstention); in
     JSON Lines and Parquet, booleans and null only."""
@@ -158,7 +159,7 @@ def _passed(column: "pd.Series", text: bool) -> tuple["pd.Series", "pd.Series"]:
     return values, ~is_bool & ~kinds.eq(type(None))
 
 
-def _timestamps(column: "pd.Series") -> "pd.Series":
+def _timestamps(column: pd.Series) -> pd.Series:
     """Seconds since the epoch (NaN where unreadable): a column of numbers is epoch seconds, text is
     ISO 8601 (without an offset it is taken as UTC). Times before 1970 or after 9999 are unreadable."""
     import pandas as pd

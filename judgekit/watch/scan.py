@@ -17,8 +17,9 @@ import fnmatch
 import glob
 import os
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any, Iterable, Iterator
+from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.inputs.policy import parse_duration

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Callable
+from collections.abc import Callable
 
 from judgekit.errors import InputError
 from judgekit.watch.store import POSTGRES, Store

@@ -20,9 +20,10 @@ import os
 import re
 import sqlite3
 import unicodedata
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.inputs.policy import read_section
@@ -125,7 +126,7 @@ class Store:
             self.errors = (psycopg.Error,)
 
     @classmethod
-    def open(cls, location: str | Path, create: bool, timeout_s: float) -> "Store":
+    def open(cls, location: str | Path, create: bool, timeout_s: float) -> Store:
         location = _place(location, "--history")
         if is_url(location):
             return cls._postgres(str(location), timeout_s)
@@ -147,7 +148,7 @@ class Store:
         return cls(db, SQLITE, str(path), timeout_s)
 
     @classmethod
-    def _postgres(cls, url: str, timeout_s: float) -> "Store":
+    def _postgres(cls, url: str, timeout_s: float) -> Store:
         remember_url(url)
         name = where(url)
         try:
@@ -195,7 +196,7 @@ class Store:
         """Run an INSERT and return the id the database gave the row."""
         return int(self.execute(text + " RETURNING id", args).fetchone()[0])
 
-    def transaction(self, lock: str | None = None) -> "transaction":
+    def transaction(self, lock: str | None = None) -> transaction:
         return transaction(self, lock)
 
     def lock(self, name: str) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import read_text, write_atomic

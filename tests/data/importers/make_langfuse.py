@@ -15,15 +15,15 @@ constructed as the server fills them and serialised as it sends them (`.json()`:
 """
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import langfuse.api as api
-from langfuse.api.utils.pagination.types.meta_response import MetaResponse
 from langfuse.api.legacy.observations_v1.types.observations_views import ObservationsViews
+from langfuse.api.utils.pagination.types.meta_response import MetaResponse
 
 HERE = Path(__file__).parent
-T0 = datetime(2026, 11, 30, 9, 0, tzinfo=timezone.utc)
+T0 = datetime(2026, 11, 30, 9, 0, tzinfo=UTC)
 TRACE_A, TRACE_B = "6f1e3a0c9b2d4e8fa1c7d5b3e9f20a41", "0b9d2c7e5a3f4d1c8e6b2a9f7d3c1e05"
 
 

@@ -1,6 +1,7 @@
 from dataclasses import dataclass
+
 from pydantic_evals import Case, Dataset
-from pydantic_evals.evaluators import Evaluator, EvaluatorContext, Contains
+from pydantic_evals.evaluators import Contains, Evaluator, EvaluatorContext
 from pydantic_evals.reporting import EvaluationReportAdapter
 
 
