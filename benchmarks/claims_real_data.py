@@ -236,7 +236,9 @@ def faithbench_sentences(
     for name in ("ragas", "trulens"):
         rows = map(json.loads, (folder / f"processed_{name}_claim_level_preds.jsonl").open())
         extracted[name] = {
-            (row["meta_id"], sentence): list(zip(result["claims"], result["claim_preds"]))
+            (row["meta_id"], sentence): list(
+                zip(result["claims"], result["claim_preds"], strict=True)
+            )
             for row in rows
             for sentence, result in row["results"].items()
         }

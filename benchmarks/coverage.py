@@ -19,8 +19,8 @@ import time
 
 import numpy as np
 
-from judgekit.stats.estimates import corrected_pass_rate
 from judgekit.stats.metrics import kappa_from_counts, kappa_interval, wilson
+from judgekit.stats.pass_rates import corrected_pass_rate
 
 
 def judged(rng, truth, tpr=0.9, tnr=0.8):

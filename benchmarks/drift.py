@@ -28,11 +28,11 @@ import numpy as np
 
 from judgekit.inputs.settings import DriftPolicy
 from judgekit.watch.drift import compare, mcnemar_exact, mcnemar_worse
-from judgekit.watch.history import Run
+from judgekit.watch.history import HistoryRun
 
 
-def run(run_id: int, model: str = "m") -> Run:
-    return Run(
+def run(run_id: int, model: str = "m") -> HistoryRun:
+    return HistoryRun(
         run_id,
         "c",
         datetime(2026, 11, run_id, tzinfo=UTC),
@@ -53,7 +53,7 @@ def run(run_id: int, model: str = "m") -> Run:
 def outcomes(labels, verdicts):
     return {
         f"e{i}": (bool(label), bool(verdict))
-        for i, (label, verdict) in enumerate(zip(labels, verdicts))
+        for i, (label, verdict) in enumerate(zip(labels, verdicts, strict=True))
     }
 
 

@@ -99,7 +99,7 @@ def main() -> None:
                 full[wrong_word],
                 sum(1 for d in early if d == wrong_word) / args.reps,
             )
-            differ = sum(1 for (f, _, _), d in zip(runs, early) if f != d)
+            differ = sum(1 for (f, _, _), d in zip(runs, early, strict=True) if f != d)
             stopped = sum(1 for _, _, n in runs if n < 2 * n_each) / args.reps
             judged = sum(n for _, _, n in runs) / args.reps
             print(

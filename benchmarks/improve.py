@@ -51,7 +51,12 @@ def one_look(rng, n_dev, n_test, gains, alpha):
         split[name] = (labels, rng.beta(4, 1, n))
     labels, q = split["dev"]
     dev = [
-        np.mean([v is not None and v == y for y, v in zip(labels, judged(rng, labels, q, g))])
+        np.mean(
+            [
+                v is not None and v == y
+                for y, v in zip(labels, judged(rng, labels, q, g), strict=True)
+            ]
+        )
         for g in gains
     ]
     best = int(np.argmax(dev))
@@ -78,7 +83,7 @@ def looks_on_one_test_split(rng, n_dev, n_test):
             np.mean(
                 [
                     v is not None and v == y
-                    for y, v in zip(dev_labels, judged(rng, dev_labels, dev_q, 0.0))
+                    for y, v in zip(dev_labels, judged(rng, dev_labels, dev_q, 0.0), strict=True)
                 ]
             )
             for _ in range(K)

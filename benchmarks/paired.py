@@ -187,7 +187,8 @@ def coverage(rng, reps: int, k: int, n: int, coupling: str, plain: bool):
                     if j != ref:
                         d = method(lab, given[ref], given[j], seed=seed, confidence=confidence)
                         held &= [
-                            d[f][1] <= t <= d[f][2] for f, t in zip(FIGURES, true[j] - true[ref])
+                            d[f][1] <= t <= d[f][2]
+                            for f, t in zip(FIGURES, true[j] - true[ref], strict=True)
                         ]
                 covered[row] += [*held, held.all()]
     return covered
@@ -264,7 +265,7 @@ def main() -> None:
                 )
                 failed += [
                     f"{name} K={k} n={n} {coupling}"
-                    for name, (p, se) in zip("AB", cells[:2])
+                    for name, (p, se) in zip("AB", cells[:2], strict=True)
                     if p > ALPHA + 2 * se
                 ]
 
@@ -316,7 +317,7 @@ def main() -> None:
             if i < 2:
                 failed += [
                     f"C {name} {f} K={k} n={n} {coupling}"
-                    for f, (p, se) in zip(FIGURES, cells)
+                    for f, (p, se) in zip(FIGURES, cells, strict=True)
                     if 1 - p > ALPHA + 2 * se
                 ]
     pool.shutdown()

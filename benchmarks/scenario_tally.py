@@ -51,7 +51,7 @@ def one_check(rng, reps, runs, threshold, rate, tpr, tnr, cal):
     tp, tn = rng.binomial(cal, tpr, reps), rng.binomial(cal, tnr, reps)
     flagged = sum(
         _flag(int(k), runs, min_passes, {"c": 1}, {"c": JudgeCounts(int(a), cal, int(b), cal)})
-        for k, a, b in zip(passes, tp, tn)
+        for k, a, b in zip(passes, tp, tn, strict=True)
         if k >= min_passes
     )
     return flagged / reps, float(np.mean(passes >= min_passes))

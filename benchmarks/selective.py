@@ -239,7 +239,7 @@ def llmbar() -> None:
     rows = []
     for (llm, strategy), (labels, verdicts, confidences) in setups.items():
         c = certify(labels, verdicts, confidences, min_agreement=0.9, delta=0.1)
-        decided = [(x, v) for x, v in zip(labels, verdicts) if v is not None]
+        decided = [(x, v) for x, v in zip(labels, verdicts, strict=True) if v is not None]
         accuracy = sum(x == v for x, v in decided) / len(decided)
         top = agreement_of(labels, verdicts, confidences, 1.0)  # the verdicts both orders agree on
         rows.append(
@@ -306,7 +306,9 @@ def main() -> None:
         for design, n in cells:
             counts = runs[(design, n)].result()
             exact, candidates = population(design)
-            for (target, delta, fewest), (valid, valid_fresh, none, cover) in zip(TARGETS, counts):
+            for (target, delta, fewest), (valid, valid_fresh, none, cover) in zip(
+                TARGETS, counts, strict=True
+            ):
                 p, se = share(valid, args.reps)
                 best = best_coverage(exact, candidates, target)
                 print(

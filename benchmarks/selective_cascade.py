@@ -129,7 +129,9 @@ def main() -> None:
         )
         print("|---|---|---|---|---|---|---|")
         for design, n in cells:
-            for target, (valid, none, second, cover) in zip(TARGETS, runs[(design, n)].result()):
+            for target, (valid, none, second, cover) in zip(
+                TARGETS, runs[(design, n)].result(), strict=True
+            ):
                 p = valid / args.reps
                 q = min(max(p, 1 / args.reps), 1 - 1 / args.reps)
                 se = math.sqrt(q * (1 - q) / args.reps)

@@ -40,9 +40,9 @@ _EXPORTS = {
     "tally": "judgekit.gate.tally",
     "Tally": "judgekit.gate.tally",
     "ScenarioFailed": "judgekit.gate.tally",
-    "corrected_pass_rate": "judgekit.stats.estimates",
-    "pass_at_k": "judgekit.stats.estimates",
-    "pass_hat_k": "judgekit.stats.estimates",
+    "corrected_pass_rate": "judgekit.stats.pass_rates",
+    "pass_at_k": "judgekit.stats.pass_rates",
+    "pass_hat_k": "judgekit.stats.pass_rates",
 }
 
 __all__ = sorted(_EXPORTS)

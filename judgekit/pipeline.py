@@ -31,7 +31,7 @@ from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.claims import recorded_gold
-from judgekit.judging.estimate import Estimate, estimate
+from judgekit.judging.dry_run import Estimate, estimate
 from judgekit.judging.jobs import api_base_for, run_sync
 from judgekit.judging.matching import match_file
 from judgekit.judging.prompts import fingerprint, judge_spec
@@ -44,7 +44,6 @@ from judgekit.llm.families import family
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.transports import check_api_base
-from judgekit.report.figures import annotators, claim_stages, consistency, slices
 from judgekit.report.model import (
     ById,
     ConfusionCounts,
@@ -54,6 +53,10 @@ from judgekit.report.model import (
     JudgeInfo,
     Report,
     UsageSummary,
+    annotators,
+    claim_stages,
+    consistency,
+    slices,
 )
 from judgekit.report.parts import Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.render import finite
@@ -200,7 +203,7 @@ async def _escalations(
 
 def dry_run(options: Options, llm: LLM | None = None) -> list[Estimate]:
     """What `calibrate(options)` would ask, per criterion, asking nothing and writing nothing: the
-    calls to make, the answers cached, the prompt tokens, the cost at most (judgekit.judging.estimate).
+    calls to make, the answers cached, the prompt tokens, the cost at most (judgekit.judging.dry_run).
     The inputs are checked as `calibrate` checks them."""
     ready = _prepare(options, datetime.now(UTC))
     return estimate(ready.criteria, ready.sets, ready.models, ready.sources, ready.settings, llm)
@@ -407,7 +410,7 @@ def criterion_report(
             raw=v.raw,
             claims=recorded_claims(v),
         )
-        for e, v in zip(cal.examples, final)
+        for e, v in zip(cal.examples, final, strict=True)
         if v.passed != e.label
     ]
     if (
@@ -454,10 +457,14 @@ def criterion_report(
         else None,
         calibrated_at=started,
         evidence_at=datetime.fromtimestamp(min(times), UTC) if times else started,
-        outcomes=ById((e.id, _OUTCOMES[e.label, v.passed]) for e, v in zip(cal.examples, final)),
+        outcomes=ById(
+            (e.id, _OUTCOMES[e.label, v.passed]) for e, v in zip(cal.examples, final, strict=True)
+        ),
         keys=ById((e.id, e.key) for e in cal.examples),
         confidences={
-            e.id: v.confidence for e, v in zip(cal.examples, final) if v.confidence is not None
+            e.id: v.confidence
+            for e, v in zip(cal.examples, final, strict=True)
+            if v.confidence is not None
         },
         claim_stages=claim_stages(cal, final, gold) if gold else None,
         selective=_certificate(

@@ -13,9 +13,9 @@ from html.parser import HTMLParser
 from judgekit.cli.compare_html import page, write
 from judgekit.compare.model import (
     Candidate,
+    ComparedExample,
     Comparison,
     Cost,
-    Example,
     Paired,
     Recommendation,
     Setting,
@@ -70,7 +70,7 @@ def comparison(
     grids = ["".join(g[i] for i in order) for g in grids]
     baseline, best, chosen = names[0], names[1], names[2]
     made = []
-    for j, (name, grid) in enumerate(zip(names, grids)):
+    for j, (name, grid) in enumerate(zip(names, grids, strict=True)):
         low = rng.uniform(0.2, 0.6)
         made.append(
             Candidate(
@@ -121,7 +121,9 @@ def comparison(
         best=best,
         candidates=made,
         recommendation=recommendation,
-        examples=[Example(id=ids[i], label=i % 2 == 0, separates=separates[i]) for i in order],
+        examples=[
+            ComparedExample(id=ids[i], label=i % 2 == 0, separates=separates[i]) for i in order
+        ],
     )
 
 

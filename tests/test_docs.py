@@ -76,7 +76,7 @@ def test_guide_runs_as_written(guide, tmp_path, local_model):
     ran = run_guide(guide, tmp_path)
     expected = shown(guide)
     assert [c for c, _, _ in ran] == [c for c, _ in expected]
-    for (command, output, code), (_, lines) in zip(ran, expected):
+    for (command, output, code), (_, lines) in zip(ran, expected, strict=True):
         assert code in (0, 1, 3), f"{guide.name}: `{command}` exited {code}:\n{output}"
         for line in lines:
             if line.strip() and not VOLATILE.search(line):

@@ -18,7 +18,7 @@ from judgekit.cli import app
 from judgekit.inputs.settings import DriftPolicy
 from judgekit.pipeline import Options, calibrate
 from judgekit.watch.drift import compare, flip_excess, mcnemar_exact
-from judgekit.watch.history import History, Run, record_history
+from judgekit.watch.history import History, HistoryRun, record_history
 
 
 @settings(max_examples=60, deadline=None)
@@ -41,7 +41,7 @@ def test_flip_excess_is_the_binomial_upper_tail():
 
 
 def _run(run_id, model="m", prompt="p", parameters=None, set_fp="s"):
-    return Run(
+    return HistoryRun(
         run_id,
         "c",
         datetime(2026, 11, run_id, tzinfo=UTC),
@@ -66,7 +66,7 @@ def _judge(rng, labels, tpr=0.9, tnr=0.85):
 def _outcomes(labels, verdicts):
     return {
         f"e{i}": (bool(label), bool(verdict))
-        for i, (label, verdict) in enumerate(zip(labels, verdicts))
+        for i, (label, verdict) in enumerate(zip(labels, verdicts, strict=True))
     }
 
 

@@ -158,7 +158,7 @@ def test_the_notebook_runs_in_a_kernel_and_shows_what_it_stores(tmp_path, monkey
             [o.data.get("text/plain") for o in outputs if o.output_type == "execute_result"],
         )
 
-    code = [(s, f) for s, f in zip(stored.cells, fresh.cells) if f.cell_type == "code"]
+    code = [(s, f) for s, f in zip(stored.cells, fresh.cells, strict=True) if f.cell_type == "code"]
     assert all(shown(s) == shown(f) for s, f in code), [
         (shown(s), shown(f)) for s, f in code if shown(s) != shown(f)
     ]

@@ -9,7 +9,7 @@ import pytest
 from judgekit.errors import InputError
 from judgekit.gate.entry import read_lines
 from judgekit.inputs.files import bulk, iter_records, read_yaml
-from judgekit.inputs.labelled import read_labels
+from judgekit.inputs.label_reader import read_labels
 from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.sets import load_set
 from judgekit.judging.recorded import load_recorded

@@ -18,7 +18,7 @@ from judgekit.cli import app
 from judgekit.errors import InputError
 from judgekit.pipeline import Options, calibrate
 from judgekit.testing import FakeLLM
-from judgekit.watch.budget import Look
+from judgekit.watch.alpha_budget import Look
 from judgekit.watch.history import History, record_history
 from judgekit.watch.schema import MIGRATIONS
 from judgekit.watch.store import locate
@@ -633,7 +633,7 @@ def test_runners_sharing_a_history_never_spend_the_same_look(location, tmp_path)
         taken.append(
             (None if number == "None" else int(number), None if look == "None" else int(look))
         )
-    from judgekit.watch.budget import MAX_LOOKS
+    from judgekit.watch.alpha_budget import MAX_LOOKS
 
     numbers = sorted(n for n, _ in taken if n is not None)
     assert numbers == list(range(1, min(8, MAX_LOOKS) + 1))

@@ -165,10 +165,10 @@ def test_past_runs_worse_than_chance_are_drawn_below_zero_not_clipped():
     from datetime import datetime
 
     from judgekit.cli.html import history_chart
-    from judgekit.watch.history import Run
+    from judgekit.watch.history import HistoryRun
 
     runs = [
-        Run(
+        HistoryRun(
             i,
             "c",
             datetime(2026, 11, i + 1, tzinfo=UTC),

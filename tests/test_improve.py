@@ -21,7 +21,7 @@ from judgekit.llm.protocol import Request
 from judgekit.pipeline import Options
 from judgekit.stats.acceptance import MAX_LOOKS
 from judgekit.testing import FakeLLM, judged_reply, prompt_of
-from judgekit.watch.budget import Look, next_look
+from judgekit.watch.alpha_budget import Look, next_look
 from judgekit.watch.history import History
 
 QUESTION = "Does it look blocked?"

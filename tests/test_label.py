@@ -247,7 +247,7 @@ def test_the_server_listens_on_loopback_and_refuses_foreign_writes(inbox):
 
 
 def test_csv_labels_keep_every_row_in_order(tmp_path):
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path = tmp_path / "set.csv"
     path.write_text('id,output,passed\na,"one, with comma",true\nb,"two\nlines",\nc,three,false\n')
@@ -280,7 +280,7 @@ def test_the_command_needs_a_file_or_a_criterion_to_review(tmp_path):
 
 def test_write_back_keeps_every_other_byte(tmp_path):
     from judgekit.errors import InputError
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
     from judgekit.inputs.sets import load_set
 
     jsonl = tmp_path / "s.jsonl"
@@ -317,7 +317,7 @@ def test_write_back_keeps_every_other_byte(tmp_path):
 
 def test_examples_labelled_by_annotators_are_not_overwritten(tmp_path):
     from judgekit.errors import InputError
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path = tmp_path / "s.jsonl"
     path.write_text(
@@ -357,7 +357,7 @@ def test_two_processes_labelling_one_file_lose_nothing(tmp_path):
 
 
 def test_an_empty_annotator_column_in_a_csv_does_not_block_a_label(tmp_path):
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path = tmp_path / "s.csv"
     path.write_text("id,output,passed,labels.ana\na,x,,\nb,y,,false\n")
@@ -400,7 +400,7 @@ def _appending(path, count, mode):
 
 @pytest.mark.parametrize("mode, via", [("reopened", "function"), ("held", "page")])
 def test_records_appended_while_labels_are_written_are_all_kept(tmp_path, mode, via):
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path = tmp_path / "inbox.jsonl"
     path.write_text(
@@ -478,7 +478,7 @@ def test_a_file_rewritten_in_place_is_never_written_back_half_read(tmp_path):
     import sys
 
     from judgekit.errors import InputError
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path = tmp_path / "set.jsonl"
     path.write_text(
@@ -563,7 +563,7 @@ def test_a_file_moved_into_place_while_a_label_is_written_gets_the_label(tmp_pat
     import threading
     import time
 
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path = tmp_path / "s.jsonl"
     content = "".join(
@@ -594,7 +594,7 @@ def test_a_file_moved_into_place_while_a_label_is_written_gets_the_label(tmp_pat
 def test_a_label_that_shortens_its_record_pads_it_and_every_reader_still_loads_the_file(tmp_path):
     import csv
 
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
     from judgekit.inputs.sets import load_set
 
     # The file never shrinks: its end may be an appender's, and cutting it could cut a record.
@@ -664,7 +664,7 @@ def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended
     import os
 
     from judgekit.inputs.journal import recover
-    from judgekit.inputs.labels import read_records, write_label
+    from judgekit.inputs.label_writer import read_records, write_label
 
     path = tmp_path / "s.jsonl"
     _, journal = _numbered(path, 40)
@@ -707,7 +707,7 @@ def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended
 
 def test_a_label_written_whole_before_its_writer_stopped_is_kept(tmp_path):
     from judgekit.inputs.journal import recover
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path = tmp_path / "s.jsonl"
     _, journal = _numbered(path, 40)
@@ -723,7 +723,7 @@ def test_a_label_written_whole_before_its_writer_stopped_is_kept(tmp_path):
 @pytest.mark.parametrize("damage", ["cut short", "one byte changed"])
 def test_a_journal_cut_short_or_damaged_is_ignored_and_removed(tmp_path, damage):
     from judgekit.inputs.journal import recover
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path = tmp_path / "s.jsonl"
     before, journal = _numbered(path, 40)
@@ -744,7 +744,7 @@ def test_a_journal_cut_short_or_damaged_is_ignored_and_removed(tmp_path, damage)
 
 def test_a_journal_that_no_longer_fits_the_file_is_not_applied(tmp_path):
     from judgekit.errors import InputError
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path = tmp_path / "s.jsonl"
     _, journal = _numbered(path, 40)
@@ -766,7 +766,7 @@ def test_a_disk_error_mid_write_is_rolled_back_at_once(tmp_path):
     import os
 
     from judgekit.errors import InputError
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     def failing(fd, data, offset):  # the disk takes half, then refuses
         journaled.append(journal.exists())
@@ -783,7 +783,7 @@ def test_a_disk_error_mid_write_is_rolled_back_at_once(tmp_path):
 
 
 def test_a_label_cut_off_while_the_page_runs_is_reported_with_the_next_label(tmp_path):
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path = tmp_path / "s.jsonl"
     _numbered(path, 10)
@@ -814,7 +814,7 @@ def test_the_command_and_the_page_say_which_label_was_rolled_back(inbox, browser
     import subprocess
     import sys
 
-    from judgekit.inputs.labels import write_label
+    from judgekit.inputs.label_writer import write_label
 
     path, _ = inbox
     with pytest.raises(Stopped):
@@ -856,7 +856,7 @@ def test_the_command_and_the_page_say_which_label_was_rolled_back(inbox, browser
 KILLED_LABELLER = """
 import os, random, sys, time
 from pathlib import Path
-from judgekit.inputs.labels import write_label
+from judgekit.inputs.label_writer import write_label
 
 def slow(fd, data, offset):  # a slow disk: a write takes long enough for a kill to land in it
     written = os.pwrite(fd, data[:64], offset)

@@ -140,7 +140,11 @@ def test_two_rounds_draw_by_verdict_and_calibrate_and_gate_on_weighted_figures(p
         else 1.0
         for e in examples
     ]
-    bad = [(w, "@" not in e["output"]) for w, e in zip(weight, examples) if not e["passed"]]
+    bad = [
+        (w, "@" not in e["output"])
+        for w, e in zip(weight, examples, strict=True)
+        if not e["passed"]
+    ]
     assert found.metrics["tnr"] == pytest.approx(
         sum(w for w, passed in bad if not passed) / sum(w for w, _ in bad)
     )

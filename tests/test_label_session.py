@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from judgekit.cli import app
 from judgekit.cli.label_page import labelling, page_judge, review, serve
 from judgekit.errors import InputError
-from judgekit.inputs.labels import write_label
+from judgekit.inputs.label_writer import write_label
 from judgekit.inputs.sets import load_set
 from judgekit.pipeline import Options, calibrate
 from judgekit.testing import FakeLLM, FakeServer, script

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from judgekit.cli import app
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import load_criterion
-from judgekit.inputs.labels import read_records
+from judgekit.inputs.label_writer import read_records
 from judgekit.inputs.merge import merge
 from judgekit.inputs.sets import load_set
 from tests.conftest import balanced, llm_criterion

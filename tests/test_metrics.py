@@ -128,7 +128,7 @@ def test_kappa_interval_under_perfect_agreement_is_not_a_point():
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from("abc"), st.sampled_from("abc")), min_size=1, max_size=40))
 def test_categorical_kappa_matches_scikit_learn(data):
-    a, b = zip(*data)
+    a, b = zip(*data, strict=True)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert close(cohen_kappa(a, b), cohen_kappa_score(a, b))

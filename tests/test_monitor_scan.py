@@ -60,7 +60,9 @@ def _stamps(rng, n):
 def _frame(seed, n=3000):
     rng = np.random.default_rng(seed)
     passed = [bool(p) for p in rng.random(n) < 0.8]
-    passed = [None if a else p for a, p in zip(rng.random(n) < 0.1, passed)]  # abstentions
+    passed = [
+        None if a else p for a, p in zip(rng.random(n) < 0.1, passed, strict=True)
+    ]  # abstentions
     return pd.DataFrame(
         {
             "timestamp": _stamps(rng, n),
@@ -228,7 +230,7 @@ def test_a_folder_and_a_glob_add_up_their_files(tmp_path):
         _rows(days=3, per_day=40, seed=s, criterion=c)
         for s, c in ((1, "card"), (2, "card"), (3, "refund"))
     ]
-    for rows, name in zip(parts, ("a.parquet", "b.csv", "c.jsonl")):
+    for rows, name in zip(parts, ("a.parquet", "b.csv", "c.jsonl"), strict=True):
         _write(rows, folder / name)
     (folder / "notes.txt").write_text("not samples")
     every = _write([r for rows in parts for r in rows], tmp_path / "all.jsonl")

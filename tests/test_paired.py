@@ -80,7 +80,7 @@ def test_mcnemar_many_is_scipys_binomial_test_on_every_pair(pairs):
 
 
 def test_mcnemar_many_on_the_fixed_pairs():
-    b, c = zip(*PAIRS)
+    b, c = zip(*PAIRS, strict=True)
     expected = [1.0 if x + y == 0 else binomtest(x, x + y, 0.5).pvalue for x, y in PAIRS]
     np.testing.assert_allclose(mcnemar_many(b, c), expected, rtol=0, atol=1e-12)
 

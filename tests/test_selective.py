@@ -31,9 +31,13 @@ def by_hand(labels, verdicts, confidences, min_agreement=0.9, delta=0.1, min_cov
     while binomtest(fewest, fewest, min_agreement, alternative="greater").pvalue > delta:
         fewest += 1
     found, tested = None, 0
-    for t in sorted({c for c, v in zip(confidences, verdicts) if v is not None}, reverse=True):
+    for t in sorted(
+        {c for c, v in zip(confidences, verdicts, strict=True) if v is not None}, reverse=True
+    ):
         covered = [
-            (x, v) for x, v, c in zip(labels, verdicts, confidences) if v is not None and c >= t
+            (x, v)
+            for x, v, c in zip(labels, verdicts, confidences, strict=True)
+            if v is not None and c >= t
         ]
         if len(covered) < max(fewest, min_covered):
             continue

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from judgekit.errors import InputError
 from judgekit.inputs.files import SourceLines, iter_records, write_atomic
-from judgekit.inputs.labelled import read_labels
+from judgekit.inputs.label_reader import read_labels
 from judgekit.inputs.sets import load_set
 from judgekit.judging.matching import match_file
 from judgekit.judging.recorded import RecordedVerdict, iter_recorded

@@ -29,12 +29,12 @@ from judgekit.cli.options import (
 )
 from judgekit.cli.terminal import render_estimates, render_table, terminal_progress
 from judgekit.errors import InputError, JudgekitError
-from judgekit.gate.budget import plan as make_plan
 from judgekit.gate.decision import Gate
+from judgekit.gate.label_budget import plan as make_plan
 from judgekit.inputs.catalog import criterion_files, find_set, unknown_criteria
 from judgekit.inputs.criteria import criterion_schema
 from judgekit.inputs.files import write_atomic
-from judgekit.inputs.labelled import read_labels
+from judgekit.inputs.label_reader import read_labels
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import Example
@@ -43,7 +43,7 @@ from judgekit.pipeline import Options, dry_run
 from judgekit.pipeline import calibrate as run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
-from judgekit.watch.history import History, Run, record_history
+from judgekit.watch.history import History, HistoryRun, record_history
 from judgekit.watch.store import locate
 
 app = typer_app()
@@ -249,7 +249,7 @@ def gated(
     finish(result, as_json, report_json)
 
 
-def past_runs(history: str | Path, criterion_ids: list[str]) -> dict[str, list[Run]]:
+def past_runs(history: str | Path, criterion_ids: list[str]) -> dict[str, list[HistoryRun]]:
     """Each criterion's calibrations in the history, for the page's chart (none when it cannot be read)."""
     try:
         with History.open(history, create=False) as db:

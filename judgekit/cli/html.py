@@ -19,7 +19,7 @@ from judgekit.gate.result import Decision
 from judgekit.inputs.files import write_atomic
 from judgekit.report.model import CriterionReport, Report
 from judgekit.report.render import fmt_number
-from judgekit.watch.history import Run
+from judgekit.watch.history import HistoryRun
 
 STYLE = """
 body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
@@ -125,7 +125,7 @@ def intervals_chart(c: CriterionReport) -> str:
     return "".join(parts)
 
 
-def history_chart(runs: Sequence[Run]) -> str:
+def history_chart(runs: Sequence[HistoryRun]) -> str:
     """Kappa, TPR and TNR of a criterion's past calibration runs, oldest to newest."""
     width, height, left, top = 420, 150, 34, 12
     span_x, span_y = width - left - 12, height - top - 30
@@ -193,7 +193,7 @@ def _claims(d) -> str:
     return f'<ul class="claims">{"".join(items)}</ul>'
 
 
-def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[Run]) -> str:
+def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[HistoryRun]) -> str:
     question = c.question
     status = decision.status if decision else "NONE"
     judge = c.judge
@@ -270,7 +270,7 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[Run
 def to_html(
     report: Report,
     decisions: dict[str, Decision] | None = None,
-    history: dict[str, Sequence[Run]] | None = None,
+    history: dict[str, Sequence[HistoryRun]] | None = None,
     title: str = "judgekit calibration report",
 ) -> str:
     """The page: gate decisions and past runs are optional (a report alone still renders)."""
@@ -292,7 +292,7 @@ def write_html(
     report: Report,
     directory: Path,
     decisions: dict[str, Decision] | None = None,
-    history: dict[str, Sequence[Run]] | None = None,
+    history: dict[str, Sequence[HistoryRun]] | None = None,
 ) -> Path:
     """Write report.html beside report.json, with the gate's decisions and past runs the caller
     gives (the page shows the figures alone without them). Returns the path written."""

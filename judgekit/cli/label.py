@@ -1,5 +1,5 @@
 """`judgekit label`: a local page to label examples blind, or review a report's disagreements;
-each label is written back into its file at once (judgekit.inputs.labels). `--merge` moves the
+each label is written back into its file at once (judgekit.inputs.label_writer). `--merge` moves the
 labelled examples of a file into a criterion's calibration set (judgekit.inputs.merge).
 """
 
@@ -29,7 +29,7 @@ from judgekit.gate.decision import Gate
 from judgekit.improve.audit import suspects
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import load_criterion
-from judgekit.inputs.labelled import read_labels
+from judgekit.inputs.label_reader import read_labels
 from judgekit.inputs.merge import merge as merging
 from judgekit.inputs.merge import set_for
 from judgekit.judging.review import queue_path

@@ -10,11 +10,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judgekit.errors import InputError
-from judgekit.gate.budget import short_class
+from judgekit.gate.label_budget import short_class
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import JUDGED, load_criterion
 from judgekit.inputs.files import locked, read_source, write_atomic
-from judgekit.inputs.labels import label_of, read_records
+from judgekit.inputs.label_writer import label_of, read_records
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.sets import CalibrationSet, load_set
 from judgekit.judging.runner import RunSettings

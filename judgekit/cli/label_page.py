@@ -4,7 +4,7 @@ of judgekit.cli.label_session).
 
 Keys p pass, f fail, s skip, or the buttons beside them (mouse and touch). Each label is written at
 once, in place, changing only that record: no record lost or reordered, nor any that another
-program appends meanwhile (see `judgekit.inputs.labels.write_label`). A label whose writing was cut
+program appends meanwhile (see `judgekit.inputs.label_writer.write_label`). A label whose writing was cut
 off (the program writing it killed) is rolled back when the page starts or with the next label,
 and the page and the command say which one to give again.
 The server listens on 127.0.0.1 only; a write needs the page's session token, and a request from
@@ -23,7 +23,7 @@ from typing import Any
 
 from judgekit.cli.label_session import Session, labelling, page_judge, review
 from judgekit.errors import InputError
-from judgekit.inputs.labels import write_label
+from judgekit.inputs.label_writer import write_label
 
 __all__ = ["Session", "labelling", "page", "page_judge", "review", "serve", "write_label"]
 

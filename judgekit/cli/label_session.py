@@ -22,8 +22,8 @@ from judgekit.gate.guard import calibrated_judge
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.journal import RolledBack, recover
-from judgekit.inputs.labelled import majority as annotators_majority
-from judgekit.inputs.labels import (
+from judgekit.inputs.label_reader import majority as annotators_majority
+from judgekit.inputs.label_writer import (
     annotations,
     check_annotator,
     is_annotated,

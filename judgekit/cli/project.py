@@ -16,8 +16,8 @@ from judgekit.cli.options import group, typer_app
 from judgekit.cli.scaffold import init as scaffold
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.files import write_atomic
-from judgekit.judging.exports import SAMPLE_IMPORTERS
 from judgekit.judging.importers import import_verdicts
+from judgekit.judging.observability import SAMPLE_IMPORTERS
 from judgekit.judging.unlabelled import import_examples
 
 app = typer_app()

@@ -17,7 +17,7 @@ from judgekit.gate.result import GateResult
 from judgekit.report.render import fmt_number, printable, to_table
 
 if TYPE_CHECKING:
-    from judgekit.judging.estimate import Estimate
+    from judgekit.judging.dry_run import Estimate
     from judgekit.report.model import Report
 
 STATUS_COLOURS = {"PASS": "green", "FAIL": "red", "INCONCLUSIVE": "yellow"}
@@ -65,7 +65,7 @@ def render_table(report: Report) -> str:
 
 def render_estimates(estimates: list[Estimate], stop_early: bool = False) -> str:
     """`calibrate --dry-run`: per criterion, the calls to make, the answers cached, the prompt
-    tokens and the cost at most; then how these are estimated (judgekit.judging.estimate)."""
+    tokens and the cost at most; then how these are estimated (judgekit.judging.dry_run)."""
     rows = [("criterion", "judge", "calls", "cached", "prompt tokens", "cost at most")]
     notes = []
     for e in estimates:
@@ -94,7 +94,7 @@ def render_estimates(estimates: list[Estimate], stop_early: bool = False) -> str
     lines = [
         "  ".join(
             cell.ljust(w) if i < 2 else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(row, widths))
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         )
         for row in rows
     ]

@@ -17,7 +17,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from judgekit.compare.model import Candidate, Comparison, Example, Paired, Recommendation, Setting
+from judgekit.compare.model import (
+    Candidate,
+    ComparedExample,
+    Comparison,
+    Paired,
+    Recommendation,
+    Setting,
+)
 from judgekit.compare.run import Measured, Measurements
 from judgekit.errors import InputError
 from judgekit.stats.paired import (
@@ -78,7 +85,7 @@ def analyse(judged: Measurements, baseline: str | None = None, seed: int = 0) ->
 def _strength(m: Measured, verdicts: list, labels: list[bool]) -> tuple:
     """Examples right (an abstention is not right: as the paired test counts), then kappa, then name."""
     kappa = m.report.metrics.get("cohen_kappa")
-    right = sum(1 for v, label in zip(verdicts, labels) if v == label)
+    right = sum(1 for v, label in zip(verdicts, labels, strict=True) if v == label)
     return (right, kappa if kappa is not None else -math.inf, _neg(m.spec.name))
 
 
@@ -111,7 +118,7 @@ def _family(
     else:
         adjusted, family = holm(raw), len(names)
     out = {}
-    for name, (b, c), p, q in zip(names, counts, raw, adjusted):
+    for name, (b, c), p, q in zip(names, counts, raw, adjusted, strict=True):
         deltas = paired_deltas(
             labels, verdicts[other], verdicts[name], seed=seed, confidence=1 - ALPHA / (3 * family)
         )
@@ -169,17 +176,21 @@ def _candidate(
     )
 
 
-def _examples(order: list[str], labels: list[bool], verdicts: dict[str, list]) -> list[Example]:
+def _examples(
+    order: list[str], labels: list[bool], verdicts: dict[str, list]
+) -> list[ComparedExample]:
     """The examples, those that separate candidates first (the most evenly split first), then the set's order."""
     rows = []
-    for i, (eid, label) in enumerate(zip(order, labels)):
+    for i, (eid, label) in enumerate(zip(order, labels, strict=True)):
         right = sum(1 for v in verdicts.values() if v[i] == label)
         split = min(right, len(verdicts) - right)
         rows.append(
             (
                 -split,
                 i,
-                Example(id=eid, label=label, separates=len({v[i] for v in verdicts.values()}) > 1),
+                ComparedExample(
+                    id=eid, label=label, separates=len({v[i] for v in verdicts.values()}) > 1
+                ),
             )
         )
     rows.sort(key=lambda row: (not row[2].separates, row[0], row[1]))

@@ -108,7 +108,7 @@ class Candidate(Part):
     vs_baseline: Paired | None = None
 
 
-class Example(Part):
+class ComparedExample(Part):
     id: str
     label: bool
     separates: bool = Field(description="The candidates did not all give it the same verdict.")
@@ -145,7 +145,7 @@ class Comparison(Part):
         "the paired test), then the highest kappa, then the first name."
     )
     candidates: list[Candidate]
-    examples: list[Example]
+    examples: list[ComparedExample]
     recommendation: Recommendation
     judging_s: float | None = None
 

@@ -4,7 +4,7 @@ text; names from users' files made safe for a terminal)."""
 from __future__ import annotations
 
 from judgekit.compare.model import Comparison, Paired
-from judgekit.judging.estimate import Estimate
+from judgekit.judging.dry_run import Estimate
 from judgekit.report.render import fmt_number, printable
 
 _HEAD = (
@@ -35,7 +35,7 @@ def _align(rows: list[tuple[str, ...]]) -> str:
     return "\n".join(
         "  ".join(
             cell.ljust(w) if i == 0 else cell.rjust(w)
-            for i, (cell, w) in enumerate(zip(row, widths))
+            for i, (cell, w) in enumerate(zip(row, widths, strict=True))
         ).rstrip()
         for row in rows
     )

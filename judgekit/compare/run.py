@@ -22,11 +22,11 @@ from judgekit.gate.decision import Gate
 from judgekit.gate.result import Decision
 from judgekit.inputs.catalog import CriterionFile, find_set
 from judgekit.inputs.criteria import Criterion
-from judgekit.inputs.labelled import read_labels
+from judgekit.inputs.label_reader import read_labels
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
-from judgekit.judging.estimate import Estimate, estimate
+from judgekit.judging.dry_run import Estimate, estimate
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.matching import match_file
 from judgekit.judging.runner import check_some_call_answered, judge_sets
@@ -103,12 +103,12 @@ async def ajudge(
         run = await judge_sets(
             pending,
             {c.id: chosen for c in pending},  # type: ignore[arg-type]
-            {c.id: s.model for c, (_, s) in zip(pending, live)},  # type: ignore[misc]
+            {c.id: s.model for c, (_, s) in zip(pending, live, strict=True)},  # type: ignore[misc]
             run_settings(replace(options, policy=policy, stop_early=False), [base.id]),
             llm,
             progress,
         )
-        for c, (_, s) in zip(pending, live):
+        for c, (_, s) in zip(pending, live, strict=True):
             try:
                 check_some_call_answered(s.name, s.model or "", run.verdicts[c.id])
             except CallsFailed as error:
@@ -197,7 +197,7 @@ def cost_of(spec: Spec, report: CriterionReport, all_trials: list[list[Verdict]]
 
 
 def dry_run(options: Options, specs: list[Spec], llm: LLM | None = None) -> dict[str, Estimate]:
-    """Per candidate, what judging it would ask, asking nothing (judgekit.judging.estimate)."""
+    """Per candidate, what judging it would ask, asking nothing (judgekit.judging.dry_run)."""
     check_api_base(options.api_base)
     base, _, chosen = load(options, specs[0].criterion.id)
     live = [(_internal(s, i), s) for i, s in enumerate(specs) if s.live]
@@ -210,5 +210,5 @@ def dry_run(options: Options, specs: list[Spec], llm: LLM | None = None) -> dict
         llm,
     )
     out = {s.name: Estimate(base.id, f"recorded:{s.verdicts.name}") for s in specs if not s.live}  # type: ignore[union-attr]
-    out.update({s.name: e for (_, s), e in zip(live, found)})
+    out.update({s.name: e for (_, s), e in zip(live, found, strict=True)})
     return {s.name: out[s.name] for s in specs}

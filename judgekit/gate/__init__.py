@@ -11,7 +11,7 @@ _NAMES = {
     "GateResult": "judgekit.gate.result",
     "EXIT_CODES": "judgekit.gate.result",
     "JudgeNotCalibrated": "judgekit.errors",
-    "plan": "judgekit.gate.budget",
+    "plan": "judgekit.gate.label_budget",
     "require_calibrated": "judgekit.gate.guard",
     "calibrated_judge": "judgekit.gate.guard",
     "judge_for": "judgekit.gate.guard",

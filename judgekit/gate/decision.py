@@ -25,10 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
-from judgekit.gate.budget import budgets
 from judgekit.gate.entry import (
-    Entry,
     Line,
+    ReportEntry,
     Untrusted,
     entries_of,
     parse_entry,
@@ -36,10 +35,11 @@ from judgekit.gate.entry import (
     read_lines,
 )
 from judgekit.gate.evidence import Figures, verify
+from judgekit.gate.label_budget import budgets
 from judgekit.gate.result import Decision, GateResult
 from judgekit.gate.rules import check, judge_setting, selective
 from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
-from judgekit.inputs.labelled import LabelledSet, read_labels
+from judgekit.inputs.label_reader import LabelledSet, read_labels
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
 from judgekit.llm.families import family, same_model
 from judgekit.report.render import fmt_number
@@ -208,7 +208,7 @@ class Gate:
             )
         return decision
 
-    def _agent_clash(self, entry: Entry) -> str | None:
+    def _agent_clash(self, entry: ReportEntry) -> str | None:
         """Why this judge may not grade the agent declared (None when it may, or none is declared)."""
         if not self.agent_model or entry.kind == "regex":
             return None
@@ -228,7 +228,7 @@ class Gate:
         return None
 
     def _evidence(
-        self, criterion_id: str, entry: Entry, lines: list[Line] | Untrusted | None
+        self, criterion_id: str, entry: ReportEntry, lines: list[Line] | Untrusted | None
     ) -> tuple[Decision, Figures | None]:
         t = self.policy.for_criterion(criterion_id)
         if entry.kind == "regex":  # checked by code: nothing to be unsure of, nothing to escalate
@@ -348,6 +348,7 @@ class Gate:
         for cls, b in zip(
             ("pass", "fail"),
             budgets(t, (n_pass, n_fail), (_finite(rates["tpr"]), _finite(rates["tnr"]))),
+            strict=True,
         ):
             if cls in short:
                 unsure.append(b.words())
@@ -366,7 +367,7 @@ class Gate:
             ),
         )
 
-    def _staleness(self, entry: Entry) -> list[str]:
+    def _staleness(self, entry: ReportEntry) -> list[str]:
         """Why the report is not about the files on disk (empty when it is)."""
         reasons = []
         criterion = self.criteria.get(entry.id)
@@ -399,7 +400,7 @@ class Gate:
         return reasons
 
 
-def _model_reason(entry: Entry, named: str) -> str:
+def _model_reason(entry: ReportEntry, named: str) -> str:
     calibrated = (
         repr(entry.model) if entry.model else "no named model (recorded verdicts without --model)"
     )

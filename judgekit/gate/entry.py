@@ -39,7 +39,7 @@ class Line:
 
 
 @dataclass(frozen=True)
-class Entry:
+class ReportEntry:
     """One criterion of a report: what was calibrated (files, judge), the stored figures, and the
     verdicts when the report holds them in memory (a fresh one)."""
 
@@ -89,7 +89,7 @@ def _count(data: dict[str, Any], name: str) -> int:
     return value
 
 
-def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> Entry:
+def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> ReportEntry:
     """One criterion of report.json, or Untrusted naming the field that cannot be read."""
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         raise Untrusted("report.json holds an entry without an id")
@@ -103,7 +103,7 @@ def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> Entry:
     early = data.get("early_stop") if isinstance(data.get("early_stop"), dict) else None
     inputs = data.get("inputs")
     trials = parameters.get("trials")
-    return Entry(
+    return ReportEntry(
         id=data["id"],
         fingerprint=str(data.get("fingerprint")),
         n=_count(data, "n"),

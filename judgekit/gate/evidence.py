@@ -7,7 +7,7 @@ into report.json, a confusion matrix that does not add up, intervals removed), w
 not match the set (an id the set lacks, a verdict missing, a trial twice), or whose times lie in
 the future.
 
->>> from judgekit.inputs.labelled import Labelled, LabelledSet
+>>> from judgekit.inputs.label_reader import Labelled, LabelledSet
 >>> labels = LabelledSet("c", None, "d", (Labelled("a", True, None), Labelled("b", False, None)))
 >>> lines = [Line("c", "a", 0, True, None), Line("c", "b", 0, True, None)]
 >>> f = recompute(None, lines, labels)
@@ -25,9 +25,9 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any
 
-from judgekit.gate.entry import Entry, Line, Untrusted
+from judgekit.gate.entry import Line, ReportEntry, Untrusted
 from judgekit.inputs.files import bulk
-from judgekit.inputs.labelled import Labelled, LabelledSet
+from judgekit.inputs.label_reader import Labelled, LabelledSet
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.stats.design import (
     DesignError,
@@ -121,7 +121,7 @@ class Figures:
 
 
 @bulk()
-def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -> Figures:
+def recompute(entry: ReportEntry | None, lines: Sequence[Line], labels: LabelledSet) -> Figures:
     """The figures of an entry from its verdicts and the labels (already narrowed to its split)."""
     # Per example of the set: None (no verdict yet), its one line, or a list of its trials' lines. A
     # million examples are mostly judged once: a line each, not a list or a dict by trial.
@@ -179,7 +179,9 @@ def recompute(entry: Entry | None, lines: Sequence[Line], labels: LabelledSet) -
         trials=count,
         flip_rate=None if flips is None or math.isnan(flips) else flips,
         evidence_at=None if not times or None in times else min(times),  # type: ignore[type-var]
-        decided=tuple(_PAIRS[e.label, v] for e, v in zip(judged, final) if v is not None),
+        decided=tuple(
+            _PAIRS[e.label, v] for e, v in zip(judged, final, strict=True) if v is not None
+        ),
         labels=tuple(e.label for e in judged),
         drawn=tuple(Drawn(*e.selection) if e.selection else None for e in judged)
         if any(e.selection for e in judged)
@@ -229,7 +231,9 @@ def _same(stored: Any, computed: float | None) -> bool:
     )
 
 
-def verify(entry: Entry, lines: Sequence[Line], labels: LabelledSet, now: datetime) -> Figures:
+def verify(
+    entry: ReportEntry, lines: Sequence[Line], labels: LabelledSet, now: datetime
+) -> Figures:
     """The entry's figures recomputed from the evidence, or Untrusted when the stored figures, the
     verdicts and the set disagree in any way, or a time lies in the future."""
     f = recompute(entry, lines, labels)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from judgekit.errors import JudgeNotCalibrated
 from judgekit.gate.decision import Gate
-from judgekit.gate.entry import Entry, Untrusted, parse_entry, read_entries
+from judgekit.gate.entry import ReportEntry, Untrusted, parse_entry, read_entries
 from judgekit.gate.result import Decision, GateResult
 from judgekit.inputs.criteria import Criterion, load_criterion, with_trials
 from judgekit.judging.judge import RECORDED, Judge
@@ -69,7 +69,7 @@ def require_calibrated(
     return result
 
 
-def _entries(path: Path) -> list[Entry]:
+def _entries(path: Path) -> list[ReportEntry]:
     out = []
     for data in read_entries(path) or []:
         try:

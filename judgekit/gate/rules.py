@@ -112,7 +112,9 @@ def selective(
     thresholds = tuple(stage.threshold for stage in cascade.stages)
     # Agreement alone is ruled by the larger class (a judge that passes everything agrees on a set
     # of mostly good replies): on the verdicts it gives, each class must clear its threshold too.
-    tp, fp, tn, fn = (sum(cells) for cells in zip(*given(figures.labels, stages, cascade)))
+    tp, fp, tn, fn = (
+        sum(cells) for cells in zip(*given(figures.labels, stages, cascade), strict=True)
+    )
     fails, unsure = [], []
     for cls, count in (("known-good", tp + fn), ("known-bad", tn + fp)):
         if count == 0:

@@ -31,8 +31,8 @@ from typing import Any
 
 from judgekit.errors import JudgekitError
 from judgekit.gate.decision import Gate
-from judgekit.stats.estimates import corrected_pass_rate
 from judgekit.stats.metrics import wilson
+from judgekit.stats.pass_rates import corrected_pass_rate
 from judgekit.stats.scenarios import certified_upper
 
 
@@ -290,13 +290,13 @@ def _short(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-class Run:
+class ScenarioRun:
     """One run of a Tally: a context that records what ended it, and the checks judged in it."""
 
     def __init__(self, record: RunRecord):
         self.record = record
 
-    def __enter__(self) -> Run:
+    def __enter__(self) -> ScenarioRun:
         return self
 
     def __exit__(self, kind: Any, error: BaseException | None, trace: Any) -> bool:
@@ -347,11 +347,11 @@ class Tally:
         self.runs, self.name, self.judges = runs, name, judges
         self.records: list[RunRecord] = []
 
-    def __iter__(self) -> Iterator[Run]:
+    def __iter__(self) -> Iterator[ScenarioRun]:
         for index in range(self.runs):
             record = RunRecord(index)
             self.records.append(record)
-            yield Run(record)
+            yield ScenarioRun(record)
 
     def __enter__(self) -> Tally:
         return self

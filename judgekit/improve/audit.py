@@ -20,7 +20,7 @@ from pathlib import Path
 from judgekit.compare.model import Comparison
 from judgekit.gate.decision import Gate
 from judgekit.gate.entry import Untrusted, read_entries, read_lines
-from judgekit.inputs.labelled import LabelledSet
+from judgekit.inputs.label_reader import LabelledSet
 from judgekit.judging.selection import SURE
 
 SURE_TRIALS = 3
@@ -119,7 +119,7 @@ def _compare_votes(criterion_id: str, gate: Gate, compare_dir: Path, votes: dict
             if c.setting.model
             else f"file\0{c.setting.verdicts}"
         )
-        for example, mark in zip(found.examples, c.grid):
+        for example, mark in zip(found.examples, c.grid, strict=True):
             if (
                 mark in "pf" and judge not in votes[example.id]
             ):  # the report's own vote of it is surer

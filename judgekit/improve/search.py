@@ -7,7 +7,7 @@
 3. The best on dev (right on most dev examples, those shown as few-shot examples left out; an
    abstention is wrong) is compared once with the
    current judge on the test split, at the alpha the split's budget still allows
-   (judgekit.watch.budget), by the acceptance rule (judgekit.stats.acceptance); the look is
+   (judgekit.watch.alpha_budget), by the acceptance rule (judgekit.stats.acceptance); the look is
    recorded in the history whatever it finds.
 
 Nothing is written here: the caller writes the proposal, and the criterion file only when asked
@@ -34,7 +34,7 @@ from judgekit.llm.protocol import LLM, CallError
 from judgekit.pipeline import Options
 from judgekit.report.model import CriterionReport
 from judgekit.stats.acceptance import Acceptance, accept
-from judgekit.watch.budget import Budget
+from judgekit.watch.alpha_budget import Budget
 from judgekit.watch.history import History
 
 

@@ -1,7 +1,7 @@
 """Writing in place without tearing: bytes written at an offset, all of them, on disk before the
 call returns; and a rollback journal, so that a write cut off part way (the process killed, the
 power cut) is undone on the next use of the file instead of leaving old and new bytes mixed.
-Used by judgekit.inputs.labels, which writes labels into sets while other programs append, and by
+Used by judgekit.inputs.label_writer, which writes labels into sets while other programs append, and by
 judgekit.inputs.merge, which adds records to a set and blanks them out of the file they came from;
 both through `change_locked`.
 """
@@ -82,7 +82,7 @@ class RolledBack:
 
 
 @dataclass(frozen=True)
-class Entry:
+class JournalEntry:
     """One write in place: the bytes at `offset` before it (`old`) and after it (`new`), as long;
     what it does (the fields of RolledBack)."""
 
@@ -111,7 +111,7 @@ class Entry:
         return body + hashlib.sha256(body).digest()  # a journal cut short fails its checksum
 
     @classmethod
-    def load(cls, raw: bytes) -> Entry | None:
+    def load(cls, raw: bytes) -> JournalEntry | None:
         """The entry, or None for a journal cut short or damaged."""
         body, digest = raw[:-32], raw[-32:]
         if hashlib.sha256(body).digest() != digest or not body.startswith(_MAGIC):
@@ -140,7 +140,7 @@ def _journal(path: Path) -> Path:
 
 
 def write_journaled(
-    path: Path, fd: int, entry: Entry, pwrite: Callable[[int, bytes, int], int]
+    path: Path, fd: int, entry: JournalEntry, pwrite: Callable[[int, bytes, int], int]
 ) -> None:
     """Write entry.new at entry.offset, with the journal on disk for as long as the file may be torn."""
     journal = _journal(path)
@@ -175,7 +175,7 @@ InputError when the bytes hold no such span (the file is wrong, or half-written 
 def change_in_place(
     path: Path,
     change: Change,
-    entry: Callable[[int, bytes, bytes], Entry],
+    entry: Callable[[int, bytes, bytes], JournalEntry],
     pwrite: Callable[[int, bytes, int], int] = os.pwrite,
 ) -> RolledBack | None:
     """`change_locked` under the file's lock."""
@@ -186,7 +186,7 @@ def change_in_place(
 def change_locked(
     path: Path,
     change: Change,
-    entry: Callable[[int, bytes, bytes], Entry],
+    entry: Callable[[int, bytes, bytes], JournalEntry],
     pwrite: Callable[[int, bytes, int], int] = os.pwrite,
 ) -> RolledBack | None:
     """Replace one span of the file in place, journaled, keeping every record others append
@@ -246,7 +246,7 @@ def recover_locked(path: Path) -> RolledBack | None:
     """`recover`, under the lock."""
     journal = _journal(path)
     try:
-        entry = Entry.load(journal.read_bytes())
+        entry = JournalEntry.load(journal.read_bytes())
     except FileNotFoundError:
         return None
     if entry is None:  # cut short while it was written, before any byte of the set was changed
@@ -285,7 +285,10 @@ def _torn(now: bytes, old: bytes, new: bytes) -> bool:
         if (
             block != old[i : i + 4096]
             and block != new[i : i + 4096]
-            and any(b not in (o, n) for b, o, n in zip(block, old[i : i + 4096], new[i : i + 4096]))
+            and any(
+                b not in (o, n)
+                for b, o, n in zip(block, old[i : i + 4096], new[i : i + 4096], strict=True)
+            )
         ):
             return False
     return True

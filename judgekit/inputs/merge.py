@@ -29,8 +29,8 @@ from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import Criterion
 from judgekit.inputs.files import RECORD_SUFFIXES, iter_records, locked, read_source
-from judgekit.inputs.journal import Entry, RolledBack, change_locked, recover_locked
-from judgekit.inputs.labels import byte_span, csv_rows, record_spans
+from judgekit.inputs.journal import JournalEntry, RolledBack, change_locked, recover_locked
+from judgekit.inputs.label_writer import byte_span, csv_rows, record_spans
 from judgekit.inputs.sets import (
     CalibrationSet,
     Example,
@@ -106,7 +106,7 @@ def merge(
             change_locked(
                 set_path,
                 lambda data: _append(set_path, data, plan.records),
-                lambda start, old, out: Entry(
+                lambda start, old, out: JournalEntry(
                     "", None, start, old, out, moved=tuple(plan.moved), merged="in"
                 ),
                 pwrite,
@@ -114,7 +114,9 @@ def merge(
         change_locked(
             new,
             lambda data: _blank(new, data, set(ids)),
-            lambda start, old, out: Entry("", None, start, old, out, moved=ids, merged="out"),
+            lambda start, old, out: JournalEntry(
+                "", None, start, old, out, moved=ids, merged="out"
+            ),
             pwrite,
         )
     return Merged(set_path, tuple(plan.moved), tuple(plan.already), tuple(plan.left), undone)
@@ -214,7 +216,7 @@ def _check(new: Path, set_path: Path, criterion: Criterion, labelled_only: bool)
 
 
 def _cells(record: dict[str, Any]) -> dict[str, str]:
-    """A record as a CSV row's cells, as the set loader reads them back (judgekit.inputs.labelled)."""
+    """A record as a CSV row's cells, as the set loader reads them back (judgekit.inputs.label_reader)."""
     out = {}
     for key, value in record.items():
         if key == "labels":

@@ -27,7 +27,7 @@ from judgekit.fingerprint import canonical_hash, canonical_hash_of_list
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
 from judgekit.inputs.files import Source, SourceLines, bulk, iter_records, open_source
-from judgekit.inputs.labelled import from_csv_cells, majority
+from judgekit.inputs.label_reader import from_csv_cells, majority
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
 
 

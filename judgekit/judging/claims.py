@@ -194,7 +194,7 @@ class ClaimsJob:
             return [(requests[0], lambda c: read_checks(c.text, claims) is not None or refused(c))]
         return [
             (request, lambda c, claim=claim: read_check(c.text, claim) is not None or refused(c))
-            for request, claim in zip(requests, claims)
+            for request, claim in zip(requests, claims, strict=True)
         ]
 
     def _verdict(
@@ -228,14 +228,16 @@ class ClaimsJob:
         if self.criterion.batch:
             checks = read_checks(verified[0].text, claims)
         else:
-            single = [read_check(c.text, claim) for c, claim in zip(verified, claims)]
+            single = [read_check(c.text, claim) for c, claim in zip(verified, claims, strict=True)]
             checks = None if any(s is None for s in single) else single  # type: ignore[assignment]
         if checks is None:
             unread = (
                 verified[0]
                 if self.criterion.batch
                 else next(
-                    c for c, claim in zip(verified, claims) if read_check(c.text, claim) is None
+                    c
+                    for c, claim in zip(verified, claims, strict=True)
+                    if read_check(c.text, claim) is None
                 )
             )
             return Verdict(
@@ -312,7 +314,7 @@ def _split(
 ) -> tuple[list[Request], int, int]:
     hits = [lookup(llm, request, ok, reask) for request, ok in checks]
     return (
-        [request for (request, _), hit in zip(checks, hits) if hit is None],
+        [request for (request, _), hit in zip(checks, hits, strict=True) if hit is None],
         sum(h is not None for h in hits),
         0,
     )
@@ -369,7 +371,7 @@ def recorded_gold(
         return " ".join(text.split()).casefold()
 
     gold = {}
-    for example, verdict in zip(examples, final):
+    for example, verdict in zip(examples, final, strict=True):
         if not example.claims or verdict.claims is None:
             continue
         recorded = {key(c.claim): c for c in verdict.claims}
@@ -380,7 +382,8 @@ def recorded_gold(
             )
             continue
         checks = tuple(
-            ClaimCheck(c.claim, f.supported, f.evidence) for c, f in zip(example.claims, found)
+            ClaimCheck(c.claim, f.supported, f.evidence)
+            for c, f in zip(example.claims, found, strict=True)
         )
         passed, reason = aggregate(checks, no_claims)
         gold[example.id] = Verdict(example.id, passed, reason, claims=checks)
@@ -391,7 +394,7 @@ def stages(
     examples: Sequence[Example], final: Sequence[Verdict], gold: dict[str, Verdict]
 ) -> Stages:
     tp = fp = tn = fn = extraction = verification = unreadable = used = claims = 0
-    for example, verdict in zip(examples, final):
+    for example, verdict in zip(examples, final, strict=True):
         checked = gold.get(example.id)
         if not example.claims or checked is None:
             continue
@@ -399,7 +402,7 @@ def stages(
             unreadable += 1
             continue
         used += 1
-        for labelled, check in zip(example.claims, checked.claims):
+        for labelled, check in zip(example.claims, checked.claims, strict=True):
             claims += 1
             if labelled.supported:
                 tp, fn = (tp + 1, fn) if check.supported else (tp, fn + 1)

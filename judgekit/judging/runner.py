@@ -61,7 +61,7 @@ class Stop:
 
 
 @dataclass
-class Judged:
+class JudgedSets:
     """What judging the sets gave: every verdict, the time it took, where early stopping stopped,
     and the labelled claims verified alone (claims criteria)."""
 
@@ -122,7 +122,7 @@ class _Asker:
             progress,
         )
         self.elapsed_s += time.perf_counter() - started
-        for i, verdict in zip(misses, answered):
+        for i, verdict in zip(misses, answered, strict=True):
             verdicts[i] = verdict
         return [v for v in verdicts if v is not None]
 
@@ -205,7 +205,7 @@ def _group(
     grouped: dict[str, dict[str, list[Verdict]]] = {
         c.id: {e.id: [] for e in sets[c.id].examples} for c in criteria
     }
-    for job, verdict in zip(jobs, verdicts):
+    for job, verdict in zip(jobs, verdicts, strict=True):
         grouped[job.criterion_id][job.example_id].append(verdict)
     return {
         cid: [trials for trials in by_example.values() if trials]
@@ -220,7 +220,7 @@ async def judge_sets(
     settings: RunSettings,
     llm: LLM | None = None,
     progress: Callable[[int, int], None] | None = None,
-) -> Judged:
+) -> JudgedSets:
     """Judge every example of every criterion (with `settings.stop_early`, until each decision is settled)."""
     asker = _Asker(
         [(models[c.id], api_base_for(c, settings.api_base)) for c in criteria], settings, llm
@@ -235,7 +235,7 @@ async def judge_sets(
                 for job in jobs_of(c, sets[c.id].examples, models[c.id], settings)
             ]
             verdicts = await asker.ask(jobs, progress)
-            run = Judged(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
+            run = JudgedSets(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
         run.gold = await _labelled_claims(asker, criteria, sets, models, settings, run)
         return run
     finally:
@@ -248,7 +248,7 @@ async def _labelled_claims(
     sets: dict[str, CalibrationSet],
     models: dict[str, str],
     settings: RunSettings,
-    run: Judged,
+    run: JudgedSets,
 ) -> dict[str, dict[str, Verdict]]:
     """Claims criteria whose judged examples carry claim-level labels: verify the labelled claims
     too, so that extraction and verification errors can be told apart."""
@@ -267,7 +267,7 @@ async def _labelled_claims(
         )
     ]
     checked: dict[str, dict[str, Verdict]] = {}
-    for job, verdict in zip(gold, await asker.ask(gold, None) if gold else []):
+    for job, verdict in zip(gold, await asker.ask(gold, None) if gold else [], strict=True):
         checked.setdefault(job.criterion_id, {})[job.example_id] = verdict
     return checked
 
@@ -279,7 +279,7 @@ async def _in_looks(
     models: dict[str, str],
     settings: RunSettings,
     thresholds: dict[str, Thresholds],
-) -> Judged:
+) -> JudgedSets:
     """Batches of examples in seeded random order; after each, stop the criteria whose decision on the
     whole set is settled."""
     rng = random.Random(settings.seed)
@@ -334,4 +334,4 @@ async def _in_looks(
         )
         for c in criteria
     }
-    return Judged(grouped, asker.elapsed_s, stops)
+    return JudgedSets(grouped, asker.elapsed_s, stops)

@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, RegexCriterion
-from judgekit.inputs.labels import read_records
+from judgekit.inputs.label_writer import read_records
 from judgekit.inputs.sets import CalibrationSet, Example, Selection
 from judgekit.inputs.validation import problems_of
 from judgekit.judging.jobs import run_sync

@@ -100,7 +100,7 @@ def given(
 ) -> list[tuple[int, int, int, int]]:
     """Each stage's (tp, fp, tn, fn) over the examples it gives a verdict on, as the cascade routes them."""
     out, reaching = [], set(range(len(labels)))
-    for verdicts, stage in zip(stages, found.stages):
+    for verdicts, stage in zip(stages, found.stages, strict=True):
         t = stage.threshold
         kept = {
             i

@@ -6,8 +6,8 @@ calibration set (`judgekit label --merge`): each result's id, input, output and 
     judgekit import pydantic-evals report.json --examples -o new.jsonl
     judgekit import deepeval .deepeval/.latest_test_run.json --examples -o new.jsonl
     judgekit import otel traces.json --examples -o new.jsonl   (judgekit.judging.traces)
-    judgekit import langfuse observations.json --examples -o new.jsonl   (judgekit.judging.exports)
-    judgekit import phoenix spans.parquet --examples -o new.jsonl   (judgekit.judging.exports)
+    judgekit import langfuse observations.json --examples -o new.jsonl   (judgekit.judging.observability)
+    judgekit import phoenix spans.parquet --examples -o new.jsonl   (judgekit.judging.observability)
 
 The id is the one the verdict importers give (judgekit.judging.importers); a repeat of the same
 example (promptfoo `--repeat`, inspect epochs, pydantic-evals repeats) is a reply of its own, and
@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
-from judgekit.judging.exports import langfuse_examples, phoenix_examples
 from judgekit.judging.importers import (
     case_and_trial,
     deepeval_cases,
@@ -37,6 +36,7 @@ from judgekit.judging.importers import (
     promptfoo_rows,
     pydantic_cases,
 )
+from judgekit.judging.observability import langfuse_examples, phoenix_examples
 from judgekit.judging.traces import otel_examples
 
 

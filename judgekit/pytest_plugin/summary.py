@@ -24,8 +24,8 @@ from judgekit.errors import JudgekitError
 from judgekit.gate.tally import Scenario
 from judgekit.pytest_plugin.paths import report_path
 from judgekit.secrets import redact
-from judgekit.stats.estimates import corrected_pass_rate, suite_pass_k
 from judgekit.stats.metrics import wilson
+from judgekit.stats.pass_rates import corrected_pass_rate, suite_pass_k
 
 PROPERTY = "judgekit_verdict"  # user property that carries a verdict from an xdist worker to the controller
 SCENARIO = "judgekit_scenario"  # user property that carries a scenario's tally (JUnit shows it too)
@@ -33,7 +33,7 @@ COLLECTOR = pytest.StashKey["Collector"]()
 
 
 @dataclass
-class Judged:
+class JudgedTest:
     """One judged test (a scenario), as the reports of its phases (and reruns) show it."""
 
     outcome_ok: bool = True  # the test passed (or xpassed) in every attempt
@@ -50,7 +50,7 @@ class Collector:
     config: pytest.Config
     by_criterion: dict[str, list[bool | None]] = field(default_factory=dict)
     trials: dict[tuple[str, str], dict[str, list[bool | None]]] = field(default_factory=dict)
-    tests: dict[str, Judged] = field(default_factory=dict)
+    tests: dict[str, JudgedTest] = field(default_factory=dict)
     record: TextIO | None = None
     escalated: dict[str, int] = field(
         default_factory=dict
@@ -66,7 +66,7 @@ class Collector:
         ]
         if judged is None and not fresh:
             return
-        judged = self.tests.setdefault(report.nodeid, Judged())
+        judged = self.tests.setdefault(report.nodeid, JudgedTest())
         judged.seen = len(properties)
         if report.when == "call" and not report.passed:
             judged.outcome_ok = False  # failed, xfailed, or a rerun's failed attempt
@@ -165,7 +165,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     """Per criterion: the raw pass rate, and the rate corrected for the judge's measured TPR and
-    TNR (judgekit.stats.estimates.corrected_pass_rate), pass@k and pass^k; then steps, scenarios
+    TNR (judgekit.stats.pass_rates.corrected_pass_rate), pass@k and pass^k; then steps, scenarios
     and the suite."""
     collector = config.stash.get(COLLECTOR, None)
     if collector is None or not collector.tests:
@@ -211,7 +211,7 @@ def _criterion_line(
         given = [stage.given for stage in found.selective.stages] if found.selective else []
         counted = (found.confusion.tp, found.confusion.fp, found.confusion.tn, found.confusion.fn)
         tp, fp, tn, fn = (
-            tuple(map(sum, zip(*given)))
+            tuple(map(sum, zip(*given, strict=True)))
             if given
             # drawn by design: the weighted cells
             else tuple(round(x) for x in found.design.weighted)

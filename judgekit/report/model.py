@@ -17,15 +17,19 @@ from typing import Annotated, Any
 from pydantic import Field, PrivateAttr, ValidationError
 
 from judgekit.errors import InputError
+from judgekit.inputs.catalog import find_set
 from judgekit.inputs.files import bulk, locked, read_text, write_atomic
 from judgekit.inputs.parsing import parse_json
+from judgekit.inputs.sets import CalibrationSet, load_set
 from judgekit.inputs.validation import problems_of
-from judgekit.judging.recorded import RecordedClaim, load_recorded
+from judgekit.judging.claims import stages
+from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded
 from judgekit.judging.verdict_log import VerdictLog
-from judgekit.judging.verdicts import Verdict
-from judgekit.report.frames import criteria_frame, examples_frame
+from judgekit.judging.verdicts import Verdict, majority
 from judgekit.report.parts import ById, Certificate, Design, ReportPart
-from judgekit.report.render import to_markdown
+from judgekit.report.render import INTERVAL_NAMES, METRIC_NAMES, finite, to_markdown
+from judgekit.stats.metrics import confusion, kappa_from_counts, pairwise_kappa, ratio
+from judgekit.stats.raters import fleiss_kappa, flip_rate, item_stability, krippendorff_alpha
 from judgekit.version import version
 
 
@@ -307,7 +311,7 @@ class Report(ReportPart):
         return next((c for c in self.criteria if c.id == criterion_id), None)
 
     def to_frame(self) -> Any:
-        """One row per criterion, for notebooks (pandas): see judgekit.report.frames.criteria_frame.
+        """One row per criterion, for notebooks (pandas): see judgekit.report.model.criteria_frame.
 
         >>> Report(criteria=[]).to_frame().shape
         (0, 0)
@@ -315,7 +319,7 @@ class Report(ReportPart):
         return criteria_frame(self)
 
     def examples_frame(self, sets_dir: Path | str | None = None) -> Any:
-        """One row per example of every criterion, for notebooks: see judgekit.report.frames.examples_frame.
+        """One row per example of every criterion, for notebooks: see judgekit.report.model.examples_frame.
 
         >>> Report(criteria=[]).examples_frame().shape
         (0, 0)
@@ -400,3 +404,169 @@ class Report(ReportPart):
             raise InputError(problems_of(error, str(path))) from None
         report._source = path
         return report
+
+
+# Parts computed from verdicts beside the main figures: the judge's consistency over trials, the
+# annotators' agreement, agreement per tag, and a claims check's two stages.
+
+
+def consistency(all_trials: list[list[Verdict]]) -> Consistency | None:
+    count = max((len(t) for t in all_trials), default=1)
+    if count < 2:
+        return None
+    unstable = [t for t in all_trials if len({v.passed for v in t if v.passed is not None}) > 1]
+    complete = [
+        [v.passed for v in t]
+        for t in all_trials
+        if len(t) == count and all(v.passed is not None for v in t)
+    ]
+    stability = dict(
+        zip(
+            (t[0].example_id for t in unstable),
+            item_stability([[v.passed for v in t] for t in unstable]),
+            strict=True,
+        )
+    )
+    return Consistency(
+        trials=count,
+        flip_rate=finite(flip_rate([[v.passed for v in t] for t in all_trials])),
+        fleiss_kappa=finite(fleiss_kappa(complete)) if complete else None,
+        unstable=[t[0].example_id for t in unstable],
+        stability=stability,
+    )
+
+
+def annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
+    ratings: dict[str, dict[str, bool]] = {}
+    for example in cal.examples:
+        for name, label in (example.labels or {}).items():
+            ratings.setdefault(name, {})[example.id] = label
+    if len(ratings) < 2:
+        return None
+    judge = {v.example_id: v.passed for v in final if v.passed is not None}
+    judge_kappa = {
+        name: pairwise_kappa({"a": own, "b": judge})["a~b"] for name, own in ratings.items()
+    }
+    names = sorted(ratings)
+    rows = [[ratings[name].get(e.id) for name in names] for e in cal.examples]
+    full = [row for row in rows if None not in row]
+    return Annotators(
+        pairwise_kappa={k: finite(v) for k, v in pairwise_kappa(ratings).items()},
+        judge_kappa={k: finite(v) for k, v in judge_kappa.items()},
+        fleiss_kappa=finite(fleiss_kappa(full)) if full else None,
+        krippendorff_alpha=finite(krippendorff_alpha(rows)),
+        examples=sum(1 for row in rows if len(row) - row.count(None) >= 2),
+    )
+
+
+def slices(cal: CalibrationSet, final: list[Verdict]) -> dict[str, Slice]:
+    """Metrics per tag (point estimates; a slice is for finding where the judge goes wrong)."""
+    by_tag: dict[str, list[tuple[bool, bool | None]]] = {}
+    for example, verdict in zip(cal.examples, final, strict=True):
+        for tag in example.tags:
+            by_tag.setdefault(tag, []).append((example.label, verdict.passed))
+    out = {}
+    for tag, pairs in sorted(by_tag.items()):
+        c, abstained = confusion([p[0] for p in pairs], [p[1] for p in pairs])
+        out[tag] = Slice(
+            n=len(pairs),
+            abstained=abstained,
+            tpr=finite(ratio(c.tp, c.tp + c.fn)),
+            tnr=finite(ratio(c.tn, c.tn + c.fp)),
+            accuracy=finite(ratio(c.tp + c.tn, c.decided)),
+            cohen_kappa=finite(kappa_from_counts(c.tp, c.fp, c.tn, c.fn)),
+        )
+    return out
+
+
+def claim_stages(
+    cal: CalibrationSet, final: list[Verdict], gold: dict[str, Verdict]
+) -> ClaimStages:
+    s = stages(cal.examples, final, gold)
+    return ClaimStages(
+        examples=s.examples,
+        claims=s.claims,
+        verification=ConfusionCounts(tp=s.tp, fp=s.fp, tn=s.tn, fn=s.fn),
+        verification_tpr=finite(ratio(s.tp, s.tp + s.fn)),
+        verification_tnr=finite(ratio(s.tn, s.tn + s.fp)),
+        extraction_errors=s.extraction_errors,
+        verification_errors=s.verification_errors,
+        unreadable=s.unreadable,
+    )
+
+
+# The report as pandas frames, for notebooks: one row per criterion or one per example; undefined
+# figures are NaN. pandas is imported when a frame is asked for.
+
+
+def criteria_frame(report: Report) -> Any:
+    """One row per criterion: counts, every metric, and each interval as `<metric>_low` / `<metric>_high`."""
+    import pandas as pd
+
+    rows = []
+    for c in report.criteria:
+        row: dict[str, Any] = {
+            "criterion": c.id,
+            "judge": c.judge.model if c.judge else None,
+            "n": c.n,
+            "abstained": c.abstained,
+            **c.confusion.model_dump(),
+        }
+        nan = float("nan")
+        row.update(
+            {name: nan if c.metrics.get(name) is None else c.metrics[name] for name in METRIC_NAMES}
+        )
+        for name in INTERVAL_NAMES:
+            low, high = c.intervals.get(name, (None, None))
+            row[f"{name}_low"], row[f"{name}_high"] = (
+                (nan if low is None else low),
+                (nan if high is None else high),
+            )
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("criterion") if rows else pd.DataFrame()
+
+
+def examples_frame(
+    report: Report, sets_dir: Path | str | None = None, verdicts: Path | None = None
+) -> Any:
+    """One row per example of every criterion: criterion, id, label, verdict (the majority of its
+    trials; None: abstained), trials (each trial's verdict), reason, and, from the calibration sets
+    in `sets_dir`, its tags and split. The verdicts are those the report holds (a fresh one), else
+    those of the `verdicts` file (verdicts.jsonl beside a report read from disk)."""
+    import pandas as pd
+
+    lines = {c.id: list(c.verdicts) for c in report.criteria if c.verdicts}
+    missing = {c.id for c in report.criteria if not c.verdicts}
+    if missing and verdicts is not None and verdicts.is_file():
+        for v in load_recorded(verdicts):
+            if v.criterion in missing:
+                lines.setdefault(v.criterion, []).append(v)
+    rows = []
+    for c in report.criteria:
+        examples = {
+            e.id: e
+            for e in (load_set(find_set(Path(sets_dir), c.id), c.id).examples if sets_dir else ())
+        }
+        trials: dict[str, list[RecordedVerdict]] = {}
+        for v in lines.get(c.id, []):
+            trials.setdefault(v.id, []).append(v)
+        for eid, its in trials.items():
+            its.sort(key=lambda v: v.trial)
+            final = majority([Verdict(eid, v.passed, v.reason) for v in its])
+            example = examples.get(eid)
+            label = (
+                c.outcomes[eid][0] if eid in c.outcomes else (example.label if example else None)
+            )
+            rows.append(
+                {
+                    "criterion": c.id,
+                    "id": eid,
+                    "label": label,
+                    "verdict": final.passed,
+                    "trials": tuple(v.passed for v in its),
+                    "reason": final.reason,
+                    "tags": tuple(example.tags) if example else None,
+                    "split": example.split if example else None,
+                }
+            )
+    return pd.DataFrame(rows) if rows else pd.DataFrame()

@@ -150,7 +150,7 @@ def certificate_of(
                     given=g,
                 )
                 for c, model, r, g in zip(
-                    found.stages, models, reaching, given(labels, stages, found)
+                    found.stages, models, reaching, given(labels, stages, found), strict=True
                 )
             ],
             "covered": found.covered,

@@ -281,7 +281,7 @@ def to_table(report: Report) -> str:
         out.append(
             "  ".join(
                 cell.ljust(w) if i == 0 else cell.rjust(w)
-                for i, (cell, w) in enumerate(zip(row, widths))
+                for i, (cell, w) in enumerate(zip(row, widths, strict=True))
             )
         )
         if index == 0:

@@ -73,7 +73,7 @@ class Acceptance:
 
 
 def _lower(labels: Sequence[bool], verdicts: Sequence[bool | None], cls: bool) -> float | None:
-    mine = [v for y, v in zip(labels, verdicts) if y == cls]
+    mine = [v for y, v in zip(labels, verdicts, strict=True) if y == cls]
     return wilson(sum(1 for v in mine if v is cls), len(mine))[0] if mine else None
 
 
@@ -89,10 +89,10 @@ def accept(
         raise ValueError(
             f"{len(labels)} labels, {len(current)} and {len(candidate)} verdicts: one of each per example"
         )
-    was = [v is not None and v == y for y, v in zip(labels, current)]
-    now = [v is not None and v == y for y, v in zip(labels, candidate)]
-    b = sum(1 for x, y in zip(was, now) if x and not y)
-    c = sum(1 for x, y in zip(was, now) if y and not x)
+    was = [v is not None and v == y for y, v in zip(labels, current, strict=True)]
+    now = [v is not None and v == y for y, v in zip(labels, candidate, strict=True)]
+    b = sum(1 for x, y in zip(was, now, strict=True) if x and not y)
+    c = sum(1 for x, y in zip(was, now, strict=True) if y and not x)
     p = better_p(b, c)
     reasons = []
     if p > alpha:

@@ -43,9 +43,9 @@ def allocate(
             (1.0 if i in numerator else 0.0) - r * (1.0 if i in denominator else 0.0)
             for i in range(4)
         ]
-        mean = sum(p * v for p, v in zip(shares, z))
+        mean = sum(p * v for p, v in zip(shares, z, strict=True))
         spread[name] = s.size * math.sqrt(
-            max(sum(p * v * v for p, v in zip(shares, z)) - mean * mean, 1e-12)
+            max(sum(p * v * v for p, v in zip(shares, z, strict=True)) - mean * mean, 1e-12)
         )
     taken = {name: 0 for name in strata}
     room = {name: s.size - s.labelled for name, s in strata.items()}

@@ -148,7 +148,7 @@ def weighted_cells(
 ) -> tuple[float, float, float, float]:
     """tp, fp, tn, fn, each example counted by its weight (abstentions left out)."""
     cells = [0.0, 0.0, 0.0, 0.0]
-    for label, verdict, w in zip(labels, verdicts, weights_):
+    for label, verdict, w in zip(labels, verdicts, weights_, strict=True):
         if verdict is not None:
             cells[_cell(label, verdict)] += w
     return cells[0], cells[1], cells[2], cells[3]
@@ -163,7 +163,7 @@ def _by_group(
 ) -> tuple[dict[str, list[int]], Counter]:
     """Each group's decided examples by cell (tp, fp, tn, fn), and each group's examples."""
     per_group: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    for key, label, verdict in zip(keys, labels, verdicts):
+    for key, label, verdict in zip(keys, labels, verdicts, strict=True):
         if verdict is not None:
             per_group[key][_cell(label, verdict)] += 1
     return per_group, Counter(keys)
@@ -276,7 +276,7 @@ def by_pool(
         mine = [i for i, d in enumerate(drawn) if d is not None and d.pool == pool]
         own = [drawn[i] for i in mine]
         w = weights(own)
-        abstained = sum(x for x, i in zip(w, mine) if verdicts[i] is None) / sum(w)
+        abstained = sum(x for x, i in zip(w, mine, strict=True) if verdicts[i] is None) / sum(w)
         out[pool] = (
             design_calibration([labels[i] for i in mine], [verdicts[i] for i in mine], own),
             abstained,
@@ -325,8 +325,8 @@ def _wilson_design(
     parts = []  # each group's part of the variance, and its examples less one
     for key, cells in smoothed.items():
         shares = [k / sum(cells) for k in cells]
-        mean = sum(p * v for p, v in zip(shares, z))
-        spread = sum(p * v * v for p, v in zip(shares, z)) - mean * mean
+        mean = sum(p * v for p, v in zip(shares, z, strict=True))
+        spread = sum(p * v * v for p, v in zip(shares, z, strict=True)) - mean * mean
         fpc = max(1 - seen[key] / sizes[key], 0.0) if key in sizes else 1.0
         n = sum(per_group[key])
         parts.append((decided[key] ** 2 * fpc * spread / n, n - 1))

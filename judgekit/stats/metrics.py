@@ -37,7 +37,7 @@ def confusion(labels: Sequence[bool], verdicts: Sequence[bool | None]) -> tuple[
     if len(labels) != len(verdicts):
         raise ValueError(f"{len(labels)} labels but {len(verdicts)} verdicts")
     tp = fp = tn = fn = abstained = 0
-    for label, verdict in zip(labels, verdicts):
+    for label, verdict in zip(labels, verdicts, strict=True):
         if verdict is None:
             abstained += 1
         elif verdict:
@@ -177,7 +177,11 @@ def calibration(
             sum(1 for label in labels if label), len(labels)
         ),  # of the set, abstentions included
     }
-    decided = [(label, verdict) for label, verdict in zip(labels, verdicts) if verdict is not None]
+    decided = [
+        (label, verdict)
+        for label, verdict in zip(labels, verdicts, strict=True)
+        if verdict is not None
+    ]
     intervals = {
         "tpr": wilson(tp, tp + fn),
         "tnr": wilson(tn, tn + fp),
@@ -199,7 +203,7 @@ def cohen_kappa(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
         return NAN
     from collections import Counter
 
-    observed = sum(1 for x, y in zip(a, b) if x == y) / n
+    observed = sum(1 for x, y in zip(a, b, strict=True) if x == y) / n
     count_a, count_b = Counter(a), Counter(b)
     expected = sum(count_a[c] * count_b[c] for c in count_a) / (n * n)
     return NAN if expected >= 1 else (observed - expected) / (1 - expected)

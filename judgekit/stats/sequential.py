@@ -32,7 +32,7 @@ from judgekit.stats.metrics import wilson
 Settled = Literal["PASS", "FAIL"]
 
 
-class Thresholds(Protocol):
+class StopThresholds(Protocol):
     """The gate's rule for one criterion, as far as early stopping needs it (judgekit.inputs.policy
     has the real one)."""
 
@@ -44,7 +44,7 @@ class Thresholds(Protocol):
 
 
 def settle(
-    tpr: tuple[int, int], tnr: tuple[int, int], left: tuple[int, int], thresholds: Thresholds
+    tpr: tuple[int, int], tnr: tuple[int, int], left: tuple[int, int], thresholds: StopThresholds
 ) -> Settled | None:
     """The full-set gate's TPR / TNR decision if the examples `left` (known-good, known-bad, not
     yet judged) can no longer change it, else None. `tpr` / `tnr` are (right, decided) so far."""

@@ -26,7 +26,7 @@ from judgekit.inputs.settings import DriftPolicy
 from judgekit.report.render import finite, fmt_number, printable
 from judgekit.stats.metrics import NAN, kappa_of_cells
 from judgekit.stats.paired import binomial_sf, mcnemar_exact
-from judgekit.watch.history import History, Run
+from judgekit.watch.history import History, HistoryRun
 
 Outcomes = Mapping[str, tuple[bool, "bool | None"]]  # example id -> (label, verdict)
 
@@ -51,8 +51,8 @@ class Drift:
     """The comparison of two runs of one criterion, and the decision."""
 
     criterion: str
-    before: Run
-    after: Run
+    before: HistoryRun
+    after: HistoryRun
     shared: int
     to_fail: list[str]  # passed before, failed after
     to_pass: list[str]
@@ -138,8 +138,8 @@ class Drift:
 
 
 def compare(
-    before: Run,
-    after: Run,
+    before: HistoryRun,
+    after: HistoryRun,
     before_outcomes: Outcomes,
     after_outcomes: Outcomes,
     policy: DriftPolicy = DriftPolicy(),
@@ -373,7 +373,7 @@ def _changes(
 
 def pairs(
     db: History, criteria: list[str], before: int | None, after: int | None
-) -> tuple[list[tuple[Run, Run]], list[str]]:
+) -> tuple[list[tuple[HistoryRun, HistoryRun]], list[str]]:
     """The runs to compare: the two named, or per criterion its last run and the latest earlier
     run on the same calibration set; and a note for each criterion that has none."""
     if (before is None) != (after is None):

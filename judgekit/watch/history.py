@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 from judgekit.errors import InputError
 from judgekit.report.model import CriterionReport, Report
 from judgekit.version import version
-from judgekit.watch.budget import Budget, Look, next_look
+from judgekit.watch.alpha_budget import Budget, Look, next_look
 from judgekit.watch.schema import migrate
 from judgekit.watch.store import DEFAULT_PATH, SQLITE, Store
 
@@ -37,7 +37,7 @@ BUSY_TIMEOUT_S = (
 
 
 @dataclass(frozen=True)
-class Run:
+class HistoryRun:
     """One calibration (or re-check) of one criterion, as the history keeps it."""
 
     id: int
@@ -201,7 +201,7 @@ class History:
         return run_id
 
     @_refusing_database_errors
-    def runs(self, criterion: str | None = None, purpose: str | None = None) -> list[Run]:
+    def runs(self, criterion: str | None = None, purpose: str | None = None) -> list[HistoryRun]:
         """Runs, oldest first (by when each was made: a run imported later from another history
         keeps its place in time; runs of one moment by id); of one criterion and one purpose when given."""
         where, args = [], []
@@ -222,7 +222,7 @@ class History:
         )
 
     @_refusing_database_errors
-    def run(self, run_id: int) -> Run:
+    def run(self, run_id: int) -> HistoryRun:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
             raise InputError.one(
@@ -334,7 +334,7 @@ class History:
 
     def edit_measured_on_test(self, c: CriterionReport) -> None:
         """A changed judge calibrated on the test split is a look at it (the one who edited it sees
-        the figures): recorded, spending the split's budget (judgekit.watch.budget)."""
+        the figures): recorded, spending the split's budget (judgekit.watch.alpha_budget)."""
         if c.split != "test" or c.judge is None or c.judge.kind == "regex":
             return
         earlier = [
@@ -444,7 +444,7 @@ _COLUMNS = (
 )
 
 
-def _run(row: tuple) -> Run:
+def _run(row: tuple) -> HistoryRun:
     (
         run_id,
         criterion,
@@ -466,7 +466,7 @@ def _run(row: tuple) -> Run:
         verdicts_sha,
         threshold,
     ) = row
-    return Run(
+    return HistoryRun(
         run_id,
         criterion,
         datetime.fromisoformat(created),

@@ -25,8 +25,8 @@ from judgekit.inputs.settings import MonitorPolicy
 from judgekit.report.model import Report
 from judgekit.report.render import finite, fmt_number, printable
 from judgekit.stats.droptest import drop_p_value, drop_test
-from judgekit.stats.estimates import corrected_pass_rate
 from judgekit.stats.metrics import NAN, wilson
+from judgekit.stats.pass_rates import corrected_pass_rate
 from judgekit.watch.samples import Counts, read_counts
 
 if TYPE_CHECKING:

@@ -29,10 +29,12 @@ from judgekit.llm.transports import check_api_base
 from judgekit.pipeline import Options, calibrate
 from judgekit.secrets import public_url
 from judgekit.watch.drift import Drift, compare
-from judgekit.watch.history import History, Run
+from judgekit.watch.history import History, HistoryRun
 
 
-def baseline(db: History, criterion: Criterion, on_disk: CalibrationSet, split: str | None) -> Run:
+def baseline(
+    db: History, criterion: Criterion, on_disk: CalibrationSet, split: str | None
+) -> HistoryRun:
     """The last calibration of `criterion` on its set as it is now (`on_disk`, narrowed to `split`),
     of judgekit's own judge, with the criterion's file unchanged since."""
     runs = [r for r in db.runs(criterion.id, purpose="calibrate") if r.split == split]

@@ -29,7 +29,7 @@ LOOK_PURPOSES = (
     "calibrate",
     "improve",
     "compare",
-)  # who looked at a test split (judgekit.watch.budget)
+)  # who looked at a test split (judgekit.watch.alpha_budget)
 
 FORMAT = 1
 _TEXT, _INT, _REAL = (str,), (int,), (int, float)
@@ -110,7 +110,7 @@ def _lines(history: History) -> Iterator[tuple[str, str]]:
     for kind, (table, columns) in KINDS.items():
         names = list(columns)
         for row in db.execute(f"SELECT id, {', '.join(names)} FROM {table} ORDER BY id").fetchall():
-            record: dict[str, Any] = {kind: dict(zip(names, row[1:]))}
+            record: dict[str, Any] = {kind: dict(zip(names, row[1:], strict=True))}
             if kind == "run":
                 record["verdicts"] = [
                     list(v)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
 
-from judgekit.stats.estimates import corrected_pass_rate, pass_at_k, pass_hat_k, suite_pass_k
+from judgekit.stats.pass_rates import corrected_pass_rate, pass_at_k, pass_hat_k, suite_pass_k
 from judgekit.stats.raters import fleiss_kappa, item_stability, krippendorff_alpha
 
 

@@ -68,7 +68,7 @@ _PHOENIX_EVALS = (
 
 
 @dataclass(frozen=True)
-class Judged:
+class JudgedSamples:
     """The judged samples read (`{timestamp, criterion, passed[, trace_id]}`) and the evaluations
     skipped for saying no verdict, each named."""
 
@@ -249,10 +249,10 @@ def _langfuse_verdict(score: dict[str, Any], degrees: set[str]) -> bool | None:
     return verdict(_field(score, "stringValue")) if kind == "CATEGORICAL" else None
 
 
-def langfuse_samples(path: Path) -> Judged:
+def langfuse_samples(path: Path) -> JudgedSamples:
     """Each score that is a verdict as a judged sample; the others skipped, and named."""
 
-    def parse(records: list[Any]) -> Judged:
+    def parse(records: list[Any]) -> JudgedSamples:
         samples, skipped = [], []
         scores = [s for s in _langfuse_items(path, records) if "type" not in s]
         for i, score in enumerate(scores, 1):
@@ -289,7 +289,7 @@ def langfuse_samples(path: Path) -> Judged:
                     "trace_id": str(_field(score, "traceId") or ""),
                 }
             )
-        return Judged(samples, skipped)
+        return JudgedSamples(samples, skipped)
 
     return _read(path, _LANGFUSE, parse)
 
@@ -363,10 +363,10 @@ def _first(record: dict[str, Any], *keys: str) -> Any:
     )  # v == v: not NaN
 
 
-def phoenix_samples(path: Path) -> Judged:
+def phoenix_samples(path: Path) -> JudgedSamples:
     """Each span evaluation that is a verdict as a judged sample; the others skipped, and named."""
 
-    def parse(records: list[Any]) -> Judged:
+    def parse(records: list[Any]) -> JudgedSamples:
         samples, skipped = [], []
         degrees = _degrees(
             [
@@ -426,7 +426,7 @@ def phoenix_samples(path: Path) -> Judged:
                     **({"trace_id": str(trace)} if trace else {}),
                 }
             )
-        return Judged(samples, skipped)
+        return JudgedSamples(samples, skipped)
 
     return _read(path, _PHOENIX_EVALS, parse)
 
@@ -441,9 +441,9 @@ def phoenix_examples(path: Path, **_: Any) -> list[tuple[str, dict[str, str] | N
     return call_examples(phoenix_calls(path))
 
 
-SAMPLE_IMPORTERS: dict[str, tuple[Callable[[Path], Judged], str]] = {
+SAMPLE_IMPORTERS: dict[str, tuple[Callable[[Path], JudgedSamples], str]] = {
     "otel": (
-        lambda path: Judged(otel_samples(path), []),
+        lambda path: JudgedSamples(otel_samples(path), []),
         "gen_ai.evaluation.result event with a gen_ai.evaluation.name",
     ),
     "langfuse": (

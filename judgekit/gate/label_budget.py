@@ -1,7 +1,7 @@
 """The label budget (`judgekit plan`): how many known-good and known-bad examples the gate needs to
 see a judge clear its thresholds, at the observed rates or at assumed ones.
 
->>> from judgekit.inputs.labelled import Labelled, LabelledSet
+>>> from judgekit.inputs.label_reader import Labelled, LabelledSet
 >>> labels = LabelledSet("c", None, "d", tuple(Labelled(str(i), i % 2 == 0, None) for i in range(40)))
 >>> plan(None, Policy(), {"c": labels}, ["c"], assume=(0.9, 0.9))[0]
 'c known-good: 20 labelled, TPR 0.90 (assumed): 61 needed, 41 more (a judge that is never wrong would need 20)'
@@ -120,7 +120,9 @@ def short_class(found: Any, t: Thresholds, have: tuple[int, int]) -> tuple[str, 
             i
         ], f"{b.word}: {b.have} labelled, {b.label} {b.rate:.2f}; {b.words()}"
     lows = [(found.intervals.get(k) or (None, None))[0] for k in ("tpr", "tnr")]
-    gaps = [(low if low is not None else 0.0) - b.threshold for low, b in zip(lows, chosen)]
+    gaps = [
+        (low if low is not None else 0.0) - b.threshold for low, b in zip(lows, chosen, strict=True)
+    ]
     i = 0 if gaps[0] <= gaps[1] else 1
     b = chosen[i]
     return ("tpr", "tnr")[i], (

@@ -21,7 +21,7 @@ from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.inputs.files import parse_bool
-from judgekit.inputs.journal import Entry, RolledBack, change_in_place
+from judgekit.inputs.journal import JournalEntry, RolledBack, change_in_place
 from judgekit.inputs.parsing import parse_json
 
 
@@ -87,7 +87,7 @@ def read_records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
             records.append(record)
     elif path.suffix.lower() == ".csv":
         header, rows = csv_rows(path, text)
-        records = [dict(zip(header, row)) for _, _, row in rows]
+        records = [dict(zip(header, row, strict=True)) for _, _, row in rows]
     else:
         raise InputError.one(
             path, "", "labels are written back to .jsonl or .csv files; convert this one first"
@@ -175,7 +175,7 @@ def write_label(
     return change_in_place(
         path,
         lambda data: _change(path, data, example_id, passed, annotator),
-        lambda start, old, new: Entry(example_id, passed, start, old, new, annotator),
+        lambda start, old, new: JournalEntry(example_id, passed, start, old, new, annotator),
         pwrite,
     )
 
@@ -196,7 +196,7 @@ def record_spans(path: Path, data: bytes) -> tuple[str, list[tuple[str, int, int
             position += len(line) + 1
         return text, out
     header, rows = csv_rows(path, text)
-    records = [(start, stop, dict(zip(header, row))) for start, stop, row in rows]
+    records = [(start, stop, dict(zip(header, row, strict=True))) for start, stop, row in rows]
     return text, [(str(record.get("id")), start, stop, record) for start, stop, record in records]
 
 
@@ -267,7 +267,7 @@ def _change(
         for _, _, row in rows:
             value = (
                 ("true" if passed else "false")
-                if dict(zip(header, row))["id"] == example_id
+                if dict(zip(header, row, strict=True))["id"] == example_id
                 else ""
             )
             writer.writerow([*row, value])

@@ -1,4 +1,4 @@
-"""Langfuse and Phoenix trace exports in (judgekit.judging.exports): Langfuse's public API JSON as
+"""Langfuse and Phoenix trace exports in (judgekit.judging.observability): Langfuse's public API JSON as
 its SDK's own response models write it, and Phoenix's spans and span evaluations as a local
 Phoenix returned them (tests/data/importers, made by make_langfuse.py and make_phoenix.py), become
 examples to label and judged samples for `judgekit monitor`."""
@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.judging.exports import (
+from judgekit.judging.observability import (
     at,
     langfuse_calls,
     langfuse_samples,
