@@ -1,6 +1,6 @@
 """The plan of the house, enforced: the layer contract (import-linter, from pyproject.toml), no
-import of judgekit's own modules inside a function, modules small enough to read in one sitting,
-and start-up that stays light."""
+import of judgekit's own modules inside a function, and start-up that stays light. (How large a
+function may grow is the linter's to say: tests/test_checks.py.)"""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ import pytest
 from tests.conftest import REPO
 
 PACKAGE = REPO / "judgekit"
-SIZE = 320  # lines: "small enough to read in one sitting" (the aim is about 300)
 
 
 def _own_imports_in_functions(path: Path, root: Path = REPO) -> list[str]:
@@ -82,20 +81,14 @@ def test_the_count_of_imports_inside_functions_can_fail(tmp_path):
     sample = tmp_path / "judgekit" / "x.py"
     sample.parent.mkdir()
     sample.write_text(
-        "import judgekit.errors\n\nclass A:\n    def f(self):\n        from judgekit.report import Report\n"
+        "import judgekit.errors\n\nclass A:\n    def f(self):\n"
+        "        from judgekit.report import Report\n"
         "        import json\n        import judgekit.gate\n"
     )
     assert _own_imports_in_functions(sample, tmp_path) == [
         "judgekit/x.py:5 imports judgekit.report",
         "judgekit/x.py:7 imports judgekit.gate",
     ]
-
-
-@pytest.mark.parametrize(
-    "path", sorted(PACKAGE.rglob("*.py")), ids=lambda p: str(p.relative_to(PACKAGE))
-)
-def test_modules_stay_small(path):
-    assert len(path.read_text().splitlines()) <= SIZE, f"{path.name}: split it by concept"
 
 
 @pytest.mark.parametrize(
@@ -134,14 +127,16 @@ def test_modules_stay_small(path):
             ),
         ),
         (
-            "from judgekit.cli import app\ntry: app(['gate', '--report', 'nowhere', '--criteria', 'judgekit'])\n"
+            "from judgekit.cli import app\n"
+            "try: app(['gate', '--report', 'nowhere', '--criteria', 'judgekit'])\n"
             "except SystemExit: pass",
             ("pydantic", "typer", "numpy", "yaml", "judgekit.pipeline", "judgekit.report.model"),
         ),
-        # The runners judgekit adapts to load only with their adapter: not with judgekit, its plugin, the
-        # CLI or what the adapters share.
+        # The runners judgekit adapts to load only with their adapter: not with judgekit, its
+        # plugin, the CLI or what the adapters share.
         (
-            "import judgekit, judgekit.pytest_plugin, judgekit.cli.app, judgekit.integrations.gated, judgekit.gate.guard",
+            "import judgekit, judgekit.pytest_plugin, judgekit.cli.app, "
+            "judgekit.integrations.gated, judgekit.gate.guard",
             ("inspect_ai", "deepeval", "pydantic_evals", "pydantic_ai"),
         ),
     ],

@@ -3,7 +3,28 @@ evidence, entry), with the label budget (plan) and the guards a test runner uses
 load on first use, so `judgekit gate` loads only the light decision path.
 """
 
+from typing import TYPE_CHECKING
+
 from judgekit.lazy import exports
+
+if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its signature
+    from judgekit.errors import JudgeNotCalibrated as JudgeNotCalibrated
+    from judgekit.gate.decision import Gate as Gate
+    from judgekit.gate.guard import (
+        calibrated_judge as calibrated_judge,
+        judge_for as judge_for,
+        judge_of as judge_of,
+        judged_elsewhere as judged_elsewhere,
+        require_calibrated as require_calibrated,
+    )
+    from judgekit.gate.label_budget import plan as plan
+    from judgekit.gate.result import (
+        EXIT_CODES as EXIT_CODES,
+        Decision as Decision,
+        GateResult as GateResult,
+    )
+    from judgekit.gate.tally import ScenarioFailed as ScenarioFailed, Tally as Tally, tally as tally
+    from judgekit.judging.judge import RECORDED as RECORDED
 
 _NAMES = {
     "Decision": "judgekit.gate.result",
@@ -23,4 +44,5 @@ _NAMES = {
     "ScenarioFailed": "judgekit.gate.tally",
 }
 __all__ = sorted(_NAMES)
-__getattr__, __dir__ = exports(__name__, _NAMES)
+if not TYPE_CHECKING:  # at run time each name loads on first use
+    __getattr__, __dir__ = exports(__name__, _NAMES)
