@@ -1,5 +1,6 @@
 """Writes the Langfuse public API's JSON: the SDK's own generated API models (langfuse.api),
-constructed as the server fills them and serialised as it sends them (`.json()`: by alias, camelCase).
+constructed as the server fills them and serialised as it sends them
+(`.json()`: by alias, camelCase).
 
     pip install langfuse==4.18.0
     python tests/data/importers/make_langfuse.py
@@ -7,7 +8,8 @@ constructed as the server fills them and serialised as it sends them (`.json()`:
 - langfuse-observations.json: a page of `GET /api/public/observations` (ObservationsViews): four
   generations (chat messages in and a message out; text in and out; OpenAI content parts; one
   that failed with no output), and a span that is no LLM call.
-- langfuse-observations-v2.json: a page of `GET /api/public/v2/observations` (ObservationsV2Response).
+- langfuse-observations-v2.json: a page of `GET /api/public/v2/observations`
+  (ObservationsV2Response).
 - langfuse-scores.json: a page of `GET /api/public/scores` (GetScoresResponse): booleans (true and
   false), numerics (1, 0 and 0.7), categoricals (pass, and one that names no verdict), a text score.
 - langfuse-trace.json: `GET /api/public/traces/{id}` (TraceWithFullDetails), with its
