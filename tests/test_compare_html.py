@@ -20,14 +20,12 @@ from judgekit.compare.model import (
     Recommendation,
     Setting,
 )
-from tests import test_html
 
 SCRIPT = "<script>alert(1)</script>"
 BREAKOUT = '"><img src=x onerror=alert(1)>'
 ENTITY = "x &amp; y"  # shown as typed: "&amp;" on screen, "&amp;amp;" in the source
 XSS = '<img src=x onerror="window.__xss=1">'
 HOSTILE = (SCRIPT, BREAKOUT, ENTITY, XSS)
-browser = test_html.browser  # the headless Chromium fixture (skips with a reason without it)
 COSTS = (0.5, 1.5, 2.5, None, 0.0005)  # per 1,000 verdicts; None: no price known
 MARKS = {"right": "✓", "wrong": "✗", "abstained": "–"}
 

@@ -10,7 +10,6 @@ import urllib.request
 import pytest
 
 from judgekit.cli.label_page import labelling, review, serve
-from tests.test_html import browser  # noqa: F401  (the headless Chromium fixture)
 
 LINES = [
     {"id": "k1", "output": "Your card is blocked.", "passed": True},
