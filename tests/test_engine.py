@@ -115,9 +115,11 @@ def test_provider_down_stops_early_with_one_message(setup, via):
 @pytest.mark.parametrize("via", ["auto", "litellm"])
 def test_bad_key_stops_at_once(setup, via, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-sentinel-0123456789abcdef")
-    with FakeServer(VERDICTS, faults={"auth": 1.0}) as s:
-        with pytest.raises(ProviderAuthError) as caught:
-            calibrate(options(setup, s, via))
+    with (
+        FakeServer(VERDICTS, faults={"auth": 1.0}) as s,
+        pytest.raises(ProviderAuthError) as caught,
+    ):
+        calibrate(options(setup, s, via))
     assert s.requests <= 4  # one per call in flight, no retries
     assert "sentinel-0123456789abcdef" not in str(caught.value)
 

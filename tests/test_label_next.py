@@ -226,9 +226,10 @@ def test_the_pool_is_judged_live_through_the_cache_or_read_from_recorded_verdict
 
     pool = _blocked(project, tmp_path, 5)
     runner = CliRunner()
-    answer = lambda prompt: json.dumps(
-        {"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)}
-    )  # noqa: E731
+
+    def answer(prompt):
+        return json.dumps({"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)})
+
     with FakeServer(answer) as server:
         first = runner.invoke(
             app,
@@ -369,9 +370,10 @@ def test_early_stopping_refuses_a_drawn_set_and_a_recheck_of_it_runs(project, tm
 
     pool = _blocked(project, tmp_path, 5)
     runner = CliRunner()
-    answer = lambda prompt: json.dumps(
-        {"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)}
-    )  # noqa: E731
+
+    def answer(prompt):
+        return json.dumps({"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)})
+
     path = NEXT.with_name("blocked.jsonl")
     with FakeServer(answer) as server:
         common = ["--api-base", server.url]
