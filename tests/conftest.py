@@ -4,25 +4,26 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import scipy.stats  # noqa: F401  (with numpy.fft and the rest of numpy's and scipy's C modules, loaded once)
 import yaml
 
+if TYPE_CHECKING:
+    from selenium.webdriver.remote.webdriver import WebDriver
+
 # pytester's in-process runs drop from sys.modules whatever a run imported, and a C extension cannot
 # be loaded twice in one process: numpy's and scipy's are loaded above, before any such run.
-os.environ.setdefault(
-    "DEEPEVAL_TELEMETRY_OPT_OUT", "1"
-)  # the DeepEval integration's tests send nothing anywhere
 
-pytest_plugins = [
-    "pytester",
-    "tests.integration_project",
-    "tests.postgres_server",
-]  # the integrations' gated
-# project; a throwaway PostgreSQL server for the history
+# The DeepEval integration's tests send nothing anywhere.
+os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
+
+# The integrations' gated project; a throwaway PostgreSQL server for the history.
+pytest_plugins = ["pytester", "tests.integration_project", "tests.postgres_server"]
 collect_ignore = ["data"]  # genuine output files of other tools, and the scripts that made them
 
 REPO = Path(__file__).resolve().parent.parent
@@ -131,3 +132,29 @@ def balanced(n_pass: int = 3, n_fail: int = 3, prefix: str = "") -> list[dict[st
 @pytest.fixture
 def project(tmp_path: Path) -> Project:
     return Project(tmp_path)
+
+
+@pytest.fixture
+def browser() -> Iterator[WebDriver]:
+    """Headless Chromium (Debian's chromium and chromium-driver), for the pages a person sees."""
+    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
+    require(
+        bool(chromium and driver),
+        "Chromium is not installed: apt-get install chromium chromium-driver",
+    )
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--window-size=1300,1800",
+        "--disable-dev-shm-usage",
+    ):
+        options.add_argument(flag)
+    session = webdriver.Chrome(service=Service(driver), options=options)
+    yield session
+    session.quit()

@@ -1,7 +1,7 @@
 """A judgekit project the integrations' tests grade in: `says-blocked`, whose judge the gate passes,
-and `weak`, whose judge it blocks (it passes every reply: TNR 0), and `no-email`, a pattern checked by
-code, all calibrated over the fake
-OpenAI-compatible server, which keeps serving the judge while a runner grades.
+and `weak`, whose judge it blocks (it passes every reply: TNR 0), and `no-email`, a pattern
+checked by code, all calibrated over the fake OpenAI-compatible server, which keeps serving the
+judge while a runner grades.
 
 The server's judge says a reply passes when it says the card is "now blocked", answers garbage
 (an abstention) on a reply that mentions "garbled", fails with a server error on one that mentions

@@ -98,8 +98,8 @@ def anyio_backend():
 
 
 def test_the_judge_fixture_in_async_tests(pytester, monkeypatch):
-    """pytest-asyncio and anyio tests use the judge fixture: `await judge.acall(...)`, and `judge(...)`
-    inside the running loop; their verdicts are tallied like any other."""
+    """pytest-asyncio and anyio tests use the judge fixture: `await judge.acall(...)`, and
+    `judge(...)` inside the running loop; their verdicts are tallied like any other."""
     from judgekit.pipeline import Options, calibrate
     from judgekit.testing import FakeServer, script
 

@@ -113,7 +113,10 @@ def test_strict_rule():
 def test_answers_that_do_not_decide_every_claim_are_not_read():
     assert read_claims('{"claims": ["a", " ", "a", "b"]}') == ["a", "b"]
     assert read_claims('{"claims": "a"}') is None and read_claims("no JSON") is None
-    ok = '{"results": [{"claim": 2, "supported": false, "evidence": ""}, {"claim": 1, "supported": true}]}'
+    ok = (
+        '{"results": [{"claim": 2, "supported": false, "evidence": ""}, '
+        '{"claim": 1, "supported": true}]}'
+    )
     assert [c.supported for c in read_checks(ok, ["x", "y"])] == [True, False]
     for bad in (
         '{"results": [{"claim": 1, "supported": true}]}',  # claim 2 undecided
@@ -182,8 +185,8 @@ def test_one_call_per_claim_when_not_batched(claims_project):
     llm = fake()
     c = _run(claims_project, llm).criteria[0]
     assert {v.id: v.passed for v in c.verdicts}["one-bad"] is False
-    # 5 extractions; verifications: good 2 + one-bad 2 + garbled-verification 1; each unreadable answer
-    # (garbled-extraction's extraction, garbled-verification's verification) asked once more
+    # 5 extractions; verifications: good 2 + one-bad 2 + garbled-verification 1; each unreadable
+    # answer (garbled-extraction's extraction, garbled-verification's verification) asked once more
     assert len(llm.requests) == 5 + 2 + 2 + 1 + 2
 
 
@@ -236,7 +239,8 @@ def test_through_the_fake_server_with_cache_resume_and_usage(claims_project, tmp
                 **options,
             )
         ).criteria[0]
-        # Every step of every example came from the cache, but the two unreadable answers: asked again.
+        # Every step of every example came from the cache, but the two
+        # unreadable answers: asked again.
         assert server.requests == calls + 2
     assert (
         calls == 5 + 3 + 2
@@ -331,7 +335,8 @@ def test_claim_level_labels_split_the_errors_between_extraction_and_verification
                     {"claim": budget, "supported": True},
                 ],
             },
-            # The reply also claims an Oscar, but extraction misses it: the labelled claims catch it.
+            # The reply also claims an Oscar, but extraction misses it: the
+            # labelled claims catch it.
             {
                 "id": "missed",
                 "output": f"claims: {grossed}",
@@ -372,7 +377,8 @@ def test_review_fixes_for_claims(claims_project, tmp_path):
     c = _run(claims_project, trials=3).criteria[0]
     (bad,) = [d for d in c.disagreements if d.id == "garbled-verification"]
     assert bad.claims is not None
-    # A verification call that fails after its retries: an abstention that keeps the usage of every call made.
+    # A verification call that fails after its retries: an abstention that keeps the
+    # usage of every call made.
     from judgekit.llm.protocol import CallError
 
     def failing(request):
@@ -384,9 +390,11 @@ def test_review_fixes_for_claims(claims_project, tmp_path):
     c = _run(claims_project, FakeLLM(failing)).criteria[0]
     verdicts = {v.id: v for v in c.verdicts}
     assert verdicts["good"].passed is None and "(error: server)" in verdicts["good"].reason
-    # 5 extractions, 3 verifications that failed (every source names the gross), 1 unreadable extraction asked again
+    # 5 extractions, 3 verifications that failed (every source names the gross), 1
+    # unreadable extraction asked again
     assert (c.usage.calls, c.usage.reasked) == (5 + 3 + 1, 1)
-    # A recorded verdict contradicting its own claims, or claims for a criterion of another kind: refused.
+    # A recorded verdict contradicting its own claims, or claims for a criterion
+    # of another kind: refused.
     path = tmp_path / "v.jsonl"
     path.write_text(
         json.dumps({"id": "good", "passed": True, "claims": [{"claim": "a", "supported": False}]})
@@ -495,7 +503,8 @@ def test_claim_stages_from_recorded_per_claim_verdicts(project, tmp_path):
                 },
                 # b: right.
                 {"id": "b", "claims": [{"claim": "It grossed $181 million.", "supported": True}]},
-                # c: the Oscar claim was never extracted, so how this judge verifies it is unknown: not attributed.
+                # c: the Oscar claim was never extracted, so how this judge verifies it is
+                # unknown: not attributed.
                 {"id": "c", "claims": [{"claim": "It is a film.", "supported": True}]},
             ]
         )

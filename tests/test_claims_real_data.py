@@ -64,7 +64,8 @@ def test_faithbench_sentence_claims_under_the_strict_rule(shared_datasets, tmp_p
         claims = [extracted[name][s["key"]] for s in sentences]
         truth = [s["consistent"] for s in sentences]
         for rule in ("fail", "pass"):
-            # Independently: pass iff every claim is supported; a sentence without claims by the rule.
+            # Independently: pass iff every claim is supported; a sentence
+            # without claims by the rule.
             mine = [all(p == 1 for _, p in c) if c else rule == "pass" for c in claims]
             tn, fp, fn, tp = confusion_matrix(truth, mine, labels=[False, True]).ravel()
             c = reports[name, rule]

@@ -199,11 +199,13 @@ def test_schema_command_writes_json_schema(tmp_path):
 )
 def test_start_up_does_not_import_heavy_libraries(args):
     code = (
-        "import sys, runpy; sys.argv = ['judgekit', *%r]\n"
-        "try:\n    runpy.run_module('judgekit.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
-        "heavy = [m for m in ('litellm', 'sklearn', 'pandas', 'scipy', 'diskcache') if m in sys.modules]\n"
+        f"import sys, runpy; sys.argv = ['judgekit', *{args!r}]\n"
+        "try:\n    runpy.run_module('judgekit.cli', run_name='__main__')\n"
+        "except SystemExit:\n    pass\n"
+        "heavy = [m for m in ('litellm', 'sklearn', 'pandas', 'scipy', 'diskcache') "
+        "if m in sys.modules]\n"
         "print('HEAVY', heavy)"
-    ) % (args,)
+    )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout

@@ -78,7 +78,8 @@ def test_llmbar_every_judge_setup_compared_in_one_command(shared_datasets, proje
     assert result.exit_code == (0 if data["recommendation"]["candidate"] else 1)
     assert [c["name"] for c in data["candidates"]] == list(verdicts)
     by_name = {c["name"]: c for c in data["candidates"]}
-    # The gate's decision on each candidate is the gate's own on that judge's calibration, made alone.
+    # The gate's decision on each candidate is the gate's own on that judge's
+    # calibration, made alone.
     for name in [
         "GPT-4/Vanilla_NoRules",
         "ChatGPT/Vanilla_NoRules",
@@ -116,8 +117,8 @@ def test_llmbar_every_judge_setup_compared_in_one_command(shared_datasets, proje
         assert c["vs_best"]["p_adjusted"] == pytest.approx(
             min(1.0, c["vs_best"]["p"] * 65 * 64 / 2), rel=1e-9
         )
-    # GPT-4 beats ChatGPT on these 100 examples (15 to 2), yet among 65 set-ups compared pair by pair
-    # that is not enough: the comparison says how many more examples would settle it.
+    # GPT-4 beats ChatGPT on these 100 examples (15 to 2), yet among 65 set-ups compared pair by
+    # pair that is not enough: the comparison says how many more examples would settle it.
     assert data["best"].startswith("GPT-4")
     recommended = data["recommendation"]["candidate"]
     assert recommended is None or by_name[recommended]["gate"] == "PASS"
@@ -335,7 +336,8 @@ def test_live_candidates_by_model_and_variant_in_one_pool(project):
     by_name = {c["name"]: c for c in data["candidates"]}
     assert by_name["openai/gpt-4o-mini short"]["gate"] == "FAIL"
     assert {by_name[n]["gate"] for n in by_name if n != "openai/gpt-4o-mini short"} == {"PASS"}
-    # Priced by litellm's table; the cheapest that passes is recommended, never the cheaper blocked one.
+    # Priced by litellm's table; the cheapest that passes is recommended, never
+    # the cheaper blocked one.
     costs = {n: c["cost"]["per_1000_verdicts"] for n, c in by_name.items()}
     assert (
         costs["openai/gpt-4o-mini short"]
@@ -694,7 +696,7 @@ def test_a_candidate_whose_every_call_fails_is_named(project):
         )
     assert result.exit_code == 4
     assert (
-        "every call of candidate 'openai/gpt-4o-mini' (model 'openai/gpt-4o-mini', 6 examples) failed"
-        in result.output
+        "every call of candidate 'openai/gpt-4o-mini' "
+        "(model 'openai/gpt-4o-mini', 6 examples) failed" in result.output
     )
     assert not Path(".judgekit/compare").exists()

@@ -20,14 +20,12 @@ from judgekit.compare.model import (
     Recommendation,
     Setting,
 )
-from tests import test_html
 
 SCRIPT = "<script>alert(1)</script>"
 BREAKOUT = '"><img src=x onerror=alert(1)>'
 ENTITY = "x &amp; y"  # shown as typed: "&amp;" on screen, "&amp;amp;" in the source
 XSS = '<img src=x onerror="window.__xss=1">'
 HOSTILE = (SCRIPT, BREAKOUT, ENTITY, XSS)
-browser = test_html.browser  # the headless Chromium fixture (skips with a reason without it)
 COSTS = (0.5, 1.5, 2.5, None, 0.0005)  # per 1,000 verdicts; None: no price known
 MARKS = {"right": "✓", "wrong": "✗", "abstained": "–"}
 
@@ -142,7 +140,8 @@ def expected_marks(c: Comparison, candidates: list[Candidate]) -> list[list[str]
 
 
 class Parsed(HTMLParser):
-    """The page as a parser reads it: every tag and attribute, and each table's rows as (class, text) cells."""
+    """The page as a parser reads it: every tag and attribute, and each table's rows
+    as (class, text) cells."""
 
     def __init__(self, text: str):
         super().__init__(convert_charrefs=True)
@@ -185,7 +184,8 @@ def test_every_hostile_text_is_escaped_and_never_raw():
     for hostile in HOSTILE:
         assert hostile not in text
         assert escape(hostile) in text
-    # Each kind of place: a name (table, grid, front), a gate reason, an example id, what blocks the closest.
+    # Each kind of place: a name (table, grid, front), a gate reason, an example id,
+    # what blocks the closest.
     assert text.count(escape(XSS)) >= 4
     assert escape(f"kappa lower bound below 0.6 for {XSS}") in text and escape(f"{XSS} #3") in text
     blocked = page(comparison(passes=False))
@@ -330,8 +330,8 @@ def test_in_chromium_nothing_runs_nothing_is_fetched_and_the_grid_reads_right(tm
     )
     assert names == [k.name for k in c.candidates]
     grid = browser.execute_script(
-        "return Array.from(document.querySelectorAll('table.grid tbody tr')).map(r => Array.from(r.cells)"
-        ".map(x => [x.className, x.textContent]))"
+        "return Array.from(document.querySelectorAll('table.grid tbody tr'))"
+        ".map(r => Array.from(r.cells).map(x => [x.className, x.textContent]))"
     )
     assert [row[0][1] for row in grid] == [e.id for e in c.examples]
     marks = expected_marks(c, c.candidates)
@@ -346,7 +346,8 @@ def test_in_chromium_nothing_runs_nothing_is_fetched_and_the_grid_reads_right(tm
 
 
 def test_the_browser_checks_can_fail(tmp_path, browser):
-    """The probes see what they guard against: an unescaped handler runs, and a blocked request is seen."""
+    """The probes see what they guard against: an unescaped handler runs, and a
+    blocked request is seen."""
     raw = tmp_path / "raw.html"
     raw.write_text(f"<!doctype html><html><body>{XSS}</body></html>")
     _load(browser, raw)
@@ -369,7 +370,8 @@ function background(el) {
   return [255, 255, 255];
 }
 function lum(c) { return c.slice(0, 3).map(v => { v /= 255; return v <= 0.03928 ? v / 12.92 :
-  Math.pow((v + 0.055) / 1.055, 2.4); }).reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0); }
+  Math.pow((v + 0.055) / 1.055, 2.4); })
+  .reduce((a, v, i) => a + v * [0.2126, 0.7152, 0.0722][i], 0); }
 return Array.from(document.querySelectorAll(arguments[0])).map(el => {
   const a = lum(rgb(getComputedStyle(el).color)), b = lum(background(el));
   return (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05); });

@@ -57,8 +57,8 @@ def test_a_set_drawn_at_the_pools_own_proportions_estimates_as_plain_counting_do
 
 
 def test_horvitz_thompson_cells_are_unbiased_over_every_sample_of_a_small_pool():
-    # A pool of 6 fails and 6 passes of the judge; labels known. Every sample of 2 + 3 is drawn once:
-    # the mean of the weighted cells equals the pool's cells scaled to 5 examples.
+    # A pool of 6 fails and 6 passes of the judge; labels known. Every sample of 2 + 3 is drawn
+    # once: the mean of the weighted cells equals the pool's cells scaled to 5 examples.
     fails = [(False, False)] * 4 + [(True, False)] * 2  # (label, verdict)
     passes = [(True, True)] * 4 + [(False, True)] * 2
     sizes = (("fail", 6), ("pass", 6))
@@ -111,7 +111,8 @@ def test_intervals_hold_the_estimate_and_a_rate_without_examples_has_none():
 
 
 def test_allocation_sees_every_stratum_then_goes_where_the_rate_varies_most():
-    # TNR: the bad replies the judge passes hide among its many passes; its fails are nearly all bad.
+    # TNR: the bad replies the judge passes hide among its many passes; its
+    # fails are nearly all bad.
     strata = {"pass": Stratum(900, 0), "fail": Stratum(100, 0)}
     first = allocate(strata, 20, "tnr", 0.8)
     assert first["fail"] >= 2 and first["pass"] >= 2 and sum(first.values()) == 20

@@ -87,8 +87,9 @@ def test_silent_change_on_ten_percent_is_flagged_and_an_unchanged_noisy_judge_is
             ).status
             == "DRIFT"
         )
-        # Nothing changed but the judge's own noise, at the most the policy allows: each run departs from
-        # the judge's usual verdict with probability q, so an example flips between runs with 2q(1-q) = 2%.
+        # Nothing changed but the judge's own noise, at the most the policy allows: each run
+        # departs from the judge's usual verdict with probability q, so an example flips
+        # between runs with 2q(1-q) = 2%.
         q = (1 - (1 - 2 * policy.max_run_flip_rate) ** 0.5) / 2
         first, second = (np.where(rng.random(200) < q, ~verdicts, verdicts) for _ in range(2))
         false_alarms += (
@@ -125,14 +126,14 @@ def test_a_prompt_change_that_flips_a_few_each_way_is_no_drift_and_says_what_cha
     assert result.status == "NO DRIFT" and result.changed == ["prompt"] and result.flip_p is None
     assert (result.right_to_wrong, result.wrong_to_right) == (3, 2)
     assert (
-        "the prompt changed; agreement with the labels did not get significantly worse (one-sided exact "
-        "McNemar p = 0.5)"
+        "the prompt changed; agreement with the labels did not get significantly worse "
+        "(one-sided exact McNemar p = 0.5)"
     ) in result.reasons
 
 
 def test_a_significant_drop_is_drift_whatever_changed():
-    """9 right->wrong against 2 wrong->right: two-sided p = 0.065, but one-sided p = 0.033 < 0.05. With
-    a changed judge only a drop is drift, so the whole alpha goes to that side."""
+    """9 right->wrong against 2 wrong->right: two-sided p = 0.065, but one-sided p = 0.033 < 0.05.
+    With a changed judge only a drop is drift, so the whole alpha goes to that side."""
     labels = np.array([True] * 50 + [False] * 50)
     before, after = labels.copy(), labels.copy()
     before[[60, 61]] = ~before[[60, 61]]
@@ -144,8 +145,8 @@ def test_a_significant_drop_is_drift_whatever_changed():
     assert (result.right_to_wrong, result.wrong_to_right) == (9, 2)
     assert result.mcnemar_p > 0.05 and result.worse_p == pytest.approx(0.0327, abs=1e-4)
     assert (
-        "the model changed and agreement with the labels got significantly worse (one-sided exact McNemar "
-        "p = 0.033)" in result.reasons
+        "the model changed and agreement with the labels got significantly worse "
+        "(one-sided exact McNemar p = 0.033)" in result.reasons
     )
     assert result.to_dict()["worse_p"] == result.worse_p
     better = compare(
@@ -155,8 +156,9 @@ def test_a_significant_drop_is_drift_whatever_changed():
 
 
 def test_the_changed_judge_test_is_exact_at_alpha_whatever_the_number_of_discordant_examples():
-    """Under "agreement did not change", right->wrong is binomial(m, 1/2) given m discordant examples:
-    the chance of DRIFT is at most alpha for every m, and uses most of it (no alpha / 2)."""
+    """Under "agreement did not change", right->wrong is binomial(m, 1/2) given m
+    discordant examples: the chance of DRIFT is at most alpha for every m, and uses most
+    of it (no alpha / 2)."""
     from scipy.stats import binom
 
     from judgekit.watch.drift import mcnemar_worse
@@ -249,7 +251,7 @@ def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(
 
     gpt4 = run(vanilla, "openai/gpt-4", files["GPT-4", "Vanilla_NoRules"])
     gpt4_rating = run(rating, "openai/gpt-4", files["GPT-4", "Rating_NoRules"])
-    chatgpt = run(vanilla, "openai/gpt-3.5-turbo", files["ChatGPT", "Vanilla_NoRules"])
+    run(vanilla, "openai/gpt-3.5-turbo", files["ChatGPT", "Vanilla_NoRules"])  # the third run
     assert (
         round(gpt4.metrics["cohen_kappa"], 3) == 0.837
         and round(gpt4_rating.metrics["cohen_kappa"], 3) == 0.811
@@ -268,7 +270,8 @@ def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(
     assert (swap.right_to_wrong, swap.wrong_to_right) == (15, 2) and swap.mcnemar_p < 0.01
     assert swap.worse_p == pytest.approx(0.00117, abs=1e-5)  # the figure README.md quotes
     assert swap.changes["cohen_kappa"][2] < 0  # the whole interval of the change is below zero
-    # The CLI, on the last two runs of the same set (the rating prompt, then ChatGPT): exit 1, flips listed.
+    # The CLI, on the last two runs of the same set (the rating prompt, then
+    # ChatGPT): exit 1, flips listed.
     result = CliRunner().invoke(app, ["drift", "--history", str(history)])
     assert (
         result.exit_code == 1
@@ -478,8 +481,9 @@ def test_drift_says_which_criteria_it_skipped(project, tmp_path):
 
 
 def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
-    """After `calibrate --trials 3`, recheck asks three trials of the calibrated model at the calibrated
-    endpoint (the YAML says trials 1), so a provider that starts answering differently is a silent change."""
+    """After `calibrate --trials 3`, recheck asks three trials of the calibrated model at the
+    calibrated endpoint (the YAML says trials 1), so a provider that starts answering
+    differently is a silent change."""
     from judgekit.testing import FakeServer, script
 
     project.criterion(llm_criterion())
@@ -503,7 +507,8 @@ def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
         )
         assert calibrated.exit_code == 0, calibrated.output
         asked = server.requests
-        # The provider now passes everything: 5 of the canary's 10 examples (its known-bad half) flip.
+        # The provider now passes everything: 5 of the canary's 10 examples
+        # (its known-bad half) flip.
         server.answer = script({}, default=True)
         unnamed = runner.invoke(app, ["recheck", *common, "--size", "10"])
         assert unnamed.exit_code == 2 and "recheck asks only an endpoint you name" in unnamed.output
@@ -530,8 +535,8 @@ def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
 
 
 def test_an_endpoint_read_from_the_history_alone_is_never_asked(project, tmp_path):
-    """A history is data, not settings: one imported, shared or edited can name any endpoint. Recheck
-    sends the provider's key and the canary only to an endpoint the user names now."""
+    """A history is data, not settings: one imported, shared or edited can name any endpoint.
+    Recheck sends the provider's key and the canary only to an endpoint the user names now."""
     import sqlite3
 
     from judgekit.testing import FakeServer, script

@@ -155,7 +155,8 @@ def test_claims_count_extractions_and_say_the_verifications_depend_on_them(proje
         (after,) = dry_run(options)
         assert server.requests == asked
     # Cached: 4 readable extractions and the batched verifications of good and one-bad; to make: the
-    # unreadable extraction (its verification unknown) and garbled-verification's unreadable verification.
+    # unreadable extraction (its verification unknown) and garbled-verification's
+    # unreadable verification.
     assert (after.calls, after.cached, after.unknown) == (2, 6, 1)
     result = runner.invoke(
         app,

@@ -140,7 +140,8 @@ def test_recheck_and_the_judge_ask_the_criterion_s_endpoint_with_its_credentials
         assert server.requests == asked + 4 and server.targets[-1].endswith(
             "?api-key=qk-recheck-3322"
         )
-        # The Judge a test calls: the calibrated endpoint (its public form), with the criterion's credentials.
+        # The Judge a test calls: the calibrated endpoint (its public form), with the
+        # criterion's credentials.
         criterion = load_criterion(setup.criteria / "says-blocked.yaml")
         judge = Judge(
             criterion,
@@ -154,7 +155,8 @@ def test_recheck_and_the_judge_ask_the_criterion_s_endpoint_with_its_credentials
             Judge(criterion, cache_dir=None)("reply-f0: no").passed is False
         )  # uncalibrated: the criterion's own
         assert server.requests == asked + 6
-        # The criterion now names another endpoint than the calibrated one: recheck refuses before asking.
+        # The criterion now names another endpoint than the calibrated one:
+        # recheck refuses before asking.
         setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": elsewhere.url}))
         moved = runner.invoke(app, ["recheck"])
         assert (
@@ -167,7 +169,8 @@ def test_recheck_and_the_judge_ask_the_criterion_s_endpoint_with_its_credentials
 
 def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypatch):
     """A report is data, not settings (one restored from a shared cache can be forged): its judge's
-    endpoint is asked only where the criterion or the environment names it, with their credentials."""
+    endpoint is asked only where the criterion or the environment names it,
+    with their credentials."""
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     with FakeServer(VERDICTS) as ours, FakeServer(VERDICTS) as theirs:
@@ -198,7 +201,8 @@ def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypa
         )
         with pytest.raises(InputError, match="never asked on its own"):
             other("reply-p0: blocked")
-        # A report that says the environment's endpoint was asked, of a criterion that names its own.
+        # A report that says the environment's endpoint was asked, of a
+        # criterion that names its own.
         setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": theirs.url}))
         own = load_criterion(setup.criteria / "says-blocked.yaml")
         with pytest.raises(InputError, match="its calibration asked the environment's endpoint"):

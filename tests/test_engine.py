@@ -1,4 +1,5 @@
-"""The live judge path over a fake OpenAI-compatible server: faults, retries, early stops, cache, trials."""
+"""The live judge path over a fake OpenAI-compatible server: faults, retries, early
+stops, cache, trials."""
 
 import json
 import time
@@ -114,9 +115,11 @@ def test_provider_down_stops_early_with_one_message(setup, via):
 @pytest.mark.parametrize("via", ["auto", "litellm"])
 def test_bad_key_stops_at_once(setup, via, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-sentinel-0123456789abcdef")
-    with FakeServer(VERDICTS, faults={"auth": 1.0}) as s:
-        with pytest.raises(ProviderAuthError) as caught:
-            calibrate(options(setup, s, via))
+    with (
+        FakeServer(VERDICTS, faults={"auth": 1.0}) as s,
+        pytest.raises(ProviderAuthError) as caught,
+    ):
+        calibrate(options(setup, s, via))
     assert s.requests <= 4  # one per call in flight, no retries
     assert "sentinel-0123456789abcdef" not in str(caught.value)
 
@@ -132,7 +135,8 @@ def test_cache_serves_a_rerun_and_stores_only_successes(setup):
         first = calibrate(options(setup, s, retry=once))
         asked = s.requests
         second = calibrate(options(setup, s, retry=once))
-    # The garbage answer was a successful call (cached, still an abstention); the failed call was not cached.
+    # The garbage answer was a successful call (cached, still an abstention); the
+    # failed call was not cached.
     assert first.criteria[0].abstained == 2
     assert asked == 7 + FAST.attempts and s.requests == asked + 1
     assert second.criteria[0].usage.cached == 7 and second.criteria[0].usage.calls == 1
@@ -216,11 +220,13 @@ def test_structured_output_is_requested_and_dropped_where_unsupported(setup, via
         report = calibrate(options(setup, plain, via, cache_dir=None))
     c = report.criteria[0]
     if via == "auto":
-        # Asked with a schema only until the first refusal came back (at most one per call in flight).
+        # Asked with a schema only until the first refusal came back (at most
+        # one per call in flight).
         assert 1 <= plain.stats["unsupported_response_format"] <= 4
         assert c.abstained == 0 and c.disagreements == []
     else:
-        # litellm sends response_format only for models it knows support it; a fake model is not one.
+        # litellm sends response_format only for models it knows support it;
+        # a fake model is not one.
         assert plain.stats["unsupported_response_format"] == 0 and c.abstained == 0
 
 

@@ -1,4 +1,5 @@
-"""The files in examples/ keep working, and a report's verdicts.jsonl reads back as recorded verdicts."""
+"""The files in examples/ keep working, and a report's verdicts.jsonl reads back
+as recorded verdicts."""
 
 import json
 import subprocess

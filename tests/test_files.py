@@ -87,7 +87,8 @@ def test_deep_yaml_nesting_is_an_input_error_with_the_line(tmp_path):
     [
         ('{"id": "a", "output": "ok \\ud800", "passed": true}\n', "line 1", "output"),
         (
-            '{"id": "a", "output": "x", "passed": true}\n{"id": "b", "output": "y", "labels": {"\\udfff": true}}\n',
+            '{"id": "a", "output": "x", "passed": true}\n'
+            '{"id": "b", "output": "y", "labels": {"\\udfff": true}}\n',
             "line 2",
             "labels",
         ),

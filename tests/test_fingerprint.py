@@ -1,4 +1,5 @@
-"""Fingerprints name content: the hash must stay what it was, or every cache and report hash changes."""
+"""Fingerprints name content: the hash must stay what it was, or every cache
+and report hash changes."""
 
 import hashlib
 import json

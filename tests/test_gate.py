@@ -19,7 +19,8 @@ runner = CliRunner()
 
 
 def make(project, n_pass, n_fail, verdict, criterion_id="c", **criterion):
-    """A project whose judge's verdict on example (i, label) is verdict(i, label); returns its report."""
+    """A project whose judge's verdict on example (i, label) is verdict(i, label); returns
+    its report."""
     project.criterion({"id": criterion_id, "question": "Does it hold?", **criterion})
     examples = [{"id": f"p{i}", "output": f"good {i}", "passed": True} for i in range(n_pass)]
     examples += [{"id": f"f{i}", "output": f"bad {i}", "passed": False} for i in range(n_fail)]
@@ -231,7 +232,8 @@ def test_flip_rate_and_point_thresholds(project):
 
 def test_policy_from_pyproject_and_yaml(project):
     (project.root / "pyproject.toml").write_text(
-        "[tool.judgekit.gate]\nmin_tpr = 0.9\nmax_age = '7d'\n[tool.judgekit.gate.criteria.c]\nmin_tnr = 0.5\n"
+        "[tool.judgekit.gate]\nmin_tpr = 0.9\nmax_age = '7d'\n"
+        "[tool.judgekit.gate.criteria.c]\nmin_tnr = 0.5\n"
     )
     policy = Policy.load(root=project.root)
     assert policy.for_criterion("c").min_tnr == 0.5 and policy.for_criterion("c").min_tpr == 0.9
@@ -305,7 +307,8 @@ def test_calibrate_with_gate_uses_the_gate_exit_code(project):
 
 def test_require_calibrated(project):
     make(project, 40, 40, good)
-    # Another tool's verdicts: the gate passes them, but a suite behind this guard grades with judgekit's judge.
+    # Another tool's verdicts: the gate passes them, but a suite behind this guard
+    # grades with judgekit's judge.
     with pytest.raises(
         JudgeNotCalibrated, match="calibrated from recorded verdicts of another judge"
     ):
@@ -438,7 +441,10 @@ def test_gate_and_plan_say_the_same_thing_with_one_number(project):
     result = decide(project, report)
     _, sets = load_inputs(project.criteria, project.sets)
     lines = plan(report, Policy(), sets, ["c"])
-    words = "at TPR 0.75 (not above 0.80) more known-good examples cannot show it clears 0.80: improve the judge"
+    words = (
+        "at TPR 0.75 (not above 0.80) more known-good examples cannot show it clears 0.80: "
+        "improve the judge"
+    )
     assert result.status == "INCONCLUSIVE" and words in result.decisions[0].reasons
     assert lines[0].endswith(words) and result.decisions[0].needed is None
     few = make(project, 15, 30, good)  # too few known-good, and TPR 1.00 on 15 straddles nothing

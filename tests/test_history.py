@@ -1,4 +1,5 @@
-"""The calibration history: migrations, what a run keeps, several writers at once, `judgekit history`."""
+"""The calibration history: migrations, what a run keeps, several writers at
+once, `judgekit history`."""
 
 from __future__ import annotations
 
@@ -71,8 +72,9 @@ def test_migrates_an_empty_file_and_a_previous_version_database(tmp_path):
     MIGRATIONS[0](Store(db, SQLITE, str(old), 1.0))
     db.execute("PRAGMA user_version = 1")
     db.execute(
-        "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-        "source, n, abstained, metrics, judgekit_version) VALUES ('c', '2026-01-01T00:00:00+00:00', 'f', 'm', "
+        "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, "
+        "set_fingerprint, source, n, abstained, metrics, judgekit_version) "
+        "VALUES ('c', '2026-01-01T00:00:00+00:00', 'f', 'm', "
         "'p', '{}', 's', 'live', 2, 0, '{\"tpr\": 1.0}', '0.1')"
     )
     db.execute("INSERT INTO verdicts VALUES (1, 'e1', 1, 1)")

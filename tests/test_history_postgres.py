@@ -333,8 +333,8 @@ def test_a_history_written_before_uids_gets_one_for_every_row(tmp_path):
 CALIBRATE = """
 import sys
 from judgekit.cli import app
-sys.argv = ["judgekit", "calibrate", "--criteria", sys.argv[1], "--sets", sys.argv[2], "--history", sys.argv[3],
-            "--out", sys.argv[4], "-q"]
+sys.argv = ["judgekit", "calibrate", "--criteria", sys.argv[1], "--sets", sys.argv[2],
+            "--history", sys.argv[3], "--out", sys.argv[4], "-q"]
 app()
 """
 
@@ -556,8 +556,9 @@ def test_two_copies_of_an_older_history_merge_without_a_duplicate(tmp_path):
         migration(Store(db, SQLITE, str(path), 1.0))
     db.execute("PRAGMA user_version = 6")
     db.execute(
-        "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-        "source, n, abstained, metrics, judgekit_version) VALUES ('c', '2026-01-01T00:00:00+00:00', 'f', 'm', "
+        "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, "
+        "set_fingerprint, source, n, abstained, metrics, judgekit_version) "
+        "VALUES ('c', '2026-01-01T00:00:00+00:00', 'f', 'm', "
         "'p', '{}', 's', 'live', 1, 0, '{}', '0.1')"
     )
     db.execute("INSERT INTO verdicts VALUES (1, 'e1', 1, 1, NULL)")
@@ -605,7 +606,9 @@ TAKE = """
 import sys, time
 from judgekit.watch.history import History
 with History.open(sys.argv[1]) as history:
-    budget, look = history.take_look("c", [f"t{i}" for i in range(20)], 0.05, "improve", sys.argv[2])
+    budget, look = history.take_look(
+        "c", [f"t{i}" for i in range(20)], 0.05, "improve", sys.argv[2]
+    )
     print(budget.look, look, flush=True)
 """
 
@@ -683,7 +686,8 @@ except InputError as error:
 
 def test_an_import_waits_for_a_look_being_taken_at_the_same_split(project, postgres_url, tmp_path):
     """The looks an import adds count against the budget a look being taken reads: the import holds
-    each criterion's look lock (here held by another connection, so the import waits, then gives up)."""
+    each criterion's look lock (here held by another connection, so the import
+    waits, then gives up)."""
     _fill(tmp_path / "a.sqlite", project)
     with History.open(tmp_path / "a.sqlite") as history:
         from judgekit.watch.transfer import export_history

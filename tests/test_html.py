@@ -8,41 +8,14 @@ import shutil
 from datetime import UTC
 from pathlib import Path
 
-import pytest
-
 from judgekit.cli.html import to_html, write_html
 from judgekit.gate import Gate
 from judgekit.pipeline import Options, calibrate
 from judgekit.testing import FakeLLM
 from judgekit.watch.history import History, record_history
-from tests.conftest import balanced, llm_criterion, require
+from tests.conftest import balanced, llm_criterion
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
-
-
-@pytest.fixture
-def browser():
-    chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    require(
-        bool(chromium and driver),
-        "Chromium is not installed: apt-get install chromium chromium-driver",
-    )
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--window-size=1300,1800",
-        "--disable-dev-shm-usage",
-    ):
-        options.add_argument(flag)
-    session = webdriver.Chrome(service=Service(driver), options=options)
-    yield session
-    session.quit()
 
 
 def _project(project, tmp_path):

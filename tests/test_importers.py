@@ -42,7 +42,8 @@ def test_promptfoo_results():
 @pytest.mark.parametrize("name", ["inspect-mockllm.eval", "inspect-mockllm.json"])
 def test_inspect_logs_in_both_formats(name):
     records = import_verdicts("inspect", DATA / name)
-    # mockllm answers "Default output ..."; `includes` is correct where the target is "Default output".
+    # mockllm answers "Default output ..."; `includes` is correct where the
+    # target is "Default output".
     expected = {(f"ex-{i}", epoch): i % 3 != 0 for i in range(6) for epoch in (0, 1)}
     assert _by_id(records) == expected
     with zipfile.ZipFile(
@@ -285,7 +286,8 @@ def test_a_result_without_a_reply_is_skipped_and_named(tmp_path):
 
 
 def test_imported_examples_are_labelled_merged_and_calibrated(project, tmp_path):
-    """promptfoo's results to a calibration set without building it by hand: import, label, merge."""
+    """promptfoo's results to a calibration set without building it by hand:
+    import, label, merge."""
     from judgekit.cli.label_page import labelling
 
     project.criterion(

@@ -120,7 +120,8 @@ def test_a_rewording_better_on_every_split_is_accepted_and_written(tmp_path):
         and len(look.examples) == 100
         and look.alpha == 0.025
     )
-    # The judge's prompts on the test split were only those of the current judge and the best candidate.
+    # The judge's prompts on the test split were only those of the current
+    # judge and the best candidate.
     on_test = [
         prompt_of(r.messages)
         for r in fake.requests
@@ -131,7 +132,8 @@ def test_a_rewording_better_on_every_split_is_accepted_and_written(tmp_path):
 
 
 def _run_command(tmp_path, proposals: list[str]):
-    """`judgekit improve --write` over real HTTP, the scripted judge and optimizer behind the fake server."""
+    """`judgekit improve --write` over real HTTP, the scripted judge and optimizer
+    behind the fake server."""
     from judgekit.testing import FakeServer
 
     fake = _fake(proposals)
@@ -402,6 +404,7 @@ def test_compare_adopt_and_an_edit_measured_on_test_are_looks(tmp_path, monkeypa
         assert adopted.exit_code == 0, adopted.output
     with History.open(".judgekit/history.sqlite") as db:
         looks = db.looks("blocked")
-    # The adopted calibration joins the history too, but that judge was looked at already: no second look.
+    # The adopted calibration joins the history too, but that judge was looked at
+    # already: no second look.
     assert [(x.purpose, x.alpha) for x in looks] == [("calibrate", 0.025), ("compare", 0.0125)]
     assert len(looks[0].examples) == 100

@@ -10,7 +10,6 @@ import urllib.request
 import pytest
 
 from judgekit.cli.label_page import labelling, review, serve
-from tests.test_html import browser  # noqa: F401  (the headless Chromium fixture)
 
 LINES = [
     {"id": "k1", "output": "Your card is blocked.", "passed": True},
@@ -270,7 +269,8 @@ def test_the_command_needs_a_file_or_a_criterion_to_review(tmp_path):
     neither = CliRunner().invoke(app, ["label", "--no-open"])
     assert (
         neither.exit_code == 2
-        and "give a FILE to label, -c CRITERION alone (its review queue), --review CRITERION, or --merge NEW"
+        and "give a FILE to label, -c CRITERION alone (its review queue), --review CRITERION, "
+        "or --merge NEW"
         in neither.output
     )
     (tmp_path / "set.yaml").write_text("examples: []\n")
@@ -285,7 +285,8 @@ def test_write_back_keeps_every_other_byte(tmp_path):
 
     jsonl = tmp_path / "s.jsonl"
     raw = (
-        '{"id": "a", "output": "line\\u2028sep \\u00e9"}\r\n{"id": "b", "output": "y", "passed": true}\r\n'
+        '{"id": "a", "output": "line\\u2028sep \\u00e9"}\r\n'
+        '{"id": "b", "output": "y", "passed": true}\r\n'
         '\r\n{"id": "c", "output": "z"}\r\n'
     )
     jsonl.write_bytes(raw.encode())
@@ -372,7 +373,8 @@ def test_an_empty_annotator_column_in_a_csv_does_not_block_a_label(tmp_path):
 APPENDER = """
 import os, sys, time
 path, count, held = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "held"
-fd = os.open(path, os.O_WRONLY | os.O_APPEND) if held else None  # a logger's one descriptor, or none
+# a logger's one descriptor, or none
+fd = os.open(path, os.O_WRONLY | os.O_APPEND) if held else None
 print("started", flush=True)
 for i in range(count):
     line = ('{"id": "a%d", "output": "appended %d"}\\n' % (i, i)).encode()
@@ -571,7 +573,8 @@ def test_a_file_moved_into_place_while_a_label_is_written_gets_the_label(tmp_pat
     ).encode()
     path.write_bytes(content)
 
-    def save_as_an_editor_does():  # once the label is on its way: a new file, renamed over the old one
+    # once the label is on its way: a new file, renamed over the old one
+    def save_as_an_editor_does():
         deadline = time.monotonic() + 10
         while path.stat().st_size == len(content) and time.monotonic() < deadline:
             time.sleep(0.001)

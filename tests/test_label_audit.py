@@ -118,7 +118,8 @@ def test_compare_candidates_that_pass_the_gate_are_votes_too_but_one_judge_is_on
             ],
         )
         assert same.exit_code == 0, same.output
-        # the report's judge and the same prompt and model compared, in one trial or three: one voice
+        # the report's judge and the same prompt and model compared, in one
+        # trial or three: one voice
         assert labels_to_recheck("blocked", project.criteria, project.sets, report, None) == {}
         both = CliRunner().invoke(
             app,

@@ -29,7 +29,8 @@ NEXT = Path(".judgekit/next/no-email.jsonl")
 
 
 def _pool(path: Path, n: int = 300) -> None:
-    # every fifth reply gives an address; the pattern misses the ones written "at" (bad replies it passes)
+    # every fifth reply gives an address; the pattern misses the ones written
+    # "at" (bad replies it passes)
     lines = []
     for i in range(n):
         out = (
@@ -68,7 +69,8 @@ def pooled(project, tmp_path):
 
 
 def _blocked(project, tmp_path, per_class):
-    """An LLM criterion with a set of `per_class` examples of each class, and a pool of 40 replies."""
+    """An LLM criterion with a set of `per_class` examples of each class, and
+    a pool of 40 replies."""
     project.criterion(
         {
             "id": "blocked",
@@ -130,7 +132,8 @@ def test_two_rounds_draw_by_verdict_and_calibrate_and_gate_on_weighted_figures(p
     examples = [
         json.loads(x) for x in Path("calibration_sets/no-email.jsonl").read_text().splitlines()
     ]
-    # Horvitz-Thompson by hand: a drawn example stands for N_h / n_h replies, scaled to the 40 labelled
+    # Horvitz-Thompson by hand: a drawn example stands for N_h / n_h replies,
+    # scaled to the 40 labelled
     sizes = first[0]["selection"]["sizes"]
     drawn = [e for e in examples if "selection" in e]
     n_h = {s: sum(e["selection"]["stratum"] == s for e in drawn) for s in sizes}
@@ -223,9 +226,10 @@ def test_the_pool_is_judged_live_through_the_cache_or_read_from_recorded_verdict
 
     pool = _blocked(project, tmp_path, 5)
     runner = CliRunner()
-    answer = lambda prompt: json.dumps(
-        {"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)}
-    )  # noqa: E731
+
+    def answer(prompt):
+        return json.dumps({"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)})
+
     with FakeServer(answer) as server:
         first = runner.invoke(
             app,
@@ -366,9 +370,10 @@ def test_early_stopping_refuses_a_drawn_set_and_a_recheck_of_it_runs(project, tm
 
     pool = _blocked(project, tmp_path, 5)
     runner = CliRunner()
-    answer = lambda prompt: json.dumps(
-        {"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)}
-    )  # noqa: E731
+
+    def answer(prompt):
+        return json.dumps({"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)})
+
     path = NEXT.with_name("blocked.jsonl")
     with FakeServer(answer) as server:
         common = ["--api-base", server.url]
@@ -386,7 +391,8 @@ def test_early_stopping_refuses_a_drawn_set_and_a_recheck_of_it_runs(project, tm
         early = runner.invoke(app, ["calibrate", "--stop-early", *common])
         assert early.exit_code == 2 and "early stopping counts examples alike" in early.output
         assert runner.invoke(app, ["calibrate", *common]).exit_code == 0
-        # a canary is a handful of examples picked by a hash of their ids: compared over time, not weighted
+        # a canary is a handful of examples picked by a hash of their ids:
+        # compared over time, not weighted
         recheck = runner.invoke(app, ["recheck", "--size", "4", *common])
         assert recheck.exit_code == 0, recheck.output
 

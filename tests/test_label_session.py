@@ -21,7 +21,6 @@ from judgekit.inputs.sets import load_set
 from judgekit.pipeline import Options, calibrate
 from judgekit.testing import FakeLLM, FakeServer, script
 from tests.conftest import balanced, llm_criterion
-from tests.test_html import browser  # noqa: F401  (the headless Chromium fixture)
 from tests.test_label import _wait
 
 REPORT = Path(".judgekit/reports/latest")

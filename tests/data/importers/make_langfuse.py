@@ -1,5 +1,6 @@
 """Writes the Langfuse public API's JSON: the SDK's own generated API models (langfuse.api),
-constructed as the server fills them and serialised as it sends them (`.json()`: by alias, camelCase).
+constructed as the server fills them and serialised as it sends them
+(`.json()`: by alias, camelCase).
 
     pip install langfuse==4.18.0
     python tests/data/importers/make_langfuse.py
@@ -7,7 +8,8 @@ constructed as the server fills them and serialised as it sends them (`.json()`:
 - langfuse-observations.json: a page of `GET /api/public/observations` (ObservationsViews): four
   generations (chat messages in and a message out; text in and out; OpenAI content parts; one
   that failed with no output), and a span that is no LLM call.
-- langfuse-observations-v2.json: a page of `GET /api/public/v2/observations` (ObservationsV2Response).
+- langfuse-observations-v2.json: a page of `GET /api/public/v2/observations`
+  (ObservationsV2Response).
 - langfuse-scores.json: a page of `GET /api/public/scores` (GetScoresResponse): booleans (true and
   false), numerics (1, 0 and 0.7), categoricals (pass, and one that names no verdict), a text score.
 - langfuse-trace.json: `GET /api/public/traces/{id}` (TraceWithFullDetails), with its
@@ -35,34 +37,32 @@ def usage():
     return api.Usage(input=12, output=9, total=21)
 
 
-def observation(
-    cls, id, trace, type, minutes, model=None, input=None, output=None, level="DEFAULT", **extra
-):
-    return cls(
+def observation(id, trace, type, minutes, **fields):
+    """An ObservationsView of `type` at `minutes`; `fields` (model, input, ...) over defaults."""
+    # Each default is set even when None: the models serialise only the fields that were set.
+    fields = {"model": None, "input": None, "output": None, "level": "DEFAULT", **fields}
+    return api.ObservationsView(
         id=id,
         trace_id=trace,
         type=type,
         name=f"{type.lower()} {id}",
         start_time=at(minutes),
         end_time=at(minutes + 1),
-        model=model,
         model_parameters={"temperature": 0},
-        input=input,
-        output=output,
         usage=usage(),
-        level=level,
         usage_details={"input": 12, "output": 9},
         cost_details={},
         environment="production",
-        **extra,
+        **fields,
     )
 
 
-def score(kind, id, trace, name, minutes, value, string_value=None, observation_id=None):
+def score(kind, id, trace, name, minutes, value, string_value=None, **extra):
+    """A score of `kind` at `minutes`; `extra` sets more fields (observation_id: the one scored)."""
     fields = dict(
         id=id,
         trace_id=trace,
-        observation_id=observation_id,
+        observation_id=None,
         name=name,
         source="EVAL",
         timestamp=at(minutes),
@@ -71,6 +71,7 @@ def score(kind, id, trace, name, minutes, value, string_value=None, observation_
         environment="production",
         comment="judged by the support-quality evaluator",
     )
+    fields.update(extra)
     if kind in ("Boolean", "Categorical"):
         fields["string_value"] = string_value
     if kind == "Text":
@@ -88,52 +89,47 @@ chat_in = [
 ]
 views = [
     observation(
-        api.ObservationsView,
         "gen-1",
         TRACE_A,
         "GENERATION",
         0,
-        "gpt-4o-mini-2024-07-18",
-        chat_in,
-        {"role": "assistant", "content": "Refunds take 3 to 5 working days."},
+        model="gpt-4o-mini-2024-07-18",
+        input=chat_in,
+        output={"role": "assistant", "content": "Refunds take 3 to 5 working days."},
     ),
     observation(
-        api.ObservationsView,
         "gen-2",
         TRACE_A,
         "GENERATION",
         2,
-        "claude-3-5-haiku",
-        "Summarise: the card was blocked at 9:02.",
-        "Card blocked at 9:02.",
+        model="claude-3-5-haiku",
+        input="Summarise: the card was blocked at 9:02.",
+        output="Card blocked at 9:02.",
     ),
     observation(
-        api.ObservationsView,
         "gen-3",
         TRACE_B,
         "GENERATION",
         5,
-        "gpt-4o",
-        [{"role": "user", "content": [{"type": "text", "text": "I lost my card"}]}],
-        {
+        model="gpt-4o",
+        input=[{"role": "user", "content": [{"type": "text", "text": "I lost my card"}]}],
+        output={
             "role": "assistant",
             "content": [{"type": "text", "text": "I've blocked it; a new one is on its way."}],
         },
     ),
     observation(
-        api.ObservationsView,
         "gen-4",
         TRACE_B,
         "GENERATION",
         7,
-        "gpt-4o",
-        [{"role": "user", "content": "hello"}],
-        None,
+        model="gpt-4o",
+        input=[{"role": "user", "content": "hello"}],
+        output=None,
         level="ERROR",
         status_message="Request timed out",
     ),
     observation(
-        api.ObservationsView,
         "span-1",
         TRACE_B,
         "SPAN",
@@ -167,8 +163,26 @@ write(
 )
 
 scores = [
-    score("Boolean", "score-1", TRACE_A, "refund-timeline-stated", 1, 1.0, "True", "gen-1"),
-    score("Boolean", "score-2", TRACE_B, "card-block-confirmed", 6, 0.0, "False", "gen-3"),
+    score(
+        "Boolean",
+        "score-1",
+        TRACE_A,
+        "refund-timeline-stated",
+        1,
+        1.0,
+        "True",
+        observation_id="gen-1",
+    ),
+    score(
+        "Boolean",
+        "score-2",
+        TRACE_B,
+        "card-block-confirmed",
+        6,
+        0.0,
+        "False",
+        observation_id="gen-3",
+    ),
     score("Numeric", "score-3", TRACE_A, "refund-timeline-stated", 3, 1.0),
     score("Numeric", "score-4", TRACE_B, "card-block-confirmed", 6, 0.0),
     score("Numeric", "score-5", TRACE_A, "helpfulness", 3, 0.7),  # a degree, not a verdict
@@ -199,14 +213,13 @@ trace = api.TraceWithFullDetails(
     total_cost=0.0004,
     observations=[
         observation(
-            api.ObservationsView,
             "gen-1",
             TRACE_A,
             "GENERATION",
             0,
-            "gpt-4o-mini-2024-07-18",
-            chat_in,
-            {"role": "assistant", "content": "Refunds take 3 to 5 working days."},
+            model="gpt-4o-mini-2024-07-18",
+            input=chat_in,
+            output={"role": "assistant", "content": "Refunds take 3 to 5 working days."},
         )
     ],
     scores=[

@@ -16,7 +16,8 @@ no verdict ("neutral", "factual").
   dropped (it repeats the `context.span_id` column), written with `to_json(orient="records",
   lines=True, date_format="iso")` and `to_parquet()`.
 - phoenix-span-annotations.jsonl: `Client().spans.get_span_annotations_dataframe()`, its
-  `span_id` index reset into a column, written with `to_json(orient="records", lines=True, date_format="iso")`.
+  `span_id` index reset into a column, written with
+  `to_json(orient="records", lines=True, date_format="iso")`.
 """
 
 import os
@@ -95,7 +96,9 @@ with tracer.start_as_current_span("support-turn") as chain:
                 **messages("input", ("user", "I lost my card")),
                 "llm.output_messages.0.message.role": "assistant",
                 "llm.output_messages.0.message.contents.0.message_content.type": "text",
-                "llm.output_messages.0.message.contents.0.message_content.text": "I've blocked it; a new one is on its way.",
+                "llm.output_messages.0.message.contents.0.message_content.text": (
+                    "I've blocked it; a new one is on its way."
+                ),
             }
         )
         ids["contents"] = span.get_span_context().span_id

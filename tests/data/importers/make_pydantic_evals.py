@@ -1,4 +1,5 @@
 from dataclasses import dataclass
+from pathlib import Path
 
 from pydantic_evals import Case, Dataset
 from pydantic_evals.evaluators import Contains, Evaluator, EvaluatorContext
@@ -24,4 +25,4 @@ cases = [
 dataset = Dataset(name="lost-card", cases=cases, evaluators=[SaysBlocked(), Contains(value="card")])
 report = dataset.evaluate_sync(agent)
 report.print()
-open("report.json", "wb").write(EvaluationReportAdapter.dump_json(report, indent=2))
+Path("report.json").write_bytes(EvaluationReportAdapter.dump_json(report, indent=2))
