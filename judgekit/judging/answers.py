@@ -47,7 +47,9 @@ _REFUSAL = re.compile(
 )
 
 
-def json_object(text: str, wanted: Callable[[dict], bool] = lambda data: True) -> dict | None:
+def json_object(
+    text: str, wanted: Callable[[dict[str, Any]], bool] = lambda data: True
+) -> dict[str, Any] | None:
     """The first JSON object in an answer that `wanted` accepts: the whole text, a code fence, or
     the span from the first `{` to the last `}`."""
     candidates = [text.strip()] + _FENCE.findall(text)
@@ -130,7 +132,7 @@ def answer_probability(completion: Completion, passed: bool | None = None) -> fl
 def verdict_from(
     completion: Completion, example_id: str, trial: int, usage: Usage | None = None
 ) -> Verdict:
-    """The verdict an answer gives; `usage` of the calls behind it (default: this answer's alone)."""
+    """The verdict an answer gives; `usage` of the calls behind it (default: this answer's own)."""
     usage = usage or usage_of([completion])
     if completion.finish_reason == "content_filter" and not completion.text:
         return Verdict(
@@ -157,7 +159,7 @@ def verdict_from(
 
 
 def call_failed(example_id: str, trial: int, error: CallError, usage: Usage) -> Verdict:
-    """The abstention of a call that failed after its retries, saying why and after how many attempts."""
+    """The abstention of a call that failed after its retries: why, and after how many attempts."""
     tries = f" (after {error.attempts} attempts)" if error.attempts > 1 else ""
     return Verdict(
         example_id,
@@ -187,12 +189,12 @@ def readable(completion: Completion) -> bool:
 def usage_of(answers: Sequence[Completion], failed: int = 0, reasked: int = 0) -> Usage:
     """What the answers behind one verdict cost, with `failed` calls that gave none."""
     live = [c for c in answers if not c.cached]  # cached answers cost nothing this time
-    costs = [c.cost for c in live]
+    known = [c.cost for c in live if c.cost is not None]
     return Usage(
         cached=not live and not failed,
         prompt_tokens=sum(c.prompt_tokens for c in live),
         completion_tokens=sum(c.completion_tokens for c in live),
-        cost=None if not live or any(c is None for c in costs) else sum(costs),  # type: ignore[misc]
+        cost=None if not live or len(known) < len(live) else sum(known),  # a cost unknown: None
         latency_s=sum(c.latency_s for c in live),
         calls=len(live) + failed,
         cached_calls=len(answers) - len(live),
@@ -203,7 +205,7 @@ def usage_of(answers: Sequence[Completion], failed: int = 0, reasked: int = 0) -
 
 
 def lookup(llm: LLM, request: Request, is_readable: Readable, reask: int) -> Completion | None:
-    """The cached answer to `request`, or None: none is cached, or it is unreadable and would be asked again."""
+    """The cached answer to `request`, or None: not cached, or unreadable and to be asked again."""
     answer = llm.lookup(request)
     return None if answer is None or (reask and not is_readable(answer)) else answer
 
@@ -230,7 +232,7 @@ class Calls:
         self.failed = 0
 
     async def ask(self, llm: LLM, request: Request, is_readable: Readable) -> Completion:
-        """The last answer to `request`; a call that fails after its retries raises its CallError."""
+        """The last answer to `request`; a call failing after its retries raises its CallError."""
         answer = await self._one(llm, request)
         for _ in range(self.reask):
             if is_readable(answer):

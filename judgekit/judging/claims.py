@@ -81,9 +81,7 @@ def read_claims(text: str) -> list[str] | None:
     claims = data.get("claims") if data else None
     if not isinstance(claims, list) or not all(isinstance(c, str) for c in claims):
         return None
-    return list(
-        dict.fromkeys(c.strip() for c in claims if c.strip())
-    )  # no empty or repeated claims
+    return list(dict.fromkeys(c.strip() for c in claims if c.strip()))  # none empty or repeated
 
 
 def read_checks(text: str, claims: Sequence[str]) -> list[ClaimCheck] | None:
@@ -129,9 +127,8 @@ class ClaimsJob:
     trial: int = 0
     api_base: str | None = None
     structured: bool = True
-    gold: tuple[str, ...] | None = (
-        None  # verify these labelled claims instead of extracting (stage errors)
-    )
+    # Verify these labelled claims instead of extracting (stage errors).
+    gold: tuple[str, ...] | None = None
     reask: int = RetryPolicy.unreadable
 
     @property
@@ -193,8 +190,7 @@ class ClaimsJob:
         if self.criterion.batch:
             return [(requests[0], lambda c: read_checks(c.text, claims) is not None or refused(c))]
         return [
-            (request, lambda c, claim=claim: read_check(c.text, claim) is not None or refused(c))
-            for request, claim in zip(requests, claims, strict=True)
+            (request, _verified(claim)) for request, claim in zip(requests, claims, strict=True)
         ]
 
     def _verdict(
@@ -224,12 +220,13 @@ class ClaimsJob:
         verdict = self._checked(list(self.gold or ()), verified, usage)
         return replace(verdict, obtained_at=min((c.obtained_at for c in verified), default=None))
 
-    def _checked(self, claims: list[str], verified: Sequence[Completion], usage: Any) -> Verdict:
+    def _checked(self, claims: list[str], verified: Sequence[Completion], usage: Usage) -> Verdict:
         if self.criterion.batch:
             checks = read_checks(verified[0].text, claims)
         else:
             single = [read_check(c.text, claim) for c, claim in zip(verified, claims, strict=True)]
-            checks = None if any(s is None for s in single) else single  # type: ignore[assignment]
+            read = [s for s in single if s is not None]
+            checks = None if len(read) < len(single) else read
         if checks is None:
             unread = (
                 verified[0]
@@ -256,30 +253,26 @@ class ClaimsJob:
         )
 
     def cached(self, llm: LLM) -> Verdict | None:
-        """The verdict from cached answers alone, or None when a step is not cached (or is unreadable)."""
+        """The verdict from cached answers alone; None when a step is uncached (or unreadable)."""
         if self.gold is not None:
-            verified = [
-                lookup(llm, request, ok, self.reask) for request, ok in self._checks(self.gold)
-            ]
-            return (
-                None
-                if any(v is None for v in verified)
-                else self._gold(verified, usage_of(verified))
-            )  # type: ignore
+            hits = [lookup(llm, request, ok, self.reask) for request, ok in self._checks(self.gold)]
+            verified = [v for v in hits if v is not None]
+            return None if len(verified) < len(hits) else self._gold(verified, usage_of(verified))
         extracted = lookup(llm, self.extraction(), _extracted, self.reask)
         if extracted is None:
             return None
         claims = read_claims(extracted.text)
         if not claims:
             return self._verdict(extracted, (), usage_of([extracted]))
-        verified = [lookup(llm, request, ok, self.reask) for request, ok in self._checks(claims)]
-        if any(v is None for v in verified):
+        hits = [lookup(llm, request, ok, self.reask) for request, ok in self._checks(claims)]
+        verified = [v for v in hits if v is not None]
+        if len(verified) < len(hits):
             return None
-        return self._verdict(extracted, verified, usage_of([extracted, *verified]))  # type: ignore[list-item]
+        return self._verdict(extracted, verified, usage_of([extracted, *verified]))
 
     def planned(self, llm: LLM) -> tuple[list[Request], int, int]:
-        """As `Job.planned`. The verification calls depend on the extraction's answer: counted when it
-        is cached, else unknown until it is given (the third count: extractions still to be made)."""
+        """As `Job.planned`. The verification calls depend on the extraction's answer: counted when
+        it is cached, else unknown until it is given (the third count: extractions yet to make)."""
         if self.gold is not None:
             return _split(llm, self._checks(self.gold), self.reask)
         extracted = lookup(llm, self.extraction(), _extracted, self.reask)
@@ -318,6 +311,11 @@ def _split(
         sum(h is not None for h in hits),
         0,
     )
+
+
+def _verified(claim: str) -> Callable[[Completion], bool]:
+    """What makes a verification answer of `claim` readable: it decides the claim, or refuses."""
+    return lambda answer: read_check(answer.text, claim) is not None or refused(answer)
 
 
 def _extracted(answer: Completion) -> bool:
@@ -364,19 +362,21 @@ def recorded_gold(
 ) -> dict[str, Verdict]:
     """For recorded per-claim verdicts: each labelled example's labelled claims, verified as the
     recording judge verified the same claim (matched by text, case and spacing aside), so that
-    `stages` can tell extraction from verification errors without a model call. An example whose
-    recorded claims lack one of its labelled claims cannot be told apart: it counts as unreadable."""
+    `stages` can tell extraction from verification errors without a model call. An example
+    whose recorded claims lack one of its labelled claims cannot be told apart: it counts as
+    unreadable."""
 
     def key(text: str) -> str:
         return " ".join(text.split()).casefold()
 
-    gold = {}
+    gold: dict[str, Verdict] = {}
     for example, verdict in zip(examples, final, strict=True):
         if not example.claims or verdict.claims is None:
             continue
         recorded = {key(c.claim): c for c in verdict.claims}
-        found = [recorded.get(key(c.claim)) for c in example.claims]
-        if any(c is None for c in found):
+        matches = [recorded.get(key(c.claim)) for c in example.claims]
+        found = [c for c in matches if c is not None]
+        if len(found) < len(matches):
             gold[example.id] = Verdict(
                 example.id, None, "the recorded claims do not include every labelled claim"
             )

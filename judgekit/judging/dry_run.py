@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
 from judgekit.inputs.sets import CalibrationSet
@@ -45,7 +46,7 @@ class Estimate:
     completion_tokens_at_most: int = 0
     cost_at_most: float | None = None  # US dollars; None where litellm knows no price
 
-    def to_json(self) -> dict:
+    def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -63,7 +64,8 @@ def estimate(
     llm: LLM | None = None,
 ) -> list[Estimate]:
     """An Estimate per criterion: those in `models` are judged live as `settings` say (looked up
-    in `llm` when given, else in the cache `settings` name); the others' verdicts are in `sources`."""
+    in `llm` when given, else in the cache `settings` name); the others' verdicts are in
+    `sources`."""
     stacks: dict[tuple[str, str | None], LLM] = {}
     cache = settings.cache_dir if settings is not None and settings.cache_dir is not None else None
     try:
@@ -78,9 +80,8 @@ def estimate(
                 continue
             model, examples = models[criterion.id], sets[criterion.id].examples
             endpoint = (model, api_base_for(criterion, settings.api_base))
-            if (
-                llm is None and endpoint not in stacks
-            ):  # the standard stack; without a cache folder, no cache
+            if llm is None and endpoint not in stacks:
+                # The standard stack; without a cache folder, no cache.
                 stacks[endpoint] = open_llm(
                     model,
                     endpoint[1],

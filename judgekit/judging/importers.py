@@ -4,7 +4,8 @@
     judgekit import inspect logs/2026-...eval -o verdicts.jsonl --scorer includes
     judgekit import pydantic-evals report.json -o verdicts.jsonl --evaluator SaysBlocked
     judgekit import deepeval .deepeval/.latest_test_run.json -o verdicts.jsonl --metric Correctness
-    judgekit import csv judged.csv -o verdicts.jsonl --id-col case --verdict-col grade --pass-values 1 --fail-values 2
+    judgekit import csv judged.csv -o verdicts.jsonl --id-col case --verdict-col grade \\
+        --pass-values 1 --fail-values 2
 
 Each becomes `{"criterion", "id", "trial", "passed", "reason"}` records; a result that is not a
 pass/fail (an error, a partial score, a missing assertion) is an abstention with its reason,
@@ -64,15 +65,15 @@ def promptfoo(
     assertion: str | None = None,
     **_: Any,
 ) -> list[RecordedVerdict]:
-    """`promptfoo eval -o results.json`: one verdict per test result — its overall `success`, or with
-    `assertion` the one assertion of that metric name or type (an llm-rubric among latency and
-    cost checks, say); the id is the test's `vars[id_field]`, else its description, else its index."""
+    """`promptfoo eval -o results.json`: one verdict per test result — its overall `success`, or
+    with `assertion` the one assertion of that metric name or type (an llm-rubric among latency
+    and cost checks, say); the id is the test's `vars[id_field]`, else its description, else its
+    index."""
     out = []
     for row, example_id, trial in promptfoo_rows(path, id_field):
         grading = row.get("gradingResult") or {}
-        error = (
-            row.get("error") if row.get("failureReason") == 2 else None
-        )  # 2: the provider failed, not an assertion
+        # failureReason 2: the provider failed, not an assertion.
+        error = row.get("error") if row.get("failureReason") == 2 else None
         passed, reason = (
             (None if error or not isinstance(row.get("success"), bool) else row["success"]),
             error or grading.get("reason"),
@@ -112,7 +113,8 @@ def promptfoo_rows(
         raise InputError.one(
             path, "results.results", "is not a promptfoo results file (`promptfoo eval -o x.json`)"
         )
-    out, seen = [], {}
+    out: list[tuple[dict[str, Any], str, int]] = []
+    seen: dict[str, int] = {}
     for row in rows:
         test = row.get("testCase") or {}
         vars_ = row.get("vars") or test.get("vars") or {}
@@ -195,10 +197,8 @@ def _member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> byte
     return zstandard.ZstdDecompressor().decompress(raw, max_output_size=max(info.file_size, 1))
 
 
-_INSPECT = {
-    "C": True,
-    "I": False,
-}  # inspect's CORRECT / INCORRECT; P (partial) and N (no answer) abstain
+# inspect's CORRECT / INCORRECT; P (partial) and N (no answer) abstain.
+_INSPECT = {"C": True, "I": False}
 
 
 def inspect(
@@ -292,7 +292,7 @@ def pydantic_cases(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
 
 
 def case_and_trial(case: dict[str, Any]) -> tuple[str, int]:
-    """A repeated case is named `name [k/n]` (with `source_case_name`): its k-th run is trial k - 1."""
+    """A repeated case is named `name [k/n]` (with `source_case_name`): run k is trial k - 1."""
     import re
 
     name = str(case.get("name"))
@@ -344,7 +344,7 @@ def _values(given: str | Iterable[str] | None) -> set[str]:
     return {v.strip().casefold() for item in items for v in item.split(",") if v.strip()}
 
 
-def csv_file(
+def csv_file(  # noqa: PLR0913 -- a keyword per `judgekit import csv` option (import_verdicts)
     path: Path,
     criterion: str | None,
     id_col: str = "id",
@@ -374,7 +374,8 @@ def csv_file(
             "as both a pass and a fail value; give it once",
         )
     accepted = (
-        f"the values read are {', '.join(sorted(passes))} (pass) and {', '.join(sorted(fails))} (fail): add "
+        f"the values read are {', '.join(sorted(passes))} (pass) and "
+        f"{', '.join(sorted(fails))} (fail): add "
         "it to --pass-values or --fail-values"
         if passes
         else "write true / false (pass / fail, 1 / 0), or "
@@ -430,7 +431,7 @@ IMPORTERS: dict[str, Callable[..., list[RecordedVerdict]]] = {
 def import_verdicts(
     kind: str, path: Path, criterion: str | None = None, **options: Any
 ) -> list[RecordedVerdict]:
-    """Read another tool's results as recorded verdicts; duplicate (id, trial) pairs are an error."""
+    """Another tool's results read as recorded verdicts; a repeated (id, trial) pair is an error."""
     if kind not in IMPORTERS:
         raise InputError.one(kind, "", f"unknown format; use one of {', '.join(FORMATS)}")
     if not path.is_file():
@@ -451,7 +452,7 @@ def import_verdicts(
             f"is not a {kind} results file judgekit can read ({type(error).__name__}: "
             f"{error}); check the format named, or export the file again",
         ) from None
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[str | None, str, int], int] = {}
     for r in records:
         key = (r.criterion, r.id, r.trial)
         seen[key] = seen.get(key, 0) + 1

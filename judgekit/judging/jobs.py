@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
@@ -52,9 +52,9 @@ def endpoint_named(
     """The endpoint to ask again for a calibration that asked `calibrated` (its public form, as a
     report or the history keeps it): the criterion's own `judge.api_base` when it is that endpoint
     (with its credentials), else None when the environment's is (the client reads it, with its
-    credentials; OPENAI_BASE_URL names the endpoint of OpenAI-style models only, `model`'s). A report
-    or a history is data, not settings: an endpoint named by it alone (one edited, imported or
-    restored from a shared cache) is refused, never sent the provider's key."""
+    credentials; OPENAI_BASE_URL names the endpoint of OpenAI-style models only, `model`'s). A
+    report or a history is data, not settings: an endpoint named by it alone (one edited, imported
+    or restored from a shared cache) is refused, never sent the provider's key."""
     own = criterion.judge.api_base
     if calibrated is None:
         if own is not None:  # the calibration asked the environment's endpoint, not this one
@@ -68,9 +68,7 @@ def endpoint_named(
     if own is not None and public_url(own) == calibrated:
         return own
     environment = environment_endpoint()
-    openai_style = (
-        model.startswith("openai/") or "/" not in model
-    )  # the models the client reads it for
+    openai_style = model.startswith("openai/") or "/" not in model  # those the client reads it for
     if environment and openai_style and public_url(environment) == calibrated:
         return None
     raise InputError.one(
@@ -83,7 +81,8 @@ def endpoint_named(
 
 
 def reask_for(criterion: LLMCriterion | ClaimsCriterion, policy: RetryPolicy | None = None) -> int:
-    """Times an unreadable answer is asked again: the criterion's `judge.reask_unreadable`, else the policy's."""
+    """Times an unreadable answer is asked again: the criterion's `judge.reask_unreadable`, else
+    the policy's."""
     own = criterion.judge.reask_unreadable
     return own if own is not None else (policy or RetryPolicy()).unreadable
 
@@ -112,7 +111,8 @@ class Job:
         return self.request.trial
 
     def cached(self, llm: LLM) -> Verdict | None:
-        # `lookup(..., readable, ...)`, reading the answer once: readable() is "its verdict is not unparseable".
+        # `lookup(..., readable, ...)`, reading the answer once: readable() is "its verdict is not
+        # unparseable".
         hit = llm.lookup(self.request)
         verdict = None if hit is None else verdict_from(hit, self.example_id, self.trial)
         return (
@@ -140,16 +140,26 @@ class Job:
         return verdict_from(answer, self.example_id, self.trial, calls.usage())
 
 
+@dataclass(frozen=True)
+class Asking:
+    """How a judge's calls are made, beside its model and trials: the endpoint, structured output,
+    the re-asks of an unreadable answer (`reask_for`) and log-probabilities (`wants_logprobs`)."""
+
+    api_base: str | None = None
+    structured: bool = True
+    reask: int = RetryPolicy.unreadable
+    logprobs: bool = False
+
+
 def jobs_for(
     criterion: LLMCriterion,
     examples: Sequence[Example],
     model: str,
     trials: int,
-    api_base: str | None = None,
-    structured: bool = True,
-    reask: int = RetryPolicy.unreadable,
-    logprobs: bool = False,
+    asking: Asking | None = None,
 ) -> list[Job]:
+    """The jobs of judging `examples` by an llm criterion: one per example and trial."""
+    asking = Asking() if asking is None else asking
     compiled = compile_template(prompt_template(criterion))
     settings = criterion.judge
     return [
@@ -161,12 +171,12 @@ def jobs_for(
                 messages=fill(compiled, example.fields()),
                 temperature=settings.temperature,
                 max_tokens=settings.max_tokens,
-                response_format=RESPONSE_FORMAT if structured else None,
+                response_format=RESPONSE_FORMAT if asking.structured else None,
                 trial=trial,
-                api_base=api_base,
-                logprobs=logprobs,
+                api_base=asking.api_base,
+                logprobs=asking.logprobs,
             ),
-            reask,
+            asking.reask,
         )
         for example in examples
         for trial in range(trials)
@@ -193,10 +203,8 @@ async def run_bounded(
 
     async def worker() -> None:
         nonlocal done
-        for (
-            index,
-            item,
-        ) in queue:  # workers share one iterator: no task per item, no semaphore churn
+        # The workers share one iterator: no task per item, no semaphore churn.
+        for index, item in queue:
             results[index] = await work(item)
             done += 1
             if progress:
@@ -229,19 +237,19 @@ def run_sync(coroutine: Coroutine[Any, Any, R]) -> R:
         return pool.submit(asyncio.run, _boxed(coroutine)).result().value
 
 
-class _Box:
+class _Box(Generic[R]):
     """A result whose repr costs nothing: Python 3.11's asyncio.run formats the repr of its main
     task (result included) when it restores the SIGINT handler, which for a report of a million
     verdicts took seconds."""
 
     __slots__ = ("value",)
 
-    def __init__(self, value: Any):
+    def __init__(self, value: R):
         self.value = value
 
     def __repr__(self) -> str:
         return "<result>"
 
 
-async def _boxed(coroutine: Coroutine[Any, Any, R]) -> _Box:
+async def _boxed(coroutine: Coroutine[Any, Any, R]) -> _Box[R]:
     return _Box(await coroutine)

@@ -2,7 +2,10 @@
 criterion was calibrated, or refusing to judge.
 
 >>> from judgekit.inputs.criteria import RegexCriterion
->>> check = Judge(RegexCriterion(id="r", kind="regex", question="clean?", pattern="TODO", match_means="fail"))
+>>> criterion = RegexCriterion(
+...     id="r", kind="regex", question="clean?", pattern="TODO", match_means="fail"
+... )
+>>> check = Judge(criterion)
 >>> check("All done.").passed
 True
 """
@@ -13,25 +16,33 @@ from dataclasses import replace
 from typing import Protocol
 
 from judgekit.errors import InputError, JudgeNotCalibrated
-from judgekit.inputs.criteria import ClaimsCriterion, Criterion, RegexCriterion
+from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion
 from judgekit.inputs.sets import Example
-from judgekit.judging.claims import claims_jobs
-from judgekit.judging.jobs import api_base_for, endpoint_named, jobs_for, reask_for, run_sync
+from judgekit.judging.claims import ClaimsJob, claims_jobs
+from judgekit.judging.jobs import (
+    Asking,
+    Job,
+    api_base_for,
+    endpoint_named,
+    jobs_for,
+    reask_for,
+    run_sync,
+)
 from judgekit.judging.selective import escalate, wants_logprobs
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
 
 RECORDED = (
-    "calibrated from recorded verdicts of another judge ({source}); calibrate judgekit's judge live, "
-    "or judge with the tool that recorded them"
+    "calibrated from recorded verdicts of another judge ({source}); "
+    "calibrate judgekit's judge live, or judge with the tool that recorded them"
 )
 
 
 class Calibrated(Protocol):
-    """How a criterion's judge was asked in its calibration (a report's JudgeInfo; the gate's entry):
-    the model, the endpoint (without credentials), the trials whose majority counts, the transport,
-    structured output, and whose verdicts the figures are (`source`)."""
+    """How a criterion's judge was asked in its calibration (a report's JudgeInfo; the gate's
+    entry): the model, the endpoint (without credentials), the trials whose majority counts, the
+    transport, structured output, and whose verdicts the figures are (`source`)."""
 
     model: str | None
     api_base: str | None
@@ -49,9 +60,10 @@ class Judge:
     Given `calibrated` (how its calibration asked it), it asks exactly so, through the usual cache
     and retries; given `thresholds` (selective judging, certified by the gate), a verdict below the
     first goes to the judge the criterion escalates to, and one below that is escalated to a person
-    (`passed=None, escalated=True`, its confidence kept); given `refusal`, it raises that JudgeNotCalibrated instead of judging — the gate
-    (judgekit.gate.judge_for) builds it either way — and it never stands in for another tool's
-    judge whose recorded verdicts were calibrated. A regex criterion is checked by code.
+    (`passed=None, escalated=True`, its confidence kept); given `refusal`, it raises that
+    JudgeNotCalibrated instead of judging — the gate (judgekit.gate.judge_for) builds it either
+    way — and it never stands in for another tool's judge whose recorded verdicts were
+    calibrated. A regex criterion is checked by code.
     """
 
     def __init__(
@@ -65,7 +77,8 @@ class Judge:
     ):
         self.criterion, self.calibrated = criterion, calibrated
         self.cache_dir, self.llm, self.refusal = cache_dir, llm, refusal
-        # Selective judging: the certified confidence threshold of the judge and of each it escalates to.
+        # Selective judging: the certified confidence threshold of the judge and of each it
+        # escalates to.
         self.thresholds = thresholds
         source = calibrated.source if calibrated is not None else ""
         if self.refusal is None and source.startswith("recorded:"):
@@ -86,35 +99,43 @@ class Judge:
         if self.refusal is not None:
             raise self.refusal
         fields = {"input": input, "output": output, "context": context}
-        if isinstance(self.criterion, RegexCriterion):
-            return Verdict("-", *self.criterion.explain(fields))
+        criterion = self.criterion
+        if isinstance(criterion, RegexCriterion):
+            return Verdict("-", *criterion.explain(fields))
         asked = self.calibrated
-        model = (asked.model if asked else None) or self.criterion.judge.model
+        model = (asked.model if asked else None) or criterion.judge.model
         if not model:
             raise InputError.one(
-                f"criteria/{self.criterion.id}.yaml",
+                f"criteria/{criterion.id}.yaml",
                 "judge.model",
                 "no judge model; set judge.model in the criterion",
             )
-        if isinstance(self.criterion, ClaimsCriterion) and not (context or "").strip():
+        if isinstance(criterion, ClaimsCriterion) and not (context or "").strip():
             raise InputError.one(
-                f"criteria/{self.criterion.id}.yaml",
+                f"criteria/{criterion.id}.yaml",
                 "context",
                 "a claims criterion checks the "
                 "reply against its source material: call judge(output, context=source)",
             )
-        trials = (asked.trials if asked else None) or self.criterion.judge.trials
+        trials = (asked.trials if asked else None) or criterion.judge.trials
         if asked is None:
-            api_base, via = api_base_for(self.criterion), "auto"
-        else:  # the calibrated endpoint, as the criterion or the environment names it (with their credentials)
-            api_base, via = endpoint_named(self.criterion, asked.api_base, model), asked.via
+            api_base, via = api_base_for(criterion), "auto"
+        else:
+            # The calibrated endpoint, as the criterion or the environment names it (with their
+            # credentials).
+            api_base, via = endpoint_named(criterion, asked.api_base, model), asked.via
         example = Example(id="-", output=output, input=input, context=context, passed=True)
-        structured = asked.structured if asked else True
-        verdict = await self._ask(model, example, trials, api_base, via, structured)
+        asking = Asking(
+            api_base,
+            asked.structured if asked else True,
+            reask_for(criterion),
+            logprobs=wants_logprobs(self.thresholds, trials),
+        )
+        verdict = await self._ask(criterion, model, example, trials, asking, via)
         if self.thresholds is None:
             return verdict
         first = escalate(verdict, self.thresholds[0])
-        after = self.criterion.judge.escalate_to
+        after = criterion.judge.escalate_to
         if (
             not first.escalated
             or len(self.thresholds) < 2
@@ -123,7 +144,7 @@ class Judge:
         ):
             return first
         second = escalate(
-            await self._ask(after.model, example, trials, api_base, via, structured),
+            await self._ask(criterion, after.model, example, trials, asking, via),
             self.thresholds[1],
         )
         if not second.escalated:
@@ -135,35 +156,28 @@ class Judge:
 
     async def _ask(
         self,
+        criterion: LLMCriterion | ClaimsCriterion,
         model: str,
         example: Example,
         trials: int,
-        api_base: str | None,
+        asking: Asking,
         via: str,
-        structured: bool,
     ) -> Verdict:
-        if isinstance(self.criterion, ClaimsCriterion):
+        """The majority verdict of `model`, asked as `asking` says, over `trials` on one example."""
+        jobs: list[Job] | list[ClaimsJob]
+        if isinstance(criterion, ClaimsCriterion):
             jobs = claims_jobs(
-                self.criterion,
+                criterion,
                 [example],
                 model,
                 trials,
-                api_base,
-                structured,
-                reask_for(self.criterion),
+                asking.api_base,
+                asking.structured,
+                asking.reask,
             )
         else:
-            jobs = jobs_for(
-                self.criterion,
-                [example],
-                model,
-                trials,
-                api_base,
-                structured,
-                reask_for(self.criterion),
-                logprobs=wants_logprobs(self.thresholds, trials),
-            )
-        llm = self.llm or open_llm(model, api_base, self.cache_dir, via=via)
+            jobs = jobs_for(criterion, [example], model, trials, asking)
+        llm = self.llm or open_llm(model, asking.api_base, self.cache_dir, via=via)
         try:
             return majority([await job.ask(llm) for job in jobs])
         finally:

@@ -26,16 +26,12 @@ from judgekit.judging.verdicts import JUDGE_ID, Verdict
 class Matched:
     """What a pass over a verdict file found."""
 
-    trials: dict[str, list[list[Verdict]]] = field(
-        default_factory=dict
-    )  # per criterion matched: per example, in
-    #                                                                        the set's order, its trials
-    named: set[str | None] = field(
-        default_factory=set
-    )  # the criteria its records name (None: a record names none)
-    judges: dict[str, set[str | None]] = field(
-        default_factory=dict
-    )  # per criterion matched: its records' judges
+    # Per criterion matched: per example, in the set's order, its trials.
+    trials: dict[str, list[list[Verdict]]] = field(default_factory=dict)
+    # The criteria its records name (None: a record names none).
+    named: set[str | None] = field(default_factory=set)
+    # Per criterion matched: its records' judges.
+    judges: dict[str, set[str | None]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
     def provenance(self, criterion: Criterion, model: str | None, path: Path) -> str:
@@ -64,71 +60,10 @@ def match_file(
         default_at: float | None = path.stat().st_mtime
     except OSError:
         default_at = None
-    rules = no_claims or {}
     only = next(iter(sets)) if len(sets) == 1 else None
-    out = Matched(judges={cid: set() for cid in sets})
-    groups: dict[str, dict[str, Verdict | dict[int, Verdict]]] = {cid: {} for cid in sets}
-    unnamed: list[
-        RecordedVerdict
-    ] = []  # records naming no criterion, while it is not known whose they are
-    unnamed_judges: set[str | None] = set()
-    ids = {
-        e.id: e.id for cal in sets.values() for e in cal.examples
-    }  # the sets' own id strings, shared
-
-    def take(r: RecordedVerdict, criterion_id: str) -> None:
-        group = groups[criterion_id]
-        example_id = ids.get(r.id, r.id)
-        held = group.get(example_id)
-        if held is not None and r.trial in ((held.trial,) if isinstance(held, Verdict) else held):
-            out.problems.append(
-                Problem(
-                    source,
-                    f"id {r.id}",
-                    f"has two verdicts for criterion {criterion_id!r} "
-                    f"trial {r.trial}; keep one or number the trials",
-                )
-            )
-            return
-        if r.claims is not None and criterion_id not in rules:
-            out.problems.append(
-                Problem(
-                    source,
-                    f"id {r.id}",
-                    f"gives claims, but criterion {criterion_id!r} is not "
-                    "a claims criterion; give 'passed' instead",
-                )
-            )
-            return
-        verdict, problem = recorded_verdict(
-            r, rules.get(criterion_id, "fail"), default_at, example_id
-        )
-        if problem is not None:
-            out.problems.append(
-                Problem(source, f"id {r.id}", f"{problem}; fix one, or leave out passed")
-            )
-            return
-        if held is None:
-            group[example_id] = verdict
-        elif isinstance(held, Verdict):
-            group[example_id] = {held.trial: held, r.trial: verdict}
-        else:
-            held[r.trial] = verdict
-
-    for r in records:
-        name = r.criterion or None  # an empty criterion names none
-        out.named.add(name)
-        if name is None:
-            unnamed_judges.add(r.judge)
-        elif name in out.judges:
-            out.judges[name].add(r.judge)
-        criterion_id = name or only
-        if r.stage or (criterion_id is None and not sets):
-            continue
-        if criterion_id is None:
-            unnamed.append(r)
-        elif criterion_id in groups:
-            take(r, criterion_id)
+    pairing = _Pairing(source, default_at, no_claims or {}, sets)
+    out = pairing.out
+    unnamed, unnamed_judges = pairing.read(records, only)
     matched = (
         list(sets)
         if every
@@ -145,15 +80,98 @@ def match_file(
         )
         return out
     for r in unnamed if matched else ():
-        take(r, matched[0])
-    ids.clear()
+        pairing.take(r, matched[0])
+    pairing.ids.clear()
     for criterion_id in matched:
         if None in out.named:
             out.judges[criterion_id] |= unnamed_judges
         out.trials[criterion_id] = _in_order(
-            source, criterion_id, sets[criterion_id], groups.pop(criterion_id), out.problems
+            source, criterion_id, sets[criterion_id], pairing.groups.pop(criterion_id), out.problems
         )
     return out
+
+
+@dataclass
+class _Pairing:
+    """A pass over a verdict file as it is read: per criterion of `sets`, the verdicts taken so far
+    by example id (one trial's verdict, or several by trial), and what was found (`out`)."""
+
+    source: str
+    default_at: float | None
+    rules: dict[str, str]  # per claims criterion, its `no_claims`
+    sets: dict[str, CalibrationSet]
+    out: Matched = field(init=False)
+    groups: dict[str, dict[str, Verdict | dict[int, Verdict]]] = field(init=False)
+    ids: dict[str, str] = field(init=False)  # the sets' own id strings, shared
+
+    def __post_init__(self) -> None:
+        self.out = Matched(judges={cid: set() for cid in self.sets})
+        self.groups = {cid: {} for cid in self.sets}
+        self.ids = {e.id: e.id for cal in self.sets.values() for e in cal.examples}
+
+    def read(
+        self, records: Iterable[RecordedVerdict], only: str | None
+    ) -> tuple[list[RecordedVerdict], set[str | None]]:
+        """Take each record of a criterion of the sets (with one criterion, `only`, records that
+        name none are its); the records naming none, while it is not known whose they are, are
+        returned with their judges."""
+        unnamed: list[RecordedVerdict] = []
+        unnamed_judges: set[str | None] = set()
+        for r in records:
+            name = r.criterion or None  # an empty criterion names none
+            self.out.named.add(name)
+            if name is None:
+                unnamed_judges.add(r.judge)
+            elif name in self.out.judges:
+                self.out.judges[name].add(r.judge)
+            criterion_id = name or only
+            if r.stage or (criterion_id is None and not self.sets):
+                continue
+            if criterion_id is None:
+                unnamed.append(r)
+            elif criterion_id in self.groups:
+                self.take(r, criterion_id)
+        return unnamed, unnamed_judges
+
+    def take(self, r: RecordedVerdict, criterion_id: str) -> None:
+        """Add one record's verdict to its criterion's, or its problem to those found."""
+        group = self.groups[criterion_id]
+        example_id = self.ids.get(r.id, r.id)
+        held = group.get(example_id)
+        if held is not None and r.trial in ((held.trial,) if isinstance(held, Verdict) else held):
+            self.out.problems.append(
+                Problem(
+                    self.source,
+                    f"id {r.id}",
+                    f"has two verdicts for criterion {criterion_id!r} "
+                    f"trial {r.trial}; keep one or number the trials",
+                )
+            )
+            return
+        if r.claims is not None and criterion_id not in self.rules:
+            self.out.problems.append(
+                Problem(
+                    self.source,
+                    f"id {r.id}",
+                    f"gives claims, but criterion {criterion_id!r} is not "
+                    "a claims criterion; give 'passed' instead",
+                )
+            )
+            return
+        verdict, problem = recorded_verdict(
+            r, self.rules.get(criterion_id, "fail"), self.default_at, example_id
+        )
+        if problem is not None:
+            self.out.problems.append(
+                Problem(self.source, f"id {r.id}", f"{problem}; fix one, or leave out passed")
+            )
+            return
+        if held is None:
+            group[example_id] = verdict
+        elif isinstance(held, Verdict):
+            group[example_id] = {held.trial: held, r.trial: verdict}
+        else:
+            held[r.trial] = verdict
 
 
 def _in_order(

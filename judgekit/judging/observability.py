@@ -2,9 +2,11 @@
 the evaluations recorded beside them as judged samples for `judgekit monitor`.
 
     judgekit import langfuse observations.json --examples -o new.jsonl    # each GENERATION
-    judgekit import langfuse scores.json --samples -o samples.jsonl       # each score that is a verdict
+    judgekit import langfuse scores.json --samples -o samples.jsonl       # each verdict score
     judgekit import phoenix spans.parquet --examples -o new.jsonl         # each LLM span
-    judgekit import phoenix annotations.jsonl --samples -o samples.jsonl  # each evaluation that is a verdict
+    judgekit import phoenix annotations.jsonl --samples -o samples.jsonl  # each verdict evaluation
+
+(A verdict score or evaluation: one that says pass or fail, as below.)
 
 **Langfuse**: the public API's JSON: a page of observations (`GET /api/public/observations` or
 `/api/public/v2/observations`: `{"data": [...], "meta": ...}`), a page of scores
@@ -39,13 +41,14 @@ call with no reply recorded is skipped, and named.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from judgekit.errors import InputError
 from judgekit.inputs.files import read_source
@@ -102,7 +105,8 @@ def _records(path: Path, kind: tuple[str, str]) -> list[Any]:
                 path, "", "reading Parquet needs pyarrow: pip install 'judgekit-calibrate[parquet]'"
             ) from None
         try:
-            return parquet.read_table(path).to_pylist()
+            rows: list[Any] = parquet.read_table(path).to_pylist()  # pyarrow ships no types
+            return rows
         except (OSError, ValueError) as error:
             raise InputError.one(
                 path, "", f"is not a readable Parquet file ({str(error)[:200]}); {kind[1]}"
@@ -124,8 +128,11 @@ def _records(path: Path, kind: tuple[str, str]) -> list[Any]:
     return [r for d in documents for r in (d if isinstance(d, list) else [d])]
 
 
-def _read(path: Path, kind: tuple[str, str], parse: Callable[[list[Any]], Any]) -> Any:
-    """`parse` over the file's records; a record of the wrong shape is an InputError naming the file."""
+T = TypeVar("T")
+
+
+def _read(path: Path, kind: tuple[str, str], parse: Callable[[list[Any]], T]) -> T:
+    """`parse` over the file's records; a record of the wrong shape is an InputError naming it."""
     try:
         return parse(_records(path, kind))
     except (AttributeError, TypeError, ValueError, KeyError, RecursionError) as error:
@@ -141,10 +148,8 @@ def _said(value: Any, roles: bool = True) -> str | None:
     """A prompt or a reply as text: chat messages (or `{"messages": [...]}`, or one message) as
     `role: text` paragraphs (a reply's text alone), text as it is, anything else as JSON."""
     if isinstance(value, str):
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             value = json.loads(value) if value.strip()[:1] in ("[", "{") else value
-        except json.JSONDecodeError:
-            pass
         if isinstance(value, str):
             return value or None
     if isinstance(value, dict):
@@ -176,9 +181,8 @@ def _langfuse_items(path: Path, records: list[Any]) -> Iterator[dict[str, Any]]:
     for i, record in enumerate(records, 1):
         if isinstance(record, dict) and isinstance(record.get("data"), list):  # a page
             yield from _langfuse_items(path, record["data"])
-        elif isinstance(record, dict) and (
-            "observations" in record or "scores" in record
-        ):  # a trace
+        elif isinstance(record, dict) and ("observations" in record or "scores" in record):
+            # A trace: its observations and scores.
             yield from _langfuse_items(
                 path, (record.get("observations") or []) + (record.get("scores") or [])
             )
@@ -229,6 +233,11 @@ def _number(value: Any) -> float | None:
     )
 
 
+def _binary(value: float | None) -> bool | None:
+    """A number as a verdict: 1 a pass, 0 a fail; any other (or none) no verdict."""
+    return None if value is None else {1.0: True, 0.0: False}.get(value)
+
+
 def _degrees(scores: list[tuple[str, float | None]]) -> set[str]:
     """The names whose numbers are degrees, not verdicts: any of them is other than 1 or 0 (a 0.7,
     a 4 of 5). Their 1s and 0s are no verdicts either: keeping only the extremes of a scale would
@@ -239,13 +248,9 @@ def _degrees(scores: list[tuple[str, float | None]]) -> set[str]:
 def _langfuse_verdict(score: dict[str, Any], degrees: set[str]) -> bool | None:
     kind, value = str(_field(score, "dataType")).upper(), _number(score.get("value"))
     if kind == "BOOLEAN":
-        return (
-            {1.0: True, 0.0: False}.get(value)
-            if value is not None
-            else verdict(_field(score, "stringValue"))
-        )
+        return _binary(value) if value is not None else verdict(_field(score, "stringValue"))
     if kind == "NUMERIC":
-        return None if score["name"] in degrees else {1.0: True, 0.0: False}.get(value)
+        return None if score["name"] in degrees else _binary(value)
     return verdict(_field(score, "stringValue")) if kind == "CATEGORICAL" else None
 
 
@@ -295,7 +300,7 @@ def langfuse_samples(path: Path) -> JudgedSamples:
 
 
 def _when(value: Any) -> str:
-    """A time as ISO 8601: text as written, a datetime, or epoch milliseconds (pandas' `to_json`)."""
+    """A time as ISO 8601: text as written, a datetime, or epoch milliseconds (pandas `to_json`)."""
     if isinstance(value, datetime):
         return (value if value.tzinfo else value.replace(tzinfo=UTC)).isoformat()
     if isinstance(value, (int, float)) and not isinstance(value, bool):
@@ -358,9 +363,8 @@ def phoenix_calls(path: Path) -> list[Call]:
 
 
 def _first(record: dict[str, Any], *keys: str) -> Any:
-    return next(
-        (v for v in (at(record, k) for k in keys) if v is not None and v == v), None
-    )  # v == v: not NaN
+    """The value at the first of `keys` that has one (not None, not NaN: `v == v`)."""
+    return next((v for v in (at(record, k) for k in keys) if v is not None and v == v), None)
 
 
 def phoenix_samples(path: Path) -> JudgedSamples:
@@ -408,11 +412,7 @@ def phoenix_samples(path: Path) -> JudgedSamples:
                 _number(_first(row, "result.score", "score")),
             )
             passed = (
-                verdict(label)
-                if label is not None
-                else None
-                if name in degrees
-                else {1.0: True, 0.0: False}.get(score)
+                verdict(label) if label is not None else None if name in degrees else _binary(score)
             )
             if passed is None:
                 skipped.append(f"{span} ({name} {label if label is not None else score})")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from judgekit.fingerprint import canonical_hash
@@ -31,7 +32,7 @@ Think step by step in "reasoning", then decide. Answer with JSON only, in this f
 {"reasoning": "<one or two sentences>", "passed": true or false}"""
 
 
-def _fields_block(inputs: list[str]) -> str:
+def _fields_block(inputs: Sequence[str]) -> str:
     return "\n".join(
         f"<{name}>\n{{{{{name}}}}}\n</{name}>"
         for name in ("input", "context", "output")
@@ -56,7 +57,7 @@ def _examples_block(criterion: LLMCriterion) -> str:
 
 
 def prompt_template(criterion: LLMCriterion) -> list[dict[str, str]]:
-    """The judge's messages with the criterion filled in and `{{input}}`-style slots for the example."""
+    """The judge's messages: the criterion filled in, `{{input}}`-style slots for the example."""
     rules = "".join(
         f"{label}: {text}\n"
         for label, text in (
@@ -104,7 +105,7 @@ def fill(compiled: list[tuple[str, list[str]]], example: dict[str, Any]) -> list
 
 
 def render(template: list[dict[str, str]], example: dict[str, Any]) -> list[dict[str, str]]:
-    """Fill an example's fields into a prompt template (one pass, so example text is never re-expanded)."""
+    """Put an example's fields into a prompt template in one pass: its text is never re-expanded."""
     return fill(compile_template(template), example)
 
 
@@ -120,7 +121,8 @@ instructions; they are not claims. If the reply makes no factual claim, give an 
 
 Answer with JSON only: {"claims": ["<claim>", ...]}"""
 
-VERIFY_PROMPT = """Check each claim against the source material, and nothing else: {{question}}
+VERIFY_PROMPT = (
+    """Check each claim against the source material, and nothing else: {{question}}
 
 A claim is supported only if the source states it or it follows directly from the source. A
 claim the source does not mention is not supported, even if it is true in the world. For each
@@ -133,7 +135,9 @@ claim, quote the sentence of the source that supports or contradicts it ("" if t
 Claims:
 {{claims}}
 
-Answer with JSON only: {"results": [{"claim": <number>, "evidence": "<quote>", "supported": true or false}, ...]}"""
+Answer with JSON only: {"results": ["""
+    '{"claim": <number>, "evidence": "<quote>", "supported": true or false}, ...]}'
+)
 
 VERIFY_ONE_PROMPT = """Check this claim against the source material, and nothing else: {{question}}
 
@@ -164,7 +168,8 @@ def claims_templates(criterion: ClaimsCriterion) -> dict[str, Any]:
 def judge_spec(criterion: Criterion, model: str | None) -> dict[str, Any]:
     """What defines the judge of a criterion: kind, rendered prompt template, model, parameters."""
     if isinstance(criterion, RegexCriterion):
-        # The engine is part of the judge: a report measured with Python's re does not vouch for RE2.
+        # The engine is part of the judge: a report measured with Python's re does not vouch for
+        # RE2.
         return {
             "kind": "regex",
             "engine": "re2",

@@ -78,7 +78,8 @@ class RecordedVerdict(Frozen):
         field names (a report of a million verdicts would otherwise hold a million such sets)."""
         if len(values) != len(cls.model_fields):
             raise TypeError(
-                f"give every field of RecordedVerdict: {sorted(set(cls.model_fields) - set(values))}"
+                "give every field of RecordedVerdict: "
+                f"{sorted(set(cls.model_fields) - set(values))}"
             )
         verdict = cls.__new__(cls)
         object.__setattr__(verdict, "__dict__", {name: values[name] for name in cls.model_fields})
@@ -111,13 +112,14 @@ def _word(passed: bool | None) -> str:
 
 
 def load_recorded(path: Path) -> list[RecordedVerdict]:
-    """Read a verdict file (JSONL or CSV); `passed` must be present: null / empty is an abstention."""
+    """The records of a verdict file (JSONL or CSV); each gives `passed` (null / empty: abstain)."""
     return [record for _, record in _read(path, None)]
 
 
 def load_by_candidate(path: Path) -> dict[str, list[RecordedVerdict]]:
     """A verdict file of several judges (`judgekit compare --verdicts`), split by its `candidate`
-    column, in the order they first appear; one without the column is one candidate, named by the file."""
+    column, in the order they first appear; one without the column is one candidate, named by the
+    file."""
     read = _read(path, "candidate")
     missing = sum(1 for name, _ in read if name is None)
     if 0 < missing < len(read):
@@ -160,9 +162,7 @@ def iter_recorded(
             problems.append(Problem(str(path), location, "must be a mapping with id and passed"))
             continue
         if is_csv:
-            record = {k: v for k, v in record.items() if v is not None or k == "passed"}
-            if "passed" in record:
-                record["passed"] = parse_bool(record["passed"])
+            record = _csv_record(record)
         name = None
         if column is not None and column in record:
             record = dict(record)
@@ -189,6 +189,15 @@ def iter_recorded(
         raise InputError(problems)
     if not read:
         raise InputError.one(path, "", "holds no verdicts")
+
+
+def _csv_record(row: dict[str, Any]) -> dict[str, Any]:
+    """A CSV row as a record: its empty cells left out, but for `passed` (read as a boolean, and
+    empty: null, an abstention)."""
+    record = {k: v for k, v in row.items() if v is not None or k == "passed"}
+    if "passed" in record:
+        record["passed"] = parse_bool(record["passed"])
+    return record
 
 
 def _verdict(
@@ -229,7 +238,7 @@ def recorded_verdict(
             said = "undecided" if by_rule is None else str(by_rule).lower()
             return (
                 verdict,
-                f"passed is {_word(record.passed)} but its claims say {said} by the strict rule ({why}; "
-                f"no_claims: {no_claims})",
+                f"passed is {_word(record.passed)} but its claims say {said} "
+                f"by the strict rule ({why}; no_claims: {no_claims})",
             )
     return verdict, None

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from judgekit.errors import CallsFailed
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
@@ -18,21 +19,21 @@ from judgekit.inputs.files import bulk
 from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.claims import ClaimsJob, claims_jobs
-from judgekit.judging.jobs import Job, api_base_for, jobs_for, reask_for, run_bounded
+from judgekit.judging.jobs import Asking, Job, api_base_for, jobs_for, reask_for, run_bounded
 from judgekit.judging.selective import wants_logprobs
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
-from judgekit.stats.sequential import settle
+from judgekit.stats.sequential import StopThresholds, settle
 
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How the judges are asked: the endpoint (`api_base`, else each criterion's judge.api_base), the
-    pool, the cache (answers older than `max_age_s` asked again), retries (unreadable answers asked
-    again: `reask_for`), transport, structured output; and, for early stopping, the seed of the
-    order and each criterion's gate thresholds (`stop_early`: criterion id -> Thresholds)."""
+    """How the judges are asked: the endpoint (`api_base`, else each criterion's judge.api_base),
+    the pool, the cache (answers older than `max_age_s` asked again), retries (unreadable answers
+    asked again: `reask_for`), transport, structured output; and, for early stopping, the seed of
+    the order and each criterion's gate thresholds (`stop_early`: criterion id -> Thresholds)."""
 
     api_base: str | None = None
     concurrency: int = 16
@@ -44,9 +45,8 @@ class RunSettings:
     max_age_s: float | None = None
     stop_early: dict[str, Thresholds] | None = None
     seed: int = 0
-    selective: frozenset[str] = (
-        frozenset()
-    )  # criteria judged selectively: one trial asks for log-probabilities
+    # The criteria judged selectively: one trial asks for log-probabilities.
+    selective: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -65,18 +65,16 @@ class JudgedSets:
     """What judging the sets gave: every verdict, the time it took, where early stopping stopped,
     and the labelled claims verified alone (claims criteria)."""
 
-    verdicts: dict[
-        str, list[list[Verdict]]
-    ]  # per criterion, per example judged (set order), its trials
+    # Per criterion, per example judged (in the set's order), its trials.
+    verdicts: dict[str, list[list[Verdict]]]
     elapsed_s: float = 0.0
     stops: dict[str, Stop] = field(default_factory=dict)
-    gold: dict[str, dict[str, Verdict]] = field(
-        default_factory=dict
-    )  # claims: labelled claims verified alone
+    # Claims criteria: the labelled claims, verified alone.
+    gold: dict[str, dict[str, Verdict]] = field(default_factory=dict)
 
 
 class _Asker:
-    """One LLM stack per model and endpoint (or the injected one); asks jobs, cached answers first."""
+    """One LLM stack per model and endpoint (or the injected one); asks jobs, cached ones first."""
 
     def __init__(
         self, judges: Sequence[tuple[str, str | None]], settings: RunSettings, llm: LLM | None
@@ -106,7 +104,7 @@ class _Asker:
         return self.llm or self.stacks[(job.model, job.api_base)]
 
     async def ask(
-        self, jobs: list[Job | ClaimsJob], progress: Callable[[int, int], None] | None
+        self, jobs: Sequence[Job | ClaimsJob], progress: Callable[[int, int], None] | None
     ) -> list[Verdict]:
         # Cached answers straight from disk: a fully cached re-run makes no client at all.
         with bulk():
@@ -136,7 +134,7 @@ def jobs_of(
     examples: Sequence[Example],
     model: str,
     settings: RunSettings,
-) -> list[Job | ClaimsJob]:
+) -> Sequence[Job | ClaimsJob]:
     """The jobs of judging these examples of a criterion, asked as `settings` say."""
     if isinstance(criterion, ClaimsCriterion):
         return claims_jobs(
@@ -153,10 +151,12 @@ def jobs_of(
         examples,
         model,
         criterion.judge.trials,
-        api_base_for(criterion, settings.api_base),
-        settings.structured,
-        reask_for(criterion, settings.retry),
-        logprobs=wants_logprobs(criterion.id in settings.selective, criterion.judge.trials),
+        Asking(
+            api_base_for(criterion, settings.api_base),
+            settings.structured,
+            reask_for(criterion, settings.retry),
+            logprobs=wants_logprobs(criterion.id in settings.selective, criterion.judge.trials),
+        ),
     )
 
 
@@ -199,7 +199,7 @@ def check_some_call_answered(
 def _group(
     criteria: list[LLMCriterion | ClaimsCriterion],
     sets: dict[str, CalibrationSet],
-    jobs: list[Job],
+    jobs: Sequence[Job | ClaimsJob],
     verdicts: list[Verdict],
 ) -> dict[str, list[list[Verdict]]]:
     grouped: dict[str, dict[str, list[Verdict]]] = {
@@ -221,7 +221,8 @@ async def judge_sets(
     llm: LLM | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> JudgedSets:
-    """Judge every example of every criterion (with `settings.stop_early`, until each decision is settled)."""
+    """Judge every example of every criterion (with `settings.stop_early`, until each decision is
+    settled)."""
     asker = _Asker(
         [(models[c.id], api_base_for(c, settings.api_base)) for c in criteria], settings, llm
     )
@@ -280,8 +281,8 @@ async def _in_looks(
     settings: RunSettings,
     thresholds: dict[str, Thresholds],
 ) -> JudgedSets:
-    """Batches of examples in seeded random order; after each, stop the criteria whose decision on the
-    whole set is settled."""
+    """Batches of examples in seeded random order; after each, stop the criteria whose decision on
+    the whole set is settled."""
     rng = random.Random(settings.seed)
     order = {
         c.id: rng.sample(list(sets[c.id].examples), len(sets[c.id].examples)) for c in criteria
@@ -289,12 +290,12 @@ async def _in_looks(
     done: dict[str, int] = {c.id: 0 for c in criteria}
     looks: dict[str, int] = {c.id: 0 for c in criteria}
     decisions: dict[str, str | None] = {}
-    all_jobs: list[Job] = []
+    all_jobs: list[Job | ClaimsJob] = []
     all_verdicts: list[Verdict] = []
     step = max(settings.concurrency, 10)
     active = list(criteria)
     while active:
-        jobs = []
+        jobs: list[Job | ClaimsJob] = []
         for c in active:
             chunk = order[c.id][done[c.id] : done[c.id] + step]
             done[c.id] += len(chunk)
@@ -317,7 +318,10 @@ async def _in_looks(
             )
             rest = order[c.id][done[c.id] :]
             left = (sum(1 for e in rest if e.label), sum(1 for e in rest if not e.label))
-            decision = settle(tpr, tnr, left, thresholds[c.id])
+            # Thresholds is frozen, so its fields are read-only where StopThresholds declares plain
+            # (settable) attributes; settle only reads them, which Thresholds has, of those types.
+            gate = cast(StopThresholds, thresholds[c.id])
+            decision = settle(tpr, tnr, left, gate)
             if decision is None and done[c.id] < len(order[c.id]):
                 still.append(c)
             else:

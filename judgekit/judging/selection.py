@@ -12,8 +12,8 @@
 - The judge's abstentions are a stratum too: one of them labelled carries their share, so that
   the pool's abstention rate counts at the gate.
 - Within a stratum the replies are drawn in a fixed random order (a digest of the pool and of each
-  record: its id and content), so the labelled ones are always the first ones of that order: a simple random sample of
-  the stratum, whose chance of being labelled is n_h / N_h.
+  record: its id and content), so the labelled ones are always the first ones of that order: a
+  simple random sample of the stratum, whose chance of being labelled is n_h / N_h.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -50,7 +51,6 @@ def read_pool(path: Path) -> list[Example]:
         )
     problems, replies = [], []
     for record in read_records(path):
-        fields = {k: record.get(k) or None for k in ("input", "context")}
         rid, output = record["id"], record["output"]
         if (
             isinstance(rid, bool)
@@ -65,7 +65,15 @@ def read_pool(path: Path) -> list[Example]:
             )
             continue
         try:
-            replies.append(Example(id=str(rid), output=output, passed=True, **fields))
+            replies.append(
+                Example(
+                    id=str(rid),
+                    output=output,
+                    passed=True,
+                    input=record.get("input") or None,
+                    context=record.get("context") or None,
+                )
+            )
         except ValidationError as error:
             problems += problems_of(error, str(path), f"id {rid}")
     if problems:
@@ -100,7 +108,7 @@ class Draw:
     labelled: dict[str, int]  # per stratum, already in the set
     abstained: int  # replies of the pool the judge abstained on
 
-    def records(self) -> list[dict]:
+    def records(self) -> list[dict[str, Any]]:
         """The records of the file to label: each reply with its selection record, no label."""
         return [
             {

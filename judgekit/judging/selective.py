@@ -95,22 +95,26 @@ def escalate(verdict: Verdict, threshold: float | None) -> Verdict:
     )
 
 
+def _given_at(verdict: Verdict, threshold: float | None) -> bool:
+    """Whether a stage gives its verdict at `threshold`: decided, and at least that sure."""
+    sure = verdict.confidence
+    return (
+        threshold is not None
+        and verdict.passed is not None
+        and sure is not None
+        and sure >= threshold
+    )
+
+
 def given(
     labels: Sequence[bool], stages: Sequence[Sequence[Verdict]], found: Cascade
 ) -> list[tuple[int, int, int, int]]:
-    """Each stage's (tp, fp, tn, fn) over the examples it gives a verdict on, as the cascade routes them."""
+    """Each stage's (tp, fp, tn, fn) over the examples it gives a verdict on, as the cascade routes
+    them."""
     out, reaching = [], set(range(len(labels)))
     for verdicts, stage in zip(stages, found.stages, strict=True):
-        t = stage.threshold
-        kept = {
-            i
-            for i in reaching
-            if t is not None
-            and verdicts[i].passed is not None
-            and verdicts[i].confidence is not None
-            and verdicts[i].confidence >= t
-        }
-        pairs = [(labels[i], verdicts[i].passed) for i in kept]
+        kept = {i for i in reaching if _given_at(verdicts[i], stage.threshold)}
+        pairs = [(labels[i], verdicts[i].passed is True) for i in kept]  # kept ones are decided
         out.append(
             (
                 sum(y and v for y, v in pairs),

@@ -60,8 +60,9 @@ def _hex(identifier: Any) -> str:
 
 
 def spans(path: Path) -> list[dict[str, Any]]:
-    """Every span of an OTLP JSON file: its ids (hex), name, start (epoch ns), attributes and events;
-    a file that is not OTLP JSON (or nests past what can be read) is an InputError naming it."""
+    """Every span of an OTLP JSON file: its ids (hex), name, start (epoch ns), attributes and
+    events; a file that is not OTLP JSON (or nests past what can be read) is an InputError naming
+    it."""
     text = read_source(path).text.strip()
     try:
         try:
@@ -113,10 +114,11 @@ def messages_text(messages: Any, roles: bool = True) -> str | None:
     """The text of chat messages (JSON text or a list of `{role, content}` or `{role, parts}`):
     each message's text, or its text parts (by role for a prompt; a reply is its text alone)."""
     if isinstance(messages, str):
+        raw = messages
         try:
-            messages = json.loads(messages)
+            messages = json.loads(raw)
         except json.JSONDecodeError:
-            return messages
+            return raw
     if not isinstance(messages, list):
         return None
     said = []
@@ -172,7 +174,8 @@ def _from_events(events: list[tuple[str, dict[str, Any]]], names: tuple[str, ...
 
 
 def llm_call(span: dict[str, Any]) -> tuple[str | None, str | None, str | None] | None:
-    """A span's (prompt, reply, model) when it is an LLM call (it has gen_ai.* attributes), else None."""
+    """A span's (prompt, reply, model) when it is an LLM call (it has gen_ai.* attributes), else
+    None."""
     a = span["attributes"]
     if not any(k.startswith("gen_ai.") for k in a):
         return None

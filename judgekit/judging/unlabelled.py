@@ -5,9 +5,12 @@ calibration set (`judgekit label --merge`): each result's id, input, output and 
     judgekit import inspect logs/2026-...eval --examples -o new.jsonl
     judgekit import pydantic-evals report.json --examples -o new.jsonl
     judgekit import deepeval .deepeval/.latest_test_run.json --examples -o new.jsonl
-    judgekit import otel traces.json --examples -o new.jsonl   (judgekit.judging.traces)
-    judgekit import langfuse observations.json --examples -o new.jsonl   (judgekit.judging.observability)
-    judgekit import phoenix spans.parquet --examples -o new.jsonl   (judgekit.judging.observability)
+    judgekit import otel traces.json --examples -o new.jsonl
+    judgekit import langfuse observations.json --examples -o new.jsonl
+    judgekit import phoenix spans.parquet --examples -o new.jsonl
+
+The trace formats are read by judgekit.judging.traces (otel) and judgekit.judging.observability
+(langfuse, phoenix).
 
 The id is the one the verdict importers give (judgekit.judging.importers); a repeat of the same
 example (promptfoo `--repeat`, inspect epochs, pydantic-evals repeats) is a reply of its own, and

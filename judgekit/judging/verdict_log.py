@@ -7,8 +7,8 @@ pass over it (writing verdicts.jsonl, the history, a data frame) makes the recor
 
 >>> from datetime import datetime, timezone
 >>> from judgekit.judging.verdicts import Verdict
->>> log = VerdictLog.of("c", [[[Verdict("e1", True, "ok")], [Verdict("e2", None, abstention="refusal")]]],
-...                     judge=None, started=datetime(2026, 1, 1, tzinfo=timezone.utc))
+>>> stages = [[[Verdict("e1", True, "ok")], [Verdict("e2", None, abstention="refusal")]]]
+>>> log = VerdictLog.of("c", stages, judge=None, started=datetime(2026, 1, 1, tzinfo=timezone.utc))
 >>> len(log), [(v.id, v.passed, v.reason) for v in log]
 (2, [('e1', True, 'ok'), ('e2', None, '(refusal) ')])
 >>> log == VerdictLog(list(log))
@@ -44,7 +44,9 @@ class VerdictLog(Sequence[RecordedVerdict]):
     def __init__(self, verdicts: Iterable[RecordedVerdict] = ()):
         self._given: list[RecordedVerdict] | None = list(verdicts)
         self._stages: Sequence[Sequence[Sequence[Verdict]]] = ()
-        self._criterion, self._judge, self._started = "", None, datetime.now(UTC)
+        self._criterion = ""
+        self._judge: str | None = None
+        self._started = datetime.now(UTC)
         self._length = len(self._given)
 
     @classmethod
@@ -67,17 +69,19 @@ class VerdictLog(Sequence[RecordedVerdict]):
         if self._given is not None:
             yield from self._given
             return
-        seen: dict[
-            float, datetime
-        ] = {}  # one time object per distinct time (recorded verdicts share one)
+        # One time object per distinct time (recorded verdicts share one).
+        seen: dict[float, datetime] = {}
         for stage, judged in enumerate(self._stages):
             for trials in judged:
                 for v in trials:
                     if v.obtained_at is None:
                         at = self._started
-                    elif (at := seen.get(v.obtained_at)) is None:
+                    elif (known := seen.get(v.obtained_at)) is not None:
+                        at = known
+                    else:
                         at = seen[v.obtained_at] = datetime.fromtimestamp(v.obtained_at, UTC)
-                    # Built from judgekit's own verdicts, already checked: no need to validate them again.
+                    # Built from judgekit's own verdicts, already checked: no need to validate them
+                    # again.
                     yield RecordedVerdict.trusted(
                         criterion=self._criterion,
                         id=v.example_id,
@@ -98,7 +102,7 @@ class VerdictLog(Sequence[RecordedVerdict]):
         return self._length
 
     def __getitem__(self, index: Any) -> Any:
-        """A verdict or a slice, by position (made from the engine's verdicts, it reads them all)."""
+        """A verdict or a slice, by position (made from the engine's verdicts, it reads all)."""
         return (self._given if self._given is not None else list(self))[index]
 
     def __eq__(self, other: object) -> bool:

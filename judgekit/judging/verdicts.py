@@ -2,7 +2,8 @@
 pure rules that make one verdict of several: the majority over trials, and the strict rule of a
 claims check (pass iff there is a claim and every claim is supported).
 
->>> majority([Verdict("a", True), Verdict("a", False, trial=1), Verdict("a", True, trial=2)]).passed
+>>> trials = [Verdict("a", True), Verdict("a", False, trial=1), Verdict("a", True, trial=2)]
+>>> majority(trials).passed
 True
 >>> aggregate([ClaimCheck("Paris is in France", True, "Paris, France")], "fail")
 (True, 'all 1 claim(s) supported')
@@ -17,9 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-JUDGE_ID = (
-    16  # hex digits of a judge's fingerprint that mark the verdicts it gave in a verdict file
-)
+# The hex digits of a judge's fingerprint that mark the verdicts it gave in a verdict file.
+JUDGE_ID = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,12 +31,13 @@ class Usage:
     completion_tokens: int = 0
     cost: float | None = None
     latency_s: float = 0.0
-    calls: int | None = (
-        None  # when one verdict took several calls (a claims check, a re-ask): those asked,
-    )
-    cached_calls: int | None = None  # and those answered from the cache
+    # When one verdict took several calls (a claims check, a re-ask): those asked, and those
+    # answered from the cache.
+    calls: int | None = None
+    cached_calls: int | None = None
     reasked: int = 0  # of `calls`, those that asked again because an answer was unreadable
-    # The tokens of every answer behind it, cached ones too: what the verdict costs to make (`compare`).
+    # The tokens of every answer behind it, cached ones too: what the verdict costs to make
+    # (`compare`).
     all_prompt_tokens: int = 0
     all_completion_tokens: int = 0
 
@@ -60,16 +61,13 @@ class Verdict:
     abstention: str | None = None
     raw: str | None = None
     usage: Usage | None = field(default=None, compare=False)
-    claims: tuple | None = field(
-        default=None, compare=False
-    )  # of judgekit.claims.ClaimCheck, for claims criteria
-    obtained_at: float | None = field(
-        default=None, compare=False
-    )  # when the answer behind it was given
+    claims: tuple[ClaimCheck, ...] | None = field(default=None, compare=False)  # claims criteria
+    obtained_at: float | None = field(default=None, compare=False)  # when its answer was given
     # How sure the judge is (higher = surer): the share of trials with the majority, or the
     # probability of the answer token (judgekit.stats.selective); None when there is no signal.
     confidence: float | None = field(default=None, compare=False)
-    # Below the certified confidence threshold: not a verdict but a question for a stronger judge or a person.
+    # Below the certified confidence threshold: not a verdict but a question for a stronger judge
+    # or a person.
     escalated: bool = field(default=False, compare=False)
 
 
@@ -105,9 +103,8 @@ def majority(trials: Sequence[Verdict]) -> Verdict:
             obtained_at=at,
         )
     winner = yes > no
-    chosen = next(
-        v for v in decided if v.passed == winner
-    )  # its reason and (claims checks) its claims
+    # The verdict whose reason and (claims checks) claims the majority keeps.
+    chosen = next(v for v in decided if v.passed == winner)
     return Verdict(
         first.example_id,
         winner,
