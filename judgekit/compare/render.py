@@ -67,14 +67,20 @@ def table(c: Comparison) -> str:
         )
     separating = sum(e.separates for e in c.examples)
     lines = [
-        f"{printable(c.criterion)}: {len(c.candidates)} candidates on {c.labelled_pass + c.labelled_fail} labelled "
-        f"examples ({c.labelled_pass} known-good, {c.labelled_fail} known-bad); {separating} separate them",
+        f"{printable(c.criterion)}: {len(c.candidates)} candidates on "
+        f"{c.labelled_pass + c.labelled_fail} labelled "
+        f"examples ({c.labelled_pass} known-good, {c.labelled_fail} known-bad); "
+        f"{separating} separate them",
         "",
         _align(rows),
         "",
-        f"* best (most examples right, then kappa): {printable(c.best)}. p50: an answer's latency. Paired: exact McNemar on the examples one got right and the other "
-        "did not; vs best adjusted over every pair (Bonferroni), vs baseline by Holm; same? = indistinguishable "
-        "on this set, +N ex = labelled examples more that would separate them at the observed rates.",
+        f"* best (most examples right, then kappa): {printable(c.best)}. "
+        "p50: an answer's latency. Paired: exact McNemar on the examples one got right "
+        "and the other "
+        "did not; vs best adjusted over every pair (Bonferroni), vs baseline by Holm; "
+        "same? = indistinguishable "
+        "on this set, +N ex = labelled examples more that would separate them at the observed "
+        "rates.",
     ]
     r = c.recommendation
     if r.candidate is not None:

@@ -59,7 +59,8 @@ class Measurements:
 
 
 def load(options: Options, criterion_id: str) -> tuple[Criterion, CalibrationSet, CalibrationSet]:
-    """The criterion, its whole set and the set of the chosen split, checked as calibrate checks them."""
+    """The criterion, its whole set and the set of the chosen split, checked as calibrate checks
+    them."""
     criteria, sets = load_inputs(options.criteria_dir, options.sets_dir, [criterion_id])
     return criteria[0], sets[criterion_id], select_split(sets, options.split)[criterion_id]
 
@@ -115,8 +116,8 @@ async def ajudge(
                 raise JudgeError(
                     f"every call of candidate {s.name!r} (model {error.model!r}, {error.examples} "
                     f"examples) failed: {error.cause}. Nothing was written; the other candidates' "
-                    "answers are cached (unless --no-cache). Fix its endpoint or leave it out, and run "
-                    "again"
+                    "answers are cached (unless --no-cache). Fix its endpoint or leave it out, "
+                    "and run again"
                 ) from None
             trials[s.name], sources[s.name] = run.verdicts[c.id], "live"
             gold[s.name] = run.gold.get(c.id, {})
@@ -173,7 +174,8 @@ def decide(
 
 def cost_of(spec: Spec, report: CriterionReport, all_trials: list[list[Verdict]]) -> Cost:
     """The report's calls and latency, and the cost of 1,000 verdicts (one per example, every
-    trial) priced on every answer's tokens, cached ones too: a resumed comparison prices the same."""
+    trial) priced on every answer's tokens, cached ones too: a resumed comparison prices the
+    same."""
     usage = report.usage
     if usage is None:
         return Cost()

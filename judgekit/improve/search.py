@@ -83,7 +83,8 @@ class Improvement:
 
 
 def finals(report: CriterionReport) -> dict[str, Verdict]:
-    """Each example's final verdict (the majority of its trials, with its confidence) from a report."""
+    """Each example's final verdict (the majority of its trials, with its confidence) from a
+    report."""
     trials: dict[str, list[Verdict]] = {}
     for v in report.verdicts:
         trials.setdefault(v.id, []).append(
@@ -238,7 +239,8 @@ async def _reworded(
     options: Options,
     llm: LLM | None,
 ) -> tuple[list[Proposal], list[str]]:
-    """The optimizer's rewordings (its answer cached like a judge's: a re-run asks nothing again)."""
+    """The optimizer's rewordings (its answer cached like a judge's: a re-run asks nothing
+    again)."""
     request = optimizer_request(
         criterion, dev.examples, final, search.optimizer_model or "", search.proposals
     )
@@ -281,8 +283,9 @@ def _within(
 
 
 def _to_recheck(measured: Measurements, dev: CalibrationSet) -> list[str]:
-    """Dev examples on which every judge measured, in every trial, gave the verdict the label denies:
-    perhaps the label is wrong (improve never changes a label; `judgekit label --review` shows them)."""
+    """Dev examples on which every judge measured, in every trial, gave the verdict the label
+    denies: perhaps the label is wrong (improve never changes a label; `judgekit label --review`
+    shows them)."""
     trials: dict[str, list[bool | None]] = {}
     for m in measured.measured:
         for v in m.report.verdicts:
