@@ -103,24 +103,28 @@ class Drift:
         names from the files are escaped (`printable`), so none can drive the terminal."""
         what = ", ".join(self.changed) if self.changed else "nothing (same judge, same set)"
         out = [
-            f"{self.criterion}: run {self.before.id} ({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
+            f"{self.criterion}: run {self.before.id} "
+            f"({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
             f"{self.after.id} ({self.after.created_at:%Y-%m-%d %H:%M}); changed: {what}",
             f"  {self.compared} examples in both runs: abstained on {self.compared - self.shared} "
             f"({len(self.newly_abstained)} newly, {len(self.newly_decided)} no longer)",
             f"  {self.shared} examples decided in both: {len(self.to_fail)} flipped pass->fail, "
-            f"{len(self.to_pass)} fail->pass; against the labels {self.right_to_wrong} right->wrong, "
+            f"{len(self.to_pass)} fail->pass; "
+            f"against the labels {self.right_to_wrong} right->wrong, "
             f"{self.wrong_to_right} wrong->right (exact McNemar p = {self.mcnemar_p:.3g})",
         ]
         if self.flip_p is not None:
             out.append(
-                f"  flip rate {self.flip_rate:.3f} against the {self.policy_flip_rate:.3f} an unchanged "
+                f"  flip rate {self.flip_rate:.3f} "
+                f"against the {self.policy_flip_rate:.3f} an unchanged "
                 f"judge may show (p = {self.flip_p:.3g})"
             )
         for name, (delta, low, high) in self.changes.items():
             change = "n/a" if math.isnan(delta) else f"{delta:+.3f}, 95% {low:+.3f} to {high:+.3f}"
             out.append(
                 f"  {name}: {fmt_number(self.before.metrics.get(name))} -> "
-                f"{fmt_number(self.after.metrics.get(name))}; change on the shared examples {change}"
+                f"{fmt_number(self.after.metrics.get(name))}; "
+                f"change on the shared examples {change}"
             )
         out += [f"  {reason}" for reason in self.reasons]
         for label, ids in (("pass->fail", self.to_fail), ("fail->pass", self.to_pass)):
@@ -163,7 +167,8 @@ def compare(
             "history", f"run {before.id}", "compared with itself; give two different runs"
         )
     common = before_outcomes.keys() & after_outcomes.keys()
-    # An example relabelled between the runs says nothing about the judge: it is left out (and counted).
+    # An example relabelled between the runs says nothing about the judge: it is left out (and
+    # counted).
     relabelled = sorted(
         (k for k in common if before_outcomes[k][0] != after_outcomes[k][0]), key=_natural
     )
@@ -220,7 +225,8 @@ def compare(
         )
     if newly_abstained or newly_decided:
         reasons.append(
-            f"the judge abstains on {len(newly_abstained)} example(s) it decided before and decides "
+            f"the judge abstains on {len(newly_abstained)} example(s) it decided before "
+            f"and decides "
             f"{len(newly_decided)} it abstained on (an abstention counts as not right)"
         )
     if same_judge:
@@ -236,10 +242,12 @@ def compare(
             drift = True
             reasons.append(
                 f"same fingerprint but agreement with the labels got significantly "
-                f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: a silent provider-side change"
+                f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: "
+                f"a silent provider-side change"
             )
     else:
-        # Flips are expected now; only a drop in agreement is drift, so the whole budget goes to one side.
+        # Flips are expected now; only a drop in agreement is drift, so the whole budget goes to one
+        # side.
         what = " and ".join(c for c in changed if c != "set")
         if worse_p < policy.alpha / (tests - 1):
             drift = True
@@ -264,7 +272,8 @@ def compare(
     direction_p = mcnemar_exact(len(to_fail), len(to_pass))
     if direction_p < policy.alpha:
         reasons.append(
-            f"the verdicts moved one way ({len(to_fail)} pass->fail, {len(to_pass)} fail->pass, exact "
+            f"the verdicts moved one way "
+            f"({len(to_fail)} pass->fail, {len(to_pass)} fail->pass, exact "
             f"p = {direction_p:.2g}): pass rates judged downstream will "
             f"{'fall' if len(to_fail) > len(to_pass) else 'rise'}"
         )
@@ -309,8 +318,10 @@ def _coverage(
     fell, rose = len(was - now), len(now - was)
     p = mcnemar_worse(fell, rose)
     reasons.append(
-        f"coverage at the certified confidence threshold {threshold:.2f}: {len(was)} -> {len(now)} of "
-        f"{len(kept)} examples ({fell} fell below it, {rose} rose above it; one-sided exact McNemar "
+        f"coverage at the certified confidence threshold {threshold:.2f}: "
+        f"{len(was)} -> {len(now)} of "
+        f"{len(kept)} examples ({fell} fell below it, {rose} rose above it; "
+        f"one-sided exact McNemar "
         f"p = {p:.2g})"
         + (
             ": the judge is less sure than when it was certified, so it gives fewer "
@@ -393,7 +404,8 @@ def pairs(
             found.append((earlier[-1], last))
         elif len(mine) > 1:
             notes.append(
-                f"{shown}: skipped, its last run (run {last.id}) is the first on its calibration set as it "
+                f"{shown}: skipped, its last run (run {last.id}) "
+                f"is the first on its calibration set as it "
                 f"is now; compare across sets with --before {mine[-2].id} --after {last.id}"
             )
         else:

@@ -43,7 +43,8 @@ ORIGIN = 4 * 86400
 
 @dataclass
 class Counts:
-    """Verdicts per (criterion, window start in seconds since the epoch): [passed, failed, abstained]."""
+    """Verdicts per (criterion, window start in seconds since the epoch): [passed, failed,
+    abstained]."""
 
     window_s: float
     cells: dict[tuple[str, int], list[int]] = field(default_factory=dict)
@@ -127,7 +128,8 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple[pd.DataFram
                 {name: [r.get(name, _MISSING) for r in records] for name in COLUMNS},
                 index=pd.RangeIndex(len(records)),
             )
-            # Line numbers for messages (pandas would deep-copy them through every operation in attrs).
+            # Line numbers for messages (pandas would deep-copy them through every operation in
+            # attrs).
             yield frame, [first + i for i, line in enumerate(lines) if line.strip()]
             first += len(lines)
 
@@ -161,7 +163,8 @@ def _passed(column: pd.Series, text: bool) -> tuple[pd.Series, pd.Series]:
 
 def _timestamps(column: pd.Series) -> pd.Series:
     """Seconds since the epoch (NaN where unreadable): a column of numbers is epoch seconds, text is
-    ISO 8601 (without an offset it is taken as UTC). Times before 1970 or after 9999 are unreadable."""
+    ISO 8601 (without an offset it is taken as UTC). Times before 1970 or after 9999 are
+    unreadable."""
     import pandas as pd
 
     if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
@@ -203,7 +206,8 @@ def read_counts(path: Path | str, window: str) -> Counts:
     if not path.is_file():
         raise InputError.one(path, "", "no such file of judged samples")
     counts = Counts(parse_duration(window).total_seconds())
-    # Where a bad row is: JSON Lines by line; CSV by data row (a quoted cell may span lines); Parquet by row.
+    # Where a bad row is: JSON Lines by line; CSV by data row (a quoted cell may span lines);
+    # Parquet by row.
     unit, first = {".csv": ("data row", 1), ".parquet": ("row", 0)}.get(
         path.suffix.lower(), ("line", 1)
     )
