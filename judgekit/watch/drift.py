@@ -29,6 +29,8 @@ from judgekit.stats.paired import binomial_sf, mcnemar_exact
 from judgekit.watch.history import History, HistoryRun
 
 Outcomes = Mapping[str, tuple[bool, "bool | None"]]  # example id -> (label, verdict)
+# DriftPolicy is frozen: one default instance serves every call.
+_DEFAULT_POLICY = DriftPolicy()
 
 
 def mcnemar_worse(b: int, c: int) -> float:
@@ -141,12 +143,12 @@ class Drift:
         return (len(self.to_fail) + len(self.to_pass)) / self.shared if self.shared else NAN
 
 
-def compare(
+def compare(  # noqa: PLR0913  public: users, recheck and the CLI call it; fewer breaks them
     before: HistoryRun,
     after: HistoryRun,
     before_outcomes: Outcomes,
     after_outcomes: Outcomes,
-    policy: DriftPolicy = DriftPolicy(),
+    policy: DriftPolicy = _DEFAULT_POLICY,
     seed: int = 0,
     before_confidence: dict[str, float] | None = None,
     after_confidence: dict[str, float] | None = None,
@@ -207,18 +209,20 @@ def compare(
     worse_p = mcnemar_worse(right_to_wrong, wrong_to_right)
     changed = [name for name, value in before.parts().items() if after.parts()[name] != value]
     same_judge = not ({"model", "prompt", "parameters"} & set(changed))
-    reasons, drift = [], False
-    flip_p = None
-    tests = 2 + (
+    reasons: list[str] = []
+    drift = False
+    flip_p: float | None = None
+    tests = 2
+    if (
         before.threshold is not None
         and before_confidence is not None
         and after_confidence is not None
-    )
-    if tests == 3:
+    ):
+        tests = 3
         drift = _coverage(
             before.threshold,
             kept,
-            (before_outcomes, before_confidence),  # type: ignore[arg-type]
+            (before_outcomes, before_confidence),
             (after_outcomes, after_confidence),
             policy.alpha / (2 if not same_judge else 3),
             reasons,
@@ -229,41 +233,19 @@ def compare(
             f"and decides "
             f"{len(newly_decided)} it abstained on (an abstention counts as not right)"
         )
+    agreement = (right_to_wrong, wrong_to_right)
     if same_judge:
-        level = policy.alpha / tests  # the tests share the error budget (Bonferroni)
-        flip_p = flip_excess(len(to_fail) + len(to_pass), len(shared), policy.max_run_flip_rate)
-        if flip_p < level:
-            drift = True
-            reasons.append(
-                "same fingerprint but different answers: a silent provider-side change (more flips "
-                "than the judge's own noise allows)"
-            )
-        if mcnemar_p < level:
-            drift = True
-            reasons.append(
-                f"same fingerprint but agreement with the labels got significantly "
-                f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: "
-                f"a silent provider-side change"
-            )
+        flips = (len(to_fail) + len(to_pass), len(shared))
+        # the tests share the error budget (Bonferroni)
+        unchanged_drift, flip_p = _unchanged_judge(
+            flips, agreement, mcnemar_p, policy, policy.alpha / tests, reasons
+        )
+        drift = drift or unchanged_drift
     else:
-        # Flips are expected now; only a drop in agreement is drift, so the whole budget goes to one
-        # side.
-        what = " and ".join(c for c in changed if c != "set")
-        if worse_p < policy.alpha / (tests - 1):
-            drift = True
-            reasons.append(
-                f"the {what} changed and agreement with the labels got significantly worse "
-                f"(one-sided exact McNemar p = {worse_p:.2g})"
-            )
-        elif mcnemar_worse(wrong_to_right, right_to_wrong) < policy.alpha:
-            reasons.append(
-                f"the {what} changed and agreement with the labels got significantly better"
-            )
-        else:
-            reasons.append(
-                f"the {what} changed; agreement with the labels did not get significantly worse "
-                f"(one-sided exact McNemar p = {worse_p:.2g})"
-            )
+        changed_drift = _changed_judge(
+            changed, agreement, worse_p, policy, policy.alpha / (tests - 1), reasons
+        )
+        drift = drift or changed_drift
     if relabelled:
         reasons.append(
             f"{len(relabelled)} example(s) were relabelled between the runs and are left out: "
@@ -300,6 +282,68 @@ def compare(
     )
 
 
+def _unchanged_judge(
+    flips: tuple[int, int],
+    agreement: tuple[int, int],
+    mcnemar_p: float,
+    policy: DriftPolicy,
+    level: float,
+    reasons: list[str],
+) -> tuple[bool, float]:
+    """Decide for a judge whose fingerprint did not change: True (drift) when it flips more than its
+    own noise allows or its agreement with the labels moved; and the flip test's p-value.
+
+    `flips` is (examples flipped, examples decided in both); `agreement` is (right -> wrong,
+    wrong -> right)."""
+    right_to_wrong, wrong_to_right = agreement
+    drift = False
+    flip_p = flip_excess(*flips, policy.max_run_flip_rate)
+    if flip_p < level:
+        drift = True
+        reasons.append(
+            "same fingerprint but different answers: a silent provider-side change (more flips "
+            "than the judge's own noise allows)"
+        )
+    if mcnemar_p < level:
+        drift = True
+        reasons.append(
+            f"same fingerprint but agreement with the labels got significantly "
+            f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: "
+            f"a silent provider-side change"
+        )
+    return drift, flip_p
+
+
+def _changed_judge(
+    changed: list[str],
+    agreement: tuple[int, int],
+    worse_p: float,
+    policy: DriftPolicy,
+    level: float,
+    reasons: list[str],
+) -> bool:
+    """Decide for a judge whose fingerprint changed: True (drift) when its agreement with the
+    labels got significantly worse (`agreement` is (right -> wrong, wrong -> right))."""
+    # Flips are expected now; only a drop in agreement is drift, so the whole budget goes to one
+    # side.
+    right_to_wrong, wrong_to_right = agreement
+    what = " and ".join(c for c in changed if c != "set")
+    if worse_p < level:
+        reasons.append(
+            f"the {what} changed and agreement with the labels got significantly worse "
+            f"(one-sided exact McNemar p = {worse_p:.2g})"
+        )
+        return True
+    if mcnemar_worse(wrong_to_right, right_to_wrong) < policy.alpha:
+        reasons.append(f"the {what} changed and agreement with the labels got significantly better")
+    else:
+        reasons.append(
+            f"the {what} changed; agreement with the labels did not get significantly worse "
+            f"(one-sided exact McNemar p = {worse_p:.2g})"
+        )
+    return False
+
+
 def _coverage(
     threshold: float,
     kept: list[str],
@@ -333,7 +377,7 @@ def _coverage(
     return p < level
 
 
-def _natural(text: str) -> tuple:
+def _natural(text: str) -> tuple[tuple[int, int, str], ...]:
     """Sort key that puts e2 before e10."""
     import re
 

@@ -271,7 +271,7 @@ class History:
         )
 
     @_refusing_database_errors
-    def take_look(
+    def take_look(  # noqa: PLR0913  compare --adopt (cli) and improve call it; fewer breaks them
         self,
         criterion: str,
         test_ids: Sequence[str],

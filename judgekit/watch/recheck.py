@@ -72,7 +72,7 @@ def baseline(
     return found
 
 
-def recheck(
+def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by position
     db: History,
     criteria_dir: Path,
     sets_dir: Path,
