@@ -83,7 +83,9 @@ def analyse(judged: Measurements, baseline: str | None = None, seed: int = 0) ->
     )
 
 
-def _strength(m: Measured, verdicts: list, labels: list[bool]) -> tuple:
+def _strength(
+    m: Measured, verdicts: list[bool | None], labels: list[bool]
+) -> tuple[int, float, tuple[int, ...]]:
     """Examples right (an abstention is not right: as the paired test counts), then kappa, then
     name."""
     kappa = m.report.metrics.get("cohen_kappa")
@@ -91,7 +93,7 @@ def _strength(m: Measured, verdicts: list, labels: list[bool]) -> tuple:
     return (right, kappa if kappa is not None else -math.inf, _neg(m.spec.name))
 
 
-def _neg(name: str) -> tuple:
+def _neg(name: str) -> tuple[int, ...]:
     return (
         *(-ord(ch) for ch in name),
         1,
@@ -100,7 +102,7 @@ def _neg(name: str) -> tuple:
 
 def _family(
     labels: list[bool],
-    verdicts: dict[str, list],
+    verdicts: dict[str, list[bool | None]],
     other: str,
     names: list[str],
     against: int | None,
@@ -148,7 +150,7 @@ def _finite(x: float) -> float | None:
 
 
 def _candidate(
-    m: Measured, verdicts: list, vs_best: Paired | None, vs_base: Paired | None
+    m: Measured, verdicts: list[bool | None], vs_best: Paired | None, vs_base: Paired | None
 ) -> Candidate:
     r, spec = m.report, m.spec
     return Candidate(
@@ -179,7 +181,7 @@ def _candidate(
 
 
 def _examples(
-    order: list[str], labels: list[bool], verdicts: dict[str, list]
+    order: list[str], labels: list[bool], verdicts: dict[str, list[bool | None]]
 ) -> list[ComparedExample]:
     """The examples, those that separate candidates first (the most evenly split first), then the
     set's order."""
@@ -217,7 +219,7 @@ def _latency(c: Candidate) -> float | None:
     return c.cost.latency_p50_s * answers if c.cost.latency_p50_s is not None and answers else None
 
 
-def _cheap(c: Candidate) -> tuple:
+def _cheap(c: Candidate) -> tuple[float, float, float, float, str]:
     """Cost, else latency per verdict (within 10% is a tie: it is noisy), else answers per verdict;
     then the stronger evidence; then the name."""
     inf = math.inf

@@ -112,8 +112,10 @@ def from_options(
             )
         if problems:
             raise InputError(problems)
+        model_choices: Sequence[str | None] = models or [None]
+        trial_choices: Sequence[int | None] = trials or [None]
         for model, (vname, vpath, criterion), count in itertools.product(
-            models or [None], loaded, trials or [None]
+            model_choices, loaded, trial_choices
         ):
             judged = with_trials(with_model(criterion, model), count)
             named = judged.judge.model  # type: ignore[union-attr]

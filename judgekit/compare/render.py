@@ -3,6 +3,8 @@ text; names from users' files made safe for a terminal)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from judgekit.compare.model import Comparison, Paired
 from judgekit.judging.dry_run import Estimate
 from judgekit.report.render import fmt_number, printable
@@ -30,7 +32,7 @@ def _paired(p: Paired | None) -> str:
     return f"{word} (p {p.p_adjusted:.3g}{more})"
 
 
-def _align(rows: list[tuple[str, ...]]) -> str:
+def _align(rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(

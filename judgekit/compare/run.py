@@ -21,8 +21,8 @@ from judgekit.errors import CallsFailed, InputError, JudgeError
 from judgekit.gate.decision import Gate
 from judgekit.gate.result import Decision
 from judgekit.inputs.catalog import CriterionFile, find_set
-from judgekit.inputs.criteria import Criterion
-from judgekit.inputs.label_reader import read_labels
+from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion
+from judgekit.inputs.label_reader import LabelledSet, read_labels
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
@@ -65,9 +65,15 @@ def load(options: Options, criterion_id: str) -> tuple[Criterion, CalibrationSet
     return criteria[0], sets[criterion_id], select_split(sets, options.split)[criterion_id]
 
 
-def _internal(spec: Spec, i: int) -> Criterion:
+def _internal(spec: Spec, i: int) -> LLMCriterion | ClaimsCriterion:
     """The candidate's criterion under an id of its own, so that candidates of one criterion can be
     asked in one run (the id is not part of what is asked: the cache is shared with calibrate)."""
+    if not isinstance(spec.criterion, JUDGED):  # the candidates refuse one (from_options)
+        raise InputError.one(
+            "--criterion",
+            spec.criterion.id,
+            "is a regex criterion: it has no judge to compare; choose an LLM or claims criterion",
+        )
     return spec.criterion.model_copy(update={"id": f"{spec.criterion.id}#{i}"})
 
 
@@ -103,7 +109,7 @@ async def ajudge(
         pending = [_internal(s, i) for i, s in live]
         run = await judge_sets(
             pending,
-            {c.id: chosen for c in pending},  # type: ignore[arg-type]
+            {c.id: chosen for c in pending},
             {c.id: s.model for c, (_, s) in zip(pending, live, strict=True)},  # type: ignore[misc]
             run_settings(replace(options, policy=policy, stop_early=False), [base.id]),
             llm,
@@ -157,7 +163,11 @@ def judge(
 
 
 def decide(
-    report: CriterionReport, spec: Spec, policy: Policy, labels, agent_model: str | None = None
+    report: CriterionReport,
+    spec: Spec,
+    policy: Policy,
+    labels: LabelledSet,
+    agent_model: str | None = None,
 ) -> Decision:
     """The gate's decision on a candidate's report, as if the criterion file were the candidate's
     (the agent's model, when declared, is checked as `judgekit gate --agent-model` checks it)."""

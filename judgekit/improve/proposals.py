@@ -65,7 +65,7 @@ def few_shot(
     sure: the lowest confidence, or the trials least agreed), then the rest in set order."""
     verdict = {v.example_id: v for v in final}
 
-    def rank(e: Example) -> tuple:
+    def rank(e: Example) -> tuple[bool, float]:
         v = verdict.get(e.id)
         wrong = v is None or v.passed != e.label
         return (not wrong, 1.0 if v is None or v.confidence is None else v.confidence)

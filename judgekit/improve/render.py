@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from judgekit.compare.adopt import Change, leading_comments
-from judgekit.improve.search import Improvement, finals, right
+from judgekit.improve.search import Improvement, finals, right, trials_of
 from judgekit.inputs.criteria import LLMCriterion
 from judgekit.inputs.files import read_text, read_yaml
 from judgekit.report.render import fmt_number, md_escape
@@ -52,7 +52,7 @@ def summary(found: Improvement) -> dict[str, Any]:
             "tpr": m.report.metrics.get("tpr"),
             "tnr": m.report.metrics.get("tnr"),
             "kappa": m.report.metrics.get("cohen_kappa"),
-            "trials": m.spec.criterion.judge.trials,
+            "trials": trials_of(m),
             "why": next(
                 (p.why for p in found.tried if p.name == m.spec.name), "the judge as it is"
             ),

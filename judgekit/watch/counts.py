@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, SupportsFloat, SupportsInt
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.policy import parse_duration
@@ -161,7 +161,15 @@ def read_count_file(path: Path | str, window: str) -> Counts:
 
 
 def _whole(value: object) -> bool:
+    """A count: a whole number of at least 0 (a boolean or text is not one)."""
+    if isinstance(value, (bool, str)):
+        return False
+    # What float() and int() both take (anything else they refuse with a TypeError).
+    if not isinstance(value, (bytes, bytearray)) and not (
+        isinstance(value, SupportsFloat) and isinstance(value, SupportsInt)
+    ):
+        return False
     try:
-        return not isinstance(value, (bool, str)) and float(value) == int(value) and int(value) >= 0  # type: ignore[arg-type]
+        return float(value) == int(value) and int(value) >= 0
     except (TypeError, ValueError, OverflowError):
         return False

@@ -457,7 +457,7 @@ _COLUMNS = (
 )
 
 
-def _run(row: tuple) -> HistoryRun:
+def _run(row: tuple[Any, ...]) -> HistoryRun:
     (
         run_id,
         criterion,

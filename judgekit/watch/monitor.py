@@ -161,9 +161,14 @@ class Watch:
         for name in sorted({w.criterion for w in self.windows}):
             mine = [w for w in self.windows if w.criterion == name and w.decided]
             x = [w.start for w in mine]
-            (line,) = axes.plot(x, [w.rate for w in mine], marker="o", label=name)
+            (line,) = axes.plot(
+                x,  # type: ignore[arg-type]  # matplotlib's hints leave out the datetimes it plots
+                [w.rate for w in mine],
+                marker="o",
+                label=name,
+            )
             axes.fill_between(
-                x,
+                x,  # type: ignore[arg-type]  # a list of datetimes, as above
                 [w.interval[0] for w in mine],
                 [w.interval[1] for w in mine],
                 color=line.get_color(),
@@ -171,7 +176,11 @@ class Watch:
             )
             alerts = [w for w in mine if w.alert]
             axes.scatter(
-                [w.start for w in alerts], [w.rate for w in alerts], color="red", zorder=3, s=60
+                [w.start for w in alerts],  # type: ignore[arg-type]  # datetimes, as above
+                [w.rate for w in alerts],
+                color="red",
+                zorder=3,
+                s=60,
             )
         axes.set_ylim(0, 1.02)
         axes.set_ylabel("judged pass rate")

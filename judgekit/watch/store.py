@@ -23,7 +23,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from judgekit.errors import InputError
 from judgekit.inputs.policy import read_section
@@ -57,7 +57,7 @@ POSTGRES = Dialect(
 )
 
 
-def is_url(location: str | Path) -> bool:
+def is_url(location: str | Path) -> TypeGuard[str]:
     return isinstance(location, str) and bool(_URL.match(location))
 
 

@@ -32,10 +32,14 @@ LOOK_PURPOSES = (
 )  # who looked at a test split (judgekit.watch.alpha_budget)
 
 FORMAT = 1
-_TEXT, _INT, _REAL = (str,), (int,), (int, float)
+_TEXT: tuple[type, ...] = (str,)
+_INT: tuple[type, ...] = (int,)
+_REAL: tuple[type, ...] = (int, float)
+# A column's types (the last names it in messages) and whether it may be empty (null).
+Column = tuple[tuple[type, ...], bool]
 # Each table's columns as the file carries them (never the database's own ids), with their types and
 # whether they may be empty: the file names only these, so nothing else can reach the SQL.
-RUN = {
+RUN: dict[str, Column] = {
     "uid": (_TEXT, False),
     "criterion": (_TEXT, False),
     "created_at": (_TEXT, False),
@@ -57,7 +61,7 @@ RUN = {
     "verdicts_sha": (_TEXT, True),
     "threshold": (_REAL, True),
 }
-LOOK = {
+LOOK: dict[str, Column] = {
     "uid": (_TEXT, False),
     "criterion": (_TEXT, False),
     "at": (_TEXT, False),
@@ -69,7 +73,7 @@ LOOK = {
     "accepted": (_INT, True),
     "candidate": (_TEXT, True),
 }
-CHANGE = {
+CHANGE: dict[str, Column] = {
     "uid": (_TEXT, False),
     "criterion": (_TEXT, False),
     "example_id": (_TEXT, False),
@@ -78,7 +82,7 @@ CHANGE = {
     "annotator": (_TEXT, True),
     "at": (_TEXT, False),
 }
-KINDS = {
+KINDS: dict[str, tuple[str, dict[str, Column]]] = {
     "run": ("runs", RUN),
     "look": ("test_looks", LOOK),
     "label_change": ("label_changes", CHANGE),
@@ -283,7 +287,7 @@ def _examples(value: Any, *_: Any) -> bool:
     )
 
 
-def _count(value: Any, *_: Any) -> bool:
+def _count(value: int, *_: Any) -> bool:
     return 0 <= value < 2**31
 
 
