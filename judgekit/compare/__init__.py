@@ -12,7 +12,8 @@ against the best and a baseline; and the cheapest candidate the gate passes.
 From Python:
 
     from judgekit.compare import from_options, judge, analyse, load
-    from judgekit.pipeline import Options   # calibrate's: where the project is, how judges are asked
+    # calibrate's Options: where the project is, how judges are asked
+    from judgekit.pipeline import Options
     base, _, _ = load(Options(), "card-block-confirmed")
     specs = from_options(base, models=["openai/gpt-4o-mini", "openai/gpt-4o"])
     comparison = analyse(judge(Options(), specs))

@@ -3,9 +3,10 @@ recommendation.
 
 Paired, not side by side: the candidates were judged on the same examples, so two are compared
 on the examples one got right and the other did not (exact McNemar), with paired intervals of
-the differences in TPR, TNR and kappa, simultaneous over the three and the family (judgekit.stats.paired). Against a named
-baseline the family is the candidates compared with it (Holm). Against the best, which is chosen
-by these very data, a plain Holm over the others would favour it; the family is every pair
+the differences in TPR, TNR and kappa, simultaneous over the three and the family
+(judgekit.stats.paired). Against a named baseline the family is the candidates compared with it
+(Holm). Against the best, which is chosen by these very data, a plain Holm over the others would
+favour it; the family is every pair
 (Bonferroni), which holds whatever was chosen. `benchmarks/paired.py` measures both.
 
 The recommendation is the cheapest candidate the gate passes; a candidate the gate blocks is
@@ -82,14 +83,17 @@ def analyse(judged: Measurements, baseline: str | None = None, seed: int = 0) ->
     )
 
 
-def _strength(m: Measured, verdicts: list, labels: list[bool]) -> tuple:
-    """Examples right (an abstention is not right: as the paired test counts), then kappa, then name."""
+def _strength(
+    m: Measured, verdicts: list[bool | None], labels: list[bool]
+) -> tuple[int, float, tuple[int, ...]]:
+    """Examples right (an abstention is not right: as the paired test counts), then kappa, then
+    name."""
     kappa = m.report.metrics.get("cohen_kappa")
     right = sum(1 for v, label in zip(verdicts, labels, strict=True) if v == label)
     return (right, kappa if kappa is not None else -math.inf, _neg(m.spec.name))
 
 
-def _neg(name: str) -> tuple:
+def _neg(name: str) -> tuple[int, ...]:
     return (
         *(-ord(ch) for ch in name),
         1,
@@ -98,7 +102,7 @@ def _neg(name: str) -> tuple:
 
 def _family(
     labels: list[bool],
-    verdicts: dict[str, list],
+    verdicts: dict[str, list[bool | None]],
     other: str,
     names: list[str],
     against: int | None,
@@ -146,7 +150,7 @@ def _finite(x: float) -> float | None:
 
 
 def _candidate(
-    m: Measured, verdicts: list, vs_best: Paired | None, vs_base: Paired | None
+    m: Measured, verdicts: list[bool | None], vs_best: Paired | None, vs_base: Paired | None
 ) -> Candidate:
     r, spec = m.report, m.spec
     return Candidate(
@@ -177,9 +181,10 @@ def _candidate(
 
 
 def _examples(
-    order: list[str], labels: list[bool], verdicts: dict[str, list]
+    order: list[str], labels: list[bool], verdicts: dict[str, list[bool | None]]
 ) -> list[ComparedExample]:
-    """The examples, those that separate candidates first (the most evenly split first), then the set's order."""
+    """The examples, those that separate candidates first (the most evenly split first), then the
+    set's order."""
     rows = []
     for i, (eid, label) in enumerate(zip(order, labels, strict=True)):
         right = sum(1 for v in verdicts.values() if v[i] == label)
@@ -214,7 +219,7 @@ def _latency(c: Candidate) -> float | None:
     return c.cost.latency_p50_s * answers if c.cost.latency_p50_s is not None and answers else None
 
 
-def _cheap(c: Candidate) -> tuple:
+def _cheap(c: Candidate) -> tuple[float, float, float, float, str]:
     """Cost, else latency per verdict (within 10% is a tie: it is noisy), else answers per verdict;
     then the stronger evidence; then the name."""
     inf = math.inf
@@ -230,7 +235,8 @@ def _cheap(c: Candidate) -> tuple:
 
 
 def front(candidates: Sequence[Candidate]) -> list[str]:
-    """Those with a known cost that no other beats on both cost and kappa's lower bound, cheapest first."""
+    """Those with a known cost that no other beats on both cost and kappa's lower bound, cheapest
+    first."""
     priced = sorted(
         (c for c in candidates if c.cost.per_1000_verdicts is not None),
         key=lambda c: (c.cost.per_1000_verdicts, -_kappa_low(c), c.name),
@@ -248,7 +254,10 @@ def recommend(candidates: Sequence[Candidate]) -> Recommendation:
     on_front = front(candidates)
     if passing:
         chosen = passing[0]
-        why = f"{chosen.name}: the gate passes it ({chosen.gate_reasons[0] if chosen.gate_reasons else 'PASS'})"
+        why = (
+            f"{chosen.name}: the gate passes it "
+            f"({chosen.gate_reasons[0] if chosen.gate_reasons else 'PASS'})"
+        )
         if len(passing) == 1:
             why += ", the only candidate that passes"
         else:
@@ -266,7 +275,8 @@ def recommend(candidates: Sequence[Candidate]) -> Recommendation:
                 if latency is not None and key[:2] < other[:2]
                 else f"the one asking fewest answers per verdict ({answers:g})"
                 if answers is not None and key[:3] < other[:3]
-                else "the one with the strongest evidence (kappa's lower bound), the others costing as much"
+                else "the one with the strongest evidence (kappa's lower bound), "
+                "the others costing as much"
             )
         return Recommendation(candidate=chosen.name, why=why, front=on_front)
     closest = max(

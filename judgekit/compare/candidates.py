@@ -11,7 +11,8 @@ A compare.yaml lists them instead (paths are relative to the file):
     baseline: mini
     candidates:
       - {name: mini, model: openai/gpt-4o-mini}
-      - {name: mini-short, model: openai/gpt-4o-mini, variant: variants/card-block-confirmed.short.yaml}
+      - {name: mini-short, model: openai/gpt-4o-mini,
+         variant: variants/card-block-confirmed.short.yaml}
       - {name: big-x3, model: openai/gpt-4o, trials: 3}
       - {name: last-quarter, verdicts: runs/q3.jsonl}
 """
@@ -35,7 +36,8 @@ from judgekit.judging.recorded import RecordedVerdict, load_by_candidate
 
 @dataclass
 class Spec:
-    """One candidate: the criterion as it judges (model and trials set in it), or recorded verdicts."""
+    """One candidate: the criterion as it judges (model and trials set in it), or recorded
+    verdicts."""
 
     name: str
     criterion: Criterion
@@ -110,8 +112,10 @@ def from_options(
             )
         if problems:
             raise InputError(problems)
+        model_choices: Sequence[str | None] = models or [None]
+        trial_choices: Sequence[int | None] = trials or [None]
         for model, (vname, vpath, criterion), count in itertools.product(
-            models or [None], loaded, trials or [None]
+            model_choices, loaded, trial_choices
         ):
             judged = with_trials(with_model(criterion, model), count)
             named = judged.judge.model  # type: ignore[union-attr]

@@ -69,8 +69,10 @@ class Paired(Part):
         "Against the best (chosen from these data): Bonferroni over every pair."
     )
     deltas: dict[str, tuple[float | None, float | None, float | None]] = Field(
-        description="tpr, tnr, cohen_kappa: this candidate's minus the other's, with a paired interval (Jeffreys "
-        "posterior over the 18 kinds of example) simultaneous over the three figures and the family "
+        description="tpr, tnr, cohen_kappa: this candidate's minus the other's, "
+        "with a paired interval (Jeffreys "
+        "posterior over the 18 kinds of example) simultaneous over the three figures and the "
+        "family "
         "(Bonferroni)."
     )
     verdict: str = Field(

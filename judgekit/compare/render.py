@@ -3,6 +3,8 @@ text; names from users' files made safe for a terminal)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from judgekit.compare.model import Comparison, Paired
 from judgekit.judging.dry_run import Estimate
 from judgekit.report.render import fmt_number, printable
@@ -30,7 +32,7 @@ def _paired(p: Paired | None) -> str:
     return f"{word} (p {p.p_adjusted:.3g}{more})"
 
 
-def _align(rows: list[tuple[str, ...]]) -> str:
+def _align(rows: Sequence[tuple[str, ...]]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return "\n".join(
         "  ".join(
@@ -67,14 +69,20 @@ def table(c: Comparison) -> str:
         )
     separating = sum(e.separates for e in c.examples)
     lines = [
-        f"{printable(c.criterion)}: {len(c.candidates)} candidates on {c.labelled_pass + c.labelled_fail} labelled "
-        f"examples ({c.labelled_pass} known-good, {c.labelled_fail} known-bad); {separating} separate them",
+        f"{printable(c.criterion)}: {len(c.candidates)} candidates on "
+        f"{c.labelled_pass + c.labelled_fail} labelled "
+        f"examples ({c.labelled_pass} known-good, {c.labelled_fail} known-bad); "
+        f"{separating} separate them",
         "",
         _align(rows),
         "",
-        f"* best (most examples right, then kappa): {printable(c.best)}. p50: an answer's latency. Paired: exact McNemar on the examples one got right and the other "
-        "did not; vs best adjusted over every pair (Bonferroni), vs baseline by Holm; same? = indistinguishable "
-        "on this set, +N ex = labelled examples more that would separate them at the observed rates.",
+        f"* best (most examples right, then kappa): {printable(c.best)}. "
+        "p50: an answer's latency. Paired: exact McNemar on the examples one got right "
+        "and the other "
+        "did not; vs best adjusted over every pair (Bonferroni), vs baseline by Holm; "
+        "same? = indistinguishable "
+        "on this set, +N ex = labelled examples more that would separate them at the observed "
+        "rates.",
     ]
     r = c.recommendation
     if r.candidate is not None:

@@ -21,8 +21,8 @@ from judgekit.errors import CallsFailed, InputError, JudgeError
 from judgekit.gate.decision import Gate
 from judgekit.gate.result import Decision
 from judgekit.inputs.catalog import CriterionFile, find_set
-from judgekit.inputs.criteria import Criterion
-from judgekit.inputs.label_reader import read_labels
+from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion
+from judgekit.inputs.label_reader import LabelledSet, read_labels
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
@@ -59,14 +59,21 @@ class Measurements:
 
 
 def load(options: Options, criterion_id: str) -> tuple[Criterion, CalibrationSet, CalibrationSet]:
-    """The criterion, its whole set and the set of the chosen split, checked as calibrate checks them."""
+    """The criterion, its whole set and the set of the chosen split, checked as calibrate checks
+    them."""
     criteria, sets = load_inputs(options.criteria_dir, options.sets_dir, [criterion_id])
     return criteria[0], sets[criterion_id], select_split(sets, options.split)[criterion_id]
 
 
-def _internal(spec: Spec, i: int) -> Criterion:
+def _internal(spec: Spec, i: int) -> LLMCriterion | ClaimsCriterion:
     """The candidate's criterion under an id of its own, so that candidates of one criterion can be
     asked in one run (the id is not part of what is asked: the cache is shared with calibrate)."""
+    if not isinstance(spec.criterion, JUDGED):  # the candidates refuse one (from_options)
+        raise InputError.one(
+            "--criterion",
+            spec.criterion.id,
+            "is a regex criterion: it has no judge to compare; choose an LLM or claims criterion",
+        )
     return spec.criterion.model_copy(update={"id": f"{spec.criterion.id}#{i}"})
 
 
@@ -102,7 +109,7 @@ async def ajudge(
         pending = [_internal(s, i) for i, s in live]
         run = await judge_sets(
             pending,
-            {c.id: chosen for c in pending},  # type: ignore[arg-type]
+            {c.id: chosen for c in pending},
             {c.id: s.model for c, (_, s) in zip(pending, live, strict=True)},  # type: ignore[misc]
             run_settings(replace(options, policy=policy, stop_early=False), [base.id]),
             llm,
@@ -115,8 +122,8 @@ async def ajudge(
                 raise JudgeError(
                     f"every call of candidate {s.name!r} (model {error.model!r}, {error.examples} "
                     f"examples) failed: {error.cause}. Nothing was written; the other candidates' "
-                    "answers are cached (unless --no-cache). Fix its endpoint or leave it out, and run "
-                    "again"
+                    "answers are cached (unless --no-cache). Fix its endpoint or leave it out, "
+                    "and run again"
                 ) from None
             trials[s.name], sources[s.name] = run.verdicts[c.id], "live"
             gold[s.name] = run.gold.get(c.id, {})
@@ -156,7 +163,11 @@ def judge(
 
 
 def decide(
-    report: CriterionReport, spec: Spec, policy: Policy, labels, agent_model: str | None = None
+    report: CriterionReport,
+    spec: Spec,
+    policy: Policy,
+    labels: LabelledSet,
+    agent_model: str | None = None,
 ) -> Decision:
     """The gate's decision on a candidate's report, as if the criterion file were the candidate's
     (the agent's model, when declared, is checked as `judgekit gate --agent-model` checks it)."""
@@ -173,7 +184,8 @@ def decide(
 
 def cost_of(spec: Spec, report: CriterionReport, all_trials: list[list[Verdict]]) -> Cost:
     """The report's calls and latency, and the cost of 1,000 verdicts (one per example, every
-    trial) priced on every answer's tokens, cached ones too: a resumed comparison prices the same."""
+    trial) priced on every answer's tokens, cached ones too: a resumed comparison prices the
+    same."""
     usage = report.usage
     if usage is None:
         return Cost()

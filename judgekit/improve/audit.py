@@ -19,11 +19,13 @@ from pathlib import Path
 
 from judgekit.compare.model import Comparison
 from judgekit.gate.decision import Gate
-from judgekit.gate.entry import Untrusted, read_entries, read_lines
+from judgekit.gate.entry import Line, Untrusted, read_entries, read_lines
 from judgekit.inputs.label_reader import LabelledSet
 from judgekit.judging.selection import SURE
 
 SURE_TRIALS = 3
+# example id -> judge (its model and prompt) -> (verdict, who, sure)
+Votes = defaultdict[str, dict[str, tuple[bool, str, bool]]]
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ def suspects(
     """The labels to re-check of one criterion, in the set's order."""
     # id -> judge (its model and prompt: one voice however often, and in how many trials, it was
     # asked) -> (verdict, who, sure)
-    votes: dict[str, dict[str, tuple[bool, str, bool]]] = defaultdict(dict)
+    votes: Votes = defaultdict(dict)
     _report_votes(criterion_id, gate, report_dir, votes)
     _compare_votes(criterion_id, gate, compare_dir, votes)
     found = []
@@ -58,7 +60,7 @@ def suspects(
     return found
 
 
-def _report_votes(criterion_id: str, gate: Gate, report_dir: Path, votes: dict) -> None:
+def _report_votes(criterion_id: str, gate: Gate, report_dir: Path, votes: Votes) -> None:
     path = report_dir / "report.json" if report_dir.is_dir() else report_dir
     if not path.is_file():
         return
@@ -83,7 +85,7 @@ def _report_votes(criterion_id: str, gate: Gate, report_dir: Path, votes: dict) 
         ]
     except Untrusted:
         return
-    trials: dict[str, list] = defaultdict(list)
+    trials: dict[str, list[Line]] = defaultdict(list)
     for line in lines:
         trials[line.id].append(line)
     for example_id, given in trials.items():
@@ -103,7 +105,7 @@ def _report_votes(criterion_id: str, gate: Gate, report_dir: Path, votes: dict) 
         )
 
 
-def _compare_votes(criterion_id: str, gate: Gate, compare_dir: Path, votes: dict) -> None:
+def _compare_votes(criterion_id: str, gate: Gate, compare_dir: Path, votes: Votes) -> None:
     path = compare_dir / criterion_id / "compare.json"
     if not path.is_file():
         return

@@ -6,7 +6,9 @@ an optimizer model proposes from the dev disagreements and the judge's reasons.
 >>> from judgekit.inputs.sets import Example
 >>> c = LLMCriterion(id="c", question="Blocked?")
 >>> dev = [Example(id=f"e{i}", output=f"reply {i}", passed=i % 2 == 0) for i in range(6)]
->>> wrong = [Verdict(f"e{i}", i % 2 != 0) for i in range(2)] + [Verdict(f"e{i}", i % 2 == 0) for i in range(2, 6)]
+>>> wrong = [Verdict(f"e{i}", i % 2 != 0) for i in range(2)] + [
+...     Verdict(f"e{i}", i % 2 == 0) for i in range(2, 6)
+... ]
 >>> [s.output for s in few_shot(c, dev, wrong, 2).examples]
 ['reply 0', 'reply 1']
 """
@@ -63,7 +65,7 @@ def few_shot(
     sure: the lowest confidence, or the trials least agreed), then the rest in set order."""
     verdict = {v.example_id: v for v in final}
 
-    def rank(e: Example) -> tuple:
+    def rank(e: Example) -> tuple[bool, float]:
         v = verdict.get(e.id)
         wrong = v is None or v.passed != e.label
         return (not wrong, 1.0 if v is None or v.confidence is None else v.confidence)
@@ -87,7 +89,8 @@ def few_shot(
 
 
 def settings(criterion: LLMCriterion) -> list[Proposal]:
-    """Trials: the majority of 3 and of 5 at temperature 0.7 (of 1 at 0, when it asks several now)."""
+    """Trials: the majority of 3 and of 5 at temperature 0.7 (of 1 at 0, when it asks several
+    now)."""
     out = []
     for trials, temperature in ((1, 0.0), (3, 0.7), (5, 0.7)):
         judge = criterion.judge
@@ -121,15 +124,21 @@ def optimizer_request(
         f"<case>\nreply: {e.output}\n"
         + (f"user: {e.input}\n" if e.input else "")
         + f"people said: {'PASS' if e.label else 'FAIL'}; the judge said: "
-        + f"{'abstained' if v.passed is None else 'PASS' if v.passed else 'FAIL'} ({v.reason or 'no reason'})\n</case>"
+        + f"{'abstained' if v.passed is None else 'PASS' if v.passed else 'FAIL'} "
+        f"({v.reason or 'no reason'})\n</case>"
         for e, v in wrong
     )
     current = {k: getattr(criterion, k) for k in WORDING}
     prompt = (
-        f"An LLM judge decides one yes/no criterion about replies of an AI agent. Its wording now:\n"
-        f"{json.dumps(current, indent=2)}\n\nOn these labelled replies it disagreed with people:\n\n{cases or '(none)'}"
-        f"\n\nPropose {n} revised wordings (question, pass_when, fail_when) that would make the judge agree "
-        "with people on replies like these without naming any of them: keep the criterion one fact a person "
+        f"An LLM judge decides one yes/no criterion about replies of an AI agent. "
+        f"Its wording now:\n"
+        f"{json.dumps(current, indent=2)}\n\n"
+        f"On these labelled replies it disagreed with people:\n\n"
+        f"{cases or '(none)'}"
+        f"\n\nPropose {n} revised wordings (question, pass_when, fail_when) that would make the "
+        "judge agree "
+        "with people on replies like these without naming any of them: keep the criterion one fact "
+        "a person "
         "could check in five seconds, and say in `rationale` what each changes."
     )
     return Request(
@@ -145,7 +154,8 @@ def optimizer_request(
 
 
 def rewordings(criterion: LLMCriterion, answer: str, n: int) -> tuple[list[Proposal], list[str]]:
-    """The optimizer's proposals, each validated as a criterion file would be; and why any were dropped."""
+    """The optimizer's proposals, each validated as a criterion file would be; and why any were
+    dropped."""
     data = json_object(answer, lambda d: isinstance(d.get("proposals"), list))
     if data is None:
         return [], ["the optimizer's answer holds no proposals (not the JSON asked for)"]

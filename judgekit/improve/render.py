@@ -1,8 +1,7 @@
-"""What `judgekit improve` writes: the proposal as a criterion file (a `Change`, as `compare --adopt`
-writes one), its diff against the file now,
-and the figures (improve.md for people, improve.json for scripts): every candidate on dev, the
-test of the best against the current judge, the test examples whose verdict it changes, and the
-labels to re-check.
+"""What `judgekit improve` writes: the proposal as a criterion file (a `Change`, as `compare
+--adopt` writes one), its diff against the file now, and the figures (improve.md for people,
+improve.json for scripts): every candidate on dev, the test of the best against the current judge,
+the test examples whose verdict it changes, and the labels to re-check.
 """
 
 from __future__ import annotations
@@ -14,7 +13,7 @@ from typing import Any
 import yaml
 
 from judgekit.compare.adopt import Change, leading_comments
-from judgekit.improve.search import Improvement, finals, right
+from judgekit.improve.search import Improvement, finals, right, trials_of
 from judgekit.inputs.criteria import LLMCriterion
 from judgekit.inputs.files import read_text, read_yaml
 from judgekit.report.render import fmt_number, md_escape
@@ -53,7 +52,7 @@ def summary(found: Improvement) -> dict[str, Any]:
             "tpr": m.report.metrics.get("tpr"),
             "tnr": m.report.metrics.get("tnr"),
             "kappa": m.report.metrics.get("cohen_kappa"),
-            "trials": m.spec.criterion.judge.trials,
+            "trials": trials_of(m),
             "why": next(
                 (p.why for p in found.tried if p.name == m.spec.name), "the judge as it is"
             ),
@@ -119,13 +118,15 @@ def markdown(found: Improvement) -> str:
         "",
         "## Candidates on the dev split",
         "",
-        f"Ranked on the {data['dev'][0]['n']} dev examples none of them is shown as a few-shot example.",
+        f"Ranked on the {data['dev'][0]['n']} dev examples "
+        "none of them is shown as a few-shot example.",
         "",
         "| candidate | right | TPR | TNR | kappa | what it changes |",
         "|---|---|---|---|---|---|",
     ]
     lines += [
-        f"| {r['name']} | {r['right']} of {r['n']} | {fmt_number(r['tpr'])} | {fmt_number(r['tnr'])} | "
+        f"| {r['name']} | {r['right']} of {r['n']} | "
+        f"{fmt_number(r['tpr'])} | {fmt_number(r['tnr'])} | "
         f"{fmt_number(r['kappa'])} | {md_escape(r['why'])} |"
         for r in data["dev"]
     ]
@@ -133,21 +134,25 @@ def markdown(found: Improvement) -> str:
     lines += ["", "## The test split", ""]
     if found.best is None:
         lines.append(
-            "No candidate was right on more dev examples than the current judge: the test split was not "
-            "looked at (its budget is untouched)."
+            "No candidate was right on more dev examples than the current judge: "
+            "the test split was not looked at (its budget is untouched)."
         )
     elif found.acceptance is None:
         lines.append(
-            f"Best on dev: {found.best.spec.name}. Not tested: {found.budget.words() if found.budget else ''}."
+            f"Best on dev: {found.best.spec.name}. "
+            f"Not tested: {found.budget.words() if found.budget else ''}."
         )
     else:
         t = data["test"]
         verdict = "ACCEPTED" if found.accepted else "not accepted"
         lines += [
-            f"Best on dev: {found.best.spec.name}, {verdict}. {found.budget.words() if found.budget else ''}.",
+            f"Best on dev: {found.best.spec.name}, {verdict}. "
+            f"{found.budget.words() if found.budget else ''}.",
             "",
-            f"Right on {t['candidate_right']} of {t['n']} held-out examples against {t['current_right']} "
-            f"({t['only_candidate_right']} only the candidate, {t['only_current_right']} only the current "
+            f"Right on {t['candidate_right']} of {t['n']} held-out examples "
+            f"against {t['current_right']} "
+            f"({t['only_candidate_right']} only the candidate, "
+            f"{t['only_current_right']} only the current "
             f"judge); one-sided exact McNemar p = {t['p_value']:.3g}, alpha {t['alpha']:.4g}.",
         ]
         lines += [f"- {md_escape(r)}" for r in t["reasons"]]

@@ -19,13 +19,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import cast
 
 from judgekit.compare.candidates import Spec
 from judgekit.compare.run import Measured, Measurements, ajudge, load
 from judgekit.errors import InputError
 from judgekit.improve.proposals import Proposal, few_shot, optimizer_request, rewordings, settings
 from judgekit.inputs.criteria import LLMCriterion
-from judgekit.inputs.sets import CalibrationSet
+from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
@@ -68,7 +69,7 @@ class Improvement:
     to_recheck: list[str] = field(
         default_factory=list
     )  # dev examples every judge confidently disagrees with
-    scoring: list = field(
+    scoring: list[Example] = field(
         default_factory=list
     )  # the dev examples candidates are ranked on (none shown as a shot)
 
@@ -83,7 +84,8 @@ class Improvement:
 
 
 def finals(report: CriterionReport) -> dict[str, Verdict]:
-    """Each example's final verdict (the majority of its trials, with its confidence) from a report."""
+    """Each example's final verdict (the majority of its trials, with its confidence) from a
+    report."""
     trials: dict[str, list[Verdict]] = {}
     for v in report.verdicts:
         trials.setdefault(v.id, []).append(
@@ -92,9 +94,15 @@ def finals(report: CriterionReport) -> dict[str, Verdict]:
     return {eid: majority(t) for eid, t in trials.items()}
 
 
-def right(m: Measured, examples: Sequence) -> int:
+def right(m: Measured, examples: Sequence[Example]) -> int:
     final = finals(m.report)
     return sum(1 for e in examples if e.id in final and final[e.id].passed == e.label)
+
+
+def trials_of(m: Measured) -> int:
+    """The trials a measured candidate asks per example."""
+    # cast: every candidate improve measures is the LLM criterion or a Proposal's (LLMCriterion)
+    return cast(LLMCriterion, m.spec.criterion).judge.trials
 
 
 def _splits(
@@ -155,7 +163,8 @@ async def aimprove(
     current = Spec("current", criterion, model)
     first = await ajudge(on_dev, [current], llm, progress)
     final = list(finals(first.measured[0].report).values())
-    tried, dropped = settings(criterion), []
+    tried = settings(criterion)
+    dropped: list[str] = []
     if search.shots:
         tried.insert(
             0,
@@ -180,9 +189,7 @@ async def aimprove(
     scoring = [e for e in dev.examples if e.output not in shown]
     out.scoring = scoring
     base = right(measured.measured[0], scoring)
-    ranked = sorted(
-        measured.measured[1:], key=lambda m: (-right(m, scoring), m.spec.criterion.judge.trials)
-    )
+    ranked = sorted(measured.measured[1:], key=lambda m: (-right(m, scoring), trials_of(m)))
     if not ranked or right(ranked[0], scoring) <= base:
         return out  # nothing beat the current judge on dev: the test split is not looked at
     out.best = ranked[0]
@@ -207,9 +214,10 @@ async def aimprove(
             [e.label for e in used],
             [_passed(was, e.id) for e in used],
             [_passed(now, e.id) for e in used],
-            out.budget.alpha,
+            # cast: a look is taken only on a budget with room, which has its alpha (next_look)
+            cast(float, out.budget.alpha),
             search.tolerance,
-        )  # type: ignore[arg-type]
+        )
         db.settle_look(look, out.acceptance.p_value, out.acceptance.accepted)
     return out
 
@@ -238,7 +246,8 @@ async def _reworded(
     options: Options,
     llm: LLM | None,
 ) -> tuple[list[Proposal], list[str]]:
-    """The optimizer's rewordings (its answer cached like a judge's: a re-run asks nothing again)."""
+    """The optimizer's rewordings (its answer cached like a judge's: a re-run asks nothing
+    again)."""
     request = optimizer_request(
         criterion, dev.examples, final, search.optimizer_model or "", search.proposals
     )
@@ -281,8 +290,9 @@ def _within(
 
 
 def _to_recheck(measured: Measurements, dev: CalibrationSet) -> list[str]:
-    """Dev examples on which every judge measured, in every trial, gave the verdict the label denies:
-    perhaps the label is wrong (improve never changes a label; `judgekit label --review` shows them)."""
+    """Dev examples on which every judge measured, in every trial, gave the verdict the label
+    denies: perhaps the label is wrong (improve never changes a label; `judgekit label --review`
+    shows them)."""
     trials: dict[str, list[bool | None]] = {}
     for m in measured.measured:
         for v in m.report.verdicts:

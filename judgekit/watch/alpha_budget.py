@@ -53,7 +53,8 @@ class Budget:
     def words(self) -> str:
         if self.look is None:
             return (
-                f"the test split's alpha budget is spent ({MAX_LOOKS} looks at its {len(self.examples)} "
+                f"the test split's alpha budget is spent "
+                f"({MAX_LOOKS} looks at its {len(self.examples)} "
                 f"examples); add {self.needed} fresh labelled test examples to open a new one"
             )
         wait = (
@@ -62,7 +63,8 @@ class Budget:
             else ""
         )
         return (
-            f"look {self.look} of {MAX_LOOKS} at {len(self.examples)} test examples, spending alpha "
+            f"look {self.look} of {MAX_LOOKS} at {len(self.examples)} test examples, "
+            f"spending alpha "
             f"{self.alpha:.4g}{wait}"
         )
 

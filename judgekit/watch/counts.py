@@ -3,7 +3,8 @@ and window, for a warehouse to run where the samples are, and the file of such c
 `judgekit monitor --counts` reads. The statistics stay judgekit's; only the counting moves.
 
     judgekit monitor --print-sql analytics.judged --dialect bigquery > counts.sql
-    judgekit monitor --counts counts.csv        # its result, exported: criterion, window_start, verdicts, passes, abstentions
+    # its result, exported (criterion, window_start, verdicts, passes, abstentions):
+    judgekit monitor --counts counts.csv
 
 The table holds judged samples as `judgekit monitor` reads them: `timestamp` (a TIMESTAMP),
 `criterion` (text) and `passed` (a BOOLEAN; NULL is an abstention). A window starts at
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, SupportsFloat, SupportsInt
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.policy import parse_duration
@@ -64,7 +65,8 @@ def counts_sql(table: str, window: str, dialect: str = "duckdb") -> str:
     w = window_seconds(window)
     return (
         f"SELECT criterion,\n"
-        f"       {ORIGIN} + CAST(FLOOR(({EPOCH[dialect]} - {ORIGIN}) / {w}) AS BIGINT) * {w} AS window_start,\n"
+        f"       {ORIGIN} + CAST(FLOOR(({EPOCH[dialect]} - {ORIGIN}) / {w}) AS BIGINT) * {w} "
+        f"AS window_start,\n"
         f"       COUNT(*) AS verdicts,\n"
         f"       SUM(CASE WHEN passed THEN 1 ELSE 0 END) AS passes,\n"
         f"       SUM(CASE WHEN passed IS NULL THEN 1 ELSE 0 END) AS abstentions\n"
@@ -159,7 +161,15 @@ def read_count_file(path: Path | str, window: str) -> Counts:
 
 
 def _whole(value: object) -> bool:
+    """A count: a whole number of at least 0 (a boolean or text is not one)."""
+    if isinstance(value, (bool, str)):
+        return False
+    # What float() and int() both take (anything else they refuse with a TypeError).
+    if not isinstance(value, (bytes, bytearray)) and not (
+        isinstance(value, SupportsFloat) and isinstance(value, SupportsInt)
+    ):
+        return False
     try:
-        return not isinstance(value, (bool, str)) and float(value) == int(value) and int(value) >= 0  # type: ignore[arg-type]
+        return float(value) == int(value) and int(value) >= 0
     except (TypeError, ValueError, OverflowError):
         return False

@@ -29,6 +29,8 @@ from judgekit.stats.paired import binomial_sf, mcnemar_exact
 from judgekit.watch.history import History, HistoryRun
 
 Outcomes = Mapping[str, tuple[bool, "bool | None"]]  # example id -> (label, verdict)
+# DriftPolicy is frozen: one default instance serves every call.
+_DEFAULT_POLICY = DriftPolicy()
 
 
 def mcnemar_worse(b: int, c: int) -> float:
@@ -103,24 +105,28 @@ class Drift:
         names from the files are escaped (`printable`), so none can drive the terminal."""
         what = ", ".join(self.changed) if self.changed else "nothing (same judge, same set)"
         out = [
-            f"{self.criterion}: run {self.before.id} ({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
+            f"{self.criterion}: run {self.before.id} "
+            f"({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
             f"{self.after.id} ({self.after.created_at:%Y-%m-%d %H:%M}); changed: {what}",
             f"  {self.compared} examples in both runs: abstained on {self.compared - self.shared} "
             f"({len(self.newly_abstained)} newly, {len(self.newly_decided)} no longer)",
             f"  {self.shared} examples decided in both: {len(self.to_fail)} flipped pass->fail, "
-            f"{len(self.to_pass)} fail->pass; against the labels {self.right_to_wrong} right->wrong, "
+            f"{len(self.to_pass)} fail->pass; "
+            f"against the labels {self.right_to_wrong} right->wrong, "
             f"{self.wrong_to_right} wrong->right (exact McNemar p = {self.mcnemar_p:.3g})",
         ]
         if self.flip_p is not None:
             out.append(
-                f"  flip rate {self.flip_rate:.3f} against the {self.policy_flip_rate:.3f} an unchanged "
+                f"  flip rate {self.flip_rate:.3f} "
+                f"against the {self.policy_flip_rate:.3f} an unchanged "
                 f"judge may show (p = {self.flip_p:.3g})"
             )
         for name, (delta, low, high) in self.changes.items():
             change = "n/a" if math.isnan(delta) else f"{delta:+.3f}, 95% {low:+.3f} to {high:+.3f}"
             out.append(
                 f"  {name}: {fmt_number(self.before.metrics.get(name))} -> "
-                f"{fmt_number(self.after.metrics.get(name))}; change on the shared examples {change}"
+                f"{fmt_number(self.after.metrics.get(name))}; "
+                f"change on the shared examples {change}"
             )
         out += [f"  {reason}" for reason in self.reasons]
         for label, ids in (("pass->fail", self.to_fail), ("fail->pass", self.to_pass)):
@@ -137,12 +143,12 @@ class Drift:
         return (len(self.to_fail) + len(self.to_pass)) / self.shared if self.shared else NAN
 
 
-def compare(
+def compare(  # noqa: PLR0913  public: users, recheck and the CLI call it; fewer breaks them
     before: HistoryRun,
     after: HistoryRun,
     before_outcomes: Outcomes,
     after_outcomes: Outcomes,
-    policy: DriftPolicy = DriftPolicy(),
+    policy: DriftPolicy = _DEFAULT_POLICY,
     seed: int = 0,
     before_confidence: dict[str, float] | None = None,
     after_confidence: dict[str, float] | None = None,
@@ -163,7 +169,8 @@ def compare(
             "history", f"run {before.id}", "compared with itself; give two different runs"
         )
     common = before_outcomes.keys() & after_outcomes.keys()
-    # An example relabelled between the runs says nothing about the judge: it is left out (and counted).
+    # An example relabelled between the runs says nothing about the judge: it is left out (and
+    # counted).
     relabelled = sorted(
         (k for k in common if before_outcomes[k][0] != after_outcomes[k][0]), key=_natural
     )
@@ -202,60 +209,43 @@ def compare(
     worse_p = mcnemar_worse(right_to_wrong, wrong_to_right)
     changed = [name for name, value in before.parts().items() if after.parts()[name] != value]
     same_judge = not ({"model", "prompt", "parameters"} & set(changed))
-    reasons, drift = [], False
-    flip_p = None
-    tests = 2 + (
+    reasons: list[str] = []
+    drift = False
+    flip_p: float | None = None
+    tests = 2
+    if (
         before.threshold is not None
         and before_confidence is not None
         and after_confidence is not None
-    )
-    if tests == 3:
+    ):
+        tests = 3
         drift = _coverage(
             before.threshold,
             kept,
-            (before_outcomes, before_confidence),  # type: ignore[arg-type]
+            (before_outcomes, before_confidence),
             (after_outcomes, after_confidence),
             policy.alpha / (2 if not same_judge else 3),
             reasons,
         )
     if newly_abstained or newly_decided:
         reasons.append(
-            f"the judge abstains on {len(newly_abstained)} example(s) it decided before and decides "
+            f"the judge abstains on {len(newly_abstained)} example(s) it decided before "
+            f"and decides "
             f"{len(newly_decided)} it abstained on (an abstention counts as not right)"
         )
+    agreement = (right_to_wrong, wrong_to_right)
     if same_judge:
-        level = policy.alpha / tests  # the tests share the error budget (Bonferroni)
-        flip_p = flip_excess(len(to_fail) + len(to_pass), len(shared), policy.max_run_flip_rate)
-        if flip_p < level:
-            drift = True
-            reasons.append(
-                "same fingerprint but different answers: a silent provider-side change (more flips "
-                "than the judge's own noise allows)"
-            )
-        if mcnemar_p < level:
-            drift = True
-            reasons.append(
-                f"same fingerprint but agreement with the labels got significantly "
-                f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: a silent provider-side change"
-            )
+        flips = (len(to_fail) + len(to_pass), len(shared))
+        # the tests share the error budget (Bonferroni)
+        unchanged_drift, flip_p = _unchanged_judge(
+            flips, agreement, mcnemar_p, policy, policy.alpha / tests, reasons
+        )
+        drift = drift or unchanged_drift
     else:
-        # Flips are expected now; only a drop in agreement is drift, so the whole budget goes to one side.
-        what = " and ".join(c for c in changed if c != "set")
-        if worse_p < policy.alpha / (tests - 1):
-            drift = True
-            reasons.append(
-                f"the {what} changed and agreement with the labels got significantly worse "
-                f"(one-sided exact McNemar p = {worse_p:.2g})"
-            )
-        elif mcnemar_worse(wrong_to_right, right_to_wrong) < policy.alpha:
-            reasons.append(
-                f"the {what} changed and agreement with the labels got significantly better"
-            )
-        else:
-            reasons.append(
-                f"the {what} changed; agreement with the labels did not get significantly worse "
-                f"(one-sided exact McNemar p = {worse_p:.2g})"
-            )
+        changed_drift = _changed_judge(
+            changed, agreement, worse_p, policy, policy.alpha / (tests - 1), reasons
+        )
+        drift = drift or changed_drift
     if relabelled:
         reasons.append(
             f"{len(relabelled)} example(s) were relabelled between the runs and are left out: "
@@ -264,7 +254,8 @@ def compare(
     direction_p = mcnemar_exact(len(to_fail), len(to_pass))
     if direction_p < policy.alpha:
         reasons.append(
-            f"the verdicts moved one way ({len(to_fail)} pass->fail, {len(to_pass)} fail->pass, exact "
+            f"the verdicts moved one way "
+            f"({len(to_fail)} pass->fail, {len(to_pass)} fail->pass, exact "
             f"p = {direction_p:.2g}): pass rates judged downstream will "
             f"{'fall' if len(to_fail) > len(to_pass) else 'rise'}"
         )
@@ -291,6 +282,68 @@ def compare(
     )
 
 
+def _unchanged_judge(
+    flips: tuple[int, int],
+    agreement: tuple[int, int],
+    mcnemar_p: float,
+    policy: DriftPolicy,
+    level: float,
+    reasons: list[str],
+) -> tuple[bool, float]:
+    """Decide for a judge whose fingerprint did not change: True (drift) when it flips more than its
+    own noise allows or its agreement with the labels moved; and the flip test's p-value.
+
+    `flips` is (examples flipped, examples decided in both); `agreement` is (right -> wrong,
+    wrong -> right)."""
+    right_to_wrong, wrong_to_right = agreement
+    drift = False
+    flip_p = flip_excess(*flips, policy.max_run_flip_rate)
+    if flip_p < level:
+        drift = True
+        reasons.append(
+            "same fingerprint but different answers: a silent provider-side change (more flips "
+            "than the judge's own noise allows)"
+        )
+    if mcnemar_p < level:
+        drift = True
+        reasons.append(
+            f"same fingerprint but agreement with the labels got significantly "
+            f"{'worse' if right_to_wrong > wrong_to_right else 'better'}: "
+            f"a silent provider-side change"
+        )
+    return drift, flip_p
+
+
+def _changed_judge(
+    changed: list[str],
+    agreement: tuple[int, int],
+    worse_p: float,
+    policy: DriftPolicy,
+    level: float,
+    reasons: list[str],
+) -> bool:
+    """Decide for a judge whose fingerprint changed: True (drift) when its agreement with the
+    labels got significantly worse (`agreement` is (right -> wrong, wrong -> right))."""
+    # Flips are expected now; only a drop in agreement is drift, so the whole budget goes to one
+    # side.
+    right_to_wrong, wrong_to_right = agreement
+    what = " and ".join(c for c in changed if c != "set")
+    if worse_p < level:
+        reasons.append(
+            f"the {what} changed and agreement with the labels got significantly worse "
+            f"(one-sided exact McNemar p = {worse_p:.2g})"
+        )
+        return True
+    if mcnemar_worse(wrong_to_right, right_to_wrong) < policy.alpha:
+        reasons.append(f"the {what} changed and agreement with the labels got significantly better")
+    else:
+        reasons.append(
+            f"the {what} changed; agreement with the labels did not get significantly worse "
+            f"(one-sided exact McNemar p = {worse_p:.2g})"
+        )
+    return False
+
+
 def _coverage(
     threshold: float,
     kept: list[str],
@@ -309,8 +362,10 @@ def _coverage(
     fell, rose = len(was - now), len(now - was)
     p = mcnemar_worse(fell, rose)
     reasons.append(
-        f"coverage at the certified confidence threshold {threshold:.2f}: {len(was)} -> {len(now)} of "
-        f"{len(kept)} examples ({fell} fell below it, {rose} rose above it; one-sided exact McNemar "
+        f"coverage at the certified confidence threshold {threshold:.2f}: "
+        f"{len(was)} -> {len(now)} of "
+        f"{len(kept)} examples ({fell} fell below it, {rose} rose above it; "
+        f"one-sided exact McNemar "
         f"p = {p:.2g})"
         + (
             ": the judge is less sure than when it was certified, so it gives fewer "
@@ -322,7 +377,7 @@ def _coverage(
     return p < level
 
 
-def _natural(text: str) -> tuple:
+def _natural(text: str) -> tuple[tuple[int, int, str], ...]:
     """Sort key that puts e2 before e10."""
     import re
 
@@ -393,7 +448,8 @@ def pairs(
             found.append((earlier[-1], last))
         elif len(mine) > 1:
             notes.append(
-                f"{shown}: skipped, its last run (run {last.id}) is the first on its calibration set as it "
+                f"{shown}: skipped, its last run (run {last.id}) "
+                f"is the first on its calibration set as it "
                 f"is now; compare across sets with --before {mine[-2].id} --after {last.id}"
             )
         else:

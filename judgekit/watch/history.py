@@ -61,7 +61,8 @@ class HistoryRun:
     threshold: float | None = None  # selective judging: the judge's certified confidence threshold
 
     def parts(self) -> dict[str, Any]:
-        """What defines the judge and what it was measured on, by name (for telling changes apart)."""
+        """What defines the judge and what it was measured on, by name (for telling changes
+        apart)."""
         return {
             "model": self.model,
             "prompt": self.prompt_sha,
@@ -108,7 +109,8 @@ class History:
         """Open (creating and migrating as needed) the history at `location`, a SQLite path or a
         postgresql:// URL, waiting up to `timeout_s` for another process's write to finish."""
         history = cls(Store.open(location, create, timeout_s))
-        # A reader never writes a schema into an empty file (another application's tables are named below).
+        # A reader never writes a schema into an empty file (another application's tables are named
+        # below).
         tables = set() if create else _tables(history.db)
         if not create and "runs" not in tables and (history.db.dialect is not SQLITE or not tables):
             history.close()
@@ -159,8 +161,10 @@ class History:
         judge = c.judge
         created = (c.calibrated_at or datetime.now(UTC)).isoformat()
         run_id = self.db.insert(
-            "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
-            "source, n, abstained, metrics, judgekit_version, split, purpose, api_base, via, structured, verdicts_sha, "
+            "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, "
+            "set_fingerprint, "
+            "source, n, abstained, metrics, judgekit_version, split, purpose, api_base, via, "
+            "structured, verdicts_sha, "
             "threshold, uid) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 c.id,
@@ -186,7 +190,8 @@ class History:
             ),
         )
         self.db.executemany(
-            "INSERT INTO verdicts (run_id, example_id, label, passed, confidence) VALUES (?,?,?,?,?)",
+            "INSERT INTO verdicts (run_id, example_id, label, passed, confidence) "
+            "VALUES (?,?,?,?,?)",
             (
                 (
                     run_id,
@@ -203,7 +208,8 @@ class History:
     @_refusing_database_errors
     def runs(self, criterion: str | None = None, purpose: str | None = None) -> list[HistoryRun]:
         """Runs, oldest first (by when each was made: a run imported later from another history
-        keeps its place in time; runs of one moment by id); of one criterion and one purpose when given."""
+        keeps its place in time; runs of one moment by id); of one criterion and one purpose when
+        given."""
         where, args = [], []
         if criterion is not None:
             where.append("criterion = ?")
@@ -265,7 +271,7 @@ class History:
         )
 
     @_refusing_database_errors
-    def take_look(
+    def take_look(  # noqa: PLR0913  compare --adopt (cli) and improve call it; fewer breaks them
         self,
         criterion: str,
         test_ids: Sequence[str],
@@ -276,12 +282,13 @@ class History:
         accepted: bool | None = None,
         unless_seen: bool = False,
     ) -> tuple[Budget, int | None]:
-        """The next look at a criterion's test split, taken: its budget read and the look recorded in
-        one transaction that holds the criterion's looks (SQLite: the one writer; PostgreSQL: a lock
-        per criterion), so two runs sharing a history never spend the same look. A look the budget
-        has no room for is not taken unless `always` (recorded with alpha 0); `unless_seen`: not
-        taken when `candidate` was looked at before. Returns the budget and the look's id (None when
-        none was taken); `settle_look` adds its outcome, and a run that stops before keeps it spent."""
+        """The next look at a criterion's test split, taken: its budget read and the look recorded
+        in one transaction that holds the criterion's looks (SQLite: the one writer; PostgreSQL: a
+        lock per criterion), so two runs sharing a history never spend the same look. A look the
+        budget has no room for is not taken unless `always` (recorded with alpha 0); `unless_seen`:
+        not taken when `candidate` was looked at before. Returns the budget and the look's id (None
+        when none was taken); `settle_look` adds its outcome, and a run that stops before keeps it
+        spent."""
         with self.db.transaction(lock=f"looks:{criterion}"):
             looks = self.looks(criterion)
             budget = next_look(looks, test_ids, alpha)
@@ -362,10 +369,12 @@ class History:
         new: bool,
         annotator: str | None = None,
     ) -> None:
-        """A label a person changed in review (`judgekit label --review`): which, from what, to what, by whom."""
+        """A label a person changed in review (`judgekit label --review`): which, from what, to
+        what, by whom."""
         with self.db.transaction():
             self.db.execute(
-                "INSERT INTO label_changes (criterion, example_id, old, new, annotator, at, uid) VALUES "
+                "INSERT INTO label_changes (criterion, example_id, old, new, annotator, at, uid) "
+                "VALUES "
                 "(?,?,?,?,?,?,?)",
                 (
                     criterion,
@@ -394,7 +403,8 @@ class History:
         ]
 
     def changed_since_last(self, criterion: str) -> int | None:
-        """Labels changed in review since the criterion's latest calibration; None before its first."""
+        """Labels changed in review since the criterion's latest calibration; None before its
+        first."""
         past = self.runs(criterion, "calibrate")
         if not past:
             return None
@@ -403,7 +413,8 @@ class History:
 
     @_refusing_database_errors
     def confidences(self, run_id: int) -> dict[str, float]:
-        """Example id -> the confidence of its verdict, where the run kept one (selective judging)."""
+        """Example id -> the confidence of its verdict, where the run kept one (selective
+        judging)."""
         rows = self.db.execute(
             "SELECT example_id, confidence FROM verdicts WHERE run_id = ? AND confidence IS NOT "
             "NULL",
@@ -413,13 +424,14 @@ class History:
 
     @_refusing_database_errors
     def split_warning(self, criterion: str, prompt_sha: str | None) -> str | None:
-        """Warn when this prompt (its few-shot examples included) has been measured on the dev split,
-        where it was tuned, and never on the test split: its figures are optimistic."""
+        """Warn when this prompt (its few-shot examples included) has been measured on the dev
+        split, where it was tuned, and never on the test split: its figures are optimistic."""
         same_prompt = "prompt_sha IS NULL" if prompt_sha is None else "prompt_sha = ?"
         splits = {
             row[0]
             for row in self.db.execute(
-                f"SELECT DISTINCT split FROM runs WHERE criterion = ? AND {same_prompt} AND purpose = 'calibrate'",
+                f"SELECT DISTINCT split FROM runs WHERE criterion = ? AND {same_prompt} "
+                f"AND purpose = 'calibrate'",
                 (criterion,) if prompt_sha is None else (criterion, prompt_sha),
             )
         }
@@ -439,12 +451,13 @@ def _tables(db: Store) -> set[str]:
 
 
 _COLUMNS = (
-    "id, criterion, created_at, purpose, fingerprint, model, prompt_sha, parameters, set_fingerprint, "
+    "id, criterion, created_at, purpose, fingerprint, model, prompt_sha, parameters, "
+    "set_fingerprint, "
     "split, source, n, abstained, metrics, api_base, via, structured, verdicts_sha, threshold"
 )
 
 
-def _run(row: tuple) -> HistoryRun:
+def _run(row: tuple[Any, ...]) -> HistoryRun:
     (
         run_id,
         criterion,

@@ -3,10 +3,10 @@ the judge, with alerts on significant drops against the earlier windows.
 
 The input is folded into counts per criterion and window as it is read (by DuckDB,
 judgekit.watch.scan, or judgekit.watch.samples' reader), so memory is bounded by the number of
-windows, never by the number of rows. A window alerts when its pass
-rate is significantly below the baseline (the pooled earlier windows) by more than `max_drop`, at
-level `alpha` (judgekit.stats.droptest: the score test, exact where the decision is close): an alert on
-a rate, never on one verdict.
+windows, never by the number of rows. A window alerts when its pass rate is significantly below
+the baseline (the pooled earlier windows) by more than `max_drop`, at level `alpha`
+(judgekit.stats.droptest: the score test, exact where the decision is close): an alert on a rate,
+never on one verdict.
 
 >>> round(drop_p_value(40, 100, 800, 1000, 0.05), 6)  # 40% against a baseline of 80%
 0.0
@@ -113,8 +113,10 @@ class Watch:
     def lines(self) -> list[str]:
         """What a person reads; criterion names from the file are escaped (`printable`)."""
         out = [
-            f"{self.rows} judged samples, windows of {self.policy.window}; alert when a window's pass rate is "
-            f"below its last {self.policy.baseline_windows} windows' by more than {self.policy.max_drop:.2f} "
+            f"{self.rows} judged samples, windows of {self.policy.window}; "
+            f"alert when a window's pass rate is "
+            f"below its last {self.policy.baseline_windows} windows' "
+            f"by more than {self.policy.max_drop:.2f} "
             f"(score test, exact near alpha; alpha {self.policy.alpha})"
         ]
         out += self.notes
@@ -128,7 +130,8 @@ class Watch:
             for w in (w for w in self.windows if w.criterion == name):
                 interval = f"{fmt_number(w.interval[0], 2)}-{fmt_number(w.interval[1], 2)}"
                 out.append(
-                    f"  {w.start:%Y-%m-%d %H:%M}  {w.decided:>7}  {fmt_number(w.rate, 2):>5}  {interval:>11}  "
+                    f"  {w.start:%Y-%m-%d %H:%M}  {w.decided:>7}  "
+                    f"{fmt_number(w.rate, 2):>5}  {interval:>11}  "
                     f"{fmt_number(w.corrected, 2) if w.corrected is not None else '-':>9}  "
                     f"{fmt_number(w.baseline, 2) if w.baseline is not None else '-':>8}  "
                     f"{f'{w.p_value:.2g}' if w.p_value is not None else '-':>7}"
@@ -158,9 +161,14 @@ class Watch:
         for name in sorted({w.criterion for w in self.windows}):
             mine = [w for w in self.windows if w.criterion == name and w.decided]
             x = [w.start for w in mine]
-            (line,) = axes.plot(x, [w.rate for w in mine], marker="o", label=name)
+            (line,) = axes.plot(
+                x,  # type: ignore[arg-type]  # matplotlib's hints leave out the datetimes it plots
+                [w.rate for w in mine],
+                marker="o",
+                label=name,
+            )
             axes.fill_between(
-                x,
+                x,  # type: ignore[arg-type]  # a list of datetimes, as above
                 [w.interval[0] for w in mine],
                 [w.interval[1] for w in mine],
                 color=line.get_color(),
@@ -168,7 +176,11 @@ class Watch:
             )
             alerts = [w for w in mine if w.alert]
             axes.scatter(
-                [w.start for w in alerts], [w.rate for w in alerts], color="red", zorder=3, s=60
+                [w.start for w in alerts],  # type: ignore[arg-type]  # datetimes, as above
+                [w.rate for w in alerts],
+                color="red",
+                zorder=3,
+                s=60,
             )
         axes.set_ylim(0, 1.02)
         axes.set_ylabel("judged pass rate")
@@ -208,7 +220,8 @@ def watch(
             why = (
                 f"the gate says {decision.status}: {decision.summary}"
                 if decision
-                else "no gate decision on it (no criterion file of that id to check the report against)"
+                else "no gate decision on it "
+                "(no criterion file of that id to check the report against)"
             )
             notes.append(f"warning: {name}: raw rates only, its calibration is not trusted: {why}")
             calibrated = None

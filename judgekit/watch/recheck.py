@@ -1,7 +1,8 @@
 """`judgekit recheck`: the cheap daily check for a silent model update. A small frozen subset of
 each LLM or claims criterion's set is asked again, without the cache, of exactly the judge its
 last calibration measured — its model, endpoint, trials, transport and structured-output setting
-come from that run, never from today's YAML — and compared with that calibration (judgekit.watch.drift).
+come from that run, never from today's YAML — and compared with that calibration
+(judgekit.watch.drift).
 
 A re-check that asked anything else would not be a re-check: a criterion whose file changed since
 (prompt or parameters), a baseline from another tool's recorded verdicts, or a `--model` /
@@ -54,7 +55,8 @@ def baseline(
             where,
             criterion.id,
             f"its last calibration (run {found.id}) is from recorded "
-            "verdicts of another judge; recheck re-asks judgekit's own judge: calibrate it live first",
+            "verdicts of another judge; recheck re-asks judgekit's own judge: "
+            "calibrate it live first",
         )
     if (
         fingerprint(with_trials(criterion, found.parameters.get("trials")), found.model)
@@ -70,7 +72,7 @@ def baseline(
     return found
 
 
-def recheck(
+def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by position
     db: History,
     criteria_dir: Path,
     sets_dir: Path,

@@ -43,7 +43,8 @@ ORIGIN = 4 * 86400
 
 @dataclass
 class Counts:
-    """Verdicts per (criterion, window start in seconds since the epoch): [passed, failed, abstained]."""
+    """Verdicts per (criterion, window start in seconds since the epoch): [passed, failed,
+    abstained]."""
 
     window_s: float
     cells: dict[tuple[str, int], list[int]] = field(default_factory=dict)
@@ -127,7 +128,8 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple[pd.DataFram
                 {name: [r.get(name, _MISSING) for r in records] for name in COLUMNS},
                 index=pd.RangeIndex(len(records)),
             )
-            # Line numbers for messages (pandas would deep-copy them through every operation in attrs).
+            # Line numbers for messages (pandas would deep-copy them through every operation in
+            # attrs).
             yield frame, [first + i for i, line in enumerate(lines) if line.strip()]
             first += len(lines)
 
@@ -161,7 +163,8 @@ def _passed(column: pd.Series, text: bool) -> tuple[pd.Series, pd.Series]:
 
 def _timestamps(column: pd.Series) -> pd.Series:
     """Seconds since the epoch (NaN where unreadable): a column of numbers is epoch seconds, text is
-    ISO 8601 (without an offset it is taken as UTC). Times before 1970 or after 9999 are unreadable."""
+    ISO 8601 (without an offset it is taken as UTC). Times before 1970 or after 9999 are
+    unreadable."""
     import pandas as pd
 
     if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
@@ -203,67 +206,9 @@ def read_counts(path: Path | str, window: str) -> Counts:
     if not path.is_file():
         raise InputError.one(path, "", "no such file of judged samples")
     counts = Counts(parse_duration(window).total_seconds())
-    # Where a bad row is: JSON Lines by line; CSV by data row (a quoted cell may span lines); Parquet by row.
-    unit, first = {".csv": ("data row", 1), ".parquet": ("row", 0)}.get(
-        path.suffix.lower(), ("line", 1)
-    )
-    for chunk, lines in _chunks(path):
-        missing = [c for c in COLUMNS if c not in chunk.columns]
-        if missing:
-            raise InputError.one(
-                path,
-                ", ".join(missing),
-                "missing column; judged samples need timestamp, "
-                "criterion, passed (and optionally trace_id)",
-            )
-        absent = {
-            c: chunk[c].eq(_MISSING) if lines is not None else None for c in COLUMNS
-        }  # JSON Lines only
-        seconds = _timestamps(chunk["timestamp"])
-        passed, bad_verdict = _passed(chunk["passed"], text=path.suffix.lower() == ".csv")
-        criterion = chunk["criterion"]
-        bad_criterion = criterion.isna() | (criterion.astype(str).str.strip() == "")
-        if (
-            criterion.dtype == object
-        ):  # JSON may hold a number, a list, an object: a criterion id is text
-            bad_criterion |= ~criterion.map(type).eq(str)
-        for (
-            column,
-            mask,
-        ) in absent.items():  # a missing key reads as unreadable, then is named as missing
-            if mask is not None and mask.any():
-                {"timestamp": seconds, "passed": bad_verdict, "criterion": bad_criterion}[column][
-                    mask
-                ] = float("nan") if column == "timestamp" else True
-        bad = seconds.isna() | bad_verdict | bad_criterion
-        if bad.any():
-            problems = []
-            for index in np.flatnonzero(bad.to_numpy())[:20]:
-                where = lines[index] if lines else first + counts.rows + int(index)
-                what = (
-                    "timestamp"
-                    if math.isnan(seconds.iloc[index])
-                    else "passed"
-                    if bad_verdict.iloc[index]
-                    else "criterion"
-                )
-                if absent[what] is not None and absent[what].iloc[index]:
-                    message = "missing key" + (
-                        "; write null for an abstention" if what == "passed" else ""
-                    )
-                else:
-                    value = chunk[what].iloc[index]
-                    value = (
-                        value.item() if hasattr(value, "item") else value
-                    )  # numpy scalars shown as numbers
-                    expected = _EXPECTED_CSV if path.suffix.lower() == ".csv" else _EXPECTED
-                    message = f"{value!r} is not readable ({expected[what]})"
-                problems.append(Problem(str(path), f"{unit} {where}: {what}", message))
-            if int(bad.sum()) > 20:
-                problems.append(
-                    Problem(str(path), "", f"and {int(bad.sum()) - 20} more unreadable rows")
-                )
-            raise InputError(problems)
+    for frame_of_chunk, lines in _chunks(path):
+        chunk = _Chunk(path, frame_of_chunk, lines, counts.rows)
+        seconds, passed = _checked(chunk)
         start = (
             np.floor((seconds.to_numpy() - ORIGIN) / counts.window_s) * counts.window_s + ORIGIN
         ).astype("int64")
@@ -271,12 +216,106 @@ def read_counts(path: Path | str, window: str) -> Counts:
             np.isnan(passed.to_numpy()), 2, 1 - np.nan_to_num(passed.to_numpy()).astype(int)
         )
         frame = (
-            chunk.assign(_start=start, _kind=kind).groupby(["criterion", "_start", "_kind"]).size()
+            chunk.frame.assign(_start=start, _kind=kind)
+            .groupby(["criterion", "_start", "_kind"])
+            .size()
         )
         for (name, window_start, k), number in frame.items():
             cell = counts.cells.setdefault((str(name), int(window_start)), [0, 0, 0])
             cell[int(k)] += int(number)
-        counts.rows += len(chunk)
+        counts.rows += len(chunk.frame)
     if counts.rows == 0:
         raise InputError.one(path, "", "holds no judged samples")
     return counts
+
+
+@dataclass(frozen=True)
+class _Chunk:
+    """A chunk of a file of judged samples, and where its rows are in the file."""
+
+    path: Path
+    frame: pd.DataFrame
+    lines: list[int] | None  # each row's line number (JSON Lines); None: rows are consecutive
+    rows_before: int  # rows of the file in the chunks before this one
+
+    def where(self, index: int) -> str:
+        """Where row `index` of the chunk is: JSON Lines by line; CSV by data row (a quoted cell
+        may span lines); Parquet by row."""
+        unit, first = {".csv": ("data row", 1), ".parquet": ("row", 0)}.get(
+            self.path.suffix.lower(), ("line", 1)
+        )
+        return f"{unit} {self.lines[index] if self.lines else first + self.rows_before + index}"
+
+
+def _checked(chunk: _Chunk) -> tuple[pd.Series, pd.Series]:
+    """The chunk's epoch seconds and verdicts (1.0 / 0.0 / NaN abstained); the file is refused,
+    naming its unreadable rows, when any row is unreadable."""
+    path, frame = chunk.path, chunk.frame
+    missing = [c for c in COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError.one(
+            path,
+            ", ".join(missing),
+            "missing column; judged samples need timestamp, "
+            "criterion, passed (and optionally trace_id)",
+        )
+    absent = {
+        c: frame[c].eq(_MISSING) if chunk.lines is not None else None for c in COLUMNS
+    }  # JSON Lines only
+    seconds = _timestamps(frame["timestamp"])
+    passed, bad_verdict = _passed(frame["passed"], text=path.suffix.lower() == ".csv")
+    criterion = frame["criterion"]
+    bad_criterion = criterion.isna() | (criterion.astype(str).str.strip() == "")
+    if (
+        criterion.dtype == object
+    ):  # JSON may hold a number, a list, an object: a criterion id is text
+        bad_criterion |= ~criterion.map(type).eq(str)
+    for (
+        column,
+        mask,
+    ) in absent.items():  # a missing key reads as unreadable, then is named as missing
+        if mask is not None and mask.any():
+            {"timestamp": seconds, "passed": bad_verdict, "criterion": bad_criterion}[column][
+                mask
+            ] = float("nan") if column == "timestamp" else True
+    bad = seconds.isna() | bad_verdict | bad_criterion
+    if bad.any():
+        raise _unreadable(chunk, absent, seconds, bad_verdict, bad)
+    return seconds, passed
+
+
+def _unreadable(
+    chunk: _Chunk,
+    absent: dict[str, pd.Series | None],
+    seconds: pd.Series,
+    bad_verdict: pd.Series,
+    bad: pd.Series,
+) -> InputError:
+    """The refusal of a chunk's unreadable rows: the first 20 by row and column, with what each
+    column takes, and how many more."""
+    import numpy as np
+
+    path = chunk.path
+    problems = []
+    for index in np.flatnonzero(bad.to_numpy())[:20]:
+        what = (
+            "timestamp"
+            if math.isnan(seconds.iloc[index])
+            else "passed"
+            if bad_verdict.iloc[index]
+            else "criterion"
+        )
+        mask = absent[what]
+        if mask is not None and mask.iloc[index]:
+            message = "missing key" + ("; write null for an abstention" if what == "passed" else "")
+        else:
+            value = chunk.frame[what].iloc[index]
+            value = (
+                value.item() if hasattr(value, "item") else value
+            )  # numpy scalars shown as numbers
+            expected = _EXPECTED_CSV if path.suffix.lower() == ".csv" else _EXPECTED
+            message = f"{value!r} is not readable ({expected[what]})"
+        problems.append(Problem(str(path), f"{chunk.where(int(index))}: {what}", message))
+    if int(bad.sum()) > 20:
+        problems.append(Problem(str(path), "", f"and {int(bad.sum()) - 20} more unreadable rows"))
+    return InputError(problems)

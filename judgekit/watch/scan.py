@@ -28,13 +28,16 @@ from judgekit.watch.samples import COLUMNS, ORIGIN, Counts, read_counts
 
 SUFFIXES = (".parquet", ".csv", ".jsonl", ".json", ".ndjson")
 _YEAR_10000 = 253_402_300_800
-# The instants pandas keeps in nanoseconds (to 2262-04-11): a native timestamp beyond is the pandas reader's to judge.
+# The instants pandas keeps in nanoseconds (to 2262-04-11): a native timestamp beyond is the pandas
+# reader's to judge.
 _NATIVE_LIMIT = 9_223_372_036
-# ISO 8601 as `pd.to_datetime(format="ISO8601")` reads it and DuckDB's cast to TIMESTAMPTZ reads it alike
-# (DuckDB also takes 24:00 and offsets like +99:00, which pandas refuses: they are left out here).
+# ISO 8601 as `pd.to_datetime(format="ISO8601")` reads it and DuckDB's cast to TIMESTAMPTZ reads it
+# alike (DuckDB also takes 24:00 and offsets like +99:00, which pandas refuses: they are left out
+# here).
 _ISO = (
     r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
-    r"([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,9})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?"
+    r"([T ]([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,9})?)?"
+    r"(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?"
 )
 # A CSV column pandas reads as numbers (epoch seconds), in a form DuckDB reads as the same number.
 _NUMBER = r"[0-9]{1,12}(\.[0-9]{1,3})?"
@@ -65,7 +68,8 @@ _NUMERIC = (
 
 
 def sample_files(source: Path | str) -> list[Path]:
-    """The files a monitor input names: a file, the files a glob matches, or a folder's sample files."""
+    """The files a monitor input names: a file, the files a glob matches, or a folder's sample
+    files."""
     path, text = Path(source), str(source)
     if (
         path.is_dir()
@@ -112,7 +116,8 @@ def _unique(paths: Iterable[Path]) -> list[Path]:
 
 def _globbed(pattern: str) -> Iterator[Path]:
     """The paths a glob matches; `**` walks the folders below without following links to folders
-    (glob.glob follows them, and two crossing links never end), leaving hidden ones out as glob does."""
+    (glob.glob follows them, and two crossing links never end), leaving hidden ones out as glob
+    does."""
     if "**" not in pattern:
         yield from (Path(p) for p in glob.glob(pattern))
         return
@@ -131,7 +136,8 @@ def _globbed(pattern: str) -> Iterator[Path]:
 
 
 def count_samples(source: Path | str, window: str) -> Counts:
-    """Counts per criterion and window of every file `source` names (see `sample_files`), added up."""
+    """Counts per criterion and window of every file `source` names (see `sample_files`), added
+    up."""
     files, seconds = sample_files(source), parse_duration(window).total_seconds()
     if seconds != int(
         seconds
@@ -153,7 +159,8 @@ def count_samples(source: Path | str, window: str) -> Counts:
 
 
 def connect() -> Any:
-    """An in-memory DuckDB connection whose times without an offset are UTC, as the pandas reader reads them."""
+    """An in-memory DuckDB connection whose times without an offset are UTC, as the pandas reader
+    reads them."""
     import duckdb
 
     con = duckdb.connect(config={"preserve_insertion_order": False})
@@ -165,8 +172,9 @@ def connect() -> Any:
 
 
 def duckdb_counts(con: Any, path: Path, window: str) -> Counts | None:
-    """The file's counts, by DuckDB; None when it leaves the file to the pandas reader (`read_counts`),
-    which names the file, the bad row and the fix, or counts a form only it reads."""
+    """The file's counts, by DuckDB; None when it leaves the file to the pandas reader
+    (`read_counts`), which names the file, the bad row and the fix, or counts a form only it
+    reads."""
     import duckdb
 
     w = window_seconds(window)
@@ -180,7 +188,8 @@ def duckdb_counts(con: Any, path: Path, window: str) -> Counts | None:
         duckdb.Error
     ):  # a row in a form DuckDB is not trusted with (its error()), or a file it cannot read
         return None
-    # A criterion id is text with more than white space (Python's, which DuckDB's trim does not know).
+    # A criterion id is text with more than white space (Python's, which DuckDB's trim does not
+    # know).
     if not rows or not all(isinstance(r[0], str) and r[0].strip() for r in rows):
         return None
     counts = Counts(float(w))
@@ -199,8 +208,9 @@ def _literal(text: str) -> str:
 
 
 def _select(con: Any, path: Path, w: int) -> str | None:
-    """The file's judged samples as (timestamp TIMESTAMPTZ of whole seconds, criterion, passed BOOLEAN),
-    every row checked; None when the file's columns are of a kind only the pandas reader reads."""
+    """The file's judged samples as (timestamp TIMESTAMPTZ of whole seconds, criterion, passed
+    BOOLEAN), every row checked; None when the file's columns are of a kind only the pandas reader
+    reads."""
     suffix, source = path.suffix.lower(), _literal(str(path))
     if suffix == ".parquet":
         table = f"read_parquet({source})"
@@ -229,11 +239,13 @@ def _select(con: Any, path: Path, w: int) -> str | None:
         if names is None:
             return None
         listed = ", ".join(f"{_literal(n)}: 'VARCHAR'" for n in names)
-        # Nothing sniffed: no comment character (DuckDB's sniffer would pick '#' and drop such rows), every
-        # column text, as named by the header pandas reads.
+        # Nothing sniffed: no comment character (DuckDB's sniffer would pick '#' and drop such
+        # rows), every column text, as named by the header pandas reads.
         table = (
-            f"read_csv({source}, auto_detect = false, header = true, delim = ',', quote = '\"', escape = '\"', "
-            f"comment = '', skip = 0, strict_mode = true, null_padding = false, columns = {{{listed}}})"
+            f"read_csv({source}, auto_detect = false, header = true, delim = ',', "
+            f"quote = '\"', escape = '\"', "
+            f"comment = '', skip = 0, strict_mode = true, null_padding = false, "
+            f"columns = {{{listed}}})"
         )
         first = con.execute(f'SELECT "timestamp" FROM {table} LIMIT 1').fetchone()
         mode = (
@@ -265,22 +277,29 @@ def _select(con: Any, path: Path, w: int) -> str | None:
         )
         if mode is None:
             return None
-        # One object per line, each of the three keys once (Python's json keeps the last of a repeated key),
-        # no trailing comma (DuckDB's parser allows it, Python's does not), a criterion of text, a verdict
-        # that is true, false or null (a missing key is not an abstention).
+        # One object per line, each of the three keys once (Python's json keeps the last of a
+        # repeated key), no trailing comma (DuckDB's parser allows it, Python's does not), a
+        # criterion of text, a verdict that is true, false or null (a missing key is not an
+        # abstention).
         keys = ", ".join(f"'{c}'" for c in COLUMNS)
         row = (
-            f"json_type(json) = 'OBJECT' AND len(list_filter(json_keys(json), lambda k: k IN ({keys}))) = 3 "
-            f"AND NOT regexp_matches(json, ',[ \\t\\r\\n]*[\\]}}]') AND json_type(json -> 'criterion') = 'VARCHAR' "
-            # a character Python's str.splitlines ends a line at, inside the object: the pandas reader's to judge
-            f"AND NOT regexp_matches(json, '[\\r\\x0b\\x0c\\x1c-\\x1e\\x{{85}}\\x{{2028}}\\x{{2029}}]')"
+            f"json_type(json) = 'OBJECT' "
+            f"AND len(list_filter(json_keys(json), lambda k: k IN ({keys}))) = 3 "
+            f"AND NOT regexp_matches(json, ',[ \\t\\r\\n]*[\\]}}]') "
+            f"AND json_type(json -> 'criterion') = 'VARCHAR' "
+            # a character Python's str.splitlines ends a line at, inside the object: the pandas
+            # reader's to judge
+            f"AND NOT regexp_matches(json, "
+            f"'[\\r\\x0b\\x0c\\x1c-\\x1e\\x{{85}}\\x{{2028}}\\x{{2029}}]')"
         )
         verdict = (
-            "CASE json_type(json -> 'passed') WHEN 'BOOLEAN' THEN CAST(json ->> 'passed' AS BOOLEAN) "
+            "CASE json_type(json -> 'passed') "
+            "WHEN 'BOOLEAN' THEN CAST(json ->> 'passed' AS BOOLEAN) "
             "WHEN 'NULL' THEN NULL ELSE error('passed: not a verdict') END"
         )
         return (
-            f"SELECT CASE WHEN {row} THEN {_timestamp('timestamp', mode, w)} ELSE error('not a judged sample') "
+            f"SELECT CASE WHEN {row} THEN {_timestamp('timestamp', mode, w)} "
+            f"ELSE error('not a judged sample') "
             f"END AS timestamp, json ->> 'criterion' AS criterion, {verdict} AS passed FROM {table}"
         )
     return None
@@ -307,17 +326,20 @@ def _timestamp(column: str, mode: str, w: int) -> str:
             f"CASE WHEN regexp_full_match({column}, '{_NUMBER}') THEN CAST({column} AS DOUBLE) END",
         )
     if mode == "number":
-        # Epoch seconds, fraction and all, as pandas takes them; the window of the whole second must be the
-        # window pandas computes from the fraction (floating point could tell them apart at a window's edge).
+        # Epoch seconds, fraction and all, as pandas takes them; the window of the whole second must
+        # be the window pandas computes from the fraction (floating point could tell them apart at a
+        # window's edge).
         v = f"CAST({column} AS DOUBLE)"
         same = f"floor(({v} - {ORIGIN}) / {w}) = floor((floor({v}) - {ORIGIN}) / {w})"
         return (
-            f"CASE WHEN {v} >= 0 AND {v} < {_YEAR_10000} AND {same} THEN to_timestamp(CAST(floor({v}) AS BIGINT)) "
+            f"CASE WHEN {v} >= 0 AND {v} < {_YEAR_10000} AND {same} "
+            f"THEN to_timestamp(CAST(floor({v}) AS BIGINT)) "
             f"ELSE error('timestamp: not epoch seconds from 1970 to 9999') END"
         )
     if mode == "text":
         us, limit = (
-            f"epoch_us(CAST(CASE WHEN regexp_full_match({column}, '{_ISO}') THEN {column} END AS TIMESTAMPTZ))",
+            f"epoch_us(CAST(CASE WHEN regexp_full_match({column}, '{_ISO}') "
+            f"THEN {column} END AS TIMESTAMPTZ))",
             _YEAR_10000,
         )
     else:
@@ -328,9 +350,10 @@ def _timestamp(column: str, mode: str, w: int) -> str:
     )
 
 
-# Characters Python's str.splitlines ends a line at, or DuckDB takes for white space around an object,
-# where Python's json does not (VT, FF, FS-RS, NEL, LS, PS, and a CR not before LF): a file with any is
-# the pandas reader's. Each is looked for as bytes (memchr's speed: a regular expression was 9x slower).
+# Characters Python's str.splitlines ends a line at, or DuckDB takes for white space around an
+# object, where Python's json does not (VT, FF, FS-RS, NEL, LS, PS, and a CR not before LF): a file
+# with any is the pandas reader's. Each is looked for as bytes (memchr's speed: a regular expression
+# was 9x slower).
 _ODD = (b"\x0b", b"\x0c", b"\x1c", b"\x1d", b"\x1e", b"\xc2\x85", b"\xe2\x80\xa8", b"\xe2\x80\xa9")
 _BLOCK = 1 << 24
 
@@ -352,8 +375,9 @@ def _odd_line_breaks(path: Path) -> bool:
 
 
 def _csv_header(path: Path) -> list[str] | None:
-    """The CSV's column names as pandas reads them (DuckDB trims them: ' passed' would pass for 'passed'),
-    when the header is one plain line of distinct names holding the three judgekit reads."""
+    """The CSV's column names as pandas reads them (DuckDB trims them: ' passed' would pass for
+    'passed'), when the header is one plain line of distinct names holding the three judgekit
+    reads."""
     import csv
 
     try:

@@ -56,14 +56,16 @@ def _m004_verdict_file(db: Store) -> None:
 
 
 def _m005_confidence(db: Store) -> None:
-    """Selective judging: each verdict's confidence, and the run's certified threshold (drift watches coverage)."""
+    """Selective judging: each verdict's confidence, and the run's certified threshold (drift
+    watches coverage)."""
     db.execute(f"ALTER TABLE verdicts ADD COLUMN confidence {db.dialect.real}")
     db.execute(f"ALTER TABLE runs ADD COLUMN threshold {db.dialect.real}")
 
 
 def _m006_test_looks(db: Store) -> None:
     """Every look at a criterion's test split (`improve`, `compare --adopt`, a re-measured edit):
-    what each spent of the split's alpha budget, on which examples; and every label changed in review."""
+    what each spent of the split's alpha budget, on which examples; and every label changed in
+    review."""
     db.execute(f"""CREATE TABLE test_looks (
         id {db.dialect.key},
         criterion TEXT NOT NULL,
@@ -123,7 +125,8 @@ VERSION_TABLE = "judgekit_schema"
 
 def migrate(db: Store) -> None:
     """Apply the migrations this database lacks, with the version bump, in one transaction; a
-    database that is not judgekit's, or is a newer judgekit's, is refused before anything changes."""
+    database that is not judgekit's, or is a newer judgekit's, is refused before anything
+    changes."""
     with db.transaction(
         lock="schema"
     ):  # another process may be migrating: read the version under the lock

@@ -23,7 +23,7 @@ import unicodedata
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from judgekit.errors import InputError
 from judgekit.inputs.policy import read_section
@@ -33,7 +33,8 @@ DEFAULT_PATH = Path(".judgekit/history.sqlite")
 ENVIRONMENT = "JUDGEKIT_HISTORY_URL"
 SETTING = "history_url"
 _URL = re.compile(r"^postgres(?:ql)?://", re.IGNORECASE)
-# Not a path: any other URL (://), a postgres/jdbc spelling gone wrong, or user:password@ before a slash.
+# Not a path: any other URL (://), a postgres/jdbc spelling gone wrong, or user:password@ before a
+# slash.
 _LOOKS_LIKE_URL = re.compile(
     r"://|^(jdbc:)?postgres(ql)?[^A-Za-z0-9_.-]|^[A-Za-z][A-Za-z0-9+.-]+:/|^[^/\\]*:[^/\\]*@",
     re.IGNORECASE,
@@ -56,7 +57,7 @@ POSTGRES = Dialect(
 )
 
 
-def is_url(location: str | Path) -> bool:
+def is_url(location: str | Path) -> TypeGuard[str]:
     return isinstance(location, str) and bool(_URL.match(location))
 
 
@@ -102,8 +103,9 @@ def _place(value: str | Path, origin: str) -> str | Path:
 
 
 def locate(given: str | Path | None = None, config: Path | None = None) -> str | Path:
-    """The history to use: --history when given, else $JUDGEKIT_HISTORY_URL, else `history_url` in the
-    settings (judgekit.yaml, or [tool.judgekit] in pyproject.toml), else .judgekit/history.sqlite."""
+    """The history to use: --history when given, else $JUDGEKIT_HISTORY_URL, else `history_url` in
+    the settings (judgekit.yaml, or [tool.judgekit] in pyproject.toml), else
+    .judgekit/history.sqlite."""
     if given is not None and str(given).strip():
         return _place(given, "--history")
     if os.environ.get(ENVIRONMENT, "").strip():
@@ -171,7 +173,8 @@ class Store:
             raise InputError.one(
                 name,
                 "",
-                f"is not a usable PostgreSQL URL ({redact(' '.join(str(error).split()))}); write it as "
+                f"is not a usable PostgreSQL URL ({redact(' '.join(str(error).split()))}); "
+                "write it as "
                 "postgresql://USER@HOST:PORT/DATABASE, with only libpq's parameters "
                 "after ?",
             ) from None
@@ -200,8 +203,8 @@ class Store:
         return transaction(self, lock)
 
     def lock(self, name: str) -> None:
-        """Hold the lock of this name until the transaction ends (PostgreSQL's advisory lock; on SQLite
-        the transaction is already the one writer)."""
+        """Hold the lock of this name until the transaction ends (PostgreSQL's advisory lock; on
+        SQLite the transaction is already the one writer)."""
         if self.dialect is POSTGRES:
             key = int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "big", signed=True)
             self.execute("SELECT pg_advisory_xact_lock(?)", (key,))
@@ -281,7 +284,8 @@ def sqlite_refusal(name: str, error: sqlite3.Error, timeout_s: float) -> InputEr
 
 
 def postgres_refusal(name: str, error: BaseException, timeout_s: float) -> InputError:
-    """What a PostgreSQL error means for the history, and what to do about it (never the password)."""
+    """What a PostgreSQL error means for the history, and what to do about it (never the
+    password)."""
     import psycopg.errors as pg
 
     said = redact(" ".join(str(error).split()))

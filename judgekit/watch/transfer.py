@@ -32,10 +32,14 @@ LOOK_PURPOSES = (
 )  # who looked at a test split (judgekit.watch.alpha_budget)
 
 FORMAT = 1
-_TEXT, _INT, _REAL = (str,), (int,), (int, float)
+_TEXT: tuple[type, ...] = (str,)
+_INT: tuple[type, ...] = (int,)
+_REAL: tuple[type, ...] = (int, float)
+# A column's types (the last names it in messages) and whether it may be empty (null).
+Column = tuple[tuple[type, ...], bool]
 # Each table's columns as the file carries them (never the database's own ids), with their types and
 # whether they may be empty: the file names only these, so nothing else can reach the SQL.
-RUN = {
+RUN: dict[str, Column] = {
     "uid": (_TEXT, False),
     "criterion": (_TEXT, False),
     "created_at": (_TEXT, False),
@@ -57,7 +61,7 @@ RUN = {
     "verdicts_sha": (_TEXT, True),
     "threshold": (_REAL, True),
 }
-LOOK = {
+LOOK: dict[str, Column] = {
     "uid": (_TEXT, False),
     "criterion": (_TEXT, False),
     "at": (_TEXT, False),
@@ -69,7 +73,7 @@ LOOK = {
     "accepted": (_INT, True),
     "candidate": (_TEXT, True),
 }
-CHANGE = {
+CHANGE: dict[str, Column] = {
     "uid": (_TEXT, False),
     "criterion": (_TEXT, False),
     "example_id": (_TEXT, False),
@@ -78,7 +82,7 @@ CHANGE = {
     "annotator": (_TEXT, True),
     "at": (_TEXT, False),
 }
-KINDS = {
+KINDS: dict[str, tuple[str, dict[str, Column]]] = {
     "run": ("runs", RUN),
     "look": ("test_looks", LOOK),
     "label_change": ("label_changes", CHANGE),
@@ -86,7 +90,8 @@ KINDS = {
 
 
 def export_history(history: History, out: Path) -> dict[str, int]:
-    """Write the whole history to `out` (JSON Lines, replaced whole or not at all); how many of each."""
+    """Write the whole history to `out` (JSON Lines, replaced whole or not at all); how many of
+    each."""
     if history.db.dialect is SQLITE and out.resolve() in _files_of(Path(history.path)):
         raise InputError.one(out, "", "is the history itself; export to another file")
     counts = {kind: 0 for kind in KINDS}
@@ -115,7 +120,8 @@ def _lines(history: History) -> Iterator[tuple[str, str]]:
                 record["verdicts"] = [
                     list(v)
                     for v in db.execute(
-                        "SELECT example_id, label, passed, confidence FROM verdicts WHERE run_id = ? ORDER BY example_id",
+                        "SELECT example_id, label, passed, confidence FROM verdicts "
+                        "WHERE run_id = ? ORDER BY example_id",
                         (row[0],),
                     )
                 ]
@@ -123,7 +129,8 @@ def _lines(history: History) -> Iterator[tuple[str, str]]:
 
 
 def import_history(history: History, source: Path) -> dict[str, tuple[int, int]]:
-    """Add the file's runs, looks and label changes the history lacks; (added, already there) of each."""
+    """Add the file's runs, looks and label changes the history lacks; (added, already there) of
+    each."""
     records = read_export(source)
     try:
         return _add(history, records)
@@ -156,7 +163,10 @@ def _add(history: History, records: list[dict[str, Any]]) -> dict[str, tuple[int
                     done[kind][1] += 1
                     continue
                 have.add(row["uid"])
-                sql = f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join('?' * len(names))})"
+                sql = (
+                    f"INSERT INTO {table} ({', '.join(names)}) "
+                    f"VALUES ({', '.join('?' * len(names))})"
+                )
                 values = [row[name] for name in names]
                 if kind != "run":
                     db.execute(sql, values)
@@ -192,7 +202,9 @@ def read_export(source: Path) -> list[dict[str, Any]]:
         if not line.strip():
             continue
         where = f"line {number}"
-        try:  # judgekit's one JSON parser: a key given twice or a lone surrogate is refused, never guessed
+        # judgekit's one JSON parser: a key given twice or a lone surrogate is refused, never
+        # guessed
+        try:
             record = parse_json(line, source, where)
         except InputError as error:
             problems.extend(error.problems)
@@ -236,7 +248,10 @@ def _problem(record: Any) -> str | None:
     if kind == "run":
         verdicts = record.get("verdicts")
         if not isinstance(verdicts, list) or not all(_verdict(v) for v in verdicts):
-            return "run: verdicts must be a list of [example_id, label 0/1, passed 0/1/null, confidence 0-1 or null]"
+            return (
+                "run: verdicts must be a list of "
+                "[example_id, label 0/1, passed 0/1/null, confidence 0-1 or null]"
+            )
         if len({v[0] for v in verdicts}) != len(verdicts):
             return "run: an example's verdict is given twice"
     return None
@@ -272,7 +287,7 @@ def _examples(value: Any, *_: Any) -> bool:
     )
 
 
-def _count(value: Any, *_: Any) -> bool:
+def _count(value: int, *_: Any) -> bool:
     return 0 <= value < 2**31
 
 
