@@ -44,7 +44,7 @@ from __future__ import annotations
 import argparse
 import math
 import time
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 
 import numpy as np
 
@@ -223,7 +223,7 @@ def run_c(seed: int, k: int, n: int, coupling: str, reps: int):
     return coverage(rng, reps, k, n, coupling, plain=k <= 5)
 
 
-def main() -> None:
+def _parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--reps", type=int, default=4000, help="sets per row of A, B and D")
     parser.add_argument(
@@ -236,15 +236,12 @@ def main() -> None:
         "--jobs", type=int, default=2, help="processes for C (the figures do not depend on it)"
     )
     parser.add_argument("--seed", type=int, default=20261130)
-    args = parser.parse_args()
-    started, failed = time.perf_counter(), []
-    pool = ProcessPoolExecutor(args.jobs)
-    c_rows = rows_c(args.coverage_reps)
-    c_runs = {
-        row: pool.submit(run_c, args.seed, *row)
-        for row in sorted(c_rows, key=lambda r: -r[0] * r[3])
-    }
+    return parser.parse_args()
 
+
+def _table_ab(seed: int, reps: int) -> list[str]:
+    """Print A and B's family-wise error rates; return the rows over their nominal level."""
+    failed: list[str] = []
     print(
         "A, B: family-wise error rate (± MC s.e.), every candidate equally accurate; nominal 0.05\n"
     )
@@ -255,9 +252,9 @@ def main() -> None:
     for k in KS:
         for n in NS:
             for coupling in COUPLINGS:
-                rng = np.random.default_rng([args.seed, 1, k, n, COUPLINGS.index(coupling)])
-                hits = errors(rng, args.reps, k, n, coupling)
-                cells = [share(h, args.reps) for h in hits]
+                rng = np.random.default_rng([seed, 1, k, n, COUPLINGS.index(coupling)])
+                hits = errors(rng, reps, k, n, coupling)
+                cells = [share(h, reps) for h in hits]
                 print(
                     f"| {k} | {n} | {coupling} | "
                     + " | ".join(f"{p:.3f} ± {se:.3f}" for p, se in cells)
@@ -268,13 +265,18 @@ def main() -> None:
                     for name, (p, se) in zip("AB", cells[:2], strict=True)
                     if p > ALPHA + 2 * se
                 ]
+    return failed
 
+
+def _table_d(seed: int, reps: int) -> list[str]:
+    """Print D, examples_to_separate's promised power as simulated; return the rows short of it."""
+    failed: list[str] = []
     print("\nD: examples_to_separate's promise (power 0.8), simulated at n + m\n")
     print(
         "| b, c of n | alpha | m | exact power at n + m | rejected at n + m (± s.e.) | rejected at n + 3m/4 | ms |"
     )
     print("|---|---|---|---|---|---|---|")
-    rng = np.random.default_rng([args.seed, 4])
+    rng = np.random.default_rng([seed, 4])
     for b, c, n, alpha in SEPARATE:
         clock = time.perf_counter()
         m = examples_to_separate(b, c, n, alpha)
@@ -283,17 +285,23 @@ def main() -> None:
             raise SystemExit(
                 f"examples_to_separate({b}, {c}, {n}, {alpha}) found no number of examples"
             )
-        p, se = share(
-            round(separated(rng, args.reps, b, c, n, alpha, n + m) * args.reps), args.reps
-        )
-        fewer = separated(rng, args.reps, b, c, n, alpha, n + 3 * m // 4)
+        p, se = share(round(separated(rng, reps, b, c, n, alpha, n + m) * reps), reps)
+        fewer = separated(rng, reps, b, c, n, alpha, n + 3 * m // 4)
         print(
             f"| {b}, {c} of {n} | {alpha:.2g} | {m} | {_power(b / n, c / n, n + m, alpha):.3f} | "
             f"{p:.3f} ± {se:.3f} | {fewer:.3f} | {ms:.0f} |"
         )
         if 0.8 - p > 2 * se:
             failed.append(f"D {b}, {c} of {n}")
+    return failed
 
+
+def _table_c(
+    c_rows: list[tuple[int, int, str, int]],
+    c_runs: dict[tuple[int, int, str, int], Future[np.ndarray]],
+) -> list[str]:
+    """Print C's simultaneous coverage as the processes finish; return the rows under 0.95."""
+    failed: list[str] = []
     print(
         "\nC: simultaneous coverage (± MC s.e.) of the paired_deltas intervals at the Bonferroni confidence; "
         "nominal 0.95\n"
@@ -320,9 +328,12 @@ def main() -> None:
                     for f, (p, se) in zip(FIGURES, cells, strict=True)
                     if 1 - p > ALPHA + 2 * se
                 ]
-    pool.shutdown()
+    return failed
 
-    rng = np.random.default_rng([args.seed, 5])
+
+def _time_calls(seed: int) -> None:
+    """Print the time of 1,000 calls of discordant + paired_deltas on 1,000 examples."""
+    rng = np.random.default_rng([seed, 5])
     labels, codes = judged(rng, 1, 1000, np.array([[0.9, 0.8]] * 20), "correlated")
     lab, verdicts = (
         [bool(x) for x in labels[0]],
@@ -337,6 +348,22 @@ def main() -> None:
     print(
         f"\n1,000 calls of discordant + paired_deltas on 1,000 examples: {time.perf_counter() - clock:.1f} s"
     )
+
+
+def main() -> None:
+    args = _parse_args()
+    started = time.perf_counter()
+    pool = ProcessPoolExecutor(args.jobs)
+    c_rows = rows_c(args.coverage_reps)
+    c_runs = {
+        row: pool.submit(run_c, args.seed, *row)
+        for row in sorted(c_rows, key=lambda r: -r[0] * r[3])
+    }
+    failed = _table_ab(args.seed, args.reps)
+    failed += _table_d(args.seed, args.reps)
+    failed += _table_c(c_rows, c_runs)
+    pool.shutdown()
+    _time_calls(args.seed)
 
     print(
         f"\n({args.reps} sets per row of A, B, D; seed {args.seed}; {time.perf_counter() - started:.0f} s)"

@@ -111,7 +111,7 @@ def test_degenerate_inputs_are_nan_not_zero():
 def test_kappa_interval_is_seeded_and_brackets_the_estimate():
     rng = np.random.default_rng(1)
     labels = list(rng.random(80) < 0.5)
-    verdicts = [l if rng.random() < 0.85 else not l for l in labels]
+    verdicts = [label if rng.random() < 0.85 else not label for label in labels]
     first = kappa_interval(labels, verdicts, seed=7)
     assert first == kappa_interval(labels, verdicts, seed=7)
     assert first != kappa_interval(labels, verdicts, seed=8)

@@ -328,7 +328,7 @@ MALFORMED = [  # (format, file, text, what --examples says, what --samples says)
 
 
 @pytest.mark.parametrize(
-    "fmt, name, text, examples, samples",
+    "case",
     MALFORMED,
     ids=[
         "not-json",
@@ -344,9 +344,8 @@ MALFORMED = [  # (format, file, text, what --examples says, what --samples says)
     ],
 )
 @pytest.mark.parametrize("flag", ["--examples", "--samples"])
-def test_a_malformed_export_is_an_input_error_naming_the_file(
-    tmp_path, monkeypatch, fmt, name, text, examples, samples, flag
-):
+def test_a_malformed_export_is_an_input_error_naming_the_file(tmp_path, monkeypatch, case, flag):
+    fmt, name, text, examples, samples = case
     monkeypatch.chdir(tmp_path)
     Path(name).write_text(text)
     done = CliRunner().invoke(app, ["import", fmt, name, flag, "-o", "out.jsonl"])

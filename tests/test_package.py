@@ -130,4 +130,4 @@ def test_dir_lists_the_public_names(package):
     assert dir(module) == sorted(module.__all__) and len(module.__all__) >= 5
     assert all(getattr(module, name) is not None for name in dir(module))  # each one loads
     with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
-        module.nothing_here
+        _ = module.nothing_here

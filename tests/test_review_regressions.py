@@ -155,20 +155,22 @@ def test_calibrating_one_criterion_keeps_the_others(setup):
 
 @pytest.mark.parametrize("via", ["auto", "litellm"])
 def test_every_request_refused_stops_the_run(setup, via):
-    with FakeServer(VERDICTS, faults={"bad_request": 1.0}) as server:
-        with pytest.raises(ProviderRejects, match="refused every request"):
-            calibrate(
-                Options(
-                    criteria_dir=setup.criteria,
-                    sets_dir=setup.sets,
-                    model="openai/no-such-model",
-                    api_base=server.url,
-                    cache_dir=None,
-                    retry=FAST,
-                    via=via,
-                    concurrency=2,
-                )
+    with (
+        FakeServer(VERDICTS, faults={"bad_request": 1.0}) as server,
+        pytest.raises(ProviderRejects, match="refused every request"),
+    ):
+        calibrate(
+            Options(
+                criteria_dir=setup.criteria,
+                sets_dir=setup.sets,
+                model="openai/no-such-model",
+                api_base=server.url,
+                cache_dir=None,
+                retry=FAST,
+                via=via,
+                concurrency=2,
             )
+        )
     assert server.requests <= FAST.down_after + 2
 
 
