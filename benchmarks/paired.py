@@ -246,7 +246,8 @@ def _table_ab(seed: int, reps: int) -> list[str]:
         "A, B: family-wise error rate (± MC s.e.), every candidate equally accurate; nominal 0.05\n"
     )
     print(
-        "| K | n | errors | A vs baseline, Holm | B vs best, against_best | B vs best, plain Holm (not used) |"
+        "| K | n | errors | A vs baseline, Holm | B vs best, against_best "
+        "| B vs best, plain Holm (not used) |"
     )
     print("|---|---|---|---|---|---|")
     for k in KS:
@@ -273,7 +274,8 @@ def _table_d(seed: int, reps: int) -> list[str]:
     failed: list[str] = []
     print("\nD: examples_to_separate's promise (power 0.8), simulated at n + m\n")
     print(
-        "| b, c of n | alpha | m | exact power at n + m | rejected at n + m (± s.e.) | rejected at n + 3m/4 | ms |"
+        "| b, c of n | alpha | m | exact power at n + m | rejected at n + m (± s.e.) "
+        "| rejected at n + 3m/4 | ms |"
     )
     print("|---|---|---|---|---|---|---|")
     rng = np.random.default_rng([seed, 4])
@@ -303,11 +305,12 @@ def _table_c(
     """Print C's simultaneous coverage as the processes finish; return the rows under 0.95."""
     failed: list[str] = []
     print(
-        "\nC: simultaneous coverage (± MC s.e.) of the paired_deltas intervals at the Bonferroni confidence; "
-        "nominal 0.95\n"
+        "\nC: simultaneous coverage (± MC s.e.) of the paired_deltas intervals at the Bonferroni "
+        "confidence; nominal 0.95\n"
     )
     print(
-        "| K | n | errors | family | sets | TPR | TNR | kappa | all three |\n|---|---|---|---|---|---|---|---|---|"
+        "| K | n | errors | family | sets | TPR | TNR | kappa | all three |\n"
+        "|---|---|---|---|---|---|---|---|---|"
     )
     names = ("vs baseline", "vs best (chosen)", "vs baseline, plain bootstrap (dropped)")
     for row in c_rows:
@@ -346,7 +349,8 @@ def _time_calls(seed: int) -> None:
             lab, verdicts[i % 20], verdicts[(i + 1) % 20], seed=i, confidence=1 - ALPHA / 999
         )
     print(
-        f"\n1,000 calls of discordant + paired_deltas on 1,000 examples: {time.perf_counter() - clock:.1f} s"
+        "\n1,000 calls of discordant + paired_deltas on 1,000 examples: "
+        f"{time.perf_counter() - clock:.1f} s"
     )
 
 
@@ -366,7 +370,8 @@ def main() -> None:
     _time_calls(args.seed)
 
     print(
-        f"\n({args.reps} sets per row of A, B, D; seed {args.seed}; {time.perf_counter() - started:.0f} s)"
+        f"\n({args.reps} sets per row of A, B, D; seed {args.seed}; "
+        f"{time.perf_counter() - started:.0f} s)"
     )
     if failed:
         raise SystemExit("over the nominal level: " + "; ".join(failed))

@@ -174,12 +174,13 @@ def main() -> None:
         (rate, where), power = design(args.reps, rng)
         se = math.sqrt(max(rate, 1 / args.reps) * (1 - max(rate, 1 / args.reps)) / args.reps)
         print(
-            f"{label}: worst false-flag rate {rate:.4f} (MC s.e. {se:.4f}) at {where}; nominal 0.025"
+            f"{label}: worst false-flag rate {rate:.4f} (MC s.e. {se:.4f}) at {where}; "
+            "nominal 0.025"
         )
         for *cell, flagged, met in power:
             print(
-                f"  true rate 0.65 against 0.80 (400 runs, 400 + 400 calibrated), {cell}: count met {met:.3f}, "
-                f"flagged {flagged:.3f}"
+                f"  true rate 0.65 against 0.80 (400 runs, 400 + 400 calibrated), {cell}: count "
+                f"met {met:.3f}, flagged {flagged:.3f}"
             )
         failed |= rate > 0.025 + 2 * se
     print(f"({time.perf_counter() - started:.0f} s)")

@@ -176,7 +176,8 @@ def main() -> None:
                     rows.append((f"N={args.n} C={c}", name, r, ideal))
                     print(
                         f"{name:28s} C={c:3d} stage {r['stage_s']:.2f}s wall {r['wall_s']:.2f}s "
-                        f"cpu {r['cpu_s']:.2f}s ({1000 * r['cpu_s'] / args.n:.2f} ms/call) ideal {ideal:.2f}s",
+                        f"cpu {r['cpu_s']:.2f}s ({1000 * r['cpu_s'] / args.n:.2f} ms/call) "
+                        f"ideal {ideal:.2f}s",
                         flush=True,
                     )
             big = make_project(Path(tmp) / "big", args.cached_n)
@@ -185,7 +186,8 @@ def main() -> None:
             again = run(JUDGEKIT, str(args.cached_n), "64", url, "auto", str(big), cache)
             print(
                 f"cached re-run of {args.cached_n}: fill {fill['wall_s']:.1f}s; re-run calibrate() "
-                f"{again['calibrate_s']:.2f}s, whole process {again['wall_s']:.2f}s, {again['cached']} from cache",
+                f"{again['calibrate_s']:.2f}s, whole process {again['wall_s']:.2f}s, "
+                f"{again['cached']} from cache",
                 flush=True,
             )
             rows.append(
@@ -212,8 +214,9 @@ def main() -> None:
                     cwd=big,
                 )
                 print(
-                    f"cached re-run of {args.cached_n}, `judgekit calibrate` (report, page, history): whole process "
-                    f"{cli['wall_s']:.2f}s, CPU {cli['cpu_s']:.2f}s, peak {cli['peak_mib']:.0f} MiB",
+                    f"cached re-run of {args.cached_n}, `judgekit calibrate` (report, page, "
+                    f"history): whole process {cli['wall_s']:.2f}s, CPU {cli['cpu_s']:.2f}s, peak "
+                    f"{cli['peak_mib']:.0f} MiB",
                     flush=True,
                 )
     finally:
@@ -232,7 +235,8 @@ def main() -> None:
         print(f"{label}: median {times[5]:.3f}s, best {times[0]:.3f}s")
 
     print(
-        "\n| run | client | judging stage s | whole process s | client CPU s | CPU ms / call | ideal s |"
+        "\n| run | client | judging stage s | whole process s | client CPU s "
+        "| CPU ms / call | ideal s |"
     )
     print("|---|---|---|---|---|---|---|")
     for label, name, r, ideal in rows:

@@ -324,8 +324,8 @@ def test_an_explicit_report_that_is_not_there_is_refused(tmp_path):
     result = CliRunner().invoke(app, ["monitor", str(samples), "--report", "/nonexistent"])
     assert result.exit_code == 2
     assert (
-        "/nonexistent:--report: no calibration report here; give the folder (or its report.json) that "
-        "`judgekit calibrate` wrote, or leave --report out for raw rates" in result.output
+        "/nonexistent:--report: no calibration report here; give the folder (or its report.json) "
+        "that `judgekit calibrate` wrote, or leave --report out for raw rates" in result.output
     )
     assert (
         CliRunner().invoke(app, ["monitor", str(samples)]).exit_code == 0
@@ -362,8 +362,8 @@ def test_verdicts_are_booleans_or_null_as_in_calibration_sets(tmp_path, suffix):
         with pytest.raises(InputError) as error:
             read_counts(_write(bad, tmp_path / f"bad{suffix}"), "1d")
         assert (
-            f"{where}: passed: {values[0]!r} is not readable (true, false or null: a JSON boolean, not text "
-            "or a number)" in str(error.value)
+            f"{where}: passed: {values[0]!r} is not readable (true, false or null: a JSON boolean, "
+            "not text or a number)" in str(error.value)
         )
     if suffix == ".jsonl":  # one odd value among booleans is named by its line
         (tmp_path / "mixed.jsonl").write_text(
@@ -394,6 +394,6 @@ def test_csv_verdicts_are_the_cells_calibration_sets_take(tmp_path):
         with pytest.raises(InputError) as error:
             read_counts(tmp_path / "bad.csv", "1d")
         assert (
-            f"bad.csv:data row 2: passed: '{cell}' is not readable (a boolean cell as calibration sets take it"
-            in str(error.value)
+            f"bad.csv:data row 2: passed: '{cell}' is not readable (a boolean cell as calibration "
+            "sets take it" in str(error.value)
         )

@@ -99,7 +99,8 @@ def test_four_of_five_passes_three_of_five_fails_with_the_tally(pytester, server
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*test_three_of_five: 3 of 5 runs passed every check (needs 4; rate 0.60, 95% 0.23-0.88)*",
+            "*test_three_of_five: 3 of 5 runs passed every check "
+            "(needs 4; rate 0.60, 95% 0.23-0.88)*",
             "*run 2: card failed (scripted verdict); raised AssertionError: assert False",
             "*run 3: card failed (scripted verdict); raised AssertionError: assert False",
         ]
@@ -295,8 +296,8 @@ def test_reply(judge):
     )
     assert gate.exit_code == 1
     assert (
-        "FAIL         card: the judge is the agent's own model: judge openai/gpt-4o-mini-2024-07-18 and agent "
-        "openai/gpt-4o-mini are both gpt-4o-mini"
+        "FAIL         card: the judge is the agent's own model: judge "
+        "openai/gpt-4o-mini-2024-07-18 and agent openai/gpt-4o-mini are both gpt-4o-mini"
     ) in gate.output
     assert "[judge openai/gpt-4o-mini-2024-07-18; agent openai/gpt-4o-mini]" in gate.output
     other = CliRunner().invoke(

@@ -145,8 +145,8 @@ def test_calibrate_certifies_the_cascade_and_the_gate_passes_on_its_coverage(tmp
     gate = _cli("gate")
     assert gate.exit_code == 0, gate.output
     assert (
-        "agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), gives verdicts on 98% "
-        "[94%, 100%] of examples (2 judges)"
+        "agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), gives verdicts "
+        "on 98% [94%, 100%] of examples (2 judges)"
     ) in gate.output
 
 
@@ -320,8 +320,8 @@ def test_recheck_reports_a_judge_that_became_less_sure(tmp_path, server):
     same = _cli("recheck", "--size", "60", "--api-base", server.url)
     assert same.exit_code == 0, same.output
     assert (
-        "coverage at the certified confidence threshold 0.97: 34 -> 34 of 60 examples (0 fell below it"
-        in same.output
+        "coverage at the certified confidence threshold 0.97: 34 -> 34 of 60 examples (0 fell "
+        "below it" in same.output
     )
     # The provider's update leaves every verdict as it was but makes the judge less sure of the clear replies.
     weak, _ = _answers()
@@ -335,8 +335,8 @@ def test_recheck_reports_a_judge_that_became_less_sure(tmp_path, server):
     assert less_sure.exit_code == 1, less_sure.output
     assert "0 flipped pass->fail, 0 fail->pass" in less_sure.output
     assert (
-        "coverage at the certified confidence threshold 0.97: 34 -> 0 of 60 examples (34 fell below it, 0 rose "
-        "above it; one-sided exact McNemar p = 5.8e-11): the judge is less sure"
+        "coverage at the certified confidence threshold 0.97: 34 -> 0 of 60 examples (34 fell "
+        "below it, 0 rose above it; one-sided exact McNemar p = 5.8e-11): the judge is less sure"
     ) in less_sure.output
 
 
