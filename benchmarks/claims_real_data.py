@@ -182,7 +182,8 @@ def faithbench_samples(root: Path = SHARED / "faithbench") -> list[dict[str, Any
 
 
 def detector_verdict(name: str, value: Any) -> bool | None:
-    """1 = consistent. Scores (HHEM, AlignScore) at 0.5; anything else not 0 / 1 is an abstention."""
+    """1 = consistent. Scores (HHEM, AlignScore) at 0.5; anything else not 0 / 1 is
+    an abstention."""
     if value is None:
         return None
     if name.lower().startswith(("hhem", "alignscore")):
@@ -301,7 +302,10 @@ def main() -> None:
         raise SystemExit(
             f"{SHARED} is absent: these figures need ../shared/datasets beside the checkout"
         )
-    header = "| judge | n | abstained | TPR | TNR | balanced accuracy | kappa [95%] |\n|---|---|---|---|---|---|---|"
+    header = (
+        "| judge | n | abstained | TPR | TNR | balanced accuracy | kappa [95%] |\n"
+        "|---|---|---|---|---|---|---|"
+    )
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         recorded = wice_recorded(root / "wice-recorded")

@@ -4,7 +4,8 @@
     python benchmarks/compare_scale.py --only recorded --candidates 1000 --examples 1000
 
 Rows:
-  recorded  65 candidates x 100 examples, one verdict file with a `candidate` column (target <= 10 s)
+  recorded  65 candidates x 100 examples, one verdict file with a `candidate` column
+            (target <= 10 s)
   large     1,000 candidates x 1,000 examples (linear in candidates: no all-pairs step)
   live      4 candidates (2 models x 2 prompt variants) x 1,000 examples against the fake server
             at 100 ms per answer, concurrency 64, no cache: the judging stage against

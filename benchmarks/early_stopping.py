@@ -37,7 +37,8 @@ STEP = 16
 def full_set_gate(
     right_pos: int, pos: int, right_neg: int, neg: int, t: Thresholds = POLICY
 ) -> str:
-    """The gate's TPR / TNR rule on a whole set (judgekit.gate, with the report's Wilson intervals)."""
+    """The gate's TPR / TNR rule on a whole set (judgekit.gate, with the report's
+    Wilson intervals)."""
     bounds = [
         (wilson(right, n), threshold)
         for right, n, threshold in ((right_pos, pos, t.min_tpr), (right_neg, neg, t.min_tnr))

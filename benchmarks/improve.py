@@ -44,7 +44,8 @@ def judged(rng, labels, q, gain):
 
 
 def one_look(rng, n_dev, n_test, gains, alpha):
-    """One improve run: pick the best candidate on dev, test it on the test split. (accepted, which)."""
+    """One improve run: pick the best candidate on dev, test it on the test split.
+    (accepted, which)."""
     split = {}
     for name, n in (("dev", n_dev), ("test", n_test)):
         labels = rng.random(n) < 0.5

@@ -1,9 +1,9 @@
-"""`judgekit monitor` over 100 million judged rows of Parquet, written by DuckDB itself: time, rows per
-second and peak memory of the whole command.
+"""`judgekit monitor` over 100 million judged rows of Parquet, written by DuckDB itself: time,
+rows per second and peak memory of the whole command.
 
-    python benchmarks/monitor_duckdb.py                    # 100,000,000 rows, in a temporary folder
-    python benchmarks/monitor_duckdb.py --rows 10000000    # a quicker look
-    python benchmarks/monitor_duckdb.py --text             # timestamps as ISO 8601 text, not TIMESTAMPTZ
+    python benchmarks/monitor_duckdb.py                  # 100,000,000 rows, in a temporary folder
+    python benchmarks/monitor_duckdb.py --rows 10000000  # a quicker look
+    python benchmarks/monitor_duckdb.py --text           # ISO 8601 text timestamps, not TIMESTAMPTZ
 
 The samples (5 criteria, 90 days, one criterion dropping from 0.90 to 0.80 in its last 10 days, 2%
 abstentions) are made by `COPY (SELECT ... FROM range(n)) TO 'samples.parquet'`; then `judgekit
@@ -83,7 +83,8 @@ def main() -> None:
         assert out["rows"] == args.rows and len(out["windows"]) == windows, out["rows"]
         kind = "ISO 8601 text" if args.text else "TIMESTAMPTZ"
         print(
-            "| timestamps | what | rows | file MB | s | rows / s | peak RSS MiB | windows | alerts |\n"
+            "| timestamps | what | rows | file MB | s | rows / s | peak RSS MiB | windows "
+            "| alerts |\n"
             "|---|---|---|---|---|---|---|---|---|"
         )
         print(

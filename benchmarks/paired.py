@@ -1,6 +1,6 @@
 """Comparing many judges on the same labelled examples (judgekit.stats.paired), by simulation.
 
-    python benchmarks/paired.py      # 4,000 sets per row of A, B, D; C: 800 at K = 2 down to 100 at K = 65
+    python benchmarks/paired.py  # 4,000 sets per row of A, B, D; C: 800 at K = 2 to 100 at K = 65
     python benchmarks/paired.py --reps 500 --coverage-reps 100   # quicker
 
 C runs in `--jobs` processes (2) beside A, B and D; each row has its own seed, so the figures do
@@ -17,8 +17,9 @@ A  Against a named baseline: every candidate as accurate as the baseline (TPR 0.
    a candidate is declared different when its Holm-adjusted exact McNemar p-value over the K - 1
    comparisons is below 0.05. Family-wise error rate: a set with any declaration. Nominal 0.05.
 B  Against the best (highest observed kappa, as `judgekit compare` chooses it), same candidates:
-   declared worse (or better) by `against_best` (Bonferroni over the K(K - 1) / 2 pairs), and, beside
-   it, by a plain Holm over the K - 1 comparisons with the best (not used: shown to be invalid).
+   declared worse (or better) by `against_best` (Bonferroni over the K(K - 1) / 2 pairs), and,
+   beside it, by a plain Holm over the K - 1 comparisons with the best (not used: shown to be
+   invalid).
 C  Simultaneous coverage of `paired_deltas` (TPR, TNR and kappa differences) over a family, at
    the Bonferroni confidence the caller uses: the baseline (TPR 0.97 / TNR 0.90: rare errors)
    against K - 1 candidates with TPR in 0.85-0.99 and TNR in 0.75-0.97 (fixed, seeded), at
@@ -81,7 +82,8 @@ def judged(rng, reps: int, n: int, rates: np.ndarray, coupling: str):
 
 
 def best_of(labels: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """Per set, the candidate with the highest kappa (then TPR + TNR, then the first), as compare picks."""
+    """Per set, the candidate with the highest kappa (then TPR + TNR, then the first), as
+    compare picks."""
     lab = labels[:, None, :]
     tp, fn = ((codes == 1) & lab).sum(-1), ((codes == 0) & lab).sum(-1)
     fp, tn = ((codes == 1) & ~lab).sum(-1), ((codes == 0) & ~lab).sum(-1)
@@ -95,13 +97,15 @@ def best_of(labels: np.ndarray, codes: np.ndarray) -> np.ndarray:
 
 
 def against(right: np.ndarray, reference: np.ndarray):
-    """Discordant counts of every candidate against the reference candidate of each set (that one's are 0, 0)."""
+    """Discordant counts of every candidate against the reference candidate of each set (that
+    one's are 0, 0)."""
     ref = right[np.arange(len(right)), reference][:, None, :]
     return (right & ~ref).sum(-1), (ref & ~right).sum(-1)
 
 
 def share(hits: int, reps: int) -> tuple[float, float]:
-    """The share and its Monte Carlo standard error (as if one set went the other way when none did)."""
+    """The share and its Monte Carlo standard error (as if one set went the other way
+    when none did)."""
     p = hits / reps
     q = min(max(p, 1 / reps), 1 - 1 / reps)
     return p, math.sqrt(q * (1 - q) / reps)
@@ -127,14 +131,16 @@ def errors(rng, reps: int, k: int, n: int, coupling: str) -> tuple[int, int, int
 
 
 def truth(tpr: float, tnr: float) -> np.ndarray:
-    """TPR, TNR and kappa over the decided examples (abstention is independent of label and verdict)."""
+    """TPR, TNR and kappa over the decided examples (abstention is independent of label
+    and verdict)."""
     return np.array(
         [tpr, tnr, kappa_from_counts(0.5 * tpr, 0.5 * (1 - tnr), 0.5 * tnr, 0.5 * (1 - tpr))]
     )
 
 
 def bootstrap(labels, a, b, seed: int, confidence: float, resamples: int = 2000):
-    """The plain paired percentile bootstrap judgekit tried first: the 18 kinds drawn from a multinomial."""
+    """The plain paired percentile bootstrap judgekit tried first: the 18 kinds drawn from a
+    multinomial."""
     kinds = (
         9 * np.asarray(labels, dtype=int) + 3 * np.asarray(a, dtype=int) + np.asarray(b, dtype=int)
     )
@@ -154,8 +160,8 @@ def bootstrap(labels, a, b, seed: int, confidence: float, resamples: int = 2000)
 
 
 def coverage(rng, reps: int, k: int, n: int, coupling: str, plain: bool):
-    """Families covered, per figure and for all three at once: [baseline family, best family, baseline family
-    by the plain bootstrap] -> array of 4 counts."""
+    """Families covered, per figure and for all three at once: [baseline family, best family,
+    baseline family by the plain bootstrap] -> array of 4 counts."""
     design = np.random.default_rng(k)
     rates = np.vstack(
         [
@@ -209,7 +215,8 @@ def separated(rng, reps: int, b: int, c: int, n: int, alpha: float, total: int) 
 
 
 def rows_c(reps: int) -> list[tuple[int, int, str, int]]:
-    """C's rows, (K, n, errors, sets): fewer sets for larger families (each costs K - 1 calls or twice that)."""
+    """C's rows, (K, n, errors, sets): fewer sets for larger families (each costs K - 1 calls or
+    twice that)."""
     return [
         (k, n, coupling, max(1, reps // 8, reps * 4 // (k + 2)))
         for k in KS
@@ -318,7 +325,9 @@ def _table_c(
         covered = c_runs[row].result()
         for i, name in enumerate(names):
             if (i == 1 and k == 2) or (i == 2 and k > 5):
-                continue  # with two candidates the best's family is the baseline's; the bootstrap only where cheap
+                # With two candidates the best's family is the baseline's; the bootstrap only
+                # where cheap.
+                continue
             cells = [share(h, reps) for h in covered[i]]
             print(
                 f"| {k} | {n} | {coupling} | {name} | {reps} | "

@@ -1,4 +1,4 @@
-"""Choosing the next examples to label by the judge's verdict, by simulation (judgekit.stats.design).
+"""Choosing the next examples to label by the judge's verdict (judgekit.stats.design), simulated.
 
     python benchmarks/selection.py              # 2,000 pools per row
 

@@ -1,4 +1,4 @@
-"""Selective judging's certified threshold (judgekit.stats.selective.certify), by simulation and on LLMBar.
+"""Selective judging's certified threshold (judgekit.stats.selective.certify): simulated, on LLMBar.
 
     python benchmarks/selective.py              # 2,000 calibrations per row
     python benchmarks/selective.py --reps 500   # quicker
@@ -170,7 +170,8 @@ def population(design: str):
 
 
 def best_coverage(at, candidates, target: float) -> float:
-    """Coverage at the lowest threshold whose population agreement, and every higher one's, reaches the target."""
+    """Coverage at the lowest threshold whose population agreement, and every higher one's,
+    reaches the target."""
     agreement, cover = at(candidates[::-1])
     failing = np.flatnonzero(~(agreement >= target))
     first = failing[0] if len(failing) else len(candidates)

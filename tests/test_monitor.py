@@ -206,8 +206,9 @@ def test_unreadable_rows_are_named_by_line_and_field(tmp_path):
 def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
     from judgekit.pipeline import Options, calibrate
 
-    # A judge that fails 3 of 33 known-good replies and passes no known-bad one: rates get corrected upward
-    # (the gate, on point estimates here, passes it: a report corrects only what the gate passes).
+    # A judge that fails 3 of 33 known-good replies and passes no known-bad one: rates get
+    # corrected upward (the gate, on point estimates here, passes it: a report corrects only what
+    # the gate passes).
     (tmp_path / "judgekit.yaml").write_text("gate: {use_lower_bound: false}\n")
     project.criterion({"id": "card", "question": "Blocked?"})
     project.jsonl(
@@ -249,7 +250,8 @@ def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
     assert CliRunner().invoke(app, ["monitor", str(earlier)]).exit_code == 0
     assert CliRunner().invoke(app, ["monitor", str(earlier), "--recent", "3"]).exit_code == 1
     first = data["windows"][0]
-    # Rogan-Gladen with TPR 30/33 and TNR 27/27: (raw + 1 - 1) / (30/33), within rounding of the centring.
+    # Rogan-Gladen with TPR 30/33 and TNR 27/27: (raw + 1 - 1) / (30/33), within rounding
+    # of the centring.
     assert first["corrected"] == pytest.approx(min(1.0, first["rate"] * 33 / 30), abs=0.01)
     png = (tmp_path / "rate.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"

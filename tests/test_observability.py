@@ -1,5 +1,5 @@
-"""Langfuse and Phoenix trace exports in (judgekit.judging.observability): Langfuse's public API JSON as
-its SDK's own response models write it, and Phoenix's spans and span evaluations as a local
+"""Langfuse and Phoenix trace exports in (judgekit.judging.observability): Langfuse's public API
+JSON as its SDK's own response models write it, and Phoenix's spans and span evaluations as a local
 Phoenix returned them (tests/data/importers, made by make_langfuse.py and make_phoenix.py), become
 examples to label and judged samples for `judgekit monitor`."""
 

@@ -17,7 +17,8 @@ from judgekit.testing import FakeServer, script
 from judgekit.testing.scripts import REFUSAL_TEXT
 
 JUDGE_MODEL = "openai/gpt-4o-mini-2024-07-18"
-# The judge passes replies holding "reply-p", refuses to judge "reply-a" (an abstention), fails the rest.
+# The judge passes replies holding "reply-p", refuses to judge "reply-a" (an abstention),
+# fails the rest.
 ANSWERS = script({"reply-p": True, "reply-a": REFUSAL_TEXT}, default=False)
 
 SCENARIOS = """
@@ -242,7 +243,8 @@ def test_a_judge_of_the_agents_own_model_is_refused_or_warned_about(pytester, se
     warned.stdout.fnmatch_lines(
         ["*SameModelWarning: judgekit: the judge of card is the agent's own model*"]
     )
-    # Declared in the ini rather than on the test: warn still means warn (the gate does not block it).
+    # Declared in the ini rather than on the test: warn still means warn (the gate
+    # does not block it).
     pytester.makeini("[pytest]\njudgekit_same_model = warn\njudgekit_agent_model = gpt-4o-mini\n")
     pytester.makepyfile(test_agent=AGENT_TESTS.replace('agent_model="azure/gpt-4o-mini"', ""))
     from_ini = pytester.runpytest_subprocess("-rw")

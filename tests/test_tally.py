@@ -12,7 +12,8 @@ from judgekit.stats.scenarios import certified_upper
 
 
 def _runs(pattern: str, criterion: str = "c") -> list[RunRecord]:
-    """'PPFAP': a run per letter, one check each (P pass, F fail, A abstained, E raised, N judged nothing)."""
+    """'PPFAP': a run per letter, one check each (P pass, F fail, A abstained, E raised, N
+    judged nothing)."""
     runs = []
     for i, letter in enumerate(pattern):
         run = RunRecord(i)
