@@ -337,7 +337,8 @@ def _table_c(
             if i < 2:
                 failed += [
                     f"C {name} {f} K={k} n={n} {coupling}"
-                    for f, (p, se) in zip(FIGURES, cells, strict=True)
+                    # cells ends with "all three", which is no figure of its own: not checked
+                    for f, (p, se) in zip(FIGURES, cells, strict=False)
                     if 1 - p > ALPHA + 2 * se
                 ]
     return failed
