@@ -182,7 +182,8 @@ def faithbench_samples(root: Path = SHARED / "faithbench") -> list[dict[str, Any
 
 
 def detector_verdict(name: str, value: Any) -> bool | None:
-    """1 = consistent. Scores (HHEM, AlignScore) at 0.5; anything else not 0 / 1 is an abstention."""
+    """1 = consistent. Scores (HHEM, AlignScore) at 0.5; anything else not 0 / 1 is
+    an abstention."""
     if value is None:
         return None
     if name.lower().startswith(("hhem", "alignscore")):
@@ -291,8 +292,8 @@ def _row(label: str, c: Any) -> str:
     m = c.metrics
     k, (low, high) = m["cohen_kappa"], c.intervals["cohen_kappa"]
     return (
-        f"| {label} | {c.n} | {c.abstained} | {m['tpr']:.3f} | {m['tnr']:.3f} | {m['balanced_accuracy']:.3f} | "
-        f"{k:.3f} [{low:.3f}, {high:.3f}] |"
+        f"| {label} | {c.n} | {c.abstained} | {m['tpr']:.3f} | {m['tnr']:.3f} | "
+        f"{m['balanced_accuracy']:.3f} | {k:.3f} [{low:.3f}, {high:.3f}] |"
     )
 
 
@@ -301,7 +302,10 @@ def main() -> None:
         raise SystemExit(
             f"{SHARED} is absent: these figures need ../shared/datasets beside the checkout"
         )
-    header = "| judge | n | abstained | TPR | TNR | balanced accuracy | kappa [95%] |\n|---|---|---|---|---|---|---|"
+    header = (
+        "| judge | n | abstained | TPR | TNR | balanced accuracy | kappa [95%] |\n"
+        "|---|---|---|---|---|---|---|"
+    )
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         recorded = wice_recorded(root / "wice-recorded")
@@ -310,10 +314,12 @@ def main() -> None:
         print(_row("GPT-4, recorded per-claim verdicts", recorded))
         print(_row(f"GPT-4 verdicts via the fake server ({requests} requests)", live))
         print(
-            f"F1 {100 * recorded.metrics['f1']:.1f}, accuracy {100 * recorded.metrics['accuracy']:.1f}; "
-            f"verification stage on the labelled claims: TPR {live.claim_stages.verification_tpr:.3f}, "
-            f"TNR {live.claim_stages.verification_tnr:.3f}; wrong from extraction "
-            f"{live.claim_stages.extraction_errors}, from verification {live.claim_stages.verification_errors}"
+            f"F1 {100 * recorded.metrics['f1']:.1f}, accuracy "
+            f"{100 * recorded.metrics['accuracy']:.1f}; verification stage on the labelled claims: "
+            f"TPR {live.claim_stages.verification_tpr:.3f}, TNR "
+            f"{live.claim_stages.verification_tnr:.3f}; wrong from extraction "
+            f"{live.claim_stages.extraction_errors}, from verification "
+            f"{live.claim_stages.verification_errors}"
         )
         names = ["gpt-4o", "gpt-4-turbo", "gpt-3.5-turbo", "hhem-2.1", "trueteacher", "true_nli"]
         print("\nFaithBench, sample level (positive = consistent)\n" + header)
@@ -326,7 +332,8 @@ def main() -> None:
         for (name, rule), c in faithbench_extractors(root / "sentences").items():
             print(
                 _row(
-                    f"{name}, sentence without claims {'fails (strict)' if rule == 'fail' else 'passes (authors)'}",
+                    f"{name}, sentence without claims "
+                    f"{'fails (strict)' if rule == 'fail' else 'passes (authors)'}",
                     c,
                 )
             )

@@ -4,7 +4,8 @@
     python benchmarks/compare_scale.py --only recorded --candidates 1000 --examples 1000
 
 Rows:
-  recorded  65 candidates x 100 examples, one verdict file with a `candidate` column (target <= 10 s)
+  recorded  65 candidates x 100 examples, one verdict file with a `candidate` column
+            (target <= 10 s)
   large     1,000 candidates x 1,000 examples (linear in candidates: no all-pairs step)
   live      4 candidates (2 models x 2 prompt variants) x 1,000 examples against the fake server
             at 100 ms per answer, concurrency 64, no cache: the judging stage against
@@ -96,8 +97,8 @@ def recorded(candidates: int, examples: int) -> None:
             ["compare", "-c", "grounded", "--verdicts", str(path), "--json"], root
         )
         print(
-            f"recorded: {candidates} candidates x {examples} examples: wall {wall:.1f} s, CPU {cpu:.1f} s, "
-            f"peak memory {memory:.0f} MiB"
+            f"recorded: {candidates} candidates x {examples} examples: wall {wall:.1f} s, CPU "
+            f"{cpu:.1f} s, peak memory {memory:.0f} MiB"
         )
 
 
@@ -130,8 +131,9 @@ def live(examples: int, concurrency: int = 64, latency: float = 0.1) -> None:
         calls = 4 * examples
         floor = math.ceil(calls / concurrency) * latency
         print(
-            f"live: 4 candidates x {examples} examples at concurrency {concurrency}, {latency * 1000:.0f} ms per "
-            f"answer: judging stage {judging:.2f} s against {floor:.2f} s ({judging / floor:.2f}x; target <= 1.2x)"
+            f"live: 4 candidates x {examples} examples at concurrency {concurrency}, "
+            f"{latency * 1000:.0f} ms per answer: judging stage {judging:.2f} s against "
+            f"{floor:.2f} s ({judging / floor:.2f}x; target <= 1.2x)"
         )
 
 

@@ -6,9 +6,9 @@
    A  true rate 0.7; 100 labelled passes + 100 labelled fails calibrate; 200 unlabelled judged.
    B  400 items, 200 random ones labelled (their own outcomes used too), 200 judged only.
    C  as A with true rate 0.3; also the coverage of a Wilson interval on the raw judged rate.
-2. Cohen's kappa interval (judgekit.metrics.kappa_interval, Jeffreys posterior) at n = 30 and n = 100 on two
-   cells: LLMBar-GPT-4-like (prevalence 0.5, TPR = TNR = 0.92, kappa 0.84) and WiCE-GPT-4-like
-   (the observed cell 18 / 19 / 59 / 4 of tp / fp / tn / fn, kappa 0.46).
+2. Cohen's kappa interval (judgekit.metrics.kappa_interval, Jeffreys posterior) at n = 30 and
+   n = 100 on two cells: LLMBar-GPT-4-like (prevalence 0.5, TPR = TNR = 0.92, kappa 0.84) and
+   WiCE-GPT-4-like (the observed cell 18 / 19 / 59 / 4 of tp / fp / tn / fn, kappa 0.46).
 """
 
 from __future__ import annotations

@@ -109,8 +109,9 @@ def main() -> None:
         print(f"| {name} | {share(hits, args.reps)} |")
 
     print(
-        "\n| model swapped, accuracy before -> after (100 examples) | DRIFT share (± s.e.) | exact, one-sided "
-        "at alpha (in use) | exact, two-sided at alpha and worse (before) |\n|---|---|---|---|"
+        "\n| model swapped, accuracy before -> after (100 examples) | DRIFT share (± s.e.) | "
+        "exact, one-sided at alpha (in use) | exact, two-sided at alpha and worse (before) |\n"
+        "|---|---|---|---|"
     )
     for name, first, second in (
         ("0.92 -> 0.92 (kappa 0.84, unchanged)", 0.92, 0.92),

@@ -37,7 +37,8 @@ STEP = 16
 def full_set_gate(
     right_pos: int, pos: int, right_neg: int, neg: int, t: Thresholds = POLICY
 ) -> str:
-    """The gate's TPR / TNR rule on a whole set (judgekit.gate, with the report's Wilson intervals)."""
+    """The gate's TPR / TNR rule on a whole set (judgekit.gate, with the report's
+    Wilson intervals)."""
     bounds = [
         (wilson(right, n), threshold)
         for right, n, threshold in ((right_pos, pos, t.min_tpr), (right_neg, neg, t.min_tnr))
@@ -79,8 +80,9 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     print(
-        "| set | judge TPR / TNR | full set: PASS / INCONCL. / FAIL | wrong: full set | wrong: early stopping "
-        "| decisions that differ | stopped before the end | examples judged (mean) | calls saved |"
+        "| set | judge TPR / TNR | full set: PASS / INCONCL. / FAIL | wrong: full set | wrong: "
+        "early stopping | decisions that differ | stopped before the end | examples judged (mean) "
+        "| calls saved |"
     )
     print("|---|---|---|---|---|---|---|---|---|")
     for n_each in SIZES:
@@ -103,9 +105,10 @@ def main() -> None:
             stopped = sum(1 for _, _, n in runs if n < 2 * n_each) / args.reps
             judged = sum(n for _, _, n in runs) / args.reps
             print(
-                f"| {n_each} + {n_each} | {tpr:.2f} / {tnr:.2f} | {full['PASS']:.3f} / {full['INCONCLUSIVE']:.3f} / "
-                f"{full['FAIL']:.3f} | {wrong_full:.3f} ± {se(wrong_full, args.reps)} | {wrong_early:.3f} ± "
-                f"{se(wrong_early, args.reps)} | {differ} | {stopped:.3f} | {judged:.0f} of {2 * n_each} | "
+                f"| {n_each} + {n_each} | {tpr:.2f} / {tnr:.2f} | {full['PASS']:.3f} / "
+                f"{full['INCONCLUSIVE']:.3f} / {full['FAIL']:.3f} | {wrong_full:.3f} ± "
+                f"{se(wrong_full, args.reps)} | {wrong_early:.3f} ± {se(wrong_early, args.reps)} | "
+                f"{differ} | {stopped:.3f} | {judged:.0f} of {2 * n_each} | "
                 f"{1 - judged / (2 * n_each):.0%} |"
             )
     print(f"\n({args.reps} runs per row, seed {args.seed}, {time.perf_counter() - started:.0f} s)")

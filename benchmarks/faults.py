@@ -43,7 +43,8 @@ def main() -> None:
     started = time.perf_counter()
     totals = Counter()
     print(
-        "| fault | rate | requests | faults injected | verdicts | abstentions (cause) | lost | wrong |"
+        "| fault | rate | requests | faults injected | verdicts | abstentions (cause) "
+        "| lost | wrong |"
     )
     print("|---|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as folder:
@@ -96,13 +97,14 @@ def main() -> None:
                 )
                 cause = ", ".join(f"{k} {v}" for k, v in causes.items()) or "-"
                 print(
-                    f"| {mode} | {rate:.0%} | {server.requests} | {injected} | {decided} | {c.abstained} ({cause}) | "
-                    f"{lost} | {wrong} |"
+                    f"| {mode} | {rate:.0%} | {server.requests} | {injected} | {decided} | "
+                    f"{c.abstained} ({cause}) | {lost} | {wrong} |"
                 )
     print(
-        f"\n{totals['examples']} examples judged through {totals['requests']} requests, {totals['injected']} "
-        f"faults injected; {totals['abstained']} explained abstentions, {totals['lost']} verdicts lost, "
-        f"{totals['wrong']} wrong verdicts ({time.perf_counter() - started:.0f} s)"
+        f"\n{totals['examples']} examples judged through {totals['requests']} requests, "
+        f"{totals['injected']} faults injected; {totals['abstained']} explained abstentions, "
+        f"{totals['lost']} verdicts lost, {totals['wrong']} wrong verdicts "
+        f"({time.perf_counter() - started:.0f} s)"
     )
 
 

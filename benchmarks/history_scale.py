@@ -109,7 +109,8 @@ def main() -> None:
             binaries = server_binaries()
             if binaries is None:
                 raise SystemExit(
-                    "no PostgreSQL server binaries; install Debian's postgresql or pass --postgres URL"
+                    "no PostgreSQL server binaries; "
+                    "install Debian's postgresql or pass --postgres URL"
                 )
             server = stack.enter_context(throwaway_cluster(binaries))
         places = {

@@ -44,7 +44,8 @@ def judged(rng, labels, q, gain):
 
 
 def one_look(rng, n_dev, n_test, gains, alpha):
-    """One improve run: pick the best candidate on dev, test it on the test split. (accepted, which)."""
+    """One improve run: pick the best candidate on dev, test it on the test split.
+    (accepted, which)."""
     split = {}
     for name, n in (("dev", n_dev), ("test", n_test)):
         labels = rng.random(n) < 0.5
@@ -117,7 +118,8 @@ def main() -> None:
     started, failed = time.perf_counter(), []
     first = look_alpha(ALPHA, 1)
     print(
-        f"{args.runs} simulated improve runs per row; K = {K} candidates searched on dev; alpha budget {ALPHA}\n"
+        f"{args.runs} simulated improve runs per row; K = {K} candidates searched on dev; alpha "
+        f"budget {ALPHA}\n"
     )
     print("| case | n dev | n test | level | accepted | picked the better one |")
     print("|---|---|---|---|---|---|")
@@ -130,7 +132,8 @@ def main() -> None:
         hits = sum(looks_on_one_test_split(rng, n_dev, n_test) for _ in range(args.runs))
         p, se = share(hits, args.runs)
         print(
-            f"| null, {MAX_LOOKS} looks at one test split | {n_dev} | {n_test} | {ALPHA} | {p:.3f} ± {se:.3f} | |"
+            f"| null, {MAX_LOOKS} looks at one test split | {n_dev} | {n_test} | {ALPHA} | {p:.3f} "
+            f"± {se:.3f} | |"
         )
         if p - ALPHA > 2 * se:
             failed.append(f"null {MAX_LOOKS} looks n_test={n_test}: {p:.3f}")
@@ -140,7 +143,8 @@ def main() -> None:
         p, se = share(sum(a and b == 0 for a, b in runs), args.runs)
         picked = sum(b == 0 for _, b in runs) / args.runs
         print(
-            f"| +0.10 accuracy, one look | {n_dev} | {n_test} | {first} | {p:.3f} ± {se:.3f} | {picked:.3f} |"
+            f"| +0.10 accuracy, one look | {n_dev} | {n_test} | {first} | {p:.3f} ± {se:.3f} | "
+            f"{picked:.3f} |"
         )
     print(f"\n(seed {args.seed}; {time.perf_counter() - started:.0f} s)")
     if failed:

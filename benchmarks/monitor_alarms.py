@@ -67,7 +67,8 @@ def main() -> None:
         n0 = 7 * n1
         print(f"\nwindow {n1}, baseline {n0}: alarm rate, test in use (score test alone)")
         print(
-            "| baseline rate | drop 0.05 (tolerated: size) | drop 0.10 | drop 0.15 |\n|---|---|---|---|"
+            "| baseline rate | drop 0.05 (tolerated: size) | drop 0.10 | drop 0.15 |\n"
+            "|---|---|---|---|"
         )
         # Window counts likely under some rate asked: the others (each below 1e-12) are left out.
         x1 = np.flatnonzero(

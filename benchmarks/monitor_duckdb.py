@@ -1,9 +1,9 @@
-"""`judgekit monitor` over 100 million judged rows of Parquet, written by DuckDB itself: time, rows per
-second and peak memory of the whole command.
+"""`judgekit monitor` over 100 million judged rows of Parquet, written by DuckDB itself: time,
+rows per second and peak memory of the whole command.
 
-    python benchmarks/monitor_duckdb.py                    # 100,000,000 rows, in a temporary folder
-    python benchmarks/monitor_duckdb.py --rows 10000000    # a quicker look
-    python benchmarks/monitor_duckdb.py --text             # timestamps as ISO 8601 text, not TIMESTAMPTZ
+    python benchmarks/monitor_duckdb.py                  # 100,000,000 rows, in a temporary folder
+    python benchmarks/monitor_duckdb.py --rows 10000000  # a quicker look
+    python benchmarks/monitor_duckdb.py --text           # ISO 8601 text timestamps, not TIMESTAMPTZ
 
 The samples (5 criteria, 90 days, one criterion dropping from 0.90 to 0.80 in its last 10 days, 2%
 abstentions) are made by `COPY (SELECT ... FROM range(n)) TO 'samples.parquet'`; then `judgekit
@@ -38,7 +38,8 @@ def write(path: Path, rows: int, text: bool) -> None:
         con.execute("SET enable_progress_bar = false")
         con.execute(
             f"COPY (SELECT {stamp} AS timestamp, {names}[1 + i % 5] AS criterion, "
-            f"CASE WHEN hash(i, 1) % 50 = 0 THEN NULL ELSE hash(i) % 1000 < 1000 * {rate} END AS passed, "
+            f"CASE WHEN hash(i, 1) % 50 = 0 THEN NULL ELSE hash(i) % 1000 < 1000 * {rate} END "
+            "AS passed, "
             f"'t' || i AS trace_id FROM range({rows}) t(i)) TO '{path}' (FORMAT parquet)"
         )
 
@@ -73,7 +74,8 @@ def main() -> None:
         started = time.perf_counter()
         write(path, args.rows, args.text)
         print(
-            f"DuckDB wrote {args.rows:,} rows ({path.stat().st_size / 1e6:.0f} MB) in {time.perf_counter() - started:.0f} s"
+            f"DuckDB wrote {args.rows:,} rows ({path.stat().st_size / 1e6:.0f} MB) in "
+            f"{time.perf_counter() - started:.0f} s"
         )
         rows, windows, counting, counting_peak = count(path)
         assert rows == args.rows, rows
@@ -81,16 +83,18 @@ def main() -> None:
         assert out["rows"] == args.rows and len(out["windows"]) == windows, out["rows"]
         kind = "ISO 8601 text" if args.text else "TIMESTAMPTZ"
         print(
-            "| timestamps | what | rows | file MB | s | rows / s | peak RSS MiB | windows | alerts |\n"
+            "| timestamps | what | rows | file MB | s | rows / s | peak RSS MiB | windows "
+            "| alerts |\n"
             "|---|---|---|---|---|---|---|---|---|"
         )
         print(
-            f"| {kind} | counting (count_samples) | {rows:,} | {path.stat().st_size / 1e6:.0f} | {counting:.1f} | "
-            f"{rows / counting:,.0f} | {counting_peak:.0f} | {windows} | - |"
+            f"| {kind} | counting (count_samples) | {rows:,} | {path.stat().st_size / 1e6:.0f} | "
+            f"{counting:.1f} | {rows / counting:,.0f} | {counting_peak:.0f} | {windows} | - |"
         )
         print(
-            f"| {kind} | `judgekit monitor --json` | {rows:,} | {path.stat().st_size / 1e6:.0f} | {elapsed:.1f} | "
-            f"{rows / elapsed:,.0f} | {peak:.0f} | {len(out['windows'])} | {len(out['alerts'])} |"
+            f"| {kind} | `judgekit monitor --json` | {rows:,} | {path.stat().st_size / 1e6:.0f} | "
+            f"{elapsed:.1f} | {rows / elapsed:,.0f} | {peak:.0f} | {len(out['windows'])} | "
+            f"{len(out['alerts'])} |"
         )
 
 

@@ -111,14 +111,16 @@ def main() -> None:
         paths = write(Path(folder), args.rows)
         print(f"wrote {args.rows:,} rows per format in {time.perf_counter() - started:.0f} s")
         print(
-            "| format | file MB | wall s | rows / s | peak RSS MiB | windows | alerts |\n|---|---|---|---|---|---|---|"
+            "| format | file MB | wall s | rows / s | peak RSS MiB | windows | alerts |\n"
+            "|---|---|---|---|---|---|---|"
         )
         for name, path in paths.items():
             elapsed, peak, out = measure(path)
             assert out["rows"] == args.rows
             print(
-                f"| {name} | {path.stat().st_size / 1e6:.0f} | {elapsed:.1f} | {args.rows / elapsed:,.0f} | "
-                f"{peak:.0f} | {len(out['windows'])} | {len(out['alerts'])} |"
+                f"| {name} | {path.stat().st_size / 1e6:.0f} | {elapsed:.1f} | "
+                f"{args.rows / elapsed:,.0f} | {peak:.0f} | {len(out['windows'])} | "
+                f"{len(out['alerts'])} |"
             )
 
 

@@ -3,7 +3,7 @@ timed (start-up, reading and checking the set and the verdicts, metrics, report,
 report.html, history), as a user runs it.
 
     python benchmarks/recorded_scale.py --examples 100000
-    python benchmarks/recorded_scale.py --examples 1000000 --no-history   # the history's inserts left out
+    python benchmarks/recorded_scale.py --examples 1000000 --no-history  # no history inserts
 
 Prints the wall time, the CPU time and the peak memory of the process.
 """

@@ -13,7 +13,8 @@ import subprocess
 import sys
 
 LIMIT_S = 20.0
-EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"  # what `judgekit init` writes
+# What `judgekit init` writes.
+EMAIL = r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,}"
 CASES = [
     ("(a+)+$", "nested repetition", "'a' * 40 + '!'"),
     ("(a+)+$", "nested repetition", "'a' * 1_000_000 + '!'"),

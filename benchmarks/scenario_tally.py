@@ -31,6 +31,7 @@ import argparse
 import itertools
 import math
 import time
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -43,8 +44,18 @@ def _flag(passes, runs, min_passes, per_run, judges):
     return only_through_judge_error(passes, min_passes, runs, interval)
 
 
-def one_check(rng, reps, runs, threshold, rate, tpr, tnr, cal):
+@dataclass(frozen=True)
+class Scenario:
+    """A scenario's shape: how many runs, the pass-rate threshold, and the runs' true pass rate."""
+
+    runs: int
+    threshold: float
+    rate: float
+
+
+def one_check(rng, reps, scenario, tpr, tnr, cal):
     """Share of scenarios flagged, and share whose count met the threshold."""
+    runs, threshold, rate = scenario.runs, scenario.threshold, scenario.rate
     min_passes = math.ceil(threshold * runs - 1e-9)
     judged_pass = tpr * rate + (1 - tnr) * (1 - rate)
     passes = rng.binomial(runs, judged_pass, reps)
@@ -64,8 +75,9 @@ JUDGE_SETS = {
 }
 
 
-def three_checks(rng, reps, runs, threshold, rate, cal, coupling, judges="mixed"):
+def three_checks(rng, reps, scenario, cal, coupling, judges="mixed"):
     """As one_check, with three checks (three criteria) in every run."""
+    runs, threshold, rate = scenario.runs, scenario.threshold, scenario.rate
     min_passes = math.ceil(threshold * runs - 1e-9)
     passing = rng.random((reps, runs)) < rate
     # A truly failing run has one to three truly failing checks.
@@ -102,12 +114,18 @@ def design_a(reps, rng):
     for threshold, runs, tpr, tnr, cal in itertools.product(
         [0.8, 0.9], [5, 20, 100, 400, 1000], [0.90, 0.99], [0.3, 0.6, 0.9], [30, 100, 400]
     ):
-        flagged, _ = one_check(rng, reps, runs, threshold, threshold, tpr, tnr, cal)
+        flagged, _ = one_check(rng, reps, Scenario(runs, threshold, threshold), tpr, tnr, cal)
         if flagged >= worst[0]:
             worst = (flagged, (threshold, runs, tpr, tnr, cal))
         if runs == 400 and cal == 400 and threshold == 0.8:
             rows.append(
-                (tpr, tnr, *one_check(rng, reps, runs, threshold, threshold - 0.15, tpr, tnr, cal))
+                (
+                    tpr,
+                    tnr,
+                    *one_check(
+                        rng, reps, Scenario(runs, threshold, threshold - 0.15), tpr, tnr, cal
+                    ),
+                )
             )
     return worst, rows
 
@@ -121,7 +139,9 @@ def design_b(reps, rng):
         ["independent", "alike", "opposed"],
         JUDGE_SETS,
     ):
-        flagged, _ = three_checks(rng, reps, runs, threshold, threshold, cal, coupling, judges)
+        flagged, _ = three_checks(
+            rng, reps, Scenario(runs, threshold, threshold), cal, coupling, judges
+        )
         if flagged >= worst[0]:
             worst = (flagged, (threshold, runs, cal, coupling, judges))
         if runs == 400 and cal == 400 and threshold == 0.8 and judges == "lenient":
@@ -130,7 +150,12 @@ def design_b(reps, rng):
                     coupling,
                     judges,
                     *three_checks(
-                        rng, reps, runs, threshold, threshold - 0.15, cal, coupling, judges
+                        rng,
+                        reps,
+                        Scenario(runs, threshold, threshold - 0.15),
+                        cal,
+                        coupling,
+                        judges,
                     ),
                 )
             )
@@ -149,12 +174,13 @@ def main() -> None:
         (rate, where), power = design(args.reps, rng)
         se = math.sqrt(max(rate, 1 / args.reps) * (1 - max(rate, 1 / args.reps)) / args.reps)
         print(
-            f"{label}: worst false-flag rate {rate:.4f} (MC s.e. {se:.4f}) at {where}; nominal 0.025"
+            f"{label}: worst false-flag rate {rate:.4f} (MC s.e. {se:.4f}) at {where}; "
+            "nominal 0.025"
         )
         for *cell, flagged, met in power:
             print(
-                f"  true rate 0.65 against 0.80 (400 runs, 400 + 400 calibrated), {cell}: count met {met:.3f}, "
-                f"flagged {flagged:.3f}"
+                f"  true rate 0.65 against 0.80 (400 runs, 400 + 400 calibrated), {cell}: count "
+                f"met {met:.3f}, flagged {flagged:.3f}"
             )
         failed |= rate > 0.025 + 2 * se
     print(f"({time.perf_counter() - started:.0f} s)")

@@ -1,4 +1,4 @@
-"""Choosing the next examples to label by the judge's verdict, by simulation (judgekit.stats.design).
+"""Choosing the next examples to label by the judge's verdict (judgekit.stats.design), simulated.
 
     python benchmarks/selection.py              # 2,000 pools per row
 
@@ -119,7 +119,8 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     print(
-        "| bad share | judge TPR / TNR | labels | design | TNR coverage | TPR coverage | kappa coverage | TNR width |"
+        "| bad share | judge TPR / TNR | labels | design | TNR coverage | TPR coverage "
+        "| kappa coverage | TNR width |"
     )
     print("|---|---|---|---|---|---|---|---|")
     for bad, tpr, tnr in ((0.2, 0.9, 0.8), (0.1, 0.95, 0.7), (0.3, 0.85, 0.9)):
@@ -127,9 +128,8 @@ def main() -> None:
             out = row(rng, args.reps, bad, tpr, tnr, n)
             for name, o in out.items():
                 print(
-                    f"| {bad} | {tpr} / {tnr} | {n} | {name} | {share(o['tnr'])} | {share(o['tpr'])} | "
-                    f"{share(o['cohen_kappa'])} | "
-                    f"{np.mean(o['width']):.3f} |",
+                    f"| {bad} | {tpr} / {tnr} | {n} | {name} | {share(o['tnr'])} | "
+                    f"{share(o['tpr'])} | {share(o['cohen_kappa'])} | {np.mean(o['width']):.3f} |",
                     flush=True,
                 )
     print(f"\n{args.reps} pools per row; {time.perf_counter() - started:.0f} s")

@@ -1,4 +1,4 @@
-"""Selective judging's certified threshold (judgekit.stats.selective.certify), by simulation and on LLMBar.
+"""Selective judging's certified threshold (judgekit.stats.selective.certify): simulated, on LLMBar.
 
     python benchmarks/selective.py              # 2,000 calibrations per row
     python benchmarks/selective.py --reps 500   # quicker
@@ -170,7 +170,8 @@ def population(design: str):
 
 
 def best_coverage(at, candidates, target: float) -> float:
-    """Coverage at the lowest threshold whose population agreement, and every higher one's, reaches the target."""
+    """Coverage at the lowest threshold whose population agreement, and every higher one's,
+    reaches the target."""
     agreement, cover = at(candidates[::-1])
     failing = np.flatnonzero(~(agreement >= target))
     first = failing[0] if len(failing) else len(candidates)
@@ -223,7 +224,8 @@ def llmbar() -> None:
     """Part B: every judge set-up on LLMBar/Natural, certified at 0.9, 0.1."""
     if not LLMBAR.is_file():
         print(
-            f"\nB skipped: {LLMBAR} is absent (a clone of the project alone; the shared data sets sit beside it)"
+            f"\nB skipped: {LLMBAR} is absent "
+            "(a clone of the project alone; the shared data sets sit beside it)"
         )
         return
     setups: dict[tuple[str, str], list] = defaultdict(lambda: [[], [], []])
@@ -256,8 +258,8 @@ def llmbar() -> None:
     rows.sort(key=lambda r: (-r[0], -r[1], -r[5][0], r[2], r[3]))
     certified = [r for r in rows if r[6].threshold is not None]
     print(
-        f"\nB: LLMBar/Natural, {len(rows)} judge set-ups, certified at min_agreement 0.9, delta 0.1 "
-        f"(confidence: the two orders agree); {len(certified)} certify a threshold\n"
+        f"\nB: LLMBar/Natural, {len(rows)} judge set-ups, certified at min_agreement 0.9, delta "
+        f"0.1 (confidence: the two orders agree); {len(certified)} certify a threshold\n"
     )
     print(
         "| judge | strategy | agreement, all verdicts | orders agree: agreement (of) | threshold | "
@@ -272,8 +274,8 @@ def llmbar() -> None:
         low, high = c.coverage_interval
         rates = " / ".join("-" if x is None else f"{x:.3f}" for x in (c.tpr, c.tnr))
         print(
-            f"{first} {c.threshold:g} | {c.agreement:.3f} | {c.agreement_lower:.3f} | {c.covered} of {c.n} | "
-            f"{c.coverage:.2f} [{low:.2f}, {high:.2f}] | {rates} |"
+            f"{first} {c.threshold:g} | {c.agreement:.3f} | {c.agreement_lower:.3f} | {c.covered} "
+            f"of {c.n} | {c.coverage:.2f} [{low:.2f}, {high:.2f}] | {rates} |"
         )
 
 
@@ -295,12 +297,13 @@ def main() -> None:
             for cell in sorted(cells, key=lambda c: -c[1])
         }
         print(
-            f"A: calibrations whose realised agreement at the certified threshold reaches the target "
-            f"(± MC s.e.); nominal ≥ 1 - delta. {args.reps} calibration sets per design and n\n"
+            "A: calibrations whose realised agreement at the certified threshold reaches the "
+            f"target (± MC s.e.); nominal ≥ 1 - delta. {args.reps} calibration sets per design "
+            "and n\n"
         )
         print(
-            "| design | n | target | delta | min covered | best coverage | none certified | mean coverage | "
-            "valid, population | valid, fresh 10^6 |"
+            "| design | n | target | delta | min covered | best coverage | none certified | mean "
+            "coverage | valid, population | valid, fresh 10^6 |"
         )
         print("|---|---|---|---|---|---|---|---|---|---|")
         for design, n in cells:

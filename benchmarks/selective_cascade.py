@@ -121,11 +121,12 @@ def main() -> None:
             for cell in sorted(cells, key=lambda c: -c[1])
         }
         print(
-            f"Cascades of two judges whose realised agreement reaches the target (± MC s.e.); nominal ≥ "
-            f"{1 - DELTA:g}. {args.reps} calibration sets per design and n\n"
+            "Cascades of two judges whose realised agreement reaches the target (± MC s.e.); "
+            f"nominal ≥ {1 - DELTA:g}. {args.reps} calibration sets per design and n\n"
         )
         print(
-            "| design | n | target | valid | none certified | second judge certified | mean coverage |"
+            "| design | n | target | valid | none certified | second judge certified "
+            "| mean coverage |"
         )
         print("|---|---|---|---|---|---|---|")
         for design, n in cells:

@@ -94,9 +94,9 @@ def main() -> None:
         print(f"| {name} | {seconds:.3f} | {seconds / rows[0][1]:.1f} |")
     base = rows[0][1]
     print(
-        f"\njudgekit's own share: --help {rows[1][1] - base:+.3f} s, gate {rows[2][1] - base:+.3f} s over the "
-        f"interpreter; plugin, gate off {rows[4][1] - rows[3][1]:+.3f} s, gate on {rows[5][1] - rows[3][1]:+.3f} s "
-        f"over a session without it"
+        f"\njudgekit's own share: --help {rows[1][1] - base:+.3f} s, gate {rows[2][1] - base:+.3f} "
+        f"s over the interpreter; plugin, gate off {rows[4][1] - rows[3][1]:+.3f} s, gate on "
+        f"{rows[5][1] - rows[3][1]:+.3f} s over a session without it"
     )
 
 

@@ -2,7 +2,8 @@
 
     python benchmarks/throughput.py                 # N = 1000 at C = 16 and 64, 100 ms latency
     python benchmarks/throughput.py --n 200 --c 16  # a quicker look
-    python benchmarks/throughput.py --cached-only   # the cached re-run alone (API and `judgekit calibrate`)
+    python benchmarks/throughput.py --cached-only   # the cached re-run alone, by the API and by
+                                                    # `judgekit calibrate`
 
 Each variant runs in its own process, so imports count (as they do for a user) and CPU time is
 the client's alone: the fake server runs in yet another process. Prints a Markdown table.
@@ -50,8 +51,9 @@ async def main():
     sem = asyncio.Semaphore(c)
     async def one(i):
         async with sem:
-            r = await litellm.acompletion(model="openai/bench", api_base=url, api_key="x", temperature=0,
-                max_tokens=64, messages=[{"role": "user", "content": f"Judge reply {i}: is the card blocked?"}])
+            r = await litellm.acompletion(model="openai/bench", api_base=url, api_key="x",
+                temperature=0, max_tokens=64,
+                messages=[{"role": "user", "content": f"Judge reply {i}: is the card blocked?"}])
             return r.choices[0].message.content
     t = time.perf_counter(); out = await asyncio.gather(*(one(i) for i in range(n)))
     print(json.dumps({"stage_s": time.perf_counter() - t, "answers": len(out)}))
@@ -62,15 +64,16 @@ asyncio.run(main())
 JUDGEKIT = r"""
 import json, sys, time
 from pathlib import Path
-n, c, url, via, project, cache = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4], Path(sys.argv[5]), sys.argv[6]
+n, c, url, via = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+project, cache = Path(sys.argv[5]), sys.argv[6]
 from judgekit.pipeline import Options, calibrate
 t = time.perf_counter()
 report = calibrate(Options(criteria_dir=project / "criteria", sets_dir=project / "calibration_sets",
                            model="openai/bench", api_base=url, concurrency=c, via=via,
                            cache_dir=None if cache == "-" else Path(cache)))
 c0 = report.criteria[0]
-print(json.dumps({"stage_s": report.judging_s, "calibrate_s": time.perf_counter() - t, "answers": c0.n - c0.abstained,
-                  "cached": c0.usage.cached}))
+print(json.dumps({"stage_s": report.judging_s, "calibrate_s": time.perf_counter() - t,
+                  "answers": c0.n - c0.abstained, "cached": c0.usage.cached}))
 """
 
 
@@ -103,7 +106,8 @@ def make_project(root: Path, n: int) -> Path:
 
 
 def run(code: str, *args: str) -> dict:
-    """Run one variant in a fresh interpreter; wall and CPU time of that process, imports included."""
+    """Run one variant in a fresh interpreter; wall and CPU time of that process,
+    imports included."""
     out, timing = timed([sys.executable, "-c", code, *args])
     result = json.loads(out.strip().splitlines()[-1])
     result.update(timing)
@@ -176,7 +180,8 @@ def main() -> None:
                     rows.append((f"N={args.n} C={c}", name, r, ideal))
                     print(
                         f"{name:28s} C={c:3d} stage {r['stage_s']:.2f}s wall {r['wall_s']:.2f}s "
-                        f"cpu {r['cpu_s']:.2f}s ({1000 * r['cpu_s'] / args.n:.2f} ms/call) ideal {ideal:.2f}s",
+                        f"cpu {r['cpu_s']:.2f}s ({1000 * r['cpu_s'] / args.n:.2f} ms/call) "
+                        f"ideal {ideal:.2f}s",
                         flush=True,
                     )
             big = make_project(Path(tmp) / "big", args.cached_n)
@@ -185,13 +190,15 @@ def main() -> None:
             again = run(JUDGEKIT, str(args.cached_n), "64", url, "auto", str(big), cache)
             print(
                 f"cached re-run of {args.cached_n}: fill {fill['wall_s']:.1f}s; re-run calibrate() "
-                f"{again['calibrate_s']:.2f}s, whole process {again['wall_s']:.2f}s, {again['cached']} from cache",
+                f"{again['calibrate_s']:.2f}s, whole process {again['wall_s']:.2f}s, "
+                f"{again['cached']} from cache",
                 flush=True,
             )
             rows.append(
                 (f"cached N={args.cached_n}", "judgekit re-run, all from cache", again, None)
             )
-            # The same re-run as a user types it: `judgekit calibrate`, writing the report, the page and the history.
+            # The same re-run as a user types it: `judgekit calibrate`, writing the report, the page
+            # and the history.
             for _ in range(3):
                 _, cli = timed(
                     [
@@ -212,8 +219,9 @@ def main() -> None:
                     cwd=big,
                 )
                 print(
-                    f"cached re-run of {args.cached_n}, `judgekit calibrate` (report, page, history): whole process "
-                    f"{cli['wall_s']:.2f}s, CPU {cli['cpu_s']:.2f}s, peak {cli['peak_mib']:.0f} MiB",
+                    f"cached re-run of {args.cached_n}, `judgekit calibrate` (report, page, "
+                    f"history): whole process {cli['wall_s']:.2f}s, CPU {cli['cpu_s']:.2f}s, peak "
+                    f"{cli['peak_mib']:.0f} MiB",
                     flush=True,
                 )
     finally:
@@ -232,7 +240,8 @@ def main() -> None:
         print(f"{label}: median {times[5]:.3f}s, best {times[0]:.3f}s")
 
     print(
-        "\n| run | client | judging stage s | whole process s | client CPU s | CPU ms / call | ideal s |"
+        "\n| run | client | judging stage s | whole process s | client CPU s "
+        "| CPU ms / call | ideal s |"
     )
     print("|---|---|---|---|---|---|---|")
     for label, name, r, ideal in rows:

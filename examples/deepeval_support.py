@@ -37,7 +37,8 @@ def main(criterion: str) -> int:
     for test in result.test_results:
         [data] = test.metrics_data
         print(
-            f"{'PASS' if data.success else 'FAIL'}  {test.input!r}: {data.name}, score {data.score}, {data.reason}"
+            f"{'PASS' if data.success else 'FAIL'}  {test.input!r}: {data.name}, score "
+            f"{data.score}, {data.reason}"
         )
     return 0
 

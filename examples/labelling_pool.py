@@ -1,8 +1,8 @@
 """A pool of unlabelled support replies for the labelling guide (docs/labelling.md), and a stand-in
 for the person who labels them.
 
-    python -m examples.labelling_pool write pool.jsonl     # 400 replies, the same every time
-    python -m examples.labelling_pool label FILE.jsonl     # label each reply of FILE by the rule below
+    python -m examples.labelling_pool write pool.jsonl  # 400 replies, the same every time
+    python -m examples.labelling_pool label FILE.jsonl  # label each reply of FILE by the rule below
 
 Some replies give an email address; some spell one out ("ana at example dot com") so that the
 bundled pattern of `no-email-address` misses it. The labelling rule: a reply passes when it gives

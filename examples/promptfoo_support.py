@@ -24,11 +24,20 @@ defaultTest:
       value: file://judgekit_assert.py
       config: {criterion: CRITERION}
 tests:
-  - vars: {input: How do I reset my password?, reply: Use the reset link on the sign-in page.}
-  - vars: {input: Who can I write to?, reply: Write to help@example.com at any time.}
-  - vars: {input: When will my refund arrive?, reply: Refunds reach your account within five working days.}
+  - vars:
+      input: How do I reset my password?
+      reply: Use the reset link on the sign-in page.
+  - vars:
+      input: Who can I write to?
+      reply: Write to help@example.com at any time.
+  - vars:
+      input: When will my refund arrive?
+      reply: Refunds reach your account within five working days.
 """
-ASSERTION = "from judgekit.integrations.promptfoo import get_assert  # noqa: F401  (promptfoo calls get_assert)\n"
+ASSERTION = (
+    "from judgekit.integrations.promptfoo import get_assert"
+    "  # noqa: F401  (promptfoo calls get_assert)\n"
+)
 
 
 def show(path: str) -> int:

@@ -1,5 +1,6 @@
 """A support agent evaluated with pydantic-evals by a calibrated judgekit criterion
-(docs/pydantic-evals.md). Run in a judgekit project: `python -m examples.pydantic_evals_support CRITERION`.
+(docs/pydantic-evals.md). Run in a judgekit project:
+`python -m examples.pydantic_evals_support CRITERION`.
 
 The agent is a pydantic-ai Agent on a FunctionModel with canned replies, so the example needs no
 model and no key; in a real evaluation it is the agent under test.

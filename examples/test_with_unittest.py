@@ -19,7 +19,7 @@ class RegexCriterionTests(unittest.TestCase):
         try:
             judgekit.require_calibrated("no-unfilled-placeholder")
         except judgekit.JudgeNotCalibrated as blocked:
-            raise unittest.SkipTest(str(blocked))
+            raise unittest.SkipTest(str(blocked)) from blocked
 
     def test_filled_reply(self):
         judge = judgekit.calibrated_judge(

@@ -111,7 +111,7 @@ def test_degenerate_inputs_are_nan_not_zero():
 def test_kappa_interval_is_seeded_and_brackets_the_estimate():
     rng = np.random.default_rng(1)
     labels = list(rng.random(80) < 0.5)
-    verdicts = [l if rng.random() < 0.85 else not l for l in labels]
+    verdicts = [label if rng.random() < 0.85 else not label for label in labels]
     first = kappa_interval(labels, verdicts, seed=7)
     assert first == kappa_interval(labels, verdicts, seed=7)
     assert first != kappa_interval(labels, verdicts, seed=8)
@@ -165,7 +165,8 @@ def test_kappa_interval_agrees_with_scipy_dirichlet_posterior(seed):
 
 @pytest.mark.parametrize("n", [30, 100])
 def test_kappa_interval_covers_about_95_percent(n):
-    """A WiCE-like cell (tp/fp/tn/fn shares .18/.19/.59/.04); Monte-Carlo s.e. of the share 0.007."""
+    """A WiCE-like cell (tp/fp/tn/fn shares .18/.19/.59/.04); Monte-Carlo s.e. of the
+    share 0.007."""
     probs = np.array([0.18, 0.19, 0.59, 0.04])
     truth = kappa_from_counts(*probs)
     rng = np.random.default_rng(n)

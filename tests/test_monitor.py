@@ -206,8 +206,9 @@ def test_unreadable_rows_are_named_by_line_and_field(tmp_path):
 def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
     from judgekit.pipeline import Options, calibrate
 
-    # A judge that fails 3 of 33 known-good replies and passes no known-bad one: rates get corrected upward
-    # (the gate, on point estimates here, passes it: a report corrects only what the gate passes).
+    # A judge that fails 3 of 33 known-good replies and passes no known-bad one: rates get
+    # corrected upward (the gate, on point estimates here, passes it: a report corrects only what
+    # the gate passes).
     (tmp_path / "judgekit.yaml").write_text("gate: {use_lower_bound: false}\n")
     project.criterion({"id": "card", "question": "Blocked?"})
     project.jsonl(
@@ -249,7 +250,8 @@ def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
     assert CliRunner().invoke(app, ["monitor", str(earlier)]).exit_code == 0
     assert CliRunner().invoke(app, ["monitor", str(earlier), "--recent", "3"]).exit_code == 1
     first = data["windows"][0]
-    # Rogan-Gladen with TPR 30/33 and TNR 27/27: (raw + 1 - 1) / (30/33), within rounding of the centring.
+    # Rogan-Gladen with TPR 30/33 and TNR 27/27: (raw + 1 - 1) / (30/33), within rounding
+    # of the centring.
     assert first["corrected"] == pytest.approx(min(1.0, first["rate"] * 33 / 30), abs=0.01)
     png = (tmp_path / "rate.png").read_bytes()
     assert png[:8] == b"\x89PNG\r\n\x1a\n"
@@ -324,8 +326,8 @@ def test_an_explicit_report_that_is_not_there_is_refused(tmp_path):
     result = CliRunner().invoke(app, ["monitor", str(samples), "--report", "/nonexistent"])
     assert result.exit_code == 2
     assert (
-        "/nonexistent:--report: no calibration report here; give the folder (or its report.json) that "
-        "`judgekit calibrate` wrote, or leave --report out for raw rates" in result.output
+        "/nonexistent:--report: no calibration report here; give the folder (or its report.json) "
+        "that `judgekit calibrate` wrote, or leave --report out for raw rates" in result.output
     )
     assert (
         CliRunner().invoke(app, ["monitor", str(samples)]).exit_code == 0
@@ -362,8 +364,8 @@ def test_verdicts_are_booleans_or_null_as_in_calibration_sets(tmp_path, suffix):
         with pytest.raises(InputError) as error:
             read_counts(_write(bad, tmp_path / f"bad{suffix}"), "1d")
         assert (
-            f"{where}: passed: {values[0]!r} is not readable (true, false or null: a JSON boolean, not text "
-            "or a number)" in str(error.value)
+            f"{where}: passed: {values[0]!r} is not readable (true, false or null: a JSON boolean, "
+            "not text or a number)" in str(error.value)
         )
     if suffix == ".jsonl":  # one odd value among booleans is named by its line
         (tmp_path / "mixed.jsonl").write_text(
@@ -394,6 +396,6 @@ def test_csv_verdicts_are_the_cells_calibration_sets_take(tmp_path):
         with pytest.raises(InputError) as error:
             read_counts(tmp_path / "bad.csv", "1d")
         assert (
-            f"bad.csv:data row 2: passed: '{cell}' is not readable (a boolean cell as calibration sets take it"
-            in str(error.value)
+            f"bad.csv:data row 2: passed: '{cell}' is not readable (a boolean cell as calibration "
+            "sets take it" in str(error.value)
         )

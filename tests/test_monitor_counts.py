@@ -1,7 +1,7 @@
-"""Counts computed anywhere (judgekit.watch.counts): the query `judgekit monitor --print-sql` prints,
-run by DuckDB on the samples, gives the very counts judgekit's file reader folds; `--counts` reads
-such counts and monitors them as it would the samples; a count file that cannot be right is refused,
-naming the row."""
+"""Counts computed anywhere (judgekit.watch.counts): the query `judgekit monitor --print-sql`
+prints, run by DuckDB on the samples, gives the very counts judgekit's file reader folds; `--counts`
+reads such counts and monitors them as it would the samples; a count file that cannot be right is
+refused, naming the row."""
 
 from __future__ import annotations
 
@@ -28,7 +28,8 @@ def _samples(tmp_path):
 
 
 def _duckdb_counts(samples, window, out, dialect="duckdb"):
-    """The printed query, run by DuckDB on a table of the samples (a TIMESTAMP, text, a BOOLEAN), exported."""
+    """The printed query, run by DuckDB on a table of the samples (a TIMESTAMP, text, a
+    BOOLEAN), exported."""
     con = duckdb.connect()
     con.execute(
         f"CREATE TABLE judged AS SELECT CAST(timestamp AS TIMESTAMPTZ) AS timestamp, criterion, "

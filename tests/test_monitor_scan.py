@@ -25,8 +25,8 @@ EDGE = datetime(2026, 11, 2, tzinfo=UTC)  # a Monday: the start of a window of e
 
 
 def _stamps(rng, n):
-    """Instants near the edges of windows (one second, one microsecond, one nanosecond either side) and
-    anywhere in four weeks, written in every ISO 8601 form both readers take."""
+    """Instants near the edges of windows (one second, one microsecond, one nanosecond either side)
+    and anywhere in four weeks, written in every ISO 8601 form both readers take."""
     base = int(EDGE.timestamp())
     whole = base + rng.integers(-14 * 86400, 14 * 86400, n)
     whole[: n // 2] = base + rng.choice(
@@ -175,7 +175,8 @@ ODD = {
     "header_only.csv": "timestamp,criterion,passed\n",
     "spaced_header.csv": " timestamp,criterion,passed\n2026-11-01,c,true\n",
     "spaced_verdict.csv": "timestamp,criterion,passed\n2026-11-01,c, yes \n2026-11-01,c,no\n",
-    "spaced_criterion.csv": "timestamp,criterion,passed\n2026-11-01, c ,true\n2026-11-01,c,no\n",  # ' c ' to both
+    # ' c ' to both
+    "spaced_criterion.csv": "timestamp,criterion,passed\n2026-11-01, c ,true\n2026-11-01,c,no\n",
     "maybe.csv": "timestamp,criterion,passed\n2026-11-01,c,true\n2026-11-01,c,maybe\n",
     "milliseconds.csv": "timestamp,criterion,passed\n1767225600000,c,true\n",
     "negative.csv": "timestamp,criterion,passed\n-5,c,true\n",
@@ -183,9 +184,12 @@ ODD = {
     "ragged.csv": "timestamp,criterion,passed\n2026-11-01,c\n",
     "semicolons.csv": "timestamp;criterion;passed\n2026-11-01;c;true\n",
     "repeated_column.csv": "timestamp,passed,criterion,passed\n2026-11-01,true,c,false\n",
-    "kelvin.csv": "timestamp,criterion,passed\n2026-11-01,c,o\u212a\n",  # not 'ok' to Python: no verdict
+    # not 'ok' to Python: no verdict
+    "kelvin.csv": "timestamp,criterion,passed\n2026-11-01,c,o\u212a\n",
     # DuckDB's sniffer would take '#' for a comment and drop the row (a failing verdict gone)
-    "hash_row.csv": "timestamp,criterion,passed\n2026-11-01,c,true\n#2026-11-01,c,false\n2026-11-02,c,true\n",
+    "hash_row.csv": (
+        "timestamp,criterion,passed\n2026-11-01,c,true\n#2026-11-01,c,false\n2026-11-02,c,true\n"
+    ),
     "hash_note.csv": "timestamp,criterion,passed\n# a note\n2026-11-01,c,true\n",
     "carriage_return.jsonl": GOOD
     + '{"timestamp": "2026-11-01T10:00:00Z",\r"criterion": "c", "passed": false}\n',
@@ -270,8 +274,8 @@ def test_a_glob_of_nothing_and_an_empty_folder_say_where_and_what_to_do(tmp_path
 
 
 def test_a_folder_counts_each_file_once_subfolders_included(tmp_path):
-    """A file reached by two names (a symbolic link) is counted once; a partition's subfolder is read;
-    hidden files and folders are not."""
+    """A file reached by two names (a symbolic link) is counted once; a partition's subfolder is
+    read; hidden files and folders are not."""
     import os
 
     folder = tmp_path / "samples"
@@ -288,7 +292,8 @@ def test_a_folder_counts_each_file_once_subfolders_included(tmp_path):
 
 
 def test_a_recursive_glob_does_not_follow_links_to_folders_and_a_hard_link_counts_once(tmp_path):
-    """Two crossing links to folders made glob.glob walk without end; a hard link is the same file."""
+    """Two crossing links to folders made glob.glob walk without end; a hard link is
+    the same file."""
     import os
 
     folder = tmp_path / "s"

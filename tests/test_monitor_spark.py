@@ -1,6 +1,7 @@
 """The counts on a local SparkSession (judgekit.watch.spark): the DataFrame's, and those of the
-query `judgekit monitor --print-sql TABLE --dialect spark` prints, run by Spark SQL, equal DuckDB's
-and the file reader's on the same samples. Needs pyspark and a Java runtime (.ci/run installs both)."""
+query `judgekit monitor --print-sql TABLE --dialect spark` prints, run by Spark SQL, equal
+DuckDB's and the file reader's on the same samples. Needs pyspark and a Java runtime (.ci/run
+installs both)."""
 
 from __future__ import annotations
 

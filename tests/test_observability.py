@@ -1,5 +1,5 @@
-"""Langfuse and Phoenix trace exports in (judgekit.judging.observability): Langfuse's public API JSON as
-its SDK's own response models write it, and Phoenix's spans and span evaluations as a local
+"""Langfuse and Phoenix trace exports in (judgekit.judging.observability): Langfuse's public API
+JSON as its SDK's own response models write it, and Phoenix's spans and span evaluations as a local
 Phoenix returned them (tests/data/importers, made by make_langfuse.py and make_phoenix.py), become
 examples to label and judged samples for `judgekit monitor`."""
 
@@ -328,7 +328,7 @@ MALFORMED = [  # (format, file, text, what --examples says, what --samples says)
 
 
 @pytest.mark.parametrize(
-    "fmt, name, text, examples, samples",
+    "case",
     MALFORMED,
     ids=[
         "not-json",
@@ -344,9 +344,8 @@ MALFORMED = [  # (format, file, text, what --examples says, what --samples says)
     ],
 )
 @pytest.mark.parametrize("flag", ["--examples", "--samples"])
-def test_a_malformed_export_is_an_input_error_naming_the_file(
-    tmp_path, monkeypatch, fmt, name, text, examples, samples, flag
-):
+def test_a_malformed_export_is_an_input_error_naming_the_file(tmp_path, monkeypatch, case, flag):
+    fmt, name, text, examples, samples = case
     monkeypatch.chdir(tmp_path)
     Path(name).write_text(text)
     done = CliRunner().invoke(app, ["import", fmt, name, flag, "-o", "out.jsonl"])

@@ -1,6 +1,6 @@
-"""The package as people install it: the distribution's own name (the registry's bare name is another
-author's project), what every file of the repository tells people to install, the version the
-command prints, and the public names `dir()` shows."""
+"""The package as people install it: the distribution's own name (the registry's bare name is
+another author's project), what every file of the repository tells people to install, the version
+the command prints, and the public names `dir()` shows."""
 
 from __future__ import annotations
 
@@ -22,7 +22,8 @@ OTHER = (
     "judge"
     "kit"
 )  # the registry's project of that name: never what to install (spelt apart, or this file says it)
-# An install command and its arguments on the line (or on the next one, when the line ends after `install`).
+# An install command and its arguments on the line (or on the next one, when the line ends
+# after `install`).
 INSTALL = re.compile(r"\b(?:pip3?|pipx|uv(?: pip)?)\s+(?:install|add)\b[ \t]*\n?([^\n;&|`)]*)")
 BARE = re.compile(
     OTHER + r"(\[[^\]]*\])?([<>=~!@;].*)?", re.IGNORECASE
@@ -103,8 +104,8 @@ def test_version_option_prints_the_version():
 
 
 def test_the_installed_distribution_is_this_project():
-    """What `pip install -e .` (and .ci/run) leaves: importlib.metadata finds the distribution by its
-    name, with the version pyproject.toml gives, the `judgekit` package and command, and
+    """What `pip install -e .` (and .ci/run) leaves: importlib.metadata finds the distribution by
+    its name, with the version pyproject.toml gives, the `judgekit` package and command, and
     `judgekit --version` prints that version."""
     try:
         installed = metadata.distribution(DISTRIBUTION)
@@ -130,4 +131,4 @@ def test_dir_lists_the_public_names(package):
     assert dir(module) == sorted(module.__all__) and len(module.__all__) >= 5
     assert all(getattr(module, name) is not None for name in dir(module))  # each one loads
     with pytest.raises(AttributeError, match="has no attribute 'nothing_here'"):
-        module.nothing_here
+        _ = module.nothing_here

@@ -51,7 +51,8 @@ PAIRS = [
 @pytest.mark.parametrize("n", [0, 1, 7, 100, 1999, 2000, 2001, 5000])
 @pytest.mark.parametrize("p", [1e-6, 0.001, 0.02, 0.3, 0.5, 0.77, 0.999])
 def test_binomial_upper_tail_is_scipys(n, p):
-    """drift's one-sided tests without scipy: every k, each tail side, to 1e-12 (relative when tiny)."""
+    """drift's one-sided tests without scipy: every k, each tail side, to 1e-12
+    (relative when tiny)."""
     for k in sorted(
         {
             *range(-1, min(n, 60) + 2),

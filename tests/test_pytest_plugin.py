@@ -1,4 +1,5 @@
-"""The pytest plugin in a sample project, run with pytester: blocked criteria block exactly their tests."""
+"""The pytest plugin in a sample project, run with pytester: blocked criteria block exactly
+their tests."""
 
 import json
 
@@ -138,7 +139,8 @@ def test_summary_shows_raw_and_corrected_pass_rates(pytester, monkeypatch):
         yaml.safe_dump({"id": "card", "question": "Blocked?"})
     )
     rows = [{"id": f"g{i}", "output": f"reply-p{i}", "passed": True} for i in range(30)]
-    # Three known-good replies that the judge fails: TPR 30/33, TNR 27/27, so 7 of 10 is really (0.7 + 1 - 1) / (30/33).
+    # Three known-good replies that the judge fails: TPR 30/33, TNR 27/27, so 7 of 10 is really
+    # (0.7 + 1 - 1) / (30/33).
     rows += [{"id": f"b{i}", "output": f"reply-f{i}", "passed": i < 3} for i in range(30)]
     (root / "calibration_sets" / "card.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in rows)
@@ -209,7 +211,8 @@ def test_once_in_three(judge, trial):
         f"test_suite.py::test_reply[{i}]" for i in range(10)
     )
     assert sum(r["passed"] for r in rows) == 7 and {r["criterion"] for r in rows} == {"card"}
-    # The recorded rows are what `judgekit monitor` reads: raw and corrected rate of the judged suite.
+    # The recorded rows are what `judgekit monitor` reads: raw and corrected rate of
+    # the judged suite.
     from click.testing import CliRunner
 
     from judgekit.cli import app

@@ -57,7 +57,8 @@ def test_an_unreadable_answer_is_asked_again_and_counted(setup, fault, via):
     with FakeServer(VERDICTS, fail_first={"reply-p1:": [fault], "reply-f1:": [fault, fault]}) as s:
         report = calibrate(options(setup, s, via=via))
     c = report.criteria[0]
-    # p1: a glitch, asked again, decided right; f1: unreadable twice, an abstention keeping the last answer.
+    # p1: a glitch, asked again, decided right; f1: unreadable twice, an abstention keeping
+    # the last answer.
     assert asked(s, "p1") == [fault, "ok"] and asked(s, "f1") == [fault, fault]
     assert c.outcomes["p1"] == (True, True) and c.abstained == 1
     (d,) = c.disagreements
@@ -99,7 +100,8 @@ def test_a_reask_is_not_served_from_the_cache_and_replaces_only_with_a_readable_
         assert GARBAGE_TEXT in stored() and s.requests == 8
         s.fail_first["reply-p2:"] = ["malformed_json"]
         still = calibrate(options(setup, s)).criteria[0]
-        # The cached garbage was asked again (the one request); the unreadable re-ask did not replace it.
+        # The cached garbage was asked again (the one request); the unreadable re-ask did
+        # not replace it.
         assert asked(s, "p2") == ["garbage", "malformed_json"] and s.requests == 9
         assert still.abstained == 1 and still.disagreements[0].raw == MALFORMED_TEXT
         assert (still.usage.calls, still.usage.cached, still.usage.reasked) == (1, 8, 1)

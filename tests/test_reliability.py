@@ -76,7 +76,8 @@ def test_every_fault_mode_ends_each_example_in_a_verdict_or_an_explained_abstent
     c = report.criteria[0]
     by_example = _outcomes_per_example(server)
     assert len(by_example) == N  # every example was asked
-    # The counts add up, and only real verdicts are counted: every decided verdict is the scripted one.
+    # The counts add up, and only real verdicts are counted: every decided verdict is
+    # the scripted one.
     assert (
         c.n == N
         and c.confusion.tp + c.confusion.fp + c.confusion.tn + c.confusion.fn + c.abstained == N
@@ -107,7 +108,8 @@ def test_every_fault_mode_ends_each_example_in_a_verdict_or_an_explained_abstent
         o == fault for outcomes in by_example.values() for o in outcomes
     )  # the fault happened
     assert sum(map(len, by_example.values())) <= RETRY.attempts * N  # retries were bounded
-    # The gate treats the abstentions by policy: above max_abstain_rate (10%) the judge does not pass.
+    # The gate treats the abstentions by policy: above max_abstain_rate (10%) the
+    # judge does not pass.
     decision = (
         Gate.from_project(forty.criteria, forty.sets, root=forty.root).check(report).decisions[0]
     )

@@ -65,7 +65,9 @@ def _lenient(project):
 
 def test_override_problems_are_all_listed_with_their_place(setup):
     (setup.root / "judgekit.yaml").write_text(
-        "gate:\n  min_tpr: 3\n  criteria:\n    says-blocked: {max_age: 30 days, min_tnr: 2}\n    typo-id: {min_tpr: 0.9}\n"
+        "gate:\n  min_tpr: 3\n  criteria:\n"
+        "    says-blocked: {max_age: 30 days, min_tnr: 2}\n"
+        "    typo-id: {min_tpr: 0.9}\n"
     )
     with pytest.raises(InputError) as caught:
         Policy.load(root=setup.root)
@@ -155,20 +157,22 @@ def test_calibrating_one_criterion_keeps_the_others(setup):
 
 @pytest.mark.parametrize("via", ["auto", "litellm"])
 def test_every_request_refused_stops_the_run(setup, via):
-    with FakeServer(VERDICTS, faults={"bad_request": 1.0}) as server:
-        with pytest.raises(ProviderRejects, match="refused every request"):
-            calibrate(
-                Options(
-                    criteria_dir=setup.criteria,
-                    sets_dir=setup.sets,
-                    model="openai/no-such-model",
-                    api_base=server.url,
-                    cache_dir=None,
-                    retry=FAST,
-                    via=via,
-                    concurrency=2,
-                )
+    with (
+        FakeServer(VERDICTS, faults={"bad_request": 1.0}) as server,
+        pytest.raises(ProviderRejects, match="refused every request"),
+    ):
+        calibrate(
+            Options(
+                criteria_dir=setup.criteria,
+                sets_dir=setup.sets,
+                model="openai/no-such-model",
+                api_base=server.url,
+                cache_dir=None,
+                retry=FAST,
+                via=via,
+                concurrency=2,
             )
+        )
     assert server.requests <= FAST.down_after + 2
 
 
@@ -197,10 +201,13 @@ def test_gate_and_plugin_start_without_heavy_imports(setup):
 
     code = (
         "import sys, runpy; sys.argv = ['judgekit', 'gate']\n"
-        "try:\n    runpy.run_module('judgekit.cli', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "try:\n"
+        "    runpy.run_module('judgekit.cli', run_name='__main__')\n"
+        "except SystemExit:\n"
+        "    pass\n"
         "import judgekit.pytest_plugin\n"
-        "print('HEAVY', [m for m in ('litellm', 'sklearn', 'pandas', 'scipy', 'diskcache', 'numpy', 'aiohttp')"
-        " if m in sys.modules])"
+        "print('HEAVY', [m for m in ('litellm', 'sklearn', 'pandas', 'scipy', 'diskcache', 'numpy',"
+        " 'aiohttp') if m in sys.modules])"
     )
     out = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=setup.root

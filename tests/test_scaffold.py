@@ -21,7 +21,8 @@ from judgekit.cli.scaffold import CI
 from tests.conftest import require
 
 SCHEMAS = {"github": "vendor.github-workflows", "gitlab": "vendor.gitlab-ci"}
-# What each exit code must be called in the job's log (docs: calibrate, gate and recheck exit codes).
+# What each exit code must be called in the job's log (docs: calibrate, gate and
+# recheck exit codes).
 CALIBRATE_SAYS = {
     1: "gate FAIL",
     2: "input error",
@@ -159,7 +160,8 @@ def test_the_github_workflow_keeps_answers_and_history_and_rechecks_on_a_schedul
         workflow[True]["schedule"][0]["cron"] and "schedule" in jobs["recheck"]["if"]
     )  # YAML 1.1 reads `on` as True
     judges, recheck = _steps(jobs["judges"]), _steps(jobs["recheck"])
-    # The answers: restored by their files' hash, else the newest (restore-keys); saved even after a failed gate.
+    # The answers: restored by their files' hash, else the newest (restore-keys); saved even
+    # after a failed gate.
     answers = judges["Restore the judges' answers"]["with"]
     assert answers["path"] == ".judgekit/cache" and answers["key"].startswith(
         answers["restore-keys"]

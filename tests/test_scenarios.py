@@ -17,7 +17,8 @@ from judgekit.testing import FakeServer, script
 from judgekit.testing.scripts import REFUSAL_TEXT
 
 JUDGE_MODEL = "openai/gpt-4o-mini-2024-07-18"
-# The judge passes replies holding "reply-p", refuses to judge "reply-a" (an abstention), fails the rest.
+# The judge passes replies holding "reply-p", refuses to judge "reply-a" (an abstention),
+# fails the rest.
 ANSWERS = script({"reply-p": True, "reply-a": REFUSAL_TEXT}, default=False)
 
 SCENARIOS = """
@@ -99,7 +100,8 @@ def test_four_of_five_passes_three_of_five_fails_with_the_tally(pytester, server
     out = result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "*test_three_of_five: 3 of 5 runs passed every check (needs 4; rate 0.60, 95% 0.23-0.88)*",
+            "*test_three_of_five: 3 of 5 runs passed every check "
+            "(needs 4; rate 0.60, 95% 0.23-0.88)*",
             "*run 2: card failed (scripted verdict); raised AssertionError: assert False",
             "*run 3: card failed (scripted verdict); raised AssertionError: assert False",
         ]
@@ -241,7 +243,8 @@ def test_a_judge_of_the_agents_own_model_is_refused_or_warned_about(pytester, se
     warned.stdout.fnmatch_lines(
         ["*SameModelWarning: judgekit: the judge of card is the agent's own model*"]
     )
-    # Declared in the ini rather than on the test: warn still means warn (the gate does not block it).
+    # Declared in the ini rather than on the test: warn still means warn (the gate
+    # does not block it).
     pytester.makeini("[pytest]\njudgekit_same_model = warn\njudgekit_agent_model = gpt-4o-mini\n")
     pytester.makepyfile(test_agent=AGENT_TESTS.replace('agent_model="azure/gpt-4o-mini"', ""))
     from_ini = pytester.runpytest_subprocess("-rw")
@@ -295,8 +298,8 @@ def test_reply(judge):
     )
     assert gate.exit_code == 1
     assert (
-        "FAIL         card: the judge is the agent's own model: judge openai/gpt-4o-mini-2024-07-18 and agent "
-        "openai/gpt-4o-mini are both gpt-4o-mini"
+        "FAIL         card: the judge is the agent's own model: judge "
+        "openai/gpt-4o-mini-2024-07-18 and agent openai/gpt-4o-mini are both gpt-4o-mini"
     ) in gate.output
     assert "[judge openai/gpt-4o-mini-2024-07-18; agent openai/gpt-4o-mini]" in gate.output
     other = CliRunner().invoke(

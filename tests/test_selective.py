@@ -87,7 +87,8 @@ def same(got: Certified, expected: dict) -> None:
 
 
 def graded(n_good: int, n_bad: int, good_at: float, bad_at: float):
-    """A judge right on `n_good` examples at confidence `good_at` and wrong on `n_bad` at `bad_at`."""
+    """A judge right on `n_good` examples at confidence `good_at` and wrong on `n_bad`
+    at `bad_at`."""
     labels = [i % 2 == 0 for i in range(n_good + n_bad)]
     verdicts = [x if i < n_good else not x for i, x in enumerate(labels)]
     return labels, verdicts, [good_at] * n_good + [bad_at] * n_bad
@@ -181,14 +182,16 @@ def test_when_no_threshold_certifies():
         "no confidence threshold is certified to agree with people on ≥ 90% of its verdicts "
         "(at 90%): every verdict is escalated"
     )
-    # 21 examples that all agree cannot certify 90% at delta 0.1 (0.9 ** 21 > 0.1): nothing is tested.
+    # 21 examples that all agree cannot certify 90% at delta 0.1 (0.9 ** 21 > 0.1):
+    # nothing is tested.
     few = certify(*graded(21, 0, 0.9, 0.0))
     assert (few.threshold, few.tested) == (None, 0)
     assert certify(*graded(22, 0, 0.9, 0.0)).threshold == 0.9
 
 
 def test_min_covered_moves_the_start_down():
-    # 25 at 0.95 with 3 wrong stop the sequence at its first test; starting at 26 covered skips them.
+    # 25 at 0.95 with 3 wrong stop the sequence at its first test; starting at 26
+    # covered skips them.
     labels, verdicts, confidences = graded(22, 3, 0.95, 0.95)
     more = graded(200, 0, 0.5, 0.0)
     args = labels + more[0], verdicts + more[1], confidences + more[2]

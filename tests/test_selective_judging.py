@@ -34,7 +34,8 @@ POLICY = (
 
 
 def _examples() -> list[dict]:
-    """60 known-good and 60 known-bad replies (even ids good): every third one hard (40), the rest clear (80)."""
+    """60 known-good and 60 known-bad replies (even ids good): every third one hard (40), the
+    rest clear (80)."""
     rows = []
     for i in range(120):
         label = i % 2 == 0
@@ -50,8 +51,9 @@ def _examples() -> list[dict]:
 
 
 def _answers() -> tuple[dict, dict]:
-    """The weak judge is sure and right on clear replies, unsure (0.6) and right on only half the
-    hard ones; the strong judge is sure and right on every reply but e3, e6 (unsure and wrong there)."""
+    """The weak judge is sure and right on clear replies, unsure (0.6) and right on only half
+    the hard ones; the strong judge is sure and right on every reply but e3, e6 (unsure and
+    wrong there)."""
     weak, strong = {}, {}
     for row in _examples():
         key, label, hard = f"<{row['id']}>", row["passed"], "hard" in row["output"]
@@ -71,7 +73,8 @@ def server(monkeypatch):
             "strong-judge": script(strong),
         },
     ) as running:
-        # Where the judges a test runner holds ask the calibrated endpoint: the environment names it.
+        # Where the judges a test runner holds ask the calibrated endpoint: the
+        # environment names it.
         monkeypatch.setenv("OPENAI_BASE_URL", running.url)
         yield running
 
@@ -105,8 +108,8 @@ def test_calibrate_certifies_the_cascade_and_the_gate_passes_on_its_coverage(tmp
     s = entry.selective
     assert s is not None and s.confidence == "logprob"
     weak, strong = s.stages
-    # The weak judge keeps the 80 clear replies (all right, at 0.97); the 40 hard ones reach the strong
-    # judge, which keeps the 38 it is sure of.
+    # The weak judge keeps the 80 clear replies (all right, at 0.97); the 40 hard ones reach the
+    # strong judge, which keeps the 38 it is sure of.
     assert (weak.model, weak.threshold, weak.covered, weak.reaching, weak.agreement) == (
         WEAK,
         0.97,
@@ -145,8 +148,8 @@ def test_calibrate_certifies_the_cascade_and_the_gate_passes_on_its_coverage(tmp
     gate = _cli("gate")
     assert gate.exit_code == 0, gate.output
     assert (
-        "agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), gives verdicts on 98% "
-        "[94%, 100%] of examples (2 judges)"
+        "agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), gives verdicts "
+        "on 98% [94%, 100%] of examples (2 judges)"
     ) in gate.output
 
 
@@ -288,7 +291,8 @@ def test_pytest_reports_needs_review_and_queues_the_reply(pytester, server, mode
     result.stdout.fnmatch_lines(
         ["blocked: 1 of 1 judged passing (1 escalated: needs review (judgekit label -c blocked))*"]
     )
-    # The reply goes to the review queue, never onto the report: JUnit (a CI artifact) does not carry it.
+    # The reply goes to the review queue, never onto the report: JUnit (a CI artifact)
+    # does not carry it.
     assert "hard reply not blocked" not in (pytester.path / "junit.xml").read_text()
     queued = [json.loads(x) for x in queue_path(pytester.path, "blocked").read_text().splitlines()]
     assert [q["output"] for q in queued] == ["<e3> hard reply not blocked"] and queued[0][
@@ -320,10 +324,11 @@ def test_recheck_reports_a_judge_that_became_less_sure(tmp_path, server):
     same = _cli("recheck", "--size", "60", "--api-base", server.url)
     assert same.exit_code == 0, same.output
     assert (
-        "coverage at the certified confidence threshold 0.97: 34 -> 34 of 60 examples (0 fell below it"
-        in same.output
+        "coverage at the certified confidence threshold 0.97: 34 -> 34 of 60 examples (0 fell "
+        "below it" in same.output
     )
-    # The provider's update leaves every verdict as it was but makes the judge less sure of the clear replies.
+    # The provider's update leaves every verdict as it was but makes the judge less sure of
+    # the clear replies.
     weak, _ = _answers()
     server.models["weak-judge"] = script(
         {
@@ -335,8 +340,8 @@ def test_recheck_reports_a_judge_that_became_less_sure(tmp_path, server):
     assert less_sure.exit_code == 1, less_sure.output
     assert "0 flipped pass->fail, 0 fail->pass" in less_sure.output
     assert (
-        "coverage at the certified confidence threshold 0.97: 34 -> 0 of 60 examples (34 fell below it, 0 rose "
-        "above it; one-sided exact McNemar p = 5.8e-11): the judge is less sure"
+        "coverage at the certified confidence threshold 0.97: 34 -> 0 of 60 examples (34 fell "
+        "below it, 0 rose above it; one-sided exact McNemar p = 5.8e-11): the judge is less sure"
     ) in less_sure.output
 
 

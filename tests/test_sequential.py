@@ -44,7 +44,8 @@ def test_settled_only_when_no_verdict_left_can_change_the_full_set_decision():
 
 
 def test_wilson_bounds_move_one_way_with_each_verdict():
-    """What curtailment rests on: a wrong verdict never raises a bound, a right one never lowers it."""
+    """What curtailment rests on: a wrong verdict never raises a bound, a right one
+    never lowers it."""
     for n in range(1, 301):
         for right in range(n + 1):
             low, high = wilson(right, n)

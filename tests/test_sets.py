@@ -164,7 +164,8 @@ def test_set_fingerprint_tracks_content(project):
 def test_a_duplicate_id_is_reported_beside_the_first_records_other_problem(tmp_path):
     path = tmp_path / "c.jsonl"
     path.write_text(
-        '{"id": "pass-07", "output": "a", "passed": "maybe"}\n{"id": "pass-07", "output": "b", "passed": true}\n'
+        '{"id": "pass-07", "output": "a", "passed": "maybe"}\n{"id": "pass-07", "output": "b", '
+        '"passed": true}\n'
     )
     with pytest.raises(InputError) as error:
         load_set(path, "c")

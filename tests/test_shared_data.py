@@ -76,7 +76,8 @@ def test_pandalm_annotators(shared_datasets, tmp_path):
     )
     assert (majority[0], majority[1], majority[2]) == (105, 422, 472)
 
-    # As a multi-annotator calibration set: "response 1 is the better one", GPT-3.5's verdicts recorded.
+    # As a multi-annotator calibration set: "response 1 is the better one", GPT-3.5's
+    # verdicts recorded.
     judged = {
         str(x["idx"]): x["gpt_result"]
         for x in json.loads((root / "gpt-3.5-turbo-testset-v1.json").read_text())

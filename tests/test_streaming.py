@@ -60,8 +60,8 @@ def test_records_naming_no_criterion_wait_until_it_is_known_whose_they_are(proje
     b = [RecordedVerdict(criterion="b", id="p0", passed=True)]
     both = match_file(project.root / "v.jsonl", iter(unnamed + named + b), sets)
     assert "cannot be matched to 2 criteria" in str(both.problems[0])
-    # A record naming no criterion is refused beside two criteria even when it is an escalated judge's,
-    # and an empty criterion names none.
+    # A record naming no criterion is refused beside two criteria even when it is an escalated
+    # judge's, and an empty criterion names none.
     escalated = [
         RecordedVerdict(criterion="a", id="p0", passed=True),
         *b,
@@ -132,7 +132,11 @@ def test_a_json_lines_file_is_read_line_by_line_never_whole(project):
 
 def test_lines_read_one_by_one_are_the_texts_lines(tmp_path):
     path = tmp_path / "v.jsonl"
-    data = '\ufeff{"id": "a", "passed": true}\r\n{"id": "b\u2028c", "passed": false}\n\n{"id": "d", "passed": null}'
+    data = (
+        '\ufeff{"id": "a", "passed": true}\r\n'
+        '{"id": "b\u2028c", "passed": false}\n\n'
+        '{"id": "d", "passed": null}'
+    )
     path.write_bytes(data.encode("utf-8"))
     source = SourceLines(path)
     with pytest.raises(RuntimeError):

@@ -12,7 +12,8 @@ from judgekit.stats.scenarios import certified_upper
 
 
 def _runs(pattern: str, criterion: str = "c") -> list[RunRecord]:
-    """'PPFAP': a run per letter, one check each (P pass, F fail, A abstained, E raised, N judged nothing)."""
+    """'PPFAP': a run per letter, one check each (P pass, F fail, A abstained, E raised, N
+    judged nothing)."""
     runs = []
     for i, letter in enumerate(pattern):
         run = RunRecord(i)
@@ -89,15 +90,17 @@ def test_certified_upper_bound_is_the_plain_one_for_perfect_judges_and_widens_wi
 
 def test_the_tally_from_python_counts_runs_and_raises_with_the_tally():
     replies = iter(["ok", "ok", "bad", "ok", "boom"])
-    with pytest.raises(judgekit.ScenarioFailed) as failed:
-        with judgekit.Tally(runs=5, min_passes=4, name="refund") as scenario:
-            for run in scenario:
-                with run:
-                    reply = next(replies)
-                    if reply == "boom":
-                        raise ConnectionError("the agent's backend went away")
-                    run.check(reply == "ok", "no-email-address")
-                    assert reply == "ok", "the reply leaked an address"
+    with (
+        pytest.raises(judgekit.ScenarioFailed) as failed,
+        judgekit.Tally(runs=5, min_passes=4, name="refund") as scenario,
+    ):
+        for run in scenario:
+            with run:
+                reply = next(replies)
+                if reply == "boom":
+                    raise ConnectionError("the agent's backend went away")
+                run.check(reply == "ok", "no-email-address")
+                assert reply == "ok", "the reply leaked an address"
     assert isinstance(failed.value, AssertionError)
     assert str(failed.value).splitlines() == [
         "refund: 3 of 5 runs passed every check (needs 4; rate 0.60, 95% 0.23-0.88)",

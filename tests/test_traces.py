@@ -21,14 +21,15 @@ TRACES = Path(__file__).resolve().parent / "data" / "importers" / "otel-genai.js
 def test_each_convention_of_recording_a_call_gives_its_prompt_and_reply():
     read = import_examples("otel", TRACES)
     by_input = {e["input"]: e["output"] for e in read.examples}
-    assert (
-        by_input
-        == {
-            "user: I lost my card": "I've blocked your card; a new one arrives in 5 days.",  # gen_ai.*.messages
-            "system: You are a bank's assistant.\n\nuser: Where is my refund?": "Refunds take 3 to 5 working days.",
-            "system: Be brief.\n\nuser: Block my card please": "Would you like me to block it?",  # events
-        }
-    )
+    assert by_input == {
+        # gen_ai.*.messages
+        "user: I lost my card": "I've blocked your card; a new one arrives in 5 days.",
+        "system: You are a bank's assistant.\n\nuser: Where is my refund?": (
+            "Refunds take 3 to 5 working days."
+        ),
+        # events
+        "system: Be brief.\n\nuser: Block my card please": "Would you like me to block it?",
+    }
     assert (
         len(read.skipped) == 1
     )  # the call whose reply was not recorded, named; the HTTP span is no call
