@@ -37,7 +37,7 @@ from judgekit.gate.entry import (
 from judgekit.gate.evidence import Figures, verify
 from judgekit.gate.label_budget import budgets
 from judgekit.gate.result import Decision, GateResult
-from judgekit.gate.rules import check, judge_setting, selective
+from judgekit.gate.rules import Findings, check, judge_setting, selective
 from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
 from judgekit.inputs.label_reader import LabelledSet, read_labels
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
@@ -78,8 +78,11 @@ class Gate:
         root: Path = Path("."),
         agent_model: str | None = None,
     ) -> Gate:
-        """From the files on disk; the policy is `config`, else judgekit.yaml / pyproject.toml in `root`
-        (the project's root: the current folder for the CLI, pytest's rootdir for the plugin)."""
+        """A gate from the files on disk.
+
+        The policy is `config`, else judgekit.yaml / pyproject.toml in `root` (the project's root:
+        the current folder for the CLI, pytest's rootdir for the plugin).
+        """
         criteria = criterion_files(criteria_dir)
         problems = unknown_criteria(criterion_ids or (), criteria, criteria_dir)
         if problems:
@@ -95,15 +98,19 @@ class Gate:
         criterion_ids: list[str] | None = None,
         report_path: str | Path | None = None,
     ) -> GateResult:
-        """Decide each criterion of a report held in memory (judgekit.report.Report; the verdicts it
-        holds, else verdicts.jsonl beside `report_path`), or of None: no report, every criterion FAIL."""
+        """Decide each criterion of a report held in memory, or of None.
+
+        The report is a judgekit.report.Report; its verdicts are the ones it holds, else
+        verdicts.jsonl beside `report_path`. None is no report: every criterion FAILs.
+        """
         entries = entries_of(report) if report is not None else None
         return self._decide_all(entries, criterion_ids, report_path)
 
     def check_path(
         self, report_path: str | Path, criterion_ids: list[str] | None = None
     ) -> GateResult:
-        """Decide from report.json at `report_path` (a file or its folder) and verdicts.jsonl beside it."""
+        """Decide from report.json at `report_path` (a file or its folder) and verdicts.jsonl
+        beside it."""
         path = Path(report_path)
         path = path / "report.json" if path.is_dir() else path
         found = read_entries(path)
@@ -122,9 +129,9 @@ class Gate:
             or sorted(self.criteria)
             or sorted(
                 {
-                    data.get("id")
+                    entry_id
                     for data, _ in entries or []
-                    if isinstance(data, dict) and isinstance(data.get("id"), str)
+                    if isinstance(data, dict) and isinstance(entry_id := data.get("id"), str)
                 }
             )
         )
@@ -182,9 +189,12 @@ class Gate:
     def decide(
         self, criterion_id: str, data: Any, lines: list[Line] | Untrusted | None
     ) -> Decision:
-        """One criterion's decision: the entry read, fresh (the files calibrated are the files on disk,
-        its evidence younger than max_age), its figures recomputed from `lines` (its verdicts) against
-        the set on disk, then the thresholds; and its judge is not the agent's own model."""
+        """One criterion's decision.
+
+        The entry read, fresh (the files calibrated are the files on disk, its evidence younger than
+        max_age), its figures recomputed from `lines` (its verdicts) against the set on disk, then
+        the thresholds; and its judge is not the agent's own model.
+        """
         try:
             entry = parse_entry(data)
         except Untrusted as error:
@@ -209,21 +219,22 @@ class Gate:
         return decision
 
     def _agent_clash(self, entry: ReportEntry) -> str | None:
-        """Why this judge may not grade the agent declared (None when it may, or none is declared)."""
+        """Why this judge may not grade the agent declared (None when it may, or none is
+        declared)."""
         if not self.agent_model or entry.kind == "regex":
             return None
         if not entry.model:
             return (
-                f"the report names no judge model, so nothing shows it is not the agent's ({self.agent_model}); "
-                "calibrate with the judge's model named (--model)"
+                "the report names no judge model, so nothing shows it is not the agent's "
+                f"({self.agent_model}); calibrate with the judge's model named (--model)"
             )
         agent = family(self.agent_model)
         if same_model(entry.model, self.agent_model) or (
             entry.family is not None and entry.family == agent
         ):
             return (
-                f"the judge is the agent's own model: judge {entry.model} and agent {self.agent_model} are both "
-                f"{agent}; calibrate a judge of another model"
+                f"the judge is the agent's own model: judge {entry.model} and agent "
+                f"{self.agent_model} are both {agent}; calibrate a judge of another model"
             )
         return None
 
@@ -258,8 +269,9 @@ class Gate:
                     criterion_id,
                     "FAIL",
                     (
-                        f"its evidence is {_age(age)} old (the oldest answer it rests on, cached or not), older than "
-                        f"max_age {t.max_age}; run `judgekit calibrate` again, which asks older answers again",
+                        f"its evidence is {_age(age)} old (the oldest answer it rests on, cached "
+                        f"or not), older than max_age {t.max_age}; run `judgekit calibrate` "
+                        "again, which asks older answers again",
                     ),
                 ), figures
         return self._thresholds(criterion_id, figures, t), figures
@@ -269,95 +281,18 @@ class Gate:
             return selective(
                 criterion_id, figures, t, t.selective, self.criteria[criterion_id].path
             )
-        fails: list[str] = []
-        unsure: list[str] = []
-        short: set[str] = (
-            set()
-        )  # classes whose count the gate lacks: pass (known-good) / fail (known-bad)
-        n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
-        if n_pass < t.min_examples or n_fail < t.min_examples:
-            unsure.append(
-                f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least "
-                f"{t.min_examples} of each needed"
-            )
-            short |= {cls for cls, n in (("pass", n_pass), ("fail", n_fail)) if n < t.min_examples}
-        if figures.n and figures.abstained / figures.n > t.max_abstain_rate:
-            fails.append(
-                f"the judge abstained on {figures.abstained} of {figures.n} examples "
-                f"({figures.abstained / figures.n:.0%} > {t.max_abstain_rate:.0%})"
-            )
-        if (
-            t.max_flip_rate is not None
-            and figures.flip_rate is not None
-            and figures.flip_rate > t.max_flip_rate
-        ):
-            fails.append(
-                f"trials disagreed on {figures.flip_rate:.0%} of examples (> {t.max_flip_rate:.0%})"
-            )
+        found = Findings()
+        # classes whose count the gate lacks: pass (known-good) / fail (known-bad)
+        short = _too_few(figures, t, found)
+        _check_abstain_and_flips(figures, t, found)
         rates = figures.rates()
-        intervals = figures.intervals(with_kappa=t.min_kappa is not None)
-        for key, label, threshold, cls in (
-            ("tpr", "TPR", t.min_tpr, "pass"),
-            ("tnr", "TNR", t.min_tnr, "fail"),
-        ):
-            if check(rates, intervals, key, label, threshold, t.use_lower_bound, fails, unsure):
-                short.add(cls)
-        if t.min_kappa is not None:
-            check(
-                rates,
-                intervals,
-                "cohen_kappa",
-                "kappa",
-                t.min_kappa,
-                t.use_lower_bound,
-                fails,
-                unsure,
-            )
-        for pool, (
-            found,
-            abstaining,
-        ) in figures.pools().items():  # drawn from production: cleared there too
-            if abstaining > t.max_abstain_rate:
-                fails.append(
-                    f"the judge abstains on {abstaining:.0%} of pool {pool} (weighted; > "
-                    f"{t.max_abstain_rate:.0%})"
-                )
-            for key, label, threshold, word in (
-                ("tpr", "TPR", t.min_tpr, "known-good"),
-                ("tnr", "TNR", t.min_tnr, "known-bad"),
-            ):
-                name = f"{label} on pool {pool} alone"
-                if math.isnan(found.metrics[key]):
-                    unsure.append(
-                        f"{name} is unknown: no {word} reply of it is labelled yet; draw more "
-                        "(judgekit label --next)"
-                    )
-                else:
-                    check(
-                        found.metrics,
-                        found.intervals,
-                        key,
-                        name,
-                        threshold,
-                        t.use_lower_bound,
-                        fails,
-                        unsure,
-                    )
-        # What labelling can do, one number per class: the gate and `judgekit plan` say it alike.
-        needed = {}
-        for cls, b in zip(
-            ("pass", "fail"),
-            budgets(t, (n_pass, n_fail), (_finite(rates["tpr"]), _finite(rates["tnr"]))),
-            strict=True,
-        ):
-            if cls in short:
-                unsure.append(b.words())
-                if b.more:
-                    needed[cls] = b.more
-        if fails:
-            return Decision(criterion_id, "FAIL", tuple(fails + unsure))
-        if unsure:
-            return Decision(criterion_id, "INCONCLUSIVE", tuple(unsure), needed or None)
+        short |= _check_rates(figures, rates, t, found)
+        _check_pools(figures, t, found)
+        needed = _labelling_needed(figures, rates, t, short, found)
+        if found.fails:
+            return Decision(criterion_id, "FAIL", tuple(found.fails + found.unsure))
+        if found.unsure:
+            return Decision(criterion_id, "INCONCLUSIVE", tuple(found.unsure), needed or None)
         return Decision(
             criterion_id,
             "PASS",
@@ -373,7 +308,8 @@ class Gate:
         criterion = self.criteria.get(entry.id)
         if criterion is None or entry.id not in self.sets:
             reasons.append(
-                f"no criteria/{entry.id}.yaml and calibration set on disk to check the report against"
+                f"no criteria/{entry.id}.yaml and calibration set on disk to check the report "
+                "against"
             )
         elif entry.inputs is None:
             reasons.append(
@@ -400,13 +336,112 @@ class Gate:
         return reasons
 
 
+def _too_few(figures: Figures, t: Thresholds, found: Findings) -> set[str]:
+    """The classes with fewer labelled examples than min_examples (why, into `found`)."""
+    n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
+    if n_pass >= t.min_examples and n_fail >= t.min_examples:
+        return set()
+    found.unsure.append(
+        f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least "
+        f"{t.min_examples} of each needed"
+    )
+    return {cls for cls, n in (("pass", n_pass), ("fail", n_fail)) if n < t.min_examples}
+
+
+def _check_abstain_and_flips(figures: Figures, t: Thresholds, found: Findings) -> None:
+    """The judge's abstentions and its trials' disagreements, against their maximum rates."""
+    if figures.n and figures.abstained / figures.n > t.max_abstain_rate:
+        found.fails.append(
+            f"the judge abstained on {figures.abstained} of {figures.n} examples "
+            f"({figures.abstained / figures.n:.0%} > {t.max_abstain_rate:.0%})"
+        )
+    if (
+        t.max_flip_rate is not None
+        and figures.flip_rate is not None
+        and figures.flip_rate > t.max_flip_rate
+    ):
+        found.fails.append(
+            f"trials disagreed on {figures.flip_rate:.0%} of examples (> {t.max_flip_rate:.0%})"
+        )
+
+
+def _check_rates(
+    figures: Figures, rates: dict[str, float], t: Thresholds, found: Findings
+) -> set[str]:
+    """TPR, TNR (and kappa when asked) against their thresholds; the classes more examples of
+    could settle."""
+    intervals = figures.intervals(with_kappa=t.min_kappa is not None)
+    short: set[str] = set()
+    for key, label, threshold, cls in (
+        ("tpr", "TPR", t.min_tpr, "pass"),
+        ("tnr", "TNR", t.min_tnr, "fail"),
+    ):
+        if check(rates, intervals, key, label, threshold, t.use_lower_bound, found):
+            short.add(cls)
+    if t.min_kappa is not None:
+        check(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, found)
+    return short
+
+
+def _check_pools(figures: Figures, t: Thresholds, found: Findings) -> None:
+    """Each pool drawn from production, on its own: it is cleared there too."""
+    for pool, (calibration, abstaining) in figures.pools().items():
+        if abstaining > t.max_abstain_rate:
+            found.fails.append(
+                f"the judge abstains on {abstaining:.0%} of pool {pool} (weighted; > "
+                f"{t.max_abstain_rate:.0%})"
+            )
+        for key, label, threshold, word in (
+            ("tpr", "TPR", t.min_tpr, "known-good"),
+            ("tnr", "TNR", t.min_tnr, "known-bad"),
+        ):
+            name = f"{label} on pool {pool} alone"
+            if math.isnan(calibration.metrics[key]):
+                found.unsure.append(
+                    f"{name} is unknown: no {word} reply of it is labelled yet; draw more "
+                    "(judgekit label --next)"
+                )
+            else:
+                check(
+                    calibration.metrics,
+                    calibration.intervals,
+                    key,
+                    name,
+                    threshold,
+                    t.use_lower_bound,
+                    found,
+                )
+
+
+def _labelling_needed(
+    figures: Figures, rates: dict[str, float], t: Thresholds, short: set[str], found: Findings
+) -> dict[str, int]:
+    """How many more examples of each short class labelling needs (what it can do, into `found`).
+
+    One number per class: the gate and `judgekit plan` say it alike.
+    """
+    needed: dict[str, int] = {}
+    counts = (figures.labelled_pass, figures.labelled_fail)
+    for cls, b in zip(
+        ("pass", "fail"),
+        budgets(t, counts, (_finite(rates["tpr"]), _finite(rates["tnr"]))),
+        strict=True,
+    ):
+        if cls in short:
+            found.unsure.append(b.words())
+            if b.more:
+                needed[cls] = b.more
+    return needed
+
+
 def _model_reason(entry: ReportEntry, named: str) -> str:
     calibrated = (
         repr(entry.model) if entry.model else "no named model (recorded verdicts without --model)"
     )
     return (
-        f"the report calibrated {calibrated} but criteria/{entry.id}.yaml names judge.model {named!r}; set "
-        "judge.model to the model you calibrated, or calibrate again with the criterion's judge.model"
+        f"the report calibrated {calibrated} but criteria/{entry.id}.yaml names judge.model "
+        f"{named!r}; set judge.model to the model you calibrated, or calibrate again with the "
+        "criterion's judge.model"
     )
 
 

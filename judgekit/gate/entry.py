@@ -2,8 +2,8 @@
 decides on checked by hand (no model building: `judgekit gate` runs before every suite and must
 start fast), and the verdicts beside it.
 
->>> e = parse_entry({"id": "c", "fingerprint": "f", "n": 2, "abstained": 0,
-...                  "confusion": {"tp": 1, "fp": 0, "tn": 1, "fn": 0}, "metrics": {}, "intervals": {}})
+>>> e = parse_entry({"id": "c", "fingerprint": "f", "n": 2, "abstained": 0, "metrics": {},
+...                  "confusion": {"tp": 1, "fp": 0, "tn": 1, "fn": 0}, "intervals": {}})
 >>> e.id, e.confusion
 ('c', (1, 0, 1, 0))
 """
@@ -82,6 +82,11 @@ def _time(value: Any, name: str) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
+def _table(value: object) -> dict[str, Any]:
+    """`value` when it is a JSON object, else an empty one."""
+    return value if isinstance(value, dict) else {}
+
+
 def _count(data: dict[str, Any], name: str) -> int:
     value = data.get(name)
     if isinstance(value, bool) or not isinstance(value, int):
@@ -96,11 +101,11 @@ def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> ReportEntry
     confusion = data.get("confusion")
     if not isinstance(confusion, dict):
         raise Untrusted("report.json's confusion is not a table")
-    cells = tuple(_count(confusion, name) for name in ("tp", "fp", "tn", "fn"))
-    judge = data.get("judge") if isinstance(data.get("judge"), dict) else {}
-    parameters = judge.get("parameters") if isinstance(judge.get("parameters"), dict) else {}
-    consistency = data.get("consistency") if isinstance(data.get("consistency"), dict) else {}
-    early = data.get("early_stop") if isinstance(data.get("early_stop"), dict) else None
+    tp, fp, tn, fn = (_count(confusion, name) for name in ("tp", "fp", "tn", "fn"))
+    judge = _table(data.get("judge"))
+    parameters = _table(judge.get("parameters"))
+    consistency = _table(data.get("consistency"))
+    early = data.get("early_stop")
     inputs = data.get("inputs")
     trials = parameters.get("trials")
     return ReportEntry(
@@ -108,9 +113,9 @@ def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> ReportEntry
         fingerprint=str(data.get("fingerprint")),
         n=_count(data, "n"),
         abstained=_count(data, "abstained"),
-        confusion=cells,  # type: ignore[arg-type]
-        metrics=data.get("metrics") if isinstance(data.get("metrics"), dict) else {},
-        intervals=data.get("intervals") if isinstance(data.get("intervals"), dict) else {},
+        confusion=(tp, fp, tn, fn),
+        metrics=_table(data.get("metrics")),
+        intervals=_table(data.get("intervals")),
         inputs={k: v for k, v in inputs.items() if isinstance(v, str)}
         if isinstance(inputs, dict)
         else None,
@@ -120,7 +125,7 @@ def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> ReportEntry
         split=data.get("split") if isinstance(data.get("split"), str) else None,
         calibrated_at=_time(data.get("calibrated_at"), "calibrated_at"),
         evidence_at=_time(data.get("evidence_at"), "evidence_at"),
-        early_stop_judged=_count(early, "judged") if early is not None else None,
+        early_stop_judged=_count(early, "judged") if isinstance(early, dict) else None,
         kind=judge.get("kind"),
         model=judge.get("model"),
         declared_model=judge.get("declared_model"),
@@ -135,33 +140,37 @@ def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> ReportEntry
 
 
 def read_entries(path: Path) -> list[Any] | None:
-    """The criteria entries of report.json as plain data (each parsed by `parse_entry` when decided),
-    None when there is no report; a file that is not a report is an InputError."""
+    """The criteria entries of report.json as plain data, None when there is no report.
+
+    Each entry is parsed by `parse_entry` when decided; a file that is not a report is an
+    InputError.
+    """
     if not path.exists():
         return None
     data = parse_json(
         read_text(path, "run `judgekit calibrate` first, or pass the report's path"), path
     )
-    if not isinstance(data, dict) or not isinstance(data.get("criteria"), list):
+    criteria = data.get("criteria") if isinstance(data, dict) else None
+    if not isinstance(criteria, list):
         raise InputError.one(
             path,
             "criteria",
             "is not a judgekit report (no list of criteria); run `judgekit calibrate` to write one",
         )
-    return data["criteria"]
+    return criteria
 
 
 @bulk()
 def read_lines(path: Path) -> list[Line]:
-    """The verdicts of a verdict file, read by judgekit's one JSON Lines reader into plain records."""
+    """The verdicts of a verdict file, read by judgekit's one JSON Lines reader into plain
+    records."""
     if not path.is_file():
         raise Untrusted(
             f"no {path.name} beside the report: the gate decides from per-example verdicts"
         )
     lines: list[Line] = []
-    times: dict[
-        str, datetime | None
-    ] = {}  # one object per time written (a file of recorded verdicts has one)
+    # one object per time written (a file of recorded verdicts has one)
+    times: dict[str, datetime | None] = {}
     try:
         for location, record in iter_records(path):
             if isinstance(record, Problem):

@@ -23,7 +23,7 @@ from collections.abc import Container, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
-from typing import Any
+from typing import Any, cast
 
 from judgekit.gate.entry import Line, ReportEntry, Untrusted
 from judgekit.inputs.files import bulk
@@ -63,28 +63,29 @@ class Figures:
     trials: int
     flip_rate: float | None
     evidence_at: datetime | None
-    decided: tuple[
-        tuple[bool, bool], ...
-    ]  # (label, verdict) of each decided example: kappa's interval
+    # (label, verdict) of each decided example: kappa's interval
+    decided: tuple[tuple[bool, bool], ...]
     labels: tuple[bool, ...] = ()  # of the examples judged, in the set's order
-    stages: tuple[
-        tuple[Verdict, ...], ...
-    ] = ()  # each judge's final verdicts on them (selective judging)
+    # each judge's final verdicts on them (selective judging)
+    stages: tuple[tuple[Verdict, ...], ...] = ()
     # how each was drawn (`judgekit label --next`), in the order of `labels`; empty: none by design
     drawn: tuple[Drawn | None, ...] = ()
 
     def cells(self) -> tuple[float, float, float, float]:
-        """tp, fp, tn, fn: counted, or weighted by how the examples were drawn (judgekit.stats.design)."""
+        """tp, fp, tn, fn: counted, or weighted by how the examples were drawn
+        (judgekit.stats.design)."""
         if not self.drawn:
             return self.confusion
         return weighted_cells(self.labels, [v.passed for v in self.stages[0]], weights(self.drawn))
 
     def counts(self) -> tuple[int, int, int, int]:
         """The cells as whole counts, for a pass rate's correction (weighted ones rounded)."""
-        return tuple(round(x) for x in self.cells())  # type: ignore[return-value]
+        tp, fp, tn, fn = self.cells()
+        return round(tp), round(fp), round(tn), round(fn)
 
     def pools(self) -> dict[str, tuple[Calibration, float]]:
-        """Each pool's own figures and share of abstentions (its drawn examples, weighted within it)."""
+        """Each pool's own figures and share of abstentions (its drawn examples, weighted within
+        it)."""
         return (
             by_pool(self.labels, [v.passed for v in self.stages[0]], self.drawn)
             if self.drawn
@@ -101,7 +102,8 @@ class Figures:
 
     @cached_property
     def _weighted(self) -> Calibration:
-        """The weighted figures of a set drawn by design: verified, then decided on, computed once."""
+        """The weighted figures of a set drawn by design: verified, then decided on, computed
+        once."""
         return design_calibration(self.labels, [v.passed for v in self.stages[0]], self.drawn)
 
     def intervals(self, with_kappa: bool) -> dict[str, tuple[float, float]]:
@@ -149,7 +151,8 @@ def recompute(entry: ReportEntry | None, lines: Sequence[Line], labels: Labelled
     if len(judged) != expected:
         missing = next((e.id for e in labels.examples if trials[e.id] is None), None)
         raise Untrusted(
-            f"{len(judged)} of the set's {len(labels.examples)} examples have verdicts, not {expected}"
+            f"{len(judged)} of the set's {len(labels.examples)} examples have verdicts, "
+            f"not {expected}"
             + (f" (none for id {missing!r})" if missing and stopped is None else "")
         )
     for e in judged:  # each example's trials in order
@@ -158,7 +161,8 @@ def recompute(entry: ReportEntry | None, lines: Sequence[Line], labels: Labelled
 
     def each(e: Labelled) -> list[Line] | tuple[Line]:
         held = trials[e.id]
-        return held if isinstance(held, list) else (held,)  # type: ignore[return-value]
+        assert held is not None, "each example judged has a verdict"
+        return held if isinstance(held, list) else (held,)
 
     verdicts = [
         majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in each(e)])
@@ -178,7 +182,8 @@ def recompute(entry: ReportEntry | None, lines: Sequence[Line], labels: Labelled
         labelled_fail=len(labels.examples) - labelled_pass,
         trials=count,
         flip_rate=None if flips is None or math.isnan(flips) else flips,
-        evidence_at=None if not times or None in times else min(times),  # type: ignore[type-var]
+        # `None in times` is ruled out before min() runs: every time is a datetime there.
+        evidence_at=None if not times or None in times else min(cast("list[datetime]", times)),
         decided=tuple(
             _PAIRS[e.label, v] for e, v in zip(judged, final, strict=True) if v is not None
         ),
@@ -195,7 +200,8 @@ def _trial(line: Line) -> int:
     return line.trial
 
 
-# (label, verdict) of a decided example: four values, one tuple each (a million examples hold them).
+# (label, verdict) of a decided example: four values, one tuple each (a million examples hold
+# them).
 _PAIRS = {
     (label, verdict): (label, verdict) for label in (True, False) for verdict in (True, False)
 }
@@ -207,7 +213,8 @@ def _by_example(lines: Sequence[Line], known: Container[str]) -> dict[str, Verdi
     for line in lines:
         if line.id not in known:
             raise Untrusted(
-                f"a verdict of the judge escalated to for id {line.id!r}, which the set does not hold"
+                f"a verdict of the judge escalated to for id {line.id!r}, which the set does not "
+                "hold"
             )
         if line.trial in trials[line.id]:
             raise Untrusted(
@@ -243,6 +250,14 @@ def verify(
         raise Untrusted(
             f"the set's selection records do not describe one design: {error}"
         ) from None
+    _check_counts(entry, f)
+    _check_figures(entry, f)
+    _check_times(entry, f, now)
+    return f
+
+
+def _check_counts(entry: ReportEntry, f: Figures) -> None:
+    """Untrusted when a count the report stores is not the one its verdicts give."""
     checks: list[tuple[str, Any, Any]] = [
         ("n", entry.n, f.n),
         ("abstained", entry.abstained, f.abstained),
@@ -253,10 +268,16 @@ def verify(
     for name, stored, computed in checks:
         if stored != computed:
             raise Untrusted(f"report.json says {name} {stored} but its verdicts give {computed}")
+
+
+def _check_figures(entry: ReportEntry, f: Figures) -> None:
+    """Untrusted when a rate, an interval or the flip rate the report stores is not the one its
+    verdicts give."""
     for name, value in f.rates().items():
         if not _same(entry.metrics.get(name), value):
             raise Untrusted(
-                f"report.json says {name} {entry.metrics.get(name)} but its verdicts give {value:.6g}"
+                f"report.json says {name} {entry.metrics.get(name)} but its verdicts give "
+                f"{value:.6g}"
             )
     # A seeded simulation gives kappa's interval: the gate computes its own when it needs one.
     for name, (low, high) in f.intervals(with_kappa=False).items():
@@ -275,18 +296,22 @@ def verify(
         raise Untrusted(
             f"report.json says flip rate {entry.flip_rate} but its verdicts give {f.flip_rate}"
         )
+
+
+def _check_times(entry: ReportEntry, f: Figures, now: datetime) -> None:
+    """Untrusted when the evidence's time is unknown, is not the one the report stores, or a time
+    lies in the future."""
     if f.evidence_at is None:
         raise Untrusted(
             "its verdicts do not say when they were given (a report of an older judgekit)"
         )
     if entry.evidence_at is None or abs(entry.evidence_at - f.evidence_at) > timedelta(seconds=1):
         raise Untrusted(
-            f"report.json says its evidence is from {entry.evidence_at} but its verdicts are from "
-            f"{f.evidence_at:%Y-%m-%d %H:%M:%S}"
+            f"report.json says its evidence is from {entry.evidence_at} but its verdicts are "
+            f"from {f.evidence_at:%Y-%m-%d %H:%M:%S}"
         )
     for name, when in (("calibration time", entry.calibrated_at), ("evidence", f.evidence_at)):
         if when is None:
             raise Untrusted(f"report.json has no {name}")
         if when > now + CLOCK_SKEW:
             raise Untrusted(f"its {name} ({when:%Y-%m-%d %H:%M}) lies in the future")
-    return f

@@ -9,19 +9,23 @@ True
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from judgekit.errors import JudgeNotCalibrated
 from judgekit.gate.decision import Gate
 from judgekit.gate.entry import ReportEntry, Untrusted, parse_entry, read_entries
 from judgekit.gate.result import Decision, GateResult
 from judgekit.inputs.criteria import Criterion, load_criterion, with_trials
-from judgekit.judging.judge import RECORDED, Judge
+from judgekit.judging.judge import RECORDED, Calibrated, Judge
 from judgekit.judging.prompts import fingerprint
 
 
 def judged_elsewhere(source: str | None) -> str | None:
-    """Why judgekit may not judge a criterion itself although the gate passes it: its figures are
-    another tool's judge's (`source` recorded:<file>), whose prompt judgekit never asked. None when it may."""
+    """Why judgekit may not judge a criterion itself although the gate passes it (None when it may).
+
+    Its figures are another tool's judge's (`source` recorded:<file>), whose prompt judgekit never
+    asked.
+    """
     return RECORDED.format(source=source) if source and source.startswith("recorded:") else None
 
 
@@ -115,8 +119,12 @@ def judge_for(
             not why
             and fingerprint(with_trials(criterion, entry.trials), entry.model) != entry.fingerprint
         ):
-            # The gate compares files; before it asks a model, the judge checks it is the one measured.
-            why = "the report's judge is not this criterion's (its fingerprint differs); run `judgekit calibrate` again"
+            # The gate compares files; before it asks a model, the judge checks it is the one
+            # measured.
+            why = (
+                "the report's judge is not this criterion's (its fingerprint differs); "
+                "run `judgekit calibrate` again"
+            )
         if why:
             blocked = [Decision(criterion.id, "FAIL", (why,))]
     if blocked:
@@ -126,8 +134,14 @@ def judge_for(
             cache_dir=cache_dir,
         )
     decision = result.decision(criterion.id)
+    # Judge only reads the entry's model, endpoint, trials, transport and source, which every
+    # ReportEntry holds; Calibrated declares them as settable attributes, a frozen entry's are not.
+    calibrated = cast("Calibrated | None", entry)
     return Judge(
-        criterion, entry, cache_dir=cache_dir, thresholds=decision.thresholds if decision else None
+        criterion,
+        calibrated,
+        cache_dir=cache_dir,
+        thresholds=decision.thresholds if decision else None,
     )
 
 

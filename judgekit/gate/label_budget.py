@@ -1,12 +1,18 @@
-"""The label budget (`judgekit plan`): how many known-good and known-bad examples the gate needs to
-see a judge clear its thresholds, at the observed rates or at assumed ones.
+"""The label budget (`judgekit plan`): how many known-good and known-bad examples the gate needs
+to see a judge clear its thresholds, at the observed rates or at assumed ones.
 
 >>> from judgekit.inputs.label_reader import Labelled, LabelledSet
->>> labels = LabelledSet("c", None, "d", tuple(Labelled(str(i), i % 2 == 0, None) for i in range(40)))
->>> plan(None, Policy(), {"c": labels}, ["c"], assume=(0.9, 0.9))[0]
-'c known-good: 20 labelled, TPR 0.90 (assumed): 61 needed, 41 more (a judge that is never wrong would need 20)'
->>> ClassBudget("known-good", "TPR", 0.8, 30, 0.75, 20, True).words()
-'at TPR 0.75 (not above 0.80) more known-good examples cannot show it clears 0.80: improve the judge'
+>>> labels = LabelledSet(
+...     "c", None, "d", tuple(Labelled(str(i), i % 2 == 0, None) for i in range(40))
+... )
+>>> line = plan(None, Policy(), {"c": labels}, ["c"], assume=(0.9, 0.9))[0]
+>>> print(line)  # doctest: +NORMALIZE_WHITESPACE
+c known-good: 20 labelled, TPR 0.90 (assumed): 61 needed, 41 more
+(a judge that is never wrong would need 20)
+>>> b = ClassBudget("known-good", "TPR", 0.8, 30, 0.75, 20, True)
+>>> print(b.words())  # doctest: +NORMALIZE_WHITESPACE
+at TPR 0.75 (not above 0.80) more known-good examples cannot show it clears 0.80:
+improve the judge
 """
 
 from __future__ import annotations
@@ -22,15 +28,15 @@ if TYPE_CHECKING:
     from judgekit.report.model import Report
 
 
-REACHABLE = (
-    5000  # more examples of a class than labelling can be asked for: improve the judge instead
-)
+# more examples of a class than labelling can be asked for: improve the judge instead
+REACHABLE = 5000
 
 
 @dataclass(frozen=True)
 class ClassBudget:
     """How many examples of one class (known-good for TPR, known-bad for TNR) the gate needs to see
-    a judge with `rate` clear `threshold`: the one rule and the one wording the gate and `plan` use."""
+    a judge with `rate` clear `threshold`: the one rule and the one wording the gate and `plan`
+    use."""
 
     word: str  # known-good / known-bad
     label: str  # TPR / TNR
@@ -42,7 +48,8 @@ class ClassBudget:
 
     @property
     def needed(self) -> int | None:
-        """Examples of the class needed in all; None when no number reachable by labelling would do."""
+        """Examples of the class needed in all; None when no number reachable by labelling would
+        do."""
         if self.rate is None:
             return None
         if self.use_lower_bound:
@@ -69,10 +76,14 @@ class ClassBudget:
             )
         if self.rate is not None and self.rate <= self.threshold:
             return (
-                f"at {self.label} {self.rate:.2f} (not above {self.threshold:.2f}) more {self.word} examples cannot "
-                f"show it clears {self.threshold:.2f}: improve the judge"
+                f"at {self.label} {self.rate:.2f} (not above {self.threshold:.2f}) more "
+                f"{self.word} examples cannot show it clears {self.threshold:.2f}: "
+                "improve the judge"
             )
-        return f"not reachable by labelling (more than {REACHABLE:,} more {self.word} examples): improve the judge"
+        return (
+            f"not reachable by labelling (more than {REACHABLE:,} more {self.word} examples): "
+            "improve the judge"
+        )
 
 
 def budgets(
@@ -90,7 +101,8 @@ def budgets(
 
 
 def _observed(found: Any) -> tuple[float | None, float | None]:
-    """A report entry's TPR and TNR (weighted when its examples were drawn by design); None unknown."""
+    """A report entry's TPR and TNR (weighted when its examples were drawn by design); None
+    unknown."""
     if found is None:
         return None, None
     return found.metrics.get("tpr"), found.metrics.get("tnr")
@@ -99,7 +111,8 @@ def _observed(found: Any) -> tuple[float | None, float | None]:
 def short_class(found: Any, t: Thresholds, have: tuple[int, int]) -> tuple[str, str]:
     """The rate whose interval decides the gate and the labels to shrink it with (tpr or tnr), and
     why, in words: the class `plan` says needs more examples (most of them), else the rate whose
-    lower bound is nearest below (or least above) its threshold, else the class with fewer labels."""
+    lower bound is nearest below (or least above) its threshold, else the class with fewer
+    labels."""
     rates = _observed(found)
     chosen = budgets(t, have, rates)
     if found is None or None in rates:

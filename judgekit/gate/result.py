@@ -1,7 +1,9 @@
 """What the gate decided: per criterion PASS, FAIL or INCONCLUSIVE with every reason, the overall
 status and its exit code, and the error a blocked judge raises instead of grading.
 
->>> r = GateResult((Decision("a", "PASS", ("TPR 0.95",)), Decision("b", "INCONCLUSIVE", ("too few",))))
+>>> r = GateResult(
+...     (Decision("a", "PASS", ("TPR 0.95",)), Decision("b", "INCONCLUSIVE", ("too few",)))
+... )
 >>> r.status, r.exit_code, [d.criterion for d in r.blocked(["a", "b", "c"])]
 ('INCONCLUSIVE', 3, ['b', 'c'])
 """
@@ -28,8 +30,9 @@ class Decision:
     model: str | None = None  # the judge's model, as calibrated
     # tp, fp, tn, fn as recomputed from the verdicts (a selective judge's: of the verdicts it gives)
     confusion: tuple[int, int, int, int] | None = None
-    # Selective judging: each judge's certified confidence threshold (the criterion's, then the one it
-    # escalates to; None where none is certified). A verdict below them is escalated at run time.
+    # Selective judging: each judge's certified confidence threshold (the criterion's, then the one
+    # it escalates to; None where none is certified). A verdict below them is escalated at run
+    # time.
     thresholds: tuple[float | None, ...] | None = None
 
     @property
@@ -80,7 +83,8 @@ class GateResult:
         return [d for d in out if d.status != "PASS"]
 
     def refusal(self, criterion_ids: list[str] | None = None) -> JudgeNotCalibrated | None:
-        """The error a judge of these criteria (all when None) raises instead of grading, or None."""
+        """The error a judge of these criteria (all when None) raises instead of grading, or
+        None."""
         blocked = (
             self.blocked(criterion_ids)
             if criterion_ids is not None

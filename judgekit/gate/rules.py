@@ -5,6 +5,7 @@ lower bound by default), and the decision on a selectively judged criterion's ce
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,15 @@ from judgekit.inputs.policy import Selective, Thresholds
 from judgekit.judging.selective import certificate, given
 from judgekit.report.render import fmt_number
 from judgekit.stats.metrics import ratio, wilson
+from judgekit.stats.selective import Cascade
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What the rules found against a criterion: why it fails, and what more labels could settle."""
+
+    fails: list[str] = field(default_factory=list)
+    unsure: list[str] = field(default_factory=list)
 
 
 def check(
@@ -25,32 +35,31 @@ def check(
     label: str,
     threshold: float,
     lower: bool,
-    fails: list[str],
-    unsure: list[str],
+    found: Findings,
 ) -> bool:
     """Check one figure against its threshold; True when more examples could settle it."""
     value = figures.get(key)
     low, high = intervals.get(key, (None, None)) if key in intervals else (value, value)
     if value is None or (isinstance(value, float) and math.isnan(value)):
-        fails.append(
+        found.fails.append(
             f"{label} is undefined (no decided example of that class), and the gate fails on it"
         )
         return False
     if not lower:
         if value < threshold:
-            fails.append(f"{label} {value:.2f} < {threshold:.2f}")
+            found.fails.append(f"{label} {value:.2f} < {threshold:.2f}")
         return False
     if low is not None and low >= threshold:
         return False
     if high is not None and high < threshold:
-        fails.append(
-            f"{label} {value:.2f} (95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)}) is below "
-            f"{threshold:.2f}"
+        found.fails.append(
+            f"{label} {value:.2f} (95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)}) "
+            f"is below {threshold:.2f}"
         )
         return False
-    unsure.append(
-        f"{label} {value:.2f} but its 95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)} straddles "
-        f"{threshold:.2f}"
+    found.unsure.append(
+        f"{label} {value:.2f} but its 95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)} "
+        f"straddles {threshold:.2f}"
     )
     return True
 
@@ -60,39 +69,10 @@ def selective(
 ) -> Decision:
     """A selectively judged criterion: PASS when a confidence threshold is certified (for the
     cascade, when the criterion escalates) and the verdicts given cover at least min_coverage."""
-    n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
-    if (
-        figures.drawn
-    ):  # its bound counts examples as a random sample: drawn by verdict, they are not
-        return Decision(
-            criterion_id,
-            "FAIL",
-            (
-                "selective judging's certificate counts every example alike, and "
-                "some of this set's were drawn by the judge's verdict (`judgekit "
-                "label --next`); certify on examples labelled at random",
-            ),
-        )
-    if n_pass < t.min_examples or n_fail < t.min_examples:
-        return Decision(
-            criterion_id,
-            "INCONCLUSIVE",
-            (
-                f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least {t.min_examples} "
-                "of each needed",
-            ),
-        )
+    unfit = _unfit(criterion_id, figures, t, criterion_path)
+    if unfit is not None:
+        return unfit
     stages = figures.stages
-    if len(stages) > 1 and _escalates_to(criterion_path) is None:
-        return Decision(
-            criterion_id,
-            "FAIL",
-            (
-                f"the report holds verdicts of a judge escalated to, but "
-                f"criteria/{criterion_id}.yaml names no judge.escalate_to; run "
-                "`judgekit calibrate` again",
-            ),
-        )
     cascade = certificate(figures.labels, stages, s)
     if cascade is None:
         return Decision(
@@ -115,27 +95,87 @@ def selective(
     tp, fp, tn, fn = (
         sum(cells) for cells in zip(*given(figures.labels, stages, cascade), strict=True)
     )
-    fails, unsure = [], []
+    found = Findings()
+    _check_given(tp, fp, tn, fn, t, found)
+    _check_coverage(cascade, said, t, s, found)
+    if found.fails:
+        return Decision(criterion_id, "FAIL", tuple(found.fails + found.unsure))
+    if found.unsure:
+        return Decision(criterion_id, "INCONCLUSIVE", tuple(found.unsure))
+    # The judge's errors where it gives verdicts: what counted pass rates are corrected with
+    # (tally).
+    return Decision(
+        criterion_id, "PASS", (said,), thresholds=thresholds, confusion=(tp, fp, tn, fn)
+    )
+
+
+def _unfit(
+    criterion_id: str, figures: Figures, t: Thresholds, criterion_path: Path
+) -> Decision | None:
+    """The decision when the examples cannot carry a certificate at all (None when they can)."""
+    n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
+    if (
+        figures.drawn
+    ):  # its bound counts examples as a random sample: drawn by verdict, they are not
+        return Decision(
+            criterion_id,
+            "FAIL",
+            (
+                "selective judging's certificate counts every example alike, and "
+                "some of this set's were drawn by the judge's verdict (`judgekit "
+                "label --next`); certify on examples labelled at random",
+            ),
+        )
+    if n_pass < t.min_examples or n_fail < t.min_examples:
+        return Decision(
+            criterion_id,
+            "INCONCLUSIVE",
+            (
+                f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, "
+                f"at least {t.min_examples} of each needed",
+            ),
+        )
+    if len(figures.stages) > 1 and _escalates_to(criterion_path) is None:
+        return Decision(
+            criterion_id,
+            "FAIL",
+            (
+                f"the report holds verdicts of a judge escalated to, but "
+                f"criteria/{criterion_id}.yaml names no judge.escalate_to; run "
+                "`judgekit calibrate` again",
+            ),
+        )
+    return None
+
+
+def _check_given(tp: int, fp: int, tn: int, fn: int, t: Thresholds, found: Findings) -> None:
+    """Each class, on the verdicts the cascade gives, against its threshold."""
     for cls, count in (("known-good", tp + fn), ("known-bad", tn + fp)):
         if count == 0:
-            fails.append(
-                f"no {cls} example gets a verdict (every one is escalated), so nothing shows the judge "
-                "tells the classes apart"
+            found.fails.append(
+                f"no {cls} example gets a verdict (every one is escalated), so nothing shows "
+                "the judge tells the classes apart"
             )
-    if not fails:
-        rates = {"tpr": ratio(tp, tp + fn), "tnr": ratio(tn, tn + fp)}
-        intervals = {"tpr": wilson(tp, tp + fn), "tnr": wilson(tn, tn + fp)}
-        for key, label, threshold in (("tpr", "TPR", t.min_tpr), ("tnr", "TNR", t.min_tnr)):
-            check(
-                rates,
-                intervals,
-                key,
-                f"{label} on the verdicts given",
-                threshold,
-                t.use_lower_bound,
-                fails,
-                unsure,
-            )
+    if found.fails:
+        return
+    rates = {"tpr": ratio(tp, tp + fn), "tnr": ratio(tn, tn + fp)}
+    intervals = {"tpr": wilson(tp, tp + fn), "tnr": wilson(tn, tn + fp)}
+    for key, label, threshold in (("tpr", "TPR", t.min_tpr), ("tnr", "TNR", t.min_tnr)):
+        check(
+            rates,
+            intervals,
+            key,
+            f"{label} on the verdicts given",
+            threshold,
+            t.use_lower_bound,
+            found,
+        )
+
+
+def _check_coverage(
+    cascade: Cascade, said: str, t: Thresholds, s: Selective, found: Findings
+) -> None:
+    """The share of examples the cascade gives a verdict on, against min_coverage."""
     low, high = cascade.coverage_interval
     wanted = f"min_coverage {s.min_coverage:.0%}"
     if (
@@ -144,21 +184,14 @@ def selective(
         or t.use_lower_bound
         and high < s.min_coverage
     ):
-        fails.append(f"{said}: below {wanted}")
+        found.fails.append(f"{said}: below {wanted}")
     elif t.use_lower_bound and low < s.min_coverage:
-        unsure.append(f"{said}: its interval straddles {wanted}")
-    if fails:
-        return Decision(criterion_id, "FAIL", tuple(fails + unsure))
-    if unsure:
-        return Decision(criterion_id, "INCONCLUSIVE", tuple(unsure))
-    # The judge's errors where it gives verdicts: what counted pass rates are corrected with (tally).
-    return Decision(
-        criterion_id, "PASS", (said,), thresholds=thresholds, confusion=(tp, fp, tn, fn)
-    )
+        found.unsure.append(f"{said}: its interval straddles {wanted}")
 
 
 def judge_setting(path: Path, *keys: str) -> str | None:
-    """A setting under `judge:` of a criterion file, read plainly (None when absent or the file does not parse)."""
+    """A setting under `judge:` of a criterion file, read plainly (None when absent or the file does
+    not parse)."""
     try:
         data = read_yaml(path)
     except InputError:

@@ -27,7 +27,8 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from types import TracebackType
+from typing import Any, Literal
 
 from judgekit.errors import JudgekitError
 from judgekit.gate.decision import Gate
@@ -38,7 +39,8 @@ from judgekit.stats.scenarios import certified_upper
 
 @dataclass(frozen=True)
 class Check:
-    """One judged check (a step): its criterion, the verdict (None: abstained), the judge's reason."""
+    """One judged check (a step): its criterion, the verdict (None: abstained), the judge's
+    reason."""
 
     criterion: str
     passed: bool | None
@@ -78,7 +80,8 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class JudgeCounts:
-    """A criterion's calibration evidence: known-good passed of known-good, known-bad failed of known-bad."""
+    """A criterion's calibration evidence: known-good passed of known-good, known-bad failed of
+    known-bad."""
 
     tp: int
     good: int
@@ -102,9 +105,8 @@ class Scenario:
     runs: tuple[RunRecord, ...]
     min_passes: int
     corrected: float | None = None  # the corrected pass rate (one check per run only)
-    interval: tuple[float, float] | None = (
-        None  # of the corrected rate; (nan, upper) for a bound alone
-    )
+    # of the corrected rate; (nan, upper) for a bound alone
+    interval: tuple[float, float] | None = None
     note: str | None = None  # why the count was not corrected, or a warning about the correction
 
     @property
@@ -132,8 +134,9 @@ class Scenario:
     def headline(self) -> str:
         low, high = wilson(self.passes, len(self.runs))
         line = (
-            f"{self.name}: {self.passes} of {len(self.runs)} runs passed every check (needs {self.min_passes}; "
-            f"rate {self.passes / len(self.runs):.2f}, 95% {low:.2f}-{high:.2f})"
+            f"{self.name}: {self.passes} of {len(self.runs)} runs passed every check "
+            f"(needs {self.min_passes}; rate {self.passes / len(self.runs):.2f}, "
+            f"95% {low:.2f}-{high:.2f})"
         )
         if self.abstained:
             line += f"; {self.abstained} run(s) with an abstained check, not counted as passes"
@@ -146,8 +149,8 @@ class Scenario:
             )
         if self.judge_error:
             line += (
-                f": meets {self.min_passes} of {len(self.runs)} only through the judges' errors (the corrected "
-                f"rate's bound lies below {self.threshold:.2f})"
+                f": meets {self.min_passes} of {len(self.runs)} only through the judges' errors "
+                f"(the corrected rate's bound lies below {self.threshold:.2f})"
             )
         if self.note:
             line += f"; {self.note}"
@@ -188,7 +191,7 @@ class Scenario:
             data.get("corrected"),
             tuple(interval) if interval else None,
             data.get("note"),
-        )  # type: ignore[arg-type]
+        )
 
 
 def decide(
@@ -299,14 +302,20 @@ class ScenarioRun:
     def __enter__(self) -> ScenarioRun:
         return self
 
-    def __exit__(self, kind: Any, error: BaseException | None, trace: Any) -> bool:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> bool:
         if error is None or not is_run_failure(error):
             return False
         self.record.error = error_line(error)
         return True
 
     def check(self, verdict: Any, criterion: str, reason: str | None = None) -> Any:
-        """Record a verdict (a judgekit Verdict, or True / False / None for abstained) of `criterion`."""
+        """Record a verdict (a judgekit Verdict, or True / False / None for abstained) of
+        `criterion`."""
         passed = getattr(verdict, "passed", verdict)
         if passed is not None and not isinstance(passed, bool):
             raise TypeError(
@@ -332,8 +341,8 @@ class ScenarioRun:
 
 
 class Tally:
-    """A scenario of `runs` runs that passes when `min_passes` of them pass: iterate it for its runs,
-    leave it (or call `check()`) for the decision."""
+    """A scenario of `runs` runs that passes when `min_passes` of them pass: iterate it for its
+    runs, leave it (or call `check()`) for the decision."""
 
     def __init__(
         self,
@@ -356,7 +365,12 @@ class Tally:
     def __enter__(self) -> Tally:
         return self
 
-    def __exit__(self, kind: Any, error: BaseException | None, trace: Any) -> bool:
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
+    ) -> Literal[False]:
         if error is None:
             self.check()
         return False
@@ -364,7 +378,8 @@ class Tally:
     def result(self) -> Scenario:
         if len(self.records) != self.runs:
             raise ValueError(
-                f"{self.name}: {len(self.records)} of {self.runs} runs ran; iterate the tally to the end"
+                f"{self.name}: {len(self.records)} of {self.runs} runs ran; iterate the tally to "
+                "the end"
             )
         return decide(self.name, self.records, self.min_passes, self.judges)
 

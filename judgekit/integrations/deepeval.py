@@ -25,12 +25,12 @@ from typing import Any
 
 from deepeval.errors import MissingTestCaseParamsError
 from deepeval.metrics import BaseMetric
-from deepeval.test_case import LLMTestCase
+from deepeval.test_case import LLMTestCase, RetrievedContextData
 
 from judgekit.integrations.gated import GatedJudge, Graded
 
 
-class JudgekitMetric(BaseMetric):
+class JudgekitMetric(BaseMetric):  # type: ignore[no-untyped-call]  # deepeval: unannotated hook
     """A judgekit criterion as a DeepEval metric (see the module's doc)."""
 
     def __init__(
@@ -46,8 +46,9 @@ class JudgekitMetric(BaseMetric):
         self.criterion, self.project, self.report, self.config = criterion, project, report, config
         self.judge = judge if judge is not None else GatedJudge(criterion, project, report, config)
         self.threshold, self.include_reason, self.async_mode = 1.0, True, True
-        # DeepEval's cache keeps a verdict while the metric's name and `evaluation_model` are unchanged:
-        # the judge's fingerprint goes with its model, so a changed criterion or prompt is judged anew.
+        # DeepEval's cache keeps a verdict while the metric's name and `evaluation_model` are
+        # unchanged: the judge's fingerprint goes with its model, so a changed criterion or prompt
+        # is judged anew.
         self.evaluation_model = (
             f"{self.judge.model or 'code'} (judgekit {(self.judge.fingerprint or '-')[:12]})"
         )
@@ -56,10 +57,16 @@ class JudgekitMetric(BaseMetric):
     def __name__(self) -> str:
         return f"judgekit {self.criterion}"
 
-    def measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float | None:
+    # No score for an abstained or escalated reply, as BaseMetric.score allows (Optional): deepeval
+    # reads the metric's score and error, and annotates measure() narrower than that.
+    def measure(  # type: ignore[override]  # None: no score, as BaseMetric.score allows
+        self, test_case: LLMTestCase, *args: Any, **kwargs: Any
+    ) -> float | None:
         return self._record(self.judge.grade_sync(*_fields(test_case)))
 
-    async def a_measure(self, test_case: LLMTestCase, *args: Any, **kwargs: Any) -> float | None:
+    async def a_measure(  # type: ignore[override]  # None: no score, as BaseMetric.score allows
+        self, test_case: LLMTestCase, *args: Any, **kwargs: Any
+    ) -> float | None:
         return self._record(await self.judge.grade(*_fields(test_case)))
 
     def is_successful(self) -> bool:
@@ -78,5 +85,11 @@ class JudgekitMetric(BaseMetric):
 def _fields(case: LLMTestCase) -> tuple[str, str | None, str | None]:
     if case.actual_output is None:  # nothing to judge is not an empty reply
         raise MissingTestCaseParamsError("JudgekitMetric needs the test case's actual_output")
-    source = case.context or case.retrieval_context
+    source = case.context or [_text(c) for c in case.retrieval_context or []]
     return str(case.actual_output), case.input, "\n".join(source) if source else None
+
+
+def _text(item: str | RetrievedContextData) -> str:
+    """A piece of retrieved context as text: a RetrievedContextData's context, without its
+    source."""
+    return item.context if isinstance(item, RetrievedContextData) else item

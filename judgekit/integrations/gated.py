@@ -91,7 +91,8 @@ class GatedJudge:
 
     @property
     def models(self) -> tuple[str, ...]:
-        """Every model whose answer can decide a verdict: the judge's, and the one it escalates to."""
+        """Every model whose answer can decide a verdict: the judge's, and the one it escalates
+        to."""
         if isinstance(self.judge.criterion, RegexCriterion):
             return ()
         after = self.judge.criterion.judge.escalate_to
@@ -99,7 +100,8 @@ class GatedJudge:
 
     @property
     def fingerprint(self) -> str | None:
-        """The calibrated judge's fingerprint (its criterion, prompt and model): changes with any of them."""
+        """The calibrated judge's fingerprint (its criterion, prompt and model): changes with any
+        of them."""
         return getattr(self.judge.calibrated, "fingerprint", None)
 
     async def grade(
@@ -113,7 +115,8 @@ class GatedJudge:
     def grade_sync(
         self, output: str, input: str | None = None, context: str | None = None
     ) -> Graded:
-        """`grade`, for a runner that calls synchronously (works inside a running event loop too)."""
+        """`grade`, for a runner that calls synchronously (works inside a running event loop
+        too)."""
         return self._graded(
             self.judge(output, input=input, context=context), output, input, context
         )

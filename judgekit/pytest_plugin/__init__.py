@@ -10,8 +10,9 @@ session; tests whose criteria are blocked do not run and report the gate's reaso
 (`judgekit_gate_action`: error (default), skip, or exit); unmarked tests run as usual. The
 `judge` fixture gives a test a calibrated judge for its criterion, one that refuses to judge
 when the gate blocks it, or when it is the agent's own model; a selectively judged criterion's
-unsure verdict is escalated, and its test reported as "needs review" (`judgekit_escalated`). `runs=N, min_passes=K` runs the
-test body N times and passes it when K runs passed every check (judgekit.gate.tally);
+unsure verdict is escalated, and its test reported as "needs review" (`judgekit_escalated`).
+`runs=N, min_passes=K` runs the test body N times and passes it when K runs passed every check
+(judgekit.gate.tally);
 `judgekit_min_scenario_pass_rate` fails a session whose share of passing scenarios is lower.
 Nothing heavier than pytest is imported unless the gate or the fixture is used.
 """
@@ -40,11 +41,12 @@ from judgekit.pytest_plugin.summary import (
     pytest_terminal_summary,
 )
 
+# hooks and the fixture pytest finds here
 __all__ = [
     "judge",
     "pytest_sessionfinish",
     "pytest_terminal_summary",
-]  # hooks and the fixture pytest finds here
+]
 
 _BLOCKED = pytest.StashKey[str]()
 ACTIONS = ("error", "skip", "exit")
@@ -151,7 +153,8 @@ def pytest_configure(config: pytest.Config) -> None:
             )
         if record:  # opened now, so a bad path stops the session before any judge call is paid for
             try:
-                collector.record = open(Path(record), "a", encoding="utf-8")
+                # Held open for the whole session: the collector's pytest_unconfigure closes it.
+                collector.record = open(Path(record), "a", encoding="utf-8")  # noqa: SIM115
             except OSError as error:
                 raise pytest.UsageError(
                     f"--judgekit-record {record}: cannot be written ({error.strerror}); "
@@ -213,9 +216,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         reason = "judgekit gate blocked " + "; ".join(
             f"{d.criterion} ({d.status}: {d.summary})" for d in blocked
         )
-        if action == "exit" and not hasattr(
-            config, "workerinput"
-        ):  # an xdist worker may not exit the session
+        # an xdist worker may not exit the session
+        if action == "exit" and not hasattr(config, "workerinput"):
             pytest.exit(reason, returncode=pytest.ExitCode.TESTS_FAILED)
         if action == "skip":
             item.add_marker(pytest.mark.skip(reason=reason))

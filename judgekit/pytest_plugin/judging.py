@@ -3,12 +3,11 @@
 The fixture asks each criterion's judge exactly as calibration did, refuses when the gate blocks
 it, and refuses (or, with `judgekit_same_model = warn`, warns) when the judge is the agent's own
 model (`judged(..., agent_model=...)`, else `judgekit_agent_model`, else the policy's
-`gate.agent_model`; aliases of one model count as one: judgekit.llm.families). A selectively judged
-criterion's verdict below its certified threshold is escalated: the test stops as "needs review"
-(skipped, or with `judgekit_escalated = error` failed) and the reply joins the criterion's review
-queue; in a scenario's run it counts as not passed. Every verdict goes
-on the test's report (so under xdist the controller sees it) and, in a scenario, into the run
-that gave it.
+`gate.agent_model`; aliases of one model count as one: judgekit.llm.families). A selectively
+judged criterion's verdict below its certified threshold is escalated: the test stops as "needs
+review" (skipped, or with `judgekit_escalated = error` failed) and the reply joins the criterion's
+review queue; in a scenario's run it counts as not passed. Every verdict goes on the test's report
+(so under xdist the controller sees it) and, in a scenario, into the run that gave it.
 """
 
 from __future__ import annotations
@@ -29,15 +28,12 @@ from judgekit.pytest_plugin.paths import ini_path
 from judgekit.pytest_plugin.summary import PROPERTY, SCENARIO
 
 RESULT = pytest.StashKey[Any]()  # the gate's result, once per process
-_AGENT = pytest.StashKey[
-    "str | None"
-]()  # the agent's model the ini or the policy declares, read with the gate
+# the agent's model the ini or the policy declares, read with the gate
+_AGENT = pytest.StashKey["str | None"]()
 _RUN = pytest.StashKey[RunRecord]()  # the run of a scenario now running
 SAME_MODEL = ("refuse", "warn")
-ESCALATED = (
-    "skip",
-    "error",
-)  # a test whose verdict was escalated: skipped as "needs review", or failed
+# a test whose verdict was escalated: skipped as "needs review", or failed
+ESCALATED = ("skip", "error")
 NEEDS_REVIEW = "needs review"
 
 
@@ -64,7 +60,8 @@ def check_gate(config: pytest.Config) -> Any:
         )
         config.stash[_AGENT] = gate.agent_model  # the ini's, else the policy's
         if config.getini("judgekit_same_model") == "warn":
-            gate.agent_model = None  # the fixture warns about a judge of the agent's model; the gate does not block it
+            # the fixture warns about a judge of the agent's model; the gate does not block it
+            gate.agent_model = None
         return gate.check_path(
             ini_path(config, config.getoption("--judgekit-report"), "judgekit_report")
         )
@@ -97,8 +94,11 @@ def agent_model_of(item: pytest.Item) -> str | None:
 
 @pytest.fixture
 def judge(request: pytest.FixtureRequest) -> Any:
-    """The calibrated judge of the test's `judged` criterion: `judge(output, input=..., context=...)`,
-    or `await judge.acall(...)`. With several criteria, name one: `judge(output, criterion="id")`."""
+    """The calibrated judge of the test's `judged` criterion.
+
+    Call it as `judge(output, input=..., context=...)`, or `await judge.acall(...)`. With several
+    criteria, name one: `judge(output, criterion="id")`.
+    """
     ids = [str(arg) for marker in request.node.iter_markers("judged") for arg in marker.args]
     if not ids:
         pytest.fail(
@@ -109,7 +109,8 @@ def judge(request: pytest.FixtureRequest) -> Any:
 
 
 class Judges:
-    """The `judge` fixture: one calibrated judge per criterion of the test, built when first asked."""
+    """The `judge` fixture: one calibrated judge per criterion of the test, built when first
+    asked."""
 
     def __init__(self, node: pytest.Item, ids: list[str]) -> None:
         self.node, self.ids = node, ids
@@ -118,7 +119,8 @@ class Judges:
     def __getitem__(self, criterion: str) -> Any:
         if criterion not in self.ids:
             pytest.fail(
-                f"criterion {criterion!r} is not one of this test's: judged({', '.join(map(repr, self.ids))})",
+                f"criterion {criterion!r} is not one of this test's: "
+                f"judged({', '.join(map(repr, self.ids))})",
                 pytrace=False,
             )
         if criterion not in self._judges:
@@ -138,15 +140,14 @@ class Judges:
         except JudgekitError as error:
             pytest.fail(str(error), pytrace=False)
         agent = agent_model_of(self.node)
-        declared = getattr(
-            getattr(built.criterion, "judge", None), "model", None
-        )  # a regex criterion has no judge
+        # a regex criterion has no judge
+        declared = getattr(getattr(built.criterion, "judge", None), "model", None)
         model = (built.calibrated.model if built.calibrated else None) or declared
         if agent and built.refusal is None and same_model(model, agent):
             message = (
-                f"judgekit: the judge of {criterion} is the agent's own model (judge {model}, agent {agent}: "
-                f"both {family(agent)}); a model grading itself is not evidence. Calibrate a judge of another "
-                "model, or set judgekit_same_model = warn to allow it"
+                f"judgekit: the judge of {criterion} is the agent's own model (judge {model}, "
+                f"agent {agent}: both {family(agent)}); a model grading itself is not evidence. "
+                "Calibrate a judge of another model, or set judgekit_same_model = warn to allow it"
             )
             if config.getini("judgekit_same_model") == "warn":
                 warnings.warn(SameModelWarning(message), stacklevel=2)
@@ -193,18 +194,15 @@ class Judges:
         self, criterion: str, verdict: Any, output: str, input: str | None, context: str | None
     ) -> Any:
         value = {"criterion": criterion, "passed": verdict.passed, "task": task_of(self.node)}
-        if self.node.config.getoption(
-            "--judgekit-record-text"
-        ):  # opt-in: the texts may be sensitive
+        if self.node.config.getoption("--judgekit-record-text"):  # opt-in: texts may be sensitive
             value["text"] = {
                 "input": input,
                 "output": output,
                 "context": context,
                 "reason": verdict.reason,
             }
-        if (
-            verdict.escalated
-        ):  # the reply joins the review queue here (under a lock): no text travels on the report
+        # the reply joins the review queue here (under a lock): no text travels on the report
+        if verdict.escalated:
             value["escalated"] = True
             enqueue(
                 self.node.config.rootpath,
@@ -229,7 +227,7 @@ class Judges:
 def repeat(item: pytest.Item, runs: int, min_passes: int) -> None:
     """Run the test body `runs` times as one scenario: an assertion or error ends a run, not the
     test; then the tally decides, and a scenario that did not pass fails with the tally."""
-    once: Callable[[], None] = item.runtest  # type: ignore[attr-defined]
+    once: Callable[[], None] = item.runtest
 
     def runtest() -> None:
         records = []
@@ -250,4 +248,4 @@ def repeat(item: pytest.Item, runs: int, min_passes: int) -> None:
         if not scenario.passed:
             pytest.fail("\n".join(scenario.lines()), pytrace=False)
 
-    item.runtest = runtest  # type: ignore[method-assign]
+    item.runtest = runtest  # type: ignore[method-assign]  # this item's body alone is replaced

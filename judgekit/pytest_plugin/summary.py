@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import pytest
 
@@ -27,7 +27,8 @@ from judgekit.secrets import redact
 from judgekit.stats.metrics import wilson
 from judgekit.stats.pass_rates import corrected_pass_rate, suite_pass_k
 
-PROPERTY = "judgekit_verdict"  # user property that carries a verdict from an xdist worker to the controller
+# user property that carries a verdict from an xdist worker to the controller
+PROPERTY = "judgekit_verdict"
 SCENARIO = "judgekit_scenario"  # user property that carries a scenario's tally (JUnit shows it too)
 COLLECTOR = pytest.StashKey["Collector"]()
 
@@ -52,9 +53,8 @@ class Collector:
     trials: dict[tuple[str, str], dict[str, list[bool | None]]] = field(default_factory=dict)
     tests: dict[str, JudgedTest] = field(default_factory=dict)
     record: TextIO | None = None
-    escalated: dict[str, int] = field(
-        default_factory=dict
-    )  # per criterion: verdicts escalated to a person
+    # per criterion: verdicts escalated to a person
+    escalated: dict[str, int] = field(default_factory=dict)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         judged = self.tests.get(report.nodeid)
@@ -70,7 +70,9 @@ class Collector:
         judged.seen = len(properties)
         if report.when == "call" and not report.passed:
             judged.outcome_ok = False  # failed, xfailed, or a rerun's failed attempt
-        for name, value in fresh:
+        for name, found in fresh:
+            # Both properties hold the JSON object the fixture or the scenario wrote (judging.py).
+            value = cast("dict[str, Any]", found)
             if name == SCENARIO:
                 tally = Scenario.from_dict(value)
                 judged.tally = (
@@ -98,9 +100,14 @@ class Collector:
                 out[nodeid] = judged.outcome_ok and judged.checks_ok
         return out
 
-    def _record(self, nodeid: str, criterion: str, passed: bool | None, text: dict | None) -> None:
-        """One JSONL row per verdict, in the shape `judgekit monitor` reads; with --judgekit-record-text,
-        its input, output, context and reason too (secrets redacted, as everywhere judgekit writes)."""
+    def _record(
+        self, nodeid: str, criterion: str, passed: bool | None, text: dict[str, str | None] | None
+    ) -> None:
+        """One JSONL row per verdict, in the shape `judgekit monitor` reads.
+
+        With --judgekit-record-text, its input, output, context and reason too (secrets redacted,
+        as everywhere judgekit writes).
+        """
         if self.record is None:
             return
         row = {
@@ -144,11 +151,14 @@ def suite_short(config: pytest.Config) -> str | None:
     scenarios = collector.scenarios()
     passed = sum(scenarios.values())
     if not scenarios:
-        return f"no judged scenario ran, so none shows the suite clears judgekit_min_scenario_pass_rate {rate:.2f}"
+        return (
+            "no judged scenario ran, so none shows the suite clears "
+            f"judgekit_min_scenario_pass_rate {rate:.2f}"
+        )
     if passed / len(scenarios) < rate:
         return (
-            f"{passed} of {len(scenarios)} judged scenarios passed ({passed / len(scenarios):.0%}), below "
-            f"judgekit_min_scenario_pass_rate {rate:.2f}"
+            f"{passed} of {len(scenarios)} judged scenarios passed "
+            f"({passed / len(scenarios):.0%}), below judgekit_min_scenario_pass_rate {rate:.2f}"
         )
     return None
 
@@ -254,7 +264,8 @@ def _pass_k_line(terminalreporter: Any, collector: Collector, criterion_id: str)
 
 
 def _scenario_lines(terminalreporter: Any, collector: Collector, config: pytest.Config) -> None:
-    """Steps -> scenarios -> suite, with each scenario that ran several times and each that failed."""
+    """Steps -> scenarios -> suite, with each scenario that ran several times and each that
+    failed."""
     verdicts = [v for values in collector.by_criterion.values() for v in values]
     scenarios = collector.scenarios()
     if not scenarios:
@@ -266,7 +277,7 @@ def _scenario_lines(terminalreporter: Any, collector: Collector, config: pytest.
         f"steps: {len(verdicts)} checks judged, {sum(v is True for v in verdicts)} passed, "
         f"{sum(v is False for v in verdicts)} failed, {sum(v is None for v in verdicts)} abstained"
     )
-    for nodeid, judged in collector.tests.items():
+    for judged in collector.tests.values():
         if judged.tally is not None:
             for line in judged.tally.lines():
                 terminalreporter.write_line(("  " if line.startswith("  ") else "") + line)

@@ -8,7 +8,8 @@ piece of text the prompt contains), and faults are injected by kind, by rate or 
         calibrate(Options(model="openai/judge", api_base=server.url))
 
 Run one from the shell for benchmarks: `python -m judgekit.testing --port 8555 --latency 0.1`, and
-script it per example with a verdict file: `--verdicts verdicts.jsonl` (judgekit.testing.verdict_file).
+script it per example with a verdict file: `--verdicts verdicts.jsonl`
+(judgekit.testing.verdict_file).
 """
 
 from judgekit.testing.scripts import (

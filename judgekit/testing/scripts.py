@@ -17,8 +17,9 @@ import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import TypedDict
 
-from judgekit.llm.protocol import CallError, Completion, Request
+from judgekit.llm.protocol import CallError, Completion, ErrorKind, Request
 
 FAULTS = (
     "rate_limit",
@@ -38,7 +39,7 @@ GARBAGE_TEXT = "Lorem ipsum dolor sit amet, the weather is lovely today."
 MALFORMED_TEXT = '{"reasoning": "The reply says it", "passed": tru'
 FAULT_TEXTS = {"garbage": GARBAGE_TEXT, "refusal": REFUSAL_TEXT, "malformed_json": MALFORMED_TEXT}
 # What FakeLLM raises for the faults that are no answer (FakeServer sends them over HTTP).
-FAULT_ERRORS = {
+FAULT_ERRORS: dict[str, tuple[ErrorKind, int | None]] = {
     "rate_limit": ("rate_limit", 429),
     "server_error": ("server", 500),
     "auth": ("auth", 401),
@@ -69,8 +70,11 @@ class Fault:
 class Sure:
     """A verdict and the probability the judge gives its answer token (selective judging).
 
-    >>> [t for t in logprobs_of(answer_text(Sure(True, 0.5)), Sure(True, 0.5)) if t["logprob"] < -0.1]
-    [{'token': 'true', 'logprob': -0.6931471805599453, 'bytes': [116, 114, 117, 101], 'top_logprobs': []}]
+    >>> tokens = logprobs_of(answer_text(Sure(True, 0.5)), Sure(True, 0.5))
+    >>> [(t["token"], t["logprob"], t["bytes"]) for t in tokens if t["logprob"] < -0.1]
+    [('true', -0.6931471805599453, [116, 114, 117, 101])]
+    >>> [t["top_logprobs"] for t in tokens if t["logprob"] < -0.1]
+    [[]]
     """
 
     passed: bool
@@ -85,13 +89,22 @@ SURE = 0.999  # the probability of the answer token of a plain scripted verdict
 _TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
 
 
-def logprobs_of(text: str, verdict: bool | str | Fault | Sure) -> list[dict]:
+class TokenLogprob(TypedDict):
+    """One token of an OpenAI-style `logprobs.content`."""
+
+    token: str
+    logprob: float
+    bytes: list[int]
+    top_logprobs: list[TokenLogprob]  # always empty: the doubles give no alternatives
+
+
+def logprobs_of(text: str, verdict: bool | str | Fault | Sure) -> list[TokenLogprob]:
     """An OpenAI-style `logprobs.content` for an answer: every token near certain, the verdict's
     word (`true` / `false`, or the last PASS / FAIL) at the `Sure` probability."""
     tokens = _TOKENS.findall(text)
     p = verdict.probability if isinstance(verdict, Sure) else SURE
     words = [i for i, t in enumerate(tokens) if t in ("true", "false", "PASS", "FAIL")]
-    out = []
+    out: list[TokenLogprob] = []
     for i, token in enumerate(tokens):
         logprob = math.log(p) if words and i == words[-1] else math.log(SURE) / 100
         out.append(
@@ -120,7 +133,7 @@ def script(
     """
     items = list(verdicts.items())
 
-    def answer(prompt: str) -> bool | str:
+    def answer(prompt: str) -> bool | str | Fault | Sure:
         reply = judged_reply(prompt)
         for needle, verdict in items:
             if needle in reply:
@@ -131,7 +144,8 @@ def script(
 
 
 def answer_text(verdict: bool | str | Fault | Sure) -> str:
-    """The text of a scripted answer (a Fault's, for those that are answers: garbage, refusal, malformed_json)."""
+    """The text of a scripted answer (a Fault's, for those that are answers: garbage, refusal,
+    malformed_json)."""
     if isinstance(verdict, Fault):
         return FAULT_TEXTS.get(verdict.kind, "")
     if isinstance(verdict, str):
@@ -173,7 +187,7 @@ class FakeLLM:
             verdict = decide(prompt_of(request.messages))
             if isinstance(verdict, Fault) and verdict.kind in FAULT_ERRORS:
                 kind, status = FAULT_ERRORS[verdict.kind]
-                return CallError(kind, f"scripted fault: {verdict.kind}", status=status)  # type: ignore[arg-type]
+                return CallError(kind, f"scripted fault: {verdict.kind}", status=status)
             text = answer_text(verdict)
             if not request.logprobs:
                 return text

@@ -11,6 +11,7 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping
+from typing import Any
 
 from judgekit.testing.scripts import (
     FAULT_TEXTS,
@@ -18,6 +19,7 @@ from judgekit.testing.scripts import (
     REFUSAL_TEXT,
     Answer,
     Fault,
+    Sure,
     answer_text,
     logprobs_of,
     prompt_of,
@@ -33,11 +35,14 @@ class FakeServer:
     answers with a `Fault` gets it at every request. With
     `structured_output=False` a request that asks for a response_format gets a 400, as from
     servers that do not support it. A request for `logprobs` gets them: the verdict's word at the
-    probability a `Sure` answer gives, every other token near certain. `models` gives some models answers of their own (by the name a
-    request gives, without the provider's prefix). `stats` counts outcomes.
+    probability a `Sure` answer gives, every other token near certain. `models` gives some models
+    answers of their own (by the name a request gives, without the provider's prefix). `stats`
+    counts outcomes.
     """
 
-    def __init__(
+    # Each argument is a keyword callers pass to shape the double: grouping them into one object
+    # would break every test that builds a FakeServer.
+    def __init__(  # noqa: PLR0913 - a public double's keywords, kept for its callers
         self,
         answer: Answer | None = None,
         latency: float = 0.0,
@@ -54,9 +59,8 @@ class FakeServer:
         if unknown:
             raise ValueError(f"unknown fault kind(s) {sorted(unknown)}; use {FAULTS}")
         self.answer = answer or script({}, default=True)
-        self.models = dict(
-            models or {}
-        )  # the answer of a model by the name a request gives (no provider prefix)
+        # the answer of a model by the name a request gives (no provider prefix)
+        self.models = dict(models or {})
         self.latency = latency
         self.faults = dict(faults or {})
         self.fail_first = {k: list(v) for k, v in (fail_first or {}).items()}
@@ -159,11 +163,8 @@ class FakeServer:
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 if not await self._respond(line.decode("latin-1"), body, writer, headers):
                     return
-        except (
-            ConnectionError,
-            asyncio.IncompleteReadError,
-            asyncio.CancelledError,
-        ):  # cancelled: server stopping
+        # cancelled: server stopping
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             return
         finally:
             self._writers.discard(writer)
@@ -220,20 +221,39 @@ class FakeServer:
         if fault == "reset":
             writer.transport.abort()
             return False
+        error = self._error_of(fault, request_line, headers)
+        if error is not None:
+            self._send(writer, *error)
+            return True
+        text, verdict = FAULT_TEXTS.get(fault or ""), scripted
+        if text is None:  # an answer (cut short, for a truncated body)
+            verdict = answer(prompt) if scripted is None else scripted
+            text = answer_text(verdict)
+        completion = self._completion(payload, prompt, text, verdict, fault)
+        if fault == "truncated":
+            data = json.dumps(completion).encode()
+            writer.write(self._head(200, len(data)) + data[: len(data) // 2])
+            await writer.drain()
+            writer.transport.abort()
+            return False
+        self._send(writer, 200, completion)
+        return True
+
+    def _error_of(
+        self, fault: str | None, request_line: str, headers: Mapping[str, str] | None
+    ) -> tuple[int, dict[str, Any], dict[str, str] | None] | None:
+        """The status, body and extra headers of a fault answered by an HTTP error (None for any
+        other)."""
         if fault == "rate_limit":
-            self._send(
-                writer,
+            return (
                 429,
                 {"error": {"message": "rate limit exceeded"}},
                 {"retry-after": f"{self.retry_after:g}"},
             )
-            return True
         if fault == "server_error":
-            self._send(writer, 500, {"error": {"message": "internal error"}})
-            return True
+            return 500, {"error": {"message": "internal error"}}, None
         if fault == "echo":
-            self._send(
-                writer,
+            return (
                 400,
                 {
                     "error": {
@@ -241,19 +261,24 @@ class FakeServer:
                         f"authorization: {(headers or {}).get('authorization')}"
                     }
                 },
+                None,
             )
-            return True
         if fault == "auth":
-            self._send(writer, 401, {"error": {"message": "invalid api key"}})
-            return True
+            return 401, {"error": {"message": "invalid api key"}}, None
         if fault == "bad_request":
-            self._send(writer, 400, {"error": {"message": "the model does not exist"}})
-            return True
-        text, verdict = FAULT_TEXTS.get(fault or ""), scripted
-        if text is None:  # an answer (cut short, for a truncated body)
-            verdict = answer(prompt) if scripted is None else scripted
-            text = answer_text(verdict)
-        completion = {
+            return 400, {"error": {"message": "the model does not exist"}}, None
+        return None
+
+    def _completion(
+        self,
+        payload: dict[str, Any],
+        prompt: str,
+        text: str,
+        verdict: bool | str | Fault | Sure | None,
+        fault: str | None,
+    ) -> dict[str, Any]:
+        """The chat completion that answers `text`, with log-probabilities when asked."""
+        return {
             "id": f"fake-{self.requests}",
             "object": "chat.completion",
             "created": int(time.time()),
@@ -280,14 +305,6 @@ class FakeServer:
                 "total_tokens": (len(prompt) + len(text)) // 4,
             },
         }
-        if fault == "truncated":
-            data = json.dumps(completion).encode()
-            writer.write(self._head(200, len(data)) + data[: len(data) // 2])
-            await writer.drain()
-            writer.transport.abort()
-            return False
-        self._send(writer, 200, completion)
-        return True
 
     @staticmethod
     def _head(status: int, length: int, extra: Mapping[str, str] | None = None) -> bytes:

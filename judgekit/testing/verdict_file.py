@@ -2,8 +2,8 @@
 --verdicts FILE`: JSONL, CSV or YAML records, one per example,
 
     {"id": "p1", "verdict": "pass"}
-    {"id": "f2", "verdict": "rate_limit"}          <- a fault kind: every request of f2 gets it
-    {"match": "I've blocked", "verdict": "fail"}    <- by a piece of the reply, as FakeServer scripts
+    {"id": "f2", "verdict": "rate_limit"}        <- a fault kind: every request of f2 gets it
+    {"match": "I've blocked", "verdict": "fail"}  <- by a piece of the reply, as FakeServer scripts
 
 `verdict` is pass, fail or a fault kind (judgekit.testing.FAULTS). A prompt never holds an
 example's id, so an `id` is found by its output text: its calibration set (in `--sets`; the one
@@ -16,7 +16,8 @@ is its when the judged reply contains `match`. Examples the file does not list g
 >>> answer = scripted({"reply one": True, "reply": Fault("hang")}, {}, default=False)
 >>> answer("<output>\\nreply one\\n</output>"), answer("<output>\\nreply two\\n</output>")
 (True, False)
->>> answer("Judge this: reply one, then PASS or FAIL")  # no <output> block: contained, longest first
+>>> # no <output> block: contained, longest first
+>>> answer("Judge this: reply one, then PASS or FAIL")
 True
 """
 
