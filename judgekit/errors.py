@@ -6,9 +6,9 @@
      └── JudgeError               the judge could not be asked
           ├── ProviderUnreachable the provider refused every connection; the run stopped early
           ├── ProviderAuthError   the provider rejected the credentials; the run stopped early
-          ├── ProviderRejects     the provider refused every request as malformed; the run stopped early
+          ├── ProviderRejects     the provider refused every request as malformed; run stopped early
           ├── CallsFailed         every call for a criterion failed: there is nothing to calibrate
-          └── ModelUnavailable    a local model cannot be run here (extra not installed, no such file)
+          └── ModelUnavailable    a local model cannot run here (extra not installed, no such file)
 
 Each error composes its own message from its fields, and says where and how to fix it.
 """
@@ -41,7 +41,8 @@ class InputError(JudgekitError):
 
     >>> str(InputError([Problem("criteria/a.yaml", "question", "field required")]))
     '1 problem in the input:\\n  criteria/a.yaml:question: field required'
-    >>> str(InputError([Problem("a.csv", f"row {i}", "bad") for i in range(3)], shown=1)).splitlines()[1:]
+    >>> error = InputError([Problem("a.csv", f"row {i}", "bad") for i in range(3)], shown=1)
+    >>> str(error).splitlines()[1:]
     ['  a.csv:row 0: bad', '  ... and 2 more']
     """
 
@@ -92,7 +93,8 @@ class ProviderUnreachable(JudgeError):
         super().__init__(
             f"the provider for model {model!r}{where} could not be reached ({cause}). "
             "Check that the server is up and the address (--api-base) is right; "
-            "with a cache (as `judgekit calibrate` uses), verdicts finished so far are kept and a re-run resumes."
+            "with a cache (as `judgekit calibrate` uses), verdicts finished so far are kept "
+            "and a re-run resumes."
         )
 
 
@@ -101,7 +103,8 @@ class ProviderAuthError(JudgeError):
         self.model, self.cause = model, cause
         super().__init__(
             f"the provider rejected the credentials for model {model!r} ({cause}). "
-            "Set the provider's API key in the environment (for example OPENAI_API_KEY) and run again."
+            "Set the provider's API key in the environment (for example OPENAI_API_KEY) "
+            "and run again."
         )
 
 
@@ -116,7 +119,8 @@ class ProviderRejects(JudgeError):
         self.model, self.cause = model, cause
         super().__init__(
             f"the provider refused every request for model {model!r} ({cause}). "
-            "Check the model name (with its provider prefix, e.g. openai/gpt-4o-mini) and --api-base."
+            "Check the model name (with its provider prefix, e.g. openai/gpt-4o-mini) "
+            "and --api-base."
         )
 
 
@@ -126,7 +130,9 @@ class CallsFailed(JudgeError):
     def __init__(self, criterion: str, model: str, examples: int, cause: str):
         self.criterion, self.model, self.examples, self.cause = criterion, model, examples, cause
         super().__init__(
-            f"every call to the judge of criterion {criterion!r} (model {model!r}, {examples} examples) failed: "
-            f"{cause}. Nothing was written. Check the provider (--api-base, the key, its status) and run again; "
+            f"every call to the judge of criterion {criterion!r} (model {model!r}, "
+            f"{examples} examples) failed: "
+            f"{cause}. Nothing was written. Check the provider (--api-base, the key, its status) "
+            "and run again; "
             "answers received for other criteria are cached."
         )

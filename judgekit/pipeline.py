@@ -3,7 +3,8 @@
 
 >>> from pathlib import Path
 >>> project = Path(__file__).resolve().parent.parent  # the repository's bundled criteria and sets
->>> report = calibrate(Options(criteria_dir=project / "criteria", sets_dir=project / "calibration_sets",
+>>> report = calibrate(Options(criteria_dir=project / "criteria",
+...                            sets_dir=project / "calibration_sets",
 ...                            criterion_ids=["no-email-address"]))
 >>> report.criteria[0].n, report.criteria[0].metrics["tpr"]
 (40, 1.0)
@@ -45,7 +46,6 @@ from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
 from judgekit.llm.transports import check_api_base
 from judgekit.report.model import (
-    ById,
     ConfusionCounts,
     CriterionReport,
     Disagreement,
@@ -58,7 +58,7 @@ from judgekit.report.model import (
     consistency,
     slices,
 )
-from judgekit.report.parts import Certificate, agreement, certificate_of, check_drawn
+from judgekit.report.parts import ById, Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.render import finite
 from judgekit.secrets import public_url
 
@@ -104,7 +104,8 @@ def calibrate(
     options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
 ) -> Report:
     """Calibrate every chosen criterion and return the report (nothing is written). Works inside a
-    running event loop too (a notebook, an async test); there, `await acalibrate(...)` is the same."""
+    running event loop too (a notebook, an async test); there, `await acalibrate(...)` is the
+    same."""
     return run_sync(acalibrate(options, llm, progress))
 
 
@@ -128,8 +129,8 @@ async def acalibrate(
     stops: dict[str, Stop] = {}
     gold: dict[str, dict[str, Verdict]] = {}
     escalated: dict[str, list[list[Verdict]]] = {}
-    if ready.pending:
-        run = await judge_sets(ready.pending, sets, models, ready.settings, llm, progress)  # type: ignore[arg-type]
+    if ready.settings is not None:  # made exactly when criteria are left to judge (_prepare)
+        run = await judge_sets(ready.pending, sets, models, ready.settings, llm, progress)
         for c in ready.pending:
             check_some_call_answered(c.id, models[c.id], run.verdicts[c.id])
         trials_by_criterion.update(run.verdicts)
@@ -194,8 +195,11 @@ async def _escalations(
         )
         for c in cascade
     }
-    models = {c.id: c.judge.escalate_to.model for c in cascade}  # type: ignore[union-attr]
-    run = await judge_sets(cascade, sets, models, replace(settings, stop_early=None), llm)  # type: ignore[arg-type]
+    models = {
+        c.id: c.judge.escalate_to.model for c in cascade if c.judge.escalate_to is not None
+    }  # every one of the cascade: it was chosen for its escalate_to
+    # a new list, of the element type judge_sets takes (a list is invariant in it)
+    run = await judge_sets([*cascade], sets, models, replace(settings, stop_early=None), llm)
     for c in cascade:
         check_some_call_answered(c.id, models[c.id], run.verdicts[c.id])
     return run.verdicts
@@ -203,8 +207,8 @@ async def _escalations(
 
 def dry_run(options: Options, llm: LLM | None = None) -> list[Estimate]:
     """What `calibrate(options)` would ask, per criterion, asking nothing and writing nothing: the
-    calls to make, the answers cached, the prompt tokens, the cost at most (judgekit.judging.dry_run).
-    The inputs are checked as `calibrate` checks them."""
+    calls to make, the answers cached, the prompt tokens, the cost at most
+    (judgekit.judging.dry_run). The inputs are checked as `calibrate` checks them."""
     ready = _prepare(options, datetime.now(UTC))
     return estimate(ready.criteria, ready.sets, ready.models, ready.sources, ready.settings, llm)
 
@@ -226,25 +230,7 @@ class _Ready:
 
 
 def _prepare(options: Options, started: datetime) -> _Ready:
-    check_api_base(options.api_base)
-    problems: list[Problem] = []
-    try:
-        criteria, whole_sets = load_inputs(
-            options.criteria_dir, options.sets_dir, options.criterion_ids
-        )
-    except InputError as error:
-        problems += error.problems
-    verdicts_digest = None
-    if (
-        options.verdicts is not None and problems
-    ):  # its own problems are listed beside the criteria's and sets'
-        try:
-            for _ in iter_recorded(options.verdicts):
-                pass
-        except InputError as error:
-            problems += error.problems
-    if problems:
-        raise InputError(problems)
+    criteria, whole_sets = _load(options)
     sets = chosen = select_split(whole_sets, options.split)
     drawn = [cid for cid, s in sets.items() if any(e.selection for e in s.examples)]
     if options.stop_early and drawn:
@@ -252,7 +238,8 @@ def _prepare(options: Options, started: datetime) -> _Ready:
             f"calibration_sets/{drawn[0]}",
             "selection",
             "early stopping counts examples alike, "
-            "and this set holds examples drawn by the judge's verdict; calibrate without --stop-early",
+            "and this set holds examples drawn by the judge's verdict; "
+            "calibrate without --stop-early",
         )
     for cid in drawn if not options.canary else ():  # before any judge is paid for
         check_drawn(sets[cid], whole_sets[cid])
@@ -261,39 +248,11 @@ def _prepare(options: Options, started: datetime) -> _Ready:
     criteria = [with_trials(c, options.trials) for c in criteria]
     trials_by_criterion: dict[str, list[list[Verdict]]] = {}
     sources: dict[str, str] = {}
-
+    verdicts_digest = None
     if options.verdicts is not None:
-        # Match against the whole set (a verdict file covers every split), then keep the chosen split; the
-        # records are read as they are matched, never held all at once, and the digest (into the report and
-        # the history, beside the file's name) is of the bytes read.
-        source = open_source(options.verdicts) if options.verdicts.is_file() else None
-        matched = match_file(
-            options.verdicts,
-            (r for _, r in iter_recorded(options.verdicts, source=source)),
-            {c.id: whole_sets[c.id] for c in criteria},
-            {c.id: c.no_claims for c in criteria if isinstance(c, ClaimsCriterion)},
+        trials_by_criterion, sources, verdicts_digest = _recorded(
+            options.verdicts, options, criteria, whole_sets, sets
         )
-        verdicts_digest = source.digest if source is not None else None
-        recorded = [c for c in criteria if c.id in matched.trials]
-        live = [
-            Problem(
-                str(options.verdicts),
-                c.id,
-                "has no verdicts for this LLM criterion; add them or choose "
-                "criteria with --criterion",
-            )
-            for c in criteria
-            if isinstance(c, JUDGED) and c not in recorded
-        ]
-        if live or matched.problems:
-            raise InputError(live + matched.problems)
-        for cid, trials in matched.trials.items():
-            kept = {e.id for e in sets[cid].examples}
-            trials_by_criterion[cid] = [t for t in trials if t[0].example_id in kept]
-        sources.update(
-            {c.id: matched.provenance(c, options.model, options.verdicts) for c in recorded}
-        )
-
     for criterion in criteria:
         if isinstance(criterion, RegexCriterion) and criterion.id not in trials_by_criterion:
             at = started.timestamp()
@@ -319,12 +278,76 @@ def _prepare(options: Options, started: datetime) -> _Ready:
     )
 
 
+def _load(options: Options) -> tuple[list[Criterion], dict[str, CalibrationSet]]:
+    """The chosen criteria and their whole sets; an InputError listing every problem of them and,
+    beside those, of the verdict file."""
+    check_api_base(options.api_base)
+    problems: list[Problem] = []
+    try:
+        criteria, whole_sets = load_inputs(
+            options.criteria_dir, options.sets_dir, options.criterion_ids
+        )
+    except InputError as error:
+        problems += error.problems
+    if (
+        options.verdicts is not None and problems
+    ):  # its own problems are listed beside the criteria's and sets'
+        try:
+            for _ in iter_recorded(options.verdicts):
+                pass
+        except InputError as error:
+            problems += error.problems
+    if problems:
+        raise InputError(problems)
+    return criteria, whole_sets
+
+
+def _recorded(
+    verdicts: Path,
+    options: Options,
+    criteria: list[Criterion],
+    whole_sets: dict[str, CalibrationSet],
+    sets: dict[str, CalibrationSet],
+) -> tuple[dict[str, list[list[Verdict]]], dict[str, str], str | None]:
+    """The verdicts the file records, by criterion (of the chosen split), whose they are, and the
+    digest of its bytes; an InputError when it lacks an LLM criterion's or does not match."""
+    # Match against the whole set (a verdict file covers every split), then keep the chosen split;
+    # the records are read as they are matched, never held all at once, and the digest (into the
+    # report and the history, beside the file's name) is of the bytes read.
+    source = open_source(verdicts) if verdicts.is_file() else None
+    matched = match_file(
+        verdicts,
+        (r for _, r in iter_recorded(verdicts, source=source)),
+        {c.id: whole_sets[c.id] for c in criteria},
+        {c.id: c.no_claims for c in criteria if isinstance(c, ClaimsCriterion)},
+    )
+    recorded = [c for c in criteria if c.id in matched.trials]
+    live = [
+        Problem(
+            str(verdicts),
+            c.id,
+            "has no verdicts for this LLM criterion; add them or choose criteria with --criterion",
+        )
+        for c in criteria
+        if isinstance(c, JUDGED) and c not in recorded
+    ]
+    if live or matched.problems:
+        raise InputError(live + matched.problems)
+    trials_by_criterion: dict[str, list[list[Verdict]]] = {}
+    for cid, trials in matched.trials.items():
+        kept = {e.id for e in sets[cid].examples}
+        trials_by_criterion[cid] = [t for t in trials if t[0].example_id in kept]
+    sources = {c.id: matched.provenance(c, options.model, verdicts) for c in recorded}
+    return trials_by_criterion, sources, source.digest if source is not None else None
+
+
 def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
     """How the judges of these criteria are asked, as `options` say, under the project's policy."""
     policy = (
         options.policy or Policy.load()
     )  # the project's policy: judgekit.yaml / pyproject.toml here
     ages = [policy.for_criterion(cid).max_age for cid in criterion_ids]
+    given = [a for a in ages if a]
     return RunSettings(
         api_base=options.api_base,
         concurrency=options.concurrency,
@@ -334,7 +357,9 @@ def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
         via=options.via,
         structured=options.structured,
         # Evidence older than the gate accepts is asked again rather than served from the cache.
-        max_age_s=min(parse_duration(a).total_seconds() for a in ages) if all(ages) else None,
+        max_age_s=min(parse_duration(a).total_seconds() for a in given)
+        if len(given) == len(ages)
+        else None,
         stop_early={cid: policy.for_criterion(cid) for cid in criterion_ids}
         if options.stop_early
         else None,
@@ -350,7 +375,7 @@ _OUTCOMES = {
 
 
 @bulk()
-def criterion_report(
+def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positionally
     criterion: Criterion,
     cal: CalibrationSet,
     all_trials: list[list[Verdict]],
@@ -421,7 +446,8 @@ def criterion_report(
         gold = recorded_gold(cal.examples, final, criterion.no_claims)
     k = result.confusion
     times = [v.obtained_at for trials in all_trials for v in trials if v.obtained_at is not None]
-    # Verdicts another judge recorded are its; judgekit's own (live, by code, or read back) carry its fingerprint.
+    # Verdicts another judge recorded are its; judgekit's own (live, by code, or read back) carry
+    # its fingerprint.
     mark = None if source.startswith("recorded:") else own[:JUDGE_ID]
     return CriterionReport(
         id=criterion.id,
@@ -484,7 +510,8 @@ def _certificate(
     selective: Selective | None,
     source: str,
 ) -> Certificate | None:
-    """A selective criterion's certificate: its judge's, then the one it escalates to, on the same examples."""
+    """A selective criterion's certificate: its judge's, then the one it escalates to, on the same
+    examples."""
     if selective is None or isinstance(criterion, RegexCriterion):
         return None
     stages, models = [final], [model]

@@ -28,7 +28,8 @@ class CriterionFile:
 
 
 def criterion_paths(directory: Path) -> list[Path]:
-    """The criterion files of a folder (`*.yaml`, `*.yml`), sorted; a missing or empty folder is an InputError."""
+    """The criterion files of a folder (`*.yaml`, `*.yml`), sorted; a missing or empty folder is an
+    InputError."""
     if not directory.is_dir():
         raise InputError.one(
             directory,
@@ -51,7 +52,8 @@ def criterion_files(directory: Path) -> dict[str, CriterionFile]:
 
 
 def find_set(directory: Path, criterion_id: str) -> Path:
-    """The calibration set of a criterion: `<directory>/<id>.jsonl`, `.yaml`, `.yml` or `.csv`, exactly one."""
+    """The calibration set of a criterion: `<directory>/<id>.jsonl`, `.yaml`, `.yml` or `.csv`,
+    exactly one."""
     found = [
         directory / f"{criterion_id}{suffix}"
         for suffix in RECORD_SUFFIXES
@@ -77,7 +79,8 @@ def find_set(directory: Path, criterion_id: str) -> Path:
 def unknown_criteria(
     wanted: Iterable[str], known: Iterable[str], where: Path | str
 ) -> list[Problem]:
-    """A problem for each wanted criterion id that is not among the known ones (a typo, not a no-op)."""
+    """A problem for each wanted criterion id that is not among the known ones (a typo, not a
+    no-op)."""
     known = set(known)
     return [
         Problem(str(where), cid, f"no such criterion; known: {', '.join(sorted(known))}")

@@ -10,7 +10,8 @@ A criterion lives in `criteria/<id>.yaml`:
     inputs: [input, output]
     judge: {model: local/smollm2, temperature: 0}
 
->>> c = RegexCriterion(id="no-email", kind="regex", question="Is the reply free of email addresses?",
+>>> c = RegexCriterion(id="no-email", kind="regex",
+...                    question="Is the reply free of email addresses?",
 ...                    pattern=r"[\\w.]+@[\\w.]+", match_means="fail")
 >>> c.explain({"output": "write to a@b.org"})
 (False, "output matches 'a@b.org'")
@@ -42,6 +43,7 @@ ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 ExampleField = Literal[
     "input", "output", "context"
 ]  # the fields of an example a judge may be shown
+_INPUTS: tuple[ExampleField, ...] = ("input", "output")  # an LLM criterion's, unless it says
 PLACEHOLDERS = {"question", "pass_when", "fail_when", "examples", "input", "output", "context"}
 
 
@@ -137,7 +139,7 @@ class LLMCriterion(CriterionBase):
     kind: Literal["llm"] = "llm"
     pass_when: str | None = None
     fail_when: str | None = None
-    inputs: list[ExampleField] = Field(default_factory=lambda: ["input", "output"], min_length=1)
+    inputs: list[ExampleField] = Field(default_factory=lambda: list(_INPUTS), min_length=1)
     examples: list[FewShot] = Field(
         default_factory=list, description="Few-shot examples shown to the judge."
     )
@@ -181,8 +183,10 @@ class RegexCriterion(CriterionBase):
                 raise ValueError(f"is not a valid regular expression: {detail}") from None
             raise ValueError(
                 f"uses what RE2, the linear-time engine judgekit matches patterns with, cannot run "
-                f"({detail}); rewrite the pattern without lookarounds such as (?=...), (?!...), (?<=...) "
-                r"or backreferences such as \1 (and write Python's \Z as \z), or check the fact with "
+                f"({detail}); rewrite the pattern without lookarounds such as "
+                "(?=...), (?!...), (?<=...) "
+                r"or backreferences such as \1 (and write Python's \Z as \z), "
+                "or check the fact with "
                 "an llm criterion"
             ) from None
         return value
@@ -319,8 +323,8 @@ def load_criterion(path: Path) -> Criterion:
 
 
 def load_variant(path: Path, criterion_id: str) -> Criterion:
-    """A prompt variant of a criterion (`judgekit compare --variant criteria/variants/ID.NAME.yaml`):
-    a whole criterion file of the same id, its wording, few-shot examples or settings changed."""
+    """A prompt variant of a criterion: a whole criterion file of the same id, its wording, few-shot
+    examples or settings changed (`judgekit compare --variant criteria/variants/ID.NAME.yaml`)."""
     source = read_source(path)
     data = read_yaml(path, source.text)
     if not isinstance(data, dict):
@@ -347,7 +351,8 @@ def load_criteria(directory: Path) -> list[Criterion]:
 def read_criteria(directory: Path) -> tuple[list[Criterion], dict[str, list[Problem]]]:
     """The criteria of a folder that load, and the problems of each file that does not, by its
     name (the id its criterion must have), so that its calibration set can still be checked."""
-    criteria, failed = [], {}
+    criteria: list[Criterion] = []
+    failed: dict[str, list[Problem]] = {}
     for path in criterion_paths(directory):
         try:
             criteria.append(load_criterion(path))

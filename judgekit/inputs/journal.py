@@ -1,7 +1,7 @@
 """Writing in place without tearing: bytes written at an offset, all of them, on disk before the
 call returns; and a rollback journal, so that a write cut off part way (the process killed, the
-power cut) is undone on the next use of the file instead of leaving old and new bytes mixed.
-Used by judgekit.inputs.label_writer, which writes labels into sets while other programs append, and by
+power cut) is undone on the next use of the file instead of leaving old and new bytes mixed. Used by
+judgekit.inputs.label_writer, which writes labels into sets while other programs append, and by
 judgekit.inputs.merge, which adds records to a set and blanks them out of the file they came from;
 both through `change_locked`.
 """
@@ -76,7 +76,8 @@ class RolledBack:
                 "label it again",
             )
         return (
-            f"{self.path}: {what} was cut off while it was being written (the program writing it stopped), "
+            f"{self.path}: {what} was cut off while it was being written "
+            "(the program writing it stopped), "
             f"and was rolled back; {again}"
         )
 
@@ -142,7 +143,7 @@ def _journal(path: Path) -> Path:
 def write_journaled(
     path: Path, fd: int, entry: JournalEntry, pwrite: Callable[[int, bytes, int], int]
 ) -> None:
-    """Write entry.new at entry.offset, with the journal on disk for as long as the file may be torn."""
+    """Write entry.new at entry.offset, the journal on disk for as long as the file may be torn."""
     journal = _journal(path)
     os.fsync(
         fd
@@ -169,7 +170,8 @@ _ATTEMPTS = 20  # reads, about two seconds, before a file that keeps changing is
 
 Change = Callable[[bytes], "tuple[int, int, bytes]"]
 """From the file's bytes, the span to replace and the bytes that replace it (never fewer); an
-InputError when the bytes hold no such span (the file is wrong, or half-written by another program)."""
+InputError when the bytes hold no such span (the file is wrong, or half-written by another
+program)."""
 
 
 def change_in_place(
@@ -309,9 +311,9 @@ def _sync_folder(path: Path) -> None:
 
 
 def _splice(fd: int, data: bytes, start: int, stop: int, new: bytes) -> tuple[bytes, bytes] | None:
-    """Make room for `new` in place of data[start:stop] in the open file, carrying along whatever was
-    appended after `data`: the bytes from `start` on as they are and as they are to be written; None,
-    with no byte of the file changed but blank lines, if it changed otherwise.
+    """Make room for `new` in place of data[start:stop] in the open file, carrying along whatever
+    was appended after `data`: the bytes from `start` on as they are and as they are to be written;
+    None, with no byte of the file changed but blank lines, if it changed otherwise.
 
     The file first grows by the bytes the record gains: newlines written as an appender writes
     (O_APPEND), so they land after every record appended so far, and every later one after them.

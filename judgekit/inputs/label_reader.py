@@ -58,7 +58,8 @@ class Labelled:
     id: str
     label: bool
     split: str | None
-    # how it was drawn from a pool (`judgekit label --next`): pool, stratum, every stratum's size, position
+    # how it was drawn from a pool (`judgekit label --next`): pool, stratum, every stratum's
+    # size, position
     selection: tuple[str, str, tuple[tuple[str, int], ...], int] | None = None
 
 

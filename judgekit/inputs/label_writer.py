@@ -8,7 +8,7 @@ in a journal beside the file (`.NAME.journal`, judgekit.inputs.journal); the nex
 (`recover`, which `write_label` and the page call first) puts them back if the write did not finish.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: the function `annotations` below would shadow it.
 
 import csv
 import io
@@ -34,7 +34,7 @@ def _text(path: Path, data: bytes | None = None) -> str:
 
 
 def csv_rows(path: Path, text: str) -> tuple[list[str], list[tuple[int, int, list[str]]]]:
-    """A CSV's header and each row with the character span it occupies, so one row can be replaced."""
+    """A CSV's header and each row with the character span it holds, so one row can be replaced."""
     csv.field_size_limit(1 << 30)  # a long reply is one cell, not an error
     header: list[str] = []
     rows = []
@@ -106,8 +106,9 @@ def read_records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
 
 
 def annotations(record: dict[str, Any]) -> dict[str, bool]:
-    """The annotators' labels of a record: its `labels` mapping, or a CSV's filled `labels.<name>` cells."""
-    found = record.get("labels") if isinstance(record.get("labels"), dict) else {}
+    """A record's annotator labels: its `labels` mapping or a CSV's filled `labels.<name>` cells."""
+    given = record.get("labels")
+    found: dict[str, Any] = given if isinstance(given, dict) else {}
     found = {
         **found,
         **{
@@ -127,8 +128,9 @@ def is_annotated(record: dict[str, Any]) -> bool:
 
 
 def label_of(record: dict[str, Any], annotator: str | None = None) -> bool | None:
-    """The record's label as the set loader reads it, or with `annotator` that annotator's; None when
-    it has none yet. Annotators' labels count as labelled; so, for an annotator, does `passed`."""
+    """The record's label as the set loader reads it, or with `annotator` that annotator's; None
+    when it has none yet. Annotators' labels count as labelled; so, for an annotator, does
+    `passed`."""
     value = parse_bool(record.get("passed"))
     if isinstance(value, bool):
         return value
@@ -164,8 +166,8 @@ def write_label(
 ) -> RolledBack | None:
     """Set one record's `passed` (with `annotator`, that annotator's label in `labels`, or a CSV's
     `labels.<name>` column), leaving every other byte of the file as it was and keeping every record
-    others append meanwhile (a CSV without the column gets it, in every row); the label of an earlier
-    write cut off part way, if one was found and undone first (see `recover`).
+    others append meanwhile (a CSV without the column gets it, in every row); the label of an
+    earlier write cut off part way, if one was found and undone first (see `recover`).
 
     The file is changed in place and journaled, as judgekit.inputs.journal.change_locked says; a
     file that keeps changing for about two seconds is refused with an error saying so.
@@ -281,5 +283,5 @@ def _change(
         csv.writer(out, lineterminator=ending, quoting=quoting).writerow(row)
         if len(out.getvalue().encode()) >= width:
             break
-    # Still shorter (it was quoted throughout): blank lines make up the rest, which CSV readers skip.
+    # Still shorter (it was quoted throughout): blank lines make up the rest; CSV readers skip them.
     return replaced(out.getvalue() + "\n" * (width - len(out.getvalue().encode())))

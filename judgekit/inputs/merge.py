@@ -131,20 +131,8 @@ class _Plan:
 
 
 def _check(new: Path, set_path: Path, criterion: Criterion, labelled_only: bool) -> _Plan:
-    """What the merge will do, or an InputError listing every problem of the new file and the set."""
-    problems: list[Problem] = []
-    held: dict[str, Example] = {}
-    if set_path.exists() and any(True for _ in iter_records(set_path, read_source(set_path).text)):
-        loaded, found = read_set(set_path, criterion.id)
-        problems += [
-            Problem(
-                p.source,
-                p.location,
-                f"{p.message} (the set must load before examples are merged into it)",
-            )
-            for p in found
-        ]
-        held = {e.id: e for e in loaded.examples}
+    """What the merge will do, or an InputError listing every problem of the new file and set."""
+    held, problems = _held(set_path, criterion)
     plan, examples = _Plan(), []
     for where, record in set_records(new, read_source(new).text):
         if isinstance(record, Problem):
@@ -164,44 +152,13 @@ def _check(new: Path, set_path: Path, criterion: Criterion, labelled_only: bool)
                 )
             )
             continue
-        try:
-            example = Example.model_validate(record)
-        except ValidationError as error:
-            problems += problems_of(error, str(new), where)
-            continue
-        if example.id in held:
-            if held[example.id] == example:
-                plan.already.append(
-                    example.id
-                )  # moved by a merge cut off before it blanked it here
-            else:
-                problems.append(
-                    Problem(
-                        str(new),
-                        where,
-                        f"the id {example.id!r} is already in {set_path} with other "
-                        "content; give this example another id, or remove one of the two",
-                    )
-                )
-            continue
-        if set_path.suffix.lower() == ".csv" and record.get("claims"):
-            problems.append(
-                Problem(
-                    str(new),
-                    where,
-                    "has labelled claims, which a CSV set cannot hold; merge it "
-                    "into a JSONL set, or remove its claims",
-                )
-            )
-            continue
-        examples.append(example)
-        plan.records.append(record)
-        plan.moved.append(example.id)
-    for check in (check_leakage, check_context):
-        try:
-            check(criterion, CalibrationSet(criterion.id, new, tuple(examples)))
-        except InputError as error:
-            problems += error.problems
+        example, found = _admit(new, where, record, set_path, held, plan)
+        problems += found
+        if example is not None:
+            examples.append(example)
+            plan.records.append(record)
+            plan.moved.append(example.id)
+    problems += _set_problems(criterion, new, examples)
     if not problems and not plan.moved and not plan.already:
         problems.append(
             Problem(
@@ -215,8 +172,75 @@ def _check(new: Path, set_path: Path, criterion: Criterion, labelled_only: bool)
     return plan
 
 
+def _held(set_path: Path, criterion: Criterion) -> tuple[dict[str, Example], list[Problem]]:
+    """The examples the set holds already, by id, and the problems that keep it from loading."""
+    if not set_path.exists() or not any(
+        True for _ in iter_records(set_path, read_source(set_path).text)
+    ):
+        return {}, []
+    loaded, found = read_set(set_path, criterion.id)
+    problems = [
+        Problem(
+            p.source,
+            p.location,
+            f"{p.message} (the set must load before examples are merged into it)",
+        )
+        for p in found
+    ]
+    return {e.id: e for e in loaded.examples}, problems
+
+
+def _admit(
+    new: Path,
+    where: str,
+    record: dict[str, Any],
+    set_path: Path,
+    held: dict[str, Example],
+    plan: _Plan,
+) -> tuple[Example | None, list[Problem]]:
+    """A labelled record as the example to add, or None with its problems; one the set already
+    holds, identical, goes to `plan.already` instead."""
+    try:
+        example = Example.model_validate(record)
+    except ValidationError as error:
+        return None, problems_of(error, str(new), where)
+    if example.id in held:
+        if held[example.id] == example:
+            plan.already.append(example.id)  # moved by a merge cut off before it blanked it here
+            return None, []
+        return None, [
+            Problem(
+                str(new),
+                where,
+                f"the id {example.id!r} is already in {set_path} with other "
+                "content; give this example another id, or remove one of the two",
+            )
+        ]
+    if set_path.suffix.lower() == ".csv" and record.get("claims"):
+        return None, [
+            Problem(
+                str(new),
+                where,
+                "has labelled claims, which a CSV set cannot hold; merge it "
+                "into a JSONL set, or remove its claims",
+            )
+        ]
+    return example, []
+
+
+def _set_problems(criterion: Criterion, new: Path, examples: list[Example]) -> list[Problem]:
+    """What the set-wide checks (leakage, context) find in the examples to add."""
+    problems: list[Problem] = []
+    for check in (check_leakage, check_context):
+        try:
+            check(criterion, CalibrationSet(criterion.id, new, tuple(examples)))
+        except InputError as error:
+            problems += error.problems
+    return problems
+
+
 def _cells(record: dict[str, Any]) -> dict[str, str]:
-    """A record as a CSV row's cells, as the set loader reads them back (judgekit.inputs.label_reader)."""
+    """A record as CSV row cells, as the set loader reads them (judgekit.inputs.label_reader)."""
     out = {}
     for key, value in record.items():
         if key == "labels":
@@ -231,7 +255,7 @@ def _cells(record: dict[str, Any]) -> dict[str, str]:
 
 
 def _create(path: Path, records: list[dict[str, Any]]) -> None:
-    """A new set for the criterion: empty, or a CSV's header naming every column the records fill."""
+    """A new set for the criterion: empty, or a CSV header naming every column the records fill."""
     header = ["id", "output"]
     for record in records:
         header += [c for c in _cells(record) if c not in header]

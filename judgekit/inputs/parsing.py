@@ -24,8 +24,8 @@ _LONE_ESCAPE = re.compile(
     r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
 )
 SURROGATE_FIX = (
-    "holds a lone surrogate (half of a UTF-16 pair), which no UTF-8 file can store; write the whole "
-    "character (both halves of the pair) or remove it"
+    "holds a lone surrogate (half of a UTF-16 pair), which no UTF-8 file can store; "
+    "write the whole character (both halves of the pair) or remove it"
 )
 
 
@@ -60,7 +60,8 @@ def _loads(text: str) -> Any:
 
 
 def _surrogate_at(value: Any, path: str = "") -> str | None:
-    """Where in parsed JSON a lone surrogate is (`output`, `tags[1]`), or None; a key names its mapping."""
+    """Where in parsed JSON a lone surrogate is (`output`, `tags[1]`), or None; a key names its
+    mapping."""
     if isinstance(value, str):
         return path if _SURROGATE.search(value) else None
     if isinstance(value, dict):
@@ -157,17 +158,20 @@ def parse_json(text: str, source: str | Path, location: str = "") -> Any:
     return data
 
 
+class _Refused(Exception):
+    """What judgekit refuses in YAML that PyYAML reads: a key written twice, a lone surrogate."""
+
+    def __init__(self, problem: str, problem_mark: Any) -> None:  # a yaml Mark: PyYAML has no types
+        super().__init__(problem)
+        self.problem, self.problem_mark = problem, problem_mark
+
+
 @functools.cache
 def _yaml_loader() -> type:
     """PyYAML's safe loader, refusing a key written twice in one mapping and a lone surrogate."""
     import yaml
 
-    class Refused(yaml.MarkedYAMLError):
-        pass
-
     class Loader(yaml.SafeLoader):
-        refused = Refused
-
         def construct_mapping(self, node: Any, deep: bool = False) -> Any:
             first: dict[Any, Any] = {}
             for key_node, value_node in node.value:
@@ -178,14 +182,14 @@ def _yaml_loader() -> type:
                     continue  # a merged mapping's keys may be overridden: that is what `<<` is for
                 key = self.construct_object(key_node, deep=deep)
                 if key in first:
-                    raise Refused(
+                    raise _Refused(
                         problem=f"has the key {key!r} twice (first at line {first[key].line + 1}); "
                         "keep one (a reader would silently take the last)",
                         problem_mark=key_node.start_mark,
                     )
                 first[key] = key_node.start_mark
                 if isinstance(value_node, yaml.ScalarNode) and _SURROGATE.search(value_node.value):
-                    raise Refused(
+                    raise _Refused(
                         problem=f"{key}: {SURROGATE_FIX}", problem_mark=value_node.start_mark
                     )
             return super().construct_mapping(node, deep)
@@ -193,7 +197,7 @@ def _yaml_loader() -> type:
         def construct_scalar(self, node: Any) -> Any:
             value = super().construct_scalar(node)
             if isinstance(value, str) and _SURROGATE.search(value):
-                raise Refused(problem=f"a value {SURROGATE_FIX}", problem_mark=node.start_mark)
+                raise _Refused(problem=f"a value {SURROGATE_FIX}", problem_mark=node.start_mark)
             return value
 
     return Loader
@@ -209,7 +213,7 @@ def parse_yaml(text: str, source: str | Path) -> Any:
     try:
         loader = loader_class(text)  # checks the characters first
         return loader.get_single_data()
-    except loader_class.refused as error:
+    except _Refused as error:
         raise InputError.one(source, f"line {error.problem_mark.line + 1}", error.problem) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)

@@ -3,8 +3,10 @@ overrides, read from `[tool.judgekit.gate]` in pyproject.toml or `gate:` in judg
 
 Plain dataclasses, checked by hand: the gate reads its policy on every CI run and must start fast.
 
->>> Policy.from_mapping({"min_tpr": 0.9, "criteria": {"c": {"min_tnr": 0.7}}}, "pyproject.toml").for_criterion("c")
-Thresholds(min_tpr=0.9, min_tnr=0.7, min_kappa=None, min_examples=20, max_abstain_rate=0.1, max_flip_rate=0.2, max_age='30d', use_lower_bound=True, selective=None)
+>>> data = {"min_tpr": 0.9, "criteria": {"c": {"min_tnr": 0.7}}}
+>>> Policy.from_mapping(data, "pyproject.toml").for_criterion("c")  # doctest: +NORMALIZE_WHITESPACE
+Thresholds(min_tpr=0.9, min_tnr=0.7, min_kappa=None, min_examples=20, max_abstain_rate=0.1,
+           max_flip_rate=0.2, max_age='30d', use_lower_bound=True, selective=None)
 """
 
 from __future__ import annotations
@@ -85,7 +87,14 @@ class Selective:
         ]
         if problems:
             return None, problems
-        return cls(**{k: (v if k == "min_covered" else float(v)) for k, v in data.items()}), []
+        default = cls()  # for the keys not given
+        given = cls(
+            min_agreement=float(data.get("min_agreement", default.min_agreement)),
+            delta=float(data.get("delta", default.delta)),
+            min_coverage=float(data.get("min_coverage", default.min_coverage)),
+            min_covered=data.get("min_covered", default.min_covered),
+        )
+        return given, []
 
 
 def _open_share(value: Any) -> str | None:
@@ -257,7 +266,7 @@ class Policy:
 
     @classmethod
     def load(cls, path: Path | None = None, root: Path = Path(".")) -> Policy:
-        """From `path` (judgekit.yaml or pyproject.toml), else the first of those found in `root`."""
+        """From `path` (judgekit.yaml or pyproject.toml), else the first of those in `root`."""
         data, source = read_section("gate", path, root)
         return cls.from_mapping(data, source) if source else cls()
 

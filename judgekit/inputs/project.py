@@ -43,7 +43,7 @@ def load_inputs(
 
 
 def select_split(sets: dict[str, CalibrationSet], split: str | None) -> dict[str, CalibrationSet]:
-    """Each set narrowed to one split (all examples when `split` is None); an empty result is an error."""
+    """Each set narrowed to one split (all examples when `split` is None); none left is an error."""
     if not split:
         return sets
     chosen = {cid: s.select(split) for cid, s in sets.items()}

@@ -65,7 +65,7 @@ class Selection(Frozen):
 
 
 class Example(Frozen):
-    """One labelled example: what the user said, the reply, optional source material, the human label."""
+    """One labelled example: what the user said, the reply, any source material, the human label."""
 
     id: ExampleId
     input: str | None = None
@@ -99,7 +99,8 @@ class Example(Frozen):
             if decided is None:
                 yes = sum(self.labels.values())
                 raise ValueError(
-                    f"the annotators are tied ({yes} pass, {len(self.labels) - yes} fail); add another "
+                    f"the annotators are tied ({yes} pass, {len(self.labels) - yes} fail); "
+                    "add another "
                     "annotator's label or remove the example"
                 )
             if self.passed is not None and self.passed != decided:
@@ -149,9 +150,9 @@ class CalibrationSet:
         )
 
     def canary(self, size: int) -> CalibrationSet:
-        """A frozen subset of `size` examples, half labelled pass and half fail where the set allows:
-        chosen by a hash of each example's id, so the same examples come back every day, and adding
-        examples to the set changes the subset only where a new id sorts first."""
+        """A frozen subset of `size` examples, half labelled pass and half fail where the set
+        allows: chosen by a hash of each example's id, so the same examples come back every day, and
+        adding examples to the set changes the subset only where a new id sorts first."""
 
         def rank(example: Example) -> str:
             return hashlib.sha256(f"{self.criterion_id}\0{example.id}".encode()).hexdigest()

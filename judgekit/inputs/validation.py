@@ -7,8 +7,10 @@ rejected), and pydantic's errors turned into judgekit's problems, one per field.
 >>> try:
 ...     Thing.model_validate({"n": "x", "m": 1})
 ... except ValidationError as error:
-...     [str(p) for p in problems_of(error, "thing.yaml")]
-['thing.yaml:n: Input should be a valid integer, unable to parse string as an integer', 'thing.yaml:m: unknown key; remove it or check its spelling']
+...     for p in problems_of(error, "thing.yaml"):
+...         print(p)
+thing.yaml:n: Input should be a valid integer, unable to parse string as an integer
+thing.yaml:m: unknown key; remove it or check its spelling
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from judgekit.errors import Problem
 
 
 class Frozen(BaseModel):
-    """A model of something read from disk: immutable, and an unknown key is an error, not a no-op."""
+    """A model of something read from disk: immutable, an unknown key an error, not a no-op."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -9,7 +9,8 @@ imports litellm and diskcache, and it imports them only when a model is actually
 >>> import asyncio
 >>> from judgekit.testing import FakeLLM
 >>> llm = FakeLLM(lambda request: '{"reasoning": "ok", "passed": true}')
->>> asyncio.run(llm.complete(Request(model="fake", messages=[{"role": "user", "content": "hi"}]))).text
+>>> request = Request(model="fake", messages=[{"role": "user", "content": "hi"}])
+>>> asyncio.run(llm.complete(request)).text
 '{"reasoning": "ok", "passed": true}'
 """
 
@@ -41,7 +42,7 @@ __all__ = [
 ]
 
 
-def open_llm(
+def open_llm(  # noqa: PLR0913  public, called by keyword from judging and improve: a change breaks them
     model: str,
     api_base: str | None = None,
     cache_dir: str | None = None,

@@ -62,7 +62,7 @@ class _Models:
         return self.loaded[path]
 
     def close(self) -> None:
-        """Free the models before the interpreter tears down the modules llama.cpp needs to do it."""
+        """Free the models before the interpreter tears down the modules llama.cpp needs for it."""
         for llama in self.loaded.values():
             llama.close()
         self.loaded.clear()
@@ -74,7 +74,7 @@ _models = _Models()
 def _grammar(response_format: Any) -> Any:
     if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
         return None
-    from llama_cpp import LlamaGrammar
+    from llama_cpp.llama_grammar import LlamaGrammar
 
     schema = json.loads(json.dumps(response_format["json_schema"]["schema"]))
     # Keep the reasoning short: a small model otherwise rambles until max_tokens cuts the JSON.
@@ -89,24 +89,26 @@ def run_local(
     path = model_path(name)
     with _models.lock:
         llama = _models.get(path)
-        return llama.create_chat_completion(
+        completion: dict[str, Any] = llama.create_chat_completion(  # not streamed: one dict
             messages=messages,
             temperature=float(optional_params.get("temperature") or 0.0),
             max_tokens=int(optional_params.get("max_tokens") or 512),
             grammar=_grammar(optional_params.get("response_format")),
             seed=0,
         )
+        return completion
 
 
 def register(litellm: Any) -> None:
     """Make `local/...` models callable through litellm (idempotent)."""
     if any(entry.get("provider") == PROVIDER for entry in litellm.custom_provider_map):
         return
-    from litellm import CustomLLM, ModelResponse
+    from litellm import ModelResponse
+    from litellm.llms.custom_llm import CustomLLM
 
     class LocalJudge(CustomLLM):  # litellm's hook: subclass and register
         def completion(
-            self, model: str, messages: list, *args: Any, **kwargs: Any
+            self, model: str, messages: list[dict[str, str]], *args: Any, **kwargs: Any
         ) -> ModelResponse:
             params = dict(kwargs.get("optional_params") or {})
             out = run_local(model.removeprefix(f"{PROVIDER}/"), messages, params)
@@ -115,7 +117,7 @@ def register(litellm: Any) -> None:
             )
 
         async def acompletion(
-            self, model: str, messages: list, *args: Any, **kwargs: Any
+            self, model: str, messages: list[dict[str, str]], *args: Any, **kwargs: Any
         ) -> ModelResponse:
             return await asyncio.to_thread(self.completion, model, messages, *args, **kwargs)
 

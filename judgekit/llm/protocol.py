@@ -35,8 +35,9 @@ class Request:
     trial: int = 0
     api_base: str | None = None
     logprobs: bool = False  # ask for the answer tokens' log-probabilities (a verdict's confidence)
-    # Set on a re-ask of an unreadable answer: the cache is not read, and the new answer replaces the
-    # cached one only when keep_if accepts it. It never changes the key: it is the same question.
+    # Set on a re-ask of an unreadable answer: the cache is not read, and the new answer replaces
+    # the cached one only when keep_if accepts it. It never changes the key: it is the same
+    # question.
     keep_if: Callable[[Completion], bool] | None = field(default=None, compare=False, repr=False)
 
     def key_data(self) -> dict[str, Any]:
@@ -68,7 +69,8 @@ class Completion:
     latency_s: float = 0.0
     cached: bool = False
     obtained_at: float = field(default_factory=time.time)
-    # Each answer token and its log-probability, when the request asked for them and the provider gave them.
+    # Each answer token and its log-probability, when the request asked for them and the provider
+    # gave them.
     logprobs: list[tuple[str, float]] | None = None
 
     def to_json(self) -> dict[str, Any]:

@@ -18,7 +18,8 @@ from judgekit.secrets import public_url
 class RetryPolicy:
     """How hard to try. `down_after`: examples in a row lost to connection failures (with no
     success between them) before the provider is declared down. `unreadable`: times an answer
-    that is neither a verdict nor a refusal is asked again, past the cache (judgekit.judging.answers)."""
+    that is neither a verdict nor a refusal is asked again, past the cache
+    (judgekit.judging.answers)."""
 
     attempts: int = 6
     base_s: float = 0.5
@@ -30,7 +31,7 @@ class RetryPolicy:
 
     def backoff(self, attempt: int, rng: random.Random) -> float:
         """Equal jitter: half the exponential step fixed, half random, so clients spread out."""
-        step = min(self.cap_s, self.base_s * 2 ** (attempt - 1))
+        step = min(self.cap_s, self.base_s * 2.0 ** (attempt - 1))
         return step / 2 + rng.uniform(0, step / 2)
 
 

@@ -14,13 +14,17 @@ import email.utils
 import json
 import os
 import time
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from judgekit.errors import InputError
 from judgekit.llm import local
-from judgekit.llm.protocol import CallError, Completion, Request
+from judgekit.llm.protocol import CallError, Completion, ErrorKind, Request
 from judgekit.secrets import api_base_problem, redact, remember_url
+
+if TYPE_CHECKING:  # aiohttp is imported on the first call, not with the module
+    import aiohttp
 
 LEAN_PREFIX = "openai/"
 
@@ -88,7 +92,8 @@ def completion_from_json(data: Any, latency: float) -> Completion:
 
 def token_logprobs(given: Any) -> list[tuple[str, float]] | None:
     """The (token, log-probability) pairs of an OpenAI-style `logprobs` block; None when absent or
-    not of that shape (a provider that ignores the request gives none: the verdict has no such confidence).
+    not of that shape (a provider that ignores the request gives none: the verdict has no such
+    confidence).
 
     >>> token_logprobs({"content": [{"token": "true", "logprob": -0.1}]})
     [('true', -0.1)]
@@ -155,7 +160,7 @@ class OpenAICompatible:
         else:
             auth = {"authorization": f"Bearer {key}"} if key else {}
         self._headers = {"content-type": "application/json", **auth}
-        self._session = None
+        self._session: aiohttp.ClientSession | None = None
         self._schema_supported = True
 
     def lookup(self, request: Request) -> Completion | None:
@@ -164,7 +169,7 @@ class OpenAICompatible:
     def warm(self) -> None:
         import aiohttp  # noqa: F401  (before the first call, so the import is not paid inside it)
 
-    def _http(self):
+    def _http(self) -> aiohttp.ClientSession:
         if self._session is None:
             import aiohttp
 
@@ -210,16 +215,16 @@ class OpenAICompatible:
             ) from None
         latency = time.perf_counter() - started
         if status != 200:
-            error = error_for_status(status, text, headers)
+            failure = error_for_status(status, text, headers)
             if (
-                error.kind == "bad_request"
+                failure.kind == "bad_request"
                 and "response_format" in body
                 and "response_format" in text
             ):
                 # The server does not do structured output: ask plainly from now on.
                 self._schema_supported = False
                 return await self.complete(request)
-            raise error
+            raise failure
         try:
             data = json.loads(text)
         except ValueError:
@@ -232,7 +237,7 @@ class OpenAICompatible:
             self._session = None
 
 
-def import_litellm():
+def import_litellm() -> ModuleType:
     """Import litellm without letting it touch the network (price table) or print banners."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_TELEMETRY", "False")
@@ -245,13 +250,13 @@ def import_litellm():
 
 
 class LiteLLM:
-    """Any provider litellm knows, by model string (`anthropic/...`, `gemini/...`, `local/smollm2`)."""
+    """Any provider litellm knows, by model string (`anthropic/...`, `gemini/...`, `local/...`)."""
 
     def __init__(self, api_base: str | None = None, timeout_s: float = 60.0):
         remember_url(api_base)
         self.api_base = api_base
         self.timeout_s = timeout_s
-        self._litellm = None
+        self._litellm: ModuleType | None = None
 
     def lookup(self, request: Request) -> Completion | None:
         return None
@@ -259,7 +264,7 @@ class LiteLLM:
     def warm(self) -> None:
         self._lib()
 
-    def _lib(self):
+    def _lib(self) -> ModuleType:
         if self._litellm is None:
             self._litellm = import_litellm()
             local.register(self._litellm)
@@ -324,7 +329,7 @@ def _supports_schema(litellm: Any, model: str) -> bool:
         return False
 
 
-def _transport_kind(error: BaseException) -> str | None:
+def _transport_kind(error: BaseException) -> ErrorKind | None:
     """litellm reports a refused connection as a 500; the exception chain knows better."""
     import httpx
 
@@ -349,13 +354,13 @@ def classify_litellm_error(litellm: Any, error: Exception) -> CallError:
     message = redact(str(error))[:300]
     kind = _transport_kind(error)
     if kind is not None:
-        return CallError(kind, message)  # type: ignore[arg-type]
+        return CallError(kind, message)
     status = getattr(error, "status_code", None)
     response = getattr(error, "response", None)
     headers = (
         getattr(response, "headers", None) or getattr(error, "litellm_response_headers", None) or {}
     )
-    pairs = [
+    pairs: list[tuple[ErrorKind, str]] = [
         ("rate_limit", "RateLimitError"),
         ("auth", "AuthenticationError"),
         ("auth", "PermissionDeniedError"),
@@ -375,7 +380,7 @@ def classify_litellm_error(litellm: Any, error: Exception) -> CallError:
                 if kind == "rate_limit" and hasattr(headers, "get")
                 else None
             )
-            return CallError(kind, message, after, status)  # type: ignore[arg-type]
+            return CallError(kind, message, after, status)
     if isinstance(status, int):
         return error_for_status(status, message, headers if hasattr(headers, "get") else None)
     return CallError("other", f"{type(error).__name__}: {message}")

@@ -111,7 +111,8 @@ class UsageSummary(ReportPart):
 
     @classmethod
     def of(cls, all_trials: Sequence[Sequence[Verdict]]) -> UsageSummary | None:
-        """What the calls behind these verdicts cost (None when none was asked): cost where every call's is known."""
+        """What the calls behind these verdicts cost (None when none was asked): cost where every
+        call's is known."""
         usages = [v.usage for trials in all_trials for v in trials if v.usage is not None]
         if not usages:
             return None
@@ -284,7 +285,8 @@ class CriterionReport(ReportPart):
     keys: Annotated[dict[str, str], ById] = Field(
         default_factory=dict,
         exclude=True,
-        description="Example id -> the digest of what the judge was shown (judgekit.inputs.sets.Example.key).",
+        description="Example id -> the digest of what the judge was shown "
+        "(judgekit.inputs.sets.Example.key).",
     )
     confidences: dict[str, float] = Field(
         default_factory=dict,
@@ -319,7 +321,7 @@ class Report(ReportPart):
         return criteria_frame(self)
 
     def examples_frame(self, sets_dir: Path | str | None = None) -> Any:
-        """One row per example of every criterion, for notebooks: see judgekit.report.model.examples_frame.
+        """One row per example of every criterion, for notebooks: see the module's examples_frame.
 
         >>> Report(criteria=[]).examples_frame().shape
         (0, 0)
@@ -329,7 +331,7 @@ class Report(ReportPart):
 
     @bulk()
     def write(self, directory: Path, merge: bool = False) -> Report:
-        """Write report.json, report.md and verdicts.jsonl (which `--verdicts` reads back), each atomically.
+        """Write report.json, report.md and verdicts.jsonl (`--verdicts` reads it), each atomically.
 
         With `merge`, criteria of the report already in `directory` that this one does not hold
         are kept (with their verdicts), so calibrating one criterion does not drop the others.
@@ -352,7 +354,8 @@ class Report(ReportPart):
         return report
 
     def _merged(self, directory: Path, merge: bool) -> tuple[Report, dict[str, list[str]]]:
-        """This report combined with the one on disk, and the verdict lines kept from disk by criterion."""
+        """This report combined with the one on disk, and the verdict lines kept from disk, by
+        criterion."""
         previous = directory / "report.json"
         if not previous.is_file():
             return self, {}
@@ -389,7 +392,7 @@ class Report(ReportPart):
 
     @classmethod
     def read_if_any(cls, path: Path | str) -> Report | None:
-        """The report at `path`, or None when there is none yet (a bad one is still an InputError)."""
+        """The report at `path`, or None when there is none yet (a bad one is an InputError)."""
         path = cls.locate(path)
         return cls.read(path) if path.exists() else None
 
@@ -500,7 +503,8 @@ def claim_stages(
 
 
 def criteria_frame(report: Report) -> Any:
-    """One row per criterion: counts, every metric, and each interval as `<metric>_low` / `<metric>_high`."""
+    """One row per criterion: counts, every metric, and each interval as `<metric>_low` and
+    `<metric>_high`."""
     import pandas as pd
 
     rows = []

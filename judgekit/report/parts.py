@@ -38,7 +38,7 @@ class ReportPart(BaseModel):
     model_config = ConfigDict(frozen=True, extra="ignore")
 
 
-class ById(dict):  # type: ignore[type-arg]
+class ById(dict[str, Any]):
     """A mapping by example id that judgekit built from checked values, which a report holds as
     built: pydantic would copy each of a million entries. Any other mapping given to the field is
     validated as the field says."""
@@ -117,7 +117,8 @@ def certificate_of(
     selective: Selective,
     source: str,
 ) -> Certificate:
-    """The certificate of a criterion's judge (and those it escalates to) from their final verdicts."""
+    """The certificate of a criterion's judge (and those it escalates to), from their final
+    verdicts."""
     base = Certificate(
         confidence=source,
         min_agreement=selective.min_agreement,
@@ -163,7 +164,7 @@ def certificate_of(
 
 
 class Pool(ReportPart):
-    """The strata of one pool some of the set's examples were drawn from (`judgekit label --next`)."""
+    """The strata of a pool some of the set's examples were drawn from (`judgekit label --next`)."""
 
     pool: str
     sizes: dict[str, int] = Field(
@@ -184,7 +185,8 @@ class Pool(ReportPart):
 
 class Design(ReportPart):
     """How the set's examples were chosen, when some were drawn by design: the figures and their
-    intervals are weighted accordingly (judgekit.stats.design), the confusion matrix counts examples."""
+    intervals are weighted accordingly (judgekit.stats.design), the confusion matrix counts
+    examples."""
 
     pools: list[Pool]
     other: int = Field(description="Examples labelled some other way (weight 1 each).")
@@ -214,14 +216,16 @@ class Design(ReportPart):
                     labelled={k: labelled[(d.pool, k)] for k, _ in d.sizes},
                     metrics={k: _finite(found.metrics[k]) for k in ("tpr", "tnr")},
                     intervals={
-                        k: tuple(_finite(x) for x in found.intervals[k]) for k in ("tpr", "tnr")
+                        k: (_finite(found.intervals[k][0]), _finite(found.intervals[k][1]))
+                        for k in ("tpr", "tnr")
                     },
                 )
+        tp, fp, tn, fn = weighted
         return cls(
             pools=list(pools.values()),
             other=sum(d is None for d in drawn),
-            weighted=tuple(round(x, 6) for x in weighted),
-        )  # type: ignore[arg-type]
+            weighted=(round(tp, 6), round(fp, 6), round(tn, 6), round(fn, 6)),
+        )
 
     def words(self) -> str:
         drawn = sum(sum(p.labelled.values()) for p in self.pools)
@@ -233,7 +237,8 @@ class Design(ReportPart):
         alone = "; ".join(
             f"pool {p.pool} alone: "
             + ", ".join(
-                f"{k.upper()} {_word(p.metrics.get(k))} ({_word(p.intervals.get(k, (None, None))[0])}-"
+                f"{k.upper()} {_word(p.metrics.get(k))} "
+                f"({_word(p.intervals.get(k, (None, None))[0])}-"
                 f"{_word(p.intervals.get(k, (None, None))[1])})"
                 for k in ("tpr", "tnr")
             )
@@ -241,7 +246,8 @@ class Design(ReportPart):
             for p in self.pools
         )
         return (
-            f"{drawn} example(s) drawn by the judge's verdict ({strata}) and {self.other} other(s): the "
+            f"{drawn} example(s) drawn by the judge's verdict ({strata}) "
+            f"and {self.other} other(s): the "
             f"figures are weighted by how each was drawn. {alone}"
         )
 

@@ -12,7 +12,7 @@ import math
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from judgekit.report.model import Annotators, Report
+    from judgekit.report.model import Annotators, CriterionReport, Report
     from judgekit.report.parts import Certificate
 
 METRIC_NAMES = (
@@ -38,7 +38,8 @@ def finite(x: float | None) -> float | None:
 
 
 TEXT_LIMIT = 200  # characters of an example's input or output shown in report.md
-CEILING_MIN = 20  # examples labelled by several annotators before their agreement is a ceiling worth comparing
+# examples labelled by several annotators before their agreement is a ceiling worth comparing
+CEILING_MIN = 20
 
 
 def human_ceiling(a: Annotators) -> str:
@@ -51,11 +52,13 @@ def human_ceiling(a: Annotators) -> str:
     head = f"Human ceiling, on {a.examples} examples labelled by several annotators"
     if a.examples < CEILING_MIN:
         return (
-            f"{head}: too few to compare the judge with (at least {CEILING_MIN} are needed); kappa between "
+            f"{head}: too few to compare the judge with (at least {CEILING_MIN} are needed); "
+            "kappa between "
             f"annotators {human}"
         )
     return (
-        f"{head}, kappa between annotators: {human} (Fleiss {fmt_number(a.fleiss_kappa, 2)}, Krippendorff's "
+        f"{head}, kappa between annotators: {human} (Fleiss {fmt_number(a.fleiss_kappa, 2)}, "
+        "Krippendorff's "
         f"alpha {fmt_number(a.krippendorff_alpha, 2)}); the judge against each: {judge}"
     )
 
@@ -117,6 +120,7 @@ def _verdict_word(value: bool | None) -> str:
 
 
 def to_markdown(report: Report) -> str:
+    """The report as Markdown (report.md): a section per criterion."""
     lines = [
         "# judgekit calibration report",
         "",
@@ -124,121 +128,150 @@ def to_markdown(report: Report) -> str:
         "",
     ]
     for c in report.criteria:
-        judge = c.judge
-        lines += [f"## {c.id}", ""]
-        if judge:
-            lines.append(
-                f"Judge: {judge.kind}"
-                + (f", model {md_escape(judge.model)}" if judge.model else "")
-                + (f", {md_escape(judge.source)}" if judge.source != "live" else "")
-            )
-        for warning in c.warnings:
-            lines += [f"> Warning: {md_escape(warning)}", ""]
-        lines += [
-            f"Examples: {c.n} ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled fail), "
-            f"abstained: {c.abstained}",
-            "",
-        ]
-        if c.design:
-            lines += [md_escape(c.design.words()) + ".", ""]
-        if c.labels_changed:
-            lines += [
-                f"{c.labels_changed} label(s) changed since the previous calibration (`judgekit label "
-                "--review`; the history keeps each change).",
-                "",
-            ]
-        lines += ["| metric | value | 95% interval |", "|---|---|---|"]
-        for name in METRIC_NAMES:
-            lines.append(
-                f"| {name} | {fmt_number(c.metrics.get(name))} | {_interval(c.intervals.get(name))} |"
-            )
-        k = c.confusion
-        lines += [
-            "",
-            "| | judge pass | judge fail |",
-            "|---|---|---|",
-            f"| labelled pass | {k.tp} (TP) | {k.fn} (FN) |",
-            f"| labelled fail | {k.fp} (FP) | {k.tn} (TN) |",
-            "",
-        ]
-        if c.consistency:
-            lines.append(
-                f"Self-consistency over {c.consistency.trials} trials: flip rate "
-                f"{fmt_number(c.consistency.flip_rate)}, Fleiss' kappa {fmt_number(c.consistency.fleiss_kappa)}, "
-                f"unstable: {md_escape(', '.join(c.consistency.unstable)) or 'none'}"
-            )
-        if c.annotators:
-            lines.append(human_ceiling(c.annotators))
-        if c.selective:
-            lines += selective_lines(c.selective)
-        if c.slices:
-            lines += [
-                "",
-                "| tag | n | abstained | TPR | TNR | accuracy | kappa |",
-                "|---|---|---|---|---|---|---|",
-            ]
-            lines += [
-                f"| {md_escape(tag)} | {s.n} | {s.abstained} | {fmt_number(s.tpr)} | {fmt_number(s.tnr)} | "
-                f"{fmt_number(s.accuracy)} | {fmt_number(s.cohen_kappa)} |"
-                for tag, s in c.slices.items()
-            ]
-            lines.append("")
-        if c.claim_stages:
-            g = c.claim_stages
-            lines.append(
-                f"Claim-level labels on {g.examples} examples ({g.claims} claims): verification TPR "
-                f"{fmt_number(g.verification_tpr)}, TNR {fmt_number(g.verification_tnr)}; wrong verdicts "
-                f"from extraction {g.extraction_errors}, from verification {g.verification_errors}"
-                + (f"; {g.unreadable} unreadable" if g.unreadable else "")
-            )
-        if c.usage:
-            u = c.usage
-            reasked = f", {u.reasked} re-asked after an unreadable answer" if u.reasked else ""
-            lines.append(
-                f"Usage: {u.calls} calls ({u.cached} from cache{reasked}), {u.prompt_tokens} tokens in, "
-                f"{u.completion_tokens} out, cost {fmt_number(u.cost, 4)}, latency p50 {fmt_number(u.latency_p50_s)} s, "
-                f"p95 {fmt_number(u.latency_p95_s)} s"
-            )
-        lines += ["", f"### Disagreements ({len(c.disagreements)})", ""]
-        if c.disagreements:
-            lines += [
-                f"Each example as the judge saw it (texts cut at {TEXT_LIMIT} characters; report.html shows "
-                "them whole), and the judge's reason:",
-                "",
-                "| id | label | verdict | input | output | judge's reason |",
-                "|---|---|---|---|---|---|",
-            ]
-            for d in c.disagreements:
-                reason = d.reason if d.abstention is None else f"({d.abstention}) {d.reason or ''}"
-                if d.raw:
-                    reason += f" — raw answer: {d.raw}"
-                lines.append(
-                    f"| {md_escape(d.id)} | {_verdict_word(d.label)} | {_verdict_word(d.verdict)} | "
-                    f"{md_escape(d.input, TEXT_LIMIT)} | {md_escape(d.output, TEXT_LIMIT)} | "
-                    f"{md_escape(reason)} |"
-                )
-            checked = [d for d in c.disagreements if d.claims]
-            if checked:
-                lines += [
-                    "",
-                    "Claims of these examples (✓ supported, ✗ not supported, ? unreadable):",
-                    "",
-                ]
-                for d in checked:
-                    lines.append(f"- {md_escape(d.id)}:")
-                    for number, claim in enumerate(d.claims or [], start=1):
-                        mark = "?" if claim.supported is None else ("✓" if claim.supported else "✗")
-                        evidence = (
-                            f" — evidence: “{md_escape(claim.evidence)}”" if claim.evidence else ""
-                        )
-                        lines.append(f"  {number}. {mark} {md_escape(claim.claim)}{evidence}")
+        lines += _summary_lines(c)
+        lines += _detail_lines(c)
+        lines += _disagreement_lines(c)
         lines.append("")
     return "\n".join(lines)
 
 
+def _summary_lines(c: CriterionReport) -> list[str]:
+    """A criterion's heading, judge, warnings and examples, then its metrics and confusion table."""
+    judge = c.judge
+    lines = [f"## {c.id}", ""]
+    if judge:
+        lines.append(
+            f"Judge: {judge.kind}"
+            + (f", model {md_escape(judge.model)}" if judge.model else "")
+            + (f", {md_escape(judge.source)}" if judge.source != "live" else "")
+        )
+    for warning in c.warnings:
+        lines += [f"> Warning: {md_escape(warning)}", ""]
+    lines += [
+        f"Examples: {c.n} ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled fail), "
+        f"abstained: {c.abstained}",
+        "",
+    ]
+    if c.design:
+        lines += [md_escape(c.design.words()) + ".", ""]
+    if c.labels_changed:
+        lines += [
+            f"{c.labels_changed} label(s) changed since the previous calibration (`judgekit label "
+            "--review`; the history keeps each change).",
+            "",
+        ]
+    lines += ["| metric | value | 95% interval |", "|---|---|---|"]
+    for name in METRIC_NAMES:
+        lines.append(
+            f"| {name} | {fmt_number(c.metrics.get(name))} | {_interval(c.intervals.get(name))} |"
+        )
+    k = c.confusion
+    lines += [
+        "",
+        "| | judge pass | judge fail |",
+        "|---|---|---|",
+        f"| labelled pass | {k.tp} (TP) | {k.fn} (FN) |",
+        f"| labelled fail | {k.fp} (FP) | {k.tn} (TN) |",
+        "",
+    ]
+    return lines
+
+
+def _detail_lines(c: CriterionReport) -> list[str]:
+    """What a criterion's report holds beyond its metrics: consistency, the human ceiling, the
+    selective certificate, slices, claim stages and usage, each when there is one."""
+    lines: list[str] = []
+    if c.consistency:
+        lines.append(
+            f"Self-consistency over {c.consistency.trials} trials: flip rate "
+            f"{fmt_number(c.consistency.flip_rate)}, "
+            f"Fleiss' kappa {fmt_number(c.consistency.fleiss_kappa)}, "
+            f"unstable: {md_escape(', '.join(c.consistency.unstable)) or 'none'}"
+        )
+    if c.annotators:
+        lines.append(human_ceiling(c.annotators))
+    if c.selective:
+        lines += selective_lines(c.selective)
+    if c.slices:
+        lines += [
+            "",
+            "| tag | n | abstained | TPR | TNR | accuracy | kappa |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {md_escape(tag)} | {s.n} | {s.abstained} | {fmt_number(s.tpr)} | "
+            f"{fmt_number(s.tnr)} | "
+            f"{fmt_number(s.accuracy)} | {fmt_number(s.cohen_kappa)} |"
+            for tag, s in c.slices.items()
+        ]
+        lines.append("")
+    if c.claim_stages:
+        g = c.claim_stages
+        lines.append(
+            f"Claim-level labels on {g.examples} examples ({g.claims} claims): verification TPR "
+            f"{fmt_number(g.verification_tpr)}, TNR {fmt_number(g.verification_tnr)}; "
+            "wrong verdicts "
+            f"from extraction {g.extraction_errors}, from verification {g.verification_errors}"
+            + (f"; {g.unreadable} unreadable" if g.unreadable else "")
+        )
+    if c.usage:
+        u = c.usage
+        reasked = f", {u.reasked} re-asked after an unreadable answer" if u.reasked else ""
+        lines.append(
+            f"Usage: {u.calls} calls ({u.cached} from cache{reasked}), "
+            f"{u.prompt_tokens} tokens in, "
+            f"{u.completion_tokens} out, cost {fmt_number(u.cost, 4)}, "
+            f"latency p50 {fmt_number(u.latency_p50_s)} s, "
+            f"p95 {fmt_number(u.latency_p95_s)} s"
+        )
+    return lines
+
+
+def _disagreement_lines(c: CriterionReport) -> list[str]:
+    """A criterion's disagreements: a row each, then the claims of those with checked claims."""
+    lines = ["", f"### Disagreements ({len(c.disagreements)})", ""]
+    if not c.disagreements:
+        return lines
+    lines += [
+        f"Each example as the judge saw it (texts cut at {TEXT_LIMIT} characters; "
+        "report.html shows "
+        "them whole), and the judge's reason:",
+        "",
+        "| id | label | verdict | input | output | judge's reason |",
+        "|---|---|---|---|---|---|",
+    ]
+    for d in c.disagreements:
+        # A verdict without a reason leaves that part of the cell empty, with a raw answer too.
+        reason = (d.reason or "") if d.abstention is None else f"({d.abstention}) {d.reason or ''}"
+        if d.raw:
+            reason += f" — raw answer: {d.raw}"
+        lines.append(
+            f"| {md_escape(d.id)} | {_verdict_word(d.label)} | {_verdict_word(d.verdict)} | "
+            f"{md_escape(d.input, TEXT_LIMIT)} | {md_escape(d.output, TEXT_LIMIT)} | "
+            f"{md_escape(reason)} |"
+        )
+    checked = [d for d in c.disagreements if d.claims]
+    if checked:
+        lines += [
+            "",
+            "Claims of these examples (✓ supported, ✗ not supported, ? unreadable):",
+            "",
+        ]
+        for d in checked:
+            lines.append(f"- {md_escape(d.id)}:")
+            for number, claim in enumerate(d.claims or [], start=1):
+                mark = "?" if claim.supported is None else ("✓" if claim.supported else "✗")
+                evidence = f" — evidence: “{md_escape(claim.evidence)}”" if claim.evidence else ""
+                lines.append(f"  {number}. {mark} {md_escape(claim.claim)}{evidence}")
+    return lines
+
+
 def selective_lines(s: Certificate) -> list[str]:
     """A selective criterion's certificate: the statement, then each judge of the cascade."""
-    head = f"Selective judging (confidence: {s.confidence}; target {s.min_agreement:g} at delta {s.delta:g}): "
+    head = (
+        f"Selective judging (confidence: {s.confidence}; "
+        f"target {s.min_agreement:g} at delta {s.delta:g}): "
+    )
     if s.problem:
         return ["", head + s.problem]
     lines = [
@@ -250,8 +283,10 @@ def selective_lines(s: Certificate) -> list[str]:
     ]
     for stage in s.stages:
         lines.append(
-            f"| {md_escape(stage.model or 'recorded')} | {fmt_number(stage.threshold)} | {stage.reaching} | "
-            f"{stage.covered} | {fmt_number(stage.agreement)} | {fmt_number(stage.agreement_lower)} | "
+            f"| {md_escape(stage.model or 'recorded')} | {fmt_number(stage.threshold)} | "
+            f"{stage.reaching} | "
+            f"{stage.covered} | {fmt_number(stage.agreement)} | "
+            f"{fmt_number(stage.agreement_lower)} | "
             f"{fmt_number(stage.tpr)} / {fmt_number(stage.tnr)} |"
         )
     return lines + [""]

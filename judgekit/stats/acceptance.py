@@ -84,10 +84,11 @@ def accept(
     alpha: float,
     tolerance: float = 0.02,
 ) -> Acceptance:
-    """Whether `candidate` is shown better than `current` on these labelled examples (see the module)."""
+    """Whether `candidate` is shown better than `current` on labelled examples (see the module)."""
     if not len(labels) == len(current) == len(candidate):
         raise ValueError(
-            f"{len(labels)} labels, {len(current)} and {len(candidate)} verdicts: one of each per example"
+            f"{len(labels)} labels, {len(current)} and {len(candidate)} verdicts: "
+            "one of each per example"
         )
     was = [v is not None and v == y for y, v in zip(labels, current, strict=True)]
     now = [v is not None and v == y for y, v in zip(labels, candidate, strict=True)]
@@ -97,8 +98,10 @@ def accept(
     reasons = []
     if p > alpha:
         reasons.append(
-            f"not significantly better on {len(labels)} held-out examples: right on {sum(now)} against "
-            f"{sum(was)} ({c} only the candidate, {b} only the current judge; one-sided exact McNemar "
+            f"not significantly better on {len(labels)} held-out examples: "
+            f"right on {sum(now)} against "
+            f"{sum(was)} ({c} only the candidate, {b} only the current judge; "
+            "one-sided exact McNemar "
             f"p = {p:.3g} > alpha {alpha:.3g})"
         )
     bounds = {}
@@ -107,7 +110,8 @@ def accept(
         bounds[name] = (old, new)
         if old is not None and new is not None and new < old - tolerance:
             reasons.append(
-                f"its {name.upper()} 95% lower bound {new:.2f} is below the current judge's {old:.2f} by "
+                f"its {name.upper()} 95% lower bound {new:.2f} is below the current judge's "
+                f"{old:.2f} by "
                 f"more than the tolerance {tolerance:g}"
             )
     return Acceptance(

@@ -31,7 +31,8 @@ so the chance of each being labelled is n_h / N_h.
 - **Allocation** (judgekit.stats.allocation): the next labels go where they shrink the deciding
   rate's variance most, one in every stratum before a second in any.
 
->>> d = [Drawn("p", "pass", (("pass", 80), ("fail", 20))), Drawn("p", "fail", (("pass", 80), ("fail", 20)))] * 2
+>>> sizes = (("pass", 80), ("fail", 20))
+>>> d = [Drawn("p", "pass", sizes), Drawn("p", "fail", sizes)] * 2
 >>> [round(w, 2) for w in weights(d)]
 [1.6, 0.4, 1.6, 0.4]
 """
@@ -42,6 +43,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from judgekit.stats.metrics import (
     CONFIDENCE,
@@ -53,6 +55,10 @@ from judgekit.stats.metrics import (
     mcc_from_counts,
     ratio,
 )
+
+if TYPE_CHECKING:  # numpy is imported inside the functions that need it, not with the module
+    import numpy as np
+    from numpy.typing import NDArray
 
 PRIOR = 0.5  # per cell of a stratum's 2x2 table: Jeffreys
 MIN_PER_STRATUM = 2
@@ -98,7 +104,8 @@ def groups(drawn: Sequence[Drawn | None]) -> tuple[list[str], dict[str, float]]:
             )
         if pools.setdefault(d.pool, sizes) != sizes:
             raise DesignError(
-                f"pool {d.pool}: examples give different stratum sizes ({pools[d.pool]} and {sizes}); "
+                f"pool {d.pool}: examples give different stratum sizes "
+                f"({pools[d.pool]} and {sizes}); "
                 "each draw from one pool records the same sizes"
             )
     for pool, sizes in pools.items():
@@ -124,9 +131,12 @@ def groups(drawn: Sequence[Drawn | None]) -> tuple[list[str], dict[str, float]]:
             missing = sorted(set(range(len(places))) - set(places))
             if missing or len(set(places)) != len(places):
                 raise DesignError(
-                    f"pool {pool}: stratum {s!r} holds replies drawn at places {places[:8]}, but not "
-                    f"the ones at {missing[:8] or 'a place twice'}: the labelled replies of a stratum "
-                    "must be the first ones drawn (a skipped or removed reply biases the estimate); "
+                    f"pool {pool}: stratum {s!r} holds replies drawn at places {places[:8]}, "
+                    "but not "
+                    f"the ones at {missing[:8] or 'a place twice'}: "
+                    "the labelled replies of a stratum "
+                    "must be the first ones drawn "
+                    "(a skipped or removed reply biases the estimate); "
                     "label those (`judgekit label --next` offers them first)"
                 )
         total, n = sum(sizes.values()), sum(labelled.values())
@@ -137,7 +147,8 @@ def groups(drawn: Sequence[Drawn | None]) -> tuple[list[str], dict[str, float]]:
 
 
 def weights(drawn: Sequence[Drawn | None]) -> list[float]:
-    """Each example's weight: 1 when not drawn by design; its stratum's mass over its examples else."""
+    """Each example's weight: 1 when not drawn by design, else its stratum's mass over its
+    examples."""
     keys, mass = groups(drawn)
     counts = Counter(keys)
     return [mass[k] / counts[k] for k in keys]
@@ -160,7 +171,7 @@ def _cell(label: bool, verdict: bool) -> int:
 
 def _by_group(
     keys: Sequence[str], labels: Sequence[bool], verdicts: Sequence[bool | None]
-) -> tuple[dict[str, list[int]], Counter]:
+) -> tuple[dict[str, list[int]], Counter[str]]:
     """Each group's decided examples by cell (tp, fp, tn, fn), and each group's examples."""
     per_group: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for key, label, verdict in zip(keys, labels, verdicts, strict=True):
@@ -175,7 +186,7 @@ def posterior(
     drawn: Sequence[Drawn | None],
     seed: int = 0,
     draws: int = 9999,
-):
+) -> NDArray[np.float64]:
     """Draws of the population's weighted cells (draws x 4: tp, fp, tn, fn): per group a Dirichlet
     over its decided examples' cells, times the group's decided mass."""
     import numpy as np
@@ -187,8 +198,8 @@ def posterior(
     for key in sorted(per_group):
         cells = np.array(per_group[key], dtype=float)
         decided_mass = mass[key] * cells.sum() / seen[key]
-        # The prior goes to the verdicts seen in the group (a stratum of the judge's passes holds only
-        # passes when it is the judge calibrated): half a count for each label under each of them.
+        # The prior goes to the verdicts seen in the group (a stratum of the judge's passes holds
+        # only passes when it is the judge calibrated): half a count per label under each of them.
         seen_verdicts = [(cells[0] + cells[1]) > 0, (cells[2] + cells[3]) > 0]
         alpha = cells + PRIOR * np.array([seen_verdicts[0]] * 2 + [seen_verdicts[1]] * 2)
         live = alpha > 0
@@ -270,7 +281,8 @@ def by_pool(
 ) -> dict[str, tuple[Calibration, float]]:
     """Each pool's own figures and share of abstentions: its drawn examples alone, weighted within
     it. The set's figures mix the pool with the examples labelled some other way (as labelling at
-    random would); these say what the judge does on the pool, which drawing from production is for."""
+    random would); these say what the judge does on the pool, which drawing from production is
+    for."""
     out = {}
     for pool in sorted({d.pool for d in drawn if d is not None}):
         mine = [i for i, d in enumerate(drawn) if d is not None and d.pool == pool]
@@ -308,7 +320,8 @@ def _wilson_design(
     for d in drawn:
         if d is not None:
             sizes.update({f"{d.pool}\0{s}": n for s, n in d.sizes})
-    smoothed, decided = {}, {}
+    smoothed: dict[str, list[float]] = {}
+    decided: dict[str, float] = {}
     for key, cells in per_group.items():
         column = [cells[0] + cells[1] > 0, cells[2] + cells[3] > 0]
         smoothed[key] = [k + PRIOR * column[0 if i < 2 else 1] for i, k in enumerate(cells)]
@@ -323,15 +336,15 @@ def _wilson_design(
         for i in range(4)
     ]
     parts = []  # each group's part of the variance, and its examples less one
-    for key, cells in smoothed.items():
-        shares = [k / sum(cells) for k in cells]
+    for key, smooth_cells in smoothed.items():
+        shares = [k / sum(smooth_cells) for k in smooth_cells]
         mean = sum(p * v for p, v in zip(shares, z, strict=True))
         spread = sum(p * v * v for p, v in zip(shares, z, strict=True)) - mean * mean
         fpc = max(1 - seen[key] / sizes[key], 0.0) if key in sizes else 1.0
         n = sum(per_group[key])
         parts.append((decided[key] ** 2 * fpc * spread / n, n - 1))
     total = sum(v for v, _ in parts)
-    # the design's degrees of freedom: the examples less the groups (a pool labelled whole: none lost)
+    # the design's degrees of freedom: examples less groups (a pool labelled whole loses none)
     freedom = sum(n for _, n in parts) if total > 0 else math.inf
     zq = float(stdtrit(max(freedom, 1), 0.5 + confidence / 2))
     p = min(max(estimate, 0.0), 1.0)
@@ -346,5 +359,5 @@ def _wilson_design(
 
 
 def _empty(name: str, c: Confusion) -> bool:
-    """A rate none of whose examples were labelled has no interval (the prior alone is not evidence)."""
+    """A rate none of whose examples were labelled has no interval: the prior is not evidence."""
     return {"tpr": c.tp + c.fn, "tnr": c.tn + c.fp, "precision": c.tp + c.fp}[name] == 0

@@ -209,7 +209,8 @@ class _Exact:
         for stop in range(len(self.rows), 0, -step):
             start = max(0, stop - step)
             rows = self.rows[start:stop]
-            # Left of this column, every row here has window rate + max_drop >= baseline rate: z >= 0.
+            # Left of this column, every row here has window rate + max_drop >= baseline rate:
+            # z >= 0.
             first = min(
                 len(cols),
                 max(0, math.floor(self.n0 * (rows[0] / self.n1 + self.drop)) - 1 - self.L),
@@ -224,7 +225,7 @@ class _Exact:
             yield slice(start, stop), z
 
     def _first_extreme(self, z: float) -> Any:
-        """Per window count, the least baseline count whose outcome is at least as extreme as `z`."""
+        """Per window count, the least baseline count whose outcome is as extreme as `z` or more."""
         import numpy as np
 
         if self.hull is not None:
@@ -255,7 +256,7 @@ class _Exact:
             out[name] = (rows, tails, beyond)
         return out
 
-    def _bounds(self, tables: dict, first: Any) -> tuple[Any, Any]:
+    def _bounds(self, tables: dict[str, tuple[Any, Any, Any]], first: Any) -> tuple[Any, Any]:
         """Per cell: an upper bound of the chance of an outcome at least as extreme (anywhere in the
         cell, outcomes not enumerated counted as extreme) and a lower bound (at its middle)."""
         import numpy as np

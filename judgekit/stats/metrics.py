@@ -15,6 +15,11 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # numpy is imported inside the functions that need it, not with the module
+    import numpy as np
+    from numpy.typing import NDArray
 
 NAN = float("nan")
 CONFIDENCE = 0.95
@@ -85,7 +90,7 @@ def mcc_from_counts(tp: float, fp: float, tn: float, fn: float) -> float:
     return NAN if denominator == 0 else (tp * tn - fp * fn) / math.sqrt(denominator)
 
 
-def kappa_of_cells(cells):
+def kappa_of_cells(cells: NDArray[Any]) -> NDArray[np.float64]:
     """Cohen's kappa of many 2x2 tables at once; `cells` has columns tp, fp, tn, fn."""
     import numpy as np
 
@@ -153,7 +158,8 @@ class Calibration:
 def calibration(
     labels: Sequence[bool], verdicts: Sequence[bool | None], seed: int = 0
 ) -> Calibration:
-    """Confusion, rates, kappa and MCC with 95% intervals (Wilson for rates, Jeffreys posterior for kappa)."""
+    """Confusion, rates, kappa and MCC with 95% intervals (Wilson for rates, Jeffreys posterior
+    for kappa)."""
     c, abstained = confusion(labels, verdicts)
     tp, fp, tn, fn = c.tp, c.fp, c.tn, c.fn
     n = c.decided

@@ -56,7 +56,7 @@ def _labels(labels: Sequence[bool], *verdicts: Sequence[bool | None]) -> Any:
 
 
 def right(labels: Sequence[bool], verdicts: Sequence[bool | None]) -> Any:
-    """Per example, whether the verdict is the label (a numpy bool array); an abstention is not right."""
+    """Per example, whether the verdict is the label (numpy bools); an abstention is not right."""
     return _codes(verdicts) == _labels(labels, verdicts)
 
 
@@ -77,10 +77,10 @@ def mcnemar_many(b: Sequence[int], c: Sequence[int]) -> Any:
     import numpy as np
     from scipy.stats import binom
 
-    b, c = np.asarray(b, dtype=np.int64), np.asarray(c, dtype=np.int64)
-    low, n = np.minimum(b, c), b + c
+    bs, cs = np.asarray(b, dtype=np.int64), np.asarray(c, dtype=np.int64)
+    low, n = np.minimum(bs, cs), bs + cs
     p = binom.cdf(low, n, 0.5) + binom.sf(n - low - 1, n, 0.5)
-    return np.where(b == c, 1.0, np.minimum(p, 1.0))
+    return np.where(bs == cs, 1.0, np.minimum(p, 1.0))
 
 
 def mcnemar_exact(b: int, c: int) -> float:
@@ -99,7 +99,7 @@ def mcnemar_exact(b: int, c: int) -> float:
     for k in range(low):
         term = term * (n - k) // (k + 1)
         tail += term
-    return min(1.0, 2 * tail / 2**n)
+    return min(1.0, 2 * tail / (1 << n))  # 1 << n is 2**n, typed as the int it is
 
 
 def binomial_sf(k: int, n: int, p: float) -> float:
@@ -169,11 +169,12 @@ def against_best(b: Sequence[int], c: Sequence[int], candidates: int) -> Any:
 
 
 def _figures(table: Any) -> dict[str, Any]:
-    """TPR, TNR and kappa of each candidate from tables [..., label, verdict a, verdict b] (3 verdicts:
-    fail, pass, abstained); each candidate's over the examples it decided. -> name: (of a, of b)."""
+    """TPR, TNR and kappa of each candidate from tables [..., label, verdict a, verdict b]
+    (3 verdicts: fail, pass, abstained); each candidate's over the examples it decided.
+    -> name: (of a, of b)."""
     import numpy as np
 
-    out: dict[str, list] = {name: [] for name in FIGURES}
+    out: dict[str, list[Any]] = {name: [] for name in FIGURES}
     for cells in (
         table.sum(axis=-1),
         table.sum(axis=-2),
@@ -237,7 +238,8 @@ def paired_deltas(
     93.1-96.0% for the bootstrap). 2,000 draws make a call 3-4 ms at 1,000 examples; tails
     beyond 20 draws are extrapolated (`_interval`).
 
-    >>> d = paired_deltas([True] * 50 + [False] * 50, [True] * 40 + [False] * 60, [True] * 45 + [False] * 55)
+    >>> labels = [True] * 50 + [False] * 50
+    >>> d = paired_deltas(labels, [True] * 40 + [False] * 60, [True] * 45 + [False] * 55)
     >>> round(d["tpr"][0], 3), d["tnr"][0], d["tpr"][1] < 0.1 < d["tpr"][2]
     (0.1, 0.0, True)
     """

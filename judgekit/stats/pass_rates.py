@@ -102,7 +102,10 @@ def corrected_pass_rate(
     half = z * math.sqrt(variance)
     warning = None
     if youden < WEAK_JUDGE:
-        warning = f"TPR + TNR - 1 = {youden:.2f}: the correction is unstable; improve the judge before trusting it"
+        warning = (
+            f"TPR + TNR - 1 = {youden:.2f}: the correction is unstable; "
+            "improve the judge before trusting it"
+        )
     return PassRate(
         raw,
         wilson(passed, judged, confidence),

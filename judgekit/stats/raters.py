@@ -9,7 +9,7 @@ Items are rows and raters columns; a missing rating is None.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Hashable, Sequence
 
 NAN = float("nan")
@@ -39,14 +39,14 @@ def krippendorff_alpha(ratings: Sequence[Sequence[Hashable | None]]) -> float:
     """Krippendorff's alpha for nominal data; items with fewer than two ratings are left out."""
     units = [[x for x in row if x is not None] for row in ratings]
     units = [u for u in units if len(u) >= 2]
-    coincidences: Counter[tuple[Hashable, Hashable]] = Counter()
+    coincidences: defaultdict[tuple[Hashable, Hashable], float] = defaultdict(float)
     for unit in units:
         m = len(unit)
         for i, a in enumerate(unit):
             for j, b in enumerate(unit):
                 if i != j:
                     coincidences[(a, b)] += 1 / (m - 1)
-    totals: Counter[Hashable] = Counter()
+    totals: defaultdict[Hashable, float] = defaultdict(float)
     for (a, _), value in coincidences.items():
         totals[a] += value
     n = sum(totals.values())

@@ -19,7 +19,8 @@ threshold, at most alpha of the time.
 
 >>> round(certified_upper(5, 5, [(40, 40, 40, 40, 1)]), 3)  # perfect judges: the plain bound
 1.0
->>> round(certified_upper(170, 200, [(198, 200, 40, 200, 1)]), 3)  # a lenient judge: 85% judged is not 80%
+>>> # a lenient judge: 85% judged is not 80%
+>>> round(certified_upper(170, 200, [(198, 200, 40, 200, 1)]), 3)
 0.775
 """
 

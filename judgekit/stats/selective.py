@@ -15,8 +15,9 @@ how often the agreement realised on fresh examples at the chosen threshold reach
 >>> c = certify(labels, verdicts, confidences, min_agreement=0.9, delta=0.1)
 >>> c.threshold, c.covered, c.agreement, round(c.agreement_lower, 3)
 (0.9, 50, 1.0, 0.955)
->>> c.words()
-'agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), gives verdicts on 83% [72%, 91%] of examples'
+>>> print(c.words())  # doctest: +NORMALIZE_WHITESPACE
+agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), gives verdicts on 83%
+[72%, 91%] of examples
 """
 
 from __future__ import annotations
@@ -40,8 +41,10 @@ class Certified:
     a class is not covered); `tested` counts the thresholds tested, the last failing one included.
     With no threshold nothing is covered: agreement and its bound are NaN, coverage 0.
 
-    >>> Certified(None, NAN, NAN, 0, 40, 0.0, (0.0, 0.088), None, None, 1, 0.9, 0.1).words()
-    'no confidence threshold is certified to agree with people on ≥ 90% of its verdicts (at 90%): every verdict is escalated'
+    >>> none = Certified(None, NAN, NAN, 0, 40, 0.0, (0.0, 0.088), None, None, 1, 0.9, 0.1)
+    >>> print(none.words())  # doctest: +NORMALIZE_WHITESPACE
+    no confidence threshold is certified to agree with people on ≥ 90% of its verdicts (at 90%):
+    every verdict is escalated
     """
 
     threshold: float | None
@@ -62,7 +65,8 @@ class Certified:
         target, level = _percent(self.min_agreement), _percent(1 - self.delta)
         if self.threshold is None:
             return (
-                f"no confidence threshold is certified to agree with people on ≥ {target} of its verdicts "
+                f"no confidence threshold is certified to agree with people on ≥ {target} "
+                "of its verdicts "
                 f"(at {level}): every verdict is escalated"
             )
         return _certified(self.min_agreement, self.delta, self.coverage, self.coverage_interval)
@@ -86,24 +90,27 @@ def _certified(
 def _arrays(
     labels: Sequence[bool], verdicts: Sequence[bool | None], confidences: Sequence[float]
 ) -> tuple[Any, ...]:
-    """(labels, decided, verdicts, confidences) as numpy arrays; a verdict's confidence must be a number."""
+    """(labels, decided, verdicts, confidences) as numpy arrays; a verdict's confidence must be a
+    number."""
     import numpy as np
 
     n = len(labels)
     if len(verdicts) != n or len(confidences) != n:
         raise ValueError(
-            f"{n} labels, {len(verdicts)} verdicts and {len(confidences)} confidences: give one of each "
+            f"{n} labels, {len(verdicts)} verdicts and {len(confidences)} confidences: "
+            "give one of each "
             "per example"
         )
     label = np.asarray(labels, dtype=bool).reshape(n)
     given = np.asarray(verdicts, dtype=object).reshape(n)
-    decided = np.not_equal(given, None).astype(bool)
+    decided = np.array([v is not None for v in given], dtype=bool).reshape(n)
     verdict = np.equal(given, True).astype(bool)  # an abstention is False here, masked by `decided`
     confidence = np.asarray(confidences, dtype=float).reshape(n)
     unknown = decided & np.isnan(confidence)
     if unknown.any():
         raise ValueError(
-            f"example {int(np.argmax(unknown))} has a verdict but no confidence (NaN): give every verdict "
+            f"example {int(np.argmax(unknown))} has a verdict but no confidence (NaN): "
+            "give every verdict "
             "a confidence, or make it an abstention (None)"
         )
     return label, decided, verdict, confidence
@@ -200,8 +207,8 @@ def certify(
     if len(candidates):
         from scipy.stats import binom
 
-        m, k = covered[candidates], agreeing[candidates]
-        rejected = binom.sf(k - 1, m, min_agreement) <= delta
+        sizes, hits = covered[candidates], agreeing[candidates]
+        rejected = binom.sf(hits - 1, sizes, min_agreement) <= delta
         failed = np.flatnonzero(~rejected)
         passed = (
             int(failed[0]) if len(failed) else len(candidates)
@@ -270,7 +277,8 @@ class Cascade:
                 self.stages[0].words()
                 if len(self.stages) == 1
                 else (
-                    f"no judge of the cascade is certified to agree with people on ≥ {_percent(self.min_agreement)} "
+                    "no judge of the cascade is certified to agree with people on "
+                    f"≥ {_percent(self.min_agreement)} "
                     f"of its verdicts (at {_percent(1 - self.delta)}): every verdict is escalated"
                 )
             )
@@ -365,7 +373,8 @@ def confidence_from_trials(trial_verdicts: Sequence[Sequence[bool | None]]) -> l
     """Per example, the share of its trials that agree with their majority (an abstaining trial
     does not); NaN when no trial decided. The engine's rule (judgekit.judging.verdicts.majority).
 
-    >>> confidence_from_trials([[True] * 5, [True, True, False, True, None], [True, False], [None, None]])
+    >>> trials = [[True] * 5, [True, True, False, True, None], [True, False], [None, None]]
+    >>> confidence_from_trials(trials)
     [1.0, 0.6, 0.5, nan]
     """
     out = []
@@ -377,10 +386,12 @@ def confidence_from_trials(trial_verdicts: Sequence[Sequence[bool | None]]) -> l
 
 
 def confidence_from_logprob(logprob_of_answer: float) -> float:
-    """The probability of the answer token from its log-probability, clipped to [0, 1]; NaN stays NaN.
+    """The answer token's probability from its log-probability, clipped to [0, 1]; NaN stays NaN.
 
-    >>> round(confidence_from_logprob(-0.105), 3), confidence_from_logprob(0.001), confidence_from_logprob(-math.inf)
-    (0.9, 1.0, 0.0)
+    >>> round(confidence_from_logprob(-0.105), 3), confidence_from_logprob(0.001)
+    (0.9, 1.0)
+    >>> confidence_from_logprob(-math.inf)
+    0.0
     """
     if math.isnan(logprob_of_answer):
         return NAN

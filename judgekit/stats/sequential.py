@@ -15,11 +15,14 @@ the gate also asks for `min_kappa` (kappa mixes both classes; it is gated on wha
 
 >>> from judgekit.inputs.policy import Thresholds
 >>> t = Thresholds(min_examples=20)
->>> settle((180, 180), (190, 190), left=(20, 10), thresholds=t)  # 20 wrong would still leave 180/200
+>>> # 20 wrong would still leave 180/200
+>>> settle((180, 180), (190, 190), left=(20, 10), thresholds=t)
 'PASS'
->>> settle((2, 8), (8, 8), left=(192, 192), thresholds=t) is None  # eight known-good examples decide nothing
+>>> # eight known-good examples decide nothing
+>>> settle((2, 8), (8, 8), left=(192, 192), thresholds=t) is None
 True
->>> settle((20, 80), (30, 30), left=(120, 170), thresholds=t)  # even 120 right: 140/200, 95% up to 0.76
+>>> # even 120 right: 140/200, 95% up to 0.76
+>>> settle((20, 80), (30, 30), left=(120, 170), thresholds=t)
 'FAIL'
 """
 
