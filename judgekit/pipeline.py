@@ -27,7 +27,7 @@ from judgekit.inputs.criteria import (
     RegexCriterion,
     with_trials,
 )
-from judgekit.inputs.files import bulk, open_source
+from judgekit.inputs.files import open_source
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
@@ -374,7 +374,6 @@ _OUTCOMES = {
 }
 
 
-@bulk()
 def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positionally
     criterion: Criterion,
     cal: CalibrationSet,

@@ -1,18 +1,13 @@
 """The readers every file goes through: JSON and YAML refuse duplicate keys, lone surrogates and
 nesting too deep to read, naming the file and the line; CSV refuses a column named twice."""
 
-import gc
 import json
 
 import pytest
 
 from judgekit.errors import InputError
-from judgekit.gate.entry import read_lines
-from judgekit.inputs.files import bulk, iter_records, read_yaml
-from judgekit.inputs.label_reader import read_labels
+from judgekit.inputs.files import iter_records, read_yaml
 from judgekit.inputs.parsing import parse_json
-from judgekit.inputs.sets import load_set
-from judgekit.judging.recorded import load_recorded
 from judgekit.report import Report
 
 
@@ -196,60 +191,3 @@ def test_bad_json_is_worded_as_json_loads_words_it(text):
         parse_json(text, "f.jsonl", "line 1")
     [problem] = caught.value.problems
     assert (problem.location, problem.message) == ("line 1", f"is not valid JSON: {message}")
-
-
-def test_bulk_pauses_the_collector_and_leaves_it_as_it_found_it():
-    assert gc.isenabled()
-    with bulk():
-        assert not gc.isenabled()
-        with bulk():
-            assert not gc.isenabled()
-        assert not gc.isenabled()  # the inner block leaves it to the outer one
-    assert gc.isenabled()
-    with pytest.raises(ValueError), bulk():
-        raise ValueError("out")
-    assert gc.isenabled()
-    gc.disable()
-    try:
-        with bulk():
-            pass
-        assert not gc.isenabled()  # paused by its caller: it stays so
-    finally:
-        gc.enable()
-
-
-def test_large_files_are_read_without_a_full_collection(tmp_path):
-    """Each full pass of the collector walks every object alive: run while a set is loaded, the
-    passes made loading a million examples cost more than the loading (benchmarks/README.md)."""
-    n = 30_000
-    sets, verdicts = tmp_path / "c.jsonl", tmp_path / "verdicts.jsonl"
-    sets.write_text(
-        "".join(
-            json.dumps({"id": f"e{i}", "output": f"reply {i}", "passed": i % 2 == 0}) + "\n"
-            for i in range(n)
-        )
-    )
-    verdicts.write_text(
-        "".join(
-            json.dumps({"criterion": "c", "id": f"e{i}", "passed": True}) + "\n" for i in range(n)
-        )
-    )
-    full = []
-
-    def count(phase, info):
-        if phase == "start" and info["generation"] == 2:
-            full.append(info)
-
-    gc.collect()
-    gc.callbacks.append(count)
-    try:
-        kept = [
-            load_set(sets, "c"),
-            read_labels(sets, "c"),
-            load_recorded(verdicts),
-            read_lines(verdicts),
-        ]
-    finally:
-        gc.callbacks.remove(count)
-    assert [len(x.examples) for x in kept[:2]] + [len(x) for x in kept[2:]] == [n] * 4
-    assert full == []

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import bulk, iter_records, read_text
+from judgekit.inputs.files import iter_records, read_text
 from judgekit.inputs.parsing import parse_json
 
 
@@ -160,7 +160,6 @@ def read_entries(path: Path) -> list[Any] | None:
     return criteria
 
 
-@bulk()
 def read_lines(path: Path) -> list[Line]:
     """The verdicts of a verdict file, read by judgekit's one JSON Lines reader into plain
     records."""

@@ -26,7 +26,6 @@ from functools import cached_property
 from typing import Any, cast
 
 from judgekit.gate.entry import Line, ReportEntry, Untrusted
-from judgekit.inputs.files import bulk
 from judgekit.inputs.label_reader import Labelled, LabelledSet
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.stats.design import (
@@ -122,7 +121,6 @@ class Figures:
         return out
 
 
-@bulk()
 def recompute(entry: ReportEntry | None, lines: Sequence[Line], labels: LabelledSet) -> Figures:
     """The figures of an entry from its verdicts and the labels (already narrowed to its split)."""
     # Per example of the set: None (no verdict yet), its one line, or a list of its trials' lines. A

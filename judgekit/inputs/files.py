@@ -1,5 +1,6 @@
 """The boundary with the disk: read YAML / JSON / JSONL / CSV records (models validate them in
-judgekit.inputs.validation's terms), and write files atomically, or under a lock. Every load error names the file and the line or field.
+judgekit.inputs.validation's terms), and write files atomically, or under a lock. Every load error
+names the file and the line or field.
 
 Each format has one reader here, and every file judgekit reads goes through it; JSON and YAML are
 parsed by judgekit.inputs.parsing, which refuses keys written twice, lone surrogates and nesting
@@ -8,14 +9,13 @@ too deep, and a CSV column named twice is refused here.
 
 from __future__ import annotations
 
+import contextlib
 import csv
-import gc
 import hashlib
 import io
 import os
 import tempfile
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,23 +48,6 @@ def read_source(path: Path, hint: str = "") -> Source:
         raise InputError.one(
             path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}"
         ) from None
-
-
-@contextmanager
-def bulk() -> Iterator[None]:
-    """Python's cyclic garbage collector paused while a file's records become objects (or objects
-    become records), one per example: they hold no reference cycles, and each full pass of the
-    collector walks every object alive, so a million examples loaded spent more time walking what
-    was loaded than loading it. What is dropped is still freed at once; the collector runs as
-    before after the block (a block inside another leaves it to the outer one). Use as a decorator
-    too: `@bulk()`."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 class SourceLines:
@@ -135,46 +118,52 @@ def iter_records(
     if isinstance(text, Source):
         text = text.text
     if suffix == ".jsonl":
-        # Records end at "\n" only: str.splitlines() would also split inside a string at U+2028 or U+0085.
-        lines = (
-            _lines(text)
-            if isinstance(text, str)
-            else text
-            if text is not None
-            else SourceLines(path)
-        )
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                yield f"line {number}", parse_json(line, path, f"line {number}")
-            except InputError as error:
-                yield f"line {number}", error.problems[0]
-    elif suffix in (".yaml", ".yml"):
-        data = read_yaml(path, text)
-        if isinstance(data, dict) and "examples" in data:
-            data = data["examples"]
-        if not isinstance(data, list):
-            raise InputError.one(
-                path, "", "must hold a list of records (or a mapping with an 'examples' list)"
-            )
-        for index, record in enumerate(data):
-            yield f"[{index}]", record
+        yield from _jsonl_records(path, text)
+        return
+    if isinstance(text, SourceLines):
+        raise TypeError(f"{path}: a file read line by line must be JSON Lines")
+    if suffix in (".yaml", ".yml"):
+        yield from _yaml_records(path, text)
     elif suffix == ".csv":
-        for number, row in enumerate(read_csv(path, text)[1], start=2):
-            if None in row:
-                yield (
-                    f"line {number}",
-                    Problem(
-                        str(path), f"line {number}", "has more cells than the header has columns"
-                    ),
-                )
-                continue
-            yield f"line {number}", {k: (None if v == "" else v) for k, v in row.items()}
+        yield from _csv_records(path, text)
     else:
         raise InputError.one(
             path, "", f"unsupported file type {suffix!r}; use one of {', '.join(RECORD_SUFFIXES)}"
         )
+
+
+def _jsonl_records(path: Path, text: str | SourceLines | None) -> Iterator[tuple[str, Any]]:
+    # Records end at "\n" only: str.splitlines() would also split inside a string at U+2028 or
+    # U+0085.
+    lines = _lines(text) if isinstance(text, str) else SourceLines(path) if text is None else text
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            yield f"line {number}", parse_json(line, path, f"line {number}")
+        except InputError as error:
+            yield f"line {number}", error.problems[0]
+
+
+def _yaml_records(path: Path, text: str | None) -> Iterator[tuple[str, Any]]:
+    data = read_yaml(path, text)
+    if isinstance(data, dict) and "examples" in data:
+        data = data["examples"]
+    if not isinstance(data, list):
+        raise InputError.one(
+            path, "", "must hold a list of records (or a mapping with an 'examples' list)"
+        )
+    for index, record in enumerate(data):
+        yield f"[{index}]", record
+
+
+def _csv_records(path: Path, text: str | None) -> Iterator[tuple[str, Any]]:
+    for number, row in enumerate(read_csv(path, text)[1], start=2):
+        where = f"line {number}"
+        if None in row:
+            yield where, Problem(str(path), where, "has more cells than the header has columns")
+            continue
+        yield where, {k: (None if v == "" else v) for k, v in row.items()}
 
 
 def _lines(text: str) -> Iterator[str]:
@@ -305,9 +294,9 @@ class locked:
     def __exit__(self, *exc: object) -> None:
         import fcntl
 
-        try:
-            self.lock.unlink()  # while held: a waiter on it finds it gone and takes the one there next
-        except OSError:
-            pass  # a folder that lets one create files but not remove them keeps it; it works the same
+        # Removed while held: a waiter on it finds it gone and takes the one there next. A folder
+        # that lets one create files but not remove them keeps it; it works the same.
+        with contextlib.suppress(OSError):
+            self.lock.unlink()
         fcntl.flock(self.handle, fcntl.LOCK_UN)
         self.handle.close()

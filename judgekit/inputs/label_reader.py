@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import bulk, iter_records, open_source, parse_bool
+from judgekit.inputs.files import iter_records, open_source, parse_bool
 
 
 def majority(labels: Mapping[str, bool]) -> bool | None:
@@ -83,7 +83,6 @@ class LabelledSet:
         )
 
 
-@bulk()
 def read_labels(path: Path, criterion_id: str) -> LabelledSet:
     """The labels of a set file; a record that has none is an InputError naming it."""
     source = open_source(path)

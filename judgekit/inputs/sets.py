@@ -26,7 +26,7 @@ from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash, canonical_hash_of_list
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
-from judgekit.inputs.files import Source, SourceLines, bulk, iter_records, open_source
+from judgekit.inputs.files import Source, SourceLines, iter_records, open_source
 from judgekit.inputs.label_reader import from_csv_cells, majority
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
 
@@ -216,7 +216,6 @@ def set_records(
         yield where, record
 
 
-@bulk()
 def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Problem]]:
     """A calibration set's good examples and the problems of the others, so that checks across
     the set (few-shot leakage) run in the same pass."""

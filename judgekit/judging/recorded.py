@@ -19,7 +19,7 @@ from typing import Any
 from pydantic import Field, StrictBool, ValidationError, model_validator
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import Source, SourceLines, bulk, iter_records, parse_bool
+from judgekit.inputs.files import Source, SourceLines, iter_records, parse_bool
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
 from judgekit.judging.verdicts import ClaimCheck, Verdict, aggregate
 
@@ -135,7 +135,6 @@ def load_by_candidate(path: Path) -> dict[str, list[RecordedVerdict]]:
     return out
 
 
-@bulk()
 def _read(path: Path, column: str | None) -> list[tuple[str | None, RecordedVerdict]]:
     return list(iter_recorded(path, column))
 

@@ -15,7 +15,6 @@ from typing import cast
 
 from judgekit.errors import CallsFailed
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
-from judgekit.inputs.files import bulk
 from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.claims import ClaimsJob, claims_jobs
@@ -107,8 +106,7 @@ class _Asker:
         self, jobs: Sequence[Job | ClaimsJob], progress: Callable[[int, int], None] | None
     ) -> list[Verdict]:
         # Cached answers straight from disk: a fully cached re-run makes no client at all.
-        with bulk():
-            verdicts: list[Verdict | None] = [job.cached(self.llm_for(job)) for job in jobs]
+        verdicts: list[Verdict | None] = [job.cached(self.llm_for(job)) for job in jobs]
         misses = [i for i, v in enumerate(verdicts) if v is None]
         for stack in {id(self.llm_for(jobs[i])): self.llm_for(jobs[i]) for i in misses}.values():
             stack.warm()

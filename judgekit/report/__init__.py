@@ -18,10 +18,10 @@ if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its
         EarlyStop as EarlyStop,
         JudgeInfo as JudgeInfo,
         Report as Report,
-        ReportPart as ReportPart,
         Slice as Slice,
         UsageSummary as UsageSummary,
     )
+    from judgekit.report.parts import ReportPart as ReportPart
     from judgekit.report.render import (
         INTERVAL_NAMES as INTERVAL_NAMES,
         METRIC_NAMES as METRIC_NAMES,
@@ -43,7 +43,6 @@ _MODEL = (
     "EarlyStop",
     "JudgeInfo",
     "Report",
-    "ReportPart",
     "Slice",
     "UsageSummary",
 )
@@ -57,12 +56,13 @@ _RENDER = (
     "to_markdown",
     "to_table",
 )
-__all__ = sorted(_MODEL + _RENDER)
+__all__ = sorted((*_MODEL, "ReportPart", *_RENDER))
 if not TYPE_CHECKING:  # at run time each name loads on first use
     __getattr__, __dir__ = exports(
         __name__,
         {
             **{n: "judgekit.report.model" for n in _MODEL},
+            "ReportPart": "judgekit.report.parts",
             **{n: "judgekit.report.render" for n in _RENDER},
         },
     )

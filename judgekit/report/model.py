@@ -18,7 +18,7 @@ from pydantic import Field, PrivateAttr, ValidationError
 
 from judgekit.errors import InputError
 from judgekit.inputs.catalog import find_set
-from judgekit.inputs.files import bulk, locked, read_text, write_atomic
+from judgekit.inputs.files import locked, read_text, write_atomic
 from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.sets import CalibrationSet, load_set
 from judgekit.inputs.validation import problems_of
@@ -329,7 +329,6 @@ class Report(ReportPart):
         beside = self._source.with_name("verdicts.jsonl") if self._source is not None else None
         return examples_frame(self, sets_dir, beside)
 
-    @bulk()
     def write(self, directory: Path, merge: bool = False) -> Report:
         """Write report.json, report.md and verdicts.jsonl (`--verdicts` reads it), each atomically.
 
