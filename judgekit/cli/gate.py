@@ -26,7 +26,7 @@ def decide(
     junit: Path | None,
     agent_model: str | None = None,
 ) -> GateResult:
-    """The gate's decisions on the report at `report_path`, written to JUnit and the CI step summary."""
+    """The gate's decisions on the report at `report_path`, written to JUnit and the step summary."""
     gate = Gate.from_project(criteria, sets, config, criterion_ids or None, agent_model=agent_model)
     result = gate.check_path(report_path, criterion_ids or None)
     if junit is not None:
@@ -118,7 +118,8 @@ def gate(
     path = report / "report.json" if report.is_dir() else report
     if not path.exists():
         click.echo(
-            f"no report at {path}: every criterion is blocked until `judgekit calibrate` writes one",
+            f"no report at {path}: every criterion is blocked until `judgekit calibrate` "
+            "writes one",
             err=True,
         )
     try:
