@@ -26,7 +26,7 @@ def decide(
     junit: Path | None,
     agent_model: str | None = None,
 ) -> GateResult:
-    """The gate's decisions on the report at `report_path`, written to JUnit and the step summary."""
+    """The gate's decisions on `report_path`, written to JUnit and the CI step summary."""
     gate = Gate.from_project(criteria, sets, config, criterion_ids or None, agent_model=agent_model)
     result = gate.check_path(report_path, criterion_ids or None)
     if junit is not None:
