@@ -4,9 +4,9 @@ of judgekit.cli.label_session).
 
 Keys p pass, f fail, s skip, or the buttons beside them (mouse and touch). Each label is written at
 once, in place, changing only that record: no record lost or reordered, nor any that another
-program appends meanwhile (see `judgekit.inputs.label_writer.write_label`). A label whose writing was cut
-off (the program writing it killed) is rolled back when the page starts or with the next label,
-and the page and the command say which one to give again.
+program appends meanwhile (see `judgekit.inputs.label_writer.write_label`). A label whose writing
+was cut off (the program writing it killed) is rolled back when the page starts or with the next
+label, and the page and the command say which one to give again.
 The server listens on 127.0.0.1 only; a write needs the page's session token, and a request from
 another origin or for another host name is refused.
 """
@@ -55,7 +55,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(data).encode(), "application/json")
 
     def _local_host(self) -> bool:
-        # DNS rebinding: a page from another site resolving its name to 127.0.0.1 carries its own Host.
+        # DNS rebinding: a page from another site resolving its name to 127.0.0.1 carries its own
+        # Host.
         return self.headers.get("Host", "") in (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
 
     def do_GET(self) -> None:
@@ -124,7 +125,7 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
-    """Start the page's server on 127.0.0.1 in a background thread; `server.server_port` is its port."""
+    """Start the page's server on 127.0.0.1 in a background thread (its port: `server_port`)."""
     handler = type("Handler", (_Handler,), {"session": session, "port": 0})
     server = ThreadingHTTPServer(("127.0.0.1", port), handler)
     handler.port = server.server_port
@@ -133,6 +134,6 @@ def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
 
 
 def page(session: Session) -> str:
-    """The labelling page (judgekit/cli/label_page.html): one example at a time, by keys or buttons."""
+    """The labelling page (judgekit/cli/label_page.html): one example at a time, keys or buttons."""
     html = files("judgekit.cli").joinpath("label_page.html").read_text(encoding="utf-8")
     return html.replace("__TOKEN__", json.dumps(session.token))

@@ -87,8 +87,8 @@ def render_estimates(estimates: list[Estimate], stop_early: bool = False) -> str
         )
         if e.unknown:
             notes.append(
-                f"{e.criterion}: and the verification calls of {e.unknown:,} extraction(s) still to make, "
-                "which depend on their answers (not counted)"
+                f"{e.criterion}: and the verification calls of {e.unknown:,} extraction(s) still "
+                "to make, which depend on their answers (not counted)"
             )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
@@ -100,9 +100,11 @@ def render_estimates(estimates: list[Estimate], stop_early: bool = False) -> str
     ]
     notes += [
         *(["--stop-early may stop before the whole set: these are at most"] if stop_early else []),
-        "cached: answers in the cache, younger than max_age and readable; the others are calls to make",
+        "cached: answers in the cache, younger than max_age and readable; the others are calls "
+        "to make",
         "prompt tokens: characters / 4 of the rendered messages (an estimate)",
-        "cost at most: litellm's price for those tokens and each answer at its max_tokens (unknown: no price)",
+        "cost at most: litellm's price for those tokens and each answer at its max_tokens "
+        "(unknown: no price)",
         "dry run: nothing was asked, nothing written",
     ]
     return "\n".join([*lines, "", *notes])
