@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -205,7 +207,10 @@ def _judged(
         options.policy = Policy.load(config)
         fresh = run(options, progress=None if quiet else terminal_progress("judging"))
         if not no_history:
-            fresh = record_history(fresh, located)
+            fresh = record_history(
+                fresh,
+                located,  # type: ignore[arg-type]  # a URL too, as History.open takes
+            )
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(options.criterion_ids))
         _write_page(report, out, options, config, None if no_history else located)
@@ -271,7 +276,7 @@ def gated(
     criterion_ids: list[str],
     junit: Path | None,
     as_json: bool = False,
-    report_json: dict | None = None,
+    report_json: dict[str, Any] | None = None,
 ) -> None:
     """`calibrate --gate`: the gate on the report just written, exiting as `judgekit gate` does."""
     try:
@@ -281,7 +286,7 @@ def gated(
     finish(result, as_json, report_json)
 
 
-def past_runs(history: str | Path, criterion_ids: list[str]) -> dict[str, list[HistoryRun]]:
+def past_runs(history: str | Path, criterion_ids: list[str]) -> dict[str, Sequence[HistoryRun]]:
     """Each criterion's calibrations in the history, for the page's chart (none if unreadable)."""
     try:
         with History.open(history, create=False) as db:
@@ -357,7 +362,7 @@ def plan(
             Policy.load(config),
             labels,
             ids,
-            (assume_tpr, assume_tnr) if assume_tpr is not None else None,
+            (assume_tpr, assume_tnr) if assume_tpr is not None and assume_tnr is not None else None,
         )
     except JudgekitError as error:
         fail(error)

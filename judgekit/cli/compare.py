@@ -274,7 +274,11 @@ def _adopt(
     # With --json, on stderr: stdout is the JSON.
     typer.echo(redact(change.diff()), nl=False, err=quiet)
     adopted = adopting.adopt(found, change)
-    written = record_history(Report(criteria=[adopted]), history).write(report_dir, merge=True)
+    recorded = record_history(
+        Report(criteria=[adopted]),
+        history,  # type: ignore[arg-type]  # a URL too, as History.open takes
+    )
+    written = recorded.write(report_dir, merge=True)
     done = "written" if change.after != change.before else "unchanged"
     count = len(written.criteria)
     typer.echo(

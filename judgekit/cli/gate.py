@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -35,7 +36,7 @@ def decide(
     return result
 
 
-def finish(result: GateResult, as_json: bool, report_json: dict | None = None) -> None:
+def finish(result: GateResult, as_json: bool, report_json: dict[str, Any] | None = None) -> None:
     """Print the decisions (or JSON) and exit with the gate's code."""
     if as_json:
         data = (

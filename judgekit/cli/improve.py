@@ -121,7 +121,7 @@ def improve(
             options,
             criterion,
             search,
-            locate(history, config),
+            locate(history, config),  # type: ignore[arg-type]  # a URL too, as History.open takes
             progress=terminal_progress("judging"),
         )
         folder = out or Path(".judgekit/improve") / criterion

@@ -126,9 +126,13 @@ class _Handler(BaseHTTPRequestHandler):
 
 def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
     """Start the page's server on 127.0.0.1 in a background thread (its port: `server_port`)."""
-    handler = type("Handler", (_Handler,), {"session": session, "port": 0})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    handler.port = server.server_port
+
+    class Handler(_Handler):
+        """This server's handler: its session, and the port its Host header must name."""
+
+    Handler.session, Handler.port = session, 0
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    Handler.port = server.server_port
     threading.Thread(target=server.serve_forever, name="judgekit-label", daemon=True).start()
     return server
 

@@ -22,6 +22,9 @@ from judgekit.judging.unlabelled import import_examples
 
 app = typer_app()
 
+# An option `judgekit import` passes on to a format's importer: a name, or csv's verdict cells.
+ImporterOption = str | list[str] | None
+
 
 @app.command("init", short_help=short("init"))
 def init(
@@ -123,7 +126,8 @@ def import_(
 ) -> None:
     """Turn another tool's judge results into a verdict file (`judgekit calibrate --verdicts
     OUT`), or with --examples into unlabelled examples to label (`judgekit label OUT`)."""
-    options = {
+    # Each format's own options, passed on to its importer by name.
+    by_format: dict[str, dict[str, ImporterOption]] = {
         "promptfoo": {"id_field": id_field, "assertion": assertion, "input_var": input_var},
         "inspect": {"scorer": scorer, "id_field": id_field},
         "pydantic-evals": {"evaluator": evaluator},
@@ -136,7 +140,8 @@ def import_(
             "pass_values": pass_values,
             "fail_values": fail_values,
         },
-    }.get(format, {})
+    }
+    options = by_format.get(format, {})
     try:
         if samples or (format in SAMPLE_IMPORTERS and not examples):
             return _samples(format, file, out, samples)
@@ -195,7 +200,7 @@ def _samples(format: str, file: Path, out: Path, asked: bool) -> None:
     typer.echo(f"next: judgekit monitor {out}")
 
 
-def _examples(format: str, file: Path, out: Path, options: dict[str, str | None]) -> None:
+def _examples(format: str, file: Path, out: Path, options: dict[str, ImporterOption]) -> None:
     """`judgekit import FORMAT FILE --examples -o OUT`: never over a file that may hold labels."""
     if out.suffix.lower() not in (".jsonl", ".csv"):
         raise InputError.one(

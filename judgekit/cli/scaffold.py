@@ -146,7 +146,7 @@ _EMAIL = [
 
 def _examples(good: list[str], bad: list[str], inputs: str) -> list[dict[str, str | bool]]:
     amounts = ["€12.50", "$40", "£7.99", "€120", "$15"]
-    rows = []
+    rows: list[dict[str, str | bool]] = []
     for kind, texts, label in (("pass", good, True), ("fail", bad, False)):
         for i in range(20):
             rows.append(

@@ -17,6 +17,8 @@ from judgekit.gate.result import GateResult
 from judgekit.report.render import fmt_number, printable, to_table
 
 if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
     from judgekit.judging.dry_run import Estimate
     from judgekit.report.model import Report
 
@@ -31,7 +33,7 @@ def render_table(report: Report) -> str:
     from rich.table import Table
 
     table = Table(show_edge=False, header_style="bold")
-    for name, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("criterion", "left"),
         ("n", "right"),
         ("abst", "right"),
@@ -40,7 +42,8 @@ def render_table(report: Report) -> str:
         ("kappa", "right"),
         ("kappa 95%", "right"),
         ("disagree", "right"),
-    ):
+    )
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     for c in report.criteria:
         kappa = c.metrics.get("cohen_kappa")
