@@ -70,9 +70,8 @@ main{padding:0;max-width:none}section.criterion,.recommend{border:0;padding:0;ma
 def _money(x: float | None) -> str:
     if x is None or math.isnan(x):
         return "unknown"
-    return (
-        f"${x:,.2f}" if x >= 0.01 else f"${x:.2g}"
-    )  # fractions of a cent keep two significant digits
+    # Fractions of a cent keep two significant digits.
+    return f"${x:,.2f}" if x >= 0.01 else f"${x:.2g}"
 
 
 def _seconds(x: float | None) -> str:
@@ -201,8 +200,7 @@ def _recommendation(comparison: Comparison) -> str:
         blocked = "; ".join(r.blocked_by) or "nothing recorded"
         return (
             '<p class="recommend none" id="recommendation">No candidate passes the gate; '
-            "the closest is "
-            f"<b>{escape(r.closest)}</b>, blocked by: {escape(blocked)}{why}</p>"
+            f"the closest is <b>{escape(r.closest)}</b>, blocked by: {escape(blocked)}{why}</p>"
         )
     return f'<p class="recommend none" id="recommendation">No candidate passes the gate{why}</p>'
 
@@ -288,8 +286,7 @@ def _grid(comparison: Comparison, max_rows: int, max_columns: int) -> str:
         + "".join(f'<p class="meta note">{n}</p>' for n in notes)
         + f'<p class="meta legend">{legend} — each cell is the verdict against the label.</p>'
         '<div class="gridwrap"><table class="grid"><thead><tr><th>example</th><th>label</th>'
-        f"{head}</tr>"
-        f"</thead><tbody>{''.join(rows)}</tbody></table></div></section>"
+        f"{head}</tr></thead><tbody>{''.join(rows)}</tbody></table></div></section>"
     )
 
 

@@ -5,16 +5,14 @@ labelled examples of a file into a criterion's calibration set (judgekit.inputs.
 
 from __future__ import annotations
 
-import time
-import webbrowser
 from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
-from judgekit.cli.app import EXIT_INPUT, fail, short
+from judgekit.cli.app import fail, short
 from judgekit.cli.label_next import NextRequest, next_to_label
-from judgekit.cli.label_page import Session, labelling, page_judge, serve
+from judgekit.cli.label_page import Session, labelling, page_judge, serve_until_stopped
 from judgekit.cli.label_page import review as reviewing
 from judgekit.cli.options import (
     api_base_option,
@@ -169,7 +167,7 @@ def label(
             )
     except JudgekitError as error:
         fail(error)
-    _serve(session, port, annotator, bool(review), open_browser)
+    serve_until_stopped(session, port, annotator, bool(review), open_browser)
 
 
 def _pool_and_criterion(
@@ -256,35 +254,6 @@ def _labelling(
         judge=judge,
         judge_note=note,
     )
-
-
-def _serve(
-    session: Session, port: int, annotator: str | None, review: bool, open_browser: bool
-) -> None:
-    """Serve the page until Ctrl-C, saying where it is and what it holds."""
-    try:
-        server = serve(session, port)
-    except OSError as error:
-        typer.echo(f"error: --port {port}: {error.strerror}", err=True)
-        raise typer.Exit(EXIT_INPUT) from None
-    for undone in session.rolled_back:
-        typer.echo(f"warning: {undone}")
-    url = f"http://127.0.0.1:{server.server_port}/"
-    who = f" as {annotator}" if annotator else ""
-    typer.echo(
-        f"{len(session.items)} example(s) to {'review' if review else 'label'}{who} in "
-        f"{session.path}\nopen {url} (Ctrl-C to stop)"
-    )
-    if not review:
-        typer.echo(f"judge: {session.judge_note}")
-    if open_browser:
-        webbrowser.open(url)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.shutdown()
-        typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")
 
 
 def labels_to_recheck(

@@ -16,16 +16,30 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+import time
+import webbrowser
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from typing import Any
 
+import typer
+
+from judgekit.cli.app import EXIT_INPUT
 from judgekit.cli.label_session import Session, labelling, page_judge, review
 from judgekit.errors import InputError
 from judgekit.inputs.label_writer import write_label
 
-__all__ = ["Session", "labelling", "page", "page_judge", "review", "serve", "write_label"]
+__all__ = [
+    "Session",
+    "labelling",
+    "page",
+    "page_judge",
+    "review",
+    "serve",
+    "serve_until_stopped",
+    "write_label",
+]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -141,3 +155,32 @@ def page(session: Session) -> str:
     """The labelling page (judgekit/cli/label_page.html): one example at a time, keys or buttons."""
     html = files("judgekit.cli").joinpath("label_page.html").read_text(encoding="utf-8")
     return html.replace("__TOKEN__", json.dumps(session.token))
+
+
+def serve_until_stopped(
+    session: Session, port: int, annotator: str | None, reviewing: bool, open_browser: bool
+) -> None:
+    """Serve the page until Ctrl-C, saying where it is and what it holds."""
+    try:
+        server = serve(session, port)
+    except OSError as error:
+        typer.echo(f"error: --port {port}: {error.strerror}", err=True)
+        raise typer.Exit(EXIT_INPUT) from None
+    for undone in session.rolled_back:
+        typer.echo(f"warning: {undone}")
+    url = f"http://127.0.0.1:{server.server_port}/"
+    who = f" as {annotator}" if annotator else ""
+    typer.echo(
+        f"{len(session.items)} example(s) to {'review' if reviewing else 'label'}{who} in "
+        f"{session.path}\nopen {url} (Ctrl-C to stop)"
+    )
+    if not reviewing:
+        typer.echo(f"judge: {session.judge_note}")
+    if open_browser:
+        webbrowser.open(url)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.shutdown()
+        typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")
