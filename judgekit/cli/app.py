@@ -80,7 +80,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "init": (
         "judgekit.cli.project",
-        "Start a project: criteria, sets, settings, a CI recipe (GitHub or GitLab), a pytest example.",
+        "Start a project: criteria, sets, settings, a CI recipe (GitHub or GitLab), "
+        "a pytest example.",
     ),
     "schema": (
         "judgekit.cli.calibrate",
@@ -119,7 +120,7 @@ class Commands(click.Group):
 
 
 def _handed_over(name: str, main: Callable[..., Any]) -> click.Command:
-    """A command whose whole command line goes to `main` (a typer group's), which exits as it does."""
+    """A command handing its whole command line to `main` (a typer group's), exiting as it does."""
 
     @click.command(
         name,
@@ -141,7 +142,8 @@ def _handed_over(name: str, main: Callable[..., Any]) -> click.Command:
     cls=Commands,
     context_settings={"help_option_names": ["--help"]},
     invoke_without_command=False,
-    help="Calibrate LLM judges against human labels, and gate eval suites on judges that can be trusted.\n\n"
+    help="Calibrate LLM judges against human labels, and gate eval suites on judges that can be "
+    "trusted.\n\n"
     "Exit codes: 0 done / gate PASS, 1 gate FAIL (or DRIFT, an alert), 2 usage or input error, "
     "3 gate INCONCLUSIVE, 4 the judge could not be run, 130 interrupted.",
 )

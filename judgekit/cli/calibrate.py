@@ -4,8 +4,11 @@ and `schema`.
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import typer
 
@@ -119,7 +122,7 @@ def calibrate(
         "make, the answers already cached, the prompt tokens and the cost at most.",
     ),
 ) -> None:
-    """Run the judge of each criterion over its calibration set and report agreement with the labels."""
+    """Run each criterion's judge over its calibration set and report agreement with the labels."""
     check_split(split)
     if via not in ("auto", "litellm"):
         fail(InputError.one("--via", "", f"{via!r}: use auto or litellm"))
@@ -141,51 +144,9 @@ def calibrate(
         stop_early=stop_early,
     )
     if dry:
-        try:
-            options.policy = Policy.load(config)  # max_age: older answers are asked again
-            estimates = dry_run(options)
-        except JudgekitError as error:
-            fail(error)
-        typer.echo(
-            json.dumps({"dry_run": True, "criteria": [e.to_json() for e in estimates]}, indent=2)
-            if as_json
-            else render_estimates(estimates, stop_early)
-        )
+        _show_dry_run(options, config, as_json)
         return
-    try:
-        if criterion and (out / "report.json").is_file():
-            # A partial run merges into the report there: check it can be read before judging anything.
-            Report.read(out / "report.json")
-            if (out / "verdicts.jsonl").is_file():
-                load_recorded(out / "verdicts.jsonl")
-        history = locate(history, config)
-        if (
-            not no_history
-        ):  # a damaged, read-only or foreign history stops the run before any judge is paid for
-            History.open(history).close()
-        options.policy = Policy.load(
-            config
-        )  # the thresholds early stopping settles against, and max_age
-        fresh = run(options, progress=None if quiet or as_json else terminal_progress("judging"))
-        if not no_history:
-            fresh = record_history(fresh, history)
-        # Calibrating some criteria keeps the others' results in the same report.
-        report = fresh.write(out, merge=bool(criterion))
-        result = None
-        try:  # the page shows the gate's decisions when the project can be gated
-            result = Gate.from_project(criteria, sets, config).check_path(out / "report.json")
-        except InputError:
-            pass  # `judgekit gate` says what is wrong
-        write_html(
-            report,
-            out,
-            {d.criterion: d for d in result.decisions} if result else None,
-            None if no_history else past_runs(history, [c.id for c in report.criteria]),
-        )
-    except JudgekitError as error:
-        fail(error)
-    except KeyboardInterrupt:
-        interrupted(not no_cache)
+    fresh, report = _judged(options, out, history, no_history, config, quiet or as_json)
     if as_json:
         if gate:
             gated(
@@ -201,34 +162,110 @@ def calibrate(
         typer.echo(fresh.model_dump_json(indent=2))
         return
     if not quiet:
-        typer.echo(render_table(fresh))
-        written = {c.id: c.calibrated_at for c in report.criteria}
-        superseded = [c.id for c in fresh.criteria if written.get(c.id) != c.calibrated_at]
-        kept = len(report.criteria) - len(fresh.criteria) + len(superseded)
-        if kept:
-            typer.echo(
-                f"\n{kept} other {'criterion' if kept == 1 else 'criteria'} kept from the previous report in {out}"
-            )
-        for cid in superseded:
-            typer.echo(
-                f"\n{cid}: a calibration that started after this one is already in {out}; this run's "
-                "result for it was not written"
-            )
-        for c in fresh.criteria:
-            for warning in c.warnings:
-                typer.echo(f"\nwarning: {c.id}: {warning}")
-            if c.labels_changed:
-                typer.echo(
-                    f"\n{c.id}: {c.labels_changed} label(s) changed since its previous calibration"
-                )
-        abstained = sum(c.abstained for c in fresh.criteria)
-        if abstained:
-            typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
+        _show_summary(fresh, report, out)
     typer.echo(f"report: {out / 'report.json'}")
-    if (
-        gate
-    ):  # the report as written (another run's newer result included), checked against its verdicts
+    # The report as written (another run's newer result included), checked against its verdicts.
+    if gate:
         gated(out, criteria, sets, config, list(criterion or []), junit)
+
+
+def _show_dry_run(options: Options, config: Path | None, as_json: bool) -> None:
+    """`calibrate --dry-run`: per criterion, what a run would ask and cost, asking nothing."""
+    try:
+        options.policy = Policy.load(config)  # max_age: older answers are asked again
+        estimates = dry_run(options)
+    except JudgekitError as error:
+        fail(error)
+    typer.echo(
+        json.dumps({"dry_run": True, "criteria": [e.to_json() for e in estimates]}, indent=2)
+        if as_json
+        else render_estimates(estimates, options.stop_early)
+    )
+
+
+def _judged(
+    options: Options,
+    out: Path,
+    history: str | None,
+    no_history: bool,
+    config: Path | None,
+    quiet: bool,
+) -> tuple[Report, Report]:
+    """Judge, add the run to the history, write the report and its page: (this run, as written)."""
+    try:
+        if options.criterion_ids and (out / "report.json").is_file():
+            # A partial run merges into the report there: check it can be read before judging
+            # anything.
+            Report.read(out / "report.json")
+            if (out / "verdicts.jsonl").is_file():
+                load_recorded(out / "verdicts.jsonl")
+        located = locate(history, config)
+        # A damaged, read-only or foreign history stops the run before any judge is paid for.
+        if not no_history:
+            History.open(located).close()
+        # The thresholds early stopping settles against, and max_age.
+        options.policy = Policy.load(config)
+        fresh = run(options, progress=None if quiet else terminal_progress("judging"))
+        if not no_history:
+            fresh = record_history(
+                fresh,
+                located,  # type: ignore[arg-type]  # a URL too, as History.open takes
+            )
+        # Calibrating some criteria keeps the others' results in the same report.
+        report = fresh.write(out, merge=bool(options.criterion_ids))
+        _write_page(report, out, options, config, None if no_history else located)
+    except JudgekitError as error:
+        fail(error)
+    except KeyboardInterrupt:
+        interrupted(options.cache_dir is not None)
+    return fresh, report
+
+
+def _write_page(
+    report: Report, out: Path, options: Options, config: Path | None, history: str | Path | None
+) -> None:
+    """Write report.html, with the gate's decisions if it can be gated and past runs if kept."""
+    result = None
+    # The page shows the gate's decisions when the project can be gated; when it cannot,
+    # `judgekit gate` says what is wrong.
+    with contextlib.suppress(InputError):
+        result = Gate.from_project(options.criteria_dir, options.sets_dir, config).check_path(
+            out / "report.json"
+        )
+    write_html(
+        report,
+        out,
+        {d.criterion: d for d in result.decisions} if result else None,
+        None if history is None else past_runs(history, [c.id for c in report.criteria]),
+    )
+
+
+def _show_summary(fresh: Report, report: Report, out: Path) -> None:
+    """The run's table, what the report kept or did not take from it, and its warnings."""
+    typer.echo(render_table(fresh))
+    written = {c.id: c.calibrated_at for c in report.criteria}
+    superseded = [c.id for c in fresh.criteria if written.get(c.id) != c.calibrated_at]
+    kept = len(report.criteria) - len(fresh.criteria) + len(superseded)
+    if kept:
+        typer.echo(
+            f"\n{kept} other {'criterion' if kept == 1 else 'criteria'} kept from the previous "
+            f"report in {out}"
+        )
+    for cid in superseded:
+        typer.echo(
+            f"\n{cid}: a calibration that started after this one is already in {out}; this "
+            "run's result for it was not written"
+        )
+    for c in fresh.criteria:
+        for warning in c.warnings:
+            typer.echo(f"\nwarning: {c.id}: {warning}")
+        if c.labels_changed:
+            typer.echo(
+                f"\n{c.id}: {c.labels_changed} label(s) changed since its previous calibration"
+            )
+    abstained = sum(c.abstained for c in fresh.criteria)
+    if abstained:
+        typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
 
 
 def gated(
@@ -239,7 +276,7 @@ def gated(
     criterion_ids: list[str],
     junit: Path | None,
     as_json: bool = False,
-    report_json: dict | None = None,
+    report_json: dict[str, Any] | None = None,
 ) -> None:
     """`calibrate --gate`: the gate on the report just written, exiting as `judgekit gate` does."""
     try:
@@ -249,8 +286,8 @@ def gated(
     finish(result, as_json, report_json)
 
 
-def past_runs(history: str | Path, criterion_ids: list[str]) -> dict[str, list[HistoryRun]]:
-    """Each criterion's calibrations in the history, for the page's chart (none when it cannot be read)."""
+def past_runs(history: str | Path, criterion_ids: list[str]) -> dict[str, Sequence[HistoryRun]]:
+    """Each criterion's calibrations in the history, for the page's chart (none if unreadable)."""
     try:
         with History.open(history, create=False) as db:
             return {cid: db.runs(cid, purpose="calibrate") for cid in criterion_ids}
@@ -268,9 +305,8 @@ def validate(
     problems = []  # of every file, listed together
     try:
         loaded, loaded_sets = load_inputs(criteria, sets)
-        for (
-            loaded_set
-        ) in loaded_sets.values():  # examples drawn from a pool must describe one design
+        # Examples drawn from a pool must describe one design.
+        for loaded_set in loaded_sets.values():
             try:
                 check_drawn(loaded_set)
             except InputError as error:
@@ -284,13 +320,13 @@ def validate(
             problems += error.problems
     if problems:
         fail(InputError(problems))
-    for cid, loaded_set in sorted(loaded_sets.items()):
+    for _cid, loaded_set in sorted(loaded_sets.items()):  # in the order of the criteria's ids
         good = sum(e.label for e in loaded_set.examples)
         if good in (0, len(loaded_set.examples)):  # valid, but no gate can pass it: say so now
             have, lack = ("known-good", "known-bad") if good else ("known-bad", "known-good")
             typer.echo(
-                f"warning: {loaded_set.path}: only {have} examples ({len(loaded_set.examples)}); the gate "
-                f"needs {lack} examples too (TPR and TNR are each measured on one class)"
+                f"warning: {loaded_set.path}: only {have} examples ({len(loaded_set.examples)}); "
+                f"the gate needs {lack} examples too (TPR and TNR are each measured on one class)"
             )
     examples = sum(len(s.examples) for s in loaded_sets.values())
     typer.echo(f"ok: {len(loaded)} criteria, {examples} labelled examples")
@@ -310,7 +346,7 @@ def plan(
         None, min=0.0, max=1.0, help="Plan for this TNR, not the observed one."
     ),
 ) -> None:
-    """How many labelled known-good and known-bad examples the gate needs, at observed or assumed rates."""
+    """How many labelled good and bad examples the gate needs, at the observed or assumed rates."""
     if (assume_tpr is None) != (assume_tnr is None):
         typer.echo("error: give both --assume-tpr and --assume-tnr, or neither", err=True)
         raise typer.Exit(EXIT_INPUT)
@@ -326,7 +362,7 @@ def plan(
             Policy.load(config),
             labels,
             ids,
-            (assume_tpr, assume_tnr) if assume_tpr is not None else None,
+            (assume_tpr, assume_tnr) if assume_tpr is not None and assume_tnr is not None else None,
         )
     except JudgekitError as error:
         fail(error)
@@ -347,7 +383,8 @@ def schema(
     )
     typer.echo(
         f"wrote {out / 'criterion.schema.json'} and {out / 'example.schema.json'}\n"
-        f"point a YAML file at it with: # yaml-language-server: $schema={out / 'criterion.schema.json'}"
+        "point a YAML file at it with: # yaml-language-server: "
+        f"$schema={out / 'criterion.schema.json'}"
     )
 
 

@@ -30,10 +30,10 @@ from judgekit.cli.options import (
 from judgekit.cli.terminal import terminal_progress
 from judgekit.compare import adopt as adopting
 from judgekit.compare.analysis import analyse
-from judgekit.compare.candidates import from_file, from_options, read_file
+from judgekit.compare.candidates import Spec, from_file, from_options, read_file
 from judgekit.compare.model import Comparison
 from judgekit.compare.render import estimates, table
-from judgekit.compare.run import dry_run, judge, load
+from judgekit.compare.run import Measurements, dry_run, judge, load
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.files import write_atomic
 from judgekit.inputs.policy import Policy
@@ -188,25 +188,10 @@ def compare(
             if spec_file is not None and entries is not None
             else from_options(base, model or [], variant or [], _counts(trials), verdicts or [])
         )
-        names = [s.name for s in specs]
-        for option, name in (("--baseline", baseline), ("--adopt", adopt)):
-            if (
-                name is not None and name not in names and not dry
-            ):  # said before any call is paid for
-                raise InputError.one(
-                    option, name, f"no such candidate; the candidates are {', '.join(names)}"
-                )
         if dry:
-            found = dry_run(options, specs)
-            typer.echo(
-                json.dumps(
-                    {"dry_run": True, "candidates": {n: e.to_json() for n, e in found.items()}},
-                    indent=2,
-                )
-                if as_json
-                else estimates(found)
-            )
+            _show_dry_run(options, specs, as_json)
             return
+        _check_named(specs, baseline, adopt)
         judged = judge(
             options,
             specs,
@@ -232,8 +217,31 @@ def compare(
         raise typer.Exit(EXIT_GATE_FAIL)
 
 
+def _check_named(specs: list[Spec], baseline: str | None, adopt: str | None) -> None:
+    """--baseline and --adopt name candidates: said before any call is paid for."""
+    names = [s.name for s in specs]
+    for option, name in (("--baseline", baseline), ("--adopt", adopt)):
+        if name is not None and name not in names:
+            raise InputError.one(
+                option, name, f"no such candidate; the candidates are {', '.join(names)}"
+            )
+
+
+def _show_dry_run(options: Options, specs: list[Spec], as_json: bool) -> None:
+    """`compare --dry-run`: per candidate, what judging it would ask and cost, asking nothing."""
+    found = dry_run(options, specs)
+    typer.echo(
+        json.dumps(
+            {"dry_run": True, "candidates": {n: e.to_json() for n, e in found.items()}},
+            indent=2,
+        )
+        if as_json
+        else estimates(found)
+    )
+
+
 def _adopt(
-    judged,
+    judged: Measurements,
     name: str,
     criteria: Path,
     report_dir: Path,
@@ -244,9 +252,8 @@ def _adopt(
 ) -> None:
     found = next(m for m in judged.measured if m.spec.name == name)
     adopting.check(found, criteria, force)
-    if (
-        split == "test"
-    ):  # choosing among candidates by their test figures is a look at the test split
+    # Choosing among candidates by their test figures is a look at the test split.
+    if split == "test":
         with History.open(history) as db:
             budget, _ = db.take_look(
                 judged.criterion.id,
@@ -259,20 +266,25 @@ def _adopt(
             )
         if budget.look is None:
             typer.echo(
-                f"warning: {budget.words()}: this adoption rests on examples already looked at too often",
+                f"warning: {budget.words()}: this adoption rests on examples already looked at "
+                "too often",
                 err=True,
             )
     change = adopting.proposed(found, criteria)
-    typer.echo(
-        redact(change.diff()), nl=False, err=quiet
-    )  # with --json, on stderr: stdout is the JSON
+    # With --json, on stderr: stdout is the JSON.
+    typer.echo(redact(change.diff()), nl=False, err=quiet)
     adopted = adopting.adopt(found, change)
-    written = record_history(Report(criteria=[adopted]), history).write(report_dir, merge=True)
+    recorded = record_history(
+        Report(criteria=[adopted]),
+        history,  # type: ignore[arg-type]  # a URL too, as History.open takes
+    )
+    written = recorded.write(report_dir, merge=True)
     done = "written" if change.after != change.before else "unchanged"
     count = len(written.criteria)
     typer.echo(
-        f"adopted {name} ({found.decision.status}): {change.path} {done}; its calibration is {adopted.id}'s "
-        f"report in {report_dir / 'report.json'} ({count} {'criterion' if count == 1 else 'criteria'} there)",
+        f"adopted {name} ({found.decision.status}): {change.path} {done}; its calibration is "
+        f"{adopted.id}'s report in {report_dir / 'report.json'} "
+        f"({count} {'criterion' if count == 1 else 'criteria'} there)",
         err=quiet,
     )
 

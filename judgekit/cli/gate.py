@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -26,7 +27,7 @@ def decide(
     junit: Path | None,
     agent_model: str | None = None,
 ) -> GateResult:
-    """The gate's decisions on the report at `report_path`, written to JUnit and the CI step summary."""
+    """The gate's decisions on `report_path`, written to JUnit and the CI step summary."""
     gate = Gate.from_project(criteria, sets, config, criterion_ids or None, agent_model=agent_model)
     result = gate.check_path(report_path, criterion_ids or None)
     if junit is not None:
@@ -35,7 +36,7 @@ def decide(
     return result
 
 
-def finish(result: GateResult, as_json: bool, report_json: dict | None = None) -> None:
+def finish(result: GateResult, as_json: bool, report_json: dict[str, Any] | None = None) -> None:
     """Print the decisions (or JSON) and exit with the gate's code."""
     if as_json:
         data = (
@@ -118,7 +119,8 @@ def gate(
     path = report / "report.json" if report.is_dir() else report
     if not path.exists():
         click.echo(
-            f"no report at {path}: every criterion is blocked until `judgekit calibrate` writes one",
+            f"no report at {path}: every criterion is blocked until `judgekit calibrate` "
+            "writes one",
             err=True,
         )
     try:

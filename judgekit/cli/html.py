@@ -17,24 +17,29 @@ from pathlib import Path
 
 from judgekit.gate.result import Decision
 from judgekit.inputs.files import write_atomic
-from judgekit.report.model import CriterionReport, Report
+from judgekit.report.model import CriterionReport, Disagreement, Report
 from judgekit.report.render import fmt_number
 from judgekit.watch.history import HistoryRun
 
+# A backslash at a line's end joins it to the next line (the style's text is unchanged).
 STYLE = """
-body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d2330;background:#f6f7f9}
+body{font:15px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d2330;\
+background:#f6f7f9}
 header{background:#1d2330;color:#fff;padding:18px 28px}header h1{margin:0;font-size:21px}
 header p{margin:4px 0 0;color:#c5cad3;font-size:13px}
 main{padding:10px 28px 40px;max-width:1250px}
-section.criterion{background:#fff;border:1px solid #dde1e7;border-radius:8px;margin:22px 0;padding:18px 22px}
+section.criterion{background:#fff;border:1px solid #dde1e7;border-radius:8px;margin:22px 0;\
+padding:18px 22px}
 h2{margin:0 0 4px;font-size:19px}.question{color:#4b5565;margin:0 0 12px}
-.badge{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600;font-size:13px;margin-left:8px;
+.badge{display:inline-block;padding:2px 10px;border-radius:12px;font-weight:600;font-size:13px;\
+margin-left:8px;
 vertical-align:middle}.PASS{background:#d9f2e1;color:#10652f}.FAIL{background:#fbdcdc;color:#8c1d1d}
 .INCONCLUSIVE{background:#fdf0cf;color:#7a5500}.NONE{background:#e7e9ee;color:#4b5565}
 .reasons{font-size:13px;color:#4b5565;margin:4px 0 12px}
 .charts{display:flex;flex-wrap:wrap;gap:28px;align-items:flex-start;margin:8px 0 6px}
 .chart h3{font-size:13px;text-transform:uppercase;letter-spacing:.04em;color:#6b7585;margin:0 0 6px}
-table{border-collapse:collapse;width:100%;font-size:13.5px}th,td{border-top:1px solid #e4e7ec;padding:7px 8px;
+table{border-collapse:collapse;width:100%;font-size:13.5px}\
+th,td{border-top:1px solid #e4e7ec;padding:7px 8px;
 vertical-align:top;text-align:left}th{background:#f1f3f6;font-weight:600}
 td.text{white-space:pre-wrap;word-break:break-word;max-width:420px}
 .meta{font-size:13px;color:#4b5565}.claim-ok{color:#10652f}.claim-bad{color:#8c1d1d}.claim-unk{color:#7a5500}
@@ -76,7 +81,8 @@ def heatmap(c: CriterionReport) -> str:
             x = 90 + col * 110
             parts.append(
                 f'<rect x="{x}" y="{y}" width="108" height="60" rx="4" fill="{fill}"/>'
-                f'<text x="{x + 54}" y="{y + 36}" font-size="19" font-weight="600" text-anchor="middle" '
+                f'<text x="{x + 54}" y="{y + 36}" font-size="19" font-weight="600" '
+                'text-anchor="middle" '
                 f'fill="{"#fff" if share > 0.55 else "#1d2330"}">{count}</text>'
             )
     parts.append("</svg>")
@@ -97,14 +103,17 @@ def intervals_chart(c: CriterionReport) -> str:
         value = c.metrics.get(key)
         low, high = c.intervals.get(key, (None, None))
 
-        def x(v: float) -> float:
+        # The row's low end is bound now, as a default: each row's function is its own.
+        def x(v: float, low_end: float = low_end) -> float:
             return left + span * (v - low_end) / (1 - low_end)
 
         parts.append(
             f'<text x="{left - 8}" y="{y + 4}" font-size="12" text-anchor="end">{label}</text>'
-            f'<line x1="{left}" y1="{y}" x2="{left + span}" y2="{y}" stroke="#e4e7ec" stroke-width="6"/>'
+            f'<line x1="{left}" y1="{y}" x2="{left + span}" y2="{y}" stroke="#e4e7ec" '
+            'stroke-width="6"/>'
             f'<text x="{left}" y="{y + 17}" font-size="10" fill="#8a93a2">{low_end:g}</text>'
-            f'<text x="{left + span}" y="{y + 17}" font-size="10" text-anchor="end" fill="#8a93a2">1</text>'
+            f'<text x="{left + span}" y="{y + 17}" font-size="10" text-anchor="end" '
+            'fill="#8a93a2">1</text>'
         )
         if low is not None and high is not None:
             parts.append(
@@ -143,20 +152,22 @@ def history_chart(runs: Sequence[HistoryRun]) -> str:
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
         f'aria-label="agreement over {len(runs)} runs">',
-        f'<line x1="{left}" y1="{top + span_y}" x2="{left + span_x}" y2="{top + span_y}" stroke="#c9ced6"/>',
+        f'<line x1="{left}" y1="{top + span_y}" x2="{left + span_x}" y2="{top + span_y}" '
+        'stroke="#c9ced6"/>',
     ]
     for value in (-1, 0, 1) if floor < 0 else (0, 0.5, 1):
         y = y_of(value)
         parts.append(
-            f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end" fill="#8a93a2">{value:g}'
-            f'</text><line x1="{left}" y1="{y:.1f}" x2="{left + span_x}" y2="{y:.1f}" stroke="#eef0f3"/>'
+            f'<text x="{left - 6}" y="{y + 4:.1f}" font-size="10" text-anchor="end" '
+            f'fill="#8a93a2">{value:g}</text>'
+            f'<line x1="{left}" y1="{y:.1f}" x2="{left + span_x}" y2="{y:.1f}" stroke="#eef0f3"/>'
         )
     step = span_x / max(1, len(runs) - 1)
     for index, (name, key, color) in enumerate(series):
         points = [
-            (left + i * step, y_of(max(floor, min(1.0, r.metrics[key]))))
-            for i, r in enumerate(runs)
-            if r.metrics.get(key) is not None
+            (left + i * step, y_of(max(floor, min(1.0, metric))))
+            for i, metric in enumerate(r.metrics.get(key) for r in runs)
+            if metric is not None
         ]
         if points:
             parts.append(
@@ -168,13 +179,14 @@ def history_chart(runs: Sequence[HistoryRun]) -> str:
                 f'<circle cx="{px:.1f}" cy="{py:.1f}" r="3" fill="{color}"/>' for px, py in points
             ]
         parts.append(
-            f'<text x="{left + 6 + index * 60}" y="{height - 4}" font-size="11" fill="{color}">{name}</text>'
+            f'<text x="{left + 6 + index * 60}" y="{height - 4}" font-size="11" fill="{color}">'
+            f"{name}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
 
 
-def _claims(d) -> str:
+def _claims(d: Disagreement) -> str:
     if not d.claims:
         return ""
     items = []
@@ -206,8 +218,8 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[His
         f'<section class="criterion" id="{escape(c.id)}"><h2>{escape(c.id)}'
         f'<span class="badge {status}">{"gate " + status if decision else "not gated"}</span></h2>',
         f'<p class="question">{escape(question)}</p>' if question else "",
-        f'<p class="meta">{who} · {c.n} examples ({c.labelled_pass} labelled pass, {c.labelled_fail} labelled '
-        f"fail) · {c.abstained} abstained</p>",
+        f'<p class="meta">{who} · {c.n} examples ({c.labelled_pass} labelled pass, '
+        f"{c.labelled_fail} labelled fail) · {c.abstained} abstained</p>",
     ]
     if decision:
         out.append(f'<p class="reasons">{escape(decision.summary)}</p>')
@@ -215,10 +227,11 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[His
     if c.selective:  # selective judging: the certificate, then each judge of the cascade
         s = c.selective
         out.append(
-            f'<p class="meta">Selective judging ({escape(s.confidence)} confidence, target {s.min_agreement:g} '
-            f"at delta {s.delta:g}): {escape(s.problem or s.statement)}"
+            f'<p class="meta">Selective judging ({escape(s.confidence)} confidence, '
+            f"target {s.min_agreement:g} at delta {s.delta:g}): {escape(s.problem or s.statement)}"
             + "".join(
-                f"<br>{escape(t.model or 'recorded')}: threshold {escape(t.threshold)}, {t.covered} of "
+                f"<br>{escape(t.model or 'recorded')}: threshold {escape(t.threshold)}, "
+                f"{t.covered} of "
                 f"{t.reaching} given, agreement {escape(t.agreement)}"
                 for t in s.stages
             )
@@ -256,7 +269,8 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[His
                 f'<td class="text">{example}</td><td class="text">{reason}{_claims(d)}</td></tr>'
             )
         out.append(
-            f"<details open><summary>Disagreements ({len(c.disagreements)})</summary><table><tr><th>id</th>"
+            f"<details open><summary>Disagreements ({len(c.disagreements)})</summary>"
+            "<table><tr><th>id</th>"
             "<th>label</th><th>judge</th><th>example</th><th>judge's reason</th></tr>"
             + "".join(rows)
             + "</table></details>"
@@ -280,11 +294,15 @@ def to_html(
     )
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
+        "style-src 'unsafe-inline'; "
         'img-src data:">'
-        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body><header><h1>{escape(title)}</h1>"
-        f"<p>judgekit {escape(report.judgekit_version)} · {report.created_at:%Y-%m-%d %H:%M} UTC (gate decisions as of then) · "
-        f"{len(report.criteria)} criteria</p></header><main>{body or '<p>No criteria.</p>'}</main></body></html>"
+        f"<title>{escape(title)}</title><style>{STYLE}</style></head><body><header>"
+        f"<h1>{escape(title)}</h1>"
+        f"<p>judgekit {escape(report.judgekit_version)} · {report.created_at:%Y-%m-%d %H:%M} UTC "
+        "(gate decisions as of then) · "
+        f"{len(report.criteria)} criteria</p></header>"
+        f"<main>{body or '<p>No criteria.</p>'}</main></body></html>"
     )
 
 

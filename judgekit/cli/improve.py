@@ -1,11 +1,11 @@
 """`judgekit improve`: search for a judge that agrees better with its labels on the dev split, and
 accept it only when the test split shows it is better (judgekit.improve.search).
 
-Writes the proposal, its diff and the figures (improve.md, improve.json, improve.html) into `--out` (default .judgekit/improve/<id>); with
-`--write`, an accepted proposal becomes the criterion file (the next `calibrate` and the gate
-take it as a changed judge, as they must). Exit 0 when a proposal is accepted, 1 when none is,
-3 when the test split's alpha budget is spent, 2 bad input, 4 the judges could not be run, 130
-interrupted (run again: the answers so far are cached).
+Writes the proposal, its diff and the figures (improve.md, improve.json, improve.html) into
+`--out` (default .judgekit/improve/<id>); with `--write`, an accepted proposal becomes the
+criterion file (the next `calibrate` and the gate take it as a changed judge, as they must). Exit 0
+when a proposal is accepted, 1 when none is, 3 when the test split's alpha budget is spent, 2 bad
+input, 4 the judges could not be run, 130 interrupted (run again: the answers so far are cached).
 """
 
 from __future__ import annotations
@@ -121,7 +121,7 @@ def improve(
             options,
             criterion,
             search,
-            locate(history, config),
+            locate(history, config),  # type: ignore[arg-type]  # a URL too, as History.open takes
             progress=terminal_progress("judging"),
         )
         folder = out or Path(".judgekit/improve") / criterion
@@ -135,14 +135,16 @@ def improve(
             change = proposed(
                 criterion_path(criteria, criterion), proposal.criterion, found.criterion
             )
-            # Copies beside the figures (a CI artifact, perhaps): no credential of the file goes with them.
+            # Copies beside the figures (a CI artifact, perhaps): no credential of the file goes
+            # with them.
             write_atomic(folder / "proposal.yaml", change.after)
             write_atomic(folder / "proposal.diff", change.diff())
             typer.echo(redact(change.diff()))
             if write and found.accepted:  # written only if it defines the judge the test measured
                 adopt(found.best, change)
                 typer.echo(
-                    f"written: {change.path}; run `judgekit calibrate` (the gate takes it as a changed judge)"
+                    f"written: {change.path}; run `judgekit calibrate` "
+                    "(the gate takes it as a changed judge)"
                 )
         typer.echo(f"improve: {folder / 'improve.md'}")
     except JudgekitError as error:

@@ -5,15 +5,14 @@ labelled examples of a file into a criterion's calibration set (judgekit.inputs.
 
 from __future__ import annotations
 
-import time
-import webbrowser
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
 
-from judgekit.cli.app import EXIT_INPUT, fail, short
+from judgekit.cli.app import fail, short
 from judgekit.cli.label_next import NextRequest, next_to_label
-from judgekit.cli.label_page import labelling, page_judge, serve
+from judgekit.cli.label_page import Session, labelling, page_judge, serve_until_stopped
 from judgekit.cli.label_page import review as reviewing
 from judgekit.cli.options import (
     api_base_option,
@@ -139,119 +138,137 @@ def label(
     CRITERION, the labelled examples of NEW move into the criterion's set."""
     try:
         if next_n is not None:
-            if rate not in (None, "tpr", "tnr"):
-                raise InputError.one("--for", "", f"is {rate!r}; give tpr or tnr")
-            if file is None or criterion is None or review is not None or merge is not None:
-                raise InputError.one(
-                    "--next",
-                    "",
-                    "give a pool of replies and the criterion: judgekit label --next "
-                    "N -c CRITERION POOL.jsonl",
-                )
-            out = Path(".judgekit/next") / f"{criterion}.jsonl"
-            _, said = next_to_label(
+            pool, named = _pool_and_criterion(file, criterion, rate, review, merge)
+            out = Path(".judgekit/next") / f"{named}.jsonl"
+            _draw_next(
                 NextRequest(
-                    file,
-                    criterion,
-                    next_n,
-                    criteria,
-                    sets,
-                    report,
-                    out,
-                    verdicts,
-                    model,
-                    rate,
-                    config,
+                    pool, named, next_n, criteria, sets, report, out, verdicts, model, rate, config
                 ),
                 RunSettings(api_base=api_base, cache_dir=cache_dir),
-            )
-            for line in said:
-                typer.echo(line)
-            typer.echo(
-                f"{f'label them in {out}, then' if write_only else 'once labelled'}: judgekit label --merge "
-                f"{out} -c {criterion} --labelled-only && judgekit calibrate -c {criterion}"
+                write_only,
             )
             if write_only:
                 return
             file = out  # labelled blind: the page shows the verdict only once labelled
         if file is None and review is None and merge is None and criterion is not None:
-            file = queue_path(
-                Path("."), criterion
-            )  # the replies selective judging escalated to a person
-            if not file.is_file():
-                raise InputError.one(
-                    file,
-                    "",
-                    f"no review queue for {criterion}: the judge fixture adds the replies "
-                    "it escalates (selective judging) here; give a FILE to label instead",
-                )
-        if sum(x is not None for x in (file, review, merge)) != 1:
+            file = _review_queue(criterion)
+        if merge is not None and file is None and review is None:
+            return _merge(merge, criterion, criteria, sets, labelled_only)
+        if review is not None and file is None and merge is None:
+            session = _reviewing(review, criteria, sets, report, config, annotator, history)
+        elif file is not None and review is None and merge is None:
+            session = _labelling(file, criterion, criteria, sets, report, cache_dir, annotator)
+        else:
             raise InputError.one(
                 "judgekit label",
                 "",
                 "give a FILE to label, -c CRITERION alone (its review queue), "
                 "--review CRITERION, or --merge NEW -c CRITERION",
             )
-        if merge is not None:
-            return _merge(merge, criterion, criteria, sets, labelled_only)
-        if review is not None:
-            recheck = labels_to_recheck(review, criteria, sets, report, config)
-            for rid, evidence in recheck.items():
-                typer.echo(f"re-check {rid}: {evidence}")
-            session = reviewing(
-                review, criteria, sets, report, annotator=annotator, recheck=recheck
-            )
-            session.on_change = _keeper(locate(history, config), review)
-        else:
-            question = load_criterion(criteria / f"{criterion}.yaml").question if criterion else ""
-            judge, note = page_judge(criterion, report, criteria, sets, str(cache_dir))
-            session = labelling(
-                file,
-                report if report.is_dir() else None,
-                criterion,
-                question,
-                annotator=annotator,
-                judge=judge,
-                judge_note=note,
-            )
     except JudgekitError as error:
         fail(error)
-    try:
-        server = serve(session, port)
-    except OSError as error:
-        typer.echo(f"error: --port {port}: {error.strerror}", err=True)
-        raise typer.Exit(EXIT_INPUT) from None
-    for undone in session.rolled_back:
-        typer.echo(f"warning: {undone}")
-    url = f"http://127.0.0.1:{server.server_port}/"
-    who = f" as {annotator}" if annotator else ""
+    serve_until_stopped(session, port, annotator, bool(review), open_browser)
+
+
+def _pool_and_criterion(
+    file: Path | None,
+    criterion: str | None,
+    rate: str | None,
+    review: str | None,
+    merge: Path | None,
+) -> tuple[Path, str]:
+    """--next's pool of replies and its criterion, both given, and nothing --next cannot go with."""
+    if rate not in (None, "tpr", "tnr"):
+        raise InputError.one("--for", "", f"is {rate!r}; give tpr or tnr")
+    if file is None or criterion is None or review is not None or merge is not None:
+        raise InputError.one(
+            "--next",
+            "",
+            "give a pool of replies and the criterion: judgekit label --next "
+            "N -c CRITERION POOL.jsonl",
+        )
+    return file, criterion
+
+
+def _draw_next(request: NextRequest, settings: RunSettings, write_only: bool) -> None:
+    """`label --next`: judge the pool, write the examples drawn to `request.out`, say what next."""
+    _, said = next_to_label(request, settings)
+    for line in said:
+        typer.echo(line)
+    then = f"label them in {request.out}, then" if write_only else "once labelled"
     typer.echo(
-        f"{len(session.items)} example(s) to {'review' if review else 'label'}{who} in {session.path}\n"
-        f"open {url} (Ctrl-C to stop)"
+        f"{then}: judgekit label --merge {request.out} -c {request.criterion_id} --labelled-only "
+        f"&& judgekit calibrate -c {request.criterion_id}"
     )
-    if not review:
-        typer.echo(f"judge: {session.judge_note}")
-    if open_browser:
-        webbrowser.open(url)
-    try:
-        while True:
-            time.sleep(3600)
-    except KeyboardInterrupt:
-        server.shutdown()
-        typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")
+
+
+def _review_queue(criterion: str) -> Path:
+    """The replies selective judging escalated to a person, for `label -c CRITERION` alone."""
+    file = queue_path(Path("."), criterion)
+    if not file.is_file():
+        raise InputError.one(
+            file,
+            "",
+            f"no review queue for {criterion}: the judge fixture adds the replies "
+            "it escalates (selective judging) here; give a FILE to label instead",
+        )
+    return file
+
+
+def _reviewing(
+    criterion: str,
+    criteria: Path,
+    sets: Path,
+    report: Path,
+    config: Path | None,
+    annotator: str | None,
+    history: str | None,
+) -> Session:
+    """`label --review CRITERION`: its disagreements, the labels to re-check first."""
+    recheck = labels_to_recheck(criterion, criteria, sets, report, config)
+    for rid, evidence in recheck.items():
+        typer.echo(f"re-check {rid}: {evidence}")
+    session = reviewing(criterion, criteria, sets, report, annotator=annotator, recheck=recheck)
+    session.on_change = _keeper(locate(history, config), criterion)
+    return session
+
+
+def _labelling(
+    file: Path,
+    criterion: str | None,
+    criteria: Path,
+    sets: Path,
+    report: Path,
+    cache_dir: Path,
+    annotator: str | None,
+) -> Session:
+    """`label FILE`: its unlabelled records, blind, the criterion's judge shown once labelled."""
+    question = load_criterion(criteria / f"{criterion}.yaml").question if criterion else ""
+    judge, note = page_judge(criterion, report, criteria, sets, str(cache_dir))
+    return labelling(
+        file,
+        report if report.is_dir() else None,
+        criterion,
+        question,
+        annotator=annotator,
+        judge=judge,
+        judge_note=note,
+    )
 
 
 def labels_to_recheck(
     criterion_id: str, criteria: Path, sets: Path, report: Path, config: Path | None
 ) -> dict[str, str]:
-    """Id -> the evidence against its label, from the judges that pass the gate (judgekit.improve.audit)."""
+    """Id -> the evidence against its label, by judges the gate passes (judgekit.improve.audit)."""
     gate = Gate.from_project(criteria, sets, config, [criterion_id])
     labels = read_labels(find_set(sets, criterion_id), criterion_id)
     found = suspects(criterion_id, labels, gate, report, Path(".judgekit/compare"))
     return {s.id: s.words() for s in found}
 
 
-def _keeper(history: str | Path, criterion: str):
+def _keeper(
+    history: str | Path, criterion: str
+) -> Callable[[str, bool | None, bool, str | None], None]:
     """Keep each label changed in review in the history (example, old, new, annotator, when)."""
 
     def keep(example_id: str, old: bool | None, new: bool, annotator: str | None) -> None:
@@ -282,8 +299,8 @@ def _merge(
     typer.echo(f"moved {len(done.moved)} labelled example(s) from {new} into {done.into}")
     if done.already:
         typer.echo(
-            f"{len(done.already)} more were in the set already, identical, and were only removed from {new}: "
-            f"{', '.join(done.already)}"
+            f"{len(done.already)} more were in the set already, identical, and were only removed "
+            f"from {new}: {', '.join(done.already)}"
         )
     if done.left:
         typer.echo(f"{len(done.left)} unlabelled example(s) stay in {new}: {', '.join(done.left)}")

@@ -1,6 +1,7 @@
 """`judgekit label --next N -c ID POOL`: judge a pool of unlabelled replies, draw the N whose labels
 shrink the interval that decides the criterion's gate, and write them (each with how it was drawn)
-to a file to label (judgekit.judging.selection; the estimates that weight them: judgekit.stats.design).
+to a file to label (judgekit.judging.selection; the estimates that weight them:
+judgekit.stats.design).
 """
 
 from __future__ import annotations
@@ -87,8 +88,8 @@ def next_to_label(
     ]
     if drawn.abstained:
         said.append(
-            f"the judge abstained on {drawn.abstained} of the pool's replies: they count in its abstention "
-            "rate at the gate"
+            f"the judge abstained on {drawn.abstained} of the pool's replies: they count in its "
+            "abstention rate at the gate"
         )
     if len(drawn.chosen) < req.n:
         said.append(f"only {len(drawn.chosen)} left to draw: the pool is spent")
@@ -96,7 +97,7 @@ def next_to_label(
 
 
 def _labelled(sets: Path, criterion_id: str) -> CalibrationSet:
-    """The criterion's set as labelled so far; none yet is an empty one (`--merge` makes the file)."""
+    """The criterion's set as labelled so far; empty when there is none (`--merge` makes it)."""
     try:
         path = find_set(sets, criterion_id)
     except InputError:

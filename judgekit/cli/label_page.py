@@ -4,9 +4,9 @@ of judgekit.cli.label_session).
 
 Keys p pass, f fail, s skip, or the buttons beside them (mouse and touch). Each label is written at
 once, in place, changing only that record: no record lost or reordered, nor any that another
-program appends meanwhile (see `judgekit.inputs.label_writer.write_label`). A label whose writing was cut
-off (the program writing it killed) is rolled back when the page starts or with the next label,
-and the page and the command say which one to give again.
+program appends meanwhile (see `judgekit.inputs.label_writer.write_label`). A label whose writing
+was cut off (the program writing it killed) is rolled back when the page starts or with the next
+label, and the page and the command say which one to give again.
 The server listens on 127.0.0.1 only; a write needs the page's session token, and a request from
 another origin or for another host name is refused.
 """
@@ -16,16 +16,30 @@ from __future__ import annotations
 import json
 import secrets
 import threading
+import time
+import webbrowser
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.resources import files
 from typing import Any
 
+import typer
+
+from judgekit.cli.app import EXIT_INPUT
 from judgekit.cli.label_session import Session, labelling, page_judge, review
 from judgekit.errors import InputError
 from judgekit.inputs.label_writer import write_label
 
-__all__ = ["Session", "labelling", "page", "page_judge", "review", "serve", "write_label"]
+__all__ = [
+    "Session",
+    "labelling",
+    "page",
+    "page_judge",
+    "review",
+    "serve",
+    "serve_until_stopped",
+    "write_label",
+]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -55,7 +69,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(status, json.dumps(data).encode(), "application/json")
 
     def _local_host(self) -> bool:
-        # DNS rebinding: a page from another site resolving its name to 127.0.0.1 carries its own Host.
+        # DNS rebinding: a page from another site resolving its name to 127.0.0.1 carries its own
+        # Host.
         return self.headers.get("Host", "") in (f"127.0.0.1:{self.port}", f"localhost:{self.port}")
 
     def do_GET(self) -> None:
@@ -124,15 +139,48 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
-    """Start the page's server on 127.0.0.1 in a background thread; `server.server_port` is its port."""
-    handler = type("Handler", (_Handler,), {"session": session, "port": 0})
-    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
-    handler.port = server.server_port
+    """Start the page's server on 127.0.0.1 in a background thread (its port: `server_port`)."""
+
+    class Handler(_Handler):
+        """This server's handler: its session, and the port its Host header must name."""
+
+    Handler.session, Handler.port = session, 0
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    Handler.port = server.server_port
     threading.Thread(target=server.serve_forever, name="judgekit-label", daemon=True).start()
     return server
 
 
 def page(session: Session) -> str:
-    """The labelling page (judgekit/cli/label_page.html): one example at a time, by keys or buttons."""
+    """The labelling page (judgekit/cli/label_page.html): one example at a time, keys or buttons."""
     html = files("judgekit.cli").joinpath("label_page.html").read_text(encoding="utf-8")
     return html.replace("__TOKEN__", json.dumps(session.token))
+
+
+def serve_until_stopped(
+    session: Session, port: int, annotator: str | None, reviewing: bool, open_browser: bool
+) -> None:
+    """Serve the page until Ctrl-C, saying where it is and what it holds."""
+    try:
+        server = serve(session, port)
+    except OSError as error:
+        typer.echo(f"error: --port {port}: {error.strerror}", err=True)
+        raise typer.Exit(EXIT_INPUT) from None
+    for undone in session.rolled_back:
+        typer.echo(f"warning: {undone}")
+    url = f"http://127.0.0.1:{server.server_port}/"
+    who = f" as {annotator}" if annotator else ""
+    typer.echo(
+        f"{len(session.items)} example(s) to {'review' if reviewing else 'label'}{who} in "
+        f"{session.path}\nopen {url} (Ctrl-C to stop)"
+    )
+    if not reviewing:
+        typer.echo(f"judge: {session.judge_note}")
+    if open_browser:
+        webbrowser.open(url)
+    try:
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        server.shutdown()
+        typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")

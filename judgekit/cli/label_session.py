@@ -57,7 +57,7 @@ class Item:
 def _verdicts(
     report_dir: Path | None, criterion: str | None
 ) -> dict[str, tuple[bool | None, str | None]]:
-    """Final verdicts by example id, from a report folder's verdicts.jsonl (majority over trials)."""
+    """Final verdicts by example id, from a report folder's verdicts.jsonl (trials' majority)."""
     if report_dir is None or not (report_dir / "verdicts.jsonl").is_file():
         return {}
     records = load_recorded(report_dir / "verdicts.jsonl")
@@ -78,7 +78,8 @@ def page_judge(
     cache_dir: str | None = ".judgekit/cache",
 ) -> tuple[Judge | None, str]:
     """The criterion's judge as calibrated, when the gate passes it, and what the page says of it;
-    else None and why no judge runs (no criterion named, not calibrated, blocked: the gate's reason)."""
+    else None and why no judge runs (no criterion named, not calibrated, blocked: the gate's
+    reason)."""
     if criterion_id is None:
         return (
             None,
@@ -170,7 +171,7 @@ def labelling(
     judge: Judge | None = None,
     judge_note: str | None = None,
 ) -> Session:
-    """A session over the records of `path` that have no label yet (with `annotator`, none of theirs)."""
+    """A session over the records of `path` with no label yet (with `annotator`, none of theirs)."""
     if annotator is not None:
         check_annotator(annotator)
     undone = recover(path)

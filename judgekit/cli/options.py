@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import click
 import typer
+from typer.core import TyperGroup  # typer's own click: not a click.Group
 
 from judgekit.cli.app import REPORT
 
@@ -18,8 +18,8 @@ def typer_app() -> typer.Typer:
     return typer.Typer(add_completion=False, rich_markup_mode=None, pretty_exceptions_enable=False)
 
 
-def group(app: typer.Typer) -> click.Group:
-    """The module's commands as the click group the root loads them from (after every decorator ran)."""
+def group(app: typer.Typer) -> TyperGroup:
+    """The module's commands as the group the root loads them from (after every decorator ran)."""
     return typer.main.get_group(app)
 
 

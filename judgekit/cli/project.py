@@ -22,6 +22,9 @@ from judgekit.judging.unlabelled import import_examples
 
 app = typer_app()
 
+# An option `judgekit import` passes on to a format's importer: a name, or csv's verdict cells.
+ImporterOption = str | list[str] | None
+
 
 @app.command("init", short_help=short("init"))
 def init(
@@ -47,8 +50,8 @@ def init(
         "criteria/confirms-refund.yaml (and its key in the environment) to calibrate the LLM judge"
     )
     typer.echo(
-        "commit all of these; .judgekit/.gitignore keeps out what runs write there (cached answers, the "
-        "history, reports), which CI keeps in its own cache"
+        "commit all of these; .judgekit/.gitignore keeps out what runs write there "
+        "(cached answers, the history, reports), which CI keeps in its own cache"
     )
 
 
@@ -121,9 +124,10 @@ def import_(
         None, help="csv: the verdict cells that mean fail (e.g. 2)."
     ),
 ) -> None:
-    """Turn another tool's judge results into a verdict file (`judgekit calibrate --verdicts OUT`), or
-    with --examples into unlabelled examples to label (`judgekit label OUT`)."""
-    options = {
+    """Turn another tool's judge results into a verdict file (`judgekit calibrate --verdicts
+    OUT`), or with --examples into unlabelled examples to label (`judgekit label OUT`)."""
+    # Each format's own options, passed on to its importer by name.
+    by_format: dict[str, dict[str, ImporterOption]] = {
         "promptfoo": {"id_field": id_field, "assertion": assertion, "input_var": input_var},
         "inspect": {"scorer": scorer, "id_field": id_field},
         "pydantic-evals": {"evaluator": evaluator},
@@ -136,7 +140,8 @@ def import_(
             "pass_values": pass_values,
             "fail_values": fail_values,
         },
-    }.get(format, {})
+    }
+    options = by_format.get(format, {})
     try:
         if samples or (format in SAMPLE_IMPORTERS and not examples):
             return _samples(format, file, out, samples)
@@ -153,7 +158,8 @@ def import_(
         fail(error)
     decided = sum(1 for r in records if r.passed is not None)
     typer.echo(
-        f"wrote {len(records)} verdicts ({decided} decided, {len(records) - decided} abstained) to {out}"
+        f"wrote {len(records)} verdicts ({decided} decided, {len(records) - decided} abstained) "
+        f"to {out}"
     )
 
 
@@ -188,12 +194,13 @@ def _samples(format: str, file: Path, out: Path, asked: bool) -> None:
     typer.echo(f"wrote {len(judged.samples)} judged sample(s) ({decided} decided) to {out}")
     if judged.skipped:
         typer.echo(
-            f"skipped {len(judged.skipped)} evaluation(s) that say no pass or fail: {', '.join(judged.skipped)}"
+            f"skipped {len(judged.skipped)} evaluation(s) that say no pass or fail: "
+            f"{', '.join(judged.skipped)}"
         )
     typer.echo(f"next: judgekit monitor {out}")
 
 
-def _examples(format: str, file: Path, out: Path, options: dict[str, str | None]) -> None:
+def _examples(format: str, file: Path, out: Path, options: dict[str, ImporterOption]) -> None:
     """`judgekit import FORMAT FILE --examples -o OUT`: never over a file that may hold labels."""
     if out.suffix.lower() not in (".jsonl", ".csv"):
         raise InputError.one(
@@ -217,7 +224,8 @@ def _examples(format: str, file: Path, out: Path, options: dict[str, str | None]
     typer.echo(f"wrote {len(read.examples)} unlabelled example(s) to {out}")
     if read.skipped:
         typer.echo(
-            f"skipped {len(read.skipped)} result(s) without a reply to label: {', '.join(read.skipped)}"
+            f"skipped {len(read.skipped)} result(s) without a reply to label: "
+            f"{', '.join(read.skipped)}"
         )
     typer.echo(
         f"next: judgekit label {out} -c CRITERION, then judgekit label --merge {out} -c CRITERION"

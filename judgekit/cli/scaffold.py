@@ -42,10 +42,12 @@ match_means: fail
 field: output
 """
 
+# A backslash at a line's end joins it to the next line: the file written keeps its one line.
 SETTINGS = """\
 # judgekit settings: the gate's thresholds, drift and monitoring (all optional; defaults shown).
 gate:
-  min_tpr: 0.8            # share of known-good replies the judge must pass (lower bound of the 95% interval)
+  min_tpr: 0.8            # share of known-good replies the judge must pass (lower bound of the \
+95% interval)
   min_tnr: 0.8            # share of known-bad replies the judge must fail
   min_examples: 20        # labelled examples needed in each class
   max_abstain_rate: 0.1
@@ -142,9 +144,9 @@ _EMAIL = [
 ]
 
 
-def _examples(good: list[str], bad: list[str], inputs: str) -> list[dict]:
+def _examples(good: list[str], bad: list[str], inputs: str) -> list[dict[str, str | bool]]:
     amounts = ["€12.50", "$40", "£7.99", "€120", "$15"]
-    rows = []
+    rows: list[dict[str, str | bool]] = []
     for kind, texts, label in (("pass", good, True), ("fail", bad, False)):
         for i in range(20):
             rows.append(
@@ -170,7 +172,10 @@ def files(ci: str = "github") -> dict[str, str]:
             f"{ci!r} is not a CI system judgekit writes a recipe for; use {' or '.join(CI)}",
         )
     workflow, template = CI[ci]
-    jsonl = lambda rows: "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)  # noqa: E731
+
+    def jsonl(rows: list[dict[str, str | bool]]) -> str:
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+
     return {
         "criteria/confirms-refund.yaml": LLM_CRITERION,
         "criteria/no-email-address.yaml": REGEX_CRITERION,

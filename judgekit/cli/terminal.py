@@ -17,6 +17,8 @@ from judgekit.gate.result import GateResult
 from judgekit.report.render import fmt_number, printable, to_table
 
 if TYPE_CHECKING:
+    from rich.console import JustifyMethod
+
     from judgekit.judging.dry_run import Estimate
     from judgekit.report.model import Report
 
@@ -31,7 +33,7 @@ def render_table(report: Report) -> str:
     from rich.table import Table
 
     table = Table(show_edge=False, header_style="bold")
-    for name, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("criterion", "left"),
         ("n", "right"),
         ("abst", "right"),
@@ -40,7 +42,8 @@ def render_table(report: Report) -> str:
         ("kappa", "right"),
         ("kappa 95%", "right"),
         ("disagree", "right"),
-    ):
+    )
+    for name, justify in columns:
         table.add_column(name, justify=justify)
     for c in report.criteria:
         kappa = c.metrics.get("cohen_kappa")
@@ -87,8 +90,8 @@ def render_estimates(estimates: list[Estimate], stop_early: bool = False) -> str
         )
         if e.unknown:
             notes.append(
-                f"{e.criterion}: and the verification calls of {e.unknown:,} extraction(s) still to make, "
-                "which depend on their answers (not counted)"
+                f"{e.criterion}: and the verification calls of {e.unknown:,} extraction(s) still "
+                "to make, which depend on their answers (not counted)"
             )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     lines = [
@@ -100,9 +103,11 @@ def render_estimates(estimates: list[Estimate], stop_early: bool = False) -> str
     ]
     notes += [
         *(["--stop-early may stop before the whole set: these are at most"] if stop_early else []),
-        "cached: answers in the cache, younger than max_age and readable; the others are calls to make",
+        "cached: answers in the cache, younger than max_age and readable; the others are calls "
+        "to make",
         "prompt tokens: characters / 4 of the rendered messages (an estimate)",
-        "cost at most: litellm's price for those tokens and each answer at its max_tokens (unknown: no price)",
+        "cost at most: litellm's price for those tokens and each answer at its max_tokens "
+        "(unknown: no price)",
         "dry run: nothing was asked, nothing written",
     ]
     return "\n".join([*lines, "", *notes])

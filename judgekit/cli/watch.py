@@ -88,7 +88,8 @@ def history_(
             )
         return
     typer.echo(
-        f"{'run':>5}  {'when (UTC)':16}  {'criterion':24}  {'purpose':9}  {'model':24}  {'prompt':8}  "
+        f"{'run':>5}  {'when (UTC)':16}  {'criterion':24}  {'purpose':9}  {'model':24}  "
+        f"{'prompt':8}  "
         f"{'set':8}  {'n':>5}  {'TPR':>5}  {'TNR':>5}  {'kappa':>6}"
     )
     for r in runs:
@@ -96,7 +97,8 @@ def history_(
         typer.echo(
             f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {printable(r.criterion)[:24]:24}  "
             f"{printable(r.purpose):9}  {printable(r.model or '-')[:24]:24}  "
-            f"{printable(r.prompt_sha or '-')[:8]:8}  {printable(r.set_fingerprint)[:8]:8}  {r.n:>5}  "
+            f"{printable(r.prompt_sha or '-')[:8]:8}  {printable(r.set_fingerprint)[:8]:8}  "
+            f"{r.n:>5}  "
             f"{fmt_number(m.get('tpr'), 2):>5}  {fmt_number(m.get('tnr'), 2):>5}  "
             f"{fmt_number(m.get('cohen_kappa'), 2):>6}"
         )
@@ -148,7 +150,7 @@ def history_import(
 
 
 def _given(ctx: typer.Context, history: str | None, config: Path | None) -> str | Path:
-    """The history a subcommand of `judgekit history` works on: its own --history, or the group's."""
+    """The history a subcommand of `judgekit history` works on: its --history, or the group's."""
     outer = ctx.obj or {}
     if history is not None and outer.get("history") is not None and history != outer["history"]:
         raise InputError.one(
@@ -344,7 +346,8 @@ def monitor(
                 f"no calibration report at {REPORT}: rates are not corrected for the judge"
             )
         else:
-            try:  # a report is trusted where the gate passes it, against the criteria and sets on disk
+            # A report is trusted where the gate passes it, against the criteria and sets on disk.
+            try:
                 gate = Gate.from_project(criteria, sets, config).check_path(
                     Report.locate(report or REPORT)
                 )
@@ -355,7 +358,8 @@ def monitor(
                     else ""
                 )
                 notes.append(
-                    f"warning: raw rates only: the calibration report cannot be checked against {criteria} "
+                    "warning: raw rates only: the calibration report cannot be checked against "
+                    f"{criteria} "
                     f"and {sets}: {error.problems[0]}{more}"
                 )
                 calibration = None
