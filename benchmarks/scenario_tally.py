@@ -4,7 +4,7 @@
     python benchmarks/scenario_tally.py --reps 1000  # quicker
 
 A scenario of `runs` runs passes when at least `min_passes` = ceil(threshold * runs) of them were
-judged passing; judgekit.gate.tally fails it anyway when the count is corrected for the judges'
+judged passing; judgekit.gate.counted fails it anyway when the count is corrected for the judges'
 measured errors and the corrected rate's 95% upper bound
 (judgekit.stats.scenarios.certified_upper) lies below the threshold. The error to
 bound: failing, this way, a scenario whose true run pass rate is at the threshold (the worst case:
@@ -35,11 +35,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from judgekit.gate.tally import JudgeCounts, correction, only_through_judge_error
+from judgekit.gate.counted import JudgeCounts, correction, only_through_judge_error
 
 
 def _flag(passes, runs, min_passes, per_run, judges):
-    """judgekit's decision on one scenario's count (judgekit.gate.tally.decide does the same)."""
+    """judgekit's decision on one scenario's count (judgekit.gate.counted.decide does the same)."""
     _, interval, _ = correction(passes, runs, per_run, judges)
     return only_through_judge_error(passes, min_passes, runs, interval)
 

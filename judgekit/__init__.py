@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its
         require_calibrated as require_calibrated,
     )
     from judgekit.gate.result import GateResult as GateResult
-    from judgekit.gate.tally import ScenarioFailed as ScenarioFailed, Tally as Tally, tally as tally
+    from judgekit.gate.counted import ScenarioFailed as ScenarioFailed, Tally as Tally, tally as tally
     from judgekit.inputs.criteria import (
         ClaimsCriterion as ClaimsCriterion,
         LLMCriterion as LLMCriterion,
@@ -82,9 +82,9 @@ _EXPORTS = {
     "require_calibrated": "judgekit.gate.guard",
     "calibrated_judge": "judgekit.gate.guard",
     "Judge": "judgekit.judging.judge",
-    "tally": "judgekit.gate.tally",
-    "Tally": "judgekit.gate.tally",
-    "ScenarioFailed": "judgekit.gate.tally",
+    "tally": "judgekit.gate.counted",
+    "Tally": "judgekit.gate.counted",
+    "ScenarioFailed": "judgekit.gate.counted",
     "corrected_pass_rate": "judgekit.stats.pass_rates",
     "pass_at_k": "judgekit.stats.pass_rates",
     "pass_hat_k": "judgekit.stats.pass_rates",

@@ -11,8 +11,7 @@ DISTRIBUTION = "judgekit-calibrate"  # the name pip knows; the import package is
 
 def version() -> str:
     # importlib.metadata scans the installed distributions: loaded only when the version is asked.
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as installed
+    from importlib.metadata import PackageNotFoundError, version as installed
 
     try:
         return installed(DISTRIBUTION)

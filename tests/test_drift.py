@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from conftest import balanced, llm_criterion
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from judgekit.cli import app
 from judgekit.inputs.settings import DriftPolicy

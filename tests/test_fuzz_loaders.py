@@ -6,8 +6,7 @@ import os
 import string
 
 import yaml
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import load_criterion

@@ -8,8 +8,7 @@ import math
 from collections import Counter
 
 import pytest
-from inspect_ai import Epochs, Task, task
-from inspect_ai import eval as inspect_eval
+from inspect_ai import Epochs, Task, eval as inspect_eval, task
 from inspect_ai.dataset import Sample
 from inspect_ai.model import ModelOutput, get_model
 from inspect_ai.scorer import CORRECT, INCORRECT, Score

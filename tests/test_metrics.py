@@ -5,8 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from sklearn.metrics import (
     balanced_accuracy_score,
     cohen_kappa_score,

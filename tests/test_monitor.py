@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from click.testing import CliRunner
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 
 from judgekit.cli import app
 from judgekit.errors import InputError

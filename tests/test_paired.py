@@ -10,8 +10,7 @@ from statistics import NormalDist
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from scipy.stats import binom, binomtest
 
 from judgekit.stats.metrics import confusion, kappa_from_counts, ratio

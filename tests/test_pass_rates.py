@@ -7,10 +7,8 @@ from itertools import combinations
 import krippendorff
 import numpy as np
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from statsmodels.stats.inter_rater import aggregate_raters
-from statsmodels.stats.inter_rater import fleiss_kappa as sm_fleiss
+from hypothesis import given, settings, strategies as st
+from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa as sm_fleiss
 
 from judgekit.stats.pass_rates import corrected_pass_rate, pass_at_k, pass_hat_k, suite_pass_k
 from judgekit.stats.raters import fleiss_kappa, item_stability, krippendorff_alpha

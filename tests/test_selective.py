@@ -9,8 +9,7 @@ import csv
 import math
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+from hypothesis import given, settings, strategies as st
 from scipy.stats import beta, binomtest
 
 from judgekit.stats.selective import (

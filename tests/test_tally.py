@@ -6,7 +6,7 @@ import pytest
 
 import judgekit
 from judgekit.errors import JudgeNotCalibrated, ProviderUnreachable
-from judgekit.gate.tally import Check, JudgeCounts, RunRecord, Scenario, Tally, decide
+from judgekit.gate.counted import Check, JudgeCounts, RunRecord, Scenario, Tally, decide
 from judgekit.llm.families import family, same_model
 from judgekit.stats.scenarios import certified_upper
 

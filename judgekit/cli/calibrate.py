@@ -42,8 +42,7 @@ from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import Example
 from judgekit.judging.recorded import load_recorded
-from judgekit.pipeline import Options, dry_run
-from judgekit.pipeline import calibrate as run
+from judgekit.pipeline import Options, calibrate as run, dry_run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
 from judgekit.watch.history import History, HistoryRun, record_history
@@ -209,7 +208,7 @@ def _judged(
         if not no_history:
             fresh = record_history(
                 fresh,
-                located,  # type: ignore[arg-type]  # a URL too, as History.open takes
+                located,
             )
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(options.criterion_ids))

@@ -276,7 +276,7 @@ def _adopt(
     adopted = adopting.adopt(found, change)
     recorded = record_history(
         Report(criteria=[adopted]),
-        history,  # type: ignore[arg-type]  # a URL too, as History.open takes
+        history,
     )
     written = recorded.write(report_dir, merge=True)
     done = "written" if change.after != change.before else "unchanged"

@@ -33,8 +33,7 @@ from judgekit.cli.terminal import terminal_progress
 from judgekit.compare.adopt import adopt, criterion_path
 from judgekit.errors import JudgekitError
 from judgekit.improve.render import as_json, markdown, proposed, summary
-from judgekit.improve.search import Search
-from judgekit.improve.search import improve as search_for
+from judgekit.improve.search import Search, improve as search_for
 from judgekit.inputs.files import write_atomic
 from judgekit.inputs.policy import Policy
 from judgekit.pipeline import Options
@@ -121,7 +120,7 @@ def improve(
             options,
             criterion,
             search,
-            locate(history, config),  # type: ignore[arg-type]  # a URL too, as History.open takes
+            locate(history, config),
             progress=terminal_progress("judging"),
         )
         folder = out or Path(".judgekit/improve") / criterion

@@ -12,8 +12,13 @@ import typer
 
 from judgekit.cli.app import fail, short
 from judgekit.cli.label_next import NextRequest, next_to_label
-from judgekit.cli.label_page import Session, labelling, page_judge, serve_until_stopped
-from judgekit.cli.label_page import review as reviewing
+from judgekit.cli.label_page import (
+    Session,
+    labelling,
+    page_judge,
+    review as reviewing,
+    serve_until_stopped,
+)
 from judgekit.cli.options import (
     api_base_option,
     config_option,
@@ -29,8 +34,7 @@ from judgekit.improve.audit import suspects
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.label_reader import read_labels
-from judgekit.inputs.merge import merge as merging
-from judgekit.inputs.merge import set_for
+from judgekit.inputs.merge import merge as merging, set_for
 from judgekit.judging.review import queue_path
 from judgekit.judging.runner import RunSettings
 from judgekit.watch.history import History

@@ -24,7 +24,7 @@ from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.journal import RolledBack, recover
 from judgekit.inputs.label_reader import majority as annotators_majority
 from judgekit.inputs.label_writer import (
-    annotations,
+    annotator_labels,
     check_annotator,
     is_annotated,
     label_of,
@@ -233,7 +233,7 @@ def review(
         *[i for i in shown if i not in recheck and i in records],
     ]:
         r = records[rid]
-        labels = annotations(r) if is_annotated(r) else None
+        labels = annotator_labels(r) if is_annotated(r) else None
         d = shown.get(rid)
         label = annotators_majority(labels) if labels else (d.label if d else label_of(r, None))
         reason = (

@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its
         Decision as Decision,
         GateResult as GateResult,
     )
-    from judgekit.gate.tally import ScenarioFailed as ScenarioFailed, Tally as Tally, tally as tally
+    from judgekit.gate.counted import ScenarioFailed as ScenarioFailed, Tally as Tally, tally as tally
     from judgekit.judging.judge import RECORDED as RECORDED
 
 _NAMES = {
@@ -39,9 +39,9 @@ _NAMES = {
     "judge_of": "judgekit.gate.guard",
     "judged_elsewhere": "judgekit.gate.guard",
     "RECORDED": "judgekit.judging.judge",
-    "tally": "judgekit.gate.tally",
-    "Tally": "judgekit.gate.tally",
-    "ScenarioFailed": "judgekit.gate.tally",
+    "tally": "judgekit.gate.counted",
+    "Tally": "judgekit.gate.counted",
+    "ScenarioFailed": "judgekit.gate.counted",
 }
 __all__ = sorted(_NAMES)
 if not TYPE_CHECKING:  # at run time each name loads on first use

@@ -9,7 +9,6 @@ True
 from __future__ import annotations
 
 from pathlib import Path
-from typing import cast
 
 from judgekit.errors import JudgeNotCalibrated
 from judgekit.gate.decision import Gate
@@ -134,9 +133,7 @@ def judge_for(
             cache_dir=cache_dir,
         )
     decision = result.decision(criterion.id)
-    # Judge only reads the entry's model, endpoint, trials, transport and source, which every
-    # ReportEntry holds; Calibrated declares them as settable attributes, a frozen entry's are not.
-    calibrated = cast("Calibrated | None", entry)
+    calibrated: Calibrated | None = entry
     return Judge(
         criterion,
         calibrated,

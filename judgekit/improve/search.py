@@ -135,7 +135,7 @@ async def aimprove(
     options: Options,
     criterion_id: str,
     search: Search,
-    history: Path,
+    history: str | Path,
     llm: LLM | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Improvement:
@@ -226,7 +226,7 @@ def improve(
     options: Options,
     criterion_id: str,
     search: Search,
-    history: Path,
+    history: str | Path,
     llm: LLM | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Improvement:

@@ -8,7 +8,7 @@ in a journal beside the file (`.NAME.journal`, judgekit.inputs.journal); the nex
 (`recover`, which `write_label` and the page call first) puts them back if the write did not finish.
 """
 
-# No `from __future__ import annotations` here: the function `annotations` below would shadow it.
+from __future__ import annotations
 
 import csv
 import io
@@ -105,7 +105,7 @@ def read_records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
     return records
 
 
-def annotations(record: dict[str, Any]) -> dict[str, bool]:
+def annotator_labels(record: dict[str, Any]) -> dict[str, bool]:
     """A record's annotator labels: its `labels` mapping or a CSV's filled `labels.<name>` cells."""
     given = record.get("labels")
     found: dict[str, Any] = given if isinstance(given, dict) else {}
@@ -135,7 +135,7 @@ def label_of(record: dict[str, Any], annotator: str | None = None) -> bool | Non
     if isinstance(value, bool):
         return value
     if annotator is not None:
-        return annotations(record).get(annotator)
+        return annotator_labels(record).get(annotator)
     return (
         True if is_annotated(record) else None
     )  # labelled by annotators: not this page's to overwrite

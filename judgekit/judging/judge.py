@@ -44,11 +44,17 @@ class Calibrated(Protocol):
     entry): the model, the endpoint (without credentials), the trials whose majority counts, the
     transport, structured output, and whose verdicts the figures are (`source`)."""
 
-    model: str | None
-    api_base: str | None
-    via: str
-    structured: bool
-    source: str
+    # Read-only: a frozen entry or a report's model provides them.
+    @property
+    def model(self) -> str | None: ...
+    @property
+    def api_base(self) -> str | None: ...
+    @property
+    def via(self) -> str: ...
+    @property
+    def structured(self) -> bool: ...
+    @property
+    def source(self) -> str: ...
 
     @property
     def trials(self) -> int | None: ...

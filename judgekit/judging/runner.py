@@ -11,7 +11,6 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import cast
 
 from judgekit.errors import CallsFailed
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
@@ -24,7 +23,7 @@ from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
-from judgekit.stats.sequential import StopThresholds, settle
+from judgekit.stats.sequential import settle
 
 
 @dataclass(frozen=True)
@@ -316,10 +315,7 @@ async def _in_looks(
             )
             rest = order[c.id][done[c.id] :]
             left = (sum(1 for e in rest if e.label), sum(1 for e in rest if not e.label))
-            # Thresholds is frozen, so its fields are read-only where StopThresholds declares plain
-            # (settable) attributes; settle only reads them, which Thresholds has, of those types.
-            gate = cast(StopThresholds, thresholds[c.id])
-            decision = settle(tpr, tnr, left, gate)
+            decision = settle(tpr, tnr, left, thresholds[c.id])
             if decision is None and done[c.id] < len(order[c.id]):
                 still.append(c)
             else:

@@ -12,7 +12,7 @@ session; tests whose criteria are blocked do not run and report the gate's reaso
 when the gate blocks it, or when it is the agent's own model; a selectively judged criterion's
 unsure verdict is escalated, and its test reported as "needs review" (`judgekit_escalated`).
 `runs=N, min_passes=K` runs the test body N times and passes it when K runs passed every check
-(judgekit.gate.tally);
+(judgekit.gate.counted);
 `judgekit_min_scenario_pass_rate` fails a session whose share of passing scenarios is lower.
 Nothing heavier than pytest is imported unless the gate or the fixture is used.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from judgekit.gate.tally import check_counts
+from judgekit.gate.counted import check_counts
 from judgekit.pytest_plugin.judging import (
     ESCALATED,
     NEEDS_REVIEW,

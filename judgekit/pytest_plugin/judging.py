@@ -21,7 +21,7 @@ import pytest
 
 import judgekit.gate as gate_api
 from judgekit.errors import JudgekitError
-from judgekit.gate.tally import Check, JudgeCounts, RunRecord, decide, error_line, is_run_failure
+from judgekit.gate.counted import Check, JudgeCounts, RunRecord, decide, error_line, is_run_failure
 from judgekit.judging.review import enqueue
 from judgekit.llm.families import family, same_model
 from judgekit.pytest_plugin.paths import ini_path

@@ -21,7 +21,7 @@ import pytest
 
 import judgekit.report as report_api
 from judgekit.errors import JudgekitError
-from judgekit.gate.tally import Scenario
+from judgekit.gate.counted import Scenario
 from judgekit.pytest_plugin.paths import report_path
 from judgekit.secrets import redact
 from judgekit.stats.metrics import wilson

@@ -39,11 +39,17 @@ class StopThresholds(Protocol):
     """The gate's rule for one criterion, as far as early stopping needs it (judgekit.inputs.policy
     has the real one)."""
 
-    min_tpr: float
-    min_tnr: float
-    min_kappa: float | None
-    min_examples: int
-    use_lower_bound: bool
+    # Read-only: a frozen dataclass (the policy's Thresholds) provides them.
+    @property
+    def min_tpr(self) -> float: ...
+    @property
+    def min_tnr(self) -> float: ...
+    @property
+    def min_kappa(self) -> float | None: ...
+    @property
+    def min_examples(self) -> int: ...
+    @property
+    def use_lower_bound(self) -> bool: ...
 
 
 def settle(

@@ -502,7 +502,7 @@ def _run(row: tuple[Any, ...]) -> HistoryRun:
     )
 
 
-def record_history(report: Report, path: Path, purpose: str = "calibrate") -> Report:
+def record_history(report: Report, path: str | Path, purpose: str = "calibrate") -> Report:
     """Keep a fresh report's runs in the history at `path`; return it with the warnings the
     history adds (a prompt measured only on the split it was tuned on)."""
     with History.open(path) as history:
