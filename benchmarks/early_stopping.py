@@ -94,9 +94,8 @@ def main() -> None:
                 d: sum(1 for f, _, _ in runs if f == d) / args.reps
                 for d in ("PASS", "INCONCLUSIVE", "FAIL")
             }
-            early = [
-                settled or f for f, settled, _ in runs
-            ]  # unsettled: judged to the end, gated as usual
+            # unsettled: judged to the end, gated as usual
+            early = [settled or f for f, settled, _ in runs]
             wrong_full, wrong_early = (
                 full[wrong_word],
                 sum(1 for d in early if d == wrong_word) / args.reps,

@@ -81,9 +81,8 @@ def main() -> None:
                         )
                     ).criteria[0]
                 decided = c.confusion.tp + c.confusion.fp + c.confusion.tn + c.confusion.fn
-                wrong = (
-                    c.confusion.fp + c.confusion.fn
-                )  # the script is always right: a wrong verdict was invented
+                # the script is always right: a wrong verdict was invented
+                wrong = c.confusion.fp + c.confusion.fn
                 causes = Counter(d.abstention for d in c.disagreements if d.verdict is None)
                 lost = n - decided - c.abstained
                 injected = server.requests - server.stats["ok"]

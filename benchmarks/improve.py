@@ -89,9 +89,8 @@ def looks_on_one_test_split(rng, n_dev, n_test):
             )
             for _ in range(K)
         ]
-        int(
-            np.argmax(dev)
-        )  # the pick: every candidate is equal under the null, but it is drawn as improve draws it
+        # the pick: every candidate is equal under the null, but it is drawn as improve draws it
+        int(np.argmax(dev))
         if accept(
             labels.tolist(),
             current,

@@ -178,9 +178,8 @@ def coverage(rng, reps: int, k: int, n: int, coupling: str, plain: bool):
             seed = int(rng.integers(2**31))
             lab = [bool(x) for x in labels[i]]
             verdicts = [[None if x == 2 else bool(x) for x in row] for row in codes[i]]
-            families = [
-                (0, 1 - ALPHA / (3 * (k - 1)), paired_deltas, verdicts, 0)
-            ]  # as compare: 3 figures x family
+            # as compare: 3 figures x family
+            families = [(0, 1 - ALPHA / (3 * (k - 1)), paired_deltas, verdicts, 0)]
             if k > 2:  # with two candidates the best's family is the baseline's, the sign turned
                 families.append(
                     (best[i], 1 - ALPHA / (3 * (k * (k - 1) // 2)), paired_deltas, verdicts, 1)

@@ -95,9 +95,8 @@ def three_checks(rng, reps, scenario, cal, coupling, judges="mixed"):
     }[coupling]
     tpr = np.array([t for t, _ in JUDGE_SETS[judges]])
     tnr = np.array([s for _, s in JUDGE_SETS[judges]])
-    judged = np.where(
-        failing, draws >= tnr, draws < tpr
-    )  # a failing check passed by mistake, or a passing one kept
+    # a failing check passed by mistake, or a passing one kept
+    judged = np.where(failing, draws >= tnr, draws < tpr)
     passes = judged.all(axis=2).sum(axis=1)
     flagged = 0
     for k in passes[passes >= min_passes]:

@@ -153,9 +153,8 @@ def population(design: str):
 
     def at(t):
         t = np.asarray(t, dtype=float)
-        i = np.clip(
-            np.searchsorted(GRID, t), 1, len(GRID) - 1
-        )  # np.interp costs ms a call on this grid
+        # np.interp costs ms a call on this grid
+        i = np.clip(np.searchsorted(GRID, t), 1, len(GRID) - 1)
         below = integral[i - 1] + (integral[i] - integral[i - 1]) * (t - GRID[i - 1]) / (
             GRID[i] - GRID[i - 1]
         )

@@ -23,9 +23,8 @@ RUNS = 15
 
 def median_s(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> float:
     env = {k: v for k, v in (env or os.environ).items() if k != "PYTHONDONTWRITEBYTECODE"}
-    subprocess.run(
-        command, cwd=cwd, capture_output=True, env=env
-    )  # warm-up: bytecode written, as for a user
+    # warm-up: bytecode written, as for a user
+    subprocess.run(command, cwd=cwd, capture_output=True, env=env)
     times = []
     for _ in range(RUNS):
         started = time.perf_counter()

@@ -38,9 +38,8 @@ async def support(question: str) -> str:
 
 def main(criterion: str) -> int:
     try:
-        evaluator = JudgekitEvaluator(
-            criterion
-        )  # the gate is checked here, before anything is evaluated
+        # the gate is checked here, before anything is evaluated
+        evaluator = JudgekitEvaluator(criterion)
     except JudgekitError as error:
         print(f"nothing was evaluated: {error}")
         return 1

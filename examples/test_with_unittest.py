@@ -22,9 +22,8 @@ class RegexCriterionTests(unittest.TestCase):
             raise unittest.SkipTest(str(blocked)) from blocked
 
     def test_filled_reply(self):
-        judge = judgekit.calibrated_judge(
-            "no-unfilled-placeholder"
-        )  # refuses to judge if the gate blocks it
+        # refuses to judge if the gate blocks it
+        judge = judgekit.calibrated_judge("no-unfilled-placeholder")
         self.assertTrue(judge("Hi Maria, your order has shipped.").passed)
         self.assertFalse(judge("Hi {first_name}, your order has shipped.").passed)
 

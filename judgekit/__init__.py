@@ -25,13 +25,17 @@ if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its
         ProviderRejects as ProviderRejects,
         ProviderUnreachable as ProviderUnreachable,
     )
+    from judgekit.gate.counted import (
+        ScenarioFailed as ScenarioFailed,
+        Tally as Tally,
+        tally as tally,
+    )
     from judgekit.gate.decision import Gate as Gate
     from judgekit.gate.guard import (
         calibrated_judge as calibrated_judge,
         require_calibrated as require_calibrated,
     )
     from judgekit.gate.result import GateResult as GateResult
-    from judgekit.gate.counted import ScenarioFailed as ScenarioFailed, Tally as Tally, tally as tally
     from judgekit.inputs.criteria import (
         ClaimsCriterion as ClaimsCriterion,
         LLMCriterion as LLMCriterion,

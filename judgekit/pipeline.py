@@ -114,9 +114,8 @@ async def acalibrate(
 ) -> Report:
     """`calibrate`, awaited: for code that already runs an event loop."""
     started = datetime.now(UTC)  # when the inputs were read: a later calibration is a newer one
-    policy = (
-        options.policy or Policy.load()
-    )  # read once: judging (run_settings) and certifying use it
+    # read once: judging (run_settings) and certifying use it
+    policy = options.policy or Policy.load()
     options = replace(options, policy=policy)
     ready = _prepare(options, started)
     trials_by_criterion, sources, models, sets = (
@@ -195,9 +194,8 @@ async def _escalations(
         )
         for c in cascade
     }
-    models = {
-        c.id: c.judge.escalate_to.model for c in cascade if c.judge.escalate_to is not None
-    }  # every one of the cascade: it was chosen for its escalate_to
+    # every one of the cascade: it was chosen for its escalate_to
+    models = {c.id: c.judge.escalate_to.model for c in cascade if c.judge.escalate_to is not None}
     # a new list, of the element type judge_sets takes (a list is invariant in it)
     run = await judge_sets([*cascade], sets, models, replace(settings, stop_early=None), llm)
     for c in cascade:
@@ -343,9 +341,8 @@ def _recorded(
 
 def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
     """How the judges of these criteria are asked, as `options` say, under the project's policy."""
-    policy = (
-        options.policy or Policy.load()
-    )  # the project's policy: judgekit.yaml / pyproject.toml here
+    # the project's policy: judgekit.yaml / pyproject.toml here
+    policy = options.policy or Policy.load()
     ages = [policy.for_criterion(cid).max_age for cid in criterion_ids]
     given = [a for a in ages if a]
     return RunSettings(

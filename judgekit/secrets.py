@@ -22,12 +22,10 @@ import re
 from collections.abc import Iterable, Iterator
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
-SECRET_ENV = re.compile(
-    r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE
-)  # names of environment variables
-SECRET_QUERY = re.compile(
-    r"(key|token|secret|pass|auth|sig|credential)", re.IGNORECASE
-)  # names in a URL query
+# names of environment variables
+SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+# names in a URL query
+SECRET_QUERY = re.compile(r"(key|token|secret|pass|auth|sig|credential)", re.IGNORECASE)
 REDACTED = "<redacted>"
 _MIN_LENGTH = 4  # shorter values are too likely to occur in ordinary text to be replaced everywhere
 

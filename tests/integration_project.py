@@ -23,11 +23,12 @@ from judgekit.cli import app
 from judgekit.testing import GARBAGE_TEXT, FakeServer, Fault, script
 from tests.conftest import Project, balanced, llm_criterion
 
+# what the runners' mock agent answers to each input
 REPLIES = {
     "lost card": "Your card is now blocked.",
     "stolen card": "Please call us tomorrow.",
     "garbled": "garbled line noise",
-}  # what the runners' mock agent answers to each input
+}
 
 
 @dataclass

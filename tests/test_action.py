@@ -22,9 +22,8 @@ ACTION = Path(__file__).resolve().parent.parent / "action.yml"
 def test_the_action_is_valid_against_the_published_schema(tmp_path):
     done = _check_jsonschema("vendor.github-actions", ACTION)
     assert done.returncode == 0 and "validation done" in done.stdout, done.stdout + done.stderr
-    broken = (
-        tmp_path / "action.yml"
-    )  # a composite step without its shell: what the schema exists to catch
+    # a composite step without its shell: what the schema exists to catch
+    broken = tmp_path / "action.yml"
     broken.write_text(ACTION.read_text().replace("      shell: bash\n", "", 1))
     refused = _check_jsonschema("vendor.github-actions", broken)
     assert refused.returncode == 1 and "Schema validation errors" in refused.stdout, (
@@ -79,9 +78,8 @@ def test_the_gate_step_gates_writes_junit_and_the_summary_and_says_the_status(
     regex_project, tmp_path
 ):
     code, said, output, summary = _run_gate_step(regex_project, tmp_path)
-    assert (
-        code == 1 and "status=FAIL" in output and "::error title=judgekit gate FAIL" in said
-    )  # no report yet
+    # no report yet
+    assert code == 1 and "status=FAIL" in output and "::error title=judgekit gate FAIL" in said
     code, said, output, summary = _run_gate_step(regex_project, tmp_path, calibrate="true")
     assert code == 0, said
     assert output.strip() == "status=PASS"

@@ -125,9 +125,8 @@ def test_the_judge_fixture_in_async_tests(pytester, monkeypatch):
             )
         )
         report.write(root / ".judgekit" / "reports" / "latest")
-        monkeypatch.setenv(
-            "OPENAI_BASE_URL", server.url
-        )  # the tests' judge asks the calibrated endpoint where the environment names it
+        # the tests' judge asks the calibrated endpoint where the environment names it
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         pytester.makepyfile(test_async_suite=ASYNC_SUITE)
         result = pytester.runpytest_subprocess("--judgekit-gate", "-p", "asyncio", "-p", "anyio")
     assert "cannot be called from a running event loop" not in result.stdout.str()

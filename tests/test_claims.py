@@ -101,12 +101,10 @@ def test_strict_rule():
         "all 2 claim(s) supported",
     )
     assert aggregate([ClaimCheck("a", True), ClaimCheck("b", False)], "fail")[0] is False
-    assert (
-        aggregate([ClaimCheck("a", None), ClaimCheck("b", False)], "fail")[0] is False
-    )  # a known failure decides
-    assert (
-        aggregate([ClaimCheck("a", True), ClaimCheck("b", None)], "fail")[0] is None
-    )  # never guessed as a pass
+    # a known failure decides
+    assert aggregate([ClaimCheck("a", None), ClaimCheck("b", False)], "fail")[0] is False
+    # never guessed as a pass
+    assert aggregate([ClaimCheck("a", True), ClaimCheck("b", None)], "fail")[0] is None
     assert aggregate([], "fail")[0] is False and aggregate([], "pass")[0] is True
 
 
@@ -242,9 +240,8 @@ def test_through_the_fake_server_with_cache_resume_and_usage(claims_project, tmp
         # Every step of every example came from the cache, but the two
         # unreadable answers: asked again.
         assert server.requests == calls + 2
-    assert (
-        calls == 5 + 3 + 2
-    )  # 5 extractions, 3 batched verifications (none and garbled-extraction need none), 2 re-asks
+    # 5 extractions, 3 batched verifications (none and garbled-extraction need none), 2 re-asks
+    assert calls == 5 + 3 + 2
     assert first.confusion == second.confusion and first.abstained == second.abstained == 2
     assert (first.usage.calls, first.usage.cached, second.usage.calls, second.usage.cached) == (
         10,
@@ -364,9 +361,8 @@ def test_claim_level_labels_split_the_errors_between_extraction_and_verification
     assert (g.examples, g.claims, g.extraction_errors, g.verification_errors) == (3, 5, 1, 1)
     assert g.verification.model_dump() == {"tp": 3, "fp": 0, "tn": 1, "fn": 1}
     assert g.verification_tpr == 0.75 and g.verification_tnr == 1.0
-    assert (
-        len(llm.requests) == 4 + 4 + 3
-    )  # extractions, verifications, verifications of the labelled claims
+    # extractions, verifications, verifications of the labelled claims
+    assert len(llm.requests) == 4 + 4 + 3
     assert "wrong verdicts from extraction 1, from verification 1" in to_markdown(
         Report(criteria=[c])
     )
@@ -444,9 +440,8 @@ def test_labelled_claims_with_early_stopping_and_in_usage(project):
     llm = fake()
     c = _run(project, llm, stop_early=True).criteria[0]
     assert c.early_stop is not None and c.claim_stages is not None
-    assert (
-        c.claim_stages.examples == c.early_stop.judged
-    )  # the labelled claims of the judged examples
+    # the labelled claims of the judged examples
+    assert c.claim_stages.examples == c.early_stop.judged
     assert c.usage.calls == len(llm.requests)  # every call made, the labelled claims' too
     bad = [{**rows[0], "passed": False}]
     project.jsonl("grounded", bad)
@@ -512,8 +507,9 @@ def test_claim_stages_from_recorded_per_claim_verdicts(project, tmp_path):
     c = _run(project, verdicts=path).criteria[0]
     g = c.claim_stages
     assert (g.examples, g.claims, g.verification.tp, g.verification.fp) == (2, 3, 2, 1)
+    # c's labelled claim is not among its recorded ones
     assert (g.verification_errors, g.unreadable) == (
         1,
         1,
-    )  # c's labelled claim is not among its recorded ones
+    )
     assert c.usage is None or c.usage.calls == 0

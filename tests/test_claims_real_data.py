@@ -25,9 +25,8 @@ def test_wice_recorded_claims_reproduce_the_published_figures(shared_datasets, t
 def test_wice_through_the_fake_server_matches_the_recorded_verdicts(shared_datasets, tmp_path):
     recorded = data.wice_recorded(tmp_path / "recorded")
     live, requests = data.wice_live(tmp_path / "live")
-    assert (
-        requests == 300
-    )  # 100 extractions, 100 verifications, 100 verifications of the labelled claims
+    # 100 extractions, 100 verifications, 100 verifications of the labelled claims
+    assert requests == 300
     assert live.confusion == recorded.confusion and live.abstained == 0
     stages = live.claim_stages
     # One labelled claim per example, extracted verbatim: every error is the verification step's.

@@ -329,9 +329,10 @@ def test_live_candidates_by_model_and_variant_in_one_pool(project):
     assert [c["cost"]["cached"] for c in cached["candidates"]] == [60] * 4
     for key in ("metrics", "intervals", "gate", "gate_reasons", "grid", "vs_best", "vs_baseline"):
         assert [c[key] for c in cached["candidates"]] == [c[key] for c in data["candidates"]]
+    # priced on every answer's tokens, cached too
     assert [c["cost"]["per_1000_verdicts"] for c in cached["candidates"]] == [
         c["cost"]["per_1000_verdicts"] for c in data["candidates"]
-    ]  # priced on every answer's tokens, cached too
+    ]
     assert cached["recommendation"] == data["recommendation"]
     by_name = {c["name"]: c for c in data["candidates"]}
     assert by_name["openai/gpt-4o-mini short"]["gate"] == "FAIL"
@@ -353,9 +354,8 @@ def test_live_candidates_by_model_and_variant_in_one_pool(project):
         "worse",
     )
     assert by_name["openai/gpt-4o short"]["vs_baseline"]["verdict"] == "indistinguishable"
-    assert (
-        by_name["openai/gpt-4o short"]["vs_baseline"]["examples_to_separate"] is None
-    )  # they never disagree
+    # they never disagree
+    assert by_name["openai/gpt-4o short"]["vs_baseline"]["examples_to_separate"] is None
     assert by_name["openai/gpt-4o base"]["cost"]["latency_p50_s"] is not None
 
 
@@ -387,12 +387,10 @@ def test_adopt_refuses_a_blocked_candidate_unless_forced(project):
     assert "adopted short (FAIL)" in result.output
     written = yaml.safe_load((project.criteria / "says-blocked.yaml").read_text())
     assert written["question"] == SHORT and written["judge"]["model"] == "openai/gpt-4o-mini"
-    gate = _invoke(
-        "gate", "-c", "says-blocked", "--json"
-    )  # no judge asked: the compare's calibration is the report
-    assert (
-        json.loads(gate.output)["decisions"][0]["status"] == "FAIL"
-    )  # short + mini passes everything: blocked
+    # no judge asked: the compare's calibration is the report
+    gate = _invoke("gate", "-c", "says-blocked", "--json")
+    # short + mini passes everything: blocked
+    assert json.loads(gate.output)["decisions"][0]["status"] == "FAIL"
     assert "TNR" in " ".join(json.loads(gate.output)["decisions"][0]["reasons"])
 
 
@@ -409,12 +407,10 @@ def test_adopt_keeps_an_endpoint_password_in_the_file_and_shows_it_nowhere(proje
             "compare", "-c", "says-blocked", "--variant", str(variant), "--adopt", "own"
         )
     assert result.exit_code == 0, result.output
-    assert (
-        "TOPSECRET-77" not in result.output and "api_base" in result.output
-    )  # the diff shows the line, redacted
-    assert (
-        f"api_base: {url}" in (project.criteria / "says-blocked.yaml").read_text()
-    )  # the endpoint still works
+    # the diff shows the line, redacted
+    assert "TOPSECRET-77" not in result.output and "api_base" in result.output
+    # the endpoint still works
+    assert f"api_base: {url}" in (project.criteria / "says-blocked.yaml").read_text()
     for path in Path(".judgekit").rglob("*"):
         assert not path.is_file() or b"TOPSECRET-77" not in path.read_bytes(), path
 
@@ -643,9 +639,8 @@ def test_a_compare_file_and_trial_counts(project, tmp_path):
     )
     with _server() as server:
         result = _invoke("compare", "-f", str(spec), "--api-base", server.url, "--json")
-        assert (
-            server.requests == 60 * 3
-        )  # trial 0 of x3 is x1's call, answered once: 60 + 60 x 2 new
+        # trial 0 of x3 is x1's call, answered once: 60 + 60 x 2 new
+        assert server.requests == 60 * 3
     data = json.loads(result.output)
     by_name = {c["name"]: c for c in data["candidates"]}
     assert list(by_name) == ["four-x1", "four-x3", "people"] and data["baseline"] == "four-x1"

@@ -215,9 +215,8 @@ def test_the_page_references_nothing_on_the_network():
 
 def test_the_grid_follows_the_examples_order_and_marks_each_verdict_against_its_label():
     c = comparison(candidates=7, examples=30)
-    assert [e.id for e in c.examples] != sorted(
-        e.id for e in c.examples
-    )  # the order is the examples', not ids'
+    # the order is the examples', not ids'
+    assert [e.id for e in c.examples] != sorted(e.id for e in c.examples)
     head, *rows = Parsed(page(c)).tables["grid"]
     assert [text for _, text in head] == ["example", "label"] + [k.name for k in c.candidates]
     assert [row[0][1] for row in rows] == [e.id for e in c.examples]
@@ -289,9 +288,8 @@ def test_write_puts_compare_html_in_the_directory_whole(tmp_path):
     path = write(c, tmp_path / "out")
     assert path == tmp_path / "out" / "compare.html"
     assert path.read_text(encoding="utf-8") == page(c)
-    assert [p.name for p in path.parent.iterdir()] == [
-        "compare.html"
-    ]  # no temporary file left behind
+    # no temporary file left behind
+    assert [p.name for p in path.parent.iterdir()] == ["compare.html"]
 
 
 # Installed before the page loads (CDP scripts are not subject to the page's policy): records every
@@ -357,9 +355,8 @@ def test_the_browser_checks_can_fail(tmp_path, browser):
     guarded.write_text(page(comparison()).replace(escape(XSS), XSS, 1))
     browser.get(guarded.as_uri())
     assert browser.execute_script("return window.__xss") is None  # the policy holds even so...
-    assert (
-        browser.execute_script("return window.__blocked.length") > 0
-    )  # ...and the attempt is seen
+    # ...and the attempt is seen
+    assert browser.execute_script("return window.__blocked.length") > 0
 
 
 CONTRAST = """

@@ -169,9 +169,8 @@ def test_ignore_case_and_a_final_newline_match_as_in_python():
     ending = RegexCriterion(
         id="e", kind="regex", question="Signed?", pattern=r"Regards$", match_means="pass"
     )
-    assert (
-        ending.explain({"output": "Best Regards\n"})[0] is True
-    )  # Python's `$` matches before a final newline
+    # Python's `$` matches before a final newline
+    assert ending.explain({"output": "Best Regards\n"})[0] is True
     assert ending.explain({"output": "Regards, Ana"})[0] is False
 
 

@@ -23,9 +23,8 @@ def drawn(stratum, sizes=SIZES, pool="p"):
 def test_weights_scale_each_stratum_to_its_share_of_the_pool_and_leave_other_examples_at_one():
     d = [drawn("fail")] * 5 + [drawn("pass")] * 5 + [None] * 3
     w = weights(d)
-    assert (
-        w[:5] == [pytest.approx(10 * 100 / 1000 / 5)] * 5
-    )  # 10 labelled from the pool; fail is 10% of it
+    # 10 labelled from the pool; fail is 10% of it
+    assert w[:5] == [pytest.approx(10 * 100 / 1000 / 5)] * 5
     assert w[5:10] == [pytest.approx(10 * 900 / 1000 / 5)] * 5
     assert w[10:] == [1.0] * 3
     assert sum(w) == pytest.approx(13)  # the pool's examples count as many as were labelled
@@ -105,9 +104,8 @@ def test_intervals_hold_the_estimate_and_a_rate_without_examples_has_none():
             assert low <= found.metrics[name] <= high
     only_good = design_calibration([True, True], [True, False], [drawn("pass"), drawn("fail")])
     assert all(math.isnan(x) for x in only_good.intervals["tnr"])
-    assert (
-        found.intervals == design_calibration(labels, verdicts, d).intervals
-    )  # seeded: the gate draws the same
+    # seeded: the gate draws the same
+    assert found.intervals == design_calibration(labels, verdicts, d).intervals
 
 
 def test_allocation_sees_every_stratum_then_goes_where_the_rate_varies_most():
@@ -124,7 +122,8 @@ def test_allocation_sees_every_stratum_then_goes_where_the_rate_varies_most():
         0.8,
     )
     assert sum(later.values()) == 10
+    # spent
     assert allocate({"pass": Stratum(3, 2), "fail": Stratum(2, 2)}, 10, "tpr") == {
         "pass": 1,
         "fail": 0,
-    }  # spent
+    }

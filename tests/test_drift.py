@@ -259,10 +259,11 @@ def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(
         first, second, third = db.runs()
         prompt = compare(first, second, db.outcomes(first.id), db.outcomes(second.id))
         swap = compare(first, third, db.outcomes(first.id), db.outcomes(third.id))
+    # recorded from another file
     assert prompt.status == "NO DRIFT" and prompt.changed == [
         "prompt",
         "verdicts",
-    ]  # recorded from another file
+    ]
     assert len(prompt.to_fail) + len(prompt.to_pass) == 9 and prompt.mcnemar_p == pytest.approx(1.0)
     assert prompt.changes["cohen_kappa"][0] == pytest.approx(0.811 - 0.837, abs=0.001)
     assert swap.status == "DRIFT" and swap.changed == ["model", "verdicts"]
@@ -356,9 +357,8 @@ def test_a_judge_that_starts_abstaining_is_drift_even_when_nothing_is_decided():
     silent = compare(
         _run(1), _run(2), before, {k: (label, None) for k, (label, _) in before.items()}
     )
-    assert (
-        silent.status == "DRIFT" and silent.shared == 0
-    )  # no example decided in both: still compared
+    # no example decided in both: still compared
+    assert silent.status == "DRIFT" and silent.shared == 0
     assert "abstained on 60 (60 newly, 0 no longer)" in "\n".join(silent.lines())
     prompt_change = compare(_run(1), _run(2, prompt="q"), before, mostly)
     assert prompt_change.status == "DRIFT"
@@ -419,9 +419,8 @@ def test_recheck_finds_every_baseline_before_asking_and_follows_the_split(projec
             and "other: no calibration on this calibration set" in missing.output
         )
         assert server.requests == asked  # nothing was asked, nothing recorded
-        plain = runner.invoke(
-            app, ["recheck", *common, "-c", "says-blocked"]
-        )  # the whole set was never calibrated
+        # the whole set was never calibrated
+        plain = runner.invoke(app, ["recheck", *common, "-c", "says-blocked"])
         assert (
             plain.exit_code == 2
             and "says-blocked: no calibration on this calibration set" in plain.output
@@ -515,9 +514,8 @@ def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
         result = runner.invoke(
             app, ["recheck", *common, "--size", "10", "--json", "--api-base", server.url]
         )
-        assert (
-            server.requests - asked == 30
-        )  # 10 examples x the 3 calibrated trials, at the calibrated endpoint
+        # 10 examples x the 3 calibrated trials, at the calibrated endpoint
+        assert server.requests - asked == 30
         drift = json.loads(result.output)["drifts"][0]
         assert result.exit_code == 1 and drift["status"] == "DRIFT" and drift["changed"] == []
         assert drift["right_to_wrong"] == 5 and "silent provider-side change" in " ".join(

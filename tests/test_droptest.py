@@ -54,14 +54,12 @@ def test_large_windows_are_scored_in_chunks_with_the_same_answer(monkeypatch):
 
 
 def test_the_exact_test_runs_only_where_the_score_test_is_near_alpha():
-    p, alert = drop_test(
-        190, 200, 1260, 1400, 0.05, alpha=0.01
-    )  # 0.95 against 0.90: far from a drop
+    # 0.95 against 0.90: far from a drop
+    p, alert = drop_test(190, 200, 1260, 1400, 0.05, alpha=0.01)
     assert p > 0.5 and not alert
     p, alert = drop_test(150, 200, 1260, 1400, 0.05, alpha=0.01)
-    assert (
-        alert and 0.01 * NUISANCE < p < 0.001
-    )  # exact: at least what the baseline's interval spent
+    # exact: at least what the baseline's interval spent
+    assert alert and 0.01 * NUISANCE < p < 0.001
 
 
 def test_the_box_holds_no_outcome_as_extreme_and_bounds_the_brute_force_p_value():

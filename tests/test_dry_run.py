@@ -49,9 +49,8 @@ def dry(server, *extra, model="openai/judge"):
 def test_a_dry_run_asks_nothing_writes_nothing_and_counts_what_is_cached(setup):
     with FakeServer(VERDICTS) as server:
         first = dry(server)
-        assert (
-            server.requests == 0 and not (setup.root / ".judgekit").exists()
-        )  # no cache, report or history made
+        # no cache, report or history made
+        assert server.requests == 0 and not (setup.root / ".judgekit").exists()
         assert (first["says-blocked"]["calls"], first["says-blocked"]["cached"]) == (8, 0)
         assert first["no-email"] == {**first["no-email"], "source": "code", "calls": 0}
         common = ["--model", "openai/judge", "--api-base", server.url, "-q"]
@@ -78,9 +77,8 @@ def test_a_dry_run_asks_nothing_writes_nothing_and_counts_what_is_cached(setup):
         assert (again["says-blocked"]["calls"], again["says-blocked"]["cached"]) == (4, 5)
         assert server.requests == 8  # still no call
         with diskcache.Cache(str(cache)) as store:
-            assert (
-                len(store) == 8 and store[list(answers)[2]].count("Lorem ipsum") == 1
-            )  # the cache as it was
+            # the cache as it was
+            assert len(store) == 8 and store[list(answers)[2]].count("Lorem ipsum") == 1
         assert (
             sorted(
                 p.name
@@ -145,11 +143,12 @@ def test_claims_count_extractions_and_say_the_verifications_depend_on_them(proje
     with FakeServer(answer) as server:
         options.api_base = server.url
         (before,) = dry_run(options)
+        # the 5 extractions, nothing else known
         assert (before.calls, before.cached, before.unknown) == (
             5,
             0,
             5,
-        )  # the 5 extractions, nothing else known
+        )
         calibrate(options)
         asked = server.requests
         (after,) = dry_run(options)

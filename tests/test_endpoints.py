@@ -108,12 +108,10 @@ def test_credentials_in_a_criterion_s_endpoint_are_sent_and_never_shown(setup, t
         ):
             result = runner.invoke(app, command)
             printed.append(result.output)
-            assert result.exit_code in (0, 3), (
-                result.output
-            )  # 3: the gate, on 6 examples, is INCONCLUSIVE
-        assert all(
-            f"api-key={query_key}" in target for target in server.targets
-        )  # sent with every request
+            # 3: the gate, on 6 examples, is INCONCLUSIVE
+            assert result.exit_code in (0, 3), result.output
+        # sent with every request
+        assert all(f"api-key={query_key}" in target for target in server.targets)
     report = json.loads((setup.root / ".judgekit/reports/latest/report.json").read_text())
     assert report["criteria"][0]["judge"]["api_base"] == server.url  # the public form only
     for text in printed:
@@ -151,9 +149,8 @@ def test_recheck_and_the_judge_ask_the_criterion_s_endpoint_with_its_credentials
         assert judge("reply-p0: blocked").passed is True and server.targets[-1].endswith(
             "?api-key=qk-recheck-3322"
         )
-        assert (
-            Judge(criterion, cache_dir=None)("reply-f0: no").passed is False
-        )  # uncalibrated: the criterion's own
+        # uncalibrated: the criterion's own
+        assert Judge(criterion, cache_dir=None)("reply-f0: no").passed is False
         assert server.requests == asked + 6
         # The criterion now names another endpoint than the calibrated one:
         # recheck refuses before asking.

@@ -125,9 +125,8 @@ def test_bad_key_stops_at_once(setup, via, monkeypatch):
 
 
 def test_cache_serves_a_rerun_and_stores_only_successes(setup):
-    once = replace(
-        FAST, unreadable=0
-    )  # an unreadable answer is final here (tests/test_reask.py: asked again)
+    # an unreadable answer is final here (tests/test_reask.py: asked again)
+    once = replace(FAST, unreadable=0)
     with FakeServer(
         VERDICTS,
         fail_first={"reply-p2:": ["garbage"], "reply-f3:": ["server_error"] * FAST.attempts},
@@ -157,9 +156,8 @@ def test_cache_values_are_json_text_without_secrets(setup, monkeypatch):
         assert sentinel not in path.read_text(), path
     cache = diskcache.Cache(str(setup.root / "cache"))
     values = [cache.get(key) for key in cache.iterkeys()]
-    assert len(values) == 7 and all(
-        isinstance(json.loads(v), dict) for v in values
-    )  # p1 failed: not cached
+    # p1 failed: not cached
+    assert len(values) == 7 and all(isinstance(json.loads(v), dict) for v in values)
     for path in (setup.root / "cache").rglob("*"):
         if path.is_file():
             assert sentinel.encode() not in path.read_bytes()

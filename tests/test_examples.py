@@ -106,9 +106,8 @@ def test_unittest_example_is_guarded_by_the_gate(tmp_path):
         and "Ran 1 test" in allowed.stderr
         and "skipped" not in allowed.stderr
     )
-    (tmp_path / "judgekit.yaml").write_text(
-        "gate:\n  min_tpr: 0.99\n"
-    )  # a bar the check does not clear
+    # a bar the check does not clear
+    (tmp_path / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.99\n")
     blocked = subprocess.run(
         [sys.executable, example, "-v"], cwd=tmp_path, capture_output=True, text=True
     )

@@ -225,9 +225,8 @@ def test_flip_rate_and_point_thresholds(project):
     assert flippy.criteria[0].consistency.flip_rate == 0.3
     assert "trials disagreed on 30%" in decide(project, flippy).decisions[0].summary
     constant = make(project, 40, 40, lambda i, label: True)
-    assert (
-        decide(project, constant, use_lower_bound=False).status == "FAIL"
-    )  # no switch lets a bad judge through
+    # no switch lets a bad judge through
+    assert decide(project, constant, use_lower_bound=False).status == "FAIL"
 
 
 def test_policy_from_pyproject_and_yaml(project):
@@ -328,9 +327,8 @@ def test_junit_escapes_reasons():
 
 
 def test_plan_and_gate_agree_on_the_label_budget(project):
-    report = make(
-        project, 30, 30, lambda i, label: label if i % 30 < 27 else not label
-    )  # TPR = TNR = 0.9
+    # TPR = TNR = 0.9
+    report = make(project, 30, 30, lambda i, label: label if i % 30 < 27 else not label)
     result = decide(project, report)
     assert result.status == "INCONCLUSIVE"
     from judgekit.gate import plan
@@ -342,9 +340,8 @@ def test_plan_and_gate_agree_on_the_label_budget(project):
     assert "known-good: 30 labelled, TPR 0.90 (observed): 61 needed, 31 more" in lines[0]
     assert result.decisions[0].needed == {"pass": 31, "fail": 31}
     assumed = plan(None, Policy(), sets, ["c"], assume=(1.0, 0.5))
-    assert (
-        "known-good: 30 labelled" in assumed[0] and "enough (20 needed)" in assumed[0]
-    )  # min_examples
+    # min_examples
+    assert "known-good: 30 labelled" in assumed[0] and "enough (20 needed)" in assumed[0]
     assert "not above 0.80" in assumed[1]
     strict = plan(
         None, Policy(defaults=Thresholds(min_examples=40)), sets, ["c"], assume=(1.0, 1.0)
@@ -381,9 +378,8 @@ TAMPERING = {
 @pytest.mark.parametrize("how", list(TAMPERING))
 def test_a_hand_edited_report_does_not_pass_the_gate(project, how):
     """The gate recomputes every figure it decides on from verdicts.jsonl and the set on disk."""
-    make(
-        project, 15, 35, lambda i, label: label if i % 10 else not label
-    )  # TPR 0.87, TNR 0.89: FAIL
+    # TPR 0.87, TNR 0.89: FAIL
+    make(project, 15, 35, lambda i, label: label if i % 10 else not label)
     (project.root / "judgekit.yaml").write_text(
         "gate: {min_tpr: 0.6, min_tnr: 0.6, min_examples: 10, max_age: 1d}\n"
     )
@@ -411,9 +407,8 @@ def test_the_gate_needs_the_verdicts_and_one_entry_per_criterion(project):
     assert twice.exit_code == 1 and "holds 2 entries for this criterion" in twice.output
     (folder / "report.json").write_text(json.dumps(honest))
     lines = (folder / "verdicts.jsonl").read_text().splitlines()
-    (folder / "verdicts.jsonl").write_text(
-        "\n".join(lines[1:]) + "\n"
-    )  # one example's verdict gone
+    # one example's verdict gone
+    (folder / "verdicts.jsonl").write_text("\n".join(lines[1:]) + "\n")
     short = runner.invoke(app, ["gate"])
     assert short.exit_code == 1 and "79 of the set's 80 examples have verdicts" in short.output
     (folder / "verdicts.jsonl").write_text(
@@ -435,9 +430,8 @@ def test_gate_and_plan_say_the_same_thing_with_one_number(project):
     from judgekit.gate import plan
     from judgekit.inputs.project import load_inputs
 
-    report = make(
-        project, 40, 40, lambda i, label: label if (i % 4) or not label else not label
-    )  # TPR 0.75
+    # TPR 0.75
+    report = make(project, 40, 40, lambda i, label: label if (i % 4) or not label else not label)
     result = decide(project, report)
     _, sets = load_inputs(project.criteria, project.sets)
     lines = plan(report, Policy(), sets, ["c"])
@@ -451,9 +445,8 @@ def test_gate_and_plan_say_the_same_thing_with_one_number(project):
     decision = decide(project, few).decisions[0]
     assert "about 5 more known-good examples would settle it" in decision.reasons
     assert decision.needed == {"pass": 5} and sum("more" in r for r in decision.reasons) == 1
-    far = make(
-        project, 40, 400, lambda i, label: label if i != 100 else not label
-    )  # TNR 399/400 against 0.997
+    # TNR 399/400 against 0.997
+    far = make(project, 40, 400, lambda i, label: label if i != 100 else not label)
     far_decision = decide(project, far, min_tnr=0.997).decisions[0]
     assert (
         "not reachable by labelling" in far_decision.summary and "19," not in far_decision.summary

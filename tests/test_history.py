@@ -375,9 +375,8 @@ def test_a_run_imported_later_keeps_its_place_in_time(project, tmp_path):
         tmp_path / "shared.sqlite",
         tmp_path / "runs.jsonl",
     )
-    record_history(
-        _report(project, llm=FakeLLM.scripted({}, default=False)), runner_history
-    )  # the older run
+    # the older run
+    record_history(_report(project, llm=FakeLLM.scripted({}, default=False)), runner_history)
     record_history(_report(project), shared)
     with History.open(runner_history) as history:
         export_history(history, moved)

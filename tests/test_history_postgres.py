@@ -118,9 +118,8 @@ def test_a_new_postgresql_history_gets_every_migration_once_and_the_same_columns
     assert {
         t: [name for name, _ in cols] for t, cols in columns.items() if t != "judgekit_schema"
     } == lite
-    assert (
-        dict(columns["verdicts"])["confidence"] == "double precision"
-    )  # not PostgreSQL's 4-byte REAL
+    # not PostgreSQL's 4-byte REAL
+    assert dict(columns["verdicts"])["confidence"] == "double precision"
 
 
 def test_a_postgresql_database_of_another_application_or_a_newer_judgekit_is_refused_untouched(
@@ -180,9 +179,8 @@ def test_the_password_never_reaches_an_output_and_a_wrong_one_is_a_clear_error(
     assert outputs[0].exit_code == 0 and outputs[1].exit_code == 0, (
         outputs[0].output + outputs[1].output
     )
-    assert [line.split()[3] for line in outputs[1].output.splitlines()[1:]] == [
-        "r"
-    ]  # the run, listed from PostgreSQL
+    # the run, listed from PostgreSQL
+    assert [line.split()[3] for line in outputs[1].output.splitlines()[1:]] == ["r"]
     wrong = postgres_url.replace(PASSWORD, "not-the-Password-42")
     refused = runner.invoke(app, ["history", "--history", wrong])
     assert (
@@ -225,9 +223,8 @@ def _fill(location, project) -> None:
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", [{**e, "split": "test"} for e in balanced(3, 3)])
     record_history(_report(project, split="test"), location)
-    project.criterion(
-        llm_criterion(examples=[{"output": "Your card is blocked.", "passed": True}])
-    )  # an edit
+    # an edit
+    project.criterion(llm_criterion(examples=[{"output": "Your card is blocked.", "passed": True}]))
     record_history(
         _report(
             project,
@@ -265,9 +262,8 @@ def test_export_and_import_move_a_history_both_ways_and_importing_twice_adds_not
     assert "2 run(s) added, 0 already there" in first.output, first.output
     assert "0 run(s) added, 2 already there" in again.output and "0 look(s) added" in again.output
     assert _content(postgres_url) == _content(sqlite_path)
-    assert (
-        len(_content(sqlite_path)[1]) == 2
-    )  # the re-measured edit on test is a look: it travels too
+    # the re-measured edit on test is a look: it travels too
+    assert len(_content(sqlite_path)[1]) == 2
     runner.invoke(app, ["history", "export", str(back), "--history", postgres_url])
     fresh = tmp_path / "c.sqlite"
     assert (
@@ -644,9 +640,8 @@ def test_runners_sharing_a_history_never_spend_the_same_look(location, tmp_path)
     with History.open(location) as history:
         looks = history.looks("c")
         assert len(looks) == min(8, MAX_LOOKS) and len({k.candidate for k in looks}) == len(looks)
-        assert all(
-            k.p_value is None and k.accepted is None for k in looks
-        )  # taken, not yet settled
+        # taken, not yet settled
+        assert all(k.p_value is None and k.accepted is None for k in looks)
         first = history.db.execute("SELECT min(id) FROM test_looks").fetchone()[0]
         history.settle_look(first, 0.5, False)
         assert (history.looks("c")[0].p_value, history.looks("c")[0].accepted) == (0.5, False)

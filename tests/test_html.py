@@ -23,11 +23,12 @@ def _project(project, tmp_path):
     examples = balanced(22, 22)
     examples[0] = {**examples[0], "output": f"reply-p0: blocked {HOSTILE}"}
     project.jsonl("says-blocked", examples)
+    # p0 missed; f1, f10-f19 passed wrongly
     answers = {
         "reply-p0": False,
         "reply-f1": True,
         "reply-p": True,
-    }  # p0 missed; f1, f10-f19 passed wrongly
+    }
 
     def answer(request):
         reply = request.messages[-1]["content"]

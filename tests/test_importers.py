@@ -185,9 +185,8 @@ def test_malformed_results_are_input_errors_naming_the_file(tmp_path, kind, text
 
 def test_repeats_are_trials(tmp_path):
     data = json.loads((DATA / "promptfoo-results.json").read_text())
-    data["results"]["results"] = (
-        data["results"]["results"] * 2
-    )  # as `promptfoo eval --repeat 2` writes them
+    # as `promptfoo eval --repeat 2` writes them
+    data["results"]["results"] = data["results"]["results"] * 2
     path = tmp_path / "repeated.json"
     path.write_text(json.dumps(data))
     records = import_verdicts("promptfoo", path)
@@ -257,9 +256,8 @@ def test_results_become_unlabelled_examples(kind, name, count, first):
 
     read = import_examples(kind, DATA / name)
     assert len(read.examples) == count and read.examples[0] == first and read.skipped == []
-    assert all(
-        "passed" not in e and "labels" not in e for e in read.examples
-    )  # unlabelled: for people to label
+    # unlabelled: for people to label
+    assert all("passed" not in e and "labels" not in e for e in read.examples)
     if kind == "inspect":  # two epochs: the second reply of each sample is an example of its own
         assert [e["id"] for e in read.examples if e["id"].startswith("ex-0")] == ["ex-0", "ex-0#2"]
 

@@ -310,9 +310,8 @@ def test_the_same_replies_under_new_ids_are_not_fresh(tmp_path):
 
 def test_a_budget_never_reuses_examples_across_generations():
     looks = [Look("c", "improve", "g1", ("a", "b"), 0.025)] * MAX_LOOKS
-    after = next_look(
-        looks, ["b", "c", "d"], 0.05
-    )  # "a" was removed: g1 ended; only unused examples count
+    # "a" was removed: g1 ended; only unused examples count
+    after = next_look(looks, ["b", "c", "d"], 0.05)
     assert after.look == 1 and after.examples == ("c", "d")
 
 

@@ -89,15 +89,13 @@ def test_deepevals_cache_does_not_keep_a_verdict_of_a_judge_since_changed(gated_
     first = evaluate([case], [JudgekitMetric("no-email")], **cached)
     assert first.test_results[0].metrics_data[0].success is True  # no address in it
     path = gated_project.root / "criteria" / "no-email.yaml"
-    path.write_text(
-        path.read_text().replace("\\S+@\\S+", "example\\.com")
-    )  # the pattern changes ...
+    # the pattern changes ...
+    path.write_text(path.read_text().replace("\\S+@\\S+", "example\\.com"))
     done = CliRunner().invoke(app, ["calibrate", "-c", "no-email"])  # ... and is calibrated again
     assert done.exit_code == 0, done.output
     again = evaluate([case], [JudgekitMetric("no-email")], **cached)
-    assert (
-        again.test_results[0].metrics_data[0].success is False
-    )  # judged anew, not served from the cache
+    # judged anew, not served from the cache
+    assert again.test_results[0].metrics_data[0].success is False
 
 
 def test_a_project_elsewhere_is_read_with_its_report_relative_to_it(

@@ -55,9 +55,8 @@ def test_each_sample_is_scored_by_the_calibrated_judge_and_an_abstention_is_unsc
     assert scores["lost-card"].answer == "Your card is now blocked."
     assert scores["lost-card"].metadata["judge"] == "openai/judge"
     undecided = scores["garbled"]
-    assert (
-        math.isnan(undecided.value) and undecided.reason == "grader_failed"
-    )  # not counted as a failure
+    # not counted as a failure
+    assert math.isnan(undecided.value) and undecided.reason == "grader_failed"
     assert undecided.metadata["judgekit"] == "abstained" and "ABSTAINED" in undecided.explanation
     accuracy = log.results.scores[0].metrics["accuracy"].value
     assert accuracy == 0.5  # one pass of the two decided verdicts: the abstention is left out
@@ -81,9 +80,8 @@ def test_a_blocked_criterion_fails_the_eval_at_its_start_with_the_gates_reason(
             log_dir=str(tmp_path / "logs"),
             display="none",
         )
-    assert (
-        asked == [] and gated_project.judge_calls() == before
-    )  # the agent never ran, the judge never asked
+    # the agent never ran, the judge never asked
+    assert asked == [] and gated_project.judge_calls() == before
 
 
 def test_epochs_are_trials_reduced_to_pass_hat_k(gated_project, tmp_path):
@@ -147,9 +145,8 @@ def test_every_epoch_passes_only_when_every_epoch_passed(values, expected):
     ],
 )
 def test_every_epoch_of_k_counts_a_missing_epoch_as_undecided(values, expected):
-    reduced = every_epoch(3)(
-        [Score(value=v) for v in values]
-    )  # an epoch that errored is not among the scores
+    # an epoch that errored is not among the scores
+    reduced = every_epoch(3)([Score(value=v) for v in values])
     assert (
         reduced.value
         if not (isinstance(reduced.value, float) and math.isnan(reduced.value))
@@ -157,9 +154,8 @@ def test_every_epoch_of_k_counts_a_missing_epoch_as_undecided(values, expected):
     ) == expected
 
 
-@pytest.mark.parametrize(
-    "agent", ["mockllm/judge", "mockllm/senior"]
-)  # the judge, or the one it escalates to
+# the judge, or the one it escalates to
+@pytest.mark.parametrize("agent", ["mockllm/judge", "mockllm/senior"])
 def test_a_judge_of_the_agents_own_model_is_refused(gated_project, tmp_path, agent):
     model = get_model(agent, custom_outputs=lambda *a: ModelOutput.from_content(agent, "x"))
     [log] = inspect_eval(

@@ -95,14 +95,14 @@ def test_each_reply_is_graded_by_the_calibrated_judge_and_an_abstention_fails_sa
         graded["garbled"]["pass"] is False
         and "judgekit says-blocked: ABSTAINED" in graded["garbled"]["reason"]
     )
-    assert results[0][
-        "error"
-    ]  # not a failing verdict: an error, which no `not-` can turn into a pass
+    # not a failing verdict: an error, which no `not-` can turn into a pass
+    assert results[0]["error"]
+    # garbled, lost card, stolen card
     assert [r["success"] for r in results] == [
         False,
         True,
         False,
-    ]  # garbled, lost card, stolen card
+    ]
     assert results[1]["namedScores"] == {"says-blocked": 1}
     assert gated_project.judge_calls() > before
 

@@ -72,9 +72,8 @@ def test_the_evaluator_returns_an_evaluation_reason_named_after_the_criterion(ga
         _support_agent(), progress=False
     )
     result = report.cases[0].assertions["says-blocked"]
-    assert result.name == "says-blocked" and result.source.arguments == (
-        "says-blocked",
-    )  # saved as written: no judge
+    # saved as written: no judge
+    assert result.name == "says-blocked" and result.source.arguments == ("says-blocked",)
     assert EvaluationReason(value=result.value, reason=result.reason) == EvaluationReason(
         True, "scripted verdict"
     )

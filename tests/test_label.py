@@ -134,9 +134,8 @@ def test_buttons_label_by_mouse_and_touch_as_the_named_annotator(inbox, browser)
         buttons["pass"].click()  # the mouse
         _wait(browser, "return !document.getElementById('judge').hidden")
         assert browser.find_element(By.ID, "verdict").text == "pass"
-        assert (
-            not buttons["pass"].is_displayed() and buttons["next"].is_displayed()
-        )  # no label for an unseen one
+        # no label for an unseen one
+        assert not buttons["pass"].is_displayed() and buttons["next"].is_displayed()
         buttons["next"].click()
         _wait(browser, "return document.getElementById('output').textContent.startsWith('Would')")
         _tap(browser, buttons["fail"])  # a finger
@@ -180,9 +179,8 @@ def test_review_fixes_a_label_in_the_calibration_set(project, browser):
             browser.find_element(By.ID, "judge").is_displayed()
             and browser.find_element(By.ID, "label").text == "fail"
         )
-        browser.find_element(By.TAG_NAME, "body").send_keys(
-            "p"
-        )  # the person decides the judge was right
+        # the person decides the judge was right
+        browser.find_element(By.TAG_NAME, "body").send_keys("p")
         _wait(browser, "return document.getElementById('done').style.display === 'block'")
     finally:
         server.shutdown()
@@ -507,9 +505,8 @@ def test_a_file_rewritten_in_place_is_never_written_back_half_read(tmp_path):
     assert rewriter.returncode == 0 and len(labelled) + len(refused) >= 5
     lines = [line for line in path.read_text().split("\n") if line.strip()]
     records = [json.loads(line) for line in lines]  # every line whole
-    assert [r["id"] for r in records] == [
-        f"e{i}" for i in range(554)
-    ]  # no line of its content lost
+    # no line of its content lost
+    assert [r["id"] for r in records] == [f"e{i}" for i in range(554)]
     assert {
         r["id"]: r["passed"] for r in records if "passed" in r
     } == labelled  # every label written
@@ -586,11 +583,12 @@ def test_a_file_moved_into_place_while_a_label_is_written_gets_the_label(tmp_pat
     write_label(path, "e1", True)
     editor.join()
     records = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    # in the file the path now names
     assert records[1] == {
         "id": "e1",
         "output": "edited",
         "passed": True,
-    }  # in the file the path now names
+    }
     assert len(records) == 50
 
 
@@ -693,9 +691,8 @@ def test_a_label_cut_off_mid_write_is_rolled_back_byte_for_byte_keeping_appended
         assert "e3" in [i.id for i in session.items]  # unlabelled again: offered for labelling
     else:
         undone = write_label(path, "e7", False)
-        (tmp_path / "clean.jsonl").write_bytes(
-            restored
-        )  # what that label makes of the file restored
+        # what that label makes of the file restored
+        (tmp_path / "clean.jsonl").write_bytes(restored)
         write_label(tmp_path / "clean.jsonl", "e7", False)
         restored = (tmp_path / "clean.jsonl").read_bytes()
     assert path.read_bytes() == restored and not journal.exists()

@@ -16,11 +16,12 @@ from judgekit.report import Report
 from judgekit.testing import FakeServer, judged_reply
 from judgekit.watch.history import History
 
+# a label a person got wrong
 WRONG = {
     "id": "odd",
     "output": "Your card is blocked now.",
     "passed": False,
-}  # a label a person got wrong
+}
 
 
 def _project(project, trials=3, extra=()):
@@ -148,9 +149,8 @@ def test_the_report_counts_labels_changed_since_the_previous_calibration(project
     _project(project, trials=1)
     with FakeServer(_answer) as server:
         _calibrate(server)
-        assert (
-            Report.read(".judgekit/reports/latest").criterion("blocked").labels_changed is None
-        )  # the first
+        # the first
+        assert Report.read(".judgekit/reports/latest").criterion("blocked").labels_changed is None
         with History.open(Path(".judgekit/history.sqlite")) as db:
             db.record_label_change("blocked", "odd", False, True, "ana")
         said = _calibrate(server)

@@ -120,9 +120,8 @@ def test_two_rounds_draw_by_verdict_and_calibrate_and_gate_on_weighted_figures(p
     )
     assert {r["selection"]["stratum"] for r in first} == {"pass", "fail"}
     _, second = _round(runner, pooled)
-    assert not {r["id"] for r in first} & {
-        r["id"] for r in second
-    }  # the design goes on: nothing drawn twice
+    # the design goes on: nothing drawn twice
+    assert not {r["id"] for r in first} & {r["id"] for r in second}
     assert {r["selection"]["pool"] for r in first + second} == {first[0]["selection"]["pool"]}
 
     assert runner.invoke(app, ["calibrate"]).exit_code == 0
@@ -155,9 +154,8 @@ def test_two_rounds_draw_by_verdict_and_calibrate_and_gate_on_weighted_figures(p
     assert found.metrics["tnr"] != pytest.approx(plain.metrics["tnr"])
     result = Gate.from_project().check_path(".judgekit/reports/latest")
     decision = result.decisions[0]
-    assert "not evidence" not in " ".join(decision.reasons), (
-        decision.reasons
-    )  # the gate recomputes the same
+    # the gate recomputes the same
+    assert "not evidence" not in " ".join(decision.reasons), decision.reasons
     assert "TNR" in " ".join(decision.reasons) or decision.status == "PASS"
     assert "drawn by the judge's verdict" in Path(".judgekit/reports/latest/report.md").read_text()
 
@@ -263,12 +261,10 @@ def test_the_pool_is_judged_live_through_the_cache_or_read_from_recorded_verdict
                 server.url,
             ],
         )
-        assert (
-            again.exit_code == 0 and server.requests == asked == 40
-        )  # every reply once; then all cached
-    assert (
-        NEXT.with_name("blocked.jsonl").read_text() == drawn
-    )  # the same draw: a fixed random order
+        # every reply once; then all cached
+        assert again.exit_code == 0 and server.requests == asked == 40
+    # the same draw: a fixed random order
+    assert NEXT.with_name("blocked.jsonl").read_text() == drawn
     assert "judged by openai/judge" in first.output
 
     verdicts = tmp_path / "verdicts.jsonl"
@@ -435,9 +431,8 @@ def test_the_gate_checks_each_pool_alone_so_a_strong_curated_set_cannot_hide_a_w
     _round(runner, pool, 40, "--for", "tnr")
     assert runner.invoke(app, ["calibrate"]).exit_code == 0
     found = Report.read(".judgekit/reports/latest").criterion("no-email")
-    assert (
-        found.intervals["tnr"][0] >= 0.8
-    )  # the set as a whole (curated + drawn, as random labels would mix)
+    # the set as a whole (curated + drawn, as random labels would mix)
+    assert found.intervals["tnr"][0] >= 0.8
     pooled = found.design.pools[0]
     assert pooled.intervals["tnr"][1] < 0.8  # the pool alone: half its bad replies get through
     decision = Gate.from_project().check_path(".judgekit/reports/latest").decisions[0]
@@ -516,9 +511,8 @@ def test_bad_draws_and_records_get_clear_errors(project, pooled, tmp_path):
     path = project.sets / "no-email.jsonl"
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     drawn = next(r for r in rows if "selection" in r)
-    drawn["selection"]["sizes"] = {
-        k: str(v) for k, v in drawn["selection"]["sizes"].items()
-    }  # "60", not 60
+    # "60", not 60
+    drawn["selection"]["sizes"] = {k: str(v) for k, v in drawn["selection"]["sizes"].items()}
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     invalid = runner.invoke(app, ["validate"])
     assert invalid.exit_code == 2 and "selection.sizes" in invalid.output

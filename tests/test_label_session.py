@@ -51,10 +51,11 @@ def test_an_annotator_labels_into_the_labels_mapping_of_a_jsonl_file(tmp_path):
         '{"id": "c", "output": "z", "passed": true}\n'
     )
     ana = labelling(path, annotator="ana")
+    # c holds a label of nobody named: not hers to add to
     assert [i.id for i in ana.items] == [
         "a",
         "b",
-    ]  # c holds a label of nobody named: not hers to add to
+    ]
     ana.label("a", True)
     ana.label("b", False)
     records = [json.loads(line) for line in path.read_text().splitlines()]
@@ -62,11 +63,12 @@ def test_an_annotator_labels_into_the_labels_mapping_of_a_jsonl_file(tmp_path):
     assert "passed" not in records[0] and records[2] == {"id": "c", "output": "z", "passed": True}
     assert labelling(path, annotator="ana").items == []
     assert [i.id for i in labelling(path, annotator="ben").items] == ["a"]
+    # the majority, as loaded
     assert [e.passed for e in load_set(path, "x").examples] == [
         True,
         False,
         True,
-    ]  # the majority, as loaded
+    ]
     with pytest.raises(InputError, match="id c: has a label in 'passed' from no named annotator"):
         write_label(path, "c", False, annotator="ana")
     with pytest.raises(InputError, match="id b: is labelled by several annotators; give your name"):
@@ -194,9 +196,8 @@ def test_the_review_page_shows_each_annotators_label_and_asks_for_a_name(project
         seen["m1"][0]
         == "labelled by 3 annotators: ana fail, ben fail, eve pass (the label is their majority)"
     )
-    assert (
-        seen["m1"][1] is False and "--annotator NAME" in seen["m1"][2]
-    )  # nobody named cannot outvote them
+    # nobody named cannot outvote them
+    assert seen["m1"][1] is False and "--annotator NAME" in seen["m1"][2]
     assert seen["f1"] == ("", True, "")
 
 
@@ -222,9 +223,8 @@ def test_a_new_example_is_judged_once_labelled_by_the_calibrated_judge_through_t
             app, ["calibrate", "--model", "openai/j", "--api-base", llm.url, "--gate"]
         )
         assert done.exit_code == 0, done.output
-        monkeypatch.setenv(
-            "OPENAI_BASE_URL", llm.url
-        )  # where the page's judge asks the calibrated endpoint
+        # where the page's judge asks the calibrated endpoint
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.url)
         judge, note = page_judge("says-blocked", REPORT, project.criteria, project.sets)
         assert judge is not None and "calibrated judge of says-blocked" in note
         session = labelling(

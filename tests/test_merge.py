@@ -83,9 +83,8 @@ def test_labelled_records_move_into_a_jsonl_set_and_out_of_the_new_file(sets):
         -2
     ].passed is False
     assert read_records(new) == [] and new.stat().st_size == size  # blanked in place, not replaced
-    assert (
-        sorted(p.name for p in project.root.iterdir() if p.name.startswith(".")) == []
-    )  # no lock, no journal
+    # no lock, no journal
+    assert sorted(p.name for p in project.root.iterdir() if p.name.startswith(".")) == []
     assert sorted(p.name for p in project.sets.iterdir()) == ["says-blocked.jsonl"]
 
 
@@ -112,9 +111,8 @@ def test_the_sets_format_is_kept_csv_gains_the_columns_it_lacks(sets):
         NEW[1]["labels"],
         ["short"],
     )
-    more = (
-        project.root / "more.csv"
-    )  # and a CSV of new examples into the CSV set: rows appended, columns kept
+    # and a CSV of new examples into the CSV set: rows appended, columns kept
+    more = project.root / "more.csv"
     more.write_text("id,output,labels.ana\nn4,Blocked.,true\n")
     assert _merge(project, more).exit_code == 0
     assert csv_set.read_bytes().decode().endswith("\r\nn4,Blocked.,,,true,,,\r\n")
@@ -144,11 +142,12 @@ def test_every_problem_is_listed_at_once_and_nothing_changes(sets):
             json.dumps(r) + "\n"
             for r in [
                 {"id": "u1", "output": "not labelled yet"},
+                # the set's p0 has other content
                 {
                     "id": "p0",
                     "output": "another reply",
                     "passed": True,
-                },  # the set's p0 has other content
+                },
                 {"id": "n1", "output": "x", "passed": True},
                 {"id": "n1", "output": "y", "passed": False},
                 {"id": "t1", "output": "tied", "labels": {"ana": True, "ben": False}},
@@ -249,9 +248,8 @@ def test_a_merge_cut_off_is_rolled_back_and_finished_by_merging_again(sets, stop
 def test_records_appended_to_either_file_while_merging_are_kept(sets):
     project, new = sets
     set_path = project.sets / "says-blocked.jsonl"
-    loggers = {
-        path: os.open(path, os.O_WRONLY | os.O_APPEND) for path in (new, set_path)
-    }  # held, as a logger's
+    # held, as a logger's
+    loggers = {path: os.open(path, os.O_WRONLY | os.O_APPEND) for path in (new, set_path)}
 
     writes = []
 

@@ -152,9 +152,8 @@ def test_a_few_failing_verdicts_never_alert(tmp_path):
     ]
     result = watch(read_counts(_write(rows, tmp_path / "s.jsonl"), "1d"), MonitorPolicy())
     last = result.windows[-1]
-    assert (
-        last.rate == 0.0 and last.p_value < 0.01 and not last.alert
-    )  # significant, but 5 verdicts are not a rate
+    # significant, but 5 verdicts are not a rate
+    assert last.rate == 0.0 and last.p_value < 0.01 and not last.alert
 
 
 def test_abstentions_are_counted_apart(tmp_path):
@@ -188,9 +187,8 @@ def test_unreadable_rows_are_named_by_line_and_field(tmp_path):
     assert "line 1: passed: missing key; write null for an abstention" in str(error.value)
     assert "line 2: criterion: ['c'] is not readable" in str(error.value)
     (tmp_path / "bom.jsonl").write_bytes(b"\xef\xbb\xbf" + json.dumps(rows[0]).encode() + b"\n")
-    assert (
-        read_counts(tmp_path / "bom.jsonl", "1d").rows == 1
-    )  # a byte-order mark (Windows editors) is fine
+    # a byte-order mark (Windows editors) is fine
+    assert read_counts(tmp_path / "bom.jsonl", "1d").rows == 1
     (tmp_path / "blank.jsonl").write_text("\n\n")
     with pytest.raises(InputError, match="holds no judged samples"):
         read_counts(tmp_path / "blank.jsonl", "1d")
@@ -296,9 +294,8 @@ def test_a_report_the_gate_blocks_corrects_nothing_and_says_why(tmp_path, projec
     trusted = json.loads(CliRunner().invoke(app, command).output)
     assert all(w["corrected"] is not None for w in trusted["windows"]) and trusted["notes"] == []
 
-    project.criterion(
-        {"id": "card", "question": "Blocked, and said so?"}
-    )  # the judge changed since
+    # the judge changed since
+    project.criterion({"id": "card", "question": "Blocked, and said so?"})
     stale = CliRunner().invoke(app, command)
     assert stale.exit_code == 1, stale.output  # the drop still alerts, on the raw rates
     data = json.loads(stale.output)
@@ -328,9 +325,8 @@ def test_an_explicit_report_that_is_not_there_is_refused(tmp_path):
         "/nonexistent:--report: no calibration report here; give the folder (or its report.json) "
         "that `judgekit calibrate` wrote, or leave --report out for raw rates" in result.output
     )
-    assert (
-        CliRunner().invoke(app, ["monitor", str(samples)]).exit_code == 0
-    )  # the default, absent, is fine
+    # the default, absent, is fine
+    assert CliRunner().invoke(app, ["monitor", str(samples)]).exit_code == 0
 
 
 def test_criterion_names_from_the_file_cannot_drive_the_terminal(tmp_path):

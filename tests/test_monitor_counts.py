@@ -20,10 +20,11 @@ runner = CliRunner()
 
 def _samples(tmp_path):
     rows = _rows(days=20, per_day=120, drop_on=17, seed=3)
+    # a second criterion, with abstentions
     rows += [
         dict(r, criterion="refund", passed=None if i % 7 == 0 else r["passed"])
         for i, r in enumerate(_rows(days=20, per_day=60, seed=4))
-    ]  # a second criterion, with abstentions
+    ]
     return _write(rows, tmp_path / "samples.jsonl")
 
 
@@ -43,9 +44,8 @@ def _duckdb_counts(samples, window, out, dialect="duckdb"):
     return out
 
 
-@pytest.mark.parametrize(
-    "dialect", ["duckdb", "postgres"]
-)  # DuckDB speaks PostgreSQL's EXTRACT(EPOCH FROM ...) too
+# DuckDB speaks PostgreSQL's EXTRACT(EPOCH FROM ...) too
+@pytest.mark.parametrize("dialect", ["duckdb", "postgres"])
 @pytest.mark.parametrize("window", ["6h", "1d", "1w"])
 def test_the_printed_query_counts_as_the_file_reader_does(tmp_path, window, dialect):
     samples = _samples(tmp_path)
@@ -62,9 +62,8 @@ def test_monitor_on_counts_says_what_it_says_on_the_samples(tmp_path):
     counts = _duckdb_counts(samples, "1d", tmp_path / "counts.parquet")
     on_samples = runner.invoke(app, ["monitor", str(samples), "--recent", "5"])
     on_counts = runner.invoke(app, ["monitor", "--counts", str(counts), "--recent", "5"])
-    assert (
-        on_samples.exit_code == on_counts.exit_code == 1 and "1 alert(s)" in on_counts.output
-    )  # day 17's drop
+    # day 17's drop
+    assert on_samples.exit_code == on_counts.exit_code == 1 and "1 alert(s)" in on_counts.output
     assert on_counts.output == on_samples.output
 
 

@@ -45,9 +45,8 @@ def _stamps(rng, n):
         elif form == 3:
             out.append(when.strftime("%Y-%m-%d %H:%M:%S"))  # no offset: UTC
         elif form == 4:
-            out.append(
-                when.strftime("%Y-%m-%dT%H:%M:%S") + ".999999999"
-            )  # a nanosecond before the next second
+            # a nanosecond before the next second
+            out.append(when.strftime("%Y-%m-%dT%H:%M:%S") + ".999999999")
         elif form == 5:
             out.append(when.strftime("%Y-%m-%dT%H:%M:%S.%f"))
         elif form == 6:
@@ -60,9 +59,8 @@ def _stamps(rng, n):
 def _frame(seed, n=3000):
     rng = np.random.default_rng(seed)
     passed = [bool(p) for p in rng.random(n) < 0.8]
-    passed = [
-        None if a else p for a, p in zip(rng.random(n) < 0.1, passed, strict=True)
-    ]  # abstentions
+    # abstentions
+    passed = [None if a else p for a, p in zip(rng.random(n) < 0.1, passed, strict=True)]
     return pd.DataFrame(
         {
             "timestamp": _stamps(rng, n),

@@ -32,24 +32,26 @@ REFUND_REPLY = "Refunds take 3 to 5 working days."
 
 def test_langfuse_generations_of_a_page_or_a_trace_are_the_calls():
     assert langfuse_calls(DATA / "langfuse-observations.json") == [
+        # messages in, a message out
         (
             f"{TRACE_A}:gen-1",
             REFUND_PROMPT,
             REFUND_REPLY,
             "gpt-4o-mini-2024-07-18",
-        ),  # messages in, a message out
+        ),
         (
             f"{TRACE_A}:gen-2",
             "Summarise: the card was blocked at 9:02.",
             "Card blocked at 9:02.",
             "claude-3-5-haiku",
         ),
+        # parts
         (
             f"{TRACE_B}:gen-3",
             "user: I lost my card",
             "I've blocked it; a new one is on its way.",
             "gpt-4o",
-        ),  # parts
+        ),
         (f"{TRACE_B}:gen-4", "user: hello", None, "gpt-4o"),
     ]  # failed: no reply; the SPAN is no call
     assert langfuse_calls(DATA / "langfuse-observations-v2.json") == [
@@ -89,14 +91,16 @@ def test_langfuse_records_one_per_line_or_in_snake_case_read_the_same(tmp_path):
 def test_langfuse_scores_that_say_pass_or_fail_are_samples_and_the_others_are_named():
     judged = langfuse_samples(DATA / "langfuse-scores.json")
     assert [
-        (s["criterion"], s["passed"], s["trace_id"], s["timestamp"]) for s in judged.samples
+        (s["criterion"], s["passed"], s["trace_id"], s["timestamp"])
+        for s in judged.samples
+        # CATEGORICAL pass
     ] == [
         ("refund-timeline-stated", True, TRACE_A, "2026-11-30T09:01:00Z"),  # BOOLEAN 1
         ("card-block-confirmed", False, TRACE_B, "2026-11-30T09:06:00Z"),  # BOOLEAN 0
         ("refund-timeline-stated", True, TRACE_A, "2026-11-30T09:03:00Z"),  # NUMERIC 1
         ("card-block-confirmed", False, TRACE_B, "2026-11-30T09:06:00Z"),  # NUMERIC 0
         ("tone-polite", True, TRACE_A, "2026-11-30T09:04:00Z"),
-    ]  # CATEGORICAL pass
+    ]
     assert judged.skipped == [
         "score-5 (helpfulness NUMERIC 0.7)",
         "score-7 (tone-polite CATEGORICAL neutral)",
@@ -110,15 +114,15 @@ def test_langfuse_scores_that_say_pass_or_fail_are_samples_and_the_others_are_na
 
 def test_a_name_scored_in_degrees_gives_no_verdict_even_at_1_or_0(tmp_path):
     page = json.loads((DATA / "langfuse-scores.json").read_text())
-    four = dict(
-        page["data"][2], id="score-x", value=4.0
-    )  # refund-timeline-stated, scored 4 (of 5, say)
+    # refund-timeline-stated, scored 4 (of 5, say)
+    four = dict(page["data"][2], id="score-x", value=4.0)
     scale = tmp_path / "scores.json"
     scale.write_text(json.dumps({"data": page["data"] + [four], "meta": page["meta"]}))
     judged = langfuse_samples(scale)
+    # BOOLEAN
     assert ("refund-timeline-stated", True) in [
         (s["criterion"], s["passed"]) for s in judged.samples
-    ]  # BOOLEAN
+    ]
     assert (
         len(judged.samples) == 4
         and "score-3 (refund-timeline-stated NUMERIC 1.0)" in judged.skipped
@@ -130,18 +134,20 @@ def test_a_name_scored_in_degrees_gives_no_verdict_even_at_1_or_0(tmp_path):
 def test_phoenix_llm_spans_are_the_calls(name):
     assert phoenix_calls(DATA / name) == [
         (f"{PHOENIX_TRACE}:b40802d90290fb6f", "user: hello", None, "gpt-4o"),  # failed: no reply
+        # the reply as message contents
         (
             f"{PHOENIX_TRACE}:f9b5ffe6f9679a9b",
             "user: I lost my card",
             "I've blocked it; a new one is on its way.",
             "gpt-4o",
-        ),  # the reply as message contents
+        ),
+        # input.value / output.value only
         (
             f"{PHOENIX_TRACE}:8acb04a339b4d76b",
             "Summarise: the card was blocked at 9:02.",
             "Card blocked at 9:02.",
             "claude-3-5-haiku",
-        ),  # input.value / output.value only
+        ),
         (
             f"{PHOENIX_TRACE}:cfc7591686990068",
             REFUND_PROMPT,
@@ -188,9 +194,8 @@ def test_phoenix_evaluations_that_say_pass_or_fail_are_samples_and_the_others_ar
         "cfc7591686990068 (tone neutral)",
         "8acb04a339b4d76b (helpfulness 0.5)",
     ]
-    legacy = (
-        tmp_path / "evals.jsonl"
-    )  # the evaluations dataframe's columns, a name and a time beside them
+    # the evaluations dataframe's columns, a name and a time beside them
+    legacy = tmp_path / "evals.jsonl"
     legacy.write_text(
         json.dumps(
             {
@@ -204,9 +209,10 @@ def test_phoenix_evaluations_that_say_pass_or_fail_are_samples_and_the_others_ar
         )
         + "\n"
     )
+    # the label wins
     assert phoenix_samples(legacy).samples == [
         {"timestamp": "2026-12-01T04:05:19.421000+00:00", "criterion": "correct", "passed": False}
-    ]  # the label wins
+    ]
 
 
 def test_the_cli_writes_examples_and_samples_monitor_reads(tmp_path, monkeypatch):
@@ -266,20 +272,22 @@ MALFORMED = [  # (format, file, text, what --examples says, what --samples says)
         "record 1: is no Langfuse observation, score, trace or page",
         "record 1: is no Langfuse observation, score, trace or page",
     ),
+    # the trace list
     (
         "langfuse",
         "traces.json",
         '{"data": [{"id": "t1", "observations": ["o1"], "scores": ["s1"]}]}',
         "is an id (o1), not the observation or score",
         "is an id (o1), not the observation or score",
-    ),  # the trace list
+    ),
+    # no id
     (
         "langfuse",
         "traces.json",
         '{"data": [{"type": "GENERATION", "input": "hi", "output": "hello"}]}',
         "is not a Langfuse export judgekit can read (KeyError",
         "holds no score that is a verdict",
-    ),  # no id
+    ),
     (
         "langfuse",
         "traces.json",

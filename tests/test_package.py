@@ -18,19 +18,15 @@ from judgekit.cli import app
 from judgekit.version import DISTRIBUTION, version
 from tests.conftest import REPO, require
 
-OTHER = (
-    "judge"
-    "kit"
-)  # the registry's project of that name: never what to install (spelt apart, or this file says it)
+# the registry's project of that name: never what to install (spelt apart, or this file says it)
+OTHER = "judgekit"
 # An install command and its arguments on the line (or on the next one, when the line ends
 # after `install`).
 INSTALL = re.compile(r"\b(?:pip3?|pipx|uv(?: pip)?)\s+(?:install|add)\b[ \t]*\n?([^\n;&|`)]*)")
-BARE = re.compile(
-    OTHER + r"(\[[^\]]*\])?([<>=~!@;].*)?", re.IGNORECASE
-)  # the name, with extras or a version
-AS_DISTRIBUTION = re.compile(
-    r"(?<![\w.-])" + OTHER + r"\[", re.IGNORECASE
-)  # the name with extras, anywhere
+# the name, with extras or a version
+BARE = re.compile(OTHER + r"(\[[^\]]*\])?([<>=~!@;].*)?", re.IGNORECASE)
+# the name with extras, anywhere
+AS_DISTRIBUTION = re.compile(r"(?<![\w.-])" + OTHER + r"\[", re.IGNORECASE)
 
 
 def misnamed(text: str) -> list[str]:
@@ -91,10 +87,11 @@ def test_no_file_tells_anyone_to_install_the_other_project():
 def test_the_distribution_has_a_name_of_its_own():
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
     assert project["name"] == DISTRIBUTION == "judgekit-calibrate"
+    # its own extras, by its name
     assert any(
         d.startswith(f"{DISTRIBUTION}[parquet,plot,")
         for d in project["optional-dependencies"]["test"]
-    )  # its own extras, by its name
+    )
     assert project["scripts"] == {"judgekit": "judgekit.cli:main"}  # the command keeps its name
 
 

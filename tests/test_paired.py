@@ -117,10 +117,11 @@ def test_an_abstention_is_not_right():
     a = [True, None, False, True, None, None]
     b = [None, True, False, False, False, None]
     assert right(labels, a).tolist() == [True, False, True, False, False, False]
+    # a only on 0; b only on 1 and 3; 4 and 5 wrong or abstained by both
     assert discordant(labels, a, b) == (
         1,
         2,
-    )  # a only on 0; b only on 1 and 3; 4 and 5 wrong or abstained by both
+    )
     assert discordant(labels, b, a) == (2, 1)
     with pytest.raises(ValueError, match="6 labels but 5 verdicts"):
         discordant(labels, a[:5], b)
@@ -155,9 +156,8 @@ def test_paired_deltas_are_the_difference_of_the_calibration_figures(n, abstain)
     assert paired_deltas(labels, a, b, seed=7) == deltas  # seeded
     other = paired_deltas(labels, a, b, seed=8)
     assert other != deltas and all(other[k][0] == deltas[k][0] for k in deltas)
-    wider = paired_deltas(
-        labels, a, b, seed=7, confidence=1 - 0.05 / 2000
-    )  # beyond the draws: extrapolated
+    # beyond the draws: extrapolated
+    wider = paired_deltas(labels, a, b, seed=7, confidence=1 - 0.05 / 2000)
     for name in deltas:
         assert wider[name][1] < deltas[name][1] and wider[name][2] > deltas[name][2]
         assert math.isfinite(wider[name][1]) and math.isfinite(wider[name][2])
@@ -168,9 +168,8 @@ def test_a_tail_beyond_the_draws_is_extrapolated_like_a_normal_one():
     _, b = _judged(np.random.default_rng(5), 2000, 0.8, 0.85, 0.0)
     usual, deep = paired_deltas(labels, a, b), paired_deltas(labels, a, b, confidence=1 - 1e-6)
     assert paired_deltas(labels, a, b, confidence=1 - 1e-4)["tpr"][1] > deep["tpr"][1]
-    stretch = NormalDist().inv_cdf(5e-7) / NormalDist().inv_cdf(
-        0.025
-    )  # near normal at 2,000 examples
+    # near normal at 2,000 examples
+    stretch = NormalDist().inv_cdf(5e-7) / NormalDist().inv_cdf(0.025)
     for name in usual:
         assert (deep[name][2] - deep[name][1]) / (usual[name][2] - usual[name][1]) == pytest.approx(
             stretch, rel=0.1
@@ -209,9 +208,8 @@ def test_examples_to_separate_at_the_edges():
         examples_to_separate(7, 7, 100, 0.05) is None
         and examples_to_separate(0, 0, 100, 0.05) is None
     )
-    assert (
-        examples_to_separate(50, 49, 1000, 0.05) is None
-    )  # about 3.2 million more would be needed
+    # about 3.2 million more would be needed
+    assert examples_to_separate(50, 49, 1000, 0.05) is None
     assert examples_to_separate(12, 6, 100, 0.05, limit=100) is None
     with pytest.raises(ValueError, match="do not fit"):
         examples_to_separate(60, 50, 100, 0.05)
@@ -225,10 +223,11 @@ def _exact_power(b, c, n, total, alpha):
     return float(weight @ (mcnemar_many(k, d - k) < alpha))
 
 
+# a tiny alpha: the region found upwards
 @pytest.mark.parametrize(
     "b, c, n, alpha",
     [(12, 6, 100, 0.05), (2, 9, 100, 0.01), (3, 0, 60, 0.05 / 6), (3, 0, 60, 1e-8)],
-)  # a tiny alpha: the region found upwards
+)
 def test_examples_to_separate_is_the_first_number_with_the_power(b, c, n, alpha):
     more = examples_to_separate(b, c, n, alpha)
     assert more is not None and more > 0

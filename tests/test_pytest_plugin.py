@@ -157,9 +157,8 @@ def test_summary_shows_raw_and_corrected_pass_rates(pytester, monkeypatch):
             )
         )
         report.write(root / ".judgekit" / "reports" / "latest")
-        monkeypatch.setenv(
-            "OPENAI_BASE_URL", server.url
-        )  # where the tests' judge asks the calibrated endpoint
+        # where the tests' judge asks the calibrated endpoint
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         pytester.makepyfile(
             test_suite="""
 import pytest

@@ -94,9 +94,8 @@ def test_a_reask_is_not_served_from_the_cache_and_replaces_only_with_a_readable_
             return [json.loads(store[k])["text"] for k in store.iterkeys()]
 
     with FakeServer(VERDICTS, fail_first={"reply-p2:": ["garbage"]}) as s:
-        calibrate(
-            options(setup, s, retry=replace(FAST, unreadable=0))
-        )  # the garbage answer is cached
+        # the garbage answer is cached
+        calibrate(options(setup, s, retry=replace(FAST, unreadable=0)))
         assert GARBAGE_TEXT in stored() and s.requests == 8
         s.fail_first["reply-p2:"] = ["malformed_json"]
         still = calibrate(options(setup, s)).criteria[0]
@@ -108,9 +107,8 @@ def test_a_reask_is_not_served_from_the_cache_and_replaces_only_with_a_readable_
         assert GARBAGE_TEXT in stored() and MALFORMED_TEXT not in stored()
         fixed = calibrate(options(setup, s)).criteria[0]
         assert s.requests == 10 and fixed.abstained == 0 and fixed.outcomes["p2"] == (True, True)
-        assert (
-            GARBAGE_TEXT not in stored() and len(stored()) == 8
-        )  # replaced in place: the same key
+        # replaced in place: the same key
+        assert GARBAGE_TEXT not in stored() and len(stored()) == 8
         again = calibrate(options(setup, s)).criteria[0]
         assert s.requests == 10 and (
             again.usage.calls,
@@ -183,18 +181,15 @@ def test_the_judge_a_test_calls_asks_again_as_calibration_does():
 
 def test_the_judge_through_the_real_stack_keeps_the_readable_answer(tmp_path, monkeypatch):
     with FakeServer(VERDICTS, fail_first={"reply-p0:": ["garbage"]}) as s:
-        monkeypatch.setenv(
-            "OPENAI_BASE_URL", s.url
-        )  # the environment names the calibrated endpoint
+        # the environment names the calibrated endpoint
+        monkeypatch.setenv("OPENAI_BASE_URL", s.url)
         criterion = LLMCriterion(id="c", question="Is it blocked?")
-        calibrated = JudgeInfo(
-            kind="llm", model="openai/j", api_base=s.url
-        )  # as the gate hands it to the fixture
+        # as the gate hands it to the fixture
+        calibrated = JudgeInfo(kind="llm", model="openai/j", api_base=s.url)
         judge = Judge(criterion, calibrated, cache_dir=str(tmp_path / "cache"))
         assert judge("reply-p0: blocked").passed is True and s.requests == 2
-        assert (
-            judge("reply-p0: blocked").passed is True and s.requests == 2
-        )  # the readable answer, cached
+        # the readable answer, cached
+        assert judge("reply-p0: blocked").passed is True and s.requests == 2
 
 
 CLAIM = json.dumps({"claims": ["Paris is in France"]})

@@ -103,9 +103,8 @@ def test_every_fault_mode_ends_each_example_in_a_verdict_or_an_explained_abstent
         assert all(cause.startswith(TRANSIENT[fault]) for cause in abstained.values()), abstained
         if rate == 0.1:
             assert not abstained  # 4 attempts at 10% lose an example one time in 10,000
-    assert any(
-        o == fault for outcomes in by_example.values() for o in outcomes
-    )  # the fault happened
+    # the fault happened
+    assert any(o == fault for outcomes in by_example.values() for o in outcomes)
     assert sum(map(len, by_example.values())) <= RETRY.attempts * N  # retries were bounded
     # The gate treats the abstentions by policy: above max_abstain_rate (10%) the
     # judge does not pass.
@@ -145,15 +144,13 @@ def test_several_processes_share_one_cache_without_corruption_or_lost_writes(for
         assert server.requests == asked  # every answer any process received was kept
     assert all(r == results[0] for r in results) and again == results[0]
     assert results[0]["confusion"] == {"tp": N // 2, "fp": 0, "tn": N // 2, "fn": 0}
-    assert (
-        N <= asked <= 4 * N
-    )  # processes may ask the same question at once; none asked twice for itself
+    # processes may ask the same question at once; none asked twice for itself
+    assert N <= asked <= 4 * N
     import diskcache
 
     with diskcache.Cache(str(cache)) as store:
-        assert (
-            len(store) == N and store.check() == []
-        )  # diskcache's own integrity check finds nothing
+        # diskcache's own integrity check finds nothing
+        assert len(store) == N and store.check() == []
 
 
 def _run_cli(project: Path, url: str) -> subprocess.Popen:
@@ -319,9 +316,8 @@ def test_a_planted_key_reaches_no_file_and_no_message(forty, monkeypatch, tmp_pa
             result = runner.invoke(app, args)
             printed.append(result.output)
             assert result.exit_code in (0, 1), result.output
-    down = runner.invoke(
-        app, ["calibrate", *common, "--no-cache"]
-    )  # the server is gone: an error message
+    # the server is gone: an error message
+    down = runner.invoke(app, ["calibrate", *common, "--no-cache"])
     assert down.exit_code == 4
     printed.append(down.output)
     rows = tmp_path / "rows.jsonl"

@@ -146,16 +146,16 @@ def test_report_md_shows_each_disagreement_beside_its_example(project):
             {"id": "f0", "input": "Where is it?", "output": long_reply, "passed": False},
         ],
     )
+    # passes everything: f0 is a disagreement
     report = calibrate(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),
         llm=FakeLLM.scripted({}, default=True),
-    )  # passes everything: f0 is a disagreement
+    )
     row = next(line for line in to_markdown(report).splitlines() if line.startswith("| f0 |"))
-    assert (
-        "| Where is it? | reply-f0: blah" in row and "END" not in row and "…" in row
-    )  # cut at 200 characters
+    # cut at 200 characters
+    assert "| Where is it? | reply-f0: blah" in row and "END" not in row and "…" in row
     assert "texts cut at 200 characters" in to_markdown(report)
 
 

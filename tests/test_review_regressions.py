@@ -100,9 +100,8 @@ def test_raw_answer_of_an_unreadable_reply_reaches_the_reports(setup, tmp_path):
 
 def test_judge_fixture_asks_as_calibration_did(setup, monkeypatch):
     with FakeServer(VERDICTS) as server:
-        monkeypatch.setenv(
-            "OPENAI_BASE_URL", server.url
-        )  # the environment names the calibrated endpoint
+        # the environment names the calibrated endpoint
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         report = calibrate(
             Options(
                 criteria_dir=setup.criteria,

@@ -111,9 +111,8 @@ def _recipe(root: Path, ci: str) -> tuple[Path, dict]:
 
 
 def _check_jsonschema(schema: str, path: Path) -> subprocess.CompletedProcess:
-    beside = (
-        Path(sys.executable).parent / "check-jsonschema"
-    )  # the one installed with the test extra
+    # the one installed with the test extra
+    beside = Path(sys.executable).parent / "check-jsonschema"
     found = str(beside) if beside.is_file() else shutil.which("check-jsonschema")
     require(found is not None, "check-jsonschema is not installed: pip install -e '.[test]'")
     return subprocess.run(
@@ -156,9 +155,8 @@ def test_the_github_workflow_keeps_answers_and_history_and_rechecks_on_a_schedul
     _, workflow = _recipe(tmp_path, "github")
     jobs = workflow["jobs"]
     assert "schedule" not in jobs["judges"]["if"] and jobs["evals"]["needs"] == "judges"
-    assert (
-        workflow[True]["schedule"][0]["cron"] and "schedule" in jobs["recheck"]["if"]
-    )  # YAML 1.1 reads `on` as True
+    # YAML 1.1 reads `on` as True
+    assert workflow[True]["schedule"][0]["cron"] and "schedule" in jobs["recheck"]["if"]
     judges, recheck = _steps(jobs["judges"]), _steps(jobs["recheck"])
     # The answers: restored by their files' hash, else the newest (restore-keys); saved even
     # after a failed gate.
@@ -254,9 +252,8 @@ def test_each_exit_code_fails_the_job_and_says_which(tmp_path, ci):
             shown = done.stdout if ci == "github" else done.stderr
             assert done.returncode == code and word in shown, (code, done.stdout, done.stderr)
             if ci == "github":
-                assert shown.startswith(f"::error title=judgekit {word}"), (
-                    shown
-                )  # an annotation on the run
+                # an annotation on the run
+                assert shown.startswith(f"::error title=judgekit {word}"), shown
             assert [w for w in says.values() if w in shown] == [word]
     # Drift on a push is a warning on the run, not a block.
     if ci == "github":
@@ -265,9 +262,8 @@ def test_each_exit_code_fails_the_job_and_says_which(tmp_path, ci):
         assert warned.returncode == 0 and warned.stdout.startswith(
             "::warning title=judgekit DRIFT"
         ), warned.stdout
-        assert (
-            _run(drift, shell, tmp_path, 0, drift=2).returncode == 0
-        )  # a first run: nothing to compare yet
+        # a first run: nothing to compare yet
+        assert _run(drift, shell, tmp_path, 0, drift=2).returncode == 0
     else:
         warned = _run(calibrate, shell, tmp_path, 0, drift=1)
         assert warned.returncode == 0 and "judgekit DRIFT" in warned.stderr, warned.stderr
@@ -319,9 +315,8 @@ def test_init_never_overwrites_another_ci_file_or_the_projects_gitignore(tmp_pat
         and not (tmp_path / "criteria").exists()
     )
     assert (tmp_path / ".gitlab-ci.yml").read_text() == "mine: {script: [true]}\n"
-    assert (
-        CliRunner().invoke(app, ["init", str(tmp_path)]).exit_code == 0
-    )  # GitHub's recipe: nothing in the way
+    # GitHub's recipe: nothing in the way
+    assert CliRunner().invoke(app, ["init", str(tmp_path)]).exit_code == 0
     assert (tmp_path / ".gitlab-ci.yml").read_text() == "mine: {script: [true]}\n"
     assert (tmp_path / ".gitignore").read_text() == "node_modules/\n"
     unknown = CliRunner().invoke(app, ["init", str(tmp_path / "other"), "--ci", "jenkins"])

@@ -82,9 +82,8 @@ def _project(pytester, model=JUDGE_MODEL, server=None):
 @pytest.fixture
 def server(monkeypatch):
     with FakeServer(ANSWERS) as running:
-        monkeypatch.setenv(
-            "OPENAI_BASE_URL", running.url
-        )  # the tests' judge asks the calibrated endpoint where the environment names it
+        # the tests' judge asks the calibrated endpoint where the environment names it
+        monkeypatch.setenv("OPENAI_BASE_URL", running.url)
         yield running
 
 
@@ -174,9 +173,8 @@ def test_a_suite_threshold_fails_the_session_even_over_xfail_and_reruns(pytester
     pytester.makepyfile(test_suite=SUITE)
     xdist = ["-n", workers, "-p", "xdist"] if workers else []
     lenient = pytester.runpytest_subprocess("--reruns", "1", *xdist)
-    assert (
-        lenient.ret == pytest.ExitCode.OK
-    )  # pytest alone sees 2 passed (one on a rerun) and 2 xfailed
+    # pytest alone sees 2 passed (one on a rerun) and 2 xfailed
+    assert lenient.ret == pytest.ExitCode.OK
     lenient.assert_outcomes(passed=2, xfailed=2)
     lenient.stdout.fnmatch_lines(["*2 passed, 2 xfailed, 1 rerun*"])
     pytester.makeini("[pytest]\njudgekit_min_scenario_pass_rate = 0.9\n")

@@ -71,9 +71,8 @@ def same(got: Certified, expected: dict) -> None:
     )
     if expected["threshold"] is None:
         assert math.isnan(got.agreement) and math.isnan(got.agreement_lower)
-        assert (
-            got.coverage == 0.0 if got.n else math.isnan(got.coverage)
-        )  # with no example, coverage is undefined
+        # with no example, coverage is undefined
+        assert got.coverage == 0.0 if got.n else math.isnan(got.coverage)
         assert got.tpr is None and got.tnr is None
         return
     for name in ("agreement", "agreement_lower", "coverage", "tpr", "tnr"):
@@ -128,12 +127,10 @@ def test_a_worked_sequence_stops_at_the_first_failure():
     labels, verdicts, confidences = labels + more[0], verdicts + more[1], confidences + more[2]
     got = certify(labels, verdicts, confidences)
     assert (got.threshold, got.covered, got.agreement, got.tested, got.n) == (0.9, 40, 1.0, 2, 250)
-    assert got.agreement_lower == pytest.approx(
-        0.1 ** (1 / 40)
-    )  # all agree: the bound is delta ** (1 / m)
-    assert (
-        binomtest(240, 250, 0.9, alternative="greater").pvalue <= 0.1
-    )  # what a search without order would take
+    # all agree: the bound is delta ** (1 / m)
+    assert got.agreement_lower == pytest.approx(0.1 ** (1 / 40))
+    # what a search without order would take
+    assert binomtest(240, 250, 0.9, alternative="greater").pvalue <= 0.1
     assert got.tpr == 1.0 and got.tnr == 1.0
 
 
@@ -281,13 +278,14 @@ def test_bad_input_says_how_to_fix_it():
     [
         ("GPT-4", "CoT", 1.0, 91, 90),  # the orders agree on 91: certified there, 0.5 (all 100) not
         ("PaLM2", "Reference", 1.0, 81, 77),
+        # 94 of 100 agree, all with both orders agreeing: the bound is 0.896
         (
             "GPT-4",
             "Swap_CoT",
             None,
             0,
             0,
-        ),  # 94 of 100 agree, all with both orders agreeing: the bound is 0.896
+        ),
     ],
 )
 def test_an_llmbar_setup_against_the_independent_computation(
@@ -304,10 +302,11 @@ def test_an_llmbar_setup_against_the_independent_computation(
     assert len(labels) == 100
     got = certify(labels, verdicts, confidences, min_agreement=0.9, delta=0.1)
     same(got, by_hand(labels, verdicts, confidences))
+    # the figures in benchmarks/README.md
     assert (got.threshold, got.covered) == (
         threshold,
         covered,
-    )  # the figures in benchmarks/README.md
+    )
     if threshold is not None:
         assert got.agreement == agreeing / covered
         assert got.agreement_lower == pytest.approx(beta.ppf(0.1, agreeing, covered - agreeing + 1))

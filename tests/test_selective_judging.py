@@ -139,12 +139,13 @@ def test_calibrate_certifies_the_cascade_and_the_gate_passes_on_its_coverage(tmp
     html = Path(".judgekit/reports/latest/report.html").read_text()
     assert f"{STRONG}: threshold 0.95, 38 of 40 given" in html
     decision = Gate.from_project().check_path(".judgekit/reports/latest").decision("blocked")
+    # of the verdicts given: what scenario tallies correct with
     assert decision.confusion == (
         59,
         0,
         59,
         0,
-    )  # of the verdicts given: what scenario tallies correct with
+    )
     gate = _cli("gate")
     assert gate.exit_code == 0, gate.output
     assert (
@@ -168,9 +169,8 @@ def test_without_the_stronger_judge_coverage_decides(tmp_path, server):
 
 def test_a_report_without_confidences_fails_a_selective_gate(tmp_path, server):
     _project(tmp_path, escalate=False)
-    Path("pyproject.toml").write_text(
-        ""
-    )  # calibrated without selective judging: no log-probabilities asked
+    # calibrated without selective judging: no log-probabilities asked
+    Path("pyproject.toml").write_text("")
     assert _cli("calibrate", "--api-base", server.url).exit_code == 0
     Path("pyproject.toml").write_text(POLICY)
     gate = _cli("gate")
@@ -235,9 +235,8 @@ def test_the_judge_escalates_to_the_stronger_judge_then_to_a_person(tmp_path, se
     judge = calibrated_judge("blocked")
     sure = judge("<e2> clear reply blocked")
     assert (sure.passed, sure.escalated, sure.confidence) == (True, False, pytest.approx(0.97))
-    second = judge(
-        "<e9> hard reply not blocked"
-    )  # weak unsure (0.6): the strong judge, sure, decides
+    # weak unsure (0.6): the strong judge, sure, decides
+    second = judge("<e9> hard reply not blocked")
     assert (second.passed, second.escalated, second.confidence) == (
         False,
         False,
@@ -388,9 +387,8 @@ def test_verdicts_of_an_undeclared_escalation_judge_block(tmp_path, server):
     _project(tmp_path)
     assert _cli("calibrate", "--api-base", server.url).exit_code == 0
     criterion = yaml.safe_load(Path("criteria/blocked.yaml").read_text())
-    del criterion["judge"][
-        "escalate_to"
-    ]  # the stage-2 lines stay in verdicts.jsonl; the report is marked fresh
+    # the stage-2 lines stay in verdicts.jsonl; the report is marked fresh
+    del criterion["judge"]["escalate_to"]
     Path("criteria/blocked.yaml").write_text(yaml.safe_dump(criterion))
     report = json.loads(Path(".judgekit/reports/latest/report.json").read_text())
     report["criteria"][0]["inputs"]["criterion"] = read_source(Path("criteria/blocked.yaml")).digest
@@ -427,9 +425,8 @@ def test_a_judge_that_never_fails_is_not_certified_by_agreement_alone(
         "".join(json.dumps(r) + "\n" for r in rows)
     )
     (tmp_path / "pyproject.toml").write_text(POLICY)
-    fake = FakeLLM.scripted(
-        answers, default=Sure(True, 0.97)
-    )  # log-probabilities, as a selective judge asks
+    # log-probabilities, as a selective judge asks
+    fake = FakeLLM.scripted(answers, default=Sure(True, 0.97))
     report = calibrate(Options(policy=Policy.load(), cache_dir=None), llm=fake)
     assert all(r.logprobs for r in fake.requests)
     report.write(Path(".judgekit/reports/latest"))

@@ -32,15 +32,13 @@ def test_settled_only_when_no_verdict_left_can_change_the_full_set_decision():
     assert settle((180, 180), (190, 190), (60, 10), T) is None
     # 20 of 80 right, 120 left: even all right is 140/200, 95% upper bound 0.76 < 0.80.
     assert settle((20, 80), (30, 30), (120, 170), T) == "FAIL"
-    assert (
-        settle((20, 80), (30, 30), (160, 170), T) is None
-    )  # 180/240: the upper bound reaches 0.8006
+    # 180/240: the upper bound reaches 0.8006
+    assert settle((20, 80), (30, 30), (160, 170), T) is None
     assert settle((180, 180), (190, 190), (0, 0), replace(T, min_kappa=0.5)) is None
     point = replace(T, use_lower_bound=False)
     assert settle((160, 180), (190, 190), (20, 10), point) == "PASS"  # 160/200 = 0.80 at worst
-    assert (
-        settle((159, 180), (190, 190), (20, 10), point) is None
-    )  # 159/200 at worst, 179/200 at best
+    # 159/200 at worst, 179/200 at best
+    assert settle((159, 180), (190, 190), (20, 10), point) is None
 
 
 def test_wilson_bounds_move_one_way_with_each_verdict():
@@ -112,10 +110,11 @@ def test_a_good_judge_passes_early_and_the_gate_agrees(big):
     c = report.criteria[0]
     assert c.early_stop.decision == "PASS" and c.early_stop.judged < 400
     assert c.early_stop.calls_saved == 400 - c.early_stop.judged == 400 - judge.calls
+    # the set's classes
     assert c.n == c.early_stop.judged and (c.labelled_pass, c.labelled_fail) == (
         200,
         200,
-    )  # the set's classes
+    )
     assert Gate.from_project(big.criteria, big.sets).check(report).status == "PASS"
 
 
@@ -127,9 +126,8 @@ def test_a_constant_judge_fails_once_no_verdict_left_could_save_it(big):
     assert c.early_stop.decision == "FAIL" and judge.calls == c.early_stop.judged < 150
     assert min(c.confusion.tp, c.confusion.fp) >= 20  # min_examples of each class judged first
     fails = c.confusion.fp
-    assert (
-        wilson(200 - fails, 200)[1] < 0.8 <= wilson(200 - fails + 10, 200)[1]
-    )  # stopped within one batch
+    # stopped within one batch
+    assert wilson(200 - fails, 200)[1] < 0.8 <= wilson(200 - fails + 10, 200)[1]
 
 
 def test_order_is_seeded(big):

@@ -101,9 +101,8 @@ def test_pandalm_annotators(shared_datasets, tmp_path):
     expected = pairwise_kappa(binary)
     assert c.annotators.pairwise_kappa == pytest.approx(expected)
     assert set(c.annotators.judge_kappa) == {"annotator1", "annotator2", "annotator3"}
-    assert all(
-        k < min(expected.values()) for k in c.annotators.judge_kappa.values()
-    )  # below the human ceiling
+    # below the human ceiling
+    assert all(k < min(expected.values()) for k in c.annotators.judge_kappa.values())
     import krippendorff
     import numpy as np
     from statsmodels.stats.inter_rater import aggregate_raters, fleiss_kappa

@@ -95,9 +95,8 @@ def test_a_report_holds_the_engines_verdicts_and_makes_each_record_as_it_is_read
     )
     report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
     gc.collect()
-    assert not [
-        o for o in gc.get_objects() if isinstance(o, RecordedVerdict)
-    ]  # none held, by the report or else
+    # none held, by the report or else
+    assert not [o for o in gc.get_objects() if isinstance(o, RecordedVerdict)]
     assert report.criteria[0].inputs["verdicts"] == hashlib.sha256(path.read_bytes()).hexdigest()
     log = report.criteria[0].verdicts
     assert isinstance(log, VerdictLog) and len(log) == 40

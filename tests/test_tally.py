@@ -81,9 +81,8 @@ def test_certified_upper_bound_is_the_plain_one_for_perfect_judges_and_widens_wi
     plain = certified_upper(7, 10, [])
     assert plain == pytest.approx(beta.ppf(0.975, 8, 3))
     assert certified_upper(7, 10, [(100, 100, 100, 100, 1)]) >= plain
-    assert (
-        certified_upper(10, 10, [(5, 10, 5, 10, 1)]) == 1.0
-    )  # a judge that may know nothing: no bound
+    # a judge that may know nothing: no bound
+    assert certified_upper(10, 10, [(5, 10, 5, 10, 1)]) == 1.0
     with pytest.raises(ValueError):
         certified_upper(11, 10, [])
 
@@ -150,9 +149,8 @@ def test_the_tally_judges_with_a_calibrated_judge(project):
             with run:
                 assert run.judge(judge, next(replies)).passed
     result = scenario.result()
-    assert (
-        result.passes == 4 and result.corrected is not None
-    )  # corrected with the report's evidence
+    # corrected with the report's evidence
+    assert result.passes == 4 and result.corrected is not None
     assert result.runs[1].checks == [Check("clean", False, "output matches 'TODO'")]
 
 

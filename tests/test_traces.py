@@ -30,9 +30,8 @@ def test_each_convention_of_recording_a_call_gives_its_prompt_and_reply():
         # events
         "system: Be brief.\n\nuser: Block my card please": "Would you like me to block it?",
     }
-    assert (
-        len(read.skipped) == 1
-    )  # the call whose reply was not recorded, named; the HTTP span is no call
+    # the call whose reply was not recorded, named; the HTTP span is no call
+    assert len(read.skipped) == 1
     trace, span = read.examples[0]["id"].split(":")
     assert len(trace) == 32 and len(span) == 16 and int(trace, 16)
     assert len(list(spans(TRACES))) == 5
@@ -79,11 +78,12 @@ def test_ids_in_either_encoding_and_bad_files_get_clear_errors(tmp_path):
 
 @pytest.mark.parametrize(
     "text",
+    # nested past what can be read
     [
         "[1, 2]",  # JSON, not a request
         '{"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": "soon"}]}]}]}',
         "[" * 100_000 + "]" * 100_000,
-    ],  # nested past what can be read
+    ],
     ids=["not-a-request", "wrong-kind", "too-deep"],
 )
 def test_a_file_that_is_not_otlp_is_an_input_error_for_examples_and_samples(

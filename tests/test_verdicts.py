@@ -59,9 +59,8 @@ def test_csv_with_empty_cell_as_abstention(setup):
     )
     c = run(setup, write(setup, "v.csv", text)).criteria[0]
     assert (c.confusion.tp, c.confusion.tn, c.abstained) == (2, 3, 1)
-    assert (
-        c.inputs["verdicts"] == hashlib.sha256(text.encode()).hexdigest()
-    )  # of the very bytes read
+    # of the very bytes read
+    assert c.inputs["verdicts"] == hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_unknown_ids_and_missing_examples_are_listed(setup):
@@ -166,9 +165,8 @@ def test_a_trusted_verdict_is_what_model_construct_builds():
         list(fast.__dict__) == list(slow.__dict__)
         and fast.model_fields_set == slow.model_fields_set
     )
-    changed = fast.model_copy(
-        update={"passed": True}
-    )  # the shared set of field names is copied, not changed
+    # the shared set of field names is copied, not changed
+    changed = fast.model_copy(update={"passed": True})
     assert (
         changed.passed is True
         and fast.passed is None

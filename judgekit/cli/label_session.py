@@ -112,9 +112,8 @@ class Session:
     token: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     lock: threading.Lock = field(default_factory=threading.Lock)
     written: int = 0
-    rolled_back: list[RolledBack] = field(
-        default_factory=list
-    )  # labels cut off mid-write and undone
+    # labels cut off mid-write and undone
+    rolled_back: list[RolledBack] = field(default_factory=list)
     # Review: told of each label changed (example, old, new, annotator), to keep it in the history.
     on_change: Callable[[str, bool | None, bool, str | None], None] | None = None
 

@@ -112,9 +112,8 @@ def adopt(m: Measured, change: Change) -> CriterionReport:
     a file that would not define the judge measured is put back as it was, and refused."""
     report = m.report
     if change.after != change.before:
-        write_atomic(
-            change.path, change.after, verbatim=True
-        )  # the user's own file: secrets stay as they were
+        # the user's own file: secrets stay as they were
+        write_atomic(change.path, change.after, verbatim=True)
     written = load_variant(change.path, report.id)
     model = m.spec.model if m.spec.live else None
     if m.spec.live and fingerprint(written, model) != report.fingerprint:

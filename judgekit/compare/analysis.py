@@ -94,10 +94,11 @@ def _strength(
 
 
 def _neg(name: str) -> tuple[int, ...]:
+    # the earlier name wins a tie under max() ("a" before "ab")
     return (
         *(-ord(ch) for ch in name),
         1,
-    )  # the earlier name wins a tie under max() ("a" before "ab")
+    )
 
 
 def _family(

@@ -9,6 +9,11 @@ from judgekit.lazy import exports
 
 if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its signature
     from judgekit.errors import JudgeNotCalibrated as JudgeNotCalibrated
+    from judgekit.gate.counted import (
+        ScenarioFailed as ScenarioFailed,
+        Tally as Tally,
+        tally as tally,
+    )
     from judgekit.gate.decision import Gate as Gate
     from judgekit.gate.guard import (
         calibrated_judge as calibrated_judge,
@@ -23,7 +28,6 @@ if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its
         Decision as Decision,
         GateResult as GateResult,
     )
-    from judgekit.gate.counted import ScenarioFailed as ScenarioFailed, Tally as Tally, tally as tally
     from judgekit.judging.judge import RECORDED as RECORDED
 
 _NAMES = {

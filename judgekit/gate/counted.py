@@ -213,9 +213,8 @@ def decide(
             name, runs, min_passes, note=f"not corrected: no calibration of {', '.join(missing)}"
         )
     per_run = {c: max(sum(1 for k in r.checks if k.criterion == c) for r in runs) for c in criteria}
-    one_each = all(
-        len(r.checks) == 1 or r.error for r in runs
-    )  # one check per run, bar runs that raised
+    # one check per run, bar runs that raised
+    one_each = all(len(r.checks) == 1 or r.error for r in runs)
     passes = sum(1 for r in runs if r.passed)
     corrected, interval, note = correction(passes, len(runs), per_run, judges, one_each)  # type: ignore[arg-type]
     return Scenario(name, runs, min_passes, corrected, interval, note)

@@ -66,12 +66,10 @@ class Improvement:
     budget: Budget | None = None
     test: Measurements | None = None
     acceptance: Acceptance | None = None
-    to_recheck: list[str] = field(
-        default_factory=list
-    )  # dev examples every judge confidently disagrees with
-    scoring: list[Example] = field(
-        default_factory=list
-    )  # the dev examples candidates are ranked on (none shown as a shot)
+    # dev examples every judge confidently disagrees with
+    to_recheck: list[str] = field(default_factory=list)
+    # the dev examples candidates are ranked on (none shown as a shot)
+    scoring: list[Example] = field(default_factory=list)
 
     @property
     def accepted(self) -> bool:

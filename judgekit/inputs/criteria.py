@@ -40,9 +40,8 @@ from judgekit.inputs.validation import Frozen, problems_of
 from judgekit.secrets import api_base_problem
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
-ExampleField = Literal[
-    "input", "output", "context"
-]  # the fields of an example a judge may be shown
+# the fields of an example a judge may be shown
+ExampleField = Literal["input", "output", "context"]
 _INPUTS: tuple[ExampleField, ...] = ("input", "output")  # an LLM criterion's, unless it says
 PLACEHOLDERS = {"question", "pass_when", "fail_when", "examples", "input", "output", "context"}
 

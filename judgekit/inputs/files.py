@@ -235,9 +235,8 @@ def write_atomic(path: Path, text: str | Iterable[str], verbatim: bool = False) 
             os.fsync(handle.fileno())
         umask = os.umask(0)
         os.umask(umask)
-        os.chmod(
-            tmp, 0o666 & ~umask
-        )  # mkstemp makes 0600; a report is as readable as any file written
+        # mkstemp makes 0600; a report is as readable as any file written
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except OSError as error:
         Path(tmp).unlink(missing_ok=True)

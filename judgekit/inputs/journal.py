@@ -145,9 +145,8 @@ def write_journaled(
 ) -> None:
     """Write entry.new at entry.offset, the journal on disk for as long as the file may be torn."""
     journal = _journal(path)
-    os.fsync(
-        fd
-    )  # the blank lines appended too: after a power cut the file is no shorter than entry.old
+    # the blank lines appended too: after a power cut the file is no shorter than entry.old
+    os.fsync(fd)
     handle = os.open(journal, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
     try:
         write_at(handle, entry.dump(), 0)
@@ -321,9 +320,8 @@ def _splice(fd: int, data: bytes, start: int, stop: int, new: bytes) -> tuple[by
     """
     grow = len(new) - (stop - start)
     end = _append(fd, b"\n" * grow) if grow else len(data)
-    time.sleep(
-        _PAUSE
-    )  # a program rewriting the file shows itself here: a truncation, or its next piece
+    # a program rewriting the file shows itself here: a truncation, or its next piece
+    time.sleep(_PAUSE)
     now, mark = read_at(fd, end), end - grow
     if mark < len(data) or now[: len(data)] != data or now[mark:] != b"\n" * grow:
         return None
@@ -336,9 +334,8 @@ def _append(fd: int, data: bytes) -> int:
     import fcntl
 
     flags = fcntl.fcntl(fd, fcntl.F_GETFL)
-    fcntl.fcntl(
-        fd, fcntl.F_SETFL, flags | os.O_APPEND
-    )  # only for this write: pwrite must not append
+    # only for this write: pwrite must not append
+    fcntl.fcntl(fd, fcntl.F_SETFL, flags | os.O_APPEND)
     try:
         if os.write(fd, data) != len(data):
             raise OSError(f"only part of {len(data)} bytes could be written")

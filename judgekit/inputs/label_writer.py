@@ -136,9 +136,8 @@ def label_of(record: dict[str, Any], annotator: str | None = None) -> bool | Non
         return value
     if annotator is not None:
         return annotator_labels(record).get(annotator)
-    return (
-        True if is_annotated(record) else None
-    )  # labelled by annotators: not this page's to overwrite
+    # labelled by annotators: not this page's to overwrite
+    return True if is_annotated(record) else None
 
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
@@ -186,9 +185,8 @@ def record_spans(path: Path, data: bytes) -> tuple[str, list[tuple[str, int, int
     """The file's text, and each record's id, its character span (a JSON line without its line end,
     a CSV row with it) and the record, in order."""
     text = _text(path, data)
-    read_records(
-        path, text
-    )  # a file whose ids collide, or that cannot be read, is refused as the page refuses it
+    # a file whose ids collide, or that cannot be read, is refused as the page refuses it
+    read_records(path, text)
     if path.suffix.lower() == ".jsonl":
         out, position = [], 0
         for line in text.split("\n"):

@@ -53,9 +53,8 @@ _DECODER = json.JSONDecoder(object_pairs_hook=_unique_keys)
 def _loads(text: str) -> Any:
     """`json.loads(text, object_pairs_hook=_unique_keys)`, with the one decoder."""
     if not isinstance(text, str) or text.startswith("\ufeff"):
-        return json.loads(
-            text, object_pairs_hook=_unique_keys
-        )  # its errors, as json.loads words them
+        # its errors, as json.loads words them
+        return json.loads(text, object_pairs_hook=_unique_keys)
     return _DECODER.decode(text)
 
 

@@ -42,12 +42,13 @@ def get_assert(output: Any, context: dict[str, Any]) -> dict[str, Any]:
             "assert.config.criterion",
             "name the judgekit criterion: `config: {criterion: ID}` beside `type: python`",
         )
+    # raises JudgeNotCalibrated when the gate blocks it
     judge = GatedJudge(
         str(criterion),
         Path(str(config.get("project") or ".")),
         config.get("report"),
         config.get("config"),
-    )  # raises JudgeNotCalibrated when the gate blocks it
+    )
     vars_ = context.get("vars") or {}
     graded = judge.grade_sync(
         _text(output),

@@ -116,9 +116,8 @@ def _records(path: Path, kind: tuple[str, str]) -> list[Any]:
         try:
             documents = [json.loads(text)]
         except json.JSONDecodeError:
-            documents = [
-                json.loads(line) for line in text.splitlines() if line.strip()
-            ]  # one per line
+            # one per line
+            documents = [json.loads(line) for line in text.splitlines() if line.strip()]
     except json.JSONDecodeError as error:
         raise InputError.one(
             path, f"line {error.lineno}", f"is not JSON or JSON Lines ({error.msg}); {kind[1]}"

@@ -68,9 +68,8 @@ def spans(path: Path) -> list[dict[str, Any]]:
         try:
             documents = [json.loads(text)]  # one request, however it is laid out
         except json.JSONDecodeError:
-            documents = [
-                json.loads(line) for line in text.splitlines() if line.strip()
-            ]  # one per line
+            # one per line
+            documents = [json.loads(line) for line in text.splitlines() if line.strip()]
         return [
             _span(span)
             for document in documents

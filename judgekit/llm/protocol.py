@@ -90,9 +90,8 @@ class Completion:
         )
 
 
-@dataclass(
-    eq=False
-)  # an exception is hashable (runners collect them in sets); equal only to itself
+# an exception is hashable (runners collect them in sets); equal only to itself
+@dataclass(eq=False)
 class CallError(Exception):
     """A call that did not return an answer, classified so the retry layer knows what to do."""
 

@@ -142,9 +142,8 @@ class OpenAICompatible:
             else None
         )
         netloc = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
-        self.base_url = urlunsplit(
-            (parts.scheme, netloc, parts.path, "", "")
-        )  # what messages may show
+        # what messages may show
+        self.base_url = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
         # The path gets /chat/completions; a query (Azure's api-version, say) stays after it.
         self._endpoint = urlunsplit(
             (parts.scheme, netloc, parts.path.rstrip("/") + "/chat/completions", parts.query, "")
@@ -273,9 +272,8 @@ class LiteLLM:
     async def complete(self, request: Request) -> Completion:
         litellm = self._lib()
         if request.model.startswith("local/"):
-            local.model_path(
-                request.model.removeprefix("local/")
-            )  # stops the run if it cannot work here
+            # stops the run if it cannot work here
+            local.model_path(request.model.removeprefix("local/"))
         kwargs: dict[str, Any] = {
             "model": request.model,
             "messages": request.messages,

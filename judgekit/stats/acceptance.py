@@ -66,9 +66,8 @@ class Acceptance:
     n: int
     current_right: int
     candidate_right: int
-    lower_bounds: dict[
-        str, tuple[float | None, float | None]
-    ]  # tpr / tnr: (current, candidate) 95% lower bounds
+    # tpr / tnr: (current, candidate) 95% lower bounds
+    lower_bounds: dict[str, tuple[float | None, float | None]]
     reasons: tuple[str, ...]
 
 

@@ -309,9 +309,10 @@ def _wilson_design(
     with half a count added to each label under each verdict seen there, so that a cell never seen
     still varies; a pool's strata with the finite-population correction), with Student's t at the
     design's degrees of freedom (examples less groups) in place of the normal z."""
+    # Student's t quantile, without loading scipy.stats (a second)
     from scipy.special import (
         stdtrit,
-    )  # Student's t quantile, without loading scipy.stats (a second)
+    )
 
     keys, mass = groups(drawn)
     numerator, denominator = RATES[name]

@@ -48,9 +48,8 @@ _TAIL = (
 )
 _CELLS = 64  # cells of the baseline rate's interval at first; at most _MAX_CELLS after halving
 _MAX_CELLS = 4096
-_CHUNK = (
-    1 << 22
-)  # outcomes kept at most (about 32 MB); beyond, they are scored again for each p-value
+# outcomes kept at most (about 32 MB); beyond, they are scored again for each p-value
+_CHUNK = 1 << 22
 
 
 def score_z(
@@ -218,9 +217,8 @@ class _Exact:
             z = np.full((len(rows), len(cols)), np.inf)
             z[:, first:] = score_z(rows[:, None], self.n1, cols[None, first:], self.n0, self.drop)
             z = np.minimum.accumulate(z, axis=1)  # the least over fewer baseline passes
-            z = np.minimum.accumulate(np.vstack([above, z[::-1]]), axis=0)[1:][
-                ::-1
-            ]  # ... and more window passes
+            # ... and more window passes
+            z = np.minimum.accumulate(np.vstack([above, z[::-1]]), axis=0)[1:][::-1]
             above = z[0]
             yield slice(start, stop), z
 
@@ -249,9 +247,8 @@ class _Exact:
             ("middle", np.maximum(0.0, middle - self.drop), middle),
         ):
             rows = binom.pmf(self.rows[None, :], self.n1, p1[:, None])
-            tails = binom.sf(
-                cols[None, :], self.n0, p0[:, None]
-            )  # column j: P(baseline > L - 1 + j)
+            # column j: P(baseline > L - 1 + j)
+            tails = binom.sf(cols[None, :], self.n0, p0[:, None])
             beyond = binom.cdf(self.L1 - 1, self.n1, p1) + binom.sf(self.U1, self.n1, p1)
             out[name] = (rows, tails, beyond)
         return out

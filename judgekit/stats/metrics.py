@@ -173,15 +173,13 @@ def calibration(
         "accuracy": ratio(tp + tn, n),
         "balanced_accuracy": (tpr + tnr) / 2,
         "f1": ratio(2 * tp, 2 * tp + fp + fn),
-        "f1_fail": ratio(
-            2 * tn, 2 * tn + fn + fp
-        ),  # the negative class's F1: finding the bad replies
+        # the negative class's F1: finding the bad replies
+        "f1_fail": ratio(2 * tn, 2 * tn + fn + fp),
         "macro_f1": (ratio(2 * tp, 2 * tp + fp + fn) + ratio(2 * tn, 2 * tn + fn + fp)) / 2,
         "cohen_kappa": kappa_from_counts(tp, fp, tn, fn),
         "mcc": mcc_from_counts(tp, fp, tn, fn),
-        "prevalence": ratio(
-            sum(1 for label in labels if label), len(labels)
-        ),  # of the set, abstentions included
+        # of the set, abstentions included
+        "prevalence": ratio(sum(1 for label in labels if label), len(labels)),
     }
     decided = [
         (label, verdict)

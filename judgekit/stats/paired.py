@@ -248,9 +248,8 @@ def paired_deltas(
     kinds = 9 * _labels(labels, a, b) + 3 * _codes(a) + _codes(b)
     counts = np.bincount(kinds, minlength=18).astype(float).reshape(2, 3, 3)
     estimates = {name: float(second - first) for name, (first, second) in _figures(counts).items()}
-    seen = [
-        counts.sum(axis=tuple(j for j in range(3) if j != i)) > 0 for i in range(3)
-    ]  # labels, a's, b's
+    # labels, a's, b's
+    seen = [counts.sum(axis=tuple(j for j in range(3) if j != i)) > 0 for i in range(3)]
     prior = PRIOR * (seen[0][:, None, None] & seen[1][None, :, None] & seen[2][None, None, :])
     shares = np.random.default_rng(seed).standard_gamma(counts + prior, size=(resamples, 2, 3, 3))
     drawn = _figures(shares)  # Dirichlet draws as gammas left unnormalised: every figure is a ratio
@@ -272,9 +271,8 @@ def _rejected_below(d: Any, alpha: float) -> Any:
     from scipy.stats import binom
 
     d = np.asarray(d, dtype=np.int64)
-    k = np.floor(d / 2 + ndtri(alpha / 2) * np.sqrt(d) / 2).astype(
-        np.int64
-    )  # normal guess, then exact steps
+    # normal guess, then exact steps
+    k = np.floor(d / 2 + ndtri(alpha / 2) * np.sqrt(d) / 2).astype(np.int64)
     k = np.clip(k, -1, (d + 1) // 2 - 1)
     for _ in range(64):
         down = (k >= 0) & (2 * binom.cdf(k, d, 0.5) >= alpha)

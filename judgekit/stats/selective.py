@@ -200,9 +200,8 @@ def certify(
     agreeing = np.cumsum(agree)
     last_of_tie = np.append(sure[1:] != sure[:-1], True) if len(sure) else np.zeros(0, dtype=bool)
     start = max(min_covered, fewest_to_certify(min_agreement, delta))
-    candidates = np.flatnonzero(
-        last_of_tie & (covered >= start)
-    )  # index of the last covered example per threshold
+    # index of the last covered example per threshold
+    candidates = np.flatnonzero(last_of_tie & (covered >= start))
     found, tested = -1, 0
     if len(candidates):
         from scipy.stats import binom
@@ -210,9 +209,8 @@ def certify(
         sizes, hits = covered[candidates], agreeing[candidates]
         rejected = binom.sf(hits - 1, sizes, min_agreement) <= delta
         failed = np.flatnonzero(~rejected)
-        passed = (
-            int(failed[0]) if len(failed) else len(candidates)
-        )  # the thresholds rejected before the first failure
+        # the thresholds rejected before the first failure
+        passed = int(failed[0]) if len(failed) else len(candidates)
         tested = min(passed + 1, len(candidates))
         found = int(candidates[passed - 1]) if passed else -1
     if found < 0:

@@ -131,9 +131,8 @@ class History:
     def _prepare(self) -> None:
         if self.db.dialect is SQLITE:
             self.db.execute("PRAGMA foreign_keys=ON")
-        migrate(
-            self.db
-        )  # first: a database that is not judgekit's is refused before anything changes
+        # first: a database that is not judgekit's is refused before anything changes
+        migrate(self.db)
         if self.db.dialect is SQLITE:
             self.db.execute("PRAGMA journal_mode=WAL")
 

@@ -47,9 +47,8 @@ class Window:
     corrected_interval: tuple[float, float] | None
     baseline: float | None
     baseline_n: int
-    p_value: (
-        float | None
-    )  # exact (an upper bound) where the decision is close; the score test's elsewhere
+    # exact (an upper bound) where the decision is close; the score test's elsewhere
+    p_value: float | None
     alert: bool
 
     @property

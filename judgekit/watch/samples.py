@@ -170,15 +170,13 @@ def _timestamps(column: pd.Series) -> pd.Series:
     if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
         seconds = column.astype(float)
     else:
-        column = column.astype(
-            str
-        )  # a number among text is not read as epoch seconds: only a numeric column is
+        # a number among text is not read as epoch seconds: only a numeric column is
+        column = column.astype(str)
         try:
             parsed = pd.to_datetime(column, utc=True, format="ISO8601", errors="coerce")
         except (pd.errors.OutOfBoundsDatetime, OverflowError, ValueError, TypeError):
-            parsed = pd.to_datetime(
-                column.map(_one_timestamp), utc=True
-            )  # value by value, to find the bad ones
+            # value by value, to find the bad ones
+            parsed = pd.to_datetime(column.map(_one_timestamp), utc=True)
         # Whole seconds in the parsed unit (pandas keeps years outside 1677-2262 in coarser units).
         values = parsed.dt.as_unit("s").array.asi8.astype(float)
         values[parsed.isna().to_numpy()] = float("nan")
@@ -259,9 +257,8 @@ def _checked(chunk: _Chunk) -> tuple[pd.Series, pd.Series]:
             "missing column; judged samples need timestamp, "
             "criterion, passed (and optionally trace_id)",
         )
-    absent = {
-        c: frame[c].eq(_MISSING) if chunk.lines is not None else None for c in COLUMNS
-    }  # JSON Lines only
+    # JSON Lines only
+    absent = {c: frame[c].eq(_MISSING) if chunk.lines is not None else None for c in COLUMNS}
     seconds = _timestamps(frame["timestamp"])
     passed, bad_verdict = _passed(frame["passed"], text=path.suffix.lower() == ".csv")
     criterion = frame["criterion"]
@@ -310,9 +307,8 @@ def _unreadable(
             message = "missing key" + ("; write null for an abstention" if what == "passed" else "")
         else:
             value = chunk.frame[what].iloc[index]
-            value = (
-                value.item() if hasattr(value, "item") else value
-            )  # numpy scalars shown as numbers
+            # numpy scalars shown as numbers
+            value = value.item() if hasattr(value, "item") else value
             expected = _EXPECTED_CSV if path.suffix.lower() == ".csv" else _EXPECTED
             message = f"{value!r} is not readable ({expected[what]})"
         problems.append(Problem(str(path), f"{chunk.where(int(index))}: {what}", message))

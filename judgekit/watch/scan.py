@@ -41,10 +41,11 @@ _ISO = (
 )
 # A CSV column pandas reads as numbers (epoch seconds), in a form DuckDB reads as the same number.
 _NUMBER = r"[0-9]{1,12}(\.[0-9]{1,3})?"
+# as parse_bool
 _TRUE, _FALSE = (
     ("true", "pass", "passed", "yes", "1"),
     ("false", "fail", "failed", "no", "0"),
-)  # as parse_bool
+)
 _NATIVE = (
     "TIMESTAMP",
     "TIMESTAMP_S",
@@ -165,9 +166,8 @@ def connect() -> Any:
 
     con = duckdb.connect(config={"preserve_insertion_order": False})
     con.execute("SET TimeZone = 'UTC'")
-    con.execute(
-        "SET enable_progress_bar = false"
-    )  # it would be written into a long count's output, --json too
+    # it would be written into a long count's output, --json too
+    con.execute("SET enable_progress_bar = false")
     return con
 
 

@@ -25,11 +25,12 @@ from judgekit.secrets import redact
 from judgekit.watch.history import PURPOSES, History
 from judgekit.watch.store import SQLITE
 
+# who looked at a test split (judgekit.watch.alpha_budget)
 LOOK_PURPOSES = (
     "calibrate",
     "improve",
     "compare",
-)  # who looked at a test split (judgekit.watch.alpha_budget)
+)
 
 FORMAT = 1
 _TEXT: tuple[type, ...] = (str,)
@@ -151,9 +152,8 @@ def _add(history: History, records: list[dict[str, Any]]) -> dict[str, tuple[int
     done = {kind: [0, 0] for kind in KINDS}
     with db.transaction():
         for criterion in sorted({r["look"]["criterion"] for r in records if "look" in r}):
-            db.lock(
-                f"looks:{criterion}"
-            )  # as take_look does: no look is taken while these are added
+            # as take_look does: no look is taken while these are added
+            db.lock(f"looks:{criterion}")
         for kind, (table, columns) in KINDS.items():
             have = {row[0] for row in db.execute(f"SELECT uid FROM {table}")}
             names = list(columns)
@@ -183,9 +183,8 @@ def _add(history: History, records: list[dict[str, Any]]) -> dict[str, tuple[int
 
 def read_export(source: Path) -> list[dict[str, Any]]:
     """Every record of an export file, checked whole: each problem named by its line."""
-    lines = read_text(source).split(
-        "\n"
-    )  # records end at "\n" only, as iter_records reads JSON Lines
+    # records end at "\n" only, as iter_records reads JSON Lines
+    lines = read_text(source).split("\n")
     problems: list[Problem] = []
     try:
         header = parse_json(lines[0], source, "line 1")
