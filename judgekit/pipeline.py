@@ -411,7 +411,7 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
         declared_model=criterion.judge.model if isinstance(criterion, JUDGED) else None,
         prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
         source=source if source != "code" else "live",
-        api_base=public_url(api_base_for(criterion, options.api_base))
+        api_base=public_url(api_base_for(criterion, options.api_base, spec["model"]))
         if source == "live" and isinstance(criterion, JUDGED)
         else None,
         via=options.via,

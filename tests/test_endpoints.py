@@ -221,3 +221,44 @@ def test_the_environment_s_endpoint_openai_base_url_first(setup, monkeypatch, vi
         monkeypatch.delenv("OPENAI_BASE_URL")
         run(setup, via=via, cache_dir=None)
         assert api_base.requests == 6
+
+
+def test_the_environment_s_endpoint_is_part_of_the_judge_s_identity(setup, monkeypatch):
+    """Calibrated with OPENAI_BASE_URL at a good judge, then pointed at one that passes everything:
+    the next calibration asks the new endpoint instead of being served the first one's cached
+    answers, and a judge calibrated at the first is not asked at the second."""
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    setup.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    with FakeServer(VERDICTS) as good, FakeServer(script({}, default=True)) as lenient:
+        monkeypatch.setenv("OPENAI_BASE_URL", good.url)
+        first = run(setup)
+        assert first.judge.api_base == good.url and first.metrics["tnr"] == 1.0
+        assert good.requests == 6
+        monkeypatch.setenv("OPENAI_BASE_URL", lenient.url)
+        second = run(setup)
+        assert lenient.requests == 6 and good.requests == 6  # nothing served from the cache
+        assert second.judge.api_base == lenient.url and second.metrics["tnr"] == 0.0
+        criterion = load_criterion(setup.criteria / "says-blocked.yaml")
+        with pytest.raises(InputError, match="neither judge.api_base nor OPENAI_BASE_URL names"):
+            Judge(criterion, first.judge, cache_dir=setup.root / "cache")("reply-f0: not blocked")
+        assert lenient.requests == 6
+        # Back at the calibrated endpoint, its judge asks it (its cached answers are its own).
+        monkeypatch.setenv("OPENAI_BASE_URL", good.url)
+        verdict = Judge(criterion, first.judge, cache_dir=setup.root / "cache")("reply-f0: x")
+        assert verdict.passed is False
+
+
+def test_a_calibration_at_the_provider_s_own_endpoint_is_not_asked_elsewhere(setup, monkeypatch):
+    """A calibration that named no endpoint asked the provider's own: with OPENAI_BASE_URL set
+    since, its judge refuses to ask there."""
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    setup.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    criterion = load_criterion(setup.criteria / "says-blocked.yaml")
+    with FakeServer(VERDICTS) as elsewhere:
+        monkeypatch.setenv("OPENAI_BASE_URL", elsewhere.url)
+        judge = Judge(
+            criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=None), cache_dir=None
+        )
+        with pytest.raises(InputError, match="asked the provider's own endpoint"):
+            judge("reply-p0: blocked")
+        assert elsewhere.requests == 0

@@ -79,7 +79,7 @@ def estimate(
                 out.append(Estimate(criterion.id, sources.get(criterion.id, "live")))
                 continue
             model, examples = models[criterion.id], sets[criterion.id].examples
-            endpoint = (model, api_base_for(criterion, settings.api_base))
+            endpoint = (model, api_base_for(criterion, settings.api_base, model))
             if llm is None and endpoint not in stacks:
                 # The standard stack; without a cache folder, no cache.
                 stacks[endpoint] = open_llm(

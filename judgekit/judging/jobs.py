@@ -36,14 +36,25 @@ from judgekit.llm.transports import environment_endpoint
 from judgekit.secrets import public_url
 
 
-def api_base_for(criterion: LLMCriterion | ClaimsCriterion, given: str | None = None) -> str | None:
+def api_base_for(
+    criterion: LLMCriterion | ClaimsCriterion, given: str | None = None, model: str | None = None
+) -> str | None:
     """The endpoint a criterion's judge is asked at: `given` (--api-base, or the public form a
     calibration recorded), else the criterion's `judge.api_base` — whose credentials are kept when
-    `given` is only its public form."""
+    `given` is only its public form — else, for an OpenAI-style `model`, the environment's
+    (OPENAI_BASE_URL). The environment's is named, not left for the client to read, so it is part
+    of the judge's identity: the report says it, and the cache keeps its answers apart from
+    another endpoint's."""
     own = criterion.judge.api_base
-    if given is None or (own is not None and public_url(own) == given):
-        return own
-    return given
+    chosen = own if given is None or (own is not None and public_url(own) == given) else given
+    if chosen is None and model is not None and openai_style(model):
+        return environment_endpoint()
+    return chosen
+
+
+def openai_style(model: str) -> bool:
+    """Whether the client reads the environment's OPENAI_BASE_URL for `model`."""
+    return model.startswith("openai/") or "/" not in model
 
 
 def endpoint_named(
@@ -51,11 +62,14 @@ def endpoint_named(
 ) -> str | None:
     """The endpoint to ask again for a calibration that asked `calibrated` (its public form, as a
     report or the history keeps it): the criterion's own `judge.api_base` when it is that endpoint
-    (with its credentials), else None when the environment's is (the client reads it, with its
-    credentials; OPENAI_BASE_URL names the endpoint of OpenAI-style models only, `model`'s). A
-    report or a history is data, not settings: an endpoint named by it alone (one edited, imported
-    or restored from a shared cache) is refused, never sent the provider's key."""
+    (with its credentials), else the environment's when it is (with its credentials;
+    OPENAI_BASE_URL names the endpoint of OpenAI-style models only, `model`'s). None is the
+    provider's own endpoint, which a calibration that named none asked. A report or a history is
+    data, not settings: an endpoint named by it alone (one edited, imported or restored from a
+    shared cache) is refused, never sent the provider's key; and an endpoint the environment names
+    now, when the calibration asked another, is never asked in its stead."""
     own = criterion.judge.api_base
+    environment = environment_endpoint() if openai_style(model) else None
     if calibrated is None:
         if own is not None:  # the calibration asked the environment's endpoint, not this one
             raise InputError.one(
@@ -64,13 +78,18 @@ def endpoint_named(
                 f"names {public_url(own)!r}, "
                 "but its calibration asked the environment's endpoint; calibrate it again",
             )
+        if environment is not None:
+            raise InputError.one(
+                f"criteria/{criterion.id}.yaml",
+                "judge.api_base",
+                f"its calibration asked the provider's own endpoint, but OPENAI_BASE_URL names "
+                f"{public_url(environment)!r} now; unset it, or calibrate again with it set",
+            )
         return None
     if own is not None and public_url(own) == calibrated:
         return own
-    environment = environment_endpoint()
-    openai_style = model.startswith("openai/") or "/" not in model  # those the client reads it for
-    if environment and openai_style and public_url(environment) == calibrated:
-        return None
+    if environment and public_url(environment) == calibrated:
+        return environment
     raise InputError.one(
         f"criteria/{criterion.id}.yaml",
         "judge.api_base",

@@ -125,7 +125,7 @@ class Judge:
             )
         trials = (asked.trials if asked else None) or criterion.judge.trials
         if asked is None:
-            api_base, via = api_base_for(criterion), "auto"
+            api_base, via = api_base_for(criterion, model=model), "auto"
         else:
             # The calibrated endpoint, as the criterion or the environment names it (with their
             # credentials).

@@ -139,7 +139,7 @@ def jobs_of(
             examples,
             model,
             criterion.judge.trials,
-            api_base_for(criterion, settings.api_base),
+            api_base_for(criterion, settings.api_base, model),
             settings.structured,
             reask_for(criterion, settings.retry),
         )
@@ -149,7 +149,7 @@ def jobs_of(
         model,
         criterion.judge.trials,
         Asking(
-            api_base_for(criterion, settings.api_base),
+            api_base_for(criterion, settings.api_base, model),
             settings.structured,
             reask_for(criterion, settings.retry),
             logprobs=wants_logprobs(criterion.id in settings.selective, criterion.judge.trials),
@@ -172,7 +172,7 @@ def labelled_claims_jobs(
             e,
             model,
             0,
-            api_base_for(criterion, settings.api_base),
+            api_base_for(criterion, settings.api_base, model),
             settings.structured,
             gold=tuple(claim.claim for claim in e.claims),
             reask=reask_for(criterion, settings.retry),
@@ -221,7 +221,9 @@ async def judge_sets(
     """Judge every example of every criterion (with `settings.stop_early`, until each decision is
     settled)."""
     asker = _Asker(
-        [(models[c.id], api_base_for(c, settings.api_base)) for c in criteria], settings, llm
+        [(models[c.id], api_base_for(c, settings.api_base, models[c.id])) for c in criteria],
+        settings,
+        llm,
     )
     try:
         if settings.stop_early is not None:
