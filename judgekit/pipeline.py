@@ -474,6 +474,8 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
             total=stop.total,
             looks=stop.looks,
             calls_saved=stop.calls_saved,
+            seed=stop.seed,
+            batch=stop.batch,
         )
         if stop is not None
         else None,

@@ -1,6 +1,7 @@
 """Early stopping: settled decisions, calls saved, reproducible order; error rates by simulation
 live in benchmarks/early_stopping.py."""
 
+import json
 from dataclasses import replace
 
 import numpy as np
@@ -94,13 +95,15 @@ def big(project):
 
 def options(project, **extra):
     return Options(
-        criteria_dir=project.criteria,
-        sets_dir=project.sets,
-        model="m",
-        cache_dir=None,
-        stop_early=True,
-        concurrency=10,
-        **extra,
+        **{
+            "criteria_dir": project.criteria,
+            "sets_dir": project.sets,
+            "model": "m",
+            "cache_dir": None,
+            "stop_early": True,
+            "concurrency": 10,
+            **extra,
+        }
     )
 
 
@@ -153,3 +156,48 @@ def test_settled_too_late_is_still_reported(big):
         and c.early_stop.judged == 400
         and c.early_stop.calls_saved == 0
     )
+
+
+def test_an_early_stop_is_derived_again_from_the_files(big, tmp_path):
+    """Read back from disk, a stopped run passes the gate: its verdicts are the first examples of
+    its seeded order, and the gate's own thresholds stop there."""
+    judge = FakeLLM.scripted({"reply-p": True, "reply-f": False})
+    report = calibrate(options(big), llm=judge)
+    stop = report.criteria[0].early_stop
+    assert stop.judged < 400 and (stop.seed, stop.batch) == (0, 10)
+    report.write(tmp_path / "r")
+    assert Gate.from_project(big.criteria, big.sets).check_path(tmp_path / "r").status == "PASS"
+
+
+def _forged_stop(project, tmp_path, **stop):
+    """A judge wrong on 20 of 40 known-bad replies, its report made to look stopped early: the
+    figures of the 60 it got right (a calibration of those 60 alone, pointed at the whole set), its
+    20 wrong verdicts gone, and `early_stop.judged` 60."""
+    project.criterion(llm_criterion())
+    whole = project.jsonl("says-blocked", balanced(40, 40))
+    wrong = {f"reply-f{i}:": True for i in range(20)}
+    judge = FakeLLM.scripted({**wrong, "reply-p": True}, default=False)
+    honest = calibrate(options(project, stop_early=False), llm=judge)
+    honest.write(tmp_path / "honest")
+    right = [r for r in balanced(40, 40) if r["id"] not in {f"f{i}" for i in range(20)}]
+    project.jsonl("says-blocked", right)
+    calibrate(options(project, stop_early=False), llm=judge).write(tmp_path / "forged")
+    whole.write_text("".join(json.dumps(r) + "\n" for r in balanced(40, 40)))
+    path = tmp_path / "forged" / "report.json"
+    data = json.loads(path.read_text())
+    entry, real = data["criteria"][0], json.loads((tmp_path / "honest/report.json").read_text())
+    entry["inputs"] = real["criteria"][0]["inputs"]  # the whole set's digest, as the gate reads it
+    entry["labelled_pass"], entry["labelled_fail"] = 40, 40
+    entry["early_stop"] = {"decision": "PASS", "judged": 60, "total": 80, "looks": 6}
+    entry["early_stop"].update(calls_saved=20, **stop)
+    path.write_text(json.dumps(data))
+    return Gate.from_project(project.criteria, project.sets)
+
+
+@pytest.mark.parametrize("stop", [{}, {"seed": 0, "batch": 10}, {"seed": 7, "batch": 60}])
+def test_a_report_field_cannot_waive_the_verdicts_of_a_stopped_run(project, tmp_path, stop):
+    gate = _forged_stop(project, tmp_path, **stop)
+    assert gate.check_path(tmp_path / "honest").status == "FAIL"  # TNR 0.50
+    result = gate.check_path(tmp_path / "forged")
+    assert result.status == "FAIL", result.decisions[0].summary
+    assert "the report is not evidence" in result.decisions[0].summary

@@ -255,7 +255,7 @@ class Gate:
                 )
             if isinstance(lines, Untrusted):
                 raise lines
-            figures = verify(entry, lines, labels, self.now)
+            figures = verify(entry, lines, labels, self.now, t)
         except Untrusted as error:
             return Decision(
                 criterion_id,

@@ -58,6 +58,8 @@ class ReportEntry:
     calibrated_at: datetime | None = None
     evidence_at: datetime | None = None
     early_stop_judged: int | None = None
+    early_stop_seed: int | None = None
+    early_stop_batch: int | None = None
     kind: str | None = None
     model: str | None = None
     declared_model: str | None = None
@@ -94,6 +96,10 @@ def _count(data: dict[str, Any], name: str) -> int:
     return value
 
 
+def _whole(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> ReportEntry:
     """One criterion of report.json, or Untrusted naming the field that cannot be read."""
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
@@ -126,6 +132,8 @@ def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> ReportEntry
         calibrated_at=_time(data.get("calibrated_at"), "calibrated_at"),
         evidence_at=_time(data.get("evidence_at"), "evidence_at"),
         early_stop_judged=_count(early, "judged") if isinstance(early, dict) else None,
+        early_stop_seed=_whole(early.get("seed")) if isinstance(early, dict) else None,
+        early_stop_batch=_whole(early.get("batch")) if isinstance(early, dict) else None,
         kind=judge.get("kind"),
         model=judge.get("model"),
         declared_model=judge.get("declared_model"),

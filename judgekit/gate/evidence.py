@@ -45,6 +45,7 @@ from judgekit.stats.metrics import (
     wilson,
 )
 from judgekit.stats.raters import flip_rate
+from judgekit.stats.sequential import StopThresholds, stop_order, stopped_at
 
 CLOCK_SKEW = timedelta(minutes=5)  # a time this far ahead of the gate's clock is in the future
 TOLERANCE = 1e-9
@@ -121,8 +122,15 @@ class Figures:
         return out
 
 
-def recompute(entry: ReportEntry | None, lines: Sequence[Line], labels: LabelledSet) -> Figures:
-    """The figures of an entry from its verdicts and the labels (already narrowed to its split)."""
+def recompute(
+    entry: ReportEntry | None,
+    lines: Sequence[Line],
+    labels: LabelledSet,
+    stopping: StopThresholds | None = None,
+) -> Figures:
+    """The figures of an entry from its verdicts and the labels (already narrowed to its split).
+    An entry that stopped early must hold the verdicts early stopping under `stopping` (the gate's
+    thresholds) would have asked for: no field of the report waives a missing verdict."""
     # Per example of the set: None (no verdict yet), its one line, or a list of its trials' lines. A
     # million examples are mostly judged once: a line each, not a list or a dict by trial.
     trials: dict[str, Line | list[Line] | None] = dict.fromkeys(e.id for e in labels.examples)
@@ -166,6 +174,8 @@ def recompute(entry: ReportEntry | None, lines: Sequence[Line], labels: Labelled
         majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in each(e)])
         for e in judged
     ]
+    if stopped is not None and entry is not None:
+        _check_stop(entry, labels, {v.example_id: v.passed for v in verdicts}, stopping)
     final = [v.passed for v in verdicts]
     cells, abstained = confusion([e.label for e in judged], final)
     times = [v.at for e in judged for v in each(e)]
@@ -236,12 +246,41 @@ def _same(stored: Any, computed: float | None) -> bool:
     )
 
 
+def _check_stop(
+    entry: ReportEntry,
+    labels: LabelledSet,
+    final: dict[str, bool | None],
+    stopping: StopThresholds | None,
+) -> None:
+    """Untrusted unless the examples judged are the first of the seeded order and early stopping,
+    under the gate's thresholds, stops exactly there."""
+    seed, batch, judged = entry.early_stop_seed, entry.early_stop_batch, entry.early_stop_judged
+    if seed is None or batch is None or batch < 1 or stopping is None:
+        raise Untrusted("it stopped early, but its order (seed and batch) cannot be derived again")
+    order = [labels.examples[i] for i in stop_order(len(labels.examples), seed, entry.id)]
+    first = order[:judged]
+    if any(e.id not in final for e in first):
+        raise Untrusted(
+            f"its verdicts are not those of the first {judged} examples of its seeded order"
+        )
+    at, _ = stopped_at([e.label for e in order], [final[e.id] for e in first], batch, stopping)
+    if at != judged:
+        raise Untrusted(
+            f"early stopping in its seeded order stops after {at} examples under the gate's "
+            f"thresholds, not after the {judged} it holds"
+        )
+
+
 def verify(
-    entry: ReportEntry, lines: Sequence[Line], labels: LabelledSet, now: datetime
+    entry: ReportEntry,
+    lines: Sequence[Line],
+    labels: LabelledSet,
+    now: datetime,
+    stopping: StopThresholds | None = None,
 ) -> Figures:
     """The entry's figures recomputed from the evidence, or Untrusted when the stored figures, the
     verdicts and the set disagree in any way, or a time lies in the future."""
-    f = recompute(entry, lines, labels)
+    f = recompute(entry, lines, labels, stopping)
     try:
         f.cells()
     except DesignError as error:

@@ -5,7 +5,6 @@ gate's decision on each criterion's whole set can no longer change (judgekit.sta
 
 from __future__ import annotations
 
-import random
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -23,7 +22,7 @@ from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
-from judgekit.stats.sequential import settle
+from judgekit.stats.sequential import settle, stop_order
 
 
 @dataclass(frozen=True)
@@ -56,6 +55,8 @@ class Stop:
     total: int
     looks: int
     calls_saved: int
+    seed: int = 0  # the order's (judgekit.stats.sequential.stop_order)
+    batch: int = 10  # examples judged between two looks
 
 
 @dataclass
@@ -282,9 +283,12 @@ async def _in_looks(
 ) -> JudgedSets:
     """Batches of examples in seeded random order; after each, stop the criteria whose decision on
     the whole set is settled."""
-    rng = random.Random(settings.seed)
     order = {
-        c.id: rng.sample(list(sets[c.id].examples), len(sets[c.id].examples)) for c in criteria
+        c.id: [
+            sets[c.id].examples[i]
+            for i in stop_order(len(sets[c.id].examples), settings.seed, c.id)
+        ]
+        for c in criteria
     }
     done: dict[str, int] = {c.id: 0 for c in criteria}
     looks: dict[str, int] = {c.id: 0 for c in criteria}
@@ -331,6 +335,8 @@ async def _in_looks(
             len(order[c.id]),
             looks[c.id],
             (len(order[c.id]) - done[c.id]) * c.judge.trials,
+            seed=settings.seed,
+            batch=step,
         )
         for c in criteria
     }

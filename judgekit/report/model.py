@@ -219,6 +219,12 @@ class EarlyStop(ReportPart):
         description="Examples x trials not judged (for a claims criterion each of these is "
         "a check of two or more calls)."
     )
+    seed: int | None = Field(
+        None,
+        description="The seed of the order the examples were judged in "
+        "(judgekit.stats.sequential.stop_order): the gate derives the order again.",
+    )
+    batch: int | None = Field(None, description="Examples judged between two looks.")
 
 
 class CriterionReport(ReportPart):

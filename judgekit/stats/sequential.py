@@ -28,6 +28,8 @@ True
 
 from __future__ import annotations
 
+import random
+from collections.abc import Sequence
 from typing import Literal, Protocol
 
 from judgekit.stats.metrics import wilson
@@ -80,3 +82,54 @@ def _lower(right: int, decided: int, interval: bool) -> float:
 
 def _upper(right: int, decided: int, interval: bool) -> float:
     return wilson(right, decided)[1] if interval else right / decided
+
+
+def stop_order(n: int, seed: int, criterion_id: str) -> list[int]:
+    """The order early stopping judges a criterion's `n` examples in: a permutation of their places
+    in the set, drawn from the seed and the criterion's id alone (not from which other criteria ran
+    beside it), so the gate can derive it again.
+
+    >>> stop_order(5, 0, "c") == stop_order(5, 0, "c") != stop_order(5, 1, "c")
+    True
+    """
+    return random.Random(f"{seed}:{criterion_id}").sample(range(n), n)
+
+
+def stopped_at(
+    labels: Sequence[bool],
+    verdicts: Sequence[bool | None],
+    batch: int,
+    thresholds: StopThresholds,
+) -> tuple[int, Settled | None]:
+    """Where early stopping stops, and what it settled: `labels` are every example's, in the order
+    judged, `verdicts` the final verdicts of the first ones judged (None: abstained). After each
+    batch the decision is asked of `settle`; it stops at the first look that settles, or at the
+    end of the set. A stop past the verdicts given is reported as it is: the caller compares.
+
+    >>> from judgekit.inputs.policy import Thresholds
+    >>> labels = [True, False] * 50
+    >>> stopped_at(labels, [False] * 100, 10, Thresholds(min_examples=5))  # TPR 0: no hope left
+    (40, 'FAIL')
+    """
+    total = len(labels)
+    done = right_pos = decided_pos = right_neg = decided_neg = 0
+    pos_left, neg_left = sum(labels), total - sum(labels)
+    while True:
+        end = min(done + batch, total)
+        # Fewer verdicts than the batch asks for: the stop is reported where they end.
+        for label, verdict in zip(labels[done:end], verdicts[done:end], strict=False):
+            if label:
+                right_pos += verdict is True
+                decided_pos += verdict is not None
+            else:
+                right_neg += verdict is False
+                decided_neg += verdict is not None
+        for label in labels[done:end]:
+            pos_left -= label
+            neg_left -= not label
+        done = end
+        decision = settle(
+            (right_pos, decided_pos), (right_neg, decided_neg), (pos_left, neg_left), thresholds
+        )
+        if decision is not None or done >= total or done >= len(verdicts):
+            return done, decision
