@@ -88,9 +88,8 @@ def drift(location: str | Path, repeats: int = 5) -> tuple[float, int]:
         )
         times.append(time.perf_counter() - started)
         code = done.returncode
-        if (
-            code not in (0, 1) or "grounded" not in done.stdout
-        ):  # 0 NO DRIFT, 1 DRIFT, and the criterion named
+        # 0 NO DRIFT, 1 DRIFT, and the criterion named
+        if code not in (0, 1) or "grounded" not in done.stdout:
             raise SystemExit(f"judgekit drift failed (exit {code}): {done.stderr or done.stdout}")
     return statistics.median(times), code
 

@@ -103,9 +103,8 @@ def population(design: str):
     """The design's exact figures as functions of the threshold: t -> (agreement, coverage) of
     the verdicts with confidence >= t; and the candidate thresholds where they change."""
     if design == "trials":
-        q = (
-            np.arange(40_000) + 0.5
-        ) / 40_000  # midpoints: each uniform part integrated on its own grid
+        # midpoints: each uniform part integrated on its own grid
+        q = (np.arange(40_000) + 0.5) / 40_000
         qs = [(0.6, 0.85 + 0.15 * q), (0.4, 0.35 + 0.5 * q)]
         mass, good = defaultdict(float), defaultdict(float)
         for r in range(K + 1):

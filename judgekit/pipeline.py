@@ -287,9 +287,8 @@ def _load(options: Options) -> tuple[list[Criterion], dict[str, CalibrationSet]]
         )
     except InputError as error:
         problems += error.problems
-    if (
-        options.verdicts is not None and problems
-    ):  # its own problems are listed beside the criteria's and sets'
+    # its own problems are listed beside the criteria's and sets'
+    if options.verdicts is not None and problems:
         try:
             for _ in iter_recorded(options.verdicts):
                 pass
@@ -385,9 +384,8 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
     escalated: list[list[Verdict]] | None = None,
 ) -> CriterionReport:
     full_set = cal
-    if (
-        stop is not None
-    ):  # stopped early: metrics over the examples judged, the set as it is on disk
+    # stopped early: metrics over the examples judged, the set as it is on disk
+    if stop is not None:
         judged = {t[0].example_id for t in all_trials}
         cal = CalibrationSet(
             cal.criterion_id, cal.path, tuple(e for e in cal.examples if e.id in judged)

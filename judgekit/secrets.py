@@ -100,9 +100,8 @@ def redact(text: str) -> str:
     for name, value in _environment_secrets():
         if value in text:
             text = text.replace(value, f"<{name}>")
-    for secret in sorted(
-        _remembered, key=len, reverse=True
-    ):  # longest first: a token may hold a password
+    # longest first: a token may hold a password
+    for secret in sorted(_remembered, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
     for pattern, replacement in _SHAPES:

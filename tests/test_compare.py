@@ -284,9 +284,10 @@ def _live_project(project) -> Path:
 def _server() -> FakeServer:
     right = script({"reply-p": True}, default=False)
 
+    # right on the criterion's own wording; with the short one it passes everything
     def mini(
         prompt: str,
-    ):  # right on the criterion's own wording; with the short one it passes everything
+    ):
         return True if SHORT in prompt else right(prompt)
 
     return FakeServer(right, models={"gpt-4o-mini": mini, "openai/gpt-4o-mini": mini})

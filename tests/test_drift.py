@@ -451,11 +451,12 @@ def test_drift_says_which_criteria_it_skipped(project, tmp_path):
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(5, 5))
     path = tmp_path / "h.sqlite"
+    # the set grows before the third run
     for records in (
         balanced(5, 5),
         balanced(5, 5),
         balanced(6, 5),
-    ):  # the set grows before the third run
+    ):
         project.jsonl("says-blocked", records)
         record_history(
             calibrate(

@@ -88,9 +88,8 @@ def test_credentials_in_a_criterion_s_endpoint_are_sent_and_never_shown(setup, t
     password, query_key = "pw-Crit3rion-8812", "qk-criterion-7731"
     secrets = [password, query_key, base64.b64encode(f"ana:{password}".encode()).decode()]
     printed = []
-    with FakeServer(
-        VERDICTS, fail_first={"reply-p1:": ["echo"]}
-    ) as server:  # echoes the request line and its auth
+    # echoes the request line and its auth
+    with FakeServer(VERDICTS, fail_first={"reply-p1:": ["echo"]}) as server:
         host = server.url.removeprefix("http://")
         setup.criterion(
             llm_criterion(

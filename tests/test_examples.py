@@ -149,9 +149,10 @@ def test_the_notebook_runs_in_a_kernel_and_shows_what_it_stores(tmp_path, monkey
         resources={"metadata": {"path": str(tmp_path / "examples")}},
     ).execute()
 
+    # what it printed (however the stream was cut into messages), then what it returned
     def shown(
         cell,
-    ):  # what it printed (however the stream was cut into messages), then what it returned
+    ):
         outputs = cell.get("outputs", [])
         return (
             "".join(o.get("text", "") for o in outputs if o.output_type == "stream"),

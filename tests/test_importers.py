@@ -46,9 +46,8 @@ def test_inspect_logs_in_both_formats(name):
     # target is "Default output".
     expected = {(f"ex-{i}", epoch): i % 3 != 0 for i in range(6) for epoch in (0, 1)}
     assert _by_id(records) == expected
-    with zipfile.ZipFile(
-        DATA / "inspect-mockllm.eval"
-    ) as archive:  # the .eval really is zstd-compressed
+    # the .eval really is zstd-compressed
+    with zipfile.ZipFile(DATA / "inspect-mockllm.eval") as archive:
         assert {
             i.compress_type for i in archive.infolist() if i.filename.startswith("samples/")
         } == {93}
@@ -315,10 +314,11 @@ def test_imported_examples_are_labelled_merged_and_calibrated(project, tmp_path)
         session.label(item.id, "block" in item.output)
     merged = runner.invoke(app, ["label", "--merge", str(new), "-c", "says-block"])
     assert merged.exit_code == 0 and "moved 3 labelled example(s)" in merged.output, merged.output
+    # a set made for a criterion that had none
     assert [
         json.loads(line)["id"]
         for line in (project.sets / "says-block.jsonl").read_text().splitlines()
-    ] == ["lost card", "odd card", "stolen card"]  # a set made for a criterion that had none
+    ] == ["lost card", "odd card", "stolen card"]
     calibrated = runner.invoke(app, ["calibrate", "-c", "says-block", "--no-history"])
     assert calibrated.exit_code == 0, calibrated.output
     csv_examples = runner.invoke(

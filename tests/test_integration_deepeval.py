@@ -35,9 +35,8 @@ def test_assert_test_passes_a_good_reply_and_fails_a_bad_one_with_the_judges_rea
     assert_test(_case("lost card"), [metric], run_async=False)
     with pytest.raises(AssertionError, match="judgekit says-blocked"):
         assert_test(_case("stolen card"), [JudgekitMetric("says-blocked")], run_async=False)
-    with pytest.raises(
-        AssertionError, match="judgekit says-blocked"
-    ):  # an abstention is not a pass
+    # an abstention is not a pass
+    with pytest.raises(AssertionError, match="judgekit says-blocked"):
         assert_test(_case("garbled"), [JudgekitMetric("says-blocked")])
     assert gated_project.judge_calls() > before
 

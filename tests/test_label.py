@@ -507,9 +507,8 @@ def test_a_file_rewritten_in_place_is_never_written_back_half_read(tmp_path):
     records = [json.loads(line) for line in lines]  # every line whole
     # no line of its content lost
     assert [r["id"] for r in records] == [f"e{i}" for i in range(554)]
-    assert {
-        r["id"]: r["passed"] for r in records if "passed" in r
-    } == labelled  # every label written
+    # every label written
+    assert {r["id"]: r["passed"] for r in records if "passed" in r} == labelled
     # A label refused while the file kept changing says so, naming the file and what to do.
     assert all(str(path) in message and "try again" in message for message in refused)
 
@@ -833,9 +832,8 @@ def test_the_command_and_the_page_say_which_label_was_rolled_back(inbox, browser
     )
     try:
         lines = [command.stdout.readline()]
-        while lines[-1] and not lines[-1].startswith(
-            "open "
-        ):  # until the page is served (or it stopped)
+        # until the page is served (or it stopped)
+        while lines[-1] and not lines[-1].startswith("open "):
             lines.append(command.stdout.readline())
         assert len(lines) == 3
         warning, count, url = lines

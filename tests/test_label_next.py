@@ -200,9 +200,8 @@ def test_a_hand_edited_selection_is_a_changed_set_and_a_broken_design_is_named(p
     path = project.sets / "no-email.jsonl"
     rows = [json.loads(x) for x in path.read_text().splitlines()]
     drawn = [r for r in rows if "selection" in r]
-    for r in (
-        drawn
-    ):  # every drawn example claimed from one stratum: the other has replies but none stands for it
+    # every drawn example claimed from one stratum: the other has replies but none stands for it
+    for r in drawn:
         r["selection"]["stratum"] = "fail"
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     result = Gate.from_project().check_path(".judgekit/reports/latest")

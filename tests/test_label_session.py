@@ -273,12 +273,13 @@ def test_the_page_says_why_no_judge_ran(project, tmp_path, browser):
         judge is None
         and "no calibration report for this criterion; run `judgekit calibrate`" in uncalibrated
     )
+    # a judge that passes everything
     calibrate(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),
         llm=FakeLLM.scripted({}, default=True),
-    ).write(REPORT)  # a judge that passes everything
+    ).write(REPORT)
     judge, blocked = page_judge("says-blocked", REPORT, project.criteria, project.sets)
     assert judge is None and blocked.startswith(
         "the gate does not pass the judge of says-blocked (FAIL: TNR 0.00"

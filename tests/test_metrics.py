@@ -62,9 +62,8 @@ def test_against_scikit_learn(data):
         assert close(m["precision"], precision_score(y, p, zero_division=nan))
         assert close(m["f1"], f1_score(y, p, zero_division=nan))
         assert close(m["f1_fail"], f1_score(~y, ~p, zero_division=nan))
-        if not (
-            math.isnan(m["f1"]) or math.isnan(m["f1_fail"])
-        ):  # scikit-learn averages what is defined
+        # scikit-learn averages what is defined
+        if not (math.isnan(m["f1"]) or math.isnan(m["f1_fail"])):
             assert close(
                 m["macro_f1"],
                 f1_score(y, p, average="macro", labels=[False, True], zero_division=nan),

@@ -349,12 +349,13 @@ def test_verdicts_are_booleans_or_null_as_in_calibration_sets(tmp_path, suffix):
         ("c", int(START.timestamp())): [2, 1, 1]
     }
     where = "line 1" if suffix == ".jsonl" else "row 0"
+    # a Parquet column has one type
     for values in (
         ["yes", "no"],
         [1, 0],
         ["true", "false"],
         [1.0, 0.0],
-    ):  # a Parquet column has one type
+    ):
         bad = [{"timestamp": START.isoformat(), "criterion": "c", "passed": v} for v in values]
         with pytest.raises(InputError) as error:
             read_counts(_write(bad, tmp_path / f"bad{suffix}"), "1d")

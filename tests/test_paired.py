@@ -105,9 +105,8 @@ def test_against_best_is_bonferroni_over_every_pair():
     b, c = [10, 3, 20], [1, 3, 2]
     raw = mcnemar_many(b, c)
     np.testing.assert_allclose(against_best(b, c, 4), np.minimum(1.0, raw * 6))
-    assert (
-        against_best(b, c, 4) >= np.array(holm(list(raw)))
-    ).all()  # never bolder than Holm over these three
+    # never bolder than Holm over these three
+    assert (against_best(b, c, 4) >= np.array(holm(list(raw)))).all()
     with pytest.raises(ValueError, match="4 comparisons"):
         against_best([1, 2, 3, 4], [0, 0, 0, 0], 4)
 

@@ -38,9 +38,8 @@ def test_fleiss_matches_statsmodels(rows):
     )
 )
 def test_krippendorff_matches_the_package(rows):
-    data = np.array(
-        [[np.nan if x is None else x for x in row] for row in rows], dtype=float
-    ).T  # raters x items
+    # raters x items
+    data = np.array([[np.nan if x is None else x for x in row] for row in rows], dtype=float).T
     pairable = sum(1 for row in rows if sum(x is not None for x in row) >= 2)
     values = {x for row in rows for x in row if x is not None}
     if pairable == 0 or len(values) < 2:

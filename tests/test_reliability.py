@@ -197,9 +197,8 @@ def test_interrupted_at_random_points_then_resumed_gives_the_uninterrupted_repor
         shutil.rmtree(forty.root / "cache")
         server.log.clear()
         kills = []
-        for _ in range(
-            3
-        ):  # three interruptions, each after a random number of calls, by SIGKILL or SIGINT
+        # three interruptions, each after a random number of calls, by SIGKILL or SIGINT
+        for _ in range(3):
             process = _run_cli(forty.root, server.url)
             target = len(server.log) + rng.randint(2, 9)
             deadline = time.monotonic() + 60
@@ -365,10 +364,11 @@ def test_credentials_in_the_endpoint_and_echoed_back_reach_no_file_and_no_messag
     echoes = {"reply-p1:": ["echo"], "reply-f2:": ["echo"]}
     with FakeServer(VERDICTS, fail_first=echoes) as server:
         host = server.url.removeprefix("http://")
+        # Bearer from the environment
         for url, extra in (
             (f"http://ana:{password}@{host}?api-key={query_key}", []),  # Basic auth, echoed
             (f"{server.url}?api-key={query_key}", ["--no-cache"]),
-        ):  # Bearer from the environment
+        ):
             server.fail_first.update({k: list(v) for k, v in echoes.items()})
             args = [
                 "calibrate",

@@ -82,9 +82,8 @@ def test_override_problems_are_all_listed_with_their_place(setup):
 
 
 def test_raw_answer_of_an_unreadable_reply_reaches_the_reports(setup, tmp_path):
-    with FakeServer(
-        VERDICTS, fail_first={"reply-p3:": ["garbage"] * 2}
-    ) as server:  # unreadable when asked again too
+    # unreadable when asked again too
+    with FakeServer(VERDICTS, fail_first={"reply-p3:": ["garbage"] * 2}) as server:
         result = runner.invoke(
             app,
             ["calibrate", "--model", "openai/j", "--api-base", server.url, "--out", str(tmp_path)],

@@ -98,9 +98,8 @@ def test_init_keeps_settings_already_in_pyproject(tmp_path):
     from judgekit.inputs.policy import Policy
 
     assert Policy.load(root=tmp_path).defaults.min_tpr == 0.99
-    assert (
-        tmp_path / ".judgekit" / "schema" / "criterion.schema.json"
-    ).is_file()  # what the criteria point at
+    # what the criteria point at
+    assert (tmp_path / ".judgekit" / "schema" / "criterion.schema.json").is_file()
 
 
 def _recipe(root: Path, ci: str) -> tuple[Path, dict]:
@@ -198,10 +197,11 @@ def test_the_gitlab_recipe_keeps_answers_and_history_and_rechecks_on_a_schedule(
     answers, history = judges["cache"]
     assert recheck["cache"] == [history] and answers["paths"] == [".judgekit/cache/"]
     assert history["paths"] == [".judgekit/history.sqlite*"]
+    # per branch, a new branch starting from the default branch's; kept after a failure
     for cache in (
         answers,
         history,
-    ):  # per branch, a new branch starting from the default branch's; kept after a failure
+    ):
         assert cache["key"].endswith("-$CI_COMMIT_REF_SLUG") and cache["when"] == "always"
         assert cache["fallback_keys"] == [
             cache["key"].replace("$CI_COMMIT_REF_SLUG", "$CI_DEFAULT_BRANCH")

@@ -202,9 +202,10 @@ def test_trials_give_the_confidence_and_regex_criteria_are_gated_as_before(tmp_p
     )
     calls: dict[str, int] = {}
 
+    # hard replies: the three trials split 2 to 1, the majority wrong on half of them
     def answer(
         request,
-    ):  # hard replies: the three trials split 2 to 1, the majority wrong on half of them
+    ):
         reply = request.messages[-1]["content"]
         reply = reply[reply.rfind("<e") :]
         n = int(reply[2 : reply.index(">")])

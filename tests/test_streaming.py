@@ -112,10 +112,11 @@ def test_a_json_lines_file_is_read_line_by_line_never_whole(project):
     path = project.sets / "c.jsonl"
     size = path.stat().st_size
     # Read whole, the file's bytes and its text alone would be twice its size.
+    # the examples hold every reply
     for read, most in (
         (lambda: read_labels(path, "c"), 0.5 * size),  # labels only
         (lambda: load_set(path, "c"), 1.8 * size),
-    ):  # the examples hold every reply
+    ):
         tracemalloc.start()
         try:
             loaded = read()

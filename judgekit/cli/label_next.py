@@ -69,9 +69,8 @@ def next_to_label(
     )
     current = entry.metrics.get(rate) if entry else None
     drawn = draw(replies, verdicts, labelled, req.n, rate, current)
-    with locked(
-        req.out
-    ):  # the lock labels are written under: a page still open on the last draw waits
+    # the lock labels are written under: a page still open on the last draw waits
+    with locked(req.out):
         _check_out(req.out)
         write_atomic(
             req.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in drawn.records())

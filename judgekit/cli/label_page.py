@@ -46,9 +46,8 @@ class _Handler(BaseHTTPRequestHandler):
     session: Session
     port: int
 
-    def log_message(
-        self, format: str, *args: Any
-    ) -> None:  # quiet: the terminal shows what matters
+    # quiet: the terminal shows what matters
+    def log_message(self, format: str, *args: Any) -> None:
         return
 
     def _send(self, status: int, body: bytes, kind: str) -> None:
@@ -83,9 +82,8 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path == "/api/items":
             s = self.session
             items = [vars(i) for i in s.items]
-            if (
-                s.mode == "label"
-            ):  # blind: the judge's verdict is sent only once the person has labelled
+            # blind: the judge's verdict is sent only once the person has labelled
+            if s.mode == "label":
                 items = [
                     {**i, "verdict": None, "reason": None, "judged": False, "unjudged": None}
                     for i in items
@@ -124,11 +122,12 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(HTTPStatus.BAD_REQUEST, {"error": str(error)})
         except InputError as error:
             return self._json(HTTPStatus.CONFLICT, {"error": str(error)})
+        # the file changed under the page
         except (
             OSError,
             AttributeError,
             json.JSONDecodeError,
-        ) as error:  # the file changed under the page
+        ) as error:
             return self._json(
                 HTTPStatus.CONFLICT,
                 {"error": f"{self.session.path} could not be updated: {error}; reload the page"},

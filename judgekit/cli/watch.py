@@ -54,9 +54,8 @@ def history_(
 ) -> None:
     """List the calibration runs kept in the history, oldest first; `export` and `import` move them
     between histories (a SQLite file and a PostgreSQL database)."""
-    if (
-        ctx.invoked_subcommand is not None
-    ):  # `judgekit history --history X export F`: X is the export's
+    # `judgekit history --history X export F`: X is the export's
+    if ctx.invoked_subcommand is not None:
         ctx.obj = {"history": history, "config": config}
         return
     try:
@@ -328,9 +327,8 @@ def monitor(
                 "give the file of judged samples (or of counts, with "
                 "--counts), or --print-sql TABLE",
             )
-        if (
-            report is not None and not Report.locate(report).is_file()
-        ):  # given, and not there: a typo
+        # given, and not there: a typo
+        if report is not None and not Report.locate(report).is_file():
             raise InputError.one(
                 report,
                 "--report",

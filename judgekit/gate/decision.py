@@ -318,9 +318,8 @@ class Gate:
         else:
             if entry.inputs.get("criterion") != criterion.digest:
                 named = _named_model(criterion.path)
-                if (
-                    named and named != entry.model
-                ):  # the most useful reason when the file names another model
+                # the most useful reason when the file names another model
+                if named and named != entry.model:
                     reasons.append(_model_reason(entry, named))
                 else:
                     reasons.append(

@@ -114,9 +114,8 @@ def _unfit(
 ) -> Decision | None:
     """The decision when the examples cannot carry a certificate at all (None when they can)."""
     n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
-    if (
-        figures.drawn
-    ):  # its bound counts examples as a random sample: drawn by verdict, they are not
+    # its bound counts examples as a random sample: drawn by verdict, they are not
+    if figures.drawn:
         return Decision(
             criterion_id,
             "FAIL",

@@ -122,9 +122,8 @@ def _compare_votes(criterion_id: str, gate: Gate, compare_dir: Path, votes: Vote
             else f"file\0{c.setting.verdicts}"
         )
         for example, mark in zip(found.examples, c.grid, strict=True):
-            if (
-                mark in "pf" and judge not in votes[example.id]
-            ):  # the report's own vote of it is surer
+            # the report's own vote of it is surer
+            if mark in "pf" and judge not in votes[example.id]:
                 votes[example.id][judge] = (
                     mark == "p",
                     f"candidate {c.name} (gate PASS, compare) says "

@@ -191,9 +191,8 @@ async def aimprove(
     if not ranked or right(ranked[0], scoring) <= base:
         return out  # nothing beat the current judge on dev: the test split is not looked at
     out.best = ranked[0]
-    with History.open(
-        history
-    ) as db:  # the look is taken before the test split is judged: spent if this stops
+    # the look is taken before the test split is judged: spent if this stops
+    with History.open(history) as db:
         out.budget, look = db.take_look(
             criterion_id,
             [e.key for e in test.examples],

@@ -215,9 +215,8 @@ def _search(program: Any, text: str) -> str | None:
     """The first text `program` matches, or None."""
     try:
         found = program.search(text)
-    except (
-        UnicodeEncodeError
-    ):  # a lone surrogate (a reply cut inside an emoji) has no UTF-8: it matches as "?"
+    # a lone surrogate (a reply cut inside an emoji) has no UTF-8: it matches as "?"
+    except UnicodeEncodeError:
         text = text.encode("utf-8", "replace").decode("utf-8")
         found = program.search(text)
     if found is None and text.endswith("\n"):

@@ -71,9 +71,8 @@ class SourceLines:
         number = 0
         try:
             with open(self.path, "rb") as handle:
-                for number, raw in enumerate(
-                    handle, start=1
-                ):  # a binary file's lines end at b"\n" only
+                # a binary file's lines end at b"\n" only
+                for number, raw in enumerate(handle, start=1):
                     hashed.update(raw)
                     line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
                     yield line[:-1] if line.endswith("\n") else line

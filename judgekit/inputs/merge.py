@@ -89,9 +89,8 @@ def merge(
             new, "", "is the criterion's calibration set itself; give the file of new examples"
         )
     with ExitStack() as stack:
-        for path in sorted(
-            {new, set_path}, key=lambda p: str(p.resolve())
-        ):  # one order: no two merges deadlock
+        # one order: no two merges deadlock
+        for path in sorted({new, set_path}, key=lambda p: str(p.resolve())):
             stack.enter_context(locked(path))
         undone = [
             r

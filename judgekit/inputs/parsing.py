@@ -84,9 +84,8 @@ _TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\]:]')
 def _scan(text: str, key: str | None = None) -> tuple[int, int]:
     """`(line, depth)` of the second `key` in one object or, without a key, of the deepest nesting.
     A plain scan of valid JSON, run only to point at an error."""
-    objects: list[
-        bool | None
-    ] = []  # per open bracket: has this object shown `key` yet (None: an array)
+    # per open bracket: has this object shown `key` yet (None: an array)
+    objects: list[bool | None] = []
     deepest, at, last = 0, 0, None
     for match in _TOKEN.finditer(text):
         token = match.group()

@@ -59,9 +59,8 @@ def problems_of(error: ValidationError, source: str, prefix: str = "") -> list[P
             message = "unknown key; remove it or check its spelling"
         elif item["type"] == "missing":
             message = "required key is missing"
-        elif (
-            item["type"] == "value_error"
-        ):  # our own validators' messages, without pydantic's prefix
+        # our own validators' messages, without pydantic's prefix
+        elif item["type"] == "value_error":
             message = message.removeprefix("Value error, ")
         out.append(Problem(source, location, message))
     return out

@@ -81,9 +81,8 @@ def criterion_scorer(
             "judge": judge.model,
             "confidence": graded.confidence,
         }
-        if (
-            graded.state == "error"
-        ):  # the judge's provider failed: the sample errors, it is not a quiet gap
+        # the judge's provider failed: the sample errors, it is not a quiet gap
+        if graded.state == "error":
             raise JudgeError(graded.line())
         if graded.passed is None:
             return Score.unscored(

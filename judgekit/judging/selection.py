@@ -254,9 +254,8 @@ def recorded_pool(path: Path, criterion_id: str, replies: Sequence[Example]) -> 
     (their confidence when the file gives one); every reply must have one."""
     trials: dict[str, list[Verdict]] = {}
     for r in load_recorded(path):
-        if (
-            r.criterion in (None, criterion_id) and r.stage == 0
-        ):  # not the answers of a judge escalated to
+        # not the answers of a judge escalated to
+        if r.criterion in (None, criterion_id) and r.stage == 0:
             trials.setdefault(r.id, []).append(
                 Verdict(r.id, r.passed, r.reason, confidence=r.confidence)
             )

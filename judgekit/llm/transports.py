@@ -291,18 +291,16 @@ class LiteLLM:
                 )
         if request.response_format and _supports_schema(litellm, request.model):
             kwargs["response_format"] = request.response_format
-        if request.logprobs and not request.model.startswith(
-            "local/"
-        ):  # llama.cpp needs logits_all for them
+        # llama.cpp needs logits_all for them
+        if request.logprobs and not request.model.startswith("local/"):
             kwargs["logprobs"] = (
                 True  # dropped by litellm for a provider that has none (drop_params)
             )
         started = time.perf_counter()
         try:
             response = await litellm.acompletion(**kwargs)
-        except (
-            Exception
-        ) as error:  # litellm maps every provider's failure onto its own exception types
+        # litellm maps every provider's failure onto its own exception types
+        except Exception as error:
             raise classify_litellm_error(litellm, error) from None
         latency = time.perf_counter() - started
         completion = completion_from_json(response.model_dump(), latency)

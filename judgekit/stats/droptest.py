@@ -280,9 +280,8 @@ class _Exact:
             if upper.max() + self.spent <= self.alpha or lower.max() + self.spent > self.alpha:
                 break
             split = upper + self.spent > self.alpha
-            if (
-                len(a) + split.sum() > _MAX_CELLS
-            ):  # undecided: no alert (the bound stays above alpha)
+            # undecided: no alert (the bound stays above alpha)
+            if len(a) + split.sum() > _MAX_CELLS:
                 break
             middle = (a[split] + b[split]) / 2
             new_a, new_b = np.concatenate([a[split], middle]), np.concatenate([middle, b[split]])

@@ -175,10 +175,11 @@ def _figures(table: Any) -> dict[str, Any]:
     import numpy as np
 
     out: dict[str, list[Any]] = {name: [] for name in FIGURES}
+    # [..., label, verdict of that candidate]
     for cells in (
         table.sum(axis=-1),
         table.sum(axis=-2),
-    ):  # [..., label, verdict of that candidate]
+    ):
         tp, fn, fp, tn = cells[..., 1, 1], cells[..., 1, 0], cells[..., 0, 1], cells[..., 0, 0]
         with np.errstate(divide="ignore", invalid="ignore"):
             out["tpr"].append(tp / (tp + fn))

@@ -265,8 +265,7 @@ def watch(
                     alert,
                 )
             )
-            if (
-                decided and not alert
-            ):  # a window that alerted is not normal: it does not join the baseline
+            # a window that alerted is not normal: it does not join the baseline
+            if decided and not alert:
                 history.append((passed, decided))
     return Watch(windows, policy, counts.rows, notes)

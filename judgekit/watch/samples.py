@@ -97,9 +97,8 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple[pd.DataFram
 
     import pandas as pd
 
-    with open(
-        path, encoding="utf-8-sig"
-    ) as handle:  # as every other reader: a byte-order mark is dropped
+    # as every other reader: a byte-order mark is dropped
+    with open(path, encoding="utf-8-sig") as handle:
         first = 1
         while True:
             lines = list(islice(handle, rows))
@@ -263,14 +262,11 @@ def _checked(chunk: _Chunk) -> tuple[pd.Series, pd.Series]:
     passed, bad_verdict = _passed(frame["passed"], text=path.suffix.lower() == ".csv")
     criterion = frame["criterion"]
     bad_criterion = criterion.isna() | (criterion.astype(str).str.strip() == "")
-    if (
-        criterion.dtype == object
-    ):  # JSON may hold a number, a list, an object: a criterion id is text
+    # JSON may hold a number, a list, an object: a criterion id is text
+    if criterion.dtype == object:
         bad_criterion |= ~criterion.map(type).eq(str)
-    for (
-        column,
-        mask,
-    ) in absent.items():  # a missing key reads as unreadable, then is named as missing
+    # a missing key reads as unreadable, then is named as missing
+    for column, mask in absent.items():
         if mask is not None and mask.any():
             {"timestamp": seconds, "passed": bad_verdict, "criterion": bad_criterion}[column][
                 mask

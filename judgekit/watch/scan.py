@@ -72,9 +72,8 @@ def sample_files(source: Path | str) -> list[Path]:
     """The files a monitor input names: a file, the files a glob matches, or a folder's sample
     files."""
     path, text = Path(source), str(source)
-    if (
-        path.is_dir()
-    ):  # its sample files, in subfolders too (Hive-style partitions), hidden ones left out
+    # its sample files, in subfolders too (Hive-style partitions), hidden ones left out
+    if path.is_dir():
         found = _unique(
             p
             for p in path.rglob("*")
@@ -140,9 +139,8 @@ def count_samples(source: Path | str, window: str) -> Counts:
     """Counts per criterion and window of every file `source` names (see `sample_files`), added
     up."""
     files, seconds = sample_files(source), parse_duration(window).total_seconds()
-    if seconds != int(
-        seconds
-    ):  # the query's grid is whole seconds; the pandas reader takes any window
+    # the query's grid is whole seconds; the pandas reader takes any window
+    if seconds != int(seconds):
         parts = [read_counts(path, window) for path in files]
     else:
         with connect() as con:
@@ -184,9 +182,8 @@ def duckdb_counts(con: Any, path: Path, window: str) -> Counts | None:
             return None
         con.execute(f"CREATE OR REPLACE TEMP VIEW judged AS {select}")
         rows = con.execute(counts_sql("judged", window, "duckdb")).fetchall()
-    except (
-        duckdb.Error
-    ):  # a row in a form DuckDB is not trusted with (its error()), or a file it cannot read
+    # a row in a form DuckDB is not trusted with (its error()), or a file it cannot read
+    except duckdb.Error:
         return None
     # A criterion id is text with more than white space (Python's, which DuckDB's trim does not
     # know).

@@ -127,9 +127,8 @@ def migrate(db: Store) -> None:
     """Apply the migrations this database lacks, with the version bump, in one transaction; a
     database that is not judgekit's, or is a newer judgekit's, is refused before anything
     changes."""
-    with db.transaction(
-        lock="schema"
-    ):  # another process may be migrating: read the version under the lock
+    # another process may be migrating: read the version under the lock
+    with db.transaction(lock="schema"):
         tables = db.tables()
         if db.dialect is POSTGRES:
             mine = VERSION_TABLE in tables
@@ -139,9 +138,8 @@ def migrate(db: Store) -> None:
         else:
             version = db.execute("PRAGMA user_version").fetchone()[0]
             mine = version > 0
-        if not mine and tables - {
-            VERSION_TABLE
-        }:  # someone else's database: judgekit's always has a version
+        # someone else's database: judgekit's always has a version
+        if not mine and tables - {VERSION_TABLE}:
             kind = "PostgreSQL" if db.dialect is POSTGRES else "SQLite"
             raise InputError.one(
                 db.name,

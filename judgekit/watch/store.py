@@ -80,9 +80,8 @@ def _place(value: str | Path, origin: str) -> str | Path:
     if is_url(text):
         rest = text.split("://", 1)[1]
         authority, _, path = rest.partition("/")
-        if (
-            authority.count("@") > 1 or "@" in path.partition("?")[0]
-        ):  # an unencoded @ or / in the password
+        # an unencoded @ or / in the password
+        if authority.count("@") > 1 or "@" in path.partition("?")[0]:
             remember_url(text)
             raise InputError.one(
                 origin,

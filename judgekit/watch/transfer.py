@@ -135,9 +135,8 @@ def import_history(history: History, source: Path) -> dict[str, tuple[int, int]]
     records = read_export(source)
     try:
         return _add(history, records)
-    except (
-        history.db.errors
-    ) as error:  # another import adding the same rows at once, the database refusing
+    # another import adding the same rows at once, the database refusing
+    except history.db.errors as error:
         said = redact(" ".join(str(error).split()))
         raise InputError.one(
             source,
