@@ -139,7 +139,7 @@ def _family(
             only_other_right=c,
             p=p,
             p_adjusted=q,
-            deltas={k: tuple(_finite(x) for x in v) for k, v in deltas.items()},  # type: ignore[misc]
+            deltas={k: tuple(_finite(x) for x in v) for k, v in deltas.items()},  # type: ignore[misc]  # three deltas each
             verdict=verdict,
             examples_to_separate=more,
         )
@@ -160,7 +160,7 @@ def _candidate(
         setting=Setting(
             model=spec.model if spec.live else None,
             variant=str(spec.variant) if spec.variant else None,
-            trials=spec.criterion.judge.trials if spec.live else None,  # type: ignore[union-attr]
+            trials=spec.criterion.judge.trials if spec.live else None,  # type: ignore[union-attr]  # a live Spec judges
             verdicts=(f"{spec.verdicts}#{spec.column}" if spec.column else str(spec.verdicts))
             if spec.verdicts
             else None,
@@ -170,7 +170,7 @@ def _candidate(
         abstained=r.abstained,
         confusion=r.confusion.model_dump(),
         metrics=dict(r.metrics),
-        intervals={k: tuple(v) for k, v in r.intervals.items()},  # type: ignore[misc]
+        intervals={k: tuple(v) for k, v in r.intervals.items()},  # type: ignore[misc]  # (low, high) pairs
         flip_rate=r.consistency.flip_rate if r.consistency else None,
         gate=m.decision.status,
         gate_reasons=list(m.decision.reasons),

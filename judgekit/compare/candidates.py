@@ -118,7 +118,7 @@ def from_options(
             model_choices, loaded, trial_choices
         ):
             judged = with_trials(with_model(criterion, model), count)
-            named = judged.judge.model  # type: ignore[union-attr]
+            named = judged.judge.model  # type: ignore[union-attr]  # a regex criterion is refused above
             # Named by what sets it apart: the model, the variant, the trials, whichever vary.
             parts = [
                 named if len(models) > 1 else None,

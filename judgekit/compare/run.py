@@ -95,12 +95,12 @@ async def ajudge(
     sources: dict[str, str] = {}
     for spec in specs:
         if not spec.live:
-            matched = match_file(spec.verdicts, spec.records, {base.id: whole}, every=True)  # type: ignore[arg-type]
+            matched = match_file(spec.verdicts, spec.records, {base.id: whole}, every=True)  # type: ignore[arg-type]  # a recorded Spec has verdicts
             if matched.problems:
                 raise InputError(matched.problems)
             kept = {e.id for e in chosen.examples}
             trials[spec.name] = [t for t in matched.trials[base.id] if t[0].example_id in kept]
-            source = matched.provenance(spec.criterion, None, spec.verdicts)  # type: ignore[arg-type]
+            source = matched.provenance(spec.criterion, None, spec.verdicts)  # type: ignore[arg-type]  # a recorded Spec has verdicts
             sources[spec.name] = f"{source}#{spec.column}" if spec.column else source
     live = [(i, s) for i, s in enumerate(specs) if s.live]
     judging_s = None
@@ -110,7 +110,7 @@ async def ajudge(
         run = await judge_sets(
             pending,
             {c.id: chosen for c in pending},
-            {c.id: s.model for c, (_, s) in zip(pending, live, strict=True)},  # type: ignore[misc]
+            {c.id: s.model for c, (_, s) in zip(pending, live, strict=True)},  # type: ignore[misc]  # a live Spec has a model
             run_settings(replace(options, policy=policy, stop_early=False), [base.id]),
             llm,
             progress,
@@ -216,11 +216,11 @@ def dry_run(options: Options, specs: list[Spec], llm: LLM | None = None) -> dict
     found = estimate(
         [c for c, _ in live],
         {c.id: chosen for c, _ in live},
-        {c.id: s.model for c, s in live},  # type: ignore[misc]
+        {c.id: s.model for c, s in live},  # type: ignore[misc]  # a live Spec has a model
         {},
         run_settings(replace(options, stop_early=False), [base.id]),
         llm,
     )
-    out = {s.name: Estimate(base.id, f"recorded:{s.verdicts.name}") for s in specs if not s.live}  # type: ignore[union-attr]
+    out = {s.name: Estimate(base.id, f"recorded:{s.verdicts.name}") for s in specs if not s.live}  # type: ignore[union-attr]  # recorded: verdicts
     out.update({s.name: e for (_, s), e in zip(live, found, strict=True)})
     return {s.name: out[s.name] for s in specs}

@@ -216,7 +216,7 @@ def decide(
     # one check per run, bar runs that raised
     one_each = all(len(r.checks) == 1 or r.error for r in runs)
     passes = sum(1 for r in runs if r.passed)
-    corrected, interval, note = correction(passes, len(runs), per_run, judges, one_each)  # type: ignore[arg-type]
+    corrected, interval, note = correction(passes, len(runs), per_run, judges, one_each)  # type: ignore[arg-type]  # missing judges returned above
     return Scenario(name, runs, min_passes, corrected, interval, note)
 
 

@@ -110,7 +110,7 @@ class VerdictLog(Sequence[RecordedVerdict]):
             return len(self) == len(other) and list(self) == list(other)
         return NotImplemented
 
-    __hash__ = None  # type: ignore[assignment]
+    __hash__ = None  # type: ignore[assignment]  # unhashable, as the list it equals is
 
     def __repr__(self) -> str:
         return f"VerdictLog({self._length} verdicts)"

@@ -220,7 +220,7 @@ class Store:
     def refusal(self, error: BaseException) -> InputError:
         if self.dialect is POSTGRES:
             return postgres_refusal(self.name, error, self.timeout_s)
-        return sqlite_refusal(self.name, error, self.timeout_s)  # type: ignore[arg-type]
+        return sqlite_refusal(self.name, error, self.timeout_s)  # type: ignore[arg-type]  # SQLite raises sqlite3.Error only
 
     def close(self) -> None:
         self.db.close()
