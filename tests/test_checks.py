@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import gc
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -202,8 +203,6 @@ def test_calibrate_and_the_gate_leave_the_garbage_collector_alone(project, enabl
 
 def test_each_type_ignore_names_its_code_and_its_reason():
     """mypy refuses an ignore without a code (`ignore-without-code`); the reason is ours to say."""
-    import re
-
     bare = [
         f"{path.relative_to(REPO)}:{number}"
         for path in sorted((REPO / "judgekit").rglob("*.py"))
