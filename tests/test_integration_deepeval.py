@@ -9,11 +9,11 @@ from click.testing import CliRunner
 from deepeval import assert_test, evaluate
 from deepeval.errors import MissingTestCaseParamsError
 from deepeval.evaluate.configs import AsyncConfig, CacheConfig, DisplayConfig, ErrorConfig
-from deepeval.test_case import LLMTestCase
+from deepeval.test_case import LLMTestCase, RetrievedContextData
 
 from judgekit.cli import app
 from judgekit.errors import JudgeNotCalibrated
-from judgekit.integrations.deepeval import JudgekitMetric
+from judgekit.integrations.deepeval import JudgekitMetric, _fields
 from tests.integration_project import REPLIES
 
 
@@ -107,3 +107,23 @@ def test_a_project_elsewhere_is_read_with_its_report_relative_to_it(
         "no-email", project=gated_project.root, report=".judgekit/reports/latest"
     )
     assert metric.measure(_case("lost card")) == 1.0
+
+
+def test_retrieved_context_is_the_source_material_as_text():
+    """DeepEval's retrieval_context may hold RetrievedContextData (text with where it came from):
+    the judge is sent the text; plain strings and `context` are taken as they are."""
+    retrieved = LLMTestCase(
+        input="lost card",
+        actual_output="Blocked.",
+        retrieval_context=[
+            RetrievedContextData(context="Cards are blocked at once.", source="kb/cards.md"),
+            "Refunds take 5 days.",
+        ],
+    )
+    assert _fields(retrieved) == (
+        "Blocked.",
+        "lost card",
+        "Cards are blocked at once.\nRefunds take 5 days.",
+    )
+    given = LLMTestCase(input="x", actual_output="y", context=["a", "b"], retrieval_context=["c"])
+    assert _fields(given) == ("y", "x", "a\nb")
