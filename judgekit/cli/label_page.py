@@ -122,12 +122,8 @@ class _Handler(BaseHTTPRequestHandler):
             return self._json(HTTPStatus.BAD_REQUEST, {"error": str(error)})
         except InputError as error:
             return self._json(HTTPStatus.CONFLICT, {"error": str(error)})
-        # the file changed under the page
-        except (
-            OSError,
-            AttributeError,
-            json.JSONDecodeError,
-        ) as error:
+        except (OSError, AttributeError, json.JSONDecodeError) as error:
+            # the file changed under the page
             return self._json(
                 HTTPStatus.CONFLICT,
                 {"error": f"{self.session.path} could not be updated: {error}; reload the page"},
