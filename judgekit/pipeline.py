@@ -84,9 +84,10 @@ class Options:
     retry: RetryPolicy | None = None
     stop_early: bool = False
     policy: Policy | None = None  # early stopping's thresholds; default: the project's gate policy
-    canary: int | None = (
-        None  # judge only this many frozen examples of each set (`judgekit recheck`)
-    )
+    # Every answer asked again and the cached one replaced (`calibrate --refresh`).
+    refresh: bool = False
+    # judge only this many frozen examples of each set (`judgekit recheck`)
+    canary: int | None = None
 
 
 def _model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> str:
@@ -352,8 +353,11 @@ def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
         retry=options.retry,
         via=options.via,
         structured=options.structured,
-        # Evidence older than the gate accepts is asked again rather than served from the cache.
-        max_age_s=min(parse_duration(a).total_seconds() for a in given)
+        # Evidence older than the gate accepts is asked again rather than served from the cache;
+        # with `refresh`, every answer is (any answer cached is older than none).
+        max_age_s=0.0
+        if options.refresh
+        else min(parse_duration(a).total_seconds() for a in given)
         if len(given) == len(ages)
         else None,
         stop_early={cid: policy.for_criterion(cid) for cid in criterion_ids}

@@ -261,3 +261,22 @@ def test_a_calibration_at_the_provider_s_own_endpoint_is_not_asked_elsewhere(set
         with pytest.raises(InputError, match="asked the provider's own endpoint"):
             judge("reply-p0: blocked")
         assert elsewhere.requests == 0
+
+
+def test_refresh_asks_every_answer_again_and_replaces_the_cached_one(setup):
+    """After a drift the cached answers are the old judge's: a plain calibrate is served them,
+    `--refresh` asks the judge as it is now and keeps its answers for the next run."""
+    setup.criterion(llm_criterion(judge={"model": "openai/judge"}))
+
+    def tnr(*extra):
+        done = runner.invoke(app, ["calibrate", "--api-base", server.url, "-q", *extra])
+        assert done.exit_code == 0, done.output
+        report = json.loads((setup.root / ".judgekit/reports/latest/report.json").read_text())
+        return report["criteria"][0]["metrics"]["tnr"]
+
+    with FakeServer(VERDICTS) as server:
+        assert tnr() == 1.0 and server.requests == 6
+        server.answer = script({}, default=True)  # the provider's judge now passes everything
+        assert tnr() == 1.0 and server.requests == 6  # served the old judge's answers
+        assert tnr("--refresh") == 0.0 and server.requests == 12
+        assert tnr() == 0.0 and server.requests == 12  # the refreshed answers, from the cache

@@ -77,6 +77,12 @@ def calibrate(
     ),
     cache_dir: Path = cache_dir_option(),
     no_cache: bool = no_cache_option(),
+    refresh: bool = typer.Option(
+        False,
+        "--refresh",
+        help="Ask every answer again and replace the cached one (after a drift: the cached "
+        "answers are the old judge's).",
+    ),
     timeout: float = timeout_option(),
     split: str | None = typer.Option(None, help="Use only examples of this split (dev or test)."),
     seed: int = typer.Option(0, help="Seed of the bootstrap intervals."),
@@ -141,6 +147,7 @@ def calibrate(
         structured=not plain_answers,
         via=via,
         stop_early=stop_early,
+        refresh=refresh,
     )
     if dry:
         _show_dry_run(options, config, as_json)
