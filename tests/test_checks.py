@@ -167,7 +167,7 @@ def _calls_of(functions: set[Callable[..., Any]]) -> Iterator[list[str]]:
         yield seen
     finally:
         sys.setprofile(None)
-        threading.setprofile(None)  # type: ignore[arg-type]  # None unsets it, as documented
+        threading.setprofile(None)  # None unsets it, as documented
 
 
 COLLECTOR = {gc.disable, gc.enable, gc.freeze, gc.unfreeze, gc.set_threshold}

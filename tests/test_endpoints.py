@@ -197,11 +197,10 @@ def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypa
         )
         with pytest.raises(InputError, match="never asked on its own"):
             other("reply-p0: blocked")
-        # A report that says the environment's endpoint was asked, of a
-        # criterion that names its own.
+        # A report that names no endpoint (the provider's own), of a criterion that names one.
         setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": theirs.url}))
         own = load_criterion(setup.criteria / "says-blocked.yaml")
-        with pytest.raises(InputError, match="its calibration asked the environment's endpoint"):
+        with pytest.raises(InputError, match="its calibration named no endpoint"):
             Judge(own, JudgeInfo(kind="llm", model="openai/judge", api_base=None), cache_dir=None)(
                 "reply-p0: x"
             )
@@ -258,7 +257,9 @@ def test_a_calibration_at_the_provider_s_own_endpoint_is_not_asked_elsewhere(set
         judge = Judge(
             criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=None), cache_dir=None
         )
-        with pytest.raises(InputError, match="asked the provider's own endpoint"):
+        with pytest.raises(
+            InputError, match="named no endpoint .the provider's own., but OPENAI_BASE_URL"
+        ):
             judge("reply-p0: blocked")
         assert elsewhere.requests == 0
 

@@ -167,7 +167,8 @@ def recompute(
 
     def each(e: Labelled) -> list[Line] | tuple[Line]:
         held = trials[e.id]
-        assert held is not None, "each example judged has a verdict"
+        if held is None:  # `judged` holds only examples with a verdict: never met
+            raise Untrusted(f"no verdict for id {e.id!r}")
         return held if isinstance(held, list) else (held,)
 
     verdicts = [

@@ -71,19 +71,21 @@ def endpoint_named(
     own = criterion.judge.api_base
     environment = environment_endpoint() if openai_style(model) else None
     if calibrated is None:
-        if own is not None:  # the calibration asked the environment's endpoint, not this one
+        # The calibration named no endpoint: the provider's own (a report made before the
+        # environment's endpoint was recorded may also have asked that one: it is refused too).
+        named = (
+            f"names {public_url(own)!r}"
+            if own is not None
+            else f"OPENAI_BASE_URL (or OPENAI_API_BASE) names {public_url(environment)!r}"
+            if environment is not None
+            else None
+        )
+        if named is not None:
             raise InputError.one(
                 f"criteria/{criterion.id}.yaml",
                 "judge.api_base",
-                f"names {public_url(own)!r}, "
-                "but its calibration asked the environment's endpoint; calibrate it again",
-            )
-        if environment is not None:
-            raise InputError.one(
-                f"criteria/{criterion.id}.yaml",
-                "judge.api_base",
-                f"its calibration asked the provider's own endpoint, but OPENAI_BASE_URL names "
-                f"{public_url(environment)!r} now; unset it, or calibrate again with it set",
+                f"its calibration named no endpoint (the provider's own), but {named} now; "
+                "calibrate it again",
             )
         return None
     if own is not None and public_url(own) == calibrated:
