@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -114,6 +114,21 @@ async def acalibrate(
     options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
 ) -> Report:
     """`calibrate`, awaited: for code that already runs an event loop."""
+    report, _ = await acalibrate_read(options, llm, progress)
+    return report
+
+
+def calibrate_read(
+    options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
+) -> tuple[Report, dict[str, CalibrationSet]]:
+    """`calibrate`, and the whole sets it read (the gate deciding on them next reads them once)."""
+    return run_sync(acalibrate_read(options, llm, progress))
+
+
+async def acalibrate_read(
+    options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
+) -> tuple[Report, dict[str, CalibrationSet]]:
+    """`calibrate_read`, awaited."""
     started = datetime.now(UTC)  # when the inputs were read: a later calibration is a newer one
     # read once: judging (run_settings) and certifying use it
     policy = options.policy or Policy.load()
@@ -167,7 +182,7 @@ async def acalibrate(
             else r
             for r in reports
         ]
-    return Report(criteria=reports, judging_s=judging_s)
+    return Report(criteria=reports, judging_s=judging_s), ready.whole
 
 
 async def _escalations(
@@ -226,6 +241,7 @@ class _Ready:
     models: dict[str, str]
     settings: RunSettings | None
     verdicts_digest: str | None = None  # of the verdict file's bytes, when verdicts were recorded
+    whole: dict[str, CalibrationSet] = field(default_factory=dict)  # the sets as read, unsplit
 
 
 def _prepare(options: Options, started: datetime) -> _Ready:
@@ -274,6 +290,7 @@ def _prepare(options: Options, started: datetime) -> _Ready:
         models,
         settings,
         verdicts_digest,
+        whole_sets,
     )
 
 

@@ -187,3 +187,39 @@ def test_mappings_by_example_id_are_held_as_built_and_others_are_checked():
         CriterionReport(**fields, outcomes={"a": "passed"})
     with pytest.raises(ValidationError):
         CriterionReport(**fields, verdicts=[{"id": "a"}])  # a record without a verdict
+
+
+def test_a_logs_lines_and_plain_fields_are_those_of_its_records():
+    """verdicts.jsonl and the gate's reading are made without the records: what they give must be
+    exactly what the records say, for every field a verdict can carry."""
+    from datetime import UTC, datetime
+
+    from judgekit.judging.verdicts import ClaimCheck, Verdict
+
+    at = datetime(2026, 3, 1, 12, 0, 5, 250, tzinfo=UTC).timestamp()
+    stages = [
+        [
+            [Verdict("a", True, "ok ✓", obtained_at=at), Verdict("a", False, trial=1)],
+            [Verdict("b", None, "x", abstention="refusal", raw="{bad")],
+            [
+                Verdict(
+                    "c",
+                    False,
+                    claims=(
+                        ClaimCheck("the sky is green", False, "it is blue"),
+                        ClaimCheck("y", None),
+                    ),
+                    confidence=0.75,
+                    obtained_at=at,
+                )
+            ],
+        ],
+        [[Verdict("b", True, "escalated", confidence=1.0)]],
+    ]
+    log = VerdictLog.of("c1", stages, judge="abcd", started=datetime(2026, 1, 1, tzinfo=UTC))
+    records = list(log)
+    assert list(log.lines()) == [r.line() for r in records]
+    assert list(log.plain()) == [
+        (r.criterion, r.id, r.trial, r.passed, r.at, r.confidence, r.stage) for r in records
+    ]
+    assert [json.loads(line) for line in log.lines()][2]["passed"] is None

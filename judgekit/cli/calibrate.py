@@ -37,12 +37,12 @@ from judgekit.gate.label_budget import plan as make_plan
 from judgekit.inputs.catalog import criterion_files, find_set, unknown_criteria
 from judgekit.inputs.criteria import criterion_schema
 from judgekit.inputs.files import write_atomic
-from judgekit.inputs.label_reader import read_labels
+from judgekit.inputs.label_reader import LabelledSet, labels_of, read_labels
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import Example
 from judgekit.judging.recorded import load_recorded
-from judgekit.pipeline import Options, calibrate as run, dry_run
+from judgekit.pipeline import Options, calibrate_read, dry_run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
 from judgekit.watch.history import History, HistoryRun, record_history
@@ -211,7 +211,9 @@ def _judged(
             History.open(located).close()
         # The thresholds early stopping settles against, and max_age.
         options.policy = Policy.load(config)
-        fresh = run(options, progress=None if quiet else terminal_progress("judging"))
+        fresh, read = calibrate_read(
+            options, progress=None if quiet else terminal_progress("judging")
+        )
         if not no_history:
             fresh = record_history(
                 fresh,
@@ -219,7 +221,8 @@ def _judged(
             )
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(options.criterion_ids))
-        _write_page(report, out, options, config, None if no_history else located)
+        labels = {cid: labels_of(s) for cid, s in read.items() if s.digest is not None}
+        _write_page(report, out, options, config, None if no_history else located, labels)
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
@@ -228,16 +231,24 @@ def _judged(
 
 
 def _write_page(
-    report: Report, out: Path, options: Options, config: Path | None, history: str | Path | None
+    report: Report,
+    out: Path,
+    options: Options,
+    config: Path | None,
+    history: str | Path | None,
+    labels: dict[str, LabelledSet],
 ) -> None:
-    """Write report.html, with the gate's decisions if it can be gated and past runs if kept."""
+    """Write report.html, with the gate's decisions if it can be gated and past runs if kept.
+
+    The gate decides on the report as written, with the verdicts and the sets this run holds in
+    memory (a million examples are not read again); `judgekit gate` reads them from disk.
+    """
     result = None
     # The page shows the gate's decisions when the project can be gated; when it cannot,
     # `judgekit gate` says what is wrong.
     with contextlib.suppress(InputError):
-        result = Gate.from_project(options.criteria_dir, options.sets_dir, config).check_path(
-            out / "report.json"
-        )
+        gate = Gate.from_project(options.criteria_dir, options.sets_dir, config, read=labels)
+        result = gate.check(report, report_path=out / "report.json")
     write_html(
         report,
         out,

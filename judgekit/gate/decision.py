@@ -77,17 +77,23 @@ class Gate:
         criterion_ids: list[str] | None = None,
         root: Path = Path("."),
         agent_model: str | None = None,
+        read: dict[str, LabelledSet] | None = None,
     ) -> Gate:
         """A gate from the files on disk.
 
         The policy is `config`, else judgekit.yaml / pyproject.toml in `root` (the project's root:
-        the current folder for the CLI, pytest's rootdir for the plugin).
+        the current folder for the CLI, pytest's rootdir for the plugin). `read` holds sets this
+        process has just read and checked (a calibration's): they are not read again.
         """
         criteria = criterion_files(criteria_dir)
         problems = unknown_criteria(criterion_ids or (), criteria, criteria_dir)
         if problems:
             raise InputError(problems)
-        sets = {cid: read_labels(find_set(sets_dir, cid), cid) for cid in criteria}
+        read = read or {}
+        sets = {
+            cid: read[cid] if cid in read else read_labels(find_set(sets_dir, cid), cid)
+            for cid in criteria
+        }
         policy = Policy.load(config, root=root)
         policy.check_ids(set(criteria))
         return cls(policy, criteria, sets, agent_model=agent_model)

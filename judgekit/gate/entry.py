@@ -247,15 +247,15 @@ def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:
         lines = (
             tuple(
                 Line(
-                    v.criterion,
-                    str(v.id),
-                    v.trial,
-                    v.passed,
-                    None if v.at is None else (v.at if v.at.tzinfo else v.at.replace(tzinfo=UTC)),
-                    v.confidence,
-                    v.stage,
+                    criterion,
+                    rid,
+                    trial,
+                    passed,
+                    None if at is None else (at if at.tzinfo else at.replace(tzinfo=UTC)),
+                    confidence,
+                    stage,
                 )
-                for v in c.verdicts
+                for criterion, rid, trial, passed, at, confidence, stage in c.verdicts.plain()
             )
             or None
         )

@@ -172,7 +172,9 @@ def recompute(
         return held if isinstance(held, list) else (held,)
 
     verdicts = [
-        majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in each(e)])
+        Verdict(e.id, held.passed, confidence=held.confidence)
+        if isinstance(held := trials[e.id], Line)  # one trial: its majority is itself
+        else majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in each(e)])
         for e in judged
     ]
     if stopped is not None and entry is not None:

@@ -13,10 +13,13 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import iter_records, open_source, parse_bool
+
+if TYPE_CHECKING:
+    from judgekit.inputs.sets import CalibrationSet
 
 
 def majority(labels: Mapping[str, bool]) -> bool | None:
@@ -107,6 +110,24 @@ def read_labels(path: Path, criterion_id: str) -> LabelledSet:
     if problems:
         raise InputError(problems)
     return LabelledSet(criterion_id, path, source.digest, tuple(examples))
+
+
+def labels_of(read: CalibrationSet) -> LabelledSet:
+    """The labels of a set the pipeline has read and checked: what `read_labels` gives for its
+    file, without reading it again."""
+    if read.digest is None:
+        raise ValueError(f"{read.path}: a set built in memory has no file digest to decide on")
+    return LabelledSet(
+        read.criterion_id,
+        read.path,
+        read.digest,
+        tuple(
+            Labelled(
+                e.id, e.label, e.split, e.selection.as_tuple() if e.selection is not None else None
+            )
+            for e in read.examples
+        ),
+    )
 
 
 def _label(record: Any) -> Labelled | None:

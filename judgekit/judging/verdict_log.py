@@ -17,6 +17,7 @@ True
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -69,6 +70,51 @@ class VerdictLog(Sequence[RecordedVerdict]):
         if self._given is not None:
             yield from self._given
             return
+        for criterion, rid, trial, passed, at, confidence, stage, v in self._each():
+            # Built from judgekit's own verdicts, already checked: no need to validate them again.
+            yield RecordedVerdict.trusted(
+                criterion=criterion,
+                id=rid,
+                trial=trial,
+                passed=passed,
+                raw=v.raw,
+                stage=stage,
+                reason=v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}",
+                claims=recorded_claims(v),
+                at=at,
+                judge=self._judge,
+                confidence=confidence,
+            )
+
+    def lines(self) -> Iterator[str]:
+        """Each verdict as its verdicts.jsonl line: `RecordedVerdict.line()` of each, written
+        without making the records."""
+        if self._given is not None:
+            for r in self._given:
+                yield r.line()
+            return
+        dumps, judge = _LINE.encode, self._judge
+        for criterion, rid, trial, passed, at, confidence, stage, v in self._each():
+            yield (
+                dumps(_record(criterion, rid, trial, passed, at, confidence, stage, v, judge))
+                + "\n"
+            )
+
+    def plain(
+        self,
+    ) -> Iterator[tuple[str | None, str, int, bool | None, datetime | None, float | None, int]]:
+        """`(criterion, id, trial, passed, at, confidence, stage)` of each verdict, in the order
+        of iteration, without making the records (what the gate decides on)."""
+        if self._given is not None:
+            for r in self._given:
+                yield r.criterion, str(r.id), r.trial, r.passed, r.at, r.confidence, r.stage
+            return
+        for *fields, _ in self._each():
+            yield tuple(fields)  # type: ignore[misc]  # the seven fields, as typed above
+
+    def _each(
+        self,
+    ) -> Iterator[tuple[str, str, int, bool | None, datetime, float | None, int, Verdict]]:
         # One time object per distinct time (recorded verdicts share one).
         seen: dict[float, datetime] = {}
         for stage, judged in enumerate(self._stages):
@@ -80,22 +126,15 @@ class VerdictLog(Sequence[RecordedVerdict]):
                         at = known
                     else:
                         at = seen[v.obtained_at] = datetime.fromtimestamp(v.obtained_at, UTC)
-                    # Built from judgekit's own verdicts, already checked: no need to validate them
-                    # again.
-                    yield RecordedVerdict.trusted(
-                        criterion=self._criterion,
-                        id=v.example_id,
-                        trial=v.trial,
-                        passed=v.passed,
-                        raw=v.raw,
-                        stage=stage,
-                        reason=v.reason
-                        if v.abstention is None
-                        else f"({v.abstention}) {v.reason or ''}",
-                        claims=recorded_claims(v),
-                        at=at,
-                        judge=self._judge,
-                        confidence=v.confidence,
+                    yield (
+                        self._criterion,
+                        v.example_id,
+                        v.trial,
+                        v.passed,
+                        at,
+                        v.confidence,
+                        stage,
+                        v,
                     )
 
     def __len__(self) -> int:
@@ -127,3 +166,55 @@ class VerdictLog(Sequence[RecordedVerdict]):
             json_schema=listed,
             python_schema=core_schema.union_schema([core_schema.is_instance_schema(cls), listed]),
         )
+
+
+def _record(  # noqa: PLR0913  one verdict's fields, as `VerdictLog._each` gives them
+    criterion: str | None,
+    rid: str,
+    trial: int,
+    passed: bool | None,
+    at: datetime,
+    confidence: float | None,
+    stage: int,
+    v: Verdict,
+    judge: str | None,
+) -> dict[str, Any]:
+    """What `RecordedVerdict.line()` writes of a verdict: its fields but the defaults, in the
+    model's order, `passed` always (last when it is null, as pydantic leaves it out)."""
+    data: dict[str, Any] = {} if criterion is None else {"criterion": criterion}
+    data["id"] = rid
+    if trial:
+        data["trial"] = trial
+    if passed is not None:
+        data["passed"] = passed
+    reason = v.reason if v.abstention is None else f"({v.abstention}) {v.reason or ''}"
+    if reason is not None:
+        data["reason"] = reason
+    if v.raw is not None:
+        data["raw"] = v.raw
+    if v.claims is not None:
+        data["claims"] = [
+            {"claim": c.claim, "supported": c.supported}
+            | ({"evidence": c.evidence} if c.evidence is not None else {})
+            for c in v.claims
+        ]
+    data["at"] = _iso(at)
+    if judge is not None:
+        data["judge"] = judge
+    if confidence is not None:
+        data["confidence"] = confidence
+    if stage:
+        data["stage"] = stage
+    if passed is None:
+        data["passed"] = None
+    return data
+
+
+# How `RecordedVerdict.line()` writes a line: UTF-8 as is, no spaces.
+_LINE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
+def _iso(at: datetime) -> str:
+    """A time as pydantic writes it in JSON (UTC as `Z`)."""
+    text = at.isoformat()
+    return text[:-6] + "Z" if text.endswith("+00:00") else text

@@ -352,7 +352,7 @@ class Report(ReportPart):
             write_atomic(
                 directory / "verdicts.jsonl",
                 chain(
-                    (v.line() for c in report.criteria if c.id in mine for v in c.verdicts),
+                    (line for c in report.criteria if c.id in mine for line in c.verdicts.lines()),
                     *kept_lines.values(),
                 ),
             )
