@@ -31,16 +31,18 @@ from judgekit.inputs.files import open_source
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
+from judgekit.judging.build_setup import setup_of
 from judgekit.judging.claims import recorded_gold
 from judgekit.judging.dry_run import Estimate, estimate
-from judgekit.judging.jobs import api_base_for, run_sync
+from judgekit.judging.jobs import run_sync
 from judgekit.judging.matching import match_file
-from judgekit.judging.prompts import fingerprint, judge_spec
+from judgekit.judging.prompts import judge_spec
 from judgekit.judging.recorded import iter_recorded
 from judgekit.judging.runner import RunSettings, Stop, check_some_call_answered, judge_sets
 from judgekit.judging.selective import confidence_source
+from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.judging.verdict_log import VerdictLog, recorded_claims
-from judgekit.judging.verdicts import JUDGE_ID, Verdict, majority
+from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.families import family
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
@@ -60,7 +62,6 @@ from judgekit.report.model import (
 )
 from judgekit.report.parts import ById, Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.render import finite
-from judgekit.secrets import public_url
 
 
 @dataclass
@@ -352,7 +353,12 @@ def _recorded(
     for cid, trials in matched.trials.items():
         kept = {e.id for e in sets[cid].examples}
         trials_by_criterion[cid] = [t for t in trials if t[0].example_id in kept]
-    sources = {c.id: matched.provenance(c, options.model, verdicts) for c in recorded}
+    sources = {
+        c.id: matched.provenance(
+            c, run_setup(c, Source("live"), options.model, options).mark, verdicts
+        )
+        for c in recorded
+    }
     return trials_by_criterion, sources, source.digest if source is not None else None
 
 
@@ -391,6 +397,20 @@ _OUTCOMES = {
 }
 
 
+def run_setup(
+    criterion: Criterion, source: Source, model: str | None, options: Options
+) -> JudgeSetup:
+    """The setup of a criterion's judge in this run: the one builder, with the run's settings."""
+    return setup_of(
+        criterion,
+        model=model,
+        api_base=options.api_base,
+        via=options.via,
+        structured=options.structured,
+        source=source,
+    )
+
+
 def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positionally
     criterion: Criterion,
     cal: CalibrationSet,
@@ -422,20 +442,20 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
     spec = judge_spec(
         criterion, model if source == "live" else (options.model if source != "code" else None)
     )
-    own = fingerprint(criterion, spec["model"])
+    setup = run_setup(criterion, Source.parse(source), spec["model"], options)
+    own = setup.digest
     judge = JudgeInfo(
         kind=spec["kind"],
-        model=spec["model"],
+        model=setup.model,
         parameters=spec["parameters"],
         declared_model=criterion.judge.model if isinstance(criterion, JUDGED) else None,
         prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
-        source=source if source != "code" else "live",
-        api_base=public_url(api_base_for(criterion, options.api_base, spec["model"]))
-        if source == "live" and isinstance(criterion, JUDGED)
-        else None,
+        source=source,
+        api_base=setup.endpoint,
         via=options.via,
         structured=options.structured,
         family=family(spec["model"]),
+        setup=setup.to_json(),
     )
     disagreements = [
         Disagreement(
@@ -463,7 +483,7 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
     times = [v.obtained_at for trials in all_trials for v in trials if v.obtained_at is not None]
     # Verdicts another judge recorded are its; judgekit's own (live, by code, or read back) carry
     # its fingerprint.
-    mark = None if source.startswith("recorded:") else own[:JUDGE_ID]
+    mark = setup.mark
     return CriterionReport(
         id=criterion.id,
         question=criterion.question,

@@ -4,7 +4,8 @@ import pytest
 
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import LLMCriterion, RegexCriterion, load_criteria, load_criterion
-from judgekit.judging.prompts import fingerprint, prompt_template, render
+from judgekit.judging.build_setup import setup_of
+from judgekit.judging.prompts import prompt_template, render
 from tests.conftest import REPO, llm_criterion
 
 
@@ -86,7 +87,12 @@ def test_prompt_renders_example_fields_once():
     assert "<output>\nbye\n</output>" in user and "Is it polite?" in user
 
 
-def test_fingerprint_changes_with_prompt_model_and_parameters():
+def fingerprint(criterion, model, **run):
+    settings = {"api_base": None, "via": "auto", "structured": True, "environ": {}} | run
+    return setup_of(criterion, model=model, **settings).digest
+
+
+def test_fingerprint_changes_with_prompt_model_parameters_endpoint_and_transport():
     base = LLMCriterion(id="c", question="Is it polite?")
     prints = {
         fingerprint(base, "m1"),
@@ -96,10 +102,20 @@ def test_fingerprint_changes_with_prompt_model_and_parameters():
             base.model_copy(update={"judge": base.judge.model_copy(update={"temperature": 0.7})}),
             "m1",
         ),
+        fingerprint(base, "m1", api_base="http://other.example/v1"),
+        fingerprint(base, "m1", via="litellm"),
+        fingerprint(base, "m1", structured=False),
+        # the environment's endpoint is an OpenAI-style model's
+        fingerprint(base, "openai/m1", environ={"OPENAI_BASE_URL": "http://b.example/v1"}),
+        fingerprint(base, "openai/m1"),
     }
-    assert len(prints) == 4
+    assert len(prints) == 9
     assert fingerprint(base, "m1") == fingerprint(
         LLMCriterion(id="c", question="Is it polite?"), "m1"
+    )
+    # a credential is not part of it: the public form of the endpoint is
+    assert fingerprint(base, "m1", api_base="http://ana:pw@other.example/v1?key=k") == fingerprint(
+        base, "m1", api_base="http://other.example/v1"
     )
 
 

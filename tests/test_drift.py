@@ -528,7 +528,7 @@ def test_recheck_asks_exactly_the_calibrated_judge(project, tmp_path):
         assert elsewhere.exit_code == 2 and "is not the calibrated endpoint" in elsewhere.output
         project.criterion(llm_criterion(pass_when="The reply says the card is now blocked."))
         edited = runner.invoke(app, ["recheck", *common, "--api-base", server.url])
-        assert edited.exit_code == 2 and "changed since its last calibration" in edited.output
+        assert edited.exit_code == 2 and "changed since that calibration" in edited.output
         assert server.requests - asked == 30  # refusals ask nothing
 
 
@@ -562,15 +562,15 @@ def test_an_endpoint_read_from_the_history_alone_is_never_asked(project, tmp_pat
         with sqlite3.connect(history) as db:
             db.execute("UPDATE runs SET api_base = ?", (theirs.url,))
         redirected = runner.invoke(app, ["recheck", *common, "--size", "10"])
-        assert (
-            redirected.exit_code == 2
-            and "recheck asks only an endpoint you name" in redirected.output
-        )
+        # The endpoint is part of the judge's identity: the run's record no longer matches the
+        # fingerprint it was stored with, so nothing is asked at all.
+        edited = "the history's record of its last calibration (run 1), changed"
+        assert redirected.exit_code == 2 and edited in redirected.output
         ours_named = runner.invoke(
             app, ["recheck", *common, "--size", "10", "--api-base", ours.url]
         )
-        assert ours_named.exit_code == 2 and "is not the calibrated endpoint" in ours_named.output
-        assert theirs.requests == 0
+        assert ours_named.exit_code == 2 and edited in ours_named.output
+        assert theirs.requests == 0 and ours.requests == 20
 
 
 def test_ids_and_models_from_the_history_cannot_drive_the_terminal(project, tmp_path):

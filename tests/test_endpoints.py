@@ -12,9 +12,8 @@ from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.inputs.criteria import LLMCriterion, load_criterion
+from judgekit.inputs.criteria import load_criterion
 from judgekit.judging.judge import Judge
-from judgekit.judging.prompts import fingerprint
 from judgekit.llm.retry import RetryPolicy
 from judgekit.pipeline import Options, calibrate
 from judgekit.report.model import JudgeInfo
@@ -51,12 +50,9 @@ def test_a_criterion_names_its_endpoint_and_the_command_line_overrides_it(setup)
         assert own.requests == 6 and c.judge.api_base == own.url and c.confusion.tp == 3
         overridden = run(setup, api_base=other.url)
         assert own.requests == 6 and other.requests == 6 and overridden.judge.api_base == other.url
-    # How the judge is asked, not what it is: the fingerprint is the same with or without it.
-    with_endpoint = load_criterion(setup.criteria / "says-blocked.yaml")
-    assert fingerprint(with_endpoint, "openai/judge") == fingerprint(
-        LLMCriterion(**llm_criterion()), "openai/judge"
-    )
-    assert c.fingerprint == overridden.fingerprint
+    # The endpoint is part of the judge: another endpoint's evidence is another judge's.
+    assert c.fingerprint != overridden.fingerprint
+    assert c.judge.setup["endpoint"] == own.url and overridden.judge.setup["endpoint"] == other.url
 
 
 @pytest.mark.parametrize(

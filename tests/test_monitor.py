@@ -302,8 +302,8 @@ def test_a_report_the_gate_blocks_corrects_nothing_and_says_why(tmp_path, projec
     assert all(w["corrected"] is None and w["corrected_interval"] is None for w in data["windows"])
     assert data["notes"] == [
         "warning: card: raw rates only, its calibration is not trusted: the gate says FAIL: the "
-        "criterion's judge (prompt, model or parameters) changed since it was calibrated; run "
-        "`judgekit calibrate` again"
+        "criterion's judge changed since it was calibrated: its prompt (what the judge is sent "
+        "besides the example); run `judgekit calibrate` again"
     ]
     text = CliRunner().invoke(app, command[:-1]).output
     assert "warning: card: raw rates only" in text and "changed since it was calibrated" in text

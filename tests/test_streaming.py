@@ -220,6 +220,7 @@ def test_a_logs_lines_and_plain_fields_are_those_of_its_records():
     records = list(log)
     assert list(log.lines()) == [r.line() for r in records]
     assert list(log.plain()) == [
-        (r.criterion, r.id, r.trial, r.passed, r.at, r.confidence, r.stage) for r in records
+        (r.criterion, r.id, r.trial, r.passed, r.at, r.confidence, r.stage, r.judge)
+        for r in records
     ]
     assert [json.loads(line) for line in log.lines()][2]["passed"] is None

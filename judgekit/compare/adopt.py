@@ -22,7 +22,8 @@ from judgekit.compare.run import Measured
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import JUDGED, load_variant
 from judgekit.inputs.files import read_source, read_text, read_yaml, write_atomic
-from judgekit.judging.prompts import fingerprint
+from judgekit.judging.build_setup import setup_now
+from judgekit.judging.setup import JudgeSetup
 from judgekit.report.model import CriterionReport
 
 
@@ -115,8 +116,11 @@ def adopt(m: Measured, change: Change) -> CriterionReport:
         # the user's own file: secrets stay as they were
         write_atomic(change.path, change.after, verbatim=True)
     written = load_variant(change.path, report.id)
-    model = m.spec.model if m.spec.live else None
-    if m.spec.live and fingerprint(written, model) != report.fingerprint:
+    measured = report.judge.setup if report.judge is not None else None
+    if m.spec.live and (
+        measured is None
+        or setup_now(written, JudgeSetup.from_json(measured)).digest != report.fingerprint
+    ):
         write_atomic(change.path, change.before, verbatim=True)
         raise InputError.one(
             change.path,

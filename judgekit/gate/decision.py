@@ -31,10 +31,11 @@ from judgekit.gate.entry import (
     Untrusted,
     entries_of,
     parse_entry,
-    read_entries,
     read_lines,
+    read_report,
 )
 from judgekit.gate.evidence import Figures, verify
+from judgekit.gate.identity import check_marks, judge_changed, recorded_setup
 from judgekit.gate.label_budget import budgets
 from judgekit.gate.result import Decision, GateResult
 from judgekit.gate.rules import Findings, check, judge_setting, selective
@@ -110,7 +111,12 @@ class Gate:
         verdicts.jsonl beside `report_path`. None is no report: every criterion FAILs.
         """
         entries = entries_of(report) if report is not None else None
-        return self._decide_all(entries, criterion_ids, report_path)
+        return self._decide_all(
+            entries,
+            criterion_ids,
+            report_path,
+            report.judgekit_version if report is not None else None,
+        )
 
     def check_path(
         self, report_path: str | Path, criterion_ids: list[str] | None = None
@@ -119,9 +125,12 @@ class Gate:
         beside it."""
         path = Path(report_path)
         path = path / "report.json" if path.is_dir() else path
-        found = read_entries(path)
+        found = read_report(path)
         return self._decide_all(
-            [(data, None) for data in found] if found is not None else None, criterion_ids, path
+            [(data, None) for data in found[0]] if found is not None else None,
+            criterion_ids,
+            path,
+            found[1] if found is not None else None,
         )
 
     def _decide_all(
@@ -129,6 +138,7 @@ class Gate:
         entries: list[tuple[Any, tuple[Line, ...] | None]] | None,
         criterion_ids: list[str] | None,
         report_path: str | Path | None,
+        written_by: str | None = None,
     ) -> GateResult:
         ids = (
             criterion_ids
@@ -185,7 +195,7 @@ class Gate:
                     else file_lines
                 )
             )
-            decisions.append(self.decide(cid, data, lines))
+            decisions.append(self.decide(cid, data, lines, written_by))
         return GateResult(
             tuple(decisions),
             str(report_path) if report_path is not None else None,
@@ -193,7 +203,11 @@ class Gate:
         )
 
     def decide(
-        self, criterion_id: str, data: Any, lines: list[Line] | Untrusted | None
+        self,
+        criterion_id: str,
+        data: Any,
+        lines: list[Line] | Untrusted | None,
+        written_by: str | None = None,
     ) -> Decision:
         """One criterion's decision.
 
@@ -202,7 +216,7 @@ class Gate:
         the thresholds; and its judge is not the agent's own model.
         """
         try:
-            entry = parse_entry(data)
+            entry = parse_entry(data, judgekit_version=written_by)
         except Untrusted as error:
             return Decision(
                 criterion_id,
@@ -261,6 +275,7 @@ class Gate:
                 )
             if isinstance(lines, Untrusted):
                 raise lines
+            check_marks(lines, recorded_setup(entry).mark)
             figures = verify(entry, lines, labels, self.now, t)
         except Untrusted as error:
             return Decision(
@@ -322,16 +337,12 @@ class Gate:
                 "the report does not say which files it calibrated (a report of an older judgekit)"
             )
         else:
-            if entry.inputs.get("criterion") != criterion.digest:
-                named = _named_model(criterion.path)
-                # the most useful reason when the file names another model
-                if named and named != entry.model:
-                    reasons.append(_model_reason(entry, named))
-                else:
-                    reasons.append(
-                        "the criterion's judge (prompt, model or parameters) changed since it was "
-                        "calibrated"
-                    )
+            named = _named_model(criterion.path)
+            # the most useful reason when the file names another model
+            if named and named != entry.model:
+                reasons.append(_model_reason(entry, named))
+            elif changed := judge_changed(entry, criterion):
+                reasons.append(changed)
             if entry.inputs.get("set") != self.sets[entry.id].digest:
                 reasons.append("the calibration set changed since it was calibrated")
         if entry.declared_model and entry.declared_model != entry.model and not reasons:

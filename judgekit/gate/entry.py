@@ -36,6 +36,7 @@ class Line:
     at: datetime | None
     confidence: float | None = None  # selective judging: how sure the judge was
     stage: int = 0  # 0: the criterion's judge; 1: the judge it escalates to
+    judge: str | None = None  # the mark of the judge that gave it (judgekit.judging.setup)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,10 @@ class ReportEntry:
     structured: bool = True
     trials: int | None = None
     lines: tuple[Line, ...] | None = None
+    # the judge's setup as the report holds it (judgekit.judging.setup.JudgeSetup's JSON; None in
+    # a report of an older judgekit), and the judgekit that wrote it
+    setup: dict[str, Any] | None = None
+    judgekit_version: str | None = None
 
 
 def _time(value: Any, name: str) -> datetime | None:
@@ -100,7 +105,9 @@ def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> ReportEntry:
+def parse_entry(
+    data: Any, lines: tuple[Line, ...] | None = None, judgekit_version: str | None = None
+) -> ReportEntry:
     """One criterion of report.json, or Untrusted naming the field that cannot be read."""
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         raise Untrusted("report.json holds an entry without an id")
@@ -144,6 +151,8 @@ def parse_entry(data: Any, lines: tuple[Line, ...] | None = None) -> ReportEntry
         structured=judge.get("structured", True) is not False,
         trials=trials if isinstance(trials, int) and not isinstance(trials, bool) else None,
         lines=lines,
+        setup=judge.get("setup") if isinstance(judge.get("setup"), dict) else None,
+        judgekit_version=judgekit_version,
     )
 
 
@@ -153,6 +162,12 @@ def read_entries(path: Path) -> list[Any] | None:
     Each entry is parsed by `parse_entry` when decided; a file that is not a report is an
     InputError.
     """
+    found = read_report(path)
+    return None if found is None else found[0]
+
+
+def read_report(path: Path) -> tuple[list[Any], str | None] | None:
+    """`read_entries`, and the version of judgekit that wrote the report."""
     if not path.exists():
         return None
     data = parse_json(
@@ -165,7 +180,8 @@ def read_entries(path: Path) -> list[Any] | None:
             "criteria",
             "is not a judgekit report (no list of criteria); run `judgekit calibrate` to write one",
         )
-    return criteria
+    written_by = data.get("judgekit_version")
+    return criteria, written_by if isinstance(written_by, str) else None
 
 
 def read_lines(path: Path) -> list[Line]:
@@ -228,6 +244,9 @@ def _line(record: Any, times: dict[str, datetime | None]) -> Line:
         raise ValueError("confidence must be a number from 0 to 1")
     if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
         raise ValueError("stage must be a whole number")
+    judge = record.get("judge")
+    if judge is not None and not isinstance(judge, str):
+        raise ValueError("judge must be text")
     return Line(
         criterion if criterion is None else sys.intern(criterion),
         str(rid),
@@ -236,6 +255,7 @@ def _line(record: Any, times: dict[str, datetime | None]) -> Line:
         at,
         None if confidence is None else float(confidence),
         stage,
+        judge if judge is None else sys.intern(judge),
     )
 
 
@@ -254,8 +274,11 @@ def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:
                     None if at is None else (at if at.tzinfo else at.replace(tzinfo=UTC)),
                     confidence,
                     stage,
+                    judge,
                 )
-                for criterion, rid, trial, passed, at, confidence, stage in c.verdicts.plain()
+                for (criterion, rid, trial, passed, at, confidence, stage, judge) in (
+                    c.verdicts.plain()
+                )
             )
             or None
         )

@@ -13,10 +13,11 @@ from pathlib import Path
 from judgekit.errors import JudgeNotCalibrated
 from judgekit.gate.decision import Gate
 from judgekit.gate.entry import ReportEntry, Untrusted, parse_entry, read_entries
+from judgekit.gate.identity import recorded_setup
 from judgekit.gate.result import Decision, GateResult
-from judgekit.inputs.criteria import Criterion, load_criterion, with_trials
+from judgekit.inputs.criteria import Criterion, load_criterion
+from judgekit.judging.build_setup import setup_now
 from judgekit.judging.judge import RECORDED, Calibrated, Judge
-from judgekit.judging.prompts import fingerprint
 
 
 def judged_elsewhere(source: str | None) -> str | None:
@@ -114,16 +115,10 @@ def judge_for(
         why = judged_elsewhere(entry.source if entry else None)
         if entry is None:
             why = "the report no longer holds this criterion; gate again"
-        elif (
-            not why
-            and fingerprint(with_trials(criterion, entry.trials), entry.model) != entry.fingerprint
-        ):
-            # The gate compares files; before it asks a model, the judge checks it is the one
-            # measured.
-            why = (
-                "the report's judge is not this criterion's (its fingerprint differs); "
-                "run `judgekit calibrate` again"
-            )
+        elif not why:
+            # The gate compares the judge's setup; before it asks a model, the judge checks it
+            # is the one measured, against the criterion it was given.
+            why = _not_measured(criterion, entry)
         if why:
             blocked = [Decision(criterion.id, "FAIL", (why,))]
     if blocked:
@@ -140,6 +135,21 @@ def judge_for(
         cache_dir=cache_dir,
         thresholds=decision.thresholds if decision else None,
     )
+
+
+def _not_measured(criterion: Criterion, entry: ReportEntry) -> str | None:
+    """Why `criterion`'s judge is not the one the report entry measured (None when it is)."""
+    try:
+        measured = recorded_setup(entry)
+    except Untrusted as error:
+        return f"the report is not evidence: {error}; run `judgekit calibrate` again"
+    differs = measured.differences(setup_now(criterion, measured))
+    if differs:
+        return (
+            "the report's judge is not this criterion's (" + "; ".join(differs) + "); "
+            "run `judgekit calibrate` again"
+        )
+    return None
 
 
 def judge_of(

@@ -28,6 +28,7 @@ from judgekit.judging.answers import (
     readable,
     verdict_from,
 )
+from judgekit.judging.build_setup import endpoint_for
 from judgekit.judging.prompts import compile_template, fill, prompt_template
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.protocol import LLM, CallError, Request
@@ -45,11 +46,7 @@ def api_base_for(
     (OPENAI_BASE_URL). The environment's is named, not left for the client to read, so it is part
     of the judge's identity: the report says it, and the cache keeps its answers apart from
     another endpoint's."""
-    own = criterion.judge.api_base
-    chosen = own if given is None or (own is not None and public_url(own) == given) else given
-    if chosen is None and model is not None and openai_style(model):
-        return environment_endpoint()
-    return chosen
+    return endpoint_for(criterion, given, model)
 
 
 def openai_style(model: str) -> bool:

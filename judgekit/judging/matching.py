@@ -17,9 +17,8 @@ from pathlib import Path
 from judgekit.errors import Problem
 from judgekit.inputs.criteria import Criterion
 from judgekit.inputs.sets import CalibrationSet
-from judgekit.judging.prompts import fingerprint
 from judgekit.judging.recorded import RecordedVerdict, recorded_verdict
-from judgekit.judging.verdicts import JUDGE_ID, Verdict
+from judgekit.judging.verdicts import Verdict
 
 
 @dataclass
@@ -34,12 +33,13 @@ class Matched:
     judges: dict[str, set[str | None]] = field(default_factory=dict)
     problems: list[Problem] = field(default_factory=list)
 
-    def provenance(self, criterion: Criterion, model: str | None, path: Path) -> str:
-        """`replayed:<file>` when every verdict of the criterion was given by judgekit's own judge
-        with this very fingerprint (a report's verdicts.jsonl read back), else `recorded:<file>`:
-        another tool's judge, which judgekit may gate but never stands in for."""
+    def provenance(self, criterion: Criterion, mark: str | None, path: Path) -> str:
+        """`replayed:<file>` when every verdict of the criterion carries `mark`, the mark of the
+        judge this run would ask (judgekit.judging.setup: a report's verdicts.jsonl read back),
+        else `recorded:<file>`: another tool's judge, which judgekit may gate but never stands
+        in for."""
         judges = self.judges.get(criterion.id, set())
-        if judges and judges == {fingerprint(criterion, model)[:JUDGE_ID]}:
+        if mark is not None and judges == {mark}:
             return f"replayed:{path.name}"
         return f"recorded:{path.name}"
 

@@ -1,13 +1,14 @@
 """What a judge is sent: the prompt of an llm criterion (its question, rules and few-shot examples
-around the example's fields), the two prompts of a claims check, and the judge's fingerprint —
-everything that defines the judge beside its model.
+around the example's fields), the two prompts of a claims check, and `judge_spec`: everything
+that defines the judge beside its model (judgekit.judging.setup builds the judge's identity
+from it).
 
 >>> from judgekit.inputs.criteria import LLMCriterion
 >>> c = LLMCriterion(id="c", question="Does the reply say the card is blocked?")
 >>> [m["role"] for m in render(prompt_template(c), {"input": "lost card", "output": "Blocked."})]
 ['system', 'user']
->>> len(fingerprint(c, "openai/gpt-4o-mini"))
-64
+>>> judge_spec(c, "openai/gpt-4o-mini")["kind"]
+'llm'
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion
 
 SYSTEM_PROMPT = (
@@ -205,8 +205,3 @@ def judge_spec(criterion: Criterion, model: str | None) -> dict[str, Any]:
             **({"escalate_to": settings.escalate_to.model} if settings.escalate_to else {}),
         },
     }
-
-
-def fingerprint(criterion: Criterion, model: str | None) -> str:
-    """The judge's fingerprint: a hash of its judge_spec. A report about another one is stale."""
-    return canonical_hash(judge_spec(criterion, model))

@@ -102,15 +102,27 @@ class VerdictLog(Sequence[RecordedVerdict]):
 
     def plain(
         self,
-    ) -> Iterator[tuple[str | None, str, int, bool | None, datetime | None, float | None, int]]:
-        """`(criterion, id, trial, passed, at, confidence, stage)` of each verdict, in the order
-        of iteration, without making the records (what the gate decides on)."""
+    ) -> Iterator[
+        tuple[str | None, str, int, bool | None, datetime | None, float | None, int, str | None]
+    ]:
+        """`(criterion, id, trial, passed, at, confidence, stage, judge)` of each verdict, in the
+        order of iteration, without making the records (what the gate decides on)."""
         if self._given is not None:
             for r in self._given:
-                yield r.criterion, str(r.id), r.trial, r.passed, r.at, r.confidence, r.stage
+                yield (
+                    r.criterion,
+                    str(r.id),
+                    r.trial,
+                    r.passed,
+                    r.at,
+                    r.confidence,
+                    r.stage,
+                    r.judge,
+                )
             return
-        for *fields, _ in self._each():
-            yield tuple(fields)  # type: ignore[misc]  # the seven fields, as typed above
+        judge = self._judge
+        for criterion, rid, trial, passed, at, confidence, stage, _ in self._each():
+            yield criterion, rid, trial, passed, at, confidence, stage, judge
 
     def _each(
         self,

@@ -87,6 +87,11 @@ class JudgeInfo(ReportPart):
         description="The model's family (judgekit.llm.families): aliases and dated "
         "snapshots of one model share it, so a judge is not the agent under another name.",
     )
+    setup: dict[str, Any] | None = Field(
+        None,
+        description="The judge's setup (judgekit.judging.setup.JudgeSetup), whose digest is "
+        "the fingerprint and whose first 16 hex digits every verdict line carries.",
+    )
 
     @property
     def trials(self) -> int | None:

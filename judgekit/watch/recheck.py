@@ -24,8 +24,8 @@ from judgekit.inputs.criteria import JUDGED, Criterion, load_criteria, with_tria
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.inputs.settings import DriftPolicy
+from judgekit.judging.build_setup import setup_of
 from judgekit.judging.jobs import endpoint_named
-from judgekit.judging.prompts import fingerprint
 from judgekit.llm.transports import check_api_base
 from judgekit.pipeline import Options, calibrate
 from judgekit.secrets import public_url
@@ -58,16 +58,21 @@ def baseline(
             "verdicts of another judge; recheck re-asks judgekit's own judge: "
             "calibrate it live first",
         )
-    if (
-        fingerprint(with_trials(criterion, found.parameters.get("trials")), found.model)
-        != found.fingerprint
-    ):
+    asked = setup_of(
+        with_trials(criterion, found.parameters.get("trials")),
+        model=found.model,
+        api_base=found.api_base,
+        via=found.via or "auto",
+        structured=True if found.structured is None else found.structured,
+    )
+    if asked.digest != found.fingerprint:
         raise InputError.one(
             where,
             criterion.id,
-            f"criteria/{criterion.id}.yaml changed since its last calibration "
-            f"(run {found.id}: prompt, model or parameters); recheck re-asks the calibrated judge, "
-            "so calibrate the criterion as it is now first",
+            f"criteria/{criterion.id}.yaml, or the history's record of its last calibration "
+            f"(run {found.id}), changed since that calibration: they do not define the judge it "
+            "measured (its prompt, model, endpoint or parameters); recheck re-asks the calibrated "
+            "judge, so calibrate the criterion as it is now first",
         )
     return found
 

@@ -1,0 +1,100 @@
+"""Whose evidence a report holds: the judge setup it records, checked against itself, against the
+source it names, against every verdict line's mark, and against the setup the criterion and the
+environment define now (judgekit.judging.setup).
+
+The fast path reads no model: while the criterion's bytes and the judgekit that wrote the report
+are the ones now, and the endpoint the criterion or the environment names is the one recorded,
+the recorded setup is the setup now. Otherwise the criterion is loaded and its setup built again,
+so that a comment-only edit changes nothing and a changed prompt, model or endpoint is named.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from judgekit.errors import InputError
+from judgekit.gate.entry import Line, ReportEntry, Untrusted
+from judgekit.gate.rules import judge_setting
+from judgekit.judging import setup as judge_setup
+from judgekit.judging.setup import JudgeSetup, Source, endpoint_of
+from judgekit.secrets import public_url
+from judgekit.version import version
+
+if TYPE_CHECKING:
+    from judgekit.inputs.catalog import CriterionFile
+
+__all__ = ["JudgeSetup", "check_marks", "judge_changed", "recorded_setup"]
+
+
+def recorded_setup(entry: ReportEntry) -> JudgeSetup:
+    """The setup a report entry records, checked against the entry itself: its fingerprint is the
+    setup's digest, its source is one the setup's kind can have, and the model and endpoint it
+    states are the setup's. Untrusted, naming the field, when any is not."""
+    if entry.setup is None:
+        raise Untrusted(
+            "it does not say which judge it measured (no judge setup: a report of an older "
+            "judgekit)"
+        )
+    try:
+        setup = JudgeSetup.from_json(entry.setup)
+        source = Source.parse(entry.source)
+    except ValueError as error:
+        raise Untrusted(f"report.json's judge cannot be read: {error}") from None
+    if entry.fingerprint != setup.digest:
+        raise Untrusted("report.json's fingerprint is not the digest of the judge setup it holds")
+    recorded, code = source.kind == "recorded", source.kind == "code"
+    if recorded != (setup.kind == "recorded") or code != (setup.kind == "regex"):
+        raise Untrusted(
+            f"report.json says its verdicts came from {source} but the judge it measured is a "
+            f"{setup.kind} judge"
+        )
+    if entry.model != setup.model or entry.api_base != setup.endpoint:
+        raise Untrusted("report.json's judge model or endpoint is not the one its setup holds")
+    return setup
+
+
+def check_marks(lines: Sequence[Line], mark: str) -> None:
+    """Untrusted unless every verdict line carries the mark of the judge the report measured."""
+    for line in lines:
+        if line.judge != mark:
+            given = "no judge" if line.judge is None else f"judge {line.judge}"
+            raise Untrusted(
+                f"the verdict for id {line.id!r} names {given}, not the judge the report "
+                f"measured ({mark})"
+            )
+
+
+def judge_changed(entry: ReportEntry, criterion: CriterionFile) -> str | None:
+    """Why the judge the criterion defines now is not the one the report measured (None when it
+    is)."""
+    try:
+        setup = recorded_setup(entry)
+    except Untrusted as error:
+        return f"the report is not evidence: {error}"
+    if _unchanged(entry, criterion, setup):
+        return None
+    try:
+        digest, now = judge_setup.rebuilt(criterion.path, setup)
+    except InputError as error:
+        return f"criteria/{criterion.id}.yaml cannot be read: {error.problems[0]}"
+    if digest != criterion.digest:
+        return f"criteria/{criterion.id}.yaml changed while the gate read it"
+    differs = setup.differences(now)
+    if not differs:
+        return None
+    return "the criterion's judge changed since it was calibrated: " + "; ".join(differs)
+
+
+def _unchanged(entry: ReportEntry, criterion: CriterionFile, setup: JudgeSetup) -> bool:
+    """The fast path: the criterion's bytes and the judgekit are the ones calibrated, and so is
+    the endpoint the criterion or the environment names."""
+    if (entry.inputs or {}).get("criterion") != criterion.digest:
+        return False
+    if entry.judgekit_version != version():
+        return False
+    if setup.kind not in ("llm", "claims"):
+        return True
+    model = judge_setting(criterion.path, "model") or setup.model
+    named = public_url(endpoint_of(judge_setting(criterion.path, "api_base"), None, model))
+    return named is None or named == setup.endpoint
