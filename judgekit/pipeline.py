@@ -28,6 +28,7 @@ from judgekit.inputs.criteria import (
     with_trials,
 )
 from judgekit.inputs.files import open_source
+from judgekit.inputs.pair import file_digest
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
@@ -87,6 +88,10 @@ class Options:
     policy: Policy | None = None  # early stopping's thresholds; default: the project's gate policy
     # Every answer asked again and the cached one replaced (`calibrate --refresh`).
     refresh: bool = False
+    # When each verdict file (by the digest of its bytes) was first calibrated, from the report and
+    # the history: a recorded verdict without a time of its own is that old (never the file's
+    # mtime, which a fresh clone resets); a file not in it is first calibrated now.
+    recorded_times: dict[str, float] = field(default_factory=dict)
     # judge only this many frozen examples of each set (`judgekit recheck`)
     canary: int | None = None
 
@@ -331,11 +336,15 @@ def _recorded(
     # the records are read as they are matched, never held all at once, and the digest (into the
     # report and the history, beside the file's name) is of the bytes read.
     source = open_source(verdicts) if verdicts.is_file() else None
+    first = (
+        options.recorded_times.get(file_digest(verdicts) or "") if options.recorded_times else None
+    )
     matched = match_file(
         verdicts,
         (r for _, r in iter_recorded(verdicts, source=source)),
         {c.id: whole_sets[c.id] for c in criteria},
         {c.id: c.no_claims for c in criteria if isinstance(c, ClaimsCriterion)},
+        default_at=first,
     )
     recorded = [c for c in criteria if c.id in matched.trials]
     live = [

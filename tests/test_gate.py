@@ -407,8 +407,14 @@ def test_the_gate_needs_the_verdicts_and_one_entry_per_criterion(project):
     assert twice.exit_code == 1 and "holds 2 entries for this criterion" in twice.output
     (folder / "report.json").write_text(json.dumps(honest))
     lines = (folder / "verdicts.jsonl").read_text().splitlines()
-    # one example's verdict gone
+    # one example's verdict gone: not the verdict file the report was written with
     (folder / "verdicts.jsonl").write_text("\n".join(lines[1:]) + "\n")
+    unpaired = runner.invoke(app, ["gate"])
+    assert unpaired.exit_code == 1 and "not the verdict file report.json was written with" in (
+        unpaired.output
+    )
+    # A report that names no verdict file (as an older judgekit wrote) is checked line by line.
+    (folder / "report.json").write_text(json.dumps({**honest, "verdicts_sha256": None}))
     short = runner.invoke(app, ["gate"])
     assert short.exit_code == 1 and "79 of the set's 80 examples have verdicts" in short.output
     (folder / "verdicts.jsonl").write_text(

@@ -363,9 +363,10 @@ def test_a_history_locked_by_another_process_is_waited_for_then_called_locked(tm
         assert len(history.runs()) == 1
 
 
-def test_a_run_imported_later_keeps_its_place_in_time(project, tmp_path):
-    """A runner's export merged into the shared history after newer runs were recorded there: drift
-    and recheck take the newest run by when it was made, not by when it arrived."""
+def test_the_latest_run_is_the_last_to_arrive_and_none_arrives_from_the_future(project, tmp_path):
+    """A runner's export merged into the shared history after newer runs were recorded there: the
+    history's own order decides which run is the latest (a writer's clock does not), and a run
+    dated ahead of this machine's clock is refused at import, leaving the history as it was."""
     from judgekit.watch.transfer import export_history, import_history
 
     project.criterion(llm_criterion())
@@ -383,11 +384,22 @@ def test_a_run_imported_later_keeps_its_place_in_time(project, tmp_path):
     with History.open(shared) as history:
         import_history(history, moved)
         runs = history.runs("says-blocked")
-        assert [r.id for r in runs] == [2, 1] and runs[0].created_at < runs[1].created_at
-        assert runs[-1].metrics["tpr"] == 1.0  # the newest: the judge that passes the good replies
+        assert [r.id for r in runs] == [1, 2] and runs[0].created_at > runs[1].created_at
+        assert runs[-1].metrics["tpr"] == 0.0  # the one that arrived last: the imported run
     result = CliRunner().invoke(app, ["drift", "--history", str(shared), "--json"])
     drift = json.loads(result.output)["drifts"][0]
-    assert (drift["before"], drift["after"]) == (2, 1), result.output
+    assert (drift["before"], drift["after"]) == (1, 2), result.output
+    # Dated a day ahead (a runner with a fast clock): refused, naming the field.
+    ahead = [json.loads(line) for line in moved.read_text().splitlines()]
+    for record in ahead:
+        if "run" in record:  # a run this history has not seen
+            record["run"]["created_at"] = "2999-01-01T00:00:00+00:00"
+            record["run"]["uid"] = "from-the-future"
+    moved.write_text("".join(json.dumps(r) + "\n" for r in ahead))
+    before = shared.read_bytes()
+    refused = CliRunner().invoke(app, ["history", "import", str(moved), "--history", str(shared)])
+    assert refused.exit_code == 2 and "not in the future" in refused.output, refused.output
+    assert shared.read_bytes() == before
 
 
 def test_a_reader_leaves_an_empty_file_as_it_found_it(tmp_path):
@@ -417,5 +429,5 @@ def test_times_written_without_an_offset_are_utc(project, tmp_path):
         db.execute("UPDATE runs SET created_at = '2020-01-01T10:00:00' WHERE id = 2")
     with History.open(path) as history:
         history.record_label_change("says-blocked", "p0", True, False, None)
-        assert [r.id for r in history.runs("says-blocked")] == [2, 1]
+        assert [r.id for r in history.runs("says-blocked")] == [1, 2]  # by arrival, not by time
         assert history.changed_since_last("says-blocked") == 1

@@ -174,3 +174,221 @@ def test_a_comment_only_edit_changes_nothing(live):
     path.write_text(path.read_text().replace("is blocked?", "is frozen?"))
     code, out = gate()
     assert code == 1 and "its prompt (what the judge is sent" in out
+
+
+KEY = "jk-evidence-key-for-tests-7731"
+
+
+def test_an_unsigned_cache_is_not_evidence_under_a_key(project, monkeypatch):
+    """Hole 4: a cache restored from CI holds a right answer for every example, written by someone
+    without the key (here: a good judge's answers, unsigned); the judge asked now passes
+    everything. With the key, those entries are misses: the judge is asked, and FAILs."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(40, 40))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeServer(GOOD) as good:
+        monkeypatch.setenv("OPENAI_BASE_URL", good.url)
+        assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0
+        good.answer = script({}, default=True)  # the provider now passes everything
+        served = runner.invoke(app, ["calibrate", "-q", "--gate"])
+        assert served.exit_code == 0 and good.requests == 80  # without a key: trusted as it is
+        monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
+        asked = runner.invoke(app, ["calibrate", "-q", "--gate"])
+        assert good.requests == 160 and asked.exit_code == 1, asked.output
+        assert "TNR 0.00" in asked.output and KEY not in asked.output
+        # its own answers, signed under the key, are served again
+        again = runner.invoke(app, ["calibrate", "-q"])
+        assert again.exit_code == 0 and good.requests == 160
+
+
+def test_a_signed_report_pair_is_checked_under_the_key(live, monkeypatch):
+    """With a key, report.json and its verdicts are evidence only as signed; the policy can require
+    signed evidence when the gate runs with no key."""
+    project, _ = live
+    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
+    assert gate()[0] == 1 and "it is not signed" in gate()[1]  # calibrated before the key
+    assert runner.invoke(app, ["calibrate", "-q", "--refresh"]).exit_code == 0
+    data = json.loads(Path(REPORT).read_text())
+    assert data["signature"].startswith("hmac-sha256:") and KEY not in Path(REPORT).read_text()
+    assert gate()[0] == 0
+    edit(lambda c: c.update(warnings=["edited by hand"]))
+    code, out = gate()
+    assert code == 1 and "signature is not genuine" in out
+    Path(REPORT).write_text(json.dumps(data))
+    assert gate()[0] == 0
+    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", "another-key-altogether-9")
+    assert gate()[0] == 1
+    monkeypatch.delenv("JUDGEKIT_EVIDENCE_KEY")
+    assert gate()[0] == 0  # without a key the folder is trusted as it is...
+    (project.root / "judgekit.yaml").write_text("gate:\n  require_signed_evidence: true\n")
+    code, out = gate()  # ...unless the policy requires signed evidence
+    assert code == 1 and "no evidence key is configured" in out
+
+
+def test_hand_edited_verdicts_are_never_replayed_as_the_judge_s(project, monkeypatch):
+    """Hole 9: a failing judge's own verdicts.jsonl, each verdict set to its label and read back
+    with `--verdicts`: the marks are the judge's, but nothing proves the file is, so it is another
+    tool's recorded verdicts, which no runner grades with. An unedited, signed pair is replayed."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(40, 40))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    labels = {e["id"]: e["passed"] for e in balanced(40, 40)}
+    with FakeServer(script({}, default=True)) as server:  # TNR 0
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        for key in (None, KEY):
+            if key:
+                monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", key)
+            assert runner.invoke(app, ["calibrate", "-q", "--refresh"]).exit_code == 0
+            saved = project.root / "saved"
+            saved.mkdir(exist_ok=True)
+            lines = Path(".judgekit/reports/latest/verdicts.jsonl").read_text().splitlines()
+            Path(saved / "report.json").write_text(Path(REPORT).read_text())
+            forged = [
+                json.loads(line) | {"passed": labels[json.loads(line)["id"]]} for line in lines
+            ]
+            (saved / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in forged))
+            done = runner.invoke(
+                app,
+                [
+                    "calibrate",
+                    "--verdicts",
+                    str(saved / "verdicts.jsonl"),
+                    "--model",
+                    "openai/judge",
+                    "-q",
+                ],
+            )
+            assert done.exit_code == 0, done.output
+            report = json.loads(Path(REPORT).read_text())["criteria"][0]
+            assert report["judge"]["source"] == "recorded:verdicts.jsonl"
+            refused = calibrated_judge("says-blocked").refusal
+            assert refused is not None and "recorded verdicts" in str(refused)
+        # the signed pair as written, read back: judgekit's own verdicts of this judge
+        assert runner.invoke(app, ["calibrate", "-q", "--refresh"]).exit_code == 0
+        for name in ("report.json", "verdicts.jsonl"):
+            (saved / name).write_bytes(Path(".judgekit/reports/latest", name).read_bytes())
+        replayed = runner.invoke(
+            app,
+            [
+                "calibrate",
+                "--verdicts",
+                str(saved / "verdicts.jsonl"),
+                "--model",
+                "openai/judge",
+                "-q",
+            ],
+        )
+        assert replayed.exit_code == 0, replayed.output
+        assert json.loads(Path(REPORT).read_text())["criteria"][0]["judge"]["source"] == (
+            "replayed:verdicts.jsonl"
+        )
+
+
+KILLED_AT_REPORT = """
+import os, signal, sys
+import judgekit.inputs.pair as pair
+real = pair.commit
+def commit(staged, path):
+    if path.name == "report.json":
+        os.kill(os.getpid(), signal.SIGKILL)
+    real(staged, path)
+pair.commit = commit
+from judgekit.cli import main
+sys.argv = ["judgekit", "calibrate", "-q", "--refresh"]
+main()
+"""
+
+
+def test_a_calibrate_killed_between_the_two_renames_leaves_the_last_pair(live, monkeypatch):
+    """Hole 8: SIGKILL after the new verdicts are in place and before the new report is: the gate
+    decides on the previous consistent pair, and the next calibrate puts the folder back
+    together, leaving no staged file behind."""
+    import subprocess
+    import sys
+
+    project, server = live
+    server.answer = script({}, default=True)  # the next run's verdicts differ
+    folder = Path(".judgekit/reports/latest")
+    before = (folder / "report.json").read_bytes(), (folder / "verdicts.jsonl").read_bytes()
+    killed = subprocess.run(
+        [sys.executable, "-c", KILLED_AT_REPORT], capture_output=True, text=True, timeout=120
+    )
+    assert killed.returncode == -9, killed.stderr
+    assert (folder / "report.json").read_bytes() == before[0]
+    assert (folder / "verdicts.jsonl").read_bytes() != before[1]  # the new verdicts, in place
+    assert (folder / "verdicts.previous.jsonl").read_bytes() == before[1]
+    code, out = gate()
+    assert code == 0, out  # the last consistent pair
+    assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "report.html",
+        "report.json",
+        "report.md",
+        "verdicts.jsonl",
+    ]
+    assert gate()[0] == 1  # the judge that now passes everything
+
+
+def test_a_run_dated_ahead_by_a_fast_clock_is_not_latest_for_ever(project, monkeypatch):
+    """Hole 7: one runner of a shared history has a clock a year fast; a real regression
+    calibrated after its run is what `drift` compares, not the run from the future."""
+    import sqlite3
+
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(40, 40))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeServer(GOOD) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0
+        with sqlite3.connect(".judgekit/history.sqlite") as db:
+            db.execute("UPDATE runs SET created_at = '2027-12-01T00:00:00+00:00'")
+        server.answer = script({}, default=True)  # the regression
+        assert runner.invoke(app, ["calibrate", "-q", "--refresh"]).exit_code == 0
+    drift = runner.invoke(app, ["drift", "--json"])
+    found = json.loads(drift.output)["drifts"][0]
+    assert (found["before"], found["after"]) == (1, 2) and found["status"] == "DRIFT", drift.output
+    # A writer never keeps a run its own clock dates in the future.
+    from datetime import UTC, datetime, timedelta
+
+    from judgekit.errors import InputError
+    from judgekit.report import Report
+    from judgekit.watch.history import History
+
+    report = Report.read(REPORT)
+    ahead = report.model_copy(
+        update={
+            "criteria": [
+                c.model_copy(update={"calibrated_at": datetime.now(UTC) + timedelta(hours=1)})
+                for c in report.criteria
+            ]
+        }
+    )
+    with History.open(".judgekit/history.sqlite") as history:
+        with pytest.raises(InputError, match="in the future by this machine's clock"):
+            history.record(ahead)
+        assert len(history.runs()) == 2
+
+
+def test_recorded_verdicts_age_from_their_first_calibration_not_the_file_s_mtime(project):
+    """Hole 7: verdicts without `at` counted from the file's mtime never age in a fresh clone. They
+    are as old as the first calibration of that file (by its digest), as the history and the
+    report say; a file never calibrated is first calibrated now."""
+    import os
+    import sqlite3
+    import time
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(40, 40))
+    rec = project.root / "rec.jsonl"
+    rec.write_text(
+        "".join(json.dumps({"id": e["id"], "passed": e["passed"]}) + "\n" for e in balanced(40, 40))
+    )
+    os.utime(rec, (time.time() - 90 * 86400,) * 2)  # an old file: not how old its evidence is
+    assert runner.invoke(app, ["calibrate", "--verdicts", str(rec), "-q", "--gate"]).exit_code == 0
+    # First calibrated 40 days ago (the history says so); the clone's checkout made the file new.
+    with sqlite3.connect(".judgekit/history.sqlite") as db:
+        db.execute("UPDATE runs SET created_at = '2026-10-01T00:00:00+00:00'")
+    Path(REPORT).unlink()
+    os.utime(rec)
+    done = runner.invoke(app, ["calibrate", "--verdicts", str(rec), "-q", "--gate"])
+    assert done.exit_code == 1 and "older than max_age 30d" in done.output, done.output

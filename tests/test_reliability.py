@@ -181,7 +181,8 @@ def _comparable(report_dir: Path) -> dict:
     for c in data["criteria"]:
         # labels_changed reads the history, which the first run wrote: none before it, none since
         c.pop("calibrated_at"), c.pop("evidence_at"), c.pop("usage"), c.pop("labels_changed")
-    data.pop("created_at"), data.pop("judging_s")
+    # the verdict file's digest: its lines carry when each answer was obtained
+    data.pop("created_at"), data.pop("judging_s"), data.pop("verdicts_sha256")
     return data
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -211,6 +212,8 @@ def _judged(
             History.open(located).close()
         # The thresholds early stopping settles against, and max_age.
         options.policy = Policy.load(config)
+        if options.verdicts is not None:
+            options.recorded_times = recorded_times(out, None if no_history else located)
         fresh, read = calibrate_read(
             options, progress=None if quiet else terminal_progress("judging")
         )
@@ -228,6 +231,29 @@ def _judged(
     except KeyboardInterrupt:
         interrupted(options.cache_dir is not None)
     return fresh, report
+
+
+def recorded_times(out: Path, history: str | Path | None) -> dict[str, float]:
+    """When each verdict file (by digest) was first calibrated, by the report in `out` and the
+    history: what recorded verdicts without a time of their own count their age from."""
+    first: dict[str, float] = {}
+
+    def seen(digest: str | None, at: datetime | None) -> None:
+        if digest and at is not None:
+            at = at if at.tzinfo else at.replace(tzinfo=UTC)
+            first[digest] = min(first.get(digest, at.timestamp()), at.timestamp())
+
+    report = Report.read_if_any(out / "report.json")
+    for c in report.criteria if report is not None else []:
+        seen((c.inputs or {}).get("verdicts"), c.evidence_at)
+    if history is not None:
+        db = History.open(history)
+        try:
+            for run in db.runs(purpose="calibrate"):
+                seen(run.verdicts_sha, run.created_at)
+        finally:
+            db.close()
+    return first
 
 
 def _write_page(

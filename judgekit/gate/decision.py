@@ -28,14 +28,15 @@ from judgekit.errors import InputError
 from judgekit.gate.entry import (
     Line,
     ReportEntry,
+    ReportFile,
     Untrusted,
     entries_of,
     parse_entry,
-    read_lines,
+    read_pair,
     read_report,
 )
 from judgekit.gate.evidence import Figures, verify
-from judgekit.gate.identity import check_marks, judge_changed, recorded_setup
+from judgekit.gate.identity import check_marks, check_signature, judge_changed, recorded_setup
 from judgekit.gate.label_budget import budgets
 from judgekit.gate.result import Decision, GateResult
 from judgekit.gate.rules import Findings, check, judge_setting, selective
@@ -127,10 +128,11 @@ class Gate:
         path = path / "report.json" if path.is_dir() else path
         found = read_report(path)
         return self._decide_all(
-            [(data, None) for data in found[0]] if found is not None else None,
+            [(data, None) for data in found.criteria] if found is not None else None,
             criterion_ids,
             path,
-            found[1] if found is not None else None,
+            found.judgekit_version if found is not None else None,
+            found,
         )
 
     def _decide_all(
@@ -139,6 +141,7 @@ class Gate:
         criterion_ids: list[str] | None,
         report_path: str | Path | None,
         written_by: str | None = None,
+        found: ReportFile | None = None,
     ) -> GateResult:
         ids = (
             criterion_ids
@@ -154,7 +157,11 @@ class Gate:
         file_lines: list[Line] | Untrusted | None = None
         if entries and report_path is not None and any(lines is None for _, lines in entries):
             try:
-                file_lines = read_lines(Path(report_path).with_name("verdicts.jsonl"))
+                if found is not None:
+                    check_signature(found, self.policy.require_signed_evidence)
+                file_lines = read_pair(
+                    Path(report_path), found.verdicts_sha256 if found is not None else None
+                )
             except Untrusted as error:
                 file_lines = error
         decisions = []

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import iter_records, read_text
+from judgekit.inputs.files import SourceLines, iter_records, read_text
+from judgekit.inputs.pair import PREVIOUS, VERDICTS
 from judgekit.inputs.parsing import parse_json
 
 
@@ -156,6 +157,18 @@ def parse_entry(
     )
 
 
+@dataclass(frozen=True)
+class ReportFile:
+    """report.json as the gate reads it: its criteria as plain data, the judgekit that wrote it,
+    the verdicts it names by digest, its signature, and all its data (what the signature covers)."""
+
+    criteria: list[Any]
+    judgekit_version: str | None
+    verdicts_sha256: str | None
+    signature: str | None
+    data: dict[str, Any]
+
+
 def read_entries(path: Path) -> list[Any] | None:
     """The criteria entries of report.json as plain data, None when there is no report.
 
@@ -163,30 +176,59 @@ def read_entries(path: Path) -> list[Any] | None:
     InputError.
     """
     found = read_report(path)
-    return None if found is None else found[0]
+    return None if found is None else found.criteria
 
 
-def read_report(path: Path) -> tuple[list[Any], str | None] | None:
-    """`read_entries`, and the version of judgekit that wrote the report."""
+def read_report(path: Path) -> ReportFile | None:
+    """report.json read plainly (`read_entries`, with what the pair and its signature need)."""
     if not path.exists():
         return None
     data = parse_json(
         read_text(path, "run `judgekit calibrate` first, or pass the report's path"), path
     )
     criteria = data.get("criteria") if isinstance(data, dict) else None
-    if not isinstance(criteria, list):
+    if not isinstance(data, dict) or not isinstance(criteria, list):
         raise InputError.one(
             path,
             "criteria",
             "is not a judgekit report (no list of criteria); run `judgekit calibrate` to write one",
         )
-    written_by = data.get("judgekit_version")
-    return criteria, written_by if isinstance(written_by, str) else None
+
+    def text(name: str) -> str | None:
+        value = data.get(name)
+        return value if isinstance(value, str) else None
+
+    return ReportFile(
+        criteria, text("judgekit_version"), text("verdicts_sha256"), text("signature"), data
+    )
+
+
+def read_pair(report: Path, named: str | None) -> list[Line]:
+    """The verdicts report.json was written with: verdicts.jsonl beside it, or, when a writer was
+    killed between its two renames (judgekit.inputs.pair), the previous verdicts it left. Untrusted
+    when neither is the file the report names by digest."""
+    lines, digest = read_lines_digest(report.with_name(VERDICTS))
+    if named is None or digest == named:
+        return lines
+    previous = report.with_name(PREVIOUS)
+    if previous.is_file():
+        kept, digest = read_lines_digest(previous)
+        if digest == named:
+            return kept
+    raise Untrusted(
+        f"{VERDICTS} is not the verdict file report.json was written with (its digest differs: "
+        "edited, or copied from another run)"
+    )
 
 
 def read_lines(path: Path) -> list[Line]:
     """The verdicts of a verdict file, read by judgekit's one JSON Lines reader into plain
     records."""
+    return read_lines_digest(path)[0]
+
+
+def read_lines_digest(path: Path) -> tuple[list[Line], str]:
+    """`read_lines`, and the sha256 of the bytes read."""
     if not path.is_file():
         raise Untrusted(
             f"no {path.name} beside the report: the gate decides from per-example verdicts"
@@ -194,8 +236,9 @@ def read_lines(path: Path) -> list[Line]:
     lines: list[Line] = []
     # one object per time written (a file of recorded verdicts has one)
     times: dict[str, datetime | None] = {}
+    source = SourceLines(path)
     try:
-        for location, record in iter_records(path):
+        for location, record in iter_records(path, source):
             if isinstance(record, Problem):
                 raise Untrusted(f"{path.name} {location} {record.message}")
             try:
@@ -204,7 +247,7 @@ def read_lines(path: Path) -> list[Line]:
                 raise Untrusted(f"{path.name} {location} is not a verdict ({error})") from None
     except InputError as error:
         raise Untrusted(str(error.problems[0])) from None
-    return lines
+    return lines, source.digest
 
 
 def _line(record: Any, times: dict[str, datetime | None]) -> Line:

@@ -14,17 +14,19 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from judgekit.errors import InputError
-from judgekit.gate.entry import Line, ReportEntry, Untrusted
+from judgekit.gate.entry import Line, ReportEntry, ReportFile, Untrusted
 from judgekit.gate.rules import judge_setting
+from judgekit.inputs.pair import genuine_report
 from judgekit.judging import setup as judge_setup
 from judgekit.judging.setup import JudgeSetup, Source, endpoint_of
 from judgekit.secrets import public_url
+from judgekit.signing import KEY_VARIABLE, evidence_key
 from judgekit.version import version
 
 if TYPE_CHECKING:
     from judgekit.inputs.catalog import CriterionFile
 
-__all__ = ["JudgeSetup", "check_marks", "judge_changed", "recorded_setup"]
+__all__ = ["JudgeSetup", "check_marks", "check_signature", "judge_changed", "recorded_setup"]
 
 
 def recorded_setup(entry: ReportEntry) -> JudgeSetup:
@@ -52,6 +54,30 @@ def recorded_setup(entry: ReportEntry) -> JudgeSetup:
     if entry.model != setup.model or entry.api_base != setup.endpoint:
         raise Untrusted("report.json's judge model or endpoint is not the one its setup holds")
     return setup
+
+
+def check_signature(found: ReportFile, required: bool) -> None:
+    """Untrusted unless the report pair is signed under the evidence key configured now; without
+    a key, unless the policy requires signed evidence, nothing can be checked and the report folder
+    is trusted as it is (RELIABILITY.md)."""
+    key = evidence_key()
+    if key is None:
+        if required:
+            raise Untrusted(
+                "the policy requires signed evidence (require_signed_evidence) and no evidence key "
+                f"is configured to check it ({KEY_VARIABLE})"
+            )
+        return
+    if found.signature is None or found.verdicts_sha256 is None:
+        raise Untrusted(
+            f"it is not signed, and an evidence key is configured ({KEY_VARIABLE}): calibrate with "
+            "the key set"
+        )
+    if not genuine_report(key, found.signature, found.data):
+        raise Untrusted(
+            f"its signature is not genuine under the evidence key configured ({KEY_VARIABLE}): "
+            "written or changed by someone without the key"
+        )
 
 
 def check_marks(lines: Sequence[Line], mark: str) -> None:

@@ -215,6 +215,13 @@ def write_atomic(path: Path, text: str | Iterable[str], verbatim: bool = False) 
     `verbatim`: a file of the user's own, written back as they had it (a criterion file adopted).
     `text` may come as whole lines, each ending in a line break (a million verdicts are then written
     block by block, never held as one string)."""
+    commit(stage(path, text, verbatim)[0], path)
+
+
+def stage(path: Path, text: str | Iterable[str], verbatim: bool = False) -> tuple[Path, str]:
+    """`write_atomic`'s first half: the file written beside `path` under a temporary name and
+    synced, not yet in place. Returns that name and the sha256 of the bytes written; `commit`
+    puts it in place (writers of several files that must change together stage them all first)."""
     if isinstance(text, str):
         blocks: Iterable[str] = (text if verbatim else redact_known(text),)
     else:
@@ -226,17 +233,19 @@ def write_atomic(path: Path, text: str | Iterable[str], verbatim: bool = False) 
         raise InputError.one(
             path, "", f"cannot be written ({error.strerror or error}); choose a writable place"
         ) from None
+    hashed = hashlib.sha256()
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        with os.fdopen(fd, "wb") as handle:
             for block in blocks:
-                handle.write(block)
+                data = block.encode("utf-8")
+                hashed.update(data)
+                handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
         umask = os.umask(0)
         os.umask(umask)
         # mkstemp makes 0600; a report is as readable as any file written
         os.chmod(tmp, 0o666 & ~umask)
-        os.replace(tmp, path)
     except OSError as error:
         Path(tmp).unlink(missing_ok=True)
         raise InputError.one(
@@ -245,6 +254,26 @@ def write_atomic(path: Path, text: str | Iterable[str], verbatim: bool = False) 
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp), hashed.hexdigest()
+
+
+def commit(staged: Path, path: Path) -> None:
+    """Put a staged file in place, in one rename."""
+    try:
+        os.replace(staged, path)
+    except OSError as error:
+        staged.unlink(missing_ok=True)
+        raise InputError.one(
+            path, "", f"cannot be written ({error.strerror or error}); choose a writable place"
+        ) from None
+
+
+def sweep(path: Path) -> None:
+    """Remove what writers of `path` killed before they finished left beside it (their staged
+    files). Call it holding the writers' lock (`locked(path)`)."""
+    for left in path.parent.glob(f".{path.name}.*.tmp"):
+        with contextlib.suppress(OSError):
+            left.unlink()
 
 
 class locked:

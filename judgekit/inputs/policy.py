@@ -204,6 +204,9 @@ class Policy:
     criteria: dict[str, Thresholds] = field(default_factory=dict)
     source: str = ""
     agent_model: str | None = None  # the agent's model: a judge of the same model may not grade it
+    # FAIL evidence that is not signed under an evidence key (JUDGEKIT_EVIDENCE_KEY), also when the
+    # gate runs with no key configured (a forked pull request's CI has no secrets)
+    require_signed_evidence: bool = False
 
     def for_criterion(self, criterion_id: str) -> Thresholds:
         return self.criteria.get(criterion_id, self.defaults)
@@ -221,9 +224,15 @@ class Policy:
         if not isinstance(overrides, dict):
             raise InputError.one(source, "gate.criteria", "must be a table of criterion ids")
         agent_model = data.get("agent_model")
+        signed = data.get("require_signed_evidence", False)
+        top = ("criteria", "agent_model", "require_signed_evidence")
         defaults, problems = Thresholds.parse(
-            {k: v for k, v in data.items() if k not in ("criteria", "agent_model")}, source, "gate"
+            {k: v for k, v in data.items() if k not in top}, source, "gate"
         )
+        if not isinstance(signed, bool):
+            problems.append(
+                Problem(source, "gate.require_signed_evidence", "must be true or false")
+            )
         if agent_model is not None and (
             not isinstance(agent_model, str) or not agent_model.strip()
         ):
@@ -247,6 +256,7 @@ class Policy:
             criteria=criteria,
             source=source,
             agent_model=agent_model.strip() if isinstance(agent_model, str) else None,
+            require_signed_evidence=signed is True,
         )
 
     def check_ids(self, known: set[str]) -> None:

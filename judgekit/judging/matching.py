@@ -16,6 +16,7 @@ from pathlib import Path
 
 from judgekit.errors import Problem
 from judgekit.inputs.criteria import Criterion
+from judgekit.inputs.pair import proven
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.recorded import RecordedVerdict, recorded_verdict
 from judgekit.judging.verdicts import Verdict
@@ -35,11 +36,12 @@ class Matched:
 
     def provenance(self, criterion: Criterion, mark: str | None, path: Path) -> str:
         """`replayed:<file>` when every verdict of the criterion carries `mark`, the mark of the
-        judge this run would ask (judgekit.judging.setup: a report's verdicts.jsonl read back),
+        judge this run would ask (judgekit.judging.setup), and the file is proven judgekit's (a
+        report's verdicts.jsonl, signed under the evidence key: judgekit.inputs.pair.proven),
         else `recorded:<file>`: another tool's judge, which judgekit may gate but never stands
-        in for."""
+        in for. A mark alone proves nothing: anyone can write it."""
         judges = self.judges.get(criterion.id, set())
-        if mark is not None and judges == {mark}:
+        if mark is not None and judges == {mark} and proven(path):
             return f"replayed:{path.name}"
         return f"recorded:{path.name}"
 
@@ -50,16 +52,14 @@ def match_file(
     sets: dict[str, CalibrationSet],
     no_claims: dict[str, str] | None = None,
     every: bool = False,
+    default_at: float | None = None,
 ) -> Matched:
     """Pair `records` with the examples of `sets`. With `every`, each criterion of `sets` is
     matched (one judge's file, `judgekit compare`); else those the records name, and with one
     criterion in `sets`, records that name none are its (`calibrate --verdicts`). Records of other
-    criteria, and of judges escalated to (the gate reads those), are left alone."""
+    criteria, and of judges escalated to (the gate reads those), are left alone. A record without
+    a time of its own is `default_at` old (when the file was first calibrated; None: now)."""
     source = str(path)
-    try:
-        default_at: float | None = path.stat().st_mtime
-    except OSError:
-        default_at = None
     only = next(iter(sets)) if len(sets) == 1 else None
     pairing = _Pairing(source, default_at, no_claims or {}, sets)
     out = pairing.out

@@ -6,7 +6,9 @@ time the answer was obtained, so a report can say how old its evidence is. Failu
 stored, so a re-run retries exactly what did not finish. An answer without a time (cached by an
 older judgekit), or older than the cache's `max_age_s`, is asked again. A re-ask (a request with
 `keep_if`, judgekit.judging.answers) is never served from the cache, and its answer replaces the
-cached one only when `keep_if` accepts it.
+cached one only when `keep_if` accepts it. With an evidence key (JUDGEKIT_EVIDENCE_KEY), each
+entry carries an HMAC-SHA256 tag over its key and its content, and one whose tag is not genuine is
+a miss (judgekit.signing).
 """
 
 from __future__ import annotations
@@ -20,10 +22,15 @@ from judgekit.errors import InputError
 from judgekit.fingerprint import canonical_hash
 from judgekit.llm.protocol import LLM, Completion, Request
 from judgekit.secrets import redact_known
+from judgekit.signing import evidence_key, genuine, tag
 
 
 def cache_key(request: Request) -> str:
     return canonical_hash(request.key_data())
+
+
+def _canonical(data: object) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class CachedLLM:
@@ -46,6 +53,9 @@ class CachedLLM:
         self.inner = inner
         self.directory = Path(directory)
         self.max_age_s = max_age_s
+        # With an evidence key, an entry is signed when stored and served only when its tag is
+        # genuine (judgekit.signing): one written by anyone else is a miss.
+        self.key = evidence_key()
         try:
             self._cache = diskcache.Cache(
                 str(self.directory), size_limit=2**34, eviction_policy="none"
@@ -59,14 +69,18 @@ class CachedLLM:
             ) from None
 
     def lookup(self, request: Request) -> Completion | None:
-        value = self._cache.get(cache_key(request))
+        key = cache_key(request)
+        value = self._cache.get(key)
         if not isinstance(value, str):  # only JSON text is ever written; anything else is not ours
             return None
         try:
             data = json.loads(value)
+            signature = data.pop("sig", None) if isinstance(data, dict) else None
             completion = Completion(**data, cached=True)
         except (ValueError, TypeError):
             return None
+        if self.key is not None and not genuine(self.key, signature, key, _canonical(data)):
+            return None  # not written by a holder of the evidence key: asked again
         if not isinstance(data.get("obtained_at"), (int, float)):
             return None  # no time: the age of this evidence is unknown
         if self.max_age_s is not None and time.time() - completion.obtained_at > self.max_age_s:
@@ -80,10 +94,12 @@ class CachedLLM:
                 return hit
         completion = await self.inner.complete(request)
         if request.keep_if is None or request.keep_if(completion):
-            self._cache.set(
-                cache_key(request),
-                redact_known(json.dumps(completion.to_json(), ensure_ascii=False)),
-            )
+            key = cache_key(request)
+            # redacted first: the tag is over what is stored
+            data = json.loads(redact_known(json.dumps(completion.to_json(), ensure_ascii=False)))
+            if self.key is not None:
+                data["sig"] = tag(self.key, key, _canonical(data))
+            self._cache.set(key, json.dumps(data, ensure_ascii=False))
         return replace(completion, cached=False)
 
     def warm(self) -> None:

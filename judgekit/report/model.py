@@ -18,7 +18,8 @@ from pydantic import Field, PrivateAttr, ValidationError
 
 from judgekit.errors import InputError
 from judgekit.inputs.catalog import find_set
-from judgekit.inputs.files import locked, read_text, write_atomic
+from judgekit.inputs.files import locked, read_text, stage, sweep, write_atomic
+from judgekit.inputs.pair import repair_pair, replace_pair, report_tag
 from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.sets import CalibrationSet, load_set
 from judgekit.inputs.validation import problems_of
@@ -28,6 +29,7 @@ from judgekit.judging.verdict_log import VerdictLog
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.report.parts import ById, Certificate, Design, ReportPart
 from judgekit.report.render import INTERVAL_NAMES, METRIC_NAMES, finite, to_markdown
+from judgekit.signing import evidence_key
 from judgekit.stats.metrics import confusion, kappa_from_counts, pairwise_kappa, ratio
 from judgekit.stats.raters import fleiss_kappa, flip_rate, item_stability, krippendorff_alpha
 from judgekit.version import version
@@ -310,6 +312,14 @@ class CriterionReport(ReportPart):
     )
 
 
+def signed(report: Report) -> Report:
+    """The report with its signature under the evidence key (none without a key)."""
+    key = evidence_key()
+    if key is None:
+        return report.model_copy(update={"signature": None})
+    return report.model_copy(update={"signature": report_tag(key, report.model_dump(mode="json"))})
+
+
 class Report(ReportPart):
     _source: Path | None = PrivateAttr(default=None)  # the report.json it was read from
 
@@ -318,6 +328,16 @@ class Report(ReportPart):
     criteria: list[CriterionReport]
     judging_s: float | None = Field(
         None, description="Wall time of the live judging stage, when there was one."
+    )
+    verdicts_sha256: str | None = Field(
+        None,
+        description="The digest of the verdicts.jsonl written with this report: the pair the "
+        "gate decides on (a report beside other verdicts is not evidence).",
+    )
+    signature: str | None = Field(
+        None,
+        description="HMAC-SHA256 of this report (the digest of its verdicts included) under the "
+        "evidence key (JUDGEKIT_EVIDENCE_KEY), when one was configured.",
     )
 
     def criterion(self, criterion_id: str) -> CriterionReport | None:
@@ -350,17 +370,23 @@ class Report(ReportPart):
         older result. Returns the report written.
         """
         with locked(directory / "report.json"):
+            names = [directory / name for name in ("report.json", "verdicts.jsonl", "report.md")]
+            for path in names:
+                sweep(path)
+            repair_pair(directory)
             report, kept_lines = self._merged(directory, merge)
-            write_atomic(directory / "report.json", report.model_dump_json(indent=2) + "\n")
-            write_atomic(directory / "report.md", to_markdown(report))
             mine = {c.id for c in report.criteria} - {c for c in kept_lines}
-            write_atomic(
+            verdicts, digest = stage(
                 directory / "verdicts.jsonl",
                 chain(
                     (line for c in report.criteria if c.id in mine for line in c.verdicts.lines()),
                     *kept_lines.values(),
                 ),
             )
+            report = signed(report.model_copy(update={"verdicts_sha256": digest}))
+            staged = stage(directory / "report.json", report.model_dump_json(indent=2) + "\n")[0]
+            replace_pair(directory, staged, verdicts)
+            write_atomic(directory / "report.md", to_markdown(report))
         return report
 
     def _merged(self, directory: Path, merge: bool) -> tuple[Report, dict[str, list[str]]]:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from judgekit.errors import InputError
+from judgekit.gate.evidence import CLOCK_SKEW
 from judgekit.report.model import CriterionReport, Report
 from judgekit.version import version
 from judgekit.watch.alpha_budget import Budget, Look, next_look
@@ -150,6 +151,16 @@ class History:
         """Keep every criterion of a fresh report (with its verdicts), in one transaction."""
         if purpose not in PURPOSES:
             raise ValueError(f"purpose {purpose!r}; use one of {PURPOSES}")
+        ahead = datetime.now(UTC) + CLOCK_SKEW
+        for c in report.criteria:
+            if c.calibrated_at is not None and _aware(c.calibrated_at) > ahead:
+                raise InputError.one(
+                    str(self.path),
+                    c.id,
+                    f"its calibration is dated {c.calibrated_at:%Y-%m-%d %H:%M}, in the future by "
+                    "this machine's clock; a history keeps no run from the future (check the "
+                    "clock)",
+                )
         ids = []
         with self.db.transaction():
             for c in report.criteria:
@@ -206,9 +217,9 @@ class History:
 
     @_refusing_database_errors
     def runs(self, criterion: str | None = None, purpose: str | None = None) -> list[HistoryRun]:
-        """Runs, oldest first (by when each was made: a run imported later from another history
-        keeps its place in time; runs of one moment by id); of one criterion and one purpose when
-        given."""
+        """Runs in the order this history received them (its own ids: no writer's clock decides
+        which run is the latest, so a run dated ahead by a fast clock or an import is never
+        "latest" for ever); of one criterion and one purpose when given."""
         where, args = [], []
         if criterion is not None:
             where.append("criterion = ?")
@@ -221,10 +232,7 @@ class History:
             + (f" WHERE {' AND '.join(where)}" if where else "")
             + " ORDER BY id"
         )
-        return sorted(
-            (_run(row) for row in self.db.execute(sql, args)),
-            key=lambda run: _aware(run.created_at),
-        )
+        return [_run(row) for row in self.db.execute(sql, args)]
 
     @_refusing_database_errors
     def run(self, run_id: int) -> HistoryRun:

@@ -14,11 +14,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError, Problem
+from judgekit.gate.evidence import CLOCK_SKEW
 from judgekit.inputs.files import read_text, write_atomic
 from judgekit.inputs.parsing import parse_json
 from judgekit.secrets import redact
@@ -261,10 +262,13 @@ def _short(value: Any) -> str:
 
 
 def _instant(value: Any, *_: Any) -> bool:
+    """An ISO 8601 time with its offset, no further ahead of this machine's clock than the clock
+    skew allows: a run dated in the future would otherwise be "latest" wherever time decides."""
     try:
-        return datetime.fromisoformat(value).tzinfo is not None
+        when = datetime.fromisoformat(value)
     except ValueError:
         return False
+    return when.tzinfo is not None and when <= datetime.now(UTC) + CLOCK_SKEW
 
 
 def _json(kind: type) -> Callable[..., bool]:
@@ -294,8 +298,8 @@ def _share(value: Any, *_: Any) -> bool:
 
 
 _MEANINGS: dict[str, tuple[Callable[..., bool], str]] = {
-    "created_at": (_instant, "an ISO 8601 time with its offset"),
-    "at": (_instant, "an ISO 8601 time with its offset"),
+    "created_at": (_instant, "an ISO 8601 time with its offset, not in the future"),
+    "at": (_instant, "an ISO 8601 time with its offset, not in the future"),
     "parameters": (_json(dict), "a JSON object"),
     "metrics": (
         lambda v, *_: (
