@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -92,6 +93,9 @@ class Options:
     # the history: a recorded verdict without a time of its own is that old (never the file's
     # mtime, which a fresh clone resets); a file not in it is first calibrated now.
     recorded_times: dict[str, float] = field(default_factory=dict)
+    # Per criterion, when a recheck found its judge changed (the history's findings): cached
+    # answers older than that are asked again.
+    changed_at: dict[str, float] = field(default_factory=dict)
     # judge only this many frozen examples of each set (`judgekit recheck`)
     canary: int | None = None
 
@@ -387,17 +391,25 @@ def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
         structured=options.structured,
         # Evidence older than the gate accepts is asked again rather than served from the cache;
         # with `refresh`, every answer is (any answer cached is older than none).
-        max_age_s=0.0
-        if options.refresh
-        else min(parse_duration(a).total_seconds() for a in given)
-        if len(given) == len(ages)
-        else None,
+        max_age_s=0.0 if options.refresh else _max_age_s(options, criterion_ids, given, ages),
         stop_early={cid: policy.for_criterion(cid) for cid in criterion_ids}
         if options.stop_early
         else None,
         seed=options.seed,
         selective=frozenset(cid for cid in criterion_ids if policy.for_criterion(cid).selective),
     )
+
+
+def _max_age_s(
+    options: Options, criterion_ids: Sequence[str], given: list[str], ages: list[str | None]
+) -> float | None:
+    """How old a cached answer may be: the policy's max_age (when every criterion has one), and
+    no older than a recheck's finding that one of these judges changed."""
+    limits = [parse_duration(a).total_seconds() for a in given] if len(given) == len(ages) else []
+    found = [options.changed_at[cid] for cid in criterion_ids if cid in options.changed_at]
+    if found:
+        limits.append(max(0.0, time.time() - min(found)))
+    return min(limits) if limits else None
 
 
 # (label, final verdict): six pairs, one tuple each, however many examples.

@@ -392,3 +392,26 @@ def test_recorded_verdicts_age_from_their_first_calibration_not_the_file_s_mtime
     os.utime(rec)
     done = runner.invoke(app, ["calibrate", "--verdicts", str(rec), "-q", "--gate"])
     assert done.exit_code == 1 and "older than max_age 30d" in done.output, done.output
+
+
+def test_a_drift_found_invalidates_the_evidence_before_it(live):
+    """Hole 5: after `recheck` finds DRIFT, the gate FAILs until a calibration newer than the
+    finding exists, and the next plain `calibrate` asks the older answers again (it is not served
+    the pre-drift cache)."""
+    from judgekit.integrations.gated import GatedJudge
+
+    project, server = live
+    server.answer = script({}, default=True)  # the provider now passes everything
+    found = runner.invoke(app, ["recheck", "--size", "10"])
+    assert found.exit_code == 1 and "DRIFT" in found.output, found.output
+    code, out = gate()
+    assert code == 1 and "a recheck found this judge changed" in out
+    with pytest.raises(Exception, match="a recheck found this judge changed"):
+        GatedJudge("says-blocked")
+    asked = server.requests
+    calibrated = runner.invoke(app, ["calibrate", "-q", "--gate"])
+    assert server.requests == asked + 80, "the pre-drift answers were served from the cache"
+    assert calibrated.exit_code == 1 and "TNR 0.00" in calibrated.output
+    server.answer = GOOD  # the provider is fixed: a calibration after the finding stands
+    assert runner.invoke(app, ["calibrate", "-q", "--refresh", "--gate"]).exit_code == 0
+    assert gate()[0] == 0

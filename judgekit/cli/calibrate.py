@@ -46,6 +46,7 @@ from judgekit.judging.recorded import load_recorded
 from judgekit.pipeline import Options, calibrate_read, dry_run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
+from judgekit.watch.findings import read_findings
 from judgekit.watch.history import History, HistoryRun, record_history
 from judgekit.watch.store import locate
 
@@ -214,6 +215,9 @@ def _judged(
         options.policy = Policy.load(config)
         if options.verdicts is not None:
             options.recorded_times = recorded_times(out, None if no_history else located)
+        # A recheck found a judge changed: its older cached answers are not evidence any more.
+        findings = {} if no_history else read_findings(located)
+        options.changed_at = {cid: at.timestamp() for cid, (_, at) in findings.items()}
         fresh, read = calibrate_read(
             options, progress=None if quiet else terminal_progress("judging")
         )
@@ -225,7 +229,7 @@ def _judged(
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(options.criterion_ids))
         labels = {cid: labels_of(s) for cid, s in read.items() if s.digest is not None}
-        _write_page(report, out, options, config, None if no_history else located, labels)
+        _write_page(report, out, options, config, None if no_history else located, labels, findings)
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
@@ -263,6 +267,7 @@ def _write_page(
     config: Path | None,
     history: str | Path | None,
     labels: dict[str, LabelledSet],
+    findings: dict[str, tuple[str, datetime]],
 ) -> None:
     """Write report.html, with the gate's decisions if it can be gated and past runs if kept.
 
@@ -273,7 +278,9 @@ def _write_page(
     # The page shows the gate's decisions when the project can be gated; when it cannot,
     # `judgekit gate` says what is wrong.
     with contextlib.suppress(InputError):
-        gate = Gate.from_project(options.criteria_dir, options.sets_dir, config, read=labels)
+        gate = Gate.from_project(
+            options.criteria_dir, options.sets_dir, config, read=labels
+        ).with_findings(findings)
         result = gate.check(report, report_path=out / "report.json")
     write_html(
         report,

@@ -10,6 +10,7 @@ from typing import Any
 
 import click
 
+from judgekit import watch
 from judgekit.cli.app import REPORT, fail, short
 from judgekit.cli.ci import append_step_summary, write_junit
 from judgekit.cli.terminal import show_decisions
@@ -28,7 +29,9 @@ def decide(
     agent_model: str | None = None,
 ) -> GateResult:
     """The gate's decisions on `report_path`, written to JUnit and the CI step summary."""
-    gate = Gate.from_project(criteria, sets, config, criterion_ids or None, agent_model=agent_model)
+    gate = Gate.from_project(
+        criteria, sets, config, criterion_ids or None, agent_model=agent_model
+    ).with_findings(watch.findings_of(None, config))
     result = gate.check_path(report_path, criterion_ids or None)
     if junit is not None:
         write_junit(result, junit)

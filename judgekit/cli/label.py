@@ -37,6 +37,7 @@ from judgekit.inputs.label_reader import read_labels
 from judgekit.inputs.merge import merge as merging, set_for
 from judgekit.judging.review import queue_path
 from judgekit.judging.runner import RunSettings
+from judgekit.watch.findings import findings_of
 from judgekit.watch.history import History
 from judgekit.watch.store import locate
 
@@ -264,7 +265,9 @@ def labels_to_recheck(
     criterion_id: str, criteria: Path, sets: Path, report: Path, config: Path | None
 ) -> dict[str, str]:
     """Id -> the evidence against its label, by judges the gate passes (judgekit.improve.audit)."""
-    gate = Gate.from_project(criteria, sets, config, [criterion_id])
+    gate = Gate.from_project(criteria, sets, config, [criterion_id]).with_findings(
+        findings_of(None, config)
+    )
     labels = read_labels(find_set(sets, criterion_id), criterion_id)
     found = suspects(criterion_id, labels, gate, report, Path(".judgekit/compare"))
     return {s.id: s.words() for s in found}

@@ -30,6 +30,7 @@ from judgekit.report.model import Report
 from judgekit.report.render import fmt_number, printable
 from judgekit.watch.counts import counts_sql, read_count_file
 from judgekit.watch.drift import Drift, compare, pairs
+from judgekit.watch.findings import findings_of
 from judgekit.watch.history import History
 from judgekit.watch.monitor import watch
 from judgekit.watch.recheck import recheck as recheck_runs
@@ -346,8 +347,10 @@ def monitor(
         else:
             # A report is trusted where the gate passes it, against the criteria and sets on disk.
             try:
-                gate = Gate.from_project(criteria, sets, config).check_path(
-                    Report.locate(report or REPORT)
+                gate = (
+                    Gate.from_project(criteria, sets, config)
+                    .with_findings(findings_of(None, config))
+                    .check_path(Report.locate(report or REPORT))
                 )
             except InputError as error:
                 more = (

@@ -62,11 +62,16 @@ class Gate:
         sets: dict[str, LabelledSet] | None = None,
         now: datetime | None = None,
         agent_model: str | None = None,
+        findings: dict[str, tuple[str, datetime]] | None = None,
     ):
         self.policy = policy or Policy()
         self.criteria = criteria or {}
         self.sets = sets or {}
         self.now = now or datetime.now(UTC)
+        # What rechecks found (the history's `drift_findings`): per criterion, the fingerprint of a
+        # judge found changed and when. Evidence of that judge older than the finding is not
+        # evidence any more.
+        self.findings = findings or {}
         # The model of the agent under test: a judge of the same model may not grade it.
         self.agent_model = agent_model or self.policy.agent_model
 
@@ -99,6 +104,12 @@ class Gate:
         policy = Policy.load(config, root=root)
         policy.check_ids(set(criteria))
         return cls(policy, criteria, sets, agent_model=agent_model)
+
+    def with_findings(self, findings: dict[str, tuple[str, datetime]]) -> Gate:
+        """This gate, deciding also on what rechecks found (judgekit.watch.findings_of, read by the
+        shells above the gate: the history is not the gate's to read)."""
+        self.findings = findings
+        return self
 
     def check(
         self,
@@ -290,6 +301,21 @@ class Gate:
                 "FAIL",
                 (f"the report is not evidence: {error}; run `judgekit calibrate` again",),
             ), None
+        found = self.findings.get(criterion_id)
+        if (
+            found is not None
+            and found[0] == entry.fingerprint
+            and (figures.evidence_at is None or figures.evidence_at < found[1])
+        ):
+            return Decision(
+                criterion_id,
+                "FAIL",
+                (
+                    f"a recheck found this judge changed (DRIFT, {found[1]:%Y-%m-%d %H:%M}) and "
+                    "its evidence is older than that; run `judgekit calibrate`, which asks the "
+                    "older answers again",
+                ),
+            ), figures
         if t.max_age is not None and figures.evidence_at is not None:
             age = self.now - figures.evidence_at
             if age > parse_duration(t.max_age):

@@ -2,6 +2,8 @@
 blocks it, and a verdict as a runner reports it.
 
 >>> from judgekit.judging.verdicts import Verdict
+from judgekit.watch.findings import findings_of, read_findings
+from judgekit.watch.store import DEFAULT_PATH
 >>> graded("card", Verdict("-", None, abstention="unparseable")).state
 'abstained'
 >>> graded("card", Verdict("-", False, reason="no mention of the block")).line()
@@ -13,11 +15,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from judgekit.gate.guard import calibrated_judge
-from judgekit.inputs.criteria import RegexCriterion
+from judgekit.gate.decision import Gate
+from judgekit.gate.guard import judge_for
+from judgekit.inputs.criteria import RegexCriterion, load_criterion
 from judgekit.judging.judge import Judge
 from judgekit.judging.review import enqueue
 from judgekit.judging.verdicts import Verdict
+from judgekit.watch.findings import findings_of, read_findings
+from judgekit.watch.store import DEFAULT_PATH
 
 
 @dataclass(frozen=True)
@@ -69,14 +74,31 @@ class GatedJudge:
         config: str | Path | None = None,
     ):
         self.criterion, self.root = criterion_id, Path(project)
-        self.judge: Judge = calibrated_judge(
-            criterion_id,
-            self.root / (report if report is not None else Path(".judgekit", "reports", "latest")),
-            self.root / "criteria",
-            self.root / "calibration_sets",
-            self.root / config if config is not None else None,
+        policy = self.root / config if config is not None else None
+        path = self.root / (
+            report if report is not None else Path(".judgekit", "reports", "latest")
+        )
+        # The gate, deciding also on what rechecks found in the project's history.
+        findings = (
+            findings_of(None, policy)
+            if policy is not None
+            else read_findings(self.root / DEFAULT_PATH, default=True)
+        )
+        result = (
+            Gate.from_project(
+                self.root / "criteria",
+                self.root / "calibration_sets",
+                policy,
+                [criterion_id],
+                root=self.root,
+            )
+            .with_findings(findings)
+            .check_path(path / "report.json" if path.is_dir() else path, [criterion_id])
+        )
+        self.judge: Judge = judge_for(
+            load_criterion(self.root / "criteria" / f"{criterion_id}.yaml"),
+            result,
             cache_dir=str(self.root / ".judgekit" / "cache"),
-            root=self.root,
         )
         if self.judge.refusal is not None:
             raise self.judge.refusal

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 import judgekit.gate as gate_api
+from judgekit import watch
 from judgekit.errors import JudgekitError
 from judgekit.gate.counted import Check, JudgeCounts, RunRecord, decide, error_line, is_run_failure
 from judgekit.judging.review import enqueue
@@ -57,7 +58,7 @@ def check_gate(config: pytest.Config) -> Any:
             Path(path) if path else None,
             root=config.rootpath,
             agent_model=config.getini("judgekit_agent_model") or None,
-        )
+        ).with_findings(watch.findings_of(None, Path(path) if path else None))
         config.stash[_AGENT] = gate.agent_model  # the ini's, else the policy's
         if config.getini("judgekit_same_model") == "warn":
             # the fixture warns about a judge of the agent's model; the gate does not block it

@@ -171,15 +171,16 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
             )
         )
         (after,) = db.record(fresh, purpose="recheck")
-        drifts.append(
-            compare(
-                run,
-                db.run(after),
-                db.outcomes(run.id),
-                db.outcomes(after),
-                policy,
-                before_confidence=db.confidences(run.id),
-                after_confidence=db.confidences(after),
-            )
+        found = compare(
+            run,
+            db.run(after),
+            db.outcomes(run.id),
+            db.outcomes(after),
+            policy,
+            before_confidence=db.confidences(run.id),
+            after_confidence=db.confidences(after),
         )
+        if found.status == "DRIFT":  # the gate and the next calibrate know the judge changed
+            db.found_drift(after)
+        drifts.append(found)
     return drifts

@@ -111,6 +111,12 @@ def _m007_uids(db: Store) -> None:
         db.execute(f"CREATE UNIQUE INDEX {table}_by_uid ON {table} (uid)")
 
 
+def _m008_drift_found(db: Store) -> None:
+    """What a re-check found: DRIFT on a recheck run marks its judge (the fingerprint) changed
+    from that time on, so older answers of it are not calibration evidence any more."""
+    db.execute("ALTER TABLE runs ADD COLUMN drift TEXT")
+
+
 MIGRATIONS: list[Callable[[Store], None]] = [
     _m001_runs,
     _m002_split_and_purpose,
@@ -119,6 +125,7 @@ MIGRATIONS: list[Callable[[Store], None]] = [
     _m005_confidence,
     _m006_test_looks,
     _m007_uids,
+    _m008_drift_found,
 ]
 VERSION_TABLE = "judgekit_schema"
 

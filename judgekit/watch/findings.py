@@ -1,0 +1,64 @@
+"""What rechecks found, read for the gate: per criterion, the last DRIFT found (the fingerprint of
+the judge found changed, and when). Read without building the history's models or migrating it,
+so a gate stays a reader; a history of a judgekit that recorded no findings has none.
+
+>>> read_findings("no/history/here.sqlite", default=True)
+{}
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+from judgekit.errors import InputError
+from judgekit.watch.schema import VERSION_TABLE
+from judgekit.watch.store import DEFAULT_PATH, POSTGRES, Store, is_url, locate, sqlite_refusal
+
+FIRST_WITH_FINDINGS = 8  # the schema version that added runs.drift
+
+
+def findings_of(
+    history: str | Path | None, config: Path | None = None
+) -> dict[str, tuple[str, datetime]]:
+    """The findings of the history judgekit uses here (`locate`: --history, the environment's URL,
+    the settings, else .judgekit/history.sqlite); none when the default one does not exist yet."""
+    location = locate(history, config)
+    return read_findings(location, default=history is None and location == DEFAULT_PATH)
+
+
+def read_findings(location: str | Path, default: bool = False) -> dict[str, tuple[str, datetime]]:
+    """The findings of the history at `location`. A history named but missing or unreadable is an
+    InputError (nothing would show that its judge was found changed); the default one missing is
+    none."""
+    if default and not is_url(location) and not Path(location).is_file():
+        return {}
+    db = Store.open(location, create=False, timeout_s=10.0)
+    try:
+        try:
+            if db.dialect is POSTGRES:
+                if VERSION_TABLE not in db.tables():
+                    return {}
+                version = db.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()[0]
+            else:
+                version = db.execute("PRAGMA user_version").fetchone()[0]
+            if version < FIRST_WITH_FINDINGS:
+                return {}
+            rows = db.execute(
+                "SELECT criterion, fingerprint, created_at FROM runs "
+                "WHERE purpose = 'recheck' AND drift = 'DRIFT' ORDER BY id"
+            ).fetchall()
+        except sqlite3.Error as error:
+            raise sqlite_refusal(db.name, error, db.timeout_s) from None
+        except db.errors as error:
+            raise InputError.one(
+                db.name, "", f"cannot be read for drift findings: {error}"
+            ) from None
+    finally:
+        db.close()
+    found: dict[str, tuple[str, datetime]] = {}
+    for criterion, fingerprint, created in rows:
+        when = datetime.fromisoformat(created)
+        found[criterion] = (fingerprint, when if when.tzinfo else when.replace(tzinfo=UTC))
+    return found
