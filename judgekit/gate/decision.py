@@ -370,8 +370,10 @@ class Gate:
                 "the report does not say which files it calibrated (a report of an older judgekit)"
             )
         else:
-            named = _named_model(criterion.path)
-            # the most useful reason when the file names another model
+            # A file that changed is read for the model it names now: the most useful reason when
+            # it names another (for recorded verdicts, the setup holds no model of the file's).
+            edited = entry.inputs.get("criterion") != criterion.digest
+            named = _named_model(criterion.path) if edited else None
             if named and named != entry.model:
                 reasons.append(_model_reason(entry, named))
             elif changed := judge_changed(entry, criterion):
