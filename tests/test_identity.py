@@ -76,7 +76,7 @@ def test_a_recorded_calibration_relabelled_live_is_refused(project):
 
     # Relabelling the setup too changes its digest: the fingerprint and every line's mark differ.
     def relabel(c):
-        c["judge"]["setup"].update(kind="llm")
+        c["judge"]["setup"].update(kind="llm", via="auto", structured=True)
         c["fingerprint"] = digest_of(c["judge"]["setup"])
 
     edit(relabel)
@@ -120,6 +120,23 @@ def test_a_fingerprint_or_endpoint_that_is_not_the_setup_s_is_refused(live):
     edit(lambda c: c["judge"].update(api_base="http://elsewhere.example/v1"))
     code, out = gate()
     assert code == 1 and "endpoint is not the one its setup holds" in out
+    # The fields a runner asks with (transport, trials) are the setup's too.
+    for field, value in (("via", "litellm"), ("structured", False)):
+        edit(lambda c: c["judge"].update(api_base=c["judge"]["setup"]["endpoint"]))
+        assert gate()[0] == 0
+        edit(lambda c, f=field, v=value: c["judge"].update({f: v}))
+        code, out = gate()
+        assert code == 1 and "transport, structured answers or trials" in out, out
+        edit(lambda c, f=field: c["judge"].update({f: c["judge"]["setup"][f]}))
+    edit(lambda c: c["judge"]["parameters"].update(trials=5))
+    code, out = gate()
+    assert code == 1 and "transport, structured answers or trials" in out
+    edit(lambda c: c["judge"]["parameters"].update(trials=1))
+    assert gate()[0] == 0
+    # a judge said to be code escapes the agent-model check and selective judging: not its kind
+    edit(lambda c: c["judge"].update(kind="regex"))
+    code, out = gate()
+    assert code == 1 and "judge kind 'regex' is not its setup's" in out
 
 
 def test_a_changed_built_in_prompt_is_a_changed_judge(live, monkeypatch):

@@ -267,9 +267,8 @@ class Gate:
                 f"({self.agent_model}); calibrate with the judge's model named (--model)"
             )
         agent = family(self.agent_model)
-        if same_model(entry.model, self.agent_model) or (
-            entry.family is not None and entry.family == agent
-        ):
+        # the family from the model, not from report.json's word for it
+        if same_model(entry.model, self.agent_model) or family(entry.model) == agent:
             return (
                 f"the judge is the agent's own model: judge {entry.model} and agent "
                 f"{self.agent_model} are both {agent}; calibrate a judge of another model"

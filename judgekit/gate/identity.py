@@ -53,6 +53,16 @@ def recorded_setup(entry: ReportEntry) -> JudgeSetup:
         )
     if entry.model != setup.model or entry.api_base != setup.endpoint:
         raise Untrusted("report.json's judge model or endpoint is not the one its setup holds")
+    kinds = ("llm", "claims") if setup.kind == "recorded" else (setup.kind,)
+    if entry.kind not in kinds:
+        raise Untrusted(f"report.json's judge kind {entry.kind!r} is not its setup's")
+    # What a runner asks with is read from these fields: each must be the setup's.
+    asked = (entry.via, entry.structured, entry.trials)
+    if setup.kind in ("llm", "claims") and asked != (setup.via, setup.structured, setup.trials):
+        raise Untrusted(
+            "report.json's judge transport, structured answers or trials are not the ones its "
+            "setup holds"
+        )
     return setup
 
 
