@@ -432,3 +432,161 @@ def test_a_drift_found_invalidates_the_evidence_before_it(live):
     server.answer = GOOD  # the provider is fixed: a calibration after the finding stands
     assert runner.invoke(app, ["calibrate", "-q", "--refresh", "--gate"]).exit_code == 0
     assert gate()[0] == 0
+
+
+# What an attacker's review of the above found, each closed.
+
+
+def test_under_a_key_a_partial_calibrate_never_signs_what_it_did_not_measure(project, monkeypatch):
+    """An unsigned report folder (written without the key: here a good judge's, as a forger
+    would write it) is not merged into a keyed partial run and signed with it."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.criterion(llm_criterion("says-sorry", judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(40, 40))
+    project.jsonl("says-sorry", balanced(40, 40))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeServer(GOOD) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0  # without the key
+        monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
+        partial = runner.invoke(app, ["calibrate", "-q", "-c", "says-blocked"])
+        assert partial.exit_code == 0, partial.output
+    ids = [c["id"] for c in json.loads(Path(REPORT).read_text())["criteria"]]
+    assert ids == ["says-blocked"]
+    code, out = gate()
+    assert code == 1 and "says-sorry: no calibration report" in " ".join(out.split()), out
+
+
+def test_a_runner_builds_its_judge_from_what_the_gate_checked(live):
+    """The fixture gates once per session: report.json edited afterwards (another model, one
+    trial, unstructured) is not what its judges ask."""
+    from judgekit.gate.decision import Gate
+    from judgekit.gate.guard import judge_for
+    from judgekit.inputs.criteria import load_criterion
+
+    project, _ = live
+    result = Gate.from_project().check_path(REPORT)
+    assert result.status == "PASS"
+
+    def swap(c):
+        c["judge"].update(model="openai/agent-model", structured=False)
+        c["judge"]["setup"].update(model="openai/agent-model", structured=False)
+        c["fingerprint"] = digest_of(c["judge"]["setup"])
+
+    edit(swap)
+    judge = judge_for(load_criterion(project.criteria / "says-blocked.yaml"), result)
+    assert judge.refusal is None
+    assert (judge.calibrated.model, judge.calibrated.structured) == ("openai/judge", True)
+
+
+def test_another_provider_s_endpoint_variable_is_part_of_the_judge():
+    """litellm reads ANTHROPIC_API_BASE (and the like) for its provider's models: the setup
+    records it, so evidence at one host never vouches for another."""
+    from judgekit.inputs.criteria import LLMCriterion
+    from judgekit.judging.build_setup import setup_of
+
+    c = LLMCriterion(id="c", question="Does it say hello?")
+
+    def setup(environ):
+        return setup_of(
+            c, model="anthropic/claude", api_base=None, via="auto", structured=True, environ=environ
+        )
+
+    assert setup({}).endpoint is None
+    assert setup({"ANTHROPIC_API_BASE": "http://a.example"}).endpoint == "http://a.example"
+    assert setup({"ANTHROPIC_API_BASE": "http://a.example"}).digest != setup({}).digest
+
+
+def test_a_finding_about_one_judge_stands_beside_one_about_another(live):
+    """Two DRIFTs of one criterion, about two judges: the finding about this report's judge
+    still blocks it, whichever was found last."""
+    from datetime import UTC, datetime
+
+    from judgekit.gate.decision import Gate
+
+    fingerprint = json.loads(Path(REPORT).read_text())["criteria"][0]["fingerprint"]
+    found = {
+        "says-blocked": {
+            fingerprint: datetime.now(UTC),
+            "another-judge": datetime(2026, 1, 1, tzinfo=UTC),
+        }
+    }
+    result = Gate.from_project().with_findings(found).check_path(REPORT)
+    assert result.status == "FAIL"
+    assert "a recheck found this judge changed" in result.decisions[0].summary
+
+
+def test_the_fast_path_holds_the_setup_to_the_criterion_s_model_and_kind(project, monkeypatch):
+    """Without a key: calibrated with `--model openai/cheap` on a criterion that names
+    openai/judge, a report edit of the model it declares does not make it pass; nor does a setup
+    of another kind."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(40, 40))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeServer(GOOD) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        done = runner.invoke(app, ["calibrate", "-q", "--model", "openai/cheap"])
+        assert done.exit_code == 0, done.output
+    assert gate()[0] == 1
+    edit(lambda c: c["judge"].update(declared_model=None))
+    code, out = gate()
+    assert code == 1 and "openai/cheap" in out, out
+
+
+def test_trials_the_verdicts_do_not_hold_and_malformed_fields_fail_cleanly(live, monkeypatch):
+    def trials(n):
+        def change(c):
+            c["judge"]["parameters"]["trials"] = n
+            c["judge"]["setup"]["trials"] = n
+            c["fingerprint"] = digest_of(c["judge"]["setup"]) if n >= 1 else c["fingerprint"]
+
+        return change
+
+    folder = Path(REPORT).parent
+    saved = Path(REPORT).read_text(), (folder / "verdicts.jsonl").read_text()
+    edit(trials(0))
+    code, out = gate()
+    assert code == 1 and "trials is not from 1 to 100" in out, out
+    Path(REPORT).write_text(saved[0])
+    # A consistent forgery of a 3-trial judge (setup, fingerprint, every line's mark) whose lines
+    # hold one trial per example: not what that judge gives.
+    edit(trials(3))
+    mark = json.loads(Path(REPORT).read_text())["criteria"][0]["fingerprint"][:16]
+    lines = [json.loads(line) | {"judge": mark} for line in saved[1].splitlines()]
+    (folder / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in lines))
+    data = json.loads(Path(REPORT).read_text())
+    Path(REPORT).write_text(json.dumps(data | {"verdicts_sha256": None}))
+    code, out = gate()
+    assert code == 1 and "asked 3 time(s) per example, but its verdicts hold 1" in out, out
+    Path(REPORT).write_text(saved[0])
+    (folder / "verdicts.jsonl").write_text(saved[1])
+    edit(lambda c: c["judge"].update(model=5))
+    done = runner.invoke(app, ["gate", "--agent-model", "openai/agent"])
+    assert done.exit_code == 1 and "judge.model is not text" in done.output, done.output
+
+
+def test_a_damaged_finding_is_an_input_error_not_a_traceback(live):
+    import sqlite3
+
+    project, server = live
+    server.answer = script({}, default=True)
+    assert runner.invoke(app, ["recheck", "--size", "10"]).exit_code == 1
+    with sqlite3.connect(".judgekit/history.sqlite") as db:
+        db.execute("UPDATE runs SET created_at = 'yesterday' WHERE purpose = 'recheck'")
+    done = runner.invoke(app, ["gate"])
+    assert done.exit_code == 2 and "is not a time" in done.output, done.output
+
+
+def test_the_label_page_s_judge_honours_a_drift_found(live):
+    from judgekit.cli.label_session import page_judge
+
+    project, server = live
+    assert page_judge(
+        "says-blocked", Path(".judgekit/reports/latest"), project.criteria, project.sets
+    )[0]
+    server.answer = script({}, default=True)
+    assert runner.invoke(app, ["recheck", "--size", "10"]).exit_code == 1
+    judge, words = page_judge(
+        "says-blocked", Path(".judgekit/reports/latest"), project.criteria, project.sets
+    )
+    assert judge is None and "a recheck found this judge changed" in words

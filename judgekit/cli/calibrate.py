@@ -217,7 +217,9 @@ def _judged(
             options.recorded_times = recorded_times(out, None if no_history else located)
         # A recheck found a judge changed: its older cached answers are not evidence any more.
         findings = {} if no_history else read_findings(located)
-        options.changed_at = {cid: at.timestamp() for cid, (_, at) in findings.items()}
+        options.changed_at = {
+            cid: max(at.timestamp() for at in found.values()) for cid, found in findings.items()
+        }
         fresh, read = calibrate_read(
             options, progress=None if quiet else terminal_progress("judging")
         )
@@ -267,7 +269,7 @@ def _write_page(
     config: Path | None,
     history: str | Path | None,
     labels: dict[str, LabelledSet],
-    findings: dict[str, tuple[str, datetime]],
+    findings: dict[str, dict[str, datetime]],
 ) -> None:
     """Write report.html, with the gate's decisions if it can be gated and past runs if kept.
 

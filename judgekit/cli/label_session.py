@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judgekit.errors import InputError, JudgekitError
-from judgekit.gate.guard import calibrated_judge
+from judgekit.gate.decision import Gate
+from judgekit.gate.guard import judge_for
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.journal import RolledBack, recover
@@ -35,6 +36,7 @@ from judgekit.judging.judge import Judge
 from judgekit.judging.recorded import load_recorded
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.report.model import Report
+from judgekit.watch.findings import findings_of
 
 
 @dataclass
@@ -86,7 +88,12 @@ def page_judge(
             "no criterion was named: give -c CRITERION to judge each example once it is labelled",
         )
     try:
-        judge = calibrated_judge(criterion_id, report, criteria, sets, cache_dir=cache_dir)
+        result = (
+            Gate.from_project(criteria, sets, None, [criterion_id])
+            .with_findings(findings_of(None))
+            .check_path(report / "report.json" if report.is_dir() else report, [criterion_id])
+        )
+        judge = judge_for(load_criterion(criteria / f"{criterion_id}.yaml"), result, cache_dir)
     except JudgekitError as error:
         return None, f"the judge of {criterion_id} could not be set up: {error}"
     if judge.refusal is not None:

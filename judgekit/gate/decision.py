@@ -62,14 +62,14 @@ class Gate:
         sets: dict[str, LabelledSet] | None = None,
         now: datetime | None = None,
         agent_model: str | None = None,
-        findings: dict[str, tuple[str, datetime]] | None = None,
+        findings: dict[str, dict[str, datetime]] | None = None,
     ):
         self.policy = policy or Policy()
         self.criteria = criteria or {}
         self.sets = sets or {}
         self.now = now or datetime.now(UTC)
-        # What rechecks found (the history's `drift_findings`): per criterion, the fingerprint of a
-        # judge found changed and when. Evidence of that judge older than the finding is not
+        # What rechecks found (judgekit.watch.findings): per criterion and judge fingerprint, when
+        # a recheck found that judge changed. Evidence of that judge older than the finding is not
         # evidence any more.
         self.findings = findings or {}
         # The model of the agent under test: a judge of the same model may not grade it.
@@ -105,7 +105,7 @@ class Gate:
         policy.check_ids(set(criteria))
         return cls(policy, criteria, sets, agent_model=agent_model)
 
-    def with_findings(self, findings: dict[str, tuple[str, datetime]]) -> Gate:
+    def with_findings(self, findings: dict[str, dict[str, datetime]]) -> Gate:
         """This gate, deciding also on what rechecks found (judgekit.watch.findings_of, read by the
         shells above the gate: the history is not the gate's to read)."""
         self.findings = findings
@@ -246,6 +246,7 @@ class Gate:
             decision,
             model=entry.model,
             confusion=decision.confusion or (figures.counts() if figures else None),
+            entry=entry,
         )
         if decision.status != "PASS":
             decision = replace(decision, thresholds=None)
@@ -292,25 +293,27 @@ class Gate:
                 )
             if isinstance(lines, Untrusted):
                 raise lines
-            check_marks(lines, recorded_setup(entry).mark)
+            setup = recorded_setup(entry)
+            check_marks(lines, setup.mark)
             figures = verify(entry, lines, labels, self.now, t)
+            if setup.kind in ("llm", "claims") and figures.trials != setup.trials:
+                raise Untrusted(
+                    f"its judge was asked {setup.trials} time(s) per example, but its verdicts "
+                    f"hold {figures.trials}"
+                )
         except Untrusted as error:
             return Decision(
                 criterion_id,
                 "FAIL",
                 (f"the report is not evidence: {error}; run `judgekit calibrate` again",),
             ), None
-        found = self.findings.get(criterion_id)
-        if (
-            found is not None
-            and found[0] == entry.fingerprint
-            and (figures.evidence_at is None or figures.evidence_at < found[1])
-        ):
+        found = self.findings.get(criterion_id, {}).get(entry.fingerprint)
+        if found is not None and (figures.evidence_at is None or figures.evidence_at < found):
             return Decision(
                 criterion_id,
                 "FAIL",
                 (
-                    f"a recheck found this judge changed (DRIFT, {found[1]:%Y-%m-%d %H:%M}) and "
+                    f"a recheck found this judge changed (DRIFT, {found:%Y-%m-%d %H:%M}) and "
                     "its evidence is older than that; run `judgekit calibrate`, which asks the "
                     "older answers again",
                 ),

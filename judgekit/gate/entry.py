@@ -117,6 +117,9 @@ def parse_entry(
         raise Untrusted("report.json's confusion is not a table")
     tp, fp, tn, fn = (_count(confusion, name) for name in ("tp", "fp", "tn", "fn"))
     judge = _table(data.get("judge"))
+    for name in ("model", "declared_model", "api_base", "kind"):
+        if judge.get(name) is not None and not isinstance(judge.get(name), str):
+            raise Untrusted(f"report.json's judge.{name} is not text: {judge.get(name)!r}")
     parameters = _table(judge.get("parameters"))
     consistency = _table(data.get("consistency"))
     early = data.get("early_stop")

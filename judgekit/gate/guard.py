@@ -12,7 +12,7 @@ from pathlib import Path
 
 from judgekit.errors import JudgeNotCalibrated
 from judgekit.gate.decision import Gate
-from judgekit.gate.entry import ReportEntry, Untrusted, parse_entry, read_entries
+from judgekit.gate.entry import ReportEntry, Untrusted
 from judgekit.gate.identity import recorded_setup
 from judgekit.gate.result import Decision, GateResult
 from judgekit.inputs.criteria import Criterion, load_criterion
@@ -58,29 +58,15 @@ def require_calibrated(
     )
     result = gate.check_path(path, list(criterion_ids) or None).raise_for_status()
     if not recorded:
-        entries = {e.id: e for e in _entries(path)}
+        # the entries the gate decided on, as it read and checked them: never a second read
         refused = [
             (d.criterion, "FAIL", why)
             for d in result.decisions
-            if (
-                why := judged_elsewhere(
-                    entries[d.criterion].source if d.criterion in entries else None
-                )
-            )
+            if (why := judged_elsewhere(d.entry.source if d.entry is not None else None))
         ]
         if refused:
             raise JudgeNotCalibrated("FAIL", refused)
     return result
-
-
-def _entries(path: Path) -> list[ReportEntry]:
-    out = []
-    for data in read_entries(path) or []:
-        try:
-            out.append(parse_entry(data))
-        except Untrusted:
-            continue  # the gate has already failed such an entry
-    return out
 
 
 def calibrated_judge(
@@ -110,11 +96,14 @@ def judge_for(
     session's): it asks exactly as the report calibrated it, or refuses, saying why."""
     blocked = result.blocked([criterion.id])
     entry = None
-    if not blocked and result.report_path is not None:
-        entry = next((e for e in _entries(Path(result.report_path)) if e.id == criterion.id), None)
+    if not blocked:
+        # The entry the gate decided on, as it read and checked it (a file edited since is not
+        # read again: the judge asks what the gate passed).
+        passed = result.decision(criterion.id)
+        entry = passed.entry if passed is not None else None
         why = judged_elsewhere(entry.source if entry else None)
         if entry is None:
-            why = "the report no longer holds this criterion; gate again"
+            why = "the gate's result holds no report entry for this criterion; gate again"
         elif not why:
             # The gate compares the judge's setup; before it asks a model, the judge checks it
             # is the one measured, against the criterion it was given.

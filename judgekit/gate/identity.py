@@ -11,11 +11,11 @@ so that a comment-only edit changes nothing and a changed prompt, model or endpo
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from judgekit.errors import InputError
 from judgekit.gate.entry import Line, ReportEntry, ReportFile, Untrusted
-from judgekit.gate.rules import judge_setting
+from judgekit.inputs.files import read_yaml
 from judgekit.inputs.pair import genuine_report
 from judgekit.judging import setup as judge_setup
 from judgekit.judging.setup import JudgeSetup, Source, endpoint_of
@@ -123,14 +123,31 @@ def judge_changed(entry: ReportEntry, criterion: CriterionFile) -> str | None:
 
 
 def _unchanged(entry: ReportEntry, criterion: CriterionFile, setup: JudgeSetup) -> bool:
-    """The fast path: the criterion's bytes and the judgekit are the ones calibrated, and so is
-    the endpoint the criterion or the environment names."""
+    """The fast path: the criterion's bytes and the judgekit are the ones calibrated, the setup is
+    of the criterion's kind and of the model it names (read plainly: no model is built), and the
+    endpoint the criterion or the environment names is the one recorded."""
     if (entry.inputs or {}).get("criterion") != criterion.digest:
         return False
     if entry.judgekit_version != version():
         return False
-    if setup.kind not in ("llm", "claims"):
+    try:
+        data = read_yaml(criterion.path)
+    except InputError:
+        return False
+    data = data if isinstance(data, dict) else {}
+    raw = data.get("judge")
+    judge: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    kind = data.get("kind", "llm")
+    if setup.kind == "regex" or kind == "regex":
+        return bool(setup.kind == kind)
+    if setup.kind != "recorded" and setup.kind != kind:
+        return False
+    named_model = judge.get("model")
+    if named_model is not None and named_model != setup.model:
+        return False  # the setup of another model than the file names: built again, and named
+    if setup.kind == "recorded":
         return True
-    model = judge_setting(criterion.path, "model") or setup.model
-    named = public_url(endpoint_of(judge_setting(criterion.path, "api_base"), None, model))
+    model = named_model if isinstance(named_model, str) else setup.model
+    own = judge.get("api_base") if isinstance(judge.get("api_base"), str) else None
+    named = public_url(endpoint_of(own, None, model))
     return named is None or named == setup.endpoint

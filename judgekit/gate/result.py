@@ -10,7 +10,7 @@ status and its exit code, and the error a blocked judge raises instead of gradin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from judgekit.errors import JudgeNotCalibrated
@@ -34,6 +34,9 @@ class Decision:
     # it escalates to; None where none is certified). A verdict below them is escalated at run
     # time.
     thresholds: tuple[float | None, ...] | None = None
+    # The report entry decided on, as the gate read and checked it (judgekit.gate.entry): what a
+    # runner builds its judge from, never a second read of the file.
+    entry: Any = field(default=None, compare=False, repr=False)
 
     @property
     def summary(self) -> str:

@@ -2,8 +2,6 @@
 blocks it, and a verdict as a runner reports it.
 
 >>> from judgekit.judging.verdicts import Verdict
-from judgekit.watch.findings import findings_of, read_findings
-from judgekit.watch.store import DEFAULT_PATH
 >>> graded("card", Verdict("-", None, abstention="unparseable")).state
 'abstained'
 >>> graded("card", Verdict("-", False, reason="no mention of the block")).line()

@@ -93,10 +93,11 @@ def setup_now(
     if isinstance(criterion, RegexCriterion):
         return setup_of(criterion, model=None, api_base=None, via=None, structured=None)
     asked = with_trials(criterion, recorded.trials)
-    if recorded.kind == "recorded":  # the model named beside the verdicts (--model), if any
+    if recorded.kind == "recorded":
+        # the model named beside the verdicts (--model); a criterion that names another is stale
         return setup_of(
             asked,
-            model=recorded.model,
+            model=criterion.judge.model or recorded.model,
             api_base=None,
             via=None,
             structured=None,

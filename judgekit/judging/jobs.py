@@ -30,10 +30,10 @@ from judgekit.judging.answers import (
 )
 from judgekit.judging.build_setup import endpoint_for
 from judgekit.judging.prompts import compile_template, fill, prompt_template
+from judgekit.judging.setup import endpoint_variables, environment_endpoint
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.protocol import LLM, CallError, Request
 from judgekit.llm.retry import RetryPolicy
-from judgekit.llm.transports import environment_endpoint
 from judgekit.secrets import public_url
 
 
@@ -66,14 +66,15 @@ def endpoint_named(
     shared cache) is refused, never sent the provider's key; and an endpoint the environment names
     now, when the calibration asked another, is never asked in its stead."""
     own = criterion.judge.api_base
-    environment = environment_endpoint() if openai_style(model) else None
+    environment = environment_endpoint(model)
+    variables = " (or ".join(endpoint_variables(model)) + ")" if endpoint_variables(model) else ""
     if calibrated is None:
         # The calibration named no endpoint: the provider's own (a report made before the
         # environment's endpoint was recorded may also have asked that one: it is refused too).
         named = (
             f"names {public_url(own)!r}"
             if own is not None
-            else f"OPENAI_BASE_URL (or OPENAI_API_BASE) names {public_url(environment)!r}"
+            else f"{variables} names {public_url(environment)!r}"
             if environment is not None
             else None
         )
@@ -93,7 +94,8 @@ def endpoint_named(
         f"criteria/{criterion.id}.yaml",
         "judge.api_base",
         f"its calibration asked {calibrated!r}, "
-        "which neither judge.api_base nor OPENAI_BASE_URL names; an endpoint read from a report or "
+        f"which neither judge.api_base nor {endpoint_variables(model)[0]} names; an endpoint read "
+        "from a report or "
         "the history is never asked on its own: name it in one of them",
     )
 

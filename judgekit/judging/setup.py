@@ -129,6 +129,8 @@ class JudgeSetup:
             value = data[name]
             if not isinstance(value, types) or (name == "trials" and isinstance(value, bool)):
                 raise ValueError(f"the judge setup's {name} is not what a setup holds: {value!r}")
+        if not 1 <= data["trials"] <= 100:
+            raise ValueError(f"the judge setup's trials is not from 1 to 100: {data['trials']!r}")
         if data["kind"] not in ("llm", "claims", "regex", "recorded"):
             raise ValueError(f"the judge setup's kind is not a judge's: {data['kind']!r}")
         return cls(**data)
@@ -165,7 +167,26 @@ def endpoint_of(
         return given
     if own is not None:
         return own
-    if model is not None and (model.startswith("openai/") or "/" not in model):
-        env = os.environ if environ is None else environ
-        return env.get("OPENAI_BASE_URL") or env.get("OPENAI_API_BASE")
-    return None
+    return environment_endpoint(model, environ)
+
+
+def endpoint_variables(model: str | None) -> tuple[str, ...]:
+    """The environment variables the client reads an endpoint for `model` from: OPENAI_BASE_URL
+    and OPENAI_API_BASE for an OpenAI-style model, else the provider's own (`anthropic/...`:
+    ANTHROPIC_API_BASE, ANTHROPIC_BASE_URL), as litellm reads them.
+
+    >>> endpoint_variables("anthropic/claude"), endpoint_variables("gpt-4o")
+    (('ANTHROPIC_API_BASE', 'ANTHROPIC_BASE_URL'), ('OPENAI_BASE_URL', 'OPENAI_API_BASE'))
+    """
+    if model is None:
+        return ()
+    if model.startswith("openai/") or "/" not in model:
+        return ("OPENAI_BASE_URL", "OPENAI_API_BASE")
+    provider = model.split("/", 1)[0].upper().replace("-", "_").replace(".", "_")
+    return (f"{provider}_API_BASE", f"{provider}_BASE_URL")
+
+
+def environment_endpoint(model: str | None, environ: Mapping[str, str] | None = None) -> str | None:
+    """The endpoint the environment names for `model` (the first of `endpoint_variables` set)."""
+    env = os.environ if environ is None else environ
+    return next((env[v] for v in endpoint_variables(model) if env.get(v)), None)

@@ -19,7 +19,7 @@ from pydantic import Field, PrivateAttr, ValidationError
 from judgekit.errors import InputError
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.files import locked, read_text, stage, sweep, write_atomic
-from judgekit.inputs.pair import repair_pair, replace_pair, report_tag
+from judgekit.inputs.pair import proven, repair_pair, replace_pair, report_tag
 from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.sets import CalibrationSet, load_set
 from judgekit.inputs.validation import problems_of
@@ -394,6 +394,10 @@ class Report(ReportPart):
         criterion."""
         previous = directory / "report.json"
         if not previous.is_file():
+            return self, {}
+        if evidence_key() is not None and not proven(directory / "verdicts.jsonl"):
+            # Under a key, what is on disk is kept only as a genuine signed pair: an entry nobody
+            # holding the key wrote is dropped here, never merged and signed with this run's.
             return self, {}
         old = Report.read(previous)
         mine = {c.id: c for c in self.criteria}

@@ -1,5 +1,5 @@
-"""What rechecks found, read for the gate: per criterion, the last DRIFT found (the fingerprint of
-the judge found changed, and when). Read without building the history's models or migrating it,
+"""What rechecks found, read for the gate: per criterion and judge (its fingerprint), when a
+recheck last found it changed (DRIFT). Read without building the history's models or migrating it,
 so a gate stays a reader; a history of a judgekit that recorded no findings has none.
 
 >>> read_findings("no/history/here.sqlite", default=True)
@@ -17,18 +17,18 @@ from judgekit.watch.schema import VERSION_TABLE
 from judgekit.watch.store import DEFAULT_PATH, POSTGRES, Store, is_url, locate, sqlite_refusal
 
 FIRST_WITH_FINDINGS = 8  # the schema version that added runs.drift
+# criterion -> fingerprint of a judge found changed -> when the last recheck found it
+Findings = dict[str, dict[str, datetime]]
 
 
-def findings_of(
-    history: str | Path | None, config: Path | None = None
-) -> dict[str, tuple[str, datetime]]:
+def findings_of(history: str | Path | None, config: Path | None = None) -> Findings:
     """The findings of the history judgekit uses here (`locate`: --history, the environment's URL,
     the settings, else .judgekit/history.sqlite); none when the default one does not exist yet."""
     location = locate(history, config)
     return read_findings(location, default=history is None and location == DEFAULT_PATH)
 
 
-def read_findings(location: str | Path, default: bool = False) -> dict[str, tuple[str, datetime]]:
+def read_findings(location: str | Path, default: bool = False) -> Findings:
     """The findings of the history at `location`. A history named but missing or unreadable is an
     InputError (nothing would show that its judge was found changed); the default one missing is
     none."""
@@ -57,8 +57,19 @@ def read_findings(location: str | Path, default: bool = False) -> dict[str, tupl
             ) from None
     finally:
         db.close()
-    found: dict[str, tuple[str, datetime]] = {}
+    found: Findings = {}
     for criterion, fingerprint, created in rows:
-        when = datetime.fromisoformat(created)
-        found[criterion] = (fingerprint, when if when.tzinfo else when.replace(tzinfo=UTC))
+        try:
+            when = datetime.fromisoformat(created)
+        except (TypeError, ValueError):
+            raise InputError.one(
+                db.name,
+                criterion,
+                f"a recheck's DRIFT is dated {created!r}, which is not a time; the history is "
+                "damaged there",
+            ) from None
+        # per judge: a finding about another fingerprint of the criterion stands too
+        found.setdefault(criterion, {})[fingerprint] = (
+            when if when.tzinfo else when.replace(tzinfo=UTC)
+        )
     return found

@@ -240,18 +240,6 @@ class History:
         self.db.execute("UPDATE runs SET drift = 'DRIFT' WHERE id = ?", (run_id,))
 
     @_refusing_database_errors
-    def drift_findings(self) -> dict[str, tuple[str, datetime]]:
-        """Per criterion, the last DRIFT a recheck found: the fingerprint of the judge found changed
-        and when (this history's own order decides which is last)."""
-        found: dict[str, tuple[str, datetime]] = {}
-        for criterion, fingerprint, created in self.db.execute(
-            "SELECT criterion, fingerprint, created_at FROM runs "
-            "WHERE purpose = 'recheck' AND drift = 'DRIFT' ORDER BY id"
-        ):
-            found[criterion] = (fingerprint, _aware(datetime.fromisoformat(created)))
-        return found
-
-    @_refusing_database_errors
     def run(self, run_id: int) -> HistoryRun:
         row = self.db.execute(f"SELECT {_COLUMNS} FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
