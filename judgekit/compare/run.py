@@ -30,6 +30,7 @@ from judgekit.judging.dry_run import Estimate, estimate
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.matching import match_file
 from judgekit.judging.runner import check_some_call_answered, judge_sets
+from judgekit.judging.setup import JudgeSetup
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.prices import price
 from judgekit.llm.protocol import LLM
@@ -173,9 +174,13 @@ def decide(
     (the agent's model, when declared, is checked as `judgekit gate --agent-model` checks it)."""
     digest = (report.inputs or {}).get("criterion") or ""
     path = spec.variant or Path(f"{report.id}.yaml")
+    # the candidate's criterion is held in memory: its setup is the one its report measured
+    setup = (
+        JudgeSetup.from_json(report.judge.setup) if report.judge and report.judge.setup else None
+    )
     gate = Gate(
         policy,
-        {report.id: CriterionFile(report.id, path, digest)},
+        {report.id: CriterionFile(report.id, path, digest, setup)},
         {report.id: labels},
         agent_model=agent_model,
     )

@@ -108,6 +108,13 @@ def judge_changed(entry: ReportEntry, criterion: CriterionFile) -> str | None:
         setup = recorded_setup(entry)
     except Untrusted as error:
         return f"the report is not evidence: {error}"
+    if criterion.setup is not None:  # known without the file (a candidate held in memory)
+        differs = setup.differences(criterion.setup)
+        return (
+            "the criterion's judge is not the one measured: " + "; ".join(differs)
+            if differs
+            else None
+        )
     if _unchanged(entry, criterion, setup):
         return None
     try:

@@ -3,6 +3,7 @@ and digested without being parsed: what the gate needs to tell whether a report 
 on disk, fast.
 
 >>> from pathlib import Path
+from typing import Any
 >>> root = Path(__file__).resolve().parents[2]
 >>> sorted(criterion_files(root / "criteria"))[:2]
 ['card-block-confirmed', 'no-email-address']
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import RECORD_SUFFIXES, read_source
@@ -25,6 +27,9 @@ class CriterionFile:
     id: str
     path: Path
     digest: str
+    # The judge setup this criterion defines when it is known without its file (a candidate of
+    # `judgekit compare`, held in memory): judgekit.judging.setup.JudgeSetup.
+    setup: Any = None
 
 
 def criterion_paths(directory: Path) -> list[Path]:
