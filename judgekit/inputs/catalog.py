@@ -3,7 +3,6 @@ and digested without being parsed: what the gate needs to tell whether a report 
 on disk, fast.
 
 >>> from pathlib import Path
-from typing import Any
 >>> root = Path(__file__).resolve().parents[2]
 >>> sorted(criterion_files(root / "criteria"))[:2]
 ['card-block-confirmed', 'no-email-address']
