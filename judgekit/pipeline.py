@@ -188,7 +188,7 @@ async def acalibrate_read(
     if ready.verdicts_digest is not None:  # measured from a verdict file: which one, by content
         reports = [
             r.model_copy(update={"inputs": {**(r.inputs or {}), "verdicts": ready.verdicts_digest}})
-            if r.judge and r.judge.source.startswith(("recorded:", "replayed:"))
+            if r.judge and Source.kind_of(r.judge.source) in ("recorded", "replayed")
             else r
             for r in reports
         ]
@@ -497,7 +497,7 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
     if (
         not gold
         and isinstance(criterion, ClaimsCriterion)
-        and source.startswith(("recorded:", "replayed:"))
+        and Source.kind_of(source) in ("recorded", "replayed")
     ):
         gold = recorded_gold(cal.examples, final, criterion.no_claims)
     k = result.confusion

@@ -18,6 +18,7 @@ from judgekit.gate.result import Decision, GateResult
 from judgekit.inputs.criteria import Criterion, load_criterion
 from judgekit.judging.build_setup import setup_now
 from judgekit.judging.judge import RECORDED, Calibrated, Judge
+from judgekit.judging.setup import Source
 
 
 def judged_elsewhere(source: str | None) -> str | None:
@@ -26,7 +27,7 @@ def judged_elsewhere(source: str | None) -> str | None:
     Its figures are another tool's judge's (`source` recorded:<file>), whose prompt judgekit never
     asked.
     """
-    return RECORDED.format(source=source) if source and source.startswith("recorded:") else None
+    return RECORDED.format(source=source) if Source.kind_of(source) == "recorded" else None
 
 
 def _report_path(report: str | Path) -> Path:

@@ -29,6 +29,7 @@ from judgekit.judging.jobs import (
     run_sync,
 )
 from judgekit.judging.selective import escalate, wants_logprobs
+from judgekit.judging.setup import Source
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
@@ -87,7 +88,7 @@ class Judge:
         # escalates to.
         self.thresholds = thresholds
         source = calibrated.source if calibrated is not None else ""
-        if self.refusal is None and source.startswith("recorded:"):
+        if self.refusal is None and Source.kind_of(source) == "recorded":
             self.refusal = JudgeNotCalibrated(
                 "FAIL", [(criterion.id, "FAIL", RECORDED.format(source=source))]
             )

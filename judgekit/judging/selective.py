@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from judgekit.inputs.policy import Selective
+from judgekit.judging.setup import Source
 from judgekit.judging.verdicts import Verdict
 from judgekit.stats.metrics import NAN
 from judgekit.stats.selective import Cascade, certify_cascade
@@ -37,7 +38,7 @@ def confidence_source(trials: int, source: str = "live") -> str:
     """What a criterion's confidences are, by name (a key of SOURCES)."""
     if trials > 1:
         return "trials"
-    return "recorded" if source.startswith("recorded:") else "logprob"
+    return "recorded" if Source.kind_of(source) == "recorded" else "logprob"
 
 
 def confidences(final: Sequence[Verdict]) -> list[float]:

@@ -75,6 +75,18 @@ class Source:
         """Whether these are verdicts of judgekit's own judge (or code), which it may grade with."""
         return self.kind != "recorded"
 
+    @classmethod
+    def kind_of(cls, text: object) -> SourceKind | None:
+        """The kind of a source as a report or the history writes it; None when it is not one.
+
+        >>> Source.kind_of("recorded:promptfoo.jsonl"), Source.kind_of("nonsense")
+        ('recorded', None)
+        """
+        try:
+            return cls.parse(text).kind
+        except ValueError:
+            return None
+
 
 LIVE = Source("live")
 

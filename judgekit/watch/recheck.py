@@ -26,6 +26,7 @@ from judgekit.inputs.sets import CalibrationSet
 from judgekit.inputs.settings import DriftPolicy
 from judgekit.judging.build_setup import setup_of
 from judgekit.judging.jobs import endpoint_named
+from judgekit.judging.setup import Source
 from judgekit.llm.transports import check_api_base
 from judgekit.pipeline import Options, calibrate
 from judgekit.secrets import public_url
@@ -50,7 +51,7 @@ def baseline(
             + " to re-check against; run "
             f"`judgekit calibrate{' --split ' + split if split else ''}` first",
         )
-    if found.source.startswith("recorded:"):
+    if Source.kind_of(found.source) == "recorded":
         raise InputError.one(
             where,
             criterion.id,
