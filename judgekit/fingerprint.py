@@ -22,9 +22,19 @@ _CANONICAL = json.JSONEncoder(
 )
 
 
+def canonical_json(data: Any) -> str:
+    """Canonical JSON text (keys sorted, no spaces, UTF-8 as is): what every hash and tag of
+    judgekit's is taken over.
+
+    >>> canonical_json({"b": 1, "a": "é"})
+    '{"a":"é","b":1}'
+    """
+    return _CANONICAL.encode(data)
+
+
 def canonical_hash(data: Any) -> str:
     """sha256 of canonical JSON (keys sorted, no spaces, UTF-8): equal data, equal hash."""
-    return hashlib.sha256(_CANONICAL.encode(data).encode("utf-8")).hexdigest()
+    return hashlib.sha256(canonical_json(data).encode("utf-8")).hexdigest()
 
 
 def canonical_hash_of_list(items: Iterable[Any]) -> str:

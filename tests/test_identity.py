@@ -242,6 +242,13 @@ def test_a_signed_report_pair_is_checked_under_the_key(live, monkeypatch):
     assert code == 1 and "no evidence key is configured" in out
 
 
+def replay(verdicts: Path):
+    """`calibrate --verdicts` of a file that claims to be the criterion's judge's."""
+    return runner.invoke(
+        app, ["calibrate", "--verdicts", str(verdicts), "--model", "openai/judge", "-q"]
+    )
+
+
 def test_hand_edited_verdicts_are_never_replayed_as_the_judge_s(project, monkeypatch):
     """Hole 9: a failing judge's own verdicts.jsonl, each verdict set to its label and read back
     with `--verdicts`: the marks are the judge's, but nothing proves the file is, so it is another
@@ -264,17 +271,7 @@ def test_hand_edited_verdicts_are_never_replayed_as_the_judge_s(project, monkeyp
                 json.loads(line) | {"passed": labels[json.loads(line)["id"]]} for line in lines
             ]
             (saved / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in forged))
-            done = runner.invoke(
-                app,
-                [
-                    "calibrate",
-                    "--verdicts",
-                    str(saved / "verdicts.jsonl"),
-                    "--model",
-                    "openai/judge",
-                    "-q",
-                ],
-            )
+            done = replay(saved / "verdicts.jsonl")
             assert done.exit_code == 0, done.output
             report = json.loads(Path(REPORT).read_text())["criteria"][0]
             assert report["judge"]["source"] == "recorded:verdicts.jsonl"
@@ -284,17 +281,7 @@ def test_hand_edited_verdicts_are_never_replayed_as_the_judge_s(project, monkeyp
         assert runner.invoke(app, ["calibrate", "-q", "--refresh"]).exit_code == 0
         for name in ("report.json", "verdicts.jsonl"):
             (saved / name).write_bytes(Path(".judgekit/reports/latest", name).read_bytes())
-        replayed = runner.invoke(
-            app,
-            [
-                "calibrate",
-                "--verdicts",
-                str(saved / "verdicts.jsonl"),
-                "--model",
-                "openai/judge",
-                "-q",
-            ],
-        )
+        replayed = replay(saved / "verdicts.jsonl")
         assert replayed.exit_code == 0, replayed.output
         assert json.loads(Path(REPORT).read_text())["criteria"][0]["judge"]["source"] == (
             "replayed:verdicts.jsonl"

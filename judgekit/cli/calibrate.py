@@ -253,12 +253,9 @@ def recorded_times(out: Path, history: str | Path | None) -> dict[str, float]:
     for c in report.criteria if report is not None else []:
         seen((c.inputs or {}).get("verdicts"), c.evidence_at)
     if history is not None:
-        db = History.open(history)
-        try:
+        with History.open(history) as db:
             for run in db.runs(purpose="calibrate"):
                 seen(run.verdicts_sha, run.created_at)
-        finally:
-            db.close()
     return first
 
 

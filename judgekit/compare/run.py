@@ -180,7 +180,7 @@ def decide(
     )
     gate = Gate(
         policy,
-        {report.id: CriterionFile(report.id, path, digest, setup)},
+        {report.id: CriterionFile(report.id, path, digest, setup=setup)},
         {report.id: labels},
         agent_model=agent_model,
     )

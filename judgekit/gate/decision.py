@@ -373,7 +373,7 @@ class Gate:
             )
         else:
             # A file that changed is read for the model it names now: the most useful reason when
-            # it names another (for recorded verdicts, the setup holds no model of the file's).
+            # it names another (judge_changed would name the model too, less plainly).
             edited = entry.inputs.get("criterion") != criterion.digest
             named = _named_model(criterion.path) if edited else None
             if named and named != entry.model:

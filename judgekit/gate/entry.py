@@ -210,12 +210,12 @@ def read_pair(report: Path, named: str | None) -> list[Line]:
     """The verdicts report.json was written with: verdicts.jsonl beside it, or, when a writer was
     killed between its two renames (judgekit.inputs.pair), the previous verdicts it left. Untrusted
     when neither is the file the report names by digest."""
-    lines, digest = read_lines_digest(report.with_name(VERDICTS))
+    lines, digest = read_lines(report.with_name(VERDICTS))
     if named is None or digest == named:
         return lines
     previous = report.with_name(PREVIOUS)
     if previous.is_file():
-        kept, digest = read_lines_digest(previous)
+        kept, digest = read_lines(previous)
         if digest == named:
             return kept
     raise Untrusted(
@@ -224,14 +224,9 @@ def read_pair(report: Path, named: str | None) -> list[Line]:
     )
 
 
-def read_lines(path: Path) -> list[Line]:
+def read_lines(path: Path) -> tuple[list[Line], str]:
     """The verdicts of a verdict file, read by judgekit's one JSON Lines reader into plain
-    records."""
-    return read_lines_digest(path)[0]
-
-
-def read_lines_digest(path: Path) -> tuple[list[Line], str]:
-    """`read_lines`, and the sha256 of the bytes read."""
+    records, and the sha256 of the bytes read."""
     if not path.is_file():
         raise Untrusted(
             f"no {path.name} beside the report: the gate decides from per-example verdicts"

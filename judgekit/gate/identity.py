@@ -2,9 +2,10 @@
 source it names, against every verdict line's mark, and against the setup the criterion and the
 environment define now (judgekit.judging.setup).
 
-The fast path reads no model: while the criterion's bytes and the judgekit that wrote the report
-are the ones now, and the endpoint the criterion or the environment names is the one recorded,
-the recorded setup is the setup now. Otherwise the criterion is loaded and its setup built again,
+The fast path builds no model: while the criterion's bytes and the judgekit that wrote the report
+are the ones now, its kind and named model (read plainly from the bytes digested) are the setup's,
+and the endpoint the criterion or the environment names is the one recorded, the recorded setup
+is the setup now. Otherwise the criterion is loaded and its setup built again,
 so that a comment-only edit changes nothing and a changed prompt, model or endpoint is named.
 """
 
@@ -138,7 +139,7 @@ def _unchanged(entry: ReportEntry, criterion: CriterionFile, setup: JudgeSetup) 
     if entry.judgekit_version != version():
         return False
     try:
-        data = read_yaml(criterion.path)
+        data = read_yaml(criterion.path, criterion.text)  # the bytes digested, not read again
     except InputError:
         return False
     data = data if isinstance(data, dict) else {}

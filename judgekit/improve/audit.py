@@ -19,7 +19,7 @@ from pathlib import Path
 
 from judgekit.compare.model import Comparison
 from judgekit.gate.decision import Gate
-from judgekit.gate.entry import Line, Untrusted, read_entries, read_lines
+from judgekit.gate.entry import Line, Untrusted, read_pair, read_report
 from judgekit.inputs.label_reader import LabelledSet
 from judgekit.judging.selection import SURE
 
@@ -65,22 +65,16 @@ def _report_votes(criterion_id: str, gate: Gate, report_dir: Path, votes: Votes)
     if not path.is_file():
         return
     decision = gate.check_path(path, [criterion_id]).decisions[0]
-    if decision.status != "PASS":
+    if decision.status != "PASS" or decision.entry is None:
         return
-    entry = next(
-        (
-            d
-            for d in read_entries(path) or []
-            if isinstance(d, dict) and d.get("id") == criterion_id
-        ),
-        {},
-    )
-    model = (entry.get("judge") or {}).get("model") or "the criterion's judge"
+    model = decision.entry.model or "the criterion's judge"  # as the gate read and checked it
     judge = f"{model}\0"  # the criterion file's own prompt
     try:
+        found = read_report(path)
+        # the verdicts the report names, as the gate read them (a torn pair's previous ones)
         lines = [
             x
-            for x in read_lines(path.with_name("verdicts.jsonl"))
+            for x in read_pair(path, found.verdicts_sha256 if found else None)
             if x.criterion == criterion_id and not x.stage
         ]
     except Untrusted:

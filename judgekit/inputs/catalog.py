@@ -26,6 +26,9 @@ class CriterionFile:
     id: str
     path: Path
     digest: str
+    # The text the digest is of (None when not read here): what the gate reads the criterion's
+    # kind and model from, so that the bytes it decides on are the bytes it digested.
+    text: str | None = None
     # The judge setup this criterion defines when it is known without its file (a candidate of
     # `judgekit compare`, held in memory): judgekit.judging.setup.JudgeSetup.
     setup: Any = None
@@ -48,11 +51,12 @@ def criterion_paths(directory: Path) -> list[Path]:
 
 
 def criterion_files(directory: Path) -> dict[str, CriterionFile]:
-    """Each criterion file of a folder by the id its name gives, with its digest."""
-    return {
-        path.stem: CriterionFile(path.stem, path, read_source(path).digest)
-        for path in criterion_paths(directory)
-    }
+    """Each criterion file of a folder by the id its name gives, with its digest and text."""
+    out = {}
+    for path in criterion_paths(directory):
+        source = read_source(path)
+        out[path.stem] = CriterionFile(path.stem, path, source.digest, source.text)
+    return out
 
 
 def find_set(directory: Path, criterion_id: str) -> Path:

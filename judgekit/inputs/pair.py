@@ -16,36 +16,34 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
-import json
 import os
 import shutil
 from pathlib import Path
 from typing import Any
 
+from judgekit.fingerprint import canonical_json
 from judgekit.inputs.files import commit
 from judgekit.inputs.parsing import parse_json
-from judgekit.signing import evidence_key, tag
+from judgekit.signing import evidence_key, genuine, tag
 
 VERDICTS = "verdicts.jsonl"
 PREVIOUS = "verdicts.previous.jsonl"
 
 
+def _signed_part(data: dict[str, Any]) -> tuple[str, str]:
+    """What a report's tag is taken over: its data, `signature` left out (the digest of the
+    verdicts it was written with included, so the tag signs the pair)."""
+    return "judgekit report", canonical_json({k: v for k, v in data.items() if k != "signature"})
+
+
 def report_tag(key: bytes, data: dict[str, Any]) -> str:
-    """The tag of report.json's data (its `signature` left out) under `key`: it covers the digest
-    of the verdicts it was written with, so it signs the pair."""
-    text = json.dumps(
-        {k: v for k, v in data.items() if k != "signature"},
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
-    return tag(key, "judgekit report", text)
+    """The tag of report.json's data under `key`."""
+    return tag(key, *_signed_part(data))
 
 
 def genuine_report(key: bytes, signature: str, data: dict[str, Any]) -> bool:
     """Whether `signature` is report.json's tag under `key`."""
-    return hmac.compare_digest(signature, report_tag(key, data))
+    return genuine(key, signature, *_signed_part(data))
 
 
 def proven(verdicts: Path) -> bool:

@@ -38,13 +38,12 @@ def setup_of(  # noqa: PLR0913  what a setup is built from, each named at every 
     via: str | None,
     structured: bool | None,
     source: Source = LIVE,
-    tool: str | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> JudgeSetup:
     """The one builder of a judge's setup: the criterion as loaded (its trials as the run asks
     them), the model asked, `api_base` given by the run (`--api-base`; the criterion's own
-    `judge.api_base`, else the environment's OPENAI_BASE_URL for an OpenAI-style model, when None),
-    the transport and structured answers, and for recorded verdicts the digest of their file."""
+    `judge.api_base`, else the endpoint the environment names for the model, when None), the
+    transport and structured answers, and where the verdicts come from (`source`)."""
     if isinstance(criterion, RegexCriterion):
         return JudgeSetup("regex", prompt=canonical_hash(judge_spec(criterion, None)))
     spec = judge_spec(criterion, model)
@@ -58,7 +57,6 @@ def setup_of(  # noqa: PLR0913  what a setup is built from, each named at every 
             model=model,
             trials=trials,
             prompt=canonical_hash(spec["prompt"]),
-            tool=tool,
         )
     return JudgeSetup(
         spec["kind"],
@@ -102,7 +100,6 @@ def setup_now(
             via=None,
             structured=None,
             source=Source("recorded", "-"),
-            tool=recorded.tool,
         )
     model = criterion.judge.model or recorded.model
     # An endpoint only the run named (`--api-base`) stands while nothing names another now; one

@@ -22,7 +22,8 @@ from typing import Any
 
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
 from judgekit.inputs.sets import CalibrationSet
-from judgekit.judging.jobs import api_base_for, run_sync
+from judgekit.judging.build_setup import endpoint_for
+from judgekit.judging.jobs import run_sync
 from judgekit.judging.runner import RunSettings, jobs_of, labelled_claims_jobs
 from judgekit.llm import open_llm
 from judgekit.llm.prices import price
@@ -79,7 +80,7 @@ def estimate(
                 out.append(Estimate(criterion.id, sources.get(criterion.id, "live")))
                 continue
             model, examples = models[criterion.id], sets[criterion.id].examples
-            endpoint = (model, api_base_for(criterion, settings.api_base, model))
+            endpoint = (model, endpoint_for(criterion, settings.api_base, model))
             if llm is None and endpoint not in stacks:
                 # The standard stack; without a cache folder, no cache.
                 stacks[endpoint] = open_llm(

@@ -28,30 +28,12 @@ from judgekit.judging.answers import (
     readable,
     verdict_from,
 )
-from judgekit.judging.build_setup import endpoint_for
 from judgekit.judging.prompts import compile_template, fill, prompt_template
-from judgekit.judging.setup import endpoint_variables, environment_endpoint
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.protocol import LLM, CallError, Request
 from judgekit.llm.retry import RetryPolicy
+from judgekit.llm.transports import endpoint_variables, environment_endpoint
 from judgekit.secrets import public_url
-
-
-def api_base_for(
-    criterion: LLMCriterion | ClaimsCriterion, given: str | None = None, model: str | None = None
-) -> str | None:
-    """The endpoint a criterion's judge is asked at: `given` (--api-base, or the public form a
-    calibration recorded), else the criterion's `judge.api_base` — whose credentials are kept when
-    `given` is only its public form — else, for an OpenAI-style `model`, the environment's
-    (OPENAI_BASE_URL). The environment's is named, not left for the client to read, so it is part
-    of the judge's identity: the report says it, and the cache keeps its answers apart from
-    another endpoint's."""
-    return endpoint_for(criterion, given, model)
-
-
-def openai_style(model: str) -> bool:
-    """Whether the client reads the environment's OPENAI_BASE_URL for `model`."""
-    return model.startswith("openai/") or "/" not in model
 
 
 def endpoint_named(

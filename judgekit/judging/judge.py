@@ -18,11 +18,11 @@ from typing import Protocol
 from judgekit.errors import InputError, JudgeNotCalibrated
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion
 from judgekit.inputs.sets import Example
+from judgekit.judging.build_setup import endpoint_for
 from judgekit.judging.claims import ClaimsJob, claims_jobs
 from judgekit.judging.jobs import (
     Asking,
     Job,
-    api_base_for,
     endpoint_named,
     jobs_for,
     reask_for,
@@ -126,7 +126,7 @@ class Judge:
             )
         trials = (asked.trials if asked else None) or criterion.judge.trials
         if asked is None:
-            api_base, via = api_base_for(criterion, model=model), "auto"
+            api_base, via = endpoint_for(criterion, None, model), "auto"
         else:
             # The calibrated endpoint, as the criterion or the environment names it (with their
             # credentials).

@@ -15,8 +15,9 @@ from judgekit.errors import CallsFailed
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
+from judgekit.judging.build_setup import endpoint_for
 from judgekit.judging.claims import ClaimsJob, claims_jobs
-from judgekit.judging.jobs import Asking, Job, api_base_for, jobs_for, reask_for, run_bounded
+from judgekit.judging.jobs import Asking, Job, jobs_for, reask_for, run_bounded
 from judgekit.judging.selective import wants_logprobs
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
@@ -140,7 +141,7 @@ def jobs_of(
             examples,
             model,
             criterion.judge.trials,
-            api_base_for(criterion, settings.api_base, model),
+            endpoint_for(criterion, settings.api_base, model),
             settings.structured,
             reask_for(criterion, settings.retry),
         )
@@ -150,7 +151,7 @@ def jobs_of(
         model,
         criterion.judge.trials,
         Asking(
-            api_base_for(criterion, settings.api_base, model),
+            endpoint_for(criterion, settings.api_base, model),
             settings.structured,
             reask_for(criterion, settings.retry),
             logprobs=wants_logprobs(criterion.id in settings.selective, criterion.judge.trials),
@@ -173,7 +174,7 @@ def labelled_claims_jobs(
             e,
             model,
             0,
-            api_base_for(criterion, settings.api_base, model),
+            endpoint_for(criterion, settings.api_base, model),
             settings.structured,
             gold=tuple(claim.claim for claim in e.claims),
             reask=reask_for(criterion, settings.retry),
@@ -222,7 +223,7 @@ async def judge_sets(
     """Judge every example of every criterion (with `settings.stop_early`, until each decision is
     settled)."""
     asker = _Asker(
-        [(models[c.id], api_base_for(c, settings.api_base, models[c.id])) for c in criteria],
+        [(models[c.id], endpoint_for(c, settings.api_base, models[c.id])) for c in criteria],
         settings,
         llm,
     )

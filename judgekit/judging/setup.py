@@ -9,13 +9,12 @@ builder is `setup_of` (judgekit.judging.build_setup, loaded when first used).
 
 >>> JudgeSetup("llm", model="m").differences(JudgeSetup("llm", model="n"))
 ["model 'm' (now 'n')"]
->>> str(Source.parse("recorded:promptfoo.jsonl")), Source.parse("live").judgekit
-('recorded:promptfoo.jsonl', True)
+>>> str(Source.parse("recorded:promptfoo.jsonl")), Source.parse("live").kind
+('recorded:promptfoo.jsonl', 'live')
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, Literal
@@ -23,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from judgekit.fingerprint import canonical_hash
 from judgekit.judging.verdicts import JUDGE_ID
 from judgekit.lazy import exports
+from judgekit.llm.transports import environment_endpoint
 from judgekit.secrets import public_url
 
 if TYPE_CHECKING:
@@ -70,11 +70,6 @@ class Source:
     def __str__(self) -> str:
         return self.kind if self.file is None else f"{self.kind}:{self.file}"
 
-    @property
-    def judgekit(self) -> bool:
-        """Whether these are verdicts of judgekit's own judge (or code), which it may grade with."""
-        return self.kind != "recorded"
-
     @classmethod
     def kind_of(cls, text: object) -> SourceKind | None:
         """The kind of a source as a report or the history writes it; None when it is not one.
@@ -95,8 +90,8 @@ LIVE = Source("live")
 class JudgeSetup:
     """A judge, as far as it decides what is asked and how: `kind` (llm, claims, regex, recorded),
     the model, the endpoint (public form), the transport, structured answers, trials, the sampling
-    parameters, the digest of everything sent besides the example (`prompt`), and for recorded
-    verdicts the digest of the file that holds them (`tool`)."""
+    parameters, and the digest of everything sent besides the example (`prompt`). Recorded
+    verdicts are another tool's judge: which file holds them is the report's `inputs.verdicts`."""
 
     kind: str
     model: str | None = None
@@ -106,7 +101,6 @@ class JudgeSetup:
     trials: int = 1
     sampling: dict[str, Any] = field(default_factory=dict)
     prompt: str | None = None
-    tool: str | None = None
 
     @property
     def digest(self) -> str:
@@ -135,7 +129,6 @@ class JudgeSetup:
             "trials": (int,),
             "sampling": (dict,),
             "prompt": (str, type(None)),
-            "tool": (str, type(None)),
         }
         for name, types in checks.items():
             value = data[name]
@@ -160,10 +153,7 @@ class JudgeSetup:
 
 _FIELDS = {f.name for f in fields(JudgeSetup)}
 # Fields held by digest: what changed is said, not the two digests.
-_WORDS = {
-    "prompt": "its prompt (what the judge is sent besides the example)",
-    "tool": "the recorded verdict file",
-}
+_WORDS = {"prompt": "its prompt (what the judge is sent besides the example)"}
 
 
 def endpoint_of(
@@ -173,32 +163,11 @@ def endpoint_of(
     environ: Mapping[str, str] | None = None,
 ) -> str | None:
     """The endpoint a judge is asked at: `given` (`--api-base`), else the criterion's own
-    (`own`), else for an OpenAI-style model the environment's (OPENAI_BASE_URL, then
-    OPENAI_API_BASE, as the client reads them); None is the provider's own."""
+    (`own`), else the one the environment names for `model` (judgekit.llm.transports:
+    OPENAI_BASE_URL for an OpenAI-style model, ANTHROPIC_API_BASE for an `anthropic/` one, ...);
+    None is the provider's own."""
     if given is not None and (own is None or public_url(own) != given):
         return given
     if own is not None:
         return own
     return environment_endpoint(model, environ)
-
-
-def endpoint_variables(model: str | None) -> tuple[str, ...]:
-    """The environment variables the client reads an endpoint for `model` from: OPENAI_BASE_URL
-    and OPENAI_API_BASE for an OpenAI-style model, else the provider's own (`anthropic/...`:
-    ANTHROPIC_API_BASE, ANTHROPIC_BASE_URL), as litellm reads them.
-
-    >>> endpoint_variables("anthropic/claude"), endpoint_variables("gpt-4o")
-    (('ANTHROPIC_API_BASE', 'ANTHROPIC_BASE_URL'), ('OPENAI_BASE_URL', 'OPENAI_API_BASE'))
-    """
-    if model is None:
-        return ()
-    if model.startswith("openai/") or "/" not in model:
-        return ("OPENAI_BASE_URL", "OPENAI_API_BASE")
-    provider = model.split("/", 1)[0].upper().replace("-", "_").replace(".", "_")
-    return (f"{provider}_API_BASE", f"{provider}_BASE_URL")
-
-
-def environment_endpoint(model: str | None, environ: Mapping[str, str] | None = None) -> str | None:
-    """The endpoint the environment names for `model` (the first of `endpoint_variables` set)."""
-    env = os.environ if environ is None else environ
-    return next((env[v] for v in endpoint_variables(model) if env.get(v)), None)

@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from judgekit.errors import InputError
-from judgekit.fingerprint import canonical_hash
+from judgekit.fingerprint import canonical_hash, canonical_json
 from judgekit.llm.protocol import LLM, Completion, Request
 from judgekit.secrets import redact_known
 from judgekit.signing import evidence_key, genuine, tag
@@ -27,10 +27,6 @@ from judgekit.signing import evidence_key, genuine, tag
 
 def cache_key(request: Request) -> str:
     return canonical_hash(request.key_data())
-
-
-def _canonical(data: object) -> str:
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 class CachedLLM:
@@ -79,7 +75,7 @@ class CachedLLM:
             completion = Completion(**data, cached=True)
         except (ValueError, TypeError):
             return None
-        if self.key is not None and not genuine(self.key, signature, key, _canonical(data)):
+        if self.key is not None and not genuine(self.key, signature, key, canonical_json(data)):
             return None  # not written by a holder of the evidence key: asked again
         if not isinstance(data.get("obtained_at"), (int, float)):
             return None  # no time: the age of this evidence is unknown
@@ -98,7 +94,7 @@ class CachedLLM:
             # redacted first: the tag is over what is stored
             data = json.loads(redact_known(json.dumps(completion.to_json(), ensure_ascii=False)))
             if self.key is not None:
-                data["sig"] = tag(self.key, key, _canonical(data))
+                data["sig"] = tag(self.key, key, canonical_json(data))
             self._cache.set(key, json.dumps(data, ensure_ascii=False))
         return replace(completion, cached=False)
 
