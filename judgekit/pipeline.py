@@ -13,7 +13,8 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,6 +30,7 @@ from judgekit.inputs.criteria import (
     with_trials,
 )
 from judgekit.inputs.files import open_source
+from judgekit.inputs.heldout import in_test_split, named_by_identity
 from judgekit.inputs.pair import file_digest
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
@@ -544,7 +546,11 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
         outcomes=ById(
             (e.id, _OUTCOMES[e.label, v.passed]) for e, v in zip(cal.examples, final, strict=True)
         ),
-        keys=ById((e.id, e.key) for e in cal.examples),
+        held_out=named_by_identity(criterion, tests)
+        if (tests := in_test_split(cal.examples))
+        else None,
+        copies={kept: list(ids) for kept, ids in full_set.copies.items()},
+        labels_by=dict(Counter(e.made_by or ASSUMED for e in cal.examples)),
         confidences={
             e.id: v.confidence
             for e, v in zip(cal.examples, final, strict=True)
@@ -556,6 +562,21 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
         ),
         design=design,
         verdicts=VerdictLog.of(criterion.id, (all_trials, escalated or []), mark, started),
+        warnings=[copies_said(full_set.copies)] if full_set.copies else [],
+    )
+
+
+ASSUMED = "human (assumed)"  # a label the set does not say the making of
+
+
+def copies_said(copies: Mapping[str, Sequence[str]]) -> str:
+    """What the report says of a set's copies (judgekit.inputs.identity)."""
+    n = sum(len(c) for c in copies.values())
+    shown = "; ".join(f"{', '.join(c)} of {kept}" for kept, c in list(copies.items())[:5])
+    more = f"; and {len(copies) - 5} more" if len(copies) > 5 else ""
+    return (
+        f"{n} examples of the set show the judge the same text as another and are counted once, "
+        f"as the example they copy ({shown}{more})"
     )
 
 

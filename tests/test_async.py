@@ -1,6 +1,6 @@
 """judgekit where an event loop already runs (an async test, a notebook's kernel): the sync forms
 work there, and the async forms (`acalibrate`, `Judge.acall`, the fixture's `acall`) can be awaited.
-The notebook itself is executed by a real kernel in tests/test_examples.py."""
+The notebook itself is executed by a real kernel in tests/in_test_split.py."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ async def test_the_guards_work_inside_a_running_loop(project):
     project.jsonl(
         "clean",
         [
-            {"id": f"g{i}", "output": "done" if i % 2 else "TODO", "passed": bool(i % 2)}
+            {"id": f"g{i}", "output": f"done {i}" if i % 2 else f"TODO {i}", "passed": bool(i % 2)}
             for i in range(60)
         ],
     )

@@ -343,7 +343,7 @@ def test_a_damaged_history_stops_calibrate_before_any_call(project):
 def test_validate_warns_about_a_set_of_one_class(project):
     project.criterion(llm_criterion())
     project.jsonl(
-        "says-blocked", [{"id": f"p{i}", "output": "x", "passed": True} for i in range(3)]
+        "says-blocked", [{"id": f"p{i}", "output": f"x{i}", "passed": True} for i in range(3)]
     )
     result = runner.invoke(app, ["validate"])
     assert (

@@ -125,7 +125,7 @@ def test_readme_first_command_prints_the_table_it_shows(tmp_path, local_model):
     for folder in ("criteria", "calibration_sets"):
         shutil.copytree(DOCS.parent / folder, tmp_path / folder)
     done = subprocess.run(
-        _shell("judgekit calibrate --no-history"),
+        _shell("judgekit calibrate"),
         shell=True,
         cwd=tmp_path,
         capture_output=True,

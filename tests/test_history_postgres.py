@@ -353,7 +353,11 @@ def test_eight_calibrate_processes_record_into_one_new_postgresql_history_and_lo
         project.jsonl(
             f"r{k}",
             [
-                {"id": f"e{i}", "output": "bad" if i % 3 else "fine", "passed": i % 3 == 0}
+                {
+                    "id": f"e{i}",
+                    "output": f"bad {i}" if i % 3 else f"fine {i}",
+                    "passed": i % 3 == 0,
+                }
                 for i in range(40)
             ],
         )
@@ -600,10 +604,11 @@ def test_two_copies_of_an_older_history_merge_without_a_duplicate(tmp_path):
 
 TAKE = """
 import sys, time
+from judgekit.inputs.heldout import TestSplit
 from judgekit.watch.history import History
 with History.open(sys.argv[1]) as history:
     budget, look = history.take_look(
-        "c", [f"t{i}" for i in range(20)], 0.05, "improve", sys.argv[2]
+        "c", TestSplit(tuple(f"t{i}" for i in range(20))), 0.05, "improve", sys.argv[2]
     )
     print(budget.look, look, flush=True)
 """

@@ -153,7 +153,9 @@ def test_imported_verdicts_calibrate(project, tmp_path):
     )
     assert result.exit_code == 0, result.output
     report = json.loads((tmp_path / "report" / "report.json").read_text())["criteria"][0]
-    assert report["confusion"] == {"tp": 2, "fp": 0, "tn": 2, "fn": 0}
+    # The run asked each case twice: four records, two replies, each counted once.
+    assert sum(len(c) for c in report["copies"].values()) == 2
+    assert report["confusion"] == {"tp": 1, "fp": 0, "tn": 1, "fn": 0}
     unknown = runner.invoke(app, ["import", "langsmith", str(out), "-o", str(tmp_path / "x.jsonl")])
     assert (
         unknown.exit_code == 2 and "unknown format; use one of promptfoo, inspect" in unknown.output

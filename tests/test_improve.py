@@ -16,6 +16,7 @@ from click.testing import CliRunner
 from judgekit.cli import app
 from judgekit.improve.search import Search, improve
 from judgekit.inputs.criteria import load_criterion
+from judgekit.inputs.identity import identity
 from judgekit.inputs.sets import load_set
 from judgekit.llm.protocol import Request
 from judgekit.pipeline import Options
@@ -276,8 +277,9 @@ def test_the_test_split_is_a_budget_and_fresh_examples_open_a_new_one(tmp_path):
         tmp_path / "h.sqlite",
         llm=_fake([GOOD]),
     )
+    criterion = load_criterion(tmp_path / "criteria" / "blocked.yaml")
     new = {
-        e.key
+        identity(criterion, e.fields())
         for e in load_set(tmp_path / "calibration_sets" / "blocked.jsonl", "blocked").examples
         if int(e.id[1:]) >= 1100
     }

@@ -27,7 +27,11 @@ def _regex_project(project, ids, n=300):
         project.jsonl(
             cid,
             [
-                {"id": f"{cid}-{i}", "output": "TODO" if i % 2 else "done", "passed": not i % 2}
+                {
+                    "id": f"{cid}-{i}",
+                    "output": f"TODO {i}" if i % 2 else f"done {i}",
+                    "passed": not i % 2,
+                }
                 for i in range(n)
             ],
         )
@@ -78,7 +82,7 @@ def test_an_older_calibration_never_replaces_a_newer_one(project):
     project.jsonl(
         "a",
         [
-            {"id": f"a-{i}", "output": "TODO" if i % 3 else "done", "passed": not i % 3}
+            {"id": f"a-{i}", "output": f"TODO {i}" if i % 3 else f"done {i}", "passed": not i % 3}
             for i in range(9)
         ],
     )

@@ -194,7 +194,7 @@ def test_trials_give_the_confidence_and_regex_criteria_are_gated_as_before(tmp_p
         )
     )
     rows = [
-        {"id": f"t{i}", "output": "TODO" if i % 2 else "done", "passed": i % 2 == 0}
+        {"id": f"t{i}", "output": f"TODO {i}" if i % 2 else f"done {i}", "passed": i % 2 == 0}
         for i in range(40)
     ]
     (tmp_path / "calibration_sets" / "no-todo.jsonl").write_text(

@@ -96,8 +96,19 @@ def test_pandalm_annotators(shared_datasets, tmp_path):
     ]
     criterion = {"id": "first-response-better", "question": "Is response 1 better than response 2?"}
     c = calibrate(_write_project(tmp_path, criterion, examples, verdicts)).criteria[0]
-    assert c.n == 999 and c.abstained == 25 and c.labelled_pass == 422
-    binary = {name: {i: v == 1 for i, v in r.items()} for name, r in ratings.items()}
+    # 99 of the 999 items repeat an earlier item's instruction and responses word for word (with
+    # the same majority label): one example each, counted once, as the earlier one.
+    first: dict[tuple[str, str], dict] = {}
+    for x, e in zip(items, examples, strict=True):
+        first.setdefault((e["input"], e["output"]), x)
+    items = list(first.values())
+    ids = {str(x["idx"]) for x in items}
+    assert len(items) == 900 and c.n == 900 and sum(len(v) for v in c.copies.values()) == 99
+    assert c.abstained == sum(judged[i] == "garbage" for i in ids)
+    assert c.labelled_pass == sum(
+        sum(x[f"annotator{k}"] == 1 for k in (1, 2, 3)) >= 2 for x in items
+    )
+    binary = {name: {i: v == 1 for i, v in r.items() if i in ids} for name, r in ratings.items()}
     expected = pairwise_kappa(binary)
     assert c.annotators.pairwise_kappa == pytest.approx(expected)
     assert set(c.annotators.judge_kappa) == {"annotator1", "annotator2", "annotator3"}

@@ -168,7 +168,7 @@ def test_lines_written_in_blocks_keep_no_secret(tmp_path, monkeypatch):
 
 
 def test_mappings_by_example_id_are_held_as_built_and_others_are_checked():
-    outcomes, keys = ById({"a": (True, None)}), ById({"a": "k"})
+    outcomes = ById({"a": (True, None)})
     fields = dict(
         id="c",
         fingerprint="f",
@@ -180,8 +180,8 @@ def test_mappings_by_example_id_are_held_as_built_and_others_are_checked():
         intervals={},
         disagreements=[],
     )
-    report = CriterionReport(**fields, outcomes=outcomes, keys=keys)
-    assert report.outcomes is outcomes and report.keys is keys
+    report = CriterionReport(**fields, outcomes=outcomes)
+    assert report.outcomes is outcomes
     assert CriterionReport(**fields, outcomes={"a": [True, False]}).outcomes == {"a": (True, False)}
     with pytest.raises(ValidationError):
         CriterionReport(**fields, outcomes={"a": "passed"})

@@ -135,7 +135,7 @@ def test_the_tally_judges_with_a_calibrated_judge(project):
     project.jsonl(
         "clean",
         [
-            {"id": f"g{i}", "output": "done" if i % 2 else "TODO", "passed": bool(i % 2)}
+            {"id": f"g{i}", "output": f"done {i}" if i % 2 else f"TODO {i}", "passed": bool(i % 2)}
             for i in range(60)
         ],
     )

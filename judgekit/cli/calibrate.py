@@ -32,18 +32,19 @@ from judgekit.cli.options import (
     typer_app,
 )
 from judgekit.cli.terminal import render_estimates, render_table, terminal_progress
-from judgekit.errors import InputError, JudgekitError
+from judgekit.errors import InputError, JudgekitError, Problem
 from judgekit.gate.decision import Gate
 from judgekit.gate.label_budget import plan as make_plan
 from judgekit.inputs.catalog import criterion_files, find_set, unknown_criteria
 from judgekit.inputs.criteria import criterion_schema
 from judgekit.inputs.files import write_atomic
+from judgekit.inputs.heldout import in_test_split
 from judgekit.inputs.label_reader import LabelledSet, labels_of, read_labels
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import Example
 from judgekit.judging.recorded import load_recorded
-from judgekit.pipeline import Options, calibrate_read, dry_run
+from judgekit.pipeline import Options, calibrate_read, copies_said, dry_run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
 from judgekit.watch.findings import read_findings
@@ -191,6 +192,29 @@ def _show_dry_run(options: Options, config: Path | None, as_json: bool) -> None:
     )
 
 
+def _unrecorded_look(options: Options) -> None:
+    """`--no-history` may not measure a judge on test examples: that run would show the test
+    split's figures with no look recorded (judgekit.inputs.heldout), so an edited judge could be
+    tuned on them for free."""
+    criteria, sets = load_inputs(
+        options.criteria_dir, options.sets_dir, options.criterion_ids, options.split
+    )
+    judged = {c.id for c in criteria if c.kind != "regex"}
+    problems = [
+        Problem(
+            str(s.path),
+            "split",
+            f"{len(tests)} test-split examples: with --no-history, measuring criterion "
+            f"{cid!r}'s judge on them would be a look at the test split that nothing records; "
+            "keep the history (drop --no-history), or calibrate the dev split (--split dev)",
+        )
+        for cid, s in sorted(sets.items())
+        if cid in judged and (tests := in_test_split(s.examples))
+    ]
+    if problems:
+        raise InputError(problems)
+
+
 def _judged(
     options: Options,
     out: Path,
@@ -211,6 +235,8 @@ def _judged(
         # A damaged, read-only or foreign history stops the run before any judge is paid for.
         if not no_history:
             History.open(located).close()
+        else:
+            _unrecorded_look(options)
         # The thresholds early stopping settles against, and max_age.
         options.policy = Policy.load(config)
         if options.verdicts is not None:
@@ -370,6 +396,8 @@ def validate(
     if problems:
         fail(InputError(problems))
     for _cid, loaded_set in sorted(loaded_sets.items()):  # in the order of the criteria's ids
+        if loaded_set.copies:
+            typer.echo(f"note: {loaded_set.path}: {copies_said(loaded_set.copies)}")
         good = sum(e.label for e in loaded_set.examples)
         if good in (0, len(loaded_set.examples)):  # valid, but no gate can pass it: say so now
             have, lack = ("known-good", "known-bad") if good else ("known-bad", "known-good")

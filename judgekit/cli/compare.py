@@ -12,7 +12,15 @@ from pathlib import Path
 
 import typer
 
-from judgekit.cli.app import EXIT_GATE_FAIL, REPORT, check_split, fail, interrupted, short
+from judgekit.cli.app import (
+    EXIT_GATE_FAIL,
+    EXIT_INCONCLUSIVE,
+    REPORT,
+    check_split,
+    fail,
+    interrupted,
+    short,
+)
 from judgekit.cli.compare_html import write as write_page
 from judgekit.cli.options import (
     api_base_option,
@@ -33,9 +41,10 @@ from judgekit.compare.analysis import analyse
 from judgekit.compare.candidates import Spec, from_file, from_options, read_file
 from judgekit.compare.model import Comparison
 from judgekit.compare.render import estimates, table
-from judgekit.compare.run import Measurements, dry_run, judge, load
+from judgekit.compare.run import Measured, Measurements, dry_run, judge, load
 from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.files import write_atomic
+from judgekit.inputs.heldout import in_test_split, named_by_identity
 from judgekit.inputs.policy import Policy
 from judgekit.pipeline import Options
 from judgekit.report.model import Report
@@ -252,28 +261,14 @@ def _adopt(
 ) -> None:
     found = next(m for m in judged.measured if m.spec.name == name)
     adopting.check(found, criteria, force)
-    # Choosing among candidates by their test figures is a look at the test split.
-    if split == "test":
-        with History.open(history) as db:
-            budget, _ = db.take_look(
-                judged.criterion.id,
-                [e.key for e in judged.set.examples],
-                ALPHA,
-                "compare",
-                found.report.fingerprint,
-                always=True,
-                accepted=True,
-            )
-        if budget.look is None:
-            typer.echo(
-                f"warning: {budget.words()}: this adoption rests on examples already looked at "
-                "too often",
-                err=True,
-            )
+    note = _adoption_look(judged, found, history, split)
     change = adopting.proposed(found, criteria)
     # With --json, on stderr: stdout is the JSON.
     typer.echo(redact(change.diff()), nl=False, err=quiet)
     adopted = adopting.adopt(found, change)
+    if note is not None:
+        typer.echo(f"note: {note}", err=True)
+        adopted = adopted.model_copy(update={"warnings": [*adopted.warnings, note]})
     recorded = record_history(
         Report(criteria=[adopted]),
         history,
@@ -286,6 +281,43 @@ def _adopt(
         f"{adopted.id}'s report in {report_dir / 'report.json'} "
         f"({count} {'criterion' if count == 1 else 'criteria'} there)",
         err=quiet,
+    )
+
+
+def _adoption_look(
+    judged: Measurements, found: Measured, history: str | Path, split: str | None
+) -> str | None:
+    """The held-out discipline of `--adopt` (judgekit.inputs.heldout): choosing among candidates
+    by figures that include test examples is a look at the test split, taken before anything is
+    written. With `--split test` the look must be one the budget allows (else exit 3, nothing
+    written); otherwise the choice rests on the data it was measured on, and the note returned
+    says so (on the terminal and in the adopted report's warnings)."""
+    tests = in_test_split(judged.set.examples)
+    if tests:
+        with History.open(history) as db:
+            budget, look = db.take_look(
+                judged.criterion.id,
+                named_by_identity(judged.criterion, tests),
+                ALPHA,
+                "compare",
+                found.report.fingerprint,
+                always=split != "test",
+                accepted=True,
+            )
+        if split == "test" and look is None:
+            typer.echo(
+                f"error: --adopt: {budget.words()}; nothing adopted. The candidates' test figures "
+                "are no longer evidence a choice may rest on: add the fresh test examples, or "
+                "adopt on dev (`--split dev --adopt`, said to rest on the data it was measured on)",
+                err=True,
+            )
+            raise typer.Exit(EXIT_INCONCLUSIVE)
+    if split == "test":
+        return None
+    return (
+        "adopted by `judgekit compare --adopt` on the data it was measured on: chosen among the "
+        "candidates by their figures on these same examples, with no held-out test; `judgekit "
+        "improve` tests a choice on the test split"
     )
 
 

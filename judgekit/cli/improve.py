@@ -34,8 +34,13 @@ from judgekit.compare.adopt import adopt, criterion_path
 from judgekit.errors import JudgekitError
 from judgekit.improve.render import as_json, markdown, proposed, summary
 from judgekit.improve.search import Search, improve as search_for
+from judgekit.inputs.catalog import find_set
+from judgekit.inputs.criteria import Criterion
 from judgekit.inputs.files import write_atomic
+from judgekit.inputs.heldout import leaked
+from judgekit.inputs.merge import remove_examples
 from judgekit.inputs.policy import Policy
+from judgekit.inputs.sets import read_set
 from judgekit.pipeline import Options
 from judgekit.secrets import redact
 from judgekit.watch.store import locate
@@ -141,8 +146,9 @@ def improve(
             typer.echo(redact(change.diff()))
             if write and found.accepted:  # written only if it defines the judge the test measured
                 adopt(found.best, change)
+                moved = _shots_out_of_set(sets, proposal.criterion)
                 typer.echo(
-                    f"written: {change.path}; run `judgekit calibrate` "
+                    f"written: {change.path}{moved}; run `judgekit calibrate` "
                     "(the gate takes it as a changed judge)"
                 )
         typer.echo(f"improve: {folder / 'improve.md'}")
@@ -154,6 +160,21 @@ def improve(
         raise typer.Exit(EXIT_SPENT)
     if not found.accepted:
         raise typer.Exit(EXIT_GATE_FAIL)
+
+
+def _shots_out_of_set(sets: Path, criterion: Criterion) -> str:
+    """The set's examples the written criterion now shows as few-shot examples (with their
+    labels, in the criterion file) taken out of the set, so that it calibrates: what to say."""
+    path = find_set(sets, criterion.id)
+    loaded, _ = read_set(path, criterion.id)
+    ids = set(leaked(criterion, loaded.examples))
+    if not ids:
+        return ""
+    remove_examples(path, ids)
+    return (
+        f"; {len(ids)} examples of {path} are its few-shot examples now and left the set "
+        f"({', '.join(sorted(ids))}: they are in the criterion file, with their labels)"
+    )
 
 
 commands = group(app)

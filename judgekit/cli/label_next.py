@@ -68,7 +68,7 @@ def next_to_label(
         else short_class(entry, t, (have_pass, len(labelled.examples) - have_pass))
     )
     current = entry.metrics.get(rate) if entry else None
-    drawn = draw(replies, verdicts, labelled, req.n, rate, current)
+    drawn = draw(criterion, replies, verdicts, labelled, req.n, rate, current)
     # the lock labels are written under: a page still open on the last draw waits
     with locked(req.out):
         _check_out(req.out)

@@ -19,12 +19,14 @@ It reads plain files with plain code (no models built), so `judgekit gate` start
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
+from judgekit.gate.copies import without_copies
 from judgekit.gate.entry import (
     Line,
     ReportEntry,
@@ -41,7 +43,7 @@ from judgekit.gate.label_budget import budgets
 from judgekit.gate.result import Decision, GateResult
 from judgekit.gate.rules import Findings, check, judge_setting, selective
 from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
-from judgekit.inputs.label_reader import LabelledSet, read_labels
+from judgekit.inputs.label_reader import LabelledSet, read_labels, source_of
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
 from judgekit.llm.families import family, same_model
 from judgekit.report.render import fmt_number
@@ -285,8 +287,10 @@ class Gate:
         stale = self._staleness(entry)
         if stale:
             return Decision(criterion_id, "FAIL", tuple(stale)), None
-        labels = self.sets[criterion_id].select(entry.split)
         try:
+            labels = without_copies(
+                self.sets[criterion_id], entry.copies, self.criteria[criterion_id]
+            ).select(entry.split)
             if lines is None:
                 raise Untrusted(
                     "the report has no per-example verdicts to check its figures against"
@@ -307,6 +311,9 @@ class Gate:
                 "FAIL",
                 (f"the report is not evidence: {error}; run `judgekit calibrate` again",),
             ), None
+        wrong_labels = _label_sources(labels, t, setup.model if setup.kind != "regex" else None)
+        if wrong_labels:
+            return Decision(criterion_id, "FAIL", (wrong_labels,)), figures
         found = self.findings.get(criterion_id, {}).get(entry.fingerprint)
         if found is not None and (figures.evidence_at is None or figures.evidence_at < found):
             return Decision(
@@ -387,6 +394,36 @@ class Gate:
         if reasons:
             reasons.append("run `judgekit calibrate` again")
         return reasons
+
+
+def _label_sources(labels: LabelledSet, t: Thresholds, judge_model: str | None) -> str | None:
+    """Why the set's labels are not ground truth for this judge (None when they are): labels made
+    in a way the policy does not count (label_sources), or by a model of the judge's family (a
+    judge agreeing with its own family's labels proves nothing)."""
+    made = Counter(e.made_by for e in labels.examples if source_of(e.made_by) != "human")
+    own = sorted(
+        m
+        for m in made
+        if m
+        and m.startswith("model:")
+        and judge_model
+        and (same_model(m[6:], judge_model) or family(m[6:]) == family(judge_model))
+    )
+    if own:
+        return (
+            f"{sum(made[m] for m in own)} labels of the set were made by {', '.join(own)}, the "
+            f"judge's own model family ({judge_model}): a judge agreeing with labels its own "
+            "family made proves nothing; have people label them (`judgekit label`)"
+        )
+    refused = {m: n for m, n in made.items() if source_of(m) not in t.label_sources}
+    if not refused:
+        return None
+    said = ", ".join(f"{n} by {m}" for m, n in sorted(refused.items(), key=lambda x: str(x[0])))
+    return (
+        f"labels the gate does not count as ground truth: {said} (it counts "
+        f"{' and '.join(t.label_sources)} labels); have people label them (`judgekit label`), or "
+        "allow them in the gate's policy (label_sources)"
+    )
 
 
 def _too_few(figures: Figures, t: Thresholds, found: Findings) -> set[str]:

@@ -72,6 +72,8 @@ class ReportEntry:
     structured: bool = True
     trials: int | None = None
     lines: tuple[Line, ...] | None = None
+    # the ids of the set counted once as copies of another (kept id -> copies); None: not said
+    copies: dict[str, tuple[str, ...]] | None = None
     # the judge's setup as the report holds it (judgekit.judging.setup.JudgeSetup's JSON; None in
     # a report of an older judgekit), and the judgekit that wrote it
     setup: dict[str, Any] | None = None
@@ -104,6 +106,17 @@ def _count(data: dict[str, Any], name: str) -> int:
 
 def _whole(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _copies(value: Any) -> dict[str, tuple[str, ...]] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(i, str) for i in v)
+        for k, v in value.items()
+    ):
+        raise Untrusted(f"report.json's copies is not a table of ids: {value!r}")
+    return {k: tuple(v) for k, v in value.items()}
 
 
 def parse_entry(
@@ -155,6 +168,7 @@ def parse_entry(
         structured=judge.get("structured", True) is not False,
         trials=trials if isinstance(trials, int) and not isinstance(trials, bool) else None,
         lines=lines,
+        copies=_copies(data.get("copies")),
         setup=judge.get("setup") if isinstance(judge.get("setup"), dict) else None,
         judgekit_version=judgekit_version,
     )

@@ -81,6 +81,7 @@ def summary(found: Improvement) -> dict[str, Any]:
             "lower_bounds": a.lower_bounds,
             "reasons": list(a.reasons),
             "changed": changed(found),
+            "shown_out": found.shown_out,
         }
     return out
 
@@ -90,11 +91,10 @@ def changed(found: Improvement) -> list[dict[str, Any]]:
     if found.test is None or found.budget is None:
         return []
     was, now = (finals(m.report) for m in found.test.measured)
-    used = set(found.budget.examples)
     out = []
-    for e in found.test.set.examples:
+    for e in found.used:
         before, after = (f[e.id].passed if e.id in f else None for f in (was, now))
-        if e.key in used and before != after:
+        if before != after:
             out.append(
                 {
                     "id": e.id,
@@ -156,6 +156,11 @@ def markdown(found: Improvement) -> str:
             f"judge); one-sided exact McNemar p = {t['p_value']:.3g}, alpha {t['alpha']:.4g}.",
         ]
         lines += [f"- {md_escape(r)}" for r in t["reasons"]]
+        if t["shown_out"]:
+            lines.append(
+                f"- Left out of the held-out examples: {len(t['shown_out'])} test examples the "
+                f"candidate is shown as few-shot examples ({md_escape(', '.join(t['shown_out']))})."
+            )
         if t["changed"]:
             lines += ["", "| id | label | current | candidate | output |", "|---|---|---|---|---|"]
             lines += [

@@ -26,6 +26,8 @@ from judgekit.compare.run import Measured, Measurements, ajudge, load
 from judgekit.errors import InputError
 from judgekit.improve.proposals import Proposal, few_shot, optimizer_request, rewordings, settings
 from judgekit.inputs.criteria import LLMCriterion
+from judgekit.inputs.heldout import held_out, named_by_identity
+from judgekit.inputs.identity import identity
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.verdicts import Verdict, majority
@@ -70,6 +72,9 @@ class Improvement:
     to_recheck: list[str] = field(default_factory=list)
     # the dev examples candidates are ranked on (none shown as a shot)
     scoring: list[Example] = field(default_factory=list)
+    # the test examples the acceptance test used: the look's, less those the best shows as shots
+    used: list[Example] = field(default_factory=list)
+    shown_out: list[str] = field(default_factory=list)  # test ids left out as the best's shots
 
     @property
     def accepted(self) -> bool:
@@ -183,8 +188,9 @@ async def aimprove(
     out = Improvement(criterion, measured, tried, dropped, to_recheck=_to_recheck(measured, dev))
     # Every candidate is ranked on the dev examples none is shown as a few-shot example: a judge
     # shown an example with its label is not measured on it.
-    shown = {shot.output for p in tried for shot in p.criterion.examples}
-    scoring = [e for e in dev.examples if e.output not in shown]
+    scoring = list(dev.examples)
+    for p in tried:
+        scoring = held_out(p.criterion, scoring)
     out.scoring = scoring
     base = right(measured.measured[0], scoring)
     ranked = sorted(measured.measured[1:], key=lambda m: (-right(m, scoring), trials_of(m)))
@@ -195,7 +201,7 @@ async def aimprove(
     with History.open(history) as db:
         out.budget, look = db.take_look(
             criterion_id,
-            [e.key for e in test.examples],
+            named_by_identity(criterion, test.examples),
             search.alpha,
             "improve",
             out.best.report.fingerprint,
@@ -205,7 +211,12 @@ async def aimprove(
         out.test = await ajudge(
             replace(options, split="test", model=None), [current, out.best.spec], llm, progress
         )
-        used = [e for e in test.examples if e.key in set(out.budget.examples)]
+        looked = set(out.budget.examples)
+        in_look = [e for e in test.examples if identity(criterion, e.fields()) in looked]
+        # A test example the candidate is shown with its label is no evidence about it.
+        used = held_out(out.best.spec.criterion, in_look)
+        out.used = used
+        out.shown_out = [e.id for e in in_look if e not in used]
         was, now = (finals(m.report) for m in out.test.measured)
         out.acceptance = accept(
             [e.label for e in used],

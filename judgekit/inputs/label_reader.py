@@ -10,6 +10,7 @@ a label (a CSV's cells, several annotators' majority) are said here once and use
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,17 @@ from judgekit.inputs.files import iter_records, open_source, parse_bool
 
 if TYPE_CHECKING:
     from judgekit.inputs.sets import CalibrationSet
+
+
+# How a label was made (judgekit.inputs.sets.Example.made_by).
+MADE_BY = r"^(human|adjudicated|feedback|model:\S.*)$"
+_MADE_BY = re.compile(MADE_BY)
+
+
+def source_of(made_by: str | None) -> str:
+    """The kind of a label's maker, as the gate's policy names it (label_sources): human,
+    adjudicated, feedback or model."""
+    return "model" if made_by and made_by.startswith("model:") else made_by or "human"
 
 
 def majority(labels: Mapping[str, bool]) -> bool | None:
@@ -64,6 +76,7 @@ class Labelled:
     # how it was drawn from a pool (`judgekit label --next`): pool, stratum, every stratum's
     # size, position
     selection: tuple[str, str, tuple[tuple[str, int], ...], int] | None = None
+    made_by: str | None = None  # how the label was made (None: not said, taken as human)
 
 
 @dataclass(frozen=True)
@@ -123,7 +136,11 @@ def labels_of(read: CalibrationSet) -> LabelledSet:
         read.digest,
         tuple(
             Labelled(
-                e.id, e.label, e.split, e.selection.as_tuple() if e.selection is not None else None
+                e.id,
+                e.label,
+                e.split,
+                e.selection.as_tuple() if e.selection is not None else None,
+                e.made_by,
             )
             for e in read.examples
         ),
@@ -149,7 +166,10 @@ def _label(record: Any) -> Labelled | None:
     selection = _selection(drawn)
     if drawn is not None and selection is None:
         return None
-    return Labelled(str(rid), passed, split if isinstance(split, str) else None, selection)
+    made_by = record.get("made_by")
+    if made_by is not None and not (isinstance(made_by, str) and _MADE_BY.match(made_by)):
+        return None
+    return Labelled(str(rid), passed, split if isinstance(split, str) else None, selection, made_by)
 
 
 def _count(value: Any) -> bool:

@@ -181,6 +181,15 @@ def write_label(
     )
 
 
+def _by_a_person(header: list[str], row: list[str]) -> list[str]:
+    """A CSV row whose `made_by` cell says a person made its label (judgekit.inputs.sets)."""
+    if "made_by" not in header or row[header.index("made_by")] in ("", "human"):
+        return row
+    out = list(row)
+    out[header.index("made_by")] = "human"
+    return out
+
+
 def record_spans(path: Path, data: bytes) -> tuple[str, list[tuple[str, int, int, dict[str, Any]]]]:
     """The file's text, and each record's id, its character span (a JSON line without its line end,
     a CSV row with it) and the record, in order."""
@@ -249,11 +258,15 @@ def _change(
 
     if path.suffix.lower() == ".jsonl":
         line = text[start:stop]
-        change = (
+        change: dict[str, Any] = (
             {"passed": passed}
             if annotator is None
             else {"labels": {**(record.get("labels") or {}), annotator: passed}}
         )
+        if record.get("made_by") not in (None, "human"):
+            # A person's label now, whoever made the one it replaces (no made_by is a person's
+            # already: a label fits its record in place, as the set's padding allows).
+            change["made_by"] = "human"
         return replaced(
             json.dumps({**record, **change}, ensure_ascii=True).ljust(len(line.encode()))
         )
@@ -265,15 +278,12 @@ def _change(
         writer = csv.writer(out, lineterminator=ending)
         writer.writerow([*header, column])
         for _, _, row in rows:
-            value = (
-                ("true" if passed else "false")
-                if dict(zip(header, row, strict=True))["id"] == example_id
-                else ""
-            )
-            writer.writerow([*row, value])
+            mine = dict(zip(header, row, strict=True))["id"] == example_id
+            value = ("true" if passed else "false") if mine else ""
+            writer.writerow([*(_by_a_person(header, row) if mine else row), value])
         return (*byte_span(data, text, 0, len(text)), out.getvalue().encode())
     row = list(next(r for b, _, r in rows if b == start)) + [""] * len(header)
-    row = row[: len(header)]
+    row = _by_a_person(header, row[: len(header)])
     row[header.index(column)] = "true" if passed else "false"
     width = len(text[start:stop].encode())
     for quoting in (csv.QUOTE_MINIMAL, csv.QUOTE_ALL):  # quotes change no value

@@ -29,13 +29,13 @@ from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import Criterion
 from judgekit.inputs.files import RECORD_SUFFIXES, iter_records, locked, read_source
+from judgekit.inputs.identity import distinct
 from judgekit.inputs.journal import JournalEntry, RolledBack, change_locked, recover_locked
 from judgekit.inputs.label_writer import byte_span, csv_rows, record_spans
 from judgekit.inputs.sets import (
     CalibrationSet,
     Example,
-    check_context,
-    check_leakage,
+    checked,
     read_set,
     set_records,
 )
@@ -157,7 +157,7 @@ def _check(new: Path, set_path: Path, criterion: Criterion, labelled_only: bool)
             examples.append(example)
             plan.records.append(record)
             plan.moved.append(example.id)
-    problems += _set_problems(criterion, new, examples)
+    problems += _set_problems(criterion, new, examples, held)
     if not problems and not plan.moved and not plan.already:
         problems.append(
             Problem(
@@ -227,14 +227,23 @@ def _admit(
     return example, []
 
 
-def _set_problems(criterion: Criterion, new: Path, examples: list[Example]) -> list[Problem]:
-    """What the set-wide checks (leakage, context) find in the examples to add."""
+def _set_problems(
+    criterion: Criterion, new: Path, examples: list[Example], held: dict[str, Example]
+) -> list[Problem]:
+    """What the set-wide checks find in the examples to add: few-shot leakage, a missing source,
+    and a label opposite to the one the set (or the new file) gives the same example."""
     problems: list[Problem] = []
-    for check in (check_leakage, check_context):
-        try:
-            check(criterion, CalibrationSet(criterion.id, new, tuple(examples)))
-        except InputError as error:
-            problems += error.problems
+    try:
+        checked(criterion, CalibrationSet(criterion.id, new, tuple(examples)))
+    except InputError as error:
+        problems += error.problems
+    ours = {e.id for e in examples}
+    found = distinct(criterion, [*held.values(), *examples], str(new))
+    problems += [
+        p
+        for (later, kept), p in zip(found.conflicts, found.problems, strict=True)
+        if later in ours and kept in held
+    ]
     return problems
 
 
@@ -313,3 +322,31 @@ def _blank(path: Path, data: bytes, ids: set[str]) -> tuple[int, int, bytes]:
     for start, stop in found:
         out[start - first : stop - first] = b"\n" * (stop - start)
     return first, last, bytes(out)
+
+
+def remove_examples(
+    set_path: Path, ids: set[str], pwrite: Callable[[int, bytes, int], int] = os.pwrite
+) -> None:
+    """Take the records of `ids` out of a set (JSONL or CSV), in place and through the journal as a
+    merge's writes go: `improve --write` moves the set examples it makes few-shot examples into the
+    criterion file, so that the set does not grade the judge on what it is shown."""
+    if not ids:
+        return
+    if set_path.suffix.lower() not in _FORMATS:
+        raise InputError.one(
+            set_path,
+            "",
+            f"holds {len(ids)} examples that are now few-shot examples of the criterion "
+            f"({', '.join(sorted(ids))}); judgekit takes records out of .jsonl and .csv sets "
+            "only: remove these by hand before calibrating",
+        )
+    with locked(set_path):
+        recover_locked(set_path)
+        change_locked(
+            set_path,
+            lambda data: _blank(set_path, data, ids),
+            lambda start, old, out: JournalEntry(
+                "", None, start, old, out, moved=tuple(sorted(ids)), merged="out"
+            ),
+            pwrite,
+        )

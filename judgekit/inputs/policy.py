@@ -6,7 +6,8 @@ Plain dataclasses, checked by hand: the gate reads its policy on every CI run an
 >>> data = {"min_tpr": 0.9, "criteria": {"c": {"min_tnr": 0.7}}}
 >>> Policy.from_mapping(data, "pyproject.toml").for_criterion("c")  # doctest: +NORMALIZE_WHITESPACE
 Thresholds(min_tpr=0.9, min_tnr=0.7, min_kappa=None, min_examples=20, max_abstain_rate=0.1,
-           max_flip_rate=0.2, max_age='30d', use_lower_bound=True, selective=None)
+           max_flip_rate=0.2, max_age='30d', use_lower_bound=True, selective=None,
+           label_sources=('human', 'adjudicated'))
 """
 
 from __future__ import annotations
@@ -111,7 +112,9 @@ class Thresholds:
     max_flip_rate: when trials ran, the share of examples whose trials disagreed (null: any);
     max_age: oldest evidence accepted, like 30d or 12h (null: any age); use_lower_bound: apply the
     thresholds to the 95% interval's lower bound; selective: a `Selective` table, which replaces
-    the TPR / TNR / kappa / abstention thresholds by a certified agreement and a coverage.
+    the TPR / TNR / kappa / abstention thresholds by a certified agreement and a coverage;
+    label_sources: whose labels count as ground truth (human, adjudicated, feedback, model), by
+    default human and adjudicated ones; a model's labels never count for a judge of its family.
     """
 
     min_tpr: float = 0.8
@@ -123,6 +126,7 @@ class Thresholds:
     max_age: str | None = "30d"
     use_lower_bound: bool = True
     selective: Selective | None = None
+    label_sources: tuple[str, ...] = ("human", "adjudicated")
 
     @classmethod
     def parse(
@@ -146,6 +150,8 @@ class Thresholds:
             message = _RULES[key](value)
             if message:
                 problems.append(Problem(source, f"{where}.{key}", f"{message}, not {value!r}"))
+            elif key == "label_sources":
+                values[key] = tuple(dict.fromkeys(value))
             else:
                 values[key] = float(value) if key in _FLOATS and value is not None else value
         if problems:
@@ -183,6 +189,19 @@ def _duration_rule(value: Any) -> str | None:
     return None
 
 
+LABEL_SOURCES = ("human", "adjudicated", "feedback", "model")
+
+
+def _label_sources(value: Any) -> str | None:
+    if (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, str) and v in LABEL_SOURCES for v in value)
+    ):
+        return None
+    return f"must be a list of some of {', '.join(LABEL_SOURCES)}"
+
+
 _FLOATS = {"min_tpr", "min_tnr", "min_kappa", "max_abstain_rate", "max_flip_rate"}
 _RULES = {
     "min_tpr": _share(0),
@@ -193,6 +212,7 @@ _RULES = {
     "max_flip_rate": _or_null(_share(0)),
     "max_age": _duration_rule,
     "use_lower_bound": lambda value: None if isinstance(value, bool) else "must be true or false",
+    "label_sources": _label_sources,
 }
 
 

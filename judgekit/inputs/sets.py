@@ -14,8 +14,8 @@ True
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -23,11 +23,13 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StrictBool, StrictInt, ValidationError, model_validator
 
 from judgekit.errors import InputError, Problem
-from judgekit.fingerprint import canonical_hash, canonical_hash_of_list
+from judgekit.fingerprint import canonical_hash_of_list
 from judgekit.inputs.catalog import find_set
-from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
+from judgekit.inputs.criteria import ClaimsCriterion, Criterion
 from judgekit.inputs.files import Source, SourceLines, iter_records, open_source
-from judgekit.inputs.label_reader import from_csv_cells, majority
+from judgekit.inputs.heldout import check_leakage
+from judgekit.inputs.identity import distinct
+from judgekit.inputs.label_reader import MADE_BY, from_csv_cells, majority
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
 
 
@@ -89,6 +91,17 @@ class Example(Frozen):
         description="How the example was drawn from a pool "
         "(`judgekit label --next`); the estimates weight it accordingly.",
     )
+    made_by: str | None = Field(
+        None,
+        pattern=MADE_BY,
+        description="How the label was made: human (a person; assumed when not said), "
+        "adjudicated (annotators' disagreement settled), feedback (end users' thumbs), or "
+        "model:<name> (an LLM). The gate counts human and adjudicated labels unless its policy "
+        "says otherwise (label_sources).",
+    )
+    annotator: str | None = Field(
+        None, min_length=1, max_length=64, description="Who made the label (a name or an id)."
+    )
 
     @model_validator(mode="after")
     def _one_label(self) -> Example:
@@ -116,24 +129,26 @@ class Example(Frozen):
     def label(self) -> bool:
         return bool(self.passed)  # never None after validation
 
+    @property
+    def provenance(self) -> str:
+        """How the label was made (`made_by`; human when the set does not say)."""
+        return self.made_by or "human"
+
     def fields(self) -> dict[str, Any]:
         return {"input": self.input, "output": self.output, "context": self.context}
-
-    @property
-    def key(self) -> str:
-        """What the judge is shown, by digest: the same reply under another id is the same evidence
-        (the test split's budget counts looks at replies, not at ids)."""
-        return canonical_hash(self.fields())[:16]
 
 
 @dataclass(frozen=True)
 class CalibrationSet:
-    """One criterion's labelled examples, and the digest of the file they were read from."""
+    """One criterion's labelled examples, and the digest of the file they were read from. Loaded
+    for a criterion (`load_sets`), the examples are the distinct ones (judgekit.inputs.identity)
+    and `copies` names the ids left out as copies of one kept: kept id -> copies."""
 
     criterion_id: str
     path: Path
     examples: tuple[Example, ...]
     digest: str | None = None
+    copies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
     @cached_property
     def fingerprint(self) -> str:
@@ -147,6 +162,7 @@ class CalibrationSet:
             self.path,
             tuple(e for e in self.examples if e.split == split),
             self.digest,
+            self.copies,
         )
 
     def canary(self, size: int) -> CalibrationSet:
@@ -166,6 +182,7 @@ class CalibrationSet:
             self.path,
             tuple(e for e in self.examples if e.id in chosen),
             self.digest,
+            self.copies,
         )
 
 
@@ -242,32 +259,6 @@ def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Proble
     return CalibrationSet(criterion_id, path, tuple(examples), source.digest), problems
 
 
-def _normal(text: str | None) -> str:
-    return " ".join((text or "").split()).lower()
-
-
-def check_leakage(criterion: Criterion, calibration_set: CalibrationSet) -> None:
-    """Few-shot examples must not also be graded: a judge shown the answer proves nothing."""
-    if not isinstance(criterion, LLMCriterion) or not criterion.examples:
-        return
-    shots = {(_normal(s.input), _normal(s.output)) for s in criterion.examples}
-    leaked = [
-        e.id for e in calibration_set.examples if (_normal(e.input), _normal(e.output)) in shots
-    ]
-    if leaked:
-        raise InputError(
-            [
-                Problem(
-                    str(calibration_set.path),
-                    f"id {rid}",
-                    f"is also a few-shot example of criterion {criterion.id!r}; "
-                    "remove it from the set or from the criterion's examples",
-                )
-                for rid in leaked
-            ]
-        )
-
-
 def check_context(criterion: Criterion, calibration_set: CalibrationSet) -> None:
     """A claims criterion checks claims against each example's source: an example without one is an
     error, and so is one whose labelled claims contradict its label."""
@@ -297,6 +288,30 @@ def check_context(criterion: Criterion, calibration_set: CalibrationSet) -> None
         raise InputError(problems)
 
 
+def checked(criterion: Criterion, loaded: CalibrationSet) -> CalibrationSet:
+    """The set as its criterion calibrates on it: its distinct examples (copies named, opposite
+    labels on one identity refused), none shown to the judge as a few-shot example, and a source
+    for each where the criterion checks against one."""
+    found = distinct(criterion, loaded.examples, str(loaded.path))
+    problems = list(found.problems)
+    try:
+        check_leakage(criterion, loaded.examples, loaded.path)
+    except InputError as error:
+        problems.extend(error.problems)
+    try:
+        check_context(criterion, loaded)
+    except InputError as error:
+        problems.extend(error.problems)
+    if problems:
+        raise InputError(problems)
+    if not found.copies:
+        return loaded
+    kept = set(found.kept)
+    return replace(
+        loaded, examples=tuple(e for e in loaded.examples if e.id in kept), copies=found.copies
+    )
+
+
 def load_sets(
     directory: Path, criteria: list[Criterion], unloaded: Sequence[str] = ()
 ) -> dict[str, CalibrationSet]:
@@ -315,12 +330,10 @@ def load_sets(
         criterion = next((c for c in criteria if c.id == criterion_id), None)
         if criterion is None:
             continue
-        for check in (check_leakage, check_context):
-            try:
-                check(criterion, loaded)
-            except InputError as error:
-                problems.extend(error.problems)
-        sets[criterion_id] = loaded
+        try:
+            sets[criterion_id] = checked(criterion, loaded)
+        except InputError as error:
+            problems.extend(error.problems)
     if problems:
         raise InputError(problems)
     return sets

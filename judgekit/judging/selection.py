@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, RegexCriterion
+from judgekit.inputs.identity import identity
 from judgekit.inputs.label_writer import read_records
 from judgekit.inputs.sets import CalibrationSet, Example, Selection
 from judgekit.inputs.validation import problems_of
@@ -122,13 +123,20 @@ class Draw:
         ]
 
 
+def _content(reply: Example) -> str:
+    """A record of the pool by its every field: the pool is its records, each a unit (not the
+    evidence identity, which is the criterion's: judgekit.inputs.identity)."""
+    return canonical_hash(reply.fields())[:16]
+
+
 def _rank(pool: str, reply: Example) -> str:
     """A reply's place in the pool's fixed random order: each record is a unit (a reply that comes
     many times in production stands for each time), so its id counts as well as its content."""
-    return hashlib.sha256(f"{pool}\0{reply.id}\0{reply.key}".encode()).hexdigest()
+    return hashlib.sha256(f"{pool}\0{reply.id}\0{_content(reply)}".encode()).hexdigest()
 
 
-def draw(
+def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw for
+    criterion: Criterion,
     replies: Sequence[Example],
     verdicts: Mapping[str, Verdict],
     labelled: CalibrationSet,
@@ -139,7 +147,7 @@ def draw(
     """The next `n` replies of the pool to label, to shrink `rate` (tpr or tnr) most, given the
     judge's `verdicts` on them (by id) and the set as labelled so far. The pool's identity is its
     replies and their strata: the same pool judged alike continues one design."""
-    pool = canonical_hash(sorted((e.key, stratum_of(verdicts[e.id])) for e in replies))[:12]
+    pool = canonical_hash(sorted((_content(e), stratum_of(verdicts[e.id])) for e in replies))[:12]
     own = {
         e.id: e for e in labelled.examples if e.selection is not None and e.selection.pool == pool
     }
@@ -172,13 +180,13 @@ def draw(
         if recorded is not None
         else {s: len(m) for s, m in sorted(by_stratum.items())}
     )
-    verdict_of = {e.key: verdicts[e.id].passed for e in replies}
+    verdict_of = {identity(criterion, e.fields()): verdicts[e.id].passed for e in replies}
     strata = {}
     for s, size in sizes.items():
         cells = [0, 0, 0, 0]
         done = [e for e in own.values() if e.selection is not None and e.selection.stratum == s]
         for example in done:  # the judge's verdict on it now, for the spread of its stratum
-            verdict = verdict_of.get(example.key)
+            verdict = verdict_of.get(identity(criterion, example.fields()))
             if verdict is not None:
                 cells[(0 if example.label else 1) if verdict else (3 if example.label else 2)] += 1
         strata[s] = Stratum(size, len(done), (cells[0], cells[1], cells[2], cells[3]))

@@ -19,6 +19,7 @@ from pydantic import Field, PrivateAttr, ValidationError
 from judgekit.errors import InputError
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.files import locked, read_text, stage, sweep, write_atomic
+from judgekit.inputs.heldout import TestSplit
 from judgekit.inputs.pair import proven, repair_pair, replace_pair, report_tag
 from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.sets import CalibrationSet, load_set
@@ -295,11 +296,21 @@ class CriterionReport(ReportPart):
         exclude=True,
         description="Example id -> (label, final verdict); kept in the history.",
     )
-    keys: Annotated[dict[str, str], ById] = Field(
-        default_factory=dict,
+    held_out: TestSplit | None = Field(
+        None,
         exclude=True,
-        description="Example id -> the digest of what the judge was shown "
-        "(judgekit.inputs.sets.Example.key).",
+        description="The test-split examples this run measured the judge on, by identity "
+        "(judgekit.inputs.heldout): a look at the test split when the judge changed.",
+    )
+    labels_by: dict[str, int] = Field(
+        default_factory=dict,
+        description="How the labels measured on were made, counted: human, adjudicated, "
+        "feedback, model:<name>; 'human (assumed)' counts the labels the set does not say of.",
+    )
+    copies: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Example id -> the ids of the set that show the judge the same text "
+        "(judgekit.inputs.identity): one example, counted once.",
     )
     confidences: dict[str, float] = Field(
         default_factory=dict,

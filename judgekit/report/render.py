@@ -135,6 +135,14 @@ def to_markdown(report: Report) -> str:
     return "\n".join(lines)
 
 
+def labels_said(labels_by: dict[str, int]) -> str:
+    """Who made the labels, in words: `38 human, 2 model:gpt-4o`, and what was assumed."""
+    words = ", ".join(f"{n} {made}" for made, n in sorted(labels_by.items(), key=lambda x: -x[1]))
+    if any(made.endswith("(assumed)") for made in labels_by):
+        words += " (assumed: the set does not say who made them; add made_by to its records)"
+    return words
+
+
 def _summary_lines(c: CriterionReport) -> list[str]:
     """A criterion's heading, judge, warnings and examples, then its metrics and confusion table."""
     judge = c.judge
@@ -154,6 +162,8 @@ def _summary_lines(c: CriterionReport) -> list[str]:
     ]
     if c.design:
         lines += [md_escape(c.design.words()) + ".", ""]
+    if c.labels_by:
+        lines += [f"Labels: {md_escape(labels_said(c.labels_by))}.", ""]
     if c.labels_changed:
         lines += [
             f"{c.labels_changed} label(s) changed since the previous calibration (`judgekit label "

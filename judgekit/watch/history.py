@@ -16,14 +16,15 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
 from judgekit.errors import InputError
 from judgekit.gate.evidence import CLOCK_SKEW
+from judgekit.inputs.heldout import TestSplit
 from judgekit.report.model import CriterionReport, Report
 from judgekit.version import version
 from judgekit.watch.alpha_budget import Budget, Look, next_look
@@ -286,7 +287,7 @@ class History:
     def take_look(  # noqa: PLR0913  compare --adopt (cli) and improve call it; fewer breaks them
         self,
         criterion: str,
-        test_ids: Sequence[str],
+        split: TestSplit,
         alpha: float,
         purpose: str,
         candidate: str | None = None,
@@ -300,10 +301,13 @@ class History:
         budget has no room for is not taken unless `always` (recorded with alpha 0); `unless_seen`:
         not taken when `candidate` was looked at before. Returns the budget and the look's id (None
         when none was taken); `settle_look` adds its outcome, and a run that stops before keeps it
-        spent."""
+        spent. The looks are read by today's identities (`split.aliases`)."""
         with self.db.transaction(lock=f"looks:{criterion}"):
-            looks = self.looks(criterion)
-            budget = next_look(looks, test_ids, alpha)
+            looks = [
+                replace(k, examples=tuple(split.aliases.get(i, i) for i in k.examples))
+                for k in self.looks(criterion)
+            ]
+            budget = next_look(looks, split.ids, alpha)
             if (budget.look is None and not always) or (
                 unless_seen and any(k.candidate == candidate for k in looks)
             ):
@@ -352,19 +356,16 @@ class History:
         ]
 
     def edit_measured_on_test(self, c: CriterionReport) -> None:
-        """A changed judge calibrated on the test split is a look at it (the one who edited it sees
-        the figures): recorded, spending the split's budget (judgekit.watch.alpha_budget)."""
-        if c.split != "test" or c.judge is None or c.judge.kind == "regex":
+        """A changed judge measured on test-split examples is a look at the split (the one who
+        edited it sees the figures), whatever the run's --split: recorded, spending the split's
+        budget (judgekit.watch.alpha_budget). A criterion's first judge is not a change."""
+        if c.held_out is None or c.judge is None or c.judge.kind == "regex":
             return
-        earlier = [
-            r
-            for r in self.runs(c.id, "calibrate")
-            if r.split == "test" and r.fingerprint != c.fingerprint
-        ]
+        earlier = [r for r in self.runs(c.id, "calibrate") if r.fingerprint != c.fingerprint]
         if earlier:  # unless this judge's figures were seen before
             self.take_look(
                 c.id,
-                [c.keys.get(i, i) for i in c.outcomes],
+                c.held_out,
                 ALPHA,
                 "calibrate",
                 c.fingerprint,
@@ -380,14 +381,14 @@ class History:
         old: bool | None,
         new: bool,
         annotator: str | None = None,
+        made_by: str = "human",
     ) -> None:
-        """A label a person changed in review (`judgekit label --review`): which, from what, to
-        what, by whom."""
+        """A label changed in review (`judgekit label --review`): which, from what, to what, by
+        whom, and how it was made (a person's, unless said)."""
         with self.db.transaction():
             self.db.execute(
-                "INSERT INTO label_changes (criterion, example_id, old, new, annotator, at, uid) "
-                "VALUES "
-                "(?,?,?,?,?,?,?)",
+                "INSERT INTO label_changes (criterion, example_id, old, new, annotator, at, uid, "
+                "made_by) VALUES (?,?,?,?,?,?,?,?)",
                 (
                     criterion,
                     example_id,
@@ -396,6 +397,7 @@ class History:
                     annotator,
                     datetime.now(UTC).isoformat(),
                     uuid.uuid4().hex,
+                    made_by,
                 ),
             )
 

@@ -117,6 +117,11 @@ def _m008_drift_found(db: Store) -> None:
     db.execute("ALTER TABLE runs ADD COLUMN drift TEXT")
 
 
+def _m009_label_made_by(db: Store) -> None:
+    """How a changed label was made (judgekit.inputs.sets.Example.made_by): a person's in review."""
+    db.execute("ALTER TABLE label_changes ADD COLUMN made_by TEXT")
+
+
 MIGRATIONS: list[Callable[[Store], None]] = [
     _m001_runs,
     _m002_split_and_purpose,
@@ -126,6 +131,7 @@ MIGRATIONS: list[Callable[[Store], None]] = [
     _m006_test_looks,
     _m007_uids,
     _m008_drift_found,
+    _m009_label_made_by,
 ]
 VERSION_TABLE = "judgekit_schema"
 

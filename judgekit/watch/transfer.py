@@ -83,7 +83,10 @@ CHANGE: dict[str, Column] = {
     "new": (_INT, False),
     "annotator": (_TEXT, True),
     "at": (_TEXT, False),
+    "made_by": (_TEXT, True),
 }
+# Columns added after export files were first written: an older file's row without one has none.
+_ADDED = {"label_change": ("made_by",)}
 KINDS: dict[str, tuple[str, dict[str, Column]]] = {
     "run": ("runs", RUN),
     "look": ("test_looks", LOOK),
@@ -218,12 +221,20 @@ def read_export(source: Path) -> list[dict[str, Any]]:
     return records
 
 
+def _with_added(kind: str, row: Any) -> Any:
+    """An older file's row, with none in the columns added since it was written."""
+    if isinstance(row, dict):
+        for name in _ADDED.get(kind, ()):
+            row.setdefault(name, None)
+    return row
+
+
 def _problem(record: Any) -> str | None:
     kinds = [k for k in KINDS if isinstance(record, dict) and k in record]
     if len(kinds) != 1 or set(record) - {kinds[0], "verdicts"}:
         return f"must hold one of {', '.join(KINDS)} (and a run its verdicts)"
     kind = kinds[0]
-    row, columns = record[kind], KINDS[kind][1]
+    row, columns = _with_added(kind, record[kind]), KINDS[kind][1]
     if not isinstance(row, dict) or set(row) != set(columns):
         missing = sorted(set(columns) - set(row)) if isinstance(row, dict) else list(columns)
         extra = sorted(set(row) - set(columns)) if isinstance(row, dict) else []

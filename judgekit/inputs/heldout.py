@@ -1,0 +1,108 @@
+"""The held-out discipline, one for every feature: which examples a judge was shown with their
+answer (few-shot examples), which are evidence about it, and what the test split's budget is
+told a look used.
+
+A judge shown an example with its label proves nothing on it: a set example whose identity
+(judgekit.inputs.identity) equals a few-shot example's is refused as calibration evidence, and
+left out of every held-out comparison. The test split's budget names its examples by identity
+too, so rewording a field the judge never reads does not make an example fresh.
+
+>>> from judgekit.inputs.criteria import LLMCriterion, FewShot
+>>> c = LLMCriterion(id="c", question="Is it polite?", inputs=["output"],
+...                  examples=[FewShot(input="hi", output="Thanks!", passed=True)])
+>>> from judgekit.inputs.sets import Example
+>>> leaked(c, [Example(id="a", input="something else", output="Thanks!", passed=True)])
+['a']
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from judgekit.errors import InputError, Problem
+from judgekit.fingerprint import canonical_hash
+from judgekit.inputs.criteria import Criterion, LLMCriterion
+from judgekit.inputs.identity import Labelled, identity
+
+E = TypeVar("E", bound=Labelled)
+
+__all__ = [
+    "TestSplit",
+    "check_leakage",
+    "held_out",
+    "leaked",
+    "shot_identities",
+    "in_test_split",
+    "named_by_identity",
+]
+
+
+def shot_identities(criterion: Criterion) -> set[str]:
+    """The identities of the criterion's few-shot examples (none for code and claims)."""
+    if not isinstance(criterion, LLMCriterion):
+        return set()
+    return {identity(criterion, shot.model_dump()) for shot in criterion.examples}
+
+
+def leaked(criterion: Criterion, examples: Iterable[Labelled]) -> list[str]:
+    """The ids of the examples the criterion's judge is shown with their answer."""
+    shots = shot_identities(criterion)
+    if not shots:
+        return []
+    return [e.id for e in examples if identity(criterion, e.fields()) in shots]
+
+
+def held_out(criterion: Criterion, examples: Sequence[E]) -> list[E]:
+    """The examples that are evidence about the criterion's judge: those it is not shown as a
+    few-shot example."""
+    out = set(leaked(criterion, examples))
+    return [e for e in examples if e.id not in out]
+
+
+def check_leakage(criterion: Criterion, examples: Iterable[Labelled], path: Path | str) -> None:
+    """Few-shot examples must not also be graded: a judge shown the answer proves nothing."""
+    found = leaked(criterion, examples)
+    if found:
+        raise InputError(
+            [
+                Problem(
+                    str(path),
+                    f"id {rid}",
+                    f"is also a few-shot example of criterion {criterion.id!r} (its judge is "
+                    "shown the same text in the fields it reads, with the answer); remove it "
+                    "from the set or from the criterion's examples",
+                )
+                for rid in found
+            ]
+        )
+
+
+@dataclass(frozen=True)
+class TestSplit:
+    """The test examples a look may use, named by identity; `aliases` maps the digests looks were
+    recorded under before identities (of every field, read or not) to today's identities, so those
+    looks still count."""
+
+    __test__ = False  # not a pytest class
+
+    ids: tuple[str, ...]
+    aliases: dict[str, str] = field(default_factory=dict)
+
+
+def in_test_split(examples: Iterable[E]) -> list[E]:
+    """The examples of the test split."""
+    return [e for e in examples if getattr(e, "split", None) == "test"]
+
+
+def named_by_identity(criterion: Criterion, examples: Iterable[Labelled]) -> TestSplit:
+    """The test split's examples as the budget names them."""
+    ids: list[str] = []
+    aliases: dict[str, str] = {}
+    for e in examples:
+        now = identity(criterion, e.fields())
+        ids.append(now)
+        aliases[canonical_hash(e.fields())[:16]] = now
+    return TestSplit(tuple(dict.fromkeys(ids)), aliases)

@@ -1,0 +1,137 @@
+"""What one example is: the digest of exactly what its criterion's judge is shown.
+
+Two records that show the judge the same text are one piece of evidence, whatever their ids and
+whatever fields the judge never reads: counted once by the metrics, once by the test split's
+budget, and compared with few-shot examples by the same digest.
+
+>>> from judgekit.inputs.criteria import LLMCriterion
+>>> c = LLMCriterion(id="c", question="Is it polite?", inputs=["output"])
+>>> shown(c)
+('output',)
+>>> identity(c, {"input": "a", "output": "Thank  you."}) == identity(c, {"output": "Thank you."})
+True
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from judgekit.errors import Problem
+from judgekit.fingerprint import canonical_hash
+from judgekit.inputs.criteria import ClaimsCriterion, Criterion, ExampleField, RegexCriterion
+
+# The order the prompt shows them in (judging/prompts.py).
+_ORDER: tuple[ExampleField, ...] = ("input", "context", "output")
+
+
+def shown(criterion: Criterion) -> tuple[ExampleField, ...]:
+    """The fields of an example the criterion's judge reads: an llm criterion's `inputs`, a
+    claims criterion's reply and source, a regex criterion's one field."""
+    if isinstance(criterion, RegexCriterion):
+        return (criterion.field,)
+    if isinstance(criterion, ClaimsCriterion):
+        return ("context", "output")
+    return tuple(f for f in _ORDER if f in criterion.inputs)
+
+
+def _normal(text: str) -> str:
+    """What a judge reading the text cannot tell apart: Unicode compatibility forms and runs of
+    white space."""
+    return " ".join(unicodedata.normalize("NFKC", text).split())
+
+
+def identity(criterion: Criterion, fields: Mapping[str, Any]) -> str:
+    """The example's identity for this criterion (16 hex digits). A regex reads its field byte
+    for byte, so its identity is the exact text; a model's is the normalised text."""
+    exact = isinstance(criterion, RegexCriterion)
+    values = {}
+    for name in shown(criterion):
+        value = fields.get(name)
+        text = "" if value is None else str(value)
+        values[name] = text if exact else _normal(text)
+    return canonical_hash({"kind": criterion.kind, "shown": values})[:16]
+
+
+@dataclass(frozen=True)
+class Distinct:
+    """A set's examples by identity: the first id of each (`kept`, in set order), the later ids
+    that are copies of it (`copies`: kept id -> copies), and the identities that carry opposite
+    labels (`conflicts`: the later id and the kept one, with a problem each naming both)."""
+
+    kept: tuple[str, ...]
+    copies: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    problems: tuple[Problem, ...] = ()
+    conflicts: tuple[tuple[str, str], ...] = ()
+    of: dict[str, str] = field(default_factory=dict)  # every id -> its identity
+
+    @property
+    def copied(self) -> int:
+        return sum(len(c) for c in self.copies.values())
+
+
+class Labelled(Protocol):
+    """What `distinct` reads of an example (judgekit.inputs.sets.Example is one)."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def label(self) -> bool: ...
+
+    @property
+    def split(self) -> str | None: ...
+
+    def fields(self) -> dict[str, Any]: ...
+
+
+def _drawn(example: Labelled) -> bool:
+    return getattr(example, "selection", None) is not None
+
+
+def distinct(criterion: Criterion, examples: Iterable[Labelled], where: str) -> Distinct:
+    """The distinct examples of `examples` for the criterion; `where` names the file in a
+    problem. An example drawn from a pool (`judgekit label --next`) is a unit of the pool's
+    design, whose estimates weight each drawn reply as the many times it comes in production:
+    it is kept, copy or not (opposite labels on one text are still a problem)."""
+    first: dict[str, Labelled] = {}
+    copies: dict[str, list[str]] = {}
+    of: dict[str, str] = {}
+    problems: list[Problem] = []
+    conflicts: list[tuple[str, str]] = []
+    drawn: list[Labelled] = []
+    for e in examples:
+        key = identity(criterion, e.fields())
+        of[e.id] = key
+        kept = first.get(key)
+        if kept is None:
+            first[key] = e
+            continue
+        if kept.label != e.label:
+            problems.append(
+                Problem(
+                    where,
+                    f"id {e.id}",
+                    f"shows criterion {criterion.id!r}'s judge the same "
+                    f"{' and '.join(shown(criterion))} as id {kept.id} but is labelled "
+                    f"{'pass' if e.label else 'fail'} where id {kept.id} is labelled "
+                    f"{'pass' if kept.label else 'fail'}; one of the labels is wrong: fix it, "
+                    "or remove one of the two",
+                )
+            )
+            conflicts.append((e.id, kept.id))
+            continue
+        if _drawn(e):  # a unit of a pool's design, kept
+            drawn.append(e)
+            continue
+        copies.setdefault(kept.id, []).append(e.id)
+    kept_ids = {e.id for e in first.values()} | {e.id for e in drawn}
+    return Distinct(
+        tuple(i for i in of if i in kept_ids),
+        {k: tuple(v) for k, v in copies.items()},
+        tuple(problems),
+        tuple(conflicts),
+        of,
+    )

@@ -1,0 +1,437 @@
+"""What counts as one example and what counts as held out (issue 32): one identity of an example
+(the digest of what its judge is shown), one held-out discipline for calibrate, compare, improve
+and the gate, and labels that say who made them. Each test is one hole an attacker or a new user
+found, through the command line or the plain API with fakes."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.improve.search import Search, improve
+from judgekit.inputs.criteria import FewShot, LLMCriterion
+from judgekit.inputs.label_writer import write_label
+from judgekit.inputs.project import load_inputs
+from judgekit.inputs.sets import Example
+from judgekit.llm.protocol import Request
+from judgekit.pipeline import Options
+from judgekit.stats.acceptance import MAX_LOOKS
+from judgekit.testing import FakeLLM, FakeServer, judged_reply, prompt_of, script
+from judgekit.watch.history import History
+from tests.conftest import balanced, llm_criterion
+
+runner = CliRunner()
+REPORT = Path(".judgekit/reports/latest/report.json")
+RIGHT = script({"reply-p": True}, default=False)
+
+
+def invoke(*args: str):
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+@contextmanager
+def served(project, monkeypatch, answer=RIGHT) -> Iterator[FakeServer]:
+    """The fake provider at the environment's OpenAI endpoint."""
+    with FakeServer(answer) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        yield server
+
+
+# 1. The same reply under 20 ids is one example.
+
+
+def _copied(n: int) -> list[dict]:
+    """One known-good and one known-bad reply, each under n ids (`good`, `good#2`, ...): what a
+    repeated run's import produces."""
+    rows = []
+    for name, passed in (("good", True), ("bad", False)):
+        for i in range(1, n + 1):
+            rows.append(
+                {
+                    "id": name if i == 1 else f"{name}#{i}",
+                    "input": "lost card",
+                    "output": f"reply-{'p' if passed else 'f'}: the {name} one",
+                    "passed": passed,
+                }
+            )
+    return rows
+
+
+def test_one_reply_under_twenty_ids_is_one_example_to_validate_calibrate_and_the_gate(
+    project, monkeypatch
+):
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", _copied(20))
+    checked = invoke("validate")
+    assert checked.exit_code == 0, checked.output
+    assert "38 examples of the set show the judge the same text" in checked.output
+    assert "ok: 1 criteria, 2 labelled examples" in checked.output
+    with served(project, monkeypatch) as server:
+        done = invoke("calibrate", "-q", "--gate")
+    assert server.requests == 2  # one question per distinct example
+    report = json.loads(REPORT.read_text())["criteria"][0]
+    assert report["n"] == 2 and report["copies"]["good"] == [f"good#{i}" for i in range(2, 21)]
+    # The gate counts two examples, not 40: too few to pass.
+    assert done.exit_code == 3, done.output
+    assert "1 known-good and 1 known-bad" in done.output
+
+
+def test_the_same_shown_text_with_opposite_labels_is_an_error_naming_both_ids(project):
+    project.criterion(llm_criterion(inputs=["output"]))
+    rows = balanced(3, 3)
+    rows.append({**rows[0], "id": "again", "input": "another question", "passed": False})
+    project.jsonl("says-blocked", rows)
+    done = invoke("validate")
+    assert done.exit_code == 2
+    assert "id again" in done.output and "as id p0 but is labelled fail" in done.output
+
+
+def test_the_gate_checks_the_copies_a_report_names_against_the_set(project, monkeypatch):
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(20, 20) + _copied(2))
+    with served(project, monkeypatch):
+        assert invoke("calibrate", "-q", "--gate").exit_code == 0
+    data = json.loads(REPORT.read_text())
+    entry = data["criteria"][0]
+
+    # A report that hides an example it got wrong by calling it a copy: not the set's copies.
+    entry["copies"] = {**entry["copies"], "p0": ["p1"]}
+    REPORT.write_text(json.dumps(data))
+    refused = invoke("gate")
+    assert refused.exit_code == 1 and "report.json's copies are not the set's" in refused.output
+
+    # A report that does not say (written before copies were counted once) is not evidence.
+    del entry["copies"]
+    REPORT.write_text(json.dumps(data))
+    unsaid = invoke("gate")
+    assert unsaid.exit_code == 1 and "does not say which examples of the set are copies" in (
+        unsaid.output
+    )
+
+
+# 7. Few-shot leakage by what the judge is shown.
+
+
+def test_a_set_example_the_judge_sees_as_a_few_shot_example_is_refused_whatever_its_input(
+    project,
+):
+    shot = {"input": "a question the judge never sees", "output": "reply-p0: blocked"}
+    project.criterion(llm_criterion(inputs=["output"], examples=[{**shot, "passed": True}]))
+    project.jsonl("says-blocked", balanced(3, 3))  # p0: input "lost card", the same output
+    done = invoke("validate")
+    assert done.exit_code == 2 and "id p0" in done.output
+    assert "few-shot example of criterion 'says-blocked'" in done.output
+
+
+def test_held_out_leaves_out_what_a_shot_shows():
+    from judgekit.inputs.heldout import held_out, leaked
+    from judgekit.inputs.identity import identity
+
+    criterion = LLMCriterion(
+        id="c",
+        question="Is it blocked?",
+        inputs=["output"],
+        examples=[FewShot(input="x", output="It is  blocked.", passed=True)],
+    )
+    examples = [
+        Example(id="a", input="y", output="It is blocked.", passed=True),
+        Example(id="b", output="It is not blocked.", passed=False),
+    ]
+    assert leaked(criterion, examples) == ["a"]
+    assert [e.id for e in held_out(criterion, examples)] == ["b"]
+    with_input = criterion.model_copy(update={"inputs": ["input", "output"]})
+    assert identity(with_input, examples[0].fields()) != identity(criterion, examples[0].fields())
+
+
+# 2, 5, 6. improve: the budget keyed by identity; shots are not held-out evidence; --write.
+
+QUESTION = "Does it look blocked?"
+GOOD = "Does the reply say the card is now blocked?"
+
+
+def _rows(n: int, split: str, start: int = 0, prefix: str = "e") -> list[dict]:
+    return [
+        {
+            "id": f"{prefix}{i}",
+            "input": f"question {i}",
+            "output": f"<e{i}> reply {'blocked' if i % 2 == 0 else 'not blocked'}",
+            "passed": i % 2 == 0,
+            "split": split,
+        }
+        for i in range(start, start + n)
+    ]
+
+
+def _improve_project(root: Path, rows: list[dict], inputs: list[str] | None = None) -> None:
+    (root / "criteria").mkdir(exist_ok=True)
+    (root / "calibration_sets").mkdir(exist_ok=True)
+    criterion = {"id": "blocked", "question": QUESTION, "judge": {"model": "openai/judge"}}
+    if inputs:
+        criterion["inputs"] = inputs
+    (root / "criteria" / "blocked.yaml").write_text(yaml.safe_dump(criterion))
+    (root / "calibration_sets" / "blocked.jsonl").write_text(
+        "".join(json.dumps(r) + "\n" for r in rows)
+    )
+
+
+def _judge(wrong, proposals: list[str] = ()) -> FakeLLM:
+    """A judge wrong where `wrong(n, prompt)` says; an optimizer proposing `proposals`."""
+
+    def answer(request: Request) -> str:
+        if request.response_format and request.response_format["json_schema"]["name"] == (
+            "proposals"
+        ):
+            return json.dumps(
+                {
+                    "proposals": [
+                        {"rationale": "try", "question": q, "pass_when": "", "fail_when": ""}
+                        for q in proposals
+                    ]
+                }
+            )
+        prompt = prompt_of(request.messages)
+        reply = judged_reply(prompt)
+        n = int(reply[2 : reply.index(">")])
+        label = "not blocked" not in reply
+        return json.dumps({"reasoning": "scripted", "passed": label != wrong(n, prompt)})
+
+    return FakeLLM(answer)
+
+
+def _options(root: Path) -> Options:
+    return Options(
+        criteria_dir=root / "criteria", sets_dir=root / "calibration_sets", cache_dir=None
+    )
+
+
+def test_rewording_a_field_the_judge_never_reads_does_not_refresh_the_test_budget(tmp_path):
+    _improve_project(tmp_path, _rows(60, "dev") + _rows(100, "test", 1000), inputs=["output"])
+    fake = _judge(lambda n, p: n % 20 == 0 if GOOD in p else n % 10 < 3, [GOOD])
+    history = tmp_path / "h.sqlite"
+    search = Search(optimizer_model="openai/optimizer", shots=0)
+    first = improve(_options(tmp_path), "blocked", search, history, llm=fake)
+    assert first.budget.look == 1
+    path = tmp_path / "calibration_sets" / "blocked.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    for r in rows:
+        if r["split"] == "test":
+            r["input"] = f"reworded {r['input']}"  # the judge is shown the output only
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    second = improve(_options(tmp_path), "blocked", search, history, llm=fake)
+    assert second.budget.look == 2 and second.budget.alpha == pytest.approx(0.0125)
+
+
+def _leaky_rows() -> list[dict]:
+    """dev 40, test 100; test t0-t7 show the judge what dev e0-e7 show it."""
+    dev = _rows(40, "dev")
+    test = _rows(100, "test", 1000, prefix="t")
+    for i in range(8):
+        test[i] = {**dev[i], "id": f"t{i}", "split": "test"}
+    return dev + test
+
+
+def test_improve_counts_no_test_reply_shown_to_the_candidate_as_held_out_evidence(tmp_path):
+    _improve_project(tmp_path, _leaky_rows())
+
+    def wrong(n: int, prompt: str) -> bool:
+        # Right on a reply it is shown with its answer. The current judge is wrong on e0-e11 (and
+        # so on the test copies of e0-e7); the few-shot candidate, shown e0-e7 (the current
+        # judge's disagreements first), is right on e8-e11 too: better on dev.
+        if prompt.count(f"<e{n}>") > 1:
+            return False
+        return n < (8 if "Examples of correct decisions" in prompt else 12)
+
+    found = improve(
+        _options(tmp_path), "blocked", Search(shots=8), tmp_path / "h.sqlite", llm=_judge(wrong)
+    )
+    assert found.best is not None and found.best.spec.name == "few-shot-8"
+    # Not "right on 100 of 100 held-out examples against 92": the copies are one example each,
+    # the dev one, and the test split holds the 92 the candidate was never shown.
+    assert found.acceptance is not None and found.acceptance.n == 92
+    assert not found.accepted
+    assert found.acceptance.candidate_right == found.acceptance.current_right == 92
+
+
+def test_improve_write_keeps_the_criterion_calibratable(tmp_path, monkeypatch):
+    _improve_project(tmp_path, _rows(40, "dev") + _rows(100, "test", 1000))
+    monkeypatch.chdir(tmp_path)
+
+    def judge(prompt: str) -> bool:  # few-shot examples make the judge right
+        reply = judged_reply(prompt)
+        n = int(reply[2 : reply.index(">")])
+        wrong = "Examples of correct decisions" not in prompt and n % 10 < 3
+        return ("not blocked" not in reply) != wrong
+
+    with FakeServer(judge) as server:
+        done = invoke(
+            "improve", "-c", "blocked", "--shots", "4", "--write", "--api-base", server.url
+        )
+        assert done.exit_code == 0, done.output
+        assert "few-shot-4, ACCEPTED" in done.output
+        assert "4 examples of" in done.output and "left the set" in done.output
+        written = yaml.safe_load((tmp_path / "criteria" / "blocked.yaml").read_text())
+        assert len(written["examples"]) == 4  # the examples left the set into the criterion file
+        # was: exit 2, "is also a few-shot example of criterion 'blocked'"
+        calibrated = invoke("calibrate", "-q", "--api-base", server.url)
+    assert calibrated.exit_code == 0, calibrated.output
+
+
+# 3. Any run that measures a changed judge on test examples is a look.
+
+
+def _split_project(project) -> None:
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    rows = [{**r, "split": "dev"} for r in balanced(20, 20)]
+    rows += [{**r, "split": "test"} for r in balanced(20, 20, prefix="t")]
+    project.jsonl("says-blocked", rows)
+
+
+def test_calibrating_a_changed_judge_on_the_whole_set_is_a_look_at_the_test_split(
+    project, monkeypatch
+):
+    _split_project(project)
+    with served(project, monkeypatch):
+        assert invoke("calibrate", "-q").exit_code == 0
+        with History.open(".judgekit/history.sqlite") as db:
+            assert db.looks("says-blocked") == []  # the criterion's first judge: no change
+        project.criterion(llm_criterion(judge={"model": "openai/judge"}, pass_when="edited"))
+        assert invoke("calibrate", "-q").exit_code == 0  # no --split: the test split included
+    with History.open(".judgekit/history.sqlite") as db:
+        (look,) = db.looks("says-blocked")
+    assert look.purpose == "calibrate" and len(look.examples) == 40
+
+
+def test_no_history_is_refused_when_the_run_includes_test_examples(project, monkeypatch):
+    _split_project(project)
+    with served(project, monkeypatch) as server:
+        refused = invoke("calibrate", "-q", "--no-history")
+        assert refused.exit_code == 2 and server.requests == 0
+        assert "40 test-split examples: with --no-history" in refused.output
+        assert invoke("calibrate", "-q", "--no-history", "--split", "dev").exit_code == 0
+
+
+# 4. compare --adopt
+
+
+SHORT = "Blocked?"
+
+
+def _compare_project(project) -> None:
+    project.criterion(llm_criterion(judge={"model": "openai/gpt-4o"}))
+    variants = project.criteria / "variants"
+    variants.mkdir()
+    (variants / "says-blocked.short.yaml").write_text(
+        yaml.safe_dump(llm_criterion(question=SHORT, judge={"model": "openai/gpt-4o"}))
+    )
+    rows = [{**r, "split": "dev"} for r in balanced(20, 20)]
+    rows += [{**r, "split": "test"} for r in balanced(20, 20, prefix="t")]
+    project.jsonl("says-blocked", rows)
+
+
+def test_compare_adopt_on_a_spent_test_budget_is_refused(project, monkeypatch):
+    _compare_project(project)
+    variant = str(project.criteria / "variants" / "says-blocked.short.yaml")
+    args = ["compare", "-c", "says-blocked", "--variant", variant, "--split", "test"]
+    before = (project.criteria / "says-blocked.yaml").read_text()
+    from judgekit.inputs.heldout import in_test_split, named_by_identity
+
+    criteria, sets = load_inputs(project.criteria, project.sets)
+    tests = named_by_identity(criteria[0], in_test_split(sets["says-blocked"].examples))
+    with History.open(".judgekit/history.sqlite") as db:
+        for _ in range(MAX_LOOKS):  # every look of the test split's budget spent
+            assert db.take_look("says-blocked", tests, 0.05, "improve")[1] is not None
+    with served(project, monkeypatch):
+        done = invoke(*args, "--adopt", "short")
+    assert done.exit_code == 3, done.output
+    assert "the test split's alpha budget is spent" in done.output
+    assert "nothing adopted" in done.output
+    assert (project.criteria / "says-blocked.yaml").read_text() == before
+
+
+def test_compare_adopt_without_a_held_out_look_says_so(project, monkeypatch):
+    _compare_project(project)
+    variant = str(project.criteria / "variants" / "says-blocked.short.yaml")
+    with served(project, monkeypatch):
+        done = invoke("compare", "-c", "says-blocked", "--variant", variant, "--adopt", "short")
+    assert done.exit_code == 0, done.output
+    assert "on the data it was measured on" in done.output
+    report = json.loads(REPORT.read_text())["criteria"][0]
+    assert any("on the data it was measured on" in w for w in report["warnings"])
+    with History.open(".judgekit/history.sqlite") as db:
+        (look,) = db.looks("says-blocked")  # its figures included the test split's: a look
+    assert look.purpose == "compare"
+
+
+# 8. Labels with provenance.
+
+
+def _labelled_by(project, made_by: str | None, n: int = 20) -> None:
+    rows = balanced(n, n)
+    if made_by is not None:
+        rows = [{**r, "made_by": made_by} for r in rows]
+    project.jsonl("says-blocked", rows)
+
+
+def test_labels_a_model_made_are_refused_as_ground_truth_unless_the_policy_says(
+    project, monkeypatch
+):
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    _labelled_by(project, "model:anthropic/claude-3-5-sonnet")
+    with served(project, monkeypatch):
+        refused = invoke("calibrate", "-q", "--gate")
+        assert refused.exit_code == 1
+        assert "40 by model:anthropic/claude-3-5-sonnet" in refused.output
+        Path("judgekit.yaml").write_text(
+            yaml.safe_dump({"gate": {"label_sources": ["human", "adjudicated", "model"]}})
+        )
+        allowed = invoke("gate", "--config", "judgekit.yaml")
+        assert allowed.exit_code == 0, allowed.output
+
+
+def test_labels_made_by_the_judges_own_model_family_never_count(project, monkeypatch):
+    project.criterion(llm_criterion(judge={"model": "openai/gpt-4o"}))
+    _labelled_by(project, "model:gpt-4o-2024-08-06")
+    Path("judgekit.yaml").write_text(
+        yaml.safe_dump({"gate": {"label_sources": ["human", "adjudicated", "model"]}})
+    )
+    with served(project, monkeypatch):
+        done = invoke("calibrate", "-q", "--gate", "--config", "judgekit.yaml")
+    assert done.exit_code == 1 and "the judge's own model family" in done.output
+
+
+def test_labels_without_provenance_are_assumed_human_and_the_report_says_so(project, monkeypatch):
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    rows = balanced(20, 20)
+    rows[0] = {**rows[0], "made_by": "adjudicated", "annotator": "ana"}
+    project.jsonl("says-blocked", rows)
+    with served(project, monkeypatch):
+        assert invoke("calibrate", "-q", "--gate").exit_code == 0
+    report = json.loads(REPORT.read_text())["criteria"][0]
+    assert report["labels_by"] == {"human (assumed)": 39, "adjudicated": 1}
+    md = (REPORT.parent / "report.md").read_text()
+    assert "Labels: 39 human (assumed)" in md and "the set does not say who made them" in md
+
+
+def test_a_person_relabelling_a_models_label_makes_it_a_human_label(tmp_path):
+    path = tmp_path / "set.jsonl"
+    path.write_text(
+        json.dumps({"id": "a", "output": "x", "passed": False, "made_by": "model:gpt-4o"}) + "\n"
+    )
+    write_label(path, "a", True)
+    (record,) = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert record["passed"] is True and record["made_by"] == "human"
+
+
+def test_history_records_how_a_changed_label_was_made(tmp_path):
+    with History.open(tmp_path / "h.sqlite") as db:
+        db.record_label_change("c", "a", False, True, "ana")
+        (made_by,) = db.db.execute("SELECT made_by FROM label_changes").fetchone()
+    assert made_by == "human"
