@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -246,16 +247,38 @@ def faithbench_sentences(
     return sentences, extracted
 
 
-def faithbench_extractors(folder: Path) -> dict[str, Any]:
-    """Per extractor and rule: judgekit's report of the strict rule on the recorded claims."""
-    from judgekit.pipeline import calibrate
+def shown_text(example: dict) -> tuple[str, str]:
+    """What a claims checker is shown of an example, as judgekit.inputs.identity compares it."""
+    context, output = (
+        " ".join(unicodedata.normalize("NFKC", example[f]).split()) for f in ("context", "output")
+    )
+    return context, output
 
-    sentences, extracted = faithbench_sentences()
+
+def faithbench_articles() -> dict[int, str]:
+    """Each FaithBench sample's source article, by meta id."""
     articles = {}
     for batch in sorted(
         (SHARED / "faithbench" / "paper_repro" / "sample_level").glob("batch_*_annotation.json")
     ):
         articles.update({s["meta_sample_id"]: s["source"] for s in json.loads(batch.read_text())})
+    return articles
+
+
+def conflicting(examples: list[dict]) -> set[tuple[str, str]]:
+    """The texts shown with both labels."""
+    labels: dict[tuple[str, str], set[bool]] = {}
+    for e in examples:
+        labels.setdefault(shown_text(e), set()).add(e["passed"])
+    return {text for text, seen in labels.items() if len(seen) > 1}
+
+
+def faithbench_extractors(folder: Path) -> dict[str, Any]:
+    """Per extractor and rule: judgekit's report of the strict rule on the recorded claims."""
+    from judgekit.pipeline import calibrate
+
+    sentences, extracted = faithbench_sentences()
+    articles = faithbench_articles()
     examples = [
         {
             "id": s["id"],
@@ -265,6 +288,13 @@ def faithbench_extractors(folder: Path) -> dict[str, Any]:
         }
         for s in sentences
     ]
+    # The same sentence against the same article, in two summaries, is one example to a claims
+    # checker (judgekit.inputs.identity); people labelled a few such pairs apart (the sentence
+    # read in its summary): those are left out, every copy of them.
+    apart = conflicting(examples)
+    examples = [e for e in examples if shown_text(e) not in apart]
+    left = {e["id"] for e in examples}
+    sentences = [s for s in sentences if s["id"] in left]
     out = {}
     for name, by_key in extracted.items():
         missing = [s["key"] for s in sentences if s["key"] not in by_key]
