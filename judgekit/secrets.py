@@ -24,8 +24,8 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 # names of environment variables
 SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-# names in a URL query
-SECRET_QUERY = re.compile(r"(key|token|secret|pass|auth|sig|credential)", re.IGNORECASE)
+# names in a URL query whose values are never credentials; every other value is one
+HARMLESS_QUERY = frozenset({"api-version", "api_version", "version", "format", "alt"})
 REDACTED = "<redacted>"
 _MIN_LENGTH = 4  # shorter values are too likely to occur in ordinary text to be replaced everywhere
 
@@ -65,7 +65,7 @@ def remember(secret: str | None) -> None:
 
 def remember_url(url: str | None) -> None:
     """Remember the credentials an endpoint URL carries: its user, password (and their basic-auth
-    token) and every query value whose name looks like a credential."""
+    token) and every query value but those of HARMLESS_QUERY."""
     if not url:
         return
     try:
@@ -74,14 +74,21 @@ def remember_url(url: str | None) -> None:
     except ValueError:  # an unparseable URL: remember whatever looks like credentials in it
         username = password = None
         parts = None
-    if password:
-        remember(unquote(password))
-        remember(password)
-        token = base64.b64encode(f"{unquote(username or '')}:{unquote(password)}".encode()).decode()
+    if password or username:
+        # A user name alone (`http://TOKEN@host/v1`) is sent as basic auth too: a credential.
+        for value in (password, username):
+            if value:
+                remember(unquote(value))
+                remember(value)
+        token = base64.b64encode(
+            f"{unquote(username or '')}:{unquote(password or '')}".encode()
+        ).decode()
         remember(token)
     if parts is not None:
+        # Every query value, unless its name is known harmless: `?code=` (Azure Functions),
+        # `pwd=`, `jwt=` are credentials whatever their names.
         for name, value in parse_qsl(parts.query, keep_blank_values=False):
-            if SECRET_QUERY.search(name):
+            if name.lower() not in HARMLESS_QUERY:
                 remember(value)
 
 
@@ -182,4 +189,6 @@ def api_base_problem(url: str) -> str | None:
         )
     if not parts.hostname:
         return f"{shown!r} names no host; write it like https://host:8000/v1"
+    if parts.port == 0:  # no server listens there: a client would ask port 80 or 443 instead
+        return f"{shown!r} names port 0, which no server listens on; write it like https://host:8000/v1"
     return None

@@ -134,14 +134,27 @@ def project(tmp_path: Path) -> Project:
     return Project(tmp_path)
 
 
+def browser_missing(chromium: str | None, driver: str | None) -> str:
+    """The skip reason of the browser tests: which of the two programs is missing."""
+    missing = [
+        (name, package)
+        for name, package, found in (
+            ("Chromium", "chromium", chromium),
+            ("ChromeDriver", "chromium-driver", driver),
+        )
+        if not found
+    ]
+    return (
+        f"{' and '.join(n for n, _ in missing)} not installed: "
+        f"apt-get install {' '.join(p for _, p in missing)}"
+    )
+
+
 @pytest.fixture
 def browser() -> Iterator[WebDriver]:
     """Headless Chromium (Debian's chromium and chromium-driver), for the pages a person sees."""
     chromium, driver = shutil.which("chromium"), shutil.which("chromedriver")
-    require(
-        bool(chromium and driver),
-        "Chromium is not installed: apt-get install chromium chromium-driver",
-    )
+    require(bool(chromium and driver), browser_missing(chromium, driver))
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 

@@ -385,7 +385,7 @@ def test_adopt_refuses_a_blocked_candidate_unless_forced(project):
             ".judgekit/reports"
         ).exists()
         result = _invoke(*args, "--adopt", "short", "--force")
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # the adopted candidate's gate: FAIL
     assert (
         f"+question: {SHORT}" in result.output and "-question: Does the reply say" in result.output
     )

@@ -435,3 +435,35 @@ def test_history_records_how_a_changed_label_was_made(tmp_path):
         db.record_label_change("c", "a", False, True, "ana")
         (made_by,) = db.db.execute("SELECT made_by FROM label_changes").fetchone()
     assert made_by == "human"
+
+
+def test_merging_a_copy_with_the_opposite_label_is_refused_and_changes_nothing(project):
+    project.criterion(llm_criterion(inputs=["output"]))
+    held = project.jsonl("says-blocked", balanced(3, 3))
+    before = held.read_bytes()
+    new = project.root / "new.jsonl"
+    # p0's reply under another id and input, labelled the other way: one of the labels is wrong
+    new.write_text(
+        json.dumps({"id": "n1", "input": "other", "output": "reply-p0: blocked", "passed": False})
+        + "\n"
+    )
+    args = ["label", "--merge", str(new), "-c", "says-blocked"]
+    done = runner.invoke(app, args)
+    assert done.exit_code == 2 and "id n1" in done.output and "as id p0" in done.output
+    assert held.read_bytes() == before
+    # the same label: merged, and counted once with p0
+    new.write_text(
+        json.dumps({"id": "n1", "input": "other", "output": "reply-p0: blocked", "passed": True})
+        + "\n"
+    )
+    assert runner.invoke(app, args).exit_code == 0
+    checked = invoke("validate")
+    assert "n1 of p0" in checked.output and "ok: 1 criteria, 6 labelled examples" in checked.output
+
+
+def test_plan_counts_each_example_once(project):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", _copied(20))
+    done = invoke("plan")
+    assert done.exit_code == 0, done.output
+    assert "says-blocked known-good: 1 labelled" in done.output

@@ -35,11 +35,11 @@ from judgekit.cli.terminal import render_estimates, render_table, terminal_progr
 from judgekit.errors import InputError, JudgekitError, Problem
 from judgekit.gate.decision import Gate
 from judgekit.gate.label_budget import plan as make_plan
-from judgekit.inputs.catalog import criterion_files, find_set, unknown_criteria
+from judgekit.inputs.catalog import criterion_files, unknown_criteria
 from judgekit.inputs.criteria import criterion_schema
 from judgekit.inputs.files import write_atomic
 from judgekit.inputs.heldout import in_test_split
-from judgekit.inputs.label_reader import LabelledSet, labels_of, read_labels
+from judgekit.inputs.label_reader import LabelledSet, labels_of
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import Example
@@ -433,7 +433,9 @@ def plan(
         problems = unknown_criteria(ids, known, criteria)
         if problems:
             raise InputError(problems)
-        labels = {cid: read_labels(find_set(sets, cid), cid) for cid in ids}
+        # the examples the gate counts: each once (judgekit.inputs.identity)
+        _, loaded = load_inputs(criteria, sets, ids)
+        labels = {cid: labels_of(loaded[cid]) for cid in ids}
         lines = make_plan(
             Report.read_if_any(report),
             Policy.load(config),

@@ -211,8 +211,11 @@ def compare(
         folder = out or Path(".judgekit/compare") / criterion
         write_atomic(folder / "compare.json", comparison.model_dump_json(indent=2) + "\n")
         page = write_page(comparison, folder)
-        if adopt is not None:
+        adopted = (
             _adopt(judged, adopt, criteria, report, locate(history, config), as_json, force, split)
+            if adopt is not None
+            else None
+        )
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
@@ -222,8 +225,13 @@ def compare(
     else:
         typer.echo(table(comparison))
         typer.echo(f"\ncompare: {folder / 'compare.json'}\npage: {page}")
+    if adopted is not None:  # the run of an adoption exits by the adopted candidate's gate
+        raise typer.Exit(_EXITS.get(adopted, EXIT_GATE_FAIL))
     if comparison.recommendation.candidate is None:
         raise typer.Exit(EXIT_GATE_FAIL)
+
+
+_EXITS = {"PASS": 0, "FAIL": EXIT_GATE_FAIL, "INCONCLUSIVE": EXIT_INCONCLUSIVE}
 
 
 def _check_named(specs: list[Spec], baseline: str | None, adopt: str | None) -> None:
@@ -258,7 +266,8 @@ def _adopt(
     quiet: bool,
     force: bool,
     split: str | None,
-) -> None:
+) -> str:
+    """Adopt the candidate `name`; its gate decision (PASS, FAIL, INCONCLUSIVE)."""
     found = next(m for m in judged.measured if m.spec.name == name)
     adopting.check(found, criteria, force)
     note = _adoption_look(judged, found, history, split)
@@ -282,6 +291,7 @@ def _adopt(
         f"({count} {'criterion' if count == 1 else 'criteria'} there)",
         err=quiet,
     )
+    return found.decision.status
 
 
 def _adoption_look(

@@ -169,9 +169,11 @@ def _report_drifts(drifts: list[Drift], as_json: bool, notes: Sequence[str] = ()
     else:
         for d in drifts:
             typer.echo("\n".join(d.lines()))
+        if not drifts:
+            typer.echo("nothing to compare yet: NO DRIFT found, and none could be")
         for note in notes:
             typer.echo(note)
-    raise typer.Exit(max(d.exit_code for d in drifts))
+    raise typer.Exit(max((d.exit_code for d in drifts), default=0))
 
 
 @app.command("drift", short_help=short("drift"))

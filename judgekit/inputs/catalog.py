@@ -47,6 +47,22 @@ def criterion_paths(directory: Path) -> list[Path]:
     paths = sorted([*directory.glob("*.yaml"), *directory.glob("*.yml")])
     if not paths:
         raise InputError.one(directory, "", "holds no criterion files (*.yaml)")
+    by_id: dict[str, list[Path]] = {}
+    for path in paths:
+        by_id.setdefault(path.stem, []).append(path)
+    twice = [found for found in by_id.values() if len(found) > 1]
+    if twice:
+        raise InputError(
+            [
+                Problem(
+                    str(found[0]),
+                    "",
+                    f"and {', '.join(str(p) for p in found[1:])} both define criterion "
+                    f"{found[0].stem!r}; keep one file per criterion",
+                )
+                for found in twice
+            ]
+        )
     return paths
 
 

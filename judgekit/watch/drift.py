@@ -430,7 +430,8 @@ def pairs(
     db: History, criteria: list[str], before: int | None, after: int | None
 ) -> tuple[list[tuple[HistoryRun, HistoryRun]], list[str]]:
     """The runs to compare: the two named, or per criterion its last run and the latest earlier
-    run on the same calibration set; and a note for each criterion that has none."""
+    run on the same calibration set; and a note for each criterion that has none (a first run has
+    nothing to compare yet: no pairs, and the notes say why)."""
     if (before is None) != (after is None):
         raise InputError.one("--before/--after", "", "give both run ids, or neither")
     if before is not None:
@@ -454,6 +455,4 @@ def pairs(
             )
         else:
             notes.append(f"{shown}: skipped, it has a single run (run {last.id})")
-    if not found:
-        raise InputError.one(db.path, "", "nothing to compare: " + "; ".join(notes))
     return found, notes

@@ -1,0 +1,110 @@
+"""The remaining holes of issue 33, each closed with a test that fails on the code before."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import yaml
+from click.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.secrets import redact, remember_url
+from judgekit.testing import FakeServer, script
+from tests.conftest import balanced, browser_missing, llm_criterion
+
+runner = CliRunner()
+
+
+def test_two_files_of_one_criterion_are_refused_naming_both(project):
+    """Item 5: `rx.yaml` and `rx.yml` side by side were two criteria of one id."""
+    project.criterion(llm_criterion())
+    (project.criteria / "says-blocked.yml").write_text(yaml.safe_dump(llm_criterion()))
+    project.jsonl("says-blocked", balanced(3, 3))
+    done = runner.invoke(app, ["validate"])
+    assert done.exit_code == 2
+    assert "says-blocked.yaml" in done.output and "says-blocked.yml" in done.output
+    assert "both define criterion 'says-blocked'" in done.output
+
+
+def test_an_endpoint_at_port_zero_is_a_usage_error(project):
+    """Item 10: `http://h:0/v1` was asked at port 80."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(3, 3))
+    done = runner.invoke(app, ["calibrate", "--api-base", "http://127.0.0.1:0/v1"])
+    assert done.exit_code == 2 and "names port 0" in done.output
+
+
+def test_drift_on_a_first_run_has_nothing_to_compare_yet(project):
+    """Item 20: a history with a single run was "error: 1 problem in the input", exit 2."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(20, 20))
+    with FakeServer(script({"reply-p": True}, default=False)) as server:
+        assert runner.invoke(app, ["calibrate", "-q", "--api-base", server.url]).exit_code == 0
+    done = runner.invoke(app, ["drift"])
+    assert done.exit_code == 0, done.output
+    assert "nothing to compare yet" in done.output and "it has a single run" in done.output
+
+
+def test_the_browser_tests_say_which_program_is_missing():
+    """Item 18: the skip said "Chromium is not installed" when only chromedriver was missing."""
+    said = browser_missing("/usr/bin/chromium", None)
+    assert said == "ChromeDriver not installed: apt-get install chromium-driver"
+    assert browser_missing(None, None).startswith("Chromium and ChromeDriver not installed")
+
+
+def test_an_adoption_exits_by_the_adopted_candidates_gate(project):
+    """Item 19: `--adopt X --force` wrote the file, then exited 1 because nothing was
+    recommended; it exits as X's gate decides (here INCONCLUSIVE: too few examples, 3)."""
+    project.criterion(llm_criterion(judge={"model": "openai/gpt-4o"}))
+    project.jsonl("says-blocked", balanced(5, 5))
+    with FakeServer(script({"reply-p": True}, default=False)) as server:
+        done = runner.invoke(
+            app,
+            [
+                "compare",
+                "-c",
+                "says-blocked",
+                "--model",
+                "openai/gpt-4o",
+                "--model",
+                "openai/gpt-4o-mini",
+                "--api-base",
+                server.url,
+                "--adopt",
+                "openai/gpt-4o-mini",
+                "--force",
+            ],
+        )
+    assert "adopted openai/gpt-4o-mini (INCONCLUSIVE)" in done.output, done.output
+    assert done.exit_code == 3
+
+
+CODE = "Zx81-function-code-7781"
+USER_TOKEN = "ghp-user-name-token-5523"
+
+
+def test_a_credential_under_any_query_name_reaches_no_file_and_no_terminal(project):
+    """Item 1: `?code=` (Azure Functions), not a known credential name, was written wherever the
+    server echoed it: the terminal, the cache, report.json/md/html and verdicts.jsonl."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(20, 20))
+    echo = f'{{"reasoning": "asked with code={CODE}", "passed": true}}'  # wrong: shown
+    with FakeServer(script({"reply-p": True}, default=echo)) as server:
+        done = runner.invoke(
+            app, ["calibrate", "--api-base", f"{server.url}?code={CODE}&api-version=2024-06-01"]
+        )
+        assert server.requests == 40  # asked through that endpoint, every answer echoing the code
+    assert done.exit_code in (0, 1), done.output
+    assert "code=<redacted>" in Path(".judgekit/reports/latest/report.md").read_text()
+    assert CODE not in done.output
+    for path in Path(".judgekit").rglob("*"):
+        assert not path.is_file() or CODE.encode() not in path.read_bytes(), path
+
+
+def test_a_token_given_as_the_user_name_alone_is_a_secret():
+    """Item 2: `http://TOKEN@host/v1` was sent as basic auth but printed."""
+    remember_url(f"http://{USER_TOKEN}@llm.example/v1")
+    basic = base64.b64encode(f"{USER_TOKEN}:".encode()).decode()
+    said = redact(f"POST failed for {USER_TOKEN}: auth was Basic {basic}")
+    assert USER_TOKEN not in said and basic not in said
