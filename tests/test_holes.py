@@ -108,3 +108,34 @@ def test_a_token_given_as_the_user_name_alone_is_a_secret():
     basic = base64.b64encode(f"{USER_TOKEN}:".encode()).decode()
     said = redact(f"POST failed for {USER_TOKEN}: auth was Basic {basic}")
     assert USER_TOKEN not in said and basic not in said
+
+
+def test_a_verdict_from_trials_needs_a_majority_of_the_trials_asked():
+    """Item 16: with trials 3, two unreadable answers and one PASS gave PASS (confidence 0.33)."""
+    from judgekit.judging.verdicts import Verdict, majority
+
+    one_of_three = majority([Verdict("a", None), Verdict("a", True), Verdict("a", None)])
+    assert one_of_three.passed is None and one_of_three.abstention == "no majority of the trials"
+    two_of_three = majority([Verdict("a", True), Verdict("a", None), Verdict("a", True)])
+    assert two_of_three.passed is True
+    two_of_five = majority(
+        [Verdict("a", True)] * 2 + [Verdict("a", None)] * 2 + [Verdict("a", False)]
+    )
+    assert two_of_five.passed is None
+
+
+def test_a_reply_two_of_three_trials_could_not_read_is_an_abstention_in_the_judge():
+    """Item 16, through the `Judge` a runner calls: two unreadable answers of three abstain."""
+    from judgekit.inputs.criteria import LLMCriterion
+    from judgekit.judging.judge import Judge
+    from judgekit.testing import FakeLLM
+
+    answers = iter(["not an answer", '{"reasoning": "ok", "passed": true}', "still not"])
+    criterion = LLMCriterion(
+        id="c",
+        question="Is it blocked?",
+        judge={"model": "openai/judge", "trials": 3, "reask_unreadable": 0},
+    )
+    judge = Judge(criterion, cache_dir=None, llm=FakeLLM(lambda request: next(answers)))
+    verdict = judge(output="reply-p0: blocked")
+    assert verdict.passed is None and "no majority of the 3 trials" in (verdict.reason or "")

@@ -74,10 +74,13 @@ CI = {
 # The schemas are committed (the criteria point editors at them). A file inside .judgekit/, so
 # the project's own .gitignore is left alone.
 GITIGNORE = """\
-# Written by judgekit as it runs; not committed. CI keeps the answers and the history in its cache.
-cache/
-history.sqlite*
-reports/
+# Written by judgekit as it runs (the cache, the history, reports, compare/, improve/, next/,
+# review/, and any folder a later judgekit writes); not committed. CI keeps the answers and the
+# history in its cache. Committed: this file and schema/ (`judgekit schema`).
+*
+!.gitignore
+!schema/
+!schema/**
 """
 
 PYTEST_EXAMPLE = '''\

@@ -72,7 +72,8 @@ class Verdict:
 
 
 def majority(trials: Sequence[Verdict]) -> Verdict:
-    """One verdict from several trials: the majority of those that decided; a tie abstains.
+    """One verdict from several trials: a majority of the trials asked (two of three, three of
+    five, two of two), else an abstention: a tie, or too many trials that gave no verdict.
     It is as old as its oldest trial, and as sure as the share of its trials that agree with it
     (an abstaining trial does not; one trial keeps its own confidence: the probability of its
     answer token)."""
@@ -100,6 +101,15 @@ def majority(trials: Sequence[Verdict]) -> Verdict:
             None,
             f"trials split {yes} pass / {no} fail",
             abstention="trials tied",
+            obtained_at=at,
+        )
+    if 2 * max(yes, no) <= len(trials):
+        return Verdict(
+            first.example_id,
+            None,
+            f"no majority of the {len(trials)} trials asked: {yes} pass, {no} fail, "
+            f"{len(trials) - len(decided)} gave no verdict",
+            abstention="no majority of the trials",
             obtained_at=at,
         )
     winner = yes > no
