@@ -22,12 +22,13 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from judgekit.inputs.text import normal_text
 
 SHARED = Path(__file__).resolve().parent.parent.parent / "shared" / "datasets"
 SEVERITY = ["Consistent", "Benign", "Questionable", "Unwanted"]
@@ -249,9 +250,7 @@ def faithbench_sentences(
 
 def shown_text(example: dict) -> tuple[str, str]:
     """What a claims checker is shown of an example, as judgekit.inputs.identity compares it."""
-    context, output = (
-        " ".join(unicodedata.normalize("NFKC", example[f]).split()) for f in ("context", "output")
-    )
+    context, output = (normal_text(example[f]) for f in ("context", "output"))
     return context, output
 
 

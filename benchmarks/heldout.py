@@ -2,7 +2,7 @@
 split, by simulation through the real code: the set loader, the few-shot proposal, the held-out
 discipline (judgekit.inputs.heldout, judgekit.inputs.identity) and the acceptance test.
 
-    python benchmarks/heldout.py               # 400 simulated improve runs per row
+    python benchmarks/heldout.py               # 1,000 simulated improve runs per row
     python benchmarks/heldout.py --runs 100    # quicker
 
 Each run writes a project: a criterion judged on its output, dev N_DEV examples and test N_TEST,
@@ -12,10 +12,11 @@ imported twice, or a reply that comes back in production, produces. The copied d
 the current judge's disagreements, from which `improve` draws its few-shot examples first. The
 fake judge (in process) is right on a reply with a chance q drawn per reply (Beta(4, 1), mean
 0.8), the same for the current judge and the candidate on the test split's replies: the
-candidate is no better there (the null). It fits dev (q + 0.15 on dev replies, so that it wins
-the dev search and the test split is looked at), and it answers right any reply it is shown as
-a few-shot example. `improve` runs as a user runs it (`--shots 8`, the dev search within a call
-budget that keeps the few-shot candidate alone), and the share of runs that accept is counted.
+candidate is no better there (the null). It fits dev (q + 0.15 on the replies only dev holds,
+so that it wins the dev search and the test split is looked at), and it answers right any reply
+it is shown as a few-shot example. `improve` runs as a user runs it (`--shots 8`, the dev search
+within a call budget that keeps the few-shot candidate alone), and the share of runs that accept
+is counted.
 
 - `copies first in dev`: the set file holds the dev examples first.
 - `copies first in test`: the test examples first (the copies kept are then the test ones).
@@ -31,6 +32,7 @@ more than 2 Monte Carlo standard errors.
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import math
@@ -66,8 +68,8 @@ def _rows(seed: int, test_first: bool) -> list[dict]:
         rows.append(_row(f"d{i}", f"<r{seed}-{i}> reply", i % 2 == 1, "dev"))
     test = [_row(f"t{i}", f"<r{seed}-{1000 + i}> reply", i % 2 == 1, "test") for i in range(N_TEST)]
     # The dev replies the current judge gets wrong (by its fixed draw), copied into the test split.
-    wrong = [r for r in rows if not _right(seed, r["output"], "current")]
-    for k, r in enumerate(wrong[:COPIED]):
+    copied = _copied(seed)
+    for k, r in enumerate(r for r in rows if r["output"] in copied):
         test[k] = {**r, "id": f"t{k}", "split": "test", "input": f"another question {k}"}
     return test + rows if test_first else rows + test
 
@@ -78,13 +80,22 @@ def _row(rid: str, output: str, passed: bool, split: str) -> dict:
 
 def _right(seed: int, reply: str, who: str) -> bool:
     """Whether judge `who` is right on the reply: its own draw under the reply's chance, which the
-    candidate beats by DEV_GAIN on the dev split's replies only (it fits dev, and no better)."""
-    gain = DEV_GAIN if who == "candidate" and _dev_reply(reply) else 0.0
+    candidate beats by DEV_GAIN on the replies only the dev split holds (it fits dev, and is no
+    better on any reply of the test split, a copied one included)."""
+    gain = DEV_GAIN if who == "candidate" and _dev_only(seed, reply) else 0.0
     return _draw(seed, reply, who) < min(_hardness(seed, reply) + gain, 1.0)
 
 
-def _dev_reply(reply: str) -> bool:
-    return int(reply[reply.index("-") + 1 : reply.index(">")]) < 1000
+def _dev_only(seed: int, reply: str) -> bool:
+    number = int(reply[reply.index("-") + 1 : reply.index(">")])
+    return number < 1000 and reply not in _copied(seed)
+
+
+@functools.lru_cache(maxsize=4)
+def _copied(seed: int) -> frozenset[str]:
+    """The dev replies copied into the test split: the current judge's first COPIED mistakes."""
+    replies = (f"<r{seed}-{i}> reply" for i in range(N_DEV))
+    return frozenset([r for r in replies if not _right(seed, r, "current")][:COPIED])
 
 
 def _fake(seed: int, labels: dict[str, bool]) -> FakeLLM:
@@ -157,7 +168,7 @@ def _verdict(seed: int, row: dict, who: str, shots: set[str]) -> bool:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--runs", type=int, default=400)
+    parser.add_argument("--runs", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=20261202)
     args = parser.parse_args()
     level = look_alpha(ALPHA, 1)

@@ -24,7 +24,9 @@ from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 # names of environment variables
 SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-# names in a URL query whose values are never credentials; every other value is one
+# names in a URL query that say a credential
+SECRET_QUERY = re.compile(r"(key|token|secret|pass|auth|sig|credential)", re.IGNORECASE)
+# names in a URL query whose values are never credentials; every other token-like value is one
 HARMLESS_QUERY = frozenset({"api-version", "api_version", "version", "format", "alt"})
 REDACTED = "<redacted>"
 _MIN_LENGTH = 4  # shorter values are too likely to occur in ordinary text to be replaced everywhere
@@ -74,9 +76,12 @@ def remember_url(url: str | None) -> None:
     except ValueError:  # an unparseable URL: remember whatever looks like credentials in it
         username = password = None
         parts = None
-    if password or username:
-        # A user name alone (`http://TOKEN@host/v1`) is sent as basic auth too: a credential.
-        for value in (password, username):
+    endpoint = parts is not None and parts.scheme in ("http", "https")
+    # A user name alone (`http://TOKEN@host/v1`) is sent to an endpoint as basic auth: a
+    # credential there (a database's user name is not).
+    lone = endpoint and bool(username) and not password
+    if password or lone:
+        for value in (password, username if lone else None):
             if value:
                 remember(unquote(value))
                 remember(value)
@@ -85,11 +90,27 @@ def remember_url(url: str | None) -> None:
         ).decode()
         remember(token)
     if parts is not None:
-        # Every query value, unless its name is known harmless: `?code=` (Azure Functions),
-        # `pwd=`, `jwt=` are credentials whatever their names.
+        # An endpoint's query value, unless its name is known harmless: `?code=` (Azure
+        # Functions), `pwd=`, `jwt=` are credentials whatever their names. A short plain word
+        # (`stream=true`) is left: replaced everywhere it would blank ordinary text.
         for name, value in parse_qsl(parts.query, keep_blank_values=False):
-            if name.lower() not in HARMLESS_QUERY:
+            if SECRET_QUERY.search(name) or (
+                endpoint and name.lower() not in HARMLESS_QUERY and _token_like(value)
+            ):
                 remember(value)
+
+
+def _token_like(value: str) -> bool:
+    """A value long and mixed enough to be a credential rather than a word or a number."""
+    kinds = sum(
+        (
+            any(c.islower() for c in value),
+            any(c.isupper() for c in value),
+            any(c.isdigit() for c in value),
+            any(not c.isalnum() for c in value),
+        )
+    )
+    return len(value) >= 8 and kinds >= 2
 
 
 def _environment_secrets() -> list[tuple[str, str]]:

@@ -16,6 +16,7 @@ from judgekit.cli import app
 from judgekit.compare.analysis import front, recommend
 from judgekit.compare.model import Candidate, Cost
 from judgekit.gate.decision import Gate
+from judgekit.inputs.text import normal_text
 from judgekit.pipeline import Options, calibrate
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
@@ -187,9 +188,10 @@ def _pandalm(shared_datasets: Path, project, tmp_path: Path) -> tuple[Path, Path
     root = shared_datasets / "pandalm"
     items = json.loads((root / "testset-v1.json").read_text())
     labels = {}
-    first: dict[tuple[str, str, str], dict] = {}
-    for item in items:  # an item repeated word for word is one example: the first (identity)
-        first.setdefault((item["instruction"], item["response1"], item["response2"]), item)
+    first: dict[tuple[str, str], dict] = {}
+    for item in items:  # an item a model cannot tell from an earlier one is that one (identity)
+        shown = f"1: {item['response1']}\n2: {item['response2']}"
+        first.setdefault((normal_text(item["instruction"]), normal_text(shown)), item)
     items = list(first.values())
     for item in items:
         votes = [str(item[f"annotator{k}"]) for k in (1, 2, 3)]

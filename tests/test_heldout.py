@@ -467,3 +467,193 @@ def test_plan_counts_each_example_once(project):
     done = invoke("plan")
     assert done.exit_code == 0, done.output
     assert "says-blocked known-good: 1 labelled" in done.output
+
+
+# What an attacker's review of the first version found.
+
+
+def test_a_report_that_names_no_copies_of_a_set_that_has_them_is_not_evidence(project, monkeypatch):
+    """`"copies": {}` was believed: a report writer that did not count copies passed 40."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(20, 20) + _copied(2))
+    with served(project, monkeypatch):
+        assert invoke("calibrate", "-q", "--gate").exit_code == 0
+    data = json.loads(REPORT.read_text())
+    entry = data["criteria"][0]
+    assert entry["copies"] == {"good": ["good#2"], "bad": ["bad#2"]}
+    entry["copies"] = {}
+    REPORT.write_text(json.dumps(data))
+    done = invoke("gate")
+    assert done.exit_code == 1 and "report.json's copies are not the set's" in done.output
+
+
+def test_invisible_characters_and_case_do_not_make_a_copy_new():
+    criterion = LLMCriterion(id="c", question="Is it blocked?", inputs=["output"])
+    from judgekit.inputs.identity import identity
+
+    plain = identity(criterion, {"output": "Your card is blocked."})
+    for variant in (
+        "Your card\u200b is blocked.",
+        "\ufeffYour card is blocked.",
+        "YOUR CARD IS BLOCKED.",
+    ):
+        assert identity(criterion, {"output": variant}) == plain, variant
+
+
+def test_the_fields_a_custom_prompt_names_are_part_of_the_identity():
+    from judgekit.inputs.identity import identity, shown
+
+    criterion = LLMCriterion(
+        id="c",
+        question="Is the answer right?",
+        inputs=["output"],
+        judge={"prompt": "Question: {{input}}\nAnswer: {{output}}\nRight?"},
+    )
+    assert shown(criterion) == ("input", "output")
+    assert identity(criterion, {"input": "2+2", "output": "4"}) != identity(
+        criterion, {"input": "3+1", "output": "4"}
+    )
+
+
+def test_editing_a_criterions_inputs_does_not_open_a_fresh_budget(project):
+    from judgekit.inputs.heldout import in_test_split, named_by_identity
+
+    _split_project(project)
+    criteria, sets = load_inputs(project.criteria, project.sets)
+    tests = named_by_identity(criteria[0], in_test_split(sets["says-blocked"].examples))
+    with History.open(".judgekit/history.sqlite") as db:
+        for _ in range(MAX_LOOKS):
+            assert db.take_look("says-blocked", tests, 0.05, "improve")[1] is not None
+    for inputs in (["output"], ["context", "output"], ["input", "context", "output"]):
+        project.criterion(llm_criterion(judge={"model": "openai/judge"}, inputs=inputs))
+        criteria, sets = load_inputs(project.criteria, project.sets)
+        renamed = named_by_identity(criteria[0], in_test_split(sets["says-blocked"].examples))
+        with History.open(".judgekit/history.sqlite") as db:
+            budget, look = db.take_look("says-blocked", renamed, 0.05, "improve")
+        assert look is None and budget.look is None, inputs
+
+
+def test_a_new_history_file_is_no_fresh_start_for_a_changed_judge(project, monkeypatch):
+    _split_project(project)
+    with served(project, monkeypatch):
+        assert invoke("calibrate", "-q").exit_code == 0
+        project.criterion(llm_criterion(judge={"model": "openai/judge"}, pass_when="edited"))
+        assert invoke("calibrate", "-q", "--history", "throwaway.sqlite").exit_code == 0
+    with History.open("throwaway.sqlite") as db:
+        (look,) = db.looks("says-blocked")  # the report on disk was of another judge
+    assert look.purpose == "calibrate"
+
+
+def test_a_changed_pattern_measured_on_test_examples_is_a_look(project):
+    def regex(pattern: str) -> dict:
+        return {
+            "id": "no-email",
+            "kind": "regex",
+            "question": "Is the reply free of email addresses?",
+            "pattern": pattern,
+            "match_means": "fail",
+        }
+
+    project.criterion(regex(r"\w+@\w+"))
+    rows = [
+        {
+            "id": f"{s}{i}",
+            "output": f"write to {s}{i}@b.org" if i % 2 else f"fine {s} {i}",
+            "passed": i % 2 == 0,
+            "split": s,
+        }
+        for s in ("dev", "test")
+        for i in range(40)
+    ]
+    project.jsonl("no-email", rows)
+    assert invoke("calibrate", "-q").exit_code == 0
+    project.criterion(regex(r"[\w.]+@[\w.]+"))
+    assert invoke("calibrate", "-q").exit_code == 0
+    with History.open(".judgekit/history.sqlite") as db:
+        assert len(db.looks("no-email")) == 1
+
+
+def test_compare_on_test_examples_is_a_look_without_adopt(project, monkeypatch):
+    _compare_project(project)
+    variant = str(project.criteria / "variants" / "says-blocked.short.yaml")
+    with served(project, monkeypatch):
+        done = invoke("compare", "-c", "says-blocked", "--variant", variant, "--split", "test")
+    assert "measured on 40 test examples" in done.output, done.output
+    with History.open(".judgekit/history.sqlite") as db:
+        (look,) = db.looks("says-blocked")
+    assert look.purpose == "compare"
+
+
+def test_compare_refuses_a_candidate_shown_set_examples_as_shots(project, monkeypatch):
+    _compare_project(project)
+    shots = [
+        {"output": r["output"], "input": r["input"], "passed": r["passed"]}
+        for r in balanced(3, 3, prefix="t")
+    ]
+    leaky = project.criteria / "variants" / "says-blocked.leaky.yaml"
+    leaky.write_text(
+        yaml.safe_dump(llm_criterion(judge={"model": "openai/gpt-4o"}, examples=shots))
+    )
+    with served(project, monkeypatch) as server:
+        done = invoke("compare", "-c", "says-blocked", "--variant", str(leaky))
+        assert server.requests == 0
+    assert done.exit_code == 2 and "6 of its few-shot examples are examples of" in done.output
+
+
+def test_an_annotators_label_does_not_make_a_models_labels_human(tmp_path):
+    path = tmp_path / "set.jsonl"
+    record = {
+        "id": "a",
+        "output": "x",
+        "labels": {"gpt4o": True, "claude": True},
+        "made_by": "model:gpt-4o",
+    }
+    path.write_text(json.dumps(record) + "\n")
+    write_label(path, "a", False, annotator="alice")
+    (written,) = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    assert written["labels"]["alice"] is False and written["made_by"] == "model:gpt-4o"
+
+
+def test_improve_write_on_a_yaml_set_writes_nothing_and_says_why(tmp_path, monkeypatch):
+    rows = _rows(40, "dev") + _rows(100, "test", 1000)
+    _improve_project(tmp_path, [])
+    (tmp_path / "calibration_sets" / "blocked.jsonl").unlink()
+    (tmp_path / "calibration_sets" / "blocked.yaml").write_text(yaml.safe_dump({"examples": rows}))
+    monkeypatch.chdir(tmp_path)
+    before = (tmp_path / "criteria" / "blocked.yaml").read_text()
+
+    def judge(prompt: str) -> bool:
+        reply = judged_reply(prompt)
+        n = int(reply[2 : reply.index(">")])
+        wrong = "Examples of correct decisions" not in prompt and n % 10 < 3
+        return ("not blocked" not in reply) != wrong
+
+    with FakeServer(judge) as server:
+        done = invoke(
+            "improve", "-c", "blocked", "--shots", "4", "--write", "--api-base", server.url
+        )
+    assert done.exit_code == 2 and "nothing was written" in done.output
+    assert (tmp_path / "criteria" / "blocked.yaml").read_text() == before
+
+
+def test_improve_write_keeps_the_records_it_takes_out_of_the_set_whole(tmp_path, monkeypatch):
+    rows = [{**r, "tags": ["kept"]} for r in _rows(40, "dev")] + _rows(100, "test", 1000)
+    _improve_project(tmp_path, rows)
+    monkeypatch.chdir(tmp_path)
+
+    def judge(prompt: str) -> bool:
+        reply = judged_reply(prompt)
+        n = int(reply[2 : reply.index(">")])
+        wrong = "Examples of correct decisions" not in prompt and n % 10 < 3
+        return ("not blocked" not in reply) != wrong
+
+    with FakeServer(judge) as server:
+        done = invoke(
+            "improve", "-c", "blocked", "--shots", "4", "--write", "--api-base", server.url
+        )
+    assert done.exit_code == 0, done.output
+    kept = [
+        json.loads(line)
+        for line in Path("calibration_sets/blocked.shots.jsonl").read_text().splitlines()
+    ]
+    assert len(kept) == 4 and all(r["tags"] == ["kept"] and r["input"] for r in kept)

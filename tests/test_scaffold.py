@@ -60,7 +60,8 @@ def test_init_gives_a_project_that_works_end_to_end(pytester):
             str(root / "calibration_sets"),
             "--out",
             str(root / ".judgekit" / "reports" / "latest"),
-            "--no-history",
+            "--history",  # its set has a test split: a run that measures it keeps a history
+            str(root / ".judgekit" / "history.sqlite"),
             "--config",
             str(root / "judgekit.yaml"),
         ],

@@ -192,6 +192,14 @@ def _show_dry_run(options: Options, config: Path | None, as_json: bool) -> None:
     )
 
 
+def _replaced(out: Path) -> Report | None:
+    """The report this run replaces, when it can be read (a damaged one is simply replaced)."""
+    try:
+        return Report.read_if_any(out)
+    except InputError:
+        return None
+
+
 def _unrecorded_look(options: Options) -> None:
     """`--no-history` may not measure a judge on test examples: that run would show the test
     split's figures with no look recorded (judgekit.inputs.heldout), so an edited judge could be
@@ -199,7 +207,7 @@ def _unrecorded_look(options: Options) -> None:
     criteria, sets = load_inputs(
         options.criteria_dir, options.sets_dir, options.criterion_ids, options.split
     )
-    judged = {c.id for c in criteria if c.kind != "regex"}
+    judged = {c.id for c in criteria}  # a pattern tuned on test figures is tuned too
     problems = [
         Problem(
             str(s.path),
@@ -246,14 +254,12 @@ def _judged(
         options.changed_at = {
             cid: max(at.timestamp() for at in found.values()) for cid, found in findings.items()
         }
+        before = _replaced(out)  # its judges: a changed one is a look, new history or not
         fresh, read = calibrate_read(
             options, progress=None if quiet else terminal_progress("judging")
         )
         if not no_history:
-            fresh = record_history(
-                fresh,
-                located,
-            )
+            fresh = record_history(fresh, located, before=before)
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(options.criterion_ids))
         labels = {cid: labels_of(s) for cid, s in read.items() if s.digest is not None}

@@ -42,10 +42,11 @@ from judgekit.compare.candidates import Spec, from_file, from_options, read_file
 from judgekit.compare.model import Comparison
 from judgekit.compare.render import estimates, table
 from judgekit.compare.run import Measured, Measurements, dry_run, judge, load
-from judgekit.errors import InputError, JudgekitError
+from judgekit.errors import InputError, JudgekitError, Problem
 from judgekit.inputs.files import write_atomic
-from judgekit.inputs.heldout import in_test_split, named_by_identity
+from judgekit.inputs.heldout import in_test_split, leaked, named_by_identity
 from judgekit.inputs.policy import Policy
+from judgekit.inputs.sets import CalibrationSet
 from judgekit.pipeline import Options
 from judgekit.report.model import Report
 from judgekit.secrets import redact
@@ -191,7 +192,7 @@ def compare(
             raise InputError.one(
                 "--criterion", "", "name the criterion whose judges are compared (-c ID)"
             )
-        base, _, _ = load(options, criterion)
+        base, whole, _ = load(options, criterion)
         specs = (
             from_file(spec_file, base, entries)
             if spec_file is not None and entries is not None
@@ -201,6 +202,7 @@ def compare(
             _show_dry_run(options, specs, as_json)
             return
         _check_named(specs, baseline, adopt)
+        _check_shots(specs, whole)
         judged = judge(
             options,
             specs,
@@ -211,10 +213,8 @@ def compare(
         folder = out or Path(".judgekit/compare") / criterion
         write_atomic(folder / "compare.json", comparison.model_dump_json(indent=2) + "\n")
         page = write_page(comparison, folder)
-        adopted = (
-            _adopt(judged, adopt, criteria, report, locate(history, config), as_json, force, split)
-            if adopt is not None
-            else None
+        adopted = _chosen(
+            judged, adopt, criteria, report, locate(history, config), as_json, force, split
         )
     except JudgekitError as error:
         fail(error)
@@ -232,6 +232,27 @@ def compare(
 
 
 _EXITS = {"PASS": 0, "FAIL": EXIT_GATE_FAIL, "INCONCLUSIVE": EXIT_INCONCLUSIVE}
+
+
+def _check_shots(specs: list[Spec], whole: CalibrationSet) -> None:
+    """A candidate shown set examples with their labels as its few-shot examples is measured on
+    what it was told (judgekit.inputs.heldout): refused, before any call is paid for."""
+    problems = []
+    for spec in specs:
+        found = leaked(spec.criterion, whole.examples)
+        if found:
+            problems.append(
+                Problem(
+                    spec.name,
+                    "examples",
+                    f"{len(found)} of its few-shot examples are examples of {whole.path} "
+                    f"({', '.join(found[:10])}{' …' if len(found) > 10 else ''}): measured on "
+                    "them it is measured on what it was told; take them out of the set or of the "
+                    "candidate",
+                )
+            )
+    if problems:
+        raise InputError(problems)
 
 
 def _check_named(specs: list[Spec], baseline: str | None, adopt: str | None) -> None:
@@ -292,6 +313,46 @@ def _adopt(
         err=quiet,
     )
     return found.decision.status
+
+
+def _chosen(  # noqa: PLR0913  what --adopt needs, passed on
+    judged: Measurements,
+    adopt: str | None,
+    criteria: Path,
+    report: Path,
+    history: str | Path,
+    quiet: bool,
+    force: bool,
+    split: str | None,
+) -> str | None:
+    """The adopted candidate's gate decision (None: no --adopt, and the look at test figures the
+    comparison took is recorded)."""
+    if adopt is None:
+        _looked(judged, history, quiet)
+        return None
+    return _adopt(judged, adopt, criteria, report, history, quiet, force, split)
+
+
+def _looked(judged: Measurements, history: str | Path, quiet: bool) -> None:
+    """Candidates' figures on test examples, seen: a look at the test split whether or not one
+    is adopted (recorded, spent or not; `--adopt` takes its own)."""
+    tests = in_test_split(judged.set.examples)
+    if not tests:
+        return
+    names = sorted(m.report.fingerprint for m in judged.measured)
+    with History.open(history) as db:
+        budget, _ = db.take_look(
+            judged.criterion.id,
+            named_by_identity(judged.criterion, tests),
+            ALPHA,
+            "compare",
+            "compare:" + ",".join(n[:12] for n in names),
+            always=True,
+        )
+    typer.echo(
+        f"note: the candidates were measured on {len(tests)} test examples: {budget.words()}",
+        err=quiet,
+    )
 
 
 def _adoption_look(

@@ -10,6 +10,7 @@ input, 4 the judges could not be run, 130 interrupted (run again: the answers so
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import typer
@@ -31,13 +32,14 @@ from judgekit.cli.options import (
 )
 from judgekit.cli.terminal import terminal_progress
 from judgekit.compare.adopt import adopt, criterion_path
-from judgekit.errors import JudgekitError
+from judgekit.errors import InputError, JudgekitError
 from judgekit.improve.render import as_json, markdown, proposed, summary
 from judgekit.improve.search import Search, improve as search_for
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import Criterion
 from judgekit.inputs.files import write_atomic
 from judgekit.inputs.heldout import leaked
+from judgekit.inputs.label_writer import read_records
 from judgekit.inputs.merge import remove_examples
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.sets import read_set
@@ -145,8 +147,9 @@ def improve(
             write_atomic(folder / "proposal.diff", change.diff())
             typer.echo(redact(change.diff()))
             if write and found.accepted:  # written only if it defines the judge the test measured
+                path, ids = _shots_in_set(sets, proposal.criterion)  # refused before any write
                 adopt(found.best, change)
-                moved = _shots_out_of_set(sets, proposal.criterion)
+                moved = _shots_out_of_set(path, ids)
                 typer.echo(
                     f"written: {change.path}{moved}; run `judgekit calibrate` "
                     "(the gate takes it as a changed judge)"
@@ -162,18 +165,40 @@ def improve(
         raise typer.Exit(EXIT_GATE_FAIL)
 
 
-def _shots_out_of_set(sets: Path, criterion: Criterion) -> str:
-    """The set's examples the written criterion now shows as few-shot examples (with their
-    labels, in the criterion file) taken out of the set, so that it calibrates: what to say."""
+def _shots_in_set(sets: Path, criterion: Criterion) -> tuple[Path, set[str]]:
+    """The set, and the ids of its examples the criterion to write shows as few-shot examples
+    (each record that shows the judge what a shot shows it); refused when the set's format is
+    one judgekit does not take records out of, before anything is written."""
     path = find_set(sets, criterion.id)
     loaded, _ = read_set(path, criterion.id)
     ids = set(leaked(criterion, loaded.examples))
+    if ids and path.suffix.lower() not in (".jsonl", ".csv"):
+        raise InputError.one(
+            path,
+            "",
+            f"holds {len(ids)} examples the proposal makes few-shot examples "
+            f"({', '.join(sorted(ids))}); judgekit takes records out of .jsonl and .csv sets "
+            "only, so nothing was written: convert the set to .jsonl, or write the proposal "
+            "(proposal.yaml) by hand and remove those examples from the set",
+        )
+    return path, ids
+
+
+def _shots_out_of_set(path: Path, ids: set[str]) -> str:
+    """The set's examples the written criterion now shows as few-shot examples taken out of the
+    set, so that it calibrates; each record kept whole in `<id>.shots.jsonl` beside it (the
+    criterion file holds what the judge is shown of it, with its label). What to say."""
     if not ids:
         return ""
+    kept = path.with_name(f"{path.stem}.shots.jsonl")
+    records = [r for r in read_records(path) if str(r.get("id")) in ids]
+    before = kept.read_text(encoding="utf-8") if kept.exists() else ""
+    write_atomic(kept, before + "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     remove_examples(path, ids)
     return (
         f"; {len(ids)} examples of {path} are its few-shot examples now and left the set "
-        f"({', '.join(sorted(ids))}: they are in the criterion file, with their labels)"
+        f"({', '.join(sorted(ids))}): the criterion file shows them with their labels, and "
+        f"{kept} keeps their records whole"
     )
 
 

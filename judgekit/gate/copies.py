@@ -31,15 +31,19 @@ def without_copies(
     labels: LabelledSet,
     copies: Mapping[str, Sequence[str]] | None,
     criterion: CriterionFile,
+    by_code: bool = False,
 ) -> LabelledSet:
-    """The labels less the copies the report declares, once they are found to be the set's own
-    (the same ids, copies of the same examples); Untrusted otherwise."""
+    """The labels less the copies the report declares, once they are found to be exactly the
+    set's (the same ids, copies of the same examples); Untrusted otherwise. The set is read whole
+    (the models, the criterion) when the report names copies, or when the fast reader saw two
+    records with one reply (`repeats`): a report that names none must hold none. A criterion
+    checked by code (`by_code`) may read another field than the reply: always read whole."""
     if copies is None:
         raise Untrusted(
             "report.json does not say which examples of the set are copies of others (it was "
             "written before judgekit counted each example once)"
         )
-    if not copies:
+    if not copies and not labels.repeats and not by_code:
         return labels
     read_set, load_criterion, distinct = (
         _heavy(n) for n in ("read_set", "load_criterion", "distinct")

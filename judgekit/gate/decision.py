@@ -19,6 +19,7 @@ It reads plain files with plain code (no models built), so `judgekit gate` start
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -289,7 +290,10 @@ class Gate:
             return Decision(criterion_id, "FAIL", tuple(stale)), None
         try:
             labels = without_copies(
-                self.sets[criterion_id], entry.copies, self.criteria[criterion_id]
+                self.sets[criterion_id],
+                entry.copies,
+                self.criteria[criterion_id],
+                by_code=entry.kind == "regex" and not _reads_the_reply(self.criteria[criterion_id]),
             ).select(entry.split)
             if lines is None:
                 raise Untrusted(
@@ -394,6 +398,15 @@ class Gate:
         if reasons:
             reasons.append("run `judgekit calibrate` again")
         return reasons
+
+
+_OTHER_FIELD = re.compile(r"\bfield\s*:\s*[\"']?(input|context)\b")
+
+
+def _reads_the_reply(criterion: CriterionFile) -> bool:
+    """Whether a regex criterion reads the reply (its default field), by its text: a file that
+    may name another field (a false alarm only costs the gate a whole read) does not."""
+    return criterion.text is not None and not _OTHER_FIELD.search(criterion.text)
 
 
 def _label_sources(labels: LabelledSet, t: Thresholds, judge_model: str | None) -> str | None:

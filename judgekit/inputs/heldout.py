@@ -25,7 +25,7 @@ from typing import TypeVar
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, LLMCriterion
-from judgekit.inputs.identity import Labelled, identity
+from judgekit.inputs.identity import Labelled, any_identity, identity
 
 E = TypeVar("E", bound=Labelled)
 
@@ -82,9 +82,9 @@ def check_leakage(criterion: Criterion, examples: Iterable[Labelled], path: Path
 
 @dataclass(frozen=True)
 class TestSplit:
-    """The test examples a look may use, named by identity; `aliases` maps the digests looks were
-    recorded under before identities (of every field, read or not) to today's identities, so those
-    looks still count."""
+    """The test examples a look may use, named by identity; `aliases` maps the names looks may
+    have recorded them under (before identities: a digest of every field; or under a criterion
+    reading other fields) to today's identities, so those looks still count."""
 
     __test__ = False  # not a pytest class
 
@@ -104,5 +104,8 @@ def named_by_identity(criterion: Criterion, examples: Iterable[Labelled]) -> Tes
     for e in examples:
         now = identity(criterion, e.fields())
         ids.append(now)
-        aliases[canonical_hash(e.fields())[:16]] = now
+        # the names a look may have used: before identities (every field's digest), and under a
+        # criterion that read other fields
+        for then in (canonical_hash(e.fields())[:16], *any_identity(e.fields())):
+            aliases[then] = now
     return TestSplit(tuple(dict.fromkeys(ids)), aliases)

@@ -14,7 +14,7 @@ True
 
 from __future__ import annotations
 
-import unicodedata
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -22,37 +22,54 @@ from typing import Any, Protocol
 from judgekit.errors import Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, ExampleField, RegexCriterion
+from judgekit.inputs.text import normal_text
 
 # The order the prompt shows them in (judging/prompts.py).
 _ORDER: tuple[ExampleField, ...] = ("input", "context", "output")
 
 
+_SLOT = re.compile(r"\{\{\s*(input|output|context)\s*\}\}")
+
+
 def shown(criterion: Criterion) -> tuple[ExampleField, ...]:
-    """The fields of an example the criterion's judge reads: an llm criterion's `inputs`, a
-    claims criterion's reply and source, a regex criterion's one field."""
+    """The fields of an example the criterion's judge reads: an llm criterion's `inputs` and the
+    fields its own prompt or system message names (`{{input}}`), a claims criterion's reply and
+    source, a regex criterion's one field."""
     if isinstance(criterion, RegexCriterion):
         return (criterion.field,)
     if isinstance(criterion, ClaimsCriterion):
         return ("context", "output")
-    return tuple(f for f in _ORDER if f in criterion.inputs)
+    named = set(criterion.inputs)
+    for text in (criterion.judge.prompt, criterion.judge.system):
+        named |= set(_SLOT.findall(text or ""))
+    return tuple(f for f in _ORDER if f in named)
 
 
-def _normal(text: str) -> str:
-    """What a judge reading the text cannot tell apart: Unicode compatibility forms and runs of
-    white space."""
-    return " ".join(unicodedata.normalize("NFKC", text).split())
+def _digest(exact: bool, fields: Mapping[str, Any], names: Iterable[str]) -> str:
+    """The digest of the named fields that hold text (an empty field is no field): exact for
+    code, which reads bytes; normalised for a model (judgekit.inputs.text)."""
+    values = {}
+    for name in names:
+        value = fields.get(name)
+        text = "" if value is None else str(value)
+        if text:
+            values[name] = text if exact else normal_text(text)
+    return canonical_hash({"read by": "code" if exact else "model", "shown": values})[:16]
 
 
 def identity(criterion: Criterion, fields: Mapping[str, Any]) -> str:
-    """The example's identity for this criterion (16 hex digits). A regex reads its field byte
-    for byte, so its identity is the exact text; a model's is the normalised text."""
-    exact = isinstance(criterion, RegexCriterion)
-    values = {}
-    for name in shown(criterion):
-        value = fields.get(name)
-        text = "" if value is None else str(value)
-        values[name] = text if exact else _normal(text)
-    return canonical_hash({"kind": criterion.kind, "shown": values})[:16]
+    """The example's identity for this criterion (16 hex digits)."""
+    return _digest(isinstance(criterion, RegexCriterion), fields, shown(criterion))
+
+
+def any_identity(fields: Mapping[str, Any]) -> set[str]:
+    """The example's identity under every criterion a model reads it by (its output, with or
+    without its input and context): the names looks may have recorded it under, so that editing
+    a criterion's `inputs` does not make a looked-at example fresh."""
+    return {
+        _digest(False, fields, ("output", *extra))
+        for extra in ((), ("input",), ("context",), ("input", "context"))
+    }
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import iter_records, open_source, parse_bool
+from judgekit.inputs.text import normal_text
 
 if TYPE_CHECKING:
     from judgekit.inputs.sets import CalibrationSet
@@ -87,6 +88,9 @@ class LabelledSet:
     path: Path
     digest: str
     examples: tuple[Labelled, ...]
+    # Whether two records show the same reply (normalised: judgekit.inputs.text), which every
+    # criterion a model judges reads: then the set may hold copies, and the gate checks them.
+    repeats: bool = False
 
     def select(self, split: str | None) -> LabelledSet:
         if split is None:
@@ -96,6 +100,7 @@ class LabelledSet:
             self.path,
             self.digest,
             tuple(e for e in self.examples if e.split == split),
+            self.repeats,
         )
 
 
@@ -104,6 +109,8 @@ def read_labels(path: Path, criterion_id: str) -> LabelledSet:
     source = open_source(path)
     is_csv = path.suffix.lower() == ".csv"
     examples, problems = [], []
+    replies: set[int] = set()  # hashes: a million replies are not held twice
+    repeats = False
     for location, record in iter_records(path, source):
         if isinstance(record, Problem):
             problems.append(record)
@@ -120,9 +127,12 @@ def read_labels(path: Path, criterion_id: str) -> LabelledSet:
             )
             continue
         examples.append(label)
+        reply = hash(normal_text(str(record.get("output") or "")))
+        repeats = repeats or reply in replies
+        replies.add(reply)
     if problems:
         raise InputError(problems)
-    return LabelledSet(criterion_id, path, source.digest, tuple(examples))
+    return LabelledSet(criterion_id, path, source.digest, tuple(examples), repeats)
 
 
 def labels_of(read: CalibrationSet) -> LabelledSet:
@@ -144,6 +154,8 @@ def labels_of(read: CalibrationSet) -> LabelledSet:
             )
             for e in read.examples
         ),
+        bool(read.copies)
+        or len({normal_text(e.output) for e in read.examples}) < len(read.examples),
     )
 
 

@@ -263,9 +263,10 @@ def _change(
             if annotator is None
             else {"labels": {**(record.get("labels") or {}), annotator: passed}}
         )
-        if record.get("made_by") not in (None, "human"):
+        if annotator is None and record.get("made_by") not in (None, "human"):
             # A person's label now, whoever made the one it replaces (no made_by is a person's
-            # already: a label fits its record in place, as the set's padding allows).
+            # already: a label fits its record in place, as the set's padding allows). An
+            # annotator's label joins the others': their majority keeps its provenance.
             change["made_by"] = "human"
         return replaced(
             json.dumps({**record, **change}, ensure_ascii=True).ljust(len(line.encode()))
@@ -280,10 +281,12 @@ def _change(
         for _, _, row in rows:
             mine = dict(zip(header, row, strict=True))["id"] == example_id
             value = ("true" if passed else "false") if mine else ""
-            writer.writerow([*(_by_a_person(header, row) if mine else row), value])
+            made = _by_a_person(header, row) if mine and annotator is None else row
+            writer.writerow([*made, value])
         return (*byte_span(data, text, 0, len(text)), out.getvalue().encode())
     row = list(next(r for b, _, r in rows if b == start)) + [""] * len(header)
-    row = _by_a_person(header, row[: len(header)])
+    row = row[: len(header)]
+    row = _by_a_person(header, row) if annotator is None else row
     row[header.index(column)] = "true" if passed else "false"
     width = len(text[start:stop].encode())
     for quoting in (csv.QUOTE_MINIMAL, csv.QUOTE_ALL):  # quotes change no value

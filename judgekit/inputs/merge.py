@@ -305,7 +305,9 @@ def _append(path: Path, data: bytes, records: list[dict[str, Any]]) -> tuple[int
     return (*byte_span(data, text, 0, len(text)), out.getvalue().encode())
 
 
-def _blank(path: Path, data: bytes, ids: set[str]) -> tuple[int, int, bytes]:
+def _blank(
+    path: Path, data: bytes, ids: set[str], changed: str = "merge"
+) -> tuple[int, int, bytes]:
     """The records of `ids` blanked out of `data` (each byte of them a newline, which every reader
     skips), as one span of the same length."""
     text, spans = record_spans(path, data)
@@ -315,7 +317,10 @@ def _blank(path: Path, data: bytes, ids: set[str]) -> tuple[int, int, bytes]:
             path,
             "",
             "changed while the merge was written: its records are in the set, and the "
-            "merge could not remove them here; run it again",
+            "merge could not remove them here; run it again"
+            if changed == "merge"
+            else f"no longer holds all of {', '.join(sorted(ids))}: changed meanwhile; nothing "
+            "was taken out, run it again",
         )
     first, last = found[0][0], found[-1][1]
     out = bytearray(data[first:last])
@@ -344,7 +349,7 @@ def remove_examples(
         recover_locked(set_path)
         change_locked(
             set_path,
-            lambda data: _blank(set_path, data, ids),
+            lambda data: _blank(set_path, data, ids, "remove"),
             lambda start, old, out: JournalEntry(
                 "", None, start, old, out, moved=tuple(sorted(ids)), merged="out"
             ),

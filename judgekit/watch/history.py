@@ -355,14 +355,17 @@ class History:
             for c, purpose, generation, examples, alpha, p, a, candidate, at in rows
         ]
 
-    def edit_measured_on_test(self, c: CriterionReport) -> None:
+    def edit_measured_on_test(self, c: CriterionReport, before: str | None = None) -> None:
         """A changed judge measured on test-split examples is a look at the split (the one who
         edited it sees the figures), whatever the run's --split: recorded, spending the split's
-        budget (judgekit.watch.alpha_budget). A criterion's first judge is not a change."""
-        if c.held_out is None or c.judge is None or c.judge.kind == "regex":
+        budget (judgekit.watch.alpha_budget). A criterion's first judge is not a change; one whose
+        report on disk (`before`: its fingerprint) is of another judge is, whatever this history
+        holds (a new history file is no fresh start). A pattern is a judge too."""
+        if c.held_out is None or c.judge is None:
             return
         earlier = [r for r in self.runs(c.id, "calibrate") if r.fingerprint != c.fingerprint]
-        if earlier:  # unless this judge's figures were seen before
+        if earlier or (before is not None and before != c.fingerprint):
+            # unless this judge's figures were seen before
             self.take_look(
                 c.id,
                 c.held_out,
@@ -516,14 +519,21 @@ def _run(row: tuple[Any, ...]) -> HistoryRun:
     )
 
 
-def record_history(report: Report, path: str | Path, purpose: str = "calibrate") -> Report:
+def record_history(
+    report: Report,
+    path: str | Path,
+    purpose: str = "calibrate",
+    before: Report | None = None,
+) -> Report:
     """Keep a fresh report's runs in the history at `path`; return it with the warnings the
-    history adds (a prompt measured only on the split it was tuned on)."""
+    history adds (a prompt measured only on the split it was tuned on). `before`: the report on
+    disk this run replaces, whose judges tell a changed one even in a new history."""
     with History.open(path) as history:
         changed = {c.id: history.changed_since_last(c.id) for c in report.criteria}
         history.record(report, purpose)
         for c in report.criteria:
-            history.edit_measured_on_test(c)
+            earlier = before.criterion(c.id) if before is not None else None
+            history.edit_measured_on_test(c, earlier.fingerprint if earlier else None)
         criteria = []
         for c in report.criteria:
             warning = history.split_warning(c.id, c.judge.prompt_sha if c.judge else None)
