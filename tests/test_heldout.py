@@ -260,17 +260,19 @@ def test_improve_counts_no_test_reply_shown_to_the_candidate_as_held_out_evidenc
     assert found.acceptance.candidate_right == found.acceptance.current_right == 92
 
 
+def _helped_by_shots(prompt: str) -> bool:
+    """A judge wrong on 3 replies in 10 unless it is shown few-shot examples."""
+    reply = judged_reply(prompt)
+    n = int(reply[2 : reply.index(">")])
+    wrong = "Examples of correct decisions" not in prompt and n % 10 < 3
+    return ("not blocked" not in reply) != wrong
+
+
 def test_improve_write_keeps_the_criterion_calibratable(tmp_path, monkeypatch):
     _improve_project(tmp_path, _rows(40, "dev") + _rows(100, "test", 1000))
     monkeypatch.chdir(tmp_path)
 
-    def judge(prompt: str) -> bool:  # few-shot examples make the judge right
-        reply = judged_reply(prompt)
-        n = int(reply[2 : reply.index(">")])
-        wrong = "Examples of correct decisions" not in prompt and n % 10 < 3
-        return ("not blocked" not in reply) != wrong
-
-    with FakeServer(judge) as server:
+    with FakeServer(_helped_by_shots) as server:
         done = invoke(
             "improve", "-c", "blocked", "--shots", "4", "--write", "--api-base", server.url
         )
@@ -622,13 +624,7 @@ def test_improve_write_on_a_yaml_set_writes_nothing_and_says_why(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     before = (tmp_path / "criteria" / "blocked.yaml").read_text()
 
-    def judge(prompt: str) -> bool:
-        reply = judged_reply(prompt)
-        n = int(reply[2 : reply.index(">")])
-        wrong = "Examples of correct decisions" not in prompt and n % 10 < 3
-        return ("not blocked" not in reply) != wrong
-
-    with FakeServer(judge) as server:
+    with FakeServer(_helped_by_shots) as server:
         done = invoke(
             "improve", "-c", "blocked", "--shots", "4", "--write", "--api-base", server.url
         )
@@ -641,13 +637,7 @@ def test_improve_write_keeps_the_records_it_takes_out_of_the_set_whole(tmp_path,
     _improve_project(tmp_path, rows)
     monkeypatch.chdir(tmp_path)
 
-    def judge(prompt: str) -> bool:
-        reply = judged_reply(prompt)
-        n = int(reply[2 : reply.index(">")])
-        wrong = "Examples of correct decisions" not in prompt and n % 10 < 3
-        return ("not blocked" not in reply) != wrong
-
-    with FakeServer(judge) as server:
+    with FakeServer(_helped_by_shots) as server:
         done = invoke(
             "improve", "-c", "blocked", "--shots", "4", "--write", "--api-base", server.url
         )

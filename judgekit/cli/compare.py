@@ -50,6 +50,7 @@ from judgekit.inputs.sets import CalibrationSet
 from judgekit.pipeline import Options
 from judgekit.report.model import Report
 from judgekit.secrets import redact
+from judgekit.watch.alpha_budget import Budget
 from judgekit.watch.history import ALPHA, History, record_history
 from judgekit.watch.store import locate
 
@@ -333,26 +334,39 @@ def _chosen(  # noqa: PLR0913  what --adopt needs, passed on
     return _adopt(judged, adopt, criteria, report, history, quiet, force, split)
 
 
-def _looked(judged: Measurements, history: str | Path, quiet: bool) -> None:
-    """Candidates' figures on test examples, seen: a look at the test split whether or not one
-    is adopted (recorded, spent or not; `--adopt` takes its own)."""
+def _test_look(
+    judged: Measurements, history: str | Path, candidate: str, always: bool, adopted: bool
+) -> tuple[Budget, int | None, int]:
+    """The look at the test split that judging these candidates took (judgekit.inputs.heldout):
+    the budget, the look's id (None: not taken) and how many test examples it saw (0: none, and
+    no look)."""
     tests = in_test_split(judged.set.examples)
     if not tests:
-        return
-    names = sorted(m.report.fingerprint for m in judged.measured)
+        return Budget("", (), 1, ALPHA), None, 0
     with History.open(history) as db:
-        budget, _ = db.take_look(
+        budget, look = db.take_look(
             judged.criterion.id,
             named_by_identity(judged.criterion, tests),
             ALPHA,
             "compare",
-            "compare:" + ",".join(n[:12] for n in names),
-            always=True,
+            candidate,
+            always=always,
+            accepted=True if adopted else None,
         )
-    typer.echo(
-        f"note: the candidates were measured on {len(tests)} test examples: {budget.words()}",
-        err=quiet,
-    )
+    return budget, look, len(tests)
+
+
+def _looked(judged: Measurements, history: str | Path, quiet: bool) -> None:
+    """Candidates' figures on test examples, seen: a look at the test split whether or not one
+    is adopted (recorded, spent or not; `--adopt` takes its own)."""
+    names = sorted(m.report.fingerprint for m in judged.measured)
+    candidates = "compare:" + ",".join(n[:12] for n in names)
+    budget, _, seen = _test_look(judged, history, candidates, always=True, adopted=False)
+    if seen:
+        typer.echo(
+            f"note: the candidates were measured on {seen} test examples: {budget.words()}",
+            err=quiet,
+        )
 
 
 def _adoption_look(
@@ -363,26 +377,17 @@ def _adoption_look(
     written. With `--split test` the look must be one the budget allows (else exit 3, nothing
     written); otherwise the choice rests on the data it was measured on, and the note returned
     says so (on the terminal and in the adopted report's warnings)."""
-    tests = in_test_split(judged.set.examples)
-    if tests:
-        with History.open(history) as db:
-            budget, look = db.take_look(
-                judged.criterion.id,
-                named_by_identity(judged.criterion, tests),
-                ALPHA,
-                "compare",
-                found.report.fingerprint,
-                always=split != "test",
-                accepted=True,
-            )
-        if split == "test" and look is None:
-            typer.echo(
-                f"error: --adopt: {budget.words()}; nothing adopted. The candidates' test figures "
-                "are no longer evidence a choice may rest on: add the fresh test examples, or "
-                "adopt on dev (`--split dev --adopt`, said to rest on the data it was measured on)",
-                err=True,
-            )
-            raise typer.Exit(EXIT_INCONCLUSIVE)
+    budget, look, seen = _test_look(
+        judged, history, found.report.fingerprint, always=split != "test", adopted=True
+    )
+    if seen and split == "test" and look is None:
+        typer.echo(
+            f"error: --adopt: {budget.words()}; nothing adopted. The candidates' test figures "
+            "are no longer evidence a choice may rest on: add the fresh test examples, or "
+            "adopt on dev (`--split dev --adopt`, said to rest on the data it was measured on)",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INCONCLUSIVE)
     if split == "test":
         return None
     return (
