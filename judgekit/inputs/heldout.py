@@ -25,9 +25,9 @@ from typing import TypeVar
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, LLMCriterion
-from judgekit.inputs.identity import Labelled, any_identity, identity
+from judgekit.inputs.identity import ExampleLike, any_identity, identity
 
-E = TypeVar("E", bound=Labelled)
+E = TypeVar("E", bound=ExampleLike)
 
 __all__ = [
     "TestSplit",
@@ -47,7 +47,7 @@ def shot_identities(criterion: Criterion) -> set[str]:
     return {identity(criterion, shot.model_dump()) for shot in criterion.examples}
 
 
-def leaked(criterion: Criterion, examples: Iterable[Labelled]) -> list[str]:
+def leaked(criterion: Criterion, examples: Iterable[ExampleLike]) -> list[str]:
     """The ids of the examples the criterion's judge is shown with their answer."""
     shots = shot_identities(criterion)
     if not shots:
@@ -62,7 +62,7 @@ def held_out(criterion: Criterion, examples: Sequence[E]) -> list[E]:
     return [e for e in examples if e.id not in out]
 
 
-def check_leakage(criterion: Criterion, examples: Iterable[Labelled], path: Path | str) -> None:
+def check_leakage(criterion: Criterion, examples: Iterable[ExampleLike], path: Path | str) -> None:
     """Few-shot examples must not also be graded: a judge shown the answer proves nothing."""
     found = leaked(criterion, examples)
     if found:
@@ -94,10 +94,10 @@ class TestSplit:
 
 def in_test_split(examples: Iterable[E]) -> list[E]:
     """The examples of the test split."""
-    return [e for e in examples if getattr(e, "split", None) == "test"]
+    return [e for e in examples if e.split == "test"]
 
 
-def named_by_identity(criterion: Criterion, examples: Iterable[Labelled]) -> TestSplit:
+def named_by_identity(criterion: Criterion, examples: Iterable[ExampleLike]) -> TestSplit:
     """The test split's examples as the budget names them."""
     ids: list[str] = []
     aliases: dict[str, str] = {}

@@ -82,14 +82,13 @@ class Distinct:
     copies: dict[str, tuple[str, ...]] = field(default_factory=dict)
     problems: tuple[Problem, ...] = ()
     conflicts: tuple[tuple[str, str], ...] = ()
-    of: dict[str, str] = field(default_factory=dict)  # every id -> its identity
 
     @property
     def copied(self) -> int:
         return sum(len(c) for c in self.copies.values())
 
 
-class Labelled(Protocol):
+class ExampleLike(Protocol):
     """What `distinct` reads of an example (judgekit.inputs.sets.Example is one)."""
 
     @property
@@ -104,21 +103,21 @@ class Labelled(Protocol):
     def fields(self) -> dict[str, Any]: ...
 
 
-def _drawn(example: Labelled) -> bool:
+def _drawn(example: ExampleLike) -> bool:
     return getattr(example, "selection", None) is not None
 
 
-def distinct(criterion: Criterion, examples: Iterable[Labelled], where: str) -> Distinct:
+def distinct(criterion: Criterion, examples: Iterable[ExampleLike], where: str) -> Distinct:
     """The distinct examples of `examples` for the criterion; `where` names the file in a
     problem. An example drawn from a pool (`judgekit label --next`) is a unit of the pool's
     design, whose estimates weight each drawn reply as the many times it comes in production:
     it is kept, copy or not (opposite labels on one text are still a problem)."""
-    first: dict[str, Labelled] = {}
+    first: dict[str, ExampleLike] = {}
     copies: dict[str, list[str]] = {}
     of: dict[str, str] = {}
     problems: list[Problem] = []
     conflicts: list[tuple[str, str]] = []
-    drawn: list[Labelled] = []
+    drawn: list[ExampleLike] = []
     for e in examples:
         key = identity(criterion, e.fields())
         of[e.id] = key
@@ -150,5 +149,4 @@ def distinct(criterion: Criterion, examples: Iterable[Labelled], where: str) -> 
         {k: tuple(v) for k, v in copies.items()},
         tuple(problems),
         tuple(conflicts),
-        of,
     )

@@ -129,11 +129,6 @@ class Example(Frozen):
     def label(self) -> bool:
         return bool(self.passed)  # never None after validation
 
-    @property
-    def provenance(self) -> str:
-        """How the label was made (`made_by`; human when the set does not say)."""
-        return self.made_by or "human"
-
     def fields(self) -> dict[str, Any]:
         return {"input": self.input, "output": self.output, "context": self.context}
 
