@@ -377,3 +377,30 @@ def test_reply(judge):
         Judge(load_criterion(root / "criteria" / "card.yaml"), report.criteria[0].judge)(
             "Your card is blocked."
         )
+
+
+def test_recorded_texts_reach_the_junit_file_redacted(sample, monkeypatch):
+    """Issue 33, item 3: with --judgekit-record-text the texts went into pytest's
+    user_properties unredacted, so --junitxml wrote the secrets they held."""
+    monkeypatch.setenv("SUPPORT_API_TOKEN", "tok-98765-secret")
+    sample.makepyfile(
+        test_texts="""
+import pytest
+
+@pytest.mark.judged("clean")
+def test_texts(judge):
+    judge("All clean, token tok-98765-secret", input="key tok-98765-secret?")
+"""
+    )
+    done = sample.runpytest(
+        "test_texts.py",
+        "--judgekit-record",
+        "texts.jsonl",
+        "--judgekit-record-text",
+        "--junitxml",
+        "junit.xml",
+    )
+    done.assert_outcomes(passed=1)
+    junit = (sample.path / "junit.xml").read_text()
+    assert "All clean, token &lt;SUPPORT_API_TOKEN&gt;" in junit  # the texts are there
+    assert "tok-98765-secret" not in junit

@@ -27,6 +27,7 @@ from judgekit.judging.review import enqueue
 from judgekit.llm.families import family, same_model
 from judgekit.pytest_plugin.paths import ini_path
 from judgekit.pytest_plugin.summary import PROPERTY, SCENARIO
+from judgekit.secrets import redact
 
 RESULT = pytest.StashKey[Any]()  # the gate's result, once per process
 # the agent's model the ini or the policy declares, read with the gate
@@ -196,11 +197,12 @@ class Judges:
     ) -> Any:
         value = {"criterion": criterion, "passed": verdict.passed, "task": task_of(self.node)}
         if self.node.config.getoption("--judgekit-record-text"):  # opt-in: texts may be sensitive
+            # redacted here, not only in the record file: user_properties reach --junitxml too
             value["text"] = {
-                "input": input,
-                "output": output,
-                "context": context,
-                "reason": verdict.reason,
+                "input": redact(input) if input is not None else None,
+                "output": redact(output),
+                "context": redact(context) if context is not None else None,
+                "reason": redact(verdict.reason),
             }
         # the reply joins the review queue here (under a lock): no text travels on the report
         if verdict.escalated:
