@@ -17,7 +17,7 @@ from judgekit.errors import InputError
 from judgekit.pipeline import Options, calibrate
 from judgekit.testing import FakeLLM
 from judgekit.watch.history import History, record_history
-from judgekit.watch.schema import MIGRATIONS
+from judgekit.watch.schema import APPLICATION_ID, MIGRATIONS
 from judgekit.watch.store import SQLITE, Store
 
 
@@ -133,6 +133,7 @@ def test_a_newer_or_foreign_database_is_an_input_error(tmp_path):
     newer = tmp_path / "newer.sqlite"
     db = sqlite3.connect(newer)
     db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+    db.execute(f"PRAGMA application_id = {APPLICATION_ID}")  # a newer judgekit's own file
     db.close()
     with pytest.raises(InputError, match="newer judgekit"):
         History.open(newer)

@@ -139,3 +139,69 @@ def test_a_reply_two_of_three_trials_could_not_read_is_an_abstention_in_the_judg
     judge = Judge(criterion, cache_dir=None, llm=FakeLLM(lambda request: next(answers)))
     verdict = judge(output="reply-p0: blocked")
     assert verdict.passed is None and "no majority of the 3 trials" in (verdict.reason or "")
+
+
+def _sqlite(path: Path, version: int, owner: int, tables: list[str]) -> bytes:
+    import sqlite3
+
+    db = sqlite3.connect(path)
+    for table in tables:
+        db.execute(f"CREATE TABLE {table} (id INTEGER)")
+    db.execute(f"PRAGMA user_version = {version}")
+    db.execute(f"PRAGMA application_id = {owner}")
+    db.commit()
+    db.close()
+    return path.read_bytes()
+
+
+def test_another_applications_versioned_sqlite_is_refused_byte_for_byte(tmp_path):
+    """Item 4: a SQLite file with `user_version > 0` was taken for a history and migrated
+    (tables, indexes, user_version, WAL mode changed), then called damaged."""
+    from judgekit.errors import InputError
+    from judgekit.watch.findings import read_findings
+    from judgekit.watch.history import History
+
+    cases = {
+        "versioned.db": (3, 0, ["notes"]),  # another application counting its own versions
+        "runs-table.db": (2, 0, ["runs"]),  # a table of the same name is not enough
+        "owned.db": (0, 0x0F055112, []),  # another application's id, no tables yet
+    }
+    for name, (version, owner, tables) in cases.items():
+        path = tmp_path / name
+        before = _sqlite(path, version, owner, tables)
+        for create in (True, False):
+            try:
+                History.open(path, create=create)
+            except InputError as error:
+                assert "another application's SQLite database" in str(error), (name, error)
+            else:
+                raise AssertionError(f"{name} was opened as a history")
+        try:
+            read_findings(path)
+        except InputError as error:
+            assert "another application's SQLite database" in str(error), (name, error)
+        else:
+            raise AssertionError(f"{name}: findings read from it")
+        assert path.read_bytes() == before, name
+        assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(name)) == [name]
+
+
+def test_a_history_is_known_by_its_application_id_and_an_older_one_is_stamped(tmp_path):
+    """Item 4: judgekit's own files are identified positively; one written before the
+    application id (version and judgekit's tables) is still opened, and stamped."""
+    import sqlite3
+
+    from judgekit.watch.history import History
+    from judgekit.watch.schema import APPLICATION_ID
+
+    path = tmp_path / "history.sqlite"
+    History.open(path).close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    db.execute("PRAGMA application_id = 0")  # as a history written before the id was set
+    db.commit()
+    db.close()
+    History.open(path, create=False).close()
+    db = sqlite3.connect(path)
+    assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+    db.close()

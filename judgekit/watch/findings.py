@@ -13,8 +13,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from judgekit.errors import InputError
-from judgekit.watch.schema import VERSION_TABLE
-from judgekit.watch.store import DEFAULT_PATH, POSTGRES, Store, is_url, locate, sqlite_refusal
+from judgekit.watch.schema import identify
+from judgekit.watch.store import DEFAULT_PATH, Store, is_url, locate, sqlite_refusal
 
 FIRST_WITH_FINDINGS = 8  # the schema version that added runs.drift
 # criterion -> fingerprint of a judge found changed -> when the last recheck found it
@@ -37,13 +37,8 @@ def read_findings(location: str | Path, default: bool = False) -> Findings:
     db = Store.open(location, create=False, timeout_s=10.0)
     try:
         try:
-            if db.dialect is POSTGRES:
-                if VERSION_TABLE not in db.tables():
-                    return {}
-                version = db.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()[0]
-            else:
-                version = db.execute("PRAGMA user_version").fetchone()[0]
-            if version < FIRST_WITH_FINDINGS:
+            version, mine = identify(db)  # another application's database is refused
+            if not mine or version < FIRST_WITH_FINDINGS:
                 return {}
             rows = db.execute(
                 "SELECT criterion, fingerprint, created_at FROM runs "

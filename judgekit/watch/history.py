@@ -28,7 +28,7 @@ from judgekit.inputs.heldout import TestSplit
 from judgekit.report.model import CriterionReport, Report
 from judgekit.version import version
 from judgekit.watch.alpha_budget import Budget, Look, next_look
-from judgekit.watch.schema import migrate
+from judgekit.watch.schema import identify, migrate
 from judgekit.watch.store import DEFAULT_PATH, SQLITE, Store
 
 PURPOSES = ("calibrate", "recheck")
@@ -114,6 +114,12 @@ class History:
         # A reader never writes a schema into an empty file (another application's tables are named
         # below).
         tables = set() if create else _tables(history.db)
+        if not create and history.db.dialect is SQLITE:
+            try:
+                identify(history.db)  # another application's file is named as such
+            except BaseException:
+                history.close()
+                raise
         if not create and "runs" not in tables and (history.db.dialect is not SQLITE or not tables):
             history.close()
             raise InputError.one(

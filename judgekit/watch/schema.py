@@ -136,31 +136,46 @@ MIGRATIONS: list[Callable[[Store], None]] = [
 VERSION_TABLE = "judgekit_schema"
 
 
+# SQLite's header field for the application that owns the file: "JKIT"
+APPLICATION_ID = 0x4A4B4954
+# the tables the first migration made: a history from before APPLICATION_ID has them
+_OWN_TABLES = {"runs", "verdicts"}
+
+
+def identify(db: Store) -> tuple[int, bool]:
+    """This database's schema version and whether it is judgekit's already (False: empty, judgekit
+    may make it its own). Another application's database is refused, named, before anything is
+    written: a SQLite file is judgekit's by its application id, or, written before judgekit set
+    one, by its version and its own tables; a PostgreSQL one by the table judgekit_schema."""
+    tables = db.tables()
+    if db.dialect is POSTGRES:
+        mine = VERSION_TABLE in tables
+        version = db.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()[0] if mine else 0
+        other = not mine and bool(tables)
+    else:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        owner = db.execute("PRAGMA application_id").fetchone()[0]
+        mine = owner == APPLICATION_ID or (owner == 0 and version > 0 and tables >= _OWN_TABLES)
+        other = not mine and (owner != 0 or version != 0 or bool(tables))
+    if other:
+        kind = "PostgreSQL" if db.dialect is POSTGRES else "SQLite"
+        shown = ", ".join(sorted(tables)[:5]) or "none"
+        raise InputError.one(
+            db.name,
+            "",
+            f"is another application's {kind} database (tables: {shown}); it was left "
+            "untouched. Give judgekit one of its own with --history",
+        )
+    return version, mine
+
+
 def migrate(db: Store) -> None:
     """Apply the migrations this database lacks, with the version bump, in one transaction; a
     database that is not judgekit's, or is a newer judgekit's, is refused before anything
     changes."""
     # another process may be migrating: read the version under the lock
     with db.transaction(lock="schema"):
-        tables = db.tables()
-        if db.dialect is POSTGRES:
-            mine = VERSION_TABLE in tables
-            version = (
-                db.execute(f"SELECT version FROM {VERSION_TABLE}").fetchone()[0] if mine else 0
-            )
-        else:
-            version = db.execute("PRAGMA user_version").fetchone()[0]
-            mine = version > 0
-        # someone else's database: judgekit's always has a version
-        if not mine and tables - {VERSION_TABLE}:
-            kind = "PostgreSQL" if db.dialect is POSTGRES else "SQLite"
-            raise InputError.one(
-                db.name,
-                "",
-                f"is another application's {kind} database (tables: "
-                f"{', '.join(sorted(tables)[:5])}); give judgekit one of its own "
-                "with --history",
-            )
+        version, mine = identify(db)
         if version > len(MIGRATIONS):
             raise InputError.one(
                 db.name,
@@ -171,6 +186,12 @@ def migrate(db: Store) -> None:
         if db.dialect is POSTGRES and not mine:
             db.execute(f"CREATE TABLE {VERSION_TABLE} (version INTEGER NOT NULL)")
             db.execute(f"INSERT INTO {VERSION_TABLE} (version) VALUES (0)")
+        # a history from before the id is stamped once
+        stamped = db.dialect is POSTGRES or (
+            db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
+        )
+        if not stamped:
+            db.execute(f"PRAGMA application_id = {APPLICATION_ID}")
         for number, migration in enumerate(MIGRATIONS[version:], start=version + 1):
             migration(db)
             if db.dialect is POSTGRES:
