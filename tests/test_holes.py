@@ -205,3 +205,40 @@ def test_a_history_is_known_by_its_application_id_and_an_older_one_is_stamped(tm
     db = sqlite3.connect(path)
     assert db.execute("PRAGMA application_id").fetchone()[0] == APPLICATION_ID
     db.close()
+
+
+def test_yaml_aliases_that_expand_a_set_past_the_bound_are_refused_by_validate(project):
+    """Item 6: a 1 MB reply and 3,000 aliases of it passed `validate`; `calibrate` then died of
+    MemoryError. Merge keys and a few aliases still read."""
+    project.criterion(llm_criterion())
+    big = "reply-p " + "x" * 1_000_000
+    rows = "".join(
+        f"- {{id: e{i}, output: reply-{'p' if i % 2 else 'f'}{i}, passed: {bool(i % 2)}}}\n"
+        for i in range(6)
+    )
+    set_file = project.sets / "says-blocked.yaml"
+    set_file.write_text(
+        f"- id: big\n  output: &reply {big}\n  passed: true\n"
+        + f"  tags: [{', '.join(['*reply'] * 3000)}]\n"
+        + rows
+    )
+    done = runner.invoke(app, ["validate"])
+    assert done.exit_code == 2, done.output[:500]
+    assert "says-blocked.yaml:line 4" in done.output and "expand it to 3000 MB" in done.output
+    assert runner.invoke(app, ["calibrate"]).exit_code == 2
+    set_file.write_text(
+        f"- id: big\n  output: &reply {big}\n  passed: true\n  tags: [*reply]\n" + rows
+    )
+    assert runner.invoke(app, ["validate"]).exit_code == 0
+
+
+def test_a_yaml_value_that_holds_itself_is_refused():
+    """Item 6: a recursive alias (`&a [*a]`) is refused, not expanded."""
+    import pytest
+
+    from judgekit.errors import InputError
+    from judgekit.inputs.parsing import parse_yaml
+
+    with pytest.raises(InputError, match="refers to a value that holds it"):
+        parse_yaml("tags: &a [*a]\n", "set.yaml")
+    assert parse_yaml("base: &b {a: 1}\nc:\n  <<: *b\n  d: 2\n", "c.yaml")["c"] == {"a": 1, "d": 2}

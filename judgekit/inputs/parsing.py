@@ -201,6 +201,48 @@ def _yaml_loader() -> type:
     return Loader
 
 
+# What YAML aliases may add to a file's text: `&a` once and `*a` thousands of times is a small file
+# that every later step (a prompt, a cache key, a report) would write out whole, many times over.
+ALIAS_GROWTH_MAX = 16_000_000  # characters
+
+
+def _bounded_aliases(root: Any, written: int) -> None:
+    """Refuse a document whose aliases expand it by more than ALIAS_GROWTH_MAX characters, or
+    that holds itself; sizes are counted once per node, so the count is as cheap as the file."""
+    import yaml
+
+    sizes: dict[int, int] = {}
+    open_nodes: set[int] = set()
+
+    def size(node: Any) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in open_nodes:
+            raise _Refused(
+                "an alias refers to a value that holds it; write it out", node.start_mark
+            )
+        open_nodes.add(key)
+        if isinstance(node, yaml.ScalarNode):
+            total = len(node.value)
+        elif isinstance(node, yaml.SequenceNode):
+            total = 1 + sum(size(child) for child in node.value)
+        else:
+            total = 1 + sum(size(k) + size(v) for k, v in node.value)
+        open_nodes.discard(key)
+        sizes[key] = total
+        if total - written > ALIAS_GROWTH_MAX:
+            raise _Refused(
+                f"its aliases (*name) expand it to {total / 1e6:.0f} MB, more than judgekit "
+                f"reads ({ALIAS_GROWTH_MAX / 1e6:.0f} MB beyond the file's own text); "
+                "write the values out, or repeat fewer of them",
+                node.start_mark,
+            )
+        return total
+
+    size(root)
+
+
 def parse_yaml(text: str, source: str | Path) -> Any:
     """Parse YAML as judgekit reads every YAML file (safe tags only, no key twice, no lone
     surrogate), or an InputError naming `source` and the line."""
@@ -210,7 +252,11 @@ def parse_yaml(text: str, source: str | Path) -> Any:
     loader = None
     try:
         loader = loader_class(text)  # checks the characters first
-        return loader.get_single_data()
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _bounded_aliases(node, len(text))
+        return loader.construct_document(node)
     except _Refused as error:
         raise InputError.one(source, f"line {error.problem_mark.line + 1}", error.problem) from None
     except yaml.YAMLError as error:
