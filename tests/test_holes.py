@@ -242,3 +242,80 @@ def test_a_yaml_value_that_holds_itself_is_refused():
     with pytest.raises(InputError, match="refers to a value that holds it"):
         parse_yaml("tags: &a [*a]\n", "set.yaml")
     assert parse_yaml("base: &b {a: 1}\nc:\n  <<: *b\n  d: 2\n", "c.yaml")["c"] == {"a": 1, "d": 2}
+
+
+def _judgekit(args: list[str], cwd: Path) -> tuple[int, str]:
+    """The CLI in a process of its own (a hang is a timeout, not a hung suite), its memory bounded
+    (an endless read is a quick MemoryError, not the machine's memory)."""
+    import resource
+    import subprocess
+    import sys
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", "from judgekit.cli import main; main()", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=bounded,
+        )
+    except subprocess.TimeoutExpired:
+        return -1, "timed out: the command hung"
+    return done.returncode, done.stdout + done.stderr
+
+
+def test_every_file_read_is_a_regular_file_checked_before_it_is_read(project):
+    """Item 7: a criterion, report.json, or the file given to `history import`, `monitor` or
+    `label` that is a link to /dev/zero gave a MemoryError traceback; a FIFO hung `gate`,
+    `history import`, `monitor` and `label`."""
+    import os
+
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(3, 3))
+    os.mkfifo("pipe.jsonl")
+    os.symlink("/dev/zero", "zero.jsonl")
+    reports = Path(".judgekit/reports/latest")
+    reports.mkdir(parents=True)
+    commands = {
+        "history import": lambda f: ["history", "import", f],
+        "monitor": lambda f: ["monitor", f],
+        "label": lambda f: ["label", f, "-c", "says-blocked"],
+    }
+    for file, kind in (("pipe.jsonl", "a named pipe (FIFO)"), ("zero.jsonl", "a device")):
+        for name, args in commands.items():
+            code, said = _judgekit(args(file), Path.cwd())
+            assert code == 2, (name, file, code, said[-800:])
+            assert f"{file}: is {kind}, not a regular file" in said, (name, said[-800:])
+            assert "Traceback" not in said
+        (reports / "report.json").unlink(missing_ok=True)
+        (reports / "report.json").symlink_to(Path(file).resolve())
+        code, said = _judgekit(["gate"], Path.cwd())
+        assert code == 2 and f"is {kind}, not a regular file" in said, ("gate", file, said[-800:])
+    (reports / "report.json").unlink()
+    criterion = project.criteria / "says-blocked.yaml"
+    criterion.unlink()
+    criterion.symlink_to("/dev/zero")
+    code, said = _judgekit(["validate"], Path.cwd())
+    assert code == 2 and "says-blocked.yaml: is a device, not a regular file" in said, said[-800:]
+
+
+def test_a_file_larger_than_judgekit_reads_whole_is_refused(tmp_path, monkeypatch):
+    """Item 7: the bound on a file read whole (WHOLE_MAX), checked before it is read."""
+    import pytest
+
+    from judgekit.errors import InputError
+    from judgekit.inputs import files
+
+    monkeypatch.setattr(files, "WHOLE_MAX", 1000)
+    big = tmp_path / "set.yaml"
+    big.write_text("x" * 1001)
+    with pytest.raises(InputError, match="larger than the 0 MB judgekit reads whole"):
+        files.read_text(big)
+    small = tmp_path / "small.yaml"
+    small.write_text("x" * 1000)
+    assert files.read_text(small) == "x" * 1000

@@ -37,7 +37,7 @@ from judgekit.improve.render import as_json, markdown, proposed, summary
 from judgekit.improve.search import Search, improve as search_for
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import Criterion
-from judgekit.inputs.files import write_atomic
+from judgekit.inputs.files import read_text, write_atomic
 from judgekit.inputs.heldout import leaked
 from judgekit.inputs.label_writer import read_records
 from judgekit.inputs.merge import remove_examples
@@ -192,7 +192,7 @@ def _shots_out_of_set(path: Path, ids: set[str]) -> str:
         return ""
     kept = path.with_name(f"{path.stem}.shots.jsonl")
     records = [r for r in read_records(path) if str(r.get("id")) in ids]
-    before = kept.read_text(encoding="utf-8") if kept.exists() else ""
+    before = read_text(kept) if kept.exists() else ""
     write_atomic(kept, before + "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records))
     remove_examples(path, ids)
     return (

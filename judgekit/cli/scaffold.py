@@ -15,7 +15,7 @@ from pathlib import Path
 
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import criterion_schema
-from judgekit.inputs.files import write_atomic
+from judgekit.inputs.files import read_text, write_atomic
 from judgekit.inputs.sets import Example
 
 LLM_CRITERION = """\
@@ -207,9 +207,9 @@ def init(root: Path, force: bool = False, ci: str = "github") -> list[Path]:
         import tomllib
 
         try:
-            if "judgekit" in tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}):
+            if "judgekit" in tomllib.loads(read_text(pyproject)).get("tool", {}):
                 planned.pop(root / "judgekit.yaml")
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        except (tomllib.TOMLDecodeError, InputError):
             pass
     # The criteria point editors at these schemas.
     planned[root / ".judgekit/schema/criterion.schema.json"] = (

@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judgekit.compare.model import Comparison
+from judgekit.errors import InputError
 from judgekit.gate.decision import Gate
 from judgekit.gate.entry import Line, Untrusted, read_pair, read_report
+from judgekit.inputs.files import read_text
 from judgekit.inputs.label_reader import LabelledSet
 from judgekit.judging.selection import SURE
 
@@ -104,8 +106,8 @@ def _compare_votes(criterion_id: str, gate: Gate, compare_dir: Path, votes: Vote
     if not path.is_file():
         return
     try:
-        found = Comparison.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValueError:
+        found = Comparison.model_validate_json(read_text(path))
+    except (InputError, ValueError):
         return
     for c in found.candidates:
         if c.gate != "PASS":

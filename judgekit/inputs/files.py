@@ -14,11 +14,12 @@ import csv
 import hashlib
 import io
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import digest
@@ -37,14 +38,97 @@ class Source:
     digest: str
 
 
+# The largest file judgekit reads whole (a criterion, a YAML, JSON or CSV set, a report, a file to
+# import); a JSON Lines file is read line by line and may be larger.
+WHOLE_MAX = 256_000_000  # bytes
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a named pipe (FIFO)"),
+    (stat.S_ISCHR, "a device"),
+    (stat.S_ISBLK, "a device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_regular(path: Path | str, mode: int, hint: str = "") -> InputError:
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    return InputError.one(
+        path,
+        "",
+        f"is {kind}, not a regular file; judgekit reads files only, so give the file itself"
+        f"{'; ' + hint if hint else ''}",
+    )
+
+
+def check_regular(path: Path | str, hint: str = "") -> None:
+    """Refuse, before anything opens it, a path that is not a regular file once links are followed
+    (a FIFO would hang its reader, `/dev/zero` never ends), for readers judgekit does not open
+    itself (pandas, DuckDB, pyarrow)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError as error:
+        raise InputError.one(
+            path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}"
+        ) from None
+    if not stat.S_ISREG(mode):
+        raise _not_regular(path, mode, hint)
+
+
+def open_regular(path: Path | str, hint: str = "", whole: bool = True) -> BinaryIO:
+    """`path` opened for reading in binary, refused unless it is a regular file (checked on the
+    opened file, without blocking: a FIFO is never waited on) and, when it is to be read `whole`,
+    at most WHOLE_MAX bytes."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    except OSError as error:
+        raise InputError.one(
+            path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}"
+        ) from None
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise _not_regular(path, found.st_mode, hint)
+        if whole and found.st_size > WHOLE_MAX:
+            raise _too_large(path, found.st_size)
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _too_large(path: Path | str, size: int) -> InputError:
+    return InputError.one(
+        path,
+        "",
+        f"is {size / 1e6:.0f} MB or more, larger than the {WHOLE_MAX / 1e6:.0f} MB judgekit reads "
+        "whole; split it, or write a set as JSON Lines, which is read line by line",
+    )
+
+
+def read_bytes(path: Path | str, hint: str = "") -> bytes:
+    """A regular file's bytes (at most WHOLE_MAX: one that grows past it while read is refused
+    too), or an InputError naming the file and `hint`, how to fix it."""
+    with open_regular(path, hint) as handle:
+        try:
+            data = handle.read(WHOLE_MAX + 1)
+        except OSError as error:
+            raise InputError.one(
+                path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}"
+            ) from None
+    if len(data) > WHOLE_MAX:
+        raise _too_large(path, len(data))
+    return data
+
+
 def read_source(path: Path, hint: str = "") -> Source:
     """A file's UTF-8 text (line endings as stored) and its digest, or an InputError naming the file
     (and `hint`, how to fix it)."""
+    data = read_bytes(path, hint)
     try:
-        data = path.read_bytes()
         # A byte-order mark (Excel's CSVs) is not part of the text.
         return Source(data.decode("utf-8-sig"), digest(data))
-    except (OSError, UnicodeDecodeError) as error:
+    except UnicodeDecodeError as error:
         raise InputError.one(
             path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}"
         ) from None
@@ -70,7 +154,7 @@ class SourceLines:
         hashed = hashlib.sha256()
         number = 0
         try:
-            with open(self.path, "rb") as handle:
+            with open_regular(self.path, self.hint, whole=False) as handle:
                 # a binary file's lines end at b"\n" only
                 for number, raw in enumerate(handle, start=1):
                     hashed.update(raw)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judgekit.errors import InputError
-from judgekit.inputs.files import locked
+from judgekit.inputs.files import locked, read_bytes
 
 
 def read_at(fd: int, stop: int | None = None, start: int = 0) -> bytes:
@@ -247,7 +247,9 @@ def recover_locked(path: Path) -> RolledBack | None:
     """`recover`, under the lock."""
     journal = _journal(path)
     try:
-        entry = JournalEntry.load(journal.read_bytes())
+        if not journal.exists():
+            return None
+        entry = JournalEntry.load(read_bytes(journal))
     except FileNotFoundError:
         return None
     if entry is None:  # cut short while it was written, before any byte of the set was changed

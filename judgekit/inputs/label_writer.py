@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
-from judgekit.inputs.files import parse_bool
+from judgekit.inputs.files import parse_bool, read_bytes
 from judgekit.inputs.journal import JournalEntry, RolledBack, change_in_place
 from judgekit.inputs.parsing import parse_json
 
@@ -28,8 +28,8 @@ from judgekit.inputs.parsing import parse_json
 def _text(path: Path, data: bytes | None = None) -> str:
     """The file's text exactly as stored (line endings kept; a byte-order mark dropped)."""
     try:
-        return (path.read_bytes() if data is None else data).decode("utf-8-sig")
-    except (OSError, UnicodeDecodeError) as error:
+        return (read_bytes(path) if data is None else data).decode("utf-8-sig")
+    except UnicodeDecodeError as error:
         raise InputError.one(path, "", f"cannot be read ({error})") from None
 
 

@@ -21,8 +21,9 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from judgekit.errors import InputError
 from judgekit.fingerprint import canonical_json
-from judgekit.inputs.files import commit
+from judgekit.inputs.files import commit, open_regular, read_bytes
 from judgekit.inputs.parsing import parse_json
 from judgekit.signing import evidence_key, genuine, tag
 
@@ -55,8 +56,8 @@ def proven(verdicts: Path) -> bool:
     if key is None or not report.is_file():
         return False
     try:
-        data = parse_json(report.read_text(encoding="utf-8"), report)
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = parse_json(read_bytes(report).decode("utf-8"), report)
+    except (InputError, UnicodeDecodeError, ValueError):
         return False
     if not isinstance(data, dict) or not isinstance(data.get("signature"), str):
         return False
@@ -69,10 +70,10 @@ def file_digest(path: Path) -> str | None:
     """The sha256 of a file's bytes, read in blocks; None when it cannot be read."""
     hashed = hashlib.sha256()
     try:
-        with open(path, "rb") as handle:
+        with open_regular(path, whole=False) as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 hashed.update(block)
-    except OSError:
+    except (InputError, OSError):
         return None
     return hashed.hexdigest()
 
@@ -80,8 +81,8 @@ def file_digest(path: Path) -> str | None:
 def named_digest(report: Path) -> str | None:
     """The digest of the verdicts report.json says it was written with (None: it names none)."""
     try:
-        data = parse_json(report.read_text(encoding="utf-8"), report)
-    except (OSError, UnicodeDecodeError, ValueError):
+        data = parse_json(read_bytes(report).decode("utf-8"), report)
+    except (InputError, UnicodeDecodeError, ValueError):
         return None
     named = data.get("verdicts_sha256") if isinstance(data, dict) else None
     return named if isinstance(named, str) else None

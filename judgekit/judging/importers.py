@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import parse_bool, read_csv, read_text
+from judgekit.inputs.files import check_regular, parse_bool, read_csv, read_text
 from judgekit.inputs.parsing import parse_json
 from judgekit.judging.recorded import RecordedVerdict
 
@@ -149,6 +149,7 @@ def inspect_samples(
 
 
 def _inspect_samples(path: Path) -> list[dict[str, Any]]:
+    check_regular(path)  # opened as a zip first: a FIFO would hang it
     if zipfile.is_zipfile(path):
         with zipfile.ZipFile(path) as archive:
             members = [
@@ -434,8 +435,9 @@ def import_verdicts(
     """Another tool's results read as recorded verdicts; a repeated (id, trial) pair is an error."""
     if kind not in IMPORTERS:
         raise InputError.one(kind, "", f"unknown format; use one of {', '.join(FORMATS)}")
-    if not path.is_file():
+    if not path.exists():
         raise InputError.one(path, "", "no such file")
+    check_regular(path)
     try:
         records = IMPORTERS[kind](path, criterion, **options)
     except (

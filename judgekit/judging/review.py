@@ -34,7 +34,7 @@ def enqueue(root: Path, criterion_id: str, replies: Iterable[dict[str, Any]]) ->
     were added. Writers take turns under a lock, and the file is replaced whole: nothing is lost."""
     path = queue_path(root, criterion_id)
     with locked(path):
-        text = read_text(path) if path.is_file() else ""
+        text = read_text(path) if path.exists() else ""
         have = (
             {record.get("id") for _, record in iter_records(path, text) if isinstance(record, dict)}
             if text

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, SupportsFloat, SupportsInt
 
 from judgekit.errors import InputError, Problem
+from judgekit.inputs.files import check_regular
 from judgekit.inputs.policy import parse_duration
 from judgekit.watch.samples import ORIGIN, Counts
 
@@ -100,8 +101,9 @@ def read_count_file(path: Path | str, window: str) -> Counts:
     """Counts per criterion and window computed elsewhere (the query of `counts_sql`, or any that
     gives its columns); rows of one criterion and window are added up (counts made in parts)."""
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise InputError.one(path, "", "no such file of counts")
+    check_regular(path)
     frame, w = _frame(path), window_seconds(window)
     missing = [c for c in COLUMNS if c not in frame.columns]
     if missing:

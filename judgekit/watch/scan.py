@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
+from judgekit.inputs.files import check_regular
 from judgekit.inputs.policy import parse_duration
 from judgekit.watch.counts import counts_sql, window_seconds
 from judgekit.watch.samples import COLUMNS, ORIGIN, Counts, read_counts
@@ -99,6 +100,8 @@ def sample_files(source: Path | str) -> list[Path]:
                 "it ('samples/*.parquet') so that the shell passes it as it is",
             )
         return found
+    if path.exists():  # a missing file is named by its reader
+        check_regular(path)  # a FIFO would hang every reader below, /dev/zero never end
     return [path]
 
 

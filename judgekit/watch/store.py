@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from judgekit.errors import InputError
+from judgekit.inputs.files import check_regular
 from judgekit.inputs.policy import read_section
 from judgekit.secrets import public_url, redact, remember_url
 
@@ -139,6 +140,8 @@ class Store:
                 "no calibration history here yet; run `judgekit calibrate` first, "
                 "or pass --history with the right file or URL",
             )
+        if path.exists():
+            check_regular(path)  # SQLite would wait on a FIFO, read /dev/zero as a file
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             db = sqlite3.connect(path, timeout=timeout_s, isolation_level=None)
