@@ -319,3 +319,17 @@ def test_a_file_larger_than_judgekit_reads_whole_is_refused(tmp_path, monkeypatc
     small = tmp_path / "small.yaml"
     small.write_text("x" * 1000)
     assert files.read_text(small) == "x" * 1000
+
+
+def test_a_reader_of_a_damaged_history_gets_an_input_error(tmp_path):
+    """Item 4's check for readers reads the file before any migration: a damaged file is still
+    an input error saying what to do, not a database error."""
+    import pytest
+
+    from judgekit.errors import InputError
+    from judgekit.watch.history import History
+
+    damaged = tmp_path / "history.sqlite"
+    damaged.write_text("this is not a database, just text " * 100)
+    with pytest.raises(InputError, match="damaged or not a judgekit history"):
+        History.open(damaged, create=False)

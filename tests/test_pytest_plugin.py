@@ -243,12 +243,8 @@ def test_an_unwritable_record_file_stops_the_session_before_any_test(sample):
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
-def test_recorded_rows_hold_texts_only_when_asked(sample, monkeypatch):
-    """--judgekit-record writes verdicts only; --judgekit-record-text adds input, output and reason
-    (under xdist too, where they travel from the worker), with secrets redacted."""
-    monkeypatch.setenv("SUPPORT_API_TOKEN", "tok-98765-secret")
-    sample.makepyfile(
-        test_texts="""
+# a judged test whose texts hold a secret (SUPPORT_API_TOKEN's value)
+SECRET_TEXTS = """
 import pytest
 
 @pytest.mark.judged("clean")
@@ -256,7 +252,13 @@ def test_texts(judge):
     judge("All clean, token tok-98765-secret", input="Is it done?")
     judge("TODO: write the reply")
 """
-    )
+
+
+def test_recorded_rows_hold_texts_only_when_asked(sample, monkeypatch):
+    """--judgekit-record writes verdicts only; --judgekit-record-text adds input, output and reason
+    (under xdist too, where they travel from the worker), with secrets redacted."""
+    monkeypatch.setenv("SUPPORT_API_TOKEN", "tok-98765-secret")
+    sample.makepyfile(test_texts=SECRET_TEXTS)
     plain = sample.runpytest("test_texts.py", "--judgekit-record", "plain.jsonl")
     plain.assert_outcomes(passed=1)
     rows = [json.loads(line) for line in (sample.path / "plain.jsonl").read_text().splitlines()]
@@ -383,15 +385,7 @@ def test_recorded_texts_reach_the_junit_file_redacted(sample, monkeypatch):
     """Issue 33, item 3: with --judgekit-record-text the texts went into pytest's
     user_properties unredacted, so --junitxml wrote the secrets they held."""
     monkeypatch.setenv("SUPPORT_API_TOKEN", "tok-98765-secret")
-    sample.makepyfile(
-        test_texts="""
-import pytest
-
-@pytest.mark.judged("clean")
-def test_texts(judge):
-    judge("All clean, token tok-98765-secret", input="key tok-98765-secret?")
-"""
-    )
+    sample.makepyfile(test_texts=SECRET_TEXTS)
     done = sample.runpytest(
         "test_texts.py",
         "--judgekit-record",

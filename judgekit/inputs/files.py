@@ -50,6 +50,10 @@ _KINDS = (
 )
 
 
+def _unreadable(path: Path | str, error: Exception, hint: str = "", where: str = "") -> InputError:
+    return InputError.one(path, where, f"cannot be read ({error}){'; ' + hint if hint else ''}")
+
+
 def _not_regular(path: Path | str, mode: int, hint: str = "") -> InputError:
     kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
     return InputError.one(
@@ -67,9 +71,7 @@ def check_regular(path: Path | str, hint: str = "") -> None:
     try:
         mode = os.stat(path).st_mode
     except OSError as error:
-        raise InputError.one(
-            path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}"
-        ) from None
+        raise _unreadable(path, error, hint) from None
     if not stat.S_ISREG(mode):
         raise _not_regular(path, mode, hint)
 
@@ -81,9 +83,7 @@ def open_regular(path: Path | str, hint: str = "", whole: bool = True) -> Binary
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except OSError as error:
-        raise InputError.one(
-            path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}"
-        ) from None
+        raise _unreadable(path, error, hint) from None
     try:
         found = os.fstat(fd)
         if not stat.S_ISREG(found.st_mode):
@@ -113,9 +113,7 @@ def read_bytes(path: Path | str, hint: str = "") -> bytes:
         try:
             data = handle.read(WHOLE_MAX + 1)
         except OSError as error:
-            raise InputError.one(
-                path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}"
-            ) from None
+            raise _unreadable(path, error, hint) from None
     if len(data) > WHOLE_MAX:
         raise _too_large(path, len(data))
     return data
@@ -129,9 +127,7 @@ def read_source(path: Path, hint: str = "") -> Source:
         # A byte-order mark (Excel's CSVs) is not part of the text.
         return Source(data.decode("utf-8-sig"), digest(data))
     except UnicodeDecodeError as error:
-        raise InputError.one(
-            path, "", f"cannot be read ({error}){'; ' + hint if hint else ''}"
-        ) from None
+        raise _unreadable(path, error, hint) from None
 
 
 class SourceLines:
@@ -162,9 +158,7 @@ class SourceLines:
                     yield line[:-1] if line.endswith("\n") else line
         except (OSError, UnicodeDecodeError) as error:
             where = f"line {number}" if isinstance(error, UnicodeDecodeError) else ""
-            raise InputError.one(
-                self.path, where, f"cannot be read ({error}){'; ' + self.hint if self.hint else ''}"
-            ) from None
+            raise _unreadable(self.path, error, self.hint, where) from None
         self._digest = hashed.hexdigest()
 
 

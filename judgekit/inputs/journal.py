@@ -246,12 +246,9 @@ def recover(path: Path) -> RolledBack | None:
 def recover_locked(path: Path) -> RolledBack | None:
     """`recover`, under the lock."""
     journal = _journal(path)
-    try:
-        if not journal.exists():
-            return None
-        entry = JournalEntry.load(read_bytes(journal))
-    except FileNotFoundError:
+    if not journal.exists():  # under the lock: no other writer removes it meanwhile
         return None
+    entry = JournalEntry.load(read_bytes(journal))
     if entry is None:  # cut short while it was written, before any byte of the set was changed
         _forget(journal)
         return None

@@ -23,7 +23,7 @@ from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.fingerprint import canonical_json
-from judgekit.inputs.files import commit, open_regular, read_bytes
+from judgekit.inputs.files import commit, open_regular, read_text
 from judgekit.inputs.parsing import parse_json
 from judgekit.signing import evidence_key, genuine, tag
 
@@ -56,8 +56,8 @@ def proven(verdicts: Path) -> bool:
     if key is None or not report.is_file():
         return False
     try:
-        data = parse_json(read_bytes(report).decode("utf-8"), report)
-    except (InputError, UnicodeDecodeError, ValueError):
+        data = parse_json(read_text(report), report)
+    except (InputError, ValueError):
         return False
     if not isinstance(data, dict) or not isinstance(data.get("signature"), str):
         return False
@@ -81,8 +81,8 @@ def file_digest(path: Path) -> str | None:
 def named_digest(report: Path) -> str | None:
     """The digest of the verdicts report.json says it was written with (None: it names none)."""
     try:
-        data = parse_json(read_bytes(report).decode("utf-8"), report)
-    except (InputError, UnicodeDecodeError, ValueError):
+        data = parse_json(read_text(report), report)
+    except (InputError, ValueError):
         return None
     named = data.get("verdicts_sha256") if isinstance(data, dict) else None
     return named if isinstance(named, str) else None

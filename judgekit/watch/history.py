@@ -111,29 +111,27 @@ class History:
         """Open (creating and migrating as needed) the history at `location`, a SQLite path or a
         postgresql:// URL, waiting up to `timeout_s` for another process's write to finish."""
         history = cls(Store.open(location, create, timeout_s))
-        # A reader never writes a schema into an empty file (another application's tables are named
-        # below).
-        tables = set() if create else _tables(history.db)
-        if not create and history.db.dialect is SQLITE:
-            try:
-                identify(history.db)  # another application's file is named as such
-            except BaseException:
-                history.close()
-                raise
-        if not create and "runs" not in tables and (history.db.dialect is not SQLITE or not tables):
-            history.close()
-            raise InputError.one(
-                history.path,
-                "",
-                "no calibration history here yet; run `judgekit calibrate` "
-                "first, or pass --history with the right database",
-            )
         try:
+            if not create:
+                history._must_exist()
             history._prepare()
         except BaseException:
             history.close()
             raise
         return history
+
+    @_refusing_database_errors
+    def _must_exist(self) -> None:
+        """For a reader: a reader never writes a schema into an empty file, and another
+        application's database is named as such (`identify`)."""
+        _, mine = identify(self.db)
+        if not mine:
+            raise InputError.one(
+                self.path,
+                "",
+                "no calibration history here yet; run `judgekit calibrate` "
+                "first, or pass --history with the right database",
+            )
 
     @_refusing_database_errors
     def _prepare(self) -> None:
@@ -464,13 +462,6 @@ class History:
                 "run `judgekit calibrate --split test` before trusting its figures"
             )
         return None
-
-
-def _tables(db: Store) -> set[str]:
-    try:
-        return db.tables()
-    except db.errors as error:
-        raise db.refusal(error) from None
 
 
 _COLUMNS = (
