@@ -333,3 +333,54 @@ def test_a_reader_of_a_damaged_history_gets_an_input_error(tmp_path):
     damaged.write_text("this is not a database, just text " * 100)
     with pytest.raises(InputError, match="damaged or not a judgekit history"):
         History.open(damaged, create=False)
+
+
+def _judged_rows(n=8):
+    return [
+        {"timestamp": f"2026-11-{1 + i:02d}T10:00:00Z", "criterion": "rx", "passed": i % 2 == 0}
+        for i in range(n)
+    ]
+
+
+def test_monitor_refuses_a_key_or_a_column_written_twice_on_every_path(tmp_path, monkeypatch):
+    """Item 8: monitor read `{"passed": false, "passed": true}` last-wins and took a CSV or a
+    Parquet file with two `passed` columns; it refuses each, by DuckDB and by the pandas reader."""
+    import json
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from judgekit.watch import scan
+
+    rows = _judged_rows()
+    jsonl = tmp_path / "twice.jsonl"
+    lines = [json.dumps(r) for r in rows]
+    lines[3] = lines[3].replace('"passed": false', '"passed": false, "passed": true')
+    jsonl.write_text("\n".join(lines) + "\n")
+    csv_file = tmp_path / "twice.csv"
+    csv_file.write_text(
+        "timestamp,criterion,passed,passed\n"
+        + "".join(f"{r['timestamp']},rx,false,true\n" for r in rows)
+    )
+    parquet = tmp_path / "twice.parquet"
+    columns = [
+        pa.array([r["timestamp"] for r in rows]),
+        pa.array(["rx"] * len(rows)),
+        pa.array([False] * len(rows)),
+        pa.array([True] * len(rows)),
+    ]
+    pq.write_table(
+        pa.Table.from_arrays(columns, ["timestamp", "criterion", "passed", "passed"]), parquet
+    )
+    expected = {
+        jsonl: ("line 4", "has the key 'passed' twice"),
+        csv_file: ("line 1", "has the column 'passed' twice"),
+        parquet: ("schema", "has the column 'passed' twice"),
+    }
+    for by_duckdb in (True, False):
+        if not by_duckdb:  # every file left to the pandas reader
+            monkeypatch.setattr(scan, "duckdb_counts", lambda con, path, window: None)
+        for path, (where, message) in expected.items():
+            done = runner.invoke(app, ["monitor", str(path)])
+            assert done.exit_code == 2, (by_duckdb, path, done.output)
+            assert f"{path.name}:{where}" in done.output and message in done.output, done.output

@@ -124,3 +124,31 @@ def test_each_dialect_takes_the_epoch_its_own_way(dialect):
 def test_print_sql_and_its_input_are_checked(args, says):
     done = runner.invoke(app, ["monitor", *args])
     assert done.exit_code == 2 and says in done.output, done.output
+
+
+def test_counts_with_a_column_or_key_twice_are_refused(tmp_path):
+    """Issue 33, item 8: `--counts` read a key written twice last-wins and a second `passes`
+    column as `passes.1`."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    csv_file = tmp_path / "counts.csv"
+    csv_file.write_text(
+        "criterion,window_start,verdicts,passes,abstentions,passes\ncard,345600,10,1,0,10\n"
+    )
+    jsonl = tmp_path / "counts.jsonl"
+    jsonl.write_text(
+        '{"criterion": "card", "window_start": 345600, "verdicts": 10, "passes": 1, '
+        '"abstentions": 0, "passes": 10}\n'
+    )
+    parquet = tmp_path / "counts.parquet"
+    names = ["criterion", "window_start", "verdicts", "passes", "abstentions", "passes"]
+    values = [["card"], [345600], [10], [1], [0], [10]]
+    pq.write_table(pa.Table.from_arrays([pa.array(v) for v in values], names), parquet)
+    for path, where, says in (
+        (csv_file, "line 1", "has the column 'passes' twice"),
+        (jsonl, "line 1", "has the key 'passes' twice"),
+        (parquet, "schema", "has the column 'passes' twice"),
+    ):
+        done = runner.invoke(app, ["monitor", "--counts", str(path)])
+        assert done.exit_code == 2 and f"{path.name}:{where}: {says}" in done.output, done.output

@@ -71,3 +71,22 @@ def test_spark_counts_as_the_file_reader_and_the_printed_query_do(spark, tmp_pat
         _cells(r.asDict() for r in spark.sql(counts_sql("judged", window, "spark")).collect())
         == folded
     )
+
+
+def test_a_frame_with_a_column_twice_is_refused_by_name(spark):
+    """Issue 33, item 8: a second `passed` column is refused, naming it, not left to Spark's
+    ambiguous-reference error or read one way."""
+    from pyspark.sql import functions as F
+
+    from judgekit.watch.spark import counts
+
+    frame = spark.createDataFrame(
+        [("2026-11-01 10:00:00", "rx", False, True)], ["timestamp", "criterion", "passed", "p2"]
+    ).select(
+        F.to_timestamp("timestamp").alias("timestamp"),
+        "criterion",
+        "passed",
+        F.col("p2").alias("passed"),
+    )
+    with pytest.raises(ValueError, match="the frame has the column 'passed' twice"):
+        counts(frame, "1d")

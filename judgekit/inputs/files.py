@@ -263,17 +263,36 @@ def read_csv(path: Path, text: str | None = None) -> tuple[list[str], list[dict[
         rows = list(reader)
     except csv.Error as error:
         raise InputError.one(path, "", f"cannot be read as CSV ({error})") from None
+    distinct_columns(path, columns)
+    return columns, rows
+
+
+def csv_header(path: Path) -> list[str]:
+    """A CSV file's header names, as written (pandas would rename a second `passed` to
+    `passed.1`); opened as `open_regular` opens files."""
+    csv.field_size_limit(1 << 30)
+    with io.TextIOWrapper(
+        open_regular(path, whole=False), encoding="utf-8-sig", newline=""
+    ) as handle:
+        try:
+            return next(csv.reader(handle), [])
+        except csv.Error as error:
+            raise InputError.one(path, "line 1", f"cannot be read as CSV ({error})") from None
+
+
+def distinct_columns(path: Path, columns: list[str], where: str = "line 1") -> None:
+    """Refuse a table (a CSV header, a Parquet schema) that names a column twice: one reader would
+    keep the first, another the last."""
     seen: set[str] = set()
     for column in columns:
         if column in seen:
             raise InputError.one(
                 path,
-                "line 1",
+                where,
                 f"has the column {column!r} twice; rename or remove one (a reader "
                 "would silently keep the last)",
             )
         seen.add(column)
-    return columns, rows
 
 
 def parse_bool(value: Any) -> Any:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, SupportsFloat, SupportsInt
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import check_regular
+from judgekit.inputs.files import check_regular, csv_header, distinct_columns, read_text
+from judgekit.inputs.parsing import parse_json
 from judgekit.inputs.policy import parse_duration
 from judgekit.watch.samples import ORIGIN, Counts
 
@@ -82,11 +83,24 @@ def _frame(path: Path) -> pd.DataFrame:
 
     suffix = path.suffix.lower()
     try:
+        # a column or key written twice is refused, as by every reader (pandas would pick one)
         if suffix == ".csv":
+            distinct_columns(path, csv_header(path))
             return pd.read_csv(path, dtype={"criterion": str}, keep_default_na=False)
         if suffix in (".jsonl", ".ndjson"):
-            return pd.read_json(path, lines=True, dtype={"criterion": str})
+            lines = read_text(path).splitlines()
+            records = [
+                parse_json(line, path, f"line {number}")
+                for number, line in enumerate(lines, start=1)
+                if line.strip()
+            ]
+            if not all(isinstance(r, dict) for r in records):
+                raise InputError.one(path, "", "every line must be a JSON object")
+            return pd.DataFrame.from_records(records)
         if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            distinct_columns(path, pq.ParquetFile(path).schema_arrow.names, "schema")
             return pd.read_parquet(path)
     except ImportError:
         raise InputError.one(

@@ -220,6 +220,11 @@ def _select(con: Any, path: Path, w: int) -> str | None:
         }
         if kinds.get("criterion") != "VARCHAR" or kinds.get("passed") != "BOOLEAN":
             return None
+        # DuckDB renames a second `passed` to `passed_1`: such a file is the pandas reader's, which
+        # refuses it (a nested field of that name sends the file there too)
+        schema = con.execute(f"SELECT name FROM parquet_schema({source})").fetchall()
+        if any([n for (n,) in schema].count(c) > 1 for c in COLUMNS):
+            return None
         kind = kinds.get("timestamp")
         mode = (
             "text"

@@ -15,13 +15,19 @@ from __future__ import annotations
 from typing import Any
 
 from judgekit.watch.counts import window_seconds
-from judgekit.watch.samples import ORIGIN
+from judgekit.watch.samples import COLUMNS, ORIGIN
 
 
 def counts(frame: Any, window: str = "1d") -> Any:
     """A DataFrame of (criterion, window_start, verdicts, passes, abstentions), ordered."""
     from pyspark.sql import functions as F
 
+    repeated = sorted({c for c in frame.columns if c in COLUMNS and frame.columns.count(c) > 1})
+    if repeated:
+        # Spark would refuse the ambiguous reference in its own words; a reader must not pick one
+        raise ValueError(
+            f"the frame has the column {repeated[0]!r} twice; select or rename one before counting"
+        )
     w = window_seconds(window)
     seconds = F.unix_timestamp(F.col("timestamp"))
     start = (
