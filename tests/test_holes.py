@@ -384,3 +384,48 @@ def test_monitor_refuses_a_key_or_a_column_written_twice_on_every_path(tmp_path,
             done = runner.invoke(app, ["monitor", str(path)])
             assert done.exit_code == 2, (by_duckdb, path, done.output)
             assert f"{path.name}:{where}" in done.output and message in done.output, done.output
+
+
+def _regex_criterion():
+    return {"id": "r", "kind": "regex", "question": "clean?", "pattern": "x", "match_means": "fail"}
+
+
+def test_control_characters_in_ids_reach_no_terminal_and_no_report_raw(project):
+    """Item 9: ESC, BEL and U+202E in example ids were printed raw by `validate` (a terminal keeps
+    them: click strips only colour codes, and only when not a terminal) and written raw into
+    report.md and report.html."""
+    project.criterion(_regex_criterion())
+    odd = ["ok\x1b[2Jwiped", "bell\x07", "evil\u202etxt.exe", "osc\x1b]0;title\x07"]
+    rows = [
+        {"id": name, "input": "q", "output": f"reply {i}", "passed": True}
+        for i, name in enumerate(odd)
+    ]
+    rows.append({"id": "copy\x1b[1m", "input": "q", "output": "reply 0", "passed": True})
+    rows += [{"id": f"bad\u202e{i}", "input": "q", "output": "x", "passed": True} for i in range(2)]
+    rows.append({"id": "f0", "input": "q", "output": "x 2", "passed": False})
+    project.jsonl("r", rows)
+    raw = ("\x1b", "\x07", "\u202e")
+    done = runner.invoke(app, ["validate"], color=True)
+    assert done.exit_code == 0 and "copy\\x1b[1m of ok\\x1b[2Jwiped" in done.output, done.output
+    assert not any(ch in done.output for ch in raw)
+    done = runner.invoke(app, ["calibrate"], color=True)
+    assert done.exit_code in (0, 1), done.output
+    assert not any(ch in done.output for ch in raw), done.output
+    latest = project.root / ".judgekit" / "reports" / "latest"
+    markdown, page = (latest / "report.md").read_text(), (latest / "report.html").read_text()
+    assert "bad\\u202e0" in markdown and "bad\\u202e0" in page
+    assert not any(ch in markdown or ch in page for ch in raw)
+
+
+def test_report_md_keeps_an_underscore_inside_a_word(project):
+    """Item 21: report.md wrote `ORD_12121212` as `ORD&#95;12121212`."""
+    project.criterion(_regex_criterion())
+    rows = [
+        {"id": "ORD_12121212", "input": "q", "output": "x", "passed": True},
+        {"id": "p1", "input": "q", "output": "fine", "passed": True},
+        {"id": "f0", "input": "q", "output": "x 2", "passed": False},
+    ]
+    project.jsonl("r", rows)
+    runner.invoke(app, ["calibrate"])
+    markdown = (project.root / ".judgekit" / "reports" / "latest" / "report.md").read_text()
+    assert "| ORD_12121212 | pass | fail |" in markdown and "&#95;" not in markdown

@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import click
 
 from judgekit.errors import InputError
+from judgekit.report.render import json_text, terminal_text
 from judgekit.secrets import redact
 from judgekit.version import version
 
@@ -161,19 +162,31 @@ def app() -> None:
 
 def _show_version(ctx: click.Context, value: bool) -> None:
     if value:
-        click.echo(f"judgekit {version()}")
+        say(f"judgekit {version()}")
         ctx.exit()
+
+
+def say(message: object = "", *, err: bool = False, nl: bool = True) -> None:
+    """Every line the command prints: text from a file, a model or a history (an example id, a
+    reason) reaches the terminal with its control and format characters escaped (`printable`), so
+    an id holding ESC or U+202E cannot rewrite the screen or reverse the text around it."""
+    click.echo(terminal_text(message), err=err, nl=nl)
+
+
+def say_json(text: str, *, err: bool = False) -> None:
+    """JSON for stdout, its control and format characters as JSON escapes: the same JSON."""
+    click.echo(json_text(text), err=err)
 
 
 def fail(error: Exception) -> NoReturn:
     """Show a judgekit error without a traceback (no secret in it) and exit with its code."""
-    click.echo(f"error: {redact(str(error))}", err=True)
+    say(f"error: {redact(str(error))}", err=True)
     raise click.exceptions.Exit(EXIT_INPUT if isinstance(error, InputError) else EXIT_JUDGE)
 
 
 def interrupted(cached: bool = True) -> NoReturn:
     """Ctrl-C during judging: say what was kept (a re-run resumes from the cache) and exit 130."""
-    click.echo(
+    say(
         "\ninterrupted: "
         + (
             "every answer received so far is cached; run the same command again to resume"

@@ -13,7 +13,7 @@ from typing import Any
 
 import typer
 
-from judgekit.cli.app import EXIT_INPUT, check_split, fail, interrupted, short
+from judgekit.cli.app import EXIT_INPUT, check_split, fail, interrupted, say, say_json, short
 from judgekit.cli.gate import decide, finish
 from judgekit.cli.html import write_html
 from judgekit.cli.options import (
@@ -168,11 +168,11 @@ def calibrate(
                 as_json=True,
                 report_json=fresh.model_dump(mode="json"),
             )
-        typer.echo(fresh.model_dump_json(indent=2))
+        say_json(fresh.model_dump_json(indent=2))
         return
     if not quiet:
         _show_summary(fresh, report, out)
-    typer.echo(f"report: {out / 'report.json'}")
+    say(f"report: {out / 'report.json'}")
     # The report as written (another run's newer result included), checked against its verdicts.
     if gate:
         gated(out, criteria, sets, config, list(criterion or []), junit)
@@ -185,7 +185,7 @@ def _show_dry_run(options: Options, config: Path | None, as_json: bool) -> None:
         estimates = dry_run(options)
     except JudgekitError as error:
         fail(error)
-    typer.echo(
+    say(
         json.dumps({"dry_run": True, "criteria": [e.to_json() for e in estimates]}, indent=2)
         if as_json
         else render_estimates(estimates, options.stop_early)
@@ -323,30 +323,28 @@ def _write_page(
 
 def _show_summary(fresh: Report, report: Report, out: Path) -> None:
     """The run's table, what the report kept or did not take from it, and its warnings."""
-    typer.echo(render_table(fresh))
+    say(render_table(fresh))
     written = {c.id: c.calibrated_at for c in report.criteria}
     superseded = [c.id for c in fresh.criteria if written.get(c.id) != c.calibrated_at]
     kept = len(report.criteria) - len(fresh.criteria) + len(superseded)
     if kept:
-        typer.echo(
+        say(
             f"\n{kept} other {'criterion' if kept == 1 else 'criteria'} kept from the previous "
             f"report in {out}"
         )
     for cid in superseded:
-        typer.echo(
+        say(
             f"\n{cid}: a calibration that started after this one is already in {out}; this "
             "run's result for it was not written"
         )
     for c in fresh.criteria:
         for warning in c.warnings:
-            typer.echo(f"\nwarning: {c.id}: {warning}")
+            say(f"\nwarning: {c.id}: {warning}")
         if c.labels_changed:
-            typer.echo(
-                f"\n{c.id}: {c.labels_changed} label(s) changed since its previous calibration"
-            )
+            say(f"\n{c.id}: {c.labels_changed} label(s) changed since its previous calibration")
     abstained = sum(c.abstained for c in fresh.criteria)
     if abstained:
-        typer.echo(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
+        say(f"\n{abstained} abstention(s): see the disagreements in {out / 'report.md'}")
 
 
 def gated(
@@ -403,16 +401,16 @@ def validate(
         fail(InputError(problems))
     for _cid, loaded_set in sorted(loaded_sets.items()):  # in the order of the criteria's ids
         if loaded_set.copies:
-            typer.echo(f"note: {loaded_set.path}: {copies_said(loaded_set.copies)}")
+            say(f"note: {loaded_set.path}: {copies_said(loaded_set.copies)}")
         good = sum(e.label for e in loaded_set.examples)
         if good in (0, len(loaded_set.examples)):  # valid, but no gate can pass it: say so now
             have, lack = ("known-good", "known-bad") if good else ("known-bad", "known-good")
-            typer.echo(
+            say(
                 f"warning: {loaded_set.path}: only {have} examples ({len(loaded_set.examples)}); "
                 f"the gate needs {lack} examples too (TPR and TNR are each measured on one class)"
             )
     examples = sum(len(s.examples) for s in loaded_sets.values())
-    typer.echo(f"ok: {len(loaded)} criteria, {examples} labelled examples")
+    say(f"ok: {len(loaded)} criteria, {examples} labelled examples")
 
 
 @app.command("plan", short_help=short("plan"))
@@ -431,7 +429,7 @@ def plan(
 ) -> None:
     """How many labelled good and bad examples the gate needs, at the observed or assumed rates."""
     if (assume_tpr is None) != (assume_tnr is None):
-        typer.echo("error: give both --assume-tpr and --assume-tnr, or neither", err=True)
+        say("error: give both --assume-tpr and --assume-tnr, or neither", err=True)
         raise typer.Exit(EXIT_INPUT)
     try:
         known = criterion_files(criteria)
@@ -452,7 +450,7 @@ def plan(
     except JudgekitError as error:
         fail(error)
     for line in lines:
-        typer.echo(line)
+        say(line)
 
 
 @app.command("schema", short_help=short("schema"))
@@ -466,7 +464,7 @@ def schema(
     write_atomic(
         out / "example.schema.json", json.dumps(Example.model_json_schema(), indent=2) + "\n"
     )
-    typer.echo(
+    say(
         f"wrote {out / 'criterion.schema.json'} and {out / 'example.schema.json'}\n"
         "point a YAML file at it with: # yaml-language-server: "
         f"$schema={out / 'criterion.schema.json'}"

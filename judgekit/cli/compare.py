@@ -19,6 +19,8 @@ from judgekit.cli.app import (
     check_split,
     fail,
     interrupted,
+    say,
+    say_json,
     short,
 )
 from judgekit.cli.compare_html import write as write_page
@@ -157,7 +159,7 @@ def compare(
     cost and latency each; paired tests against the best and the baseline; the cheapest candidate
     the gate passes."""
     if schema:
-        typer.echo(json.dumps(Comparison.model_json_schema(), indent=2))
+        say(json.dumps(Comparison.model_json_schema(), indent=2))
         return
     check_split(split)
     options = Options(
@@ -222,10 +224,10 @@ def compare(
     except KeyboardInterrupt:
         interrupted(not no_cache)
     if as_json:
-        typer.echo(comparison.model_dump_json(indent=2))
+        say_json(comparison.model_dump_json(indent=2))
     else:
-        typer.echo(table(comparison))
-        typer.echo(f"\ncompare: {folder / 'compare.json'}\npage: {page}")
+        say(table(comparison))
+        say(f"\ncompare: {folder / 'compare.json'}\npage: {page}")
     if adopted is not None:  # the run of an adoption exits by the adopted candidate's gate
         raise typer.Exit(_EXITS.get(adopted, EXIT_GATE_FAIL))
     if comparison.recommendation.candidate is None:
@@ -269,7 +271,7 @@ def _check_named(specs: list[Spec], baseline: str | None, adopt: str | None) -> 
 def _show_dry_run(options: Options, specs: list[Spec], as_json: bool) -> None:
     """`compare --dry-run`: per candidate, what judging it would ask and cost, asking nothing."""
     found = dry_run(options, specs)
-    typer.echo(
+    say(
         json.dumps(
             {"dry_run": True, "candidates": {n: e.to_json() for n, e in found.items()}},
             indent=2,
@@ -295,10 +297,10 @@ def _adopt(
     note = _adoption_look(judged, found, history, split)
     change = adopting.proposed(found, criteria)
     # With --json, on stderr: stdout is the JSON.
-    typer.echo(redact(change.diff()), nl=False, err=quiet)
+    say(redact(change.diff()), nl=False, err=quiet)
     adopted = adopting.adopt(found, change)
     if note is not None:
-        typer.echo(f"note: {note}", err=True)
+        say(f"note: {note}", err=True)
         adopted = adopted.model_copy(update={"warnings": [*adopted.warnings, note]})
     recorded = record_history(
         Report(criteria=[adopted]),
@@ -307,7 +309,7 @@ def _adopt(
     written = recorded.write(report_dir, merge=True)
     done = "written" if change.after != change.before else "unchanged"
     count = len(written.criteria)
-    typer.echo(
+    say(
         f"adopted {name} ({found.decision.status}): {change.path} {done}; its calibration is "
         f"{adopted.id}'s report in {report_dir / 'report.json'} "
         f"({count} {'criterion' if count == 1 else 'criteria'} there)",
@@ -363,7 +365,7 @@ def _looked(judged: Measurements, history: str | Path, quiet: bool) -> None:
     candidates = "compare:" + ",".join(n[:12] for n in names)
     budget, _, seen = _test_look(judged, history, candidates, always=True, adopted=False)
     if seen:
-        typer.echo(
+        say(
             f"note: the candidates were measured on {seen} test examples: {budget.words()}",
             err=quiet,
         )
@@ -381,7 +383,7 @@ def _adoption_look(
         judged, history, found.report.fingerprint, always=split != "test", adopted=True
     )
     if seen and split == "test" and look is None:
-        typer.echo(
+        say(
             f"error: --adopt: {budget.words()}; nothing adopted. The candidates' test figures "
             "are no longer evidence a choice may rest on: add the fresh test examples, or "
             "adopt on dev (`--split dev --adopt`, said to rest on the data it was measured on)",

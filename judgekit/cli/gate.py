@@ -11,7 +11,7 @@ from typing import Any
 import click
 
 from judgekit import watch
-from judgekit.cli.app import REPORT, fail, short
+from judgekit.cli.app import REPORT, fail, say, short
 from judgekit.cli.ci import append_step_summary, write_junit
 from judgekit.cli.terminal import show_decisions
 from judgekit.errors import JudgekitError
@@ -47,7 +47,7 @@ def finish(result: GateResult, as_json: bool, report_json: dict[str, Any] | None
             if report_json is None
             else {"report": report_json, "gate": result.to_dict()}
         )
-        click.echo(json.dumps(data, indent=2))
+        say(json.dumps(data, indent=2))
     else:
         show_decisions(result)
     raise click.exceptions.Exit(result.exit_code)
@@ -121,7 +121,7 @@ def gate(
     the files on disk; no model is called. Exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE, 2 bad input."""
     path = report / "report.json" if report.is_dir() else report
     if not path.exists():
-        click.echo(
+        say(
             f"no report at {path}: every criterion is blocked until `judgekit calibrate` "
             "writes one",
             err=True,

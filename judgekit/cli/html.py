@@ -18,7 +18,7 @@ from pathlib import Path
 from judgekit.gate.result import Decision
 from judgekit.inputs.files import write_atomic
 from judgekit.report.model import CriterionReport, Disagreement, Report
-from judgekit.report.render import fmt_number
+from judgekit.report.render import fmt_number, terminal_text
 from judgekit.watch.history import HistoryRun
 
 # A backslash at a line's end joins it to the next line (the style's text is unchanged).
@@ -48,7 +48,9 @@ details{margin-top:10px}summary{cursor:pointer;font-weight:600}
 
 
 def escape(text: object) -> str:
-    return html_escape("" if text is None else str(text), quote=True)
+    """Text of a file or a model made inert in HTML: its control and format characters escaped
+    (a U+202E would reverse the text a reader sees), its markup as entities."""
+    return html_escape("" if text is None else terminal_text(text), quote=True)
 
 
 def _verdict(value: bool | None) -> str:

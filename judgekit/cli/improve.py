@@ -15,7 +15,7 @@ from pathlib import Path
 
 import typer
 
-from judgekit.cli.app import EXIT_GATE_FAIL, fail, interrupted, short
+from judgekit.cli.app import EXIT_GATE_FAIL, fail, interrupted, say, short
 from judgekit.cli.improve_html import page
 from judgekit.cli.options import (
     api_base_option,
@@ -135,7 +135,7 @@ def improve(
         write_atomic(folder / "improve.md", text)
         write_atomic(folder / "improve.json", as_json(found))
         write_atomic(folder / "improve.html", page(summary(found)))
-        typer.echo(redact(text))
+        say(redact(text))
         proposal = found.proposal()
         if proposal is not None and found.best is not None:
             change = proposed(
@@ -145,16 +145,16 @@ def improve(
             # with them.
             write_atomic(folder / "proposal.yaml", change.after)
             write_atomic(folder / "proposal.diff", change.diff())
-            typer.echo(redact(change.diff()))
+            say(redact(change.diff()))
             if write and found.accepted:  # written only if it defines the judge the test measured
                 path, ids = _shots_in_set(sets, proposal.criterion)  # refused before any write
                 adopt(found.best, change)
                 moved = _shots_out_of_set(path, ids)
-                typer.echo(
+                say(
                     f"written: {change.path}{moved}; run `judgekit calibrate` "
                     "(the gate takes it as a changed judge)"
                 )
-        typer.echo(f"improve: {folder / 'improve.md'}")
+        say(f"improve: {folder / 'improve.md'}")
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:

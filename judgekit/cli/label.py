@@ -10,7 +10,7 @@ from pathlib import Path
 
 import typer
 
-from judgekit.cli.app import fail, short
+from judgekit.cli.app import fail, say, short
 from judgekit.cli.label_next import NextRequest, next_to_label
 from judgekit.cli.label_page import (
     Session,
@@ -199,9 +199,9 @@ def _draw_next(request: NextRequest, settings: RunSettings, write_only: bool) ->
     """`label --next`: judge the pool, write the examples drawn to `request.out`, say what next."""
     _, said = next_to_label(request, settings)
     for line in said:
-        typer.echo(line)
+        say(line)
     then = f"label them in {request.out}, then" if write_only else "once labelled"
-    typer.echo(
+    say(
         f"{then}: judgekit label --merge {request.out} -c {request.criterion_id} --labelled-only "
         f"&& judgekit calibrate -c {request.criterion_id}"
     )
@@ -232,7 +232,7 @@ def _reviewing(
     """`label --review CRITERION`: its disagreements, the labels to re-check first."""
     recheck = labels_to_recheck(criterion, criteria, sets, report, config)
     for rid, evidence in recheck.items():
-        typer.echo(f"re-check {rid}: {evidence}")
+        say(f"re-check {rid}: {evidence}")
     session = reviewing(criterion, criteria, sets, report, annotator=annotator, recheck=recheck)
     session.on_change = _keeper(locate(history, config), criterion)
     return session
@@ -302,16 +302,16 @@ def _merge(
         labelled_only=labelled_only,
     )
     for undone in done.rolled_back:
-        typer.echo(f"warning: {undone}")
-    typer.echo(f"moved {len(done.moved)} labelled example(s) from {new} into {done.into}")
+        say(f"warning: {undone}")
+    say(f"moved {len(done.moved)} labelled example(s) from {new} into {done.into}")
     if done.already:
-        typer.echo(
+        say(
             f"{len(done.already)} more were in the set already, identical, and were only removed "
             f"from {new}: {', '.join(done.already)}"
         )
     if done.left:
-        typer.echo(f"{len(done.left)} unlabelled example(s) stay in {new}: {', '.join(done.left)}")
-    typer.echo(f"next: judgekit calibrate -c {criterion_id}")
+        say(f"{len(done.left)} unlabelled example(s) stay in {new}: {', '.join(done.left)}")
+    say(f"next: judgekit calibrate -c {criterion_id}")
 
 
 commands = group(app)

@@ -25,7 +25,7 @@ from typing import Any
 
 import typer
 
-from judgekit.cli.app import EXIT_INPUT
+from judgekit.cli.app import EXIT_INPUT, say
 from judgekit.cli.label_session import Session, labelling, page_judge, review
 from judgekit.errors import InputError
 from judgekit.inputs.label_writer import write_label
@@ -159,18 +159,18 @@ def serve_until_stopped(
     try:
         server = serve(session, port)
     except OSError as error:
-        typer.echo(f"error: --port {port}: {error.strerror}", err=True)
+        say(f"error: --port {port}: {error.strerror}", err=True)
         raise typer.Exit(EXIT_INPUT) from None
     for undone in session.rolled_back:
-        typer.echo(f"warning: {undone}")
+        say(f"warning: {undone}")
     url = f"http://127.0.0.1:{server.server_port}/"
     who = f" as {annotator}" if annotator else ""
-    typer.echo(
+    say(
         f"{len(session.items)} example(s) to {'review' if reviewing else 'label'}{who} in "
         f"{session.path}\nopen {url} (Ctrl-C to stop)"
     )
     if not reviewing:
-        typer.echo(f"judge: {session.judge_note}")
+        say(f"judge: {session.judge_note}")
     if open_browser:
         webbrowser.open(url)
     try:
@@ -178,4 +178,4 @@ def serve_until_stopped(
             time.sleep(3600)
     except KeyboardInterrupt:
         server.shutdown()
-        typer.echo(f"\nstopped; {session.written} label(s) written to {session.path}")
+        say(f"\nstopped; {session.written} label(s) written to {session.path}")

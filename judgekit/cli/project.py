@@ -11,7 +11,7 @@ from pathlib import Path
 
 import typer
 
-from judgekit.cli.app import fail, short
+from judgekit.cli.app import fail, say, short
 from judgekit.cli.options import group, typer_app
 from judgekit.cli.scaffold import init as scaffold
 from judgekit.errors import InputError, JudgekitError
@@ -44,12 +44,12 @@ def init(
     except JudgekitError as error:
         fail(error)
     for path in written:
-        typer.echo(f"wrote {path}")
-    typer.echo(
+        say(f"wrote {path}")
+    say(
         "next: `judgekit calibrate -c no-email-address --gate` runs as written; set judge.model in "
         "criteria/confirms-refund.yaml (and its key in the environment) to calibrate the LLM judge"
     )
-    typer.echo(
+    say(
         "commit all of these; .judgekit/.gitignore keeps out what runs write there "
         "(cached answers, the history, reports), which CI keeps in its own cache"
     )
@@ -157,7 +157,7 @@ def import_(
     except JudgekitError as error:
         fail(error)
     decided = sum(1 for r in records if r.passed is not None)
-    typer.echo(
+    say(
         f"wrote {len(records)} verdicts ({decided} decided, {len(records) - decided} abstained) "
         f"to {out}"
     )
@@ -191,13 +191,13 @@ def _samples(format: str, file: Path, out: Path, asked: bool) -> None:
         )
     write_atomic(out, "".join(json.dumps(s, ensure_ascii=True) + "\n" for s in judged.samples))
     decided = sum(1 for s in judged.samples if s["passed"] is not None)
-    typer.echo(f"wrote {len(judged.samples)} judged sample(s) ({decided} decided) to {out}")
+    say(f"wrote {len(judged.samples)} judged sample(s) ({decided} decided) to {out}")
     if judged.skipped:
-        typer.echo(
+        say(
             f"skipped {len(judged.skipped)} evaluation(s) that say no pass or fail: "
             f"{', '.join(judged.skipped)}"
         )
-    typer.echo(f"next: judgekit monitor {out}")
+    say(f"next: judgekit monitor {out}")
 
 
 def _examples(format: str, file: Path, out: Path, options: dict[str, ImporterOption]) -> None:
@@ -221,15 +221,13 @@ def _examples(format: str, file: Path, out: Path, options: dict[str, ImporterOpt
         write_atomic(out, text.getvalue())
     else:
         write_atomic(out, "".join(json.dumps(e, ensure_ascii=True) + "\n" for e in read.examples))
-    typer.echo(f"wrote {len(read.examples)} unlabelled example(s) to {out}")
+    say(f"wrote {len(read.examples)} unlabelled example(s) to {out}")
     if read.skipped:
-        typer.echo(
+        say(
             f"skipped {len(read.skipped)} result(s) without a reply to label: "
             f"{', '.join(read.skipped)}"
         )
-    typer.echo(
-        f"next: judgekit label {out} -c CRITERION, then judgekit label --merge {out} -c CRITERION"
-    )
+    say(f"next: judgekit label {out} -c CRITERION, then judgekit label --merge {out} -c CRITERION")
 
 
 commands = group(app)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 import click
 
 from judgekit.gate.result import GateResult
-from judgekit.report.render import fmt_number, printable, to_table
+from judgekit.report.render import fmt_number, printable, terminal_text, to_table
 
 if TYPE_CHECKING:
     from rich.console import JustifyMethod
@@ -122,10 +122,10 @@ def show_decisions(result: GateResult) -> None:
             if result.agent_model
             else ""
         )
+        # the colour codes are judgekit's own; the rest escaped, as by `say`
         click.echo(
             click.style(f"{d.status:<12}", fg=STATUS_COLOURS.get(d.status))
-            + f" {d.criterion}: {d.summary}"
-            + models
+            + terminal_text(f" {d.criterion}: {d.summary}{models}")
         )
     click.echo(
         "gate: " + click.style(result.status, fg=STATUS_COLOURS.get(result.status), bold=True)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import typer
 
-from judgekit.cli.app import EXIT_INPUT, EXIT_INTERRUPTED, REPORT, check_split, fail, short
+from judgekit.cli.app import EXIT_INPUT, EXIT_INTERRUPTED, REPORT, check_split, fail, say, short
 from judgekit.cli.options import (
     config_option,
     criteria_option,
@@ -66,7 +66,7 @@ def history_(
         fail(error)
     if as_json:
         for r in runs:
-            typer.echo(
+            say(
                 json.dumps(
                     {
                         "id": r.id,
@@ -87,14 +87,14 @@ def history_(
                 )
             )
         return
-    typer.echo(
+    say(
         f"{'run':>5}  {'when (UTC)':16}  {'criterion':24}  {'purpose':9}  {'model':24}  "
         f"{'prompt':8}  "
         f"{'set':8}  {'n':>5}  {'TPR':>5}  {'TNR':>5}  {'kappa':>6}"
     )
     for r in runs:
         m = r.metrics
-        typer.echo(
+        say(
             f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {printable(r.criterion)[:24]:24}  "
             f"{printable(r.purpose):9}  {printable(r.model or '-')[:24]:24}  "
             f"{printable(r.prompt_sha or '-')[:8]:8}  {printable(r.set_fingerprint)[:8]:8}  "
@@ -103,7 +103,7 @@ def history_(
             f"{fmt_number(m.get('cohen_kappa'), 2):>6}"
         )
     if not runs:
-        typer.echo("no runs yet")
+        say("no runs yet")
 
 
 @history_app.command("export")
@@ -119,7 +119,7 @@ def history_export(
             counts = export_history(db, out)
     except JudgekitError as error:
         fail(error)
-    typer.echo(
+    say(
         f"exported to {out}: "
         + ", ".join(f"{n} {kind.replace('_', ' ')}(s)" for kind, n in counts.items())
     )
@@ -140,7 +140,7 @@ def history_import(
             shown = db.path
     except JudgekitError as error:
         fail(error)
-    typer.echo(
+    say(
         f"imported into {shown}: "
         + ", ".join(
             f"{added} {kind.replace('_', ' ')}(s) added, {skipped} already there"
@@ -163,16 +163,14 @@ def _given(ctx: typer.Context, history: str | None, config: Path | None) -> str 
 
 def _report_drifts(drifts: list[Drift], as_json: bool, notes: Sequence[str] = ()) -> None:
     if as_json:
-        typer.echo(
-            json.dumps({"drifts": [d.to_dict() for d in drifts], "notes": list(notes)}, indent=2)
-        )
+        say(json.dumps({"drifts": [d.to_dict() for d in drifts], "notes": list(notes)}, indent=2))
     else:
         for d in drifts:
-            typer.echo("\n".join(d.lines()))
+            say("\n".join(d.lines()))
         if not drifts:
-            typer.echo("nothing to compare yet: NO DRIFT found, and none could be")
+            say("nothing to compare yet: NO DRIFT found, and none could be")
         for note in notes:
-            typer.echo(note)
+            say(note)
     raise typer.Exit(max((d.exit_code for d in drifts), default=0))
 
 
@@ -253,7 +251,7 @@ def recheck(
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
-        typer.echo("\ninterrupted", err=True)
+        say("\ninterrupted", err=True)
         raise typer.Exit(EXIT_INTERRUPTED) from None
     _report_drifts(drifts, as_json)
 
@@ -317,11 +315,11 @@ def monitor(
             try:
                 parse_duration(window)
             except ValueError as error:
-                typer.echo(f"error: --window: {error}", err=True)
+                say(f"error: --window: {error}", err=True)
                 raise typer.Exit(EXIT_INPUT) from None
             policy = policy.model_copy(update={"window": window})
         if print_sql is not None:
-            typer.echo(counts_sql(print_sql, policy.window, dialect))
+            say(counts_sql(print_sql, policy.window, dialect))
             raise typer.Exit(0)
         if file is None:
             raise InputError.one(
@@ -371,7 +369,7 @@ def monitor(
             result.plot(plot)
     except JudgekitError as error:
         fail(error)
-    typer.echo(json.dumps(result.to_dict(), indent=2) if as_json else "\n".join(result.lines()))
+    say(json.dumps(result.to_dict(), indent=2) if as_json else "\n".join(result.lines()))
     raise typer.Exit(1 if result.recent_alerts(recent) else 0)
 
 

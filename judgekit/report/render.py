@@ -9,6 +9,7 @@ Markdown-safe text).
 from __future__ import annotations
 
 import math
+import re
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -87,6 +88,37 @@ def printable(text: object) -> str:
     )
 
 
+def terminal_text(text: object) -> str:
+    r"""Lines for a terminal: each line `printable`, the line breaks kept.
+
+    >>> terminal_text("id ok\x07\nnext")
+    'id ok\\x07\nnext'
+    """
+    return "\n".join(printable(line) for line in str(text).split("\n"))
+
+
+def json_text(text: str) -> str:
+    r"""JSON text for a terminal: a control or format character (inside a string: `json.dumps`
+    writes none elsewhere) as its JSON escape, so the text is the same JSON, shown safely.
+
+    >>> json_text('{"id": "a\u202eb"}')
+    '{"id": "a\\u202eb"}'
+    """
+    if text.isprintable():
+        return text
+
+    def escaped(ch: str) -> str:
+        if ch == "\n" or ch.isprintable() or ch == " ":
+            return ch
+        code = ord(ch)
+        if code > 0xFFFF:  # a surrogate pair, as JSON writes a character beyond the BMP
+            code -= 0x10000
+            return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+        return f"\\u{code:04x}"
+
+    return "".join(escaped(ch) for ch in text)
+
+
 def _interval(pair: tuple[float | None, float | None] | None) -> str:
     if not pair or pair[0] is None or pair[1] is None:
         return ""
@@ -94,10 +126,17 @@ def _interval(pair: tuple[float | None, float | None] | None) -> str:
 
 
 def md_escape(text: str | None, limit: int = 300) -> str:
-    """Make model or example text inert in Markdown (and in HTML rendered from it)."""
+    r"""Make model or example text inert in Markdown (and in HTML rendered from it): on one line,
+    its control and format characters escaped (`printable`), Markdown's own characters as
+    entities; an underscore inside a word, which Markdown never reads as emphasis, stays as it is.
+
+    >>> md_escape("ORD_1212 _em_ *b* \x1b[2J")
+    'ORD_1212 \\_em\\_ &#42;b&#42; \\x1b&#91;2J'
+    """
     if text is None:
         return ""
-    text = " ".join(text.split())
+    # a backslash of the text is one in Markdown too; `printable`'s escapes (\x1b) read as written
+    text = printable(" ".join(text.split()).replace("\\", "\\\\"))
     if len(text) > limit:
         text = text[: limit - 1] + "…"
     for char, entity in (
@@ -109,10 +148,13 @@ def md_escape(text: str | None, limit: int = 300) -> str:
         ("[", "&#91;"),
         ("]", "&#93;"),
         ("*", "&#42;"),
-        ("_", "&#95;"),
     ):
         text = text.replace(char, entity)
-    return text
+    return _WORD_UNDERSCORE.sub(r"\\_", text)
+
+
+# An underscore that could open or close emphasis: one not between two letters or digits.
+_WORD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
 
 
 def _verdict_word(value: bool | None) -> str:
