@@ -479,3 +479,30 @@ def test_an_uncertified_escalation_judge_is_never_asked(tmp_path):
     judge = Judge(load_criterion(Path("criteria/blocked.yaml")), llm=fake, thresholds=(0.9, None))
     verdict = judge("<e2> clear reply blocked")
     assert verdict.escalated and [r.model for r in fake.requests] == [WEAK]
+
+
+def test_a_session_may_leave_only_a_bounded_share_of_verdicts_to_a_person(pytester, server):
+    """Issue 33, item 13: a session whose judged replies were all escalated exited 0; now a share
+    above `judgekit_max_escalated_share` (default 0.2) fails it, and the summary's last line says
+    how many verdicts a person still owes."""
+    _project(pytester.path)
+    assert _cli("calibrate", "--api-base", server.url).exit_code == 0
+    pytester.makepyfile(test_judged=PLUGIN_TESTS)
+    strict = pytester.runpytest_subprocess("--judgekit-gate")
+    assert strict.ret == pytest.ExitCode.TESTS_FAILED
+    summary = strict.stdout.str().split("judgekit: judged pass rates")[1].splitlines()
+    ours = [line for line in summary if line and not line.startswith("=")]
+    assert ours[-2:] == [
+        "escalations: FAIL, 1 of 2 verdicts escalated to a person (50%), above "
+        "judgekit_max_escalated_share 0.20",
+        "judgekit: a person still owes 1 verdict: judgekit label -c blocked (1)",
+    ], summary
+    pytester.makeini("[pytest]\njudgekit_max_escalated_share = 0.5\n")
+    lenient = pytester.runpytest_subprocess("--judgekit-gate")
+    assert lenient.ret == pytest.ExitCode.OK
+    assert "escalations: FAIL" not in lenient.stdout.str()
+    lenient.stdout.fnmatch_lines(["judgekit: a person still owes 1 verdict: *"])
+    pytester.makeini("[pytest]\njudgekit_max_escalated_share = lots\n")
+    bad = pytester.runpytest_subprocess("--judgekit-gate")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    bad.stderr.fnmatch_lines(["*judgekit_max_escalated_share = 'lots'; give a share*"])

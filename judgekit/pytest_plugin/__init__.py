@@ -32,10 +32,14 @@ from judgekit.pytest_plugin.judging import (
     check_gate,
     judge,
     repeat,
+    task_of,
 )
 from judgekit.pytest_plugin.summary import (
     COLLECTOR,
+    JUDGED,
+    MAX_ESCALATED_SHARE,
     Collector,
+    max_escalated_share,
     min_scenario_pass_rate,
     pytest_sessionfinish,
     pytest_terminal_summary,
@@ -113,6 +117,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="a verdict escalated by selective judging: the test is "
         "skipped as 'needs review' (skip) or fails (error)",
     )
+    parser.addini(
+        "judgekit_max_escalated_share",
+        default=str(MAX_ESCALATED_SHARE),
+        help="fail the session when a larger share of its verdicts was escalated to a person "
+        f"(default {MAX_ESCALATED_SHARE}; 1 allows any share)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -139,7 +149,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(
             f"judgekit_escalated = {escalated!r}; use one of {', '.join(ESCALATED)}"
         )
-    min_scenario_pass_rate(config)  # a bad value stops the session before any test runs
+    # a bad value stops the session before any test runs
+    min_scenario_pass_rate(config)
+    max_escalated_share(config)
     if _enabled(config):
         config.stash[RESULT] = check_gate(config)
     if not hasattr(config, "workerinput"):
@@ -239,7 +251,11 @@ def pytest_report_teststatus(
     return None
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
+    ids = _criteria_of(item)
+    if ids:  # before any fixture: a test that raises before its judge is asked still counts
+        item.user_properties.append((JUDGED, {"criteria": ids, "task": task_of(item)}))
     reason = item.stash.get(_BLOCKED, None)
     if reason is not None:
         pytest.fail(reason, pytrace=False)

@@ -27,6 +27,7 @@ from judgekit.judging.review import enqueue
 from judgekit.llm.families import family, same_model
 from judgekit.pytest_plugin.paths import ini_path
 from judgekit.pytest_plugin.summary import PROPERTY, SCENARIO
+from judgekit.report.render import terminal_text
 from judgekit.secrets import redact
 
 RESULT = pytest.StashKey[Any]()  # the gate's result, once per process
@@ -218,9 +219,8 @@ class Judges:
             run.checks.append(Check(criterion, verdict.passed, verdict.reason))
         self.node.user_properties.append((PROPERTY, value))
         if verdict.escalated and run is None:  # in a scenario, the run counts it as not passed
-            message = (
-                f"{NEEDS_REVIEW}: {criterion}: {verdict.reason.removeprefix(NEEDS_REVIEW + ': ')}"
-            )
+            reason = verdict.reason.removeprefix(NEEDS_REVIEW + ": ")
+            message = terminal_text(f"{NEEDS_REVIEW}: {criterion}: {reason}")
             if self.node.config.getini("judgekit_escalated") == "error":
                 pytest.fail(message, pytrace=False)
             pytest.skip(message)
@@ -249,6 +249,6 @@ def repeat(item: pytest.Item, runs: int, min_passes: int) -> None:
         scenario = decide(item.nodeid, records, min_passes, judges)
         item.user_properties.append((SCENARIO, scenario.to_dict()))
         if not scenario.passed:
-            pytest.fail("\n".join(scenario.lines()), pytrace=False)
+            pytest.fail(terminal_text("\n".join(scenario.lines())), pytrace=False)
 
     item.runtest = runtest  # type: ignore[method-assign]  # this item's body alone is replaced

@@ -23,6 +23,7 @@ import judgekit.report as report_api
 from judgekit.errors import JudgekitError
 from judgekit.gate.counted import Scenario
 from judgekit.pytest_plugin.paths import report_path
+from judgekit.report.render import terminal_text
 from judgekit.secrets import redact
 from judgekit.stats.metrics import wilson
 from judgekit.stats.pass_rates import corrected_pass_rate, suite_pass_k
@@ -30,6 +31,9 @@ from judgekit.stats.pass_rates import corrected_pass_rate, suite_pass_k
 # user property that carries a verdict from an xdist worker to the controller
 PROPERTY = "judgekit_verdict"
 SCENARIO = "judgekit_scenario"  # user property that carries a scenario's tally (JUnit shows it too)
+# user property of every judged test, set before its fixtures: a test that raises before its judge
+# is asked is still a scenario (and a trial) that did not pass
+JUDGED = "judgekit_judged"
 COLLECTOR = pytest.StashKey["Collector"]()
 
 
@@ -42,6 +46,22 @@ class JudgedTest:
     checks: int = 0
     tally: Scenario | None = None
     seen: int = 0  # user properties already counted: reruns carry the earlier ones again
+    skipped: bool = False  # skipped (not xfailed) before its judge gave a verdict: not counted
+
+    @property
+    def passed(self) -> bool:
+        """A run that raised, or gave no verdict, is not a pass; nor is one with a failed or
+        undecided check."""
+        if self.tally is not None:
+            return self.tally.passed and self.outcome_ok
+        return self.outcome_ok and self.checks > 0 and self.checks_ok
+
+    def why_not(self) -> str:
+        if self.checks:
+            return "a check failed or abstained, or the test failed"
+        if not self.outcome_ok:
+            return "it raised before its judge gave a verdict"
+        return "its judge gave no verdict"
 
 
 @dataclass(eq=False)  # registered as a plugin: hashed by identity
@@ -62,17 +82,21 @@ class Collector:
         fresh = [
             (n, v)
             for n, v in properties[judged.seen if judged else 0 :]
-            if n in (PROPERTY, SCENARIO)
+            if n in (PROPERTY, SCENARIO, JUDGED)
         ]
         if judged is None and not fresh:
             return
         judged = self.tests.setdefault(report.nodeid, JudgedTest())
         judged.seen = len(properties)
-        if report.when == "call" and not report.passed:
-            judged.outcome_ok = False  # failed, xfailed, or a rerun's failed attempt
         for name, found in fresh:
-            # Both properties hold the JSON object the fixture or the scenario wrote (judging.py).
+            # Each property holds the JSON object the plugin, the fixture or the scenario wrote
+            # (judging.py).
             value = cast("dict[str, Any]", found)
+            if name == JUDGED:  # a trial of its task for each of its criteria, verdict or none
+                for criterion in value["criteria"]:
+                    task = (criterion, value.get("task") or report.nodeid)
+                    self.trials.setdefault(task, {}).setdefault(report.nodeid, [])
+                continue
             if name == SCENARIO:
                 tally = Scenario.from_dict(value)
                 judged.tally = (
@@ -89,16 +113,26 @@ class Collector:
             task = (criterion, value.get("task") or report.nodeid)
             self.trials.setdefault(task, {}).setdefault(report.nodeid, []).append(passed)
             self._record(report.nodeid, criterion, passed, value.get("text"))
+        if report.failed or (report.when == "call" and not report.passed):
+            judged.outcome_ok = False  # raised (in a fixture too), xfailed, a rerun's failed try
+        if report.skipped and not hasattr(report, "wasxfail") and not judged.checks:
+            judged.skipped = True
 
     def scenarios(self) -> dict[str, bool]:
-        """Each scenario (judged test) and whether it passed, by its own tally."""
-        out = {}
-        for nodeid, judged in self.tests.items():
-            if judged.tally is not None:
-                out[nodeid] = judged.tally.passed and judged.outcome_ok
-            elif judged.checks:
-                out[nodeid] = judged.outcome_ok and judged.checks_ok
-        return out
+        """Each scenario (judged test) and whether it passed, by its own tally: one that raised or
+        gave no verdict did not; one skipped before any verdict is not counted."""
+        return {
+            nodeid: judged.passed
+            for nodeid, judged in self.tests.items()
+            if judged.tally is not None or judged.checks or not judged.skipped
+        }
+
+    def verdicts(self) -> int:
+        return sum(len(v) for v in self.by_criterion.values())
+
+    def trial_passed(self, nodeid: str, verdicts: list[bool | None]) -> bool:
+        """A trial passes when it gave verdicts, every one a pass, and the test did not raise."""
+        return bool(verdicts) and all(v is True for v in verdicts) and self.tests[nodeid].passed
 
     def _record(
         self, nodeid: str, criterion: str, passed: bool | None, text: dict[str, str | None] | None
@@ -142,6 +176,41 @@ def min_scenario_pass_rate(config: pytest.Config) -> float | None:
     return rate
 
 
+# A session may leave at most a fifth of its verdicts to a person: beyond that, the judge is not
+# grading the suite, and a green run would say nothing about the replies.
+MAX_ESCALATED_SHARE = 0.2
+
+
+def max_escalated_share(config: pytest.Config) -> float:
+    """`judgekit_max_escalated_share` from the ini file, checked."""
+    text = str(config.getini("judgekit_max_escalated_share") or "").strip()
+    try:
+        share = float(text)
+    except ValueError:
+        share = -1.0
+    if not 0 <= share <= 1:
+        raise pytest.UsageError(
+            f"judgekit_max_escalated_share = {text!r}; give a share of at least 0 and at most 1, "
+            f"like {MAX_ESCALATED_SHARE}"
+        )
+    return share
+
+
+def escalated_short(config: pytest.Config) -> str | None:
+    """Why the session has left too many verdicts to a person (None when it has not)."""
+    collector = config.stash.get(COLLECTOR, None)
+    if collector is None:
+        return None
+    owed, verdicts = sum(collector.escalated.values()), collector.verdicts()
+    share = max_escalated_share(config)
+    if not verdicts or owed / verdicts <= share:
+        return None
+    return (
+        f"{owed} of {verdicts} verdicts escalated to a person ({owed / verdicts:.0%}), above "
+        f"judgekit_max_escalated_share {share:.2f}"
+    )
+
+
 def suite_short(config: pytest.Config) -> str | None:
     """Why the suite fails its scenario threshold (None when it does not, or none is set)."""
     collector = config.stash.get(COLLECTOR, None)
@@ -166,7 +235,8 @@ def suite_short(config: pytest.Config) -> str | None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if hasattr(session.config, "workerinput"):
         return
-    if suite_short(session.config) and exitstatus in (
+    short = suite_short(session.config) or escalated_short(session.config)
+    if short and exitstatus in (
         pytest.ExitCode.OK,
         pytest.ExitCode.NO_TESTS_COLLECTED,
     ):
@@ -183,13 +253,38 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     report = _report(config)
     terminalreporter.section("judgekit: judged pass rates")
     for criterion_id, verdicts in sorted(collector.by_criterion.items()):
-        terminalreporter.write_line(
+        _write(
+            terminalreporter,
             _criterion_line(
                 criterion_id, verdicts, report, collector.escalated.get(criterion_id, 0)
-            )
+            ),
         )
         _pass_k_line(terminalreporter, collector, criterion_id)
     _scenario_lines(terminalreporter, collector, config)
+    _owed_lines(terminalreporter, collector, config)
+
+
+def _write(terminalreporter: Any, line: str, **markup: bool) -> None:
+    """A summary line; a reason or an error from a model or an agent shown inert (`printable`)."""
+    terminalreporter.write_line(terminal_text(line), **markup)
+
+
+def _owed_lines(terminalreporter: Any, collector: Collector, config: pytest.Config) -> None:
+    """Last: how many verdicts a person still owes, and whether that is more than the session may
+    leave."""
+    owed = {c: n for c, n in sorted(collector.escalated.items()) if n}
+    if not owed:
+        return
+    short = escalated_short(config)
+    if short:
+        _write(terminalreporter, f"escalations: FAIL, {short}", red=True, bold=True)
+    where = "; ".join(f"judgekit label -c {c} ({n})" for c, n in owed.items())
+    total = sum(owed.values())
+    _write(
+        terminalreporter,
+        f"judgekit: a person still owes {total} verdict{'s' if total != 1 else ''}: {where}",
+        bold=True,
+    )
 
 
 def _report(config: pytest.Config) -> Any:
@@ -246,10 +341,12 @@ def _pass_k_line(terminalreporter: Any, collector: Collector, criterion_id: str)
     """pass@k and pass^k over the criterion's tasks that ran as several trials (instances of a test
     parametrized over `trial`); a trial passes when every verdict the judge gave in it passed."""
     tasks = {
-        task: trials for (cid, task), trials in collector.trials.items() if cid == criterion_id
+        task: {n: v for n, v in trials.items() if v or not collector.tests[n].skipped}
+        for (cid, task), trials in collector.trials.items()
+        if cid == criterion_id
     }
     results = [
-        (len(trials), sum(1 for verdicts in trials.values() if verdicts and all(verdicts)))
+        (len(trials), sum(collector.trial_passed(n, v) for n, v in trials.items()))
         for trials in tasks.values()
         if len(trials) >= 2
     ]
@@ -257,9 +354,10 @@ def _pass_k_line(terminalreporter: Any, collector: Collector, criterion_id: str)
         return
     k = min(n for n, _ in results)
     rates = suite_pass_k(results, k)
-    terminalreporter.write_line(
+    _write(
+        terminalreporter,
         f"{criterion_id}: over {len(results)} task(s) with {k}+ trials, "
-        f"pass@{k} {rates['pass@k']:.2f}, pass^{k} {rates['pass^k']:.2f}"
+        f"pass@{k} {rates['pass@k']:.2f}, pass^{k} {rates['pass^k']:.2f}",
     )
 
 
@@ -273,27 +371,28 @@ def _scenario_lines(terminalreporter: Any, collector: Collector, config: pytest.
     passed = sum(scenarios.values())
     low, high = wilson(passed, len(scenarios))
     terminalreporter.section("judgekit: steps, scenarios, suite")
-    terminalreporter.write_line(
+    _write(
+        terminalreporter,
         f"steps: {len(verdicts)} checks judged, {sum(v is True for v in verdicts)} passed, "
-        f"{sum(v is False for v in verdicts)} failed, {sum(v is None for v in verdicts)} abstained"
+        f"{sum(v is False for v in verdicts)} failed, {sum(v is None for v in verdicts)} abstained",
     )
     for judged in collector.tests.values():
         if judged.tally is not None:
             for line in judged.tally.lines():
-                terminalreporter.write_line(("  " if line.startswith("  ") else "") + line)
-    terminalreporter.write_line(
+                _write(terminalreporter, ("  " if line.startswith("  ") else "") + line)
+    _write(
+        terminalreporter,
         f"scenarios: {passed} of {len(scenarios)} passed ({passed / len(scenarios):.0%}, "
-        f"95% {low:.0%}-{high:.0%})"
+        f"95% {low:.0%}-{high:.0%})",
     )
     for nodeid, ok in scenarios.items():
         if not ok and collector.tests[nodeid].tally is None:
-            terminalreporter.write_line(
-                f"  {nodeid}: failed (a check failed or abstained, or the test failed)"
-            )
+            _write(terminalreporter, f"  {nodeid}: failed ({collector.tests[nodeid].why_not()})")
     rate = min_scenario_pass_rate(config)
     if rate is not None:
         short = suite_short(config)
-        terminalreporter.write_line(
+        _write(
+            terminalreporter,
             f"suite: FAIL, {short}"
             if short
             else f"suite: PASS, at least {rate:.2f} of scenarios passed",
