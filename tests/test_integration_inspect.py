@@ -1,6 +1,7 @@
 """judgekit's scorer in a real inspect_ai eval (judgekit.integrations.inspect): inspect's mock model
 is the agent, the judge is the calibrated one over the fake server; a blocked criterion stops the
-eval before anything is scored; abstentions are unscored, not failures; epochs reduce to pass^k."""
+eval before anything is scored; an abstention is no pass, and accuracy counts it; epochs reduce to
+pass^k."""
 
 from __future__ import annotations
 
@@ -39,7 +40,7 @@ def _scores(log):
     return {s.id: s.scores["criterion_scorer"] for s in log.samples}
 
 
-def test_each_sample_is_scored_by_the_calibrated_judge_and_an_abstention_is_unscored(
+def test_each_sample_is_scored_by_the_calibrated_judge_and_an_abstention_is_no_pass(
     gated_project, tmp_path
 ):
     before = gated_project.judge_calls()
@@ -55,11 +56,12 @@ def test_each_sample_is_scored_by_the_calibrated_judge_and_an_abstention_is_unsc
     assert scores["lost-card"].answer == "Your card is now blocked."
     assert scores["lost-card"].metadata["judge"] == "openai/judge"
     undecided = scores["garbled"]
-    # not counted as a failure
-    assert math.isnan(undecided.value) and undecided.reason == "grader_failed"
-    assert undecided.metadata["judgekit"] == "abstained" and "ABSTAINED" in undecided.explanation
+    # Issue 33, item 14: an abstention was unscored, which accuracy() leaves out (one pass and
+    # three abstentions showed 1.0); it is no pass, saying why
+    assert undecided.value == INCORRECT and undecided.metadata["judgekit"] == "abstained"
+    assert undecided.explanation.startswith("undecided, not passed: judgekit says-blocked: ABST")
     accuracy = log.results.scores[0].metrics["accuracy"].value
-    assert accuracy == 0.5  # one pass of the two decided verdicts: the abstention is left out
+    assert accuracy == pytest.approx(1 / 3)  # one pass of three replies
     assert gated_project.judge_calls() > before  # judged live, through the fake provider
 
 
@@ -122,9 +124,9 @@ def test_epochs_are_trials_reduced_to_pass_hat_k(gated_project, tmp_path):
     [
         ([CORRECT, CORRECT, CORRECT], CORRECT),
         ([CORRECT, INCORRECT, CORRECT], INCORRECT),
-        ([CORRECT, math.nan, CORRECT], "unscored"),  # an abstention cannot stand for a pass
+        ([CORRECT, math.nan, CORRECT], INCORRECT),  # an abstention cannot stand for a pass
         ([INCORRECT, math.nan], INCORRECT),
-        ([CORRECT, "P"], "unscored"),  # a value that is not a verdict is not a pass
+        ([CORRECT, "P"], INCORRECT),  # a value that is not a verdict is not a pass
     ],
 )
 def test_every_epoch_passes_only_when_every_epoch_passed(values, expected):
@@ -139,12 +141,12 @@ def test_every_epoch_passes_only_when_every_epoch_passed(values, expected):
 @pytest.mark.parametrize(
     "values, expected",
     [
-        ([CORRECT, CORRECT], "unscored"),
+        ([CORRECT, CORRECT], INCORRECT),
         ([CORRECT, INCORRECT], INCORRECT),
         ([CORRECT, CORRECT, CORRECT], CORRECT),
     ],
 )
-def test_every_epoch_of_k_counts_a_missing_epoch_as_undecided(values, expected):
+def test_every_epoch_of_k_counts_a_missing_epoch_as_no_pass(values, expected):
     # an epoch that errored is not among the scores
     reduced = every_epoch(3)([Score(value=v) for v in values])
     assert (

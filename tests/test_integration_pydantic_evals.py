@@ -1,7 +1,7 @@
 """judgekit's evaluator in a real pydantic-evals run (judgekit.integrations.pydantic_evals): the
 agent is a pydantic-ai Agent on its FunctionModel, the judge the calibrated one over the fake
-server; a blocked criterion refuses before anything is evaluated; an abstention is an evaluator
-failure, neither a pass nor a fail."""
+server; a blocked criterion refuses before anything is evaluated; an abstention is no pass: a
+failed assertion saying why, which the headline average counts."""
 
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _cases():
     return [Case(name=text.replace(" ", "-"), inputs=text) for text in REPLIES]
 
 
-def test_each_case_is_evaluated_by_the_calibrated_judge_and_an_abstention_is_a_failure_to_evaluate(
+def test_each_case_is_evaluated_by_the_calibrated_judge_and_an_abstention_is_no_pass(
     gated_project,
 ):
     before = gated_project.judge_calls()
@@ -43,18 +43,23 @@ def test_each_case_is_evaluated_by_the_calibrated_judge_and_an_abstention_is_a_f
     )
     report = dataset.evaluate_sync(_support_agent(), progress=False)
     by_name = {case.name: case for case in report.cases}
-    good, bad = (
-        by_name["lost-card"].assertions["says-blocked"],
-        by_name["stolen-card"].assertions["says-blocked"],
+    good, bad, undecided = (
+        by_name[name].assertions["says-blocked"] for name in ("lost-card", "stolen-card", "garbled")
     )
     assert (good.value, bad.value, bad.reason) == (True, False, "scripted verdict")
-    undecided = by_name["garbled"]
-    assert undecided.assertions == {}  # neither a pass nor a fail ...
-    [failure] = undecided.evaluator_failures  # ... but a failure to evaluate, saying why
-    assert (
-        failure.name == "says-blocked"
-        and "judgekit says-blocked: ABSTAINED" in failure.error_message
+    # Issue 33, item 14: an abstention was an evaluator failure, which the headline average
+    # leaves out (one pass and three abstentions showed 100%); it is an assertion that failed,
+    # saying why.
+    assert undecided.value is False and undecided.reason.startswith(
+        "undecided, not passed: judgekit says-blocked: ABSTAINED"
     )
+    assert by_name["garbled"].evaluator_failures == []
+    decided = [by_name[n] for n in ("lost-card", "stolen-card", "garbled")]
+    headline = report.averages().assertions
+    assert headline == pytest.approx(
+        sum(c.assertions["says-blocked"].value for c in decided) / len(decided)
+    )
+    assert headline < 1
     assert gated_project.judge_calls() > before
 
 
@@ -79,7 +84,7 @@ def test_the_evaluator_returns_an_evaluation_reason_named_after_the_criterion(ga
     )
 
 
-def test_a_task_returning_nothing_is_not_judged(gated_project):
+def test_a_task_returning_nothing_is_no_pass(gated_project):
     async def silent(question: str) -> None:
         return None
 
@@ -87,6 +92,6 @@ def test_a_task_returning_nothing_is_not_judged(gated_project):
         name="support", cases=_cases()[:1], evaluators=[JudgekitEvaluator("no-email")]
     ).evaluate_sync(silent, progress=False)
     [case] = report.cases
-    assert (
-        case.assertions == {} and "returned no output" in case.evaluator_failures[0].error_message
-    )
+    result = case.assertions["no-email"]
+    assert result.value is False and "the task returned no output" in result.reason
+    assert report.averages().assertions == 0

@@ -9,12 +9,12 @@
 The gate is checked when the scorer is made, so a blocked criterion fails the eval at its start
 with the gate's reason, before any sample is scored. A verdict is CORRECT or INCORRECT; a reply
 the judge abstained on, or escalated (below its certified confidence threshold; it joins the
-criterion's review queue), is unscored (inspect's NaN score, with the reason), so accuracy counts
-only decided verdicts and nothing undecided is counted as a failure or a pass. A judge whose
-provider failed is an error of the sample, not a gap in the scores. Epochs are the agent's
-trials: `every_epoch(k)` reduces them to pass^k; inspect's own reducers leave unscored epochs
-out (to `mean`, a pass, an abstention and a pass are a pass). A judge of the agent's own model
-(the sample's model; the judge's or the one it escalates to) is refused.
+criterion's review queue), is no pass: INCORRECT, its explanation saying `undecided, not
+passed: ...` and its metadata's `judgekit` saying `abstained` or `escalated`, so `accuracy()` (the
+headline) counts it, as it would not count inspect's unscored (NaN) score. A judge whose provider
+failed is an error of the sample, not a gap in the scores. Epochs are the agent's trials:
+`every_epoch(k)` reduces them to pass^k: CORRECT only when each of the k epochs passed. A judge of
+the agent's own model (the sample's model; the judge's or the one it escalates to) is refused.
 """
 
 from __future__ import annotations
@@ -40,6 +40,9 @@ from inspect_ai.solver import TaskState
 from judgekit.errors import JudgeError, JudgeNotCalibrated
 from judgekit.integrations.gated import GatedJudge
 from judgekit.llm.families import same_model
+
+# the explanation of a score that is INCORRECT for want of a verdict
+UNDECIDED = "undecided, not passed"
 
 
 @scorer(metrics=[accuracy(), stderr()])
@@ -84,11 +87,11 @@ def criterion_scorer(
         # the judge's provider failed: the sample errors, it is not a quiet gap
         if graded.state == "error":
             raise JudgeError(graded.line())
-        if graded.passed is None:
-            return Score.unscored(
-                reason="grader_failed" if graded.state == "abstained" else "escalated",
+        if graded.passed is None:  # an abstention or an escalation is no pass
+            return Score(
+                value=INCORRECT,
                 answer=output,
-                explanation=graded.line(),
+                explanation=f"{UNDECIDED}: {graded.line()}",
                 metadata=metadata,
             )
         return Score(
@@ -101,34 +104,38 @@ def criterion_scorer(
     return score
 
 
-def _undecided(value: Any) -> bool:
-    return isinstance(value, float) and math.isnan(value)
-
-
 @score_reducer(name="every_epoch")
 def every_epoch(k: int | None = None) -> ScoreReducer:
-    """pass^k over a sample's epochs: CORRECT when every epoch's reply passed, INCORRECT when any
-    failed, and unscored when none failed but some were not decided (an abstention or an
-    escalation cannot stand for a pass). Given `k` (the epochs asked for), fewer scores than `k`
-    (an epoch that errored, with `fail_on_error` off) cannot be a pass either."""
+    """pass^k over a sample's epochs: CORRECT when every epoch's reply passed, else INCORRECT (an
+    abstention, an escalation or a value not of a verdict cannot stand for a pass). Given `k` (the
+    epochs asked for), fewer scores than `k` (an epoch that errored, with `fail_on_error` off)
+    cannot be a pass either."""
 
     def reduce(scores: list[Score]) -> Score:
         values = [s.value for s in scores] + [math.nan] * max(0, (k or 0) - len(scores))
+        undecided = [_undecided(s) for s in scores] + [True] * (len(values) - len(scores))
         counts = {
             "epochs": len(values),
             "passed": sum(v == CORRECT for v in values),
-            "failed": sum(v == INCORRECT for v in values),
-            "undecided": sum(_undecided(v) for v in values),
+            "failed": sum(v == INCORRECT and not u for v, u in zip(values, undecided, strict=True)),
+            "undecided": sum(undecided),
         }
         text = f"{counts['passed']} of {counts['epochs']} epochs passed"
-        if counts["failed"]:
-            return Score(value=INCORRECT, explanation=text, metadata=counts)
-        if counts["passed"] < len(values) or not values:  # undecided, or a value not of a verdict
-            return Score.unscored(
-                reason="grader_failed",
-                explanation=f"{text}, none failed, the rest undecided",
-                metadata=counts,
-            )
-        return Score(value=CORRECT, explanation=text, metadata=counts)
+        if counts["passed"] == len(values) and values:
+            return Score(value=CORRECT, explanation=text, metadata=counts)
+        if counts["undecided"]:
+            text += f" ({counts['undecided']} undecided, not passed)"
+        return Score(value=INCORRECT, explanation=text, metadata=counts)
 
     return reduce
+
+
+def _undecided(score: Score) -> bool:
+    """An epoch that gave no verdict: the scorer's undecided INCORRECT, an unscored (NaN) score, or
+    a value that is not a verdict."""
+    value = score.value
+    if isinstance(value, float) and math.isnan(value):
+        return True
+    if value not in (CORRECT, INCORRECT):
+        return True
+    return value == INCORRECT and str(score.explanation or "").startswith(UNDECIDED)

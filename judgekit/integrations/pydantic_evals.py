@@ -9,11 +9,12 @@ calibrated judge's.
     dataset.evaluate_sync(support_agent).print()
 
 It returns `EvaluationReason(value=<the verdict>, reason=<the judge's reason>)`, named after the
-criterion in the report. A task that returns None is not judged (an evaluator failure, saying so).
-The gate is checked when the evaluator is made: a blocked criterion
+criterion in the report. The gate is checked when the evaluator is made: a blocked criterion
 raises JudgeNotCalibrated with the gate's reason, and nothing is evaluated. A reply the judge
-abstained on or escalated (queued for review) is neither a pass nor a fail: the evaluator raises
-`Undecided`, which the report lists among its evaluator failures. The case's inputs (text, or
+abstained on or escalated (queued for review), and a task that returned None, are not passes:
+the assertion is False, its reason saying so (`undecided, not passed: judgekit ID: ABSTAINED:
+...`), so the report's headline average (`report.averages().assertions`) counts them, as it would
+not count an evaluator failure. The case's inputs (text, or
 their JSON) are the reply's input; its metadata's `context` (a key, or an attribute of typed
 metadata) is the source material a claims criterion checks against.
 """
@@ -27,12 +28,11 @@ from typing import Any
 
 from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorContext
 
-from judgekit.errors import JudgekitError
 from judgekit.integrations.gated import GatedJudge
 
 
-class Undecided(JudgekitError):
-    """The judge abstained on the reply, or escalated it to a person: no verdict to report."""
+# the reason of an assertion that is False for want of a verdict, not because the reply failed
+UNDECIDED = "undecided, not passed"
 
 
 @dataclass(repr=False)
@@ -57,8 +57,9 @@ class JudgekitEvaluator(Evaluator[Any, Any, Any]):
 
     async def evaluate(self, ctx: EvaluatorContext[Any, Any, Any]) -> EvaluationReason:
         if ctx.output is None:
-            raise Undecided(
-                f"judgekit {self.criterion}: the task returned no output; nothing to judge"
+            return EvaluationReason(
+                value=False,
+                reason=f"{UNDECIDED}: judgekit {self.criterion}: the task returned no output",
             )
         metadata = ctx.metadata
         context = (
@@ -71,8 +72,8 @@ class JudgekitEvaluator(Evaluator[Any, Any, Any]):
             input=_text(ctx.inputs),
             context=_text(context) if context is not None else None,
         )
-        if graded.passed is None:
-            raise Undecided(graded.line())
+        if graded.passed is None:  # an abstention or an escalation is no pass
+            return EvaluationReason(value=False, reason=f"{UNDECIDED}: {graded.line()}")
         return EvaluationReason(value=graded.passed, reason=graded.reason or None)
 
 
