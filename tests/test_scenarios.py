@@ -408,13 +408,13 @@ def test_an_agents_error_in_a_tally_reaches_the_terminal_inert(pytester, server)
     format characters escaped, in the failure and in the summary."""
     _project(pytester, server=server)
     pytester.makepyfile(
-        test_odd='''
+        test_odd="""
 import pytest
 
 @pytest.mark.judged("card", runs=2, min_passes=2)
 def test_odd(judge):
     raise ConnectionError("down\\x1b[2J\\u202e")
-'''
+"""
     )
     result = pytester.runpytest_subprocess("--judgekit-gate", "-rf")
     out = result.stdout.str()

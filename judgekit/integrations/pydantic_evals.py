@@ -30,7 +30,6 @@ from pydantic_evals.evaluators import EvaluationReason, Evaluator, EvaluatorCont
 
 from judgekit.integrations.gated import GatedJudge
 
-
 # the reason of an assertion that is False for want of a verdict, not because the reply failed
 UNDECIDED = "undecided, not passed"
 
