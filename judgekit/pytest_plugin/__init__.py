@@ -253,9 +253,10 @@ def pytest_report_teststatus(
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    ids = _criteria_of(item)
-    if ids:  # before any fixture: a test that raises before its judge is asked still counts
+    ids, reason = _criteria_of(item), item.stash.get(_BLOCKED, None)
+    # Before any fixture: a test that raises before its judge is asked still counts. One the gate
+    # blocks is the gate's error, not a scenario of the agent's.
+    if ids and reason is None:
         item.user_properties.append((JUDGED, {"criteria": ids, "task": task_of(item)}))
-    reason = item.stash.get(_BLOCKED, None)
     if reason is not None:
         pytest.fail(reason, pytrace=False)
