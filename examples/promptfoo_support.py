@@ -18,6 +18,8 @@ CONFIG = """\
 description: support replies, graded by a calibrated judgekit criterion
 prompts: ["{{reply}}"]
 providers: [echo]
+# judgekit's hook: the gate before any test runs, and one judge process for the eval
+extensions: [file://judgekit_assert.py:beforeAll, file://judgekit_assert.py:afterAll]
 defaultTest:
   assert:
     - type: python
@@ -35,8 +37,8 @@ tests:
       reply: Refunds reach your account within five working days.
 """
 ASSERTION = (
-    "from judgekit.integrations.promptfoo import get_assert"
-    "  # noqa: F401  (promptfoo calls get_assert)\n"
+    "from judgekit.integrations.promptfoo import afterAll, beforeAll, get_assert"
+    "  # noqa: F401  (promptfoo calls them)\n"
 )
 
 

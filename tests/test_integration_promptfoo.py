@@ -21,27 +21,51 @@ from tests.integration_project import REPLIES
 PROMPTFOO = "promptfoo@0.121.20"
 
 
+ASSERTION = f"file://{Path(assertion.__file__).resolve()}"
+
+
 def _eval(
-    root: Path, criterion: str, kind: str = "python", replies: dict[str, str] = REPLIES
+    root: Path,
+    criterion: str,
+    kind: str = "python",
+    replies: dict[str, str] = REPLIES,
+    hook: bool = False,
+    threshold: float | None = None,
 ) -> tuple[int, list[dict]]:
     """Run promptfoo over `replies` with the judgekit assertion (`kind`: python, or not-python) for
-    `criterion`; its exit code and results, sorted by input."""
+    `criterion` (with judgekit's extension hook; each test with a `threshold` and an always-passing
+    assertion beside judgekit's); its exit code and results, sorted by input."""
+    done = _run(root, criterion, kind, replies, hook, threshold)
+    out = root / "results.json"
+    assert out.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
+    results = json.loads(out.read_text())["results"]["results"]
+    return done.returncode, sorted(results, key=lambda r: r["vars"]["input"])
+
+
+def _run(
+    root: Path,
+    criterion: str,
+    kind: str = "python",
+    replies: dict[str, str] = REPLIES,
+    hook: bool = False,
+    threshold: float | None = None,
+) -> subprocess.CompletedProcess[str]:
     require(
         shutil.which("npx") is not None, "npx (Node.js) is not installed; promptfoo runs through it"
     )
+    besides = [{"type": "javascript", "value": "true"}] if threshold is not None else []
     config = {
         "description": "judgekit in promptfoo",
         "prompts": ["{{reply}}"],
         "providers": ["echo"],  # promptfoo's own: the output is the prompt, here the agent's reply
+        **({"extensions": [f"{ASSERTION}:beforeAll", f"{ASSERTION}:afterAll"]} if hook else {}),
         "tests": [
             {
                 "vars": {"input": text, "reply": reply},
+                **({"threshold": threshold} if threshold is not None else {}),
                 "assert": [
-                    {
-                        "type": kind,
-                        "value": f"file://{Path(assertion.__file__).resolve()}",
-                        "config": {"criterion": criterion},
-                    }
+                    {"type": kind, "value": ASSERTION, "config": {"criterion": criterion}},
+                    *besides,
                 ],
             }
             for text, reply in replies.items()
@@ -55,7 +79,8 @@ def _eval(
         "PROMPTFOO_DISABLE_UPDATE": "1",
         "PROMPTFOO_CONFIG_DIR": str(root / ".promptfoo"),
     }
-    done = subprocess.run(
+    (root / "results.json").unlink(missing_ok=True)
+    return subprocess.run(
         [
             "npx",
             "--yes",
@@ -75,10 +100,6 @@ def _eval(
         text=True,
         timeout=600,
     )
-    out = root / "results.json"
-    assert out.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
-    results = json.loads(out.read_text())["results"]["results"]
-    return done.returncode, sorted(results, key=lambda r: r["vars"]["input"])
 
 
 def test_each_reply_is_graded_by_the_calibrated_judge_and_an_abstention_fails_saying_so(
@@ -115,10 +136,11 @@ def test_a_blocked_criterion_fails_every_test_with_the_gates_reason_and_judges_n
     assert code != 0 and [r["success"] for r in results] == [False, False, False]
     for r in results:
         reason = r["gradingResult"]["componentResults"][0]["reason"]
-        assert (
-            "the judge is not calibrated well enough to grade (FAIL)" in reason
-            and "FAIL weak: TNR" in reason
-        )
+        # the headline names the criterion and the gate's reason, not a traceback's last line
+        assert reason.splitlines()[0].startswith(
+            "Error running Python script: promptfoo.NoVerdict: judgekit weak: blocked by the gate "
+            "(FAIL): TNR"
+        ), reason
     assert gated_project.judge_calls() == before
 
 
@@ -150,3 +172,86 @@ def test_the_assertion_prints_its_own_path_for_the_config():
         check=True,
     ).stdout.strip()
     assert Path(shown) == Path(assertion.__file__).resolve()
+
+
+def test_with_the_hook_a_blocked_criterion_stops_the_eval_before_any_test(gated_project):
+    """Issue 33, item 15: a blocked criterion failed each test with "Error running Python script:
+    Fix the judge or the labels ..." (its reason lost in a traceback), and a test `threshold`
+    could still pass it; with judgekit's extension hook the eval stops before any test runs, its
+    headline naming the criterion and the gate's reason."""
+    before = gated_project.judge_calls()
+    done = _run(gated_project.root, "weak", hook=True, threshold=0.5)
+    said = done.stdout + done.stderr
+    assert done.returncode != 0
+    assert "judgekit weak: blocked by the gate (FAIL): TNR" in said, said[-3000:]
+    assert not (gated_project.root / "results.json").is_file()  # no test ran
+    assert gated_project.judge_calls() == before
+
+
+def test_with_the_hook_an_abstention_fails_its_test_whatever_the_threshold(gated_project):
+    """Issue 33, item 15: beside an assertion that passes, under `threshold: 0.5`, an abstention was
+    averaged in (`success: true, score: 0.5`); with the hook it fails its test, and a real verdict
+    still counts as promptfoo's threshold says."""
+    _, without = _eval(gated_project.root, "says-blocked", threshold=0.5)
+    assert {r["vars"]["input"]: r["success"] for r in without}["garbled"] is True  # the hole
+    code, results = _eval(gated_project.root, "says-blocked", hook=True, threshold=0.5)
+    by_input = {r["vars"]["input"]: r for r in results}
+    assert code != 0
+    assert {k: r["success"] for k, r in by_input.items()} == {
+        "garbled": False,  # no verdict: fails whatever the threshold
+        "lost card": True,
+        "stolen card": True,  # a failing verdict beside a pass: 0.5, at the threshold
+    }
+    assert "judgekit says-blocked: ABSTAINED" in by_input["garbled"]["gradingResult"]["reason"]
+    assert by_input["lost card"]["gradingResult"]["componentResults"][0]["reason"] == (
+        "judgekit says-blocked: PASS: scripted verdict"
+    )
+
+
+def test_with_the_hook_assertions_ask_one_judge_process(gated_project):
+    """Issue 33, item 15: each assertion loaded judgekit in a fresh process; with the hook it asks
+    the eval's one judge process, which ends with the eval, and grades as without it."""
+    code, results = _eval(gated_project.root, "says-blocked", hook=True)
+    graded = {r["vars"]["input"]: r["gradingResult"]["componentResults"][0] for r in results}
+    assert graded["lost card"]["pass"] is True and graded["stolen card"]["pass"] is False
+    assert [r["success"] for r in results] == [False, True, False]
+    assert results[0]["error"] and "judgekit says-blocked: ABSTAINED" in results[0]["error"]
+    import time
+
+    deadline = time.monotonic() + 10  # stopped at afterAll: it ends as promptfoo does
+    while _judge_processes() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _judge_processes() == []
+
+
+def test_the_assertion_module_loads_the_standard_library_only():
+    """The assertion module itself loads the standard library only: the judge is the process's
+    that the hook started, or loaded when there is none."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, judgekit.integrations.promptfoo; "
+            "print(sorted(m for m in sys.modules if m.startswith('judgekit')))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == (
+        "['judgekit', 'judgekit.integrations', 'judgekit.integrations.promptfoo', 'judgekit.lazy']"
+    )
+
+
+def _judge_processes() -> list[str]:
+    """The judge processes running on this machine (their command lines)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            words = cmdline.read_bytes().split(b"\0")
+        except OSError:  # ended meanwhile
+            continue
+        line = " ".join(w.decode(errors="replace") for w in words)
+        if "judgekit.integrations.promptfoo_service serve" in line:
+            found.append(line)
+    return found

@@ -12,5 +12,6 @@ is an optional extra (the adapter, then what installs its runner):
         pip install "judgekit-calibrate[deepeval]"
     judgekit.integrations.pydantic_evals.JudgekitEvaluator
         pip install "judgekit-calibrate[pydantic-evals]"
-    judgekit/integrations/promptfoo.py (a `type: python` assertion; needs nothing more)
+    judgekit/integrations/promptfoo.py (a `type: python` assertion and its `beforeAll` /
+        `afterAll` extension hooks; needs nothing more)
 """
