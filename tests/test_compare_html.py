@@ -103,7 +103,8 @@ def comparison(
         if passes
         else Recommendation(
             candidate=None,
-            why="none passes",
+            # as judgekit.compare.analysis words it
+            why=f"no candidate passes the gate; the closest is {chosen} (FAIL)",
             front=[names[0]],
             closest=chosen,
             blocked_by=[f"kappa's lower bound is below 0.6 ({chosen})"],
@@ -270,6 +271,9 @@ def test_the_recommendation_or_what_blocks_the_closest_comes_first():
         f"kappa&#x27;s lower bound is below 0.6" in blocked
     )
     assert blocked.index("No candidate passes") < blocked.index('class="candidates"')
+    # issue 33, item 21: the banner said its sentence twice
+    banner = blocked[blocked.index('id="recommendation"') :].split("</p>")[0]
+    assert banner.lower().count("no candidate passes the gate") == 1, banner
     head, *rows = Parsed(text).tables["candidates"]
     cost = [h for h, (_, t) in enumerate(head) if t == "cost per 1,000 verdicts"][0]
     assert [row[cost][1] for row in rows] == [

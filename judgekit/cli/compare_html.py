@@ -196,11 +196,11 @@ def _recommendation(comparison: Comparison) -> str:
     why = f" — {escape(r.why)}" if r.why else ""
     if r.candidate is not None:
         return f'<p class="recommend" id="recommendation">Use <b>{escape(r.candidate)}</b>{why}</p>'
-    if r.closest is not None:
+    if r.closest is not None:  # `why` says this sentence too: said once, with what blocks it
         blocked = "; ".join(r.blocked_by) or "nothing recorded"
         return (
             '<p class="recommend none" id="recommendation">No candidate passes the gate; '
-            f"the closest is <b>{escape(r.closest)}</b>, blocked by: {escape(blocked)}{why}</p>"
+            f"the closest is <b>{escape(r.closest)}</b>, blocked by: {escape(blocked)}</p>"
         )
     return f'<p class="recommend none" id="recommendation">No candidate passes the gate{why}</p>'
 
