@@ -200,3 +200,78 @@ def test_examples_frame_has_one_row_per_example_fresh_and_read_back(project):
     assert back[["label", "verdict", "trials", "split"]].equals(
         fresh.sort_index()[["label", "verdict", "trials", "split"]]
     )
+
+
+def _k_of_n_project(project, labels_of, repeat=1):
+    from tests.conftest import llm_criterion
+
+    project.criterion(llm_criterion())
+    rows = [
+        {"id": f"a{i}", "output": f"reply-p{i}", "labels": labels_of(i)} for i in range(len(SIX))
+    ]
+    if repeat > 1:  # the same design, repeated under new ids (the ceiling needs 20 examples)
+        rows = [
+            dict(r, id=f"{r['id']}-{k}", output=f"{r['output']}-{k}")
+            for k in range(repeat)
+            for r in rows
+        ]
+    rows += [{"id": f"p{i}", "output": f"reply-q{i}", "passed": True} for i in range(20)]
+    rows += [{"id": f"f{i}", "output": f"reply-f{i}", "passed": False} for i in range(20)]
+    project.jsonl("says-blocked", rows)
+
+
+# six examples, four annotators, three labels each (each example left out by one annotator)
+SIX = [(1, 1, 0), (0, 0, 0), (1, 1, 1), (1, 0, 1), (0, 0, 1), (1, 1, 1)]
+FOUR = ("ana", "ben", "eve", "ida")
+
+
+def _calibrated(project):
+    from judgekit.testing import FakeLLM
+
+    return calibrate(
+        Options(
+            criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
+        ),
+        llm=FakeLLM.scripted({"reply-p": True, "reply-q": True}, default=False),
+    )
+
+
+def test_fleiss_kappa_over_k_of_n_annotators_is_statsmodels(project):
+    """Issue 34, item 2: Fleiss' kappa needs as many labels on every example, not the same
+    annotators; with three of four on each it was null."""
+    import numpy as np
+    from statsmodels.stats.inter_rater import fleiss_kappa
+
+    def labels_of(i):
+        names = [n for j, n in enumerate(FOUR) if j != i % 4]  # one annotator left out
+        return {n: bool(v) for n, v in zip(names, SIX[i], strict=True)}
+
+    _k_of_n_project(project, labels_of)
+    a = _calibrated(project).criteria[0].annotators
+    table = np.array([[sum(r), 3 - sum(r)] for r in SIX])
+    assert a.fleiss_kappa == pytest.approx(fleiss_kappa(table))
+    assert a.fleiss_examples == 6
+    assert a.fleiss_why_not is None and a.examples == 6
+
+
+def test_fleiss_kappa_is_not_shown_where_labels_per_example_vary(project):
+    """Issue 34, item 2: where a third annotator adjudicated only some examples, Fleiss' kappa was
+    computed over those few as if over all; it is undefined, saying why, and every figure shows
+    its n."""
+    from judgekit.report import to_markdown
+
+    def labels_of(i):
+        two = {"ana": bool(SIX[i][0]), "ben": bool(SIX[i][1])}
+        return two | ({"eve": bool(SIX[i][2])} if SIX[i][0] != SIX[i][1] else {})
+
+    _k_of_n_project(project, labels_of, repeat=4)
+    report = _calibrated(project)
+    a = report.criteria[0].annotators
+    assert a.fleiss_kappa is None and a.fleiss_examples == 0
+    assert a.fleiss_why_not.startswith("the examples have 2 to 3 labels each")
+    assert a.pairwise_examples == {"ana~ben": 24, "ana~eve": 4, "ben~eve": 4}
+    line = next(
+        line for line in to_markdown(report).splitlines() if line.startswith("Human ceiling")
+    )
+    assert "ana~ben 0.67 (n=24)" in line and "Fleiss n/a: the examples have 2 to 3" in line
+    assert "alpha" in line and "(n=24)" in line

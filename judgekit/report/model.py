@@ -173,11 +173,21 @@ class Annotators(ReportPart):
     pairwise_kappa: dict[str, float | None]
     judge_kappa: dict[str, float | None]
     fleiss_kappa: float | None = Field(
-        None, description="Among the annotators, over examples all of them labelled."
+        None,
+        description="Among the annotators, over the examples labelled by two or more of them, "
+        "when each has the same number of labels (by any of the annotators); else null, and "
+        "fleiss_why_not says why.",
     )
+    fleiss_examples: int = Field(0, description="The examples Fleiss' kappa rests on.")
+    fleiss_why_not: str | None = None
     krippendorff_alpha: float | None = None
     examples: int = Field(
-        0, description="Examples labelled by two annotators or more: what the figures rest on."
+        0,
+        description="Examples labelled by two annotators or more: what Krippendorff's alpha "
+        "rests on.",
+    )
+    pairwise_examples: dict[str, int] = Field(
+        default_factory=dict, description="Per pair of annotators, the examples both labelled."
     )
 
 
@@ -503,13 +513,30 @@ def annotators(cal: CalibrationSet, final: list[Verdict]) -> Annotators | None:
     }
     names = sorted(ratings)
     rows = [[ratings[name].get(e.id) for name in names] for e in cal.examples]
-    full = [row for row in rows if None not in row]
+    # Fleiss' kappa needs as many labels on every example, not the same annotators on each
+    rated = [row for row in rows if len(row) - row.count(None) >= 2]
+    counts = sorted({len(row) - row.count(None) for row in rated})
+    why_not = (
+        "no example was labelled by two annotators"
+        if not counts
+        else f"the examples have {counts[0]} to {counts[-1]} labels each; Fleiss' kappa needs "
+        "the same number on every example (Krippendorff's alpha does not)"
+        if len(counts) > 1
+        else None
+    )
     return Annotators(
         pairwise_kappa={k: finite(v) for k, v in pairwise_kappa(ratings).items()},
         judge_kappa={k: finite(v) for k, v in judge_kappa.items()},
-        fleiss_kappa=finite(fleiss_kappa(full)) if full else None,
+        fleiss_kappa=finite(fleiss_kappa(rated)) if why_not is None else None,
+        fleiss_examples=len(rated) if why_not is None else 0,
+        fleiss_why_not=why_not,
         krippendorff_alpha=finite(krippendorff_alpha(rows)),
-        examples=sum(1 for row in rows if len(row) - row.count(None) >= 2),
+        examples=len(rated),
+        pairwise_examples={
+            f"{a}~{b}": sum(1 for e in ratings[a] if e in ratings[b])
+            for i, a in enumerate(names)
+            for b in names[i + 1 :]
+        },
     )
 
 

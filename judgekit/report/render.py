@@ -47,7 +47,9 @@ def human_ceiling(a: Annotators) -> str:
     """The humans' agreement with each other beside the judge's with each of them, on how many
     examples; below CEILING_MIN, said to be too few to compare."""
     human = ", ".join(
-        f"{md_escape(pair)} {fmt_number(k, 2)}" for pair, k in a.pairwise_kappa.items()
+        f"{md_escape(pair)} {fmt_number(k, 2)}"
+        + (f" (n={a.pairwise_examples[pair]})" if pair in a.pairwise_examples else "")
+        for pair, k in a.pairwise_kappa.items()
     )
     judge = ", ".join(f"{md_escape(who)} {fmt_number(k, 2)}" for who, k in a.judge_kappa.items())
     head = f"Human ceiling, on {a.examples} examples labelled by several annotators"
@@ -57,10 +59,15 @@ def human_ceiling(a: Annotators) -> str:
             "kappa between "
             f"annotators {human}"
         )
+    fleiss = (
+        f"Fleiss n/a: {md_escape(a.fleiss_why_not)}"
+        if a.fleiss_why_not
+        else f"Fleiss {fmt_number(a.fleiss_kappa, 2)} (n={a.fleiss_examples})"
+    )
     return (
-        f"{head}, kappa between annotators: {human} (Fleiss {fmt_number(a.fleiss_kappa, 2)}, "
-        "Krippendorff's "
-        f"alpha {fmt_number(a.krippendorff_alpha, 2)}); the judge against each: {judge}"
+        f"{head}, kappa between annotators: {human} ({fleiss}, Krippendorff's "
+        f"alpha {fmt_number(a.krippendorff_alpha, 2)} (n={a.examples})); the judge against each: "
+        f"{judge}"
     )
 
 

@@ -15,13 +15,18 @@ from collections.abc import Hashable, Sequence
 NAN = float("nan")
 
 
-def fleiss_kappa(ratings: Sequence[Sequence[Hashable]]) -> float:
-    """Fleiss' kappa; every item must have the same number (>= 2) of ratings, none missing."""
-    rows = [list(r) for r in ratings]
+def fleiss_kappa(ratings: Sequence[Sequence[Hashable | None]]) -> float:
+    """Fleiss' kappa. It needs the same number (>= 2) of ratings for every item, not the same
+    raters: each item may be rated by its own k of N raters (a missing rating is None, left out).
+
+    >>> round(fleiss_kappa([[1, 1, None], [None, 0, 0], [1, None, 0]]), 3)
+    0.333
+    """
+    rows = [[x for x in r if x is not None] for r in ratings]
     if not rows:
         return NAN
     m = len(rows[0])
-    if m < 2 or any(len(r) != m or any(x is None for x in r) for r in rows):
+    if m < 2 or any(len(r) != m for r in rows):
         raise ValueError(
             "Fleiss' kappa needs the same number (at least 2) of ratings for every item"
         )
