@@ -207,7 +207,8 @@ def test_min_agreement_0_9_at_delta_0_1_needs_the_bound():
 def test_words():
     got = certify(*graded(190, 10, 0.9, 0.9))
     assert got.words() == (
-        "agrees with people on ≥ 90% of the verdicts it gives (certified at 90%), "
+        "agrees with people on ≥ 90% of the verdicts it gives (certified at 90%; of them, "
+        "TPR 0.95 on 100 known-good, TNR 0.95 on 100 known-bad), "
         "gives verdicts on 100% [98%, 100%] of examples"
     )
     labels, verdicts, confidences = graded(60, 0, 0.9, 0.0)
@@ -219,9 +220,20 @@ def test_words():
         delta=0.05,
     )
     assert got.words() == (
-        "agrees with people on ≥ 80% of the verdicts it gives (certified at 95%), "
+        "agrees with people on ≥ 80% of the verdicts it gives (certified at 95%; of them, "
+        "TPR 1.00 on 30 known-good, TNR 1.00 on 30 known-bad), "
         "gives verdicts on 60% [50%, 69%] of examples"
     )
+
+
+def test_a_judge_that_passes_everything_is_certified_only_with_its_tnr_beside():
+    """Issue 34, item 4: on 400 known-good and 25 known-bad replies a judge that passes every one
+    agrees on 94% and is certified at 90%, which the words said alone; they carry each class's
+    rate on the verdicts given, so the TNR of 0 shows where the certificate is read."""
+    labels = [True] * 400 + [False] * 25
+    got = certify(labels, [True] * 425, [0.9] * 425, min_agreement=0.9, delta=0.1)
+    assert got.threshold == 0.9 and got.agreement == pytest.approx(400 / 425)
+    assert "of them, TPR 1.00 on 400 known-good, TNR 0.00 on 25 known-bad" in got.words()
 
 
 def test_fewest_to_certify_is_where_all_agreeing_first_rejects():
