@@ -176,3 +176,17 @@ def test_kappa_interval_covers_about_95_percent(n):
         low, high = kappa_interval(labels, verdicts)
         hits += low <= truth <= high
     assert 0.93 <= hits / 1000 <= 0.965  # a BCa bootstrap covers 0.971 at n = 30
+
+
+def test_the_label_budget_is_the_fewest_that_reach_the_threshold_and_stay():
+    """Issue 34, item 7: the Wilson bound jitters with the rounding of rate * n, and the binary
+    search answered a size past which it dips below the threshold again (372 for a rate of 0.55
+    against 0.50, though 373 to 399 fall short thirteen times); the answer reaches it at every
+    size from there on."""
+    from judgekit.stats.metrics import examples_for, wilson
+
+    for rate, threshold in [(0.55, 0.5), (0.9, 0.8), (0.53, 0.51), (0.97, 0.95)]:
+        n = examples_for(rate, threshold)
+        assert n is not None
+        reach = [wilson(round(rate * m), m)[0] >= threshold for m in range(n - 1, n + 3000)]
+        assert not reach[0] and all(reach[1:]), (rate, threshold, n)

@@ -7,7 +7,7 @@ to see a judge clear its thresholds, at the observed rates or at assumed ones.
 ... )
 >>> line = plan(None, Policy(), {"c": labels}, ["c"], assume=(0.9, 0.9))[0]
 >>> print(line)  # doctest: +NORMALIZE_WHITESPACE
-c known-good: 20 labelled, TPR 0.90 (assumed): 61 needed, 41 more
+c known-good: 20 labelled, TPR 0.90 (assumed): 68 needed, 48 more
 (a judge that is never wrong would need 20)
 >>> b = ClassBudget("known-good", "TPR", 0.8, 30, 0.75, 20, True)
 >>> print(b.words())  # doctest: +NORMALIZE_WHITESPACE

@@ -232,24 +232,26 @@ def pairwise_kappa(ratings: Mapping[str, Mapping[str, Hashable]]) -> dict[str, f
 def examples_for(
     rate: float, threshold: float, confidence: float = CONFIDENCE, limit: int = 100_000
 ) -> int | None:
-    """The fewest examples at which a judge with this `rate` would show (Wilson lower bound) that
-    it clears `threshold`; None if it cannot (rate <= threshold) or not within `limit`.
+    """The fewest examples from which on a judge with this `rate` would show (Wilson lower bound)
+    that it clears `threshold`, at that size and at every larger one up to `limit`; None if it
+    cannot (rate <= threshold) or not within `limit`. The bound jitters with the rounding of
+    rate * n, so the first n that reaches the threshold can fall below it again: the answer is
+    the size that reaches it and stays.
 
     >>> examples_for(1.0, 0.8), examples_for(0.9, 0.8)
-    (16, 61)
+    (16, 68)
     """
+    import numpy as np
+
     if rate <= threshold:
         return None
-    n = 1
-    while wilson(round(rate * n), n, confidence)[0] < threshold:
-        n = n * 2 if n < 64 else n + max(1, n // 8)
-        if n > limit:
-            return None
-    low = max(1, n // 2)
-    while low < n:  # the first n that shows it, searched downwards from the one found
-        middle = (low + n) // 2
-        if wilson(round(rate * middle), middle, confidence)[0] >= threshold:
-            n = middle
-        else:
-            low = middle + 1
-    return n
+    n = np.arange(1, limit + 1, dtype=float)
+    z = _z(confidence)
+    p = np.round(rate * n) / n  # as wilson(round(rate * n), n) rounds, half to even
+    denominator = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denominator
+    half = z / denominator * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    short = np.flatnonzero(np.maximum(0.0, centre - half) < threshold)
+    if len(short) and short[-1] == limit - 1:
+        return None  # short of it at the limit
+    return int(short[-1]) + 2 if len(short) else 1
