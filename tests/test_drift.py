@@ -618,3 +618,38 @@ def test_ids_and_models_from_the_history_cannot_drive_the_terminal(project, tmp_
     assert (
         missing.exit_code == 2 and "nope\\x1b[2J" in missing.output and "\x1b" not in missing.output
     )
+
+
+def test_recheck_sizes_its_canary_to_see_a_drop_of_0_2_and_says_what_it_can_see(project, tmp_path):
+    """Issue 34, item 6: the default canary of 10 printed NO DRIFT when a judge's TNR fell from
+    1.00 to 0.60; the default is as large as finding a drop of 0.2 in TPR or TNR 80% of the time
+    needs at the calibrated rates, and every re-check says the drop its canary can see."""
+    from judgekit.testing import FakeServer, script
+    from judgekit.watch.canary import canary_size, power
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(40, 40))
+    runner = CliRunner()
+    with FakeServer(script({"reply-p": True}, default=False)) as server:
+        common = ["--model", "openai/j", "--api-base", server.url]
+        assert runner.invoke(app, ["calibrate", *common, "-q"]).exit_code == 0
+        # the provider's update: 16 of the 40 known-bad replies now pass (TNR 1.00 -> 0.60)
+        server.answer = script(
+            {
+                **{f"reply-f{i}:": True for i in range(0, 40, 5)},
+                **{f"reply-f{i}:": True for i in range(1, 40, 5)},
+                "reply-p": True,
+            },
+            default=False,
+        )
+        small = runner.invoke(app, ["recheck", *common, "--size", "10"])
+        default = runner.invoke(app, ["recheck", *common])
+    size = canary_size(1.0, 1.0, 0.05, 0.02)
+    assert size == 54 and power(size, 1.0, 0.2, 0.05, 0.02) >= 0.8
+    assert "says-blocked: a canary of 10 examples finds a drop of 0.50 in TPR or TNR 80%" in (
+        small.output
+    )
+    assert default.exit_code == 1 and "drift: DRIFT" in default.output, default.output
+    assert f"says-blocked: a canary of {size} examples finds a drop of 0.20" in default.output
+    with History.open(tmp_path / ".judgekit" / "history.sqlite") as db:
+        assert [r.n for r in db.runs()] == [80, 10, size]

@@ -30,6 +30,7 @@ from judgekit.judging.setup import Source
 from judgekit.llm.transports import check_api_base
 from judgekit.pipeline import Options, calibrate
 from judgekit.secrets import public_url
+from judgekit.watch.canary import canary_size, canary_words
 from judgekit.watch.drift import Drift, compare
 from judgekit.watch.history import History, HistoryRun
 
@@ -83,15 +84,18 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
     criteria_dir: Path,
     sets_dir: Path,
     criterion_ids: Sequence[str],
-    size: int,
+    size: int | None,
     policy: DriftPolicy,
     split: str | None = None,
     model: str | None = None,
     api_base: str | None = None,
     timeout_s: float = 60.0,
+    notes: list[str] | None = None,
 ) -> list[Drift]:
     """Re-ask each criterion's canary of its calibrated judge, record the runs, and compare each
-    with its baseline. Every baseline is found, and every refusal made, before anything is asked."""
+    with its baseline. Every baseline is found, and every refusal made, before anything is asked.
+    With no `size`, each canary is as large as finding a drop of DROP in TPR or TNR POWER of the
+    time needs at its calibrated rates (judgekit.watch.canary); `notes` gets what each can see."""
     check_api_base(api_base)
     judged = {c.id: c for c in load_criteria(criteria_dir) if isinstance(c, JUDGED)}
     ids = list(criterion_ids or judged)
@@ -155,6 +159,14 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
         raise InputError(problems)
     drifts = []
     for cid, run in baselines.items():
+        rates = (run.metrics.get("tpr"), run.metrics.get("tnr"))
+        alpha, flips = policy.alpha, policy.max_run_flip_rate
+        chosen = min(
+            size if size is not None else canary_size(*rates, alpha, flips),
+            len(on_disk[cid].examples),
+        )
+        if notes is not None:
+            notes.append(f"{cid}: {canary_words(chosen, *rates, alpha, flips)}")
         fresh = calibrate(
             Options(
                 criteria_dir=criteria_dir,
@@ -167,7 +179,7 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
                 structured=True if run.structured is None else run.structured,
                 cache_dir=None,
                 timeout_s=timeout_s,
-                canary=size,
+                canary=chosen,
                 split=split,
             )
         )
