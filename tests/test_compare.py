@@ -702,3 +702,12 @@ def test_a_candidate_whose_every_call_fails_is_named(project):
         "(model 'openai/gpt-4o-mini', 6 examples) failed" in result.output
     )
     assert not Path(".judgekit/compare").exists()
+
+
+def test_a_variant_naming_no_model_without_model_is_a_clear_error(project):
+    """A variant file without judge.model, compared with no --model, crashed with a traceback
+    (`'NoneType' object has no attribute 'startswith'`); it is an input error naming the file."""
+    variant = _live_project(project)
+    done = CliRunner().invoke(app, ["compare", "-c", "says-blocked", "--variant", str(variant)])
+    assert done.exit_code == 2, done.output
+    assert f"{variant}:judge.model: names no model and no --model is given" in done.output

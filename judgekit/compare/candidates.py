@@ -112,22 +112,7 @@ def from_options(
             )
         if problems:
             raise InputError(problems)
-        model_choices: Sequence[str | None] = models or [None]
-        trial_choices: Sequence[int | None] = trials or [None]
-        for model, (vname, vpath, criterion), count in itertools.product(
-            model_choices, loaded, trial_choices
-        ):
-            judged = with_trials(with_model(criterion, model), count)
-            named = judged.judge.model  # type: ignore[union-attr]  # a regex criterion is refused above
-            # Named by what sets it apart: the model, the variant, the trials, whichever vary.
-            parts = [
-                named if len(models) > 1 else None,
-                vname if variants else None,
-                f"x{count}" if len(trials) > 1 else None,
-            ]
-            specs.append(
-                Spec(" ".join(p for p in parts if p) or named or vname, judged, named, vpath, count)
-            )
+        specs = _live(models, loaded, trials, variants)
     for path in verdicts:
         try:
             groups = load_by_candidate(path)
@@ -142,6 +127,47 @@ def from_options(
     if problems:
         raise InputError(problems)
     return _unique(specs, "the command line")
+
+
+def _live(
+    models: Sequence[str],
+    loaded: list[tuple[str, Path | None, Criterion]],
+    trials: Sequence[int],
+    variants: Sequence[Path],
+) -> list[Spec]:
+    """The live candidates: every model by every variant (the base criterion first) by every
+    trial count."""
+    problems: list[Problem] = []
+    specs: list[Spec] = []
+    model_choices: Sequence[str | None] = models or [None]
+    trial_choices: Sequence[int | None] = trials or [None]
+    for model, (vname, vpath, criterion), count in itertools.product(
+        model_choices, loaded, trial_choices
+    ):
+        judged = with_trials(with_model(criterion, model), count)
+        named = judged.judge.model  # type: ignore[union-attr]  # a regex criterion is refused above
+        if not named:  # a variant of its own, naming no model, and no --model
+            problems.append(
+                Problem(
+                    str(vpath or "--model"),
+                    "judge.model",
+                    "names no model and no --model is given; set judge.model in the variant, "
+                    "or pass --model",
+                )
+            )
+            continue
+        # Named by what sets it apart: the model, the variant, the trials, whichever vary.
+        parts = [
+            named if len(models) > 1 else None,
+            vname if variants else None,
+            f"x{count}" if len(trials) > 1 else None,
+        ]
+        specs.append(
+            Spec(" ".join(p for p in parts if p) or named or vname, judged, named, vpath, count)
+        )
+    if problems:
+        raise InputError(problems)
+    return specs
 
 
 class _Entry(Frozen):
