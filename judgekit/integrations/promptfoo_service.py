@@ -191,8 +191,13 @@ def _score_every_test(suite: dict[str, Any]) -> None:
     verdict fails the test whatever its threshold); a scoring function of the suite's own would
     decide in its place, so it is refused."""
     default = suite.get("defaultTest")
-    if not isinstance(default, dict):
+    if default is None:
         default = suite["defaultTest"] = {}
+    if not isinstance(default, dict):
+        raise JudgekitError(
+            "promptfooconfig.yaml: defaultTest: judgekit's hook reads it as promptfoo loaded it, "
+            f"a mapping, but found {type(default).__name__}; write defaultTest in the config"
+        )
     holders = [("defaultTest", default)] + [
         (f"tests[{i}]", t) for i, t in enumerate(suite.get("tests") or []) if isinstance(t, dict)
     ]
