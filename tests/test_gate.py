@@ -338,7 +338,7 @@ def test_plan_and_gate_agree_on_the_label_budget(project):
     _, sets = load_inputs(project.criteria, project.sets)
     lines = plan(report, Policy(), sets, ["c"])
     assert "known-good: 30 labelled, TPR 0.90 (observed): 68 needed, 38 more" in lines[0]
-    assert result.decisions[0].needed == {"pass": 31, "fail": 31}
+    assert result.decisions[0].needed == {"pass": 38, "fail": 38}
     assumed = plan(None, Policy(), sets, ["c"], assume=(1.0, 0.5))
     # min_examples
     assert "known-good: 30 labelled" in assumed[0] and "enough (20 needed)" in assumed[0]
