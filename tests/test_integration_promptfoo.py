@@ -255,3 +255,40 @@ def _judge_processes() -> list[str]:
         if "judgekit.integrations.promptfoo_service serve" in line:
             found.append(line)
     return found
+
+
+def test_a_socket_outside_a_private_folder_is_never_asked(tmp_path):
+    """A config naming a socket in a folder others may enter (another user's process could answer
+    PASS there) is refused before anything is sent."""
+    import socket as sockets
+
+    import pytest
+
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    path = shared / "judge.sock"
+    import threading
+
+    listener = sockets.socket(sockets.AF_UNIX, sockets.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(1)
+    listener.settimeout(10)
+
+    def answer_pass() -> None:  # what a process of someone else's could answer
+        try:
+            connection, _ = listener.accept()
+        except OSError:
+            return
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b'{"result": {"pass": true, "score": 1, "reason": "forged"}}\n')
+
+    threading.Thread(target=answer_pass, daemon=True).start()
+    try:
+        with pytest.raises(assertion.NoVerdict, match="not in a folder only this user can enter"):
+            assertion.get_assert(
+                "reply", {"config": {"criterion": "says-blocked", "judgekit_socket": str(path)}}
+            )
+    finally:
+        listener.close()

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import socket
 import sys
 from pathlib import Path
@@ -97,8 +98,24 @@ def extension_hook(hook_name: str, context: dict[str, Any]) -> Any:
     return importlib.import_module(SERVICE).hook(hook_name, context)
 
 
+def _private(path: str) -> bool:
+    """The socket is in a folder of this user's that no one else may enter, as the hook makes it:
+    a config naming a socket elsewhere (another user's, which could answer PASS) is not asked."""
+    try:
+        folder = os.stat(os.path.dirname(path) or ".")
+    except OSError:
+        return False
+    return folder.st_uid == os.getuid() and not folder.st_mode & 0o077
+
+
 def _ask(path: str, request: dict[str, Any]) -> dict[str, Any]:
     """The judge process's answer to one request (one JSON line each way)."""
+    if not _private(path):
+        raise NoVerdict(
+            f"judgekit {request['criterion']}: the judge process socket {path} is not in a folder "
+            "only this user can enter; the beforeAll hook makes it: remove judgekit_socket from "
+            "the assertion's config"
+        )
     try:
         with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as connection:
             connection.connect(path)
