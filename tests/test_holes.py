@@ -429,3 +429,21 @@ def test_report_md_keeps_an_underscore_inside_a_word(project):
     runner.invoke(app, ["calibrate"])
     markdown = (project.root / ".judgekit" / "reports" / "latest" / "report.md").read_text()
     assert "| ORD_12121212 | pass | fail |" in markdown and "&#95;" not in markdown
+
+
+def test_a_judged_sample_line_longer_than_judgekit_reads_is_refused(tmp_path, monkeypatch):
+    """A monitor file with one enormous JSON Lines record was read whole into memory by the pandas
+    reader (DuckDB refuses objects over 16 MB and leaves the file to it); it is refused, naming the
+    line, having read at most the bound."""
+    import json
+
+    from judgekit.watch import samples, scan
+
+    monkeypatch.setattr(samples, "LINE_MAX", 2_000_000, raising=False)
+    monkeypatch.setattr(scan, "duckdb_counts", lambda con, path, window: None)
+    rows = [json.dumps(r) for r in _judged_rows(3)]
+    rows[1] = rows[1][:-1] + ', "note": "' + "x" * 3_000_000 + '"}'
+    path = tmp_path / "long.jsonl"
+    path.write_text("\n".join(rows) + "\n")
+    done = runner.invoke(app, ["monitor", str(path)])
+    assert done.exit_code == 2 and "long.jsonl:line 2: is longer than the 2 million" in done.output

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     import pandas as pd
 
 CHUNK_ROWS = 1_000_000
+LINE_MAX = 16_000_000  # characters in one JSON Lines record of judged samples (DuckDB's 16 MB)
 COLUMNS = ("timestamp", "criterion", "passed")
 _EXPECTED = {
     "timestamp": "ISO 8601 text, or a column of numbers: epoch seconds, 1970 to 9999",
@@ -107,10 +108,21 @@ def _jsonl_chunks(path: Path, rows: int = 200_000) -> Iterator[tuple[pd.DataFram
     # as every other reader: a byte-order mark is dropped
     with open(path, encoding="utf-8-sig") as handle:
         first = 1
+        # every line read at most LINE_MAX characters at a time: a line of gigabytes is refused,
+        # never held whole
+        bounded = iter(lambda: handle.readline(LINE_MAX + 1), "")
         while True:
-            lines = list(islice(handle, rows))
+            lines = list(islice(bounded, rows))
             if not lines:
                 return
+            long = next((i for i, line in enumerate(lines) if len(line) > LINE_MAX), None)
+            if long is not None:
+                raise InputError.one(
+                    path,
+                    f"line {first + long}",
+                    f"is longer than the {LINE_MAX // 1_000_000} million characters judgekit "
+                    "reads in one judged sample; a sample is a verdict, not a reply",
+                )
             kept = [line for line in lines if line.strip()]
             try:
                 records = parse_json("[" + ",".join(kept) + "]", path)
