@@ -21,7 +21,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from judgekit.errors import JudgekitError, JudgeNotCalibrated
 from judgekit.integrations.gated import GatedJudge
@@ -101,8 +101,7 @@ class _Handler(socketserver.StreamRequestHandler):
             request = json.loads(line)
         except ValueError:
             request = None
-        server = self.server
-        assert isinstance(server, _Server)
+        server = cast("_Server", self.server)  # the one server class this handler is made for
         server.last = time.monotonic()
         if not isinstance(request, dict):
             reply: dict[str, Any] = {"error": "judgekit: the request is not a JSON object"}
@@ -224,7 +223,8 @@ def _start() -> str:
         text=True,
     )
     out = process.stdout
-    assert out is not None
+    if out is None:  # stdout=PIPE always gives one; said for the type checker
+        raise JudgekitError("judgekit: the judge process gave no output to read")
     ready: list[str] = []
     reader = threading.Thread(target=lambda: ready.append(out.readline()), daemon=True)
     reader.start()
