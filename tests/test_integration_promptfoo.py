@@ -11,6 +11,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -24,18 +25,9 @@ PROMPTFOO = "promptfoo@0.121.20"
 ASSERTION = f"file://{Path(assertion.__file__).resolve()}"
 
 
-def _eval(
-    root: Path,
-    criterion: str,
-    kind: str = "python",
-    replies: dict[str, str] = REPLIES,
-    hook: bool = False,
-    threshold: float | None = None,
-) -> tuple[int, list[dict]]:
-    """Run promptfoo over `replies` with the judgekit assertion (`kind`: python, or not-python) for
-    `criterion` (with judgekit's extension hook; each test with a `threshold` and an always-passing
-    assertion beside judgekit's); its exit code and results, sorted by input."""
-    done = _run(root, criterion, kind, replies, hook, threshold)
+def _eval(root: Path, criterion: str, *args: Any, **options: Any) -> tuple[int, list[dict]]:
+    """`_run`, and its exit code and results, sorted by input."""
+    done = _run(root, criterion, *args, **options)
     out = root / "results.json"
     assert out.is_file(), done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads(out.read_text())["results"]["results"]
@@ -50,6 +42,9 @@ def _run(
     hook: bool = False,
     threshold: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """Run promptfoo over `replies` with the judgekit assertion (`kind`: python, or not-python) for
+    `criterion` (with judgekit's extension hooks; each test with a `threshold` and an
+    always-passing assertion beside judgekit's)."""
     require(
         shutil.which("npx") is not None, "npx (Node.js) is not installed; promptfoo runs through it"
     )
