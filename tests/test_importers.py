@@ -405,3 +405,26 @@ def test_the_csv_error_list_stops_after_ten(tmp_path):
         f"data row {i}" for i in range(1, 11)
     ]
     assert lines[11:] == ["  ... and 46 more"]
+
+
+@pytest.mark.parametrize("compressed", ["zstd", "deflate"])
+def test_an_inspect_member_that_decompresses_past_the_bound_is_refused(
+    compressed, tmp_path, monkeypatch
+):
+    """A member of an .eval log was decompressed whole, to whatever size it (or its header)
+    claimed: a zip bomb was held in memory. It is counted as it comes and refused past the bound
+    judgekit reads whole."""
+    from judgekit.inputs import files
+
+    if compressed == "zstd":
+        pytest.importorskip("zstandard")
+        log = DATA / "inspect-mockllm.eval"
+    else:
+        log = tmp_path / "bomb.eval"
+        with zipfile.ZipFile(log, "w", zipfile.ZIP_DEFLATED) as archive:
+            archive.writestr(
+                "samples/1_epoch_1.json", '{"id": "x", "pad": "' + "0" * 300_000 + '"}'
+            )
+    monkeypatch.setattr(files, "WHOLE_MAX", 2_000)
+    with pytest.raises(InputError, match="decompresses to more than the 0 MB judgekit reads whole"):
+        import_verdicts("inspect", log)

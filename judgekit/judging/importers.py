@@ -16,12 +16,14 @@ judgekit.judging.unlabelled, which turns them into examples to label instead.
 
 from __future__ import annotations
 
+import io
 import zipfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from judgekit.errors import InputError, Problem
+from judgekit.inputs import files
 from judgekit.inputs.files import check_regular, parse_bool, read_csv, read_text
 from judgekit.inputs.parsing import parse_json
 from judgekit.judging.recorded import RecordedVerdict
@@ -174,8 +176,13 @@ ZSTD = 93  # the zip compression method of inspect's .eval logs, which Python's 
 
 
 def _member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
+    """A member of an .eval log, decompressed, at most WHOLE_MAX bytes: its header's size is the
+    writer's word, so the bytes are counted as they come (a zip bomb is refused, never held)."""
+    if info.file_size > files.WHOLE_MAX:
+        raise _member_too_large(path, info)
     if info.compress_type != ZSTD:
-        return archive.read(info)
+        with archive.open(info) as member:
+            return _bounded(path, info, member)
     try:
         import zstandard
     except ImportError:
@@ -195,7 +202,28 @@ def _member(path: Path, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> byte
             + int.from_bytes(header[28:30], "little")
         )
         raw = handle.read(info.compress_size)
-    return zstandard.ZstdDecompressor().decompress(raw, max_output_size=max(info.file_size, 1))
+    with zstandard.ZstdDecompressor().stream_reader(io.BytesIO(raw)) as member:
+        return _bounded(path, info, member)
+
+
+def _bounded(path: Path, info: zipfile.ZipInfo, member: IO[bytes]) -> bytes:
+    """The member's bytes, read until its end or past WHOLE_MAX, which is refused."""
+    chunks, size = [], 0
+    while chunk := member.read(1 << 20):
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > files.WHOLE_MAX:
+            raise _member_too_large(path, info)
+    return b"".join(chunks)
+
+
+def _member_too_large(path: Path, info: zipfile.ZipInfo) -> InputError:
+    return InputError.one(
+        path,
+        info.filename,
+        f"decompresses to more than the {files.WHOLE_MAX / 1e6:.0f} MB judgekit reads whole; "
+        "convert the log with `inspect log convert --to json`, or split it",
+    )
 
 
 # inspect's CORRECT / INCORRECT; P (partial) and N (no answer) abstain.
