@@ -653,3 +653,11 @@ def test_recheck_sizes_its_canary_to_see_a_drop_of_0_2_and_says_what_it_can_see(
     assert f"says-blocked: a canary of {size} examples finds a drop of 0.20" in default.output
     with History.open(tmp_path / ".judgekit" / "history.sqlite") as db:
         assert [r.n for r in db.runs()] == [80, 10, size]
+
+
+def test_a_rate_from_the_history_that_is_no_rate_cannot_shrink_the_canary():
+    """The calibrated rates come from a history anyone may have written: a TNR of 50 would make
+    every right verdict count fifty times and size the canary far below what a drop needs."""
+    from judgekit.watch.canary import canary_size
+
+    assert canary_size(1.0, 50.0, 0.05, 0.02) == canary_size(1.0, 1.0, 0.05, 0.02) == 54

@@ -339,7 +339,8 @@ def _criterion_line(
 
 def _pass_k_line(terminalreporter: Any, collector: Collector, criterion_id: str) -> None:
     """pass@k and pass^k over the criterion's tasks that ran as several trials (instances of a test
-    parametrized over `trial`); a trial passes when every verdict the judge gave in it passed."""
+    parametrized over `trial`); a trial passes when it gave verdicts, every one a pass, and did not
+    raise (`Collector.trial_passed`)."""
     tasks = {
         task: {n: v for n, v in trials.items() if v or not collector.tests[n].skipped}
         for (cid, task), trials in collector.trials.items()

@@ -52,7 +52,7 @@ def canary_size(
 ) -> int:
     """The smallest even canary (at most LARGEST) whose re-check finds a drop of `drop` in TPR and
     in TNR, each with chance `target`, at the calibrated rates (1.0 where one is unknown)."""
-    rates = [r if r is not None and r > 0 else 1.0 for r in (tpr, tnr)]
+    rates = _rates(tpr, tnr)
     for size in range(2, LARGEST + 1, 2):
         if all(power(size, r, drop, alpha, max_flip_rate) >= target for r in rates):
             return size
@@ -69,7 +69,7 @@ def detectable_drop(
 ) -> float | None:
     """The smallest drop (in steps of 0.01) in TPR and in TNR that a canary of `size` finds with
     chance `target`; None when even a fall to 0 is not found that often."""
-    rates = [r if r is not None and r > 0 else 1.0 for r in (tpr, tnr)]
+    rates = _rates(tpr, tnr)
     worst = 0.0
     for rate in rates:
         steps = [d / 100 for d in range(1, round(rate * 100) + 1)]
@@ -80,6 +80,12 @@ def detectable_drop(
             return None
         worst = max(worst, found)
     return worst
+
+
+def _rates(tpr: float | None, tnr: float | None) -> list[float]:
+    """The rates the canary is sized at, read from a history that anyone may have written: one
+    that is unknown or is no rate (above 1 it would shrink the canary) counts as 1.0."""
+    return [r if r is not None and 0 < r <= 1 else 1.0 for r in (tpr, tnr)]
 
 
 def canary_words(
