@@ -457,8 +457,14 @@ def test_a_person_relabelling_a_models_label_makes_it_a_human_label(tmp_path):
 def test_history_records_how_a_changed_label_was_made(tmp_path):
     with History.open(tmp_path / "h.sqlite") as db:
         db.record_label_change("c", "a", False, True, "ana")
+        db.record_label_change("c", "b", True, False, "ben", made_by="adjudicated")
         (made_by,) = db.db.execute("SELECT made_by FROM label_changes").fetchone()
+        changes = db.label_changes("c")
     assert made_by == "human"
+    assert [(c.example, c.annotator, c.made_by) for c in changes] == [
+        ("a", "ana", "human"),
+        ("b", "ben", "adjudicated"),
+    ]
 
 
 def test_merging_a_copy_with_the_opposite_label_is_refused_and_changes_nothing(project):

@@ -310,4 +310,6 @@ def test_labels_changed_in_review_are_kept_in_the_history(project, tmp_path):
     session.label("f1", True)  # the same label again: no change
     with History.open(tmp_path / "history.sqlite") as db:
         changes = db.label_changes("says-blocked")
-    assert [(e, old, new, who) for e, old, new, who, _ in changes] == [("f1", False, True, None)]
+    assert [(e, old, new, who, how) for e, old, new, who, _, how in changes] == [
+        ("f1", False, True, None, "human")
+    ]

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from judgekit.errors import InputError
 from judgekit.gate.evidence import CLOCK_SKEW
@@ -36,6 +36,18 @@ ALPHA = 0.05  # the test split's alpha budget a look spends from when no command
 BUSY_TIMEOUT_S = (
     60.0  # how long to wait for another process's write before calling the history locked
 )
+
+
+class LabelChange(NamedTuple):
+    """A label changed in review: which example, from what, to what, by whom, when, and how it
+    was made (`human` unless said: judgekit.inputs.sets.Example.made_by)."""
+
+    example: str
+    old: bool | None
+    new: bool
+    annotator: str | None
+    at: datetime
+    made_by: str
 
 
 @dataclass(frozen=True)
@@ -409,18 +421,23 @@ class History:
             )
 
     @_refusing_database_errors
-    def label_changes(
-        self, criterion: str
-    ) -> list[tuple[str, bool | None, bool, str | None, datetime]]:
-        """(example, old, new, annotator, when) of each label changed in review, oldest first."""
+    def label_changes(self, criterion: str) -> list[LabelChange]:
+        """Each label changed in review, oldest first."""
         rows = self.db.execute(
-            "SELECT example_id, old, new, annotator, at FROM label_changes WHERE criterion = ? "
-            "ORDER BY id",
+            "SELECT example_id, old, new, annotator, at, made_by FROM label_changes "
+            "WHERE criterion = ? ORDER BY id",
             (criterion,),
         )
         return [
-            (e, None if o is None else bool(o), bool(n), a, datetime.fromisoformat(at))
-            for e, o, n, a, at in rows
+            LabelChange(
+                e,
+                None if o is None else bool(o),
+                bool(n),
+                a,
+                datetime.fromisoformat(at),
+                m or "human",
+            )
+            for e, o, n, a, at, m in rows
         ]
 
     def changed_since_last(self, criterion: str) -> int | None:
@@ -430,7 +447,7 @@ class History:
         if not past:
             return None
         last = max(_aware(r.created_at) for r in past)
-        return sum(1 for *_, at in self.label_changes(criterion) if _aware(at) > last)
+        return sum(1 for c in self.label_changes(criterion) if _aware(c.at) > last)
 
     @_refusing_database_errors
     def confidences(self, run_id: int) -> dict[str, float]:
