@@ -115,8 +115,7 @@ def distinct(criterion: Criterion, examples: Iterable[ExampleLike], where: str) 
     record on a copy buys no second count: the copy is left out like any other (and when it was
     drawn at an earlier place than the one kept, the design check refuses the set's gap)."""
     listed = list(examples)
-    exact, names = isinstance(criterion, RegexCriterion), shown(criterion)  # once, not per example
-    keys = [_digest(exact, e.fields(), names) for e in listed]
+    keys = [identity(criterion, e.fields()) for e in listed]
     first: dict[str, ExampleLike] = {}
     for key, e in zip(keys, listed, strict=True):
         kept = first.get(key)
