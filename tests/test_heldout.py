@@ -117,28 +117,6 @@ def test_the_gate_checks_the_copies_a_report_names_against_the_set(project, monk
     )
 
 
-def test_pool_records_on_copies_buy_no_second_count(project, monkeypatch):
-    """Selection records written on every copy (a made-up pool whose strata list the copies at
-    places 0-19) do not make the copies units of a design: one text is one example, counted once
-    with the others named as its copies, and two examples pass nothing."""
-    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
-    sizes = {"pass": 1000, "fail": 1000}
-    rows = [
-        {**row, "selection": {"pool": "p", "stratum": stratum, "sizes": sizes, "position": i % 20}}
-        for i, row in enumerate(_copied(20))
-        for stratum in ["pass" if row["passed"] else "fail"]
-    ]
-    project.jsonl("says-blocked", rows)
-    with served(project, monkeypatch) as server:
-        done = invoke("calibrate", "-q", "--gate")
-    assert server.requests == 2
-    report = json.loads(REPORT.read_text())["criteria"][0]
-    assert report["n"] == 2 and report["copies"]["good"] == [f"good#{i}" for i in range(2, 21)]
-    assert done.exit_code == 3, done.output
-    assert "1 known-good and 1 known-bad" in done.output
-    assert invoke("gate").exit_code == 3
-
-
 # 7. Few-shot leakage by what the judge is shown.
 
 

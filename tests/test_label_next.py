@@ -591,31 +591,3 @@ def test_a_pool_record_without_an_id_or_output_is_refused_not_read_as_none(poole
         app, ["label", "--next", "4", "-c", "no-email", str(pooled), "--write-only"]
     )
     assert refused.exit_code == 2 and "needs an id" in refused.output
-
-
-def test_a_reply_the_pool_holds_many_times_is_one_unit_of_its_design(project, tmp_path):
-    """A pool that repeats replies (production does) is drawn by identity: each text once, the
-    strata sized in distinct texts, so that a calibrated set never holds a drawn copy."""
-    project.criterion(REGEX)
-    project.jsonl(
-        "no-email",
-        [{"id": f"g{i}", "output": f"All set, ticket {i}.", "passed": True} for i in range(5)]
-        + [{"id": f"b{i}", "output": f"Mail b{i}@corp.com.", "passed": False} for i in range(5)],
-    )
-    pool = tmp_path / "pool.jsonl"
-    texts = ["Request done.", "Write to help@example.com.", "Write to help at example dot com."]
-    pool.write_text(
-        "".join(
-            json.dumps({"id": f"r{i}", "output": texts[i % 3] if i < 30 else f"Done {i}."}) + "\n"
-            for i in range(40)
-        )
-    )
-    runner = CliRunner()
-    _, records = _round(runner, pool, 13)
-    sizes = records[0]["selection"]["sizes"]
-    assert sum(sizes.values()) == 13  # 3 distinct texts among the first 30, 10 more
-    assert len({r["output"] for r in records}) == len(records) == 13
-    done = runner.invoke(app, ["calibrate"])
-    assert done.exit_code == 0, done.output
-    found = Report.read(".judgekit/reports/latest").criterion("no-email")
-    assert found.n == 23 and not found.copies

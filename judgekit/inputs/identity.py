@@ -109,24 +109,21 @@ def _drawn(example: ExampleLike) -> bool:
 
 def distinct(criterion: Criterion, examples: Iterable[ExampleLike], where: str) -> Distinct:
     """The distinct examples of `examples` for the criterion; `where` names the file in a
-    problem. One identity is one example whoever wrote its records: of a group of copies the
-    first drawn from a pool (`judgekit label --next`, whose pools are drawn by identity, so that
-    its design holds each text once) is kept, so that its weight stands, else the first. A pool
-    record on a copy buys no second count: the copy is left out like any other (and when it was
-    drawn at an earlier place than the one kept, the design check refuses the set's gap)."""
-    listed = list(examples)
-    keys = [identity(criterion, e.fields()) for e in listed]
+    problem. An example drawn from a pool (`judgekit label --next`) is a unit of the pool's
+    design, whose estimates weight each drawn reply as the many times it comes in production:
+    it is kept, copy or not (opposite labels on one text are still a problem)."""
     first: dict[str, ExampleLike] = {}
-    for key, e in zip(keys, listed, strict=True):
-        kept = first.get(key)
-        if kept is None or (_drawn(e) and not _drawn(kept)):
-            first[key] = e
     copies: dict[str, list[str]] = {}
+    of: dict[str, str] = {}
     problems: list[Problem] = []
     conflicts: list[tuple[str, str]] = []
-    for key, e in zip(keys, listed, strict=True):
-        kept = first[key]
-        if kept is e:
+    drawn: list[ExampleLike] = []
+    for e in examples:
+        key = identity(criterion, e.fields())
+        of[e.id] = key
+        kept = first.get(key)
+        if kept is None:
+            first[key] = e
             continue
         if kept.label != e.label:
             problems.append(
@@ -142,10 +139,13 @@ def distinct(criterion: Criterion, examples: Iterable[ExampleLike], where: str) 
             )
             conflicts.append((e.id, kept.id))
             continue
+        if _drawn(e):  # a unit of a pool's design, kept
+            drawn.append(e)
+            continue
         copies.setdefault(kept.id, []).append(e.id)
-    kept_ids = {e.id for e in first.values()}
+    kept_ids = {e.id for e in first.values()} | {e.id for e in drawn}
     return Distinct(
-        tuple(e.id for e in listed if e.id in kept_ids),
+        tuple(i for i in of if i in kept_ids),
         {k: tuple(v) for k, v in copies.items()},
         tuple(problems),
         tuple(conflicts),

@@ -5,12 +5,10 @@
 - The pool is judged first (live through the cache, or from recorded verdicts). Its **strata** are
   the judge's verdicts, split by whether the judge was sure (confidence of at least SURE, from
   trials or log-probabilities) when it says; and its abstentions.
-- The pool's **units** are its distinct replies, by what the criterion's judge is shown
-  (judgekit.inputs.identity): a reply the pool holds many times is one unit, its first record, as
-  a set counts it once (a reply the set also holds, labelled another way, is the same example: the
-  drawn one is kept; an id the set already uses is refused). The pool's **identity** is a digest
-  of its units and their strata, so a new round over the same pool judged alike continues the
-  same design (its order, positions and stratum sizes unchanged).
+- Every reply of the pool file is a unit of it (a reply the set also holds, labelled another way,
+  is a separate instance; an id the set already uses is refused); the pool's **identity** is a
+  digest of its replies and their strata, so a new round over the same pool judged alike
+  continues the same design (its order, positions and stratum sizes unchanged).
 - The judge's abstentions are a stratum too: one of them labelled carries their share, so that
   the pool's abstention rate counts at the gate.
 - Within a stratum the replies are drawn in a fixed random order (a digest of the pool and of each
@@ -125,22 +123,15 @@ class Draw:
         ]
 
 
-def _units(criterion: Criterion, replies: Sequence[Example]) -> list[Example]:
-    """The pool's units: the first record of each reply the criterion's judge sees as distinct."""
-    first: dict[str, Example] = {}
-    for e in replies:
-        first.setdefault(identity(criterion, e.fields()), e)
-    return list(first.values())
-
-
 def _content(reply: Example) -> str:
-    """A unit of the pool by its every field (its id aside)."""
+    """A record of the pool by its every field: the pool is its records, each a unit (not the
+    evidence identity, which is the criterion's: judgekit.inputs.identity)."""
     return canonical_hash(reply.fields())[:16]
 
 
 def _rank(pool: str, reply: Example) -> str:
-    """A unit's place in the pool's fixed random order (a digest of the pool, its id and
-    content)."""
+    """A reply's place in the pool's fixed random order: each record is a unit (a reply that comes
+    many times in production stands for each time), so its id counts as well as its content."""
     return hashlib.sha256(f"{pool}\0{reply.id}\0{_content(reply)}".encode()).hexdigest()
 
 
@@ -156,13 +147,12 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
     """The next `n` replies of the pool to label, to shrink `rate` (tpr or tnr) most, given the
     judge's `verdicts` on them (by id) and the set as labelled so far. The pool's identity is its
     replies and their strata: the same pool judged alike continues one design."""
-    units = _units(criterion, replies)
-    pool = canonical_hash(sorted((_content(e), stratum_of(verdicts[e.id])) for e in units))[:12]
+    pool = canonical_hash(sorted((_content(e), stratum_of(verdicts[e.id])) for e in replies))[:12]
     own = {
         e.id: e for e in labelled.examples if e.selection is not None and e.selection.pool == pool
     }
-    # No record of the pool may take an id the set gives an example of its own: it would be
-    # labelled twice under one id.
+    # Every reply of the pool is a unit of it, whatever the set holds: a reply whose id the set
+    # gives an example of its own would be labelled twice under one id.
     held = {x.id for x in labelled.examples}
     clash = [e.id for e in replies if e.id in held and e.id not in own]
     if clash:
@@ -173,14 +163,14 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
             "such): give the pool's replies ids of their own, or take those out of the pool",
         )
     by_stratum: dict[str, list[Example]] = {}
-    for e in units:
+    for e in replies:
         by_stratum.setdefault(stratum_of(verdicts[e.id]), []).append(e)
     abstained = len(by_stratum.get(ABSTAINED, []))
     if set(by_stratum) == {ABSTAINED}:
         raise InputError.one(
             "--next",
             "",
-            f"the judge abstained on all {len(units)} replies of the pool: there "
+            f"the judge abstained on all {len(replies)} replies of the pool: there "
             "is nothing to draw by its verdict",
         )
     order = {s: sorted(members, key=lambda m: _rank(pool, m)) for s, members in by_stratum.items()}
