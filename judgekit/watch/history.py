@@ -40,14 +40,15 @@ BUSY_TIMEOUT_S = (
 
 class LabelChange(NamedTuple):
     """A label changed in review: which example, from what, to what, by whom, when, and how it
-    was made (`human` unless said: judgekit.inputs.sets.Example.made_by)."""
+    was made (judgekit.inputs.sets.Example.made_by; None for a change recorded before the
+    history kept it: not assumed)."""
 
     example: str
     old: bool | None
     new: bool
     annotator: str | None
     at: datetime
-    made_by: str
+    made_by: str | None
 
 
 @dataclass(frozen=True)
@@ -435,7 +436,7 @@ class History:
                 bool(n),
                 a,
                 datetime.fromisoformat(at),
-                m or "human",
+                m,
             )
             for e, o, n, a, at, m in rows
         ]
