@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from hypothesis import given, settings, strategies as st
 
 from judgekit.cli import app
 from judgekit.improve.search import Search, improve
@@ -523,6 +524,52 @@ def test_the_fields_a_custom_prompt_names_are_part_of_the_identity():
     assert identity(criterion, {"input": "2+2", "output": "4"}) != identity(
         criterion, {"input": "3+1", "output": "4"}
     )
+
+
+# Identities are stored (the test split's looks, the history): the fast digester of a whole set
+# must give the very digest `canonical_hash` gives of the mapping it stands for.
+_TEXTS = st.one_of(
+    st.none(),
+    st.text(st.characters(blacklist_categories=("Cs",)), max_size=30),
+    st.sampled_from(['"quoted"\\', "tab\there\nline", "é ﬁ Ｆ", "\u200bzero", "\x00\x1f"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.fixed_dictionaries({"input": _TEXTS, "context": _TEXTS, "output": _TEXTS}),
+    st.sampled_from(["llm", "llm-all", "regex", "claims"]),
+)
+def test_an_examples_identity_is_the_canonical_hash_of_what_its_judge_is_shown(fields, kind):
+    from judgekit.fingerprint import canonical_hash
+    from judgekit.inputs.criteria import ClaimsCriterion, RegexCriterion
+    from judgekit.inputs.identity import identifier, identity, shown
+    from judgekit.inputs.text import normal_text
+
+    criterion = {
+        "llm": LLMCriterion(id="c", question="Is it polite?", inputs=["output"]),
+        "llm-all": LLMCriterion(
+            id="c", question="Is it polite?", inputs=["output", "input", "context"]
+        ),
+        "regex": RegexCriterion(
+            id="c",
+            kind="regex",
+            question="Has a number?",
+            pattern=r"\d",
+            match_means="pass",
+            field="input",
+        ),
+        "claims": ClaimsCriterion(id="c", kind="claims", question="Is it supported?"),
+    }[kind]
+    exact = kind == "regex"
+    values = {
+        name: text if exact else normal_text(text)
+        for name in shown(criterion)
+        if (text := "" if fields[name] is None else str(fields[name]))
+    }
+    expected = canonical_hash({"read by": "code" if exact else "model", "shown": values})[:16]
+    assert identity(criterion, fields) == expected
+    assert identifier(criterion)(fields) == expected
 
 
 def test_editing_a_criterions_inputs_does_not_open_a_fresh_budget(project):

@@ -25,7 +25,7 @@ from typing import TypeVar
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, LLMCriterion
-from judgekit.inputs.identity import ExampleLike, any_identity, identity
+from judgekit.inputs.identity import ExampleLike, any_identity, identifier, identity
 
 E = TypeVar("E", bound=ExampleLike)
 
@@ -52,7 +52,8 @@ def leaked(criterion: Criterion, examples: Iterable[ExampleLike]) -> list[str]:
     shots = shot_identities(criterion)
     if not shots:
         return []
-    return [e.id for e in examples if identity(criterion, e.fields()) in shots]
+    identify = identifier(criterion)
+    return [e.id for e in examples if identify(e.fields()) in shots]
 
 
 def held_out(criterion: Criterion, examples: Sequence[E]) -> list[E]:
@@ -101,8 +102,9 @@ def named_by_identity(criterion: Criterion, examples: Iterable[ExampleLike]) -> 
     """The test split's examples as the budget names them."""
     ids: list[str] = []
     aliases: dict[str, str] = {}
+    identify = identifier(criterion)
     for e in examples:
-        now = identity(criterion, e.fields())
+        now = identify(e.fields())
         ids.append(now)
         # the names a look may have used: before identities (every field's digest), and under a
         # criterion that read other fields

@@ -14,13 +14,14 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring
 from typing import Any, Protocol
 
 from judgekit.errors import Problem
-from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, ExampleField, RegexCriterion
 from judgekit.inputs.text import normal_text
 
@@ -48,18 +49,37 @@ def shown(criterion: Criterion) -> tuple[ExampleField, ...]:
 def _digest(exact: bool, fields: Mapping[str, Any], names: Iterable[str]) -> str:
     """The digest of the named fields that hold text (an empty field is no field): exact for
     code, which reads bytes; normalised for a model (judgekit.inputs.text)."""
-    values = {}
-    for name in names:
-        value = fields.get(name)
-        text = "" if value is None else str(value)
-        if text:
-            values[name] = text if exact else normal_text(text)
-    return canonical_hash({"read by": "code" if exact else "model", "shown": values})[:16]
+    return _digester(exact, tuple(names))(fields)
+
+
+def _digester(exact: bool, names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], str]:
+    """`_digest` for one reader and one tuple of names, made once for a whole set: the canonical
+    JSON of `{"read by": ..., "shown": {name: text}}` (judgekit.fingerprint), written directly.
+    Equal to `canonical_hash(...)[:16]` of that mapping (tests/test_identity.py)."""
+    head = '{"read by":' + ('"code"' if exact else '"model"') + ',"shown":{'
+    keyed = [(name, encode_basestring(name) + ":") for name in sorted(set(names))]
+    sha256 = hashlib.sha256
+
+    def digest(fields: Mapping[str, Any]) -> str:
+        parts = []
+        for name, key in keyed:
+            value = fields.get(name)
+            text = "" if value is None else str(value)
+            if text:
+                parts.append(key + encode_basestring(text if exact else normal_text(text)))
+        return sha256((head + ",".join(parts) + "}}").encode("utf-8")).hexdigest()[:16]
+
+    return digest
+
+
+def identifier(criterion: Criterion) -> Callable[[Mapping[str, Any]], str]:
+    """`identity` for one criterion, its fields read once: for the examples of a whole set."""
+    return _digester(isinstance(criterion, RegexCriterion), shown(criterion))
 
 
 def identity(criterion: Criterion, fields: Mapping[str, Any]) -> str:
     """The example's identity for this criterion (16 hex digits)."""
-    return _digest(isinstance(criterion, RegexCriterion), fields, shown(criterion))
+    return identifier(criterion)(fields)
 
 
 def any_identity(fields: Mapping[str, Any]) -> set[str]:
@@ -118,8 +138,9 @@ def distinct(criterion: Criterion, examples: Iterable[ExampleLike], where: str) 
     problems: list[Problem] = []
     conflicts: list[tuple[str, str]] = []
     drawn: list[ExampleLike] = []
+    identify = identifier(criterion)
     for e in examples:
-        key = identity(criterion, e.fields())
+        key = identify(e.fields())
         of[e.id] = key
         kept = first.get(key)
         if kept is None:

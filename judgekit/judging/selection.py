@@ -29,7 +29,7 @@ from pydantic import ValidationError
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, RegexCriterion
-from judgekit.inputs.identity import identity
+from judgekit.inputs.identity import identifier
 from judgekit.inputs.label_writer import read_records
 from judgekit.inputs.sets import CalibrationSet, Example, Selection
 from judgekit.inputs.validation import problems_of
@@ -180,13 +180,14 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
         if recorded is not None
         else {s: len(m) for s, m in sorted(by_stratum.items())}
     )
-    verdict_of = {identity(criterion, e.fields()): verdicts[e.id].passed for e in replies}
+    identify = identifier(criterion)
+    verdict_of = {identify(e.fields()): verdicts[e.id].passed for e in replies}
     strata = {}
     for s, size in sizes.items():
         cells = [0, 0, 0, 0]
         done = [e for e in own.values() if e.selection is not None and e.selection.stratum == s]
         for example in done:  # the judge's verdict on it now, for the spread of its stratum
-            verdict = verdict_of.get(identity(criterion, example.fields()))
+            verdict = verdict_of.get(identify(example.fields()))
             if verdict is not None:
                 cells[(0 if example.label else 1) if verdict else (3 if example.label else 2)] += 1
         strata[s] = Stratum(size, len(done), (cells[0], cells[1], cells[2], cells[3]))
