@@ -223,4 +223,15 @@ def test_a_logs_lines_and_plain_fields_are_those_of_its_records():
         (r.criterion, r.id, r.trial, r.passed, r.at, r.confidence, r.stage, r.judge)
         for r in records
     ]
+    # a run started in another zone at the very instant a verdict was obtained: each time keeps
+    # its own text (the lines write each time object once, by identity, not by equality)
+    from datetime import timedelta, timezone
+
+    started = datetime(2026, 3, 1, 13, 0, 5, 250, tzinfo=timezone(timedelta(hours=1)))
+    assert started.timestamp() == at
+    zoned = VerdictLog.of(
+        "c1", [[[Verdict("a", True, obtained_at=at)], [Verdict("b", False)]]], None, started
+    )
+    assert list(zoned.lines()) == [r.line() for r in zoned]
+    assert '"at":"2026-03-01T13:00:05.000250+01:00"' in list(zoned.lines())[1]
     assert [json.loads(line) for line in log.lines()][2]["passed"] is None

@@ -94,9 +94,16 @@ class VerdictLog(Sequence[RecordedVerdict]):
                 yield r.line()
             return
         dumps, judge = _LINE.encode, self._judge
+        # each time object written once (`_each` shares one per time; recorded verdicts share one):
+        # by identity, the object held, so that equal times in two zones keep their own text
+        written: dict[int, tuple[datetime, str]] = {}
         for criterion, rid, trial, passed, at, confidence, stage, v in self._each():
+            known = written.get(id(at))
+            if known is None:
+                known = written[id(at)] = (at, _iso(at))
+            when = known[1]
             yield (
-                dumps(_record(criterion, rid, trial, passed, at, confidence, stage, v, judge))
+                dumps(_record(criterion, rid, trial, passed, when, confidence, stage, v, judge))
                 + "\n"
             )
 
@@ -185,7 +192,7 @@ def _record(  # noqa: PLR0913  one verdict's fields, as `VerdictLog._each` gives
     rid: str,
     trial: int,
     passed: bool | None,
-    at: datetime,
+    at: str,
     confidence: float | None,
     stage: int,
     v: Verdict,
@@ -210,7 +217,7 @@ def _record(  # noqa: PLR0913  one verdict's fields, as `VerdictLog._each` gives
             | ({"evidence": c.evidence} if c.evidence is not None else {})
             for c in v.claims
         ]
-    data["at"] = _iso(at)
+    data["at"] = at  # as `_iso` writes it
     if judge is not None:
         data["judge"] = judge
     if confidence is not None:
