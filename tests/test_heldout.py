@@ -702,3 +702,37 @@ def test_improve_write_keeps_the_records_it_takes_out_of_the_set_whole(tmp_path,
         for line in Path("calibration_sets/blocked.shots.jsonl").read_text().splitlines()
     ]
     assert len(kept) == 4 and all(r["tags"] == ["kept"] and r["input"] for r in kept)
+
+
+def test_a_reply_drawn_twice_from_a_pool_is_two_units_a_plain_copy_one_and_a_place_twice_refused():
+    """A pool's repeats are its units: a reply that comes twice in production and is drawn twice
+    stands for its share twice (the pool's design weighs each); a copy without a selection
+    record is the same evidence, counted once; and two records at one place of a stratum (a
+    drawn record copied) are not one design. RELIABILITY.md's trust model says what a writer of
+    the set can do beyond this."""
+    from judgekit.inputs.identity import distinct
+    from judgekit.inputs.sets import Selection
+    from judgekit.stats.design import DesignError, Drawn, weights
+
+    criterion = LLMCriterion(id="c", question="Is it blocked?", inputs=["output"])
+    sizes = {"pass": 3, "fail": 2}
+
+    def at(stratum: str, position: int) -> Selection:
+        return Selection(pool="p", stratum=stratum, sizes=sizes, position=position)
+
+    examples = [
+        Example(id="d1", output="Blocked.", passed=True, selection=at("pass", 0)),
+        Example(id="d2", output="blocked.", passed=True, selection=at("pass", 1)),
+        Example(id="d3", output="Not blocked.", passed=False, selection=at("fail", 0)),
+        Example(id="plain", output="Blocked.", passed=True),
+    ]
+    found = distinct(criterion, examples, "set.jsonl")
+    assert found.kept == ("d1", "d2", "d3") and found.copies == {"d1": ("plain",)}
+
+    def design(kept: list[Example]) -> list[float]:
+        return weights([Drawn(*e.selection.as_tuple()) for e in kept if e.selection])
+
+    assert design(examples[:3]) == pytest.approx([3 / 5 * 3 / 2] * 2 + [3 / 5 * 2])
+    copied = Example(id="d1-again", output="Blocked.", passed=True, selection=at("pass", 0))
+    with pytest.raises(DesignError, match="more than one reply drawn at place 0"):
+        design([*examples[:3], copied])

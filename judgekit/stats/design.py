@@ -128,22 +128,36 @@ def groups(drawn: Sequence[Drawn | None]) -> tuple[list[str], dict[str, float]]:
                 for d in drawn
                 if d is not None and d.pool == pool and d.stratum == s and d.position is not None
             )
-            missing = sorted(set(range(len(places))) - set(places))
-            if missing or len(set(places)) != len(places):
-                raise DesignError(
-                    f"pool {pool}: stratum {s!r} holds replies drawn at places {places[:8]}, "
-                    "but not "
-                    f"the ones at {missing[:8] or 'a place twice'}: "
-                    "the labelled replies of a stratum "
-                    "must be the first ones drawn "
-                    "(a skipped or removed reply biases the estimate); "
-                    "label those (`judgekit label --next` offers them first)"
-                )
+            _check_places(pool, s, places)
         total, n = sum(sizes.values()), sum(labelled.values())
         for s, size in sizes.items():
             if size:
                 mass[f"{pool}\0{s}"] = n * size / total
     return keys, mass
+
+
+def _check_places(pool: str, stratum: str, places: list[int]) -> None:
+    """The places a stratum's labelled replies were drawn at: each once, and the first ones."""
+    s = stratum
+    twice = sorted(p for p, k in Counter(places).items() if k > 1)
+    if twice:
+        raise DesignError(
+            f"pool {pool}: stratum {s!r} holds more than one reply drawn at place "
+            f"{twice[0]}{' (and at ' + str(twice[1:8]) + ')' if twice[1:] else ''}: one "
+            "place of a stratum's order is one reply of the pool (a drawn record "
+            "copied?); keep one record per place"
+        )
+    missing = sorted(set(range(len(places))) - set(places))
+    if missing:
+        raise DesignError(
+            f"pool {pool}: stratum {s!r} holds replies drawn at places {places[:8]}, "
+            "but not "
+            f"the ones at {missing[:8]}: "
+            "the labelled replies of a stratum "
+            "must be the first ones drawn "
+            "(a skipped or removed reply biases the estimate); "
+            "label those (`judgekit label --next` offers them first)"
+        )
 
 
 def weights(drawn: Sequence[Drawn | None]) -> list[float]:
