@@ -30,7 +30,7 @@ from judgekit.judging.dry_run import Estimate, estimate
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.matching import match_file
 from judgekit.judging.runner import check_some_call_answered, judge_sets
-from judgekit.judging.setup import JudgeSetup
+from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.prices import price
 from judgekit.llm.protocol import LLM
@@ -226,6 +226,11 @@ def dry_run(options: Options, specs: list[Spec], llm: LLM | None = None) -> dict
         run_settings(replace(options, stop_early=False), [base.id]),
         llm,
     )
-    out = {s.name: Estimate(base.id, f"recorded:{s.verdicts.name}") for s in specs if not s.live}  # type: ignore[union-attr]  # recorded: verdicts
+    # a candidate is recorded exactly when it names a verdict file (Spec.live)
+    out = {
+        s.name: Estimate(base.id, str(Source("recorded", s.verdicts.name)))
+        for s in specs
+        if s.verdicts is not None
+    }
     out.update({s.name: e for (_, s), e in zip(live, found, strict=True)})
     return {s.name: out[s.name] for s in specs}

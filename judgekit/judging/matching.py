@@ -19,6 +19,7 @@ from judgekit.inputs.criteria import Criterion
 from judgekit.inputs.pair import proven
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.recorded import RecordedVerdict, recorded_verdict
+from judgekit.judging.setup import Source
 from judgekit.judging.verdicts import Verdict
 
 
@@ -42,8 +43,8 @@ class Matched:
         in for. A mark alone proves nothing: anyone can write it."""
         judges = self.judges.get(criterion.id, set())
         if mark is not None and judges == {mark} and proven(path):
-            return f"replayed:{path.name}"
-        return f"recorded:{path.name}"
+            return str(Source("replayed", path.name))
+        return str(Source("recorded", path.name))
 
 
 def match_file(
