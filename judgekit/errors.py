@@ -8,6 +8,7 @@
           ├── ProviderAuthError   the provider rejected the credentials; the run stopped early
           ├── ProviderRejects     the provider refused every request as malformed; run stopped early
           ├── CallsFailed         every call for a criterion failed: there is nothing to calibrate
+          ├── NoVerdicts          the judge answered, but gave no verdict on any example
           └── ModelUnavailable    a local model cannot run here (extra not installed, no such file)
 
 Each error composes its own message from its fields, and says where and how to fix it.
@@ -121,6 +122,21 @@ class ProviderRejects(JudgeError):
             f"the provider refused every request for model {model!r} ({cause}). "
             "Check the model name (with its provider prefix, e.g. openai/gpt-4o-mini) "
             "and --api-base."
+        )
+
+
+class NoVerdicts(JudgeError):
+    """The judge answered every call but gave no verdict on any example: 100% abstentions (every
+    answer unreadable, refused, or no list of claims) is no calibration either."""
+
+    def __init__(self, criterion: str, model: str, examples: int, cause: str):
+        self.criterion, self.model, self.examples, self.cause = criterion, model, examples, cause
+        super().__init__(
+            f"the judge of criterion {criterion!r} (model {model!r}) answered, but gave no "
+            f"verdict on any of its {examples} examples (the most common: {cause}). Nothing was "
+            "written. Check that the model follows the criterion's prompt (a claims criterion "
+            "needs a judge that lists claims: `python -m judgekit.testing` fakes pass/fail "
+            "verdicts only), or choose another model; `--refresh` asks again past the cache."
         )
 
 

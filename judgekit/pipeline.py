@@ -42,7 +42,13 @@ from judgekit.judging.jobs import run_sync
 from judgekit.judging.matching import match_file
 from judgekit.judging.prompts import judge_spec
 from judgekit.judging.recorded import iter_recorded
-from judgekit.judging.runner import RunSettings, Stop, check_some_call_answered, judge_sets
+from judgekit.judging.runner import (
+    RunSettings,
+    Stop,
+    check_some_call_answered,
+    check_some_verdict_given,
+    judge_sets,
+)
 from judgekit.judging.selective import confidence_source
 from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.judging.verdict_log import VerdictLog, recorded_claims
@@ -160,6 +166,7 @@ async def acalibrate_read(
         run = await judge_sets(ready.pending, sets, models, ready.settings, llm, progress)
         for c in ready.pending:
             check_some_call_answered(c.id, models[c.id], run.verdicts[c.id])
+            check_some_verdict_given(c.id, models[c.id], run.verdicts[c.id])
         trials_by_criterion.update(run.verdicts)
         gold = run.gold
         judging_s, stops = run.elapsed_s, run.stops

@@ -513,3 +513,28 @@ def test_claim_stages_from_recorded_per_claim_verdicts(project, tmp_path):
         1,
     )
     assert c.usage is None or c.usage.calls == 0
+
+
+def test_a_claims_check_faked_with_pass_fail_verdicts_exits_4_not_a_report_of_abstentions(
+    claims_project, monkeypatch
+):
+    """A claims criterion calibrated against a judge that answers every call with a pass/fail
+    verdict (what `python -m judgekit.testing --verdicts` serves) abstains on every example: the
+    extraction step's answer is not a list of claims. That used to exit 0 with a report of 100%
+    abstentions; now the run stops with exit 4 saying why, and nothing is written."""
+    from judgekit.errors import NoVerdicts
+    from judgekit.testing import script
+
+    with FakeServer(script({}, default=True)) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+        options = Options(
+            criteria_dir=claims_project.criteria, sets_dir=claims_project.sets, cache_dir=None
+        )
+        with pytest.raises(NoVerdicts, match=r"gave no verdict on any of its 5 examples"):
+            calibrate(options)
+        done = CliRunner().invoke(app, ["calibrate", "-q", "--no-history"])
+    assert done.exit_code == 4, done.output
+    assert "answered, but gave no verdict on any of its 5 examples" in done.output
+    assert "not a list of claims" in done.output
+    assert not (claims_project.root / ".judgekit" / "reports" / "latest" / "report.json").exists()

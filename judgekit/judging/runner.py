@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from judgekit.errors import CallsFailed
+from judgekit.errors import CallsFailed, NoVerdicts
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
@@ -193,6 +193,21 @@ def check_some_call_answered(
     if verdicts and all((v.abstention or "").startswith("error:") for v in verdicts):
         cause, _ = Counter(v.reason or v.abstention or "" for v in verdicts).most_common(1)[0]
         raise CallsFailed(criterion_id, model, len(all_trials), cause)
+
+
+def check_some_verdict_given(
+    criterion_id: str, model: str, all_trials: list[list[Verdict]]
+) -> None:
+    """A criterion whose judge answered but never gave a verdict (every answer unreadable,
+    refused, tied, or no list of claims) has no calibration either: stop, saying why, instead of
+    reporting 100% abstentions with exit 0. After `check_some_call_answered`."""
+    verdicts = [v for trials in all_trials for v in trials]
+    if verdicts and all(v.passed is None for v in verdicts):
+        said = Counter(
+            f"{v.abstention}: {v.reason}" if v.reason and v.abstention else v.abstention or ""
+            for v in verdicts
+        )
+        raise NoVerdicts(criterion_id, model, len(all_trials), said.most_common(1)[0][0])
 
 
 def _group(
