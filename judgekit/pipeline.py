@@ -166,7 +166,8 @@ async def acalibrate_read(
         run = await judge_sets(ready.pending, sets, models, ready.settings, llm, progress)
         for c in ready.pending:
             check_some_call_answered(c.id, models[c.id], run.verdicts[c.id])
-            check_some_verdict_given(c.id, models[c.id], run.verdicts[c.id])
+            if options.canary is None:  # a recheck's canary abstaining on all is drift, recorded
+                check_some_verdict_given(c.id, models[c.id], run.verdicts[c.id])
         trials_by_criterion.update(run.verdicts)
         gold = run.gold
         judging_s, stops = run.elapsed_s, run.stops

@@ -661,3 +661,24 @@ def test_a_rate_from_the_history_that_is_no_rate_cannot_shrink_the_canary():
     from judgekit.watch.canary import canary_size
 
     assert canary_size(1.0, 50.0, 0.05, 0.02) == canary_size(1.0, 1.0, 0.05, 0.02) == 54
+
+
+def test_a_judge_that_abstains_on_the_whole_canary_is_drift_the_gate_then_fails(project, tmp_path):
+    """A calibration whose judge gives no verdict at all stops with exit 4 (judgekit.errors.
+    NoVerdicts); a recheck whose canary the judge now refuses whole must not: it is drift, and
+    the history records it so that the gate FAILs until the judge is calibrated again."""
+    from judgekit.testing import FakeServer, Fault, script
+
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(30, 30))
+    runner = CliRunner()
+    with FakeServer(script({"reply-p": True}, default=False)) as server:
+        common = ["--model", "openai/j", "--api-base", server.url]
+        assert runner.invoke(app, ["calibrate", *common, "-q", "--gate"]).exit_code == 0
+        server.answer = script({}, default=Fault("refusal"))
+        refused = runner.invoke(app, ["recheck", *common, "--size", "20"])
+        assert refused.exit_code == 1, refused.output
+        assert "drift: DRIFT" in refused.output and "abstained on 20" in refused.output
+        gate = runner.invoke(app, ["gate"])
+    assert gate.exit_code == 1, gate.output
+    assert "drift" in gate.output.lower()
