@@ -14,7 +14,7 @@ from judgekit.judging.claims import read_checks, read_claims
 from judgekit.judging.verdicts import ClaimCheck, aggregate
 from judgekit.pipeline import Options, calibrate
 from judgekit.report import Report, to_markdown
-from judgekit.testing import FakeLLM, FakeServer
+from judgekit.testing import Claims, FakeLLM, FakeServer, Fault, script
 
 SOURCE = "The Poseidon grossed $181 million worldwide. Its production budget was $160 million."
 # Each reply names its claims (a fake extracts what the reply lists after "claims:") and which of
@@ -518,14 +518,13 @@ def test_claim_stages_from_recorded_per_claim_verdicts(project, tmp_path):
 def test_a_claims_check_faked_with_pass_fail_verdicts_exits_4_not_a_report_of_abstentions(
     claims_project, monkeypatch
 ):
-    """A claims criterion calibrated against a judge that answers every call with a pass/fail
-    verdict (what `python -m judgekit.testing --verdicts` serves) abstains on every example: the
-    extraction step's answer is not a list of claims. That used to exit 0 with a report of 100%
-    abstentions; now the run stops with exit 4 saying why, and nothing is written."""
+    """A claims criterion calibrated against a judge whose every answer is no list of claims
+    abstains on every example: the extraction step's answer is not a list of claims. That used to
+    exit 0 with a report of 100% abstentions; now the run stops with exit 4 saying why, and
+    nothing is written."""
     from judgekit.errors import NoVerdicts
-    from judgekit.testing import script
 
-    with FakeServer(script({}, default=True)) as server:
+    with FakeServer(script({}, default=Fault("garbage"))) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
         options = Options(
@@ -538,3 +537,52 @@ def test_a_claims_check_faked_with_pass_fail_verdicts_exits_4_not_a_report_of_ab
     assert "answered, but gave no verdict on any of its 5 examples" in done.output
     assert "not a list of claims" in done.output
     assert not (claims_project.root / ".judgekit" / "reports" / "latest" / "report.json").exists()
+
+
+SCRIPTED = {
+    "budget $160 million": Claims(
+        {"The Poseidon grossed $181 million": True, "Its budget was $160 million": True}
+    ),
+    "won an Oscar": Claims(
+        {"The Poseidon grossed $181 million": True, "The Poseidon won an Oscar": False}
+    ),
+    "EXTRACT-GARBAGE": Fault("garbage"),
+    "garble me": Claims({"Something garbled": Fault("malformed_json")}),
+}
+
+
+@pytest.mark.parametrize("double", ["FakeLLM", "FakeServer"])
+def test_claims_script_both_steps_of_a_claims_check_for_either_double(
+    claims_project, monkeypatch, double
+):
+    """`Claims` script a claims check for FakeLLM and FakeServer alike: the extraction step lists
+    the scripted claims, the verification step gives each one's support, and a Fault or a plain
+    verdict works as for any judge (an unlisted reply, with the default False, is its one claim,
+    unsupported). Before, a script could only answer pass/fail verdicts, which no claims check
+    can read, and a test needed a hand-written fake of both prompts (`answer` above)."""
+    expected = {
+        "good": True,
+        "one-bad": False,
+        "none": False,  # unlisted: the default, one claim, unsupported
+        "garbled-extraction": None,
+        "garbled-verification": None,
+    }
+    if double == "FakeLLM":
+        report = _run(claims_project, llm=FakeLLM.scripted(SCRIPTED, default=False))
+    else:
+        with FakeServer(script(SCRIPTED, default=False)) as server:
+            monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+            monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+            report = calibrate(
+                Options(
+                    criteria_dir=claims_project.criteria,
+                    sets_dir=claims_project.sets,
+                    cache_dir=None,
+                )
+            )
+    c = report.criteria[0]
+    assert {e: verdict for e, (_, verdict) in c.outcomes.items()} == expected
+    assert {d.id: d.abstention for d in c.disagreements if d.verdict is None} == {
+        "garbled-extraction": "unparseable extraction",
+        "garbled-verification": "unparseable verification",
+    }

@@ -107,6 +107,10 @@ def test_a_bad_verdict_file_lists_every_problem_and_exits_2(project):
                 json.dumps({"id": "nope", "verdict": "pass"}),
                 json.dumps({"verdict": "pass"}),
                 "{not json",
+                json.dumps({"id": "p1", "verdict": "pass", "claims": []}),
+                json.dumps({"match": "x", "claims": [{"claim": "a", "supported": "maybe"}]}),
+                json.dumps({"match": "y", "claims": [{"claim": "b", "supported": True}]}),
+                json.dumps({"match": "z", "claims": [{"claim": "b", "supported": False}]}),
             ]
         )
         + "\n"
@@ -119,7 +123,7 @@ def test_a_bad_verdict_file_lists_every_problem_and_exits_2(project):
         timeout=60,
         env={"PYTHONPATH": str(REPO)},
     )
-    assert done.returncode == 2 and "4 problems in the input" in done.stderr
+    assert done.returncode == 2 and "7 problems in the input" in done.stderr
     assert (
         "verdicts.jsonl:line 1.verdict: Input should be 'pass', 'fail', 'rate_limit'" in done.stderr
     )
@@ -131,6 +135,11 @@ def test_a_bad_verdict_file_lists_every_problem_and_exits_2(project):
         "verdicts.jsonl:line 3: give the example's id" in done.stderr
         and "verdicts.jsonl:line 4" in done.stderr
     )
+    assert "verdicts.jsonl:line 5: give a verdict (pass, fail or a fault kind) or claims" in (
+        done.stderr
+    )
+    assert "verdicts.jsonl:line 6.claims.0.supported" in done.stderr
+    assert "verdicts.jsonl:line 8: claim 'b' is scripted False here and True" in done.stderr
     assert "listening" not in done.stdout
 
 
@@ -165,3 +174,96 @@ def test_a_fault_in_a_python_script_for_the_server_and_the_in_process_fake(proje
     assert judge("down").abstention == "error: server" and judge("odd").abstention == "unparseable"
     with pytest.raises(ValueError, match="unknown fault kind 'oops'"):
         Fault("oops")
+
+
+POLICY = "Lost cards are blocked at once. A replacement card costs 5 euros."
+OTHER = "Lost cards are blocked at once. A replacement card is free of charge."
+CLAIMS_SET = [
+    {"id": "all-supported", "output": "Blocked. It costs 5 euros.", "passed": True},
+    {"id": "one-unsupported", "output": "Blocked, and free.", "passed": False},
+    {"id": "no-claims", "output": "Happy to help!", "passed": False},
+    {"id": "fee-here", "output": "The new card is free.", "passed": False},
+    {"id": "fee-there", "output": "The new card is free.", "context": OTHER, "passed": True},
+    {"id": "verifier-refuses", "output": "Blocked for you.", "passed": True},
+    {"id": "by-text", "output": "I have refunded the fee.", "passed": False},
+    {"id": "plain-fail", "output": "Your card works again.", "passed": False},
+    {"id": "unlisted", "output": "Your card is blocked.", "passed": True},
+]
+BLOCKED = {"claim": "The card is blocked", "supported": True}
+CLAIMS_SCRIPT = [
+    {"id": "all-supported", "claims": [BLOCKED, {"claim": "It costs 5 euros", "supported": True}]},
+    {
+        "id": "one-unsupported",
+        "claims": [BLOCKED, {"claim": "The new card is free", "supported": False}],
+    },
+    {"id": "no-claims", "claims": []},
+    # The same reply and claim against two sources: each example's own source decides.
+    {"id": "fee-here", "claims": [{"claim": "The new card is free", "supported": False}]},
+    {"id": "fee-there", "claims": [{"claim": "The new card is free", "supported": True}]},
+    {"id": "verifier-refuses", "claims": [{"claim": "Card blocked", "supported": "refusal"}]},
+    {"match": "refunded", "claims": [{"claim": "The fee was refunded", "supported": False}]},
+    {"id": "plain-fail", "verdict": "fail"},  # a plain verdict: the reply is one claim, unsupported
+]
+
+
+@pytest.mark.parametrize("batch", [True, False])
+def test_a_claims_check_calibrates_end_to_end_from_the_shell(project, batch):
+    """`python -m judgekit.testing --verdicts FILE` answers both steps of a claims check: the
+    claims each example's extraction lists, and each claim's support (a fault kind as today), so
+    `judgekit calibrate` of a `kind: claims` criterion runs from the shell with no Python fake.
+    The file's own lines are CSV cells too (the claims as JSON text). Before, every extraction got
+    a pass/fail verdict and all nine examples abstained ("not a list of claims")."""
+    project.criterion(
+        {
+            "id": "grounded",
+            "kind": "claims",
+            "question": "Is every claim supported by the policy?",
+            "batch": batch,
+            "judge": {"model": "openai/checker"},
+        }
+    )
+    project.jsonl("grounded", [{"context": POLICY, **e} for e in CLAIMS_SET])
+    path = project.root / "verdicts.csv"
+    with path.open("w", newline="") as out:
+        writer = csv.DictWriter(out, ["id", "match", "verdict", "claims"])
+        writer.writeheader()
+        for row in CLAIMS_SCRIPT:
+            claims = row.get("claims")
+            writer.writerow({**row, "claims": None if claims is None else json.dumps(claims)})
+    process, url = serve("--verdicts", str(path), cwd=project.root)
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "judgekit.cli", "calibrate", "--no-history", "--no-cache"],
+            cwd=project.root,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env={
+                "PYTHONPATH": str(REPO),
+                "PATH": "/usr/bin:/bin",
+                "OPENAI_BASE_URL": url,
+                "OPENAI_API_KEY": "sk-test",
+            },
+        )
+    finally:
+        stop(process)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    lines = (project.root / ".judgekit/reports/latest/verdicts.jsonl").read_text().splitlines()
+    verdicts = {line["id"]: line for line in map(json.loads, lines) if "id" in line}
+    assert {i: v["passed"] for i, v in verdicts.items()} == {
+        "all-supported": True,
+        "one-unsupported": False,
+        "no-claims": False,
+        "fee-here": False,
+        "fee-there": True,
+        "verifier-refuses": None,
+        "by-text": False,
+        "plain-fail": False,
+        "unlisted": True,  # the default (pass): the reply is its one claim, supported
+    }
+    claims = {i: [c["claim"] for c in v.get("claims") or ()] for i, v in verdicts.items()}
+    assert claims["all-supported"] == ["The card is blocked", "It costs 5 euros"]
+    assert claims["plain-fail"] == ["Your card works again."]
+    # a refused verification leaves its claim undecided: an abstention, never a guess
+    assert verdicts["verifier-refuses"]["reason"].startswith("(unparseable verification)")
+    assert verdicts["fee-there"]["claims"][0]["supported"] is True

@@ -34,7 +34,8 @@ def main() -> int:
     parser.add_argument(
         "--verdicts",
         type=Path,
-        help="JSONL, CSV or YAML: per example (id, or match) a verdict, pass / fail / a fault kind",
+        help="JSONL, CSV or YAML: per example (id, or match) a verdict, pass / fail / a fault "
+        "kind, or a claims check's claims and their support",
     )
     parser.add_argument(
         "--sets",
@@ -46,14 +47,12 @@ def main() -> int:
     answer = script({}, default=args.verdict == "pass")
     if args.verdicts is not None:
         try:
-            by_output, by_match = load_script(args.verdicts, args.sets)
+            found = load_script(args.verdicts, args.sets)
         except InputError as error:
             print(f"error: {redact(str(error))}", file=sys.stderr)
             return 2
-        answer = scripted(by_output, by_match, default=args.verdict == "pass")
-        print(
-            f"scripted {len(by_output) + len(by_match)} example(s) from {args.verdicts}", flush=True
-        )
+        answer = scripted(found, default=args.verdict == "pass")
+        print(f"scripted {len(found)} example(s) from {args.verdicts}", flush=True)
     server = FakeServer(answer, latency=args.latency, port=args.port).start()
     print(f"listening on {server.url}", flush=True)
     try:

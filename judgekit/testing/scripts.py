@@ -8,6 +8,10 @@ broken verdict object), echo (a 400 whose body repeats the request line, query i
 Authorization header, as some providers' error pages do). A script may answer an example with a
 `Fault` instead of a verdict: every request of that example gets it, and with `Sure` a verdict and
 the probability of its answer token, which both doubles give as log-probabilities when asked.
+
+A claims check (`kind: claims`) is scripted with `Claims`: the claims its extraction step lists and
+each one's support in the verification step. A plain verdict scripts one too, as a judge that
+passes (or fails) everything would: the reply is its one claim, supported (or not).
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
+from judgekit.judging.prompts import EXTRACT_PROMPT, VERIFY_ONE_PROMPT, VERIFY_PROMPT
 from judgekit.llm.protocol import CallError, Completion, ErrorKind, Request
 
 FAULTS = (
@@ -85,6 +90,37 @@ class Sure:
             raise ValueError(f"probability={self.probability}: give a number above 0 and at most 1")
 
 
+@dataclass(frozen=True, init=False)
+class Claims:
+    """A claims check scripted for one reply: the claims its extraction step lists, in order, and
+    each one's support in the verification step (a `Fault` for every request that verifies it).
+
+    >>> Claims({"The card is blocked": True, "The fee is waived": False}).passed
+    False
+    >>> Claims({}).claims
+    ()
+    """
+
+    checks: tuple[tuple[str, bool | Fault], ...]
+
+    def __init__(self, supported: Mapping[str, bool | Fault]) -> None:
+        for claim, support in supported.items():
+            if not claim.strip() or not isinstance(support, bool | Fault):
+                raise ValueError(
+                    f"{claim!r}: {support!r}: give each claim a text and True, False or a Fault"
+                )
+        object.__setattr__(self, "checks", tuple(supported.items()))
+
+    @property
+    def claims(self) -> tuple[str, ...]:
+        return tuple(claim for claim, _ in self.checks)
+
+    @property
+    def passed(self) -> bool:
+        """The verdict a judge not asked claim by claim gives: some claim, and all supported."""
+        return bool(self.checks) and all(support is True for _, support in self.checks)
+
+
 SURE = 0.999  # the probability of the answer token of a plain scripted verdict
 _TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
 
@@ -124,23 +160,112 @@ def judged_reply(prompt: str) -> str:
     return prompt[start + len("<output>\n") : end] if 0 <= start < end else prompt
 
 
-def script(
-    verdicts: Mapping[str, bool | str | Fault | Sure], default: bool | str | Fault | Sure = True
-) -> Answer:
-    """An answer function: the verdict of the first key the judged reply contains, else `default`.
+Scripted = bool | str | Fault | Sure | Claims  # what a script gives a reply
+# The fixed tails of the claims check's prompts (judgekit.judging.prompts), found from the end.
+_EXTRACT_TAIL = "\n\n" + EXTRACT_PROMPT.rsplit("\n\n", 1)[1]
+_VERIFY_TAIL = "\n\n" + VERIFY_PROMPT.rsplit("\n\n", 1)[1]
+_VERIFY_ONE_TAIL = "\n\n" + VERIFY_ONE_PROMPT.rsplit("\n\n", 1)[1]
 
-    A bool becomes a contract-following JSON verdict; a str is answered verbatim; a Fault is given.
+
+def verification(prompt: str) -> tuple[str, list[str], bool] | None:
+    """A claims check's verification prompt read back: its source material, the claims it asks
+    about, and whether all at once (`batch`); None for any other prompt.
+
+    >>> verification("<context>\\nsrc\\n</context>\\n\\nClaims:\\n1. a\\n2. b" + _VERIFY_TAIL)
+    ('src', ['a', 'b'], True)
     """
-    items = list(verdicts.items())
+    batch = prompt.endswith(_VERIFY_TAIL)
+    if not batch and not prompt.endswith(_VERIFY_ONE_TAIL):
+        return None
+    start = prompt.find("<context>\n") + len("<context>\n")
+    if batch:
+        cut = prompt.rfind("\n\nClaims:\n")
+        listed = prompt[cut + len("\n\nClaims:\n") : len(prompt) - len(_VERIFY_TAIL)]
+        claims, number, rest = [], 1, listed
+        while rest.startswith(f"{number}. "):
+            end = rest.find(f"\n{number + 1}. ")
+            claims.append(rest[len(f"{number}. ") : end if end >= 0 else len(rest)])
+            rest, number = (rest[end + 1 :] if end >= 0 else ""), number + 1
+    else:
+        cut = prompt.rfind("\n\n<claim>\n")
+        claims = [prompt[cut + len("\n\n<claim>\n") : prompt.rfind("\n</claim>")]]
+    return prompt[start : prompt.rfind("\n</context>", 0, cut)], claims, batch
+
+
+def _support(verdict: Scripted, default: Scripted) -> bool | Fault:
+    """What a script says of a claim: supported, not, or a fault; the default's word when the
+    script gives the claim no verdict of its own (supported, when the default has none either)."""
+    for said in (verdict, default):
+        if isinstance(said, Fault | bool):
+            return said
+        if isinstance(said, Sure):
+            return said.passed
+    return True
+
+
+def with_claims(
+    find: Callable[[str], Scripted],
+    supports: Mapping[tuple[str | None, str], bool | Fault],
+    default: Scripted,
+) -> Answer:
+    """An answer function that also answers a claims check's two steps. `find` is a script's
+    verdict for a text (the judged reply of a prompt); `supports` each scripted claim's support,
+    by (source material, claim), or (None, claim) for any source. An extraction prompt gets the
+    reply's scripted `Claims` (a plain verdict: the reply is its one claim); a verification prompt
+    gets each claim's support: the scripted one, else the verdict `find` gives the claim's text."""
+
+    def support(context: str, claim: str) -> bool | Fault:
+        for key in ((context, claim), (None, claim)):
+            if key in supports:
+                return supports[key]
+        return _support(find(claim), default)
 
     def answer(prompt: str) -> bool | str | Fault | Sure:
-        reply = judged_reply(prompt)
-        for needle, verdict in items:
-            if needle in reply:
-                return verdict
-        return default
+        asked = verification(prompt)
+        if asked is not None:
+            context, claims, batch = asked
+            found = [support(context, claim) for claim in claims]
+            fault = next((s for s in found if isinstance(s, Fault)), None)
+            if fault is not None:
+                return fault
+            if not batch:
+                return json.dumps({"evidence": "scripted support", "supported": found[0]})
+            results = [
+                {"claim": n, "evidence": "scripted support", "supported": s}
+                for n, s in enumerate(found, start=1)
+            ]
+            return json.dumps({"results": results})
+        verdict = find(prompt)
+        if not prompt.endswith(_EXTRACT_TAIL):
+            return verdict.passed if isinstance(verdict, Claims) else verdict
+        if isinstance(verdict, Claims):
+            return json.dumps({"claims": list(verdict.claims)})
+        if isinstance(verdict, bool | Sure):
+            return json.dumps({"claims": [judged_reply(prompt)]})
+        return verdict
 
     return answer
+
+
+def script(verdicts: Mapping[str, Scripted], default: Scripted = True) -> Answer:
+    """An answer function: the verdict of the first key the judged reply contains, else `default`.
+
+    A bool becomes a contract-following JSON verdict; a str is answered verbatim; a Fault is given;
+    `Claims` script a claims check (the module's docstring).
+    """
+    items = list(verdicts.items())
+    supports: dict[tuple[str | None, str], bool | Fault] = {
+        (None, claim): support
+        for verdict in verdicts.values()
+        if isinstance(verdict, Claims)
+        for claim, support in verdict.checks
+    }
+
+    def find(prompt: str) -> Scripted:
+        reply = judged_reply(prompt)
+        return next((verdict for needle, verdict in items if needle in reply), default)
+
+    return with_claims(find, supports, default)
 
 
 def answer_text(verdict: bool | str | Fault | Sure) -> str:
@@ -175,11 +300,7 @@ class FakeLLM:
         self.requests: list[Request] = []
 
     @classmethod
-    def scripted(
-        cls,
-        verdicts: Mapping[str, bool | str | Fault | Sure],
-        default: bool | str | Fault | Sure = True,
-    ) -> FakeLLM:
+    def scripted(cls, verdicts: Mapping[str, Scripted], default: Scripted = True) -> FakeLLM:
         """Answers scripted as `script` does; a request for log-probabilities gets them (`Sure`)."""
         decide = script(verdicts, default)
 

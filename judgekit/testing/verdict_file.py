@@ -4,8 +4,14 @@
     {"id": "p1", "verdict": "pass"}
     {"id": "f2", "verdict": "rate_limit"}        <- a fault kind: every request of f2 gets it
     {"match": "I've blocked", "verdict": "fail"}  <- by a piece of the reply, as FakeServer scripts
+    {"id": "c1", "claims": [{"claim": "The card is blocked", "supported": true},
+                            {"claim": "The fee is waived", "supported": "rate_limit"}]}
 
-`verdict` is pass, fail or a fault kind (judgekit.testing.FAULTS). A prompt never holds an
+`verdict` is pass, fail or a fault kind (judgekit.testing.FAULTS). `claims` scripts a claims check
+instead (judgekit.testing.Claims): the claims the extraction step lists, in order, and each one's
+support, true, false or a fault kind (in CSV, the list as JSON text); `[]` is a reply without
+claims. A claim is verified as scripted against the source material of the example that lists it
+(its `context`), or of any example for a `match` record. A prompt never holds an
 example's id, so an `id` is found by its output text: its calibration set (in `--sets`; the one
 of `criterion`, when the record names it) gives the example's output, and a request is that
 example's when the prompt's judged reply (the last `<output>` block of a judgekit prompt) is
@@ -13,7 +19,7 @@ exactly that text; a prompt without an `<output>` block (a custom judge.prompt) 
 when it contains the text, the longest such text first. A `match` record needs no set: a request
 is its when the judged reply contains `match`. Examples the file does not list get the default.
 
->>> answer = scripted({"reply one": True, "reply": Fault("hang")}, {}, default=False)
+>>> answer = scripted(VerdictScript({"reply one": True, "reply": Fault("hang")}), default=False)
 >>> answer("<output>\\nreply one\\n</output>"), answer("<output>\\nreply two\\n</output>")
 (True, False)
 >>> # no <output> block: contained, longest first
@@ -23,20 +29,54 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import ValidationError, model_validator
+from pydantic import BeforeValidator, Field, PlainValidator, ValidationError, model_validator
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.files import RECORD_SUFFIXES, iter_records
 from judgekit.inputs.sets import load_set
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of
-from judgekit.testing.scripts import FAULTS, Answer, Fault, judged_reply
+from judgekit.testing.scripts import (
+    FAULTS,
+    Answer,
+    Claims,
+    Fault,
+    Scripted,
+    judged_reply,
+    with_claims,
+)
 
 Verdict = Literal[("pass", "fail", *FAULTS)]  # type: ignore[valid-type]  # pass, fail or a fault kind
+
+
+def _json_text(value: Any) -> Any:
+    """A CSV cell holds the claims as JSON text."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        raise ValueError(
+            'give the claims as a JSON list, e.g. [{"claim": "...", "supported": true}]'
+        ) from None
+
+
+def _support(value: Any) -> bool | str:
+    if isinstance(value, bool) or (isinstance(value, str) and value in FAULTS):
+        return value
+    raise ValueError(f"give true, false or a fault kind ({', '.join(FAULTS)})")
+
+
+class ScriptedClaim(Frozen):
+    """One claim of a scripted claims check, and its support."""
+
+    claim: Annotated[str, Field(min_length=1, pattern=r"\S")]
+    supported: Annotated[bool | str, PlainValidator(_support)]
 
 
 class ScriptedVerdict(Frozen):
@@ -45,7 +85,8 @@ class ScriptedVerdict(Frozen):
     id: ExampleId | None = None
     criterion: str | None = None
     match: str | None = None
-    verdict: Verdict
+    verdict: Verdict | None = None
+    claims: Annotated[tuple[ScriptedClaim, ...] | None, BeforeValidator(_json_text)] = None
 
     @model_validator(mode="after")
     def _names_an_example(self) -> ScriptedVerdict:
@@ -54,16 +95,47 @@ class ScriptedVerdict(Frozen):
                 "give the example's id (found by its output in the calibration sets) or match (a "
                 "piece of text its reply contains), one of the two"
             )
+        if (self.verdict is None) == (self.claims is None):
+            raise ValueError(
+                "give a verdict (pass, fail or a fault kind) or claims (a claims check's claims "
+                "and their support), one of the two"
+            )
         return self
 
-    def scripted(self) -> bool | Fault:
-        return self.verdict == "pass" if self.verdict in ("pass", "fail") else Fault(self.verdict)
+    def scripted(self) -> Scripted:
+        if self.claims is not None:
+            return Claims(
+                {
+                    c.claim: c.supported if isinstance(c.supported, bool) else Fault(c.supported)
+                    for c in self.claims
+                }
+            )
+        verdict = str(self.verdict)
+        if verdict in ("pass", "fail"):
+            return verdict == "pass"
+        return Fault(verdict)
+
+
+@dataclass
+class VerdictScript:
+    """A verdict file read: the verdicts by output text (`id` records), by a piece of the reply
+    (`match` records), and each scripted claim's support by (source material, claim)."""
+
+    by_output: dict[str, Scripted] = field(default_factory=dict)
+    by_match: dict[str, Scripted] = field(default_factory=dict)
+    supports: dict[tuple[str | None, str], bool | Fault] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.by_output) + len(self.by_match)
 
 
 def _outputs(
-    sets_dir: Path, criterion: str | None, cache: dict[str | None, dict[str, list[str]]]
-) -> dict[str, list[str]]:
-    """Each example id's outputs in the calibration sets (of one criterion, or of all)."""
+    sets_dir: Path,
+    criterion: str | None,
+    cache: dict[str | None, dict[str, list[tuple[str, str]]]],
+) -> dict[str, list[tuple[str, str]]]:
+    """Each example id's outputs and source material in the calibration sets (of one criterion,
+    or of all)."""
     if criterion not in cache:
         if criterion is not None:
             paths = [find_set(sets_dir, criterion)]
@@ -76,23 +148,19 @@ def _outputs(
                 "is not a folder of calibration sets; pass --sets DIR, or give "
                 "each record a match instead of an id",
             )
-        found: dict[str, list[str]] = {}
+        found: dict[str, list[tuple[str, str]]] = {}
         for path in paths:
             for example in load_set(path, path.stem).examples:
-                found.setdefault(example.id, []).append(example.output)
+                found.setdefault(example.id, []).append((example.output, example.context or ""))
         cache[criterion] = found
     return cache[criterion]
 
 
-def load_script(
-    path: Path, sets_dir: Path
-) -> tuple[dict[str, bool | Fault], dict[str, bool | Fault]]:
-    """A verdict file, read and checked: the verdicts by output text (`id` records) and by a piece
-    of the reply (`match` records). Every problem of the file is listed at once."""
-    by_output: dict[str, bool | Fault] = {}
-    by_match: dict[str, bool | Fault] = {}
+def load_script(path: Path, sets_dir: Path) -> VerdictScript:
+    """A verdict file, read and checked. Every problem of the file is listed at once."""
+    found = VerdictScript()
     problems: list[Problem] = []
-    sets: dict[str | None, dict[str, list[str]]] = {}
+    sets: dict[str | None, dict[str, list[tuple[str, str]]]] = {}
     if not path.is_file():
         raise InputError.one(
             path, "", "no such verdict file; pass --verdicts with a JSONL, CSV or YAML file"
@@ -106,8 +174,10 @@ def load_script(
         except ValidationError as error:
             problems += problems_of(error, str(path), location)
             continue
+        scripted = row.scripted()
         if row.match is not None:
-            by_match[row.match] = row.scripted()
+            found.by_match[row.match] = scripted
+            problems += _claims(found, None, scripted, str(path), location)
             continue
         outputs = _outputs(sets_dir, row.criterion, sets).get(row.id or "")
         if not outputs:
@@ -125,31 +195,52 @@ def load_script(
                 )
             )
             continue
-        for output in outputs:
-            by_output[output] = row.scripted()
+        for output, context in outputs:
+            found.by_output[output] = scripted
+            problems += _claims(found, context, scripted, str(path), location)
     if problems:
         raise InputError(problems)
-    if not by_output and not by_match:
+    if not found:
         raise InputError.one(path, "", "holds no verdicts")
-    return by_output, by_match
+    return found
 
 
-def scripted(
-    by_output: Mapping[str, bool | Fault],
-    by_match: Mapping[str, bool | Fault],
-    default: bool | Fault = True,
-) -> Answer:
+def _claims(
+    found: VerdictScript, context: str | None, scripted: Scripted, path: str, location: str
+) -> list[Problem]:
+    """Put a record's scripted claims in `found`; a claim scripted twice against the same source
+    material with different support is a problem."""
+    if not isinstance(scripted, Claims):
+        return []
+    problems = []
+    for claim, support in scripted.checks:
+        before = found.supports.setdefault((context, claim), support)
+        if before != support:
+            problems.append(
+                Problem(
+                    path,
+                    location,
+                    f"claim {claim!r} is scripted {support} here and {before} in an earlier "
+                    "record, against the same source material; give it one support",
+                )
+            )
+    return problems
+
+
+def scripted(script: VerdictScript, default: Scripted = True) -> Answer:
     """The answer function of a verdict file (the rules above)."""
-    longest = sorted(by_output, key=len, reverse=True)
+    longest = sorted(script.by_output, key=len, reverse=True)
 
-    def answer(prompt: str) -> bool | Fault:
+    def find(prompt: str) -> Scripted:
         reply = judged_reply(prompt)
-        if reply in by_output:
-            return by_output[reply]
+        if reply in script.by_output:
+            return script.by_output[reply]
         if reply == prompt:  # no <output> block: the example's output somewhere in the prompt
-            found = next((text for text in longest if text and text in prompt), None)
-            if found is not None:
-                return by_output[found]
-        return next((verdict for needle, verdict in by_match.items() if needle in reply), default)
+            text = next((text for text in longest if text and text in prompt), None)
+            if text is not None:
+                return script.by_output[text]
+        return next(
+            (verdict for needle, verdict in script.by_match.items() if needle in reply), default
+        )
 
-    return answer
+    return with_claims(find, script.supports, default)
