@@ -155,6 +155,8 @@ def test_the_github_workflow_keeps_answers_and_history_and_rechecks_on_a_schedul
     _, workflow = _recipe(tmp_path, "github")
     jobs = workflow["jobs"]
     assert "schedule" not in jobs["judges"]["if"] and jobs["evals"]["needs"] == "judges"
+    # The evals job runs whatever the judges decided: the plugin gates it per criterion.
+    assert jobs["evals"]["if"].startswith("${{ !cancelled() && ")
     # YAML 1.1 reads `on` as True
     assert workflow[True]["schedule"][0]["cron"] and "schedule" in jobs["recheck"]["if"]
     judges, recheck = _steps(jobs["judges"]), _steps(jobs["recheck"])
@@ -191,8 +193,10 @@ def test_the_github_workflow_keeps_answers_and_history_and_rechecks_on_a_schedul
 def test_the_gitlab_recipe_keeps_answers_and_history_and_rechecks_on_a_schedule(tmp_path):
     _, recipe = _recipe(tmp_path, "gitlab")
     judges, evals, recheck = recipe["judges"], recipe["evals"], recipe["recheck"]
-    assert evals["needs"] == ["judges"] and evals["rules"] == judges["rules"] == [
-        {"if": '$CI_PIPELINE_SOURCE != "schedule"'}
+    assert judges["rules"] == [{"if": '$CI_PIPELINE_SOURCE != "schedule"'}]
+    # The evals job runs whatever the judges decided: the plugin gates it per criterion.
+    assert evals["needs"] == ["judges"] and evals["rules"] == [
+        {"if": '$CI_PIPELINE_SOURCE != "schedule"', "when": "always"}
     ]
     assert recheck["rules"] == [{"if": '$CI_PIPELINE_SOURCE == "schedule"'}]
     answers, history = judges["cache"]

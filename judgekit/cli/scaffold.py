@@ -1,7 +1,8 @@
 """`judgekit init`: a working starting point — two criteria with their calibration sets, the
-settings file, a CI recipe (GitHub Actions, or GitLab CI) that calibrates and gates before the eval
-suite, keeps the judges' answers and the history between runs and re-checks the judges daily, a
-.gitignore for what runs write under .judgekit/, and a pytest example.
+settings file, a CI recipe (GitHub Actions, or GitLab CI) that calibrates and gates the eval suite
+per criterion (installing the application's own dependencies, judgekit pinned), keeps the judges'
+answers and the history between runs and re-checks the judges daily, a .gitignore for what runs
+write under .judgekit/, and a pytest example.
 
 The regex criterion calibrates and gates as written (no model, no key); the LLM criterion needs
 `judge.model` and, before the gate lets it through, at least 20 labelled examples per class.
@@ -9,6 +10,7 @@ The regex criterion calibrates and gates as written (no model, no key); the LLM 
 
 from __future__ import annotations
 
+import contextlib
 import json
 from importlib import resources
 from pathlib import Path
@@ -17,6 +19,7 @@ from judgekit.errors import InputError
 from judgekit.inputs.criteria import criterion_schema
 from judgekit.inputs.files import read_text, write_atomic
 from judgekit.inputs.sets import Example
+from judgekit.version import DISTRIBUTION, version
 
 LLM_CRITERION = """\
 # yaml-language-server: $schema=../.judgekit/schema/criterion.schema.json
@@ -165,9 +168,38 @@ def _examples(good: list[str], bad: list[str], inputs: str) -> list[dict[str, st
     return rows
 
 
-def files(ci: str = "github") -> dict[str, str]:
+# What the evals job runs when `init` finds no dependencies to install: a line to edit.
+NO_DEPENDENCIES = (
+    "# pip install -r requirements.txt  # the application's own dependencies: edit this line"
+)
+
+
+def app_dependencies(project: dict[str, object] | None, root: Path) -> list[str]:
+    """The commands that install the application's own dependencies for its tests, from what the
+    project holds: its package (pyproject.toml's `[project]`, installed editable) and each
+    requirements*.txt; none when it holds neither."""
+    found = ["pip install -e ."] if project is not None else []
+    return found + [f"pip install -r {p.name}" for p in sorted(root.glob("requirements*.txt"))]
+
+
+def recipe(template: str, install: list[str]) -> str:
+    """A CI recipe from its template: judgekit pinned to this version, and the line that holds
+    `__APP_DEPENDENCIES__` once per install command (commented out, to edit, when there is none)."""
+    lines = []
+    for line in template.replace("__JUDGEKIT__", f"{DISTRIBUTION}=={version()}").splitlines():
+        if "__APP_DEPENDENCIES__" not in line:
+            lines.append(line)
+            continue
+        indent = line[: len(line) - len(line.lstrip())]
+        if not install:
+            lines.append(indent + NO_DEPENDENCIES)
+        lines += [line.replace("__APP_DEPENDENCIES__", command) for command in install]
+    return "\n".join(lines) + "\n"
+
+
+def files(ci: str = "github", install: list[str] | None = None) -> dict[str, str]:
     """Every file `init` writes, relative to the project root, with the CI recipe for `ci`
-    (github or gitlab)."""
+    (github or gitlab), whose evals job runs the `install` commands (app_dependencies)."""
     if ci not in CI:
         raise InputError.one(
             "--ci",
@@ -189,9 +221,10 @@ def files(ci: str = "github") -> dict[str, str]:
             _examples(_CLEAN, _EMAIL, "Can you help me?")
         ),
         "judgekit.yaml": SETTINGS,
-        workflow: resources.files("judgekit.cli")
-        .joinpath("templates", template)
-        .read_text(encoding="utf-8"),
+        workflow: recipe(
+            resources.files("judgekit.cli").joinpath("templates", template).read_text("utf-8"),
+            install or [],
+        ),
         ".judgekit/.gitignore": GITIGNORE,
         "tests/test_judged_example.py": PYTEST_EXAMPLE,
     }
@@ -201,16 +234,19 @@ def init(root: Path, force: bool = False, ci: str = "github") -> list[Path]:
     """Write the scaffold under `root`, with the CI recipe for `ci` (github or gitlab); an existing
     file is an error (listed) unless `force`. A pyproject.toml that already holds `[tool.judgekit]`
     keeps the settings: no judgekit.yaml then (it would be read first and could loosen the gate)."""
-    planned = {root / name: text for name, text in files(ci).items()}
+    settings: dict[str, object] = {}
     pyproject = root / "pyproject.toml"
     if pyproject.is_file():
         import tomllib
 
-        try:
-            if "judgekit" in tomllib.loads(read_text(pyproject)).get("tool", {}):
-                planned.pop(root / "judgekit.yaml")
-        except (tomllib.TOMLDecodeError, InputError):
-            pass
+        with contextlib.suppress(tomllib.TOMLDecodeError, InputError):
+            settings = tomllib.loads(read_text(pyproject))
+    project = settings.get("project")
+    install = app_dependencies(project if isinstance(project, dict) else None, root)
+    planned = {root / name: text for name, text in files(ci, install).items()}
+    tool = settings.get("tool")
+    if isinstance(tool, dict) and "judgekit" in tool:
+        planned.pop(root / "judgekit.yaml")
     # The criteria point editors at these schemas.
     planned[root / ".judgekit/schema/criterion.schema.json"] = (
         json.dumps(criterion_schema(), indent=2) + "\n"
