@@ -106,12 +106,12 @@ def wice_answer(examples: list[dict], supported: dict[str, bool]):
     recorded verdict of that claim (looked up by its text)."""
     by_claim = {e["output"].strip(): supported[e["id"]] for e in examples}  # judgekit strips claims
 
+    from judgekit.testing import block
+
     def answer(prompt: str) -> str:
         if "List every factual claim" in prompt:
-            reply = prompt.split("<output>\n", 1)[1].split("\n</output>", 1)[0]
-            return json.dumps({"claims": [reply]})
-        listed = prompt.split("Claims:\n", 1)[1].split("\n\nAnswer with JSON", 1)[0]
-        claim = listed.split(". ", 1)[1].strip()
+            return json.dumps({"claims": [block(prompt, "output")]})
+        claim = (block(prompt, "claims") or "").split(". ", 1)[1].strip()
         return json.dumps({"results": [{"claim": 1, "evidence": "", "supported": by_claim[claim]}]})
 
     return answer

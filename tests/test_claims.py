@@ -14,7 +14,7 @@ from judgekit.judging.claims import read_checks, read_claims
 from judgekit.judging.verdicts import ClaimCheck, aggregate
 from judgekit.pipeline import Options, calibrate
 from judgekit.report import Report, to_markdown
-from judgekit.testing import Claims, FakeLLM, FakeServer, Fault, script
+from judgekit.testing import Claims, FakeLLM, FakeServer, Fault, block, script
 
 SOURCE = "The Poseidon grossed $181 million worldwide. Its production budget was $160 million."
 # Each reply names its claims (a fake extracts what the reply lists after "claims:") and which of
@@ -40,17 +40,15 @@ def claims_of(reply: str) -> list[str]:
 def answer(prompt: str) -> str:
     """What a model would say to judgekit's two prompts, scripted by the reply's own text."""
     if "List every factual claim" in prompt:
-        reply = prompt.split("<output>\n", 1)[1].split("\n</output>", 1)[0]
+        reply = block(prompt, "output") or ""
         if "EXTRACT-GARBAGE" in reply:
             return "Sure! Here are some thoughts about the reply."
         return json.dumps({"claims": claims_of(reply)})
     if "garble me" in prompt:  # a verification that leaves its claim undecided
         return '{"results": [{"claim": 7, "supported": true}]}'
-    listed = (
-        prompt.split("Claims:\n", 1)[1].split("\n\nAnswer", 1)[0] if "Claims:\n" in prompt else None
-    )
+    listed = block(prompt, "claims")
     if listed is None:  # one claim per call
-        claim = prompt.split("<claim>\n", 1)[1].split("\n</claim>", 1)[0]
+        claim = block(prompt, "claim") or ""
         return json.dumps(
             {
                 "evidence": "" if "Oscar" in claim else "grossed $181 million",

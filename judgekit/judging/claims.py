@@ -25,7 +25,13 @@ from typing import Any
 from judgekit.inputs.criteria import ClaimsCriterion
 from judgekit.inputs.sets import Example
 from judgekit.judging.answers import Calls, call_failed, json_object, lookup, refused, usage_of
-from judgekit.judging.prompts import EXTRACT_PROMPT, SYSTEM_PROMPT, VERIFY_ONE_PROMPT, VERIFY_PROMPT
+from judgekit.judging.prompts import (
+    EXTRACT_PROMPT,
+    SYSTEM_PROMPT,
+    VERIFY_ONE_PROMPT,
+    VERIFY_PROMPT,
+    fence,
+)
 from judgekit.judging.verdicts import ClaimCheck, Usage, Verdict, aggregate
 from judgekit.llm.protocol import LLM, CallError, Completion, Request
 from judgekit.llm.retry import RetryPolicy
@@ -67,12 +73,12 @@ def _format(name: str, schema: dict[str, Any]) -> dict[str, Any]:
 def _messages(
     criterion: ClaimsCriterion, template: str, values: dict[str, str]
 ) -> list[dict[str, str]]:
-    # One pass over the template, so text from the example is never expanded again.
+    # One pass over the template, so text from the example is never expanded again; the field
+    # tags get the request's fence (judgekit.judging.prompts.fence).
+    system = criterion.judge.system or SYSTEM_PROMPT
+    values = {**values, "fence": fence([system, template, *values.values()])}
     user = re.sub(r"\{\{(\w+)\}\}", lambda m: values.get(m.group(1), m.group(0)), template)
-    return [
-        {"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT},
-        {"role": "user", "content": user},
-    ]
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def read_claims(text: str) -> list[str] | None:

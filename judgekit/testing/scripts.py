@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TypedDict
 
-from judgekit.judging.prompts import EXTRACT_PROMPT, VERIFY_ONE_PROMPT, VERIFY_PROMPT
+from judgekit.judging.prompts import EXTRACT_PROMPT, FENCED, VERIFY_ONE_PROMPT, VERIFY_PROMPT
 from judgekit.llm.protocol import CallError, Completion, ErrorKind, Request
 
 FAULTS = (
@@ -152,44 +152,62 @@ def logprobs_of(text: str, verdict: bool | str | Fault | Sure) -> list[TokenLogp
 Answer = Callable[[str], "bool | str | Fault | Sure"]
 
 
+# The fence of a judgekit prompt's tags, as its instructions name it (after the fields, so the
+# last such sentence is the prompt's own, not one a reply holds).
+_FENCE = re.compile(re.escape(FENCED.split("{{fence}}", 1)[0]) + r"([0-9a-f]+)>")
+
+
+def block(prompt: str, name: str) -> str | None:
+    """The text of the last `name` block of a prompt: between `<name-FENCE>` and `</name-FENCE>`
+    in judgekit's prompts (judgekit.judging.prompts.fence), between `<name>` and `</name>` in
+    one without a fence (a custom prompt's); None when there is none.
+
+    >>> block("<output>\\nhi\\n</output>", "output"), block("no block", "output")
+    ('hi', None)
+    """
+    fences = _FENCE.findall(prompt)
+    mark = f"-{fences[-1]}" if fences else ""
+    opening, closing = f"<{name}{mark}>\n", f"\n</{name}{mark}>"
+    start, end = prompt.rfind(opening), prompt.rfind(closing)
+    return (
+        prompt[start + len(opening) : end] if start >= 0 and start + len(opening) <= end else None
+    )
+
+
 def judged_reply(prompt: str) -> str:
-    """The reply under judgement: the last <output> block of a judgekit prompt (few-shot examples
+    """The reply under judgement: the last output block of a judgekit prompt (few-shot examples
     come before it), or the whole prompt when there is none."""
-    start = prompt.rfind("<output>\n")
-    end = prompt.rfind("\n</output>")
-    return prompt[start + len("<output>\n") : end] if 0 <= start < end else prompt
+    reply = block(prompt, "output")
+    return prompt if reply is None else reply
 
 
 Scripted = bool | str | Fault | Sure | Claims  # what a script gives a reply
-# The fixed tails of the claims check's prompts (judgekit.judging.prompts), found from the end.
-_EXTRACT_TAIL = "\n\n" + EXTRACT_PROMPT.rsplit("\n\n", 1)[1]
-_VERIFY_TAIL = "\n\n" + VERIFY_PROMPT.rsplit("\n\n", 1)[1]
-_VERIFY_ONE_TAIL = "\n\n" + VERIFY_ONE_PROMPT.rsplit("\n\n", 1)[1]
+# The last lines of the claims check's prompts (judgekit.judging.prompts): fixed, each its own.
+_EXTRACT_TAIL = "\n" + EXTRACT_PROMPT.rsplit("\n", 1)[1]
+_VERIFY_TAIL = "\n" + VERIFY_PROMPT.rsplit("\n", 1)[1]
+_VERIFY_ONE_TAIL = "\n" + VERIFY_ONE_PROMPT.rsplit("\n", 1)[1]
 
 
 def verification(prompt: str) -> tuple[str, list[str], bool] | None:
     """A claims check's verification prompt read back: its source material, the claims it asks
     about, and whether all at once (`batch`); None for any other prompt.
 
-    >>> verification("<context>\\nsrc\\n</context>\\n\\nClaims:\\n1. a\\n2. b" + _VERIFY_TAIL)
+    >>> tags = "<context>\\nsrc\\n</context>\\n<claims>\\n1. a\\n2. b\\n</claims>"
+    >>> verification(tags + _VERIFY_TAIL)
     ('src', ['a', 'b'], True)
     """
     batch = prompt.endswith(_VERIFY_TAIL)
     if not batch and not prompt.endswith(_VERIFY_ONE_TAIL):
         return None
-    start = prompt.find("<context>\n") + len("<context>\n")
-    if batch:
-        cut = prompt.rfind("\n\nClaims:\n")
-        listed = prompt[cut + len("\n\nClaims:\n") : len(prompt) - len(_VERIFY_TAIL)]
-        claims, number, rest = [], 1, listed
-        while rest.startswith(f"{number}. "):
-            end = rest.find(f"\n{number + 1}. ")
-            claims.append(rest[len(f"{number}. ") : end if end >= 0 else len(rest)])
-            rest, number = (rest[end + 1 :] if end >= 0 else ""), number + 1
-    else:
-        cut = prompt.rfind("\n\n<claim>\n")
-        claims = [prompt[cut + len("\n\n<claim>\n") : prompt.rfind("\n</claim>")]]
-    return prompt[start : prompt.rfind("\n</context>", 0, cut)], claims, batch
+    context = block(prompt, "context") or ""
+    if not batch:
+        return context, [block(prompt, "claim") or ""], False
+    claims, number, rest = [], 1, block(prompt, "claims") or ""
+    while rest.startswith(f"{number}. "):
+        end = rest.find(f"\n{number + 1}. ")
+        claims.append(rest[len(f"{number}. ") : end if end >= 0 else len(rest)])
+        rest, number = (rest[end + 1 :] if end >= 0 else ""), number + 1
+    return context, claims, True
 
 
 def _support(verdict: Scripted, default: Scripted) -> bool | Fault:

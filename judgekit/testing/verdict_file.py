@@ -14,15 +14,15 @@ claims. A claim is verified as scripted against the source material of the examp
 (its `context`), or of any example for a `match` record. A prompt never holds an
 example's id, so an `id` is found by its output text: its calibration set (in `--sets`; the one
 of `criterion`, when the record names it) gives the example's output, and a request is that
-example's when the prompt's judged reply (the last `<output>` block of a judgekit prompt) is
-exactly that text; a prompt without an `<output>` block (a custom judge.prompt) is the example's
+example's when the prompt's judged reply (the last output block of a judgekit prompt) is
+exactly that text; a prompt without an output block (a custom judge.prompt) is the example's
 when it contains the text, the longest such text first. A `match` record needs no set: a request
 is its when the judged reply contains `match`. Examples the file does not list get the default.
 
 >>> answer = scripted(VerdictScript({"reply one": True, "reply": Fault("hang")}), default=False)
 >>> answer("<output>\\nreply one\\n</output>"), answer("<output>\\nreply two\\n</output>")
 (True, False)
->>> # no <output> block: contained, longest first
+>>> # no output block: contained, longest first
 >>> answer("Judge this: reply one, then PASS or FAIL")
 True
 """
