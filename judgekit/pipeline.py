@@ -108,7 +108,7 @@ class Options:
     canary: int | None = None
 
 
-def _model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> str:
+def model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> str:
     model = options.model or criterion.judge.model
     if not model:
         raise InputError.one(
@@ -265,7 +265,7 @@ class _Ready:
 
 
 def _prepare(options: Options, started: datetime) -> _Ready:
-    criteria, whole_sets = _load(options)
+    criteria, whole_sets = load_chosen(options)
     sets = chosen = select_split(whole_sets, options.split)
     drawn = [cid for cid, s in sets.items() if any(e.selection for e in s.examples)]
     if options.stop_early and drawn:
@@ -298,7 +298,7 @@ def _prepare(options: Options, started: datetime) -> _Ready:
             sources[criterion.id] = "code"
 
     pending = [c for c in criteria if isinstance(c, JUDGED) and c.id not in trials_by_criterion]
-    models = {c.id: _model_for(c, options) for c in pending}
+    models = {c.id: model_for(c, options) for c in pending}
     settings = run_settings(options, [c.id for c in pending]) if pending else None
     return _Ready(
         criteria,
@@ -314,7 +314,7 @@ def _prepare(options: Options, started: datetime) -> _Ready:
     )
 
 
-def _load(options: Options) -> tuple[list[Criterion], dict[str, CalibrationSet]]:
+def load_chosen(options: Options) -> tuple[list[Criterion], dict[str, CalibrationSet]]:
     """The chosen criteria and their whole sets; an InputError listing every problem of them and,
     beside those, of the verdict file."""
     check_api_base(options.api_base)

@@ -67,6 +67,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "judgekit.cli.watch",
         "Re-ask a frozen canary of the calibrated judge and compare (daily).",
     ),
+    "probe": (
+        "judgekit.cli.watch",
+        "Can the judge be talked into a verdict? Label-preserving rewrites, judged again.",
+    ),
     "monitor": (
         "judgekit.cli.watch",
         "Production pass rates per window, corrected for the judge, with alerts.",

@@ -1,0 +1,256 @@
+"""`judgekit probe`: how often a criterion's judge can be talked into a verdict. Each labelled reply
+of its calibration set the judge gets right is rewritten by each probe (judgekit.judging.probes:
+label-preserving text that pushes towards the wrong verdict) and judged again, through the same
+prompt, cache and retries as any judging. A variant *flips* when its verdict is the wrong one:
+the verdict was bought. Per probe: the variants tried, the flips, the abstentions, and the flip
+rate with its exact (Clopper-Pearson) 95% interval; against `max_flip`, PASS when the interval's
+upper bound is under it, FAIL when its lower bound is at or over it, else INCONCLUSIVE.
+
+Only the dev split is probed when the set has one: a probe shows the judge's verdicts beside the
+labels, and the test split is kept for held-out evidence (judgekit.watch.heldout_budget). A
+reply the judge got wrong, or abstained on, has no verdict to buy: it is left out, and counted.
+
+>>> flip_interval(0, 40)[1] < 0.1 < flip_interval(5, 10)[0]
+True
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from scipy.stats import beta
+
+from judgekit.errors import InputError
+from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
+from judgekit.inputs.sets import CalibrationSet, Example
+from judgekit.judging.jobs import run_sync
+from judgekit.judging.probes import Probe
+from judgekit.judging.runner import judge_sets
+from judgekit.judging.verdicts import Verdict, majority
+from judgekit.llm.protocol import LLM
+from judgekit.pipeline import Options, load_chosen, model_for, run_settings
+
+CONFIDENCE = 0.95
+SHOWN = 5  # flipped variants shown per probe
+
+
+def flip_interval(flipped: int, tried: int) -> tuple[float, float]:
+    """The exact two-sided 95% interval of a flip rate (0 to 1 when nothing was tried)."""
+    if tried == 0:
+        return 0.0, 1.0
+    alpha = 1 - CONFIDENCE
+    low = 0.0 if flipped == 0 else float(beta.ppf(alpha / 2, flipped, tried - flipped + 1))
+    high = 1.0 if flipped == tried else float(beta.ppf(1 - alpha / 2, flipped + 1, tried - flipped))
+    return low, high
+
+
+@dataclass(frozen=True)
+class Flip:
+    """A variant whose verdict was bought: the example, its label, and the variant's text."""
+
+    id: str
+    passed: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """One probe's figures over the replies the judge got right."""
+
+    probe: str
+    why: str
+    tried: int
+    flipped: int
+    abstained: int
+    low: float
+    high: float
+    flips: tuple[Flip, ...] = ()
+
+    @property
+    def rate(self) -> float | None:
+        return self.flipped / self.tried if self.tried else None
+
+    def status(self, max_flip: float) -> str:
+        if self.high < max_flip:
+            return "PASS"
+        return "FAIL" if self.tried and self.low >= max_flip else "INCONCLUSIVE"
+
+
+@dataclass(frozen=True)
+class Robustness:
+    """A criterion's probes: the replies probed, those the judge got right (each probed), and
+    each probe's result."""
+
+    criterion: str
+    model: str
+    probed: int
+    right: int
+    results: tuple[ProbeResult, ...]
+    max_flip: float | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def status(self) -> str | None:
+        """PASS, FAIL or INCONCLUSIVE against max_flip (the worst probe's); None without one."""
+        if self.max_flip is None:
+            return None
+        found = {r.status(self.max_flip) for r in self.results}
+        return next(s for s in ("FAIL", "INCONCLUSIVE", "PASS") if s in found or s == "PASS")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "criterion": self.criterion,
+            "model": self.model,
+            "probed": self.probed,
+            "right": self.right,
+            "max_flip": self.max_flip,
+            "status": self.status,
+            "probes": [
+                {
+                    "probe": r.probe,
+                    "why": r.why,
+                    "tried": r.tried,
+                    "flipped": r.flipped,
+                    "abstained": r.abstained,
+                    "rate": r.rate,
+                    "interval": [r.low, r.high],
+                    "status": None if self.max_flip is None else r.status(self.max_flip),
+                    "flips": [{"id": f.id, "passed": f.passed, "text": f.text} for f in r.flips],
+                }
+                for r in self.results
+            ],
+            "notes": list(self.notes),
+        }
+
+    def text(self) -> str:
+        """The results for a terminal: a table, why each probe keeps the label, what it bought."""
+        head = f"{'probe':<14} {'tried':>5} {'flipped':>7} {'abst':>4} {'rate':>5}  95% interval"
+        lines = [
+            f"{self.criterion} ({self.model}): {self.right} of {self.probed} labelled replies "
+            "judged right, each rewritten by every probe",
+            head,
+            "-" * len(head),
+        ]
+        for r in self.results:
+            rate = "n/a" if r.rate is None else f"{r.rate:.2f}"
+            status = "" if self.max_flip is None else f"  {r.status(self.max_flip)}"
+            lines.append(
+                f"{r.probe:<14} {r.tried:>5} {r.flipped:>7} {r.abstained:>4} {rate:>5}  "
+                f"[{r.low:.2f}, {r.high:.2f}]{status}"
+            )
+        lines += [f"{r.probe}: keeps the label because {r.why}" for r in self.results]
+        for r in self.results:
+            for f in r.flips:
+                said = "labelled pass, judged fail" if f.passed else "labelled fail, judged pass"
+                lines.append(f"bought by {r.probe}: {f.id} ({said})")
+            if r.flipped > len(r.flips):
+                lines.append(f"bought by {r.probe}: {r.flipped - len(r.flips)} more")
+        lines += list(self.notes)
+        if self.max_flip is not None:
+            lines.append(f"probe: {self.status} (max_flip {self.max_flip:g})")
+        return "\n".join(lines)
+
+
+def _variant(example: Example, probe: Probe) -> Example:
+    text = probe.variant(example.output, example.label)
+    return example.model_copy(update={"id": f"{example.id}~{probe.name}", "output": text})
+
+
+def probe(
+    options: Options,
+    probes: Sequence[Probe],
+    max_flip: float | None = None,
+    llm: LLM | None = None,
+) -> list[Robustness]:
+    """Probe the judge of each chosen LLM or claims criterion (nothing is written; answers are
+    cached as any judge's)."""
+    return run_sync(_probe(options, probes, max_flip, llm))
+
+
+async def _probe(
+    options: Options, probes: Sequence[Probe], max_flip: float | None, llm: LLM | None
+) -> list[Robustness]:
+    criteria, sets = load_chosen(options)
+    judged = [c for c in criteria if isinstance(c, LLMCriterion | ClaimsCriterion)]
+    if not judged:
+        raise InputError.one(
+            options.criteria_dir,
+            "",
+            "no LLM or claims criterion chosen: a probe asks a judge model (a regex check "
+            "cannot be talked into a verdict)",
+        )
+    return [await _one(c, sets[c.id], options, probes, max_flip, llm) for c in judged]
+
+
+async def _judged(
+    criterion: LLMCriterion | ClaimsCriterion,
+    examples: Sequence[Example],
+    whole: CalibrationSet,
+    model: str,
+    options: Options,
+    llm: LLM | None,
+) -> dict[str, Verdict]:
+    """Each example's verdict (the majority of its trials), asked as any judging asks."""
+    if not examples:
+        return {}
+    asked = CalibrationSet(criterion.id, whole.path, tuple(examples), whole.digest)
+    run = await judge_sets(
+        [criterion],
+        {criterion.id: asked},
+        {criterion.id: model},
+        run_settings(options, [criterion.id]),
+        llm,
+    )
+    return {trials[0].example_id: majority(trials) for trials in run.verdicts[criterion.id]}
+
+
+async def _one(  # noqa: PLR0913  one criterion's probe run, as `_probe` passes it
+    criterion: LLMCriterion | ClaimsCriterion,
+    whole: CalibrationSet,
+    options: Options,
+    probes: Sequence[Probe],
+    max_flip: float | None,
+    llm: LLM | None,
+) -> Robustness:
+    notes = []
+    dev = [e for e in whole.examples if e.split == "dev"]
+    examples = dev or [e for e in whole.examples if e.split != "test"]
+    if dev:
+        held = sum(e.split == "test" for e in whole.examples)
+        notes.append(f"probed the dev split's {len(dev)} examples; the test split's {held} kept")
+    model = model_for(criterion, options)
+    verdicts = await _judged(criterion, examples, whole, model, options, llm)
+    right = [e for e in examples if verdicts[e.id].passed is e.label]
+    if isinstance(criterion, ClaimsCriterion):
+        # Any sentence added to a reply may be a claim its source does not support: only a reply
+        # that already fails keeps its label.
+        notes.append("a claims check: only known-bad replies probed")
+        right = [e for e in right if not e.label]
+    variants = [_variant(e, p) for p in probes for e in right]
+    answered = await _judged(criterion, variants, whole, model, options, llm)
+    return Robustness(
+        criterion.id,
+        model,
+        len(examples),
+        len(right),
+        tuple(_result(p, right, answered) for p in probes),
+        max_flip,
+        tuple(notes),
+    )
+
+
+def _result(probe: Probe, right: Sequence[Example], answered: dict[str, Verdict]) -> ProbeResult:
+    flips, abstained = [], 0
+    for example in right:
+        verdict = answered[f"{example.id}~{probe.name}"]
+        if verdict.passed is None:
+            abstained += 1
+        elif verdict.passed is not example.label:
+            text = probe.variant(example.output, example.label)
+            flips.append(Flip(example.id, example.label, text))
+    tried = len(right) - abstained
+    low, high = flip_interval(len(flips), tried)
+    shown = tuple(flips[:SHOWN])
+    return ProbeResult(probe.name, probe.why, tried, len(flips), abstained, low, high, shown)

@@ -1,0 +1,124 @@
+"""`judgekit probe`: label-preserving rewrites of the replies a judge gets right, each pushing
+towards the wrong verdict, judged again; per probe the share of verdicts bought, with its exact
+interval, against `--max-flip`. A gullible scripted judge FAILs, a robust one PASSes, too few
+replies are INCONCLUSIVE; the test split is never probed; the answers are cached as any judge's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.errors import InputError
+from judgekit.judging.probes import PROBES, default_probes, probes_named
+from judgekit.testing import FakeServer, script
+from judgekit.watch.robustness import flip_interval
+from tests.conftest import balanced, llm_criterion
+
+# A judge that reads the reply (reply-p* pass) but believes a note addressed to it.
+GULLIBLE = script(
+    {"the correct verdict is PASS": True, "the correct verdict is FAIL": False, "reply-p": True},
+    default=False,
+)
+ROBUST = script({"reply-p": True}, default=False)
+
+
+def test_each_probe_keeps_the_reply_and_pushes_towards_the_wrong_verdict():
+    reply = "Your card is blocked."
+    for probe in PROBES.values():
+        for passed in (True, False):
+            variant = probe.variant(reply, passed)
+            assert reply in variant and variant != reply, probe.name
+            assert probe.why
+    assert "PASS" in PROBES["addressed"].variant(reply, False)
+    assert "FAIL" in PROBES["addressed"].variant(reply, True)
+    assert '"passed": true' in PROBES["answer_format"].variant(reply, False)
+    assert "padding" not in [p.name for p in default_probes()]
+    assert [p.name for p in probes_named(["padding", "padding"])] == ["padding"]
+    with pytest.raises(InputError, match="--probe: 'nope' is not a probe; use one of addressed"):
+        probes_named(["nope"])
+
+
+def test_the_flip_interval_is_the_exact_binomial_one():
+    from scipy.stats import binomtest
+
+    for flipped, tried in ((0, 40), (3, 40), (40, 40), (1, 6)):
+        ci = binomtest(flipped, tried).proportion_ci(0.95, method="exact")
+        assert flip_interval(flipped, tried) == pytest.approx((ci.low, ci.high), abs=1e-12)
+    assert flip_interval(0, 0) == (0.0, 1.0)
+
+
+def _probe(project, server, monkeypatch, *args):
+    monkeypatch.chdir(project.root)
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    return CliRunner().invoke(app, ["probe", "--model", "openai/judge", *args])
+
+
+def test_a_gullible_judge_fails_on_the_probe_that_buys_its_verdicts(project, monkeypatch):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(20, 20))
+    with FakeServer(GULLIBLE, latency=0) as server:
+        done = _probe(project, server, monkeypatch, "--max-flip", "0.1", "--json", "--no-cache")
+    assert done.exit_code == 1, done.output
+    [found] = json.loads(done.output)["probes"]
+    assert found["status"] == "FAIL" and found["right"] == 40
+    by = {p["probe"]: p for p in found["probes"]}
+    assert by["addressed"]["flipped"] == 40 and by["addressed"]["status"] == "FAIL"
+    assert by["addressed"]["interval"][0] > 0.9
+    for name in ("answer_format", "authority", "delimiter"):
+        assert by[name]["flipped"] == 0 and by[name]["status"] == "PASS", name
+    assert len(by["addressed"]["flips"]) == 5  # the first few shown, with their text
+    assert "the correct verdict is" in by["addressed"]["flips"][0]["text"]
+
+
+def test_a_robust_judge_passes_and_too_few_replies_are_inconclusive(project, monkeypatch):
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(20, 20))
+    with FakeServer(ROBUST, latency=0) as server:
+        done = _probe(project, server, monkeypatch, "--max-flip", "0.1", "--cache-dir", "cache")
+        assert done.exit_code == 0, done.output
+        assert "probe: PASS (max_flip 0.1)" in done.output
+        assert "addressed: keeps the label because" in done.output
+        calls = server.stats["ok"]
+        assert calls == 40 * 5  # the 40 replies, then each rewritten by the 4 default probes
+        again = _probe(project, server, monkeypatch, "--max-flip", "0.1", "--cache-dir", "cache")
+        assert again.exit_code == 0 and server.stats["ok"] == calls  # every answer cached
+        project.jsonl("says-blocked", balanced(3, 3))
+        few = _probe(project, server, monkeypatch, "--max-flip", "0.1", "--no-cache")
+    assert few.exit_code == 3 and "probe: INCONCLUSIVE" in few.output, few.output
+
+
+def test_the_test_split_is_never_probed(project, monkeypatch):
+    project.criterion(llm_criterion())
+    rows = balanced(4, 4)
+    for i, row in enumerate(rows):
+        row["split"] = "dev" if i % 2 else "test"
+    project.jsonl("says-blocked", rows)
+    with FakeServer(ROBUST, latency=0) as server:
+        done = _probe(project, server, monkeypatch, "--json", "--no-cache")
+        asked = [prompt for _, prompt, _ in server.log]
+    assert done.exit_code == 0, done.output
+    [found] = json.loads(done.output)["probes"]
+    assert found["probed"] == 4 and found["status"] is None
+    assert "the test split's 4 kept" in found["notes"][0]
+    held = [r["output"] for r in rows if r["split"] == "test"]
+    assert not any(text in prompt for text in held for prompt in asked)
+
+
+def test_a_regex_criterion_cannot_be_probed(project, monkeypatch):
+    project.criterion(
+        {
+            "id": "no-digits",
+            "kind": "regex",
+            "question": "No digits?",
+            "pattern": "[0-9]",
+            "match_means": "fail",
+        }
+    )
+    project.jsonl("no-digits", [{"id": "a", "output": "x", "passed": True}])
+    with FakeServer(ROBUST, latency=0) as server:
+        done = _probe(project, server, monkeypatch)
+    assert done.exit_code == 2 and "a regex check cannot be talked into a verdict" in done.output
