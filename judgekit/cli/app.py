@@ -68,7 +68,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Re-ask a frozen canary of the calibrated judge and compare (daily).",
     ),
     "probe": (
-        "judgekit.cli.watch",
+        "judgekit.cli.probe",
         "Can the judge be talked into a verdict? Label-preserving rewrites, judged again.",
     ),
     "monitor": (
