@@ -267,3 +267,17 @@ def test_a_claims_check_calibrates_end_to_end_from_the_shell(project, batch):
     # a refused verification leaves its claim undecided: an abstention, never a guess
     assert verdicts["verifier-refuses"]["reason"].startswith("(unparseable verification)")
     assert verdicts["fee-there"]["claims"][0]["supported"] is True
+
+
+def test_a_claims_script_refuses_what_it_could_not_answer_as_written():
+    """A claim a claims check would read otherwise (spaces around it, two lines) or one text
+    scripted two ways in a Python script is refused, saying why, instead of being answered with
+    the default."""
+    from judgekit.testing import Claims
+
+    with pytest.raises(ValueError, match="on one line, without spaces around it"):
+        Claims({" The fee is waived ": False})
+    with pytest.raises(ValueError, match="on one line"):
+        Claims({"Fee waived\n2. Card blocked": False})
+    with pytest.raises(ValueError, match="scripted True for one reply and False for another"):
+        script({"reply A": Claims({"Fee waived": False}), "reply B": Claims({"Fee waived": True})})

@@ -109,6 +109,9 @@ class Claims:
                 raise ValueError(
                     f"{claim!r}: {support!r}: give each claim a text and True, False or a Fault"
                 )
+            if claim != claim.strip() or "\n" in claim:
+                # judgekit strips a claim, and lists a batch's claims a line each
+                raise ValueError(f"{claim!r}: give a claim on one line, without spaces around it")
         object.__setattr__(self, "checks", tuple(supported.items()))
 
     @property
@@ -272,12 +275,16 @@ def script(verdicts: Mapping[str, Scripted], default: Scripted = True) -> Answer
     `Claims` script a claims check (the module's docstring).
     """
     items = list(verdicts.items())
-    supports: dict[tuple[str | None, str], bool | Fault] = {
-        (None, claim): support
-        for verdict in verdicts.values()
-        if isinstance(verdict, Claims)
-        for claim, support in verdict.checks
-    }
+    supports: dict[tuple[str | None, str], bool | Fault] = {}
+    for verdict in verdicts.values():
+        for claim, support in verdict.checks if isinstance(verdict, Claims) else ():
+            if supports.setdefault((None, claim), support) != support:
+                raise ValueError(
+                    f"claim {claim!r} is scripted {support} for one reply and "
+                    f"{supports[(None, claim)]} for another: a script verifies a claim by its text "
+                    "alone; word the two claims apart, or use a verdict file (which keys a claim "
+                    "by its example's source)"
+                )
 
     def find(prompt: str) -> Scripted:
         reply = judged_reply(prompt)

@@ -75,7 +75,7 @@ def _support(value: Any) -> bool | str:
 class ScriptedClaim(Frozen):
     """One claim of a scripted claims check, and its support."""
 
-    claim: Annotated[str, Field(min_length=1, pattern=r"\S")]
+    claim: Annotated[str, Field(min_length=1, pattern=r"^\S(.*\S)?$")]
     supported: Annotated[bool | str, PlainValidator(_support)]
 
 
