@@ -139,7 +139,10 @@ def _github_job(runner: Runner, name: str, job: dict[str, Any]) -> tuple[bool, d
             done = runner.shell("bash", step["run"], workdir)
             results[label], ok = done, done.returncode == 0
         elif uses.startswith("actions/upload-artifact"):
-            runner.upload(step["with"]["name"], step["with"]["path"].split(), workdir)
+            paths = step["with"]["path"].split()
+            if not step["with"].get("include-hidden-files"):  # v4 leaves out hidden files
+                paths = [p for p in paths if not any(s.startswith(".") for s in Path(p).parts)]
+            runner.upload(step["with"]["name"], paths, workdir)
             ok = True
         elif uses.startswith("actions/download-artifact"):
             ok = runner.download(step["with"]["name"], workdir / step["with"]["path"])
