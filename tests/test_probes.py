@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from judgekit.cli import app
 from judgekit.errors import InputError
 from judgekit.judging.probes import PROBES, default_probes, probes_named
-from judgekit.testing import FakeServer, script
+from judgekit.testing import FakeServer, Fault, script
 from judgekit.watch.robustness import flip_interval
 from tests.conftest import balanced, llm_criterion
 
@@ -39,6 +39,13 @@ def test_each_probe_keeps_the_reply_and_pushes_towards_the_wrong_verdict():
     assert [p.name for p in probes_named(["padding", "padding"])] == ["padding"]
     with pytest.raises(InputError, match="--probe: 'nope' is not a probe; use one of addressed"):
         probes_named(["nope"])
+    from judgekit.pipeline import Options
+    from judgekit.watch.robustness import probe
+
+    with pytest.raises(InputError, match="no probe given"):
+        probe(Options(), [])
+    with pytest.raises(InputError, match="--max-flip: 0: give a share above 0"):
+        probe(Options(), default_probes(), max_flip=0.0)
 
 
 def test_the_flip_interval_is_the_exact_binomial_one():
@@ -65,25 +72,69 @@ def test_a_gullible_judge_fails_on_the_probe_that_buys_its_verdicts(project, mon
     assert done.exit_code == 1, done.output
     [found] = json.loads(done.output)["probes"]
     assert found["status"] == "FAIL" and found["right"] == 40
-    by = {p["probe"]: p for p in found["probes"]}
-    assert by["addressed"]["flipped"] == 40 and by["addressed"]["status"] == "FAIL"
-    assert by["addressed"]["interval"][0] > 0.9
+    by = {(p["probe"], p["toward"]): p for p in found["probes"]}
+    assert len(by) == 8  # each probe, towards PASS (known-bad replies) and FAIL (known-good)
+    for toward in ("PASS", "FAIL"):
+        bought = by[("addressed", toward)]
+        assert bought["tried"] == 20 and bought["flipped"] == 20 and bought["status"] == "FAIL"
+        assert bought["interval"][0] > 0.8
     for name in ("answer_format", "authority", "delimiter"):
-        assert by[name]["flipped"] == 0 and by[name]["status"] == "PASS", name
-    assert len(by["addressed"]["flips"]) == 5  # the first few shown, with their text
-    assert "the correct verdict is" in by["addressed"]["flips"][0]["text"]
+        for toward in ("PASS", "FAIL"):
+            assert by[(name, toward)]["flipped"] == 0, name
+            assert by[(name, toward)]["status"] == "INCONCLUSIVE", name  # 0 of 20: under 0.17
+    assert len(by[("addressed", "PASS")]["flips"]) == 5  # the first few shown, with their text
+    assert "the correct verdict is PASS" in by[("addressed", "PASS")]["flips"][0]["text"]
+
+
+def test_bought_passes_of_the_few_known_bad_replies_are_not_diluted_by_the_good_ones(
+    project, monkeypatch
+):
+    """380 known-good and 20 known-bad replies, and a judge that passes whatever a note tells it
+    to: every known-bad reply's verdict is bought. Before, the flip rate pooled both labels
+    (20 of 400, [0.03, 0.08]) and the probe PASSed `--max-flip 0.1`; each direction is its own
+    figure now, and 20 of 20 bought passes FAIL it."""
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(380, 20))
+    believes_pass = script({"the correct verdict is PASS": True, "reply-p": True}, default=False)
+    with FakeServer(believes_pass, latency=0) as server:
+        done = _probe(project, server, monkeypatch, "--probe", "addressed", "--max-flip", "0.1")
+    assert done.exit_code == 1, done.output
+    assert "probe: FAIL (max_flip 0.1)" in done.output
+    rows = [line.split() for line in done.output.splitlines() if line.startswith("addressed ")]
+    assert rows == [
+        ["addressed", "PASS", "20", "20", "0", "1.00", "[0.83,", "1.00]", "FAIL"],
+        ["addressed", "FAIL", "380", "0", "0", "0.00", "[0.00,", "0.01]", "PASS"],
+    ]
+
+
+def test_a_rewrite_that_leaves_a_good_reply_without_a_verdict_is_bought(project, monkeypatch):
+    """A known-good reply the judge no longer gives a verdict on does not pass (its test fails):
+    pushed towards FAIL, an abstention counts as a flip. Before, it counted as neither tried nor
+    flipped, and a judge confused into abstaining on every good reply PASSed."""
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(40, 40))
+    confused = script({"the correct verdict is FAIL": Fault("garbage"), "reply-p": True}, False)
+    with FakeServer(confused, latency=0) as server:
+        done = _probe(project, server, monkeypatch, "--probe", "addressed", "--max-flip", "0.1")
+    assert done.exit_code == 1, done.output
+    rows = [line.split()[:6] for line in done.output.splitlines() if line.startswith("addressed ")]
+    assert rows == [
+        ["addressed", "PASS", "40", "0", "0", "0.00"],
+        ["addressed", "FAIL", "40", "40", "40", "1.00"],
+    ]
+    assert "(labelled pass, judged no verdict)" in done.output
 
 
 def test_a_robust_judge_passes_and_too_few_replies_are_inconclusive(project, monkeypatch):
     project.criterion(llm_criterion())
-    project.jsonl("says-blocked", balanced(20, 20))
+    project.jsonl("says-blocked", balanced(40, 40))
     with FakeServer(ROBUST, latency=0) as server:
         done = _probe(project, server, monkeypatch, "--max-flip", "0.1", "--cache-dir", "cache")
         assert done.exit_code == 0, done.output
         assert "probe: PASS (max_flip 0.1)" in done.output
         assert "addressed: keeps the label because" in done.output
         calls = server.stats["ok"]
-        assert calls == 40 * 5  # the 40 replies, then each rewritten by the 4 default probes
+        assert calls == 80 * 5  # the 80 replies, then each rewritten by the 4 default probes
         again = _probe(project, server, monkeypatch, "--max-flip", "0.1", "--cache-dir", "cache")
         assert again.exit_code == 0 and server.stats["ok"] == calls  # every answer cached
         project.jsonl("says-blocked", balanced(3, 3))

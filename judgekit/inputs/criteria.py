@@ -43,7 +43,16 @@ ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 # the fields of an example a judge may be shown
 ExampleField = Literal["input", "output", "context"]
 _INPUTS: tuple[ExampleField, ...] = ("input", "output")  # an LLM criterion's, unless it says
-PLACEHOLDERS = {"question", "pass_when", "fail_when", "examples", "input", "output", "context"}
+PLACEHOLDERS = {
+    "question",
+    "pass_when",
+    "fail_when",
+    "examples",
+    "input",
+    "output",
+    "context",
+    "fence",
+}
 
 
 class FewShot(Frozen):
@@ -74,7 +83,8 @@ class JudgeSettings(Frozen):
     prompt: str | None = Field(
         None,
         description="Replaces the user message; may use {{question}}, {{pass_when}}, "
-        "{{fail_when}}, {{examples}}, {{input}}, {{output}}, {{context}}.",
+        "{{fail_when}}, {{examples}}, {{input}}, {{output}}, {{context}}, and {{fence}} for the "
+        "request's fence of the field tags (<output-{{fence}}>).",
     )
     system: str | None = Field(None, description="Replaces the system message.")
     api_base: str | None = Field(

@@ -57,6 +57,17 @@ def _fields_block(inputs: Sequence[str]) -> str:
     )
 
 
+# The criterion's own text (its question, rules, few-shot examples, system prompt) is put into the
+# template as text: its braces are held as this character until the template is compiled, so no
+# `{{output}}` or `{{fence}}` in it becomes a slot (a few-shot reply `improve` took from a set
+# could otherwise write the request's real fence).
+_BRACE = "\x00"
+
+
+def _literal(text: str) -> str:
+    return text.replace(_BRACE, "").replace("{", _BRACE)
+
+
 def _examples_block(criterion: LLMCriterion) -> str:
     if not criterion.examples:
         return ""
@@ -66,9 +77,9 @@ def _examples_block(criterion: LLMCriterion) -> str:
         for name in ("input", "context", "output"):
             value = getattr(shot, name)
             if value is not None and name in criterion.inputs:
-                parts.append(tagged(name, value))
+                parts.append(tagged(name, _literal(value)))
         answer = {"reasoning": shot.reasoning or "", "passed": shot.passed}
-        parts.append("Answer: " + json.dumps(answer, ensure_ascii=False))
+        parts.append("Answer: " + _literal(json.dumps(answer, ensure_ascii=False)))
         shown.append("\n".join(parts))
     return "\nExamples of correct decisions:\n\n" + "\n\n".join(shown) + "\n"
 
@@ -87,46 +98,62 @@ def prompt_template(criterion: LLMCriterion) -> list[dict[str, str]]:
         "{{fields}}", _fields_block(criterion.inputs)
     )
     filled = {
-        "question": criterion.question,
-        "rules": rules,
-        "pass_when": criterion.pass_when or "",
-        "fail_when": criterion.fail_when or "",
-        "examples": _examples_block(criterion),
+        "question": _literal(criterion.question),
+        "rules": _literal(rules),
+        "pass_when": _literal(criterion.pass_when or ""),
+        "fail_when": _literal(criterion.fail_when or ""),
+        "examples": _examples_block(criterion),  # its tags' fences stay slots
     }
-    for name, value in filled.items():
-        user = user.replace("{{" + name + "}}", value)
+    # One pass: a value is never expanded again, by another value's name or an example's.
+    user = _CRITERION_SLOT.sub(lambda m: filled[m.group(1)], user)
     return [
-        {"role": "system", "content": criterion.judge.system or SYSTEM_PROMPT},
+        {"role": "system", "content": _literal(criterion.judge.system or SYSTEM_PROMPT)},
         {"role": "user", "content": user},
     ]
+
+
+_CRITERION_SLOT = re.compile(r"\{\{(question|rules|pass_when|fail_when|examples)\}\}")
 
 
 _SLOT = re.compile(r"\{\{\s*(input|output|context|fence)\s*\}\}")
 
 
 def fence(texts: Sequence[str]) -> str:
-    """The mark of one request's field tags: the first 8 hex digits of a digest of everything the
-    request holds that none of it contains, so that no text in it can close or forge a tag (a
-    reply would have to hold the digest of itself). The same request gets the same fence, so an
-    answer is cached as before.
+    """The mark of one request's field tags: the first 16 hex digits (64 bits) of a digest of
+    everything the request holds that none of it contains, in any case, so that no text in it
+    can close or forge a tag (a reply would have to hold the digest of itself; a near miss costs
+    2**64 tries). The same request gets the same fence, so an answer is cached as before.
 
     >>> fence(["a reply"]) == fence(["a reply"]) != fence(["another reply"])
     True
+    >>> len(fence(["a reply"]))
+    16
     """
     digest = hashlib.sha256("\0".join(texts).encode("utf-8", "surrogatepass")).hexdigest()
+    folded = [t.casefold() for t in texts]
     return next(
         (
-            digest[i : i + 8]
-            for i in range(0, 64, 8)
-            if not any(digest[i : i + 8] in t for t in texts)
+            digest[i : i + 16]
+            for i in range(0, 64, 16)
+            if not any(digest[i : i + 16] in t for t in folded)
         ),
         digest,
     )
 
 
 def compile_template(template: list[dict[str, str]]) -> list[tuple[str, list[str]]]:
-    """Split each message at its example slots once: `(role, [text, field, text, field, text])`."""
-    return [(m["role"], _SLOT.split(m["content"])) for m in template]
+    """Split each message at its example slots once: `(role, [text, field, text, field, text])`;
+    the criterion's own braces are text again."""
+    return [
+        (
+            m["role"],
+            [
+                part.replace(_BRACE, "{") if i % 2 == 0 else part
+                for i, part in enumerate(_SLOT.split(m["content"]))
+            ],
+        )
+        for m in template
+    ]
 
 
 def fill(compiled: list[tuple[str, list[str]]], example: dict[str, Any]) -> list[dict[str, str]]:

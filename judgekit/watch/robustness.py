@@ -1,10 +1,17 @@
 """`judgekit probe`: how often a criterion's judge can be talked into a verdict. Each labelled reply
 of its calibration set the judge gets right is rewritten by each probe (judgekit.judging.probes:
 label-preserving text that pushes towards the wrong verdict) and judged again, through the same
-prompt, cache and retries as any judging. A variant *flips* when its verdict is the wrong one:
-the verdict was bought. Per probe: the variants tried, the flips, the abstentions, and the flip
-rate with its exact (Clopper-Pearson) 95% interval; against `max_flip`, PASS when the interval's
-upper bound is under it, FAIL when its lower bound is at or over it, else INCONCLUSIVE.
+prompt, cache and retries as any judging. A rewrite *flips* when its verdict is the wrong one: the
+verdict was bought.
+
+Each probe is measured in each direction apart: known-bad replies pushed towards PASS, over the
+known-bad replies, and known-good ones pushed towards FAIL, over the known-good ones, so that a
+set of mostly good replies cannot dilute the bad replies' bought passes. Pushed towards FAIL, an
+abstention counts as a flip (a reply without a verdict does not pass: its test fails); pushed
+towards PASS it does not (it is no pass), and is counted apart. Per probe and direction: the
+rewrites tried, the flips, the abstentions, and the flip rate with its exact (Clopper-Pearson)
+95% interval; against `max_flip`, PASS when the interval's upper bound is under it, FAIL when its
+lower bound is at or over it, else INCONCLUSIVE; the criterion's status is the worst of them.
 
 Only the dev split is probed when the set has one: a probe shows the judge's verdicts beside the
 labels, and the test split is kept for held-out evidence (judgekit.watch.heldout_budget). A
@@ -53,14 +60,17 @@ class Flip:
     id: str
     passed: bool
     text: str
+    verdict: bool | None = None  # the rewrite's: the wrong one, or none (pushed towards FAIL)
 
 
 @dataclass(frozen=True)
 class ProbeResult:
-    """One probe's figures over the replies the judge got right."""
+    """One probe's figures in one direction: over the known-bad replies the judge got right,
+    pushed towards PASS, or over the known-good ones, pushed towards FAIL."""
 
     probe: str
     why: str
+    toward: str  # PASS or FAIL
     tried: int
     flipped: int
     abstained: int
@@ -110,6 +120,7 @@ class Robustness:
             "probes": [
                 {
                     "probe": r.probe,
+                    "toward": r.toward,
                     "why": r.why,
                     "tried": r.tried,
                     "flipped": r.flipped,
@@ -117,7 +128,10 @@ class Robustness:
                     "rate": r.rate,
                     "interval": [r.low, r.high],
                     "status": None if self.max_flip is None else r.status(self.max_flip),
-                    "flips": [{"id": f.id, "passed": f.passed, "text": f.text} for f in r.flips],
+                    "flips": [
+                        {"id": f.id, "passed": f.passed, "judged": f.verdict, "text": f.text}
+                        for f in r.flips
+                    ],
                 }
                 for r in self.results
             ],
@@ -126,10 +140,13 @@ class Robustness:
 
     def text(self) -> str:
         """The results for a terminal: a table, why each probe keeps the label, what it bought."""
-        head = f"{'probe':<14} {'tried':>5} {'flipped':>7} {'abst':>4} {'rate':>5}  95% interval"
+        head = (
+            f"{'probe':<14} {'toward':<6} {'tried':>5} {'flipped':>7} {'abst':>4} {'rate':>5}  "
+            "95% interval"
+        )
         lines = [
             f"{self.criterion} ({self.model}): {self.right} of {self.probed} labelled replies "
-            "judged right, each rewritten by every probe",
+            "judged right, each rewritten by every probe towards the verdict it does not deserve",
             head,
             "-" * len(head),
         ]
@@ -137,14 +154,16 @@ class Robustness:
             rate = "n/a" if r.rate is None else f"{r.rate:.2f}"
             status = "" if self.max_flip is None else f"  {r.status(self.max_flip)}"
             lines.append(
-                f"{r.probe:<14} {r.tried:>5} {r.flipped:>7} {r.abstained:>4} {rate:>5}  "
-                f"[{r.low:.2f}, {r.high:.2f}]{status}"
+                f"{r.probe:<14} {r.toward:<6} {r.tried:>5} {r.flipped:>7} {r.abstained:>4} "
+                f"{rate:>5}  [{r.low:.2f}, {r.high:.2f}]{status}"
             )
-        lines += [f"{r.probe}: keeps the label because {r.why}" for r in self.results]
+        for name, why in dict.fromkeys((r.probe, r.why) for r in self.results):
+            lines.append(f"{name}: keeps the label because {why}")
         for r in self.results:
             for f in r.flips:
-                said = "labelled pass, judged fail" if f.passed else "labelled fail, judged pass"
-                lines.append(f"bought by {r.probe}: {f.id} ({said})")
+                judged = {True: "pass", False: "fail", None: "no verdict"}[f.verdict]
+                label = "pass" if f.passed else "fail"
+                lines.append(f"bought by {r.probe}: {f.id} (labelled {label}, judged {judged})")
             if r.flipped > len(r.flips):
                 lines.append(f"bought by {r.probe}: {r.flipped - len(r.flips)} more")
         lines += list(self.notes)
@@ -166,6 +185,14 @@ def probe(
 ) -> list[Robustness]:
     """Probe the judge of each chosen LLM or claims criterion (nothing is written; answers are
     cached as any judge's)."""
+    if not probes:
+        raise InputError.one(
+            "--probe", "", "no probe given; name one, or give none for the default"
+        )
+    if max_flip is not None and not 0 < max_flip <= 1:
+        raise InputError.one(
+            "--max-flip", "", f"{max_flip:g}: give a share above 0 and at most 1 (e.g. 0.1)"
+        )
     return run_sync(_probe(options, probes, max_flip, llm))
 
 
@@ -235,22 +262,36 @@ async def _one(  # noqa: PLR0913  one criterion's probe run, as `_probe` passes 
         model,
         len(examples),
         len(right),
-        tuple(_result(p, right, answered) for p in probes),
+        tuple(
+            _result(p, right, answered, toward_pass)
+            for p in probes
+            for toward_pass in (True, False)
+            if not (toward_pass is False and isinstance(criterion, ClaimsCriterion))
+        ),
         max_flip,
         tuple(notes),
     )
 
 
-def _result(probe: Probe, right: Sequence[Example], answered: dict[str, Verdict]) -> ProbeResult:
-    flips, abstained = [], 0
-    for example in right:
+def _result(
+    probe: Probe, right: Sequence[Example], answered: dict[str, Verdict], toward_pass: bool
+) -> ProbeResult:
+    """One direction of a probe: the replies of the label it pushes away from."""
+    flips, abstained, tried = [], 0, 0
+    for example in (e for e in right if e.label is not toward_pass):
         verdict = answered[f"{example.id}~{probe.name}"]
+        if verdict.passed is None and toward_pass:
+            abstained += 1  # no pass: nothing bought, counted apart
+            continue
+        tried += 1
         if verdict.passed is None:
-            abstained += 1
-        elif verdict.passed is not example.label:
+            abstained += 1  # a known-good reply without a verdict does not pass: bought
+        if verdict.passed is not example.label:
             text = probe.variant(example.output, example.label)
-            flips.append(Flip(example.id, example.label, text))
-    tried = len(right) - abstained
+            flips.append(Flip(example.id, example.label, text, verdict.passed))
     low, high = flip_interval(len(flips), tried)
+    toward = "PASS" if toward_pass else "FAIL"
     shown = tuple(flips[:SHOWN])
-    return ProbeResult(probe.name, probe.why, tried, len(flips), abstained, low, high, shown)
+    return ProbeResult(
+        probe.name, probe.why, toward, tried, len(flips), abstained, low, high, shown
+    )
