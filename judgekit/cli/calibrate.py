@@ -47,7 +47,7 @@ from judgekit.judging.recorded import load_recorded
 from judgekit.pipeline import Options, calibrate_read, copies_said, dry_run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
-from judgekit.watch.findings import read_findings
+from judgekit.watch.findings import changed_at, read_findings
 from judgekit.watch.history import History, HistoryRun, record_history
 from judgekit.watch.store import locate
 
@@ -251,9 +251,7 @@ def _judged(
             options.recorded_times = recorded_times(out, None if no_history else located)
         # A recheck found a judge changed: its older cached answers are not evidence any more.
         findings = {} if no_history else read_findings(located)
-        options.changed_at = {
-            cid: max(at.timestamp() for at in found.values()) for cid, found in findings.items()
-        }
+        options.changed_at = changed_at(findings)
         before = _replaced(out)  # its judges: a changed one is a look, new history or not
         fresh, read = calibrate_read(
             options, progress=None if quiet else terminal_progress("judging")

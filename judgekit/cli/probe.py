@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from judgekit.cli.app import EXIT_INTERRUPTED, fail, say, say_json, short
+from judgekit.cli.app import fail, interrupted, say, say_json, short
 from judgekit.cli.options import (
     api_base_option,
     cache_dir_option,
@@ -24,11 +24,12 @@ from judgekit.cli.options import (
     typer_app,
 )
 from judgekit.errors import JudgekitError
+from judgekit.gate.result import EXIT_CODES, worst
+from judgekit.inputs.policy import Policy
 from judgekit.judging.probes import probes_named
 from judgekit.pipeline import Options
-from judgekit.watch.findings import read_findings
+from judgekit.watch.findings import changed_at, findings_of
 from judgekit.watch.robustness import probe as run_probes
-from judgekit.watch.store import locate
 
 app = typer_app()
 
@@ -81,22 +82,19 @@ def probe(
         timeout_s=timeout,
     )
     try:
-        findings = read_findings(locate(history, config), default=history is None)
-        options.changed_at = {
-            cid: max(at.timestamp() for at in found.values()) for cid, found in findings.items()
-        }
+        options.policy = Policy.load(config)  # max_age: older answers are asked again
+        options.changed_at = changed_at(findings_of(history, config))
         found = run_probes(options, probes_named(list(probes or [])), max_flip)
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
-        say("\ninterrupted", err=True)
-        raise typer.Exit(EXIT_INTERRUPTED) from None
+        interrupted(cached=not no_cache)
     if as_json:
         say_json(json.dumps({"probes": [r.to_dict() for r in found]}, indent=2))
     else:
         say("\n\n".join(r.text() for r in found))
-    statuses = {r.status for r in found}
-    raise typer.Exit(1 if "FAIL" in statuses else 3 if "INCONCLUSIVE" in statuses else 0)
+    statuses = [r.status for r in found if r.status is not None]
+    raise typer.Exit(EXIT_CODES[worst(statuses)] if statuses else 0)
 
 
 commands = group(app)

@@ -10,6 +10,7 @@ status and its exit code, and the error a blocked judge raises instead of gradin
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -17,6 +18,15 @@ from judgekit.errors import JudgeNotCalibrated
 
 Status = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 EXIT_CODES = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
+
+
+def worst(statuses: Sequence[Status]) -> Status:
+    """FAIL when one is, else INCONCLUSIVE when one is, else PASS.
+
+    >>> worst(["PASS", "INCONCLUSIVE"]), worst(["PASS", "FAIL", "INCONCLUSIVE"])
+    ('INCONCLUSIVE', 'FAIL')
+    """
+    return next((s for s in ("FAIL", "INCONCLUSIVE") if s in statuses), "PASS")
 
 
 @dataclass(frozen=True)
@@ -55,10 +65,8 @@ class GateResult:
 
     @property
     def status(self) -> Status:
-        statuses = {d.status for d in self.decisions}
-        if not self.decisions or "FAIL" in statuses:
-            return "FAIL"
-        return "INCONCLUSIVE" if "INCONCLUSIVE" in statuses else "PASS"
+        # no decision at all is no evidence: FAIL
+        return worst([d.status for d in self.decisions]) if self.decisions else "FAIL"
 
     @property
     def passed(self) -> bool:

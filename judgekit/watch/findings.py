@@ -21,6 +21,12 @@ FIRST_WITH_FINDINGS = 8  # the schema version that added runs.drift
 Findings = dict[str, dict[str, datetime]]
 
 
+def changed_at(findings: Findings) -> dict[str, float]:
+    """Per criterion, when a recheck last found its judge changed (POSIX seconds): its cached
+    answers older than that are no evidence (`Options.changed_at`)."""
+    return {cid: max(at.timestamp() for at in found.values()) for cid, found in findings.items()}
+
+
 def findings_of(history: str | Path | None, config: Path | None = None) -> Findings:
     """The findings of the history judgekit uses here (`locate`: --history, the environment's URL,
     the settings, else .judgekit/history.sqlite); none when the default one does not exist yet."""

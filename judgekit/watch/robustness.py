@@ -30,6 +30,7 @@ from typing import Any
 from scipy.stats import beta
 
 from judgekit.errors import InputError
+from judgekit.gate.result import Status, worst
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.jobs import run_sync
@@ -82,7 +83,7 @@ class ProbeResult:
     def rate(self) -> float | None:
         return self.flipped / self.tried if self.tried else None
 
-    def status(self, max_flip: float) -> str:
+    def status(self, max_flip: float) -> Status:
         if self.high < max_flip:
             return "PASS"
         return "FAIL" if self.tried and self.low >= max_flip else "INCONCLUSIVE"
@@ -102,12 +103,11 @@ class Robustness:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     @property
-    def status(self) -> str | None:
-        """PASS, FAIL or INCONCLUSIVE against max_flip (the worst probe's); None without one."""
+    def status(self) -> Status | None:
+        """PASS, FAIL or INCONCLUSIVE against max_flip (the worst row's); None without one."""
         if self.max_flip is None:
             return None
-        found = {r.status(self.max_flip) for r in self.results}
-        return next(s for s in ("FAIL", "INCONCLUSIVE", "PASS") if s in found or s == "PASS")
+        return worst([r.status(self.max_flip) for r in self.results])
 
     def to_dict(self) -> dict[str, Any]:
         return {
