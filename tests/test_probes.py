@@ -173,3 +173,17 @@ def test_a_regex_criterion_cannot_be_probed(project, monkeypatch):
     with FakeServer(ROBUST, latency=0) as server:
         done = _probe(project, server, monkeypatch)
     assert done.exit_code == 2 and "a regex check cannot be talked into a verdict" in done.output
+
+
+def test_a_judge_that_gives_no_verdict_on_the_originals_stops_as_calibrate_does(
+    project, monkeypatch
+):
+    """A judge that refuses every original reply has nothing to be talked out of: the probe stops
+    with exit 4, saying why, as `calibrate` does. Before, every row was "tried 0" and the run
+    INCONCLUSIVE (exit 3), as if the judge had been asked too little."""
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(5, 5))
+    with FakeServer(script({}, default=Fault("refusal")), latency=0) as server:
+        done = _probe(project, server, monkeypatch, "--max-flip", "0.1", "--no-cache")
+    assert done.exit_code == 4, done.output
+    assert "gave no verdict on any of its 10 examples" in done.output

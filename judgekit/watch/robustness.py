@@ -35,7 +35,11 @@ from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.probes import Probe
-from judgekit.judging.runner import judge_sets
+from judgekit.judging.runner import (
+    check_some_call_answered,
+    check_some_verdict_given,
+    judge_sets,
+)
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.protocol import LLM
 from judgekit.pipeline import Options, load_chosen, model_for, run_settings
@@ -218,8 +222,11 @@ async def _judged(
     model: str,
     options: Options,
     llm: LLM | None,
+    originals: bool = False,
 ) -> dict[str, Verdict]:
-    """Each example's verdict (the majority of its trials), asked as any judging asks."""
+    """Each example's verdict (the majority of its trials), asked as any judging asks. A judge
+    that answers none of the original replies, or gives no verdict on any, is not probed: it stops
+    as `calibrate` does (exit 4), rather than looking merely untested."""
     if not examples:
         return {}
     asked = CalibrationSet(criterion.id, whole.path, tuple(examples), whole.digest)
@@ -230,6 +237,9 @@ async def _judged(
         run_settings(options, [criterion.id]),
         llm,
     )
+    if originals:
+        check_some_call_answered(criterion.id, model, run.verdicts[criterion.id])
+        check_some_verdict_given(criterion.id, model, run.verdicts[criterion.id])
     return {trials[0].example_id: majority(trials) for trials in run.verdicts[criterion.id]}
 
 
@@ -248,7 +258,7 @@ async def _one(  # noqa: PLR0913  one criterion's probe run, as `_probe` passes 
         held = sum(e.split == "test" for e in whole.examples)
         notes.append(f"probed the dev split's {len(dev)} examples; the test split's {held} kept")
     model = model_for(criterion, options)
-    verdicts = await _judged(criterion, examples, whole, model, options, llm)
+    verdicts = await _judged(criterion, examples, whole, model, options, llm, originals=True)
     right = [e for e in examples if verdicts[e.id].passed is e.label]
     if isinstance(criterion, ClaimsCriterion):
         # Any sentence added to a reply may be a claim its source does not support: only a reply
