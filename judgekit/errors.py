@@ -88,9 +88,9 @@ class JudgeError(JudgekitError):
 
 
 class ProviderUnreachable(JudgeError):
-    def __init__(self, model: str, api_base: str | None, cause: str):
-        self.model, self.api_base, self.cause = model, api_base, cause
-        where = f" at {api_base}" if api_base else ""
+    def __init__(self, model: str, endpoint: str | None, cause: str):
+        self.model, self.endpoint, self.cause = model, endpoint, cause
+        where = f" at {endpoint}" if endpoint else ""
         super().__init__(
             f"the provider for model {model!r}{where} could not be reached ({cause}). "
             "Check that the server is up and the address (--api-base) is right; "

@@ -45,18 +45,20 @@ from judgekit.judging.recorded import iter_recorded
 from judgekit.judging.runner import (
     RunSettings,
     Stop,
+    Task,
     check_some_call_answered,
     check_some_verdict_given,
     judge_sets,
+    task_of,
 )
 from judgekit.judging.selective import confidence_source
-from judgekit.judging.setup import JudgeSetup, Source
+from judgekit.judging.setup import LIVE, JudgeSetup, Source
 from judgekit.judging.verdict_log import VerdictLog, recorded_claims
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.families import family
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
-from judgekit.llm.transports import check_api_base
+from judgekit.llm.transports import check_endpoint
 from judgekit.report.model import (
     ConfusionCounts,
     CriterionReport,
@@ -155,7 +157,7 @@ async def acalibrate_read(
     trials_by_criterion, sources, models, sets = (
         ready.known,
         ready.sources,
-        ready.models,
+        {t.criterion.id: t.model for t in ready.tasks},
         ready.sets,
     )
     judging_s = None
@@ -163,16 +165,19 @@ async def acalibrate_read(
     gold: dict[str, dict[str, Verdict]] = {}
     escalated: dict[str, list[list[Verdict]]] = {}
     if ready.settings is not None:  # made exactly when criteria are left to judge (_prepare)
-        run = await judge_sets(ready.pending, sets, models, ready.settings, llm, progress)
-        for c in ready.pending:
-            check_some_call_answered(c.id, models[c.id], run.verdicts[c.id])
+        run = await judge_sets(ready.tasks, ready.settings, llm, progress)
+        for task, trials, stop, checked in zip(
+            ready.tasks, run.verdicts, run.stops, run.gold, strict=True
+        ):
+            cid = task.criterion.id
+            check_some_call_answered(cid, task.model, trials)
             if options.canary is None:  # a recheck's canary abstaining on all is drift, recorded
-                check_some_verdict_given(c.id, models[c.id], run.verdicts[c.id])
-        trials_by_criterion.update(run.verdicts)
-        gold = run.gold
-        judging_s, stops = run.elapsed_s, run.stops
-        sources.update({c.id: "live" for c in ready.pending})
-        escalated = await _escalations(ready, run.verdicts, llm)
+                check_some_verdict_given(cid, task.model, trials)
+            trials_by_criterion[cid], sources[cid], gold[cid] = trials, "live", checked
+            if stop is not None:
+                stops[cid] = stop
+        judging_s = run.elapsed_s
+        escalated = await _escalations(ready, trials_by_criterion, options, llm)
 
     reports = [
         criterion_report(
@@ -206,37 +211,30 @@ async def acalibrate_read(
 
 
 async def _escalations(
-    ready: _Ready, verdicts: dict[str, list[list[Verdict]]], llm: LLM | None
+    ready: _Ready, verdicts: dict[str, list[list[Verdict]]], options: Options, llm: LLM | None
 ) -> dict[str, list[list[Verdict]]]:
     """The judges escalated to (a selective criterion's `judge.escalate_to`), each calibrated on the
     examples its criterion's judge judged: the cascade is certified as a whole."""
     settings = ready.settings
-    cascade = [
-        c
-        for c in ready.pending
-        if isinstance(c, LLMCriterion)
-        and c.judge.escalate_to is not None
-        and settings is not None
-        and c.id in settings.selective
-    ]
-    if not cascade or settings is None:
+    if settings is None:
         return {}
-    judged = {c.id: {t[0].example_id for t in verdicts[c.id]} for c in cascade}
-    sets = {
-        c.id: CalibrationSet(
-            c.id,
-            ready.sets[c.id].path,
-            tuple(e for e in ready.sets[c.id].examples if e.id in judged[c.id]),
-        )
-        for c in cascade
-    }
-    # every one of the cascade: it was chosen for its escalate_to
-    models = {c.id: c.judge.escalate_to.model for c in cascade if c.judge.escalate_to is not None}
-    # a new list, of the element type judge_sets takes (a list is invariant in it)
-    run = await judge_sets([*cascade], sets, models, replace(settings, stop_early=None), llm)
-    for c in cascade:
-        check_some_call_answered(c.id, models[c.id], run.verdicts[c.id])
-    return run.verdicts
+    cascade = []
+    for task in ready.tasks:
+        c = task.criterion
+        if isinstance(c, LLMCriterion) and c.judge.escalate_to and c.id in settings.selective:
+            judged = {t[0].example_id for t in verdicts[c.id]}
+            examples = CalibrationSet(
+                c.id,
+                task.examples.path,
+                tuple(e for e in task.examples.examples if e.id in judged),
+            )
+            cascade.append(live_task(c, examples, options, c.judge.escalate_to.model))
+    if not cascade:
+        return {}
+    run = await judge_sets(cascade, replace(settings, stop_early=None), llm)
+    for task, trials in zip(cascade, run.verdicts, strict=True):
+        check_some_call_answered(task.criterion.id, task.model, trials)
+    return {task.criterion.id: trials for task, trials in zip(cascade, run.verdicts, strict=True)}
 
 
 def dry_run(options: Options, llm: LLM | None = None) -> list[Estimate]:
@@ -244,7 +242,7 @@ def dry_run(options: Options, llm: LLM | None = None) -> list[Estimate]:
     calls to make, the answers cached, the prompt tokens, the cost at most
     (judgekit.judging.dry_run). The inputs are checked as `calibrate` checks them."""
     ready = _prepare(options, datetime.now(UTC))
-    return estimate(ready.criteria, ready.sets, ready.models, ready.sources, ready.settings, llm)
+    return estimate(ready.criteria, ready.tasks, ready.sources, ready.settings, llm)
 
 
 @dataclass
@@ -257,8 +255,7 @@ class _Ready:
     chosen: dict[str, CalibrationSet]  # the sets (of the split) as calibrated
     known: dict[str, list[list[Verdict]]]
     sources: dict[str, str]
-    pending: list[LLMCriterion | ClaimsCriterion]
-    models: dict[str, str]
+    tasks: list[Task]  # the criteria left to judge live, each judge's setup and examples
     settings: RunSettings | None
     verdicts_digest: str | None = None  # of the verdict file's bytes, when verdicts were recorded
     whole: dict[str, CalibrationSet] = field(default_factory=dict)  # the sets as read, unsplit
@@ -298,7 +295,7 @@ def _prepare(options: Options, started: datetime) -> _Ready:
             sources[criterion.id] = "code"
 
     pending = [c for c in criteria if isinstance(c, JUDGED) and c.id not in trials_by_criterion]
-    models = {c.id: model_for(c, options) for c in pending}
+    tasks = [live_task(c, sets[c.id], options) for c in pending]
     settings = run_settings(options, [c.id for c in pending]) if pending else None
     return _Ready(
         criteria,
@@ -306,8 +303,7 @@ def _prepare(options: Options, started: datetime) -> _Ready:
         chosen,
         trials_by_criterion,
         sources,
-        pending,
-        models,
+        tasks,
         settings,
         verdicts_digest,
         whole_sets,
@@ -317,7 +313,7 @@ def _prepare(options: Options, started: datetime) -> _Ready:
 def load_chosen(options: Options) -> tuple[list[Criterion], dict[str, CalibrationSet]]:
     """The chosen criteria and their whole sets; an InputError listing every problem of them and,
     beside those, of the verdict file."""
-    check_api_base(options.api_base)
+    check_endpoint(options.api_base)
     problems: list[Problem] = []
     try:
         criteria, whole_sets = load_inputs(
@@ -392,13 +388,10 @@ def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
     ages = [policy.for_criterion(cid).max_age for cid in criterion_ids]
     given = [a for a in ages if a]
     return RunSettings(
-        api_base=options.api_base,
         concurrency=options.concurrency,
         cache_dir=options.cache_dir,
         timeout_s=options.timeout_s,
         retry=options.retry,
-        via=options.via,
-        structured=options.structured,
         # Evidence older than the gate accepts is asked again rather than served from the cache;
         # with `refresh`, every answer is (any answer cached is older than none).
         max_age_s=0.0 if options.refresh else _max_age_s(options, criterion_ids, given, ages),
@@ -442,6 +435,19 @@ def run_setup(
     )
 
 
+def live_task(
+    criterion: LLMCriterion | ClaimsCriterion,
+    examples: CalibrationSet,
+    options: Options,
+    model: str | None = None,
+) -> Task:
+    """The task of asking a criterion's judge live over `examples`, as `options` say: its model
+    (`model`, else `model_for`), its setup (`run_setup`), the endpoint as asked."""
+    model = model or model_for(criterion, options)
+    setup = run_setup(criterion, LIVE, model, options)
+    return task_of(criterion, examples, setup, options.api_base)
+
+
 def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positionally
     criterion: Criterion,
     cal: CalibrationSet,
@@ -483,8 +489,8 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
         prompt_sha=canonical_hash(spec.get("prompt") or spec.get("pattern")),
         source=source,
         api_base=setup.endpoint,
-        via=options.via,
-        structured=options.structured,
+        via=setup.via or "auto",
+        structured=setup.structured is not False,
         family=family(spec["model"]),
         setup=setup.to_json(),
     )

@@ -5,7 +5,7 @@ SECRET or PASSWORD; the credentials of an endpoint URL (`user:password@`, and qu
 as `?api-key=`), remembered by `remember_url` when an endpoint is configured; and, by their
 shape, `Authorization` values (`Bearer ...`, `Basic ...`) and `sk-` keys, which a provider may
 echo back in an error body. An endpoint is shown in its public form (`public_url`: no user,
-password or query), and refused without showing its credentials (`api_base_problem`).
+password or query), and refused without showing its credentials (`endpoint_problem`).
 
 >>> remember_url("https://ana:hunter2pass@llm.example/v1?api-key=k3y-1234")
 >>> redact("POST https://llm.example/v1?api-key=k3y-1234 as ana:hunter2pass failed")
@@ -182,7 +182,7 @@ def public_url(url: str | None) -> str | None:
     host = parts.hostname or ""
     try:
         port = parts.port
-    except ValueError:  # a bad port is named by api_base_problem; here it is only left out
+    except ValueError:  # a bad port is named by endpoint_problem; here it is only left out
         port = None
     if ":" in host:
         host = f"[{host}]"
@@ -190,11 +190,11 @@ def public_url(url: str | None) -> str | None:
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
-def api_base_problem(url: str) -> str | None:
+def endpoint_problem(url: str) -> str | None:
     """What makes an endpoint unusable (a scheme typo, no host, a bad port), in words that show no
     credential; None when it can be asked. Its credentials are remembered as secrets either way.
 
-    >>> api_base_problem("htp://ana:hunter2pass@llm.example/v1")
+    >>> endpoint_problem("htp://ana:hunter2pass@llm.example/v1")
     "'htp://ana:<redacted>@llm.example/v1' does not start with http:// or https://; write it like https://host:8000/v1"
     """
     remember_url(url)

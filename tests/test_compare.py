@@ -711,3 +711,33 @@ def test_a_variant_naming_no_model_without_model_is_a_clear_error(project):
     done = CliRunner().invoke(app, ["compare", "-c", "says-blocked", "--variant", str(variant)])
     assert done.exit_code == 2, done.output
     assert f"{variant}:judge.model: names no model and no --model is given" in done.output
+
+
+def test_a_candidate_is_asked_what_calibrate_asks_of_the_criterion(project):
+    """Candidates of one criterion are tasks of one run under the criterion's own id (issue 31):
+    under a policy that judges the criterion selectively, each candidate is asked for
+    log-probabilities exactly as `calibrate` asks its judge. When candidates were renamed
+    `<id>#<i>` to share a run, the policy no longer knew them, and no candidate was asked."""
+    from judgekit.compare.candidates import from_options
+    from judgekit.compare.run import judge
+    from judgekit.inputs.criteria import load_criterion
+    from judgekit.testing import FakeLLM
+
+    project.criterion(llm_criterion(judge={"model": "openai/gpt-4o"}))
+    project.jsonl("says-blocked", balanced(4, 4))
+    (project.root / "pyproject.toml").write_text(
+        "[tool.judgekit.gate]\nselective = {min_agreement = 0.9, delta = 0.1, min_coverage = 0.5}\n"
+    )
+    options = Options(criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=None)
+    fake = FakeLLM.scripted({"reply-p": True}, default=False)
+    calibrate(options, llm=fake)
+    assert [(r.model, r.logprobs) for r in fake.requests] == [("openai/gpt-4o", True)] * 8
+    base = load_criterion(project.criteria / "says-blocked.yaml")
+    specs = from_options(base, models=["openai/gpt-4o", "openai/gpt-4o-mini"])
+    fake = FakeLLM.scripted({"reply-p": True}, default=False)
+    measured = judge(options, specs, llm=fake)
+    assert (
+        sorted((r.model, r.logprobs) for r in fake.requests)
+        == [("openai/gpt-4o", True)] * 8 + [("openai/gpt-4o-mini", True)] * 8
+    )
+    assert [m.report.id for m in measured.measured] == ["says-blocked"] * 2

@@ -14,9 +14,9 @@ from judgekit.cli import app
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import load_criterion
 from judgekit.judging.judge import Judge
+from judgekit.judging.setup import JudgeSetup
 from judgekit.llm.retry import RetryPolicy
 from judgekit.pipeline import Options, calibrate
-from judgekit.report.model import JudgeInfo
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -138,7 +138,7 @@ def test_recheck_and_the_judge_ask_the_criterion_s_endpoint_with_its_credentials
         criterion = load_criterion(setup.criteria / "says-blocked.yaml")
         judge = Judge(
             criterion,
-            JudgeInfo(kind="llm", model="openai/judge", api_base=server.url),
+            JudgeSetup("llm", model="openai/judge", endpoint=server.url),
             cache_dir=None,
         )
         assert judge("reply-p0: blocked").passed is True and server.targets[-1].endswith(
@@ -170,7 +170,7 @@ def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypa
         criterion = load_criterion(setup.criteria / "says-blocked.yaml")
         forged = Judge(
             criterion,
-            JudgeInfo(kind="llm", model="openai/judge", api_base=theirs.url),
+            JudgeSetup("llm", model="openai/judge", endpoint=theirs.url),
             cache_dir=None,
         )
         with pytest.raises(InputError, match="never asked on its own"):
@@ -180,7 +180,7 @@ def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypa
             forged("reply-p0: blocked")
         named = Judge(
             criterion,
-            JudgeInfo(kind="llm", model="openai/judge", api_base=ours.url),
+            JudgeSetup("llm", model="openai/judge", endpoint=ours.url),
             cache_dir=None,
         )
         assert named("reply-p0: blocked").passed is True
@@ -188,7 +188,7 @@ def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypa
         # would be asked at that provider's own server, not at the calibrated one.
         other = Judge(
             criterion,
-            JudgeInfo(kind="llm", model="anthropic/judge", api_base=ours.url),
+            JudgeSetup("llm", model="anthropic/judge", endpoint=ours.url),
             cache_dir=None,
         )
         with pytest.raises(InputError, match="never asked on its own"):
@@ -197,7 +197,7 @@ def test_a_judge_never_asks_an_endpoint_that_only_a_report_names(setup, monkeypa
         setup.criterion(llm_criterion(judge={"model": "openai/judge", "api_base": theirs.url}))
         own = load_criterion(setup.criteria / "says-blocked.yaml")
         with pytest.raises(InputError, match="its calibration named no endpoint"):
-            Judge(own, JudgeInfo(kind="llm", model="openai/judge", api_base=None), cache_dir=None)(
+            Judge(own, JudgeSetup("llm", model="openai/judge", endpoint=None), cache_dir=None)(
                 "reply-p0: x"
             )
         assert (ours.requests, theirs.requests) == (1, 0)
@@ -234,11 +234,15 @@ def test_the_environment_s_endpoint_is_part_of_the_judge_s_identity(setup, monke
         assert second.judge.api_base == lenient.url and second.metrics["tnr"] == 0.0
         criterion = load_criterion(setup.criteria / "says-blocked.yaml")
         with pytest.raises(InputError, match="neither judge.api_base nor OPENAI_BASE_URL names"):
-            Judge(criterion, first.judge, cache_dir=setup.root / "cache")("reply-f0: not blocked")
+            Judge(criterion, first.judge.measured(), cache_dir=setup.root / "cache")(
+                "reply-f0: not blocked"
+            )
         assert lenient.requests == 6
         # Back at the calibrated endpoint, its judge asks it (its cached answers are its own).
         monkeypatch.setenv("OPENAI_BASE_URL", good.url)
-        verdict = Judge(criterion, first.judge, cache_dir=setup.root / "cache")("reply-f0: x")
+        verdict = Judge(criterion, first.judge.measured(), cache_dir=setup.root / "cache")(
+            "reply-f0: x"
+        )
         assert verdict.passed is False
 
 
@@ -251,7 +255,7 @@ def test_a_calibration_at_the_provider_s_own_endpoint_is_not_asked_elsewhere(set
     with FakeServer(VERDICTS) as elsewhere:
         monkeypatch.setenv("OPENAI_BASE_URL", elsewhere.url)
         judge = Judge(
-            criterion, JudgeInfo(kind="llm", model="openai/judge", api_base=None), cache_dir=None
+            criterion, JudgeSetup("llm", model="openai/judge", endpoint=None), cache_dir=None
         )
         with pytest.raises(
             InputError, match="named no endpoint .the provider's own., but OPENAI_BASE_URL"

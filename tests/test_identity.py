@@ -463,7 +463,8 @@ def test_a_runner_builds_its_judge_from_what_the_gate_checked(live):
     edit(swap)
     judge = judge_for(load_criterion(project.criteria / "says-blocked.yaml"), result)
     assert judge.refusal is None
-    assert (judge.calibrated.model, judge.calibrated.structured) == ("openai/judge", True)
+    assert judge.setup is not None
+    assert (judge.setup.model, judge.setup.structured) == ("openai/judge", True)
 
 
 def test_another_provider_s_endpoint_variable_is_part_of_the_judge():

@@ -376,7 +376,7 @@ def test_reply(judge):
             root=root,
         )("Your card is blocked.")
     with pytest.raises(JudgeNotCalibrated, match="recorded verdicts of another judge"):
-        Judge(load_criterion(root / "criteria" / "card.yaml"), report.criteria[0].judge)(
+        Judge(load_criterion(root / "criteria" / "card.yaml"), report.criteria[0].judge.measured())(
             "Your card is blocked."
         )
 

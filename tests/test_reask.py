@@ -13,11 +13,11 @@ import pytest
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
 from judgekit.judging.answers import readable
 from judgekit.judging.judge import Judge
+from judgekit.judging.setup import JudgeSetup
 from judgekit.llm.cache import CachedLLM, cache_key
 from judgekit.llm.protocol import Completion, Request
 from judgekit.llm.retry import RetryPolicy
 from judgekit.pipeline import Options, calibrate
-from judgekit.report.model import JudgeInfo
 from judgekit.testing import GARBAGE_TEXT, MALFORMED_TEXT, REFUSAL_TEXT, FakeLLM, FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -122,7 +122,7 @@ def test_the_cache_key_of_an_ordinary_call_is_unchanged_and_a_reask_shares_it():
         model="openai/judge",
         messages=[{"role": "user", "content": "Is it blocked?"}],
         trial=1,
-        api_base="http://127.0.0.1:8000/v1",
+        endpoint="http://127.0.0.1:8000/v1",
     )
     # The key judgekit 0.x gave this request before re-asks existed: caches written then stay valid.
     assert cache_key(request) == "2c3c2a71f800f2fb105468da51ee559c25ae34208aaffb9d4a605529e8e48a70"
@@ -185,7 +185,7 @@ def test_the_judge_through_the_real_stack_keeps_the_readable_answer(tmp_path, mo
         monkeypatch.setenv("OPENAI_BASE_URL", s.url)
         criterion = LLMCriterion(id="c", question="Is it blocked?")
         # as the gate hands it to the fixture
-        calibrated = JudgeInfo(kind="llm", model="openai/j", api_base=s.url)
+        calibrated = JudgeSetup("llm", model="openai/j", endpoint=s.url)
         judge = Judge(criterion, calibrated, cache_dir=str(tmp_path / "cache"))
         assert judge("reply-p0: blocked").passed is True and s.requests == 2
         # the readable answer, cached

@@ -114,7 +114,7 @@ def test_judge_fixture_asks_as_calibration_did(setup, monkeypatch):
         asked = server.requests
         judge = Judge(
             load_criterion(setup.criteria / "says-blocked.yaml"),
-            report.criteria[0].judge,
+            report.criteria[0].judge.measured(),
             cache_dir=str(setup.root / "cache2"),
         )
         verdict = judge("reply-p99: blocked", input="lost card")

@@ -147,9 +147,20 @@ def label(
             out = Path(".judgekit/next") / f"{named}.jsonl"
             _draw_next(
                 NextRequest(
-                    pool, named, next_n, criteria, sets, report, out, verdicts, model, rate, config
+                    pool,
+                    named,
+                    next_n,
+                    criteria,
+                    sets,
+                    report,
+                    out,
+                    verdicts,
+                    model,
+                    rate,
+                    config,
+                    api_base,
                 ),
-                RunSettings(api_base=api_base, cache_dir=cache_dir),
+                RunSettings(cache_dir=cache_dir),
                 write_only,
             )
             if write_only:

@@ -39,6 +39,7 @@ class NextRequest:
     model: str | None = None
     rate: str | None = None  # tpr / tnr; None: the one the gate is short of
     config: Path | None = None
+    endpoint: str | None = None  # --api-base
 
 
 def next_to_label(
@@ -56,7 +57,7 @@ def next_to_label(
         )
     else:
         model = req.model or (criterion.judge.model if isinstance(criterion, JUDGED) else None)
-        verdicts = judged_pool(criterion, replies, req.pool, model, settings, llm)
+        verdicts = judged_pool(criterion, replies, req.pool, model, settings, llm, req.endpoint)
         source = f"judged by {model}" if model else "checked by its pattern"
     found = Report.read_if_any(req.report)
     entry = found.criterion(criterion.id) if found else None

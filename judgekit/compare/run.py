@@ -21,7 +21,7 @@ from judgekit.errors import CallsFailed, InputError, JudgeError
 from judgekit.gate.decision import Gate
 from judgekit.gate.result import Decision
 from judgekit.inputs.catalog import CriterionFile, find_set
-from judgekit.inputs.criteria import JUDGED, ClaimsCriterion, Criterion, LLMCriterion
+from judgekit.inputs.criteria import JUDGED, Criterion
 from judgekit.inputs.label_reader import LabelledSet, read_labels
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs, select_split
@@ -29,13 +29,13 @@ from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.dry_run import Estimate, estimate
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.matching import match_file
-from judgekit.judging.runner import check_some_call_answered, judge_sets
+from judgekit.judging.runner import Task, check_some_call_answered, judge_sets
 from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.judging.verdicts import Verdict
 from judgekit.llm.prices import price
 from judgekit.llm.protocol import LLM
-from judgekit.llm.transports import check_api_base
-from judgekit.pipeline import Options, criterion_report, run_settings
+from judgekit.llm.transports import check_endpoint
+from judgekit.pipeline import Options, criterion_report, live_task, run_settings
 from judgekit.report.model import CriterionReport, Report
 
 
@@ -66,16 +66,17 @@ def load(options: Options, criterion_id: str) -> tuple[Criterion, CalibrationSet
     return criteria[0], sets[criterion_id], select_split(sets, options.split)[criterion_id]
 
 
-def _internal(spec: Spec, i: int) -> LLMCriterion | ClaimsCriterion:
-    """The candidate's criterion under an id of its own, so that candidates of one criterion can be
-    asked in one run (the id is not part of what is asked: the cache is shared with calibrate)."""
+def _task(spec: Spec, examples: CalibrationSet, options: Options) -> Task:
+    """The task of asking a live candidate's judge over the examples: one task per candidate, so
+    that candidates of one criterion are asked in one run under its own id (the cache is shared
+    with calibrate)."""
     if not isinstance(spec.criterion, JUDGED):  # the candidates refuse one (from_options)
         raise InputError.one(
             "--criterion",
             spec.criterion.id,
             "is a regex criterion: it has no judge to compare; choose an LLM or claims criterion",
         )
-    return spec.criterion.model_copy(update={"id": f"{spec.criterion.id}#{i}"})
+    return live_task(spec.criterion, examples, options, spec.model)
 
 
 async def ajudge(
@@ -88,7 +89,7 @@ async def ajudge(
     """Judge every candidate (live ones in one pool) and measure each. `options` are calibrate's:
     where the project is and how judges are asked (the candidates bring their own model, trials
     and verdicts); `agent_model` is checked as `judgekit gate --agent-model` checks it."""
-    check_api_base(options.api_base)
+    check_endpoint(options.api_base)
     started = datetime.now(UTC)
     base, whole, chosen = load(options, specs[0].criterion.id)
     policy = options.policy or Policy.load()
@@ -103,22 +104,19 @@ async def ajudge(
             trials[spec.name] = [t for t in matched.trials[base.id] if t[0].example_id in kept]
             source = matched.provenance(spec.criterion, None, spec.verdicts)  # type: ignore[arg-type]  # a recorded Spec has verdicts
             sources[spec.name] = f"{source}#{spec.column}" if spec.column else source
-    live = [(i, s) for i, s in enumerate(specs) if s.live]
+    live = [s for s in specs if s.live]
     judging_s = None
     gold: dict[str, dict[str, Verdict]] = {}
     if live:
-        pending = [_internal(s, i) for i, s in live]
         run = await judge_sets(
-            pending,
-            {c.id: chosen for c in pending},
-            {c.id: s.model for c, (_, s) in zip(pending, live, strict=True)},  # type: ignore[misc]  # a live Spec has a model
+            [_task(s, chosen, options) for s in live],
             run_settings(replace(options, policy=policy, stop_early=False), [base.id]),
             llm,
             progress,
         )
-        for c, (_, s) in zip(pending, live, strict=True):
+        for s, judged, checked in zip(live, run.verdicts, run.gold, strict=True):
             try:
-                check_some_call_answered(s.name, s.model or "", run.verdicts[c.id])
+                check_some_call_answered(s.name, s.model or "", judged)
             except CallsFailed as error:
                 raise JudgeError(
                     f"every call of candidate {s.name!r} (model {error.model!r}, {error.examples} "
@@ -126,8 +124,7 @@ async def ajudge(
                     "answers are cached (unless --no-cache). Fix its endpoint or leave it out, "
                     "and run again"
                 ) from None
-            trials[s.name], sources[s.name] = run.verdicts[c.id], "live"
-            gold[s.name] = run.gold.get(c.id, {})
+            trials[s.name], sources[s.name], gold[s.name] = judged, "live", checked
         judging_s = run.elapsed_s
     labels = read_labels(find_set(options.sets_dir, base.id), base.id)
     out = Measurements(base, chosen, judging_s=judging_s)
@@ -215,22 +212,17 @@ def cost_of(spec: Spec, report: CriterionReport, all_trials: list[list[Verdict]]
 
 def dry_run(options: Options, specs: list[Spec], llm: LLM | None = None) -> dict[str, Estimate]:
     """Per candidate, what judging it would ask, asking nothing (judgekit.judging.dry_run)."""
-    check_api_base(options.api_base)
+    check_endpoint(options.api_base)
     base, _, chosen = load(options, specs[0].criterion.id)
-    live = [(_internal(s, i), s) for i, s in enumerate(specs) if s.live]
-    found = estimate(
-        [c for c, _ in live],
-        {c.id: chosen for c, _ in live},
-        {c.id: s.model for c, s in live},  # type: ignore[misc]  # a live Spec has a model
-        {},
-        run_settings(replace(options, stop_early=False), [base.id]),
-        llm,
-    )
+    live = [s for s in specs if s.live]
+    settings = run_settings(replace(options, stop_early=False), [base.id])
+    # one estimate per candidate: each is its own task over the same examples
+    found = [estimate([base], [_task(s, chosen, options)], {}, settings, llm)[0] for s in live]
     # a candidate is recorded exactly when it names a verdict file (Spec.live)
     out = {
         s.name: Estimate(base.id, str(Source("recorded", s.verdicts.name)))
         for s in specs
         if s.verdicts is not None
     }
-    out.update({s.name: e for (_, s), e in zip(live, found, strict=True)})
+    out.update({s.name: e for s, e in zip(live, found, strict=True)})
     return {s.name: out[s.name] for s in specs}

@@ -17,8 +17,8 @@ from judgekit.gate.identity import recorded_setup
 from judgekit.gate.result import Decision, GateResult
 from judgekit.inputs.criteria import Criterion, load_criterion
 from judgekit.judging.build_setup import setup_now
-from judgekit.judging.judge import RECORDED, Calibrated, Judge
-from judgekit.judging.setup import Source
+from judgekit.judging.judge import RECORDED, Judge
+from judgekit.judging.setup import JudgeSetup, Source
 
 
 def judged_elsewhere(source: str | None) -> str | None:
@@ -96,7 +96,7 @@ def judge_for(
     """The Judge of `criterion` under a gate result already reached (the pytest fixture reuses the
     session's): it asks exactly as the report calibrated it, or refuses, saying why."""
     blocked = result.blocked([criterion.id])
-    entry = None
+    measured: JudgeSetup | None = None
     if not blocked:
         # The entry the gate decided on, as it read and checked it (a file edited since is not
         # read again: the judge asks what the gate passed).
@@ -108,7 +108,7 @@ def judge_for(
         elif not why:
             # The gate compares the judge's setup; before it asks a model, the judge checks it
             # is the one measured, against the criterion it was given.
-            why = _not_measured(criterion, entry)
+            why, measured = _measured(criterion, entry)
         if why:
             blocked = [Decision(criterion.id, "FAIL", (why,))]
     if blocked:
@@ -118,28 +118,27 @@ def judge_for(
             cache_dir=cache_dir,
         )
     decision = result.decision(criterion.id)
-    calibrated: Calibrated | None = entry
     return Judge(
         criterion,
-        calibrated,
+        measured,
         cache_dir=cache_dir,
         thresholds=decision.thresholds if decision else None,
     )
 
 
-def _not_measured(criterion: Criterion, entry: ReportEntry) -> str | None:
-    """Why `criterion`'s judge is not the one the report entry measured (None when it is)."""
+def _measured(criterion: Criterion, entry: ReportEntry) -> tuple[str | None, JudgeSetup | None]:
+    """The judge the report entry measured, when it is `criterion`'s judge now; else why not."""
     try:
         measured = recorded_setup(entry)
     except Untrusted as error:
-        return f"the report is not evidence: {error}; run `judgekit calibrate` again"
+        return f"the report is not evidence: {error}; run `judgekit calibrate` again", None
     differs = measured.differences(setup_now(criterion, measured))
     if differs:
         return (
             "the report's judge is not this criterion's (" + "; ".join(differs) + "); "
             "run `judgekit calibrate` again"
-        )
-    return None
+        ), None
+    return None, measured
 
 
 def judge_of(

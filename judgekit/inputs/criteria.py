@@ -37,7 +37,7 @@ from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import criterion_paths
 from judgekit.inputs.files import read_source, read_yaml
 from judgekit.inputs.validation import Frozen, problems_of
-from judgekit.secrets import api_base_problem
+from judgekit.secrets import endpoint_problem
 
 ID_PATTERN = r"^[a-z0-9][a-z0-9_.-]*$"
 # the fields of an example a judge may be shown
@@ -109,7 +109,7 @@ class JudgeSettings(Frozen):
     @field_validator("api_base")
     @classmethod
     def _usable_endpoint(cls, value: str | None) -> str | None:
-        problem = api_base_problem(value) if value is not None else None
+        problem = endpoint_problem(value) if value is not None else None
         if problem is not None:
             raise ValueError(problem)
         return value

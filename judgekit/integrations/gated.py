@@ -106,7 +106,7 @@ class GatedJudge:
         """The model the judge asks (the calibrated one); None for a criterion checked by code."""
         if isinstance(self.judge.criterion, RegexCriterion):
             return None
-        asked = self.judge.calibrated
+        asked = self.judge.setup
         return (asked.model if asked else None) or self.judge.criterion.judge.model
 
     @property
@@ -122,7 +122,7 @@ class GatedJudge:
     def fingerprint(self) -> str | None:
         """The calibrated judge's fingerprint (its criterion, prompt and model): changes with any
         of them."""
-        return getattr(self.judge.calibrated, "fingerprint", None)
+        return self.judge.setup.digest if self.judge.setup is not None else None
 
     async def grade(
         self, output: str, input: str | None = None, context: str | None = None

@@ -25,6 +25,7 @@ from typing import Any
 from judgekit.inputs.criteria import ClaimsCriterion
 from judgekit.inputs.sets import Example
 from judgekit.judging.answers import Calls, call_failed, json_object, lookup, refused, usage_of
+from judgekit.judging.jobs import Asking
 from judgekit.judging.prompts import (
     EXTRACT_PROMPT,
     SYSTEM_PROMPT,
@@ -131,7 +132,7 @@ class ClaimsJob:
     example: Example
     model: str
     trial: int = 0
-    api_base: str | None = None
+    endpoint: str | None = None
     structured: bool = True
     # Verify these labelled claims instead of extracting (stage errors).
     gold: tuple[str, ...] | None = None
@@ -156,7 +157,7 @@ class ClaimsJob:
             max_tokens=settings.max_tokens,
             response_format=_format(name, schema) if self.structured else None,
             trial=self.trial,
-            api_base=self.api_base,
+            endpoint=self.endpoint,
         )
 
     def extraction(self) -> Request:
@@ -334,12 +335,14 @@ def claims_jobs(
     examples: Sequence[Example],
     model: str,
     trials: int,
-    api_base: str | None = None,
-    structured: bool = True,
-    reask: int = RetryPolicy.unreadable,
+    asking: Asking | None = None,
 ) -> list[ClaimsJob]:
+    """The jobs of checking `examples` by a claims criterion: one per example and trial."""
+    asking = Asking() if asking is None else asking
     return [
-        ClaimsJob(criterion, example, model, trial, api_base, structured, reask=reask)
+        ClaimsJob(
+            criterion, example, model, trial, asking.endpoint, asking.structured, reask=asking.reask
+        )
         for example in examples
         for trial in range(trials)
     ]

@@ -20,11 +20,9 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
-from judgekit.inputs.sets import CalibrationSet
-from judgekit.judging.build_setup import endpoint_for
+from judgekit.inputs.criteria import Criterion
 from judgekit.judging.jobs import run_sync
-from judgekit.judging.runner import RunSettings, jobs_of, labelled_claims_jobs
+from judgekit.judging.runner import RunSettings, Task, jobs_of, labelled_claims_jobs
 from judgekit.llm import open_llm
 from judgekit.llm.prices import price
 from judgekit.llm.protocol import LLM, Request
@@ -58,45 +56,42 @@ def prompt_tokens(request: Request) -> int:
 
 def estimate(
     criteria: Sequence[Criterion],
-    sets: dict[str, CalibrationSet],
-    models: dict[str, str],
+    tasks: Sequence[Task],
     sources: dict[str, str],
     settings: RunSettings | None,
     llm: LLM | None = None,
 ) -> list[Estimate]:
-    """An Estimate per criterion: those in `models` are judged live as `settings` say (looked up
-    in `llm` when given, else in the cache `settings` name); the others' verdicts are in
-    `sources`."""
-    stacks: dict[tuple[str, str | None], LLM] = {}
+    """An Estimate per criterion: each task's criterion is judged live as its setup and `settings`
+    say (looked up in `llm` when given, else in the cache `settings` name); the other criteria's
+    verdicts are in `sources`."""
+    stacks: dict[tuple[str, str | None, str], LLM] = {}
     cache = settings.cache_dir if settings is not None and settings.cache_dir is not None else None
+    live = {t.criterion.id: t for t in tasks}
     try:
         out = []
         for criterion in criteria:
-            if (
-                criterion.id not in models
-                or settings is None
-                or not isinstance(criterion, (LLMCriterion, ClaimsCriterion))
-            ):
+            task = live.get(criterion.id)
+            if task is None or settings is None:
                 out.append(Estimate(criterion.id, sources.get(criterion.id, "live")))
                 continue
-            model, examples = models[criterion.id], sets[criterion.id].examples
-            endpoint = (model, endpoint_for(criterion, settings.api_base, model))
-            if llm is None and endpoint not in stacks:
+            model, examples = task.model, task.examples.examples
+            reach = (model, task.url, task.setup.via or "auto")
+            if llm is None and reach not in stacks:
                 # The standard stack; without a cache folder, no cache.
-                stacks[endpoint] = open_llm(
+                stacks[reach] = open_llm(
                     model,
-                    endpoint[1],
+                    task.url,
                     str(cache) if cache and cache.is_dir() else None,
-                    via=settings.via,
+                    via=reach[2],
                     max_age_s=settings.max_age_s,
                 )
             to_ask: list[Request] = []
             cached = unknown = 0
             for job in [
-                *jobs_of(criterion, examples, model, settings),
-                *labelled_claims_jobs(criterion, examples, model, settings),
+                *jobs_of(task, examples, settings),
+                *labelled_claims_jobs(task, examples, settings),
             ]:
-                asks, hits, later = job.planned(llm or stacks[endpoint])
+                asks, hits, later = job.planned(llm or stacks[reach])
                 to_ask += asks
                 cached, unknown = cached + hits, unknown + later
             tokens = sum(prompt_tokens(r) for r in to_ask)

@@ -93,7 +93,7 @@ def reask_for(criterion: LLMCriterion | ClaimsCriterion, policy: RetryPolicy | N
 class Job:
     """One call to make: a criterion's prompt for one example, in one trial; an unreadable answer is
     asked again up to `reask` times. (A claims criterion's check is a `judgekit.claims.ClaimsJob`,
-    with the same `model`, `api_base`, `cached` and `ask`.)"""
+    with the same `model`, `endpoint`, `cached` and `ask`.)"""
 
     criterion_id: str
     example_id: str
@@ -105,8 +105,8 @@ class Job:
         return self.request.model
 
     @property
-    def api_base(self) -> str | None:
-        return self.request.api_base
+    def endpoint(self) -> str | None:
+        return self.request.endpoint
 
     @property
     def trial(self) -> int:
@@ -147,7 +147,7 @@ class Asking:
     """How a judge's calls are made, beside its model and trials: the endpoint, structured output,
     the re-asks of an unreadable answer (`reask_for`) and log-probabilities (`wants_logprobs`)."""
 
-    api_base: str | None = None
+    endpoint: str | None = None
     structured: bool = True
     reask: int = RetryPolicy.unreadable
     logprobs: bool = False
@@ -175,7 +175,7 @@ def jobs_for(
                 max_tokens=settings.max_tokens,
                 response_format=RESPONSE_FORMAT if asking.structured else None,
                 trial=trial,
-                api_base=asking.api_base,
+                endpoint=asking.endpoint,
                 logprobs=asking.logprobs,
             ),
             asking.reask,

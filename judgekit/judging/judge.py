@@ -13,12 +13,11 @@ True
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Protocol
 
 from judgekit.errors import InputError, JudgeNotCalibrated
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion
 from judgekit.inputs.sets import Example
-from judgekit.judging.build_setup import endpoint_for
+from judgekit.judging.build_setup import setup_of
 from judgekit.judging.claims import ClaimsJob, claims_jobs
 from judgekit.judging.jobs import (
     Asking,
@@ -29,7 +28,7 @@ from judgekit.judging.jobs import (
     run_sync,
 )
 from judgekit.judging.selective import escalate, wants_logprobs
-from judgekit.judging.setup import Source
+from judgekit.judging.setup import JudgeSetup
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
@@ -40,34 +39,15 @@ RECORDED = (
 )
 
 
-class Calibrated(Protocol):
-    """How a criterion's judge was asked in its calibration (a report's JudgeInfo; the gate's
-    entry): the model, the endpoint (without credentials), the trials whose majority counts, the
-    transport, structured output, and whose verdicts the figures are (`source`)."""
-
-    # Read-only: a frozen entry or a report's model provides them.
-    @property
-    def model(self) -> str | None: ...
-    @property
-    def api_base(self) -> str | None: ...
-    @property
-    def via(self) -> str: ...
-    @property
-    def structured(self) -> bool: ...
-    @property
-    def source(self) -> str: ...
-
-    @property
-    def trials(self) -> int | None: ...
-
-
 class Judge:
     """A judge for one criterion, to call from a test.
 
-    Given `calibrated` (how its calibration asked it), it asks exactly so, through the usual cache
-    and retries; given `thresholds` (selective judging, certified by the gate), a verdict below the
-    first goes to the judge the criterion escalates to, and one below that is escalated to a person
-    (`passed=None, escalated=True`, its confidence kept); given `refusal`, it raises that
+    Given `setup` (the judge its calibration measured: judgekit.judging.setup.JudgeSetup), it asks
+    exactly that judge, through the usual cache and retries (without one, the judge the criterion
+    defines, as a first calibration would ask it); given `thresholds` (selective judging,
+    certified by the gate), a verdict below the first goes to the judge the criterion escalates
+    to, and one below that is escalated to a person (`passed=None, escalated=True`, its
+    confidence kept); given `refusal`, it raises that
     JudgeNotCalibrated instead of judging — the gate (judgekit.gate.judge_for) builds it either
     way — and it never stands in for another tool's judge whose recorded verdicts were
     calibrated. A regex criterion is checked by code.
@@ -76,21 +56,20 @@ class Judge:
     def __init__(
         self,
         criterion: Criterion,
-        calibrated: Calibrated | None = None,
+        setup: JudgeSetup | None = None,
         cache_dir: str | None = ".judgekit/cache",
         llm: LLM | None = None,
         refusal: JudgeNotCalibrated | None = None,
         thresholds: tuple[float | None, ...] | None = None,
     ):
-        self.criterion, self.calibrated = criterion, calibrated
+        self.criterion, self.setup = criterion, setup
         self.cache_dir, self.llm, self.refusal = cache_dir, llm, refusal
         # Selective judging: the certified confidence threshold of the judge and of each it
         # escalates to.
         self.thresholds = thresholds
-        source = calibrated.source if calibrated is not None else ""
-        if self.refusal is None and Source.kind_of(source) == "recorded":
+        if self.refusal is None and setup is not None and setup.kind == "recorded":
             self.refusal = JudgeNotCalibrated(
-                "FAIL", [(criterion.id, "FAIL", RECORDED.format(source=source))]
+                "FAIL", [(criterion.id, "FAIL", RECORDED.format(source="a verdict file"))]
             )
 
     def __call__(
@@ -109,7 +88,7 @@ class Judge:
         criterion = self.criterion
         if isinstance(criterion, RegexCriterion):
             return Verdict("-", *criterion.explain(fields))
-        asked = self.calibrated
+        asked = self.setup
         model = (asked.model if asked else None) or criterion.judge.model
         if not model:
             raise InputError.one(
@@ -124,17 +103,16 @@ class Judge:
                 "a claims criterion checks the "
                 "reply against its source material: call judge(output, context=source)",
             )
-        trials = (asked.trials if asked else None) or criterion.judge.trials
         if asked is None:
-            api_base, via = endpoint_for(criterion, None, model), "auto"
-        else:
-            # The calibrated endpoint, as the criterion or the environment names it (with their
-            # credentials).
-            api_base, via = endpoint_named(criterion, asked.api_base, model), asked.via
+            # The judge the criterion defines, asked as a first calibration asks it.
+            asked = setup_of(criterion, model=model, api_base=None, via="auto", structured=True)
+        trials, via = asked.trials, asked.via or "auto"
         example = Example(id="-", output=output, input=input, context=context, passed=True)
         asking = Asking(
-            api_base,
-            asked.structured if asked else True,
+            # The measured endpoint, as the criterion or the environment names it (with their
+            # credentials); one named by nothing now is refused.
+            endpoint_named(criterion, asked.endpoint, model),
+            asked.structured is not False,
             reask_for(criterion),
             logprobs=wants_logprobs(self.thresholds, trials),
         )
@@ -173,18 +151,10 @@ class Judge:
         """The majority verdict of `model`, asked as `asking` says, over `trials` on one example."""
         jobs: list[Job] | list[ClaimsJob]
         if isinstance(criterion, ClaimsCriterion):
-            jobs = claims_jobs(
-                criterion,
-                [example],
-                model,
-                trials,
-                asking.api_base,
-                asking.structured,
-                asking.reask,
-            )
+            jobs = claims_jobs(criterion, [example], model, trials, asking)
         else:
             jobs = jobs_for(criterion, [example], model, trials, asking)
-        llm = self.llm or open_llm(model, asking.api_base, self.cache_dir, via=via)
+        llm = self.llm or open_llm(model, asking.endpoint, self.cache_dir, via=via)
         try:
             return majority([await job.ask(llm) for job in jobs])
         finally:

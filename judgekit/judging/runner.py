@@ -19,32 +19,68 @@ from judgekit.judging.build_setup import endpoint_for
 from judgekit.judging.claims import ClaimsJob, claims_jobs
 from judgekit.judging.jobs import Asking, Job, jobs_for, reask_for, run_bounded
 from judgekit.judging.selective import wants_logprobs
+from judgekit.judging.setup import JudgeSetup
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
+from judgekit.secrets import public_url
 from judgekit.stats.sequential import settle, stop_order
 
 
 @dataclass(frozen=True)
 class RunSettings:
-    """How the judges are asked: the endpoint (`api_base`, else each criterion's judge.api_base),
-    the pool, the cache (answers older than `max_age_s` asked again), retries (unreadable answers
-    asked again: `reask_for`), transport, structured output; and, for early stopping, the seed of
-    the order and each criterion's gate thresholds (`stop_early`: criterion id -> Thresholds)."""
+    """How a run's judges are asked, beside each one's setup (`Task`): the pool, the cache (answers
+    older than `max_age_s` asked again), retries (unreadable answers asked again: `reask_for`);
+    and, for early stopping, the seed of the order and each criterion's gate thresholds
+    (`stop_early`: criterion id -> Thresholds)."""
 
-    api_base: str | None = None
     concurrency: int = 16
     cache_dir: Path | None = None
     timeout_s: float = 60.0
     retry: RetryPolicy | None = None
-    via: str = "auto"
-    structured: bool = True
     max_age_s: float | None = None
     stop_early: dict[str, Thresholds] | None = None
     seed: int = 0
     # The criteria judged selectively: one trial asks for log-probabilities.
     selective: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Task:
+    """One judge over one set of examples, as a run is given it: the criterion, its examples, and
+    the setup of the judge asked (judgekit.judging.setup: the model, the endpoint, the transport,
+    structured answers, trials). `url` is the setup's endpoint as asked, with the credentials the
+    user gave it; it is never written anywhere. A run knows its tasks by their place in it, not by
+    id: two candidates of one criterion are two tasks of one run."""
+
+    criterion: LLMCriterion | ClaimsCriterion
+    examples: CalibrationSet
+    setup: JudgeSetup
+    url: str | None = None
+
+    @property
+    def model(self) -> str:
+        return self.setup.model or ""
+
+    @property
+    def trials(self) -> int:
+        return self.setup.trials
+
+
+def task_of(
+    criterion: LLMCriterion | ClaimsCriterion,
+    examples: CalibrationSet,
+    setup: JudgeSetup,
+    given: str | None = None,
+) -> Task:
+    """The task of asking `setup`'s judge over `examples`: asked at the endpoint `given`
+    (`--api-base`), else at the one the criterion or the environment names (`endpoint_for`),
+    which is the setup's."""
+    url = endpoint_for(criterion, given, setup.model)
+    if public_url(url) != setup.endpoint:
+        raise ValueError(f"the setup's endpoint {setup.endpoint!r} is not {public_url(url)!r}")
+    return Task(criterion, examples, setup, url)
 
 
 @dataclass(frozen=True)
@@ -62,59 +98,62 @@ class Stop:
 
 @dataclass
 class JudgedSets:
-    """What judging the sets gave: every verdict, the time it took, where early stopping stopped,
-    and the labelled claims verified alone (claims criteria)."""
+    """What judging the tasks gave, each list in the tasks' order: every verdict (per example
+    judged, in the set's order, its trials), where early stopping stopped, and the labelled
+    claims verified alone (claims criteria); and the time it took."""
 
-    # Per criterion, per example judged (in the set's order), its trials.
-    verdicts: dict[str, list[list[Verdict]]]
+    verdicts: list[list[list[Verdict]]]
     elapsed_s: float = 0.0
-    stops: dict[str, Stop] = field(default_factory=dict)
-    # Claims criteria: the labelled claims, verified alone.
-    gold: dict[str, dict[str, Verdict]] = field(default_factory=dict)
+    stops: list[Stop | None] = field(default_factory=list)
+    gold: list[dict[str, Verdict]] = field(default_factory=list)
+
+
+_Tagged = tuple[int, "Job | ClaimsJob"]  # a job and the place of its task in the run
 
 
 class _Asker:
-    """One LLM stack per model and endpoint (or the injected one); asks jobs, cached ones first."""
+    """One LLM stack per model, endpoint and transport (or the injected one); asks jobs, cached
+    ones first."""
 
-    def __init__(
-        self, judges: Sequence[tuple[str, str | None]], settings: RunSettings, llm: LLM | None
-    ):
+    def __init__(self, tasks: Sequence[Task], settings: RunSettings, llm: LLM | None):
         self.llm, self.settings = llm, settings
         cache = str(settings.cache_dir) if settings.cache_dir is not None else None
-        self.stacks: dict[tuple[str, str | None], LLM] = (
+        reach = [(t.model, t.url, t.setup.via or "auto") for t in tasks]
+        stacks: dict[tuple[str, str | None, str], LLM] = (
             {}
             if llm
             else {
-                (model, api_base): open_llm(
+                (model, url, via): open_llm(
                     model,
-                    api_base,
+                    url,
                     cache,
                     settings.timeout_s,
                     max_connections=max(settings.concurrency, 1),
                     retry=settings.retry,
-                    via=settings.via,
+                    via=via,
                     max_age_s=settings.max_age_s,
                 )
-                for model, api_base in sorted(set(judges), key=str)
+                for model, url, via in sorted(set(reach), key=str)
             }
         )
+        self.stacks = list(stacks.values())
+        self.by_task = [llm or stacks[r] for r in reach]
         self.elapsed_s = 0.0
 
-    def llm_for(self, job: Job | ClaimsJob) -> LLM:
-        return self.llm or self.stacks[(job.model, job.api_base)]
-
     async def ask(
-        self, jobs: Sequence[Job | ClaimsJob], progress: Callable[[int, int], None] | None
+        self, jobs: Sequence[_Tagged], progress: Callable[[int, int], None] | None
     ) -> list[Verdict]:
         # Cached answers straight from disk: a fully cached re-run makes no client at all.
-        verdicts: list[Verdict | None] = [job.cached(self.llm_for(job)) for job in jobs]
+        verdicts: list[Verdict | None] = [job.cached(self.by_task[t]) for t, job in jobs]
         misses = [i for i, v in enumerate(verdicts) if v is None]
-        for stack in {id(self.llm_for(jobs[i])): self.llm_for(jobs[i]) for i in misses}.values():
+        for stack in {
+            id(self.by_task[jobs[i][0]]): self.by_task[jobs[i][0]] for i in misses
+        }.values():
             stack.warm()
         started = time.perf_counter()
         answered = await run_bounded(
             misses,
-            lambda i: jobs[i].ask(self.llm_for(jobs[i])),
+            lambda i: jobs[i][1].ask(self.by_task[jobs[i][0]]),
             self.settings.concurrency,
             progress,
         )
@@ -124,58 +163,41 @@ class _Asker:
         return [v for v in verdicts if v is not None]
 
     async def aclose(self) -> None:
-        for stack in self.stacks.values():
+        for stack in self.stacks:
             await stack.aclose()
 
 
 def jobs_of(
-    criterion: LLMCriterion | ClaimsCriterion,
-    examples: Sequence[Example],
-    model: str,
-    settings: RunSettings,
+    task: Task, examples: Sequence[Example], settings: RunSettings
 ) -> Sequence[Job | ClaimsJob]:
-    """The jobs of judging these examples of a criterion, asked as `settings` say."""
-    if isinstance(criterion, ClaimsCriterion):
-        return claims_jobs(
-            criterion,
-            examples,
-            model,
-            criterion.judge.trials,
-            endpoint_for(criterion, settings.api_base, model),
-            settings.structured,
-            reask_for(criterion, settings.retry),
-        )
-    return jobs_for(
-        criterion,
-        examples,
-        model,
-        criterion.judge.trials,
-        Asking(
-            endpoint_for(criterion, settings.api_base, model),
-            settings.structured,
-            reask_for(criterion, settings.retry),
-            logprobs=wants_logprobs(criterion.id in settings.selective, criterion.judge.trials),
-        ),
+    """The jobs of judging these examples of a task's criterion, asked as its setup says."""
+    criterion, setup = task.criterion, task.setup
+    asking = Asking(
+        task.url,
+        setup.structured is not False,
+        reask_for(criterion, settings.retry),
+        logprobs=wants_logprobs(criterion.id in settings.selective, setup.trials),
     )
+    if isinstance(criterion, ClaimsCriterion):
+        return claims_jobs(criterion, examples, task.model, setup.trials, asking)
+    return jobs_for(criterion, examples, task.model, setup.trials, asking)
 
 
 def labelled_claims_jobs(
-    criterion: LLMCriterion | ClaimsCriterion,
-    examples: Sequence[Example],
-    model: str,
-    settings: RunSettings,
+    task: Task, examples: Sequence[Example], settings: RunSettings
 ) -> list[ClaimsJob]:
     """A claims criterion's checks of the labelled claims of these examples, verified alone."""
+    criterion = task.criterion
     if not isinstance(criterion, ClaimsCriterion):
         return []
     return [
         ClaimsJob(
             criterion,
             e,
-            model,
+            task.model,
             0,
-            endpoint_for(criterion, settings.api_base, model),
-            settings.structured,
+            task.url,
+            task.setup.structured is not False,
             gold=tuple(claim.claim for claim in e.claims),
             reask=reask_for(criterion, settings.retry),
         )
@@ -211,122 +233,105 @@ def check_some_verdict_given(
 
 
 def _group(
-    criteria: list[LLMCriterion | ClaimsCriterion],
-    sets: dict[str, CalibrationSet],
-    jobs: Sequence[Job | ClaimsJob],
-    verdicts: list[Verdict],
-) -> dict[str, list[list[Verdict]]]:
-    grouped: dict[str, dict[str, list[Verdict]]] = {
-        c.id: {e.id: [] for e in sets[c.id].examples} for c in criteria
-    }
-    for job, verdict in zip(jobs, verdicts, strict=True):
-        grouped[job.criterion_id][job.example_id].append(verdict)
-    return {
-        cid: [trials for trials in by_example.values() if trials]
-        for cid, by_example in grouped.items()
-    }
+    tasks: Sequence[Task], jobs: Sequence[_Tagged], verdicts: list[Verdict]
+) -> list[list[list[Verdict]]]:
+    grouped: list[dict[str, list[Verdict]]] = [
+        {e.id: [] for e in t.examples.examples} for t in tasks
+    ]
+    for (t, job), verdict in zip(jobs, verdicts, strict=True):
+        grouped[t][job.example_id].append(verdict)
+    return [[trials for trials in by_example.values() if trials] for by_example in grouped]
+
+
+def _tagged(
+    tasks: Sequence[Task], examples: Sequence[Sequence[Example]], settings: RunSettings
+) -> list[_Tagged]:
+    return [
+        (t, job)
+        for t, (task, chosen) in enumerate(zip(tasks, examples, strict=True))
+        for job in jobs_of(task, chosen, settings)
+    ]
 
 
 async def judge_sets(
-    criteria: list[LLMCriterion | ClaimsCriterion],
-    sets: dict[str, CalibrationSet],
-    models: dict[str, str],
+    tasks: Sequence[Task],
     settings: RunSettings,
     llm: LLM | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> JudgedSets:
-    """Judge every example of every criterion (with `settings.stop_early`, until each decision is
+    """Judge every example of every task (with `settings.stop_early`, until each decision is
     settled)."""
-    asker = _Asker(
-        [(models[c.id], endpoint_for(c, settings.api_base, models[c.id])) for c in criteria],
-        settings,
-        llm,
-    )
+    asker = _Asker(tasks, settings, llm)
     try:
         if settings.stop_early is not None:
-            run = await _in_looks(asker, criteria, sets, models, settings, settings.stop_early)
+            run = await _in_looks(asker, tasks, settings, settings.stop_early)
         else:
-            jobs = [
-                job
-                for c in criteria
-                for job in jobs_of(c, sets[c.id].examples, models[c.id], settings)
-            ]
+            jobs = _tagged(tasks, [t.examples.examples for t in tasks], settings)
             verdicts = await asker.ask(jobs, progress)
-            run = JudgedSets(_group(criteria, sets, jobs, verdicts), asker.elapsed_s)
-        run.gold = await _labelled_claims(asker, criteria, sets, models, settings, run)
+            run = JudgedSets(_group(tasks, jobs, verdicts), asker.elapsed_s, [None] * len(tasks))
+        run.gold = await _labelled_claims(asker, tasks, settings, run)
         return run
     finally:
         await asker.aclose()
 
 
 async def _labelled_claims(
-    asker: _Asker,
-    criteria: list[LLMCriterion | ClaimsCriterion],
-    sets: dict[str, CalibrationSet],
-    models: dict[str, str],
-    settings: RunSettings,
-    run: JudgedSets,
-) -> dict[str, dict[str, Verdict]]:
+    asker: _Asker, tasks: Sequence[Task], settings: RunSettings, run: JudgedSets
+) -> list[dict[str, Verdict]]:
     """Claims criteria whose judged examples carry claim-level labels: verify the labelled claims
     too, so that extraction and verification errors can be told apart."""
-    judged = {
-        cid: {trials[0].example_id for trials in by_example}
-        for cid, by_example in run.verdicts.items()
-    }
-    gold = [
-        job
-        for c in criteria
+    judged = [{trials[0].example_id for trials in by_example} for by_example in run.verdicts]
+    gold: list[_Tagged] = [
+        (t, job)
+        for t, task in enumerate(tasks)
         for job in labelled_claims_jobs(
-            c,
-            [e for e in sets[c.id].examples if e.id in judged.get(c.id, set())],
-            models[c.id],
-            settings,
+            task, [e for e in task.examples.examples if e.id in judged[t]], settings
         )
     ]
-    checked: dict[str, dict[str, Verdict]] = {}
-    for job, verdict in zip(gold, await asker.ask(gold, None) if gold else [], strict=True):
-        checked.setdefault(job.criterion_id, {})[job.example_id] = verdict
+    checked: list[dict[str, Verdict]] = [{} for _ in tasks]
+    for (t, job), verdict in zip(gold, await asker.ask(gold, None) if gold else [], strict=True):
+        checked[t][job.example_id] = verdict
     return checked
 
 
 async def _in_looks(
     asker: _Asker,
-    criteria: list[LLMCriterion | ClaimsCriterion],
-    sets: dict[str, CalibrationSet],
-    models: dict[str, str],
+    tasks: Sequence[Task],
     settings: RunSettings,
     thresholds: dict[str, Thresholds],
 ) -> JudgedSets:
-    """Batches of examples in seeded random order; after each, stop the criteria whose decision on
+    """Batches of examples in seeded random order; after each, stop the tasks whose decision on
     the whole set is settled."""
-    order = {
-        c.id: [
-            sets[c.id].examples[i]
-            for i in stop_order(len(sets[c.id].examples), settings.seed, c.id)
+    order = [
+        [
+            t.examples.examples[i]
+            for i in stop_order(len(t.examples.examples), settings.seed, t.criterion.id)
         ]
-        for c in criteria
-    }
-    done: dict[str, int] = {c.id: 0 for c in criteria}
-    looks: dict[str, int] = {c.id: 0 for c in criteria}
-    decisions: dict[str, str | None] = {}
-    all_jobs: list[Job | ClaimsJob] = []
+        for t in tasks
+    ]
+    done = [0] * len(tasks)
+    looks = [0] * len(tasks)
+    decisions: dict[int, str | None] = {}
+    all_jobs: list[_Tagged] = []
     all_verdicts: list[Verdict] = []
     step = max(settings.concurrency, 10)
-    active = list(criteria)
+    active = list(range(len(tasks)))
     while active:
-        jobs: list[Job | ClaimsJob] = []
-        for c in active:
-            chunk = order[c.id][done[c.id] : done[c.id] + step]
-            done[c.id] += len(chunk)
-            jobs += jobs_of(c, chunk, models[c.id], settings)
+        chunks: list[Sequence[Example]] = [[] for _ in tasks]
+        for t in active:
+            chunks[t] = order[t][done[t] : done[t] + step]
+            done[t] += len(chunks[t])
+        jobs = _tagged(tasks, chunks, settings)
         all_jobs += jobs
         all_verdicts += await asker.ask(jobs, None)
-        grouped = _group(criteria, sets, all_jobs, all_verdicts)
+        grouped = _group(tasks, all_jobs, all_verdicts)
         still = []
-        for c in active:
-            looks[c.id] += 1
-            labels = {e.id: e.label for e in sets[c.id].examples}
-            final = [(labels[t[0].example_id], majority(t).passed) for t in grouped[c.id]]
+        for t in active:
+            looks[t] += 1
+            labels = {e.id: e.label for e in tasks[t].examples.examples}
+            final = [
+                (labels[trials[0].example_id], majority(trials).passed) for trials in grouped[t]
+            ]
             tpr = (
                 sum(1 for y, v in final if y and v),
                 sum(1 for y, v in final if y and v is not None),
@@ -335,25 +340,24 @@ async def _in_looks(
                 sum(1 for y, v in final if not y and v is False),
                 sum(1 for y, v in final if not y and v is not None),
             )
-            rest = order[c.id][done[c.id] :]
+            rest = order[t][done[t] :]
             left = (sum(1 for e in rest if e.label), sum(1 for e in rest if not e.label))
-            decision = settle(tpr, tnr, left, thresholds[c.id])
-            if decision is None and done[c.id] < len(order[c.id]):
-                still.append(c)
+            decision = settle(tpr, tnr, left, thresholds[tasks[t].criterion.id])
+            if decision is None and done[t] < len(order[t]):
+                still.append(t)
             else:
-                decisions[c.id] = decision
+                decisions[t] = decision
         active = still
-    grouped = _group(criteria, sets, all_jobs, all_verdicts)
-    stops = {
-        c.id: Stop(
-            decisions.get(c.id),
-            done[c.id],
-            len(order[c.id]),
-            looks[c.id],
-            (len(order[c.id]) - done[c.id]) * c.judge.trials,
+    stops: list[Stop | None] = [
+        Stop(
+            decisions.get(t),
+            done[t],
+            len(order[t]),
+            looks[t],
+            (len(order[t]) - done[t]) * task.trials,
             seed=settings.seed,
             batch=step,
         )
-        for c in criteria
-    }
-    return JudgedSets(grouped, asker.elapsed_s, stops)
+        for t, task in enumerate(tasks)
+    ]
+    return JudgedSets(_group(tasks, all_jobs, all_verdicts), asker.elapsed_s, stops)

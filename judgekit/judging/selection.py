@@ -33,9 +33,10 @@ from judgekit.inputs.identity import identifier
 from judgekit.inputs.label_writer import read_records
 from judgekit.inputs.sets import CalibrationSet, Example, Selection
 from judgekit.inputs.validation import problems_of
+from judgekit.judging.build_setup import setup_of
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.recorded import load_recorded
-from judgekit.judging.runner import RunSettings, judge_sets
+from judgekit.judging.runner import RunSettings, judge_sets, task_of
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.protocol import LLM
 from judgekit.stats.allocation import Stratum, allocate
@@ -232,16 +233,17 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
     )
 
 
-def judged_pool(
+def judged_pool(  # noqa: PLR0913  the pool, its judge, and how it is asked
     criterion: Criterion,
     replies: Sequence[Example],
     path: Path,
     model: str | None,
     settings: RunSettings,
     llm: LLM | None = None,
+    endpoint: str | None = None,
 ) -> dict[str, Verdict]:
     """The judge's verdict on each reply of the pool: by code for a regex, else asked live through
-    the cache (the criterion's trials, their majority)."""
+    the cache (the criterion's trials, their majority), at `endpoint` (`--api-base`) when given."""
     if isinstance(criterion, RegexCriterion):
         return {e.id: Verdict(e.id, *criterion.explain(e.fields())) for e in replies}
     if not model:
@@ -252,10 +254,9 @@ def judged_pool(
             "set judge.model, pass --model, or give the pool's verdicts with --verdicts",
         )
     pool = CalibrationSet(criterion.id, path, tuple(replies))
-    run = run_sync(
-        judge_sets([criterion], {criterion.id: pool}, {criterion.id: model}, settings, llm)
-    )
-    return {trials[0].example_id: majority(trials) for trials in run.verdicts[criterion.id]}
+    setup = setup_of(criterion, model=model, api_base=endpoint, via="auto", structured=True)
+    run = run_sync(judge_sets([task_of(criterion, pool, setup, endpoint)], settings, llm))
+    return {trials[0].example_id: majority(trials) for trials in run.verdicts[0]}
 
 
 def recorded_pool(path: Path, criterion_id: str, replies: Sequence[Example]) -> dict[str, Verdict]:

@@ -44,7 +44,7 @@ __all__ = [
 
 def open_llm(  # noqa: PLR0913  public, called by keyword from judging and improve: a change breaks them
     model: str,
-    api_base: str | None = None,
+    endpoint: str | None = None,
     cache_dir: str | None = None,
     timeout_s: float = 60.0,
     max_connections: int = 100,
@@ -61,10 +61,10 @@ def open_llm(  # noqa: PLR0913  public, called by keyword from judging and impro
     if via not in ("auto", "litellm"):
         raise ValueError(f"via must be 'auto' or 'litellm', not {via!r}")
     if via == "auto" and model.startswith(LEAN_PREFIX):
-        transport = OpenAICompatible(api_base, timeout_s, max_connections)
+        transport = OpenAICompatible(endpoint, timeout_s, max_connections)
     else:
-        transport = LiteLLM(api_base, timeout_s)
-    llm: LLM = RetryingLLM(transport, model, api_base, retry or RetryPolicy())
+        transport = LiteLLM(endpoint, timeout_s)
+    llm: LLM = RetryingLLM(transport, model, endpoint, retry or RetryPolicy())
     if cache_dir is not None:
         llm = CachedLLM(llm, cache_dir, max_age_s)
     return llm

@@ -33,7 +33,7 @@ class Request:
     max_tokens: int = 512
     response_format: dict[str, Any] | None = None
     trial: int = 0
-    api_base: str | None = None
+    endpoint: str | None = None  # where it is asked (its public form is the judge's)
     logprobs: bool = False  # ask for the answer tokens' log-probabilities (a verdict's confidence)
     # Set on a re-ask of an unreadable answer: the cache is not read, and the new answer replaces
     # the cached one only when keep_if accepts it. It never changes the key: it is the same
@@ -49,7 +49,7 @@ class Request:
             "max_tokens": self.max_tokens,
             "response_format": self.response_format,
             "trial": self.trial,
-            "api_base": self.api_base,
+            "api_base": self.endpoint,  # the key's name for it since the cache's first format
         }
         # Only when asked: the answers cached before log-probabilities existed keep their keys.
         return {**data, "logprobs": True} if self.logprobs else data

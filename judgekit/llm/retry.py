@@ -49,11 +49,11 @@ class RetryingLLM:
         self,
         inner: LLM,
         model: str,
-        api_base: str | None = None,
+        endpoint: str | None = None,
         policy: RetryPolicy = RetryPolicy(),
         seed: int | None = None,
     ):
-        self.inner, self.model, self.api_base, self.policy = inner, model, api_base, policy
+        self.inner, self.model, self.endpoint, self.policy = inner, model, endpoint, policy
         self._rng = random.Random(seed)
         self._paused_until = (
             0.0  # a 429's Retry-After pauses every caller, not only the one that got it
@@ -109,7 +109,7 @@ class RetryingLLM:
         # Examples lost in a row, with no success between them: one lost example is a flaky
         # provider (at a 50% reset rate, 3 attempts all fail one time in 8), not a dead one.
         if self._lost_in_a_row >= self.policy.down_after:
-            raise ProviderUnreachable(self.model, public_url(self.api_base), error.message)
+            raise ProviderUnreachable(self.model, public_url(self.endpoint), error.message)
 
     def lookup(self, request: Request) -> Completion | None:
         return self.inner.lookup(request)

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit, urlunsplit
 from judgekit.errors import InputError
 from judgekit.llm import local
 from judgekit.llm.protocol import CallError, Completion, ErrorKind, Request
-from judgekit.secrets import api_base_problem, redact, remember_url
+from judgekit.secrets import endpoint_problem, redact, remember_url
 
 if TYPE_CHECKING:  # aiohttp is imported on the first call, not with the module
     import aiohttp
@@ -30,11 +30,11 @@ if TYPE_CHECKING:  # aiohttp is imported on the first call, not with the module
 LEAN_PREFIX = "openai/"
 
 
-def check_api_base(url: str | None, where: str = "--api-base") -> None:
+def check_endpoint(url: str | None, where: str = "--api-base") -> None:
     """Refuse an endpoint that cannot be asked (a scheme typo, no host, a bad port) before any
-    call, with a message that shows no credential (judgekit.secrets.api_base_problem); remember its
+    call, with a message that shows no credential (judgekit.secrets.endpoint_problem); remember its
     credentials as secrets."""
-    problem = api_base_problem(url) if url is not None else None
+    problem = endpoint_problem(url) if url is not None else None
     if problem is not None:
         raise InputError.one(where, "", problem)
 
@@ -150,9 +150,9 @@ class OpenAICompatible:
     """
 
     def __init__(
-        self, api_base: str | None = None, timeout_s: float = 60.0, max_connections: int = 100
+        self, endpoint: str | None = None, timeout_s: float = 60.0, max_connections: int = 100
     ):
-        base = api_base or environment_endpoint()
+        base = endpoint or environment_endpoint()
         remember_url(base)
         parts = urlsplit((base or "https://api.openai.com/v1").rstrip("/"))
         # Credentials in the URL are sent as basic auth and kept out of every message we print.
@@ -271,9 +271,9 @@ def import_litellm() -> ModuleType:
 class LiteLLM:
     """Any provider litellm knows, by model string (`anthropic/...`, `gemini/...`, `local/...`)."""
 
-    def __init__(self, api_base: str | None = None, timeout_s: float = 60.0):
-        remember_url(api_base)
-        self.api_base = api_base
+    def __init__(self, endpoint: str | None = None, timeout_s: float = 60.0):
+        remember_url(endpoint)
+        self.endpoint = endpoint
         self.timeout_s = timeout_s
         self._litellm: ModuleType | None = None
 
@@ -303,8 +303,8 @@ class LiteLLM:
             "num_retries": 0,
             "max_retries": 0,
         }
-        if self.api_base:
-            kwargs["api_base"] = self.api_base
+        if self.endpoint:
+            kwargs["api_base"] = self.endpoint
             if request.model.startswith(LEAN_PREFIX) and not os.environ.get("OPENAI_API_KEY"):
                 kwargs["api_key"] = (
                     "no-key"  # a self-hosted OpenAI-compatible server often needs none

@@ -145,7 +145,7 @@ class Judges:
         agent = agent_model_of(self.node)
         # a regex criterion has no judge
         declared = getattr(getattr(built.criterion, "judge", None), "model", None)
-        model = (built.calibrated.model if built.calibrated else None) or declared
+        model = (built.setup.model if built.setup else None) or declared
         if agent and built.refusal is None and same_model(model, agent):
             message = (
                 f"judgekit: the judge of {criterion} is the agent's own model (judge {model}, "

@@ -26,6 +26,7 @@ from judgekit.inputs.sets import CalibrationSet, load_set
 from judgekit.inputs.validation import problems_of
 from judgekit.judging.claims import stages
 from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recorded
+from judgekit.judging.setup import JudgeSetup
 from judgekit.judging.verdict_log import VerdictLog
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.report.parts import ById, Certificate, Design, ReportPart
@@ -95,6 +96,11 @@ class JudgeInfo(ReportPart):
         description="The judge's setup (judgekit.judging.setup.JudgeSetup), whose digest is "
         "the fingerprint and whose first 16 hex digits every verdict line carries.",
     )
+
+    def measured(self) -> JudgeSetup | None:
+        """The judge this report measured, as one setup (what `Judge` asks with); None in a
+        report of a judgekit before setups. A ValueError when the setup is not one."""
+        return None if self.setup is None else JudgeSetup.from_json(self.setup)
 
     @property
     def trials(self) -> int | None:

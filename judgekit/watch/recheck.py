@@ -27,7 +27,7 @@ from judgekit.inputs.settings import DriftPolicy
 from judgekit.judging.build_setup import setup_of
 from judgekit.judging.jobs import endpoint_named
 from judgekit.judging.setup import Source
-from judgekit.llm.transports import check_api_base
+from judgekit.llm.transports import check_endpoint
 from judgekit.pipeline import Options, calibrate
 from judgekit.secrets import public_url
 from judgekit.watch.canary import canary_size, canary_words
@@ -96,7 +96,7 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
     with its baseline. Every baseline is found, and every refusal made, before anything is asked.
     With no `size`, each canary is as large as finding a drop of DROP in TPR or TNR POWER of the
     time needs at its calibrated rates (judgekit.watch.canary); `notes` gets what each can see."""
-    check_api_base(api_base)
+    check_endpoint(api_base)
     judged = {c.id: c for c in load_criteria(criteria_dir) if isinstance(c, JUDGED)}
     ids = list(criterion_ids or judged)
     if not ids or unknown_criteria(ids, judged, criteria_dir):

@@ -42,7 +42,7 @@ from judgekit.judging.runner import (
 )
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.protocol import LLM
-from judgekit.pipeline import Options, load_chosen, model_for, run_settings
+from judgekit.pipeline import Options, live_task, load_chosen, model_for, run_settings
 
 CONFIDENCE = 0.95
 SHOWN = 5  # flipped variants shown per probe
@@ -230,17 +230,13 @@ async def _judged(
     if not examples:
         return {}
     asked = CalibrationSet(criterion.id, whole.path, tuple(examples), whole.digest)
-    run = await judge_sets(
-        [criterion],
-        {criterion.id: asked},
-        {criterion.id: model},
-        run_settings(options, [criterion.id]),
-        llm,
-    )
+    task = live_task(criterion, asked, options, model)
+    run = await judge_sets([task], run_settings(options, [criterion.id]), llm)
+    (judged,) = run.verdicts
     if originals:
-        check_some_call_answered(criterion.id, model, run.verdicts[criterion.id])
-        check_some_verdict_given(criterion.id, model, run.verdicts[criterion.id])
-    return {trials[0].example_id: majority(trials) for trials in run.verdicts[criterion.id]}
+        check_some_call_answered(criterion.id, model, judged)
+        check_some_verdict_given(criterion.id, model, judged)
+    return {trials[0].example_id: majority(trials) for trials in judged}
 
 
 async def _one(  # noqa: PLR0913  one criterion's probe run, as `_probe` passes it
