@@ -460,9 +460,9 @@ def test_gate_and_plan_say_the_same_thing_with_one_number(project):
 
 
 def test_recompute_takes_trials_in_any_order_and_refuses_a_trial_twice():
-    from judgekit.gate.entry import Line, Untrusted
     from judgekit.gate.evidence import recompute
     from judgekit.inputs.label_reader import Labelled, LabelledSet
+    from judgekit.report.reading import Line, Untrusted
 
     at = datetime(2026, 1, 1, tzinfo=UTC)
     labels = LabelledSet("c", None, "d", (Labelled("a", True, None), Labelled("b", False, None)))

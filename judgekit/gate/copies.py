@@ -11,10 +11,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from judgekit.errors import InputError
-from judgekit.gate.entry import Untrusted
 from judgekit.inputs.catalog import CriterionFile
 from judgekit.inputs.label_reader import LabelledSet
 from judgekit.lazy import exports
+from judgekit.report.reading import Untrusted
 
 # The models load only when a report names copies: the gate's fast path starts without pydantic.
 _heavy, _ = exports(

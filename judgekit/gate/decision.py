@@ -28,16 +28,6 @@ from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.gate.copies import without_copies
-from judgekit.gate.entry import (
-    Line,
-    ReportEntry,
-    ReportFile,
-    Untrusted,
-    entries_of,
-    parse_entry,
-    read_pair,
-    read_report,
-)
 from judgekit.gate.evidence import Figures, verify
 from judgekit.gate.identity import check_marks, check_signature, judge_changed, recorded_setup
 from judgekit.gate.label_budget import budgets
@@ -47,6 +37,17 @@ from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, un
 from judgekit.inputs.label_reader import LabelledSet, read_labels, source_of
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
 from judgekit.llm.families import family, same_model
+from judgekit.report.reading import (
+    Line,
+    ReportEntry,
+    ReportFile,
+    Untrusted,
+    check_report,
+    entries_of,
+    parse_entry,
+    read_pair,
+    read_report,
+)
 from judgekit.report.render import fmt_number
 
 
@@ -172,6 +173,7 @@ class Gate:
         if entries and report_path is not None and any(lines is None for _, lines in entries):
             try:
                 if found is not None:
+                    check_report(found.data)
                     check_signature(found, self.policy.require_signed_evidence)
                 file_lines = read_pair(
                     Path(report_path), found.verdicts_sha256 if found is not None else None

@@ -25,9 +25,9 @@ from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, cast
 
-from judgekit.gate.entry import Line, ReportEntry, Untrusted
 from judgekit.inputs.label_reader import Labelled, LabelledSet
 from judgekit.judging.verdicts import Verdict, majority
+from judgekit.report.reading import Line, ReportEntry, Untrusted
 from judgekit.stats.design import (
     DesignError,
     Drawn,

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from judgekit.errors import JudgeNotCalibrated
 from judgekit.gate.decision import Gate
-from judgekit.gate.entry import ReportEntry, Untrusted
 from judgekit.gate.identity import recorded_setup
 from judgekit.gate.result import Decision, GateResult
 from judgekit.inputs.criteria import Criterion, load_criterion
 from judgekit.judging.build_setup import setup_now
 from judgekit.judging.judge import RECORDED, Judge
 from judgekit.judging.setup import JudgeSetup, Source
+from judgekit.report.reading import ReportEntry, Untrusted
 
 
 def judged_elsewhere(source: str | None) -> str | None:

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from judgekit.errors import InputError
-from judgekit.gate.entry import Line, ReportEntry, ReportFile, Untrusted
 from judgekit.inputs.files import read_yaml
 from judgekit.inputs.pair import genuine_report
 from judgekit.judging import setup as judge_setup
 from judgekit.judging.setup import JudgeSetup, Source, endpoint_of
+from judgekit.report.reading import Line, ReportEntry, ReportFile, Untrusted
 from judgekit.secrets import public_url
 from judgekit.signing import KEY_VARIABLE, evidence_key
 from judgekit.version import version

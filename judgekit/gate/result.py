@@ -44,7 +44,7 @@ class Decision:
     # it escalates to; None where none is certified). A verdict below them is escalated at run
     # time.
     thresholds: tuple[float | None, ...] | None = None
-    # The report entry decided on, as the gate read and checked it (judgekit.gate.entry): what a
+    # The report entry decided on, as the gate read and checked it (judgekit.report.reading): what a
     # runner builds its judge from, never a second read of the file.
     entry: Any = field(default=None, compare=False, repr=False)
 

@@ -20,10 +20,10 @@ from pathlib import Path
 from judgekit.compare.model import Comparison
 from judgekit.errors import InputError
 from judgekit.gate.decision import Gate
-from judgekit.gate.entry import Line, Untrusted, read_pair, read_report
 from judgekit.inputs.files import read_text
 from judgekit.inputs.label_reader import LabelledSet
 from judgekit.judging.selection import SURE
+from judgekit.report.reading import Line, Untrusted, read_pair, read_report
 
 SURE_TRIALS = 3
 # example id -> judge (its model and prompt) -> (verdict, who, sure)

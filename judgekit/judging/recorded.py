@@ -10,13 +10,22 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, StrictBool, ValidationError, model_validator
+from pydantic import (
+    Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import Source, SourceLines, iter_records, parse_bool
@@ -41,7 +50,7 @@ class RecordedVerdict(Frozen):
 
     criterion: str | None = None
     id: ExampleId
-    trial: int = Field(0, ge=0)
+    trial: StrictInt = Field(0, ge=0)
     passed: StrictBool | None = None
     reason: str | None = None
     raw: str | None = Field(None, description="The judge's unreadable answer, kept as given.")
@@ -56,14 +65,14 @@ class RecordedVerdict(Frozen):
         description="The fingerprint of the judgekit judge that gave it (its first "
         "16 hex digits); absent for verdicts another tool recorded.",
     )
-    confidence: float | None = Field(
+    confidence: StrictFloat | None = Field(
         None,
         ge=0,
         le=1,
         description="How sure the judge was (selective judging): "
         "the probability of its answer, or another tool's score from 0 to 1.",
     )
-    stage: int = Field(
+    stage: StrictInt = Field(
         0,
         ge=0,
         le=9,
@@ -93,6 +102,21 @@ class RecordedVerdict(Frozen):
         data = self.model_dump(mode="json", exclude_defaults=True)
         given = {"passed": self.passed} if "passed" in self.model_fields_set else {}
         return json.dumps({**data, **given}, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+    @field_validator("at", mode="before")
+    @classmethod
+    def _iso_time(cls, value: Any) -> Any:
+        """A time as ISO 8601 text (one without an offset is UTC), read as the gate reads it
+        (judgekit.report.reading); a number is not a time here."""
+        if value is None or isinstance(value, datetime):
+            return value
+        if not isinstance(value, str):
+            raise ValueError("must be an ISO 8601 time, e.g. 2026-12-03T10:00:00Z")
+        try:
+            when = datetime.fromisoformat(value)
+        except ValueError:
+            raise ValueError("must be an ISO 8601 time, e.g. 2026-12-03T10:00:00Z") from None
+        return when if when.tzinfo else when.replace(tzinfo=UTC)
 
     @model_validator(mode="after")
     def _has_a_verdict(self) -> RecordedVerdict:
@@ -192,10 +216,16 @@ def iter_recorded(
 
 def _csv_record(row: dict[str, Any]) -> dict[str, Any]:
     """A CSV row as a record: its empty cells left out, but for `passed` (read as a boolean, and
-    empty: null, an abstention)."""
+    empty: null, an abstention); `trial`, `stage` and `confidence` read as the numbers a JSON
+    record gives (text that is not one is left for the model to name)."""
     record = {k: v for k, v in row.items() if v is not None or k == "passed"}
     if "passed" in record:
         record["passed"] = parse_bool(record["passed"])
+    for name, kind in (("trial", int), ("stage", int), ("confidence", float)):
+        value = record.get(name)
+        if isinstance(value, str):
+            with contextlib.suppress(ValueError):  # not a number: the model names it
+                record[name] = kind(value.strip())
     return record
 
 

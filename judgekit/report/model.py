@@ -14,7 +14,7 @@ from itertools import chain
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, PrivateAttr, ValidationError
+from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, model_validator
 
 from judgekit.errors import InputError
 from judgekit.inputs.catalog import find_set
@@ -30,11 +30,15 @@ from judgekit.judging.setup import JudgeSetup
 from judgekit.judging.verdict_log import VerdictLog
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.report.parts import ById, Certificate, Design, ReportPart
+from judgekit.report.reading import Untrusted, check_report, parse_entry
 from judgekit.report.render import INTERVAL_NAMES, METRIC_NAMES, finite, to_markdown
 from judgekit.signing import evidence_key
 from judgekit.stats.metrics import confusion, kappa_from_counts, pairwise_kappa, ratio
 from judgekit.stats.raters import fleiss_kappa, flip_rate, item_stability, krippendorff_alpha
 from judgekit.version import version
+
+# Validation context of a report read from its file: the gate's rules check what the gate reads.
+READ_FROM_FILE = "judgekit.report.read"
 
 
 class ConfusionCounts(ReportPart):
@@ -323,10 +327,11 @@ class CriterionReport(ReportPart):
         description="How the labels measured on were made, counted: human, adjudicated, "
         "feedback, model:<name>; 'human (assumed)' counts the labels the set does not say of.",
     )
-    copies: dict[str, list[str]] = Field(
-        default_factory=dict,
+    copies: dict[str, list[str]] | None = Field(
+        None,
         description="Example id -> the ids of the set that show the judge the same text "
-        "(judgekit.inputs.identity): one example, counted once.",
+        "(judgekit.inputs.identity): one example, counted once; null in a report of a judgekit "
+        "that did not count them.",
     )
     confidences: dict[str, float] = Field(
         default_factory=dict,
@@ -337,6 +342,20 @@ class CriterionReport(ReportPart):
     warnings: list[str] = Field(
         default_factory=list, description="What the numbers cannot show, in words."
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_as_the_gate_reads(cls, data: Any, info: ValidationInfo) -> Any:
+        """Read from report.json (`Report.read`), the fields the gate decides on are checked by
+        the gate's own rules (judgekit.report.reading.parse_entry), and its times are the ones
+        it reads: the two readers accept the same values and read them alike."""
+        if not (info.context or {}).get(READ_FROM_FILE):
+            return data
+        try:
+            entry = parse_entry(data)
+        except Untrusted as error:
+            raise ValueError(str(error).removeprefix("report.json's ")) from None
+        return {**data, "calibrated_at": entry.calibrated_at, "evidence_at": entry.evidence_at}
 
 
 def signed(report: Report) -> Report:
@@ -366,6 +385,18 @@ class Report(ReportPart):
         description="HMAC-SHA256 of this report (the digest of its verdicts included) under the "
         "evidence key (JUDGEKIT_EVIDENCE_KEY), when one was configured.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _read_as_the_gate_reads(cls, data: Any, info: ValidationInfo) -> Any:
+        """Read from report.json, its own fields are checked by the gate's rules
+        (judgekit.report.reading.check_report)."""
+        if (info.context or {}).get(READ_FROM_FILE):
+            try:
+                check_report(data)
+            except Untrusted as error:
+                raise ValueError(str(error).removeprefix("report.json's ")) from None
+        return data
 
     def criterion(self, criterion_id: str) -> CriterionReport | None:
         return next((c for c in self.criteria if c.id == criterion_id), None)
@@ -469,7 +500,7 @@ class Report(ReportPart):
         text = read_text(path, "run `judgekit calibrate` first, or pass the report's path")
         data = parse_json(text, path)
         try:
-            report = cls.model_validate(data)
+            report = cls.model_validate(data, context={READ_FROM_FILE: True})
         except ValidationError as error:
             raise InputError(problems_of(error, str(path))) from None
         report._source = path

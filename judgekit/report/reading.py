@@ -20,6 +20,9 @@ from judgekit.errors import InputError, Problem
 from judgekit.inputs.files import SourceLines, iter_records, read_text
 from judgekit.inputs.pair import PREVIOUS, VERDICTS
 from judgekit.inputs.parsing import parse_json
+from judgekit.judging.setup import JudgeSetup, Source
+
+MAX_STAGE = 9  # the judges a verdict can come from: the criterion's (0) and those it escalates to
 
 
 class Untrusted(Exception):
@@ -92,20 +95,57 @@ def _time(value: Any, name: str) -> datetime | None:
     return when if when.tzinfo else when.replace(tzinfo=UTC)
 
 
-def _table(value: object) -> dict[str, Any]:
-    """`value` when it is a JSON object, else an empty one."""
-    return value if isinstance(value, dict) else {}
+def _is_whole(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _count(data: dict[str, Any], name: str) -> int:
-    value = data.get(name)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise Untrusted(f"report.json's {name} is not a whole number: {value!r}")
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# What each field the gate reads may hold, as the report's models (judgekit.report.model) say:
+# the two readers accept the same values and read them alike (tests/test_one_reader.py).
+_KINDS: dict[str, tuple[str, Any]] = {
+    "text": ("text", lambda v: isinstance(v, str)),
+    "whole": ("a whole number", _is_whole),
+    "number": ("a number", _is_number),
+    "flag": ("true or false", lambda v: isinstance(v, bool)),
+    "table": ("a table", lambda v: isinstance(v, dict)),
+    "list": ("a list", lambda v: isinstance(v, list)),
+}
+
+
+def _field(table: dict[str, Any], name: str, kind: str, where: str, default: Any = ...) -> Any:
+    """`table[name]`, when it is of `kind` (or null, when `default` is None); `default` when the
+    field is missing and has one; Untrusted naming the field otherwise."""
+    said, ok = _KINDS[kind]
+    if name not in table:
+        if default is ...:
+            raise Untrusted(f"report.json's {where}{name} is missing")
+        return default
+    value = table[name]
+    if value is None and default is None:
+        return None
+    if not ok(value):
+        raise Untrusted(f"report.json's {where}{name} is not {said}: {value!r}")
     return value
 
 
-def _whole(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+def _numbers(table: dict[str, Any], name: str) -> dict[str, Any]:
+    """A table of figures: each a number or null (metrics), or a pair of them (intervals)."""
+    values: dict[str, Any] = _field(table, name, "table", "")
+    pair = name == "intervals"
+    for key, value in values.items():
+        items = value if pair and isinstance(value, list) and len(value) == 2 else [value]
+        if (pair and items is not value) or not all(v is None or _is_number(v) for v in items):
+            said = "a pair of numbers or nulls" if pair else "a number or null"
+            raise Untrusted(f"report.json's {name}.{key} is not {said}: {value!r}")
+    return values
+
+
+def _texts(value: Any, where: str) -> None:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise Untrusted(f"report.json's {where} is not a table of text: {value!r}")
 
 
 def _copies(value: Any) -> dict[str, tuple[str, ...]] | None:
@@ -119,57 +159,126 @@ def _copies(value: Any) -> dict[str, tuple[str, ...]] | None:
     return {k: tuple(v) for k, v in value.items()}
 
 
+def _consistency(value: Any) -> Any:
+    """The flip rate of a consistency part (None when there is none), the part checked whole."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise Untrusted(f"report.json's consistency is not a table: {value!r}")
+    where = "consistency."
+    _field(value, "trials", "whole", where)
+    _field(value, "fleiss_kappa", "number", where, None)
+    unstable = _field(value, "unstable", "list", where, [])
+    if not all(isinstance(i, str) for i in unstable):
+        raise Untrusted(f"report.json's consistency.unstable is not a list of ids: {unstable!r}")
+    stability = _field(value, "stability", "table", where, {})
+    if not all(_is_number(v) for v in stability.values()):
+        raise Untrusted("report.json's consistency.stability is not a table of numbers")
+    return _field(value, "flip_rate", "number", where, None)
+
+
+def _early_stop(value: Any) -> tuple[int | None, int | None, int | None]:
+    """Where a stopped run stopped (judged, seed, batch); Nones when it did not stop early."""
+    if value is None:
+        return None, None, None
+    if not isinstance(value, dict):
+        raise Untrusted(f"report.json's early_stop is not a table: {value!r}")
+    where = "early_stop."
+    if "decision" not in value:
+        raise Untrusted("report.json's early_stop.decision is missing")
+    _field(value, "decision", "text", where, None)
+    for name in ("total", "looks", "calls_saved"):
+        _field(value, name, "whole", where)
+    return (
+        _field(value, "judged", "whole", where),
+        _field(value, "seed", "whole", where, None),
+        _field(value, "batch", "whole", where, None),
+    )
+
+
+def _judge(value: Any) -> dict[str, Any]:
+    """A judge part, checked whole: its fields of the right kinds, its source one judgekit
+    writes, its setup one a setup can be (judgekit.judging.setup)."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise Untrusted(f"report.json's judge is not a table: {value!r}")
+    where = "judge."
+    _field(value, "kind", "text", where)
+    for name in ("model", "declared_model", "api_base", "family", "prompt_sha"):
+        _field(value, name, "text", where, None)
+    _field(value, "parameters", "table", where, {})
+    _field(value, "via", "text", where, "auto")
+    _field(value, "structured", "flag", where, True)
+    try:
+        Source.parse(_field(value, "source", "text", where, "live"))
+        setup = _field(value, "setup", "table", where, None)
+        if setup is not None:
+            JudgeSetup.from_json(setup)
+    except ValueError as error:
+        raise Untrusted(f"report.json's judge cannot be read: {error}") from None
+    return value
+
+
+def check_report(data: Any) -> list[Any]:
+    """The criteria of a report's data, its own fields checked as the report's model checks them
+    (`parse_entry` checks each criterion's); Untrusted naming the first that is not."""
+    if not isinstance(data, dict) or not isinstance(data.get("criteria"), list):
+        raise Untrusted("it is not a judgekit report (no list of criteria)")
+    _field(data, "judgekit_version", "text", "")
+    for name in ("verdicts_sha256", "signature"):
+        _field(data, name, "text", "", None)
+    return list(data["criteria"])
+
+
 def parse_entry(
     data: Any, lines: tuple[Line, ...] | None = None, judgekit_version: str | None = None
 ) -> ReportEntry:
-    """One criterion of report.json, or Untrusted naming the field that cannot be read."""
+    """One criterion of report.json, every field the gate reads checked as the report's model
+    checks it; Untrusted naming the first field that cannot be read."""
     if not isinstance(data, dict) or not isinstance(data.get("id"), str):
         raise Untrusted("report.json holds an entry without an id")
-    confusion = data.get("confusion")
-    if not isinstance(confusion, dict):
-        raise Untrusted("report.json's confusion is not a table")
-    tp, fp, tn, fn = (_count(confusion, name) for name in ("tp", "fp", "tn", "fn"))
-    judge = _table(data.get("judge"))
-    for name in ("model", "declared_model", "api_base", "kind"):
-        if judge.get(name) is not None and not isinstance(judge.get(name), str):
-            raise Untrusted(f"report.json's judge.{name} is not text: {judge.get(name)!r}")
-    parameters = _table(judge.get("parameters"))
-    consistency = _table(data.get("consistency"))
-    early = data.get("early_stop")
-    inputs = data.get("inputs")
+    confusion = _field(data, "confusion", "table", "")
+    tp, fp, tn, fn = (
+        _field(confusion, name, "whole", "confusion.") for name in ("tp", "fp", "tn", "fn")
+    )
+    judge = _judge(data.get("judge"))
+    parameters = judge.get("parameters") or {}
+    inputs = _field(data, "inputs", "table", "", None)
+    if inputs is not None:
+        _texts(inputs, "inputs")
+    judged, seed, batch = _early_stop(data.get("early_stop"))
     trials = parameters.get("trials")
     return ReportEntry(
         id=data["id"],
-        fingerprint=str(data.get("fingerprint")),
-        n=_count(data, "n"),
-        abstained=_count(data, "abstained"),
+        fingerprint=_field(data, "fingerprint", "text", ""),
+        n=_field(data, "n", "whole", ""),
+        abstained=_field(data, "abstained", "whole", ""),
         confusion=(tp, fp, tn, fn),
-        metrics=_table(data.get("metrics")),
-        intervals=_table(data.get("intervals")),
-        inputs={k: v for k, v in inputs.items() if isinstance(v, str)}
-        if isinstance(inputs, dict)
-        else None,
-        flip_rate=consistency.get("flip_rate"),
-        labelled_pass=data.get("labelled_pass"),
-        labelled_fail=data.get("labelled_fail"),
-        split=data.get("split") if isinstance(data.get("split"), str) else None,
+        metrics=_numbers(data, "metrics"),
+        intervals=_numbers(data, "intervals"),
+        inputs=inputs,
+        flip_rate=_consistency(data.get("consistency")),
+        labelled_pass=_field(data, "labelled_pass", "whole", "", 0),
+        labelled_fail=_field(data, "labelled_fail", "whole", "", 0),
+        split=_field(data, "split", "text", "", None),
         calibrated_at=_time(data.get("calibrated_at"), "calibrated_at"),
         evidence_at=_time(data.get("evidence_at"), "evidence_at"),
-        early_stop_judged=_count(early, "judged") if isinstance(early, dict) else None,
-        early_stop_seed=_whole(early.get("seed")) if isinstance(early, dict) else None,
-        early_stop_batch=_whole(early.get("batch")) if isinstance(early, dict) else None,
+        early_stop_judged=judged,
+        early_stop_seed=seed,
+        early_stop_batch=batch,
         kind=judge.get("kind"),
         model=judge.get("model"),
         declared_model=judge.get("declared_model"),
-        family=judge.get("family") if isinstance(judge.get("family"), str) else None,
-        source=str(judge.get("source", "live")),
+        family=judge.get("family"),
+        source=judge.get("source", "live"),
         api_base=judge.get("api_base"),
-        via=str(judge.get("via", "auto")),
-        structured=judge.get("structured", True) is not False,
-        trials=trials if isinstance(trials, int) and not isinstance(trials, bool) else None,
+        via=judge.get("via", "auto"),
+        structured=judge.get("structured", True),
+        trials=trials if _is_whole(trials) else None,
         lines=lines,
         copies=_copies(data.get("copies")),
-        setup=judge.get("setup") if isinstance(judge.get("setup"), dict) else None,
+        setup=judge.get("setup"),
         judgekit_version=judgekit_version,
     )
 
@@ -271,7 +380,7 @@ def _line(record: Any, times: dict[str, datetime | None]) -> Line:
         record.get("passed"),
         record.get("criterion"),
     )
-    if isinstance(rid, bool) or not isinstance(rid, (str, int)):
+    if isinstance(rid, bool) or not isinstance(rid, (str, int)) or rid == "":
         raise ValueError("id must be text")
     if isinstance(trial, bool) or not isinstance(trial, int) or trial < 0:
         raise ValueError("trial must be a whole number")
@@ -297,8 +406,8 @@ def _line(record: Any, times: dict[str, datetime | None]) -> Line:
         or not 0 <= confidence <= 1
     ):
         raise ValueError("confidence must be a number from 0 to 1")
-    if isinstance(stage, bool) or not isinstance(stage, int) or stage < 0:
-        raise ValueError("stage must be a whole number")
+    if isinstance(stage, bool) or not isinstance(stage, int) or not 0 <= stage <= MAX_STAGE:
+        raise ValueError(f"stage must be a whole number from 0 to {MAX_STAGE}")
     judge = record.get("judge")
     if judge is not None and not isinstance(judge, str):
         raise ValueError("judge must be text")
