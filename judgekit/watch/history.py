@@ -24,7 +24,10 @@ from typing import Any, NamedTuple, TypeVar
 
 from judgekit.errors import InputError
 from judgekit.gate.evidence import CLOCK_SKEW
+from judgekit.inputs.criteria import JUDGED, Criterion, with_trials
 from judgekit.inputs.heldout import TestSplit
+from judgekit.judging.build_setup import setup_of
+from judgekit.judging.setup import JudgeSetup
 from judgekit.report.model import CriterionReport, Report
 from judgekit.version import version
 from judgekit.watch.alpha_budget import Budget, Look, next_look
@@ -74,6 +77,22 @@ class HistoryRun:
     structured: bool | None = None
     verdicts_sha: str | None = None  # a recorded run's verdict file, by the digest of its bytes
     threshold: float | None = None  # selective judging: the judge's certified confidence threshold
+
+    def measured(self, criterion: Criterion) -> JudgeSetup | None:
+        """The judge this run measured, as one setup: the history keeps its fields as columns and
+        its digest as the fingerprint, so it is rebuilt from `criterion` (what the judge is sent)
+        and the columns (how it was asked), and is this run's only when its digest is the
+        fingerprint. None when it is not: the criterion changed since, or the run was edited."""
+        if not isinstance(criterion, JUDGED):
+            return None
+        setup = setup_of(
+            with_trials(criterion, self.parameters.get("trials")),
+            model=self.model,
+            api_base=self.api_base,
+            via=self.via or "auto",
+            structured=True if self.structured is None else self.structured,
+        )
+        return setup if setup.digest == self.fingerprint else None
 
     def parts(self) -> dict[str, Any]:
         """What defines the judge and what it was measured on, by name (for telling changes

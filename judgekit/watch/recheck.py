@@ -20,13 +20,12 @@ from pathlib import Path
 
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import unknown_criteria
-from judgekit.inputs.criteria import JUDGED, Criterion, load_criteria, with_trials
+from judgekit.inputs.criteria import JUDGED, Criterion, load_criteria
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.inputs.settings import DriftPolicy
-from judgekit.judging.build_setup import setup_of
 from judgekit.judging.jobs import endpoint_named
-from judgekit.judging.setup import Source
+from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.llm.transports import check_endpoint
 from judgekit.pipeline import Options, calibrate
 from judgekit.secrets import public_url
@@ -37,9 +36,10 @@ from judgekit.watch.history import History, HistoryRun
 
 def baseline(
     db: History, criterion: Criterion, on_disk: CalibrationSet, split: str | None
-) -> HistoryRun:
-    """The last calibration of `criterion` on its set as it is now (`on_disk`, narrowed to `split`),
-    of judgekit's own judge, with the criterion's file unchanged since."""
+) -> tuple[HistoryRun, JudgeSetup]:
+    """The last calibration of `criterion` on its set as it is now (`on_disk`, narrowed to
+    `split`), of judgekit's own judge, with the criterion's file unchanged since; and the judge it
+    measured."""
     runs = [r for r in db.runs(criterion.id, purpose="calibrate") if r.split == split]
     where = f"{db.path}"
     found = next((r for r in reversed(runs) if on_disk.fingerprint == r.set_fingerprint), None)
@@ -60,14 +60,8 @@ def baseline(
             "verdicts of another judge; recheck re-asks judgekit's own judge: "
             "calibrate it live first",
         )
-    asked = setup_of(
-        with_trials(criterion, found.parameters.get("trials")),
-        model=found.model,
-        api_base=found.api_base,
-        via=found.via or "auto",
-        structured=True if found.structured is None else found.structured,
-    )
-    if asked.digest != found.fingerprint:
+    measured = found.measured(criterion)
+    if measured is None:
         raise InputError.one(
             where,
             criterion.id,
@@ -76,7 +70,7 @@ def baseline(
             "measured (its prompt, model, endpoint or parameters); recheck re-asks the calibrated "
             "judge, so calibrate the criterion as it is now first",
         )
-    return found
+    return found, measured
 
 
 def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by position
@@ -88,7 +82,7 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
     policy: DriftPolicy,
     split: str | None = None,
     model: str | None = None,
-    api_base: str | None = None,
+    endpoint: str | None = None,
     timeout_s: float = 60.0,
     notes: list[str] | None = None,
 ) -> list[Drift]:
@@ -96,7 +90,7 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
     with its baseline. Every baseline is found, and every refusal made, before anything is asked.
     With no `size`, each canary is as large as finding a drop of DROP in TPR or TNR POWER of the
     time needs at its calibrated rates (judgekit.watch.canary); `notes` gets what each can see."""
-    check_endpoint(api_base)
+    check_endpoint(endpoint)
     judged = {c.id: c for c in load_criteria(criteria_dir) if isinstance(c, JUDGED)}
     ids = list(criterion_ids or judged)
     if not ids or unknown_criteria(ids, judged, criteria_dir):
@@ -109,56 +103,16 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
     baselines = {cid: baseline(db, judged[cid], on_disk[cid], split) for cid in ids}
     problems = []
     endpoints: dict[str, str | None] = {}
-    for cid, run in baselines.items():
-        if model is not None and model != run.model:
-            problems.append(
-                Problem(
-                    "--model",
-                    cid,
-                    f"{model!r} is not the calibrated judge ({run.model!r}); recheck "
-                    "re-asks what was calibrated: leave --model out, or calibrate the new model",
-                )
-            )
-        if api_base is not None and public_url(api_base) != run.api_base:
-            problems.append(
-                Problem(
-                    "--api-base",
-                    cid,
-                    f"{public_url(api_base)!r} is not the calibrated endpoint "
-                    f"({run.api_base!r}); give it only to add its credentials",
-                )
-            )
-        own = public_url(judged[cid].judge.api_base)
-        if api_base is None and own is not None and own != run.api_base:
-            problems.append(
-                Problem(
-                    f"{criteria_dir / cid}.yaml",
-                    "judge.api_base",
-                    f"{own!r} is not the calibrated "
-                    f"endpoint ({run.api_base!r}); recheck re-asks what was calibrated: calibrate "
-                    "the criterion again",
-                )
-            )
-        elif api_base is None:
-            # The history is data, not settings: an endpoint read from it (an imported run, a shared
-            # database) is never sent the provider's key or the canary unless the user names it now.
-            try:
-                endpoints[cid] = endpoint_named(judged[cid], run.api_base, run.model or "")
-            except InputError:
-                problems.append(
-                    Problem(
-                        "--api-base",
-                        cid,
-                        f"its calibration (run {run.id}) asked {run.api_base!r}, "
-                        f"which neither --api-base, {criteria_dir / cid}.yaml's judge.api_base nor "
-                        "OPENAI_BASE_URL names; recheck asks only an endpoint you name: pass "
-                        "--api-base with it",
-                    )
-                )
+    for cid, (run, setup) in baselines.items():
+        problem = _asked_elsewhere(judged[cid], run, setup, model, endpoint, criteria_dir)
+        if problem is not None:
+            problems.append(problem)
+        elif endpoint is None:
+            endpoints[cid] = _named(judged[cid], run, setup, criteria_dir, problems)
     if problems:
         raise InputError(problems)
     drifts = []
-    for cid, run in baselines.items():
+    for cid, (run, setup) in baselines.items():
         rates = (run.metrics.get("tpr"), run.metrics.get("tnr"))
         alpha, flips = policy.alpha, policy.max_run_flip_rate
         chosen = min(
@@ -167,16 +121,18 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
         )
         if notes is not None:
             notes.append(f"{cid}: {canary_words(chosen, *rates, alpha, flips)}")
+        # The judge measured, asked again: its model, trials, transport and structured answers
+        # from its setup, its endpoint the one named now (with its credentials).
         fresh = calibrate(
             Options(
                 criteria_dir=criteria_dir,
                 sets_dir=sets_dir,
                 criterion_ids=[cid],
-                model=run.model,
-                api_base=api_base or endpoints[cid],
-                trials=run.parameters.get("trials"),
-                via=run.via or "auto",
-                structured=True if run.structured is None else run.structured,
+                model=setup.model,
+                api_base=endpoint or endpoints[cid],
+                trials=setup.trials,
+                via=setup.via or "auto",
+                structured=setup.structured is not False,
                 cache_dir=None,
                 timeout_s=timeout_s,
                 canary=chosen,
@@ -197,3 +153,69 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
             db.found_drift(after)
         drifts.append(found)
     return drifts
+
+
+def _asked_elsewhere(  # noqa: PLR0913  the criterion, its baseline, and what the run names
+    criterion: Criterion,
+    run: HistoryRun,
+    setup: JudgeSetup,
+    model: str | None,
+    endpoint: str | None,
+    criteria_dir: Path,
+) -> Problem | None:
+    """Why recheck would not ask the judge `setup` measured (None when it would): `--model` or
+    `--api-base` name another, or the criterion names another endpoint now."""
+    cid, measured = criterion.id, setup.endpoint
+    if model is not None and model != setup.model:
+        return Problem(
+            "--model",
+            cid,
+            f"{model!r} is not the calibrated judge ({setup.model!r}); recheck "
+            "re-asks what was calibrated: leave --model out, or calibrate the new model",
+        )
+    if endpoint is not None and public_url(endpoint) != measured:
+        return Problem(
+            "--api-base",
+            cid,
+            f"{public_url(endpoint)!r} is not the calibrated endpoint "
+            f"({measured!r}); give it only to add its credentials",
+        )
+    own = public_url(criterion.judge.api_base) if isinstance(criterion, JUDGED) else None
+    if endpoint is None and own is not None and own != measured:
+        return Problem(
+            f"{criteria_dir / cid}.yaml",
+            "judge.api_base",
+            f"{own!r} is not the calibrated "
+            f"endpoint ({measured!r}); recheck re-asks what was calibrated: calibrate "
+            "the criterion again",
+        )
+    return None
+
+
+def _named(
+    criterion: Criterion,
+    run: HistoryRun,
+    setup: JudgeSetup,
+    criteria_dir: Path,
+    problems: list[Problem],
+) -> str | None:
+    """The measured endpoint as the criterion or the environment names it now (with their
+    credentials). The history is data, not settings: an endpoint read from it (an imported run, a
+    shared database) is never sent the provider's key or the canary unless the user names it
+    now; when nothing does, a problem is added."""
+    if not isinstance(criterion, JUDGED):
+        return None
+    try:
+        return endpoint_named(criterion, setup.endpoint, setup.model or "")
+    except InputError:
+        problems.append(
+            Problem(
+                "--api-base",
+                criterion.id,
+                f"its calibration (run {run.id}) asked {setup.endpoint!r}, "
+                f"which neither --api-base, {criteria_dir / criterion.id}.yaml's judge.api_base "
+                "nor OPENAI_BASE_URL names; recheck asks only an endpoint you name: pass "
+                "--api-base with it",
+            )
+        )
+        return None
