@@ -31,10 +31,6 @@ if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its
         tally as tally,
     )
     from judgekit.gate.decision import Gate as Gate
-    from judgekit.gate.guard import (
-        calibrated_judge as calibrated_judge,
-        require_calibrated as require_calibrated,
-    )
     from judgekit.gate.result import GateResult as GateResult
     from judgekit.inputs.criteria import (
         ClaimsCriterion as ClaimsCriterion,
@@ -44,6 +40,10 @@ if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its
     from judgekit.inputs.policy import Policy as Policy
     from judgekit.inputs.project import load_inputs as load_inputs
     from judgekit.inputs.sets import Example as Example
+    from judgekit.integrations.guards import (
+        calibrated_judge as calibrated_judge,
+        require_calibrated as require_calibrated,
+    )
     from judgekit.judging.judge import Judge as Judge
     from judgekit.judging.verdicts import Verdict as Verdict
     from judgekit.pipeline import (
@@ -83,8 +83,8 @@ _EXPORTS = {
     "Gate": "judgekit.gate.decision",
     "GateResult": "judgekit.gate.result",
     "Policy": "judgekit.inputs.policy",
-    "require_calibrated": "judgekit.gate.guard",
-    "calibrated_judge": "judgekit.gate.guard",
+    "require_calibrated": "judgekit.integrations.guards",
+    "calibrated_judge": "judgekit.integrations.guards",
     "Judge": "judgekit.judging.judge",
     "tally": "judgekit.gate.counted",
     "Tally": "judgekit.gate.counted",

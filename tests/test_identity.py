@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+import judgekit
 from judgekit.cli import app
-from judgekit.gate.guard import calibrated_judge
+from judgekit.errors import JudgeNotCalibrated
+from judgekit.gate import calibrated_judge
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -412,6 +414,11 @@ def test_a_drift_found_invalidates_the_evidence_before_it(live):
     assert code == 1 and "a recheck found this judge changed" in out
     with pytest.raises(Exception, match="a recheck found this judge changed"):
         GatedJudge("says-blocked")
+    # The guards a runner calls from Python read the findings too (they did not before).
+    with pytest.raises(JudgeNotCalibrated, match="a recheck found this judge changed"):
+        judgekit.require_calibrated("says-blocked")
+    with pytest.raises(JudgeNotCalibrated, match="a recheck found this judge changed"):
+        calibrated_judge("says-blocked")("reply-f0: not blocked")
     asked = server.requests
     calibrated = runner.invoke(app, ["calibrate", "-q", "--gate"])
     assert server.requests == asked + 80, "the pre-drift answers were served from the cache"

@@ -1,6 +1,7 @@
-"""Guards for any test runner: `require_calibrated` (the gate, raised), and the Judge of a criterion
-as it was calibrated, which refuses to grade when the gate blocks it or when its figures came from
-another tool's recorded verdicts (`judge_for`, `calibrated_judge`; the pytest fixture is one).
+"""The Judge of a criterion as it was calibrated, under a gate result already reached: it refuses
+to grade when the gate blocks it or when its figures came from another tool's recorded verdicts
+(`judge_for`; the pytest fixture, `GatedJudge` and judgekit.integrations.guards build theirs
+with it).
 
 >>> judged_elsewhere("recorded:promptfoo.jsonl").startswith("calibrated from recorded verdicts")
 True
@@ -10,8 +11,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from judgekit.errors import JudgeNotCalibrated
-from judgekit.gate.decision import Gate
 from judgekit.gate.identity import recorded_setup
 from judgekit.gate.result import Decision, GateResult
 from judgekit.inputs.criteria import Criterion, load_criterion
@@ -28,66 +27,6 @@ def judged_elsewhere(source: str | None) -> str | None:
     asked.
     """
     return RECORDED.format(source=source) if Source.kind_of(source) == "recorded" else None
-
-
-def _report_path(report: str | Path) -> Path:
-    path = Path(report)
-    return path / "report.json" if path.is_dir() else path
-
-
-def require_calibrated(
-    *criterion_ids: str,
-    report: str | Path = ".judgekit/reports/latest",
-    criteria: str | Path = "criteria",
-    sets: str | Path = "calibration_sets",
-    config: str | Path | None = None,
-    recorded: bool = False,
-) -> GateResult:
-    """The one-line guard for any test runner: raise JudgeNotCalibrated unless every named
-    criterion (every criterion on disk when none is named) passes the gate.
-
-    A criterion calibrated from another tool's recorded verdicts passes the gate but is refused
-    here, since a suite behind this guard grades with judgekit's judge; pass `recorded=True` when
-    the suite grades with the tool that recorded them.
-
-    Use it as `judgekit.require_calibrated("card-block-confirmed")` at the top of a suite;
-    examples/test_with_unittest.py shows it in a unittest suite, and tests/test_gate.py tests it.
-    """
-    path = _report_path(report)
-    gate = Gate.from_project(
-        Path(criteria), Path(sets), Path(config) if config else None, list(criterion_ids) or None
-    )
-    result = gate.check_path(path, list(criterion_ids) or None).raise_for_status()
-    if not recorded:
-        # the entries the gate decided on, as it read and checked them: never a second read
-        refused = [
-            (d.criterion, "FAIL", why)
-            for d in result.decisions
-            if (why := judged_elsewhere(d.entry.source if d.entry is not None else None))
-        ]
-        if refused:
-            raise JudgeNotCalibrated("FAIL", refused)
-    return result
-
-
-def calibrated_judge(
-    criterion_id: str,
-    report: str | Path = ".judgekit/reports/latest",
-    criteria: str | Path = "criteria",
-    sets: str | Path = "calibration_sets",
-    config: str | Path | None = None,
-    cache_dir: str | None = ".judgekit/cache",
-    root: Path = Path("."),
-) -> Judge:
-    """The criterion's judge as calibrated (model, endpoint, trials, transport, structured output),
-    which refuses to judge when the gate blocks it or when its figures came from another tool's
-    recorded verdicts."""
-    path = _report_path(report)
-    criterion = load_criterion(Path(criteria) / f"{criterion_id}.yaml")
-    result = Gate.from_project(
-        Path(criteria), Path(sets), Path(config) if config else None, [criterion_id], root=root
-    ).check_path(path, [criterion_id])
-    return judge_for(criterion, result, cache_dir)
 
 
 def judge_for(
