@@ -43,7 +43,7 @@ def test_a_cache_key_is_unchanged():
         max_tokens=64,
         response_format={"type": "json_object"},
         trial=1,
-        api_base="http://h/v1",
+        endpoint="http://h/v1",
     )
     assert cache_key(request) == by_definition(request.key_data())
 
