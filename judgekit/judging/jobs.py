@@ -30,9 +30,9 @@ from judgekit.judging.answers import (
 )
 from judgekit.judging.prompts import compile_template, fill, prompt_template
 from judgekit.judging.verdicts import Verdict
+from judgekit.llm.endpoints import endpoint_variables, environment_endpoint
 from judgekit.llm.protocol import LLM, CallError, Request
 from judgekit.llm.retry import RetryPolicy
-from judgekit.llm.transports import endpoint_variables, environment_endpoint
 from judgekit.secrets import public_url
 
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from judgekit.fingerprint import canonical_hash
 from judgekit.judging.verdicts import JUDGE_ID
 from judgekit.lazy import exports
-from judgekit.llm.transports import environment_endpoint
+from judgekit.llm.endpoints import environment_endpoint
 from judgekit.secrets import public_url
 
 if TYPE_CHECKING:

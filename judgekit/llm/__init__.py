@@ -7,6 +7,7 @@ around a transport, not flags threaded through the code. This package is the onl
 imports litellm and diskcache, and it imports them only when a model is actually called.
 
 >>> import asyncio
+>>> from judgekit.llm.protocol import Request
 >>> from judgekit.testing import FakeLLM
 >>> llm = FakeLLM(lambda request: '{"reasoning": "ok", "passed": true}')
 >>> request = Request(model="fake", messages=[{"role": "user", "content": "hi"}])
@@ -16,55 +17,45 @@ imports litellm and diskcache, and it imports them only when a model is actually
 
 from __future__ import annotations
 
-from judgekit.llm.cache import CachedLLM
-from judgekit.llm.protocol import (
-    CACHE_FORMAT,
-    LLM,
-    RETRYABLE,
-    CallError,
-    Completion,
-    ErrorKind,
-    Request,
-)
-from judgekit.llm.retry import RetryingLLM, RetryPolicy
-from judgekit.llm.transports import LEAN_PREFIX, LiteLLM, OpenAICompatible
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "CACHE_FORMAT",
-    "RETRYABLE",
-    "CallError",
-    "Completion",
-    "ErrorKind",
-    "LLM",
-    "Request",
-    "RetryPolicy",
-    "open_llm",
-]
+from judgekit.lazy import exports
 
+if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its signature
+    from judgekit.llm.cache import CachedLLM as CachedLLM
+    from judgekit.llm.protocol import (
+        CACHE_FORMAT as CACHE_FORMAT,
+        LLM as LLM,
+        RETRYABLE as RETRYABLE,
+        CallError as CallError,
+        Completion as Completion,
+        ErrorKind as ErrorKind,
+        Request as Request,
+    )
+    from judgekit.llm.retry import RetryingLLM as RetryingLLM, RetryPolicy as RetryPolicy
+    from judgekit.llm.stack import open_llm as open_llm
+    from judgekit.llm.transports import (
+        LEAN_PREFIX as LEAN_PREFIX,
+        LiteLLM as LiteLLM,
+        OpenAICompatible as OpenAICompatible,
+    )
 
-def open_llm(  # noqa: PLR0913  public, called by keyword from judging and improve: a change breaks them
-    model: str,
-    endpoint: str | None = None,
-    cache_dir: str | None = None,
-    timeout_s: float = 60.0,
-    max_connections: int = 100,
-    retry: RetryPolicy | None = None,
-    via: str = "auto",
-    max_age_s: float | None = None,
-) -> LLM:
-    """The standard stack for a model string: Cached(Retrying(transport)).
-
-    With `via="auto"`, `openai/<model>` takes the lean OpenAI-compatible transport and everything
-    else goes through litellm; `via="litellm"` sends everything through litellm.
-    """
-    transport: LLM
-    if via not in ("auto", "litellm"):
-        raise ValueError(f"via must be 'auto' or 'litellm', not {via!r}")
-    if via == "auto" and model.startswith(LEAN_PREFIX):
-        transport = OpenAICompatible(endpoint, timeout_s, max_connections)
-    else:
-        transport = LiteLLM(endpoint, timeout_s)
-    llm: LLM = RetryingLLM(transport, model, endpoint, retry or RetryPolicy())
-    if cache_dir is not None:
-        llm = CachedLLM(llm, cache_dir, max_age_s)
-    return llm
+_NAMES = {
+    "CACHE_FORMAT": "judgekit.llm.protocol",
+    "CachedLLM": "judgekit.llm.cache",
+    "CallError": "judgekit.llm.protocol",
+    "Completion": "judgekit.llm.protocol",
+    "ErrorKind": "judgekit.llm.protocol",
+    "LEAN_PREFIX": "judgekit.llm.transports",
+    "LLM": "judgekit.llm.protocol",
+    "LiteLLM": "judgekit.llm.transports",
+    "OpenAICompatible": "judgekit.llm.transports",
+    "RETRYABLE": "judgekit.llm.protocol",
+    "Request": "judgekit.llm.protocol",
+    "RetryPolicy": "judgekit.llm.retry",
+    "RetryingLLM": "judgekit.llm.retry",
+    "open_llm": "judgekit.llm.stack",
+}
+__all__ = sorted(_NAMES)
+if not TYPE_CHECKING:  # at run time each name loads on first use: the package itself is light
+    __getattr__, __dir__ = exports(__name__, _NAMES)
