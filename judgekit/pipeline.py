@@ -501,7 +501,9 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
             verdict=v.passed,
             input=e.input,
             output=e.output,
-            context=e.context,
+            # source material from a shared file is shown once, by name (`contexts`)
+            context=None if e.context_file else e.context,
+            context_file=e.context_file,
             reason=v.reason,
             abstention=v.abstention,
             raw=v.raw,
@@ -577,6 +579,11 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
         design=design,
         verdicts=VerdictLog.of(criterion.id, (all_trials, escalated or []), mark, started),
         warnings=[copies_said(full_set.copies)] if full_set.copies else [],
+        contexts={
+            e.context_file: e.context or ""
+            for e, v in zip(cal.examples, final, strict=True)
+            if e.context_file and v.passed != e.label
+        },
     )
 
 

@@ -11,6 +11,7 @@ True
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from html import escape as html_escape
 from pathlib import Path
@@ -44,6 +45,7 @@ vertical-align:top;text-align:left}th{background:#f1f3f6;font-weight:600}
 td.text{white-space:pre-wrap;word-break:break-word;max-width:420px}
 .meta{font-size:13px;color:#4b5565}.claim-ok{color:#10652f}.claim-bad{color:#8c1d1d}.claim-unk{color:#7a5500}
 details{margin-top:10px}summary{cursor:pointer;font-weight:600}
+.context{white-space:pre-wrap;word-break:break-word;max-width:900px;font-size:14px}
 """
 
 
@@ -250,15 +252,26 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[His
         )
         + "</div>"
     )
+    if c.contexts:  # source material shared by several examples: shown once, each linked to
+        out += [
+            f'<details id="{_context_anchor(c.id, name)}"><summary>Context file '
+            f'{escape(name)}</summary><div class="text">{escape(text)}</div></details>'
+            for name, text in sorted(c.contexts.items())
+        ]
     if c.disagreements:
         rows = []
         for d in c.disagreements:
+            shared = (
+                f'<a href="#{_context_anchor(c.id, d.context_file)}">{escape(d.context_file)}</a>'
+                if d.context_file
+                else None
+            )
             example = "".join(
-                f'<div class="meta">{name}</div><div>{escape(value)}</div>'
+                f'<div class="meta">{name}</div><div>{value}</div>'
                 for name, value in (
-                    ("input", d.input),
-                    ("context", d.context),
-                    ("output", d.output),
+                    ("input", escape(d.input) if d.input else None),
+                    ("context", escape(d.context) if d.context else shared),
+                    ("output", escape(d.output) if d.output else None),
                 )
                 if value
             )
@@ -281,6 +294,11 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[His
         out.append('<p class="meta">No disagreements.</p>')
     out.append("</section>")
     return "".join(out)
+
+
+def _context_anchor(criterion_id: str, name: str) -> str:
+    """An id for a criterion's context file on the page (a digest: any name is a safe id)."""
+    return "context-" + hashlib.sha256(f"{criterion_id}\0{name}".encode()).hexdigest()[:12]
 
 
 def to_html(

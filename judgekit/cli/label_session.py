@@ -16,11 +16,13 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from judgekit.errors import InputError, JudgekitError
 from judgekit.gate.decision import Gate
 from judgekit.gate.guard import judge_for
 from judgekit.inputs.catalog import find_set
+from judgekit.inputs.context_files import ContextFiles, ContextProblem, record_context
 from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.journal import RolledBack, recover
 from judgekit.inputs.label_reader import majority as annotators_majority
@@ -54,6 +56,14 @@ class Item:
     judged: bool = False
     unjudged: str | None = None
     labels: dict[str, bool] | None = None  # several annotators' labels (review)
+
+
+def _context(record: dict[str, Any], files: ContextFiles, path: Path) -> str | None:
+    """The source material the page shows beside a record (its context file's text, read once)."""
+    try:
+        return record_context(record, files)
+    except ContextProblem as error:
+        raise InputError.one(path, f"id {record.get('id')}", str(error)) from None
 
 
 def _verdicts(
@@ -182,13 +192,14 @@ def labelling(
         check_annotator(annotator)
     undone = recover(path)
     records = read_records(path)
+    files = ContextFiles(path.parent)
     verdicts = _verdicts(report_dir, criterion)
     items = [
         Item(
             str(r["id"]),
             r.get("input") or None,
             str(r["output"]),
-            r.get("context") or None,
+            _context(r, files, path),
             None,
             *verdicts.get(str(r["id"]), (None, None)),
             judged=str(r["id"]) in verdicts,
@@ -231,6 +242,7 @@ def review(
     path = find_set(sets_dir, criterion_id)
     undone = recover(path)
     records = {str(r["id"]): r for r in read_records(path)}
+    files = ContextFiles(path.parent)
     items = []
     recheck = recheck or {}
     shown = {d.id: d for d in found.disagreements}
@@ -251,7 +263,7 @@ def review(
                 rid,
                 r.get("input") or None,
                 str(r.get("output") or ""),
-                r.get("context") or None,
+                _context(r, files, path),
                 label,
                 verdict,
                 reason,

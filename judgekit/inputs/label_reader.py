@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from judgekit.errors import InputError, Problem
+from judgekit.inputs.context_files import ContextFiles, ContextProblem, combined
 from judgekit.inputs.files import iter_records, open_source, parse_bool
 from judgekit.inputs.text import normal_text
 
@@ -111,6 +112,7 @@ def read_labels(path: Path, criterion_id: str) -> LabelledSet:
     examples, problems = [], []
     replies: set[int] = set()  # hashes: a million replies are not held twice
     repeats = False
+    files = ContextFiles(path.parent)
     for location, record in iter_records(path, source):
         if isinstance(record, Problem):
             problems.append(record)
@@ -130,9 +132,16 @@ def read_labels(path: Path, criterion_id: str) -> LabelledSet:
         reply = hash(normal_text(str(record.get("output") or "")))
         repeats = repeats or reply in replies
         replies.add(reply)
+        named = record.get("context_file") if isinstance(record, dict) else None
+        if isinstance(named, str):
+            try:  # its bytes are part of the set's digest (judgekit.inputs.context_files)
+                files.digest(named)
+            except ContextProblem as error:
+                problems.append(Problem(str(path), location, str(error)))
     if problems:
         raise InputError(problems)
-    return LabelledSet(criterion_id, path, source.digest, tuple(examples), repeats)
+    digest = combined(source.digest, files.digests)
+    return LabelledSet(criterion_id, path, digest, tuple(examples), repeats)
 
 
 def labels_of(read: CalibrationSet) -> LabelledSet:

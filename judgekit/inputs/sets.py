@@ -25,6 +25,7 @@ from pydantic import Field, StrictBool, StrictInt, ValidationError, model_valida
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash_of_list
 from judgekit.inputs.catalog import find_set
+from judgekit.inputs.context_files import ContextFiles, ContextProblem, combined
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion
 from judgekit.inputs.files import Source, SourceLines, iter_records, open_source
 from judgekit.inputs.heldout import check_leakage
@@ -73,6 +74,13 @@ class Example(Frozen):
     input: str | None = None
     output: str
     context: str | None = None
+    context_file: str | None = Field(
+        None,
+        min_length=1,
+        exclude=True,  # its text is the example's context: what the fingerprint holds
+        description="A file of source material shared by several examples, relative to the "
+        "set's folder (judgekit.inputs.context_files), instead of the context's text.",
+    )
     passed: StrictBool | None = Field(
         None, description="The human label: does the reply meet the criterion?"
     )
@@ -105,6 +113,11 @@ class Example(Frozen):
 
     @model_validator(mode="after")
     def _one_label(self) -> Example:
+        if self.context_file is not None and self.context is not None:
+            raise ValueError(
+                "gives both context and context_file; give the source material once: its text, "
+                "or the file that holds it"
+            )
         if self.labels is not None:
             if not self.labels:
                 raise ValueError("labels is empty; give at least one annotator's label")
@@ -235,6 +248,7 @@ def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Proble
     problems: list[Problem] = []
     names: dict[frozenset[str], set[str]] = {}
     source = open_source(path)
+    files = ContextFiles(path.parent)
     for where, record in set_records(path, source):
         if isinstance(record, Problem):
             problems.append(record)
@@ -244,6 +258,14 @@ def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Proble
         except ValidationError as error:
             problems.extend(problems_of(error, str(path), where))
             continue
+        if example.context_file is not None:
+            try:
+                text = files.text(example.context_file)
+            except ContextProblem as error:
+                problems.append(Problem(str(path), where, str(error)))
+                continue
+            # the file's text is the example's context, as if written in the record
+            object.__setattr__(example, "context", text)
         examples.append(example)
     if not examples and not problems:
         problems.append(
@@ -251,7 +273,8 @@ def read_set(path: Path, criterion_id: str) -> tuple[CalibrationSet, list[Proble
                 str(path), "", "holds no examples; add labelled known-good and known-bad examples"
             )
         )
-    return CalibrationSet(criterion_id, path, tuple(examples), source.digest), problems
+    digest = combined(source.digest, files.digests)
+    return CalibrationSet(criterion_id, path, tuple(examples), digest), problems
 
 
 def check_context(criterion: Criterion, calibration_set: CalibrationSet) -> None:

@@ -59,6 +59,11 @@ class Disagreement(ReportPart):
     )
     output: str | None = None
     context: str | None = None
+    context_file: str | None = Field(
+        None,
+        description="The shared file the example's source material is in (its text is in the "
+        "criterion's `contexts`, once), in place of `context`.",
+    )
     reason: str | None = None
     abstention: str | None = None
     raw: str | None = Field(
@@ -341,6 +346,11 @@ class CriterionReport(ReportPart):
     )
     warnings: list[str] = Field(
         default_factory=list, description="What the numbers cannot show, in words."
+    )
+    contexts: dict[str, str] = Field(
+        default_factory=dict,
+        description="The text of each context file a disagreement names, once "
+        "(judgekit.inputs.context_files).",
     )
 
     @model_validator(mode="before")

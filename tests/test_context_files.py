@@ -1,0 +1,122 @@
+"""Source material shared by many examples (issue 36, item 3): an example names a context file
+instead of repeating its text; the file is read once, checked, shown to the judge as the example's
+context, part of the set's digest (an edit makes the calibration stale), and shown once in the
+HTML report, each disagreement linking to it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from judgekit.cli import app
+from judgekit.inputs.context_files import MAX_BYTES
+from judgekit.inputs.sets import load_set
+from judgekit.testing import FakeServer, script
+from tests.conftest import llm_criterion
+
+runner = CliRunner()
+POLICY = "Card policy, section 4: a card reported lost is blocked at once and a new one is sent."
+
+
+def _project(project) -> Path:
+    """26 examples sharing one policy file, two of them judged wrongly by the fake judge."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}, inputs=["output", "context"]))
+    policies = project.sets / "policies"
+    policies.mkdir()
+    (policies / "card.md").write_text(POLICY)
+    rows = [
+        {
+            "id": f"e{i}",
+            "output": f"reply-{'p' if i % 2 == 0 else 'f'}{i}: {'blocked' if i % 2 == 0 else 'no'}",
+            "passed": i % 2 == 0,
+            "context_file": "policies/card.md",
+        }
+        for i in range(26)
+    ]
+    path = project.jsonl("says-blocked", rows)
+    return path
+
+
+def _judge(seen: list[str] | None = None) -> FakeServer:
+    """Right on every reply but two (a known-good one failed, a known-bad one passed); the prompts
+    it is sent go into `seen`."""
+    decide = script({"reply-p0:": False, "reply-f1:": True, "reply-p": True}, default=False)
+
+    def answer(prompt: str):
+        if seen is not None:
+            seen.append(prompt)
+        return decide(prompt)
+
+    return FakeServer(answer)
+
+
+def test_a_shared_context_file_is_read_once_shown_to_the_judge_and_to_a_person_once(project):
+    set_path = _project(project)
+    record = json.loads(set_path.read_text().splitlines()[0])
+    assert "context" not in record  # the set names the file; the policy is written once
+    loaded = load_set(set_path, "says-blocked")
+    assert {e.context for e in loaded.examples} == {POLICY}
+    seen: list[str] = []
+    with _judge(seen) as server:
+        done = runner.invoke(app, ["calibrate", "-q", "--api-base", server.url])
+        assert done.exit_code == 0, done.output
+    assert len(seen) == 26 and all(POLICY in prompt for prompt in seen)
+    report = json.loads(Path(".judgekit/reports/latest/report.json").read_text())
+    entry = report["criteria"][0]
+    assert [d["id"] for d in entry["disagreements"]] == ["e0", "e1"]
+    assert all(
+        d["context"] is None and d["context_file"] == "policies/card.md"
+        for d in entry["disagreements"]
+    )
+    assert entry["contexts"] == {"policies/card.md": POLICY}
+    page = Path(".judgekit/reports/latest/report.html").read_text()
+    assert page.count(POLICY) == 1  # shown once, each disagreement linking to it
+    assert page.count('href="#context-') == 2
+
+
+def test_editing_the_context_file_makes_the_calibration_stale(project):
+    _project(project)
+    with _judge() as server:
+        assert runner.invoke(app, ["calibrate", "-q", "--api-base", server.url]).exit_code == 0
+    gate = runner.invoke(app, ["gate"])
+    assert "the calibration set changed" not in gate.output, gate.output
+    (project.sets / "policies" / "card.md").write_text(POLICY + " Fees apply.")
+    gate = runner.invoke(app, ["gate"])
+    assert gate.exit_code == 1 and "the calibration set changed since it was calibrated" in (
+        " ".join(gate.output.split())
+    )
+
+
+def test_a_context_file_that_cannot_be_used_is_named_with_the_fix(project, tmp_path):
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    folder = project.sets
+    (folder / "big.md").write_text("x" * (MAX_BYTES + 1))
+    (folder / "latin1.md").write_bytes("café".encode("latin-1"))
+    (tmp_path.parent / "outside.md").write_text("elsewhere")
+    rows = [
+        {"id": "a", "output": "reply-p", "passed": True, "context_file": "missing.md"},
+        {"id": "b", "output": "reply-q", "passed": True, "context_file": "big.md"},
+        {"id": "c", "output": "reply-f", "passed": False, "context_file": "latin1.md"},
+        {"id": "d", "output": "reply-g", "passed": False, "context_file": "../../outside.md"},
+        {"id": "e", "output": "reply-h", "passed": False, "context_file": "/etc/hostname"},
+        {"id": "f", "output": "reply-i", "passed": True, "context": "x", "context_file": "big.md"},
+    ]
+    project.jsonl("says-blocked", rows)
+    out = runner.invoke(app, ["validate"])
+    said = " ".join(out.output.split())
+    assert out.exit_code == 2, out.output
+    for expected in (
+        "(id a): context file 'missing.md' does not exist",
+        "(id b): context file 'big.md' holds 1,048,577 bytes, more than 1,048,576",
+        "(id c): context file 'latin1.md' is not UTF-8 text; save it as UTF-8",
+        "(id d): context file '../../outside.md' lies outside the project",
+        "(id e): context file '/etc/hostname' must be a path relative to the set's folder",
+        "(id f)",
+        "gives both context and context_file",
+    ):
+        assert expected in said, (expected, said)
+    # the gate's own reader of the set refuses the same files, before deciding anything
+    gate = runner.invoke(app, ["gate"])
+    assert gate.exit_code != 0 and "does not exist" in " ".join(gate.output.split())
