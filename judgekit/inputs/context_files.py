@@ -78,13 +78,15 @@ class ContextFiles:
             raise ContextProblem(
                 f"context file {name!r} does not exist (looked for {path}); add it or fix the name"
             )
-        size = path.stat().st_size
-        if size > MAX_BYTES:
+        with path.open("rb") as file:  # read to the bound only: a file grown since is refused
+            data = file.read(MAX_BYTES + 1)
+        if len(data) > MAX_BYTES:
+            size = max(path.stat().st_size, len(data))
             raise ContextProblem(
                 f"context file {name!r} holds {size:,} bytes, more than {MAX_BYTES:,}; a judge is "
                 "shown the source an example needs, not a corpus: split it"
             )
-        return path.read_bytes()
+        return data
 
 
 def record_context(record: Mapping[str, Any], files: ContextFiles) -> str | None:
