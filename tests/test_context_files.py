@@ -95,6 +95,10 @@ def test_a_context_file_that_cannot_be_used_is_named_with_the_fix(project, tmp_p
     (folder / "big.md").write_text("x" * (MAX_BYTES + 1))
     (folder / "latin1.md").write_bytes("café".encode("latin-1"))
     (tmp_path.parent / "outside.md").write_text("elsewhere")
+    (project.root / ".git").mkdir()
+    (project.root / ".git" / "config").write_text("extraheader = AUTHORIZATION: basic c2VjcmV0")
+    (folder / ".env").write_text("API_KEY=sk-secret")
+    (folder / "loop.md").symlink_to(folder / "loop.md")
     rows = [
         {"id": "a", "output": "reply-p", "passed": True, "context_file": "missing.md"},
         {"id": "b", "output": "reply-q", "passed": True, "context_file": "big.md"},
@@ -102,6 +106,11 @@ def test_a_context_file_that_cannot_be_used_is_named_with_the_fix(project, tmp_p
         {"id": "d", "output": "reply-g", "passed": False, "context_file": "../../outside.md"},
         {"id": "e", "output": "reply-h", "passed": False, "context_file": "/etc/hostname"},
         {"id": "f", "output": "reply-i", "passed": True, "context": "x", "context_file": "big.md"},
+        {"id": "g", "output": "reply-j", "passed": True, "context_file": "../.git/config"},
+        {"id": "h", "output": "reply-k", "passed": False, "context_file": ".env"},
+        {"id": "i", "output": "reply-l", "passed": True, "context_file": "loop.md"},
+        {"id": "j", "output": "reply-m", "passed": False, "context_file": "pol/card\u0000.md"},
+        {"id": "k", "output": "reply-n", "passed": True, "context_file": "a" * 300},
     ]
     project.jsonl("says-blocked", rows)
     out = runner.invoke(app, ["validate"])
@@ -111,12 +120,19 @@ def test_a_context_file_that_cannot_be_used_is_named_with_the_fix(project, tmp_p
         "(id a): context file 'missing.md' does not exist",
         "(id b): context file 'big.md' holds 1,048,577 bytes, more than 1,048,576",
         "(id c): context file 'latin1.md' is not UTF-8 text; save it as UTF-8",
-        "(id d): context file '../../outside.md' lies outside the project",
+        "(id d): context file '../../outside.md' lies outside the set's folder",
         "(id e): context file '/etc/hostname' must be a path relative to the set's folder",
         "(id f)",
         "gives both context and context_file",
+        "(id g): context file '../.git/config' lies outside the set's folder",
+        "(id h): context file '.env' is in a hidden place (.env)",
+        "(id i): context file 'loop.md' cannot be read",
+        "(id j): context file 'pol/card\\x00.md' cannot be read",
+        "(id k): context file 'aaaa",
     ):
         assert expected in said, (expected, said)
     # the gate's own reader of the set refuses the same files, before deciding anything
+    assert "Traceback" not in out.output and "sk-secret" not in out.output
     gate = runner.invoke(app, ["gate"])
-    assert gate.exit_code != 0 and "does not exist" in " ".join(gate.output.split())
+    assert gate.exit_code == 2 and "does not exist" in " ".join(gate.output.split())
+    assert "Traceback" not in gate.output

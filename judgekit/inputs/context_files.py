@@ -1,6 +1,7 @@
 """Source material shared by many examples: an example names a context file (`"context_file":
 "policies/card.md"`, relative to its set's folder) instead of repeating the text. Each file is read
-once per set, checked (inside the project, a file, UTF-8 text, at most MAX_BYTES), and its bytes
+once per set, checked (inside the set's folder and in no hidden place such as .git or .env, a
+file, UTF-8 text, at most MAX_BYTES), and its bytes
 are part of the set's digest, so editing the policy makes a calibration stale as editing the set
 does.
 
@@ -62,17 +63,37 @@ class ContextFiles:
         return self.digests[name]
 
     def _read(self, name: str) -> bytes:
+        try:
+            return self._checked(name)
+        except (OSError, ValueError, RuntimeError) as error:  # a bad name, a loop, no access
+            if isinstance(error, ContextProblem):
+                raise
+            said = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            raise ContextProblem(
+                f"context file {name!r} cannot be read ({said!r}); name a readable file beside "
+                "the set"
+            ) from None
+
+    def _checked(self, name: str) -> bytes:
         given = Path(name)
         if given.is_absolute() or not name.strip():
             raise ContextProblem(
                 f"context file {name!r} must be a path relative to the set's folder"
             )
-        project = self.folder.resolve().parent
+        folder = self.folder.resolve()
         path = (self.folder / given).resolve()
-        if not path.is_relative_to(project):
+        if not path.is_relative_to(folder):
             raise ContextProblem(
-                f"context file {name!r} lies outside the project ({project}); keep source "
+                f"context file {name!r} lies outside the set's folder ({folder}); keep source "
                 "material beside the sets"
+            )
+        hidden = [part for part in path.relative_to(folder).parts if part.startswith(".")]
+        if hidden:
+            # .git, .env, .judgekit: a repository's and a tool's own files are never source
+            # material (their text would be sent to the judge and written into the report)
+            raise ContextProblem(
+                f"context file {name!r} is in a hidden place ({hidden[0]}); source material is "
+                "a visible file beside the sets"
             )
         if not path.is_file():
             raise ContextProblem(
