@@ -322,3 +322,17 @@ def test_cached_answers_keep_the_time_they_were_obtained(setup):
         assert again.calibrated_at > first.calibrated_at
         fresh = calibrate(options(setup, server)).criteria[0]  # the default policy: max_age 30d
         assert server.requests == asked + 8 and fresh.evidence_at >= first.evidence_at
+
+
+def test_answers_cached_through_one_transport_are_not_the_other_s(setup):
+    """The transport is part of the judge (its setup): answers cached through the lean OpenAI path
+    do not vouch for litellm, which was never asked (found by an attacker's review: the gate then
+    passed a litellm judge that litellm had not answered). The default transport's keys stay as
+    they were."""
+    with FakeServer(VERDICTS) as s:
+        calibrate(options(setup, s))
+        asked = s.requests
+        calibrate(options(setup, s))
+        assert s.requests == asked  # the default transport's answers are served again
+        calibrate(options(setup, s, via="litellm"))
+        assert s.requests == 2 * asked  # litellm was asked, not served the lean path's answers

@@ -137,6 +137,7 @@ class ClaimsJob:
     # Verify these labelled claims instead of extracting (stage errors).
     gold: tuple[str, ...] | None = None
     reask: int = RetryPolicy.unreadable
+    via: str = "auto"
 
     @property
     def criterion_id(self) -> str:
@@ -158,6 +159,7 @@ class ClaimsJob:
             response_format=_format(name, schema) if self.structured else None,
             trial=self.trial,
             endpoint=self.endpoint,
+            via=self.via,
         )
 
     def extraction(self) -> Request:
@@ -341,7 +343,14 @@ def claims_jobs(
     asking = Asking() if asking is None else asking
     return [
         ClaimsJob(
-            criterion, example, model, trial, asking.endpoint, asking.structured, reask=asking.reask
+            criterion,
+            example,
+            model,
+            trial,
+            asking.endpoint,
+            asking.structured,
+            reask=asking.reask,
+            via=asking.via,
         )
         for example in examples
         for trial in range(trials)

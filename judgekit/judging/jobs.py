@@ -151,6 +151,7 @@ class Asking:
     structured: bool = True
     reask: int = RetryPolicy.unreadable
     logprobs: bool = False
+    via: str = "auto"  # the transport: part of the cache key when not the default
 
 
 def jobs_for(
@@ -176,6 +177,7 @@ def jobs_for(
                 response_format=RESPONSE_FORMAT if asking.structured else None,
                 trial=trial,
                 endpoint=asking.endpoint,
+                via=asking.via,
                 logprobs=asking.logprobs,
             ),
             asking.reask,

@@ -115,8 +115,9 @@ class Judge:
             asked.structured is not False,
             reask_for(criterion),
             logprobs=wants_logprobs(self.thresholds, trials),
+            via=via,
         )
-        verdict = await self._ask(criterion, model, example, trials, asking, via)
+        verdict = await self._ask(criterion, model, example, trials, asking)
         if self.thresholds is None:
             return verdict
         first = escalate(verdict, self.thresholds[0])
@@ -129,7 +130,7 @@ class Judge:
         ):
             return first
         second = escalate(
-            await self._ask(criterion, after.model, example, trials, asking, via),
+            await self._ask(criterion, after.model, example, trials, asking),
             self.thresholds[1],
         )
         if not second.escalated:
@@ -146,7 +147,6 @@ class Judge:
         example: Example,
         trials: int,
         asking: Asking,
-        via: str,
     ) -> Verdict:
         """The majority verdict of `model`, asked as `asking` says, over `trials` on one example."""
         jobs: list[Job] | list[ClaimsJob]
@@ -154,7 +154,7 @@ class Judge:
             jobs = claims_jobs(criterion, [example], model, trials, asking)
         else:
             jobs = jobs_for(criterion, [example], model, trials, asking)
-        llm = self.llm or open_llm(model, asking.endpoint, self.cache_dir, via=via)
+        llm = self.llm or open_llm(model, asking.endpoint, self.cache_dir, via=asking.via)
         try:
             return majority([await job.ask(llm) for job in jobs])
         finally:

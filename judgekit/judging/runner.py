@@ -177,6 +177,7 @@ def jobs_of(
         setup.structured is not False,
         reask_for(criterion, settings.retry),
         logprobs=wants_logprobs(criterion.id in settings.selective, setup.trials),
+        via=setup.via or "auto",
     )
     if isinstance(criterion, ClaimsCriterion):
         return claims_jobs(criterion, examples, task.model, setup.trials, asking)
@@ -200,6 +201,7 @@ def labelled_claims_jobs(
             task.setup.structured is not False,
             gold=tuple(claim.claim for claim in e.claims),
             reask=reask_for(criterion, settings.retry),
+            via=task.setup.via or "auto",
         )
         for e in examples
         if e.claims

@@ -34,6 +34,7 @@ class Request:
     response_format: dict[str, Any] | None = None
     trial: int = 0
     endpoint: str | None = None  # where it is asked (its public form is the judge's)
+    via: str = "auto"  # the transport asked through (judgekit.llm.stack.open_llm)
     logprobs: bool = False  # ask for the answer tokens' log-probabilities (a verdict's confidence)
     # Set on a re-ask of an unreadable answer: the cache is not read, and the new answer replaces
     # the cached one only when keep_if accepts it. It never changes the key: it is the same
@@ -51,7 +52,10 @@ class Request:
             "trial": self.trial,
             "api_base": self.endpoint,  # the key's name for it since the cache's first format
         }
-        # Only when asked: the answers cached before log-probabilities existed keep their keys.
+        # Only when asked (or not the default transport): the answers cached before
+        # log-probabilities existed, or through the default transport, keep their keys.
+        if self.via != "auto":
+            data["via"] = self.via
         return {**data, "logprobs": True} if self.logprobs else data
 
 
