@@ -35,7 +35,7 @@ from judgekit.inputs.pair import file_digest
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
-from judgekit.judging.build_setup import setup_of
+from judgekit.judging.build_setup import setup_now, setup_of
 from judgekit.judging.claims import recorded_gold
 from judgekit.judging.dry_run import Estimate, estimate
 from judgekit.judging.jobs import run_sync
@@ -433,6 +433,30 @@ def run_setup(
         structured=options.structured,
         source=source,
     )
+
+
+def as_measured(
+    options: Options, criterion: Criterion, measured: JudgeSetup | None
+) -> tuple[Options, str | None]:
+    """`options` asking the judge a report measured of `criterion` (its model, transport,
+    structured answers and trials), when that is the criterion's judge now; else `options` as
+    they are, and why: what probes or draws examples for a calibrated judge asks that judge, not
+    the defaults. The endpoint is the one the run or the criterion names, as always."""
+    if measured is None or measured.kind not in ("llm", "claims"):
+        return options, "no calibration of its judge to follow: asked as the options say"
+    differs = measured.differences(setup_now(criterion, measured))
+    if differs:
+        return options, (
+            "its judge changed since it was calibrated (" + "; ".join(differs) + "): asked as "
+            "the criterion says now"
+        )
+    return replace(
+        options,
+        model=options.model or measured.model,
+        via=measured.via or "auto",
+        structured=measured.structured is not False,
+        trials=measured.trials,
+    ), None
 
 
 def live_task(

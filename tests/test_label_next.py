@@ -591,3 +591,27 @@ def test_a_pool_record_without_an_id_or_output_is_refused_not_read_as_none(poole
         app, ["label", "--next", "4", "-c", "no-email", str(pooled), "--write-only"]
     )
     assert refused.exit_code == 2 and "needs an id" in refused.output
+
+
+def test_the_pool_is_judged_by_the_judge_the_report_measured(project, tmp_path):
+    """Calibrated with --plain-answers --trials 3, the pool's strata are that judge's verdicts: no
+    response_format, three trials per reply (found by an attacker's review: the pool was judged
+    with structured answers and one trial, as the defaults say)."""
+    from judgekit.testing import FakeServer
+
+    pool = _blocked(project, tmp_path, 5)
+    runner = CliRunner()
+
+    def answer(prompt):
+        return json.dumps({"reasoning": "r", "passed": "not blocked" not in judged_reply(prompt)})
+
+    with FakeServer(answer, structured_output=False) as server:
+        args = ["--api-base", server.url]
+        done = runner.invoke(app, ["calibrate", "-q", "--plain-answers", "--trials", "3", *args])
+        assert done.exit_code == 0, done.output
+        asked = server.requests
+        drawn = runner.invoke(
+            app, ["label", "--next", "6", "-c", "blocked", str(pool), "--write-only", *args]
+        )
+        assert drawn.exit_code == 0, drawn.output
+        assert server.requests - asked == 40 * 3  # every reply of the pool, three times, answered

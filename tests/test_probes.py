@@ -187,3 +187,25 @@ def test_a_judge_that_gives_no_verdict_on_the_originals_stops_as_calibrate_does(
         done = _probe(project, server, monkeypatch, "--max-flip", "0.1", "--no-cache")
     assert done.exit_code == 4, done.output
     assert "gave no verdict on any of its 10 examples" in done.output
+
+
+def test_the_probe_asks_the_judge_the_report_measured(project, monkeypatch):
+    """Calibrated with --plain-answers --trials 3 (a server that refuses structured answers), the
+    probe asks that judge: no response_format, three trials per reply (found by an attacker's
+    review: it asked structured answers, one trial, as the defaults say)."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(4, 4))
+    monkeypatch.chdir(project.root)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    with FakeServer(ROBUST, latency=0, structured_output=False) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        done = CliRunner().invoke(app, ["calibrate", "-q", "--plain-answers", "--trials", "3"])
+        assert done.exit_code == 0, done.output
+        asked = server.requests
+        assert asked == 8 * 3
+        found = CliRunner().invoke(app, ["probe", "--json", "--probe", "addressed"])
+        assert found.exit_code == 0, found.output
+        [row] = json.loads(found.output)["probes"]
+        # the originals come from the cache (the same judge); each rewrite is asked 3 times
+        assert server.requests - asked == row["right"] * 3
+        assert row["right"] == 8 and not [n for n in row["notes"] if "not the calibrated" in n]

@@ -13,15 +13,17 @@ from pathlib import Path
 from judgekit.errors import InputError
 from judgekit.gate.label_budget import short_class
 from judgekit.inputs.catalog import find_set
-from judgekit.inputs.criteria import JUDGED, load_criterion
+from judgekit.inputs.criteria import JUDGED, load_criterion, with_trials
 from judgekit.inputs.files import locked, read_source, write_atomic
 from judgekit.inputs.label_writer import label_of, read_records
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.sets import CalibrationSet, load_set
 from judgekit.judging.runner import RunSettings
 from judgekit.judging.selection import Draw, draw, judged_pool, read_pool, recorded_pool
+from judgekit.judging.setup import JudgeSetup
 from judgekit.llm.protocol import LLM
-from judgekit.report.model import Report
+from judgekit.pipeline import Options, as_measured
+from judgekit.report.model import CriterionReport, Report
 
 RATE_WORDS = {"tpr": "TPR (known-good examples)", "tnr": "TNR (known-bad examples)"}
 
@@ -42,6 +44,14 @@ class NextRequest:
     endpoint: str | None = None  # --api-base
 
 
+def _measured(entry: CriterionReport | None) -> JudgeSetup | None:
+    """The judge a report entry measured (None when it says none, or not as a setup)."""
+    try:
+        return entry.judge.measured() if entry is not None and entry.judge is not None else None
+    except ValueError:
+        return None
+
+
 def next_to_label(
     req: NextRequest, settings: RunSettings, llm: LLM | None = None
 ) -> tuple[Draw, list[str]]:
@@ -50,17 +60,32 @@ def next_to_label(
     labelled = _labelled(req.sets, req.criterion_id)
     _check_out(req.out)
     replies = read_pool(req.pool)
+    found = Report.read_if_any(req.report)
+    entry = found.criterion(criterion.id) if found else None
     if req.verdicts is not None:
         verdicts, source = (
             recorded_pool(req.verdicts, criterion.id, replies),
             f"recorded in {req.verdicts}",
         )
     else:
-        model = req.model or (criterion.judge.model if isinstance(criterion, JUDGED) else None)
-        verdicts = judged_pool(criterion, replies, req.pool, model, settings, llm, req.endpoint)
+        # The judge the report measured, while it is the criterion's: its strata are that judge's.
+        asked, _ = as_measured(
+            Options(model=req.model, api_base=req.endpoint), criterion, _measured(entry)
+        )
+        judged = with_trials(criterion, asked.trials)
+        model = asked.model or (criterion.judge.model if isinstance(criterion, JUDGED) else None)
+        verdicts = judged_pool(
+            judged,
+            replies,
+            req.pool,
+            model,
+            settings,
+            llm,
+            req.endpoint,
+            via=asked.via,
+            structured=asked.structured,
+        )
         source = f"judged by {model}" if model else "checked by its pattern"
-    found = Report.read_if_any(req.report)
-    entry = found.criterion(criterion.id) if found else None
     have_pass = sum(e.label for e in labelled.examples)
     t = Policy.load(req.config).for_criterion(criterion.id)
     rate, why = (

@@ -19,6 +19,7 @@ from judgekit.cli.options import (
     group,
     history_option,
     no_cache_option,
+    report_option,
     sets_option,
     timeout_option,
     typer_app,
@@ -27,7 +28,9 @@ from judgekit.errors import JudgekitError
 from judgekit.gate.result import EXIT_CODES, worst
 from judgekit.inputs.policy import Policy
 from judgekit.judging.probes import probes_named
+from judgekit.judging.setup import JudgeSetup
 from judgekit.pipeline import Options
+from judgekit.report.model import Report
 from judgekit.watch.findings import changed_at, findings_of
 from judgekit.watch.robustness import probe as run_probes
 
@@ -65,6 +68,10 @@ def probe(
         "answers no evidence here either."
     ),
     config: Path | None = config_option(),
+    report: Path = report_option(
+        "The calibration report whose judges are probed (their model, transport, structured "
+        "answers and trials), while each is its criterion's judge."
+    ),
     as_json: bool = typer.Option(False, "--json", help="The results as JSON."),
 ) -> None:
     """Can the judge be talked into a verdict? Rewrite each labelled reply it gets right with text
@@ -84,7 +91,9 @@ def probe(
     try:
         options.policy = Policy.load(config)  # max_age: older answers are asked again
         options.changed_at = changed_at(findings_of(history, config))
-        found = run_probes(options, probes_named(list(probes or [])), max_flip)
+        found = run_probes(
+            options, probes_named(list(probes or [])), max_flip, measured=measured(report)
+        )
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
@@ -95,6 +104,20 @@ def probe(
         say("\n\n".join(r.text() for r in found))
     statuses = [r.status for r in found if r.status is not None]
     raise typer.Exit(EXIT_CODES[worst(statuses)] if statuses else 0)
+
+
+def measured(report: Path) -> dict[str, JudgeSetup]:
+    """The judge each criterion of the report at `report` measured (none when there is none)."""
+    found = Report.read_if_any(report)
+    out: dict[str, JudgeSetup] = {}
+    for c in found.criteria if found is not None else []:
+        try:
+            setup = c.judge.measured() if c.judge is not None else None
+        except ValueError:
+            setup = None  # not a setup: the criterion's judge is probed as it is defined
+        if setup is not None:
+            out[c.id] = setup
+    return out
 
 
 commands = group(app)

@@ -241,9 +241,12 @@ def judged_pool(  # noqa: PLR0913  the pool, its judge, and how it is asked
     settings: RunSettings,
     llm: LLM | None = None,
     endpoint: str | None = None,
+    via: str = "auto",
+    structured: bool = True,
 ) -> dict[str, Verdict]:
     """The judge's verdict on each reply of the pool: by code for a regex, else asked live through
-    the cache (the criterion's trials, their majority), at `endpoint` (`--api-base`) when given."""
+    the cache (the criterion's trials, their majority), at `endpoint` (`--api-base`) when given,
+    through the transport and with the answers' form given."""
     if isinstance(criterion, RegexCriterion):
         return {e.id: Verdict(e.id, *criterion.explain(e.fields())) for e in replies}
     if not model:
@@ -254,7 +257,7 @@ def judged_pool(  # noqa: PLR0913  the pool, its judge, and how it is asked
             "set judge.model, pass --model, or give the pool's verdicts with --verdicts",
         )
     pool = CalibrationSet(criterion.id, path, tuple(replies))
-    setup = setup_of(criterion, model=model, api_base=endpoint, via="auto", structured=True)
+    setup = setup_of(criterion, model=model, api_base=endpoint, via=via, structured=structured)
     run = run_sync(judge_sets([task_of(criterion, pool, setup, endpoint)], settings, llm))
     return {trials[0].example_id: majority(trials) for trials in run.verdicts[0]}
 

@@ -23,15 +23,15 @@ True
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, cast
 
 from scipy.stats import beta
 
 from judgekit.errors import InputError
 from judgekit.gate.result import Status, worst
-from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
+from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion, with_trials
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.probes import Probe
@@ -40,9 +40,10 @@ from judgekit.judging.runner import (
     check_some_verdict_given,
     judge_sets,
 )
+from judgekit.judging.setup import JudgeSetup
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.protocol import LLM
-from judgekit.pipeline import Options, live_task, load_chosen, model_for, run_settings
+from judgekit.pipeline import Options, as_measured, live_task, load_chosen, model_for, run_settings
 
 CONFIDENCE = 0.95
 SHOWN = 5  # flipped variants shown per probe
@@ -186,9 +187,11 @@ def probe(
     probes: Sequence[Probe],
     max_flip: float | None = None,
     llm: LLM | None = None,
+    measured: Mapping[str, JudgeSetup] | None = None,
 ) -> list[Robustness]:
     """Probe the judge of each chosen LLM or claims criterion (nothing is written; answers are
-    cached as any judge's)."""
+    cached as any judge's): the judge a report `measured` of it (its model, transport, structured
+    answers and trials) while that is its judge now, else the judge the criterion defines."""
     if not probes:
         raise InputError.one(
             "--probe", "", "no probe given; name one, or give none for the default"
@@ -197,11 +200,15 @@ def probe(
         raise InputError.one(
             "--max-flip", "", f"{max_flip:g}: give a share above 0 and at most 1 (e.g. 0.1)"
         )
-    return run_sync(_probe(options, probes, max_flip, llm))
+    return run_sync(_probe(options, probes, max_flip, llm, measured or {}))
 
 
 async def _probe(
-    options: Options, probes: Sequence[Probe], max_flip: float | None, llm: LLM | None
+    options: Options,
+    probes: Sequence[Probe],
+    max_flip: float | None,
+    llm: LLM | None,
+    measured: Mapping[str, JudgeSetup],
 ) -> list[Robustness]:
     criteria, sets = load_chosen(options)
     judged = [c for c in criteria if isinstance(c, LLMCriterion | ClaimsCriterion)]
@@ -212,7 +219,18 @@ async def _probe(
             "no LLM or claims criterion chosen: a probe asks a judge model (a regex check "
             "cannot be talked into a verdict)",
         )
-    return [await _one(c, sets[c.id], options, probes, max_flip, llm) for c in judged]
+    out = []
+    for c in judged:
+        asked, why = as_measured(options, c, measured.get(c.id))
+        # with_trials keeps the criterion's kind
+        trialled = cast(LLMCriterion | ClaimsCriterion, with_trials(c, asked.trials))
+        found = await _one(trialled, sets[c.id], asked, probes, max_flip, llm)
+        out.append(
+            replace(found, notes=(*found.notes, f"not the calibrated judge: {why}"))
+            if why and c.id in measured
+            else found
+        )
+    return out
 
 
 async def _judged(
