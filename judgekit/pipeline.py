@@ -43,6 +43,7 @@ from judgekit.judging.matching import match_file
 from judgekit.judging.prompts import judge_spec
 from judgekit.judging.recorded import iter_recorded
 from judgekit.judging.runner import (
+    Calibration,
     RunSettings,
     Stop,
     Task,
@@ -181,11 +182,9 @@ async def acalibrate_read(
 
     reports = [
         criterion_report(
-            c,
-            sets[c.id],
-            trials_by_criterion[c.id],
-            sources[c.id],
-            models.get(c.id),
+            calibration_of(
+                c, sets[c.id], trials_by_criterion[c.id], sources[c.id], models.get(c.id), options
+            ),
             options,
             started,
             stops.get(c.id),
@@ -472,12 +471,26 @@ def live_task(
     return task_of(criterion, examples, setup, options.api_base)
 
 
-def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positionally
+def calibration_of(  # noqa: PLR0913  what a calibration is made of, each named at the call
     criterion: Criterion,
-    cal: CalibrationSet,
-    all_trials: list[list[Verdict]],
+    examples: CalibrationSet,
+    trials: list[list[Verdict]],
     source: str,
     model: str | None,
+    options: Options,
+) -> Calibration:
+    """A criterion's calibration: its judge's setup as this run asked it (`source` live) or as the
+    verdicts were recorded (recorded and replayed verdicts carry the model only if the user named
+    it, `--model` beside `--verdicts`; code has none)."""
+    kind = Source.parse(source)
+    asked = model if kind.kind == "live" else (options.model if kind.kind != "code" else None)
+    return Calibration(
+        criterion, examples, run_setup(criterion, kind, asked, options), kind, trials
+    )
+
+
+def criterion_report(  # noqa: PLR0913  the calibration, then what the report adds to it
+    calibration: Calibration,
     options: Options,
     started: datetime,
     stop: Stop | None = None,
@@ -485,6 +498,8 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
     selective: Selective | None = None,
     escalated: list[list[Verdict]] | None = None,
 ) -> CriterionReport:
+    criterion, cal, all_trials = calibration.criterion, calibration.examples, calibration.trials
+    setup, source = calibration.setup, str(calibration.source)
     full_set = cal
     # stopped early: metrics over the examples judged, the set as it is on disk
     if stop is not None:
@@ -499,11 +514,7 @@ def criterion_report(  # noqa: PLR0913  judgekit.compare.run passes these positi
     result, design = agreement(
         cal, [v.passed for v in final], options.seed, plain=options.canary is not None
     )
-    # Recorded verdicts carry the model only if the user named it (--model beside --verdicts).
-    spec = judge_spec(
-        criterion, model if source == "live" else (options.model if source != "code" else None)
-    )
-    setup = run_setup(criterion, Source.parse(source), spec["model"], options)
+    spec = judge_spec(criterion, setup.model)
     own = setup.digest
     judge = JudgeInfo(
         kind=spec["kind"],

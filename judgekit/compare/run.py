@@ -35,7 +35,7 @@ from judgekit.judging.verdicts import Verdict
 from judgekit.llm.prices import price
 from judgekit.llm.protocol import LLM
 from judgekit.llm.transports import check_endpoint
-from judgekit.pipeline import Options, criterion_report, live_task, run_settings
+from judgekit.pipeline import Options, calibration_of, criterion_report, live_task, run_settings
 from judgekit.report.model import CriterionReport, Report
 
 
@@ -131,17 +131,15 @@ async def ajudge(
     # Recorded candidates carry no model: the options' own (calibrate's --model) is not theirs.
     measuring = replace(options, model=None)
     for spec in specs:
-        report = criterion_report(
+        measured = calibration_of(
             spec.criterion,
             chosen,
             trials[spec.name],
             sources[spec.name],
             spec.model if spec.live else None,
             measuring,
-            started,
-            None,
-            gold.get(spec.name),
         )
+        report = criterion_report(measured, measuring, started, None, gold.get(spec.name))
         decision = decide(report, spec, policy, labels, agent_model)
         out.measured.append(
             Measured(spec, report, decision, cost_of(spec, report, trials[spec.name]))

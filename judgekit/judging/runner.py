@@ -12,14 +12,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from judgekit.errors import CallsFailed, NoVerdicts
-from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
+from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
 from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.build_setup import endpoint_for
 from judgekit.judging.claims import ClaimsJob, claims_jobs
 from judgekit.judging.jobs import Asking, Job, jobs_for, reask_for, run_bounded
 from judgekit.judging.selective import wants_logprobs
-from judgekit.judging.setup import JudgeSetup
+from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
@@ -81,6 +81,19 @@ def task_of(
     if public_url(url) != setup.endpoint:
         raise ValueError(f"the setup's endpoint {setup.endpoint!r} is not {public_url(url)!r}")
     return Task(criterion, examples, setup, url)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One criterion's judge measured on its examples: the criterion, the examples, the judge's
+    setup, where the verdicts came from, and per example judged (in the set's order) its trials.
+    What calibrate, compare and improve report on (judgekit.pipeline.criterion_report)."""
+
+    criterion: Criterion
+    examples: CalibrationSet
+    setup: JudgeSetup
+    source: Source
+    trials: list[list[Verdict]]
 
 
 @dataclass(frozen=True)
