@@ -35,7 +35,7 @@ from judgekit.inputs.pair import file_digest
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet
-from judgekit.judging.build_setup import setup_now, setup_of
+from judgekit.judging.build_setup import endpoint_for, setup_now, setup_of
 from judgekit.judging.claims import recorded_gold
 from judgekit.judging.dry_run import Estimate, estimate
 from judgekit.judging.jobs import run_sync
@@ -75,6 +75,7 @@ from judgekit.report.model import (
 )
 from judgekit.report.parts import ById, Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.render import finite
+from judgekit.secrets import public_url
 
 
 @dataclass
@@ -438,20 +439,37 @@ def as_measured(
     options: Options, criterion: Criterion, measured: JudgeSetup | None
 ) -> tuple[Options, str | None]:
     """`options` asking the judge a report measured of `criterion` (its model, transport,
-    structured answers and trials), when that is the criterion's judge now; else `options` as
-    they are, and why: what probes or draws examples for a calibrated judge asks that judge, not
-    the defaults. The endpoint is the one the run or the criterion names, as always."""
+    structured answers and trials), when that is the criterion's judge now and this run asks the
+    model and the endpoint it was measured with; else `options` as they are, and why: what
+    probes or draws examples for a calibrated judge asks that judge, not the defaults. `measured`
+    is read as the gate reads it (judgekit.gate.identity.measured_setups), never a report's
+    fields taken as they stand."""
     if measured is None or measured.kind not in ("llm", "claims"):
         return options, "no calibration of its judge to follow: asked as the options say"
+    if not isinstance(criterion, JUDGED):
+        return options, "its criterion is checked by code"
     differs = measured.differences(setup_now(criterion, measured))
     if differs:
         return options, (
             "its judge changed since it was calibrated (" + "; ".join(differs) + "): asked as "
             "the criterion says now"
         )
+    if options.model is not None and options.model != measured.model:
+        return options, f"--model {options.model} is not the model measured ({measured.model})"
+    model = options.model or measured.model
+    asked = public_url(endpoint_for(criterion, options.api_base, model))
+    if asked != measured.endpoint:
+
+        def said(endpoint: str | None) -> str:
+            return endpoint or "the provider's own"
+
+        return options, (
+            f"the endpoint asked now ({said(asked)}) is not the one measured "
+            f"({said(measured.endpoint)}): name it with --api-base"
+        )
     return replace(
         options,
-        model=options.model or measured.model,
+        model=model,
         via=measured.via or "auto",
         structured=measured.structured is not False,
         trials=measured.trials,

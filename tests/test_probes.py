@@ -209,3 +209,37 @@ def test_the_probe_asks_the_judge_the_report_measured(project, monkeypatch):
         # the originals come from the cache (the same judge); each rewrite is asked 3 times
         assert server.requests - asked == row["right"] * 3
         assert row["right"] == 8 and not [n for n in row["notes"] if "not the calibrated" in n]
+
+
+def test_the_probe_follows_only_a_report_the_gate_would_read(project, monkeypatch):
+    """A report edited by hand (here the setup's trials and model, the fingerprint left) is not
+    followed: the probe asks the judge the criterion defines. And a run that asks another endpoint
+    than the one measured says it is not probing the calibrated judge (found by an attacker's
+    review: a forged setup chose the model, the trials and which provider key was sent where)."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(4, 4))
+    monkeypatch.chdir(project.root)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    report = project.root / ".judgekit" / "reports" / "latest" / "report.json"
+    with FakeServer(ROBUST, latency=0) as server, FakeServer(ROBUST, latency=0) as other:
+        args = ["--api-base", server.url]
+        assert CliRunner().invoke(app, ["calibrate", "-q", "--trials", "3", *args]).exit_code == 0
+        data = json.loads(report.read_text())
+        data["criteria"][0]["judge"]["setup"].update(trials=5)
+        report.write_text(json.dumps(data))
+        asked = server.requests
+        found = CliRunner().invoke(app, ["probe", "--json", "--probe", "addressed", *args])
+        assert found.exit_code == 0, found.output
+        [row] = json.loads(found.output)["probes"]
+        # the criterion's own judge, one trial (its originals are calibrate's trial 0, cached),
+        # not the forged five: one call per rewrite
+        assert server.requests - asked == row["right"] == 8
+        data["criteria"][0]["judge"]["setup"].update(trials=3)
+        report.write_text(json.dumps(data))  # the genuine setup again
+        moved = CliRunner().invoke(
+            app, ["probe", "--json", "--probe", "addressed", "--api-base", other.url]
+        )
+        [row] = json.loads(moved.output)["probes"]
+        assert any("the endpoint asked now" in n for n in row["notes"]), row["notes"]
+        assert other.requests == 8 + row["right"]  # asked as the options say: one trial

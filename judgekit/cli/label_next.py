@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from judgekit.errors import InputError
+from judgekit.gate.identity import measured_setups
 from judgekit.gate.label_budget import short_class
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import JUDGED, load_criterion, with_trials
@@ -20,10 +21,9 @@ from judgekit.inputs.policy import Policy
 from judgekit.inputs.sets import CalibrationSet, load_set
 from judgekit.judging.runner import RunSettings
 from judgekit.judging.selection import Draw, draw, judged_pool, read_pool, recorded_pool
-from judgekit.judging.setup import JudgeSetup
 from judgekit.llm.protocol import LLM
 from judgekit.pipeline import Options, as_measured
-from judgekit.report.model import CriterionReport, Report
+from judgekit.report.model import Report
 
 RATE_WORDS = {"tpr": "TPR (known-good examples)", "tnr": "TNR (known-bad examples)"}
 
@@ -44,14 +44,6 @@ class NextRequest:
     endpoint: str | None = None  # --api-base
 
 
-def _measured(entry: CriterionReport | None) -> JudgeSetup | None:
-    """The judge a report entry measured (None when it says none, or not as a setup)."""
-    try:
-        return entry.judge.measured() if entry is not None and entry.judge is not None else None
-    except ValueError:
-        return None
-
-
 def next_to_label(
     req: NextRequest, settings: RunSettings, llm: LLM | None = None
 ) -> tuple[Draw, list[str]]:
@@ -69,9 +61,10 @@ def next_to_label(
         )
     else:
         # The judge the report measured, while it is the criterion's: its strata are that judge's.
-        asked, _ = as_measured(
-            Options(model=req.model, api_base=req.endpoint), criterion, _measured(entry)
-        )
+        # read as the gate reads it: a report that is not evidence is not followed
+        signed = Policy.load(req.config).require_signed_evidence
+        measured = measured_setups(req.report, signed).get(criterion.id)
+        asked, _ = as_measured(Options(model=req.model, api_base=req.endpoint), criterion, measured)
         judged = with_trials(criterion, asked.trials)
         model = asked.model or (criterion.judge.model if isinstance(criterion, JUDGED) else None)
         verdicts = judged_pool(

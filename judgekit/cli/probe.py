@@ -25,12 +25,11 @@ from judgekit.cli.options import (
     typer_app,
 )
 from judgekit.errors import JudgekitError
+from judgekit.gate.identity import measured_setups
 from judgekit.gate.result import EXIT_CODES, worst
 from judgekit.inputs.policy import Policy
 from judgekit.judging.probes import probes_named
-from judgekit.judging.setup import JudgeSetup
 from judgekit.pipeline import Options
-from judgekit.report.model import Report
 from judgekit.watch.findings import changed_at, findings_of
 from judgekit.watch.robustness import probe as run_probes
 
@@ -92,7 +91,11 @@ def probe(
         options.policy = Policy.load(config)  # max_age: older answers are asked again
         options.changed_at = changed_at(findings_of(history, config))
         found = run_probes(
-            options, probes_named(list(probes or [])), max_flip, measured=measured(report)
+            options,
+            probes_named(list(probes or [])),
+            max_flip,
+            # the judges the report measured, read as the gate reads them (under a key, signed)
+            measured=measured_setups(report, options.policy.require_signed_evidence),
         )
     except JudgekitError as error:
         fail(error)
@@ -104,20 +107,6 @@ def probe(
         say("\n\n".join(r.text() for r in found))
     statuses = [r.status for r in found if r.status is not None]
     raise typer.Exit(EXIT_CODES[worst(statuses)] if statuses else 0)
-
-
-def measured(report: Path) -> dict[str, JudgeSetup]:
-    """The judge each criterion of the report at `report` measured (none when there is none)."""
-    found = Report.read_if_any(report)
-    out: dict[str, JudgeSetup] = {}
-    for c in found.criteria if found is not None else []:
-        try:
-            setup = c.judge.measured() if c.judge is not None else None
-        except ValueError:
-            setup = None  # not a setup: the criterion's judge is probed as it is defined
-        if setup is not None:
-            out[c.id] = setup
-    return out
 
 
 commands = group(app)

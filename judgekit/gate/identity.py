@@ -12,6 +12,7 @@ so that a comment-only edit changes nothing and a changed prompt, model or endpo
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from judgekit.errors import InputError
@@ -19,7 +20,15 @@ from judgekit.inputs.files import read_yaml
 from judgekit.inputs.pair import genuine_report
 from judgekit.judging import setup as judge_setup
 from judgekit.judging.setup import JudgeSetup, Source, endpoint_of
-from judgekit.report.reading import Line, ReportEntry, ReportFile, Untrusted
+from judgekit.report.reading import (
+    Line,
+    ReportEntry,
+    ReportFile,
+    Untrusted,
+    check_report,
+    parse_entry,
+    read_report,
+)
 from judgekit.secrets import public_url
 from judgekit.signing import KEY_VARIABLE, evidence_key
 from judgekit.version import version
@@ -27,7 +36,14 @@ from judgekit.version import version
 if TYPE_CHECKING:
     from judgekit.inputs.catalog import CriterionFile
 
-__all__ = ["JudgeSetup", "check_marks", "check_signature", "judge_changed", "recorded_setup"]
+__all__ = [
+    "JudgeSetup",
+    "check_marks",
+    "check_signature",
+    "judge_changed",
+    "measured_setups",
+    "recorded_setup",
+]
 
 
 def recorded_setup(entry: ReportEntry) -> JudgeSetup:
@@ -65,6 +81,32 @@ def recorded_setup(entry: ReportEntry) -> JudgeSetup:
             "setup holds"
         )
     return setup
+
+
+def measured_setups(report: Path, required: bool = False) -> dict[str, JudgeSetup]:
+    """The judge each criterion of a report measured, read as the gate reads it: the report's own
+    fields checked, each setup the one its fingerprint is the digest of and its stated fields
+    hold, and under an evidence key the report's signature genuine (`required`: the policy's
+    require_signed_evidence). What follows a calibrated judge without gating it (`probe`,
+    `label --next`) follows only these: a report that is not evidence gives none, an entry that
+    is not is left out."""
+    path = report / "report.json" if report.is_dir() else report
+    found = read_report(path)
+    if found is None:
+        return {}
+    try:
+        check_report(found.data)
+        check_signature(found, required)
+    except Untrusted:
+        return {}
+    out: dict[str, JudgeSetup] = {}
+    for data in found.criteria:
+        try:
+            entry = parse_entry(data, judgekit_version=found.judgekit_version)
+            out[entry.id] = recorded_setup(entry)
+        except Untrusted:
+            continue
+    return out
 
 
 def check_signature(found: ReportFile, required: bool) -> None:

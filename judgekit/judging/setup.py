@@ -138,6 +138,8 @@ class JudgeSetup:
             raise ValueError(f"the judge setup's trials is not from 1 to 100: {data['trials']!r}")
         if data["kind"] not in ("llm", "claims", "regex", "recorded"):
             raise ValueError(f"the judge setup's kind is not a judge's: {data['kind']!r}")
+        if data["via"] not in (None, "auto", "litellm"):
+            raise ValueError(f"the judge setup's via is not a transport: {data['via']!r}")
         return cls(**data)
 
     def differences(self, now: JudgeSetup) -> list[str]:
