@@ -97,7 +97,10 @@ class ContextFiles:
             )
         if not path.is_file():
             raise ContextProblem(
-                f"context file {name!r} does not exist (looked for {path}); add it or fix the name"
+                f"context file {name!r} is not a file ({path}); name a text file beside the set"
+                if path.exists()
+                else f"context file {name!r} does not exist (looked for {path}); add it or fix "
+                "the name"
             )
         with path.open("rb") as file:  # read to the bound only: a file grown since is refused
             data = file.read(MAX_BYTES + 1)
