@@ -409,3 +409,34 @@ def test_compare_adopt_and_an_edit_measured_on_test_are_looks(tmp_path, monkeypa
     # already: no second look.
     assert [(x.purpose, x.alpha) for x in looks] == [("calibrate", 0.025), ("compare", 0.0125)]
     assert len(looks[0].examples) == 100
+
+
+def test_the_current_judge_is_the_one_the_report_measured(tmp_path, monkeypatch):
+    """Calibrated with three trials and plain answers, the judge `improve` starts from (and every
+    candidate made from it) is asked so, not as the criterion file's defaults say: a candidate is
+    measured against the judge that was measured."""
+    from judgekit.inputs.criteria import with_trials
+    from judgekit.judging.build_setup import setup_of
+
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    _project(tmp_path)
+    criterion = load_criterion(tmp_path / "criteria" / "blocked.yaml")
+    calibrated = setup_of(
+        with_trials(criterion, 3), model="openai/judge", api_base=None, via="auto", structured=False
+    )
+    fake = _fake([WORSE])
+    improve(
+        _options(tmp_path),
+        "blocked",
+        Search(optimizer_model="openai/optimizer", shots=0),
+        tmp_path / "h.sqlite",
+        llm=fake,
+        calibrated=calibrated,
+    )
+    current = [
+        r for r in fake.requests if r.model == "openai/judge" and WORSE not in prompt_of(r.messages)
+    ]
+    # the current judge's three trials (candidates of other trial counts are tried beside it)
+    assert current and all(r.response_format is None for r in current)
+    assert {0, 1, 2} <= {r.trial for r in current}

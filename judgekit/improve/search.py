@@ -25,16 +25,17 @@ from judgekit.compare.candidates import Spec
 from judgekit.compare.run import Measured, Measurements, ajudge, load
 from judgekit.errors import InputError
 from judgekit.improve.proposals import Proposal, few_shot, optimizer_request, rewordings, settings
-from judgekit.inputs.criteria import LLMCriterion
+from judgekit.inputs.criteria import LLMCriterion, with_trials
 from judgekit.inputs.heldout import held_out, named_by_identity
 from judgekit.inputs.identity import identity
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.jobs import run_sync
+from judgekit.judging.setup import JudgeSetup
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm import open_llm
 from judgekit.llm.families import same_model
 from judgekit.llm.protocol import LLM, CallError
-from judgekit.pipeline import Options
+from judgekit.pipeline import Options, as_measured
 from judgekit.report.model import CriterionReport
 from judgekit.stats.acceptance import Acceptance, accept
 from judgekit.watch.alpha_budget import Budget
@@ -134,16 +135,23 @@ def _splits(
     return criterion, dev, test
 
 
-async def aimprove(
+async def aimprove(  # noqa: PLR0913  improve's own arguments, and the judge it starts from
     options: Options,
     criterion_id: str,
     search: Search,
     history: str | Path,
     llm: LLM | None = None,
     progress: Callable[[int, int], None] | None = None,
+    calibrated: JudgeSetup | None = None,
 ) -> Improvement:
-    """Search on dev, then (when something beat the current judge there) one look at test."""
+    """Search on dev, then (when something beat the current judge there) one look at test. The
+    current judge is the one a report measured (`calibrated`: its model, transport, structured
+    answers and trials, judgekit.pipeline.as_measured) while it is the criterion's, else the
+    criterion's."""
     criterion, dev, test = _splits(options, criterion_id)
+    options, _ = as_measured(options, criterion, calibrated)
+    # with_trials keeps the criterion's kind
+    criterion = cast(LLMCriterion, with_trials(criterion, options.trials))
     model = options.model or criterion.judge.model
     if not model:
         raise InputError.one(
@@ -230,15 +238,17 @@ async def aimprove(
     return out
 
 
-def improve(
+def improve(  # noqa: PLR0913  as aimprove
     options: Options,
     criterion_id: str,
     search: Search,
     history: str | Path,
     llm: LLM | None = None,
     progress: Callable[[int, int], None] | None = None,
+    calibrated: JudgeSetup | None = None,
 ) -> Improvement:
-    return run_sync(aimprove(options, criterion_id, search, history, llm, progress))
+    """`aimprove`, from code without an event loop of its own."""
+    return run_sync(aimprove(options, criterion_id, search, history, llm, progress, calibrated))
 
 
 def _passed(final: dict[str, Verdict], example_id: str) -> bool | None:
