@@ -52,6 +52,7 @@ def next_to_label(
     labelled = _labelled(req.sets, req.criterion_id)
     _check_out(req.out)
     replies = read_pool(req.pool)
+    policy = Policy.load(req.config)  # read once: the evidence rule and the thresholds
     found = Report.read_if_any(req.report)
     entry = found.criterion(criterion.id) if found else None
     if req.verdicts is not None:
@@ -62,8 +63,7 @@ def next_to_label(
     else:
         # The judge the report measured, while it is the criterion's: its strata are that judge's.
         # read as the gate reads it: a report that is not evidence is not followed
-        signed = Policy.load(req.config).require_signed_evidence
-        measured = measured_setups(req.report, signed).get(criterion.id)
+        measured = measured_setups(req.report, policy.require_signed_evidence).get(criterion.id)
         asked, _ = as_measured(Options(model=req.model, api_base=req.endpoint), criterion, measured)
         judged = with_trials(criterion, asked.trials)
         model = asked.model or (criterion.judge.model if isinstance(criterion, JUDGED) else None)
@@ -80,7 +80,7 @@ def next_to_label(
         )
         source = f"judged by {model}" if model else "checked by its pattern"
     have_pass = sum(e.label for e in labelled.examples)
-    t = Policy.load(req.config).for_criterion(criterion.id)
+    t = policy.for_criterion(criterion.id)
     rate, why = (
         (req.rate, "chosen with --for")
         if req.rate

@@ -107,8 +107,10 @@ class JudgeInfo(ReportPart):
     )
 
     def measured(self) -> JudgeSetup | None:
-        """The judge this report measured, as one setup (what `Judge` asks with); None in a
-        report of a judgekit before setups. A ValueError when the setup is not one."""
+        """The setup this entry states, as written: its types checked, nothing else (None in a
+        report of a judgekit before setups; a ValueError when it is not one). Not evidence: what
+        follows a calibrated judge reads it through judgekit.gate.identity.measured_setups, which
+        checks the fingerprint and, under a key, the signature."""
         return None if self.setup is None else JudgeSetup.from_json(self.setup)
 
     @property
