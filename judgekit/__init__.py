@@ -48,8 +48,6 @@ if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its
     from judgekit.judging.verdicts import Verdict as Verdict
     from judgekit.pipeline import (
         Options as Options,
-        acalibrate as acalibrate,
-        calibrate as calibrate,
         dry_run as dry_run,
     )
     from judgekit.report.model import Report as Report
@@ -58,10 +56,14 @@ if TYPE_CHECKING:  # what a type checker sees: the real names, so each keeps its
         pass_at_k as pass_at_k,
         pass_hat_k as pass_hat_k,
     )
+    from judgekit.watch.calibration import (
+        acalibrate as acalibrate,
+        calibrate as calibrate,
+    )
 
 _EXPORTS = {
-    "calibrate": "judgekit.pipeline",
-    "acalibrate": "judgekit.pipeline",
+    "calibrate": "judgekit.watch.calibration",
+    "acalibrate": "judgekit.watch.calibration",
     "dry_run": "judgekit.pipeline",
     "Options": "judgekit.pipeline",
     "load_inputs": "judgekit.inputs.project",

@@ -1,11 +1,12 @@
 """The calibration pipeline: criteria + sets -> verdicts (recorded, by code, or by a live judge)
--> metrics -> report. The CLI and the Python API both call `calibrate`.
+-> metrics -> report. The CLI's `calibrate` and the Python API's (`judgekit.calibrate`, which
+records the run in the history as the CLI does) both measure with `measure`.
 
 >>> from pathlib import Path
 >>> project = Path(__file__).resolve().parent.parent  # the repository's bundled criteria and sets
->>> report = calibrate(Options(criteria_dir=project / "criteria",
-...                            sets_dir=project / "calibration_sets",
-...                            criterion_ids=["no-email-address"]))
+>>> report = measure(Options(criteria_dir=project / "criteria",
+...                          sets_dir=project / "calibration_sets",
+...                          criterion_ids=["no-email-address"]))
 >>> report.criteria[0].n, report.criteria[0].metrics["tpr"]
 (40, 1.0)
 """
@@ -110,6 +111,12 @@ class Options:
     changed_at: dict[str, float] = field(default_factory=dict)
     # judge only this many frozen examples of each set (`judgekit recheck`)
     canary: int | None = None
+    # Where `judgekit.calibrate` records the run (`--history`): None is where the CLI finds it
+    # ($JUDGEKIT_HISTORY_URL, the settings' history_url, else .judgekit/history.sqlite).
+    history: str | Path | None = None
+    # False is `--no-history`: nothing is recorded, so a run on test-split examples is refused
+    # (a look at the test split that nothing would count; judgekit.inputs.heldout).
+    keep_history: bool = True
 
 
 def model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> str:
@@ -123,34 +130,35 @@ def model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> st
     return model
 
 
-def calibrate(
+def measure(
     options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
 ) -> Report:
-    """Calibrate every chosen criterion and return the report (nothing is written). Works inside a
-    running event loop too (a notebook, an async test); there, `await acalibrate(...)` is the
-    same."""
-    return run_sync(acalibrate(options, llm, progress))
+    """Measure every chosen criterion's judge and return the report. Records no look at the test
+    split and writes no history: `judgekit.calibrate` (judgekit.watch.calibration) and the
+    CLI do, around this. Works inside a running event loop too (a notebook, an async test);
+    there, `await ameasure(...)` is the same."""
+    return run_sync(ameasure(options, llm, progress))
 
 
-async def acalibrate(
+async def ameasure(
     options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
 ) -> Report:
-    """`calibrate`, awaited: for code that already runs an event loop."""
-    report, _ = await acalibrate_read(options, llm, progress)
+    """`measure`, awaited: for code that already runs an event loop."""
+    report, _ = await ameasure_read(options, llm, progress)
     return report
 
 
-def calibrate_read(
+def measure_read(
     options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
 ) -> tuple[Report, dict[str, CalibrationSet]]:
-    """`calibrate`, and the whole sets it read (the gate deciding on them next reads them once)."""
-    return run_sync(acalibrate_read(options, llm, progress))
+    """`measure`, and the whole sets it read (the gate deciding on them next reads them once)."""
+    return run_sync(ameasure_read(options, llm, progress))
 
 
-async def acalibrate_read(
+async def ameasure_read(
     options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
 ) -> tuple[Report, dict[str, CalibrationSet]]:
-    """`calibrate_read`, awaited."""
+    """`measure_read`, awaited."""
     started = datetime.now(UTC)  # when the inputs were read: a later calibration is a newer one
     # read once: judging (run_settings) and certifying use it
     policy = options.policy or Policy.load()
@@ -238,7 +246,7 @@ async def _escalations(
 
 
 def dry_run(options: Options, llm: LLM | None = None) -> list[Estimate]:
-    """What `calibrate(options)` would ask, per criterion, asking nothing and writing nothing: the
+    """What `measure(options)` would ask, per criterion, asking nothing and writing nothing: the
     calls to make, the answers cached, the prompt tokens, the cost at most
     (judgekit.judging.dry_run). The inputs are checked as `calibrate` checks them."""
     ready = _prepare(options, datetime.now(UTC))

@@ -100,7 +100,7 @@ def anyio_backend():
 def test_the_judge_fixture_in_async_tests(pytester, monkeypatch):
     """pytest-asyncio and anyio tests use the judge fixture: `await judge.acall(...)`, and
     `judge(...)` inside the running loop; their verdicts are tallied like any other."""
-    from judgekit.pipeline import Options, calibrate
+    from judgekit.pipeline import Options, measure
     from judgekit.testing import FakeServer, script
 
     root = pytester.path
@@ -115,7 +115,7 @@ def test_the_judge_fixture_in_async_tests(pytester, monkeypatch):
         "".join(json.dumps(r) + "\n" for r in rows)
     )
     with FakeServer(script({"reply-p": True, "reply-f": False})) as server:
-        report = calibrate(
+        report = measure(
             Options(
                 criteria_dir=root / "criteria",
                 sets_dir=root / "calibration_sets",

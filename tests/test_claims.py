@@ -12,7 +12,7 @@ from judgekit.cli import app
 from judgekit.errors import InputError
 from judgekit.judging.claims import read_checks, read_claims
 from judgekit.judging.verdicts import ClaimCheck, aggregate
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.report import Report, to_markdown
 from judgekit.testing import Claims, FakeLLM, FakeServer, Fault, block, script
 
@@ -87,7 +87,7 @@ def claims_project(project):
 
 
 def _run(project, llm=None, **options):
-    return calibrate(
+    return measure(
         Options(criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=None, **options),
         llm=llm or fake(),
     )
@@ -218,7 +218,7 @@ def test_a_custom_prompt_is_refused_for_claims(project):
 def test_through_the_fake_server_with_cache_resume_and_usage(claims_project, tmp_path):
     with FakeServer(answer) as server:
         options = dict(api_base=server.url, cache_dir=tmp_path / "cache")
-        first = calibrate(
+        first = measure(
             Options(
                 criteria_dir=claims_project.criteria,
                 sets_dir=claims_project.sets,
@@ -227,7 +227,7 @@ def test_through_the_fake_server_with_cache_resume_and_usage(claims_project, tmp
             )
         ).criteria[0]
         calls = server.requests
-        second = calibrate(
+        second = measure(
             Options(
                 criteria_dir=claims_project.criteria,
                 sets_dir=claims_project.sets,
@@ -529,7 +529,7 @@ def test_a_claims_check_faked_with_pass_fail_verdicts_exits_4_not_a_report_of_ab
             criteria_dir=claims_project.criteria, sets_dir=claims_project.sets, cache_dir=None
         )
         with pytest.raises(NoVerdicts, match=r"gave no verdict on any of its 5 examples"):
-            calibrate(options)
+            measure(options)
         done = CliRunner().invoke(app, ["calibrate", "-q", "--no-history"])
     assert done.exit_code == 4, done.output
     assert "answered, but gave no verdict on any of its 5 examples" in done.output
@@ -571,7 +571,7 @@ def test_claims_script_both_steps_of_a_claims_check_for_either_double(
         with FakeServer(script(SCRIPTED, default=False)) as server:
             monkeypatch.setenv("OPENAI_BASE_URL", server.url)
             monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-            report = calibrate(
+            report = measure(
                 Options(
                     criteria_dir=claims_project.criteria,
                     sets_dir=claims_project.sets,

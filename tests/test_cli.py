@@ -301,10 +301,10 @@ def test_json_output_for_scripts_and_no_colour_codes_when_piped(tmp_path):
 
 
 def test_report_to_frame(tmp_path):
-    from judgekit.pipeline import Options, calibrate
+    from judgekit.pipeline import Options, measure
 
     repo = Path(__file__).resolve().parent.parent
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=repo / "criteria",
             sets_dir=repo / "calibration_sets",

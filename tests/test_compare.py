@@ -17,7 +17,7 @@ from judgekit.compare.analysis import front, recommend
 from judgekit.compare.model import Candidate, Cost
 from judgekit.gate.decision import Gate
 from judgekit.inputs.text import normal_text
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -91,7 +91,7 @@ def test_llmbar_every_judge_setup_compared_in_one_command(shared_datasets, proje
         alone.write_text(
             "".join(json.dumps({"id": i, "passed": v}) + "\n" for i, v in verdicts[name].items())
         )
-        report = calibrate(
+        report = measure(
             Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=alone)
         )
         decision = Gate.from_project(project.criteria, project.sets).check(report).decisions[0]
@@ -730,7 +730,7 @@ def test_a_candidate_is_asked_what_calibrate_asks_of_the_criterion(project):
     )
     options = Options(criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=None)
     fake = FakeLLM.scripted({"reply-p": True}, default=False)
-    calibrate(options, llm=fake)
+    measure(options, llm=fake)
     assert [(r.model, r.logprobs) for r in fake.requests] == [("openai/gpt-4o", True)] * 8
     base = load_criterion(project.criteria / "says-blocked.yaml")
     specs = from_options(base, models=["openai/gpt-4o", "openai/gpt-4o-mini"])

@@ -15,7 +15,7 @@ from hypothesis import given, settings, strategies as st
 
 from judgekit.cli import app
 from judgekit.inputs.settings import DriftPolicy
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.watch.drift import compare, flip_excess, mcnemar_exact
 from judgekit.watch.history import History, HistoryRun, record_history
 
@@ -240,7 +240,7 @@ def test_llmbar_prompt_change_is_no_drift_and_a_model_swap_is_drift(
 
     def run(criterion, model, verdicts):
         project.criterion(criterion)
-        report = calibrate(
+        report = measure(
             Options(
                 criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts, model=model
             )
@@ -459,7 +459,7 @@ def test_drift_says_which_criteria_it_skipped(project, tmp_path):
     ):
         project.jsonl("says-blocked", records)
         record_history(
-            calibrate(
+            measure(
                 Options(
                     criteria_dir=project.criteria,
                     sets_dir=project.sets,
@@ -589,7 +589,7 @@ def test_ids_and_models_from_the_history_cannot_drive_the_terminal(project, tmp_
         FakeLLM.scripted({}, default=False),
     ):
         record_history(
-            calibrate(
+            measure(
                 Options(
                     criteria_dir=project.criteria,
                     sets_dir=project.sets,

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgekit.cli import app
-from judgekit.pipeline import Options, calibrate, dry_run
+from judgekit.pipeline import Options, dry_run, measure
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
 from tests.test_claims import EXAMPLES, SOURCE, answer
@@ -102,7 +102,7 @@ def test_the_token_estimate_is_close_to_what_the_provider_counts_and_the_cost_is
     with FakeServer(VERDICTS) as server:
         estimate = dry(server)["says-blocked"]
         unknown_price = estimate["cost_at_most"]
-        report = calibrate(
+        report = measure(
             Options(
                 criteria_dir=setup.criteria,
                 sets_dir=setup.sets,
@@ -149,7 +149,7 @@ def test_claims_count_extractions_and_say_the_verifications_depend_on_them(proje
             0,
             5,
         )
-        calibrate(options)
+        measure(options)
         asked = server.requests
         (after,) = dry_run(options)
         assert server.requests == asked

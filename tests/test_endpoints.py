@@ -16,7 +16,7 @@ from judgekit.inputs.criteria import load_criterion
 from judgekit.judging.judge import Judge
 from judgekit.judging.setup import JudgeSetup
 from judgekit.llm.retry import RetryPolicy
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -40,7 +40,7 @@ def run(project, **extra):
         retry=FAST,
         timeout_s=5,
     )
-    return calibrate(Options(**{**values, **extra})).criteria[0]
+    return measure(Options(**{**values, **extra})).criteria[0]
 
 
 def test_a_criterion_names_its_endpoint_and_the_command_line_overrides_it(setup):

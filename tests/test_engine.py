@@ -9,7 +9,7 @@ import pytest
 
 from judgekit.errors import ProviderAuthError, ProviderUnreachable
 from judgekit.llm.retry import RetryPolicy
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -51,7 +51,7 @@ def test_transient_faults_are_retried_to_the_right_verdict(setup, via, fault):
     with FakeServer(
         VERDICTS, fail_first={"reply-p1:": [fault], "reply-f2:": [fault, fault]}, retry_after=0.05
     ) as s:
-        report = calibrate(options(setup, s, via))
+        report = measure(options(setup, s, via))
     c, wrong = by_id(report)
     assert wrong == {} and c.abstained == 0
     assert (c.confusion.tp, c.confusion.tn) == (4, 4)
@@ -66,7 +66,7 @@ def test_transient_faults_are_retried_to_the_right_verdict(setup, via, fault):
 def test_bad_answers_abstain_and_are_never_counted(setup, via, fault, cause):
     # Bad twice: an unreadable answer is asked once more (retry.unreadable), a refusal never.
     with FakeServer(VERDICTS, fail_first={"reply-p1:": [fault] * 2, "reply-f1:": [fault] * 2}) as s:
-        report = calibrate(options(setup, s, via))
+        report = measure(options(setup, s, via))
     c, wrong = by_id(report)
     assert (
         c.abstained == 2
@@ -86,7 +86,7 @@ def test_exhausted_retries_end_as_abstention_and_the_run_goes_on(setup, via):
     with FakeServer(
         VERDICTS, fail_first={"reply-p0:": ["server_error"] * 10, "reply-f0:": ["hang"] * 10}
     ) as s:
-        report = calibrate(options(setup, s, via, timeout_s=0.3))
+        report = measure(options(setup, s, via, timeout_s=0.3))
     c, wrong = by_id(report)
     assert wrong["p0"].abstention == "error: server" and "500" in wrong["p0"].reason
     assert wrong["f0"].abstention == "error: timeout"
@@ -97,7 +97,7 @@ def test_exhausted_retries_end_as_abstention_and_the_run_goes_on(setup, via):
 
 def test_retry_after_is_honoured(setup):
     with FakeServer(VERDICTS, fail_first={"reply-p1:": ["rate_limit"]}, retry_after=0.6) as s:
-        calibrate(options(setup, s))
+        measure(options(setup, s))
     times = [t for t, prompt, _ in s.log if "reply-p1:" in prompt]
     assert len(times) == 2 and times[1] - times[0] >= 0.6
 
@@ -108,7 +108,7 @@ def test_provider_down_stops_early_with_one_message(setup, via):
     server.stop()  # nothing listens on that port now
     started = time.monotonic()
     with pytest.raises(ProviderUnreachable, match="could not be reached"):
-        calibrate(options(setup, server, via))
+        measure(options(setup, server, via))
     assert time.monotonic() - started < 10
 
 
@@ -119,7 +119,7 @@ def test_bad_key_stops_at_once(setup, via, monkeypatch):
         FakeServer(VERDICTS, faults={"auth": 1.0}) as s,
         pytest.raises(ProviderAuthError) as caught,
     ):
-        calibrate(options(setup, s, via))
+        measure(options(setup, s, via))
     assert s.requests <= 4  # one per call in flight, no retries
     assert "sentinel-0123456789abcdef" not in str(caught.value)
 
@@ -131,9 +131,9 @@ def test_cache_serves_a_rerun_and_stores_only_successes(setup):
         VERDICTS,
         fail_first={"reply-p2:": ["garbage"], "reply-f3:": ["server_error"] * FAST.attempts},
     ) as s:
-        first = calibrate(options(setup, s, retry=once))
+        first = measure(options(setup, s, retry=once))
         asked = s.requests
-        second = calibrate(options(setup, s, retry=once))
+        second = measure(options(setup, s, retry=once))
     # The garbage answer was a successful call (cached, still an abstention); the
     # failed call was not cached.
     assert first.criteria[0].abstained == 2
@@ -148,7 +148,7 @@ def test_cache_values_are_json_text_without_secrets(setup, monkeypatch):
     sentinel = "sk-sentinel-key-9f8e7d6c5b4a39281706"
     monkeypatch.setenv("OPENAI_API_KEY", sentinel)
     with FakeServer(VERDICTS, fail_first={"reply-p1:": ["server_error"] * 10}) as s:
-        report = calibrate(
+        report = measure(
             options(setup, s, api_base=s.url.replace("http://", f"http://user:{sentinel}@"))
         )
     report.write(setup.root / "out")
@@ -165,20 +165,20 @@ def test_cache_values_are_json_text_without_secrets(setup, monkeypatch):
 
 def test_changed_model_or_prompt_misses_the_cache(setup):
     with FakeServer(VERDICTS) as s:
-        calibrate(options(setup, s))
-        calibrate(options(setup, s, model="openai/other-judge"))
+        measure(options(setup, s))
+        measure(options(setup, s, model="openai/other-judge"))
         assert s.requests == 16
         setup.criterion(llm_criterion(pass_when="It says blocked."))
-        calibrate(options(setup, s))
+        measure(options(setup, s))
         assert s.requests == 24
-        calibrate(options(setup, s))
+        measure(options(setup, s))
         assert s.requests == 24
 
 
 def test_no_cache_asks_again(setup):
     with FakeServer(VERDICTS) as s:
-        calibrate(options(setup, s, cache_dir=None))
-        calibrate(options(setup, s, cache_dir=None))
+        measure(options(setup, s, cache_dir=None))
+        measure(options(setup, s, cache_dir=None))
     assert s.requests == 16 and not (setup.root / "cache").exists()
 
 
@@ -190,7 +190,7 @@ def test_trials_majority_and_self_consistency(setup):
         return next(flips) if "reply-p0:" in prompt else answer(prompt)
 
     with FakeServer(flaky) as s:
-        report = calibrate(options(setup, s, trials=3, concurrency=1))
+        report = measure(options(setup, s, trials=3, concurrency=1))
     c = report.criteria[0]
     assert s.requests == 24
     assert c.consistency.trials == 3 and c.consistency.unstable == ["p0"]
@@ -203,7 +203,7 @@ def test_trials_majority_and_self_consistency(setup):
 
 def test_usage_is_reported(setup):
     with FakeServer(VERDICTS, latency=0.02) as s:
-        report = calibrate(options(setup, s))
+        report = measure(options(setup, s))
     u = report.criteria[0].usage
     assert u.calls == 8 and u.cached == 0 and u.prompt_tokens > 100 and u.completion_tokens > 0
     assert 0.02 <= u.latency_p50_s <= u.latency_p95_s < 2
@@ -213,9 +213,9 @@ def test_usage_is_reported(setup):
 @pytest.mark.parametrize("via", ["auto", "litellm"])
 def test_structured_output_is_requested_and_dropped_where_unsupported(setup, via):
     with FakeServer(VERDICTS) as s:
-        calibrate(options(setup, s, via))
+        measure(options(setup, s, via))
     with FakeServer(VERDICTS, structured_output=False) as plain:
-        report = calibrate(options(setup, plain, via, cache_dir=None))
+        report = measure(options(setup, plain, via, cache_dir=None))
     c = report.criteria[0]
     if via == "auto":
         # Asked with a schema only until the first refusal came back (at most
@@ -230,7 +230,7 @@ def test_structured_output_is_requested_and_dropped_where_unsupported(setup, via
 
 def test_plain_answers_send_no_response_format(setup):
     with FakeServer(VERDICTS, structured_output=False) as s:
-        report = calibrate(options(setup, s, structured=False))
+        report = measure(options(setup, s, structured=False))
     assert s.stats["unsupported_response_format"] == 0 and report.criteria[0].abstained == 0
 
 
@@ -242,7 +242,7 @@ def test_provider_down_mid_run_and_back_loses_nothing(setup):
         done = {}
         run = threading.Thread(
             target=lambda: done.update(
-                report=calibrate(options(setup, s, retry=patient, concurrency=2))
+                report=measure(options(setup, s, retry=patient, concurrency=2))
             )
         )
         run.start()
@@ -260,7 +260,7 @@ def test_provider_down_mid_run_and_back_loses_nothing(setup):
 
 def test_exhausted_retries_say_how_many_attempts(setup):
     with FakeServer(VERDICTS, fail_first={"reply-p0:": ["server_error"] * 10}) as s:
-        report = calibrate(options(setup, s))
+        report = measure(options(setup, s))
     (d,) = [d for d in report.criteria[0].disagreements if d.id == "p0"]
     assert d.reason.endswith(f"(after {FAST.attempts} attempts)")
 
@@ -277,7 +277,7 @@ def test_a_run_where_every_call_failed_is_not_a_calibration(setup, tmp_path):
         with pytest.raises(
             CallsFailed, match=r"every call to the judge of criterion 'says-blocked'.*server 500"
         ):
-            calibrate(options(setup, server, cache_dir=None))
+            measure(options(setup, server, cache_dir=None))
         result = CliRunner().invoke(
             app,
             [
@@ -307,7 +307,7 @@ def test_cached_answers_keep_the_time_they_were_obtained(setup):
     from judgekit.llm.cache import CachedLLM
 
     with FakeServer(VERDICTS) as server:
-        first = calibrate(options(setup, server)).criteria[0]
+        first = measure(options(setup, server)).criteria[0]
         asked = server.requests
         # Age every cached answer by 40 days, as if it had been obtained then.
         store = CachedLLM(None, setup.root / "cache")._cache
@@ -316,11 +316,11 @@ def test_cached_answers_keep_the_time_they_were_obtained(setup):
             store[key] = json.dumps({**data, "obtained_at": data["obtained_at"] - 40 * 86400})
         store.close()
         lenient = Policy(defaults=Thresholds(max_age=None))
-        again = calibrate(options(setup, server, policy=lenient)).criteria[0]
+        again = measure(options(setup, server, policy=lenient)).criteria[0]
         assert server.requests == asked and again.usage.cached == 8  # served from the cache ...
         assert (first.evidence_at - again.evidence_at).days == 40  # ... and as old as its answers
         assert again.calibrated_at > first.calibrated_at
-        fresh = calibrate(options(setup, server)).criteria[0]  # the default policy: max_age 30d
+        fresh = measure(options(setup, server)).criteria[0]  # the default policy: max_age 30d
         assert server.requests == asked + 8 and fresh.evidence_at >= first.evidence_at
 
 
@@ -330,9 +330,9 @@ def test_answers_cached_through_one_transport_are_not_the_other_s(setup):
     passed a litellm judge that litellm had not answered). The default transport's keys stay as
     they were."""
     with FakeServer(VERDICTS) as s:
-        calibrate(options(setup, s))
+        measure(options(setup, s))
         asked = s.requests
-        calibrate(options(setup, s))
+        measure(options(setup, s))
         assert s.requests == asked  # the default transport's answers are served again
-        calibrate(options(setup, s, via="litellm"))
+        measure(options(setup, s, via="litellm"))
         assert s.requests == 2 * asked  # litellm was asked, not served the lean path's answers

@@ -16,7 +16,7 @@ import pytest
 from judgekit.inputs.criteria import LLMCriterion
 from judgekit.judging.judge import Judge
 from judgekit.llm.retry import RetryPolicy
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeLLM, FakeServer, Fault, script
 from tests.conftest import REPO, balanced, llm_criterion
 
@@ -66,7 +66,7 @@ def test_a_verdict_file_scripts_each_example_by_id_or_by_a_piece_of_its_reply(pr
             writer.writerows(ROWS)
     process, url = serve("--verdicts", str(path), "--verdict", "fail", cwd=project.root)
     try:
-        report = calibrate(
+        report = measure(
             Options(
                 criteria_dir=project.criteria,
                 sets_dir=project.sets,
@@ -150,7 +150,7 @@ def test_a_fault_in_a_python_script_for_the_server_and_the_in_process_fake(proje
         {"reply-p0": Fault("rate_limit"), "reply-p1": Fault("malformed_json"), "reply-f": False}
     )
     with FakeServer(verdicts, retry_after=0.01) as server:
-        c = calibrate(
+        c = measure(
             Options(
                 criteria_dir=project.criteria,
                 sets_dir=project.sets,

@@ -13,7 +13,7 @@ from judgekit.cli.ci import to_junit
 from judgekit.errors import InputError
 from judgekit.gate import Gate, JudgeNotCalibrated, require_calibrated
 from judgekit.inputs.policy import Policy, Thresholds
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 
 runner = CliRunner()
 
@@ -31,7 +31,7 @@ def make(project, n_pass, n_fail, verdict, criterion_id="c", **criterion):
     ]
     path = project.root / f"{criterion_id}.verdicts.jsonl"
     path.write_text("\n".join(lines) + "\n")
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=project.criteria,
             sets_dir=project.sets,
@@ -136,7 +136,7 @@ def test_changed_prompt_or_set_or_model_is_stale(project):
     assert (
         stale.status == "FAIL" and "recorded verdicts without --model" in stale.decisions[0].summary
     )
-    named = calibrate(
+    named = measure(
         Options(
             criteria_dir=project.criteria,
             sets_dir=project.sets,
@@ -178,7 +178,7 @@ def test_old_evidence_is_stale(project):
             for line in path.read_text().splitlines()
         )
     )
-    old = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
+    old = measure(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
     result = decide(project, old)
     assert result.status == "FAIL" and "older than max_age 30d" in result.decisions[0].summary
     assert "45 days old" in result.decisions[0].summary
@@ -221,7 +221,7 @@ def test_flip_rate_and_point_thresholds(project):
             for t in range(3)
         )
     )
-    flippy = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
+    flippy = measure(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
     assert flippy.criteria[0].consistency.flip_rate == 0.3
     assert "trials disagreed on 30%" in decide(project, flippy).decisions[0].summary
     constant = make(project, 40, 40, lambda i, label: True)
@@ -264,7 +264,7 @@ def test_cli_exit_codes_and_junit(project, tmp_path):
     make(project, 40, 40, good, criterion_id="good")
     make(project, 40, 40, lambda i, label: True, criterion_id="constant")
     # One report holding both criteria.
-    both = calibrate(
+    both = measure(
         Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=_merge(project))
     )
     both.write(project.root / ".judgekit" / "reports" / "latest")

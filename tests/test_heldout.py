@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,9 @@ import yaml
 from click.testing import CliRunner
 from hypothesis import given, settings, strategies as st
 
+import judgekit
 from judgekit.cli import app
+from judgekit.errors import InputError
 from judgekit.improve.search import Search, improve
 from judgekit.inputs.criteria import FewShot, LLMCriterion
 from judgekit.inputs.label_writer import write_label
@@ -317,8 +320,64 @@ def test_no_history_is_refused_when_the_run_includes_test_examples(project, monk
     with served(project, monkeypatch) as server:
         refused = invoke("calibrate", "-q", "--no-history")
         assert refused.exit_code == 2 and server.requests == 0
-        assert "40 test-split examples: with --no-history" in refused.output
+        assert "40 test-split examples: measuring criterion 'says-blocked'" in refused.output
+        assert "drop --no-history" in refused.output
         assert invoke("calibrate", "-q", "--no-history", "--split", "dev").exit_code == 0
+
+
+def _scripted() -> FakeLLM:
+    return FakeLLM.scripted({"reply-p": True}, default=False)
+
+
+def test_the_python_api_records_a_changed_judges_look_as_the_cli_does(project):
+    """`judgekit.calibrate` is the CLI's calibration: the run is kept in the project's history,
+    and an edited judge measured on the whole set spends a look (was: nothing recorded, so
+    "edit, calibrate" from a notebook tuned on the test split for free)."""
+    _split_project(project)
+    options = Options(criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=None)
+    judgekit.calibrate(options, llm=_scripted())
+    with History.open(".judgekit/history.sqlite") as db:
+        assert len(db.runs("says-blocked", "calibrate")) == 1
+        assert db.looks("says-blocked") == []  # the criterion's first judge: no change
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}, pass_when="edited"))
+    report = judgekit.calibrate(options, llm=_scripted())
+    assert report.criterion("says-blocked").n == 80
+    with History.open(".judgekit/history.sqlite") as db:
+        (look,) = db.looks("says-blocked")
+    assert look.purpose == "calibrate" and len(look.examples) == 40
+
+
+@pytest.mark.asyncio
+async def test_the_awaited_form_records_into_the_history_it_is_given(project, tmp_path):
+    _split_project(project)
+    named = tmp_path / "elsewhere" / "history.sqlite"
+    named.parent.mkdir()
+    options = Options(
+        criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=None, history=named
+    )
+    await judgekit.acalibrate(options, llm=_scripted())
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}, pass_when="edited"))
+    await judgekit.acalibrate(options, llm=_scripted())
+    with History.open(named) as db:
+        assert len(db.runs("says-blocked", "calibrate")) == 2 and len(db.looks("says-blocked")) == 1
+    assert not Path(".judgekit/history.sqlite").exists()
+
+
+def test_the_python_api_without_a_history_refuses_test_examples(project):
+    _split_project(project)
+    llm = _scripted()
+    options = Options(
+        criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=None, keep_history=False
+    )
+    with pytest.raises(InputError) as refused:
+        judgekit.calibrate(options, llm=llm)
+    assert llm.calls == 0  # refused before any judge is paid for
+    message = str(refused.value)
+    assert "40 test-split examples: measuring criterion 'says-blocked'" in message
+    assert "keep_history=True" in message and 'split="dev"' in message
+    dev = judgekit.calibrate(replace(options, split="dev"), llm=llm)
+    assert dev.criterion("says-blocked").n == 40 and llm.calls == 40
+    assert not Path(".judgekit/history.sqlite").exists()  # nothing kept, as asked
 
 
 # 4. compare --adopt

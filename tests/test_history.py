@@ -14,7 +14,7 @@ from conftest import balanced, llm_criterion
 
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeLLM
 from judgekit.watch.history import History, record_history
 from judgekit.watch.schema import APPLICATION_ID, MIGRATIONS
@@ -22,7 +22,7 @@ from judgekit.watch.store import SQLITE, Store
 
 
 def _report(project, llm=None, **options):
-    return calibrate(
+    return measure(
         Options(
             criteria_dir=project.criteria,
             sets_dir=project.sets,
@@ -114,7 +114,7 @@ def test_a_recorded_run_keeps_its_verdict_files_content_digest(project, tmp_path
                 )
             )
             digests.append(hashlib.sha256(verdicts.read_bytes()).hexdigest())
-            report = calibrate(
+            report = measure(
                 Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts)
             )
             assert report.criteria[0].inputs["verdicts"] == digests[-1]

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.errors import InputError
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeLLM
 from judgekit.watch.alpha_budget import Look
 from judgekit.watch.history import History, record_history
@@ -27,7 +27,7 @@ from tests.postgres_server import PASSWORD
 
 
 def _report(project, llm=None, **options):
-    return calibrate(
+    return measure(
         Options(
             criteria_dir=project.criteria,
             sets_dir=project.sets,

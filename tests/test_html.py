@@ -10,7 +10,7 @@ from pathlib import Path
 
 from judgekit.cli.html import to_html, write_html
 from judgekit.gate import Gate
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeLLM
 from judgekit.watch.history import History, record_history
 from tests.conftest import balanced, llm_criterion
@@ -47,7 +47,7 @@ def _project(project, tmp_path):
     history = tmp_path / "history.sqlite"
     for _ in range(2):
         report = record_history(
-            calibrate(
+            measure(
                 Options(
                     criteria_dir=project.criteria,
                     sets_dir=project.sets,

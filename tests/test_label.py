@@ -156,13 +156,13 @@ def test_buttons_label_by_mouse_and_touch_as_the_named_annotator(inbox, browser)
 def test_review_fixes_a_label_in_the_calibration_set(project, browser):
     from selenium.webdriver.common.by import By
 
-    from judgekit.pipeline import Options, calibrate
+    from judgekit.pipeline import Options, measure
     from judgekit.testing import FakeLLM
     from tests.conftest import balanced, llm_criterion
 
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(3, 3))
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),

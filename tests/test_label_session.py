@@ -18,7 +18,7 @@ from judgekit.cli.label_page import labelling, page_judge, review, serve
 from judgekit.errors import InputError
 from judgekit.inputs.label_writer import write_label
 from judgekit.inputs.sets import load_set
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeLLM, FakeServer, script
 from tests.conftest import balanced, llm_criterion
 from tests.test_label import _wait
@@ -112,7 +112,7 @@ def _annotated_project(project):
         {"id": "m2", "output": "reply-m2: blocked", "labels": {"ana": True, "ben": True}},
     ]
     project.jsonl("says-blocked", records)
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),
@@ -274,7 +274,7 @@ def test_the_page_says_why_no_judge_ran(project, tmp_path, browser):
         and "no calibration report for this criterion; run `judgekit calibrate`" in uncalibrated
     )
     # a judge that passes everything
-    calibrate(
+    measure(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),

@@ -3,7 +3,7 @@
 import pytest
 
 from judgekit.errors import ModelUnavailable
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from tests.conftest import REPO
 
 
@@ -22,11 +22,11 @@ def test_local_judge_answers_every_example_under_the_grammar(project, local_mode
         model=local_model,
         cache_dir=project.root / "cache",
     )
-    c = calibrate(options).criteria[0]
+    c = measure(options).criteria[0]
     assert c.n == 6 and c.abstained == 0, "the grammar must force a parseable answer"
     assert c.judge.model == "local/smollm2" and c.usage.calls == 6
     assert c.usage.prompt_tokens > 6 * 100 and c.usage.completion_tokens > 6 * 5
-    again = calibrate(options).criteria[0]
+    again = measure(options).criteria[0]
     assert again.usage.cached == 6 and again.confusion == c.confusion
 
 
@@ -34,7 +34,7 @@ def test_missing_gguf_stops_the_run_with_the_fix(project):
     project.criterion({"id": "c", "question": "ok?"})
     project.jsonl("c", [{"id": "a", "output": "x", "passed": True}])
     with pytest.raises(ModelUnavailable, match=r"local/nowhere.gguf.*cannot be run here"):
-        calibrate(
+        measure(
             Options(
                 criteria_dir=project.criteria,
                 sets_dir=project.sets,

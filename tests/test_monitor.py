@@ -201,7 +201,7 @@ def test_unreadable_rows_are_named_by_line_and_field(tmp_path):
 
 
 def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
-    from judgekit.pipeline import Options, calibrate
+    from judgekit.pipeline import Options, measure
 
     # A judge that fails 3 of 33 known-good replies and passes no known-bad one: rates get
     # corrected upward (the gate, on point estimates here, passes it: a report corrects only what
@@ -215,7 +215,7 @@ def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
     )
     from judgekit.testing import FakeLLM
 
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),
@@ -274,7 +274,7 @@ def test_cli_json_exit_code_corrected_rate_and_plot(tmp_path, project):
 
 def test_a_report_the_gate_blocks_corrects_nothing_and_says_why(tmp_path, project):
     """Corrected 1.00 while the raw rate fell from 0.91 to 0.79: a stale report must not correct."""
-    from judgekit.pipeline import Options, calibrate
+    from judgekit.pipeline import Options, measure
     from judgekit.testing import FakeLLM
 
     project.criterion({"id": "card", "question": "Blocked?"})
@@ -283,7 +283,7 @@ def test_a_report_the_gate_blocks_corrects_nothing_and_says_why(tmp_path, projec
         [{"id": f"g{i}", "output": f"reply-p{i}", "passed": True} for i in range(60)]
         + [{"id": f"b{i}", "output": f"reply-f{i}", "passed": False} for i in range(60)],
     )
-    calibrate(
+    measure(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),

@@ -18,7 +18,7 @@ import pytest
 from pydantic import ValidationError
 
 from judgekit.judging.recorded import RecordedVerdict
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.report.model import READ_FROM_FILE, Report
 from judgekit.report.reading import ReportEntry, Untrusted, _line, check_report, parse_entry
 from judgekit.testing import FakeLLM
@@ -103,7 +103,7 @@ def report_data(tmp_path_factory) -> dict[str, Any]:
     (root / "calibration_sets" / "says-blocked.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in balanced(4, 4))
     )
-    report = calibrate(
+    report = measure(
         Options(criteria_dir=root / "criteria", sets_dir=root / "calibration_sets", cache_dir=None),
         llm=FakeLLM.scripted({"reply-p": True}, default=False),
     )

@@ -6,7 +6,7 @@ import json
 import pytest
 import yaml
 
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 
 SAMPLE_TESTS = """
 import pytest
@@ -66,7 +66,7 @@ def sample(pytester):
             for r in card
         )
     )
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=root / "criteria", sets_dir=root / "calibration_sets", verdicts=verdicts
         )
@@ -147,7 +147,7 @@ def test_summary_shows_raw_and_corrected_pass_rates(pytester, monkeypatch):
     )
     (root / "judgekit.yaml").write_text("gate:\n  min_tpr: 0.7\n  min_tnr: 0.7\n")
     with FakeServer(script({"reply-p": True, "reply-f": False})) as server:
-        report = calibrate(
+        report = measure(
             Options(
                 criteria_dir=root / "criteria",
                 sets_dir=root / "calibration_sets",
@@ -340,7 +340,7 @@ def test_the_judge_fixture_never_stands_in_for_another_tools_judge(pytester):
             for r in rows
         )
     )
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=root / "criteria",
             sets_dir=root / "calibration_sets",

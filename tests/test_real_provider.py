@@ -7,14 +7,14 @@ import os
 
 import pytest
 
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from tests.conftest import REPO
 
 
 @pytest.mark.real_provider
 def test_real_judge_calibrates_a_bundled_criterion(tmp_path):
     model = os.environ.get("JUDGEKIT_REAL_MODEL", "openai/gpt-4o-mini")
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=REPO / "criteria",
             sets_dir=REPO / "calibration_sets",

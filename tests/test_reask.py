@@ -17,7 +17,7 @@ from judgekit.judging.setup import JudgeSetup
 from judgekit.llm.cache import CachedLLM, cache_key
 from judgekit.llm.protocol import Completion, Request
 from judgekit.llm.retry import RetryPolicy
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import GARBAGE_TEXT, MALFORMED_TEXT, REFUSAL_TEXT, FakeLLM, FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -55,7 +55,7 @@ def asked(server, example):
 @pytest.mark.parametrize("fault", ["garbage", "malformed_json"])
 def test_an_unreadable_answer_is_asked_again_and_counted(setup, fault, via):
     with FakeServer(VERDICTS, fail_first={"reply-p1:": [fault], "reply-f1:": [fault, fault]}) as s:
-        report = calibrate(options(setup, s, via=via))
+        report = measure(options(setup, s, via=via))
     c = report.criteria[0]
     # p1: a glitch, asked again, decided right; f1: unreadable twice, an abstention keeping
     # the last answer.
@@ -72,7 +72,7 @@ def test_an_unreadable_answer_is_asked_again_and_counted(setup, fault, via):
 
 def test_how_often_is_the_policy_s_or_the_criterion_s(setup):
     with FakeServer(VERDICTS, fail_first={"reply-p1:": ["garbage", "garbage"]}) as s:
-        twice = calibrate(
+        twice = measure(
             options(setup, s, retry=replace(FAST, unreadable=2), cache_dir=None)
         ).criteria[0]
         assert (
@@ -82,7 +82,7 @@ def test_how_often_is_the_policy_s_or_the_criterion_s(setup):
         )
     setup.criterion(llm_criterion(judge={"reask_unreadable": 0}))  # the criterion's setting wins
     with FakeServer(VERDICTS, fail_first={"reply-p1:": ["garbage"]}) as s:
-        never = calibrate(
+        never = measure(
             options(setup, s, retry=replace(FAST, unreadable=2), cache_dir=None)
         ).criteria[0]
         assert asked(s, "p1") == ["garbage"] and never.abstained == 1 and never.usage.reasked == 0
@@ -95,21 +95,21 @@ def test_a_reask_is_not_served_from_the_cache_and_replaces_only_with_a_readable_
 
     with FakeServer(VERDICTS, fail_first={"reply-p2:": ["garbage"]}) as s:
         # the garbage answer is cached
-        calibrate(options(setup, s, retry=replace(FAST, unreadable=0)))
+        measure(options(setup, s, retry=replace(FAST, unreadable=0)))
         assert GARBAGE_TEXT in stored() and s.requests == 8
         s.fail_first["reply-p2:"] = ["malformed_json"]
-        still = calibrate(options(setup, s)).criteria[0]
+        still = measure(options(setup, s)).criteria[0]
         # The cached garbage was asked again (the one request); the unreadable re-ask did
         # not replace it.
         assert asked(s, "p2") == ["garbage", "malformed_json"] and s.requests == 9
         assert still.abstained == 1 and still.disagreements[0].raw == MALFORMED_TEXT
         assert (still.usage.calls, still.usage.cached, still.usage.reasked) == (1, 8, 1)
         assert GARBAGE_TEXT in stored() and MALFORMED_TEXT not in stored()
-        fixed = calibrate(options(setup, s)).criteria[0]
+        fixed = measure(options(setup, s)).criteria[0]
         assert s.requests == 10 and fixed.abstained == 0 and fixed.outcomes["p2"] == (True, True)
         # replaced in place: the same key
         assert GARBAGE_TEXT not in stored() and len(stored()) == 8
-        again = calibrate(options(setup, s)).criteria[0]
+        again = measure(options(setup, s)).criteria[0]
         assert s.requests == 10 and (
             again.usage.calls,
             again.usage.cached,

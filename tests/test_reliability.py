@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from judgekit.errors import InputError
 from judgekit.gate import Gate
 from judgekit.llm.retry import RetryPolicy
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -60,7 +60,7 @@ def test_every_fault_mode_ends_each_example_in_a_verdict_or_an_explained_abstent
 ):
     seed = sum(map(ord, fault)) + int(rate * 100)
     with FakeServer(VERDICTS, faults={fault: rate}, seed=seed, retry_after=0.02) as server:
-        report = calibrate(
+        report = measure(
             Options(
                 criteria_dir=forty.criteria,
                 sets_dir=forty.sets,
@@ -119,7 +119,7 @@ def test_every_fault_mode_ends_each_example_in_a_verdict_or_an_explained_abstent
 
 def _calibrate_into(args: tuple[str, str, str, str]) -> dict:
     criteria, sets, url, cache = args
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=Path(criteria),
             sets_dir=Path(sets),
@@ -235,11 +235,11 @@ def test_nothing_read_back_is_unpickled(forty, monkeypatch):
             api_base=server.url,
             cache_dir=forty.root / "cache",
         )
-        calibrate(options)
+        measure(options)
         monkeypatch.setattr(pickle, "loads", refuse)
         monkeypatch.setattr(pickle, "load", refuse)
 
-        again = calibrate(options)  # every answer from the cache
+        again = measure(options)  # every answer from the cache
     assert again.criteria[0].usage.cached == N
 
 
@@ -481,7 +481,7 @@ def test_a_script_in_a_reply_stays_text_in_the_markdown_report(project):
             else json.dumps({"reasoning": "no", "passed": False})
         )
     )
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),
@@ -498,7 +498,7 @@ def test_the_model_string_is_escaped_in_the_markdown_report(project):
 
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(2, 2))
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=project.criteria,
             sets_dir=project.sets,

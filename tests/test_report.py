@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.report import Report
 from tests.conftest import REPO
 
@@ -78,7 +78,7 @@ def test_concurrent_partial_runs_into_one_folder_keep_both_criteria(project):
 def test_an_older_calibration_never_replaces_a_newer_one(project):
     _regex_project(project, ["a"], n=6)
     options = Options(criteria_dir=project.criteria, sets_dir=project.sets)
-    older = calibrate(options)  # read the set first ...
+    older = measure(options)  # read the set first ...
     project.jsonl(
         "a",
         [
@@ -86,7 +86,7 @@ def test_an_older_calibration_never_replaces_a_newer_one(project):
             for i in range(9)
         ],
     )
-    newer = calibrate(options)  # ... then the set changed and was calibrated again
+    newer = measure(options)  # ... then the set changed and was calibrated again
     out = project.root / "out"
     newer.write(out)
     older.write(out, merge=True)  # the slower, older run finishes last
@@ -120,7 +120,7 @@ def test_the_human_ceiling_says_on_how_many_examples(project, annotated, too_few
     from judgekit.testing import FakeLLM
 
     _annotated_project(project, annotated)
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),
@@ -151,7 +151,7 @@ def test_report_md_shows_each_disagreement_beside_its_example(project):
         ],
     )
     # passes everything: f0 is a disagreement
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),
@@ -176,7 +176,7 @@ def test_examples_frame_has_one_row_per_example_fresh_and_read_back(project):
             {"id": "f1", "output": "reply-f1", "passed": False, "split": "test"},
         ],
     )
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=project.criteria,
             sets_dir=project.sets,
@@ -228,7 +228,7 @@ FOUR = ("ana", "ben", "eve", "ida")
 def _calibrated(project):
     from judgekit.testing import FakeLLM
 
-    return calibrate(
+    return measure(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, model="openai/j", cache_dir=None
         ),

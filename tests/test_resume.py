@@ -8,7 +8,7 @@ import time
 import diskcache
 import pytest
 
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -61,7 +61,7 @@ def test_interrupted_run_resumes_without_repeating_calls(project, sig):
         cached = len(diskcache.Cache(str(project.root / "cache")))
         first = len(server.log)  # counted on arrival, so calls in flight at the kill are included
         assert 10 <= cached <= first < N
-        report = calibrate(
+        report = measure(
             Options(
                 criteria_dir=project.criteria,
                 sets_dir=project.sets,

@@ -13,7 +13,7 @@ from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.policy import Policy
 from judgekit.judging.judge import Judge
 from judgekit.llm.retry import RetryPolicy
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.report import Report
 from judgekit.secrets import public_url
 from judgekit.testing import FakeServer, script
@@ -101,7 +101,7 @@ def test_judge_fixture_asks_as_calibration_did(setup, monkeypatch):
     with FakeServer(VERDICTS) as server:
         # the environment names the calibrated endpoint
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        report = calibrate(
+        report = measure(
             Options(
                 criteria_dir=setup.criteria,
                 sets_dir=setup.sets,
@@ -159,7 +159,7 @@ def test_every_request_refused_stops_the_run(setup, via):
         FakeServer(VERDICTS, faults={"bad_request": 1.0}) as server,
         pytest.raises(ProviderRejects, match="refused every request"),
     ):
-        calibrate(
+        measure(
             Options(
                 criteria_dir=setup.criteria,
                 sets_dir=setup.sets,
@@ -235,7 +235,7 @@ def test_second_review_fixes(setup, tmp_path):
     assert broken.exit_code == 2 and "verdicts.jsonl:line 1" in broken.output
     # Credentials in --api-base never reach the message of an unreachable provider.
     with pytest.raises(ProviderUnreachable) as caught:
-        calibrate(
+        measure(
             Options(
                 criteria_dir=setup.criteria,
                 sets_dir=setup.sets,
@@ -270,7 +270,7 @@ def test_verdicts_with_a_split(setup):
     verdicts.write_text(
         "".join(json.dumps({"id": r["id"], "passed": r["passed"]}) + "\n" for r in balanced(25, 25))
     )
-    c = calibrate(
+    c = measure(
         Options(criteria_dir=setup.criteria, sets_dir=setup.sets, verdicts=verdicts, split="dev")
     ).criteria[0]
     assert c.n == 25 and c.split == "dev"

@@ -12,7 +12,7 @@ import numpy  # noqa: F401  (loaded before pytester snapshots sys.modules: numpy
 import pytest
 import yaml
 
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeServer, script
 from judgekit.testing.scripts import REFUSAL_TEXT
 
@@ -67,7 +67,7 @@ def _project(pytester, model=JUDGE_MODEL, server=None):
     (root / "calibration_sets" / "card.jsonl").write_text(
         "".join(json.dumps(r) + "\n" for r in rows)
     )
-    report = calibrate(
+    report = measure(
         Options(
             criteria_dir=root / "criteria",
             sets_dir=root / "calibration_sets",

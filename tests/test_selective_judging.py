@@ -23,7 +23,7 @@ from judgekit.gate import Gate, calibrated_judge
 from judgekit.inputs.files import read_source
 from judgekit.inputs.policy import Policy
 from judgekit.judging.review import queue_path
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.report import Report
 from judgekit.testing import FakeLLM, FakeServer, Sure, script
 
@@ -216,7 +216,7 @@ def test_trials_give_the_confidence_and_regex_criteria_are_gated_as_before(tmp_p
         return json.dumps({"reasoning": "r", "passed": label != wrong.get(calls[n], False)})
 
     fake = FakeLLM(answer)
-    report = calibrate(Options(policy=Policy.load()), llm=fake)
+    report = measure(Options(policy=Policy.load()), llm=fake)
     assert fake.requests and not any(r.logprobs for r in fake.requests)  # trials are the confidence
     s = report.criterion("blocked").selective
     assert s.confidence == "trials" and s.stages[0].threshold == 1.0 and s.stages[0].covered == 80
@@ -429,7 +429,7 @@ def test_a_judge_that_never_fails_is_not_certified_by_agreement_alone(
     (tmp_path / "pyproject.toml").write_text(POLICY)
     # log-probabilities, as a selective judge asks
     fake = FakeLLM.scripted(answers, default=Sure(True, 0.97))
-    report = calibrate(Options(policy=Policy.load(), cache_dir=None), llm=fake)
+    report = measure(Options(policy=Policy.load(), cache_dir=None), llm=fake)
     assert all(r.logprobs for r in fake.requests)
     report.write(Path(".judgekit/reports/latest"))
     decision = Gate.from_project().check_path(".judgekit/reports/latest").decision("c")

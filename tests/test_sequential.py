@@ -9,7 +9,7 @@ import pytest
 
 from judgekit.gate import Gate
 from judgekit.inputs.policy import Thresholds
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.stats.metrics import wilson
 from judgekit.stats.sequential import settle
 from judgekit.testing import FakeLLM
@@ -109,7 +109,7 @@ def options(project, **extra):
 
 def test_a_good_judge_passes_early_and_the_gate_agrees(big):
     judge = FakeLLM.scripted({"reply-p": True, "reply-f": False})
-    report = calibrate(options(big), llm=judge)
+    report = measure(options(big), llm=judge)
     c = report.criteria[0]
     assert c.early_stop.decision == "PASS" and c.early_stop.judged < 400
     assert c.early_stop.calls_saved == 400 - c.early_stop.judged == 400 - judge.calls
@@ -125,7 +125,7 @@ def test_a_constant_judge_fails_once_no_verdict_left_could_save_it(big):
     """Passing everything, TNR is 0 of the known-bad judged so far: once about 52 of the 200 are
     judged, even 148 right ones would leave TNR's 95% upper bound below 0.80."""
     judge = FakeLLM.scripted({}, default=True)
-    c = calibrate(options(big), llm=judge).criteria[0]
+    c = measure(options(big), llm=judge).criteria[0]
     assert c.early_stop.decision == "FAIL" and judge.calls == c.early_stop.judged < 150
     assert min(c.confusion.tp, c.confusion.fp) >= 20  # min_examples of each class judged first
     fails = c.confusion.fp
@@ -138,7 +138,7 @@ def test_order_is_seeded(big):
         judge = FakeLLM.scripted(
             {"reply-p1": False, "reply-p2": False, "reply-f3": True, "reply-p": True}, default=False
         )
-        c = calibrate(options(big, seed=seed), llm=judge).criteria[0]
+        c = measure(options(big, seed=seed), llm=judge).criteria[0]
         return c.early_stop, [r.id for r in c.verdicts]
 
     assert run(1) == run(1)
@@ -150,7 +150,7 @@ def test_settled_too_late_is_still_reported(big):
     rng = np.random.default_rng(0)
     wrong = {f"reply-f{i}:" for i in range(200) if rng.random() < 0.2}
     judge = FakeLLM.scripted({**{w: True for w in wrong}, "reply-p": True}, default=False)
-    c = calibrate(options(big), llm=judge).criteria[0]
+    c = measure(options(big), llm=judge).criteria[0]
     assert (
         c.early_stop.decision is None
         and c.early_stop.judged == 400
@@ -162,7 +162,7 @@ def test_an_early_stop_is_derived_again_from_the_files(big, tmp_path):
     """Read back from disk, a stopped run passes the gate: its verdicts are the first examples of
     its seeded order, and the gate's own thresholds stop there."""
     judge = FakeLLM.scripted({"reply-p": True, "reply-f": False})
-    report = calibrate(options(big), llm=judge)
+    report = measure(options(big), llm=judge)
     stop = report.criteria[0].early_stop
     assert stop.judged < 400 and (stop.seed, stop.batch) == (0, 10)
     report.write(tmp_path / "r")
@@ -177,11 +177,11 @@ def _forged_stop(project, tmp_path, **stop):
     whole = project.jsonl("says-blocked", balanced(40, 40))
     wrong = {f"reply-f{i}:": True for i in range(20)}
     judge = FakeLLM.scripted({**wrong, "reply-p": True}, default=False)
-    honest = calibrate(options(project, stop_early=False), llm=judge)
+    honest = measure(options(project, stop_early=False), llm=judge)
     honest.write(tmp_path / "honest")
     right = [r for r in balanced(40, 40) if r["id"] not in {f"f{i}" for i in range(20)}]
     project.jsonl("says-blocked", right)
-    calibrate(options(project, stop_early=False), llm=judge).write(tmp_path / "forged")
+    measure(options(project, stop_early=False), llm=judge).write(tmp_path / "forged")
     whole.write_text("".join(json.dumps(r) + "\n" for r in balanced(40, 40)))
     path = tmp_path / "forged" / "report.json"
     data = json.loads(path.read_text())

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from judgekit.inputs.text import normal_text
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.stats.metrics import pairwise_kappa
 
 
@@ -52,7 +52,7 @@ def test_wice_claim_level_figures(shared_datasets, tmp_path, model, f1, accuracy
         "question": "Is the claim fully supported by the source?",
         "inputs": ["context", "output"],
     }
-    report = calibrate(_write_project(tmp_path, criterion, examples, verdicts))
+    report = measure(_write_project(tmp_path, criterion, examples, verdicts))
     c = report.criteria[0]
     assert c.n == 100 and c.abstained == 0
     assert round(100 * c.metrics["f1"], 1) == f1
@@ -96,7 +96,7 @@ def test_pandalm_annotators(shared_datasets, tmp_path):
         {"id": i, "passed": None if r == "garbage" else r == "1"} for i, r in judged.items()
     ]
     criterion = {"id": "first-response-better", "question": "Is response 1 better than response 2?"}
-    c = calibrate(_write_project(tmp_path, criterion, examples, verdicts)).criteria[0]
+    c = measure(_write_project(tmp_path, criterion, examples, verdicts)).criteria[0]
     # About a tenth of the 999 items repeat an earlier item's instruction and responses (word for
     # word but for case and spacing, with the same majority label): one example each, counted
     # once, as the earlier one.

@@ -18,7 +18,7 @@ from judgekit.inputs.sets import load_set
 from judgekit.judging.matching import match_file
 from judgekit.judging.recorded import RecordedVerdict, iter_recorded
 from judgekit.judging.verdict_log import VerdictLog
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.report.model import ById, CriterionReport
 from judgekit.secrets import redact_known_lines
 from tests.conftest import balanced, llm_criterion
@@ -93,7 +93,7 @@ def test_a_report_holds_the_engines_verdicts_and_makes_each_record_as_it_is_read
             for e in balanced(20, 20)
         )
     )
-    report = calibrate(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
+    report = measure(Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=path))
     gc.collect()
     # none held, by the report or else
     assert not [o for o in gc.get_objects() if isinstance(o, RecordedVerdict)]

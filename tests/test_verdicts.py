@@ -5,7 +5,7 @@ import pytest
 
 from judgekit.errors import InputError
 from judgekit.judging.recorded import RecordedVerdict
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from tests.conftest import balanced, llm_criterion
 
 
@@ -17,7 +17,7 @@ def setup(project):
 
 
 def run(project, verdicts_path, **extra):
-    return calibrate(
+    return measure(
         Options(
             criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts_path, **extra
         )

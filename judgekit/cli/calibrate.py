@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -32,23 +32,23 @@ from judgekit.cli.options import (
     typer_app,
 )
 from judgekit.cli.terminal import render_estimates, render_table, terminal_progress
-from judgekit.errors import InputError, JudgekitError, Problem
+from judgekit.errors import InputError, JudgekitError
 from judgekit.gate.decision import Gate
 from judgekit.gate.label_budget import plan as make_plan
 from judgekit.inputs.catalog import criterion_files, unknown_criteria
 from judgekit.inputs.criteria import criterion_schema
 from judgekit.inputs.files import write_atomic
-from judgekit.inputs.heldout import in_test_split
 from judgekit.inputs.label_reader import LabelledSet, labels_of
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import Example
 from judgekit.judging.recorded import load_recorded
-from judgekit.pipeline import Options, calibrate_read, copies_said, dry_run
+from judgekit.pipeline import Options, copies_said, dry_run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
-from judgekit.watch.findings import changed_at, read_findings
-from judgekit.watch.history import History, HistoryRun, record_history
+from judgekit.watch.calibration import calibrate_read
+from judgekit.watch.findings import read_findings
+from judgekit.watch.history import History, HistoryRun
 from judgekit.watch.store import locate
 
 app = typer_app()
@@ -192,37 +192,6 @@ def _show_dry_run(options: Options, config: Path | None, as_json: bool) -> None:
     )
 
 
-def _replaced(out: Path) -> Report | None:
-    """The report this run replaces, when it can be read (a damaged one is simply replaced)."""
-    try:
-        return Report.read_if_any(out)
-    except InputError:
-        return None
-
-
-def _unrecorded_look(options: Options) -> None:
-    """`--no-history` may not measure a judge on test examples: that run would show the test
-    split's figures with no look recorded (judgekit.inputs.heldout), so an edited judge could be
-    tuned on them for free."""
-    criteria, sets = load_inputs(
-        options.criteria_dir, options.sets_dir, options.criterion_ids, options.split
-    )
-    judged = {c.id for c in criteria}  # a pattern tuned on test figures is tuned too
-    problems = [
-        Problem(
-            str(s.path),
-            "split",
-            f"{len(tests)} test-split examples: with --no-history, measuring criterion "
-            f"{cid!r}'s judge on them would be a look at the test split that nothing records; "
-            "keep the history (drop --no-history), or calibrate the dev split (--split dev)",
-        )
-        for cid, s in sorted(sets.items())
-        if cid in judged and (tests := in_test_split(s.examples))
-    ]
-    if problems:
-        raise InputError(problems)
-
-
 def _judged(
     options: Options,
     out: Path,
@@ -240,53 +209,25 @@ def _judged(
             if (out / "verdicts.jsonl").is_file():
                 load_recorded(out / "verdicts.jsonl")
         located = locate(history, config)
-        # A damaged, read-only or foreign history stops the run before any judge is paid for.
-        if not no_history:
-            History.open(located).close()
-        else:
-            _unrecorded_look(options)
-        # The thresholds early stopping settles against, and max_age.
-        options.policy = Policy.load(config)
-        if options.verdicts is not None:
-            options.recorded_times = recorded_times(out, None if no_history else located)
-        # A recheck found a judge changed: its older cached answers are not evidence any more.
-        findings = {} if no_history else read_findings(located)
-        options.changed_at = changed_at(findings)
-        before = _replaced(out)  # its judges: a changed one is a look, new history or not
+        options.history, options.keep_history = located, not no_history
         fresh, read = calibrate_read(
-            options, progress=None if quiet else terminal_progress("judging")
+            options,
+            progress=None if quiet else terminal_progress("judging"),
+            config=config,
+            replaces=out,
+            fix="keep the history (drop --no-history), or calibrate the dev split (--split dev)",
         )
-        if not no_history:
-            fresh = record_history(fresh, located, before=before)
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(options.criterion_ids))
         labels = {cid: labels_of(s) for cid, s in read.items() if s.digest is not None}
-        _write_page(report, out, options, config, None if no_history else located, labels, findings)
+        kept = None if no_history else located
+        findings = {} if kept is None else read_findings(kept)
+        _write_page(report, out, options, config, kept, labels, findings)
     except JudgekitError as error:
         fail(error)
     except KeyboardInterrupt:
         interrupted(options.cache_dir is not None)
     return fresh, report
-
-
-def recorded_times(out: Path, history: str | Path | None) -> dict[str, float]:
-    """When each verdict file (by digest) was first calibrated, by the report in `out` and the
-    history: what recorded verdicts without a time of their own count their age from."""
-    first: dict[str, float] = {}
-
-    def seen(digest: str | None, at: datetime | None) -> None:
-        if digest and at is not None:
-            at = at if at.tzinfo else at.replace(tzinfo=UTC)
-            first[digest] = min(first.get(digest, at.timestamp()), at.timestamp())
-
-    report = Report.read_if_any(out / "report.json")
-    for c in report.criteria if report is not None else []:
-        seen((c.inputs or {}).get("verdicts"), c.evidence_at)
-    if history is not None:
-        with History.open(history) as db:
-            for run in db.runs(purpose="calibrate"):
-                seen(run.verdicts_sha, run.created_at)
-    return first
 
 
 def _write_page(

@@ -17,15 +17,18 @@ too, so rewording a field the judge never reads does not make an example fresh.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, LLMCriterion
 from judgekit.inputs.identity import ExampleLike, any_identity, identifier, identity
+
+if TYPE_CHECKING:  # the sets' module checks leakage with this one
+    from judgekit.inputs.sets import CalibrationSet
 
 E = TypeVar("E", bound=ExampleLike)
 
@@ -37,6 +40,7 @@ __all__ = [
     "shot_identities",
     "in_test_split",
     "named_by_identity",
+    "unrecorded_looks",
 ]
 
 
@@ -96,6 +100,23 @@ class TestSplit:
 def in_test_split(examples: Iterable[E]) -> list[E]:
     """The examples of the test split."""
     return [e for e in examples if e.split == "test"]
+
+
+def unrecorded_looks(sets: Mapping[str, CalibrationSet], fix: str) -> list[Problem]:
+    """A run that records nothing may not measure a judge on test-split examples: it would show
+    the split's figures with no look counted, so an edited judge could be tuned on them for free.
+    One problem per criterion whose set holds test examples; `fix` says how to record the run
+    where it was asked for (a flag, an option)."""
+    return [
+        Problem(
+            str(s.path),
+            "split",
+            f"{len(tests)} test-split examples: measuring criterion {cid!r}'s judge on them "
+            f"without a history is a look at the test split that nothing records; {fix}",
+        )
+        for cid, s in sorted(sets.items())
+        if (tests := in_test_split(s.examples))
+    ]
 
 
 def named_by_identity(criterion: Criterion, examples: Iterable[ExampleLike]) -> TestSplit:

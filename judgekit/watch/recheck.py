@@ -27,7 +27,7 @@ from judgekit.inputs.settings import DriftPolicy
 from judgekit.judging.jobs import endpoint_named
 from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.llm.transports import check_endpoint
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.secrets import public_url
 from judgekit.watch.canary import canary_size, canary_words
 from judgekit.watch.drift import Drift, compare
@@ -123,7 +123,7 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
             notes.append(f"{cid}: {canary_words(chosen, *rates, alpha, flips)}")
         # The judge measured, asked again: its model, trials, transport and structured answers
         # from its setup, its endpoint the one named now (with its credentials).
-        fresh = calibrate(
+        fresh = measure(
             Options(
                 criteria_dir=criteria_dir,
                 sets_dir=sets_dir,

@@ -1,0 +1,148 @@
+"""`judgekit.calibrate`: a calibration recorded in the project's history, from Python as from the
+shell (`judgekit calibrate` runs the same function).
+
+A run that measures a judge on test-split examples is a look at the test split, whatever asked
+for it: it is recorded (a changed judge's look spends the split's budget,
+judgekit.watch.alpha_budget), or, with no history kept, refused (judgekit.inputs.heldout). The run
+also reads what the history knows: a recheck's finding that a judge changed (its older cached
+answers are asked again) and when a verdict file was first calibrated.
+
+>>> import inspect
+>>> list(inspect.signature(calibrate).parameters)
+['options', 'llm', 'progress']
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from judgekit.errors import InputError
+from judgekit.inputs.heldout import unrecorded_looks
+from judgekit.inputs.policy import Policy
+from judgekit.inputs.project import load_inputs
+from judgekit.inputs.sets import CalibrationSet
+from judgekit.judging.jobs import run_sync
+from judgekit.llm.protocol import LLM
+from judgekit.pipeline import Options, ameasure_read
+from judgekit.report.model import Report
+from judgekit.watch.findings import changed_at, read_findings
+from judgekit.watch.history import History, record_history
+from judgekit.watch.store import locate
+
+Progress = Callable[[int, int], None]
+
+# How a Python caller records the run it asked for; the CLI names its flags instead.
+PYTHON_FIX = (
+    "keep a history (Options(keep_history=True), the default, or Options(history=...)), or "
+    'calibrate the dev split (Options(split="dev"))'
+)
+
+
+def calibrate(options: Options, llm: LLM | None = None, progress: Progress | None = None) -> Report:
+    """Calibrate every chosen criterion, record the run in the history (`options.history`, else
+    where `judgekit calibrate` finds it) and return the report; no report file is written. Works
+    inside a running event loop too (a notebook, an async test); there, `await acalibrate(...)`
+    is the same. Refused (InputError) when `options.keep_history` is False and a chosen set holds
+    test-split examples."""
+    return run_sync(acalibrate(options, llm, progress))
+
+
+async def acalibrate(
+    options: Options, llm: LLM | None = None, progress: Progress | None = None
+) -> Report:
+    """`calibrate`, awaited: for code that already runs an event loop."""
+    report, _ = await acalibrate_read(options, llm, progress)
+    return report
+
+
+def calibrate_read(  # noqa: PLR0913  the CLI's places, each named at the call
+    options: Options,
+    llm: LLM | None = None,
+    progress: Progress | None = None,
+    *,
+    config: Path | None = None,
+    replaces: Path | None = None,
+    fix: str = PYTHON_FIX,
+) -> tuple[Report, dict[str, CalibrationSet]]:
+    """`calibrate`, and the whole sets it read (the gate deciding on them next reads them once).
+    `config`: the settings file the history and the policy are found by; `replaces`: the folder
+    of the report this run replaces (its judges tell a changed one even in a new history, and its
+    times when a verdict file was first calibrated); `fix`: how the caller records a refused run."""
+    return run_sync(
+        acalibrate_read(options, llm, progress, config=config, replaces=replaces, fix=fix)
+    )
+
+
+async def acalibrate_read(  # noqa: PLR0913  as calibrate_read
+    options: Options,
+    llm: LLM | None = None,
+    progress: Progress | None = None,
+    *,
+    config: Path | None = None,
+    replaces: Path | None = None,
+    fix: str = PYTHON_FIX,
+) -> tuple[Report, dict[str, CalibrationSet]]:
+    """`calibrate_read`, awaited."""
+    options = replace(options, policy=options.policy or Policy.load(config))
+    before = _replaced(replaces)
+    if not options.keep_history:
+        refuse_unrecorded_look(options, fix)
+        if options.verdicts is not None:
+            options = replace(options, recorded_times=recorded_times(before, None))
+        return await ameasure_read(options, llm, progress)
+    located = locate(options.history, config)
+    # A damaged, read-only or foreign history stops the run before any judge is paid for.
+    History.open(located).close()
+    if options.verdicts is not None:
+        options = replace(options, recorded_times=recorded_times(before, located))
+    # A recheck found a judge changed: its older cached answers are not evidence any more.
+    found = changed_at(read_findings(located))
+    options = replace(options, changed_at={**found, **options.changed_at})
+    fresh, read = await ameasure_read(options, llm, progress)
+    fresh = await asyncio.to_thread(record_history, fresh, located, before=before)
+    return fresh, read
+
+
+def refuse_unrecorded_look(options: Options, fix: str = PYTHON_FIX) -> None:
+    """A run that keeps no history may not measure a judge on test examples
+    (judgekit.inputs.heldout): InputError, one problem per set, each naming `fix`."""
+    criteria, sets = load_inputs(
+        options.criteria_dir, options.sets_dir, options.criterion_ids, options.split
+    )
+    judged = {c.id for c in criteria}  # a pattern tuned on test figures is tuned too
+    problems = unrecorded_looks({cid: s for cid, s in sets.items() if cid in judged}, fix)
+    if problems:
+        raise InputError(problems)
+
+
+def recorded_times(before: Report | None, history: str | Path | None) -> dict[str, float]:
+    """When each verdict file (by digest) was first calibrated, by the report the run replaces
+    and the history: what recorded verdicts without a time of their own count their age from."""
+    first: dict[str, float] = {}
+
+    def seen(digest: str | None, at: datetime | None) -> None:
+        if digest and at is not None:
+            at = at if at.tzinfo else at.replace(tzinfo=UTC)
+            first[digest] = min(first.get(digest, at.timestamp()), at.timestamp())
+
+    for c in before.criteria if before is not None else []:
+        seen((c.inputs or {}).get("verdicts"), c.evidence_at)
+    if history is not None:
+        with History.open(history) as db:
+            for run in db.runs(purpose="calibrate"):
+                seen(run.verdicts_sha, run.created_at)
+    return first
+
+
+def _replaced(out: Path | None) -> Report | None:
+    """The report a run replaces, when it can be read (a damaged one is simply replaced)."""
+    if out is None:
+        return None
+    try:
+        return Report.read_if_any(out)
+    except InputError:
+        return None
