@@ -91,14 +91,14 @@ def wice(
 
 
 def wice_recorded(folder: Path) -> Any:
-    from judgekit.pipeline import calibrate
+    from judgekit.pipeline import measure
 
     examples, supported = wice()
     verdicts = [
         {"id": e["id"], "claims": [{"claim": e["output"], "supported": supported[e["id"]]}]}
         for e in examples
     ]
-    return calibrate(write_project(folder, CLAIMS_CRITERION, examples, verdicts)).criteria[0]
+    return measure(write_project(folder, CLAIMS_CRITERION, examples, verdicts)).criteria[0]
 
 
 def wice_answer(examples: list[dict], supported: dict[str, bool]):
@@ -118,13 +118,13 @@ def wice_answer(examples: list[dict], supported: dict[str, bool]):
 
 
 def wice_live(folder: Path) -> tuple[Any, int]:
-    from judgekit.pipeline import Options, calibrate
+    from judgekit.pipeline import Options, measure
     from judgekit.testing import FakeServer
 
     examples, supported = wice()
     options = write_project(folder, CLAIMS_CRITERION, examples, [])
     with FakeServer(wice_answer(examples, supported)) as server:
-        report = calibrate(
+        report = measure(
             Options(
                 criteria_dir=options.criteria_dir,
                 sets_dir=options.sets_dir,
@@ -194,7 +194,7 @@ def detector_verdict(name: str, value: Any) -> bool | None:
 
 
 def faithbench_detectors(folder: Path, names: Iterable[str]) -> dict[str, Any]:
-    from judgekit.pipeline import calibrate
+    from judgekit.pipeline import measure
 
     samples = faithbench_samples()
     examples = [
@@ -207,7 +207,7 @@ def faithbench_detectors(folder: Path, names: Iterable[str]) -> dict[str, Any]:
             {"id": s["id"], "passed": detector_verdict(name, s["detectors"].get(name))}
             for s in samples
         ]
-        out[name] = calibrate(
+        out[name] = measure(
             write_project(folder / name, CLAIMS_CRITERION, examples, verdicts)
         ).criteria[0]
     return out
@@ -274,7 +274,7 @@ def conflicting(examples: list[dict]) -> set[tuple[str, str]]:
 
 def faithbench_extractors(folder: Path) -> dict[str, Any]:
     """Per extractor and rule: judgekit's report of the strict rule on the recorded claims."""
-    from judgekit.pipeline import calibrate
+    from judgekit.pipeline import measure
 
     sentences, extracted = faithbench_sentences()
     articles = faithbench_articles()
@@ -311,7 +311,7 @@ def faithbench_extractors(folder: Path) -> dict[str, Any]:
         ]
         for rule in ("fail", "pass"):
             criterion = {**CLAIMS_CRITERION, "no_claims": rule}
-            out[name, rule] = calibrate(
+            out[name, rule] = measure(
                 write_project(folder / f"{name}-{rule}", criterion, examples, verdicts)
             ).criteria[0]
     return out

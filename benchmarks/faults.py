@@ -19,7 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 from judgekit.llm.retry import RetryPolicy
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 from judgekit.testing import FakeServer, script
 
 MODES = [
@@ -68,7 +68,7 @@ def main() -> None:
                     seed=7,
                     retry_after=0.02,
                 ) as server:
-                    c = calibrate(
+                    c = measure(
                         Options(
                             criteria_dir=root / "criteria",
                             sets_dir=root / "sets",

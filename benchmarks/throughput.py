@@ -66,9 +66,9 @@ import json, sys, time
 from pathlib import Path
 n, c, url, via = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
 project, cache = Path(sys.argv[5]), sys.argv[6]
-from judgekit.pipeline import Options, calibrate
+from judgekit.pipeline import Options, measure
 t = time.perf_counter()
-report = calibrate(Options(criteria_dir=project / "criteria", sets_dir=project / "calibration_sets",
+report = measure(Options(criteria_dir=project / "criteria", sets_dir=project / "calibration_sets",
                            model="openai/bench", api_base=url, concurrency=c, via=via,
                            cache_dir=None if cache == "-" else Path(cache)))
 c0 = report.criteria[0]
@@ -189,7 +189,7 @@ def main() -> None:
             fill = run(JUDGEKIT, str(args.cached_n), "64", url, "auto", str(big), cache)
             again = run(JUDGEKIT, str(args.cached_n), "64", url, "auto", str(big), cache)
             print(
-                f"cached re-run of {args.cached_n}: fill {fill['wall_s']:.1f}s; re-run calibrate() "
+                f"cached re-run of {args.cached_n}: fill {fill['wall_s']:.1f}s; re-run measure() "
                 f"{again['calibrate_s']:.2f}s, whole process {again['wall_s']:.2f}s, "
                 f"{again['cached']} from cache",
                 flush=True,
