@@ -220,6 +220,7 @@ def _judged(
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(options.criterion_ids))
         labels = {cid: labels_of(s) for cid, s in read.items() if s.digest is not None}
+        del read  # the examples themselves: the page's gate needs only their labels
         kept = None if no_history else located
         findings = {} if kept is None else read_findings(kept)
         _write_page(report, out, options, config, kept, labels, findings)
