@@ -6,6 +6,7 @@ found, through the command line or the plain API with fakes."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -345,6 +346,39 @@ def test_the_python_api_records_a_changed_judges_look_as_the_cli_does(project):
     with History.open(".judgekit/history.sqlite") as db:
         (look,) = db.looks("says-blocked")
     assert look.purpose == "calibrate" and len(look.examples) == 40
+
+
+def test_the_python_api_counts_a_change_against_the_report_on_disk_in_a_new_history(project):
+    """A new history file is no fresh start from Python either: the report where `judgekit
+    calibrate` writes it is of another judge, so measuring the edited one is a look."""
+    _split_project(project)
+    options = Options(criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=None)
+    judgekit.calibrate(options, llm=_scripted()).write(Path(".judgekit/reports/latest"))
+    Path(".judgekit/history.sqlite").unlink()
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}, pass_when="edited"))
+    judgekit.calibrate(options, llm=_scripted())
+    with History.open(".judgekit/history.sqlite") as db:
+        (look,) = db.looks("says-blocked")
+    assert look.purpose == "calibrate" and len(look.examples) == 40
+
+
+def test_a_time_the_caller_gives_does_not_undo_a_rechecks_finding(project, monkeypatch):
+    """The history found the judge changed: its cached answers are asked again, whatever older
+    time `Options.changed_at` says (the later of the two counts)."""
+    _split_project(project)
+    options = Options(
+        criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=Path("cache"), split="dev"
+    )
+    with served(project, monkeypatch) as server:
+        judgekit.calibrate(options)
+        time.sleep(0.01)
+        later = judgekit.calibrate(options)  # started after every answer was obtained
+        assert server.requests == 40  # the second run read the cache
+        with History.open(".judgekit/history.sqlite") as db:  # a recheck found it changed
+            (run,) = db.record(later, "recheck")
+            db.found_drift(run)
+        judgekit.calibrate(replace(options, changed_at={"says-blocked": 0.0}))
+    assert server.requests == 80  # every cached answer predates the finding: asked again
 
 
 @pytest.mark.asyncio

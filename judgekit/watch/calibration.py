@@ -42,6 +42,11 @@ PYTHON_FIX = (
 )
 
 
+# Where `judgekit calibrate` writes its report: the Python API writes none, but reads the one
+# there, whose judges tell a changed one even in a new history.
+REPORT = Path(".judgekit/reports/latest")
+
+
 def calibrate(options: Options, llm: LLM | None = None, progress: Progress | None = None) -> Report:
     """Calibrate every chosen criterion, record the run in the history (`options.history`, else
     where `judgekit calibrate` finds it) and return the report; no report file is written. Works
@@ -55,7 +60,7 @@ async def acalibrate(
     options: Options, llm: LLM | None = None, progress: Progress | None = None
 ) -> Report:
     """`calibrate`, awaited: for code that already runs an event loop."""
-    report, _ = await acalibrate_read(options, llm, progress)
+    report, _ = await acalibrate_read(options, llm, progress, replaces=REPORT)
     return report
 
 
@@ -92,19 +97,30 @@ async def acalibrate_read(  # noqa: PLR0913  as calibrate_read
     if not options.keep_history:
         refuse_unrecorded_look(options, fix)
         if options.verdicts is not None:
-            options = replace(options, recorded_times=recorded_times(before, None))
+            options = _older(options, recorded_times(before, None))
         return await ameasure_read(options, llm, progress)
     located = locate(options.history, config)
     # A damaged, read-only or foreign history stops the run before any judge is paid for.
     History.open(located).close()
     if options.verdicts is not None:
-        options = replace(options, recorded_times=recorded_times(before, located))
-    # A recheck found a judge changed: its older cached answers are not evidence any more.
+        options = _older(options, recorded_times(before, located))
+    # A recheck found a judge changed: its older cached answers are not evidence any more (the
+    # later of that and any time the caller gave).
     found = changed_at(read_findings(located))
-    options = replace(options, changed_at={**found, **options.changed_at})
+    given = options.changed_at
+    later = {c: max(t, given.get(c, t)) for c, t in found.items()}
+    options = replace(options, changed_at={**given, **later})
     fresh, read = await ameasure_read(options, llm, progress)
     fresh = await asyncio.to_thread(record_history, fresh, located, before=before)
     return fresh, read
+
+
+def _older(options: Options, first: dict[str, float]) -> Options:
+    """`options` with each verdict file first calibrated at the earlier of what the report and
+    the history say and what the caller gave: a verdict file is never younger than either."""
+    given = options.recorded_times
+    earlier = {d: min(t, given.get(d, t)) for d, t in first.items()}
+    return replace(options, recorded_times={**given, **earlier})
 
 
 def refuse_unrecorded_look(options: Options, fix: str = PYTHON_FIX) -> None:
