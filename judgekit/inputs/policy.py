@@ -48,13 +48,16 @@ class Selective:
     `min_agreement` of its verdicts with probability at least 1 - `delta`, and escalates the rest.
     The gate passes it when that threshold covers at least `min_coverage` of the examples (the
     lower bound of its 95% interval, with use_lower_bound); `min_covered` is the fewest covered
-    examples the search starts from (benchmarks/README.md: a larger start is less fragile).
+    examples a tested threshold covers (benchmarks/README.md: a larger start is less fragile);
+    `procedure` is how the threshold is searched for: `both` (fixed sequence from the top and in
+    a held-apart order, each at delta / 2) or `fixed-sequence` (from the top alone, at delta).
     """
 
     min_agreement: float = 0.9
     delta: float = 0.1
     min_coverage: float = 0.5
     min_covered: int = 1
+    procedure: str = "both"
 
     @classmethod
     def parse(cls, data: Any, source: str, where: str) -> tuple[Selective | None, list[Problem]]:
@@ -71,12 +74,13 @@ class Selective:
             "delta": _open_share,
             "min_coverage": _share(0),
             "min_covered": _count,
+            "procedure": _procedure,
         }
         problems = [
             Problem(
                 source,
                 f"{where}.{key}",
-                "unknown key; use min_agreement, delta, min_coverage or min_covered",
+                "unknown key; use min_agreement, delta, min_coverage, min_covered or procedure",
             )
             for key in data
             if key not in rules
@@ -94,8 +98,17 @@ class Selective:
             delta=float(data.get("delta", default.delta)),
             min_coverage=float(data.get("min_coverage", default.min_coverage)),
             min_covered=data.get("min_covered", default.min_covered),
+            procedure=data.get("procedure", default.procedure),
         )
         return given, []
+
+
+# judgekit.stats.selective.PROCEDURES (a sibling layer: each names them; a test holds them equal)
+PROCEDURES = ("both", "fixed-sequence")
+
+
+def _procedure(value: Any) -> str | None:
+    return None if value in PROCEDURES else f"must be one of {', '.join(PROCEDURES)}"
 
 
 def _open_share(value: Any) -> str | None:

@@ -58,7 +58,13 @@ def certificate(
             return None
         given.append(([v.passed for v in final], confidences(final)))
     return certify_cascade(
-        labels, given, selective.min_agreement, selective.delta, selective.min_covered
+        labels,
+        given,
+        selective.min_agreement,
+        selective.delta,
+        selective.min_covered,
+        [v.example_id for v in stages[0]] if stages else None,
+        selective.procedure,
     )
 
 

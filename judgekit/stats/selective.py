@@ -5,16 +5,18 @@ A judge gives each verdict a confidence (higher = surer): the share of its trial
 with their majority (`confidence_from_trials`), or the probability of its answer token
 (`confidence_from_logprob`). `certify` chooses, on labelled examples, the lowest threshold whose
 verdicts agree with the labels on at least `min_agreement` of them with probability at least
-1 - `delta` (Jung et al. 2024, "Trust or Escalate", fixed-sequence testing); verdicts below it are
-escalated. An abstention is never covered. `benchmarks/selective.py` measures, by simulation,
-how often the agreement realised on fresh examples at the chosen threshold reaches the target.
+1 - `delta` (fixed-sequence testing from the top, as Jung et al. 2024, "Trust or Escalate", and in
+an order a held-apart share of the examples gives, as Learn-then-Test; each at delta / 2);
+verdicts below it are escalated. An abstention is never covered. `benchmarks/selective.py`
+measures, by simulation, how often the agreement realised on fresh examples at the chosen
+threshold reaches the target, and the coverage against the best an oracle could certify.
 
 >>> labels = [True] * 30 + [False] * 30
 >>> verdicts = labels[:25] + [False] * 5 + labels[30:55] + [True] * 5  # wrong on the 10 least sure
 >>> confidences = [0.9] * 25 + [0.6] * 5 + [0.9] * 25 + [0.6] * 5
 >>> c = certify(labels, verdicts, confidences, min_agreement=0.9, delta=0.1)
->>> c.threshold, c.covered, c.agreement, round(c.agreement_lower, 3)
-(0.9, 50, 1.0, 0.955)
+>>> c.threshold, c.covered, c.agreement, round(c.agreement_lower, 3)  # the bound at delta / 2
+(0.9, 50, 1.0, 0.942)
 >>> print(c.words())  # doctest: +NORMALIZE_WHITESPACE
 agrees with people on ≥ 90% of the verdicts it gives (certified at 90%; of them, TPR 1.00 on 25
 known-good, TNR 1.00 on 25 known-bad), gives verdicts on 83% [72%, 91%] of examples
@@ -22,9 +24,10 @@ known-good, TNR 1.00 on 25 known-bad), gives verdicts on 83% [72%, 91%] of examp
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from judgekit.stats.metrics import NAN, wilson
@@ -164,16 +167,66 @@ def lower_bound(agreeing: int, covered: int, delta: float) -> float:
     return 0.0 if agreeing <= 0 else float(beta.ppf(delta, agreeing, covered - agreeing + 1))
 
 
-def certify(
+# How `certify` searches: both procedures below, each at half the risk (the default), or the
+# fixed sequence alone at the whole risk.
+PROCEDURES = ("both", "fixed-sequence")
+# The share of examples that rank the thresholds for the held-apart procedure; the rest test them.
+RANKING_SHARE = 0.3
+
+
+def certify(  # noqa: PLR0913  the statistic's own parameters, each named at the call
     labels: Sequence[bool],
     verdicts: Sequence[bool | None],
     confidences: Sequence[float],
     min_agreement: float = 0.9,
     delta: float = 0.1,
     min_covered: int = 1,
+    keys: Sequence[str] | None = None,
+    procedure: str = "both",
 ) -> Certified:
     """The lowest confidence threshold whose verdicts agree with the labels on at least
     `min_agreement` of them with probability at least 1 - `delta`, and the figures at it.
+
+    Two searches, each at risk delta / 2, and the lower threshold either certifies (Bonferroni
+    over the two: the chance that either certifies a threshold that falls short is at most
+    delta); with `procedure="fixed-sequence"`, the first alone at risk delta:
+
+    - **Fixed sequence from the top** (`fixed_sequence`): the thresholds tested from the highest
+      confidence down, stopping at the first that fails. Best where agreement falls as
+      confidence falls; one failure high up stops it, and a judge least accurate at its highest
+      confidence certifies nothing.
+    - **Fixed sequence in a held-apart order** (`held_apart`, Learn-then-Test): a share of the
+      examples (`RANKING_SHARE`, chosen by a hash of each example's key, so neither the set's
+      order nor a seed decides) ranks the thresholds by the p-value it predicts for the others;
+      the others test them in that order, stopping at the first failure. Near the best threshold
+      whatever the shape, at the price of testing on fewer examples.
+
+    `keys` names each example (its id): which examples rank and which test. Without them, their
+    places do. `benchmarks/selective.py` measures validity and coverage against the best single
+    threshold an oracle would test.
+    """
+    if procedure not in PROCEDURES:
+        raise ValueError(f"procedure={procedure!r}: use one of {', '.join(PROCEDURES)}")
+    _check(min_agreement, delta, min_covered)
+    arrays = _arrays(labels, verdicts, confidences)
+    if procedure == "fixed-sequence":
+        return fixed_sequence(arrays, min_agreement, delta, min_covered)
+    if keys is not None and len(keys) != len(labels):
+        raise ValueError(f"{len(labels)} labels and {len(keys)} keys: give one key per example")
+    top = fixed_sequence(arrays, min_agreement, delta / 2, min_covered)
+    ranked = held_apart(arrays, min_agreement, delta / 2, min_covered, keys)
+    found = min(
+        (c for c in (top, ranked) if c.threshold is not None),
+        key=lambda c: c.threshold if c.threshold is not None else math.inf,
+        default=top,
+    )
+    return replace(found, delta=delta, tested=top.tested + ranked.tested)
+
+
+def fixed_sequence(
+    arrays: tuple[Any, ...], min_agreement: float, delta: float, min_covered: int
+) -> Certified:
+    """Fixed-sequence testing from the top (Jung et al. 2024, "Trust or Escalate").
 
     The candidate thresholds are the distinct confidences of the examples with a verdict, tested
     from the highest down. At a threshold t the covered examples are those with a verdict and a
@@ -189,10 +242,9 @@ def certify(
     must reject the first such threshold in the order (every threshold down to it is tested and
     rejected on the way), and that one test, on its own, errs with probability at most delta. So
     the chance of certifying any threshold that falls short is at most delta, with no division
-    of delta between the tests (fixed-sequence testing; Bauer 1991, used by Jung et al. 2024).
-    The price is that one unlucky failure high up stops the search. The candidates are the
+    of delta between the tests (fixed-sequence testing; Bauer 1991). The candidates are the
     confidences observed, not a grid fixed in advance, so the argument holds given the
-    confidences; `benchmarks/selective.py` checks the agreement realised on fresh examples.
+    confidences.
 
     The thresholds at the top cover few examples, and one covering fewer than
     `fewest_to_certify(min_agreement, delta)` (22 at 0.9 and 0.1) cannot be rejected even if
@@ -203,9 +255,7 @@ def certify(
     """
     import numpy as np
 
-    _check(min_agreement, delta, min_covered)
-    label, decided, verdict, confidence = _arrays(labels, verdicts, confidences)
-    n = len(label)
+    label, decided, verdict, confidence = arrays
     order = np.argsort(-confidence[decided], kind="stable")
     sure = confidence[decided][order]
     agree = (verdict == label)[decided][order]
@@ -227,6 +277,96 @@ def certify(
         tested = min(passed + 1, len(candidates))
         found = int(candidates[passed - 1]) if passed else -1
     if found < 0:
+        return _at(arrays, None, NAN, tested, min_agreement, delta)
+    m, k = int(covered[found]), int(agreeing[found])
+    return _at(arrays, float(sure[found]), lower_bound(k, m, delta), tested, min_agreement, delta)
+
+
+def held_apart(
+    arrays: tuple[Any, ...],
+    min_agreement: float,
+    delta: float,
+    min_covered: int,
+    keys: Sequence[str] | None = None,
+) -> Certified:
+    """Fixed-sequence testing in the order a held-apart share of the examples gives
+    (Learn-then-Test, Angelopoulos et al. 2021).
+
+    The examples whose key hashes into the first `RANKING_SHARE` rank; the rest test. For each
+    candidate threshold (a distinct confidence, as `fixed_sequence`; those covering fewer testing
+    examples than max(`min_covered`, `fewest_to_certify`) are left out, by counts alone), the
+    ranking examples' agreement at it (smoothed: (agreeing + 1/2) / (covered + 1)) predicts the
+    p-value the testing examples will give; the thresholds are tested in that order, most
+    promising first (ties: the higher threshold first), on the testing examples alone, stopping
+    at the first failure, and the certified threshold is the lowest rejected. The order is fixed
+    before any testing label is looked at, so the fixed-sequence argument holds on the testing
+    examples: the chance of certifying a threshold that falls short is at most delta. The figures
+    at the threshold (agreement, coverage, the classes) are of every example; the bound is the
+    testing examples' that certified it."""
+    import numpy as np
+    from scipy.stats import binom
+
+    label, decided, verdict, confidence = arrays
+    ranking = _ranking(keys if keys is not None else [str(i) for i in range(len(label))])
+    agree = verdict == label
+    candidates = np.unique(confidence[decided])[::-1]
+
+    def counts(part: Any) -> tuple[Any, Any]:
+        """Per candidate, the examples of `part` covered and those agreeing."""
+        order = np.argsort(-confidence[part], kind="stable")
+        sure, hits = confidence[part][order], np.cumsum(agree[part][order])
+        covered = np.searchsorted(-sure, -candidates, side="right")
+        return covered, np.where(
+            covered > 0, hits[np.maximum(covered - 1, 0)] if len(hits) else 0, 0
+        )
+
+    ranked_m, ranked_k = counts(decided & ranking)
+    test_m, test_k = counts(decided & ~ranking)
+    start = max(min_covered, fewest_to_certify(min_agreement, delta))
+    eligible = np.flatnonzero(test_m >= start)
+    if not len(eligible):
+        return _at(arrays, None, NAN, 0, min_agreement, delta)
+    estimate = (ranked_k[eligible] + 0.5) / (ranked_m[eligible] + 1)
+    sizes = test_m[eligible]
+    predicted = binom.sf(np.round(estimate * sizes) - 1, sizes, min_agreement)
+    order = eligible[np.lexsort((-candidates[eligible], predicted))]
+    rejected = binom.sf(test_k[order] - 1, test_m[order], min_agreement) <= delta
+    failed = np.flatnonzero(~rejected)
+    passed = int(failed[0]) if len(failed) else len(order)
+    tested = min(passed + 1, len(order))
+    if not passed:
+        return _at(arrays, None, NAN, tested, min_agreement, delta)
+    best = int(order[:passed][np.argmin(candidates[order[:passed]])])
+    bound = lower_bound(int(test_k[best]), int(test_m[best]), delta)
+    return _at(arrays, float(candidates[best]), bound, tested, min_agreement, delta)
+
+
+def _ranking(keys: Sequence[str]) -> Any:
+    """Which examples rank the thresholds (True) and which test them: by a hash of each key."""
+    import numpy as np
+
+    cut = int(RANKING_SHARE * 2**64)
+    return np.array(
+        [
+            int.from_bytes(hashlib.blake2b(k.encode(), digest_size=8).digest(), "big") < cut
+            for k in keys
+        ],
+        dtype=bool,
+    )
+
+
+def _at(  # noqa: PLR0913  the certificate's parts, each named at the call
+    arrays: tuple[Any, ...],
+    threshold: float | None,
+    bound: float,
+    tested: int,
+    min_agreement: float,
+    delta: float,
+) -> Certified:
+    """The certificate at `threshold` (None: nothing certified), its figures over every example."""
+    label, decided, verdict, confidence = arrays
+    n = len(label)
+    if threshold is None:
         return Certified(
             None,
             NAN,
@@ -241,8 +381,8 @@ def certify(
             min_agreement,
             delta,
         )
-    m, k = int(covered[found]), int(agreeing[found])
-    chosen = decided & (confidence >= sure[found])
+    chosen = decided & (confidence >= threshold)
+    m = int(chosen.sum())
     positive, negative = chosen & label, chosen & ~label
     tpr = float(verdict[positive].mean()) if positive.any() else None
     tnr = float((~verdict[negative]).mean()) if negative.any() else None
@@ -253,9 +393,9 @@ def certify(
         int(negative.sum()),
     )
     return Certified(
-        float(sure[found]),
-        k / m,
-        lower_bound(k, m, delta),
+        threshold,
+        float((verdict == label)[chosen].mean()),
+        bound,
         m,
         n,
         m / n,
@@ -311,18 +451,21 @@ class Cascade:
         return said + (f" ({len(self.stages)} judges)" if len(self.stages) > 1 else "")
 
 
-def certify_cascade(
+def certify_cascade(  # noqa: PLR0913  as certify
     labels: Sequence[bool],
     stages: Sequence[tuple[Sequence[bool | None], Sequence[float]]],
     min_agreement: float = 0.9,
     delta: float = 0.1,
     min_covered: int = 1,
+    keys: Sequence[str] | None = None,
+    procedure: str = "both",
 ) -> Cascade:
     """Certify a cascade of judges: the first judges every example and keeps those at or above its
     certified threshold; the rest go to the next judge, certified on them alone; what the last
     one does not keep is escalated to people. `stages` holds each judge's (verdicts, confidences)
-    on every example. Each stage is certified at delta / (number of stages), so that with
-    probability at least 1 - delta every stage's verdicts agree with people on at least
+    on every example; `keys` and `procedure` are `certify`'s. Each stage is certified at
+    delta / (number of stages), so that with probability at least 1 - delta every stage's verdicts
+    agree with people on at least
     `min_agreement`, and so do the cascade's, a mixture of them (Bonferroni over the stages;
     benchmarks/selective.py checks it by simulation). One stage is `certify`.
 
@@ -351,7 +494,14 @@ def certify_cascade(
             [verdicts[i] for i in reaching],
             [confidences[i] for i in reaching],
         )
-        stage = certify(*sub, min_agreement=min_agreement, delta=share, min_covered=min_covered)
+        stage = certify(
+            *sub,
+            min_agreement=min_agreement,
+            delta=share,
+            min_covered=min_covered,
+            keys=None if keys is None else [keys[i] for i in reaching],
+            procedure=procedure,
+        )
         certified.append(stage)
         if stage.threshold is None:
             continue
