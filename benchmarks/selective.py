@@ -11,6 +11,9 @@ the label with a probability that depends on the confidence, by design:
              below 0.2, near certain above 0.5
   weak       confidence ~ U(0, 1), agreement 0.62 + 0.3 c
   flat       confidence ~ U(0, 1), agreement 0.88 whatever the confidence (uninformative)
+  inverted   as separated, but right only 55% of the time above confidence 0.85: least accurate
+             where surest
+  logistic   agreement 1 / (1 + exp(1 - 5 c))
   trials     K = 5 trials per example, each abstaining with chance 0.05 and otherwise right with
              chance q (q ~ U(0.85, 1) on 60% of examples, U(0.35, 0.85) on the rest); the verdict is
              the majority of the decided trials (a tie or no decided trial: an abstention) and the
@@ -19,15 +22,19 @@ the label with a probability that depends on the confidence, by design:
 
 `certify` chooses a threshold on each calibration set at min_agreement 0.8 / 0.9 and delta 0.1 /
 0.05 with the default start, and at 0.8 / 0.1 and 0.9 / 0.1 starting at 50 covered examples
-(`min_covered=50`); the six share each set. The agreement realised at the threshold is measured
-twice: exact from the design (the criterion), and on one fresh sample of 1,000,000 examples per
-design, drawn apart from every calibration set. A calibration is valid when the realised
-agreement reaches min_agreement, or when no threshold is certified (nothing is judged, nothing is
-wrong). The share valid must reach 1 - delta: the script exits non-zero when 1 - share exceeds
-delta by more than 2 Monte Carlo standard errors. Beside it: how often no threshold certifies,
-the mean coverage (the design's share of examples judged at the threshold, 0 when none
-certifies) and the best coverage a valid threshold gives (the lowest threshold whose agreement,
-and every higher one's, reaches the target).
+(`min_covered=50`); the six share each set, each searched both ways: the default (both procedures,
+each at delta / 2; the examples named ex-0, ex-1, ...) and the fixed sequence from the top alone
+(`procedure="fixed-sequence"`, at delta). The agreement realised at the threshold is measured twice:
+exact from the design (the criterion), and on one fresh sample of 1,000,000 examples per design,
+drawn apart from every calibration set. A calibration is valid when the realised agreement reaches
+min_agreement, or when no threshold is certified (nothing is judged, nothing is wrong). The share
+valid must reach 1 - delta: the script exits non-zero when 1 - share exceeds delta by more than 2
+Monte Carlo standard errors. Beside it: how often no threshold certifies, the mean coverage (the
+design's share of examples judged at the threshold, 0 when none certifies) and the best coverage a
+valid threshold gives (the lowest threshold whose agreement, and every higher one's, reaches the
+target), and the oracle's: what one who knows the design certifies on n examples on average, testing
+one threshold chosen in advance with the exact test at delta (the most coverage(t) x P(the test
+rejects at t)); the same guarantee, no search.
 
 B. LLMBar's recorded verdicts (../shared/datasets/llmbar/verdicts.csv), every judge set-up on the
 LLMBar/Natural set: verdict "output 1 is the better one" from the outputs in the original order,
@@ -50,7 +57,9 @@ import numpy as np
 
 from judgekit.stats.selective import agreement_of, certify
 
-DESIGNS, NS = ("separated", "weak", "flat", "trials"), (100, 300, 1000)
+DESIGNS = ("separated", "weak", "flat", "trials", "inverted", "logistic")
+NS = (100, 300, 1000)
+PROCEDURES = ("both", "fixed-sequence")  # the default, and the fixed sequence from the top alone
 TARGETS = [
     (0.8, 0.1, 1),
     (0.8, 0.05, 1),
@@ -71,6 +80,10 @@ def agreement_curve(design: str, c):
         return 0.5 + 0.49 / (1 + np.exp(-20 * (c - 0.35)))
     if design == "weak":
         return 0.62 + 0.3 * c
+    if design == "inverted":  # as separated, but least accurate at its surest
+        return np.where(c > 0.85, 0.55, 0.5 + 0.49 / (1 + np.exp(-20 * (c - 0.35))))
+    if design == "logistic":
+        return 1 / (1 + np.exp(1.0 - 5.0 * c))
     return np.full_like(np.asarray(c, dtype=float), 0.88)
 
 
@@ -191,23 +204,49 @@ def fresh_curve(design: str, seed: int):
     return at
 
 
+def oracle_coverage(at, candidates, n: int, target: float, delta: float) -> float:
+    """What an oracle that knows the design certifies on n examples, on average: the one
+    threshold, chosen in advance, whose exact test at delta on all n examples (no search, no
+    correction) gives the most expected coverage, coverage(t) x P(the test rejects at t)."""
+    from scipy.stats import binom
+
+    ts = np.asarray(candidates if len(candidates) < 5000 else np.linspace(0, 1, 2001))
+    agreement, cover = at(ts)
+    best = 0.0
+    for a, c in zip(np.atleast_1d(agreement), np.atleast_1d(cover), strict=True):
+        m = int(round(n * float(c)))
+        if m < 1 or math.isnan(float(a)):
+            continue
+        k = np.arange(m + 1)
+        critical = np.flatnonzero(binom.sf(k - 1, m, target) <= delta)
+        if len(critical):
+            best = max(best, float(c) * float(binom.sf(critical[0] - 1, m, float(a))))
+    return best
+
+
 def run(design: str, n: int, reps: int, seed: int):
-    """Per target: [valid (population), valid (fresh sample), none certified, sum of coverage]."""
+    """Per target and procedure: [valid (population), valid (fresh sample), none certified, sum
+    of coverage]."""
     rng = np.random.default_rng([seed, DESIGNS.index(design), n])
     exact, _ = population(design)
     fresh = fresh_curve(design, seed)
-    counts = np.zeros((len(TARGETS), 4))
+    counts = np.zeros((len(TARGETS), len(PROCEDURES), 4))
+    keys = [f"ex-{i}" for i in range(n)]
     for start in range(0, reps, 100):
         labels, decided, verdicts, confidence = draw(rng, design, min(100, reps - start), n)
         for i in range(len(labels)):
             given = np.where(decided[i], verdicts[i], None)
             for j, (target, delta, fewest) in enumerate(TARGETS):
-                c = certify(labels[i], given, confidence[i], target, delta, fewest)
-                if c.threshold is None:
-                    counts[j] += [1, 1, 1, 0]
-                    continue
-                agreement, coverage = exact(c.threshold)
-                counts[j] += [agreement >= target, fresh(c.threshold)[0] >= target, 0, coverage]
+                for p, procedure in enumerate(PROCEDURES):
+                    c = certify(
+                        labels[i], given, confidence[i], target, delta, fewest, keys, procedure
+                    )
+                    if c.threshold is None:
+                        counts[j, p] += [1, 1, 1, 0]
+                        continue
+                    agreement, coverage = exact(c.threshold)
+                    valid = fresh(c.threshold)[0] >= target
+                    counts[j, p] += [agreement >= target, valid, 0, coverage]
     return counts
 
 
@@ -300,28 +339,32 @@ def main() -> None:
             "and n\n"
         )
         print(
-            "| design | n | target | delta | min covered | best coverage | none certified | mean "
-            "coverage | valid, population | valid, fresh 10^6 |"
+            "| design | n | target | delta | min covered | best coverage | oracle | "
+            "procedure | none certified | mean coverage | valid, population | valid, fresh 10^6 |"
         )
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for design, n in cells:
             counts = runs[(design, n)].result()
             exact, candidates = population(design)
-            for (target, delta, fewest), (valid, valid_fresh, none, cover) in zip(
-                TARGETS, counts, strict=True
-            ):
-                p, se = share(valid, args.reps)
+            for (target, delta, fewest), by_procedure in zip(TARGETS, counts, strict=True):
                 best = best_coverage(exact, candidates, target)
-                print(
-                    f"| {design} | {n} | {target} | {delta} | {fewest} | {best:.3f} | "
-                    f"{none / args.reps:.3f} | {cover / args.reps:.3f} | {p:.3f} ± {se:.3f} | "
-                    f"{valid_fresh / args.reps:.3f} |"
-                )
-                if (1 - p) - delta > 2 * se:
-                    failed.append(
-                        f"{design} n={n} target={target} delta={delta} min_covered={fewest}: "
-                        f"{1 - p:.3f} failed"
+                oracle = oracle_coverage(exact, candidates, n, target, delta)
+                for procedure, (valid, valid_fresh, none, cover) in zip(
+                    PROCEDURES, by_procedure, strict=True
+                ):
+                    p, se = share(valid, args.reps)
+                    print(
+                        f"| {design} | {n} | {target} | {delta} | {fewest} | {best:.3f} | "
+                        f"{oracle:.3f} | {procedure} | {none / args.reps:.3f} | "
+                        f"{cover / args.reps:.3f} | {p:.3f} ± {se:.3f} | "
+                        f"{valid_fresh / args.reps:.3f} |",
+                        flush=True,
                     )
+                    if (1 - p) - delta > 2 * se:
+                        failed.append(
+                            f"{design} n={n} target={target} delta={delta} min_covered={fewest} "
+                            f"{procedure}: {1 - p:.3f} failed"
+                        )
     llmbar()
     print(f"\n(seed {args.seed}; {time.perf_counter() - started:.0f} s)")
     if failed:
