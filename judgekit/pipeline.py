@@ -415,11 +415,13 @@ def _max_age_s(
     options: Options, criterion_ids: Sequence[str], given: list[str], ages: list[str | None]
 ) -> float | None:
     """How old a cached answer may be: the policy's max_age (when every criterion has one), and
-    no older than a recheck's finding that one of these judges changed."""
+    no older than the latest recheck's finding that one of these judges changed (one age for the
+    run: the latest finding of any of them, so no judge found changed is served an answer from
+    before its finding)."""
     limits = [parse_duration(a).total_seconds() for a in given] if len(given) == len(ages) else []
     found = [options.changed_at[cid] for cid in criterion_ids if cid in options.changed_at]
     if found:
-        limits.append(max(0.0, time.time() - min(found)))
+        limits.append(max(0.0, time.time() - max(found)))
     return min(limits) if limits else None
 
 

@@ -381,6 +381,53 @@ def test_a_time_the_caller_gives_does_not_undo_a_rechecks_finding(project, monke
     assert server.requests == 80  # every cached answer predates the finding: asked again
 
 
+def test_a_finding_on_one_criterion_is_not_undone_by_another_in_the_same_run(project, monkeypatch):
+    """One age for the run's cached answers: the latest finding's (was: the earliest, so a
+    criterion found changed long ago, or a time the caller named for another one, let the
+    changed judge's stale answers count)."""
+    _split_project(project)
+    project.criterion(llm_criterion("other", judge={"model": "openai/judge"}))
+    project.jsonl("other", [{**r, "split": "dev"} for r in balanced(20, 20, prefix="o")])
+    options = Options(
+        criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=Path("cache"), split="dev"
+    )
+    with served(project, monkeypatch) as server:
+        judgekit.calibrate(options)
+        time.sleep(0.01)
+        later = judgekit.calibrate(options)
+        assert server.requests == 80  # two criteria, the second run from the cache
+        with History.open(".judgekit/history.sqlite") as db:
+            recheck = later.model_copy(update={"criteria": [later.criterion("says-blocked")]})
+            (run,) = db.record(recheck, "recheck")
+            db.found_drift(run)
+        judgekit.calibrate(replace(options, changed_at={"other": 0.0}))
+    assert server.requests >= 120  # says-blocked's 40 answers predate its finding: asked again
+
+
+def test_a_verdict_file_is_never_first_calibrated_in_the_future(project):
+    from datetime import UTC, datetime
+
+    from judgekit.inputs.pair import file_digest
+
+    _split_project(project)
+    verdicts = project.root / "verdicts.jsonl"
+    verdicts.write_text(
+        "".join(
+            json.dumps({"id": r["id"], "passed": r["passed"]}) + "\n"
+            for r in [*balanced(20, 20), *balanced(20, 20, prefix="t")]
+        )
+    )
+    ahead = {file_digest(verdicts): time.time() + 3e8}  # ten years ahead
+    options = Options(
+        criteria_dir=project.criteria,
+        sets_dir=project.sets,
+        verdicts=verdicts,
+        recorded_times=ahead,
+    )
+    report = judgekit.calibrate(options)
+    assert report.criterion("says-blocked").evidence_at <= datetime.now(UTC)
+
+
 @pytest.mark.asyncio
 async def test_the_awaited_form_records_into_the_history_it_is_given(project, tmp_path):
     _split_project(project)

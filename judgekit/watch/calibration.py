@@ -15,6 +15,7 @@ answers are asked again) and when a verdict file was first calibrated.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -117,8 +118,10 @@ async def acalibrate_read(  # noqa: PLR0913  as calibrate_read
 
 def _older(options: Options, first: dict[str, float]) -> Options:
     """`options` with each verdict file first calibrated at the earlier of what the report and
-    the history say and what the caller gave: a verdict file is never younger than either."""
-    given = options.recorded_times
+    the history say and what the caller gave: a verdict file is never younger than either, nor
+    first calibrated after now."""
+    now = time.time()
+    given = {d: min(t, now) for d, t in options.recorded_times.items()}
     earlier = {d: min(t, given.get(d, t)) for d, t in first.items()}
     return replace(options, recorded_times={**given, **earlier})
 
