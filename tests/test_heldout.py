@@ -404,6 +404,36 @@ def test_a_finding_on_one_criterion_is_not_undone_by_another_in_the_same_run(pro
     assert server.requests >= 120  # says-blocked's 40 answers predate its finding: asked again
 
 
+def test_another_verdict_file_of_a_recorded_judge_is_a_look(project):
+    """A recorded judge is its verdicts: a re-export that flips some, under the same criterion
+    and model, measured on the test split spends a look (was: none, the fingerprint alone was
+    compared)."""
+    _split_project(project)
+    rows = [*balanced(20, 20), *balanced(20, 20, prefix="t")]
+    verdicts = project.root / "verdicts.jsonl"
+
+    def export(flipped: int) -> None:
+        verdicts.write_text(
+            "".join(
+                json.dumps({"id": r["id"], "passed": r["passed"] != (i < flipped)}) + "\n"
+                for i, r in enumerate(rows)
+            )
+        )
+
+    options = Options(criteria_dir=project.criteria, sets_dir=project.sets, verdicts=verdicts)
+    export(0)
+    judgekit.calibrate(options)
+    judgekit.calibrate(options)  # the same file again: no change
+    with History.open(".judgekit/history.sqlite") as db:
+        assert db.looks("says-blocked") == []
+    export(10)
+    judgekit.calibrate(options)
+    judgekit.calibrate(options)  # seen: not a second look
+    with History.open(".judgekit/history.sqlite") as db:
+        (look,) = db.looks("says-blocked")
+    assert look.purpose == "calibrate" and len(look.examples) == 40
+
+
 def test_a_verdict_file_is_never_first_calibrated_in_the_future(project):
     from datetime import UTC, datetime
 

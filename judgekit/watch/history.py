@@ -396,20 +396,24 @@ class History:
         edited it sees the figures), whatever the run's --split: recorded, spending the split's
         budget (judgekit.watch.alpha_budget). A criterion's first judge is not a change; one whose
         report on disk (`before`: its fingerprint) is of another judge is, whatever this history
-        holds (a new history file is no fresh start). A pattern is a judge too."""
+        holds (a new history file is no fresh start). A pattern is a judge too, and so is another
+        verdict file of a recorded judge."""
         if c.held_out is None or c.judge is None:
             return
-        earlier = [r for r in self.runs(c.id, "calibrate") if r.fingerprint != c.fingerprint]
+        # A recorded judge is its verdict file too: another file under the same fingerprint (a
+        # re-export with other verdicts) is another judge.
+        recorded = (c.inputs or {}).get("verdicts")
+        judge = c.fingerprint if recorded is None else f"{c.fingerprint}+{recorded[:16]}"
+        earlier = [
+            r
+            for r in self.runs(c.id, "calibrate")
+            if r.fingerprint != c.fingerprint
+            or (recorded is not None and r.verdicts_sha != recorded)
+        ]
         if earlier or (before is not None and before != c.fingerprint):
             # unless this judge's figures were seen before
             self.take_look(
-                c.id,
-                c.held_out,
-                ALPHA,
-                "calibrate",
-                c.fingerprint,
-                always=True,
-                unless_seen=True,
+                c.id, c.held_out, ALPHA, "calibrate", judge, always=True, unless_seen=True
             )
 
     @_refusing_database_errors
