@@ -381,6 +381,24 @@ def test_a_time_the_caller_gives_does_not_undo_a_rechecks_finding(project, monke
     assert server.requests == 80  # every cached answer predates the finding: asked again
 
 
+def test_a_run_that_keeps_no_history_still_heeds_what_its_rechecks_found(project, monkeypatch):
+    """`keep_history=False` adds nothing to the history, but a judge a recheck found changed is
+    asked again (was: the history not read, its stale cached answers counted)."""
+    _split_project(project)
+    options = Options(
+        criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=Path("cache"), split="dev"
+    )
+    with served(project, monkeypatch) as server:
+        judgekit.calibrate(options)
+        time.sleep(0.01)
+        later = judgekit.calibrate(options)
+        with History.open(".judgekit/history.sqlite") as db:
+            (run,) = db.record(later, "recheck")
+            db.found_drift(run)
+        judgekit.calibrate(replace(options, keep_history=False))
+    assert server.requests == 80
+
+
 def test_a_finding_on_one_criterion_is_not_undone_by_another_in_the_same_run(project, monkeypatch):
     """One age for the run's cached answers: the latest finding's (was: the earliest, so a
     criterion found changed long ago, or a time the caller named for another one, let the

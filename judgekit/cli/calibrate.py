@@ -47,7 +47,7 @@ from judgekit.pipeline import Options, copies_said, dry_run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
 from judgekit.watch.calibration import calibrate_read
-from judgekit.watch.findings import read_findings
+from judgekit.watch.findings import findings_of, read_findings
 from judgekit.watch.history import History, HistoryRun
 from judgekit.watch.store import locate
 
@@ -209,7 +209,8 @@ def _judged(
             if (out / "verdicts.jsonl").is_file():
                 load_recorded(out / "verdicts.jsonl")
         located = locate(history, config)
-        options.history, options.keep_history = located, not no_history
+        # as given: a history named must exist to be read, the default one need not yet
+        options.history, options.keep_history = history, not no_history
         fresh, read = calibrate_read(
             options,
             progress=None if quiet else terminal_progress("judging"),
@@ -222,7 +223,8 @@ def _judged(
         labels = {cid: labels_of(s) for cid, s in read.items() if s.digest is not None}
         del read  # the examples themselves: the page's gate needs only their labels
         kept = None if no_history else located
-        findings = {} if kept is None else read_findings(kept)
+        # what rechecks found holds whether or not this run was added to the history
+        findings = findings_of(history, config) if kept is None else read_findings(kept)
         _write_page(report, out, options, config, kept, labels, findings)
     except JudgekitError as error:
         fail(error)

@@ -30,7 +30,7 @@ from judgekit.judging.jobs import run_sync
 from judgekit.llm.protocol import LLM
 from judgekit.pipeline import Options, ameasure_read
 from judgekit.report.model import Report
-from judgekit.watch.findings import changed_at, read_findings
+from judgekit.watch.findings import Findings, changed_at, findings_of, read_findings
 from judgekit.watch.history import History, record_history
 from judgekit.watch.store import locate
 
@@ -99,21 +99,26 @@ async def acalibrate_read(  # noqa: PLR0913  as calibrate_read
         refuse_unrecorded_look(options, fix)
         if options.verdicts is not None:
             options = _older(options, recorded_times(before, None))
+        # Nothing is added to the history, but what its rechecks found still holds.
+        options = _after_findings(options, findings_of(options.history, config))
         return await ameasure_read(options, llm, progress)
     located = locate(options.history, config)
     # A damaged, read-only or foreign history stops the run before any judge is paid for.
     History.open(located).close()
     if options.verdicts is not None:
         options = _older(options, recorded_times(before, located))
-    # A recheck found a judge changed: its older cached answers are not evidence any more (the
-    # later of that and any time the caller gave).
-    found = changed_at(read_findings(located))
-    given = options.changed_at
-    later = {c: max(t, given.get(c, t)) for c, t in found.items()}
-    options = replace(options, changed_at={**given, **later})
+    options = _after_findings(options, read_findings(located))
     fresh, read = await ameasure_read(options, llm, progress)
     fresh = await asyncio.to_thread(record_history, fresh, located, before=before)
     return fresh, read
+
+
+def _after_findings(options: Options, findings: Findings) -> Options:
+    """`options` knowing when a recheck found each judge changed: its older cached answers are not
+    evidence any more (the later of that and any time the caller gave)."""
+    given = options.changed_at
+    later = {c: max(t, given.get(c, t)) for c, t in changed_at(findings).items()}
+    return replace(options, changed_at={**given, **later})
 
 
 def _older(options: Options, first: dict[str, float]) -> Options:
