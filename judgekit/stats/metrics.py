@@ -74,6 +74,28 @@ def wilson(successes: int, trials: int, confidence: float = CONFIDENCE) -> tuple
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
+def clopper_pearson(
+    successes: int, trials: int, confidence: float = CONFIDENCE
+) -> tuple[float, float]:
+    """The exact (Clopper-Pearson) interval of a proportion: each side errs at most (1 -
+    confidence) / 2 of the time whatever the true proportion, so a gate on either bound errs no
+    more; (NaN, NaN) when there are no trials.
+
+    >>> clopper_pearson(0, 10)[0], round(clopper_pearson(10, 10)[0], 3)
+    (0.0, 0.692)
+    """
+    from scipy.stats import beta
+
+    if trials == 0:
+        return (NAN, NAN)
+    tail = (1 - confidence) / 2
+    low = 0.0 if successes == 0 else float(beta.ppf(tail, successes, trials - successes + 1))
+    high = (
+        1.0 if successes == trials else float(beta.ppf(1 - tail, successes + 1, trials - successes))
+    )
+    return (low, high)
+
+
 def kappa_from_counts(tp: float, fp: float, tn: float, fn: float) -> float:
     """Cohen's kappa of a 2x2 table; NaN when chance agreement is total (both sides constant)."""
     n = tp + fp + tn + fn

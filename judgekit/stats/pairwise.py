@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from judgekit.stats.metrics import NAN, wilson
+from judgekit.stats.metrics import NAN, clopper_pearson, wilson
 
 Answer = Literal["first", "second", "tie"]
 Outcome = Literal["a", "b", "tie", "inconsistent", "abstained"]
@@ -51,13 +51,14 @@ class PairwiseFigures:
     """What a pairwise judge showed on labelled pairs.
 
     `decided`: pairs with a verdict (consistent; inconsistent ones too when they are read as
-    ties); `right`: of them, the verdict equal to the label; `accuracy` = right / decided with its
-    95% Wilson interval. `consistency` = consistent / (pairs answered in both orders), with its
-    exact 95% interval (`exact`: a gate on its lower bound passes an inconsistent judge at most
-    2.5% of the time). Of the `inconsistent` pairs, `first_won` / `second_won` count those where one
-    position won both orders (the rest mix a tie with a side); `first_share` is first_won /
-    (first_won + second_won) with its exact (Clopper-Pearson) 95% interval, and `position_p` the
-    two-sided exact binomial test of a share of 1/2 (1.0 with no such pair).
+    ties); `right`: of them, the verdict equal to the label; `accuracy` = right / decided with
+    its 95% Wilson interval. `consistency` = consistent / (pairs answered in both orders), with
+    its exact 95% interval (`clopper_pearson`: a gate on its lower bound passes an inconsistent
+    judge at most 2.5% of the time). Of the `inconsistent` pairs, `first_won` / `second_won`
+    count those where one position won both orders (the rest mix a tie with a side);
+    `first_share` is first_won / (first_won + second_won) with its exact (Clopper-Pearson) 95%
+    interval, and `position_p` the two-sided exact binomial test of a share of 1/2 (1.0 with no
+    such pair).
     """
 
     n: int
@@ -127,26 +128,10 @@ def figures(
         accuracy=right / len(decided) if decided else NAN,
         accuracy_interval=wilson(right, len(decided)),
         consistency=consistent / answered if answered else NAN,
-        consistency_interval=exact(consistent, answered),
+        consistency_interval=clopper_pearson(consistent, answered),
         first_won=first_won,
         second_won=second_won,
         first_share=first_won / sided if sided else NAN,
-        first_share_interval=exact(first_won, sided),
+        first_share_interval=clopper_pearson(first_won, sided),
         position_p=p,
     )
-
-
-def exact(successes: int, trials: int) -> tuple[float, float]:
-    """The exact (Clopper-Pearson) 95% interval of a share: each side errs at most 2.5% of the
-    time whatever the true share (a gate on its bound errs no more); (NaN, NaN) with no trials.
-
-    >>> exact(0, 10)[0], round(exact(10, 10)[0], 3)
-    (0.0, 0.692)
-    """
-    from scipy.stats import beta
-
-    if trials == 0:
-        return (NAN, NAN)
-    low = 0.0 if successes == 0 else float(beta.ppf(0.025, successes, trials - successes + 1))
-    high = 1.0 if successes == trials else float(beta.ppf(0.975, successes + 1, trials - successes))
-    return (low, high)

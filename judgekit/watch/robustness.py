@@ -27,8 +27,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
-from scipy.stats import beta
-
 from judgekit.errors import InputError
 from judgekit.gate.result import Status, worst
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion, with_trials
@@ -44,6 +42,7 @@ from judgekit.judging.setup import JudgeSetup
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.protocol import LLM
 from judgekit.pipeline import Options, as_measured, live_task, load_chosen, model_for, run_settings
+from judgekit.stats.metrics import clopper_pearson
 
 CONFIDENCE = 0.95
 SHOWN = 5  # flipped variants shown per probe
@@ -51,12 +50,7 @@ SHOWN = 5  # flipped variants shown per probe
 
 def flip_interval(flipped: int, tried: int) -> tuple[float, float]:
     """The exact two-sided 95% interval of a flip rate (0 to 1 when nothing was tried)."""
-    if tried == 0:
-        return 0.0, 1.0
-    alpha = 1 - CONFIDENCE
-    low = 0.0 if flipped == 0 else float(beta.ppf(alpha / 2, flipped, tried - flipped + 1))
-    high = 1.0 if flipped == tried else float(beta.ppf(1 - alpha / 2, flipped + 1, tried - flipped))
-    return low, high
+    return (0.0, 1.0) if tried == 0 else clopper_pearson(flipped, tried, CONFIDENCE)
 
 
 @dataclass(frozen=True)
