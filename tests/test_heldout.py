@@ -362,6 +362,18 @@ def test_the_python_api_counts_a_change_against_the_report_on_disk_in_a_new_hist
     assert look.purpose == "calibrate" and len(look.examples) == 40
 
 
+def _cached_then_found_changed(options: Options, criterion: str = "says-blocked") -> None:
+    """Calibrate twice (the second from the cache, started after every answer was obtained),
+    then record that a recheck found `criterion`'s judge changed."""
+    judgekit.calibrate(options)
+    time.sleep(0.01)
+    later = judgekit.calibrate(options)
+    with History.open(".judgekit/history.sqlite") as db:
+        recheck = later.model_copy(update={"criteria": [later.criterion(criterion)]})
+        (run,) = db.record(recheck, "recheck")
+        db.found_drift(run)
+
+
 def test_a_time_the_caller_gives_does_not_undo_a_rechecks_finding(project, monkeypatch):
     """The history found the judge changed: its cached answers are asked again, whatever older
     time `Options.changed_at` says (the later of the two counts)."""
@@ -370,13 +382,8 @@ def test_a_time_the_caller_gives_does_not_undo_a_rechecks_finding(project, monke
         criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=Path("cache"), split="dev"
     )
     with served(project, monkeypatch) as server:
-        judgekit.calibrate(options)
-        time.sleep(0.01)
-        later = judgekit.calibrate(options)  # started after every answer was obtained
+        _cached_then_found_changed(options)
         assert server.requests == 40  # the second run read the cache
-        with History.open(".judgekit/history.sqlite") as db:  # a recheck found it changed
-            (run,) = db.record(later, "recheck")
-            db.found_drift(run)
         judgekit.calibrate(replace(options, changed_at={"says-blocked": 0.0}))
     assert server.requests == 80  # every cached answer predates the finding: asked again
 
@@ -389,12 +396,7 @@ def test_a_run_that_keeps_no_history_still_heeds_what_its_rechecks_found(project
         criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=Path("cache"), split="dev"
     )
     with served(project, monkeypatch) as server:
-        judgekit.calibrate(options)
-        time.sleep(0.01)
-        later = judgekit.calibrate(options)
-        with History.open(".judgekit/history.sqlite") as db:
-            (run,) = db.record(later, "recheck")
-            db.found_drift(run)
+        _cached_then_found_changed(options)
         judgekit.calibrate(replace(options, keep_history=False))
     assert server.requests == 80
 
@@ -410,14 +412,8 @@ def test_a_finding_on_one_criterion_is_not_undone_by_another_in_the_same_run(pro
         criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=Path("cache"), split="dev"
     )
     with served(project, monkeypatch) as server:
-        judgekit.calibrate(options)
-        time.sleep(0.01)
-        later = judgekit.calibrate(options)
+        _cached_then_found_changed(options)  # says-blocked found changed, not other
         assert server.requests == 80  # two criteria, the second run from the cache
-        with History.open(".judgekit/history.sqlite") as db:
-            recheck = later.model_copy(update={"criteria": [later.criterion("says-blocked")]})
-            (run,) = db.record(recheck, "recheck")
-            db.found_drift(run)
         judgekit.calibrate(replace(options, changed_at={"other": 0.0}))
     assert server.requests >= 120  # says-blocked's 40 answers predate its finding: asked again
 
