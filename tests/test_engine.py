@@ -336,3 +336,24 @@ def test_answers_cached_through_one_transport_are_not_the_other_s(setup):
         assert s.requests == asked  # the default transport's answers are served again
         measure(options(setup, s, via="litellm"))
         assert s.requests == 2 * asked  # litellm was asked, not served the lean path's answers
+
+
+def test_a_script_that_raises_is_said_not_dropped(setup):
+    """A fake server whose script raises answers that request 400 with what it raised (was: the
+    connection dropped, retried until the provider looked down, the script's error nowhere)."""
+
+    def answer(prompt: str) -> bool:
+        if "reply-p1" in prompt:
+            raise KeyError("the script has no entry for reply-p1")
+        return VERDICTS(prompt)
+
+    with FakeServer(answer) as server:
+        report = measure(options(setup, server))
+    assert server.script_errors == [
+        "the fake server's script raised KeyError: 'the script has no entry for reply-p1'"
+    ]
+    # that example abstains, saying why, at once (a rejected request is not retried); the others
+    # are judged
+    (abstained,) = [d for d in report.criteria[0].disagreements if d.verdict is None]
+    assert abstained.id == "p1" and "the fake server's script raised KeyError" in abstained.reason
+    assert server.stats["ok"] == 7

@@ -70,6 +70,9 @@ class FakeServer:
         self.stats: Counter[str] = Counter()
         self.log: list[tuple[float, str, str]] = []  # (monotonic time, prompt, outcome) per request
         self.targets: list[str] = []  # the path and query each request was sent to
+        # what the scripted answer raised, one line per request it raised on (the request is
+        # answered 400 with that line, not dropped)
+        self.script_errors: list[str] = []
         self._rng = random.Random(seed)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._server: asyncio.base_events.Server | None = None
@@ -161,8 +164,12 @@ class FakeServer:
                     name, _, value = header.decode("latin-1").partition(":")
                     headers[name.strip().lower()] = value.strip()
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                if not await self._respond(line.decode("latin-1"), body, writer, headers):
-                    return
+                try:
+                    if not await self._respond(line.decode("latin-1"), body, writer, headers):
+                        return
+                except ScriptRaised as raised:  # nothing of this answer was written yet
+                    self.script_errors.append(str(raised))
+                    self._send(writer, 400, {"error": {"message": f"{raised}; fix the script"}})
         # cancelled: server stopping
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             return
@@ -200,7 +207,7 @@ class FakeServer:
         fault = self._choose_fault(prompt)
         answer = self.models.get(str(payload.get("model")), self.answer)
         unsupported = payload.get("response_format") and not self.structured_output
-        scripted = answer(prompt) if fault is None and not unsupported else None
+        scripted = _asked(answer, prompt) if fault is None and not unsupported else None
         if isinstance(scripted, Fault):
             fault = scripted.kind
         self.log.append((time.monotonic(), prompt, fault or "ok"))
@@ -227,7 +234,7 @@ class FakeServer:
             return True
         text, verdict = FAULT_TEXTS.get(fault or ""), scripted
         if text is None:  # an answer (cut short, for a truncated body)
-            verdict = answer(prompt) if scripted is None else scripted
+            verdict = _asked(answer, prompt) if scripted is None else scripted
             text = answer_text(verdict)
         completion = self._completion(payload, prompt, text, verdict, fault)
         if fault == "truncated":
@@ -333,3 +340,18 @@ class FakeServer:
     ) -> None:
         data = json.dumps(body).encode()
         writer.write(self._head(status, len(data), extra) + data)
+
+
+class ScriptRaised(Exception):
+    """The scripted answer raised: the request is answered 400 with what it raised (a script's
+    bug is said to the caller, not hidden behind a dropped connection and its retries)."""
+
+
+def _asked(answer: Answer, prompt: str) -> bool | str | Fault | Sure:
+    """The scripted answer to `prompt`, or ScriptRaised saying what the script raised."""
+    try:
+        return answer(prompt)
+    except Exception as error:
+        raise ScriptRaised(
+            f"the fake server's script raised {type(error).__name__}: {error}"
+        ) from error
