@@ -31,7 +31,7 @@ from judgekit.inputs.criteria import (
     with_trials,
 )
 from judgekit.inputs.files import open_source
-from judgekit.inputs.heldout import in_test_split, named_by_identity
+from judgekit.inputs.heldout import in_test_split, named_by_identity, unrecorded_looks
 from judgekit.inputs.pair import file_digest
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
@@ -156,14 +156,20 @@ def measure_read(
 
 
 async def ameasure_read(
-    options: Options, llm: LLM | None = None, progress: Callable[[int, int], None] | None = None
+    options: Options,
+    llm: LLM | None = None,
+    progress: Callable[[int, int], None] | None = None,
+    *,
+    unrecorded: str | None = None,
 ) -> tuple[Report, dict[str, CalibrationSet]]:
-    """`measure_read`, awaited."""
+    """`measure_read`, awaited. `unrecorded`: the run records no look, so sets that hold
+    test-split examples are refused, on the read that is measured and before any judge is asked
+    (judgekit.inputs.heldout.unrecorded_looks), with this fix named."""
     started = datetime.now(UTC)  # when the inputs were read: a later calibration is a newer one
     # read once: judging (run_settings) and certifying use it
     policy = options.policy or Policy.load()
     options = replace(options, policy=policy)
-    ready = _prepare(options, started)
+    ready = _prepare(options, started, unrecorded)
     trials_by_criterion, sources, models, sets = (
         ready.known,
         ready.sources,
@@ -269,9 +275,11 @@ class _Ready:
     whole: dict[str, CalibrationSet] = field(default_factory=dict)  # the sets as read, unsplit
 
 
-def _prepare(options: Options, started: datetime) -> _Ready:
+def _prepare(options: Options, started: datetime, unrecorded: str | None = None) -> _Ready:
     criteria, whole_sets = load_chosen(options)
     sets = chosen = select_split(whole_sets, options.split)
+    if unrecorded is not None and (problems := unrecorded_looks(chosen, unrecorded)):
+        raise InputError(problems)
     drawn = [cid for cid, s in sets.items() if any(e.selection for e in s.examples)]
     if options.stop_early and drawn:
         raise InputError.one(

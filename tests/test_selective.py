@@ -97,28 +97,36 @@ def graded(n_good: int, n_bad: int, good_at: float, bad_at: float):
     return labels, verdicts, [good_at] * n_good + [bad_at] * n_bad
 
 
-@settings(max_examples=150, deadline=None)
-@given(
+# Calibration sets as hypothesis draws them: (label, verdict, confidence on a grid of 13 values,
+# so that ties abound) rows, min_agreement, delta, min_covered, and whether the surer verdicts are
+# made to agree (`judged`) so that the sequences go deep.
+CALIBRATIONS = given(
     st.lists(
         st.tuples(st.booleans(), st.sampled_from([True, False, None]), st.integers(0, 12)),
-        min_size=0,
-        max_size=160,
+        max_size=200,
     ),
     st.floats(0.6, 0.95),
     st.sampled_from([0.05, 0.1, 0.2]),
     st.sampled_from([1, 30]),
     st.booleans(),
 )
-def test_certify_is_the_fixed_sequence_test_written_out(
-    rows, min_agreement, delta, min_covered, agree_when_sure
-):
-    # Confidences on a grid of 13 values, so that ties abound; with `agree_when_sure`, the surer
-    # verdicts are made to agree so that the sequence goes deep.
+
+
+def judged(rows, agree_when_sure):
+    """(labels, verdicts, confidences) of drawn rows."""
     labels = [x for x, _, _ in rows]
     verdicts = [
         (x if c >= 4 else v) if agree_when_sure and v is not None else v for x, v, c in rows
     ]
-    confidences = [c / 12 for _, _, c in rows]
+    return labels, verdicts, [c / 12 for _, _, c in rows]
+
+
+@settings(max_examples=150, deadline=None)
+@CALIBRATIONS
+def test_certify_is_the_fixed_sequence_test_written_out(
+    rows, min_agreement, delta, min_covered, agree_when_sure
+):
+    labels, verdicts, confidences = judged(rows, agree_when_sure)
     got = certify_fs(labels, verdicts, confidences, min_agreement, delta, min_covered)
     same(got, by_hand(labels, verdicts, confidences, min_agreement, delta, min_covered))
     assert (got.n, got.min_agreement, got.delta) == (len(rows), min_agreement, delta)
@@ -367,25 +375,11 @@ def held_apart_by_hand(labels, verdicts, confidences, keys, min_agreement, delta
 
 
 @settings(max_examples=150, deadline=None)
-@given(
-    st.lists(
-        st.tuples(st.booleans(), st.sampled_from([True, False, None]), st.integers(0, 12)),
-        min_size=0,
-        max_size=200,
-    ),
-    st.floats(0.6, 0.95),
-    st.sampled_from([0.05, 0.1, 0.2]),
-    st.sampled_from([1, 30]),
-    st.booleans(),
-)
+@CALIBRATIONS
 def test_the_default_is_the_lower_of_both_procedures_each_at_half_the_risk(
     rows, min_agreement, delta, min_covered, agree_when_sure
 ):
-    labels = [x for x, _, _ in rows]
-    verdicts = [
-        (x if c >= 4 else v) if agree_when_sure and v is not None else v for x, v, c in rows
-    ]
-    confidences = [c / 12 for _, _, c in rows]
+    labels, verdicts, confidences = judged(rows, agree_when_sure)
     keys = [f"example-{i}" for i in range(len(rows))]
     got = certify(labels, verdicts, confidences, min_agreement, delta, min_covered, keys)
     top = by_hand(labels, verdicts, confidences, min_agreement, delta / 2, min_covered)

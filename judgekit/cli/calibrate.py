@@ -42,16 +42,20 @@ from judgekit.inputs.label_reader import LabelledSet, labels_of
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import Example
+from judgekit.judging.jobs import run_sync
 from judgekit.judging.recorded import load_recorded
 from judgekit.pipeline import Options, copies_said, dry_run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
-from judgekit.watch.calibration import calibrate_read
+from judgekit.watch.calibration import acalibrate_read
 from judgekit.watch.findings import findings_of, read_findings
 from judgekit.watch.history import History, HistoryRun
 from judgekit.watch.store import locate
 
 app = typer_app()
+
+# How a refused run on test-split examples is recorded, in the command's own flags.
+NO_HISTORY_FIX = "keep the history (drop --no-history), or calibrate the dev split (--split dev)"
 
 
 @app.command("calibrate", short_help=short("calibrate"))
@@ -211,12 +215,14 @@ def _judged(
         located = locate(history, config)
         # as given: a history named must exist to be read, the default one need not yet
         options.history, options.keep_history = history, not no_history
-        fresh, read = calibrate_read(
-            options,
-            progress=None if quiet else terminal_progress("judging"),
-            config=config,
-            replaces=out,
-            fix="keep the history (drop --no-history), or calibrate the dev split (--split dev)",
+        fresh, read = run_sync(
+            acalibrate_read(
+                options,
+                progress=None if quiet else terminal_progress("judging"),
+                config=config,
+                replaces=out,
+                fix=NO_HISTORY_FIX,
+            )
         )
         # Calibrating some criteria keeps the others' results in the same report.
         report = fresh.write(out, merge=bool(options.criterion_ids))

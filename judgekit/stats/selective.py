@@ -465,9 +465,9 @@ def certify_cascade(  # noqa: PLR0913  as certify
     one does not keep is escalated to people. `stages` holds each judge's (verdicts, confidences)
     on every example; `keys` and `procedure` are `certify`'s. Each stage is certified at
     delta / (number of stages), so that with probability at least 1 - delta every stage's verdicts
-    agree with people on at least
-    `min_agreement`, and so do the cascade's, a mixture of them (Bonferroni over the stages;
-    benchmarks/selective.py checks it by simulation). One stage is `certify`.
+    agree with people on at least `min_agreement`, and so do the cascade's, a mixture of them
+    (Bonferroni over the stages; benchmarks/selective.py checks it by simulation). One stage is
+    `certify`.
 
     >>> labels = [True, False] * 30
     >>> first = (labels[:40] + [not y for y in labels[40:]], [0.9] * 40 + [0.5] * 20)

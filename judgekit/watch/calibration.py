@@ -22,9 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from judgekit.errors import InputError
-from judgekit.inputs.heldout import unrecorded_looks
 from judgekit.inputs.policy import Policy
-from judgekit.inputs.project import load_inputs
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.jobs import run_sync
 from judgekit.llm.protocol import LLM
@@ -65,7 +63,7 @@ async def acalibrate(
     return report
 
 
-def calibrate_read(  # noqa: PLR0913  the CLI's places, each named at the call
+async def acalibrate_read(  # noqa: PLR0913  the CLI's places, each named at the call
     options: Options,
     llm: LLM | None = None,
     progress: Progress | None = None,
@@ -74,34 +72,18 @@ def calibrate_read(  # noqa: PLR0913  the CLI's places, each named at the call
     replaces: Path | None = None,
     fix: str = PYTHON_FIX,
 ) -> tuple[Report, dict[str, CalibrationSet]]:
-    """`calibrate`, and the whole sets it read (the gate deciding on them next reads them once).
+    """`acalibrate`, and the whole sets it read (the gate deciding on them next reads them once).
     `config`: the settings file the history and the policy are found by; `replaces`: the folder
     of the report this run replaces (its judges tell a changed one even in a new history, and its
     times when a verdict file was first calibrated); `fix`: how the caller records a refused run."""
-    return run_sync(
-        acalibrate_read(options, llm, progress, config=config, replaces=replaces, fix=fix)
-    )
-
-
-async def acalibrate_read(  # noqa: PLR0913  as calibrate_read
-    options: Options,
-    llm: LLM | None = None,
-    progress: Progress | None = None,
-    *,
-    config: Path | None = None,
-    replaces: Path | None = None,
-    fix: str = PYTHON_FIX,
-) -> tuple[Report, dict[str, CalibrationSet]]:
-    """`calibrate_read`, awaited."""
     options = replace(options, policy=options.policy or Policy.load(config))
     before = _replaced(replaces)
     if not options.keep_history:
-        refuse_unrecorded_look(options, fix)
         if options.verdicts is not None:
             options = _older(options, recorded_times(before, None))
         # Nothing is added to the history, but what its rechecks found still holds.
         options = _after_findings(options, findings_of(options.history, config))
-        return await ameasure_read(options, llm, progress)
+        return await ameasure_read(options, llm, progress, unrecorded=fix)
     located = locate(options.history, config)
     # A damaged, read-only or foreign history stops the run before any judge is paid for.
     History.open(located).close()
@@ -129,18 +111,6 @@ def _older(options: Options, first: dict[str, float]) -> Options:
     given = {d: min(t, now) for d, t in options.recorded_times.items()}
     earlier = {d: min(t, given.get(d, t)) for d, t in first.items()}
     return replace(options, recorded_times={**given, **earlier})
-
-
-def refuse_unrecorded_look(options: Options, fix: str = PYTHON_FIX) -> None:
-    """A run that keeps no history may not measure a judge on test examples
-    (judgekit.inputs.heldout): InputError, one problem per set, each naming `fix`."""
-    criteria, sets = load_inputs(
-        options.criteria_dir, options.sets_dir, options.criterion_ids, options.split
-    )
-    judged = {c.id for c in criteria}  # a pattern tuned on test figures is tuned too
-    problems = unrecorded_looks({cid: s for cid, s in sets.items() if cid in judged}, fix)
-    if problems:
-        raise InputError(problems)
 
 
 def recorded_times(before: Report | None, history: str | Path | None) -> dict[str, float]:
