@@ -1,19 +1,25 @@
-"""Early stopping (`calibrate --stop-early`) against the full-set gate, on the same simulated
-data: how often each decides wrong, how often they differ, and how many judge calls stopping saves.
+"""Early stopping (`calibrate --stop-early`) under both rules against the full-set gate, on the
+same simulated data: how often each decides wrong against the true rates, and how many examples
+each judges.
 
-    python benchmarks/early_stopping.py              # 1,000 runs per row
+    python benchmarks/early_stopping.py              # 2,000 runs per row
 
 Each run draws a set of N known-good and N known-bad examples (N = 25, 50, 200, 1000) and a judge
 right on each known-good example with probability TPR and on each known-bad one with TNR,
 independently; the examples are judged in random order in batches of 16 (the runner's batch at
-the default concurrency), and `settle` is asked after each batch, with the default policy
-(min_tpr = min_tnr = 0.8, min_examples 20).
+the default concurrency), with the default policy (min_tpr = min_tnr = 0.8, min_examples 20).
+Where each rule stops is `judgekit.stats.sequential.stopped_at`, the function the gate derives a
+stop with (the runner stops by the same `next_look` and `decide`).
 
 The full-set gate decides on all 2N verdicts, by the gate's rule: Wilson 95% intervals, PASS when
 both lower bounds are at or above 0.8 (and 20 examples of each class), FAIL when an upper bound is
-below, else INCONCLUSIVE. Early stopping's decision is the settled one, or the full-set gate's
-when it never settled (it then judged everything). A decision is wrong when it says PASS while a
-true rate is below 0.8, or FAIL while both are at or above.
+below, else INCONCLUSIVE. A stopping rule's decision is the one it stopped with, or, when it
+judged the whole set undecided, the gate's on the whole set at the level the gate decides that
+run at (for the sequential rule, `last_look`: a little stricter than 95%). The exact rule stops
+only once the full-set decision cannot change; the sequential rule stops at its interim looks (a
+quarter, half and three quarters of the set) when the Wilson bounds at z = 3 of the verdicts so
+far decide. A decision is wrong when it says PASS while a true rate is below 0.8, or FAIL while
+both are at or above.
 """
 
 from __future__ import annotations
@@ -21,12 +27,13 @@ from __future__ import annotations
 import argparse
 import math
 import time
+from statistics import NormalDist
 
 import numpy as np
 
 from judgekit.inputs.policy import Thresholds
-from judgekit.stats.metrics import wilson
-from judgekit.stats.sequential import settle
+from judgekit.stats.metrics import CONFIDENCE, wilson
+from judgekit.stats.sequential import RULES, last_look, stopped_at
 
 POLICY = Thresholds()  # min_tpr = min_tnr = 0.8, min_examples 20
 SIZES = (25, 50, 200, 1000)
@@ -35,12 +42,13 @@ STEP = 16
 
 
 def full_set_gate(
-    right_pos: int, pos: int, right_neg: int, neg: int, t: Thresholds = POLICY
+    right_pos: int, pos: int, right_neg: int, neg: int, confidence: float = CONFIDENCE
 ) -> str:
-    """The gate's TPR / TNR rule on a whole set (judgekit.gate, with the report's
-    Wilson intervals)."""
+    """The gate's TPR / TNR rule on a whole set (judgekit.gate, with the report's Wilson
+    intervals; a run the sequential rule took to the end is decided at its last look's level)."""
+    t = POLICY
     bounds = [
-        (wilson(right, n), threshold)
+        (wilson(right, n, confidence), threshold)
         for right, n, threshold in ((right_pos, pos, t.min_tpr), (right_neg, neg, t.min_tnr))
     ]
     if any(high < threshold for (_, high), threshold in bounds):
@@ -50,67 +58,112 @@ def full_set_gate(
     return "INCONCLUSIVE"
 
 
-def one_run(
-    rng: np.random.Generator, n_each: int, tpr: float, tnr: float
-) -> tuple[str, str | None, int]:
-    """(full-set decision, settled decision or None, examples judged) on one simulated set."""
+def one_run(rng: np.random.Generator, n_each: int, tpr: float, tnr: float) -> list[tuple[str, int]]:
+    """(decision, examples judged) on one simulated set: the full-set gate's, the exact rule's and
+    the sequential rule's."""
     labels = rng.permutation(np.array([True] * n_each + [False] * n_each))
     right = np.where(labels, rng.random(labels.size) < tpr, rng.random(labels.size) < tnr)
-    right_pos, pos = np.cumsum(labels & right), np.cumsum(labels)
-    right_neg, neg = np.cumsum(~labels & right), np.cumsum(~labels)
-    full = full_set_gate(int(right_pos[-1]), n_each, int(right_neg[-1]), n_each)
-    for seen in range(STEP, labels.size + STEP, STEP):
-        i = min(seen, labels.size) - 1
-        decision = settle(
-            (int(right_pos[i]), int(pos[i])),
-            (int(right_neg[i]), int(neg[i])),
-            (n_each - int(pos[i]), n_each - int(neg[i])),
-            POLICY,
-        )
-        if decision is not None:
-            return full, decision, i + 1
-    return full, None, labels.size
+    verdicts = [bool(v) for v in np.where(right, labels, ~labels)]
+    as_list = [bool(y) for y in labels]
+    counts = (int((labels & right).sum()), n_each, int((~labels & right).sum()), n_each)
+    runs = [(full_set_gate(*counts), labels.size)]
+    for rule in RULES[::-1]:  # exact, sequential
+        at, decided = stopped_at(as_list, verdicts, STEP, POLICY, rule)
+        if decided is None:  # judged to the end: the gate decides, the sequential rule's stricter
+            level = last_look(as_list, verdicts, POLICY) if rule == "sequential" else CONFIDENCE
+            decided = full_set_gate(*counts, level)
+        runs.append((decided, at))
+    return runs
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--reps", type=int, default=1000)
-    parser.add_argument("--seed", type=int, default=20261130)
+    parser.add_argument("--reps", type=int, default=2000)
+    parser.add_argument("--seed", type=int, default=20261204)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
     print(
         "| set | judge TPR / TNR | full set: PASS / INCONCL. / FAIL | wrong: full set | wrong: "
-        "early stopping | decisions that differ | stopped before the end | examples judged (mean) "
-        "| calls saved |"
+        "exact | wrong: sequential | judged (mean): exact | judged (mean): sequential |"
     )
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for n_each in SIZES:
         for tpr, tnr in JUDGES:
             good = tpr >= POLICY.min_tpr and tnr >= POLICY.min_tnr
             wrong_word = "FAIL" if good else "PASS"
             runs = [one_run(rng, n_each, tpr, tnr) for _ in range(args.reps)]
             full = {
-                d: sum(1 for f, _, _ in runs if f == d) / args.reps
+                d: sum(1 for r in runs if r[0][0] == d) / args.reps
                 for d in ("PASS", "INCONCLUSIVE", "FAIL")
             }
-            # unsettled: judged to the end, gated as usual
-            early = [settled or f for f, settled, _ in runs]
-            wrong_full, wrong_early = (
-                full[wrong_word],
-                sum(1 for d in early if d == wrong_word) / args.reps,
-            )
-            differ = sum(1 for (f, _, _), d in zip(runs, early, strict=True) if f != d)
-            stopped = sum(1 for _, _, n in runs if n < 2 * n_each) / args.reps
-            judged = sum(n for _, _, n in runs) / args.reps
+            wrong = [sum(1 for r in runs if r[k][0] == wrong_word) / args.reps for k in range(3)]
+            judged = [sum(r[k][1] for r in runs) / args.reps / (2 * n_each) for k in (1, 2)]
             print(
                 f"| {n_each} + {n_each} | {tpr:.2f} / {tnr:.2f} | {full['PASS']:.3f} / "
-                f"{full['INCONCLUSIVE']:.3f} / {full['FAIL']:.3f} | {wrong_full:.3f} ± "
-                f"{se(wrong_full, args.reps)} | {wrong_early:.3f} ± {se(wrong_early, args.reps)} | "
-                f"{differ} | {stopped:.3f} | {judged:.0f} of {2 * n_each} | "
-                f"{1 - judged / (2 * n_each):.0%} |"
+                f"{full['INCONCLUSIVE']:.3f} / {full['FAIL']:.3f} | "
+                + " | ".join(f"{w:.3f} ± {se(w, args.reps)}" for w in wrong)
+                + " | "
+                + " | ".join(f"{j:.0%}" for j in judged)
+                + " |"
             )
     print(f"\n({args.reps} runs per row, seed {args.seed}, {time.perf_counter() - started:.0f} s)")
+    exact_per_class()
+
+
+def exact_per_class() -> None:
+    """Each class's chance of a PASS (true rate below the threshold) or a FAIL (at or above) under
+    the sequential rule, interim looks and last look together, against the full-set gate's: by
+    exact binomial sums over every path (not simulated), for one class of N decided examples
+    looked at after N/4, N/2 and 3N/4 (the looks before min_examples cannot decide)."""
+    print(
+        "\n| examples of the class | last look's z | true rate | chance of the wrong decision: "
+        "full-set gate | sequential rule |"
+    )
+    print("|---|---|---|---|---|")
+    theta = POLICY.min_tpr
+    for total in SIZES:
+        sizes = [
+            n
+            for n in (math.ceil(total * share) for share in (0.25, 0.5, 0.75))
+            if n >= POLICY.min_examples
+        ]
+        labels = [True] * total
+        z = NormalDist().inv_cdf((1 + last_look(labels, labels, POLICY)) / 2)
+        worst = {}
+        for p in np.round(np.arange(0.60, 1.0, 0.005), 3):
+            side = 1 if p < theta else -1  # a PASS is wrong below the threshold, a FAIL above
+            worst[p] = chances(sizes, total, theta, float(p), z, side)
+        for p in (0.78, 0.795, 0.8, 0.82, 0.85):
+            gate, rule = worst[p]
+            print(f"| {total} | {z:.3f} | {p:.3f} | {gate:.5f} | {rule:.5f} |")
+        excess = max(worst, key=lambda p: worst[p][1] - worst[p][0])
+        gate, rule = worst[excess]
+        print(f"| {total} | {z:.3f} | {excess:.3f} (largest excess) | {gate:.6f} | {rule:.6f} |")
+
+
+def chances(
+    sizes: list[int], total: int, theta: float, p: float, z_last: float, side: int
+) -> tuple[float, float]:
+    """(full-set gate, sequential rule): the chance of a PASS (side 1) or a FAIL (side -1) of one
+    class at true rate p."""
+    from scipy.stats import binom
+
+    sd = math.sqrt(theta * (1 - theta))
+
+    def beyond(n: int, z: float) -> np.ndarray:
+        score = (np.arange(n + 1) / n - theta) * math.sqrt(n) / sd
+        return score >= z if side == 1 else score < -z
+
+    crossed, mass, at = 0.0, np.array([1.0]), 0
+    for n in sizes:
+        mass = np.convolve(mass, binom.pmf(np.arange(n - at + 1), n - at, p))
+        at = n
+        crossed += float(mass[beyond(n, 3.0)].sum())
+        mass = np.where(beyond(n, 3.0), 0.0, mass)
+    last = np.convolve(mass, binom.pmf(np.arange(total - at + 1), total - at, p))
+    gate = float(binom.pmf(np.arange(total + 1), total, p)[beyond(total, 1.959963984540054)].sum())
+    return gate, crossed + float(last[beyond(total, z_last)].sum())
 
 
 def se(share: float, reps: int) -> str:

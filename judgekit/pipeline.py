@@ -77,6 +77,7 @@ from judgekit.report.model import (
 from judgekit.report.parts import ById, Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.render import finite
 from judgekit.secrets import public_url
+from judgekit.stats.sequential import Rule
 
 
 @dataclass
@@ -99,6 +100,8 @@ class Options:
     via: str = "auto"
     retry: RetryPolicy | None = None
     stop_early: bool = False
+    # Early stopping's rule (judgekit.stats.sequential): "sequential" (interim looks) or "exact".
+    stop_rule: Rule = "sequential"
     policy: Policy | None = None  # early stopping's thresholds; default: the project's gate policy
     # Every answer asked again and the cached one replaced (`calibrate --refresh`).
     refresh: bool = False
@@ -415,6 +418,7 @@ def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
         if options.stop_early
         else None,
         seed=options.seed,
+        stop_rule=options.stop_rule,
         selective=frozenset(cid for cid in criterion_ids if policy.for_criterion(cid).selective),
     )
 
@@ -625,6 +629,7 @@ def criterion_report(  # noqa: PLR0913  the calibration, then what the report ad
             calls_saved=stop.calls_saved,
             seed=stop.seed,
             batch=stop.batch,
+            rule=stop.rule,
         )
         if stop is not None
         else None,

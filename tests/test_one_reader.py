@@ -65,6 +65,7 @@ ENTRY_FIELDS = {
     "early_stop_judged": ("early_stop", "judged"),
     "early_stop_seed": ("early_stop", "seed"),
     "early_stop_batch": ("early_stop", "batch"),
+    "early_stop_rule": ("early_stop", "rule"),
     "kind": ("judge", "kind"),
     "model": ("judge", "model"),
     "declared_model": ("judge", "declared_model"),
@@ -118,6 +119,7 @@ def report_data(tmp_path_factory) -> dict[str, Any]:
         "calls_saved": 0,
         "seed": 0,
         "batch": 10,
+        "rule": "exact",
     }
     entry["copies"] = {"e0": ["e9"]}
     entry["verdicts_sha256"] = "0" * 64
@@ -150,7 +152,7 @@ def _as_the_model_reads(data: dict[str, Any]) -> tuple[Any, ...] | None:
         c.split,
         c.calibrated_at,
         c.evidence_at,
-        *((stop.judged, stop.seed, stop.batch) if stop else (None, None, None)),
+        *((stop.judged, stop.seed, stop.batch, stop.rule) if stop else (None, None, None, "exact")),
         *(
             (j.kind, j.model, j.declared_model, j.family, j.source, j.api_base, j.via)
             if j
@@ -191,6 +193,7 @@ def _as_the_gate_reads(data: dict[str, Any]) -> tuple[Any, ...] | None:
         e.early_stop_judged,
         e.early_stop_seed,
         e.early_stop_batch,
+        e.early_stop_rule,
         e.kind,
         e.model,
         e.declared_model,

@@ -2,20 +2,35 @@
 live in benchmarks/early_stopping.py."""
 
 import json
+import math
 from dataclasses import replace
+from pathlib import Path
+from statistics import NormalDist
 
 import numpy as np
 import pytest
+from click.testing import CliRunner
 
+from judgekit.cli import app
 from judgekit.gate import Gate
 from judgekit.inputs.policy import Thresholds
 from judgekit.pipeline import Options, measure
 from judgekit.stats.metrics import wilson
-from judgekit.stats.sequential import settle
-from judgekit.testing import FakeLLM
+from judgekit.stats.sequential import (
+    INTERIM_CONFIDENCE,
+    decide,
+    interim,
+    interim_looks,
+    last_look,
+    order_seed,
+    settle,
+    stop_order,
+)
+from judgekit.testing import FakeLLM, FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
 T = Thresholds(min_tpr=0.8, min_tnr=0.8, min_examples=20)
+runner = CliRunner()
 
 
 def test_nothing_is_settled_before_min_examples_of_each_class():
@@ -125,7 +140,7 @@ def test_a_constant_judge_fails_once_no_verdict_left_could_save_it(big):
     """Passing everything, TNR is 0 of the known-bad judged so far: once about 52 of the 200 are
     judged, even 148 right ones would leave TNR's 95% upper bound below 0.80."""
     judge = FakeLLM.scripted({}, default=True)
-    c = measure(options(big), llm=judge).criteria[0]
+    c = measure(options(big, stop_rule="exact"), llm=judge).criteria[0]
     assert c.early_stop.decision == "FAIL" and judge.calls == c.early_stop.judged < 150
     assert min(c.confusion.tp, c.confusion.fp) >= 20  # min_examples of each class judged first
     fails = c.confusion.fp
@@ -138,7 +153,7 @@ def test_order_is_seeded(big):
         judge = FakeLLM.scripted(
             {"reply-p1": False, "reply-p2": False, "reply-f3": True, "reply-p": True}, default=False
         )
-        c = measure(options(big, seed=seed), llm=judge).criteria[0]
+        c = measure(options(big, seed=seed, stop_rule="exact"), llm=judge).criteria[0]
         return c.early_stop, [r.id for r in c.verdicts]
 
     assert run(1) == run(1)
@@ -162,9 +177,9 @@ def test_an_early_stop_is_derived_again_from_the_files(big, tmp_path):
     """Read back from disk, a stopped run passes the gate: its verdicts are the first examples of
     its seeded order, and the gate's own thresholds stop there."""
     judge = FakeLLM.scripted({"reply-p": True, "reply-f": False})
-    report = measure(options(big), llm=judge)
+    report = measure(options(big, stop_rule="exact"), llm=judge)
     stop = report.criteria[0].early_stop
-    assert stop.judged < 400 and (stop.seed, stop.batch) == (0, 10)
+    assert stop.judged < 400 and (stop.seed, stop.batch, stop.rule) == (0, 10, "exact")
     report.write(tmp_path / "r")
     assert Gate.from_project(big.criteria, big.sets).check_path(tmp_path / "r").status == "PASS"
 
@@ -201,3 +216,199 @@ def test_a_report_field_cannot_waive_the_verdicts_of_a_stopped_run(project, tmp_
     result = gate.check_path(tmp_path / "forged")
     assert result.status == "FAIL", result.decisions[0].summary
     assert "the report is not evidence" in result.decisions[0].summary
+
+
+# The sequential rule: interim looks at a quarter, half and three quarters of the set.
+
+
+def _clear_cut():
+    """Right on 97% of each class: wrong on six known-good and six known-bad replies."""
+    wrong = {f"reply-p{i}:": False for i in range(0, 200, 34)}
+    wrong |= {f"reply-f{i}:": True for i in range(0, 200, 34)}
+    return FakeLLM.scripted({**wrong, "reply-p": True}, default=False)
+
+
+def test_the_sequential_rule_judges_at_most_half_of_a_clear_cut_judges_set(big, tmp_path):
+    """The exact rule judges most of a 0.97 judge's set (20 wrong verdicts must not be able to
+    pull a bound under); the sequential one stops at an interim look, and the report read back
+    from disk passes the gate: the gate derives the same stop under the same rule."""
+    exact, sequential = _clear_cut(), _clear_cut()
+    by_exact = measure(options(big, stop_rule="exact"), llm=exact).criteria[0].early_stop
+    report = measure(options(big), llm=sequential)
+    stop = report.criteria[0].early_stop
+    assert by_exact.decision == "PASS" and by_exact.judged > 300
+    assert (stop.decision, stop.rule) == ("PASS", "sequential")
+    assert stop.judged in interim_looks(400) and stop.judged <= 200 == 400 - 200
+    assert sequential.calls == stop.judged and stop.calls_saved == 400 - stop.judged
+    report.write(tmp_path / "r")
+    assert Gate.from_project(big.criteria, big.sets).check_path(tmp_path / "r").status == "PASS"
+
+
+def test_a_clearly_bad_judge_fails_at_the_first_interim_look(big):
+    judge = FakeLLM.scripted({"reply-f1": True, "reply-f3": True, "reply-p": True}, default=False)
+    stop = measure(options(big), llm=judge).criteria[0].early_stop  # TNR about 0.5
+    assert (stop.decision, stop.judged) == ("FAIL", 100)
+
+
+def test_the_sequential_order_is_the_sets_own_not_a_seeds(big):
+    def run(seed):
+        c = measure(options(big, seed=seed), llm=_clear_cut()).criteria[0]
+        return c.early_stop, sorted(r.id for r in c.verdicts)
+
+    first = run(1)
+    assert first == run(2)
+    ids = [r["id"] for r in balanced(200, 200)]
+    assert first[0].seed == order_seed(ids)
+
+
+def test_a_sequential_stop_in_an_order_of_its_own_choosing_is_not_evidence(
+    big, tmp_path, monkeypatch
+):
+    """A run that shopped for an order (here: the runner's seed replaced) is consistent with
+    itself, but an interim decision is not the whole set's: the gate refuses any order but the
+    set's own."""
+    gate = Gate.from_project(big.criteria, big.sets)
+    monkeypatch.setattr("judgekit.judging.runner.order_seed", lambda ids: 7)
+    report = measure(options(big), llm=_clear_cut())
+    assert report.criteria[0].early_stop.seed == 7 and report.criteria[0].early_stop.judged < 400
+    report.write(tmp_path / "r")
+    decision = gate.check_path(tmp_path / "r").decisions[0]
+    assert decision.status == "FAIL" and "the set's own" in decision.summary, decision.summary
+
+
+def test_a_sequential_stop_renamed_exact_is_not_evidence(big, tmp_path):
+    report = measure(options(big), llm=_clear_cut())
+    report.write(tmp_path / "r")
+    path = tmp_path / "r" / "report.json"
+    data = json.loads(path.read_text())
+    data["criteria"][0]["early_stop"]["rule"] = "exact"
+    path.write_text(json.dumps(data))
+    decision = Gate.from_project(big.criteria, big.sets).check_path(tmp_path / "r").decisions[0]
+    assert decision.status == "FAIL", decision.summary
+    assert "where early stopping (exact rule) decides nothing" in decision.summary
+
+
+def test_verdicts_cut_short_where_no_rule_decided_are_not_evidence(big, tmp_path):
+    """A full run's verdicts cut to the first 100 of the seeded order, called a stop: every
+    verdict is real and in order, but no rule stops there, so the gate decided nothing on 100."""
+    report = measure(options(big, stop_rule="exact"), llm=_clear_cut())
+    report.write(tmp_path / "r")
+    judged = {r.id for r in report.criteria[0].verdicts}
+    order = [balanced(200, 200)[i]["id"] for i in stop_order(400, 0, "says-blocked")]
+    kept = set(order[:100])
+    assert report.criteria[0].early_stop.judged > 100 and kept <= judged
+    lines = (tmp_path / "r" / "verdicts.jsonl").read_text().splitlines()
+    kept_lines = [line for line in lines if json.loads(line)["id"] in kept]
+    (tmp_path / "r" / "verdicts.jsonl").write_text("".join(line + "\n" for line in kept_lines))
+    path = tmp_path / "r" / "report.json"
+    data = json.loads(path.read_text())
+    entry = data["criteria"][0]  # its figures are left: the stop is checked before them
+    entry["early_stop"].update(judged=100, calls_saved=300, looks=10, decision="PASS")
+    data["verdicts_sha256"] = None
+    path.write_text(json.dumps(data))
+    decision = Gate.from_project(big.criteria, big.sets).check_path(tmp_path / "r").decisions[0]
+    assert decision.status == "FAIL", decision.summary
+    assert "where early stopping (exact rule) decides nothing" in decision.summary
+
+
+@pytest.mark.parametrize(
+    ("tpr", "tnr", "decision"),
+    [((50, 50), (50, 50), "PASS"), ((45, 50), (50, 50), None), ((30, 50), (50, 50), "FAIL")],
+)
+def test_interim_decisions_are_wilson_bounds_at_z_3(tpr, tnr, decision):
+    assert interim(tpr, tnr, T) == decision
+    low, high = wilson(*tpr, INTERIM_CONFIDENCE)
+    assert (low >= 0.8) == (decision == "PASS") and (high < 0.8) == (decision == "FAIL")
+    # the gate's own 95% bounds would decide sooner: the interim rule asks for more
+    assert interim(tpr, tnr, replace(T, use_lower_bound=False)) is None
+
+
+def test_the_interim_rule_speaks_only_at_its_looks():
+    t = Thresholds(min_examples=5)
+    left = (150, 150)  # far from settled by the exact rule
+    assert decide((50, 50), (50, 50), left, t, "sequential", 100) == "PASS"
+    assert decide((50, 50), (50, 50), left, t, "sequential", 110) is None  # looks: 103, 205, 308
+    assert decide((50, 50), (50, 50), left, t, "exact", 100) is None
+    # no curtailment: past the last interim look nothing stops the sequential rule but the end
+    assert settle((0, 20), (20, 20), (10, 10), t) == "FAIL"
+    assert decide((0, 20), (20, 20), (10, 10), t, "sequential", 40) is None
+
+
+def test_a_sequential_run_judged_to_the_end_is_gated_at_its_last_looks_level(big, tmp_path):
+    """172 of 200 known-good right: TPR's 95% lower bound clears 0.80, so a full calibration
+    passes; the sequential rule looked three times and could have stopped, so its last look asks
+    for more, and the same verdicts are INCONCLUSIVE."""
+    wrong = {f"reply-p{i}:": False for i in range(28)}
+
+    def judge():
+        return FakeLLM.scripted({**wrong, "reply-p": True}, default=False)
+
+    full = measure(options(big, stop_early=False), llm=judge())
+    full.write(tmp_path / "full")
+    gate = Gate.from_project(big.criteria, big.sets)
+    assert gate.check_path(tmp_path / "full").status == "PASS"
+    report = measure(options(big), llm=judge())
+    stop = report.criteria[0].early_stop
+    assert (stop.decision, stop.judged, stop.rule) == (None, 400, "sequential")
+    report.write(tmp_path / "r")
+    decision = gate.check_path(tmp_path / "r").decisions[0]
+    assert decision.status == "INCONCLUSIVE", decision.summary
+    order = [balanced(200, 200)[i] for i in stop_order(400, stop.seed, "says-blocked")]
+    said = [e["passed"] and e["id"] not in {f"p{i}" for i in range(28)} for e in order]
+    level = last_look([e["passed"] for e in order], said, Thresholds())
+    assert 0.95 < level < 0.99 and f"{round(level * 100, 1):g}% interval" in decision.summary
+    low = wilson(172, 200)[0]
+    assert low >= 0.8 > wilson(172, 200, level)[0]
+
+
+@pytest.mark.parametrize("theta", [0.8, 0.5])
+def test_the_last_look_gives_back_what_the_interim_looks_could_spend(theta):
+    """At a true rate on the threshold, each class's chance of a PASS over all looks (interim
+    z = 3, then the last look's cut) is at most the full-set gate's, by exact sums: recomputed
+    here by brute force over every path of a small class."""
+    from itertools import product
+
+    looks, total = (4, 8, 12), 16
+    # interleaved: a quarter, half and three quarters of 32 hold 4, 8 and 12 of each class
+    labels = [True, False] * total
+    t = Thresholds(min_tpr=theta, min_tnr=theta, min_examples=1)
+    level = last_look(labels, [True] * (2 * total), t)
+    z_last = NormalDist().inv_cdf((1 + level) / 2)
+
+    def score(x, n):
+        return (x / n - theta) * math.sqrt(n) / math.sqrt(theta * (1 - theta))
+
+    gate = {"PASS": 0.0, "FAIL": 0.0}
+    rule = dict(gate)
+    for path in product((0, 1), repeat=total):
+        chance = math.prod(theta if v else 1 - theta for v in path)
+        scores = [score(sum(path[:n]), n) for n in looks]
+        last = score(sum(path), total)
+        gate["PASS"] += chance * (last >= 1.959963984540054)
+        gate["FAIL"] += chance * (last < -1.959963984540054)
+        rule["PASS"] += chance * (any(z >= 3 for z in scores) or last >= z_last)
+        rule["FAIL"] += chance * (any(z < -3 for z in scores) or last < -z_last)
+    assert all(rule[side] <= gate[side] + 1e-12 for side in gate), (rule, gate)
+    # At 0.8 a FAIL at the first look (0 of 4) can end above the gate's cut: the last look is
+    # stricter. At 0.5 every path that crosses early also ends past the gate's cut: nothing to
+    # give back, and the last look is the gate's.
+    assert (z_last > 1.96) == (theta == 0.8)
+
+
+def test_the_cli_names_the_rule_it_stopped_by_and_refuses_an_unknown_one(project):
+    """`calibrate --stop-early` over HTTP: the sequential rule by default, `--stop-rule exact` on
+    request, each named in report.json; an unknown rule is refused before any call."""
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(200, 200))
+    base = ["calibrate", "--model", "openai/j", "--stop-early", "--no-history", "--no-cache"]
+    with FakeServer(script({"reply-p": True}, default=False)) as server:
+        wrong = runner.invoke(app, [*base, "--api-base", server.url, "--stop-rule", "soon"])
+        assert wrong.exit_code == 2 and "--stop-rule" in wrong.output and server.requests == 0
+        for rule, judged in (("sequential", 100), ("exact", None)):
+            result = runner.invoke(app, [*base, "--api-base", server.url, "--stop-rule", rule])
+            assert result.exit_code == 0, result.output
+            stop = json.loads(Path(".judgekit/reports/latest/report.json").read_text())["criteria"][
+                0
+            ]["early_stop"]
+            assert stop["rule"] == rule and stop["decision"] == "PASS"
+            assert stop["judged"] == judged if judged else stop["judged"] > 100

@@ -47,6 +47,7 @@ from judgekit.judging.recorded import load_recorded
 from judgekit.pipeline import Options, copies_said, dry_run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
+from judgekit.stats.sequential import RULES
 from judgekit.watch.calibration import acalibrate_read
 from judgekit.watch.findings import findings_of, read_findings
 from judgekit.watch.history import History, HistoryRun
@@ -99,8 +100,15 @@ def calibrate(
     stop_early: bool = typer.Option(
         False,
         "--stop-early",
-        help="Judge in seeded random order and stop each "
-        "criterion once the gate's decision on its whole set can no longer change.",
+        help="Judge in random order and stop each criterion once the gate's decision is "
+        "reached (see --stop-rule).",
+    ),
+    stop_rule: str = typer.Option(
+        "sequential",
+        "--stop-rule",
+        help="With --stop-early: `sequential` also stops at a quarter, half or three quarters of "
+        "the set when the verdicts so far are decisive at z = 3; `exact` stops only once the "
+        "whole set's decision can no longer change.",
     ),
     gate: bool = typer.Option(
         False, "--gate", help="Gate the new report too; exit as `judgekit gate` does."
@@ -136,6 +144,8 @@ def calibrate(
 ) -> None:
     """Run each criterion's judge over its calibration set and report agreement with the labels."""
     check_split(split)
+    if stop_rule not in RULES:
+        fail(InputError.one("--stop-rule", "", f"{stop_rule!r}: use {' or '.join(RULES)}"))
     if via not in ("auto", "litellm"):
         fail(InputError.one("--via", "", f"{via!r}: use auto or litellm"))
     options = Options(
@@ -154,6 +164,7 @@ def calibrate(
         structured=not plain_answers,
         via=via,
         stop_early=stop_early,
+        stop_rule=stop_rule,
         refresh=refresh,
     )
     if dry:

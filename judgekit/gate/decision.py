@@ -32,7 +32,7 @@ from judgekit.gate.evidence import Figures, verify
 from judgekit.gate.identity import check_marks, check_signature, judge_changed, recorded_setup
 from judgekit.gate.label_budget import budgets
 from judgekit.gate.result import Decision, GateResult
-from judgekit.gate.rules import Findings, check, judge_setting, selective
+from judgekit.gate.rules import Findings, bounds_of, check, judge_setting, selective
 from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
 from judgekit.inputs.label_reader import LabelledSet, read_labels, source_of
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
@@ -475,16 +475,16 @@ def _check_rates(
 ) -> set[str]:
     """TPR, TNR (and kappa when asked) against their thresholds; the classes more examples of
     could settle."""
-    intervals = figures.intervals(with_kappa=t.min_kappa is not None)
+    intervals = figures.intervals(t.min_kappa is not None, figures.confidence)
     short: set[str] = set()
     for key, label, threshold, cls in (
         ("tpr", "TPR", t.min_tpr, "pass"),
         ("tnr", "TNR", t.min_tnr, "fail"),
     ):
-        if check(rates, intervals, key, label, threshold, t.use_lower_bound, found):
+        if check(rates, intervals, key, label, threshold, found, bounds_of(t, figures.confidence)):
             short.add(cls)
     if t.min_kappa is not None:
-        check(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, t.use_lower_bound, found)
+        check(rates, intervals, "cohen_kappa", "kappa", t.min_kappa, found, bounds_of(t))
     return short
 
 
@@ -513,8 +513,8 @@ def _check_pools(figures: Figures, t: Thresholds, found: Findings) -> None:
                     key,
                     name,
                     threshold,
-                    t.use_lower_bound,
                     found,
+                    bounds_of(t),
                 )
 
 

@@ -37,6 +37,7 @@ from judgekit.stats.design import (
     weights,
 )
 from judgekit.stats.metrics import (
+    CONFIDENCE,
     Calibration,
     confusion,
     kappa_from_counts,
@@ -45,7 +46,13 @@ from judgekit.stats.metrics import (
     wilson,
 )
 from judgekit.stats.raters import flip_rate
-from judgekit.stats.sequential import StopThresholds, stop_order, stopped_at
+from judgekit.stats.sequential import (
+    StopThresholds,
+    last_look,
+    order_seed,
+    stop_order,
+    stopped_at,
+)
 
 CLOCK_SKEW = timedelta(minutes=5)  # a time this far ahead of the gate's clock is in the future
 TOLERANCE = 1e-9
@@ -70,6 +77,9 @@ class Figures:
     stages: tuple[tuple[Verdict, ...], ...] = ()
     # how each was drawn (`judgekit label --next`), in the order of `labels`; empty: none by design
     drawn: tuple[Drawn | None, ...] = ()
+    # The level TPR and TNR are decided at: the gate's, or the last look's of a run stopped by the
+    # sequential rule to the end (judgekit.stats.sequential.last_look).
+    confidence: float = CONFIDENCE
 
     def cells(self) -> tuple[float, float, float, float]:
         """tp, fp, tn, fn: counted, or weighted by how the examples were drawn
@@ -106,7 +116,9 @@ class Figures:
         once."""
         return design_calibration(self.labels, [v.passed for v in self.stages[0]], self.drawn)
 
-    def intervals(self, with_kappa: bool) -> dict[str, tuple[float, float]]:
+    def intervals(
+        self, with_kappa: bool, confidence: float = CONFIDENCE
+    ) -> dict[str, tuple[float, float]]:
         if self.drawn:  # seeded draws of the weighted posterior, as the report's (seed 0)
             found = self._weighted.intervals
             return {
@@ -114,7 +126,7 @@ class Figures:
                 for k in (("tpr", "tnr", "cohen_kappa") if with_kappa else ("tpr", "tnr"))
             }
         tp, fp, tn, fn = self.confusion
-        out = {"tpr": wilson(tp, tp + fn), "tnr": wilson(tn, tn + fp)}
+        out = {"tpr": wilson(tp, tp + fn, confidence), "tnr": wilson(tn, tn + fp, confidence)}
         if with_kappa:  # numpy, imported by kappa_interval: only when the policy asks for kappa
             out["cohen_kappa"] = kappa_interval(
                 [d[0] for d in self.decided], [d[1] for d in self.decided]
@@ -177,8 +189,11 @@ def recompute(
         else majority([Verdict(e.id, v.passed, confidence=v.confidence) for v in each(e)])
         for e in judged
     ]
+    confidence = CONFIDENCE
     if stopped is not None and entry is not None:
-        _check_stop(entry, labels, {v.example_id: v.passed for v in verdicts}, stopping)
+        confidence = _check_stop(
+            entry, labels, {v.example_id: v.passed for v in verdicts}, stopping
+        )
     final = [v.passed for v in verdicts]
     cells, abstained = confusion([e.label for e in judged], final)
     times = [v.at for e in judged for v in each(e)]
@@ -204,6 +219,7 @@ def recompute(
         else (),
         stages=(tuple(verdicts),)
         + ((tuple(escalated.get(e.id, Verdict(e.id, None)) for e in judged),) if escalated else ()),
+        confidence=confidence,
     )
 
 
@@ -254,24 +270,43 @@ def _check_stop(
     labels: LabelledSet,
     final: dict[str, bool | None],
     stopping: StopThresholds | None,
-) -> None:
+) -> float:
     """Untrusted unless the examples judged are the first of the seeded order and early stopping,
-    under the gate's thresholds, stops exactly there."""
+    under the gate's thresholds, stops exactly there; the confidence TPR and TNR are decided at
+    (the sequential rule's last look asks for more than the gate's 95%)."""
     seed, batch, judged = entry.early_stop_seed, entry.early_stop_batch, entry.early_stop_judged
-    if seed is None or batch is None or batch < 1 or stopping is None:
+    if seed is None or batch is None or batch < 1 or stopping is None or judged is None:
         raise Untrusted("it stopped early, but its order (seed and batch) cannot be derived again")
+    rule = entry.early_stop_rule
+    if rule == "sequential" and seed != order_seed([e.id for e in labels.examples]):
+        # An interim decision is not the whole set's: a chosen seed would be a second chance.
+        raise Untrusted(
+            "it stopped by the sequential rule, whose order is the set's own (drawn from its "
+            f"ids), but in another order (seed {seed})"
+        )
     order = [labels.examples[i] for i in stop_order(len(labels.examples), seed, entry.id)]
     first = order[:judged]
     if any(e.id not in final for e in first):
         raise Untrusted(
             f"its verdicts are not those of the first {judged} examples of its seeded order"
         )
-    at, _ = stopped_at([e.label for e in order], [final[e.id] for e in first], batch, stopping)
+    at, decided = stopped_at(
+        [e.label for e in order], [final[e.id] for e in first], batch, stopping, rule
+    )
+    if at == judged < len(order) and decided is None:
+        # Verdicts that end at a look which decided nothing: the run stopped where it liked.
+        raise Untrusted(
+            f"it stopped after {judged} of {len(order)} examples, where early stopping "
+            f"({rule} rule) decides nothing under the gate's thresholds"
+        )
     if at != judged:
         raise Untrusted(
-            f"early stopping in its seeded order stops after {at} examples under the gate's "
-            f"thresholds, not after the {judged} it holds"
+            f"early stopping ({rule} rule) in its seeded order stops after {at} examples under "
+            f"the gate's thresholds, not after the {judged} it holds"
         )
+    if rule == "sequential" and judged == len(order):
+        return last_look([e.label for e in order], [final[e.id] for e in first], stopping)
+    return CONFIDENCE
 
 
 def verify(

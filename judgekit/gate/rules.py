@@ -16,7 +16,7 @@ from judgekit.inputs.files import read_yaml
 from judgekit.inputs.policy import Selective, Thresholds
 from judgekit.judging.selective import certificate, given
 from judgekit.report.render import fmt_number
-from judgekit.stats.metrics import ratio, wilson
+from judgekit.stats.metrics import CONFIDENCE, ratio, wilson
 from judgekit.stats.selective import Cascade
 
 
@@ -28,16 +28,24 @@ class Findings:
     unsure: list[str] = field(default_factory=list)
 
 
+def bounds_of(t: Thresholds, confidence: float = CONFIDENCE) -> float | None:
+    """The confidence of the bounds `check` holds against the thresholds (None: the estimates)."""
+    return confidence if t.use_lower_bound else None
+
+
 def check(
     figures: dict[str, Any],
     intervals: dict[str, Any],
     key: str,
     label: str,
     threshold: float,
-    lower: bool,
     found: Findings,
+    bounds: float | None = CONFIDENCE,
 ) -> bool:
-    """Check one figure against its threshold; True when more examples could settle it."""
+    """Check one figure against its threshold: its interval's bounds, at confidence `bounds` (None:
+    the estimate itself, `use_lower_bound` off); True when more examples could settle it."""
+    lower = bounds is not None
+    level = f"{round((bounds or CONFIDENCE) * 100, 1):g}%"
     value = figures.get(key)
     low, high = intervals.get(key, (None, None)) if key in intervals else (value, value)
     if value is None or (isinstance(value, float) and math.isnan(value)):
@@ -53,12 +61,12 @@ def check(
         return False
     if high is not None and high < threshold:
         found.fails.append(
-            f"{label} {value:.2f} (95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)}) "
+            f"{label} {value:.2f} ({level} interval {fmt_number(low, 2)}-{fmt_number(high, 2)}) "
             f"is below {threshold:.2f}"
         )
         return False
     found.unsure.append(
-        f"{label} {value:.2f} but its 95% interval {fmt_number(low, 2)}-{fmt_number(high, 2)} "
+        f"{label} {value:.2f} but its {level} interval {fmt_number(low, 2)}-{fmt_number(high, 2)} "
         f"straddles {threshold:.2f}"
     )
     return True
@@ -166,8 +174,8 @@ def _check_given(tp: int, fp: int, tn: int, fn: int, t: Thresholds, found: Findi
             key,
             f"{label} on the verdicts given",
             threshold,
-            t.use_lower_bound,
             found,
+            bounds_of(t),
         )
 
 

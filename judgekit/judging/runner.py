@@ -25,7 +25,7 @@ from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
 from judgekit.secrets import public_url
-from judgekit.stats.sequential import settle, stop_order
+from judgekit.stats.sequential import Rule, decide, next_look, order_seed, stop_order
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,9 @@ class RunSettings:
     max_age_s: float | None = None
     stop_early: dict[str, Thresholds] | None = None
     seed: int = 0
+    # Early stopping's rule (judgekit.stats.sequential): the sequential one orders each set by its
+    # own ids (`order_seed`), not by `seed`.
+    stop_rule: Rule = "sequential"
     # The criteria judged selectively: one trial asks for log-probabilities.
     selective: frozenset[str] = frozenset()
 
@@ -107,6 +110,7 @@ class Stop:
     calls_saved: int
     seed: int = 0  # the order's (judgekit.stats.sequential.stop_order)
     batch: int = 10  # examples judged between two looks
+    rule: Rule = "exact"
 
 
 @dataclass
@@ -315,14 +319,17 @@ async def _in_looks(
     settings: RunSettings,
     thresholds: dict[str, Thresholds],
 ) -> JudgedSets:
-    """Batches of examples in seeded random order; after each, stop the tasks whose decision on
-    the whole set is settled."""
-    order = [
-        [
-            t.examples.examples[i]
-            for i in stop_order(len(t.examples.examples), settings.seed, t.criterion.id)
-        ]
+    """Batches of examples in seeded random order; after each, stop the tasks whose decision
+    `settings.stop_rule` reaches (judgekit.stats.sequential: the looks where `next_look` puts them,
+    each asked of `decide`, as the gate derives them again)."""
+    rule = settings.stop_rule
+    seeds = [
+        order_seed([e.id for e in t.examples.examples]) if rule == "sequential" else settings.seed
         for t in tasks
+    ]
+    order = [
+        [t.examples.examples[i] for i in stop_order(len(t.examples.examples), seed, t.criterion.id)]
+        for t, seed in zip(tasks, seeds, strict=True)
     ]
     done = [0] * len(tasks)
     looks = [0] * len(tasks)
@@ -334,8 +341,9 @@ async def _in_looks(
     while active:
         chunks: list[Sequence[Example]] = [[] for _ in tasks]
         for t in active:
-            chunks[t] = order[t][done[t] : done[t] + step]
-            done[t] += len(chunks[t])
+            end = next_look(done[t], step, len(order[t]), rule)
+            chunks[t] = order[t][done[t] : end]
+            done[t] = end
         jobs = _tagged(tasks, chunks, settings)
         all_jobs += jobs
         all_verdicts += await asker.ask(jobs, None)
@@ -357,7 +365,7 @@ async def _in_looks(
             )
             rest = order[t][done[t] :]
             left = (sum(1 for e in rest if e.label), sum(1 for e in rest if not e.label))
-            decision = settle(tpr, tnr, left, thresholds[tasks[t].criterion.id])
+            decision = decide(tpr, tnr, left, thresholds[tasks[t].criterion.id], rule, done[t])
             if decision is None and done[t] < len(order[t]):
                 still.append(t)
             else:
@@ -370,8 +378,9 @@ async def _in_looks(
             len(order[t]),
             looks[t],
             (len(order[t]) - done[t]) * task.trials,
-            seed=settings.seed,
+            seed=seeds[t],
             batch=step,
+            rule=rule,
         )
         for t, task in enumerate(tasks)
     ]

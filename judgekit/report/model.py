@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from itertools import chain
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, PrivateAttr, ValidationError, ValidationInfo, model_validator
 
@@ -260,6 +260,12 @@ class EarlyStop(ReportPart):
         "(judgekit.stats.sequential.stop_order): the gate derives the order again.",
     )
     batch: int | None = Field(None, description="Examples judged between two looks.")
+    rule: Literal["sequential", "exact"] = Field(
+        "exact",
+        description="The stopping rule (judgekit.stats.sequential): `sequential` adds interim "
+        "looks at a quarter, half and three quarters of the set, its order drawn from the set's "
+        "ids; `exact` stops only once the whole set's decision cannot change.",
+    )
 
 
 class CriterionReport(ReportPart):

@@ -21,6 +21,7 @@ from judgekit.inputs.files import SourceLines, iter_records, read_text
 from judgekit.inputs.pair import PREVIOUS, VERDICTS
 from judgekit.inputs.parsing import parse_json
 from judgekit.judging.setup import JudgeSetup, Source
+from judgekit.stats.sequential import RULES, Rule
 
 MAX_STAGE = 9  # the judges a verdict can come from: the criterion's (0) and those it escalates to
 
@@ -65,6 +66,7 @@ class ReportEntry:
     early_stop_judged: int | None = None
     early_stop_seed: int | None = None
     early_stop_batch: int | None = None
+    early_stop_rule: Rule = "exact"
     kind: str | None = None
     model: str | None = None
     declared_model: str | None = None
@@ -177,10 +179,12 @@ def _consistency(value: Any) -> Any:
     return _field(value, "flip_rate", "number", where, None)
 
 
-def _early_stop(value: Any) -> tuple[int | None, int | None, int | None]:
-    """Where a stopped run stopped (judged, seed, batch); Nones when it did not stop early."""
+def _early_stop(value: Any) -> tuple[int | None, int | None, int | None, Rule]:
+    """Where a stopped run stopped (judged, seed, batch) and by which rule; Nones when it did not
+    stop early. A report written before the sequential rule names none: it stopped by the exact
+    one (and the gate derives the stop again under the rule named, either way)."""
     if value is None:
-        return None, None, None
+        return None, None, None, "exact"
     if not isinstance(value, dict):
         raise Untrusted(f"report.json's early_stop is not a table: {value!r}")
     where = "early_stop."
@@ -189,10 +193,14 @@ def _early_stop(value: Any) -> tuple[int | None, int | None, int | None]:
     _field(value, "decision", "text", where, None)
     for name in ("total", "looks", "calls_saved"):
         _field(value, name, "whole", where)
+    rule = _field(value, "rule", "text", where, "exact")
+    if rule not in RULES:
+        raise Untrusted(f"report.json's early_stop.rule is {rule!r}, not one of {', '.join(RULES)}")
     return (
         _field(value, "judged", "whole", where),
         _field(value, "seed", "whole", where, None),
         _field(value, "batch", "whole", where, None),
+        rule,
     )
 
 
@@ -247,7 +255,7 @@ def parse_entry(
     inputs = _field(data, "inputs", "table", "", None)
     if inputs is not None:
         _texts(inputs, "inputs")
-    judged, seed, batch = _early_stop(data.get("early_stop"))
+    judged, seed, batch, rule = _early_stop(data.get("early_stop"))
     trials = parameters.get("trials")
     return ReportEntry(
         id=data["id"],
@@ -267,6 +275,7 @@ def parse_entry(
         early_stop_judged=judged,
         early_stop_seed=seed,
         early_stop_batch=batch,
+        early_stop_rule=rule,
         kind=judge.get("kind"),
         model=judge.get("model"),
         declared_model=judge.get("declared_model"),
