@@ -41,6 +41,7 @@ from judgekit.judging.claims import recorded_gold
 from judgekit.judging.dry_run import Estimate, estimate
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.matching import match_file
+from judgekit.judging.probes import PROBES, count_flips, directions, probed, probes_for, variant_of
 from judgekit.judging.prompts import judge_spec
 from judgekit.judging.recorded import iter_recorded
 from judgekit.judging.runner import (
@@ -67,6 +68,7 @@ from judgekit.report.model import (
     Disagreement,
     EarlyStop,
     JudgeInfo,
+    ProbeFigures,
     Report,
     UsageSummary,
     annotators,
@@ -77,6 +79,7 @@ from judgekit.report.model import (
 from judgekit.report.parts import ById, Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.render import finite
 from judgekit.secrets import public_url
+from judgekit.stats.metrics import clopper_pearson
 from judgekit.stats.sequential import Rule
 
 
@@ -120,6 +123,39 @@ class Options:
     # False is `--no-history`: nothing is recorded, so a run on test-split examples is refused
     # (a look at the test split that nothing would count; judgekit.inputs.heldout).
     keep_history: bool = True
+
+
+def probe_figures(
+    criterion: Criterion,
+    labelled: Sequence[tuple[str, bool, bool | None]],
+    probes: Mapping[str, list[list[Verdict]]],
+) -> list[ProbeFigures]:
+    """The report's figures of each probe run, in each direction: `labelled` is each judged
+    example's (id, label, final verdict), `probes` the trials on each rewrite, by probe and the id
+    rewritten."""
+    ids = probed(criterion.kind, labelled)
+    label = {rid: y for rid, y, _ in labelled}
+    out = []
+    for name, judged in probes.items():
+        said = {trials[0].example_id: majority(trials).passed for trials in judged}
+        for toward_pass in directions(criterion.kind):
+            found = count_flips(name, [(rid, label[rid]) for rid in ids], said, toward_pass)
+            out.append(
+                ProbeFigures(
+                    probe=name,
+                    toward="PASS" if toward_pass else "FAIL",
+                    why=PROBES[name].why,
+                    tried=found.tried,
+                    flipped=found.flipped,
+                    abstained=found.abstained,
+                    rate=found.flipped / found.tried if found.tried else None,
+                    interval=(0.0, 1.0)
+                    if not found.tried
+                    else clopper_pearson(found.flipped, found.tried),
+                    bought=list(found.bought[:5]),
+                )
+            )
+    return out
 
 
 def model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> str:
@@ -183,6 +219,7 @@ async def ameasure_read(
     stops: dict[str, Stop] = {}
     gold: dict[str, dict[str, Verdict]] = {}
     escalated: dict[str, list[list[Verdict]]] = {}
+    probed: dict[str, dict[str, list[list[Verdict]]]] = {}
     if ready.settings is not None:  # made exactly when criteria are left to judge (_prepare)
         run = await judge_sets(ready.tasks, ready.settings, llm, progress)
         for task, trials, stop, checked in zip(
@@ -197,6 +234,7 @@ async def ameasure_read(
                 stops[cid] = stop
         judging_s = run.elapsed_s
         escalated = await _escalations(ready, trials_by_criterion, options, llm)
+        probed = await _probe_runs(ready, trials_by_criterion, options, llm, policy)
 
     reports = [
         criterion_report(
@@ -209,6 +247,7 @@ async def ameasure_read(
             gold.get(c.id),
             policy.for_criterion(c.id).selective,
             escalated.get(c.id),
+            probed.get(c.id),
         )
         for c in ready.criteria
     ]
@@ -252,6 +291,49 @@ async def _escalations(
     for task, trials in zip(cascade, run.verdicts, strict=True):
         check_some_call_answered(task.criterion.id, task.model, trials)
     return {task.criterion.id: trials for task, trials in zip(cascade, run.verdicts, strict=True)}
+
+
+async def _probe_runs(
+    ready: _Ready,
+    verdicts: dict[str, list[list[Verdict]]],
+    options: Options,
+    llm: LLM | None,
+    policy: Policy,
+) -> dict[str, dict[str, list[list[Verdict]]]]:
+    """Each live criterion's robustness probes (judgekit.judging.probes.probes_for: its `probes:`,
+    or the default ones under a policy that gates them): the replies its judge got right,
+    rewritten by each probe and judged by the same judge, through the same cache. Per criterion,
+    per probe, the trials on each rewrite, by the id of the example rewritten. A recheck's canary
+    probes nothing."""
+    settings = ready.settings
+    if settings is None or options.canary is not None:
+        return {}
+    tasks, rewritten = [], []
+    for task in ready.tasks:
+        c = task.criterion
+        probes = probes_for(c.kind, c.probes, policy.for_criterion(c.id).max_probe_flip)
+        if not probes:
+            continue
+        final = {t[0].example_id: majority(t).passed for t in verdicts[c.id]}
+        by_id = {e.id: e for e in task.examples.examples}
+        ids = probed(
+            c.kind, [(e.id, e.label, final[e.id]) for e in by_id.values() if e.id in final]
+        )
+        pairs = [(p.name, by_id[rid]) for p in probes for rid in ids]
+        variants = tuple(variant_of(e, PROBES[name]) for name, e in pairs)
+        examples = CalibrationSet(c.id, task.examples.path, variants)
+        tasks.append(live_task(c, examples, options, task.model))
+        rewritten.append(pairs)
+    if not tasks:
+        return {}
+    run = await judge_sets(tasks, replace(settings, stop_early=None), llm)
+    out: dict[str, dict[str, list[list[Verdict]]]] = {}
+    for task, pairs, trials in zip(tasks, rewritten, run.verdicts, strict=True):
+        check_some_call_answered(task.criterion.id, task.model, trials)
+        mine = out.setdefault(task.criterion.id, {})
+        for (name, e), asked in zip(pairs, trials, strict=True):
+            mine.setdefault(name, []).append([replace(v, example_id=e.id) for v in asked])
+    return out
 
 
 def dry_run(options: Options, llm: LLM | None = None) -> list[Estimate]:
@@ -537,6 +619,7 @@ def criterion_report(  # noqa: PLR0913  the calibration, then what the report ad
     gold: dict[str, Verdict] | None = None,
     selective: Selective | None = None,
     escalated: list[list[Verdict]] | None = None,
+    probes: Mapping[str, list[list[Verdict]]] | None = None,
 ) -> CriterionReport:
     criterion, cal, all_trials = calibration.criterion, calibration.examples, calibration.trials
     setup, source = calibration.setup, str(calibration.source)
@@ -653,7 +736,14 @@ def criterion_report(  # noqa: PLR0913  the calibration, then what the report ad
             criterion, labels, final, escalated, spec["model"], selective, source
         ),
         design=design,
-        verdicts=VerdictLog.of(criterion.id, (all_trials, escalated or []), mark, started),
+        verdicts=VerdictLog.of(
+            criterion.id, (all_trials, escalated or []), mark, started, probes=probes
+        ),
+        probes=probe_figures(
+            criterion,
+            [(e.id, e.label, v.passed) for e, v in zip(cal.examples, final, strict=True)],
+            probes or {},
+        ),
         warnings=[copies_said(full_set.copies)] if full_set.copies else [],
         contexts={
             e.context_file: e.context or ""

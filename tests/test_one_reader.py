@@ -305,7 +305,7 @@ def _line_as_the_model_reads(record: dict[str, Any]) -> list[Any] | None:
         r = RecordedVerdict.model_validate(record)
     except ValidationError:
         return None
-    return [r.criterion, r.id, r.trial, r.passed, r.at, r.confidence, r.stage, r.judge]
+    return [r.criterion, r.id, r.trial, r.passed, r.at, r.confidence, r.stage, r.judge, r.probe]
 
 
 def _line_as_the_gate_reads(record: dict[str, Any]) -> list[Any] | None:
@@ -322,6 +322,7 @@ def _line_as_the_gate_reads(record: dict[str, Any]) -> list[Any] | None:
         line.confidence,
         line.stage,
         line.judge,
+        line.probe,
     ]
 
 
@@ -331,7 +332,17 @@ def test_a_verdict_line_reads_alike_in_both_readers():
     by both or refused by both and read alike. (A line always carries `passed`: judgekit writes
     it on every one; another tool's claims-only record is the model's alone.)"""
     differ = []
-    for name in ("criterion", "id", "trial", "passed", "at", "judge", "confidence", "stage"):
+    for name in (
+        "criterion",
+        "id",
+        "trial",
+        "passed",
+        "at",
+        "judge",
+        "confidence",
+        "stage",
+        "probe",
+    ):
         if name == "passed":
             continue
         for kind, value in LINE_VALUES.items():

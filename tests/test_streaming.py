@@ -216,11 +216,16 @@ def test_a_logs_lines_and_plain_fields_are_those_of_its_records():
         ],
         [[Verdict("b", True, "escalated", confidence=1.0)]],
     ]
-    log = VerdictLog.of("c1", stages, judge="abcd", started=datetime(2026, 1, 1, tzinfo=UTC))
+    # a probe's verdicts on its rewrites, by the id rewritten (after the stages)
+    probes = {"addressed": [[Verdict("a", False, "bought", obtained_at=at)], [Verdict("b", None)]]}
+    log = VerdictLog.of(
+        "c1", stages, judge="abcd", started=datetime(2026, 1, 1, tzinfo=UTC), probes=probes
+    )
     records = list(log)
+    assert [r.probe for r in records][-3:] == [None, "addressed", "addressed"]
     assert list(log.lines()) == [r.line() for r in records]
     assert list(log.plain()) == [
-        (r.criterion, r.id, r.trial, r.passed, r.at, r.confidence, r.stage, r.judge)
+        (r.criterion, r.id, r.trial, r.passed, r.at, r.confidence, r.stage, r.judge, r.probe)
         for r in records
     ]
     # a run started in another zone at the very instant a verdict was obtained: each time keeps

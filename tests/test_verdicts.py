@@ -158,6 +158,7 @@ def test_a_trusted_verdict_is_what_model_construct_builds():
         at=at,
         judge="abc",
         confidence=0.5,
+        probe="addressed",
     )
     fast, slow = RecordedVerdict.trusted(**given), RecordedVerdict.model_construct(**given)
     assert fast == slow and fast.line() == slow.line() and fast.model_dump() == slow.model_dump()

@@ -47,6 +47,7 @@ from judgekit.judging.recorded import load_recorded
 from judgekit.pipeline import Options, copies_said, dry_run
 from judgekit.report.model import Report
 from judgekit.report.parts import check_drawn
+from judgekit.report.render import probes_said
 from judgekit.stats.sequential import RULES
 from judgekit.watch.calibration import acalibrate_read
 from judgekit.watch.findings import findings_of, read_findings
@@ -297,6 +298,8 @@ def _show_summary(fresh: Report, report: Report, out: Path) -> None:
             "run's result for it was not written"
         )
     for c in fresh.criteria:
+        if c.probes:
+            say(f"\n{probes_said(c)}")
         for warning in c.warnings:
             say(f"\nwarning: {c.id}: {warning}")
         if c.labels_changed:

@@ -252,6 +252,21 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[His
         )
         + "</div>"
     )
+    if c.probes:  # robustness probes: what the rewrites bought, per probe and direction
+        out.append(
+            "<details open><summary>Robustness probes</summary><table><tr><th>probe</th>"
+            "<th>toward</th><th>tried</th><th>bought</th><th>abstained</th><th>rate</th>"
+            "<th>95% interval</th><th>bought on</th><th>keeps the label because</th></tr>"
+            + "".join(
+                f"<tr><td>{escape(r.probe)}</td><td>{r.toward}</td><td>{r.tried}</td>"
+                f"<td>{r.flipped}</td><td>{r.abstained}</td><td>{escape(fmt_number(r.rate, 2))}"
+                f"</td><td>{r.interval[0]:.2f}-{r.interval[1]:.2f}</td>"
+                f'<td>{escape(", ".join(r.bought)) or "-"}</td><td class="text">{escape(r.why)}'
+                "</td></tr>"
+                for r in c.probes
+            )
+            + "</table></details>"
+        )
     if c.contexts:  # source material shared by several examples: shown once, each linked to
         out += [
             f'<details id="{_context_anchor(c.id, name)}"><summary>Context file '

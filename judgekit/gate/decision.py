@@ -28,14 +28,16 @@ from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.gate.copies import without_copies
-from judgekit.gate.evidence import Figures, verify
+from judgekit.gate.evidence import Figures, Probing, verify
 from judgekit.gate.identity import check_marks, check_signature, judge_changed, recorded_setup
 from judgekit.gate.label_budget import budgets
 from judgekit.gate.result import Decision, GateResult
 from judgekit.gate.rules import Findings, bounds_of, check, judge_setting, selective
 from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
+from judgekit.inputs.files import read_yaml
 from judgekit.inputs.label_reader import LabelledSet, read_labels, source_of
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
+from judgekit.judging.probes import probes_for
 from judgekit.llm.families import family, same_model
 from judgekit.report.reading import (
     Line,
@@ -49,6 +51,7 @@ from judgekit.report.reading import (
     read_report,
 )
 from judgekit.report.render import fmt_number
+from judgekit.stats.metrics import clopper_pearson
 
 
 class Gate:
@@ -305,7 +308,8 @@ class Gate:
                 raise lines
             setup = recorded_setup(entry)
             check_marks(lines, setup.mark)
-            figures = verify(entry, lines, labels, self.now, t)
+            probing = _probing(self.criteria[criterion_id], t)
+            figures = verify(entry, lines, labels, self.now, t, probing)
             if setup.kind in ("llm", "claims") and figures.trials != setup.trials:
                 raise Untrusted(
                     f"its judge was asked {setup.trials} time(s) per example, but its verdicts "
@@ -343,7 +347,8 @@ class Gate:
                         "again, which asks older answers again",
                     ),
                 ), figures
-        return self._thresholds(criterion_id, figures, t), figures
+        decision = self._thresholds(criterion_id, figures, t)
+        return _with_probes(decision, figures, probing, t), figures
 
     def _thresholds(self, criterion_id: str, figures: Figures, t: Thresholds) -> Decision:
         if t.selective is not None:
@@ -468,6 +473,67 @@ def _check_abstain_and_flips(figures: Figures, t: Thresholds, found: Findings) -
         found.fails.append(
             f"trials disagreed on {figures.flip_rate:.0%} of examples (> {t.max_flip_rate:.0%})"
         )
+
+
+def _probing(criterion: CriterionFile, t: Thresholds) -> Probing:
+    """The probe verdicts the gate asks of a criterion, as its file on disk says (its kind and
+    `probes:`, read plainly: judgekit.judging.probes.probes_for decides, as for `calibrate`);
+    Untrusted when the file does not say which."""
+    if t.max_probe_flip is None and (criterion.text is None or "probes" not in criterion.text):
+        return Probing()  # the fast path: nothing asked (a file without the word lists none)
+    try:
+        data = read_yaml(criterion.path, criterion.text)
+        data = data if isinstance(data, dict) else {}
+        kind, named = data.get("kind", "llm"), data.get("probes") or []
+        if not isinstance(kind, str) or not (
+            isinstance(named, list) and all(isinstance(n, str) for n in named)
+        ):
+            raise InputError.one(criterion.path, "probes", "not a list of probe names")
+        names = tuple(p.name for p in probes_for(kind, named, t.max_probe_flip))
+    except InputError as error:
+        raise Untrusted(
+            f"criteria/{criterion.id}.yaml does not read: {error.problems[0]}"
+        ) from None
+    return Probing(names, kind)
+
+
+def _with_probes(decision: Decision, figures: Figures, probing: Probing, t: Thresholds) -> Decision:
+    """The decision with the probes' verdict on top, when the policy gates them (max_probe_flip):
+    each probe asked for, in each direction, PASSes when the upper bound of its flip rate's exact
+    95% interval is under max_probe_flip, FAILs when the lower bound is at or over it, and is
+    INCONCLUSIVE between; the worst of them and the rest decides (a decision that FAILs on other
+    grounds says the probes' findings beside its own)."""
+    limit = t.max_probe_flip
+    if limit is None:
+        return decision
+    fails, unsure = [], []
+    for count in (c for c in figures.probes if c.probe in probing.required):
+        if not count.tried:
+            replies = "known-bad" if count.toward == "PASS" else "known-good"
+            unsure.append(
+                f"probe {count.probe} tried nothing towards {count.toward}: the judge got no "
+                f"{replies} reply right"
+            )
+            continue
+        low, high = clopper_pearson(count.flipped, count.tried)
+        said = (
+            f"probe {count.probe} bought {count.flipped} of {count.tried} verdicts towards "
+            f"{count.toward} (95% interval {low:.2f}-{high:.2f})"
+        )
+        if high < limit:
+            continue
+        if low >= limit:
+            fails.append(f"{said}, at or over max_probe_flip {limit:g}")
+        else:
+            unsure.append(f"{said}, which holds max_probe_flip {limit:g}")
+    if decision.status == "FAIL":  # failed already: the probes' findings are said beside
+        return replace(decision, reasons=(*decision.reasons, *fails, *unsure))
+    if fails:
+        return replace(decision, status="FAIL", reasons=(*fails, *unsure), needed=None)
+    if unsure:
+        reasons = (*decision.reasons, *unsure) if decision.status != "PASS" else tuple(unsure)
+        return replace(decision, status="INCONCLUSIVE", reasons=reasons)
+    return decision
 
 
 def _check_rates(

@@ -26,6 +26,7 @@ from functools import cached_property
 from typing import Any, cast
 
 from judgekit.inputs.label_reader import Labelled, LabelledSet
+from judgekit.judging.probes import PROBES, ProbeCount, count_flips, directions, probed
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.report.reading import Line, ReportEntry, Untrusted
 from judgekit.stats.design import (
@@ -80,6 +81,8 @@ class Figures:
     # The level TPR and TNR are decided at: the gate's, or the last look's of a run stopped by the
     # sequential rule to the end (judgekit.stats.sequential.last_look).
     confidence: float = CONFIDENCE
+    # Each probe's flips in each direction (judgekit.judging.probes): the ones asked for first.
+    probes: tuple[ProbeCount, ...] = ()
 
     def cells(self) -> tuple[float, float, float, float]:
         """tp, fp, tn, fn: counted, or weighted by how the examples were drawn
@@ -134,20 +137,35 @@ class Figures:
         return out
 
 
+@dataclass(frozen=True)
+class Probing:
+    """What the gate asks of a criterion's probe verdicts: the probes whose verdicts must be there
+    (judgekit.judging.probes.probes_for, of the criterion on disk) and its kind, which says the
+    directions its replies are pushed in (`directions`)."""
+
+    required: tuple[str, ...] = ()
+    kind: str = "llm"
+
+
 def recompute(
     entry: ReportEntry | None,
     lines: Sequence[Line],
     labels: LabelledSet,
     stopping: StopThresholds | None = None,
+    probing: Probing = Probing(),
 ) -> Figures:
     """The figures of an entry from its verdicts and the labels (already narrowed to its split).
     An entry that stopped early must hold the verdicts early stopping under `stopping` (the gate's
-    thresholds) would have asked for: no field of the report waives a missing verdict."""
+    thresholds) would have asked for, and the verdicts on probes' rewrites those `probing` asks
+    for: no field of the report waives a missing verdict."""
     # Per example of the set: None (no verdict yet), its one line, or a list of its trials' lines. A
     # million examples are mostly judged once: a line each, not a list or a dict by trial.
     trials: dict[str, Line | list[Line] | None] = dict.fromkeys(e.id for e in labels.examples)
-    escalated = _by_example([line for line in lines if line.stage == 1], trials)
-    for line in (line for line in lines if line.stage == 0):
+    escalated = _by_example(
+        [line for line in lines if line.stage == 1 and line.probe is None], trials
+    )
+    rewrites = [line for line in lines if line.probe is not None]
+    for line in (line for line in lines if line.stage == 0 and line.probe is None):
         if line.id not in trials:
             raise Untrusted(
                 f"a verdict for id {line.id!r}, which the calibration set does not hold"
@@ -220,7 +238,55 @@ def recompute(
         stages=(tuple(verdicts),)
         + ((tuple(escalated.get(e.id, Verdict(e.id, None)) for e in judged),) if escalated else ()),
         confidence=confidence,
+        probes=_probe_counts(rewrites, judged, final, probing),
     )
+
+
+def _probe_counts(
+    rewrites: Sequence[Line],
+    judged: Sequence[Labelled],
+    final: Sequence[bool | None],
+    probing: Probing,
+) -> tuple[ProbeCount, ...]:
+    """Each probe's flips in each direction, counted from its verdicts as `calibrate` counts them
+    (judgekit.judging.probes.count_flips); Untrusted unless every probe asked for, and any other
+    probe the file holds, has a verdict on each reply the judge got right, and on no other."""
+    labelled = [(e.id, e.label, v) for e, v in zip(judged, final, strict=True)]
+    ids = probed(probing.kind, labelled)
+    wanted = set(ids)
+    label = {e.id: e.label for e in judged}
+    by_probe: dict[str, dict[str, list[Line]]] = defaultdict(lambda: defaultdict(list))
+    for line in rewrites:
+        if line.probe not in PROBES:
+            raise Untrusted(f"a verdict of probe {line.probe!r}, which judgekit does not have")
+        if line.id not in wanted:
+            raise Untrusted(
+                f"a verdict of probe {line.probe} on id {line.id!r}, which is not a reply the "
+                "judge got right (nothing there to buy)"
+            )
+        held = by_probe[line.probe][line.id]
+        if any(other.trial == line.trial for other in held):
+            raise Untrusted(f"two verdicts of probe {line.probe} for id {line.id!r}")
+        held.append(line)
+    out = []
+    for name in (*probing.required, *sorted(set(by_probe) - set(probing.required))):
+        held_by_id = by_probe.get(name, {})
+        missing = next((rid for rid in ids if rid not in held_by_id), None)
+        if missing is not None:
+            raise Untrusted(
+                f"no verdict of probe {name} on id {missing!r}, a reply the judge got right"
+            )
+        said = {
+            rid: majority(
+                [Verdict(rid, v.passed) for v in sorted(held_by_id[rid], key=_trial)]
+            ).passed
+            for rid in ids
+        }
+        out += [
+            count_flips(name, [(rid, label[rid]) for rid in ids], said, toward_pass)
+            for toward_pass in directions(probing.kind)
+        ]
+    return tuple(out)
 
 
 def _trial(line: Line) -> int:
@@ -315,10 +381,11 @@ def verify(
     labels: LabelledSet,
     now: datetime,
     stopping: StopThresholds | None = None,
+    probing: Probing = Probing(),
 ) -> Figures:
     """The entry's figures recomputed from the evidence, or Untrusted when the stored figures, the
     verdicts and the set disagree in any way, or a time lies in the future."""
-    f = recompute(entry, lines, labels, stopping)
+    f = recompute(entry, lines, labels, stopping, probing)
     try:
         f.cells()
     except DesignError as error:

@@ -126,6 +126,18 @@ class JudgeSettings(Frozen):
         return value
 
 
+# The robustness probes a criterion may name (judgekit.judging.probes.PROBES: a sibling layer makes
+# them; a test holds the names equal).
+ProbeName = Literal["addressed", "answer_format", "authority", "delimiter", "padding"]
+PROBES_FIELD: list[ProbeName] = Field(
+    default_factory=list,
+    description="Robustness probes `calibrate` runs on this criterion's judge (the verdicts they "
+    "buy are gated by the policy's max_probe_flip): addressed, answer_format, authority, "
+    "delimiter, padding (only where the label does not depend on the reply's length). Empty: the "
+    "default probes, when the policy sets max_probe_flip.",
+)
+
+
 class CriterionBase(Frozen):
     id: str = Field(
         pattern=ID_PATTERN, description="Lower-case name; the file is criteria/<id>.yaml."
@@ -153,6 +165,7 @@ class LLMCriterion(CriterionBase):
         default_factory=list, description="Few-shot examples shown to the judge."
     )
     judge: JudgeSettings = JudgeSettings()
+    probes: list[ProbeName] = PROBES_FIELD
 
     @model_validator(mode="after")
     def _output_is_judged(self) -> LLMCriterion:
@@ -256,6 +269,7 @@ class ClaimsCriterion(CriterionBase):
         default_factory=lambda: JudgeSettings(max_tokens=CLAIMS_MAX_TOKENS),
         description="As for llm criteria; max_tokens defaults to 1024.",
     )
+    probes: list[ProbeName] = PROBES_FIELD
 
     @field_validator("judge")
     @classmethod

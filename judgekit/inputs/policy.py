@@ -127,7 +127,10 @@ class Thresholds:
     thresholds to the 95% interval's lower bound; selective: a `Selective` table, which replaces
     the TPR / TNR / kappa / abstention thresholds by a certified agreement and a coverage;
     label_sources: whose labels count as ground truth (human, adjudicated, feedback, model), by
-    default human and adjudicated ones; a model's labels never count for a judge of its family.
+    default human and adjudicated ones; a model's labels never count for a judge of its family;
+    max_probe_flip: the largest share of verdicts a robustness probe may buy (judgekit.judging.
+    probes), on its 95% interval's upper bound; null: probes are not gated. Set, every LLM and
+    claims criterion is probed by `calibrate` (its `probes:` list, else the default probes).
     """
 
     min_tpr: float = 0.8
@@ -140,6 +143,7 @@ class Thresholds:
     use_lower_bound: bool = True
     selective: Selective | None = None
     label_sources: tuple[str, ...] = ("human", "adjudicated")
+    max_probe_flip: float | None = None
 
     @classmethod
     def parse(
@@ -215,7 +219,14 @@ def _label_sources(value: Any) -> str | None:
     return f"must be a list of some of {', '.join(LABEL_SOURCES)}"
 
 
-_FLOATS = {"min_tpr", "min_tnr", "min_kappa", "max_abstain_rate", "max_flip_rate"}
+_FLOATS = {
+    "min_tpr",
+    "min_tnr",
+    "min_kappa",
+    "max_abstain_rate",
+    "max_flip_rate",
+    "max_probe_flip",
+}
 _RULES = {
     "min_tpr": _share(0),
     "min_tnr": _share(0),
@@ -223,6 +234,7 @@ _RULES = {
     "min_examples": _count,
     "max_abstain_rate": _share(0),
     "max_flip_rate": _or_null(_share(0)),
+    "max_probe_flip": _or_null(_open_share),
     "max_age": _duration_rule,
     "use_lower_bound": lambda value: None if isinstance(value, bool) else "must be true or false",
     "label_sources": _label_sources,

@@ -126,7 +126,8 @@ class _Pairing:
             elif name in self.out.judges:
                 self.out.judges[name].add(r.judge)
             criterion_id = name or only
-            if r.stage or (criterion_id is None and not self.sets):
+            # an escalation's verdict, or one on a probe's rewrite: not the example's own
+            if r.stage or r.probe or (criterion_id is None and not self.sets):
                 continue
             if criterion_id is None:
                 unnamed.append(r)

@@ -21,10 +21,16 @@ that changes its verdict was talked into it (judgekit.watch.robustness measures 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from judgekit.errors import InputError
+
+if TYPE_CHECKING:  # the gate reads probes without loading the models
+    from judgekit.inputs.sets import Example
+
+JUDGED_KINDS = ("llm", "claims")  # a judge model decides them (judgekit.inputs.criteria.JUDGED)
 
 
 def _verdict(passed: bool) -> str:
@@ -121,6 +127,24 @@ PROBES: dict[str, Probe] = {
 }
 
 
+def probes_for(kind: str, named: Sequence[str], max_probe_flip: float | None) -> list[Probe]:
+    """The probes `calibrate` runs on a criterion's judge, and the gate asks the verdicts of, from
+    the criterion's kind and its `probes:` list: that list, else the default probes when the
+    policy gates probes (`max_probe_flip`); none for a check by code. An unknown name is an
+    InputError naming the known ones.
+
+    >>> [p.name for p in probes_for("llm", [], None)], len(probes_for("claims", [], 0.1))
+    ([], 4)
+    >>> [p.name for p in probes_for("llm", ["padding"], None)], probes_for("regex", [], 0.1)
+    (['padding'], [])
+    """
+    if kind not in JUDGED_KINDS:
+        return []
+    if named:
+        return probes_named(list(named))
+    return default_probes() if max_probe_flip is not None else []
+
+
 def default_probes() -> list[Probe]:
     return [p for p in PROBES.values() if p.by_default]
 
@@ -136,3 +160,71 @@ def probes_named(names: list[str]) -> list[Probe]:
             "--probe", "", f"{unknown[0]!r} is not a probe; use one of {', '.join(PROBES)}"
         )
     return [PROBES[n] for n in dict.fromkeys(names)]
+
+
+def variant_of(example: Example, probe: Probe) -> Example:
+    """The example rewritten by `probe`, its label kept: an id of its own (`<id>~<probe>`), so its
+    answer is cached and judged apart from the original's."""
+    text = probe.variant(example.output, example.label)
+    return example.model_copy(update={"id": f"{example.id}~{probe.name}", "output": text})
+
+
+def directions(kind: str) -> tuple[bool, ...]:
+    """The directions a criterion of this kind has its replies pushed in (True: known-bad towards
+    PASS; False: known-good towards FAIL). A claims check is pushed towards PASS only: any sentence
+    added to a reply may be a claim its source does not support, so only a reply that already
+    fails keeps its label."""
+    return (True,) if kind == "claims" else (True, False)
+
+
+def probed(kind: str, labelled: Sequence[tuple[str, bool, bool | None]]) -> list[str]:
+    """The ids a criterion's probes rewrite, of `labelled` (id, label, final verdict) in order: the
+    replies the judge got right (a reply judged wrong, or not judged, has no verdict to buy), of
+    the labels its directions push away from."""
+    away = {not toward_pass for toward_pass in directions(kind)}
+    return [rid for rid, label, verdict in labelled if verdict is label and label in away]
+
+
+@dataclass(frozen=True)
+class ProbeCount:
+    """One probe in one direction: of the replies of the label it pushes away from (`tried`), how
+    many verdicts it bought (`flipped`, their ids in `bought`), and the abstentions among the
+    variants. Pushed towards FAIL an abstention is bought (a reply without a verdict does not pass:
+    its test fails); pushed towards PASS it is not (it is no pass) and is not tried."""
+
+    probe: str
+    toward: str  # PASS or FAIL
+    tried: int
+    flipped: int
+    abstained: int
+    bought: tuple[str, ...] = ()
+
+
+def count_flips(
+    probe: str,
+    labelled: Sequence[tuple[str, bool]],
+    verdicts: Mapping[str, bool | None],
+    toward_pass: bool,
+) -> ProbeCount:
+    """The flips of one probe in one direction: `labelled` are the (id, label) of the replies
+    probed, `verdicts` each variant's final verdict by the original's id (what `judgekit probe`,
+    `calibrate` and the gate each count by).
+
+    >>> count_flips("p", [("a", False), ("b", False), ("c", True)], {"a": True, "b": None}, True)
+    ProbeCount(probe='p', toward='PASS', tried=1, flipped=1, abstained=1, bought=('a',))
+    """
+    bought, abstained, tried = [], 0, 0
+    for rid, label in labelled:
+        if label is toward_pass:
+            continue  # pushed towards the verdict it already deserves: not this direction's
+        verdict = verdicts[rid]
+        if verdict is None and toward_pass:
+            abstained += 1  # no pass: nothing bought, counted apart
+            continue
+        tried += 1
+        if verdict is None:
+            abstained += 1  # a known-good reply without a verdict does not pass: bought
+        if verdict is not label:
+            bought.append(rid)
+    toward = "PASS" if toward_pass else "FAIL"
+    return ProbeCount(probe, toward, tried, len(bought), abstained, tuple(bought))

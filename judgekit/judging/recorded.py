@@ -79,6 +79,11 @@ class RecordedVerdict(Frozen):
         description="0: the criterion's judge; 1, 2, ...: the judges it escalates "
         "to (selective judging), each on the examples below the previous one's threshold.",
     )
+    probe: str | None = Field(
+        None,
+        description="The robustness probe whose rewrite of example `id` this verdict is on "
+        "(judgekit.judging.probes); null: the example itself.",
+    )
 
     @classmethod
     def trusted(cls, **values: Any) -> RecordedVerdict:

@@ -18,7 +18,7 @@ True
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -40,11 +40,12 @@ class VerdictLog(Sequence[RecordedVerdict]):
     """Verdicts given as `RecordedVerdict`s, or (`of`) the engine's, per stage (0: the criterion's
     judge, 1: the one it escalates to), example and trial, made into records as they are read."""
 
-    __slots__ = ("_given", "_stages", "_criterion", "_judge", "_started", "_length")
+    __slots__ = ("_given", "_stages", "_probes", "_criterion", "_judge", "_started", "_length")
 
     def __init__(self, verdicts: Iterable[RecordedVerdict] = ()):
         self._given: list[RecordedVerdict] | None = list(verdicts)
         self._stages: Sequence[Sequence[Sequence[Verdict]]] = ()
+        self._probes: Mapping[str, Sequence[Sequence[Verdict]]] = {}
         self._criterion = ""
         self._judge: str | None = None
         self._started = datetime.now(UTC)
@@ -57,20 +58,24 @@ class VerdictLog(Sequence[RecordedVerdict]):
         stages: Sequence[Sequence[Sequence[Verdict]]],
         judge: str | None,
         started: datetime,
+        probes: Mapping[str, Sequence[Sequence[Verdict]]] | None = None,
     ) -> VerdictLog:
         """The engine's verdicts of one criterion; `judge` marks them as its own (None: another
-        tool's); a verdict with no time of its own was obtained at `started`."""
+        tool's); a verdict with no time of its own was obtained at `started`. `probes`: per probe,
+        the verdicts on its rewrites, each by the id of the example rewritten (after the stages)."""
         log = cls()
-        log._given, log._stages = None, stages
+        log._given, log._stages, log._probes = None, stages, probes or {}
         log._criterion, log._judge, log._started = criterion_id, judge, started
-        log._length = sum(len(trials) for judged in stages for trials in judged)
+        log._length = sum(
+            len(trials) for judged in (*stages, *log._probes.values()) for trials in judged
+        )
         return log
 
     def __iter__(self) -> Iterator[RecordedVerdict]:
         if self._given is not None:
             yield from self._given
             return
-        for criterion, rid, trial, passed, at, confidence, stage, v in self._each():
+        for criterion, rid, trial, passed, at, confidence, stage, v, probe in self._each():
             # Built from judgekit's own verdicts, already checked: no need to validate them again.
             yield RecordedVerdict.trusted(
                 criterion=criterion,
@@ -84,6 +89,7 @@ class VerdictLog(Sequence[RecordedVerdict]):
                 at=at,
                 judge=self._judge,
                 confidence=confidence,
+                probe=probe,
             )
 
     def lines(self) -> Iterator[str]:
@@ -97,23 +103,31 @@ class VerdictLog(Sequence[RecordedVerdict]):
         # each time object written once (`_each` shares one per time; recorded verdicts share one):
         # by identity, the object held, so that equal times in two zones keep their own text
         written: dict[int, tuple[datetime, str]] = {}
-        for criterion, rid, trial, passed, at, confidence, stage, v in self._each():
+        for criterion, rid, trial, passed, at, confidence, stage, v, probe in self._each():
             known = written.get(id(at))
             if known is None:
                 known = written[id(at)] = (at, _iso(at))
             when = known[1]
-            yield (
-                dumps(_record(criterion, rid, trial, passed, when, confidence, stage, v, judge))
-                + "\n"
-            )
+            data = _record(criterion, rid, trial, passed, when, confidence, stage, v, judge, probe)
+            yield dumps(data) + "\n"
 
     def plain(
         self,
     ) -> Iterator[
-        tuple[str | None, str, int, bool | None, datetime | None, float | None, int, str | None]
+        tuple[
+            str | None,
+            str,
+            int,
+            bool | None,
+            datetime | None,
+            float | None,
+            int,
+            str | None,
+            str | None,
+        ]
     ]:
-        """`(criterion, id, trial, passed, at, confidence, stage, judge)` of each verdict, in the
-        order of iteration, without making the records (what the gate decides on)."""
+        """`(criterion, id, trial, passed, at, confidence, stage, judge, probe)` of each verdict,
+        in the order of iteration, without making the records (what the gate decides on)."""
         if self._given is not None:
             for r in self._given:
                 yield (
@@ -125,18 +139,25 @@ class VerdictLog(Sequence[RecordedVerdict]):
                     r.confidence,
                     r.stage,
                     r.judge,
+                    r.probe,
                 )
             return
         judge = self._judge
-        for criterion, rid, trial, passed, at, confidence, stage, _ in self._each():
-            yield criterion, rid, trial, passed, at, confidence, stage, judge
+        for criterion, rid, trial, passed, at, confidence, stage, _, probe in self._each():
+            yield criterion, rid, trial, passed, at, confidence, stage, judge, probe
 
     def _each(
         self,
-    ) -> Iterator[tuple[str, str, int, bool | None, datetime, float | None, int, Verdict]]:
+    ) -> Iterator[
+        tuple[str, str, int, bool | None, datetime, float | None, int, Verdict, str | None]
+    ]:
         # One time object per distinct time (recorded verdicts share one).
         seen: dict[float, datetime] = {}
-        for stage, judged in enumerate(self._stages):
+        runs: list[tuple[int, Sequence[Sequence[Verdict]], str | None]] = [
+            (stage, judged, None) for stage, judged in enumerate(self._stages)
+        ]
+        runs += [(0, judged, probe) for probe, judged in self._probes.items()]
+        for stage, judged, probe in runs:
             for trials in judged:
                 for v in trials:
                     if v.obtained_at is None:
@@ -154,6 +175,7 @@ class VerdictLog(Sequence[RecordedVerdict]):
                         v.confidence,
                         stage,
                         v,
+                        probe,
                     )
 
     def __len__(self) -> int:
@@ -197,6 +219,7 @@ def _record(  # noqa: PLR0913  one verdict's fields, as `VerdictLog._each` gives
     stage: int,
     v: Verdict,
     judge: str | None,
+    probe: str | None = None,
 ) -> dict[str, Any]:
     """What `RecordedVerdict.line()` writes of a verdict: its fields but the defaults, in the
     model's order, `passed` always (last when it is null, as pydantic leaves it out)."""
@@ -224,6 +247,8 @@ def _record(  # noqa: PLR0913  one verdict's fields, as `VerdictLog._each` gives
         data["confidence"] = confidence
     if stage:
         data["stage"] = stage
+    if probe is not None:
+        data["probe"] = probe
     if passed is None:
         data["passed"] = None
     return data

@@ -268,6 +268,24 @@ class EarlyStop(ReportPart):
     )
 
 
+class ProbeFigures(ReportPart):
+    """A robustness probe in one direction (judgekit.judging.probes): of the replies the judge got
+    right, rewritten to push it towards `toward`, how many verdicts the rewrite bought. The gate
+    counts them again from verdicts.jsonl."""
+
+    probe: str
+    toward: Literal["PASS", "FAIL"]
+    why: str = Field(description="Why the rewrite keeps the reply's label.")
+    tried: int
+    flipped: int
+    abstained: int
+    rate: float | None
+    interval: tuple[float, float] = Field(description="Exact (Clopper-Pearson) 95% interval.")
+    bought: list[str] = Field(
+        default_factory=list, description="Ids of up to five examples whose verdict it bought."
+    )
+
+
 class CriterionReport(ReportPart):
     id: str
     question: str | None = Field(None, description="The criterion's question, as calibrated.")
@@ -307,6 +325,11 @@ class CriterionReport(ReportPart):
         "counts from it.",
     )
     early_stop: EarlyStop | None = None
+    probes: list[ProbeFigures] = Field(
+        default_factory=list,
+        description="Robustness probes run with this calibration (the criterion's `probes:`, or "
+        "the default ones when the policy sets max_probe_flip).",
+    )
     claim_stages: ClaimStages | None = None
     selective: Certificate | None = None
     design: Design | None = Field(

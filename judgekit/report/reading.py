@@ -42,6 +42,7 @@ class Line(NamedTuple):
     confidence: float | None = None  # selective judging: how sure the judge was
     stage: int = 0  # 0: the criterion's judge; 1: the judge it escalates to
     judge: str | None = None  # the mark of the judge that gave it (judgekit.judging.setup)
+    probe: str | None = None  # the robustness probe whose rewrite of `id` it judged
 
 
 @dataclass(frozen=True)
@@ -420,6 +421,9 @@ def _line(record: Any, times: dict[str, datetime | None]) -> Line:
     judge = record.get("judge")
     if judge is not None and not isinstance(judge, str):
         raise ValueError("judge must be text")
+    probe = record.get("probe")
+    if probe is not None and not isinstance(probe, str):
+        raise ValueError("probe must be text")
     return Line(
         criterion if criterion is None else sys.intern(criterion),
         str(rid),
@@ -429,6 +433,7 @@ def _line(record: Any, times: dict[str, datetime | None]) -> Line:
         None if confidence is None else float(confidence),
         stage,
         judge if judge is None else sys.intern(judge),
+        probe if probe is None else sys.intern(probe),
     )
 
 
@@ -448,8 +453,9 @@ def entries_of(report: Any) -> list[tuple[Any, tuple[Line, ...] | None]]:
                     confidence,
                     stage,
                     judge,
+                    probe,
                 )
-                for (criterion, rid, trial, passed, at, confidence, stage, judge) in (
+                for (criterion, rid, trial, passed, at, confidence, stage, judge, probe) in (
                     c.verdicts.plain()
                 )
             )

@@ -273,6 +273,8 @@ def _detail_lines(c: CriterionReport) -> list[str]:
             f"from extraction {g.extraction_errors}, from verification {g.verification_errors}"
             + (f"; {g.unreadable} unreadable" if g.unreadable else "")
         )
+    if c.probes:
+        lines += probe_lines(c)
     if c.usage:
         u = c.usage
         reasked = f", {u.reasked} re-asked after an unreadable answer" if u.reasked else ""
@@ -283,6 +285,42 @@ def _detail_lines(c: CriterionReport) -> list[str]:
             f"latency p50 {fmt_number(u.latency_p50_s)} s, "
             f"p95 {fmt_number(u.latency_p95_s)} s"
         )
+    return lines
+
+
+def probes_said(c: CriterionReport) -> str:
+    """A criterion's probes in a line for a terminal: what each bought, per direction."""
+    return f"{c.id} probes: " + "; ".join(
+        f"{r.probe} toward {r.toward} bought {r.flipped} of {r.tried} "
+        f"[{r.interval[0]:.2f}, {r.interval[1]:.2f}]"
+        if r.tried
+        else f"{r.probe} toward {r.toward}: nothing to try"
+        for r in c.probes
+    )
+
+
+def probe_lines(c: CriterionReport) -> list[str]:
+    """The robustness probes run with the calibration: per probe and direction, the verdicts its
+    rewrites bought, and why each rewrite keeps the reply's label."""
+    lines = [
+        "",
+        "Robustness probes (replies the judge got right, rewritten to push it towards the verdict "
+        "they do not deserve):",
+        "",
+        "| probe | toward | tried | bought | abstained | rate | 95% interval | bought on |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {md_escape(r.probe)} | {r.toward} | {r.tried} | {r.flipped} | {r.abstained} | "
+        f"{fmt_number(r.rate, 2)} | {_interval(r.interval)} | "
+        f"{md_escape(', '.join(r.bought)) or '-'} |"
+        for r in c.probes
+    ]
+    lines.append("")
+    lines += [
+        f"- {md_escape(name)}: keeps the label because {md_escape(why)}"
+        for name, why in dict.fromkeys((r.probe, r.why) for r in c.probes)
+    ]
     return lines
 
 

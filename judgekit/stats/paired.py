@@ -133,6 +133,24 @@ def binomial_sf(k: int, n: int, p: float) -> float:
     return min(1.0, total) if upper else max(0.0, 1.0 - total)
 
 
+def more_often(before: tuple[int, int], after: tuple[int, int]) -> float:
+    """One-sided exact p-value (Fisher's, conditional on the margins) that events, (count, out of)
+    in each of two independent samples, are more frequent `after` than `before`: the
+    hypergeometric upper tail of the after sample's count.
+
+    >>> round(more_often((1, 40), (9, 40)), 4), more_often((5, 40), (0, 40))
+    (0.0071, 1.0)
+    """
+    (k0, n0), (k1, n1) = before, after
+    total, events = n0 + n1, k0 + k1
+    if n1 == 0 or events == 0:
+        return 1.0
+    top = min(events, n1)
+    denominator = math.comb(total, events)
+    tail = sum(math.comb(n1, j) * math.comb(n0, events - j) for j in range(k1, top + 1))
+    return min(1.0, tail / denominator)
+
+
 def holm(pvalues: Sequence[float]) -> list[float]:
     """Holm's step-down adjusted p-values (made monotone, at most 1), in the input order.
 

@@ -8,7 +8,9 @@ its own noise allows (`max_run_flip_rate`): more flips than that, or a significa
 silent provider-side change. When the fingerprint did change, flips are expected; DRIFT then
 means agreement got significantly worse: a one-sided exact McNemar test at `alpha`. With an
 unchanged fingerprint the two tests share the error budget (Bonferroni), so the false-alarm
-rate stays at `alpha` either way.
+rate stays at `alpha` either way. When both runs ran robustness probes, a probe that buys
+significantly more verdicts than before is drift too (one-sided exact Fisher test per probe and
+direction), within the same budget.
 
 >>> round(mcnemar_exact(5, 4), 3), round(mcnemar_exact(15, 2), 4), round(mcnemar_worse(15, 2), 5)
 (1.0, 0.0023, 0.00117)
@@ -19,14 +21,14 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from judgekit.errors import InputError
 from judgekit.inputs.settings import DriftPolicy
 from judgekit.report.render import finite, fmt_number, printable
 from judgekit.stats.metrics import NAN, kappa_of_cells
-from judgekit.stats.paired import binomial_sf, mcnemar_exact
-from judgekit.watch.history import History, HistoryRun
+from judgekit.stats.paired import binomial_sf, mcnemar_exact, more_often
+from judgekit.watch.history import History, HistoryRun, probe_counts
 
 Outcomes = Mapping[str, tuple[bool, "bool | None"]]  # example id -> (label, verdict)
 # DriftPolicy is frozen: one default instance serves every call.
@@ -212,21 +214,26 @@ def compare(  # noqa: PLR0913  public: users, recheck and the CLI call it; fewer
     reasons: list[str] = []
     drift = False
     flip_p: float | None = None
-    tests = 2
-    if (
+    coverage = (
         before.threshold is not None
         and before_confidence is not None
         and after_confidence is not None
-    ):
-        tests = 3
+    )
+    probes = _shared_probes(before, after)
+    # The tests share the error budget (Bonferroni): flips and agreement for an unchanged judge,
+    # worse agreement for a changed one; coverage and robustness when both runs hold them.
+    share = policy.alpha / ((2 if same_judge else 1) + coverage + bool(probes))
+    if coverage:
         drift = _coverage(
-            before.threshold,
+            cast(float, before.threshold),
             kept,
-            (before_outcomes, before_confidence),
-            (after_outcomes, after_confidence),
-            policy.alpha / (2 if not same_judge else 3),
+            (before_outcomes, cast(dict[str, float], before_confidence)),
+            (after_outcomes, cast(dict[str, float], after_confidence)),
+            share,
             reasons,
         )
+    if probes:
+        drift = _robustness(probes, share, reasons) or drift
     if newly_abstained or newly_decided:
         reasons.append(
             f"the judge abstains on {len(newly_abstained)} example(s) it decided before "
@@ -238,13 +245,11 @@ def compare(  # noqa: PLR0913  public: users, recheck and the CLI call it; fewer
         flips = (len(to_fail) + len(to_pass), len(shared))
         # the tests share the error budget (Bonferroni)
         unchanged_drift, flip_p = _unchanged_judge(
-            flips, agreement, mcnemar_p, policy, policy.alpha / tests, reasons
+            flips, agreement, mcnemar_p, policy, share, reasons
         )
         drift = drift or unchanged_drift
     else:
-        changed_drift = _changed_judge(
-            changed, agreement, worse_p, policy, policy.alpha / (tests - 1), reasons
-        )
+        changed_drift = _changed_judge(changed, agreement, worse_p, policy, share, reasons)
         drift = drift or changed_drift
     if relabelled:
         reasons.append(
@@ -280,6 +285,36 @@ def compare(  # noqa: PLR0913  public: users, recheck and the CLI call it; fewer
         newly_decided,
         worse_p,
     )
+
+
+def _shared_probes(
+    before: HistoryRun, after: HistoryRun
+) -> dict[tuple[str, str], tuple[tuple[int, int], tuple[int, int]]]:
+    """The probes both runs ran, in the same direction: (probe, toward) -> (before, after), each
+    (flipped, tried)."""
+    first, then = probe_counts(before.metrics), probe_counts(after.metrics)
+    return {key: (first[key], then[key]) for key in sorted(first.keys() & then.keys())}
+
+
+def _robustness(
+    probes: dict[tuple[str, str], tuple[tuple[int, int], tuple[int, int]]],
+    level: float,
+    reasons: list[str],
+) -> bool:
+    """Drift in robustness: a probe that buys significantly more verdicts than it did (one-sided
+    exact Fisher test per probe and direction, Bonferroni over them within `level`)."""
+    each = level / len(probes)
+    drift = False
+    for (name, toward), (first, then) in probes.items():
+        p = more_often(first, then)
+        if p < each:
+            drift = True
+            reasons.append(
+                f"probe {name} buys more verdicts towards {toward}: {first[0]} of {first[1]} "
+                f"before, {then[0]} of {then[1]} now (exact p = {p:.2g} < {each:.2g}): the judge "
+                "is easier to talk into a verdict"
+            )
+    return drift
 
 
 def _unchanged_judge(

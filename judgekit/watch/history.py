@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import json
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -127,6 +127,31 @@ def _refusing_database_errors(method: Callable[..., Returned]) -> Callable[..., 
     return checked
 
 
+PROBE_KEY = "probe:"  # a run's probe counts, kept beside its metrics: probe:<name>:<toward>:<count>
+
+
+def probe_metrics(c: CriterionReport) -> dict[str, float]:
+    """A criterion's robustness probes as the history keeps them, beside its metrics: the verdicts
+    each probe bought and the replies it tried, per direction (judgekit.judging.probes)."""
+    out: dict[str, float] = {}
+    for r in c.probes:
+        out[f"{PROBE_KEY}{r.probe}:{r.toward}:flipped"] = r.flipped
+        out[f"{PROBE_KEY}{r.probe}:{r.toward}:tried"] = r.tried
+    return out
+
+
+def probe_counts(metrics: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int, int]]:
+    """A run's probe counts, read back from its metrics: (probe, toward) -> (flipped, tried)."""
+    out: dict[tuple[str, str], tuple[int, int]] = {}
+    for key, value in metrics.items():
+        if key.startswith(PROBE_KEY) and key.endswith(":tried"):
+            name, toward = key[len(PROBE_KEY) : -len(":tried")].rsplit(":", 1)
+            flipped = metrics.get(f"{PROBE_KEY}{name}:{toward}:flipped")
+            if isinstance(value, (int, float)) and isinstance(flipped, (int, float)):
+                out[name, toward] = (int(flipped), int(value))
+    return out
+
+
 class History:
     """The history database: `record` a report's criteria, read back `runs` and their `outcomes`."""
 
@@ -224,7 +249,7 @@ class History:
                 judge.source if judge else "live",
                 c.n,
                 c.abstained,
-                json.dumps(c.metrics, sort_keys=True),
+                json.dumps({**c.metrics, **probe_metrics(c)}, sort_keys=True),
                 version(),
                 c.split,
                 purpose,

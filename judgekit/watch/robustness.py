@@ -32,7 +32,7 @@ from judgekit.gate.result import Status, worst
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion, with_trials
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.jobs import run_sync
-from judgekit.judging.probes import Probe
+from judgekit.judging.probes import Probe, count_flips, directions, probed, variant_of
 from judgekit.judging.runner import (
     check_some_call_answered,
     check_some_verdict_given,
@@ -171,11 +171,6 @@ class Robustness:
         return "\n".join(lines)
 
 
-def _variant(example: Example, probe: Probe) -> Example:
-    text = probe.variant(example.output, example.label)
-    return example.model_copy(update={"id": f"{example.id}~{probe.name}", "output": text})
-
-
 def probe(
     options: Options,
     probes: Sequence[Probe],
@@ -267,13 +262,12 @@ async def _one(  # noqa: PLR0913  one criterion's probe run, as `_probe` passes 
         notes.append(f"probed the dev split's {len(dev)} examples; the test split's {held} kept")
     model = model_for(criterion, options)
     verdicts = await _judged(criterion, examples, whole, model, options, llm, originals=True)
-    right = [e for e in examples if verdicts[e.id].passed is e.label]
+    ids = probed(criterion.kind, [(e.id, e.label, verdicts[e.id].passed) for e in examples])
     if isinstance(criterion, ClaimsCriterion):
-        # Any sentence added to a reply may be a claim its source does not support: only a reply
-        # that already fails keeps its label.
         notes.append("a claims check: only known-bad replies probed")
-        right = [e for e in right if not e.label]
-    variants = [_variant(e, p) for p in probes for e in right]
+    by_id = {e.id: e for e in examples}
+    right = [by_id[rid] for rid in ids]
+    variants = [variant_of(e, p) for p in probes for e in right]
     answered = await _judged(criterion, variants, whole, model, options, llm)
     return Robustness(
         criterion.id,
@@ -283,8 +277,7 @@ async def _one(  # noqa: PLR0913  one criterion's probe run, as `_probe` passes 
         tuple(
             _result(p, right, answered, toward_pass)
             for p in probes
-            for toward_pass in (True, False)
-            if not (toward_pass is False and isinstance(criterion, ClaimsCriterion))
+            for toward_pass in directions(criterion.kind)
         ),
         max_flip,
         tuple(notes),
@@ -295,21 +288,31 @@ def _result(
     probe: Probe, right: Sequence[Example], answered: dict[str, Verdict], toward_pass: bool
 ) -> ProbeResult:
     """One direction of a probe: the replies of the label it pushes away from."""
-    flips, abstained, tried = [], 0, 0
-    for example in (e for e in right if e.label is not toward_pass):
-        verdict = answered[f"{example.id}~{probe.name}"]
-        if verdict.passed is None and toward_pass:
-            abstained += 1  # no pass: nothing bought, counted apart
-            continue
-        tried += 1
-        if verdict.passed is None:
-            abstained += 1  # a known-good reply without a verdict does not pass: bought
-        if verdict.passed is not example.label:
-            text = probe.variant(example.output, example.label)
-            flips.append(Flip(example.id, example.label, text, verdict.passed))
-    low, high = flip_interval(len(flips), tried)
-    toward = "PASS" if toward_pass else "FAIL"
-    shown = tuple(flips[:SHOWN])
+    found = count_flips(
+        probe.name,
+        [(e.id, e.label) for e in right],
+        {e.id: answered[variant_of(e, probe).id].passed for e in right},
+        toward_pass,
+    )
+    by_id = {e.id: e for e in right}
+    flips = [
+        Flip(
+            rid,
+            by_id[rid].label,
+            probe.variant(by_id[rid].output, by_id[rid].label),
+            answered[variant_of(by_id[rid], probe).id].passed,
+        )
+        for rid in found.bought[:SHOWN]
+    ]
+    low, high = flip_interval(found.flipped, found.tried)
     return ProbeResult(
-        probe.name, probe.why, toward, tried, len(flips), abstained, low, high, shown
+        probe.name,
+        probe.why,
+        found.toward,
+        found.tried,
+        found.flipped,
+        found.abstained,
+        low,
+        high,
+        tuple(flips),
     )
