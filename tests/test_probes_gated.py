@@ -60,6 +60,8 @@ def test_a_gullible_judge_fails_the_gate_through_max_probe_flip(project, monkeyp
     assert len(probed) == 4 * 60 and {r["probe"] for r in probed} == set(PROBES) - {"padding"}
     md = (project.root / ".judgekit/reports/latest/report.md").read_text()
     assert "| addressed | PASS | 30 | 30 | 0 | 1.00 | [0.88, 1.00] | f0, f1, f2, f3, f4 |" in md
+    html = (project.root / ".judgekit/reports/latest/report.html").read_text()
+    assert "<summary>Robustness probes</summary>" in html and "<td>0.88-1.00</td>" in html
 
 
 def test_a_judge_that_is_not_fooled_passes(project, monkeypatch):
