@@ -374,6 +374,16 @@ def _prepare(options: Options, started: datetime, unrecorded: str | None = None)
             "and this set holds examples drawn by the judge's verdict; "
             "calibrate without --stop-early",
         )
+    policy = options.policy or Policy.load()
+    selective = [cid for cid in sets if policy.for_criterion(cid).selective is not None]
+    if options.stop_early and selective:
+        raise InputError.one(
+            "--stop-early",
+            selective[0],
+            "early stopping decides on TPR and TNR, and the policy judges this criterion "
+            "selectively (a certified threshold, on the examples judged); calibrate without "
+            "--stop-early",
+        )
     for cid in drawn if not options.canary else ():  # before any judge is paid for
         check_drawn(sets[cid], whole_sets[cid])
     if options.canary:
@@ -678,6 +688,14 @@ def criterion_report(  # noqa: PLR0913  the calibration, then what the report ad
         gold = recorded_gold(cal.examples, final, criterion.no_claims)
     k = result.confusion
     times = [v.obtained_at for trials in all_trials for v in trials if v.obtained_at is not None]
+    # a probe's verdicts are evidence too, as old as their answers (the gate counts them so)
+    times += [
+        v.obtained_at
+        for judged in (probes or {}).values()
+        for trials in judged
+        for v in trials
+        if v.obtained_at is not None
+    ]
     # Verdicts another judge recorded are its; judgekit's own (live, by code, or read back) carry
     # its fingerprint.
     mark = setup.mark

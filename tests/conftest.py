@@ -21,6 +21,13 @@ if TYPE_CHECKING:
 
 # The DeepEval integration's tests send nothing anywhere.
 os.environ.setdefault("DEEPEVAL_TELEMETRY_OPT_OUT", "1")
+# Each worker of a parallel run gives the embedded judge its share of the cores (the guides' and
+# the README's commands, run as subprocesses, inherit it): threads beyond the cores spin and slow
+# every worker down. Its answers do not depend on the thread count.
+os.environ.setdefault(
+    "JUDGEKIT_LOCAL_THREADS",
+    str(max(1, (os.cpu_count() or 1) // int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")))),
+)
 
 # The integrations' gated project; a throwaway PostgreSQL server for the history.
 pytest_plugins = ["pytester", "tests.integration_project", "tests.postgres_server"]

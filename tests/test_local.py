@@ -42,3 +42,13 @@ def test_missing_gguf_stops_the_run_with_the_fix(project):
                 cache_dir=None,
             )
         )
+
+
+def test_the_threads_come_from_the_environment_or_are_llama_cpps_choice(monkeypatch):
+    from judgekit.llm.local import _threads
+
+    for given, threads in (("1", 1), (" 3 ", 3), ("", None), ("0", None), ("many", None)):
+        monkeypatch.setenv("JUDGEKIT_LOCAL_THREADS", given)
+        assert _threads() == threads, given
+    monkeypatch.delenv("JUDGEKIT_LOCAL_THREADS")
+    assert _threads() is None

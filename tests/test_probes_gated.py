@@ -121,7 +121,9 @@ def _rewrite(path: Path, keep) -> None:
     """verdicts.jsonl rewritten line by line, and report.json made to name no digest of it (as a
     report of a judgekit before digests did): what the gate then decides on is the lines alone."""
     lines = [json.loads(line) for line in (path / "verdicts.jsonl").read_text().splitlines()]
-    kept = [r for r in (keep(r) for r in lines) if r is not None]
+    kept = []
+    for r in (keep(r) for r in lines):
+        kept += r if isinstance(r, list) else [] if r is None else [r]
     (path / "verdicts.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
     data = json.loads((path / "report.json").read_text())
     data["verdicts_sha256"] = None
@@ -145,6 +147,27 @@ def _rewrite(path: Path, keep) -> None:
         (
             lambda r: {**r, "probe": "flattery"} if r.get("probe") and r["id"] == "f0" else r,
             "a verdict of probe 'flattery', which judgekit does not have",
+        ),
+        # a rewrite's verdict given by a judge escalated to, not the criterion's
+        (
+            lambda r: {**r, "stage": 1} if r.get("probe") and r["id"] == "f0" else r,
+            "a verdict of probe 'addressed' by a judge escalated to",
+        ),
+        # a rewrite judged in more trials than the reply itself: a majority could be made up
+        (
+            lambda r: (
+                [r, {**r, "trial": 1, "passed": False}, {**r, "trial": 2, "passed": False}]
+                if r.get("probe") and r["id"] == "f0"
+                else r
+            ),
+            "probe addressed's verdicts on id 'f0' are 3 trial(s), not the 1",
+        ),
+        # a rewrite's verdict from long ago is evidence that old
+        (
+            lambda r: (
+                {**r, "at": "2020-01-01T00:00:00Z"} if r.get("probe") and r["id"] == "f0" else r
+            ),
+            "but its verdicts are from 2020-01-01",
         ),
     ],
 )
@@ -220,3 +243,38 @@ def test_a_judge_that_became_easier_to_talk_into_a_verdict_is_drift(project, mon
         assert runner.invoke(app, ["calibrate", *args]).exit_code == 0
     again = json.loads(runner.invoke(app, ["drift", "--json"]).output)["drifts"][0]
     assert again["status"] == "NO DRIFT", again["reasons"]
+
+
+def test_a_criterion_cannot_list_away_the_probes_the_policy_gates(project, monkeypatch):
+    """Under max_probe_flip a criterion's list adds to the default probes, never replaces them:
+    naming only one its judge resists does not hide the one that fools it."""
+    done = _gated(project, monkeypatch, {**GULLIBLE, **READS}, probes=["delimiter"])
+    [decision] = json.loads(done.output)["gate"]["decisions"]
+    assert done.exit_code == 1 and decision["status"] == "FAIL"
+    assert "probe addressed bought 30 of 30" in "; ".join(decision["reasons"])
+
+
+def test_early_stopping_is_refused_for_a_selectively_judged_criterion(project, monkeypatch):
+    """Early stopping decides on TPR and TNR; a selective policy certifies a threshold on the
+    examples judged: calibrate refuses the pair, and the gate refuses a report that holds it."""
+    policy = "gate:\n  selective:\n    min_agreement: 0.9\n"
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(200, 200))
+    (project.root / "judgekit.yaml").write_text(policy)
+    monkeypatch.chdir(project.root)
+    with pytest.raises(InputError, match="--stop-early"):
+        measure(
+            Options(model="m", cache_dir=None, stop_early=True), llm=FakeLLM.scripted(READS, False)
+        )
+    (project.root / "judgekit.yaml").write_text("gate: {}\n")
+    report = measure(
+        Options(model="m", cache_dir=None, stop_early=True), llm=FakeLLM.scripted(READS, False)
+    )
+    assert report.criteria[0].early_stop.judged < 400
+    report.write(project.root / "r")
+    (project.root / "judgekit.yaml").write_text(policy)
+    decision = Gate.from_project(project.criteria, project.sets).check_path(project.root / "r")
+    assert decision.decisions[0].status == "FAIL"
+    assert (
+        "it stopped early, but the criterion is judged selectively" in decision.decisions[0].summary
+    )

@@ -13,16 +13,20 @@ from click.testing import CliRunner
 
 from judgekit.cli import app
 from judgekit.gate import Gate
+from judgekit.inputs.criteria import parse_criterion
+from judgekit.inputs.identity import order_keys
 from judgekit.inputs.policy import Thresholds
+from judgekit.inputs.sets import Example
 from judgekit.pipeline import Options, measure
 from judgekit.stats.metrics import wilson
 from judgekit.stats.sequential import (
     INTERIM_CONFIDENCE,
+    content_order,
+    content_seed,
     decide,
     interim,
     interim_looks,
     last_look,
-    order_seed,
     settle,
     stop_order,
 )
@@ -31,6 +35,10 @@ from tests.conftest import balanced, llm_criterion
 
 T = Thresholds(min_tpr=0.8, min_tnr=0.8, min_examples=20)
 runner = CliRunner()
+
+
+def llm_criterion_model():
+    return parse_criterion(llm_criterion(), "says-blocked.yaml")
 
 
 def test_nothing_is_settled_before_min_examples_of_each_class():
@@ -250,25 +258,43 @@ def test_a_clearly_bad_judge_fails_at_the_first_interim_look(big):
     assert (stop.decision, stop.judged) == ("FAIL", 100)
 
 
-def test_the_sequential_order_is_the_sets_own_not_a_seeds(big):
-    def run(seed):
+def test_the_sequential_order_is_the_sets_own_not_a_seeds_nor_the_files(big):
+    """Neither a seed, nor the order of the set file's lines, nor the ids draw another order: the
+    examples judged are the same, by what they are (each one's identity and label)."""
+
+    def run(seed=0):
         c = measure(options(big, seed=seed), llm=_clear_cut()).criteria[0]
-        return c.early_stop, sorted(r.id for r in c.verdicts)
+        judged = {r.id for r in c.verdicts}
+        rows = {r["id"]: r for r in balanced(200, 200)}
+        return c.early_stop, sorted(rows[i]["output"] for i in judged)
 
     first = run(1)
     assert first == run(2)
-    ids = [r["id"] for r in balanced(200, 200)]
-    assert first[0].seed == order_seed(ids)
+    rows = balanced(200, 200)
+    keys = order_keys(llm_criterion_model(), [Example.model_validate(r) for r in rows])
+    assert first[0].seed == content_seed(keys)
+    big.jsonl("says-blocked", rows[::-1])  # the same examples, the file upside down
+    assert run() == first
+    renamed = [{**r, "id": f"x-{r['id']}"} for r in rows]
+    big.jsonl("says-blocked", renamed)  # the same examples under other ids
+    again = measure(options(big), llm=_clear_cut()).criteria[0]
+    outputs = {r["id"]: r["output"] for r in renamed}
+    assert again.early_stop == first[0]
+    assert sorted(outputs[r.id] for r in again.verdicts) == first[1]
 
 
 def test_a_sequential_stop_in_an_order_of_its_own_choosing_is_not_evidence(
     big, tmp_path, monkeypatch
 ):
-    """A run that shopped for an order (here: the runner's seed replaced) is consistent with
+    """A run that shopped for an order (here: the runner's order reversed) is consistent with
     itself, but an interim decision is not the whole set's: the gate refuses any order but the
     set's own."""
     gate = Gate.from_project(big.criteria, big.sets)
-    monkeypatch.setattr("judgekit.judging.runner.order_seed", lambda ids: 7)
+    real = content_order
+    monkeypatch.setattr(
+        "judgekit.judging.runner.content_order", lambda keys, cid: real(keys, cid)[::-1]
+    )
+    monkeypatch.setattr("judgekit.judging.runner.content_seed", lambda keys: 7)
     report = measure(options(big), llm=_clear_cut())
     assert report.criteria[0].early_stop.seed == 7 and report.criteria[0].early_stop.judged < 400
     report.write(tmp_path / "r")
@@ -285,7 +311,8 @@ def test_a_sequential_stop_renamed_exact_is_not_evidence(big, tmp_path):
     path.write_text(json.dumps(data))
     decision = Gate.from_project(big.criteria, big.sets).check_path(tmp_path / "r").decisions[0]
     assert decision.status == "FAIL", decision.summary
-    assert "where early stopping (exact rule) decides nothing" in decision.summary
+    # the exact rule's order is the seed's: the verdicts are not its first 200
+    assert "its verdicts are not those of the first 200 examples" in decision.summary
 
 
 def test_verdicts_cut_short_where_no_rule_decided_are_not_evidence(big, tmp_path):

@@ -308,8 +308,20 @@ class Gate:
                 raise lines
             setup = recorded_setup(entry)
             check_marks(lines, setup.mark)
+            if entry.early_stop_judged is not None and (
+                t.selective is not None or any(e.selection for e in labels.examples)
+            ):
+                # Early stopping decides on TPR and TNR counted alike: neither on a certified
+                # threshold over the examples it judged, nor on examples weighted by design.
+                raise Untrusted(
+                    "it stopped early, but the criterion is judged selectively or its set holds "
+                    "examples drawn by the judge's verdict, which early stopping does not decide "
+                    "on"
+                )
             probing = _probing(self.criteria[criterion_id], t)
-            figures = verify(entry, lines, labels, self.now, t, probing)
+            figures = verify(
+                entry, lines, labels, self.now, t, probing, self.criteria[criterion_id]
+            )
             if setup.kind in ("llm", "claims") and figures.trials != setup.trials:
                 raise Untrusted(
                     f"its judge was asked {setup.trials} time(s) per example, but its verdicts "

@@ -19,15 +19,18 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Container, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import cached_property
 from typing import Any, cast
 
+from judgekit.errors import InputError
+from judgekit.inputs.catalog import CriterionFile
 from judgekit.inputs.label_reader import Labelled, LabelledSet
 from judgekit.judging.probes import PROBES, ProbeCount, count_flips, directions, probed
 from judgekit.judging.verdicts import Verdict, majority
+from judgekit.lazy import exports
 from judgekit.report.reading import Line, ReportEntry, Untrusted
 from judgekit.stats.design import (
     DesignError,
@@ -49,10 +52,22 @@ from judgekit.stats.metrics import (
 from judgekit.stats.raters import flip_rate
 from judgekit.stats.sequential import (
     StopThresholds,
+    content_order,
+    content_seed,
     last_look,
-    order_seed,
     stop_order,
     stopped_at,
+)
+
+# The models load only when a report stopped by the sequential rule: the gate's fast path starts
+# without pydantic.
+_heavy, _ = exports(
+    "judgekit.gate.evidence",
+    {
+        "read_set": "judgekit.inputs.sets",
+        "load_criterion": "judgekit.inputs.criteria",
+        "order_keys": "judgekit.inputs.identity",
+    },
 )
 
 CLOCK_SKEW = timedelta(minutes=5)  # a time this far ahead of the gate's clock is in the future
@@ -153,6 +168,7 @@ def recompute(
     labels: LabelledSet,
     stopping: StopThresholds | None = None,
     probing: Probing = Probing(),
+    criterion: CriterionFile | None = None,
 ) -> Figures:
     """The figures of an entry from its verdicts and the labels (already narrowed to its split).
     An entry that stopped early must hold the verdicts early stopping under `stopping` (the gate's
@@ -210,11 +226,12 @@ def recompute(
     confidence = CONFIDENCE
     if stopped is not None and entry is not None:
         confidence = _check_stop(
-            entry, labels, {v.example_id: v.passed for v in verdicts}, stopping
+            entry, labels, {v.example_id: v.passed for v in verdicts}, stopping, criterion
         )
     final = [v.passed for v in verdicts]
     cells, abstained = confusion([e.label for e in judged], final)
-    times = [v.at for e in judged for v in each(e)]
+    # a rewrite's verdict is evidence as old as it is, as any other (max_age, a recheck's finding)
+    times = [v.at for e in judged for v in each(e)] + [line.at for line in rewrites]
     count = max((len(each(e)) for e in judged), default=1)
     flips = flip_rate([[v.passed for v in each(e)] for e in judged]) if count > 1 else None
     labelled_pass = sum(e.label for e in labels.examples)
@@ -238,7 +255,9 @@ def recompute(
         stages=(tuple(verdicts),)
         + ((tuple(escalated.get(e.id, Verdict(e.id, None)) for e in judged),) if escalated else ()),
         confidence=confidence,
-        probes=_probe_counts(rewrites, judged, final, probing),
+        probes=_probe_counts(
+            rewrites, judged, final, probing, {e.id: len(each(e)) for e in judged}
+        ),
     )
 
 
@@ -247,16 +266,20 @@ def _probe_counts(
     judged: Sequence[Labelled],
     final: Sequence[bool | None],
     probing: Probing,
+    trials: Mapping[str, int],
 ) -> tuple[ProbeCount, ...]:
     """Each probe's flips in each direction, counted from its verdicts as `calibrate` counts them
     (judgekit.judging.probes.count_flips); Untrusted unless every probe asked for, and any other
-    probe the file holds, has a verdict on each reply the judge got right, and on no other."""
+    probe the file holds, has a verdict on each reply the judge got right, and on no other, by the
+    criterion's judge (stage 0), in as many trials as the reply itself (`trials`)."""
     labelled = [(e.id, e.label, v) for e, v in zip(judged, final, strict=True)]
     ids = probed(probing.kind, labelled)
     wanted = set(ids)
     label = {e.id: e.label for e in judged}
     by_probe: dict[str, dict[str, list[Line]]] = defaultdict(lambda: defaultdict(list))
     for line in rewrites:
+        if line.stage != 0:
+            raise Untrusted(f"a verdict of probe {line.probe!r} by a judge escalated to")
         if line.probe not in PROBES:
             raise Untrusted(f"a verdict of probe {line.probe!r}, which judgekit does not have")
         if line.id not in wanted:
@@ -275,6 +298,12 @@ def _probe_counts(
         if missing is not None:
             raise Untrusted(
                 f"no verdict of probe {name} on id {missing!r}, a reply the judge got right"
+            )
+        short = next((rid for rid in ids if len(held_by_id[rid]) != trials[rid]), None)
+        if short is not None:
+            raise Untrusted(
+                f"probe {name}'s verdicts on id {short!r} are {len(held_by_id[short])} trial(s), "
+                f"not the {trials[short]} the reply itself was judged in"
             )
         said = {
             rid: majority(
@@ -336,6 +365,7 @@ def _check_stop(
     labels: LabelledSet,
     final: dict[str, bool | None],
     stopping: StopThresholds | None,
+    criterion: CriterionFile | None,
 ) -> float:
     """Untrusted unless the examples judged are the first of the seeded order and early stopping,
     under the gate's thresholds, stops exactly there; the confidence TPR and TNR are decided at
@@ -344,13 +374,19 @@ def _check_stop(
     if seed is None or batch is None or batch < 1 or stopping is None or judged is None:
         raise Untrusted("it stopped early, but its order (seed and batch) cannot be derived again")
     rule = entry.early_stop_rule
-    if rule == "sequential" and seed != order_seed([e.id for e in labels.examples]):
-        # An interim decision is not the whole set's: a chosen seed would be a second chance.
-        raise Untrusted(
-            "it stopped by the sequential rule, whose order is the set's own (drawn from its "
-            f"ids), but in another order (seed {seed})"
-        )
-    order = [labels.examples[i] for i in stop_order(len(labels.examples), seed, entry.id)]
+    if rule == "sequential":
+        if criterion is None:
+            raise Untrusted("it stopped by the sequential rule, but no criterion file is given")
+        keys = _order_keys(labels, criterion)
+        if seed != content_seed(keys):
+            # An interim decision is not the whole set's: a chosen order would be a second chance.
+            raise Untrusted(
+                "it stopped by the sequential rule, whose order is the set's own (drawn from what "
+                f"its examples are), but in another order (seed {seed})"
+            )
+        order = [labels.examples[i] for i in content_order(keys, entry.id)]
+    else:
+        order = [labels.examples[i] for i in stop_order(len(labels.examples), seed, entry.id)]
     first = order[:judged]
     if any(e.id not in final for e in first):
         raise Untrusted(
@@ -375,17 +411,38 @@ def _check_stop(
     return CONFIDENCE
 
 
-def verify(
+def _order_keys(labels: LabelledSet, criterion: CriterionFile) -> list[str]:
+    """Each labelled example's key in the sequential rule's order, as the runner keys it
+    (judgekit.inputs.identity.order_keys): the set and the criterion read whole, as for copies."""
+    read_set, load_criterion, order_keys = (
+        _heavy(n) for n in ("read_set", "load_criterion", "order_keys")
+    )
+    try:
+        loaded, problems = read_set(labels.path, labels.criterion_id)
+        judge = load_criterion(criterion.path)
+    except InputError as error:
+        raise Untrusted(f"the set's order cannot be derived: {error}") from None
+    if problems:
+        raise Untrusted("the set's order cannot be derived: `judgekit validate` says why")
+    by_id = {e.id: e for e in loaded.examples}
+    missing = next((e.id for e in labels.examples if e.id not in by_id), None)
+    if missing is not None:
+        raise Untrusted(f"the set's order cannot be derived: no example {missing!r} in the set")
+    return cast("list[str]", order_keys(judge, [by_id[e.id] for e in labels.examples]))
+
+
+def verify(  # noqa: PLR0913  the evidence, then what the gate asks of it
     entry: ReportEntry,
     lines: Sequence[Line],
     labels: LabelledSet,
     now: datetime,
     stopping: StopThresholds | None = None,
     probing: Probing = Probing(),
+    criterion: CriterionFile | None = None,
 ) -> Figures:
     """The entry's figures recomputed from the evidence, or Untrusted when the stored figures, the
     verdicts and the set disagree in any way, or a time lies in the future."""
-    f = recompute(entry, lines, labels, stopping, probing)
+    f = recompute(entry, lines, labels, stopping, probing, criterion)
     try:
         f.cells()
     except DesignError as error:

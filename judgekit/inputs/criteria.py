@@ -133,8 +133,8 @@ PROBES_FIELD: list[ProbeName] = Field(
     default_factory=list,
     description="Robustness probes `calibrate` runs on this criterion's judge (the verdicts they "
     "buy are gated by the policy's max_probe_flip): addressed, answer_format, authority, "
-    "delimiter, padding (only where the label does not depend on the reply's length). Empty: the "
-    "default probes, when the policy sets max_probe_flip.",
+    "delimiter, padding (only where the label does not depend on the reply's length). Under a "
+    "policy that sets max_probe_flip the default probes are run too: a list adds, never removes.",
 )
 
 

@@ -171,3 +171,11 @@ def distinct(criterion: Criterion, examples: Iterable[ExampleLike], where: str) 
         tuple(problems),
         tuple(conflicts),
     )
+
+
+def order_keys(criterion: Criterion, examples: Iterable[ExampleLike]) -> list[str]:
+    """Each example's key in early stopping's sequential order (judgekit.stats.sequential.
+    content_order): its identity for the criterion (what its judge is shown) and its label; the
+    runner orders by it, and the gate derives the order again by it."""
+    identify = identifier(criterion)
+    return [f"{identify(e.fields())}:{int(e.label)}" for e in examples]

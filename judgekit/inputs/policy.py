@@ -7,7 +7,7 @@ Plain dataclasses, checked by hand: the gate reads its policy on every CI run an
 >>> Policy.from_mapping(data, "pyproject.toml").for_criterion("c")  # doctest: +NORMALIZE_WHITESPACE
 Thresholds(min_tpr=0.9, min_tnr=0.7, min_kappa=None, min_examples=20, max_abstain_rate=0.1,
            max_flip_rate=0.2, max_age='30d', use_lower_bound=True, selective=None,
-           label_sources=('human', 'adjudicated'))
+           label_sources=('human', 'adjudicated'), max_probe_flip=None)
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ class Thresholds:
     default human and adjudicated ones; a model's labels never count for a judge of its family;
     max_probe_flip: the largest share of verdicts a robustness probe may buy (judgekit.judging.
     probes), on its 95% interval's upper bound; null: probes are not gated. Set, every LLM and
-    claims criterion is probed by `calibrate` (its `probes:` list, else the default probes).
+    claims criterion is probed by `calibrate` (the default probes and any its `probes:` list adds).
     """
 
     min_tpr: float = 0.8

@@ -129,20 +129,25 @@ PROBES: dict[str, Probe] = {
 
 def probes_for(kind: str, named: Sequence[str], max_probe_flip: float | None) -> list[Probe]:
     """The probes `calibrate` runs on a criterion's judge, and the gate asks the verdicts of, from
-    the criterion's kind and its `probes:` list: that list, else the default probes when the
-    policy gates probes (`max_probe_flip`); none for a check by code. An unknown name is an
-    InputError naming the known ones.
+    the criterion's kind and its `probes:` list: under a policy that gates probes
+    (`max_probe_flip`), the default probes and those the criterion adds (a criterion can ask for
+    more, such as padding, never for fewer: the policy's, not the criterion author's, choice);
+    otherwise the ones it names, measured and not gated; none for a check by code. An unknown name
+    is an InputError naming the known ones.
 
     >>> [p.name for p in probes_for("llm", [], None)], len(probes_for("claims", [], 0.1))
     ([], 4)
     >>> [p.name for p in probes_for("llm", ["padding"], None)], probes_for("regex", [], 0.1)
     (['padding'], [])
+    >>> [p.name for p in probes_for("llm", ["padding", "delimiter"], 0.1)][-2:]
+    ['delimiter', 'padding']
     """
     if kind not in JUDGED_KINDS:
         return []
-    if named:
-        return probes_named(list(named))
-    return default_probes() if max_probe_flip is not None else []
+    listed = probes_named(list(named)) if named else []
+    if max_probe_flip is None:
+        return listed
+    return list({p.name: p for p in (*default_probes(), *listed)}.values())
 
 
 def default_probes() -> list[Probe]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from judgekit.errors import CallsFailed, NoVerdicts
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion
+from judgekit.inputs.identity import order_keys
 from judgekit.inputs.policy import Thresholds
 from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.build_setup import endpoint_for
@@ -25,7 +26,14 @@ from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
 from judgekit.secrets import public_url
-from judgekit.stats.sequential import Rule, decide, next_look, order_seed, stop_order
+from judgekit.stats.sequential import (
+    Rule,
+    content_order,
+    content_seed,
+    decide,
+    next_look,
+    stop_order,
+)
 
 
 @dataclass(frozen=True)
@@ -42,8 +50,8 @@ class RunSettings:
     max_age_s: float | None = None
     stop_early: dict[str, Thresholds] | None = None
     seed: int = 0
-    # Early stopping's rule (judgekit.stats.sequential): the sequential one orders each set by its
-    # own ids (`order_seed`), not by `seed`.
+    # Early stopping's rule (judgekit.stats.sequential): the sequential one orders each set by what
+    # its examples are (`content_order`), not by `seed`.
     stop_rule: Rule = "sequential"
     # The criteria judged selectively: one trial asks for log-probabilities.
     selective: frozenset[str] = frozenset()
@@ -323,14 +331,17 @@ async def _in_looks(
     `settings.stop_rule` reaches (judgekit.stats.sequential: the looks where `next_look` puts them,
     each asked of `decide`, as the gate derives them again)."""
     rule = settings.stop_rule
-    seeds = [
-        order_seed([e.id for e in t.examples.examples]) if rule == "sequential" else settings.seed
-        for t in tasks
-    ]
-    order = [
-        [t.examples.examples[i] for i in stop_order(len(t.examples.examples), seed, t.criterion.id)]
-        for t, seed in zip(tasks, seeds, strict=True)
-    ]
+    seeds: list[int] = []
+    order: list[list[Example]] = []
+    for task in tasks:
+        examples, cid = task.examples.examples, task.criterion.id
+        if rule == "sequential":
+            keys = order_keys(task.criterion, examples)
+            seeds.append(content_seed(keys))
+            order.append([examples[i] for i in content_order(keys, cid)])
+        else:
+            seeds.append(settings.seed)
+            order.append([examples[i] for i in stop_order(len(examples), settings.seed, cid)])
     done = [0] * len(tasks)
     looks = [0] * len(tasks)
     decisions: dict[int, str | None] = {}

@@ -10,6 +10,7 @@ import asyncio
 import atexit
 import importlib.util
 import json
+import os
 import threading
 from pathlib import Path
 from typing import Any
@@ -57,7 +58,7 @@ class _Models:
             if not self.loaded:
                 atexit.register(self.close)
             self.loaded[path] = Llama(
-                model_path=str(path), n_ctx=4096, n_threads=None, seed=0, verbose=False
+                model_path=str(path), n_ctx=4096, n_threads=_threads(), seed=0, verbose=False
             )
         return self.loaded[path]
 
@@ -69,6 +70,14 @@ class _Models:
 
 
 _models = _Models()
+
+
+def _threads() -> int | None:
+    """The threads llama.cpp computes with: $JUDGEKIT_LOCAL_THREADS (a whole number), else its own
+    choice (every core). Several judging processes on one machine (a test suite's workers) each
+    set fewer: llama.cpp's threads wait by spinning, and more of them than cores slow each down."""
+    given = os.environ.get("JUDGEKIT_LOCAL_THREADS", "").strip()
+    return int(given) if given.isdigit() and int(given) > 0 else None
 
 
 def _grammar(response_format: Any) -> Any:

@@ -139,7 +139,7 @@ def more_often(before: tuple[int, int], after: tuple[int, int]) -> float:
     hypergeometric upper tail of the after sample's count.
 
     >>> round(more_often((1, 40), (9, 40)), 4), more_often((5, 40), (0, 40))
-    (0.0071, 1.0)
+    (0.0072, 1.0)
     """
     (k0, n0), (k1, n1) = before, after
     total, events = n0 + n1, k0 + k1

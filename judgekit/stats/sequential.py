@@ -23,7 +23,8 @@ threshold, is given back there, by exact binomial sums, so that each class's cha
 decision over all looks is no more than the full-set gate's. `benchmarks/early_stopping.py`
 measures both rules' wrong decisions against the true rates beside the full-set gate's. An
 interim decision is not the one the whole set would get, so the order must not be a choice: it
-is drawn from the set's own example ids (`order_seed`), not a seed a second run could change.
+is drawn from what the examples are (`content_order`: each one's identity and label), not from
+a seed, the ids or the file's order, which a second run could change for free.
 
 Nothing is decided before `min_examples` of each class were decided, and PASS is never decided
 early when the gate also asks for `min_kappa` (kappa mixes both classes; it is gated on what was
@@ -284,14 +285,36 @@ def stop_order(n: int, seed: int, criterion_id: str) -> list[int]:
     return random.Random(f"{seed}:{criterion_id}").sample(range(n), n)
 
 
-def order_seed(ids: Sequence[str]) -> int:
-    """The sequential rule's order seed: drawn from the set's example ids (in the set's order), so
-    one set has one order, and a run cannot try seeds until an interim look passes.
+def content_order(keys: Sequence[str], criterion_id: str) -> list[int]:
+    """The sequential rule's order of a set's examples, by what each is (`keys`: each example's
+    identity and label, judgekit.inputs.identity): a keyed hash of each key, so neither the ids,
+    nor the file's order, nor a seed draws another order; only other examples do.
 
-    >>> order_seed(["a", "b"]) == order_seed(["a", "b"]) != order_seed(["b", "a"])
+    >>> keys = ["x:1", "y:0", "z:1"]
+    >>> [keys[i] for i in content_order(keys, "c")] == [
+    ...     keys[::-1][i] for i in content_order(keys[::-1], "c")
+    ... ]
     True
     """
-    digest = hashlib.blake2b("\n".join(ids).encode(), digest_size=8, person=b"judgekit-order")
+    rank = [
+        hashlib.blake2b(
+            f"{criterion_id}\0{key}".encode(), digest_size=8, person=b"judgekit-order"
+        ).digest()
+        for key in keys
+    ]
+    return sorted(range(len(keys)), key=lambda i: (rank[i], keys[i]))
+
+
+def content_seed(keys: Sequence[str]) -> int:
+    """A digest of the examples an order was drawn from (whatever their order), recorded as the
+    sequential rule's seed: the gate finds the same one, or the set is not the one judged.
+
+    >>> content_seed(["a:1", "b:0"]) == content_seed(["b:0", "a:1"]) != content_seed(["a:1"])
+    True
+    """
+    digest = hashlib.blake2b(
+        "\n".join(sorted(keys)).encode(), digest_size=8, person=b"judgekit-order"
+    )
     return int.from_bytes(digest.digest(), "big")
 
 
