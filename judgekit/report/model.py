@@ -263,8 +263,8 @@ class EarlyStop(ReportPart):
     rule: Literal["sequential", "exact"] = Field(
         "exact",
         description="The stopping rule (judgekit.stats.sequential): `sequential` adds interim "
-        "looks at a quarter, half and three quarters of the set, its order drawn from the set's "
-        "ids; `exact` stops only once the whole set's decision cannot change.",
+        "looks at a quarter, half and three quarters of the set, its order drawn from what its "
+        "examples are; `exact` stops only once the whole set's decision cannot change.",
     )
 
 
