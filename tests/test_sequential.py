@@ -29,6 +29,7 @@ from judgekit.stats.sequential import (
     last_look,
     settle,
     stop_order,
+    stopped_at,
 )
 from judgekit.testing import FakeLLM, FakeServer, script
 from tests.conftest import balanced, llm_criterion
@@ -283,23 +284,40 @@ def test_the_sequential_order_is_the_sets_own_not_a_seeds_nor_the_files(big):
     assert sorted(outputs[r.id] for r in again.verdicts) == first[1]
 
 
-def test_a_sequential_stop_in_an_order_of_its_own_choosing_is_not_evidence(
-    big, tmp_path, monkeypatch
-):
-    """A run that shopped for an order (here: the runner's order reversed) is consistent with
-    itself, but an interim decision is not the whole set's: the gate refuses any order but the
-    set's own."""
-    gate = Gate.from_project(big.criteria, big.sets)
-    real = content_order
-    monkeypatch.setattr(
-        "judgekit.judging.runner.content_order", lambda keys, cid: real(keys, cid)[::-1]
-    )
-    monkeypatch.setattr("judgekit.judging.runner.content_seed", lambda keys: 7)
-    report = measure(options(big), llm=_clear_cut())
-    assert report.criteria[0].early_stop.seed == 7 and report.criteria[0].early_stop.judged < 400
-    report.write(tmp_path / "r")
-    decision = gate.check_path(tmp_path / "r").decisions[0]
-    assert decision.status == "FAIL" and "the set's own" in decision.summary, decision.summary
+def test_a_sequential_stop_in_an_order_of_its_own_choosing_is_not_evidence(big, tmp_path):
+    """A stop in an order shopped for (here: the set's own order reversed), written as the rule
+    would have stopped in it: its verdicts are real and the rule decides there, but an interim
+    decision is not the whole set's, and the gate derives the order itself."""
+    full = measure(options(big, stop_early=False), llm=_clear_cut())
+    full.write(tmp_path / "r")
+    rows = balanced(200, 200)
+    keys = order_keys(llm_criterion_model(), [Example.model_validate(r) for r in rows])
+    shopped = content_order(keys, "says-blocked")[::-1]
+    said = {r.id: r.passed for r in full.criteria[0].verdicts}
+    labels = [rows[i]["passed"] for i in shopped]
+    at, decided = stopped_at(labels, [said[rows[i]["id"]] for i in shopped], 10, T, "sequential")
+    assert decided == "PASS" and at < 400  # the rule decides in the shopped order
+    first = {rows[i]["id"] for i in shopped[:at]}
+    path = tmp_path / "r"
+    lines = (path / "verdicts.jsonl").read_text().splitlines()
+    kept = [line for line in lines if json.loads(line)["id"] in first]
+    (path / "verdicts.jsonl").write_text("".join(line + "\n" for line in kept))
+    data = json.loads((path / "report.json").read_text())
+    data["verdicts_sha256"] = None
+    data["criteria"][0]["early_stop"] = {
+        "decision": decided,
+        "judged": at,
+        "total": 400,
+        "looks": 1,
+        "calls_saved": 400 - at,
+        "seed": content_seed(keys),
+        "batch": 10,
+        "rule": "sequential",
+    }
+    (path / "report.json").write_text(json.dumps(data))
+    decision = Gate.from_project(big.criteria, big.sets).check_path(path).decisions[0]
+    assert decision.status == "FAIL"
+    assert f"its verdicts are not those of the first {at} examples" in decision.summary
 
 
 def test_a_sequential_stop_renamed_exact_is_not_evidence(big, tmp_path):
