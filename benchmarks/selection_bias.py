@@ -16,7 +16,13 @@ the pool's own TNR, with its Monte Carlo standard error (a `*` marks |bias| abov
   share smoothed by half a count, with the finite-population correction) — a candidate, not
   shipped;
 - smoothed: the rate of cells smoothed by half a count per cell of the stratum's verdict (the
-  posterior's prior), for comparison.
+  posterior's prior), for comparison;
+- rounds apart: each stratum's cells counted round by round, the replies labelled before a round
+  as they are and that round's draw standing for the rest of the stratum (unbiased for each
+  stratum's cells however the second round was allocated), then their rate — a candidate, not
+  shipped.
+
+`--labels 60` runs only the rows of that many labels.
 """
 
 from __future__ import annotations
@@ -84,8 +90,10 @@ def one(rng, size, judge, n, rounds, sure):
     names = sorted(set(key))
     members = {s: rng.permutation(np.flatnonzero(key == s)) for s in names}
     taken = {s: 0 for s in names}
+    apart = {s: np.zeros(4) for s in names}  # each stratum's cells, estimated round by round
     current = None
     for spend in [n] if rounds == 1 else [n // 2, n - n // 2]:
+        before = dict(taken)
         strata = {
             s: Stratum(
                 members[s].size,
@@ -96,24 +104,30 @@ def one(rng, size, judge, n, rounds, sure):
         }
         for s, k in allocate(strata, spend, "tnr", current).items():
             taken[s] += k
+            if k:
+                seen = cells_of(good, verdict, members[s][: before[s]])
+                drawn = cells_of(good, verdict, members[s][before[s] : taken[s]])
+                apart[s] = seen + (members[s].size - before[s]) * drawn / k
         current = estimates(good, verdict, members, taken)[0]
     bad_ones = ~good
     true_tnr = (bad_ones & ~verdict).sum() / bad_ones.sum()
-    return np.array(estimates(good, verdict, members, taken)) - true_tnr
+    rounds_apart = _tnr(sum(apart.values()))
+    return np.array([*estimates(good, verdict, members, taken), rounds_apart]) - true_tnr
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--reps", type=int, default=300)
     parser.add_argument("--seed", type=int, default=20261203)
+    parser.add_argument("--labels", type=int, choices=(60, 200), help="only the rows of this many")
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
-    print("| pool | bad | TPR / TNR | labels | rounds | strata | HT | Taylor | smoothed |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| pool | bad | TPR / TNR | labels | rounds | strata | HT | Taylor | smoothed | apart |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for size in (5000, 1200):
         for bad, tpr, tnr in SETUPS:
-            for n in (60, 200):
+            for n in (60, 200) if args.labels is None else (args.labels,):
                 for rounds in (1, 2):
                     for sure in (False, True):
                         errors = np.array(
