@@ -19,6 +19,12 @@ from judgekit.judging.verdicts import Verdict, majority
         ("It never says so.\nFAIL", (False, "It never says so.", None)),
         ("Clearly stated.\n**PASS**", (True, "Clearly stated.", None)),
         ("PASS", (True, None, None)),
+        # a small model breaks its reasoning's line inside the JSON string, unescaped
+        (
+            '{"reasoning": "It says so.\nTwice.", "passed": true}',
+            (True, "It says so.\nTwice.", None),
+        ),
+        ('```json\n{"reasoning": "a\tb", "passed": false}\n```', (False, "a\tb", None)),
     ],
 )
 def test_contract_answers(text, expected):

@@ -51,14 +51,15 @@ def json_object(
     text: str, wanted: Callable[[dict[str, Any]], bool] = lambda data: True
 ) -> dict[str, Any] | None:
     """The first JSON object in an answer that `wanted` accepts: the whole text, a code fence, or
-    the span from the first `{` to the last `}`."""
+    the span from the first `{` to the last `}`. A raw line break or tab inside a string (a small
+    model's reasoning broken across lines, unescaped) is read as the character it is."""
     candidates = [text.strip()] + _FENCE.findall(text)
     start, end = text.find("{"), text.rfind("}")
     if 0 <= start < end:
         candidates.append(text[start : end + 1])
     for candidate in candidates:
         try:
-            data = json.loads(candidate)
+            data = json.loads(candidate, strict=False)
         except ValueError:
             continue
         if isinstance(data, dict) and wanted(data):
