@@ -35,7 +35,7 @@ from judgekit.inputs.heldout import in_test_split, named_by_identity, unrecorded
 from judgekit.inputs.pair import file_digest
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
-from judgekit.inputs.sets import CalibrationSet
+from judgekit.inputs.sets import CalibrationSet, Example
 from judgekit.judging.build_setup import endpoint_for, setup_now, setup_of
 from judgekit.judging.claims import recorded_gold
 from judgekit.judging.dry_run import Estimate, estimate
@@ -669,9 +669,10 @@ def criterion_report(  # noqa: PLR0913  the calibration, then what the report ad
             verdict=v.passed,
             input=e.input,
             output=e.output,
-            # source material from a shared file is shown once, by name (`contexts`)
-            context=None if e.context_file else e.context,
-            context_file=e.context_file,
+            # source material from a shared file is shown once, by name (`contexts`): the
+            # example's own, else the criterion's
+            context=None if e.context_file or not e.context else e.context,
+            context_file=e.context_file or (None if e.context else criterion.context_file),
             reason=v.reason,
             abstention=v.abstention,
             raw=v.raw,
@@ -763,12 +764,24 @@ def criterion_report(  # noqa: PLR0913  the calibration, then what the report ad
             probes or {},
         ),
         warnings=[copies_said(full_set.copies)] if full_set.copies else [],
-        contexts={
-            e.context_file: e.context or ""
-            for e, v in zip(cal.examples, final, strict=True)
-            if e.context_file and v.passed != e.label
-        },
+        contexts=_contexts(criterion, cal.examples, final),
     )
+
+
+def _contexts(
+    criterion: Criterion, examples: Sequence[Example], final: Sequence[Verdict]
+) -> dict[str, str]:
+    """The text of each context file a disagreement names, once: an example's own, or the
+    criterion's for an example with no context of its own."""
+    out: dict[str, str] = {}
+    for e, v in zip(examples, final, strict=True):
+        if v.passed == e.label:
+            continue
+        if e.context_file:
+            out[e.context_file] = e.context or ""
+        elif not e.context and criterion.context_file:
+            out[criterion.context_file] = criterion.context_for(None) or ""
+    return out
 
 
 ASSUMED = "human (assumed)"  # a label the set does not say the making of

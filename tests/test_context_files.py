@@ -8,11 +8,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from judgekit.cli import app
+from judgekit.errors import InputError
+from judgekit.improve.proposals import rewordings
 from judgekit.inputs.context_files import MAX_BYTES
-from judgekit.inputs.sets import load_set
+from judgekit.inputs.criteria import LLMCriterion, load_criterion
+from judgekit.inputs.sets import Example, load_set
+from judgekit.judging.jobs import jobs_for
 from judgekit.testing import FakeServer, script
 from tests.conftest import llm_criterion
 
@@ -136,3 +141,125 @@ def test_a_context_file_that_cannot_be_used_is_named_with_the_fix(project, tmp_p
     gate = runner.invoke(app, ["gate"])
     assert gate.exit_code == 2 and "does not exist" in " ".join(gate.output.split())
     assert "Traceback" not in gate.output
+
+
+def _shared_project(project, **extra) -> Path:
+    """26 examples with no context of their own; the criterion names the policy they share."""
+    project.criterion(
+        llm_criterion(
+            judge={"model": "openai/judge"},
+            inputs=["output", "context"],
+            context_file="policies/card.md",
+            **extra,
+        )
+    )
+    (project.criteria / "policies").mkdir()
+    (project.criteria / "policies" / "card.md").write_text(POLICY)
+    rows = [
+        {
+            "id": f"e{i}",
+            "output": f"reply-{'p' if i % 2 == 0 else 'f'}{i}: {'blocked' if i % 2 == 0 else 'no'}",
+            "passed": i % 2 == 0,
+        }
+        for i in range(25)
+    ]
+    rows.append({"id": "own", "output": "reply-p99: blocked", "passed": True, "context": "Own."})
+    return project.jsonl("says-blocked", rows)
+
+
+def test_a_criterion_names_the_source_its_examples_share_shown_to_the_judge_and_once(project):
+    _shared_project(project)
+    seen: list[str] = []
+    with _judge(seen) as server:
+        done = runner.invoke(app, ["calibrate", "-q", "--api-base", server.url])
+        assert done.exit_code == 0, done.output
+    assert len(seen) == 26
+    own = [p for p in seen if "reply-p99" in p]
+    assert len(own) == 1 and "Own." in own[0] and POLICY not in own[0]  # its own comes first
+    assert all(POLICY in p for p in seen if "reply-p99" not in p)
+    entry = json.loads(Path(".judgekit/reports/latest/report.json").read_text())["criteria"][0]
+    assert [d["id"] for d in entry["disagreements"]] == ["e0", "e1"]
+    assert all(
+        d["context"] is None and d["context_file"] == "policies/card.md"
+        for d in entry["disagreements"]
+    )
+    assert entry["contexts"] == {"policies/card.md": POLICY}
+    page = Path(".judgekit/reports/latest/report.html").read_text()
+    assert page.count(POLICY) == 1 and page.count('href="#context-') == 2
+    gate = runner.invoke(app, ["gate"])
+    assert gate.exit_code == 3 and "changed" not in gate.output, gate.output  # few labels only
+
+
+def test_editing_the_criterions_context_file_makes_the_calibration_stale(project):
+    _shared_project(project)
+    with _judge() as server:
+        assert runner.invoke(app, ["calibrate", "-q", "--api-base", server.url]).exit_code == 0
+    assert "changed" not in runner.invoke(app, ["gate"]).output
+    (project.criteria / "policies" / "card.md").write_text(POLICY + " Fees apply.")
+    gate = runner.invoke(app, ["gate"])
+    said = " ".join(gate.output.split())
+    assert gate.exit_code == 1 and "changed since it was calibrated: its prompt" in said, said
+    # and the judge is asked again (the prompts hold the new text), not served the old answers
+    seen: list[str] = []
+    with _judge(seen) as server:
+        assert runner.invoke(app, ["calibrate", "-q", "--api-base", server.url]).exit_code == 0
+    assert len(seen) == 26 and all("Fees apply." in p for p in seen if "reply-p99" not in p)
+    assert "changed" not in runner.invoke(app, ["gate"]).output
+
+
+def test_a_claims_criterion_checks_every_claim_against_the_criterions_source(project):
+    project.criterion(
+        {
+            "id": "grounded",
+            "kind": "claims",
+            "question": "Is every claim supported by the policy?",
+            "judge": {"model": "openai/judge"},
+            "context_file": "card.md",
+        }
+    )
+    (project.criteria / "card.md").write_text(POLICY)
+    project.jsonl(
+        "grounded",
+        [
+            {"id": "a", "output": "Blocked at once.", "passed": True},
+            {"id": "b", "output": "A fee of 10 applies.", "passed": False},
+        ],
+    )
+    out = runner.invoke(app, ["validate"])
+    assert out.exit_code == 0, out.output  # old: "has no context" for each example
+    (project.criteria / "card.md").unlink()
+    out = runner.invoke(app, ["validate"])
+    said = " ".join(out.output.split())
+    assert out.exit_code == 2 and "context file 'card.md' does not exist" in said, said
+    gate = runner.invoke(app, ["gate"])
+    assert gate.exit_code == 2 and "does not exist" in " ".join(gate.output.split())
+
+
+def test_a_criterions_context_file_stays_in_its_folder_and_in_memory_is_refused(project):
+    (project.root / ".env").write_text("API_KEY=sk-secret")
+    for name, expected in (
+        ("../.env", "lies outside the criterion's folder"),
+        ("/etc/hostname", "must be a path relative to the criterion's folder"),
+        ("missing.md", "does not exist"),
+    ):
+        project.criterion(llm_criterion(judge={"model": "openai/judge"}, context_file=name))
+        project.jsonl("says-blocked", [{"id": "a", "output": "x", "passed": True}])
+        out = runner.invoke(app, ["validate"])
+        said = " ".join(out.output.split())
+        assert out.exit_code == 2 and expected in said and "sk-secret" not in said, said
+    criterion = LLMCriterion(id="c", question="Blocked?", context_file="card.md")
+    with pytest.raises(InputError, match="was not loaded from its file"):
+        jobs_for(criterion, [Example(id="a", output="x", passed=True)], "openai/judge", 1)
+
+
+def test_a_reworded_proposal_shows_the_judge_the_source_its_criterion_read(project):
+    path = project.criterion(llm_criterion(inputs=["output", "context"], context_file="card.md"))
+    (project.criteria / "card.md").write_text(POLICY)
+    criterion = load_criterion(path)
+    answer = json.dumps({"proposals": [{"question": "Does it say the card is blocked now?"}]})
+    proposals, dropped = rewordings(criterion, answer, 1)
+    assert not dropped
+    [job] = jobs_for(
+        proposals[0].criterion, [Example(id="a", output="x", passed=True)], "openai/j", 1
+    )
+    assert POLICY in job.request.messages[-1]["content"]  # old: refused as never read

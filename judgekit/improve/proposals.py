@@ -167,6 +167,7 @@ def rewordings(criterion: LLMCriterion, answer: str, n: int) -> tuple[list[Propo
         changes = {k: item[k] for k in WORDING if isinstance(item.get(k), str) and item[k].strip()}
         try:
             revised = LLMCriterion.model_validate({**criterion.model_dump(), **changes})
+            revised.share_source_of(criterion)  # the context file read with the criterion
         except ValidationError as error:
             dropped.append(
                 f"proposal {number}: " + "; ".join(str(p) for p in problems_of(error, "proposal"))

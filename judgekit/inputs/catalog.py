@@ -16,7 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.files import RECORD_SUFFIXES, read_source
+from judgekit.inputs.context_files import ContextFiles, ContextProblem, combined
+from judgekit.inputs.files import RECORD_SUFFIXES, read_source, read_yaml
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,37 @@ def criterion_files(directory: Path) -> dict[str, CriterionFile]:
     out = {}
     for path in criterion_paths(directory):
         source = read_source(path)
-        out[path.stem] = CriterionFile(path.stem, path, source.digest, source.text)
+        digest = criterion_digest(path, source.digest, shared_context_name(path, source.text))
+        out[path.stem] = CriterionFile(path.stem, path, digest, source.text)
     return out
+
+
+def shared_context_name(path: Path, text: str) -> str | None:
+    """The context file a criterion's text names (`context_file:`), read plainly: None when it
+    names none or the text is not a mapping (the criterion's model refuses what is not a name)."""
+    try:
+        data = read_yaml(path, text)
+    except InputError:
+        return None
+    named = data.get("context_file") if isinstance(data, dict) else None
+    return named if isinstance(named, str) and named else None
+
+
+def criterion_digest(
+    path: Path, file_digest: str, context_name: str | None, files: ContextFiles | None = None
+) -> str:
+    """A criterion's digest: its file's bytes, and the bytes of the context file it names
+    (judgekit.inputs.context_files; relative to the criterion's folder), so that editing the
+    source material a criterion's examples share makes its calibration stale as editing the
+    criterion does. The one computation the criterion's model and the gate's plain read share."""
+    if context_name is None:
+        return file_digest
+    files = ContextFiles(path.parent, owner="criterion") if files is None else files
+    try:
+        files.digest(context_name)
+    except ContextProblem as error:
+        raise InputError.one(path, "context_file", str(error)) from None
+    return combined(file_digest, {context_name: files.digests[context_name]})
 
 
 def find_set(directory: Path, criterion_id: str) -> Path:

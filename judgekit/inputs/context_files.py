@@ -39,9 +39,14 @@ def combined(set_digest: str, files: dict[str, str]) -> str:
 class ContextFiles:
     """The context files of one set, each read once: its text and the digest of its bytes."""
 
-    folder: Path  # the set file's folder: names are relative to it
+    folder: Path  # the set file's folder (or the criterion file's): names are relative to it
+    owner: str = "set"  # whose folder it is, as the messages say it: "set" or "criterion"
     texts: dict[str, str] = field(default_factory=dict)
     digests: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def _owners(self) -> str:
+        return "criteria" if self.owner == "criterion" else f"{self.owner}s"
 
     def text(self, name: str) -> str:
         """The text of the context file `name`; ContextProblem saying what is wrong with it."""
@@ -71,21 +76,21 @@ class ContextFiles:
             said = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             raise ContextProblem(
                 f"context file {name!r} cannot be read ({said!r}); name a readable file beside "
-                "the set"
+                f"the {self.owner}"
             ) from None
 
     def _checked(self, name: str) -> bytes:
         given = Path(name)
         if given.is_absolute() or not name.strip():
             raise ContextProblem(
-                f"context file {name!r} must be a path relative to the set's folder"
+                f"context file {name!r} must be a path relative to the {self.owner}'s folder"
             )
         folder = self.folder.resolve()
         path = (self.folder / given).resolve()
         if not path.is_relative_to(folder):
             raise ContextProblem(
-                f"context file {name!r} lies outside the set's folder ({folder}); keep source "
-                "material beside the sets"
+                f"context file {name!r} lies outside the {self.owner}'s folder ({folder}); keep "
+                f"source material beside the {self._owners}"
             )
         hidden = [part for part in path.relative_to(folder).parts if part.startswith(".")]
         if hidden:
@@ -93,11 +98,12 @@ class ContextFiles:
             # material (their text would be sent to the judge and written into the report)
             raise ContextProblem(
                 f"context file {name!r} is in a hidden place ({hidden[0]}); source material is "
-                "a visible file beside the sets"
+                f"a visible file beside the {self._owners}"
             )
         if not path.is_file():
             raise ContextProblem(
-                f"context file {name!r} is not a file ({path}); name a text file beside the set"
+                f"context file {name!r} is not a file ({path}); name a text file beside the "
+                f"{self.owner}"
                 if path.exists()
                 else f"context file {name!r} does not exist (looked for {path}); add it or fix "
                 "the name"

@@ -34,7 +34,8 @@ from pydantic import (
 )
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.catalog import criterion_paths
+from judgekit.inputs.catalog import criterion_digest, criterion_paths
+from judgekit.inputs.context_files import ContextFiles, ContextProblem
 from judgekit.inputs.files import read_source, read_yaml
 from judgekit.inputs.validation import Frozen, problems_of
 from judgekit.secrets import endpoint_problem
@@ -146,12 +147,44 @@ class CriterionBase(Frozen):
         min_length=3, description="One yes/no fact a person could check in five seconds."
     )
     description: str | None = None
+    context_file: str | None = Field(
+        None,
+        min_length=1,
+        description="Source material every example of the criterion shares (a policy, a "
+        "product sheet): a text file relative to the criterion's folder, read once, at most 1 MiB. "
+        "An example's own context or context_file comes first; its bytes are part of the "
+        "criterion's digest, so an edit makes the calibration stale.",
+    )
     _digest: str | None = PrivateAttr(default=None)  # of the file it was read from: see `digest`
+    _shared: str | None = PrivateAttr(default=None)  # the text of `context_file`, as loaded
 
     @property
     def digest(self) -> str | None:
-        """The digest of the file's bytes as loaded (None when not loaded from a file)."""
+        """The digest of the file's bytes as loaded (None when not loaded from a file), and of its
+        context file's (judgekit.inputs.catalog.criterion_digest)."""
         return self._digest
+
+    def share_source_of(self, loaded: CriterionBase) -> None:
+        """Give a criterion built from `loaded`'s fields (a reworded proposal) the text of the
+        context file `loaded` read: a model built from a dump does not carry it."""
+        if self.context_file == loaded.context_file:
+            self._shared = loaded._shared
+
+    def context_for(self, own: str | None) -> str | None:
+        """The source material a judge is shown for an example whose own context is `own`: its
+        own, else the criterion's context file's text. A criterion that names a context file but
+        was not loaded from its file (built in memory) has no text to show: refused, not judged
+        without its source."""
+        if own or self.context_file is None:
+            return own
+        if self._shared is None:
+            raise InputError.one(
+                self.id,
+                "context_file",
+                f"names {self.context_file!r}, but the criterion was not loaded from its file, so "
+                "the file was never read; load it with judgekit.inputs.criteria.load_criterion",
+            )
+        return self._shared
 
 
 class LLMCriterion(CriterionBase):
@@ -215,7 +248,9 @@ class RegexCriterion(CriterionBase):
 
     def explain(self, example: dict[str, Any]) -> tuple[bool, str]:
         """The verdict and why: which text matched, or that nothing did."""
-        found = _search(_program(self.pattern, self.ignore_case), example.get(self.field) or "")
+        text = example.get(self.field)
+        text = self.context_for(text) if self.field == "context" else text
+        found = _search(_program(self.pattern, self.ignore_case), text or "")
         reason = (
             f"{self.field} matches {found!r}" if found is not None else f"no match in {self.field}"
         )
@@ -340,8 +375,19 @@ def load_criterion(path: Path) -> Criterion:
             f"is {criterion.id!r} but the file is named {path.name!r}; "
             f"rename the file to {criterion.id}.yaml or change the id",
         )
-    criterion._digest = source.digest
+    _read_shared(criterion, path, source.digest)
     return criterion
+
+
+def _read_shared(criterion: Criterion, path: Path, file_digest: str) -> None:
+    """Remember the file's digest, and read the context file the criterion names (once, checked)."""
+    files = ContextFiles(path.parent, owner="criterion")
+    if criterion.context_file is not None:
+        try:  # read once: the text shown and the bytes digested are the same read's
+            criterion._shared = files.text(criterion.context_file)
+        except ContextProblem as error:
+            raise InputError.one(path, "context_file", str(error)) from None
+    criterion._digest = criterion_digest(path, file_digest, criterion.context_file, files)
 
 
 def load_variant(path: Path, criterion_id: str) -> Criterion:
@@ -358,7 +404,7 @@ def load_variant(path: Path, criterion_id: str) -> Criterion:
         raise InputError.one(
             path, "id", f"is {criterion.id!r}; a variant of {criterion_id!r} keeps its id"
         )
-    criterion._digest = source.digest
+    _read_shared(criterion, path, source.digest)
     return criterion
 
 

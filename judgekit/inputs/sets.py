@@ -287,10 +287,11 @@ def check_context(criterion: Criterion, calibration_set: CalibrationSet) -> None
             str(calibration_set.path),
             f"id {e.id}",
             f"has no context; criterion {criterion.id!r} "
-            "checks the reply's claims against the example's source material: add 'context'",
+            "checks the reply's claims against the example's source material: add 'context' "
+            "(or name the source every example shares: the criterion's context_file)",
         )
         for e in calibration_set.examples
-        if not (e.context or "").strip()
+        if not (criterion.context_for(e.context) or "").strip()
     ]
     problems += [
         Problem(

@@ -174,7 +174,8 @@ class ClaimsJob:
         )
 
     def verifications(self, claims: Sequence[str]) -> list[Request]:
-        values = {"question": self.criterion.question, "context": self.example.context or ""}
+        source = self.criterion.context_for(self.example.context) or ""
+        values = {"question": self.criterion.question, "context": source}
         if self.criterion.batch:
             listed = "\n".join(f"{n}. {claim}" for n, claim in enumerate(claims, start=1))
             return [

@@ -165,13 +165,16 @@ def jobs_for(
     asking = Asking() if asking is None else asking
     compiled = compile_template(prompt_template(criterion))
     settings = criterion.judge
+    shown = {  # what the judge is shown: an example without context gets the criterion's
+        e.id: {**e.fields(), "context": criterion.context_for(e.context)} for e in examples
+    }
     return [
         Job(
             criterion.id,
             example.id,
             Request(
                 model=model,
-                messages=fill(compiled, example.fields()),
+                messages=fill(compiled, shown[example.id]),
                 temperature=settings.temperature,
                 max_tokens=settings.max_tokens,
                 response_format=RESPONSE_FORMAT if asking.structured else None,

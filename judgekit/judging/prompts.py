@@ -19,6 +19,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion
 
 SYSTEM_PROMPT = (
@@ -253,7 +254,22 @@ def claims_templates(criterion: ClaimsCriterion) -> dict[str, Any]:
 
 
 def judge_spec(criterion: Criterion, model: str | None) -> dict[str, Any]:
-    """What defines the judge of a criterion: kind, rendered prompt template, model, parameters."""
+    """What defines the judge of a criterion: kind, rendered prompt template, model, parameters.
+    The source material a criterion's examples share (`context_file`) is sent with every request
+    besides the example, so its text is part of the prompt: an edited policy is another judge."""
+    spec = _spec(criterion, model)
+    if criterion.context_file is None:
+        return spec
+    shared = {
+        "context_file": criterion.context_file,
+        "context": canonical_hash(criterion.context_for(None)),
+    }
+    if spec["kind"] == "regex":
+        return {**spec, **shared}
+    return {**spec, "prompt": {"template": spec["prompt"], **shared}}
+
+
+def _spec(criterion: Criterion, model: str | None) -> dict[str, Any]:
     if isinstance(criterion, RegexCriterion):
         # The engine is part of the judge: a report measured with Python's re does not vouch for
         # RE2.
