@@ -18,7 +18,9 @@ from judgekit.inputs.context_files import MAX_BYTES
 from judgekit.inputs.criteria import LLMCriterion, load_criterion
 from judgekit.inputs.sets import Example, load_set
 from judgekit.judging.jobs import jobs_for
-from judgekit.testing import FakeServer, script
+from judgekit.judging.judge import Judge
+from judgekit.testing import FakeLLM, FakeServer, script
+from judgekit.testing.scripts import prompt_of
 from tests.conftest import llm_criterion
 
 runner = CliRunner()
@@ -263,3 +265,18 @@ def test_a_reworded_proposal_shows_the_judge_the_source_its_criterion_read(proje
         proposals[0].criterion, [Example(id="a", output="x", passed=True)], "openai/j", 1
     )
     assert POLICY in job.request.messages[-1]["content"]  # old: refused as never read
+
+
+def test_a_test_that_judges_a_reply_shows_the_judge_the_criterions_source(project):
+    path = project.criterion(
+        llm_criterion(
+            judge={"model": "openai/j"}, inputs=["output", "context"], context_file="c.md"
+        )
+    )
+    (project.criteria / "c.md").write_text(POLICY)
+    llm = FakeLLM.scripted({}, default=True)
+    judge = Judge(load_criterion(path), cache_dir=None, llm=llm)
+    assert judge("Blocked now.").passed
+    assert judge("Blocked now, per my notes.", context="My notes.").passed
+    first, second = (prompt_of(r.messages) for r in llm.requests)
+    assert POLICY in first and "My notes." in second and POLICY not in second
