@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from judgekit.cli import app
+from judgekit.cli.label_session import labelling
 from judgekit.errors import InputError
 from judgekit.improve.proposals import rewordings
 from judgekit.inputs.context_files import MAX_BYTES
@@ -280,3 +281,14 @@ def test_a_test_that_judges_a_reply_shows_the_judge_the_criterions_source(projec
     assert judge("Blocked now, per my notes.", context="My notes.").passed
     first, second = (prompt_of(r.messages) for r in llm.requests)
     assert POLICY in first and "My notes." in second and POLICY not in second
+
+
+def test_the_label_page_shows_a_record_the_source_its_criterion_shares(project):
+    path = project.criterion(llm_criterion(context_file="c.md"))
+    (project.criteria / "c.md").write_text(POLICY)
+    inbox = project.jsonl(
+        "inbox", [{"id": "a", "output": "x"}, {"id": "b", "output": "y", "context": "Own."}]
+    )
+    session = labelling(inbox, source=load_criterion(path))
+    assert [i.context for i in session.items] == [POLICY, "Own."]
+    assert [i.context for i in labelling(inbox).items] == [None, "Own."]  # no criterion named

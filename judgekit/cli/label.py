@@ -259,16 +259,17 @@ def _labelling(
     annotator: str | None,
 ) -> Session:
     """`label FILE`: its unlabelled records, blind, the criterion's judge shown once labelled."""
-    question = load_criterion(criteria / f"{criterion}.yaml").question if criterion else ""
+    source = load_criterion(criteria / f"{criterion}.yaml") if criterion else None
     judge, note = page_judge(criterion, report, criteria, sets, str(cache_dir))
     return labelling(
         file,
         report if report.is_dir() else None,
         criterion,
-        question,
+        source.question if source else "",
         annotator=annotator,
         judge=judge,
         judge_note=note,
+        source=source,
     )
 
 

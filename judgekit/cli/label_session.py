@@ -23,7 +23,7 @@ from judgekit.gate.decision import Gate
 from judgekit.gate.guard import judge_for
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.context_files import ContextFiles, ContextProblem, record_context
-from judgekit.inputs.criteria import load_criterion
+from judgekit.inputs.criteria import Criterion, load_criterion
 from judgekit.inputs.journal import RolledBack, recover
 from judgekit.inputs.label_reader import majority as annotators_majority
 from judgekit.inputs.label_writer import (
@@ -58,12 +58,16 @@ class Item:
     labels: dict[str, bool] | None = None  # several annotators' labels (review)
 
 
-def _context(record: dict[str, Any], files: ContextFiles, path: Path) -> str | None:
-    """The source material the page shows beside a record (its context file's text, read once)."""
+def _context(
+    record: dict[str, Any], files: ContextFiles, path: Path, criterion: Criterion | None
+) -> str | None:
+    """The source material the page shows beside a record (its context file's text, read once),
+    else the source the criterion's examples share (its `context_file`)."""
     try:
-        return record_context(record, files)
+        own = record_context(record, files)
     except ContextProblem as error:
         raise InputError.one(path, f"id {record.get('id')}", str(error)) from None
+    return own if criterion is None else criterion.context_for(own)
 
 
 def _verdicts(
@@ -186,8 +190,10 @@ def labelling(
     annotator: str | None = None,
     judge: Judge | None = None,
     judge_note: str | None = None,
+    source: Criterion | None = None,
 ) -> Session:
-    """A session over the records of `path` with no label yet (with `annotator`, none of theirs)."""
+    """A session over the records of `path` with no label yet (with `annotator`, none of theirs);
+    a record with no context of its own is shown the source `source` (the criterion) shares."""
     if annotator is not None:
         check_annotator(annotator)
     undone = recover(path)
@@ -199,7 +205,7 @@ def labelling(
             str(r["id"]),
             r.get("input") or None,
             str(r["output"]),
-            _context(r, files, path),
+            _context(r, files, path, source),
             None,
             *verdicts.get(str(r["id"]), (None, None)),
             judged=str(r["id"]) in verdicts,
@@ -263,7 +269,7 @@ def review(
                 rid,
                 r.get("input") or None,
                 str(r.get("output") or ""),
-                _context(r, files, path),
+                _context(r, files, path, criterion),
                 label,
                 verdict,
                 reason,
