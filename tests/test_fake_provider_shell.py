@@ -281,3 +281,86 @@ def test_a_claims_script_refuses_what_it_could_not_answer_as_written():
         Claims({"Fee waived\n2. Card blocked": False})
     with pytest.raises(ValueError, match="scripted True for one reply and False for another"):
         script({"reply A": Claims({"Fee waived": False}), "reply B": Claims({"Fee waived": True})})
+
+
+def _shell(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "judgekit.testing", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_a_detached_fake_judge_returns_once_it_listens_and_stops_when_told(tmp_path):
+    """--detach is what the README's walk starts its fake judge with: the command returns once
+    the server answers, the server outlives it, and --stop ends it; one already running, or a
+    port already held, is said with the fix, never a second server that answers nothing."""
+    import socket
+
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    held = holder.getsockname()[1]
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # free once closed
+    try:
+        taken = _shell("--port", str(held), "--detach", cwd=tmp_path)
+        assert taken.returncode == 2 and "cannot listen on" in taken.stderr, taken
+        assert "another --port" in taken.stderr
+        assert not (tmp_path / ".judgekit" / "fake-judge.pid").exists()
+
+        started = _shell("--port", str(port), "--latency", "0", "--detach", cwd=tmp_path)
+        assert started.returncode == 0, started.stderr
+        assert f"listening on http://127.0.0.1:{port}/v1" in started.stdout
+        pid = int((tmp_path / ".judgekit" / "fake-judge.pid").read_text())
+        import urllib.request
+
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/v1/chat/completions",
+            data=json.dumps(
+                {
+                    "model": "judge",
+                    "messages": [{"role": "user", "content": "<output>\nhi\n</output>"}],
+                }
+            ).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answered:  # it answers, detached
+            assert '\\"passed\\": true' in answered.read().decode()
+
+        again = _shell("--port", str(port), "--detach", cwd=tmp_path)
+        assert again.returncode == 2 and "--stop" in again.stderr
+
+        stopped = _shell("--stop", cwd=tmp_path)
+        assert stopped.returncode == 0 and "stopped the fake judge" in stopped.stdout
+        for _ in range(100):
+            if not Path(f"/proc/{pid}").exists() or "zombie" in _state(pid):
+                break
+            import time
+
+            time.sleep(0.05)
+        else:
+            raise AssertionError("the detached fake judge still runs after --stop")
+        nothing = _shell("--stop", cwd=tmp_path)
+        assert nothing.returncode == 2 and "no fake judge to stop" in nothing.stderr
+
+        # a process id left by a server that died is no reason to refuse a new one
+        (tmp_path / ".judgekit" / "fake-judge.pid").write_text(f"{2**22 + 7}\n")
+        restarted = _shell("--port", str(port), "--detach", cwd=tmp_path)
+        assert restarted.returncode == 0, restarted.stderr
+        assert _shell("--stop", cwd=tmp_path).returncode == 0
+    finally:
+        holder.close()
+        if (tmp_path / ".judgekit" / "fake-judge.pid").exists():
+            _shell("--stop", cwd=tmp_path)
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/status").read_text().lower()
+    except OSError:
+        return "zombie"

@@ -1,13 +1,21 @@
-"""`python -m judgekit.testing`: a fake OpenAI-compatible server from the shell, for benchmarks and
-for scripting a provider per example (`--verdicts FILE`: judgekit.testing.verdict_file).
+"""`python -m judgekit.testing`: a fake OpenAI-compatible server from the shell, for benchmarks,
+for walking through judgekit without a provider, and for scripting a provider per example
+(`--verdicts FILE`: judgekit.testing.verdict_file).
 
-Exit codes: 2 when the verdict file or the calibration sets cannot be read (every problem listed);
-otherwise it serves until interrupted.
+`--detach` returns once the server listens, leaving it running in the background (its process id
+in `.judgekit/fake-judge.pid`, what it prints in `.judgekit/fake-judge.log`); `--stop` stops it.
+
+Exit codes: 2 when the verdict file or the calibration sets cannot be read (every problem listed),
+or when a detached server could not start (what it printed is shown); otherwise it serves until
+interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import signal
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -18,8 +26,13 @@ from judgekit.testing.scripts import script
 from judgekit.testing.server import FakeServer
 from judgekit.testing.verdict_file import load_script, scripted
 
+PID_FILE = Path(".judgekit/fake-judge.pid")
+LOG_FILE = Path(".judgekit/fake-judge.log")
+READY = "listening on "
+START_TIMEOUT_S = 60.0
 
-def main() -> int:
+
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         description="Run a fake OpenAI-compatible judge server on 127.0.0.1."
     )
@@ -43,7 +56,18 @@ def main() -> int:
         default=Path("calibration_sets"),
         help="where the examples of the verdict file's ids are (default: calibration_sets)",
     )
-    args = parser.parse_args()
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "--detach",
+        action="store_true",
+        help=f"return once the server listens and leave it running ({PID_FILE}, {LOG_FILE})",
+    )
+    group.add_argument("--stop", action="store_true", help="stop the server --detach started")
+    return parser
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Serve in this process until interrupted (SIGINT or SIGTERM)."""
     answer = script({}, default=args.verdict == "pass")
     if args.verdicts is not None:
         try:
@@ -53,14 +77,97 @@ def main() -> int:
             return 2
         answer = scripted(found, default=args.verdict == "pass")
         print(f"scripted {len(found)} example(s) from {args.verdicts}", flush=True)
-    server = FakeServer(answer, latency=args.latency, port=args.port).start()
-    print(f"listening on {server.url}", flush=True)
+    try:
+        server = FakeServer(answer, latency=args.latency, port=args.port).start()
+    except OSError as error:
+        print(
+            f"error: cannot listen on 127.0.0.1:{args.port} ({error.strerror}); stop what holds "
+            "it, or choose another --port",
+            file=sys.stderr,
+        )
+        return 2
+    print(f"{READY}{server.url}", flush=True)
+    # --stop sends SIGTERM: end as Ctrl-C does, with the server stopped
+    signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
         server.stop()
     return 0
+
+
+def detach(argv: list[str]) -> int:
+    """Start the server in a process of its own and return once it listens (or could not)."""
+    if _running() is not None:
+        print(
+            f"error: a fake judge may still be running (its process id is in {PID_FILE}); "
+            "stop it first: python -m judgekit.testing --stop",
+            file=sys.stderr,
+        )
+        return 2
+    PID_FILE.parent.mkdir(parents=True, exist_ok=True)
+    with LOG_FILE.open("w") as log:
+        child = subprocess.Popen(
+            [sys.executable, "-m", "judgekit.testing", *(a for a in argv if a != "--detach")],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # outlives this command, and the terminal's Ctrl-C
+        )
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        printed = LOG_FILE.read_text()
+        if READY in printed:
+            PID_FILE.write_text(f"{child.pid}\n")
+            print(printed.rstrip("\n"))
+            return 0
+        if child.poll() is not None:
+            print(printed.rstrip("\n"), file=sys.stderr)
+            return 2
+        time.sleep(0.05)
+    child.terminate()
+    print(f"error: the fake judge did not start in {START_TIMEOUT_S:.0f} s", file=sys.stderr)
+    return 2
+
+
+def stop() -> int:
+    """Stop the server --detach started, by the process id it left."""
+    if not PID_FILE.exists():
+        print(f"error: no fake judge to stop ({PID_FILE} is missing)", file=sys.stderr)
+        return 2
+    pid = _running()
+    PID_FILE.unlink()
+    if pid is None:
+        print("the fake judge had already stopped")
+        return 0
+    os.kill(pid, signal.SIGTERM)
+    print("stopped the fake judge")
+    return 0
+
+
+def _running() -> int | None:
+    """The process id of the fake judge --detach left running, if it still runs."""
+    try:
+        pid = int(PID_FILE.read_text().strip())
+        os.kill(pid, 0)
+    except (OSError, ValueError):  # no file, no such process, another user's
+        return None
+    # a process id is reused once its process ends: only a fake judge is one
+    command = Path(f"/proc/{pid}/cmdline")
+    if command.exists() and b"judgekit.testing" not in command.read_bytes():
+        return None
+    return pid
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    args = _parser().parse_args(argv)
+    if args.stop:
+        return stop()
+    if args.detach:
+        return detach(argv)
+    return serve(args)
 
 
 sys.exit(main())

@@ -89,17 +89,28 @@ class FakeServer:
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> FakeServer:
+        """Listen, in a thread of its own; OSError when the port cannot be had (in use, say)."""
         ready = threading.Event()
+        failed: list[OSError] = []
 
         def run() -> None:
-            self._loop = asyncio.new_event_loop()
-            self._loop.run_until_complete(self._listen())
-            ready.set()
-            self._loop.run_forever()
+            loop = asyncio.new_event_loop()
+            try:
+                loop.run_until_complete(self._listen())
+            except OSError as error:  # said by start(), in the caller's thread
+                failed.append(error)
+                loop.close()
+                return
+            finally:
+                ready.set()
+            self._loop = loop
+            loop.run_forever()
 
         self._thread = threading.Thread(target=run, name="judgekit-fake-server", daemon=True)
         self._thread.start()
         ready.wait(10)
+        if failed:
+            raise failed[0]
         return self
 
     async def _listen(self) -> None:
