@@ -31,27 +31,17 @@ from judgekit.testing import FakeServer, script
 from judgekit.version import version
 
 SECRETS = {"OPENAI_API_KEY": "sk-test", "JUDGEKIT_EVIDENCE_KEY": "a long random text for the test"}
-REFUND_TEST = """\
-import pytest
-
-
-@pytest.mark.judged("confirms-refund")
-def test_the_reply_confirms_the_refund(judge):
-    verdict = judge("Your refund of 20 euros has been issued.", input="I want my money back.")
-    assert verdict.passed, verdict.reason
-"""
 PYPROJECT = '[project]\nname = "support-bot"\nversion = "1.0"\ndependencies = []\n'
 
 
 def _origin(tmp_path: Path, ci: str) -> Path:
-    """A scaffolded project with a package of its own and a judged test of the LLM criterion,
-    committed to git."""
+    """A scaffolded project (its judged tests of the LLM criterion and the regex one) with a
+    package of its own, committed to git."""
     origin = tmp_path / "origin"
     origin.mkdir()
     (origin / "pyproject.toml").write_text(PYPROJECT)
     (origin / "requirements-dev.txt").write_text("pytest\n")
     assert CliRunner().invoke(app, ["init", str(origin), "--ci", ci]).exit_code == 0
-    (origin / "tests" / "test_refund.py").write_text(REFUND_TEST)
     # the LLM criterion's judge is the fake provider's model
     criterion = origin / "criteria" / "confirms-refund.yaml"
     criterion.write_text(criterion.read_text().replace("openai/gpt-4o-mini", "openai/judge"))

@@ -308,6 +308,7 @@ def test_what_runs_write_is_ignored_and_the_history_is_what_ci_keeps(tmp_path, m
         ".judgekit/.gitignore",
         ".judgekit/schema/criterion.schema.json",
         "tests/test_judged_example.py",
+        "tests/test_judged_refund.py",
     ]
     check = subprocess.run(
         ["git", "check-ignore", "--no-index", *written, *mine], capture_output=True, text=True

@@ -124,6 +124,23 @@ def test_four_of_five_runs_leak_no_email_address(judge):
     assert judge(my_varying_agent(question), input=question).passed
 '''
 
+REFUND_TEST = '''\
+"""A test judged by the LLM criterion: it runs only once confirms-refund's judge passes the gate."""
+
+import pytest
+
+
+def my_refund_agent(message: str) -> str:  # replace with a call to your agent
+    return "Your refund of €20 has been issued; it will reach your card in 3-5 working days."
+
+
+@pytest.mark.judged("confirms-refund")
+def test_reply_confirms_the_refund(judge):
+    question = "I want my money back."
+    verdict = judge(my_refund_agent(question), input=question)
+    assert verdict.passed, verdict.reason
+'''
+
 _REFUND_GOOD = [
     "I've issued a full refund of {a}; it will reach your card in 3-5 working days.",
     "Your refund of {a} has been processed today.",
@@ -227,6 +244,7 @@ def files(ci: str = "github", install: list[str] | None = None) -> dict[str, str
         ),
         ".judgekit/.gitignore": GITIGNORE,
         "tests/test_judged_example.py": PYTEST_EXAMPLE,
+        "tests/test_judged_refund.py": REFUND_TEST,
     }
 
 
