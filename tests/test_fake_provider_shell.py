@@ -364,3 +364,41 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/status").read_text().lower()
     except OSError:
         return "zombie"
+
+
+def test_a_record_that_names_a_model_scripts_that_model_alone(project):
+    """Two judges on one fake server, for `judgekit compare`: a record with `model` answers
+    that model's requests before the shared records; every other model keeps the shared ones."""
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(3, 3))
+    path = project.root / "verdicts.jsonl"
+    rows = [
+        {"match": "reply-f", "verdict": "fail"},  # both judges fail the known-bad replies...
+        {"match": "reply-f1", "verdict": "pass", "model": "lenient"},  # ...but lenient passes f1
+        {"id": "p0", "verdict": "fail", "model": "strict"},  # and strict fails p0
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    process, url = serve("--verdicts", str(path), cwd=project.root)
+    try:
+        verdicts = {}
+        for model in ("lenient", "strict", "other"):
+            report = measure(
+                Options(
+                    criteria_dir=project.criteria,
+                    sets_dir=project.sets,
+                    model=f"openai/{model}",
+                    api_base=url,
+                    cache_dir=None,
+                    retry=FAST,
+                    timeout_s=5,
+                )
+            )
+            outcomes = report.criteria[0].outcomes.items()
+            verdicts[model] = {e for e, (_, verdict) in outcomes if verdict}
+    finally:
+        stop(process)
+    assert verdicts == {
+        "lenient": {"p0", "p1", "p2", "f1"},
+        "strict": {"p1", "p2"},
+        "other": {"p0", "p1", "p2"},
+    }

@@ -68,17 +68,19 @@ def _parser() -> argparse.ArgumentParser:
 
 def serve(args: argparse.Namespace) -> int:
     """Serve in this process until interrupted (SIGINT or SIGTERM)."""
-    answer = script({}, default=args.verdict == "pass")
+    default = args.verdict == "pass"
+    answer, models = script({}, default=default), {}
     if args.verdicts is not None:
         try:
             found = load_script(args.verdicts, args.sets)
         except InputError as error:
             print(f"error: {redact(str(error))}", file=sys.stderr)
             return 2
-        answer = scripted(found, default=args.verdict == "pass")
+        answer = scripted(found, default=default)
+        models = {name: scripted(found.of_model(name), default=default) for name in found.models}
         print(f"scripted {len(found)} example(s) from {args.verdicts}", flush=True)
     try:
-        server = FakeServer(answer, latency=args.latency, port=args.port).start()
+        server = FakeServer(answer, latency=args.latency, port=args.port, models=models).start()
     except OSError as error:
         print(
             f"error: cannot listen on 127.0.0.1:{args.port} ({error.strerror}); stop what holds "

@@ -6,6 +6,7 @@
     {"match": "I've blocked", "verdict": "fail"}  <- by a piece of the reply, as FakeServer scripts
     {"id": "c1", "claims": [{"claim": "The card is blocked", "supported": true},
                             {"claim": "The fee is waived", "supported": "rate_limit"}]}
+    {"match": "once approved", "verdict": "fail", "model": "judge-large"}  <- that model's only
 
 `verdict` is pass, fail or a fault kind (judgekit.testing.FAULTS). `claims` scripts a claims check
 instead (judgekit.testing.Claims): the claims the extraction step lists, in order, and each one's
@@ -18,6 +19,9 @@ example's when the prompt's judged reply (the last output block of a judgekit pr
 exactly that text; a prompt without an output block (a custom judge.prompt) is the example's
 when it contains the text, the longest such text first. A `match` record needs no set: a request
 is its when the judged reply contains `match`. Examples the file does not list get the default.
+A record that names a `model` (as a request names it, without the provider's prefix) scripts that
+model's answers alone, before the records that name none: several judges on one server, for
+`judgekit compare`.
 
 >>> answer = scripted(VerdictScript({"reply one": True, "reply": Fault("hang")}), default=False)
 >>> answer("<output>\\nreply one\\n</output>"), answer("<output>\\nreply two\\n</output>")
@@ -85,6 +89,7 @@ class ScriptedVerdict(Frozen):
     id: ExampleId | None = None
     criterion: str | None = None
     match: str | None = None
+    model: Annotated[str, Field(min_length=1)] | None = None
     verdict: Verdict | None = None
     claims: Annotated[tuple[ScriptedClaim, ...] | None, BeforeValidator(_json_text)] = None
 
@@ -124,9 +129,20 @@ class VerdictScript:
     by_output: dict[str, Scripted] = field(default_factory=dict)
     by_match: dict[str, Scripted] = field(default_factory=dict)
     supports: dict[tuple[str | None, str], bool | Fault] = field(default_factory=dict)
+    # the records that name a model: that model's own script, read before this one
+    models: dict[str, VerdictScript] = field(default_factory=dict)
 
     def __len__(self) -> int:
-        return len(self.by_output) + len(self.by_match)
+        return len(self.by_output) + len(self.by_match) + sum(map(len, self.models.values()))
+
+    def of_model(self, model: str) -> VerdictScript:
+        """The script one model answers by: its own records first, then the shared ones."""
+        own = self.models.get(model, VerdictScript())
+        return VerdictScript(
+            {**self.by_output, **own.by_output},
+            {**own.by_match, **{k: v for k, v in self.by_match.items() if k not in own.by_match}},
+            {**self.supports, **own.supports},
+        )
 
 
 def _outputs(
@@ -175,9 +191,10 @@ def load_script(path: Path, sets_dir: Path) -> VerdictScript:
             problems += problems_of(error, str(path), location)
             continue
         scripted = row.scripted()
+        into = found if row.model is None else found.models.setdefault(row.model, VerdictScript())
         if row.match is not None:
-            found.by_match[row.match] = scripted
-            problems += _claims(found, None, scripted, str(path), location)
+            into.by_match[row.match] = scripted
+            problems += _claims(into, None, scripted, str(path), location)
             continue
         outputs = _outputs(sets_dir, row.criterion, sets).get(row.id or "")
         if not outputs:
@@ -196,8 +213,8 @@ def load_script(path: Path, sets_dir: Path) -> VerdictScript:
             )
             continue
         for output, context in outputs:
-            found.by_output[output] = scripted
-            problems += _claims(found, context, scripted, str(path), location)
+            into.by_output[output] = scripted
+            problems += _claims(into, context, scripted, str(path), location)
     if problems:
         raise InputError(problems)
     if not found:
