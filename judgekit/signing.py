@@ -3,7 +3,7 @@
 that an answer or a report nobody holding the key wrote is not evidence.
 
 Without a key nothing is signed and nothing can be checked: the cache and the report folder are
-then trusted as they are (README, RELIABILITY.md).
+then trusted as they are (docs/reference/report-and-gate.md, RELIABILITY.md).
 
 >>> tag(b"k", "a", "bc") != tag(b"k", "ab", "c")  # the parts are length-prefixed
 True

@@ -4,6 +4,8 @@ in a real browser, each rendered with what a reader needs and nothing fetched fr
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -28,10 +30,21 @@ def site(tmp_path_factory) -> Path:
 
 
 def test_every_guide_is_in_the_site_s_navigation(site):
-    """A guide added to docs/ and not to mkdocs.yml's nav is a strict build's warning (the build
-    above would fail); each guide is a page of the site."""
-    guides = sorted(p.stem for p in (ROOT / "docs").glob("*.md") if p.name != "index.md")
-    assert guides and all((site / g / "index.html").is_file() for g in guides)
+    """A guide or a reference page added to docs/ and not to mkdocs.yml's nav is a strict build's
+    warning (the build above would fail); each is a page of the site."""
+    pages = sorted(p for p in (ROOT / "docs").rglob("*.md") if p.name != "index.md")
+    assert len(pages) > 20
+    for page in pages:
+        assert (site / page.relative_to(ROOT / "docs").with_suffix("") / "index.html").is_file()
+
+
+def _kept(shot: Path) -> Path:
+    """What a reader sees, kept by CI (JUDGEKIT_ARTIFACTS), as report.html's screenshot is."""
+    if os.environ.get("JUDGEKIT_ARTIFACTS"):
+        kept = Path(os.environ["JUDGEKIT_ARTIFACTS"]) / f"docs-{shot.name}"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(shot, kept)
+    return shot
 
 
 def test_the_home_page_and_a_guide_render_in_a_browser(site, browser, tmp_path):
@@ -42,6 +55,7 @@ def test_the_home_page_and_a_guide_render_in_a_browser(site, browser, tmp_path):
     links = {a.text for a in browser.find_elements("css selector", "article a")}
     assert {"Calibrate a judge before a release", "Judged tests in pytest"} <= links
     assert browser.save_screenshot(str(tmp_path / "home.png"))
+    assert _kept(tmp_path / "home.png").stat().st_size > 10_000  # not a blank page
     # nothing fetched from another host: the site reads offline
     remote = browser.execute_script(
         "return performance.getEntriesByType('resource')"
@@ -53,3 +67,4 @@ def test_the_home_page_and_a_guide_render_in_a_browser(site, browser, tmp_path):
     blocks = browser.find_elements("css selector", "article pre")
     assert blocks and "judgekit init" in blocks[0].text
     assert browser.save_screenshot(str(tmp_path / "pytest.png"))
+    assert _kept(tmp_path / "pytest.png").stat().st_size > 10_000
