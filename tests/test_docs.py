@@ -22,7 +22,12 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 # index.md, and the reference pages show no command to run)
 GUIDES = [*sorted(g for g in DOCS.glob("*.md") if g.name != "index.md"), DOCS.parent / "README.md"]
 BLOCK = re.compile(r"```console\n(.*?)```", re.DOTALL)
-VOLATILE = re.compile(r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}|\d+(\.\d+)? ?s\b|judgekit \d")
+# a date, a time, a duration, judgekit's version, and the throwaway PostgreSQL server's address
+VOLATILE = re.compile(
+    r"\d{4}-\d{2}-\d{2}|\d{2}:\d{2}|\d+(\.\d+)? ?s\b|judgekit \d|postgresql://[\w.]+:\d+/\w+"
+)
+# the guides whose commands need a history in PostgreSQL (JUDGEKIT_HISTORY_URL: a new database)
+ON_POSTGRES = {"history-on-postgresql"}
 
 
 def _shell(command: str) -> str:
@@ -31,8 +36,9 @@ def _shell(command: str) -> str:
     return re.sub(r"^python ", f"{sys.executable} ", command)
 
 
-def run_guide(path: Path, folder: Path) -> list[tuple[str, str, int]]:
-    """Every (command, output, exit code) of a guide, run in `folder`."""
+def run_guide(path: Path, folder: Path, history: str | None = None) -> list[tuple[str, str, int]]:
+    """Every (command, output, exit code) of a guide, run in `folder` (with `history` as
+    JUDGEKIT_HISTORY_URL when given)."""
     # Only judgekit's pytest plugin loads: what another installed package's plugin prints is no part
     # of a guide (and a guide recorded beside one would fail wherever it is absent).
     # pytest trims its summary lines to the terminal's width except on a CI machine (CI or
@@ -46,6 +52,7 @@ def run_guide(path: Path, folder: Path) -> list[tuple[str, str, int]]:
         "JUDGEKIT_REQUIRE_ALL": "",
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
         "PYTEST_PLUGINS": "judgekit.pytest_plugin",
+        **({"JUDGEKIT_HISTORY_URL": history} if history else {}),
     }
     out = []
     try:
@@ -82,8 +89,13 @@ def shown(path: Path) -> list[tuple[str, list[str]]]:
 
 
 @pytest.mark.parametrize("guide", GUIDES, ids=[g.stem for g in GUIDES])
-def test_guide_runs_as_written(guide, tmp_path, local_model):
-    ran = run_guide(guide, tmp_path)
+def test_guide_runs_as_written(guide, tmp_path, local_model, request):
+    history = None
+    if guide.stem in ON_POSTGRES:
+        from tests.postgres_server import new_database
+
+        history = new_database(request.getfixturevalue("postgres_server"))
+    ran = run_guide(guide, tmp_path, history)
     expected = shown(guide)
     assert [c for c, _, _ in ran] == [c for c, _ in expected]
     for (command, output, code), (_, lines) in zip(ran, expected, strict=True):
@@ -102,10 +114,19 @@ def _steady(line: str) -> str:
 
 
 def _rewrite(path: Path) -> None:
+    import contextlib
     import tempfile
 
-    with tempfile.TemporaryDirectory() as folder:
-        ran = iter(run_guide(path, Path(folder)))
+    with contextlib.ExitStack() as stack:
+        history = None
+        if path.stem in ON_POSTGRES:
+            from tests.postgres_server import new_database, server_binaries, throwaway_cluster
+
+            binaries = server_binaries()
+            assert binaries is not None, "no PostgreSQL server here: .ci/system-packages"
+            history = new_database(stack.enter_context(throwaway_cluster(binaries)))
+        folder = stack.enter_context(tempfile.TemporaryDirectory())
+        ran = iter(run_guide(path, Path(folder), history))
     text = path.read_text()
 
     def fill(match: re.Match) -> str:
@@ -121,9 +142,11 @@ def _rewrite(path: Path) -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(DOCS.parent))  # tests.postgres_server
     for guide in GUIDES:
-        _rewrite(guide)
-        print("rewrote", guide)
+        if len(sys.argv) < 2 or guide.stem in sys.argv[1:]:  # python tests/test_docs.py [GUIDE...]
+            _rewrite(guide)
+            print("rewrote", guide)
 
 
 def test_readme_first_command_prints_the_table_it_shows(tmp_path, local_model):

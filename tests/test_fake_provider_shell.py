@@ -402,3 +402,24 @@ def test_a_record_that_names_a_model_scripts_that_model_alone(project):
         "strict": {"p1", "p2"},
         "other": {"p0", "p1", "p2"},
     }
+
+
+def test_sure_scripts_the_answer_tokens_probability_and_only_for_a_verdict(tmp_path):
+    """`sure` is how sure a scripted pass or fail is (selective judging reads it from the
+    answer token's log-probability); given with a fault kind it is refused, naming the place."""
+    from judgekit.errors import InputError
+    from judgekit.testing import Sure
+    from judgekit.testing.verdict_file import load_script
+
+    path = tmp_path / "verdicts.jsonl"
+    path.write_text('{"match": "usually", "verdict": "pass", "sure": 0.6}\n')
+    assert load_script(path, tmp_path).by_match == {"usually": Sure(True, 0.6)}
+    path.write_text(
+        '{"match": "usually", "verdict": "rate_limit", "sure": 0.6}\n'
+        '{"match": "often", "verdict": "fail", "sure": 1.5}\n'
+    )
+    with pytest.raises(InputError) as refused:
+        load_script(path, tmp_path)
+    said = str(refused.value)
+    assert "line 1" in said and "give it with verdict pass or fail" in said
+    assert "line 2" in said and "sure" in said

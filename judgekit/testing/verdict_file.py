@@ -7,8 +7,11 @@
     {"id": "c1", "claims": [{"claim": "The card is blocked", "supported": true},
                             {"claim": "The fee is waived", "supported": "rate_limit"}]}
     {"match": "once approved", "verdict": "fail", "model": "judge-large"}  <- that model's only
+    {"match": "usually take", "verdict": "pass", "sure": 0.6}  <- the answer token's probability
 
-`verdict` is pass, fail or a fault kind (judgekit.testing.FAULTS). `claims` scripts a claims check
+`verdict` is pass, fail or a fault kind (judgekit.testing.FAULTS); with pass or fail, `sure` is
+the probability the judge gives its answer token when a request asks for log-probabilities
+(judgekit.testing.Sure: selective judging), else near certain. `claims` scripts a claims check
 instead (judgekit.testing.Claims): the claims the extraction step lists, in order, and each one's
 support, true, false or a fault kind (in CSV, the list as JSON text); `[]` is a reply without
 claims. A claim is verified as scripted against the source material of the example that lists it
@@ -51,6 +54,7 @@ from judgekit.testing.scripts import (
     Claims,
     Fault,
     Scripted,
+    Sure,
     judged_reply,
     with_claims,
 )
@@ -91,6 +95,7 @@ class ScriptedVerdict(Frozen):
     match: str | None = None
     model: Annotated[str, Field(min_length=1)] | None = None
     verdict: Verdict | None = None
+    sure: Annotated[float, Field(gt=0, le=1)] | None = None
     claims: Annotated[tuple[ScriptedClaim, ...] | None, BeforeValidator(_json_text)] = None
 
     @model_validator(mode="after")
@@ -105,6 +110,10 @@ class ScriptedVerdict(Frozen):
                 "give a verdict (pass, fail or a fault kind) or claims (a claims check's claims "
                 "and their support), one of the two"
             )
+        if self.sure is not None and self.verdict not in ("pass", "fail"):
+            raise ValueError(
+                "sure is how sure a pass or fail verdict is; give it with verdict pass or fail"
+            )
         return self
 
     def scripted(self) -> Scripted:
@@ -117,7 +126,7 @@ class ScriptedVerdict(Frozen):
             )
         verdict = str(self.verdict)
         if verdict in ("pass", "fail"):
-            return verdict == "pass"
+            return verdict == "pass" if self.sure is None else Sure(verdict == "pass", self.sure)
         return Fault(verdict)
 
 
