@@ -297,3 +297,23 @@ def test_a_loaded_example_is_stored_compactly_and_behaves_as_pydantic_built_it(t
 
     compact = weight(lambda: shared_names(Example.model_validate(record), names))
     assert compact < weight(lambda: Example.model_validate(record)) / 2
+
+
+def test_a_yaml_set_refuses_a_key_beside_its_examples(tmp_path):
+    """A key the reader does not know, beside `examples:`, was dropped unread (a misspelt
+    setting silently did nothing): it is an input error naming the file and the key."""
+    from judgekit.errors import InputError
+    from judgekit.inputs.sets import load_set
+
+    path = tmp_path / "says-blocked.yaml"
+    path.write_text(
+        "contxt_file: policies/card.md\n"
+        "examples:\n"
+        "  - {id: p1, output: blocked, passed: true}\n"
+        "  - {id: f1, output: not yet, passed: false}\n"
+    )
+    with pytest.raises(InputError) as refused:
+        load_set(path, "says-blocked")
+    assert "contxt_file" in str(refused.value) and str(path) in str(refused.value)
+    path.write_text(path.read_text().split("\n", 1)[1])  # the examples alone load
+    assert [e.id for e in load_set(path, "says-blocked").examples] == ["p1", "f1"]

@@ -225,6 +225,14 @@ def _jsonl_records(path: Path, text: str | SourceLines | None) -> Iterator[tuple
 def _yaml_records(path: Path, text: str | None) -> Iterator[tuple[str, Any]]:
     data = read_yaml(path, text)
     if isinstance(data, dict) and "examples" in data:
+        others = sorted(map(str, set(data) - {"examples"}))
+        if others:  # a misspelt setting would be dropped unread
+            raise InputError.one(
+                path,
+                others[0],
+                f"unknown key {others[0]!r} beside 'examples'; a set file holds its examples "
+                "alone (an example's own fields go inside each record)",
+            )
         data = data["examples"]
     if not isinstance(data, list):
         raise InputError.one(
