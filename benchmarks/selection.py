@@ -57,8 +57,9 @@ def stratified(rng, good, verdict, strata_of, n, weighted=True):
     members = {s: rng.permutation(np.flatnonzero(strata_of == s)) for s in names}
     sizes = tuple((s, int(members[s].size)) for s in names)
     taken = {s: 0 for s in names}
+    drawn_in = {s: [] for s in names}  # the round of each labelled reply, stratum by stratum
     current = None
-    for size in (n // 2, n - n // 2):
+    for number, size in enumerate((n // 2, n - n // 2), start=1):
         strata = {}
         for s in names:
             idx = members[s][: taken[s]]
@@ -69,10 +70,13 @@ def stratified(rng, good, verdict, strata_of, n, weighted=True):
                 int((good[idx] & ~verdict[idx]).sum()),
             )
             strata[s] = Stratum(members[s].size, taken[s], cells)
-        for s, k in allocate(strata, size, "tnr", current).items():
+        for s, k in allocate(strata, size, "tnr", current, later=number > 1).items():
             taken[s] += k
+            drawn_in[s] += [number] * k
         chosen = np.concatenate([members[s][: taken[s]] for s in names])
-        drawn = [Drawn("pool", str(strata_of[i]), sizes) for i in chosen]
+        drawn = [
+            Drawn("pool", s, sizes, at, drawn_in[s][at]) for s in names for at in range(taken[s])
+        ]
         if weighted:
             result = design_calibration(list(good[chosen]), list(verdict[chosen]), drawn)
         else:

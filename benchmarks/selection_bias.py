@@ -34,6 +34,7 @@ import time
 import numpy as np
 
 from judgekit.stats.allocation import Stratum, allocate
+from judgekit.stats.design import Drawn, point_rates
 
 SETUPS = ((0.2, 0.9, 0.8), (0.1, 0.95, 0.7), (0.3, 0.85, 0.9), (0.1, 0.9, 0.8), (0.2, 0.95, 0.7))
 
@@ -81,8 +82,21 @@ def estimates(good, verdict, members, taken):
     return _tnr(ht), taylor, _tnr(smoothed)
 
 
-def one(rng, size, judge, n, rounds, sure):
-    """The three estimates' errors on one pool; `judge` is (bad share, TPR, TNR)."""
+def shipped(good, verdict, members, taken, drawn_in):
+    """TPR and TNR as judgekit reports them (judgekit.stats.design.point_rates), from each labelled
+    reply's stratum and round."""
+    sizes = tuple((s, int(m.size)) for s, m in sorted(members.items()))
+    labels, verdicts, drawn = [], [], []
+    for s, m in members.items():
+        for at, i in enumerate(m[: taken[s]]):
+            labels.append(bool(good[i]))
+            verdicts.append(bool(verdict[i]))
+            drawn.append(Drawn("pool", s, sizes, at, drawn_in[s][at]))
+    return point_rates(labels, verdicts, drawn)
+
+
+def one(rng, size, judge, n, rounds, sure):  # noqa: PLR0913  the set-up's parts, as the table's
+    """The estimates' errors on one pool; `judge` is (bad share, TPR, TNR)."""
     good, verdict, unsure = pool(rng, size, *judge)
     key = np.where(verdict, "pass", "fail")
     if sure:
@@ -91,8 +105,9 @@ def one(rng, size, judge, n, rounds, sure):
     members = {s: rng.permutation(np.flatnonzero(key == s)) for s in names}
     taken = {s: 0 for s in names}
     apart = {s: np.zeros(4) for s in names}  # each stratum's cells, estimated round by round
+    drawn_in = {s: [] for s in names}  # the round of each labelled reply, stratum by stratum
     current = None
-    for spend in [n] if rounds == 1 else [n // 2, n - n // 2]:
+    for number, spend in enumerate([n] if rounds == 1 else [n // 2, n - n // 2], start=1):
         before = dict(taken)
         strata = {
             s: Stratum(
@@ -102,8 +117,9 @@ def one(rng, size, judge, n, rounds, sure):
             )
             for s in names
         }
-        for s, k in allocate(strata, spend, "tnr", current).items():
+        for s, k in allocate(strata, spend, "tnr", current, later=number > 1).items():
             taken[s] += k
+            drawn_in[s] += [number] * k
             if k:
                 seen = cells_of(good, verdict, members[s][: before[s]])
                 drawn = cells_of(good, verdict, members[s][before[s] : taken[s]])
@@ -111,8 +127,24 @@ def one(rng, size, judge, n, rounds, sure):
         current = estimates(good, verdict, members, taken)[0]
     bad_ones = ~good
     true_tnr = (bad_ones & ~verdict).sum() / bad_ones.sum()
+    true_tpr = (good & verdict).sum() / good.sum()
     rounds_apart = _tnr(sum(apart.values()))
-    return np.array([*estimates(good, verdict, members, taken), rounds_apart]) - true_tnr
+    tpr, tnr = shipped(good, verdict, members, taken, drawn_in)
+    ht_tpr = _tpr_weighted(good, verdict, members, taken)
+    tnrs = np.array([*estimates(good, verdict, members, taken), rounds_apart, tnr]) - true_tnr
+    return np.array([*tnrs, ht_tpr - true_tpr, tpr - true_tpr])
+
+
+def _tpr_weighted(good, verdict, members, taken):
+    """The weighted cells' TPR (what judgekit reported before)."""
+    tp = fn = 0.0
+    for s, m in members.items():
+        k = taken[s]
+        if m.size and k:
+            c = cells_of(good, verdict, m[:k])
+            tp += m.size * c[0] / k
+            fn += m.size * c[3] / k
+    return tp / (tp + fn) if tp + fn > 0 else math.nan
 
 
 def main() -> None:
@@ -123,8 +155,12 @@ def main() -> None:
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     started = time.perf_counter()
-    print("| pool | bad | TPR / TNR | labels | rounds | strata | HT | Taylor | smoothed | apart |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| pool | bad | TPR / TNR | labels | rounds | strata | HT | Taylor | smoothed | apart "
+        "| shipped | TPR: HT | TPR: shipped |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+    zs, biases = [], []
     for size in (5000, 1200):
         for bad, tpr, tnr in SETUPS:
             for n in (60, 200) if args.labels is None else (args.labels,):
@@ -138,6 +174,8 @@ def main() -> None:
                         )
                         mean = np.nanmean(errors, axis=0)
                         se = np.nanstd(errors, axis=0) / math.sqrt(args.reps)
+                        zs.append(mean / se)
+                        biases.append(mean)
                         cells = " | ".join(
                             f"{m:+.4f} ± {e:.4f}{' *' if abs(m) > e else ''}"
                             for m, e in zip(mean, se, strict=True)
@@ -148,6 +186,15 @@ def main() -> None:
                             flush=True,
                         )
     print(f"\n{args.reps} pools per row; {time.perf_counter() - started:.0f} s")
+    names = ("HT", "Taylor", "smoothed", "apart", "shipped", "TPR: HT", "TPR: shipped")
+    z = np.array(zs)
+    for name, column, worst in zip(names, z.T, np.abs(np.array(biases)).max(axis=0), strict=True):
+        print(
+            f"{name}: within one standard error in {int((np.abs(column) <= 1).sum())} of "
+            f"{len(column)} rows, within two in {int((np.abs(column) <= 2).sum())}; "
+            f"sum z^2 / rows {float((column**2).mean()):.2f} (an unbiased estimate: 1 +- "
+            f"{math.sqrt(2 / len(column)):.2f}); largest |bias| {worst:.4f}"
+        )
 
 
 if __name__ == "__main__":

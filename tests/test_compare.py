@@ -741,3 +741,18 @@ def test_a_candidate_is_asked_what_calibrate_asks_of_the_criterion(project):
         == [("openai/gpt-4o", True)] * 8 + [("openai/gpt-4o-mini", True)] * 8
     )
     assert [m.report.id for m in measured.measured] == ["says-blocked"] * 2
+
+
+def test_latencies_within_ten_percent_are_as_fast_and_the_evidence_decides():
+    """Without prices, the faster of two passing candidates is recommended only when it is more
+    than 10% faster: 1% apart (0.106 s and 0.107 s, either side of a rounding step of the log
+    scale the rule used before) is a tie, broken by the stronger evidence."""
+
+    def timed(name: str, latency: float, kappa_low: float) -> Candidate:
+        c = _candidate(name, "PASS", None, kappa_low)
+        return c.model_copy(update={"cost": Cost(calls=10, latency_p50_s=latency)})
+
+    tied = recommend([timed("quick", 0.106, 0.5), timed("sure", 0.107, 0.8)])
+    assert tied.candidate == "sure" and "strongest evidence" in tied.why
+    apart = recommend([timed("quick", 0.100, 0.5), timed("sure", 0.150, 0.8)])
+    assert apart.candidate == "quick" and "the fastest" in apart.why

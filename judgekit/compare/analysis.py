@@ -220,15 +220,32 @@ def _latency(c: Candidate) -> float | None:
     return c.cost.latency_p50_s * answers if c.cost.latency_p50_s is not None and answers else None
 
 
-def _cheap(c: Candidate) -> tuple[float, float, float, float, str]:
-    """Cost, else latency per verdict (within 10% is a tie: it is noisy), else answers per verdict;
-    then the stronger evidence; then the name."""
+NOISY = 1.1  # a latency within 10% of the fastest one is as fast: latencies are noisy
+
+
+def _keys(passing: Sequence[Candidate]) -> dict[str, tuple[float, float, float, float, str]]:
+    """Each candidate's place among `passing`, cheapest first: cost, else latency per verdict
+    (within NOISY of the fastest of equal cost is as fast), else answers per verdict; then the
+    stronger evidence; then the name."""
+    fastest: dict[float, float] = {}
+    for c in passing:
+        latency = _latency(c)
+        if latency:
+            fastest[_cost(c)] = min(fastest.get(_cost(c), math.inf), latency)
+    return {c.name: _cheap(c, fastest) for c in passing}
+
+
+def _cost(c: Candidate) -> float:
+    return c.cost.per_1000_verdicts if c.cost.per_1000_verdicts is not None else math.inf
+
+
+def _cheap(c: Candidate, fastest: dict[float, float]) -> tuple[float, float, float, float, str]:
     inf = math.inf
-    latency = _latency(c)
-    answers = _answers(c)
+    latency, answers, cost = _latency(c), _answers(c), _cost(c)
     return (
-        c.cost.per_1000_verdicts if c.cost.per_1000_verdicts is not None else inf,
-        round(math.log(latency) / math.log(1.1)) if latency else inf,
+        cost,
+        # as fast as the fastest of its cost, or how much slower (a tie breaks by evidence)
+        (0.0 if latency <= fastest[cost] * NOISY else latency) if latency else inf,
         answers if answers is not None else inf,
         -_kappa_low(c),
         c.name,
@@ -251,7 +268,8 @@ def front(candidates: Sequence[Candidate]) -> list[str]:
 
 
 def recommend(candidates: Sequence[Candidate]) -> Recommendation:
-    passing = sorted((c for c in candidates if c.gate == "PASS"), key=_cheap)
+    keys = _keys([c for c in candidates if c.gate == "PASS"])
+    passing = sorted((c for c in candidates if c.gate == "PASS"), key=lambda c: keys[c.name])
     on_front = front(candidates)
     if passing:
         chosen = passing[0]
@@ -268,7 +286,7 @@ def recommend(candidates: Sequence[Candidate]) -> Recommendation:
                 _latency(chosen),
                 _answers(chosen),
             )
-            key, other = _cheap(chosen), _cheap(runner_up)
+            key, other = keys[chosen.name], keys[runner_up.name]
             why += f", and of the {len(passing)} that pass it is " + (
                 f"the cheapest (${cost:.4f} per 1,000 verdicts)"
                 if cost is not None and key[0] < other[0]

@@ -122,6 +122,13 @@ class Figures:
 
     def rates(self) -> dict[str, float]:
         tp, fp, tn, fn = self.cells()
+        if self.drawn:  # a pool's own TPR and TNR, as the report's (judgekit.stats.unbiased)
+            found = self._weighted.metrics
+            return {
+                "tpr": found["tpr"],
+                "tnr": found["tnr"],
+                "cohen_kappa": kappa_from_counts(tp, fp, tn, fn),
+            }
         return {
             "tpr": ratio(tp, tp + fn),
             "tnr": ratio(tn, tn + fp),

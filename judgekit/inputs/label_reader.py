@@ -77,7 +77,7 @@ class Labelled(NamedTuple):
     split: str | None
     # how it was drawn from a pool (`judgekit label --next`): pool, stratum, every stratum's
     # size, position
-    selection: tuple[str, str, tuple[tuple[str, int], ...], int] | None = None
+    selection: tuple[str, str, tuple[tuple[str, int], ...], int, int | None] | None = None
     made_by: str | None = None  # how the label was made (None: not said, taken as human)
 
 
@@ -198,16 +198,22 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _selection(drawn: Any) -> tuple[str, str, tuple[tuple[str, int], ...], int] | None:
+def _selection(
+    drawn: Any,
+) -> tuple[str, str, tuple[tuple[str, int], ...], int, int | None] | None:
     """A selection record read as the set loader's model reads it (strict whole numbers)."""
-    if not isinstance(drawn, dict) or set(drawn) != {"pool", "stratum", "sizes", "position"}:
+    keys = {"pool", "stratum", "sizes", "position"}
+    if not isinstance(drawn, dict) or not keys <= set(drawn) <= keys | {"round"}:
         return None
-    pool, stratum, sizes, position = (
+    pool, stratum, sizes, position, round_ = (
         drawn["pool"],
         drawn["stratum"],
         drawn["sizes"],
         drawn["position"],
+        drawn.get("round"),
     )
+    if round_ is not None and not (_count(round_) and round_ >= 1):
+        return None
     if not (
         isinstance(pool, str)
         and pool
@@ -220,4 +226,4 @@ def _selection(drawn: Any) -> tuple[str, str, tuple[tuple[str, int], ...], int] 
         and _count(position)
     ):
         return None
-    return pool, stratum, tuple(sorted((str(k), n) for k, n in sizes.items())), position
+    return pool, stratum, tuple(sorted((str(k), n) for k, n in sizes.items())), position, round_

@@ -54,6 +54,11 @@ class Selection(Frozen):
         "order: the labelled replies of a stratum must be its "
         "first ones, or the estimate is biased."
     )
+    round: Annotated[StrictInt, Field(ge=1)] | None = Field(
+        default=None,
+        description="The `label --next` that drew it, counted per pool from 1 (none: the "
+        "first); the pool's TPR and TNR are estimated round by round.",
+    )
 
     @model_validator(mode="after")
     def _known_stratum(self) -> Selection:
@@ -63,8 +68,14 @@ class Selection(Frozen):
             )
         return self
 
-    def as_tuple(self) -> tuple[str, str, tuple[tuple[str, int], ...], int]:
-        return self.pool, self.stratum, tuple(sorted(self.sizes.items())), self.position
+    def as_tuple(self) -> tuple[str, str, tuple[tuple[str, int], ...], int, int | None]:
+        return (
+            self.pool,
+            self.stratum,
+            tuple(sorted(self.sizes.items())),
+            self.position,
+            self.round,
+        )
 
 
 class Example(Frozen):

@@ -105,6 +105,7 @@ class Draw:
 
     pool: str
     sizes: dict[str, int]
+    round: int  # the pool's rounds of `label --next` so far, this one included
     chosen: list[tuple[Example, str, int]]  # (reply, stratum, its place in the stratum's order)
     taken: dict[str, int]  # per stratum, drawn now
     labelled: dict[str, int]  # per stratum, already in the set
@@ -117,7 +118,7 @@ class Draw:
                 "id": e.id,
                 **{k: v for k, v in e.fields().items() if v is not None},
                 "selection": Selection(
-                    pool=self.pool, stratum=s, sizes=self.sizes, position=at
+                    pool=self.pool, stratum=s, sizes=self.sizes, position=at, round=self.round
                 ).model_dump(),
             }
             for e, s, at in self.chosen
@@ -213,6 +214,7 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
             n - sum(wanted.values()),
             rate,
             current,
+            later=bool(own),
         )
     )
     chosen: list[tuple[str, Example, str, int]] = []
@@ -223,9 +225,11 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
     taken: dict[str, int] = {}
     for _, _, s, _ in chosen:
         taken[s] = taken.get(s, 0) + 1
+    rounds = max((e.selection.round or 1 for e in own.values() if e.selection), default=0)
     return Draw(
         pool,
         sizes,
+        rounds + 1,
         [(e, s, at) for _, e, s, at in chosen],
         taken,
         {s: st.labelled for s, st in strata.items()},

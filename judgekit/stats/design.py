@@ -55,6 +55,7 @@ from judgekit.stats.metrics import (
     mcc_from_counts,
     ratio,
 )
+from judgekit.stats.unbiased import StratumDraws, rates
 
 if TYPE_CHECKING:  # numpy is imported inside the functions that need it, not with the module
     import numpy as np
@@ -81,6 +82,7 @@ class Drawn:
     stratum: str
     sizes: tuple[tuple[str, int], ...]
     position: int | None = None  # its place in the stratum's fixed random order
+    round: int | None = None  # the `label --next` that drew it, counted per pool (None: the first)
 
 
 class DesignError(ValueError):
@@ -251,6 +253,8 @@ def design_calibration(
         "mcc": mcc_from_counts(tp, fp, tn, fn),
         "prevalence": ratio(tp + fn, tp + fp + tn + fn),
     }
+    metrics["tpr"], metrics["tnr"] = point_rates(labels, verdicts, drawn)
+    metrics["balanced_accuracy"] = (metrics["tpr"] + metrics["tnr"]) / 2
     intervals: dict[str, tuple[float, float]] = {}
     if c.decided:
         cells = posterior(labels, verdicts, drawn, seed)
@@ -288,6 +292,58 @@ def design_calibration(
             name: (NAN, NAN) for name in ("tpr", "tnr", "precision", "accuracy", "cohen_kappa")
         }
     return Calibration(c, len(labels), abstained, metrics, intervals)
+
+
+def point_rates(
+    labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None]
+) -> tuple[float, float]:
+    """TPR and TNR as the report gives them: a pool's own without the weighted ratios' bias where
+    `_unbiased` applies, else the weighted cells' ratios (NaN for a class none of whose examples
+    has a verdict)."""
+    tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
+    weighted = (ratio(tp, tp + fn), ratio(tn, tn + fp))
+    found = _unbiased(labels, verdicts, drawn)
+    return (
+        weighted[0] if found[0] is None or math.isnan(weighted[0]) else found[0],
+        weighted[1] if found[1] is None or math.isnan(weighted[1]) else found[1],
+    )
+
+
+def _unbiased(
+    labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None]
+) -> tuple[float | None, float | None]:
+    """TPR and TNR of a set that is one pool's draw, without the weighted ratios' bias
+    (judgekit.stats.unbiased), where it applies: every example drawn from the one pool, each
+    stratum's verdicts the judge's on all of it (its labelled replies judged alike: another judge
+    than the one that drew them cuts across the strata), and the rate's errors fewer than its
+    right verdicts (past that the series swings; the weighted rate stands). None where not."""
+    draws = [d for d in drawn if d is not None]
+    if not draws or len(draws) != len(drawn) or len({d.pool for d in draws}) != 1:
+        return None, None
+    count = max(d.round or 1 for d in draws)  # the rounds that drew the pool's labels
+    members: dict[str, list[int]] = defaultdict(list)
+    for i, d in enumerate(draws):
+        members[d.stratum].append(i)
+    strata = []
+    for stratum, size in draws[0].sizes:
+        said = {verdicts[i] for i in members[stratum]}
+        if said == {None} or not size:  # the judge's abstentions: no side of either rate
+            continue
+        if len(said) != 1:
+            return None, None
+        passes = said == {True}
+        rounds = [[0, 0] for _ in range(count)]
+        for i in members[stratum]:
+            at = rounds[(draws[i].round or 1) - 1]
+            at[0] += 1
+            at[1] += labels[i] != passes  # counted: a known-bad pass, a known-good fail
+        strata.append(StratumDraws(size, passes, tuple((n, b) for n, b in rounds)))
+    tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
+    tpr, tnr = rates(strata)
+    return (
+        min(max(tpr, 0.0), 1.0) if fn <= tp else None,
+        min(max(tnr, 0.0), 1.0) if fp <= tn else None,
+    )
 
 
 def by_pool(

@@ -1,0 +1,127 @@
+"""A pool's TPR and TNR from labels drawn by the judge's verdict in rounds
+(judgekit.stats.unbiased): the series is exact, and the estimate's expectation over every possible
+draw, enumerated with its hypergeometric probability, is the pool's own rate, in one round and in
+two where the second's sizes depend on what the first found; the weighted rates judgekit reported
+before were not."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from math import comb
+
+import pytest
+
+from judgekit.stats.allocation import Stratum, allocate
+from judgekit.stats.design import Drawn, design_calibration, weighted_cells, weights
+from judgekit.stats.unbiased import LEAST, StratumDraws, rates, series
+
+
+def test_the_newton_series_of_the_ratio_is_exact():
+    for total in (3, 7, 20):
+        for y in range(6):
+            for w in range(min(total, 5) + 1):
+                if total - w + y == 0:
+                    continue
+                e_y = [Fraction(comb(y, j)) for j in range(y + 1)]
+                e_w = [Fraction(comb(w, k)) for k in range(w + 1)]
+                assert series(e_y, e_w, total) == Fraction(y, total - w + y)
+
+
+def _hypergeometric(size: int, counted: int, n: int, b: int) -> Fraction:
+    return Fraction(comb(counted, b) * comb(size - counted, n - b), comb(size, n))
+
+
+def _expectations(pool, first, second):
+    """E[TPR], E[TNR] of the estimate and E[TNR] of the weighted cells' ratio, over every draw:
+    `pool` = (pass stratum size, its false passes, fail stratum size, its false fails); `first`
+    the first round's labels in each; `second(b_pass, b_fail)` the second round's, chosen from
+    what the first found (None: one round)."""
+    n_p, y, n_f, w = pool
+    first_p, first_f = first
+    tpr = tnr = weighted = Fraction(0)
+    for b1p in range(min(y, first_p) + 1):
+        for b1f in range(min(w, first_f) + 1):
+            p1 = _hypergeometric(n_p, y, first_p, b1p) * _hypergeometric(n_f, w, first_f, b1f)
+            n2p, n2f = second(b1p, b1f) if second else (0, 0)
+            for b2p in range(min(y - b1p, n2p) + 1):
+                for b2f in range(min(w - b1f, n2f) + 1):
+                    p = p1
+                    p *= _hypergeometric(n_p - first_p, y - b1p, n2p, b2p) if n2p else 1
+                    p *= _hypergeometric(n_f - first_f, w - b1f, n2f, b2f) if n2f else 1
+                    if not p:
+                        continue
+                    rounds_p = ((first_p, b1p),) + (((n2p, b2p),) if second else ())
+                    rounds_f = ((first_f, b1f),) + (((n2f, b2f),) if second else ())
+                    got = rates(
+                        [StratumDraws(n_p, True, rounds_p), StratumDraws(n_f, False, rounds_f)]
+                    )
+                    tpr += p * Fraction(got[0])
+                    tnr += p * Fraction(got[1])
+                    fp = Fraction(n_p * (b1p + b2p), first_p + n2p)
+                    tn = Fraction(n_f * (first_f + n2f - b1f - b2f), first_f + n2f)
+                    weighted += p * tn / (tn + fp)
+    return float(tpr), float(tnr), float(weighted)
+
+
+@pytest.mark.parametrize(
+    "second",
+    [None, lambda bp, bf: (LEAST if bp == 0 else 7, LEAST + bf % 2)],
+    ids=["one round", "two rounds, the second chosen from the first"],
+)
+def test_the_estimate_is_the_pool_s_own_rate_over_every_draw(second):
+    n_p, y, n_f, w = 60, 5, 16, 3  # the judge passes 60 replies, 5 of them bad; fails 16, 3 good
+    tpr, tnr, weighted = _expectations((n_p, y, n_f, w), (6, 5), second)
+    assert tpr == pytest.approx((n_p - y) / (n_p - y + w), abs=1e-9)
+    assert tnr == pytest.approx((n_f - w) / (n_f - w + y), abs=1e-9)
+    # what judgekit reported before: the weighted cells' ratio, too high by more than a point
+    assert weighted - (n_f - w) / (n_f - w + y) > 0.01
+
+
+def _pool_draw(rounds):
+    """A set drawn from one pool: (stratum, round, label) per example, the judge passing the
+    'pass' stratum (500 replies) and failing the 'fail' one (100)."""
+    sizes = (("fail", 100), ("pass", 500))
+    drawn, labels, verdicts = [], [], []
+    for stratum, round_, label in rounds:
+        drawn.append(Drawn("p", stratum, sizes, None, round_))
+        labels.append(label)
+        verdicts.append(stratum == "pass")
+    return labels, verdicts, drawn
+
+
+def test_a_pool_drawn_in_rounds_is_estimated_round_by_round_and_another_judge_falls_back():
+    rows = (
+        [("pass", 1, True)] * 9
+        + [("pass", 1, False)]
+        + [("fail", 1, False)] * 8
+        + [("fail", 1, True)] * 2
+        + [("pass", 2, True)] * 2
+        + [("fail", 2, False)] * 2
+    )
+    labels, verdicts, drawn = _pool_draw(rows)
+    found = design_calibration(labels, verdicts, drawn).metrics
+    expected = rates(
+        [
+            StratumDraws(500, True, ((10, 1), (2, 0))),
+            StratumDraws(100, False, ((10, 2), (2, 0))),
+        ]
+    )
+    assert (found["tpr"], found["tnr"]) == pytest.approx(expected)
+    tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
+    assert found["tnr"] != pytest.approx(tn / (tn + fp), abs=0.01)  # not the weighted ratio
+    # A judge other than the one that drew the pool cuts across its strata (one of the 'pass'
+    # stratum's replies it now fails): the weighted rates stand.
+    verdicts[0] = False
+    tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
+    other = design_calibration(labels, verdicts, drawn).metrics
+    assert other["tnr"] == pytest.approx(tn / (tn + fp))
+    assert other["tpr"] == pytest.approx(tp / (tp + fn))
+
+
+def test_a_later_round_gives_every_stratum_its_least_first():
+    strata = {"pass": Stratum(900, 30, (28, 2, 0, 0)), "fail": Stratum(100, 10, (0, 0, 9, 1))}
+    assert allocate(strata, 10, "tnr", 0.8)["fail"] < LEAST  # a first round: by the variance
+    later = allocate(strata, 10, "tnr", 0.8, later=True)
+    assert min(later.values()) >= LEAST and sum(later.values()) == 10
+    # a round too small to give each stratum its LEAST is allocated as before
+    assert allocate(strata, 3, "tnr", 0.8, later=True) == allocate(strata, 3, "tnr", 0.8)
