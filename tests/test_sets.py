@@ -317,3 +317,39 @@ def test_a_yaml_set_refuses_a_key_beside_its_examples(tmp_path):
     assert "contxt_file" in str(refused.value) and str(path) in str(refused.value)
     path.write_text(path.read_text().split("\n", 1)[1])  # the examples alone load
     assert [e.id for e in load_set(path, "says-blocked").examples] == ["p1", "f1"]
+
+
+@pytest.mark.parametrize("value", [None, 1, 2, 0, -1, True, "1", 1.0])
+def test_a_selection_records_round_is_read_alike_by_the_set_loader_and_the_gates_reader(
+    tmp_path, value
+):
+    """A draw's round (`label --next`) decides how a pool's rates are estimated, so the gate's
+    fast reader and the set's model accept and refuse the same rounds and read the same one."""
+    from judgekit.inputs.label_reader import read_labels
+    from judgekit.inputs.sets import load_set
+
+    sizes = {"fail": 1, "pass": 1}
+    record = {"pool": "p", "stratum": "pass", "sizes": sizes, "position": 0}
+    if value is not None:
+        record["round"] = value
+    path = tmp_path / "says-blocked.jsonl"
+    path.write_text(
+        json.dumps({"id": "a", "output": "blocked", "passed": True, "selection": record})
+        + "\n"
+        + json.dumps(
+            {"id": "b", "output": "no", "passed": False, "selection": {**record, "stratum": "fail"}}
+        )
+        + "\n"
+    )
+    try:
+        model = load_set(path, "says-blocked").examples[0].selection.as_tuple()
+    except InputError:
+        model = None
+    try:
+        fast = read_labels(path, "says-blocked").examples[0].selection
+    except InputError:
+        fast = None
+    assert model == fast
+    assert (model is not None) == (value in (None, 1, 2) and not isinstance(value, (bool, float)))
+    if model is not None:
+        assert model[-1] == value
