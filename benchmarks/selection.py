@@ -70,7 +70,7 @@ def stratified(rng, good, verdict, strata_of, n, weighted=True):
                 int((good[idx] & ~verdict[idx]).sum()),
             )
             strata[s] = Stratum(members[s].size, taken[s], cells)
-        for s, k in allocate(strata, size, "tnr", current, later=number > 1).items():
+        for s, k in allocate(strata, size, "tnr", current).items():
             taken[s] += k
             drawn_in[s] += [number] * k
         chosen = np.concatenate([members[s][: taken[s]] for s in names])

@@ -117,7 +117,7 @@ def one(rng, size, judge, n, rounds, sure):  # noqa: PLR0913  the set-up's parts
             )
             for s in names
         }
-        for s, k in allocate(strata, spend, "tnr", current, later=number > 1).items():
+        for s, k in allocate(strata, spend, "tnr", current).items():
             taken[s] += k
             drawn_in[s] += [number] * k
             if k:

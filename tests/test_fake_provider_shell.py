@@ -423,3 +423,11 @@ def test_sure_scripts_the_answer_tokens_probability_and_only_for_a_verdict(tmp_p
     said = str(refused.value)
     assert "line 1" in said and "give it with verdict pass or fail" in said
     assert "line 2" in said and "sure" in said
+
+
+def test_an_abbreviated_detach_is_refused_not_passed_on_to_the_server_it_starts(tmp_path):
+    """The detached server gets the command's arguments less `--detach`: `--det`, were it taken
+    for it, would be passed on, and every server would start another."""
+    refused = _shell("--det", "--port", "0", cwd=tmp_path)
+    assert refused.returncode == 2 and "unrecognized arguments: --det" in refused.stderr
+    assert not (tmp_path / ".judgekit").exists()

@@ -123,12 +123,10 @@ def test_two_rounds_draw_by_verdict_and_calibrate_and_gate_on_weighted_figures(p
     # the design goes on: nothing drawn twice
     assert not {r["id"] for r in first} & {r["id"] for r in second}
     assert {r["selection"]["pool"] for r in first + second} == {first[0]["selection"]["pool"]}
-    # each draw says its round: the pool's rates are estimated round by round
-    # (judgekit.stats.unbiased), and the second gave every stratum at least LEAST labels
+    # each draw says its round (a pool labelled in one is estimated without a ratio's bias:
+    # judgekit.stats.unbiased)
     assert {r["selection"]["round"] for r in first} == {1}
     assert {r["selection"]["round"] for r in second} == {2}
-    for stratum in ("pass", "fail"):
-        assert sum(r["selection"]["stratum"] == stratum for r in second) >= 2
 
     assert runner.invoke(app, ["calibrate"]).exit_code == 0
     found = Report.read(".judgekit/reports/latest").criterion("no-email")

@@ -214,7 +214,6 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
             n - sum(wanted.values()),
             rate,
             current,
-            later=bool(own),
         )
     )
     chosen: list[tuple[str, Example, str, int]] = []

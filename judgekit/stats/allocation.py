@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from judgekit.stats.design import MIN_PER_STRATUM, PRIOR, RATES
-from judgekit.stats.unbiased import LEAST
 
 
 @dataclass(frozen=True)
@@ -28,20 +27,13 @@ class Stratum:
 
 
 def allocate(
-    strata: Mapping[str, Stratum],
-    n: int,
-    rate: str,
-    current: float | None = None,
-    later: bool = False,
+    strata: Mapping[str, Stratum], n: int, rate: str, current: float | None = None
 ) -> dict[str, int]:
     """How many of the next `n` labels each stratum gets, to shrink the variance of `rate` (tpr or
-    tnr) most: in a `later` round (labels already drawn from the pool) of at least LEAST labels a
-    stratum, LEAST new ones in each stratum with replies left first (what the unbiased estimate
-    of a round after the first rests on: judgekit.stats.unbiased); at least MIN_PER_STRATUM in
-    each stratum; then one label at a time where it lowers N_h^2 S_h^2 / n_h most (S_h^2: the
-    variance of the rate's linearised value in the stratum, from its labels so far, each cell's
-    share smoothed by half a count).
-    `current` is the rate as estimated now (0.8 when unknown)."""
+    tnr) most: at least MIN_PER_STRATUM in each stratum first, then one label at a time where it
+    lowers N_h^2 S_h^2 / n_h most (S_h^2: the variance of the rate's linearised value in the
+    stratum, from its labels so far, each cell's share smoothed by half a count). `current` is the
+    rate as estimated now (0.8 when unknown)."""
     numerator, denominator = RATES[rate]
     r = 0.8 if current is None or math.isnan(current) else min(max(current, 0.05), 0.95)
     spread = {}
@@ -58,11 +50,6 @@ def allocate(
     taken = {name: 0 for name in strata}
     room = {name: s.size - s.labelled for name, s in strata.items()}
     left = n
-    open_ = [name for name in sorted(strata) if room[name] > 0]
-    if later and left >= LEAST * len(open_):  # a smaller round cannot give each its LEAST
-        for name in open_:
-            taken[name] = min(LEAST, room[name], left)
-            left -= taken[name]
     for least in range(1, MIN_PER_STRATUM + 1):  # one in every stratum before a second in any
         for name, s in sorted(strata.items()):
             first = min(max(least - s.labelled - taken[name], 0), room[name] - taken[name], left)

@@ -316,11 +316,15 @@ def _unbiased(
     (judgekit.stats.unbiased), where it applies: every example drawn from the one pool, each
     stratum's verdicts the judge's on all of it (its labelled replies judged alike: another judge
     than the one that drew them cuts across the strata), and the rate's errors fewer than its
-    right verdicts (past that the series swings; the weighted rate stands). None where not."""
+    right verdicts (past that the series swings; the weighted rate stands), and every label of
+    the pool drawn in its first round: the estimate over later rounds needs their sizes fixed in
+    advance, and a small later round made it swing from 0 to 1 (benchmarks/README.md), so a pool
+    labelled in several rounds keeps the weighted rates. None where not."""
     draws = [d for d in drawn if d is not None]
     if not draws or len(draws) != len(drawn) or len({d.pool for d in draws}) != 1:
         return None, None
-    count = max(d.round or 1 for d in draws)  # the rounds that drew the pool's labels
+    if any((d.round or 1) != 1 for d in draws):
+        return None, None
     members: dict[str, list[int]] = defaultdict(list)
     for i, d in enumerate(draws):
         members[d.stratum].append(i)
@@ -332,12 +336,8 @@ def _unbiased(
         if len(said) != 1:
             return None, None
         passes = said == {True}
-        rounds = [[0, 0] for _ in range(count)]
-        for i in members[stratum]:
-            at = rounds[(draws[i].round or 1) - 1]
-            at[0] += 1
-            at[1] += labels[i] != passes  # counted: a known-bad pass, a known-good fail
-        strata.append(StratumDraws(size, passes, tuple((n, b) for n, b in rounds)))
+        counted = sum(labels[i] != passes for i in members[stratum])  # known-bad passes, ...
+        strata.append(StratumDraws(size, passes, ((len(members[stratum]), counted),)))
     tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
     tpr, tnr = rates(strata)
     return (

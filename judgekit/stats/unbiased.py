@@ -13,17 +13,18 @@ allocated from the first; benchmarks/README.md). Here the ratio itself is estima
   round's size chosen from what they found, the products over rounds stay unbiased for the
   multinomial share of C(B, j) (each round's expectation given the earlier ones cancels its own
   size), so `coefficients` weighs the splits of j over the rounds by weights fixed in advance
-  (equal), each later round's part bounded by LEAST labels, which `label --next` gives every
-  stratum in every round after the first: weights or bounds taken from the sizes drawn would
-  bias it.
+  (equal), each later round's part bounded by LEAST labels, which every stratum must get in every
+  round after the first: weights or bounds taken from the sizes drawn would bias it.
 - Over strata the coefficients convolve: unbiased for C(Y, j), Y the pool's total.
 - 1 - TNR = Y / (N_F - W + Y), Y the false passes, W the false fails, N_F the judge's fails in the
   pool; its Newton series in C(Y, j) C(W, k) is exact (`series`), so the estimate is unbiased up
   to the terms past the labels drawn (of order 1e-9). TPR likewise, the two swapped.
 
-Exact fractions, because the series alternates. benchmarks/README.md ("The bias of label --next's
-TNR") has the measurements: unbiased in every set-up, intervals covering, narrower than random
-labelling with the judge's confidence as strata.
+Exact fractions, because the series alternates. judgekit.stats.design applies it to a pool all
+of whose labels one `label --next` drew: over later rounds it is exact only when every stratum
+gets LEAST labels in each (tests/test_unbiased.py enumerates it), and with equal weights a small
+later round made it swing from 0 to 1, so a pool labelled in several rounds keeps the weighted
+ratio (benchmarks/README.md, "The bias of label --next's TNR", has the measurements).
 
 >>> from fractions import Fraction
 >>> series([Fraction(1), Fraction(2)], [Fraction(1)], 10)  # Y = 2 false passes, W = 0, N_F = 10
@@ -37,7 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-LEAST = 2  # labels every stratum with replies left gets in each round after the first
+LEAST = 2  # labels every stratum must get in each round after the first, for the rounds' estimate
 
 
 @dataclass(frozen=True)

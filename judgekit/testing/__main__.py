@@ -34,7 +34,10 @@ START_TIMEOUT_S = 60.0
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        description="Run a fake OpenAI-compatible judge server on 127.0.0.1."
+        description="Run a fake OpenAI-compatible judge server on 127.0.0.1.",
+        # the detached server is started with these arguments less --detach: an abbreviation of
+        # it would be passed on, and each server would start another
+        allow_abbrev=False,
     )
     parser.add_argument("--port", type=int, default=8555)
     parser.add_argument("--latency", type=float, default=0.1, help="seconds before each answer")
