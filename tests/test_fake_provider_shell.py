@@ -337,14 +337,8 @@ def test_a_detached_fake_judge_returns_once_it_listens_and_stops_when_told(tmp_p
 
         stopped = _shell("--stop", cwd=tmp_path)
         assert stopped.returncode == 0 and "stopped the fake judge" in stopped.stdout
-        for _ in range(100):
-            if not Path(f"/proc/{pid}").exists() or "zombie" in _state(pid):
-                break
-            import time
-
-            time.sleep(0.05)
-        else:
-            raise AssertionError("the detached fake judge still runs after --stop")
+        # --stop returns once the server is gone: its port is free for the next one at once
+        assert not Path(f"/proc/{pid}").exists() or "zombie" in _state(pid)
         nothing = _shell("--stop", cwd=tmp_path)
         assert nothing.returncode == 2 and "no fake judge to stop" in nothing.stderr
 

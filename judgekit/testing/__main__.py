@@ -147,8 +147,28 @@ def stop() -> int:
         print("the fake judge had already stopped")
         return 0
     os.kill(pid, signal.SIGTERM)
+    # returns once it is gone, so that a fake judge started next can have its port
+    deadline = time.monotonic() + START_TIMEOUT_S / 6
+    while not _gone(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            break
+        time.sleep(0.02)
     print("stopped the fake judge")
     return 0
+
+
+def _gone(pid: int) -> bool:
+    """Whether the process has ended (a zombie has: it holds no port)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    status = Path(f"/proc/{pid}/stat")
+    try:
+        return status.read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return False
 
 
 def _running() -> int | None:
