@@ -27,7 +27,7 @@ later round made it swing from 0 to 1, so a pool labelled in several rounds keep
 ratio (benchmarks/README.md, "The bias of label --next's TNR", has the measurements).
 
 >>> from fractions import Fraction
->>> series([Fraction(1), Fraction(2)], [Fraction(1)], 10)  # Y = 2 false passes, W = 0, N_F = 10
+>>> series([Fraction(1), Fraction(2), Fraction(1)], [Fraction(1)], 10)  # C(Y, j) of Y = 2, W = 0
 Fraction(1, 6)
 """
 
