@@ -132,6 +132,8 @@ def test_two_rounds_draw_by_verdict_and_calibrate_and_gate_on_weighted_figures(p
     found = Report.read(".judgekit/reports/latest").criterion("no-email")
     assert found.design is not None and found.design.other == 40
     assert sum(found.design.pools[0].labelled.values()) == 40
+    # labelled in two rounds: the pool's rates are the weighted ratios, and the report says so
+    assert found.design.pools[0].without_bias == []
     examples = [
         json.loads(x) for x in Path("calibration_sets/no-email.jsonl").read_text().splitlines()
     ]

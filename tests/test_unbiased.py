@@ -11,7 +11,13 @@ from math import comb
 
 import pytest
 
-from judgekit.stats.design import Drawn, design_calibration, weighted_cells, weights
+from judgekit.stats.design import (
+    Drawn,
+    design_calibration,
+    weighted_cells,
+    weights,
+    without_bias,
+)
 from judgekit.stats.unbiased import LEAST, StratumDraws, rates, series
 
 
@@ -114,3 +120,5 @@ def test_a_pool_drawn_in_one_round_is_estimated_so_and_other_draws_keep_the_weig
     for case in (later, other):
         got = design_calibration(*case).metrics
         assert (got["tpr"], got["tnr"]) == pytest.approx(weighted(*case))
+        assert without_bias(*case) == ()  # and the report says which the figures are
+    assert without_bias(labels, verdicts, drawn) == ("tpr", "tnr")

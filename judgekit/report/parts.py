@@ -27,6 +27,7 @@ from judgekit.stats.design import (
     design_calibration,
     weighted_cells,
     weights,
+    without_bias,
 )
 from judgekit.stats.metrics import Calibration, calibration
 
@@ -181,6 +182,12 @@ class Pool(ReportPart):
     abstained: float = Field(
         0.0, description="The share of the pool the judge abstains on (weighted)."
     )
+    without_bias: list[str] = Field(
+        default_factory=list,
+        description="The rates estimated without a ratio's bias (judgekit.stats.unbiased: the "
+        "pool labelled in one round, its strata the judge's verdicts); the others are weighted "
+        "ratios.",
+    )
 
 
 class Design(ReportPart):
@@ -201,6 +208,7 @@ class Design(ReportPart):
         drawn: Sequence[Drawn | None],
         weighted: tuple[float, float, float, float],
         own: dict[str, tuple[Calibration, float]],
+        unbiased: dict[str, tuple[str, ...]] | None = None,
     ) -> Design | None:
         if all(d is None for d in drawn):
             return None
@@ -219,6 +227,7 @@ class Design(ReportPart):
                         k: (_finite(found.intervals[k][0]), _finite(found.intervals[k][1]))
                         for k in ("tpr", "tnr")
                     },
+                    without_bias=list((unbiased or {}).get(d.pool, ())),
                 )
         tp, fp, tn, fn = weighted
         return cls(
@@ -243,6 +252,12 @@ class Design(ReportPart):
                 for k in ("tpr", "tnr")
             )
             + (f", abstaining on {p.abstained:.0%}" if p.abstained else "")
+            + (
+                f" ({' and '.join(k.upper() for k in p.without_bias)} without a ratio's bias: "
+                "labelled in one round)"
+                if p.without_bias
+                else ""
+            )
             for p in self.pools
         )
         return (
@@ -284,8 +299,14 @@ def agreement(
     drawn = check_drawn(cal)
     cells = weighted_cells(labels, verdicts, weights(drawn))
     # seed 0 whatever --seed says: the gate draws kappa's interval the same way to check it
+    unbiased = {}
+    for pool in {d.pool for d in drawn if d is not None}:
+        mine = [i for i, d in enumerate(drawn) if d is not None and d.pool == pool]
+        unbiased[pool] = without_bias(
+            [labels[i] for i in mine], [verdicts[i] for i in mine], [drawn[i] for i in mine]
+        )
     return design_calibration(labels, verdicts, drawn), Design.of(
-        drawn, cells, by_pool(labels, verdicts, drawn)
+        drawn, cells, by_pool(labels, verdicts, drawn), unbiased
     )
 
 

@@ -309,6 +309,21 @@ def point_rates(
     )
 
 
+def without_bias(
+    labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None]
+) -> tuple[str, ...]:
+    """The rates (tpr, tnr) `point_rates` estimates without a ratio's bias for these examples; the
+    others are weighted ratios."""
+    tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
+    weighted = (ratio(tp, tp + fn), ratio(tn, tn + fp))
+    found = _unbiased(labels, verdicts, drawn)
+    return tuple(
+        name
+        for name, value, plain in zip(("tpr", "tnr"), found, weighted, strict=True)
+        if value is not None and not math.isnan(plain)
+    )
+
+
 def _unbiased(
     labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None]
 ) -> tuple[float | None, float | None]:
