@@ -11,13 +11,7 @@ from math import comb
 
 import pytest
 
-from judgekit.stats.design import (
-    Drawn,
-    design_calibration,
-    weighted_cells,
-    weights,
-    without_bias,
-)
+from judgekit.stats.design import Drawn, by_pool, design_calibration, weighted_cells, weights
 from judgekit.stats.unbiased import LEAST, StratumDraws, rates, series
 
 
@@ -120,5 +114,5 @@ def test_a_pool_drawn_in_one_round_is_estimated_so_and_other_draws_keep_the_weig
     for case in (later, other):
         got = design_calibration(*case).metrics
         assert (got["tpr"], got["tnr"]) == pytest.approx(weighted(*case))
-        assert without_bias(*case) == ()  # and the report says which the figures are
-    assert without_bias(labels, verdicts, drawn) == ("tpr", "tnr")
+        assert by_pool(*case)["p"].without_bias == ()  # and the report says which they are
+    assert by_pool(labels, verdicts, drawn)["p"].without_bias == ("tpr", "tnr")

@@ -568,7 +568,7 @@ def _check_rates(
 
 def _check_pools(figures: Figures, t: Thresholds, found: Findings) -> None:
     """Each pool drawn from production, on its own: it is cleared there too."""
-    for pool, (calibration, abstaining) in figures.pools().items():
+    for pool, (calibration, abstaining, _) in figures.pools().items():
         if abstaining > t.max_abstain_rate:
             found.fails.append(
                 f"the judge abstains on {abstaining:.0%} of pool {pool} (weighted; > "

@@ -35,6 +35,7 @@ from judgekit.report.reading import Line, ReportEntry, Untrusted
 from judgekit.stats.design import (
     DesignError,
     Drawn,
+    PoolFigures,
     by_pool,
     design_calibration,
     weighted_cells,
@@ -111,9 +112,8 @@ class Figures:
         tp, fp, tn, fn = self.cells()
         return round(tp), round(fp), round(tn), round(fn)
 
-    def pools(self) -> dict[str, tuple[Calibration, float]]:
-        """Each pool's own figures and share of abstentions (its drawn examples, weighted within
-        it)."""
+    def pools(self) -> dict[str, PoolFigures]:
+        """Each pool's own figures (its drawn examples, weighted within it)."""
         return (
             by_pool(self.labels, [v.passed for v in self.stages[0]], self.drawn)
             if self.drawn

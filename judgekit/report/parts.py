@@ -23,11 +23,11 @@ from judgekit.judging.verdicts import Verdict
 from judgekit.stats.design import (
     DesignError,
     Drawn,
+    PoolFigures,
     by_pool,
     design_calibration,
     weighted_cells,
     weights,
-    without_bias,
 )
 from judgekit.stats.metrics import Calibration, calibration
 
@@ -207,8 +207,7 @@ class Design(ReportPart):
         cls,
         drawn: Sequence[Drawn | None],
         weighted: tuple[float, float, float, float],
-        own: dict[str, tuple[Calibration, float]],
-        unbiased: dict[str, tuple[str, ...]] | None = None,
+        own: dict[str, PoolFigures],
     ) -> Design | None:
         if all(d is None for d in drawn):
             return None
@@ -216,7 +215,7 @@ class Design(ReportPart):
         pools: dict[str, Pool] = {}
         for d in drawn:
             if d is not None and d.pool not in pools:
-                found, abstaining = own[d.pool]
+                found, abstaining, unbiased = own[d.pool]
                 pools[d.pool] = Pool(
                     pool=d.pool,
                     sizes=dict(d.sizes),
@@ -227,7 +226,7 @@ class Design(ReportPart):
                         k: (_finite(found.intervals[k][0]), _finite(found.intervals[k][1]))
                         for k in ("tpr", "tnr")
                     },
-                    without_bias=list((unbiased or {}).get(d.pool, ())),
+                    without_bias=list(unbiased),
                 )
         tp, fp, tn, fn = weighted
         return cls(
@@ -299,14 +298,8 @@ def agreement(
     drawn = check_drawn(cal)
     cells = weighted_cells(labels, verdicts, weights(drawn))
     # seed 0 whatever --seed says: the gate draws kappa's interval the same way to check it
-    unbiased = {}
-    for pool in {d.pool for d in drawn if d is not None}:
-        mine = [i for i, d in enumerate(drawn) if d is not None and d.pool == pool]
-        unbiased[pool] = without_bias(
-            [labels[i] for i in mine], [verdicts[i] for i in mine], [drawn[i] for i in mine]
-        )
     return design_calibration(labels, verdicts, drawn), Design.of(
-        drawn, cells, by_pool(labels, verdicts, drawn), unbiased
+        drawn, cells, by_pool(labels, verdicts, drawn)
     )
 
 

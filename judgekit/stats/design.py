@@ -43,7 +43,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from judgekit.stats.metrics import (
     CONFIDENCE,
@@ -232,13 +232,26 @@ def design_calibration(
     seed: int = 0,
     confidence: float = CONFIDENCE,
 ) -> Calibration:
-    """TPR, TNR, kappa and accuracy of a set drawn by design, weighted, with their intervals; the
-    confusion matrix and abstentions are the examples' own counts (what was labelled)."""
+    """TPR, TNR, kappa and accuracy of a set drawn by design, weighted (a pool's own TPR and TNR
+    without a ratio's bias where `point_rates` can), with their intervals; the confusion matrix and
+    abstentions are the examples' own counts (what was labelled)."""
+    return _design(labels, verdicts, drawn, seed, confidence)[0]
+
+
+def _design(
+    labels: Sequence[bool],
+    verdicts: Sequence[bool | None],
+    drawn: Sequence[Drawn | None],
+    seed: int = 0,
+    confidence: float = CONFIDENCE,
+) -> tuple[Calibration, tuple[str, ...]]:
+    """`design_calibration`, and the rates it estimated without a ratio's bias."""
     import numpy as np
 
     c, abstained = confusion(labels, verdicts)
-    tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
-    tpr, tnr = ratio(tp, tp + fn), ratio(tn, tn + fp)
+    weighted = weighted_cells(labels, verdicts, weights(drawn))
+    tp, fp, tn, fn = weighted
+    tpr, tnr, unbiased = _rates(labels, verdicts, drawn, weighted)
     metrics = {
         "tpr": tpr,
         "tnr": tnr,
@@ -253,8 +266,6 @@ def design_calibration(
         "mcc": mcc_from_counts(tp, fp, tn, fn),
         "prevalence": ratio(tp + fn, tp + fp + tn + fn),
     }
-    metrics["tpr"], metrics["tnr"] = point_rates(labels, verdicts, drawn)
-    metrics["balanced_accuracy"] = (metrics["tpr"] + metrics["tnr"]) / 2
     intervals: dict[str, tuple[float, float]] = {}
     if c.decided:
         cells = posterior(labels, verdicts, drawn, seed)
@@ -291,7 +302,7 @@ def design_calibration(
         intervals = {
             name: (NAN, NAN) for name in ("tpr", "tnr", "precision", "accuracy", "cohen_kappa")
         }
-    return Calibration(c, len(labels), abstained, metrics, intervals)
+    return Calibration(c, len(labels), abstained, metrics, intervals), unbiased
 
 
 def point_rates(
@@ -300,32 +311,37 @@ def point_rates(
     """TPR and TNR as the report gives them: a pool's own without the weighted ratios' bias where
     `_unbiased` applies, else the weighted cells' ratios (NaN for a class none of whose examples
     has a verdict)."""
-    tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
-    weighted = (ratio(tp, tp + fn), ratio(tn, tn + fp))
-    found = _unbiased(labels, verdicts, drawn)
-    return (
-        weighted[0] if found[0] is None or math.isnan(weighted[0]) else found[0],
-        weighted[1] if found[1] is None or math.isnan(weighted[1]) else found[1],
-    )
+    tpr, tnr, _ = _rates(labels, verdicts, drawn, weighted_cells(labels, verdicts, weights(drawn)))
+    return tpr, tnr
 
 
-def without_bias(
-    labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None]
-) -> tuple[str, ...]:
-    """The rates (tpr, tnr) `point_rates` estimates without a ratio's bias for these examples; the
-    others are weighted ratios."""
-    tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
+def _rates(
+    labels: Sequence[bool],
+    verdicts: Sequence[bool | None],
+    drawn: Sequence[Drawn | None],
+    cells: tuple[float, float, float, float],
+) -> tuple[float, float, tuple[str, ...]]:
+    """`point_rates` from the weighted `cells`, and which of the two are estimated without a
+    ratio's bias."""
+    tp, fp, tn, fn = cells
     weighted = (ratio(tp, tp + fn), ratio(tn, tn + fp))
-    found = _unbiased(labels, verdicts, drawn)
-    return tuple(
-        name
-        for name, value, plain in zip(("tpr", "tnr"), found, weighted, strict=True)
-        if value is not None and not math.isnan(plain)
-    )
+    found = _unbiased(labels, verdicts, drawn, cells)
+    out: list[float] = []
+    unbiased: list[str] = []
+    for name, value, plain in zip(("tpr", "tnr"), found, weighted, strict=True):
+        if value is None or math.isnan(plain):  # none labelled of the class: undefined as before
+            out.append(plain)
+        else:
+            out.append(value)
+            unbiased.append(name)
+    return out[0], out[1], tuple(unbiased)
 
 
 def _unbiased(
-    labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None]
+    labels: Sequence[bool],
+    verdicts: Sequence[bool | None],
+    drawn: Sequence[Drawn | None],
+    cells: tuple[float, float, float, float],
 ) -> tuple[float | None, float | None]:
     """TPR and TNR of a set that is one pool's draw, without the weighted ratios' bias
     (judgekit.stats.unbiased), where it applies: every example drawn from the one pool, each
@@ -353,7 +369,7 @@ def _unbiased(
         passes = said == {True}
         counted = sum(labels[i] != passes for i in members[stratum])  # known-bad passes, ...
         strata.append(StratumDraws(size, passes, ((len(members[stratum]), counted),)))
-    tp, fp, tn, fn = weighted_cells(labels, verdicts, weights(drawn))
+    tp, fp, tn, fn = cells
     tpr, tnr = rates(strata)
     return (
         min(max(tpr, 0.0), 1.0) if fn <= tp else None,
@@ -361,23 +377,29 @@ def _unbiased(
     )
 
 
+class PoolFigures(NamedTuple):
+    """One pool's own figures (`by_pool`): its calibration, the share of it the judge abstains on,
+    and which of its rates are estimated without a ratio's bias (the others are weighted ratios)."""
+
+    calibration: Calibration
+    abstained: float
+    without_bias: tuple[str, ...]
+
+
 def by_pool(
     labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None]
-) -> dict[str, tuple[Calibration, float]]:
-    """Each pool's own figures and share of abstentions: its drawn examples alone, weighted within
-    it. The set's figures mix the pool with the examples labelled some other way (as labelling at
-    random would); these say what the judge does on the pool, which drawing from production is
-    for."""
+) -> dict[str, PoolFigures]:
+    """Each pool's own figures: its drawn examples alone, weighted within it. The set's figures mix
+    the pool with the examples labelled some other way (as labelling at random would); these say
+    what the judge does on the pool, which drawing from production is for."""
     out = {}
     for pool in sorted({d.pool for d in drawn if d is not None}):
         mine = [i for i, d in enumerate(drawn) if d is not None and d.pool == pool]
         own = [drawn[i] for i in mine]
         w = weights(own)
         abstained = sum(x for x, i in zip(w, mine, strict=True) if verdicts[i] is None) / sum(w)
-        out[pool] = (
-            design_calibration([labels[i] for i in mine], [verdicts[i] for i in mine], own),
-            abstained,
-        )
+        found, unbiased = _design([labels[i] for i in mine], [verdicts[i] for i in mine], own)
+        out[pool] = PoolFigures(found, abstained, unbiased)
     return out
 
 
