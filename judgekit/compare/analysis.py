@@ -268,8 +268,9 @@ def front(candidates: Sequence[Candidate]) -> list[str]:
 
 
 def recommend(candidates: Sequence[Candidate]) -> Recommendation:
-    keys = _keys([c for c in candidates if c.gate == "PASS"])
-    passing = sorted((c for c in candidates if c.gate == "PASS"), key=lambda c: keys[c.name])
+    passed = [c for c in candidates if c.gate == "PASS"]
+    keys = _keys(passed)
+    passing = sorted(passed, key=lambda c: keys[c.name])
     on_front = front(candidates)
     if passing:
         chosen = passing[0]
