@@ -414,9 +414,11 @@ def test_sure_scripts_the_answer_tokens_probability_and_only_for_a_verdict(tmp_p
     )
     with pytest.raises(InputError) as refused:
         load_script(path, tmp_path)
-    said = str(refused.value)
-    assert "line 1" in said and "give it with verdict pass or fail" in said
-    assert "line 2" in said and "sure" in said
+    said = str(refused.value).splitlines()
+    assert said[1].endswith(
+        "line 1: sure is how sure a pass or fail verdict is; give it with verdict pass or fail"
+    )
+    assert said[2].endswith("line 2.sure: Input should be less than or equal to 1")
 
 
 def test_an_abbreviated_detach_is_refused_not_passed_on_to_the_server_it_starts(tmp_path):
