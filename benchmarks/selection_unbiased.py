@@ -20,68 +20,11 @@ import time
 
 import numpy as np
 
+from benchmarks.selection_bias import cells_of, pool
 from benchmarks.tnr_exact import chat_mix, newton2d_coef
 from judgekit.stats.allocation import Stratum, allocate
 
 SETUPS = ((0.2, 0.9, 0.8), (0.1, 0.95, 0.7), (0.3, 0.85, 0.9), (0.1, 0.9, 0.8), (0.2, 0.95, 0.7))
-
-
-def pool(rng, size, bad, tpr, tnr):
-    good = rng.random(size) >= bad
-    right = np.where(good, rng.random(size) < tpr, rng.random(size) < tnr)
-    verdict = np.where(right, good, ~good)
-    unsure = np.where(right, rng.random(size) < 0.10, rng.random(size) < 0.40)
-    return good, verdict, unsure
-
-
-def cells_of(good, verdict, idx):
-    g, v = good[idx], verdict[idx]
-    return np.array([(g & v).sum(), (~g & v).sum(), (~g & ~v).sum(), (g & ~v).sum()], float)
-
-
-def falling(a, k):
-    out = 1.0
-    for j in range(k):
-        out *= a - j
-    return out
-
-
-def share_of_y(x, y_parts):
-    """Unbiased (for fixed x) estimate of Y / (x + Y), Y = sum over parts of their populations'
-    counts; each part (N, n, b): b of a simple random sample of n from N. Newton's forward series
-    of g(Y) = Y / (x + Y) at 0, C(Y_h, k) estimated by C(b, k) N^(k) / n^(k)."""
-    e = np.array([1.0])
-    for N, n, b in y_parts:
-        b = int(b)
-        c = np.array([math.comb(b, k) * falling(N, k) / falling(n, k) for k in range(b + 1)])
-        e = np.convolve(e, c)
-    total, denom = 0.0, 1.0
-    for K in range(1, e.size):
-        denom *= x + K
-        total += (-1) ** (K + 1) * math.factorial(K) * e[K] / denom
-    return total
-
-
-def ht_var(parts):
-    """HT total and unbiased variance estimate of it from parts (N, n, count)."""
-    t = v = 0.0
-    for N, n, b in parts:
-        if n == 0:
-            continue
-        t += N * b / n
-        if n > 1 and n < N:
-            s2 = b * (n - b) / (n * (n - 1))
-            v += N * N * (1 - n / N) * s2 / n
-    return t, v
-
-
-def tnr_newton(x_parts, y_parts):
-    x, var_x = ht_var(x_parts)
-    y, _ = ht_var(y_parts)
-    g = share_of_y(x, y_parts)
-    if x + y > 0:
-        g -= y * var_x / (x + y) ** 3
-    return 1 - g
 
 
 def one(  # noqa: C901, PLR0913  an exploration's simulation, kept as it ran
@@ -138,38 +81,23 @@ def one(  # noqa: C901, PLR0913  an exploration's simulation, kept as it ran
         c = cells_of(good, verdict, members[s][lo:hi])
         return c[1] if passes[s] else c[3]
 
-    if rounds == 1:
-        pp = [(members[s].size, taken[s], counts(s, 0, taken[s]), 0, 0) for s in names if passes[s]]
-        ff = [
-            (members[s].size, taken[s], counts(s, 0, taken[s]), 0, 0)
-            for s in names
-            if not passes[s]
-        ]
-        om = 1.0
-    else:
-        pp = [
+    def parts(side):
+        """Each stratum of one side as (N, n1, b1, n2, b2): its rounds' labels and counts."""
+        first = {s: taken[s] if rounds == 1 else firsts[s] for s in names}
+        return [
             (
                 members[s].size,
-                firsts[s],
-                counts(s, 0, firsts[s]),
-                taken[s] - firsts[s],
-                counts(s, firsts[s], taken[s]),
+                first[s],
+                counts(s, 0, first[s]),
+                taken[s] - first[s],
+                counts(s, first[s], taken[s]),
             )
             for s in names
-            if passes[s]
+            if passes[s] == side
         ]
-        ff = [
-            (
-                members[s].size,
-                firsts[s],
-                counts(s, 0, firsts[s]),
-                taken[s] - firsts[s],
-                counts(s, firsts[s], taken[s]),
-            )
-            for s in names
-            if not passes[s]
-        ]
-        om = omega
+
+    pp, ff = parts(True), parts(False)
+    om = 1.0 if rounds == 1 else omega
     missing = any(p[3] == 0 and p[0] > p[1] for p in pp + ff)
     pooled_p = [(N, a + c, b + d, 0, 0) for N, a, b, c, d in pp]
     pooled_f = [(N, a + c, b + d, 0, 0) for N, a, b, c, d in ff]

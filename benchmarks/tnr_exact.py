@@ -228,26 +228,10 @@ def _chat(parts, kmax):
 def newton2d(pass_parts, fail_parts):
     """Unbiased estimate of Y / (N_f - W + Y): Y the false passes (pass strata), W the fail strata's
     good replies, N_f the fail strata's size; double Newton series at (0, 0)."""
-    Nf = sum(N for N, _, _ in fail_parts)
+    nf = sum(n for n, _, _ in fail_parts)
     ep = _chat(pass_parts, None)  # in j
-    ef = _chat([(N, n, n - t) for N, n, t in fail_parts], None)  # in k (w = n - tn)
-    K = ef.size
-    k = np.arange(K)
-    # log prod_{i=1-k}^{0} (Nf + i) = sum_{i=0}^{k-1} log(Nf - i)
-    lowlog = (
-        np.concatenate([[0.0], np.cumsum(np.log(Nf - np.arange(K - 1)))]) if K > 1 else np.zeros(1)
-    )
-    total = 0.0
-    uplog = 0.0
-    for j in range(1, ep.size):
-        uplog += math.log(Nf + j)
-        if ep[j] == 0:
-            continue
-        from scipy.special import gammaln
-
-        logd = math.log(j) + gammaln(j + k) - lowlog - uplog
-        total += (-1) ** (j + 1) * ep[j] * float(np.dot(np.exp(logd), ef))
-    return total
+    ef = _chat([(big, n, n - t) for big, n, t in fail_parts], None)  # in k (w = n - tn)
+    return newton2d_coef(ep, ef, nf)
 
 
 def chat_mix(strata, omega, least=None):
