@@ -22,6 +22,7 @@ from pathlib import Path
 
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
+from judgekit.inputs.catalog import criterion_paths, declared_kind
 from judgekit.inputs.criteria import (
     JUDGED,
     ClaimsCriterion,
@@ -33,6 +34,12 @@ from judgekit.inputs.criteria import (
 from judgekit.inputs.files import open_source
 from judgekit.inputs.heldout import in_test_split, named_by_identity, unrecorded_looks
 from judgekit.inputs.pair import file_digest
+from judgekit.inputs.pairwise import (
+    PairSet,
+    PairwiseCriterion,
+    load_pair_sets,
+    load_pairwise_criteria,
+)
 from judgekit.inputs.policy import Policy, Selective, parse_duration
 from judgekit.inputs.project import load_inputs, select_split
 from judgekit.inputs.sets import CalibrationSet, Example
@@ -41,6 +48,13 @@ from judgekit.judging.claims import recorded_gold
 from judgekit.judging.dry_run import Estimate, estimate
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.matching import match_file
+from judgekit.judging.pairwise import (
+    PairAsking,
+    PairVerdict,
+    judge_pairs,
+    pair_setup,
+    read_recorded_pairs,
+)
 from judgekit.judging.probes import PROBES, count_flips, directions, probed, probes_for, variant_of
 from judgekit.judging.prompts import judge_spec
 from judgekit.judging.recorded import iter_recorded
@@ -55,12 +69,13 @@ from judgekit.judging.runner import (
     task_of,
 )
 from judgekit.judging.selective import confidence_source
-from judgekit.judging.setup import LIVE, JudgeSetup, Source
+from judgekit.judging.setup import LIVE, JudgeSetup, Source, endpoint_of
 from judgekit.judging.verdict_log import VerdictLog, recorded_claims
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.families import family
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
+from judgekit.llm.stack import open_llm
 from judgekit.llm.transports import check_endpoint
 from judgekit.report.model import (
     ConfusionCounts,
@@ -76,6 +91,7 @@ from judgekit.report.model import (
     consistency,
     slices,
 )
+from judgekit.report.pairwise import PairwiseReport, pairwise_report
 from judgekit.report.parts import ById, Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.render import finite
 from judgekit.secrets import public_url
@@ -208,6 +224,12 @@ async def ameasure_read(
     # read once: judging (run_settings) and certifying use it
     policy = options.policy or Policy.load()
     options = replace(options, policy=policy)
+    pair_criteria = load_pairwise_criteria(options.criteria_dir, options.criterion_ids)
+    rest = [i for i in options.criterion_ids if i not in {c.id for c in pair_criteria}]
+    pairs = await measure_pairwise(pair_criteria, options, llm) if pair_criteria else []
+    if pair_criteria and ((options.criterion_ids and not rest) or not _judges_yes_no(options)):
+        return Report(criteria=[], pairwise=pairs), {}
+    options = replace(options, criterion_ids=rest) if options.criterion_ids else options
     ready = _prepare(options, started, unrecorded)
     trials_by_criterion, sources, models, sets = (
         ready.known,
@@ -263,7 +285,150 @@ async def ameasure_read(
             else r
             for r in reports
         ]
-    return Report(criteria=reports, judging_s=judging_s), ready.whole
+    return Report(criteria=reports, pairwise=pairs, judging_s=judging_s), ready.whole
+
+
+def _judges_yes_no(options: Options) -> bool:
+    """Whether the folder holds a yes/no criterion (any kind but pairwise)."""
+    return any(declared_kind(p) != "pairwise" for p in criterion_paths(options.criteria_dir))
+
+
+async def measure_pairwise(
+    criteria: Sequence[PairwiseCriterion], options: Options, llm: LLM | None = None
+) -> list[PairwiseReport]:
+    """Each pairwise criterion's judge measured on its set: asked live in both orders (through the
+    same cached, retried stack as any judge), or read from the verdict file (`--verdicts`, a
+    column per order)."""
+    sets = load_pair_sets(options.sets_dir, criteria, options.split)
+    out = []
+    for criterion in criteria:
+        pairs = sets[criterion.id]
+        inputs = {"criterion": criterion.digest or "", "set": pairs.digest or ""}
+        orders = 2
+        if options.verdicts is not None:
+            digest, verdicts, setup = _recorded_pairs(criterion, pairs, options)
+            inputs["verdicts"] = digest
+            source = Source("recorded", options.verdicts.name)
+            # another tool may have asked in one order only: said, never counted as consistent
+            orders = 1 if all(v.b_first is None for v in verdicts) else 2
+        else:
+            verdicts, setup = await _live_pairs(criterion, pairs, options, llm)
+            source = LIVE
+        out.append(
+            pairwise_report(
+                criterion.id,
+                criterion.question,
+                pairs,
+                verdicts,
+                setup,
+                source=source,
+                inputs=inputs,
+                inconsistent=criterion.inconsistent,
+                split=options.split,
+                orders=orders,
+            )
+        )
+    return out
+
+
+def _recorded_pairs(
+    criterion: PairwiseCriterion, pairs: PairSet, options: Options
+) -> tuple[str, list[PairVerdict], JudgeSetup]:
+    """A pairwise criterion's verdicts from the verdict file: one record per pair of the set (a
+    copy's record, under the copy's id, counts for the pair kept), none of ids the set lacks."""
+    assert options.verdicts is not None
+    digest, by_candidate = read_recorded_pairs(options.verdicts, criterion.id)
+    where = str(options.verdicts)
+    if len(by_candidate) > 1 or None not in by_candidate:
+        raise InputError.one(
+            where,
+            "candidate",
+            f"holds the verdicts of {len(by_candidate)} candidate judge(s) of {criterion.id}; "
+            f"compare them with `judgekit compare -c {criterion.id} --verdicts {where}`",
+        )
+    found = by_candidate[None]
+    # a recorded verdict has no time of its own: its file's first calibration's (the report's or
+    # the history's word for it), else now
+    first_read = options.recorded_times.get(digest, time.time())
+    copy_of = {c: kept for kept, copies in pairs.copies.items() for c in copies}
+    known = {e.id for e in pairs.examples} | set(copy_of)
+    problems = [
+        Problem(where, f"id {rid}", f"is not a pair of {criterion.id}'s set; remove it")
+        for rid in found
+        if rid not in known
+    ]
+    verdicts = []
+    for e in pairs.examples:
+        v = found.get(e.id) or next(
+            (found[c] for c in pairs.copies.get(e.id, ()) if c in found), None
+        )
+        if v is None:
+            problems.append(
+                Problem(where, f"id {e.id}", f"has no recorded verdict for {criterion.id}; add one")
+            )
+            continue
+        verdicts.append(replace(v, example_id=e.id, at=first_read))
+    if problems:
+        raise InputError(problems)
+    model = options.model or criterion.judge.model
+    setup = pair_setup(
+        criterion,
+        model=model,
+        endpoint=None,
+        via=None,
+        structured=None,
+        source=Source("recorded", options.verdicts.name),
+    )
+    return digest, verdicts, setup
+
+
+async def _live_pairs(
+    criterion: PairwiseCriterion, pairs: PairSet, options: Options, llm: LLM | None
+) -> tuple[list[PairVerdict], JudgeSetup]:
+    model = options.model or criterion.judge.model
+    if not model:
+        raise InputError.one(
+            options.criteria_dir / f"{criterion.id}.yaml",
+            "judge.model",
+            "no judge model; set judge.model in the criterion or pass --model",
+        )
+    endpoint = endpoint_of(criterion.judge.api_base, options.api_base, model)
+    setup = pair_setup(
+        criterion, model=model, endpoint=endpoint, via=options.via, structured=options.structured
+    )
+    asking = PairAsking(
+        model,
+        endpoint,
+        options.via,
+        options.structured,
+        criterion.judge.reask_unreadable
+        if criterion.judge.reask_unreadable is not None
+        else (options.retry or RetryPolicy()).unreadable,
+    )
+    settings = run_settings(options, [criterion.id])
+    stack = llm or open_llm(
+        model,
+        endpoint,
+        str(settings.cache_dir) if settings.cache_dir is not None else None,
+        settings.timeout_s,
+        max_connections=max(settings.concurrency, 1),
+        retry=settings.retry,
+        via=options.via,
+        max_age_s=settings.max_age_s,
+    )
+    try:
+        verdicts = await judge_pairs(stack, criterion, pairs.examples, asking, options.concurrency)
+    finally:
+        if llm is None:
+            await stack.aclose()
+    if verdicts and all(v.why and "error" in v.why for v in verdicts):
+        raise InputError.one(
+            options.criteria_dir / f"{criterion.id}.yaml",
+            "judge.model",
+            f"no call to {model} was answered ({verdicts[0].why}); check the model, its endpoint "
+            "and its key",
+        )
+    return verdicts, setup
 
 
 async def _escalations(

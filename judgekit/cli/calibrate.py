@@ -46,6 +46,7 @@ from judgekit.judging.jobs import run_sync
 from judgekit.judging.recorded import load_recorded
 from judgekit.pipeline import Options, copies_said, dry_run
 from judgekit.report.model import Report
+from judgekit.report.pair_render import pair_terminal
 from judgekit.report.parts import check_drawn
 from judgekit.report.render import probes_said
 from judgekit.stats.sequential import RULES
@@ -221,8 +222,9 @@ def _judged(
         if options.criterion_ids and (out / "report.json").is_file():
             # A partial run merges into the report there: check it can be read before judging
             # anything.
-            Report.read(out / "report.json")
-            if (out / "verdicts.jsonl").is_file():
+            there = Report.read(out / "report.json")
+            # a report of pairwise criteria alone holds its verdicts itself: an empty file beside
+            if there.criteria and (out / "verdicts.jsonl").is_file():
                 load_recorded(out / "verdicts.jsonl")
         located = locate(history, config)
         # as given: a history named must exist to be read, the default one need not yet
@@ -283,7 +285,10 @@ def _write_page(
 
 def _show_summary(fresh: Report, report: Report, out: Path) -> None:
     """The run's table, what the report kept or did not take from it, and its warnings."""
-    say(render_table(fresh))
+    if fresh.criteria or not fresh.pairwise:
+        say(render_table(fresh))
+    if fresh.pairwise:
+        say(("\n" if fresh.criteria else "") + pair_terminal(fresh.pairwise))
     written = {c.id: c.calibrated_at for c in report.criteria}
     superseded = [c.id for c in fresh.criteria if written.get(c.id) != c.calibrated_at]
     kept = len(report.criteria) - len(fresh.criteria) + len(superseded)

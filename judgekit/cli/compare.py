@@ -38,17 +38,20 @@ from judgekit.cli.options import (
     typer_app,
 )
 from judgekit.cli.terminal import terminal_progress
-from judgekit.compare import adopt as adopting
+from judgekit.compare import adopt as adopting, pairwise
 from judgekit.compare.analysis import analyse
 from judgekit.compare.candidates import Spec, from_file, from_options, read_file
 from judgekit.compare.model import Comparison
 from judgekit.compare.render import estimates, table
 from judgekit.compare.run import Measured, Measurements, dry_run, judge, load
 from judgekit.errors import InputError, JudgekitError, Problem
+from judgekit.inputs.catalog import declared_kind
 from judgekit.inputs.files import write_atomic
 from judgekit.inputs.heldout import in_test_split, leaked, named_by_identity
+from judgekit.inputs.pairwise import load_pair_sets, load_pairwise
 from judgekit.inputs.policy import Policy
 from judgekit.inputs.sets import CalibrationSet
+from judgekit.judging.jobs import run_sync
 from judgekit.pipeline import Options
 from judgekit.report.model import Report
 from judgekit.secrets import redact
@@ -191,10 +194,24 @@ def compare(
                     spec_file, "criterion", f"is {named!r} but -c says {criterion!r}; give one"
                 )
             criterion, baseline = criterion or named, baseline or named_baseline
-        if not criterion:
-            raise InputError.one(
-                "--criterion", "", "name the criterion whose judges are compared (-c ID)"
+        if _pairwise(criteria, _named(criterion)):
+            unsupported = {
+                "--variant": variant,
+                "--trials": trials,
+                "--file": spec_file,
+                "--baseline": baseline,
+                "--adopt": adopt,
+                "--dry-run": dry,
+            }
+            return _compare_pairs(
+                _named(criterion),
+                options,
+                (model or [], verdicts or []),
+                [flag for flag, given in unsupported.items() if given],
+                out,
+                as_json,
             )
+        criterion = _named(criterion)
         base, whole, _ = load(options, criterion)
         specs = (
             from_file(spec_file, base, entries)
@@ -400,3 +417,59 @@ def _adoption_look(
 
 
 commands = group(app)
+
+
+def _named(criterion: str | None) -> str:
+    if not criterion:
+        raise InputError.one(
+            "--criterion", "", "name the criterion whose judges are compared (-c ID)"
+        )
+    return criterion
+
+
+def _pairwise(criteria: Path, criterion: str) -> bool:
+    path = criteria / f"{criterion}.yaml"
+    return path.is_file() and declared_kind(path) == "pairwise"
+
+
+def _compare_pairs(
+    criterion_id: str,
+    options: Options,
+    candidates: tuple[list[str], list[Path]],
+    unsupported: list[str],
+    out: Path | None,
+    as_json: bool,
+) -> None:
+    """`judgekit compare` of a pairwise criterion: recorded candidates (each file's `candidate`
+    column) and live ones (`--model`), on the same pairs, best first."""
+    models, verdicts = candidates
+    if unsupported:
+        raise InputError.one(
+            "judgekit compare",
+            criterion_id,
+            f"is a pairwise criterion, whose comparison takes --model and --verdicts only "
+            f"({', '.join(unsupported)} given); drop them",
+        )
+    criterion = load_pairwise(options.criteria_dir / f"{criterion_id}.yaml")
+    pairs = load_pair_sets(options.sets_dir, [criterion], options.split)[criterion_id]
+    assert options.policy is not None
+    t = options.policy.for_criterion(criterion_id)
+    if not models and not verdicts:
+        raise InputError.one(
+            "judgekit compare", criterion_id, "give candidates: --model (repeatable) or --verdicts"
+        )
+    found = [
+        c for path in verdicts for c in pairwise.recorded_candidates(criterion, pairs, path, t)
+    ]
+    if models:
+        found += run_sync(pairwise.live_candidates(criterion, pairs, models, options, t))
+    names = [c.name for c in found]
+    if len(set(names)) != len(names):
+        raise InputError.one("judgekit compare", criterion_id, "two candidates share a name")
+    ranked = pairwise.ranked(found)
+    written = pairwise.write(out or Path(".judgekit/compare") / criterion_id, criterion_id, ranked)
+    if as_json:
+        say(written.read_text(encoding="utf-8"))
+        return
+    say(pairwise.table(ranked))
+    say(f"written: {written} and {written.with_name('compare.md')}")

@@ -18,6 +18,14 @@ from judgekit.errors import InputError, JudgekitError
 from judgekit.inputs.files import write_atomic
 from judgekit.judging.importers import import_verdicts
 from judgekit.judging.observability import SAMPLE_IMPORTERS
+from judgekit.judging.pair_import import (
+    PAIR_FORMATS,
+    llmbar_examples,
+    llmbar_verdicts,
+    pandalm_examples,
+    pandalm_verdicts,
+    write_records,
+)
 from judgekit.judging.unlabelled import import_examples
 
 app = typer_app()
@@ -59,7 +67,8 @@ def init(
 def import_(
     format: str = typer.Argument(
         ...,
-        help="promptfoo, inspect, pydantic-evals, deepeval, csv; or traces, with "
+        help="promptfoo, inspect, pydantic-evals, deepeval, csv; llmbar, pandalm (pairwise: a "
+        "folder of their published data); or traces, with "
         "--examples or --samples: otel (OpenTelemetry, OTLP JSON), langfuse (the public "
         "API's JSON of observations, scores or traces), phoenix (the spans or span "
         "evaluations dataframe as JSONL, JSON or Parquet).",
@@ -123,6 +132,11 @@ def import_(
     fail_values: list[str] | None = typer.Option(
         None, help="csv: the verdict cells that mean fail (e.g. 2)."
     ),
+    pair_sets: list[str] | None = typer.Option(
+        None,
+        "--set",
+        help="llmbar: the sets to read (repeatable; e.g. Natural, Neighbor; default: all).",
+    ),
 ) -> None:
     """Turn another tool's judge results into a verdict file (`judgekit calibrate --verdicts
     OUT`), or with --examples into unlabelled examples to label (`judgekit label OUT`)."""
@@ -142,6 +156,8 @@ def import_(
         },
     }
     options = by_format.get(format, {})
+    if format in PAIR_FORMATS:
+        return _pairs(format, file, out, examples, criterion, pair_sets)
     try:
         if samples or (format in SAMPLE_IMPORTERS and not examples):
             return _samples(format, file, out, samples)
@@ -160,6 +176,49 @@ def import_(
     say(
         f"wrote {len(records)} verdicts ({decided} decided, {len(records) - decided} abstained) "
         f"to {out}"
+    )
+
+
+def _pairs(
+    format: str,
+    folder: Path,
+    out: Path,
+    examples: bool,
+    criterion: str | None,
+    sets: list[str] | None,
+) -> None:
+    """`judgekit import llmbar|pandalm FOLDER -o OUT`: the published pairs as a labelled pairwise
+    set (`--examples`), or every judge's verdicts in both orders (a `candidate` each), for
+    `judgekit compare -c CRITERION --verdicts OUT`."""
+    try:
+        if not folder.is_dir():
+            raise InputError.one(folder, "", f"is not a folder of {format}'s published data")
+        if examples:
+            records = (
+                llmbar_examples(folder, sets) if format == "llmbar" else pandalm_examples(folder)
+            )
+            write_records(out, records)
+            say(f"wrote {len(records)} labelled pair(s) to {out}")
+            return
+        if criterion is None:
+            raise InputError.one(
+                "judgekit import",
+                "--criterion",
+                "name the pairwise criterion these verdicts are of",
+            )
+        records = (
+            llmbar_verdicts(folder, criterion, sets)
+            if format == "llmbar"
+            else pandalm_verdicts(folder, criterion)
+        )
+        write_records(out, records)
+    except JudgekitError as error:
+        fail(error)
+    judges = len({r["candidate"] for r in records})
+    unread = sum(1 for r in records for order in ("a_first", "b_first") if not r[order])
+    say(
+        f"wrote {len(records)} pairwise verdict(s) of {judges} judge(s) to {out} "
+        f"({unread} answer(s) without a winner: unparseable, or not asked in that order)"
     )
 
 

@@ -24,7 +24,7 @@ from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from judgekit.errors import InputError
 from judgekit.gate.copies import without_copies
@@ -33,11 +33,18 @@ from judgekit.gate.identity import check_marks, check_signature, judge_changed, 
 from judgekit.gate.label_budget import budgets
 from judgekit.gate.result import Decision, GateResult
 from judgekit.gate.rules import Findings, bounds_of, check, judge_setting, selective
-from judgekit.inputs.catalog import CriterionFile, criterion_files, find_set, unknown_criteria
+from judgekit.inputs.catalog import (
+    CriterionFile,
+    criterion_files,
+    declared_kind,
+    find_set,
+    unknown_criteria,
+)
 from judgekit.inputs.files import read_yaml
 from judgekit.inputs.label_reader import LabelledSet, read_labels, source_of
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
 from judgekit.judging.probes import probes_for
+from judgekit.lazy import exports
 from judgekit.llm.families import family, same_model
 from judgekit.report.reading import (
     Line,
@@ -52,6 +59,22 @@ from judgekit.report.reading import (
 )
 from judgekit.report.render import fmt_number
 from judgekit.stats.metrics import clopper_pearson
+
+if TYPE_CHECKING:
+    from judgekit.gate.pairwise import PairProject, decide_pairwise, pair_project
+else:
+    # Pairwise criteria are read through their models (pydantic): loaded when a project has one,
+    # so the gate's light path starts without them.
+    _pairwise = exports(
+        "judgekit.gate.decision",
+        {name: "judgekit.gate.pairwise" for name in ("decide_pairwise", "pair_project")},
+    )[0]
+
+    def decide_pairwise(*args: Any) -> Any:
+        return _pairwise("decide_pairwise")(*args)
+
+    def pair_project(*args: Any) -> Any:
+        return _pairwise("pair_project")(*args)
 
 
 class Gate:
@@ -81,6 +104,9 @@ class Gate:
         self.findings = findings or {}
         # The model of the agent under test: a judge of the same model may not grade it.
         self.agent_model = agent_model or self.policy.agent_model
+        # Pairwise criteria as on disk (judgekit.gate.pairwise), decided from the report's
+        # `pairwise` entries.
+        self.pairs: dict[str, PairProject] = {}
 
     @classmethod
     def from_project(
@@ -104,13 +130,19 @@ class Gate:
         if problems:
             raise InputError(problems)
         read = read or {}
+        pairwise = {
+            cid: f for cid, f in criteria.items() if declared_kind(f.path, f.text) == "pairwise"
+        }
         sets = {
             cid: read[cid] if cid in read else read_labels(find_set(sets_dir, cid), cid)
             for cid in criteria
+            if cid not in pairwise
         }
         policy = Policy.load(config, root=root)
         policy.check_ids(set(criteria))
-        return cls(policy, criteria, sets, agent_model=agent_model)
+        gate = cls(policy, criteria, sets, agent_model=agent_model)
+        gate.pairs = {cid: pair_project(f, sets_dir) for cid, f in pairwise.items()}
+        return gate
 
     def with_findings(self, findings: dict[str, dict[str, datetime]]) -> Gate:
         """This gate, deciding also on what rechecks found (judgekit.watch.findings_of, read by the
@@ -130,11 +162,17 @@ class Gate:
         verdicts.jsonl beside `report_path`. None is no report: every criterion FAILs.
         """
         entries = entries_of(report) if report is not None else None
+        pairs = (
+            [p.model_dump(mode="json") for p in getattr(report, "pairwise", [])]
+            if report is not None
+            else None
+        )
         return self._decide_all(
             entries,
             criterion_ids,
             report_path,
             report.judgekit_version if report is not None else None,
+            pairs=pairs,
         )
 
     def check_path(
@@ -145,12 +183,22 @@ class Gate:
         path = Path(report_path)
         path = path / "report.json" if path.is_dir() else path
         found = read_report(path)
+        pairs: list[Any] | Untrusted | None = None
+        if found is not None:
+            pairs = found.data.get("pairwise", [])
+            try:
+                check_signature(found, self.policy.require_signed_evidence)
+                if not isinstance(pairs, list):
+                    raise Untrusted("its pairwise entries are not a list")
+            except Untrusted as error:
+                pairs = error
         return self._decide_all(
             [(data, None) for data in found.criteria] if found is not None else None,
             criterion_ids,
             path,
             found.judgekit_version if found is not None else None,
             found,
+            pairs=pairs,
         )
 
     def _decide_all(
@@ -160,6 +208,7 @@ class Gate:
         report_path: str | Path | None,
         written_by: str | None = None,
         found: ReportFile | None = None,
+        pairs: list[Any] | Untrusted | None = None,
     ) -> GateResult:
         ids = (
             criterion_ids
@@ -185,6 +234,9 @@ class Gate:
                 file_lines = error
         decisions = []
         for cid in ids:
+            if cid in self.pairs:
+                decisions.append(self._decide_pair(cid, pairs))
+                continue
             mine = [
                 (data, lines)
                 for data, lines in entries or []
@@ -226,6 +278,18 @@ class Gate:
             tuple(decisions),
             str(report_path) if report_path is not None else None,
             self.agent_model,
+        )
+
+    def _decide_pair(self, cid: str, pairs: list[Any] | Untrusted | None) -> Decision:
+        if isinstance(pairs, Untrusted):
+            return Decision(
+                cid,
+                "FAIL",
+                (f"the report is not evidence: {pairs}; run `judgekit calibrate` again",),
+            )
+        found = [p for p in pairs or [] if isinstance(p, dict) and p.get("id") == cid]
+        return decide_pairwise(
+            self.pairs[cid], found, self.policy.for_criterion(cid), self.now, self.agent_model
         )
 
     def decide(

@@ -13,11 +13,16 @@ from pathlib import Path
 
 from judgekit.gate.identity import recorded_setup
 from judgekit.gate.result import Decision, GateResult
+from judgekit.inputs.catalog import declared_kind
 from judgekit.inputs.criteria import Criterion, load_criterion
+from judgekit.inputs.pairwise import PairwiseCriterion, load_pairwise
 from judgekit.judging.build_setup import setup_now
 from judgekit.judging.judge import RECORDED, Judge
+from judgekit.judging.pairwise import PairJudge, pair_setup_now
 from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.report.reading import ReportEntry, Untrusted
+
+AGAIN = "run `judgekit calibrate` again"
 
 
 def judged_elsewhere(source: str | None) -> str | None:
@@ -85,6 +90,36 @@ def judge_of(
     criterion_id: str,
     result: GateResult,
     cache_dir: str | None = ".judgekit/cache",
-) -> Judge:
-    """`judge_for` the criterion file `criteria_dir/<id>.yaml` (the pytest fixture)."""
-    return judge_for(load_criterion(criteria_dir / f"{criterion_id}.yaml"), result, cache_dir)
+) -> Judge | PairJudge:
+    """`judge_for` the criterion file `criteria_dir/<id>.yaml` (the pytest fixture); a pairwise
+    criterion's is `pair_judge_for`'s."""
+    path = criteria_dir / f"{criterion_id}.yaml"
+    if declared_kind(path) == "pairwise":
+        return pair_judge_for(load_pairwise(path), result, cache_dir)
+    return judge_for(load_criterion(path), result, cache_dir)
+
+
+def pair_judge_for(
+    criterion: PairwiseCriterion, result: GateResult, cache_dir: str | None = ".judgekit/cache"
+) -> PairJudge:
+    """A pairwise criterion's judge under a gate result: it asks the judge the gate passed (the
+    entry it read and checked), or refuses, saying why."""
+    blocked = result.blocked([criterion.id])
+    decision = result.decision(criterion.id)
+    entry = decision.entry if decision is not None and not blocked else None
+    if not blocked and entry is None:
+        blocked = [
+            Decision(criterion.id, "FAIL", ("the gate's result holds no report entry; gate again",))
+        ]
+    elif entry is not None and entry.setup.kind == "recorded":
+        blocked = [Decision(criterion.id, "FAIL", (RECORDED.format(source=entry.source),))]
+    elif entry is not None and (
+        differs := entry.setup.differences(pair_setup_now(criterion, entry.setup))
+    ):
+        # the criterion edited since the gate read it: not the judge measured
+        said = "the report's judge is not this criterion's (" + "; ".join(differs) + "); " + AGAIN
+        blocked = [Decision(criterion.id, "FAIL", (said,))]
+    if blocked or entry is None:
+        refusal = GateResult(tuple(blocked), result.report_path).refusal([criterion.id])
+        return PairJudge(criterion, refusal=refusal, cache_dir=cache_dir)
+    return PairJudge(criterion, entry.setup, cache_dir=cache_dir)

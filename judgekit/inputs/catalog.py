@@ -88,6 +88,17 @@ def shared_context_name(path: Path, text: str) -> str | None:
     return named if isinstance(named, str) and named else None
 
 
+def declared_kind(path: Path, text: str | None = None) -> str:
+    """The kind a criterion file declares (`kind:`; llm when it says none), read plainly: a
+    pairwise criterion is calibrated and gated on a path of its own (judgekit.inputs.pairwise)."""
+    try:
+        data = read_yaml(path, text if text is not None else read_source(path).text)
+    except InputError:
+        return "llm"
+    kind = data.get("kind", "llm") if isinstance(data, dict) else "llm"
+    return kind if isinstance(kind, str) else "llm"
+
+
 def criterion_digest(
     path: Path, file_digest: str, context_name: str | None, files: ContextFiles | None = None
 ) -> str:

@@ -34,7 +34,7 @@ from pydantic import (
 )
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.catalog import criterion_digest, criterion_paths
+from judgekit.inputs.catalog import criterion_digest, criterion_paths, declared_kind
 from judgekit.inputs.context_files import ContextFiles, ContextProblem
 from judgekit.inputs.files import read_source, read_yaml
 from judgekit.inputs.validation import Frozen, problems_of
@@ -417,11 +417,14 @@ def load_criteria(directory: Path) -> list[Criterion]:
 
 
 def read_criteria(directory: Path) -> tuple[list[Criterion], dict[str, list[Problem]]]:
-    """The criteria of a folder that load, and the problems of each file that does not, by its
-    name (the id its criterion must have), so that its calibration set can still be checked."""
+    """The yes/no criteria of a folder that load, and the problems of each file that does not, by
+    its name (the id its criterion must have), so that its calibration set can still be checked.
+    Pairwise criteria (`kind: pairwise`) are judgekit.inputs.pairwise's."""
     criteria: list[Criterion] = []
     failed: dict[str, list[Problem]] = {}
     for path in criterion_paths(directory):
+        if declared_kind(path) == "pairwise":  # judgekit.inputs.pairwise reads those
+            continue
         try:
             criteria.append(load_criterion(path))
         except InputError as error:

@@ -131,6 +131,13 @@ class Thresholds:
     max_probe_flip: the largest share of verdicts a robustness probe may buy (judgekit.judging.
     probes), on its 95% interval's upper bound; null: probes are not gated. Set, every LLM and
     claims criterion is probed by `calibrate` (the default probes and any its `probes:` list adds).
+
+    Pairwise criteria (`kind: pairwise`, judgekit.inputs.pairwise) are gated on min_accuracy (of
+    the pairs with a verdict, on the Wilson interval's lower bound), min_consistency (the share of
+    pairs answered in both orders whose two orders agree, on the exact interval's lower bound) and
+    max_position_bias (the share of those pairs one position won in both orders, for each
+    position, on the exact interval's upper bound), besides min_examples (pairs),
+    max_abstain_rate (pairs without an answer in both orders) and max_age.
     """
 
     min_tpr: float = 0.8
@@ -144,6 +151,9 @@ class Thresholds:
     selective: Selective | None = None
     label_sources: tuple[str, ...] = ("human", "adjudicated")
     max_probe_flip: float | None = None
+    min_accuracy: float = 0.75
+    min_consistency: float = 0.8
+    max_position_bias: float = 0.15
 
     @classmethod
     def parse(
@@ -226,6 +236,9 @@ _FLOATS = {
     "max_abstain_rate",
     "max_flip_rate",
     "max_probe_flip",
+    "min_accuracy",
+    "min_consistency",
+    "max_position_bias",
 }
 _RULES = {
     "min_tpr": _share(0),
@@ -235,6 +248,9 @@ _RULES = {
     "max_abstain_rate": _share(0),
     "max_flip_rate": _or_null(_share(0)),
     "max_probe_flip": _or_null(_open_share),
+    "min_accuracy": _share(0),
+    "min_consistency": _share(0),
+    "max_position_bias": _share(0),
     "max_age": _duration_rule,
     "use_lower_bound": lambda value: None if isinstance(value, bool) else "must be true or false",
     "label_sources": _label_sources,

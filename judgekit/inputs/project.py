@@ -16,6 +16,7 @@ from pathlib import Path
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import unknown_criteria
 from judgekit.inputs.criteria import Criterion, read_criteria
+from judgekit.inputs.pairwise import pairwise_paths
 from judgekit.inputs.sets import CalibrationSet, load_sets
 
 
@@ -28,8 +29,21 @@ def load_inputs(
     problems = [p for found in failed.values() for p in found]
     unloaded = list(failed)
     if criterion_ids:
+        pairwise = {p.stem for p in pairwise_paths(criteria_dir)}  # calibrated on their own path
+        problems += [
+            Problem(
+                str(criteria_dir / f"{cid}.yaml"),
+                "kind",
+                "is a pairwise criterion: `judgekit calibrate`, `gate` and `compare` take it, "
+                "this command does not yet",
+            )
+            for cid in criterion_ids
+            if cid in pairwise
+        ]
         problems += unknown_criteria(
-            criterion_ids, {c.id for c in criteria} | set(failed), criteria_dir
+            [c for c in criterion_ids if c not in pairwise],
+            {c.id for c in criteria} | set(failed),
+            criteria_dir,
         )
         criteria = [c for c in criteria if c.id in set(criterion_ids)]
         unloaded = [i for i in unloaded if i in set(criterion_ids)]

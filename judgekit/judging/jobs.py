@@ -19,6 +19,7 @@ from typing import Any, Generic, TypeVar
 
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import ClaimsCriterion, LLMCriterion
+from judgekit.inputs.pairwise import PairwiseCriterion
 from judgekit.inputs.sets import Example
 from judgekit.judging.answers import (
     RESPONSE_FORMAT,
@@ -37,7 +38,9 @@ from judgekit.secrets import public_url
 
 
 def endpoint_named(
-    criterion: LLMCriterion | ClaimsCriterion, calibrated: str | None, model: str
+    criterion: LLMCriterion | ClaimsCriterion | PairwiseCriterion,
+    calibrated: str | None,
+    model: str,
 ) -> str | None:
     """The endpoint to ask again for a calibration that asked `calibrated` (its public form, as a
     report or the history keeps it): the criterion's own `judge.api_base` when it is that endpoint

@@ -182,7 +182,7 @@ def iter_recorded(
     names: dict[frozenset[str], set[str]] = {}
     is_csv = path.suffix.lower() == ".csv"
     read = 0
-    for location, record in iter_records(path, source):
+    for location, record in _yes_no(iter_records(path, source)):
         if isinstance(record, Problem):
             problems.append(record)
             continue
@@ -217,6 +217,14 @@ def iter_recorded(
         raise InputError(problems)
     if not read:
         raise InputError.one(path, "", "holds no verdicts")
+
+
+def _yes_no(records: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """The records of a verdict file but its pairwise verdicts (`a_first` and `b_first`), which
+    judgekit.judging.pairwise reads."""
+    return (
+        r for r in records if not (isinstance(r[1], dict) and {"a_first", "b_first"} <= r[1].keys())
+    )
 
 
 def _csv_record(row: dict[str, Any]) -> dict[str, Any]:

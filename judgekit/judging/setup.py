@@ -88,7 +88,8 @@ LIVE = Source("live")
 
 @dataclass(frozen=True, slots=True)
 class JudgeSetup:
-    """A judge, as far as it decides what is asked and how: `kind` (llm, claims, regex, recorded),
+    """A judge, as far as it decides what is asked and how: `kind` (llm, claims, regex, recorded,
+    pairwise),
     the model, the endpoint (public form), the transport, structured answers, trials, the sampling
     parameters, and the digest of everything sent besides the example (`prompt`). Recorded
     verdicts are another tool's judge: which file holds them is the report's `inputs.verdicts`."""
@@ -136,7 +137,7 @@ class JudgeSetup:
                 raise ValueError(f"the judge setup's {name} is not what a setup holds: {value!r}")
         if not 1 <= data["trials"] <= 100:
             raise ValueError(f"the judge setup's trials is not from 1 to 100: {data['trials']!r}")
-        if data["kind"] not in ("llm", "claims", "regex", "recorded"):
+        if data["kind"] not in ("llm", "claims", "regex", "recorded", "pairwise"):
             raise ValueError(f"the judge setup's kind is not a judge's: {data['kind']!r}")
         if data["via"] not in (None, "auto", "litellm"):
             raise ValueError(f"the judge setup's via is not a transport: {data['via']!r}")

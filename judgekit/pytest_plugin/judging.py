@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -95,6 +96,21 @@ def agent_model_of(item: pytest.Item) -> str | None:
     return item.config.stash[_AGENT]
 
 
+@dataclass(frozen=True)
+class _Compared:
+    """A comparison as the tally counts a check."""
+
+    passed: bool | None
+    reason: str
+    escalated: bool = False
+
+
+def _pairwise(built: Any) -> bool:
+    """Whether a built judge is a pairwise criterion's (judgekit.judging.pairwise.PairJudge; told
+    by what it does, so the plugin loads no judging module to start)."""
+    return hasattr(built, "acompare")
+
+
 @pytest.fixture
 def judge(request: pytest.FixtureRequest) -> Any:
     """The calibrated judge of the test's `judged` criterion.
@@ -169,6 +185,41 @@ class Judges:
             )
         return self.ids[0]
 
+    def compare(
+        self,
+        a: str,
+        b: str,
+        input: str | None = None,
+        context: str | None = None,
+        criterion: str | None = None,
+    ) -> Any:
+        """Which of two replies a pairwise criterion's calibrated judge prefers, asked in both
+        orders: a judgekit.judging.pairwise.PairVerdict (`.outcome`: a, b, tie, inconsistent or
+        abstained; `.winner(...)`, never a win for an inconsistent pair)."""
+        cid = self._one(criterion)
+        built = self[cid]
+        if not _pairwise(built):
+            pytest.fail(
+                f"criterion {cid!r} is a yes/no one: call judge(output, ...), not judge.compare",
+                pytrace=False,
+            )
+        verdict = built.compare(a, b, input=input, context=context)
+        # Counted as a check: passed when both orders agree on a verdict (a, b or a tie),
+        # abstained when they disagree or an answer could not be had.
+        decided = verdict.winner(built.criterion.inconsistent) is not None
+        counted = _Compared(True if decided else None, f"outcome {verdict.outcome}")
+        self._tally(cid, counted, f"a: {a}\nb: {b}", input, context)
+        return verdict
+
+    def _yes_no(self, cid: str) -> Any:
+        built = self[cid]
+        if _pairwise(built):
+            pytest.fail(
+                f"criterion {cid!r} is pairwise: call judge.compare(a, b, input=...)",
+                pytrace=False,
+            )
+        return built
+
     def __call__(
         self,
         output: str,
@@ -178,7 +229,7 @@ class Judges:
     ) -> Any:
         cid = self._one(criterion)
         return self._tally(
-            cid, self[cid](output, input=input, context=context), output, input, context
+            cid, self._yes_no(cid)(output, input=input, context=context), output, input, context
         )
 
     async def acall(
@@ -190,7 +241,11 @@ class Judges:
     ) -> Any:
         cid = self._one(criterion)
         return self._tally(
-            cid, await self[cid].acall(output, input=input, context=context), output, input, context
+            cid,
+            await self._yes_no(cid).acall(output, input=input, context=context),
+            output,
+            input,
+            context,
         )
 
     def _tally(

@@ -29,8 +29,9 @@ from judgekit.judging.recorded import RecordedClaim, RecordedVerdict, load_recor
 from judgekit.judging.setup import JudgeSetup
 from judgekit.judging.verdict_log import VerdictLog
 from judgekit.judging.verdicts import Verdict, majority
+from judgekit.report.pairwise import PairwiseReport
 from judgekit.report.parts import ById, Certificate, Design, ReportPart
-from judgekit.report.reading import Untrusted, check_report, parse_entry
+from judgekit.report.reading import READ_FROM_FILE, Untrusted, check_report, parse_entry
 from judgekit.report.render import INTERVAL_NAMES, METRIC_NAMES, finite, to_markdown
 from judgekit.signing import evidence_key
 from judgekit.stats.metrics import confusion, kappa_from_counts, pairwise_kappa, ratio
@@ -38,7 +39,6 @@ from judgekit.stats.raters import fleiss_kappa, flip_rate, item_stability, kripp
 from judgekit.version import version
 
 # Validation context of a report read from its file: the gate's rules check what the gate reads.
-READ_FROM_FILE = "judgekit.report.read"
 
 
 class ConfusionCounts(ReportPart):
@@ -413,6 +413,11 @@ class Report(ReportPart):
     judgekit_version: str = Field(default_factory=version)
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     criteria: list[CriterionReport]
+    pairwise: list[PairwiseReport] = Field(
+        default_factory=list,
+        description="Pairwise criteria (kind: pairwise): judges that say which of two replies is "
+        "better, each pair asked in both orders (judgekit.report.pairwise).",
+    )
     judging_s: float | None = Field(
         None, description="Wall time of the live judging stage, when there was one."
     )
@@ -512,8 +517,9 @@ class Report(ReportPart):
             )
 
         keep = {cid for cid, c in theirs.items() if (merge and cid not in mine) or newer(c)}
+        base = self.model_copy(update={"pairwise": _pairs_kept(self.pairwise, old.pairwise, merge)})
         if not keep:
-            return self, {}
+            return base, {}
         lines: dict[str, list[str]] = {cid: [] for cid in keep}
         old_verdicts = directory / "verdicts.jsonl"
         if old_verdicts.is_file():
@@ -521,7 +527,7 @@ class Report(ReportPart):
                 if v.criterion in keep:
                     lines[v.criterion].append(v.line())
         criteria = [c for cid, c in mine.items() if cid not in keep] + [theirs[cid] for cid in keep]
-        return self.model_copy(update={"criteria": sorted(criteria, key=lambda c: c.id)}), lines
+        return base.model_copy(update={"criteria": sorted(criteria, key=lambda c: c.id)}), lines
 
     @staticmethod
     def locate(path: Path | str) -> Path:
@@ -546,6 +552,21 @@ class Report(ReportPart):
             raise InputError(problems_of(error, str(path))) from None
         report._source = path
         return report
+
+
+def _pairs_kept(
+    mine: list[PairwiseReport], theirs: list[PairwiseReport], merge: bool
+) -> list[PairwiseReport]:
+    """The pairwise entries of a report written over one on disk: this run's, those on disk it
+    did not calibrate (with `merge`), and those on disk calibrated after this run's."""
+    ours = {p.id: p for p in mine}
+
+    def newer(p: PairwiseReport) -> bool:
+        q = ours.get(p.id)
+        return bool(q and p.calibrated_at and q.calibrated_at and p.calibrated_at > q.calibrated_at)
+
+    kept = {p.id: p for p in theirs if (merge and p.id not in ours) or newer(p)}
+    return sorted([p for p in mine if p.id not in kept] + list(kept.values()), key=lambda p: p.id)
 
 
 # Parts computed from verdicts beside the main figures: the judge's consistency over trials, the

@@ -23,6 +23,7 @@ from judgekit.inputs.parsing import parse_json
 from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.stats.sequential import RULES, Rule
 
+READ_FROM_FILE = "judgekit.report.read"  # the models' context: read from report.json
 MAX_STAGE = 9  # the judges a verdict can come from: the criterion's (0) and those it escalates to
 
 

@@ -12,6 +12,8 @@ import math
 import re
 from typing import TYPE_CHECKING
 
+from judgekit.report.pair_render import pair_lines, pair_table
+
 if TYPE_CHECKING:
     from judgekit.report.model import Annotators, CriterionReport, Report
     from judgekit.report.parts import Certificate
@@ -181,6 +183,10 @@ def to_markdown(report: Report) -> str:
         lines += _detail_lines(c)
         lines += _disagreement_lines(c)
         lines.append("")
+    if report.pairwise:
+        lines += ["## Pairwise criteria", "", pair_table(report.pairwise)]
+        for p in report.pairwise:
+            lines += pair_lines(p)
     return "\n".join(lines)
 
 

@@ -33,6 +33,9 @@ _A_FIRST: dict[str, Outcome] = {"first": "a", "second": "b", "tie": "tie"}  # `a
 _B_FIRST: dict[str, Outcome] = {"first": "b", "second": "a", "tie": "tie"}  # `b` shown first
 
 
+_ONE: dict[str, Outcome] = dict(_A_FIRST)  # one order: the answer with `a` first, read alone
+
+
 def outcome(a_first: Answer | None, b_first: Answer | None) -> Outcome:
     """The pair's outcome from the answer with `a` shown first and the one with `b` shown first:
     the reply both prefer (or `tie`), `inconsistent` when they disagree, `abstained` when either
@@ -58,7 +61,10 @@ class PairwiseFigures:
     count those where one position won both orders (the rest mix a tie with a side);
     `first_share` is first_won / (first_won + second_won) with its exact (Clopper-Pearson) 95%
     interval, and `position_p` the two-sided exact binomial test of a share of 1/2 (1.0 with no
-    such pair).
+    such pair). `first_decided_interval` / `second_decided_interval`: the exact 95% intervals
+    of the share of answered pairs each position won in both orders, what the gate's
+    `max_position_bias` bounds (a perfectly consistent judge has none; one that always picks the
+    first position has all).
     """
 
     n: int
@@ -76,6 +82,19 @@ class PairwiseFigures:
     first_share: float
     first_share_interval: tuple[float, float]
     position_p: float
+    answered: int = 0
+    first_decided_interval: tuple[float, float] = (NAN, NAN)
+    second_decided_interval: tuple[float, float] = (NAN, NAN)
+
+    @property
+    def first_decided(self) -> float:
+        """The share of the pairs answered in both orders that the first position won both times:
+        pairs a position, not a reply, decided."""
+        return self.first_won / self.answered if self.answered else NAN
+
+    @property
+    def second_decided(self) -> float:
+        return self.second_won / self.answered if self.answered else NAN
 
 
 def figures(
@@ -83,10 +102,16 @@ def figures(
     a_first: Sequence[Answer | None],
     b_first: Sequence[Answer | None],
     inconsistent_as: Literal["abstention", "tie"] = "abstention",
+    one_order: bool = False,
 ) -> PairwiseFigures:
     """The figures of a pairwise judge on labelled pairs: `labels` are `a`, `b` or `tie`; the
     answers are per pair, in the two orders. An inconsistent pair is left out of the accuracy
-    (`abstention`) or counted as a tie verdict (`tie`), as the policy says; it is never a win."""
+    (`abstention`) or counted as a tie verdict (`tie`), as the policy says; it is never a win.
+
+    `one_order`: the judge was asked with `a` first only (`b_first` all None), as another tool
+    may have recorded it: its verdict is that answer's, and nothing measures its consistency or
+    position preference (their figures are undefined: NaN, no pair answered in both orders).
+    """
     from scipy.stats import binomtest
 
     if not len(labels) == len(a_first) == len(b_first):
@@ -99,11 +124,18 @@ def figures(
     for label in labels:
         if label not in ("a", "b", "tie"):
             raise ValueError(f"label {label!r}: give a, b or tie")
-    outcomes = [outcome(x, y) for x, y in zip(a_first, b_first, strict=True)]
+    if one_order and any(y is not None for y in b_first):
+        raise ValueError("one_order: give no answer with b shown first")
+    outcomes = (
+        [_ONE.get(x or "", "abstained") for x in a_first]
+        if one_order
+        else [outcome(x, y) for x, y in zip(a_first, b_first, strict=True)]
+    )
     verdicts = ["tie" if o == "inconsistent" and inconsistent_as == "tie" else o for o in outcomes]
     decided = [(y, v) for y, v in zip(labels, verdicts, strict=True) if v in ("a", "b", "tie")]
     right = sum(y == v for y, v in decided)
-    consistent = sum(o in ("a", "b", "tie") for o in outcomes)
+    # asked in one order, no pair shows whether its two orders agree
+    consistent = 0 if one_order else sum(o in ("a", "b", "tie") for o in outcomes)
     inconsistent = outcomes.count("inconsistent")
     first_won = sum(
         1
@@ -134,4 +166,7 @@ def figures(
         first_share=first_won / sided if sided else NAN,
         first_share_interval=clopper_pearson(first_won, sided),
         position_p=p,
+        answered=answered,
+        first_decided_interval=clopper_pearson(first_won, answered),
+        second_decided_interval=clopper_pearson(second_won, answered),
     )

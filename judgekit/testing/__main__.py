@@ -22,6 +22,7 @@ from pathlib import Path
 
 from judgekit.errors import InputError
 from judgekit.secrets import redact
+from judgekit.testing.pairs import PAIR_RULES, load_pair_script, with_pairs
 from judgekit.testing.scripts import script
 from judgekit.testing.server import FakeServer
 from judgekit.testing.verdict_file import load_script, scripted
@@ -59,6 +60,14 @@ def _parser() -> argparse.ArgumentParser:
         default=Path("calibration_sets"),
         help="where the examples of the verdict file's ids are (default: calibration_sets)",
     )
+    parser.add_argument(
+        "--pairwise",
+        choices=PAIR_RULES,
+        default="longer",
+        help="how a pairwise request (two replies) the verdict file does not script is answered: "
+        "first / second (a judge that prefers a position), tie, longer / shorter (one that reads "
+        "the replies; default: longer)",
+    )
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "--detach",
@@ -73,15 +82,21 @@ def serve(args: argparse.Namespace) -> int:
     """Serve in this process until interrupted (SIGINT or SIGTERM)."""
     default = args.verdict == "pass"
     answer, models = script({}, default=default), {}
+    pairs: dict[tuple[str, str], str] = {}
     if args.verdicts is not None:
         try:
             found = load_script(args.verdicts, args.sets)
+            pairs = load_pair_script(args.verdicts, args.sets)
         except InputError as error:
             print(f"error: {redact(str(error))}", file=sys.stderr)
             return 2
         answer = scripted(found, default=default)
         models = {name: scripted(found.of_model(name), default=default) for name in found.models}
         print(f"scripted {len(found)} example(s) from {args.verdicts}", flush=True)
+        if pairs:
+            print(f"scripted {len(pairs) // 2} pair(s) from {args.verdicts}", flush=True)
+    answer = with_pairs(answer, args.pairwise, pairs)
+    models = {name: with_pairs(a, args.pairwise, pairs) for name, a in models.items()}
     try:
         server = FakeServer(answer, latency=args.latency, port=args.port, models=models).start()
     except OSError as error:

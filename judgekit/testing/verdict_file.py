@@ -48,6 +48,7 @@ from judgekit.inputs.catalog import find_set
 from judgekit.inputs.files import RECORD_SUFFIXES, iter_records
 from judgekit.inputs.sets import load_set
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of
+from judgekit.testing.pairs import is_pair_record
 from judgekit.testing.scripts import (
     FAULTS,
     Answer,
@@ -190,9 +191,13 @@ def load_script(path: Path, sets_dir: Path) -> VerdictScript:
         raise InputError.one(
             path, "", "no such verdict file; pass --verdicts with a JSONL, CSV or YAML file"
         )
+    pairs = 0
     for location, record in iter_records(path):
         if isinstance(record, Problem):
             problems.append(record)
+            continue
+        if is_pair_record(record):  # a pairwise judge's: judgekit.testing.pairs reads those
+            pairs += 1
             continue
         try:
             row = ScriptedVerdict.model_validate(record)
@@ -226,7 +231,7 @@ def load_script(path: Path, sets_dir: Path) -> VerdictScript:
             problems += _claims(into, context, scripted, str(path), location)
     if problems:
         raise InputError(problems)
-    if not found:
+    if not found and not pairs:
         raise InputError.one(path, "", "holds no verdicts")
     return found
 

@@ -1,0 +1,105 @@
+"""A pairwise criterion's part of report.md and of the terminal (plain code over the report's
+parts: the models are only types here, so the shells that format numbers start light).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from judgekit.report.pairwise import PairwiseReport
+
+
+def _pct(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def _interval(value: Any) -> str:
+    if not isinstance(value, list) or None in value:
+        return "n/a"
+    return f"[{value[0]:.3f}, {value[1]:.3f}]"
+
+
+def pair_table(reports: Sequence[PairwiseReport]) -> str:
+    """The pairwise criteria as a Markdown table: accuracy, consistency and position preference,
+    each with its interval."""
+    rows = [
+        "| criterion | pairs | accuracy | consistency | inconsistent (1st / 2nd won) | "
+        "first-position share (p) | abstained |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in reports:
+        f = r.figures
+        rows.append(
+            f"| {r.id} | {f['n']} | {_pct(f['accuracy'])} {_interval(f['accuracy_interval'])} | "
+            f"{_pct(f['consistency'])} {_interval(f['consistency_interval'])} | "
+            f"{f['inconsistent']} ({f['first_won']} / {f['second_won']}) | "
+            f"{_pct(f['first_share'])} (p={f['position_p']:.3g}) | {f['abstained']} |"
+        )
+    return "\n".join(rows) + "\n"
+
+
+_AS = {"tie": "a tie", "abstain": "an abstention"}
+
+
+def pair_lines(r: PairwiseReport) -> list[str]:
+    """A pairwise criterion's judge, who labelled, its slices and the pairs it did not decide."""
+    f = r.figures
+    lines = [
+        f"### {r.id}",
+        "",
+        f"Judge: pairwise, model {r.model or 'n/a'}, source {r.source}; each pair asked in both "
+        f"orders; an inconsistent pair counts as {_AS[r.inconsistent]}, never a win.",
+        f"Pairs a position decided (won in both orders): first {_pct(f['first_decided'])} "
+        f"{_interval(f['first_decided_interval'])}, second {_pct(f['second_decided'])} "
+        f"{_interval(f['second_decided_interval'])}.",
+        "Labels by: " + ", ".join(f"{n} {k}" for k, n in sorted(r.labels_by.items())),
+        "",
+    ]
+    if r.slices:
+        lines += [
+            "| tag | pairs | accuracy | consistency | inconsistent |",
+            "|---|---|---|---|---|",
+        ]
+        lines += [
+            f"| {tag} | {s.n} | {_pct(s.accuracy)} | {_pct(s.consistency)} | {s.inconsistent} |"
+            for tag, s in r.slices.items()
+        ]
+        lines.append("")
+    undecided = [v for v in r.verdicts if v.outcome in ("inconsistent", "abstained")]
+    if undecided:
+        lines.append("Pairs without a verdict both orders agree on:")
+        lines += [
+            f"- {v.id}: {v.outcome} (a first: {v.a_first or 'no answer'}; b first: "
+            f"{v.b_first or 'no answer'})"
+            for v in undecided[:20]
+        ]
+        if len(undecided) > 20:
+            lines.append(f"- ... and {len(undecided) - 20} more (report.json lists all)")
+        lines.append("")
+    return lines
+
+
+def pair_terminal(reports: Sequence[PairwiseReport]) -> str:
+    """The pairwise criteria as the terminal shows them: one line each."""
+    rows = [("pairwise criterion", "pairs", "abst", "accuracy", "consistency", "1st / 2nd won")]
+    for r in reports:
+        f = r.figures
+        rows.append(
+            (
+                r.id,
+                str(f["n"]),
+                str(f["abstained"]),
+                _pct(f["accuracy"]),
+                _pct(f["consistency"]),
+                f"{f['first_won']} / {f['second_won']}",
+            )
+        )
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [
+        "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+        for row in rows
+    ]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
