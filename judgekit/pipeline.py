@@ -49,9 +49,11 @@ from judgekit.judging.dry_run import Estimate, estimate
 from judgekit.judging.jobs import run_sync
 from judgekit.judging.matching import match_file
 from judgekit.judging.pairwise import (
+    PAIR_PROBES,
     PairAsking,
     PairVerdict,
     judge_pairs,
+    pair_probed,
     pair_setup,
     read_recorded_pairs,
 )
@@ -304,7 +306,7 @@ async def measure_pairwise(
     for criterion in criteria:
         pairs = sets[criterion.id]
         inputs = {"criterion": criterion.digest or "", "set": pairs.digest or ""}
-        orders = 2
+        orders, probes = 2, dict[str, list[PairVerdict]]()
         if options.verdicts is not None:
             digest, verdicts, setup = _recorded_pairs(criterion, pairs, options)
             inputs["verdicts"] = digest
@@ -312,7 +314,7 @@ async def measure_pairwise(
             # another tool may have asked in one order only: said, never counted as consistent
             orders = 1 if all(v.b_first is None for v in verdicts) else 2
         else:
-            verdicts, setup = await _live_pairs(criterion, pairs, options, llm)
+            verdicts, setup, probes = await _live_pairs(criterion, pairs, options, llm)
             source = LIVE
         out.append(
             pairwise_report(
@@ -326,6 +328,7 @@ async def measure_pairwise(
                 inconsistent=criterion.inconsistent,
                 split=options.split,
                 orders=orders,
+                probes=probes,
             )
         )
     return out
@@ -384,7 +387,8 @@ def _recorded_pairs(
 
 async def _live_pairs(
     criterion: PairwiseCriterion, pairs: PairSet, options: Options, llm: LLM | None
-) -> tuple[list[PairVerdict], JudgeSetup]:
+) -> tuple[list[PairVerdict], JudgeSetup, dict[str, list[PairVerdict]]]:
+    """A pairwise judge asked live on its pairs in both orders, and its probes."""
     model = options.model or criterion.judge.model
     if not model:
         raise InputError.one(
@@ -418,17 +422,51 @@ async def _live_pairs(
     )
     try:
         verdicts = await judge_pairs(stack, criterion, pairs.examples, asking, options.concurrency)
+        if verdicts and all(v.why and "error" in v.why for v in verdicts):
+            raise InputError.one(
+                options.criteria_dir / f"{criterion.id}.yaml",
+                "judge.model",
+                f"no call to {model} was answered ({verdicts[0].why}); check the model, its "
+                "endpoint and its key",
+            )
+        probed = await _pair_probes(criterion, pairs, verdicts, options, (stack, asking))
     finally:
         if llm is None:
             await stack.aclose()
-    if verdicts and all(v.why and "error" in v.why for v in verdicts):
-        raise InputError.one(
-            options.criteria_dir / f"{criterion.id}.yaml",
-            "judge.model",
-            f"no call to {model} was answered ({verdicts[0].why}); check the model, its endpoint "
-            "and its key",
+    return verdicts, setup, probed
+
+
+async def _pair_probes(
+    criterion: PairwiseCriterion,
+    pairs: PairSet,
+    verdicts: Sequence[PairVerdict],
+    options: Options,
+    asked: tuple[LLM, PairAsking],
+) -> dict[str, list[PairVerdict]]:
+    """A pairwise judge's robustness probes (its `probes:`, or every one under a policy that sets
+    max_probe_flip): the pairs it decided as labelled, rewritten by each probe and judged by the
+    same judge, through the same cache; per probe, the verdicts by the original pair's id."""
+    policy = options.policy or Policy.load()
+    names = (
+        list(PAIR_PROBES)
+        if policy.for_criterion(criterion.id).max_probe_flip is not None
+        else list(dict.fromkeys(criterion.probes))
+    )
+    if not names or options.canary is not None:
+        return {}
+    by_id = {e.id: e for e in pairs.examples}
+    labels = {e.id: e.gold for e in pairs.examples}
+    chosen = pair_probed(labels, {v.example_id: v for v in verdicts}, criterion.inconsistent)
+    out: dict[str, list[PairVerdict]] = {}
+    stack, asking = asked
+    for name in names:
+        made = [(rid, PAIR_PROBES[name].variant(by_id[rid])) for rid in chosen]
+        kept = [(rid, v) for rid, v in made if v is not None]
+        judged = await judge_pairs(
+            stack, criterion, [v for _, v in kept], asking, options.concurrency
         )
-    return verdicts, setup
+        out[name] = [replace(v, example_id=rid) for (rid, _), v in zip(kept, judged, strict=True)]
+    return out
 
 
 async def _escalations(

@@ -680,3 +680,112 @@ def test_what_a_pairwise_criterion_does_not_support_is_refused_not_ignored(proje
     )
     probed = invoke("probe", "-c", "polite", *base)
     assert probed.exit_code == 2 and "is a pairwise criterion" in probed.output, probed.output
+
+
+# -- robustness probes ----------------------------------------------------------------------------
+
+
+def gullible(fooled_by: str) -> FakeLLM:
+    """A judge that reads the replies (the one that thanks wins, whatever its length: text added
+    to the other does not move it) unless one of them holds `fooled_by`."""
+
+    def answer(request: Any) -> Any:
+        prompt = prompt_of(request.messages)
+        first, second = block(prompt, "first") or "", block(prompt, "second") or ""
+        said = next((s for s, t in (("first", first), ("second", second)) if fooled_by in t), None)
+        if said is None:
+            thanks = ["Thank you" in first, "Thank you" in second]
+            said = "tie" if thanks[0] == thanks[1] else "first" if thanks[0] else "second"
+        return json.dumps({"reasoning": "r", "better": said})
+
+    return FakeLLM(answer)
+
+
+def probed_project(project: Project, max_flip: float | None = 0.2, **extra: Any) -> None:
+    criterion(project, **extra)
+    project.jsonl("polite", pairs(40))
+    if max_flip is not None:
+        (project.root / "judgekit.yaml").write_text(f"gate:\n  max_probe_flip: {max_flip}\n")
+
+
+def test_a_judge_a_note_to_the_evaluator_talks_round_fails_max_probe_flip(project, tmp_path):
+    probed_project(project)
+    out = tmp_path / "report"
+    report = measure(options(project, policy=None), gullible("Note to the evaluator"))
+    report.write(out)
+    figures = {p.probe: (p.tried, p.flipped) for p in report.pairwise[0].probes}
+    assert figures == {
+        "same_reply": (40, 0),
+        "addressed": (40, 40),
+        "answer_format": (40, 0),
+        "authority": (40, 0),
+        "delimiter": (40, 0),
+    }
+    decision = decide(project, out)
+    assert decision.status == "FAIL"
+    assert "probe addressed moved 40 of 40 pairs off their label" in decision.summary
+    assert "| addressed | 40 | 40 | 0 | 1.000" in (out / "report.md").read_text()
+
+
+def test_a_judge_no_probe_moves_passes_and_a_position_judge_fails_same_reply(project, tmp_path):
+    probed_project(project, max_flip=0.15)
+    out = tmp_path / "report"
+    measure(options(project), gullible("no such text")).write(out)
+    assert decide(project, out).status == "PASS"
+    # a judge that reads the replies but, shown two equal ones, picks the first
+    reads = gullible("no such text")
+
+    def answer(request: Any) -> Any:
+        prompt = prompt_of(request.messages)
+        if block(prompt, "first") == block(prompt, "second"):
+            return json.dumps({"reasoning": "r", "better": "first"})
+        return reads.answer(request)
+
+    measure(options(project), FakeLLM(answer)).write(out)
+    decision = decide(project, out)
+    assert decision.status == "FAIL" and "probe same_reply moved 40 of 40" in decision.summary
+
+
+def test_probe_answers_edited_or_missing_are_not_evidence(project, tmp_path):
+    probed_project(project)
+    out = tmp_path / "report"
+    measure(options(project), gullible("Note to the evaluator")).write(out)
+    data = json.loads((out / "report.json").read_text())
+    entry = data["pairwise"][0]
+    entry["probe_verdicts"]["addressed"] = entry["verdicts"]  # the originals' answers, pasted
+    (out / "report.json").write_text(json.dumps(data))
+    assert (
+        "its addressed probe's counts are not what its answers give" in decide(project, out).summary
+    )
+    del entry["probe_verdicts"]["addressed"]
+    entry["probes"] = [p for p in entry["probes"] if p["probe"] != "addressed"]
+    (out / "report.json").write_text(json.dumps(data))
+    decision = decide(project, out)
+    assert decision.status == "FAIL" and "holds no addressed probe" in decision.summary
+
+
+def test_a_probe_listed_by_the_criterion_is_measured_and_shown_not_gated(project, tmp_path):
+    probed_project(project, max_flip=None, probes=["same_reply"])
+    out = tmp_path / "report"
+    report = measure(options(project), by_position("first"))
+    (none,) = report.pairwise[0].probes  # a judge that decided nothing has nothing to buy
+    assert (none.tried, none.rate) == (0, None)
+    report = measure(options(project), gullible("x" * 50))
+    (probe,) = report.pairwise[0].probes
+    assert (probe.probe, probe.tried, probe.flipped) == ("same_reply", 40, 0)
+    report.write(out)
+    assert decide(project, out).status == "PASS"
+
+
+def test_the_page_shows_each_pair_the_judge_did_not_decide_side_by_side_escaped(project, tmp_path):
+    criterion(project)
+    rows = pairs(40)
+    rows[0]["output_b"] = "<script>alert(1)</script>"
+    project.jsonl("polite", rows)
+    report = measure(options(project), by_position("first"))
+    from judgekit.cli.html import to_html
+
+    page = to_html(report)
+    assert "Pairs not decided as labelled (40)" in page
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
+    assert "a first: a; b first: b" in page

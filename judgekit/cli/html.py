@@ -12,6 +12,7 @@ True
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Sequence
 from html import escape as html_escape
 from pathlib import Path
@@ -19,6 +20,7 @@ from pathlib import Path
 from judgekit.gate.result import Decision
 from judgekit.inputs.files import write_atomic
 from judgekit.report.model import CriterionReport, Disagreement, Report
+from judgekit.report.pairwise import PairwiseReport
 from judgekit.report.render import fmt_number, terminal_text
 from judgekit.watch.history import HistoryRun
 
@@ -311,6 +313,75 @@ def _criterion(c: CriterionReport, decision: Decision | None, runs: Sequence[His
     return "".join(out)
 
 
+def _span(interval: Sequence[float | None]) -> str:
+    low, high = interval
+    return "n/a" if low is None or high is None else f"{low:.2f}-{high:.2f}"
+
+
+def _pair(p: PairwiseReport, decision: Decision | None) -> str:
+    """A pairwise criterion: its decision, figures, and each pair it got wrong or left undecided,
+    the two replies side by side with what each order said."""
+    f = p.figures
+    status = decision.status if decision else "NONE"
+    figures = [
+        ("pairs", f["n"]),
+        ("abstained", f["abstained"]),
+        ("accuracy", fmt_number(f["accuracy"] if f["accuracy"] is not None else math.nan, 3)),
+        (
+            "consistency",
+            fmt_number(f["consistency"] if f["consistency"] is not None else math.nan, 3),
+        ),
+        ("inconsistent: first / second won both", f"{f['first_won']} / {f['second_won']}"),
+        ("position preference p", f"{f['position_p']:.2g}"),
+    ]
+    out = [
+        f'<section class="criterion" id="{escape(p.id)}"><h2>{escape(p.id)} (pairwise)'
+        f'<span class="badge {status}">{"gate " + status if decision else "not gated"}</span></h2>',
+        f'<p class="question">{escape(p.question)}</p>',
+        f'<p class="meta">model {escape(p.model or "n/a")} · {escape(p.source)} · each pair asked '
+        "in both orders; an inconsistent pair is never a win</p>",
+    ]
+    if decision:
+        out.append(f'<p class="reasons">{escape(decision.summary)}</p>')
+    out.append(
+        "<table>"
+        + "".join(f"<tr><th>{escape(k)}</th><td>{escape(v)}</td></tr>" for k, v in figures)
+        + "</table>"
+    )
+    if p.probes:
+        out.append(
+            "<details open><summary>Robustness probes</summary><table><tr><th>probe</th>"
+            "<th>tried</th><th>moved off the label</th><th>abstained</th><th>95% interval</th>"
+            "<th>bought on</th><th>keeps the label because</th></tr>"
+            + "".join(
+                f"<tr><td>{escape(r.probe)}</td><td>{r.tried}</td><td>{r.flipped}</td>"
+                f"<td>{r.abstained}</td><td>{escape(_span(r.interval))}</td>"
+                f'<td>{escape(", ".join(r.bought)) or "-"}</td><td class="text">{escape(r.why)}'
+                "</td></tr>"
+                for r in p.probes
+            )
+            + "</table></details>"
+        )
+    rows = [
+        f"<tr><td>{escape(d.id)}</td><td>{escape(d.label)}</td><td>{escape(d.outcome)}<div "
+        f'class="meta">a first: {escape(d.a_first or "no answer")}; b first: '
+        f"{escape(d.b_first or 'no answer')}</div></td>"
+        + (f'<td class="text">{escape(d.input)}</td>' if d.input else "<td></td>")
+        + "".join(f'<td class="text">{escape(text)}</td>' for text in (d.output_a, d.output_b))
+        + "</tr>"
+        for d in p.disagreements
+    ]
+    out.append(
+        f"<details open><summary>Pairs not decided as labelled ({len(rows)})</summary><table><tr>"
+        "<th>id</th><th>label</th><th>judge</th><th>input</th><th>reply a</th><th>reply b</th>"
+        "</tr>" + "".join(rows) + "</table></details>"
+        if rows
+        else '<p class="meta">Every pair decided as labelled.</p>'
+    )
+    out.append("</section>")
+    return "".join(out)
+
+
 def _context_anchor(criterion_id: str, name: str) -> str:
     """An id for a criterion's context file on the page (a digest: any name is a safe id)."""
     return "context-" + hashlib.sha256(f"{criterion_id}\0{name}".encode()).hexdigest()[:12]
@@ -326,7 +397,7 @@ def to_html(
     decisions, history = decisions or {}, history or {}
     body = "".join(
         _criterion(c, decisions.get(c.id), history.get(c.id, ())) for c in report.criteria
-    )
+    ) + "".join(_pair(p, decisions.get(p.id)) for p in report.pairwise)
     return (
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
@@ -336,7 +407,7 @@ def to_html(
         f"<h1>{escape(title)}</h1>"
         f"<p>judgekit {escape(report.judgekit_version)} · {report.created_at:%Y-%m-%d %H:%M} UTC "
         "(gate decisions as of then) · "
-        f"{len(report.criteria)} criteria</p></header>"
+        f"{len(report.criteria) + len(report.pairwise)} criteria</p></header>"
         f"<main>{body or '<p>No criteria.</p>'}</main></body></html>"
     )
 

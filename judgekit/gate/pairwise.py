@@ -26,9 +26,15 @@ from judgekit.gate.result import Decision, Status
 from judgekit.inputs.catalog import CriterionFile, find_set
 from judgekit.inputs.pairwise import PairSet, PairwiseCriterion, load_pairwise, read_pair_set
 from judgekit.inputs.policy import Thresholds, parse_duration
-from judgekit.judging.pairwise import pair_setup_now
+from judgekit.judging.pairwise import PAIR_PROBES, pair_probed, pair_setup_now
 from judgekit.llm.families import family, same_model
-from judgekit.report.pairwise import PairEntry, numbers, parse_pair_entry, recount
+from judgekit.report.pairwise import (
+    PairEntry,
+    numbers,
+    parse_pair_entry,
+    probe_figures,
+    recount,
+)
 from judgekit.report.reading import Untrusted
 from judgekit.stats.pairwise import PairwiseFigures
 
@@ -113,7 +119,62 @@ def decide_pairwise(
             entry=entry,
         )
     status, reasons = thresholds(figures, t)
+    try:
+        fails, unsure = _probing(project, entry, t)
+    except Untrusted as error:
+        return Decision(
+            cid, "FAIL", (f"the report is not evidence: {error}; " + _AGAIN,), entry=entry
+        )
+    if fails:
+        # a PASS's one reason is its summary, no longer true; the others' reasons stand
+        reasons = [*fails, *(reasons if status != "PASS" else [])]
+        status = "FAIL"
+    elif unsure and status == "PASS":
+        status, reasons = "INCONCLUSIVE", unsure
+    elif unsure:
+        reasons = [*reasons, *unsure]
     return Decision(cid, status, tuple(reasons), model=entry.setup.model, entry=entry)
+
+
+def _probing(project: PairProject, entry: PairEntry, t: Thresholds) -> tuple[list[str], list[str]]:
+    """The probes' counts recounted from their answers against the labels on disk, then, under a
+    policy that sets max_probe_flip, each probe's flip rate on its exact interval's upper bound:
+    (fails, unsure). A probe the policy asks for and the report lacks is a fail."""
+    pairs = project.pairs.select(entry.split)
+    labels = {e.id: e.gold for e in pairs.examples}
+    verdicts = {v.example_id: v for v in entry.verdicts}
+    chosen = pair_probed(labels, verdicts, entry.inconsistent)
+    names = list(PAIR_PROBES) if t.max_probe_flip is not None else list(entry.probe_verdicts)
+    fails, unsure = [], []
+    for name in names:
+        found = entry.probe_verdicts.get(name)
+        if found is None:
+            fails.append(
+                f"the report holds no {name} probe, which max_probe_flip asks for; " + _AGAIN
+            )
+            continue
+        expected = [i for i in chosen if name == "same_reply" or labels[i] != "tie"]
+        if sorted(v.example_id for v in found) != sorted(expected):
+            raise Untrusted(f"its {name} probe rewrote other pairs than the ones it decided right")
+        counted = probe_figures(name, labels, found, entry.inconsistent)
+        stored = entry.probes.get(name) or {}
+        if any(stored.get(k) != getattr(counted, k) for k in ("tried", "flipped", "abstained")):
+            raise Untrusted(f"its {name} probe's counts are not what its answers give")
+        if t.max_probe_flip is None or not counted.tried:
+            continue
+        low, high = (x if x is not None else math.nan for x in counted.interval)
+        rate = counted.flipped / counted.tried
+        said = bound_says(rate, (low, high), t.max_probe_flip, "at most")
+        words = (
+            f"probe {name} moved {counted.flipped} of {counted.tried} pairs off their label "
+            f"({rate:.2f} [{low:.2f}, {high:.2f}]), must be at most max_probe_flip "
+            f"{t.max_probe_flip:g}"
+        )
+        if said == "fail":
+            fails.append(words)
+        elif said == "unsure":
+            unsure.append(words + ": the interval spans it; label more pairs")
+    return fails, unsure
 
 
 def _staleness(project: PairProject, entry: PairEntry) -> list[str]:

@@ -45,6 +45,7 @@ from judgekit.inputs.validation import ExampleId, Frozen, problems_of
 
 PairLabel = Literal["a", "b", "tie"]
 PairField = Literal["input", "context"]  # what a pairwise judge is shown beside the two replies
+PairProbeName = Literal["same_reply", "addressed", "answer_format", "authority", "delimiter"]
 _SHOWN: tuple[PairField, ...] = ("input",)  # unless the criterion says
 MIRROR: dict[str, PairLabel] = {"a": "b", "b": "a", "tie": "tie"}
 
@@ -65,6 +66,12 @@ class PairwiseCriterion(CriterionBase):
         "the accuracy, counted against max_abstain_rate) or a tie verdict. Never a win.",
     )
     judge: JudgeSettings = JudgeSettings()
+    probes: list[PairProbeName] = Field(
+        default_factory=list,
+        description="Robustness probes `calibrate` runs on this judge (judgekit.judging.pairwise."
+        "PAIR_PROBES): same_reply, addressed, answer_format, authority, delimiter. Under a policy "
+        "that sets max_probe_flip every one is run.",
+    )
 
     @field_validator("judge")
     @classmethod

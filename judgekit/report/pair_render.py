@@ -67,16 +67,30 @@ def pair_lines(r: PairwiseReport) -> list[str]:
             for tag, s in r.slices.items()
         ]
         lines.append("")
-    undecided = [v for v in r.verdicts if v.outcome in ("inconsistent", "abstained")]
-    if undecided:
-        lines.append("Pairs without a verdict both orders agree on:")
+    if r.probes:
         lines += [
-            f"- {v.id}: {v.outcome} (a first: {v.a_first or 'no answer'}; b first: "
-            f"{v.b_first or 'no answer'})"
-            for v in undecided[:20]
+            "| probe | tried | moved off the label | abstained | rate [95%] | keeps the label "
+            "because |",
+            "|---|---|---|---|---|---|",
         ]
-        if len(undecided) > 20:
-            lines.append(f"- ... and {len(undecided) - 20} more (report.json lists all)")
+        lines += [
+            f"| {p.probe} | {p.tried} | {p.flipped} | {p.abstained} | {_pct(p.rate)} "
+            f"{_interval(p.interval)} | {p.why} |"
+            for p in r.probes
+        ]
+        lines.append("")
+    wrong = r.disagreements
+    if wrong:
+        lines.append(
+            "Pairs not decided as labelled (report.html shows their replies side by side):"
+        )
+        lines += [
+            f"- {d.id}: label {d.label}, {d.outcome} (a first: {d.a_first or 'no answer'}; "
+            f"b first: {d.b_first or 'no answer'})"
+            for d in wrong[:20]
+        ]
+        if len(wrong) > 20:
+            lines.append(f"- ... and {len(wrong) - 20} more (report.json lists all)")
         lines.append("")
     return lines
 

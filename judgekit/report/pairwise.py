@@ -22,10 +22,18 @@ from typing import Any
 from pydantic import Field, ValidationInfo, model_validator
 
 from judgekit.inputs.pairwise import PairSet
-from judgekit.judging.pairwise import ORDERS, PairVerdict, position_of, winner_of
+from judgekit.judging.pairwise import (
+    ORDERS,
+    PAIR_PROBES,
+    PairVerdict,
+    pair_flips,
+    position_of,
+    winner_of,
+)
 from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.report.parts import ReportPart
 from judgekit.report.reading import READ_FROM_FILE, Untrusted
+from judgekit.stats.metrics import clopper_pearson
 from judgekit.stats.pairwise import Answer, PairwiseFigures, figures
 
 _FIGURES = (
@@ -95,6 +103,8 @@ class PairEntry:
     calibrated_at: datetime | None
     evidence_at: datetime | None
     copies: dict[str, tuple[str, ...]]
+    probes: dict[str, Any]  # the stored figures, by probe
+    probe_verdicts: dict[str, tuple[PairVerdict, ...]]
 
 
 def _text(data: Mapping[str, Any], name: str, optional: bool = False) -> Any:
@@ -180,7 +190,26 @@ def parse_pair_entry(data: Any) -> PairEntry:
         calibrated_at=_when(data.get("calibrated_at"), "calibrated_at"),
         evidence_at=_when(data.get("evidence_at"), "evidence_at"),
         copies={k: tuple(v) for k, v in copies.items()},
+        probes=_probes(data.get("probes", [])),
+        probe_verdicts=_probe_verdicts(data.get("probe_verdicts", {})),
     )
+
+
+def _probes(value: Any) -> dict[str, Any]:
+    if not isinstance(value, list) or not all(
+        isinstance(p, dict) and p.get("probe") in PAIR_PROBES for p in value
+    ):
+        raise Untrusted("report.json's pairwise probes are not probes judgekit knows")
+    found = {p["probe"]: p for p in value}
+    if len(found) != len(value):
+        raise Untrusted("report.json's pairwise probes name one probe twice")
+    return found
+
+
+def _probe_verdicts(value: Any) -> dict[str, tuple[PairVerdict, ...]]:
+    if not isinstance(value, dict) or not all(k in PAIR_PROBES for k in value):
+        raise Untrusted("report.json's pairwise probe verdicts are not by probe")
+    return {k: _verdicts(v) for k, v in value.items()}
 
 
 class PairLine(ReportPart):
@@ -191,6 +220,35 @@ class PairLine(ReportPart):
     b_first: str | None
     outcome: str
     why: str | None = None
+
+
+class PairDisagreement(ReportPart):
+    """A pair the judge got wrong or gave no verdict both orders agree on, with its texts (as
+    a yes/no criterion's disagreements keep theirs), for report.md and the page."""
+
+    id: str
+    input: str | None = None
+    output_a: str
+    output_b: str
+    label: str
+    a_first: str | None
+    b_first: str | None
+    outcome: str
+
+
+class PairProbeFigures(ReportPart):
+    """A robustness probe of a pairwise judge (judgekit.judging.pairwise.PAIR_PROBES): of the
+    pairs it decided as labelled, rewritten, how many verdicts the rewrite moved off the label.
+    The gate counts them again from `probe_verdicts`."""
+
+    probe: str
+    why: str
+    tried: int
+    flipped: int
+    abstained: int
+    rate: float | None
+    interval: list[float | None] = Field(description="Exact (Clopper-Pearson) 95% interval.")
+    bought: list[str] = Field(default_factory=list, description="Up to five pairs it bought.")
 
 
 class PairSlice(ReportPart):
@@ -229,6 +287,15 @@ class PairwiseReport(ReportPart):
     calls: int = 0
     cached_calls: int = 0
     verdicts: list[PairLine]
+    probes: list[PairProbeFigures] = Field(default_factory=list)
+    probe_verdicts: dict[str, list[PairLine]] = Field(
+        default_factory=dict,
+        description="Per probe, each rewritten pair's two answers, by the original pair's id.",
+    )
+    disagreements: list[PairDisagreement] = Field(
+        default_factory=list,
+        description="The pairs whose verdict is not the label (none, when the orders disagree).",
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -242,6 +309,25 @@ class PairwiseReport(ReportPart):
 
     def pair_verdicts(self) -> list[PairVerdict]:
         return list(parse_pair_entry(self.model_dump(mode="json")).verdicts)
+
+
+def probe_figures(
+    name: str, labels: Mapping[str, str], found: Sequence[PairVerdict], inconsistent: str
+) -> PairProbeFigures:
+    """One probe's flips, counted (the report's and the gate's one count)."""
+    tried, flipped, abstained, bought = pair_flips(
+        name, labels, {v.example_id: v for v in found}, inconsistent
+    )
+    return PairProbeFigures(
+        probe=name,
+        why=PAIR_PROBES[name].why,
+        tried=tried,
+        flipped=flipped,
+        abstained=abstained,
+        rate=flipped / tried if tried else None,
+        interval=[_finite(x) for x in clopper_pearson(flipped, tried)],
+        bought=list(bought[:5]),
+    )
 
 
 def _line(v: PairVerdict) -> PairLine:
@@ -283,8 +369,10 @@ def pairwise_report(  # noqa: PLR0913  what a pairwise calibration is made of, e
     inconsistent: str,
     split: str | None = None,
     orders: int = 2,
+    probes: Mapping[str, Sequence[PairVerdict]] | None = None,
 ) -> PairwiseReport:
-    """The report of a pairwise judge's verdicts on a set: one verdict per pair of the set."""
+    """The report of a pairwise judge's verdicts on a set: one verdict per pair of the set, and
+    its probes' verdicts (by the original pair's id)."""
     labels = {e.id: e.gold for e in pairs.examples}
     f = recount(labels, verdicts, inconsistent, orders)
     times = [v.at for v in verdicts if v.at is not None]
@@ -313,4 +401,23 @@ def pairwise_report(  # noqa: PLR0913  what a pairwise calibration is made of, e
         calls=sum(v.calls for v in verdicts),
         cached_calls=sum(v.cached_calls for v in verdicts),
         verdicts=[_line(by_id[i]) for i in labels],
+        probes=[
+            probe_figures(name, labels, found, inconsistent)
+            for name, found in (probes or {}).items()
+        ],
+        probe_verdicts={name: [_line(v) for v in found] for name, found in (probes or {}).items()},
+        disagreements=[
+            PairDisagreement(
+                id=e.id,
+                input=e.input,
+                output_a=e.output_a,
+                output_b=e.output_b,
+                label=e.gold,
+                a_first=winner_of("a_first", by_id[e.id].a_first),
+                b_first=winner_of("b_first", by_id[e.id].b_first),
+                outcome=by_id[e.id].outcome,
+            )
+            for e in pairs.examples
+            if by_id[e.id].winner(inconsistent, orders) != e.gold
+        ],
     )
