@@ -52,6 +52,7 @@ from judgekit.judging.pairwise import (
     PAIR_PROBES,
     PairAsking,
     PairVerdict,
+    as_recorded_for,
     judge_pairs,
     pair_probed,
     pair_setup,
@@ -362,15 +363,13 @@ def _recorded_pairs(
     ]
     verdicts = []
     for e in pairs.examples:
-        v = found.get(e.id) or next(
-            (found[c] for c in pairs.copies.get(e.id, ()) if c in found), None
-        )
+        v, _ = as_recorded_for(e, pairs, found)  # copies that disagree: an abstention, said
         if v is None:
             problems.append(
                 Problem(where, f"id {e.id}", f"has no recorded verdict for {criterion.id}; add one")
             )
-            continue
-        verdicts.append(replace(v, example_id=e.id, at=first_read))
+        else:
+            verdicts.append(replace(v, at=first_read))
     if problems:
         raise InputError(problems)
     model = options.model or criterion.judge.model

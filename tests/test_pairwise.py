@@ -539,19 +539,39 @@ def test_pandalm_three_annotators_and_one_order_judges(project, shared_datasets)
         "gpt-3.5-turbo": (1, "FAIL"),
         "pandalm-7b": (1, "FAIL"),
     }
-    # gpt-3.5-turbo's right answers, counted plainly on the pairs kept (a copy counted once)
-    kept = read_pair_set(
-        examples, PairwiseCriterion(id="better", kind="pairwise", question="Which?")
-    )
-    gold = {e.id: e.gold for e in kept.examples}
+    # gpt-3.5-turbo's right answers counted plainly: items showing the same instruction and the
+    # same two responses (either way round) are one pair, judged right only when every verdict
+    # of its records, turned to the first item's sides, names its label
+    items = json.loads((root / "testset-v1.json").read_text())
     said = {
-        str(x["idx"]): x["gpt_result"]
+        x["idx"]: x["gpt_result"]
         for x in json.loads((root / "gpt-3.5-turbo-testset-v1.json").read_text())
     }
-    winners = {"1": "a", "2": "b", "Tie": "tie"}
-    right = sum(winners.get(said[i]) == g for i, g in gold.items())
+    winners, mirror = {"1": "a", "2": "b", "Tie": "tie", "0": "tie"}, {"a": "b", "b": "a"}
+    groups: dict[Any, list[Any]] = {}
+
+    def plain(text: Any) -> str:  # case and runs of white space are no difference to a model
+        return " ".join(str(text).casefold().split())
+
+    for x in items:
+        shown = plain(x["instruction"] + " " + (x["input"] or ""))
+        key = (shown, frozenset((plain(x["response1"]), plain(x["response2"]))))
+        groups.setdefault(key, []).append(x)
+    right = 0
+    for members in groups.values():
+        first = members[0]
+        votes = Counter(winners[str(first[f"annotator{k}"])] for k in (1, 2, 3))
+        gold = votes.most_common(1)[0][0]
+        oriented = {
+            mirror.get(w, w) if plain(x["response1"]) != plain(first["response1"]) else w
+            for x in members
+            for w in [winners.get(str(said[x["idx"]]))]
+            if w is not None  # an unparseable answer is no verdict: the others stand
+        }
+        right += oriented == {gold}
     gpt = next(c for c in candidates if c["candidate"] == "gpt-3.5-turbo")
-    assert gpt["right"] == right and gpt["figures"]["n"] == len(gold)
+    assert gpt["figures"]["n"] == len(groups)
+    assert gpt["right"] == right
 
 
 # -- the pytest fixture ---------------------------------------------------------------------------
@@ -571,21 +591,33 @@ def test_a_pairwise_judge_is_not_a_yes_no_one(judge):
 @pytest.mark.judged("first-only")
 def test_a_blocked_pairwise_judge_refuses(judge):
     judge.compare("a", "b")
+
+@pytest.mark.judged("drifted")
+def test_a_judge_whose_orders_now_disagree(judge):
+    verdict = judge.compare("No.", "Thank you so much for asking!", input="hi")
+    assert (verdict.outcome, verdict.winner("tie")) == ("inconsistent", "tie")
 """
 
 
 def test_judge_compare_in_pytest_asks_both_orders_of_the_judge_the_gate_passed(pytester):
     project = Project(pytester.path)
+    reads, first = (with_pairs(lambda prompt: True, rule, {}) for rule in ("longer", "first"))
     with (
-        FakeServer(with_pairs(lambda prompt: True, "longer", {}), latency=0) as good,
-        FakeServer(with_pairs(lambda prompt: True, "first", {}), latency=0) as bad,
+        FakeServer(reads, latency=0) as good,
+        FakeServer(first, latency=0) as bad,
+        FakeServer(reads, latency=0) as drifting,
     ):
-        for cid, server in (("polite", good), ("first-only", bad)):
+        for cid, server, extra in (
+            ("polite", good, {}),
+            ("first-only", bad, {}),
+            ("drifted", drifting, {"inconsistent": "tie"}),
+        ):
             project.criterion(
                 {
                     "id": cid,
                     "kind": "pairwise",
                     "question": QUESTION,
+                    **extra,
                     "judge": {"model": "openai/fake", "api_base": server.url},
                 }
             )
@@ -595,14 +627,17 @@ def test_judge_compare_in_pytest_asks_both_orders_of_the_judge_the_gate_passed(p
         )
         report.write(pytester.path / ".judgekit" / "reports" / "latest")
         asked = good.requests
+        drifting.answer = first  # after its calibration: its two orders now disagree
         pytester.makepyfile(test_sample=COMPARE_TESTS)
         result = pytester.runpytest("--judgekit-gate", "-rA", "-p", "no:cacheprovider")
         assert good.requests == asked + 2  # both orders of the one pair compared
-    result.assert_outcomes(passed=1, failed=1, errors=1)
+    result.assert_outcomes(passed=2, failed=1, errors=1)
     out = result.stdout.str()
     assert "is pairwise: call judge.compare(a, b, input=...)" in out
     assert "first-only" in out and "position won in both orders" in out
-    assert "steps: 1 checks judged, 1 passed" in out  # the comparison, both orders agreeing
+    # the two comparisons: one both orders agree on, one they do not (a tie by the criterion's
+    # word, still no check passed)
+    assert "steps: 2 checks judged, 1 passed, 0 failed, 1 abstained" in out
 
 
 def compared(project: Project, root: Path, cid: str, sets: list[str]) -> dict[str, Any]:
@@ -789,3 +824,128 @@ def test_the_page_shows_each_pair_the_judge_did_not_decide_side_by_side_escaped(
     assert "Pairs not decided as labelled (40)" in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt;" in page and "<script>" not in page
     assert "a first: a; b first: b" in page
+
+
+# -- what an attacker's review found (each failed before its fix) ---------------------------------
+
+
+def swapped_set(project: Project) -> list[dict[str, Any]]:
+    """40 pairs (the polite reply a) and each one's swap under another id: one pair each."""
+    rows = [
+        {**r, "label": "a", "output_a": r["output_b"], "output_b": r["output_a"]}
+        if r["label"] == "b"
+        else r
+        for r in pairs(40)
+    ]
+    swaps = [
+        {
+            **r,
+            "id": f"s{r['id']}",
+            "output_a": r["output_b"],
+            "output_b": r["output_a"],
+            "label": "b",
+        }
+        for r in rows
+    ]
+    criterion(project)
+    project.jsonl("polite", rows + swaps)
+    return swaps
+
+
+def test_a_swapped_copys_recorded_verdict_is_read_in_the_kept_pairs_order(project, tmp_path):
+    swaps = swapped_set(project)
+    # recorded under the swaps' ids only: with each swap's a first (the rude reply), a wins; with
+    # its b first, a wins again: the rude reply, both orders. A judge always wrong.
+    rows = [{"id": r["id"], "a_first": "a", "b_first": "a"} for r in swaps]
+    path = write_csv(tmp_path / "v.csv", rows)
+    report = measure(options(project, verdicts=path))
+    f = report.pairwise[0].figures
+    assert (f["n"], f["consistent"], f["right"]) == (40, 40, 0)
+    assert gate_of(project, report).decision("polite").status == "FAIL"
+    out = project.root / "cmp"
+    base = ("--criteria", project.criteria, "--sets", project.sets, "--out", out)
+    assert invoke("compare", "-c", "polite", "--verdicts", path, *base).exit_code == 0
+    (wrong,) = json.loads((out / "compare.json").read_text())["candidates"]
+    assert (wrong["right"], wrong["gate"]) == (0, "FAIL")
+
+
+def test_copies_recorded_with_other_verdicts_are_a_visible_abstention_never_a_win(
+    project, tmp_path
+):
+    swaps = swapped_set(project)
+    right = [{"id": r["id"][1:], "a_first": "a", "b_first": "a"} for r in swaps]
+    biased = [{"id": r["id"], "a_first": "a", "b_first": "b"} for r in swaps]  # first won both
+    path = write_csv(tmp_path / "v.csv", right + biased)
+    entry = measure(options(project, verdicts=path)).pairwise[0]
+    assert entry.figures["abstained"] == 40 and entry.figures["right"] == 0
+    why = entry.verdicts[0].why or ""
+    assert "its copy sp0 (the same two replies) is recorded with another verdict" in why
+
+
+def test_labels_a_model_made_are_not_ground_truth_for_a_pairwise_judge(project):
+    criterion(project)
+    project.jsonl("polite", [{**r, "made_by": "model:m"} for r in pairs(40)])
+    decision = gate_of(project, measure(options(project), by_position("longer"))).decision("polite")
+    assert decision.status == "FAIL" and "the judge's own model family" in decision.summary
+    project.jsonl("polite", [{**r, "made_by": "model:openai/gpt-4o"} for r in pairs(40)])
+    decision = gate_of(project, measure(options(project), by_position("longer"))).decision("polite")
+    assert decision.status == "FAIL" and "does not count as ground truth" in decision.summary
+
+
+def test_recalibrating_recorded_pairwise_verdicts_keeps_their_first_time(project, tmp_path):
+    criterion(project)
+    rows = pairs(40)
+    project.jsonl("polite", rows)
+    recorded = [{"id": r["id"], "a_first": r["label"], "b_first": r["label"]} for r in rows]
+    path = write_csv(tmp_path / "v.csv", recorded)
+    out = project.root / "report"
+    base = ("--criteria", project.criteria, "--sets", project.sets, "--out", out)
+    run = (*base, "--verdicts", path, "--no-history")
+    assert invoke("calibrate", *run).exit_code == 0
+    data = json.loads((out / "report.json").read_text())
+    data["pairwise"][0]["evidence_at"] = "2026-01-01T00:00:00+00:00"  # first calibrated long ago
+    (out / "report.json").write_text(json.dumps(data))
+    assert invoke("calibrate", *run).exit_code == 0
+    kept = Report.read(out).pairwise[0].evidence_at
+    assert kept is not None and (kept.year, kept.month) == (2026, 1)
+
+
+def test_inconsistent_pairs_count_against_max_abstain_rate(project, tmp_path):
+    criterion(project)
+    rows = pairs(400)
+    project.jsonl("polite", rows)
+    # 30 pairs the first position won in both orders, 30 the second, the rest right
+    said = [("a", "b")] * 30 + [("b", "a")] * 30 + [(r["label"], r["label"]) for r in rows[60:]]
+    recorded = [
+        {"id": r["id"], "a_first": a, "b_first": b} for r, (a, b) in zip(rows, said, strict=True)
+    ]
+    report = measure(options(project, verdicts=write_csv(tmp_path / "v.csv", recorded)))
+    assert report.pairwise[0].figures["inconsistent"] == 60
+    decision = gate_of(project, report).decision("polite")
+    assert decision.status == "FAIL"
+    assert "60 of 400 pairs got no verdict (0 without an answer in both orders)" in decision.summary
+
+
+def test_a_set_of_ties_shows_nothing_of_choosing_and_is_inconclusive(project):
+    criterion(project)
+    project.jsonl("polite", pairs(0, ties=40))
+    decision = gate_of(project, measure(options(project), by_position("tie"))).decision("polite")
+    assert decision.status == "INCONCLUSIVE"
+    assert "0 labelled pairs where one reply is better" in decision.summary
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        {"orders": 1},
+        {"evidence_at": "9999-12-31T23:59:59-14:00"},
+        {"calibrated_at": "0001-01-01T00:00:00+14:00"},
+    ],
+)
+def test_an_entry_edited_out_of_range_is_not_evidence_not_a_crash(project, tmp_path, edit):
+    out = calibrated(project, tmp_path)
+    data = json.loads((out / "report.json").read_text())
+    data["pairwise"][0].update(edit)
+    (out / "report.json").write_text(json.dumps(data))
+    decision = decide(project, out)
+    assert decision.status == "FAIL" and "the report is not evidence" in decision.summary

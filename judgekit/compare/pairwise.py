@@ -23,7 +23,7 @@ from judgekit.errors import InputError, Problem
 from judgekit.gate.pairwise import thresholds
 from judgekit.inputs.pairwise import PairSet, PairwiseCriterion
 from judgekit.inputs.policy import Thresholds
-from judgekit.judging.pairwise import PairVerdict, read_recorded_pairs
+from judgekit.judging.pairwise import PairVerdict, as_recorded_for, read_recorded_pairs
 from judgekit.pipeline import Options, measure_pairwise
 from judgekit.report.pairwise import numbers, recount
 from judgekit.stats.paired import against_best
@@ -64,7 +64,7 @@ def _candidate(
 ) -> PairCandidate:
     orders = 1 if all(v.b_first is None for v in verdicts) else 2
     f = recount(labels, verdicts, criterion.inconsistent, orders)
-    status, reasons = thresholds(f, t)
+    status, reasons = thresholds(f, t, sum(label != "tie" for label in labels.values()))
     if orders == 1:
         status, reasons = "FAIL", ["asked in one order only: consistency and position unmeasured"]
     by_id = {v.example_id: v for v in verdicts}
@@ -105,31 +105,26 @@ def recorded_candidates(
     problems, out = [], []
     for name, found in sorted(by_candidate.items(), key=lambda x: str(x[0])):
         shown = name or path.stem
-        # a pair's own record first; a copy's counts for the pair kept only when it has none
-        mine = {copy_of[i]: v for i, v in found.items() if i in copy_of}
-        mine |= {i: v for i, v in found.items() if i not in copy_of}
-        missing = sorted(set(labels) - set(mine))
-        extra = sorted(set(mine) - set(labels))
-        if missing or extra:
-            problems.append(
-                Problem(
-                    str(path),
-                    f"candidate {shown}",
-                    (
-                        f"no verdict for {len(missing)} pair(s) ({', '.join(missing[:3])})"
-                        if missing
-                        else ""
-                    )
-                    + ("; " if missing and extra else "")
-                    + (
-                        f"verdicts for {len(extra)} pair(s) not in the set ({', '.join(extra[:3])})"
-                        if extra
-                        else ""
-                    ),
-                )
-            )
+        extra = sorted(i for i in found if i not in labels and i not in copy_of)
+        mine, missing = {}, []
+        for e in pairs.examples:
+            v, _ = as_recorded_for(e, pairs, found)  # copies that disagree: an abstention
+            if v is None:
+                missing.append(e.id)
+            else:
+                mine[e.id] = v
+        said = (
+            [f"no verdict for {len(missing)} pair(s) ({', '.join(missing[:3])})"] if missing else []
+        )
+        said += (
+            [f"verdicts for {len(extra)} pair(s) not in the set ({', '.join(extra[:3])})"]
+            if extra
+            else []
+        )
+        if said:
+            problems.append(Problem(str(path), f"candidate {shown}", "; ".join(said)))
             continue
-        verdicts = [replace(v, example_id=i) for i, v in mine.items()]
+        verdicts = list(mine.values())
         out.append(_candidate(shown, labels, verdicts, criterion, t))
     if problems:
         raise InputError(problems)

@@ -16,6 +16,7 @@ a win: it is an abstention or a tie, as the criterion says, and counts against c
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +25,7 @@ from typing import Any, Literal
 
 from judgekit.gate.result import Decision, Status
 from judgekit.inputs.catalog import CriterionFile, find_set
+from judgekit.inputs.label_reader import source_of
 from judgekit.inputs.pairwise import PairSet, PairwiseCriterion, load_pairwise, read_pair_set
 from judgekit.inputs.policy import Thresholds, parse_duration
 from judgekit.judging.pairwise import PAIR_PROBES, pair_probed, pair_setup_now
@@ -88,43 +90,16 @@ def decide_pairwise(
         entry = parse_pair_entry(found[0])
         stale = _staleness(project, entry)
         if stale:
-            return Decision(
-                cid, "FAIL", (*stale, "run `judgekit calibrate` again"), model=entry.setup.model
-            )
+            return Decision(cid, "FAIL", (*stale, _AGAIN), model=entry.setup.model)
         figures = _recounted(project, entry, now)
-    except Untrusted as error:
-        return Decision(
-            cid, "FAIL", (f"the report is not evidence: {error}; run `judgekit calibrate` again",)
-        )
-    clash = _agent_clash(entry, agent_model)
-    if clash:
-        return Decision(cid, "FAIL", (clash,), model=entry.setup.model, entry=entry)
-    if (
-        t.max_age is not None
-        and entry.evidence_at is not None
-        and now - entry.evidence_at > parse_duration(t.max_age)
-    ):
-        reason = f"its evidence is older than max_age {t.max_age}; " + _AGAIN
-        return Decision(cid, "FAIL", (reason,), model=entry.setup.model, entry=entry)
-    if entry.orders == 1:
-        return Decision(
-            cid,
-            "FAIL",
-            (
-                "its verdicts were recorded in one order only (reply a shown first), so nothing "
-                "shows its consistency or its position preference; record both orders (a_first "
-                "and b_first) or calibrate the judge live",
-            ),
-            model=entry.setup.model,
-            entry=entry,
-        )
-    status, reasons = thresholds(figures, t)
-    try:
         fails, unsure = _probing(project, entry, t)
     except Untrusted as error:
-        return Decision(
-            cid, "FAIL", (f"the report is not evidence: {error}; " + _AGAIN,), entry=entry
-        )
+        return Decision(cid, "FAIL", (f"the report is not evidence: {error}; " + _AGAIN,))
+    blocked = _blocked(project, entry, t, now, agent_model)
+    if blocked:
+        return Decision(cid, "FAIL", (blocked,), model=entry.setup.model, entry=entry)
+    labels = [e.gold for e in project.pairs.select(entry.split).examples]
+    status, reasons = thresholds(figures, t, sum(label != "tie" for label in labels))
     if fails:
         # a PASS's one reason is its summary, no longer true; the others' reasons stand
         reasons = [*fails, *(reasons if status != "PASS" else [])]
@@ -134,6 +109,36 @@ def decide_pairwise(
     elif unsure:
         reasons = [*reasons, *unsure]
     return Decision(cid, status, tuple(reasons), model=entry.setup.model, entry=entry)
+
+
+def _blocked(
+    project: PairProject,
+    entry: PairEntry,
+    t: Thresholds,
+    now: datetime,
+    agent_model: str | None,
+) -> str | None:
+    """Why evidence that holds together still may not pass (None when nothing stands in the way):
+    whose labels they are, the agent's own model, its age, one order only."""
+    wrong_labels = _label_sources(project.pairs.select(entry.split), t, entry.setup.model)
+    if wrong_labels:
+        return wrong_labels
+    clash = _agent_clash(entry, agent_model)
+    if clash:
+        return clash
+    if (
+        t.max_age is not None
+        and entry.evidence_at is not None
+        and now - entry.evidence_at > parse_duration(t.max_age)
+    ):
+        return f"its evidence is older than max_age {t.max_age}; " + _AGAIN
+    if entry.orders == 1:
+        return (
+            "its verdicts were recorded in one order only (reply a shown first), so nothing "
+            "shows its consistency or its position preference; record both orders (a_first "
+            "and b_first) or calibrate the judge live"
+        )
+    return None
 
 
 def _probing(project: PairProject, entry: PairEntry, t: Thresholds) -> tuple[list[str], list[str]]:
@@ -236,6 +241,36 @@ def _recounted(project: PairProject, entry: PairEntry, now: datetime) -> Pairwis
     return figures
 
 
+def _label_sources(pairs: PairSet, t: Thresholds, judge_model: str | None) -> str | None:
+    """Why the pairs' labels are not ground truth for this judge (None when they are): labels
+    made in a way the policy does not count (label_sources), or by a model of the judge's family,
+    as for a yes/no criterion's set."""
+    made = Counter(e.made_by for e in pairs.examples if source_of(e.made_by) != "human")
+    own = sorted(
+        m
+        for m in made
+        if m
+        and m.startswith("model:")
+        and judge_model
+        and (same_model(m[6:], judge_model) or family(m[6:]) == family(judge_model))
+    )
+    if own:
+        return (
+            f"{sum(made[m] for m in own)} labels of the set were made by {', '.join(own)}, the "
+            f"judge's own model family ({judge_model}): a judge agreeing with labels its own "
+            "family made proves nothing; have people label them"
+        )
+    refused = {m: n for m, n in made.items() if source_of(m) not in t.label_sources}
+    if not refused:
+        return None
+    said = ", ".join(f"{n} by {m}" for m, n in sorted(refused.items(), key=lambda x: str(x[0])))
+    return (
+        f"labels the gate does not count as ground truth: {said} (it counts "
+        f"{' and '.join(t.label_sources)} labels); have people label them, or allow them in the "
+        "gate's policy (label_sources)"
+    )
+
+
 def _agent_clash(entry: PairEntry, agent_model: str | None) -> str | None:
     if not agent_model:
         return None
@@ -257,16 +292,22 @@ def _fmt(interval: tuple[float, float]) -> str:
     return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
-def thresholds(f: PairwiseFigures, t: Thresholds) -> tuple[Status, list[str]]:
-    """PASS, FAIL or INCONCLUSIVE of a pairwise judge's recounted figures, with every reason."""
+def thresholds(f: PairwiseFigures, t: Thresholds, sided: int) -> tuple[Status, list[str]]:
+    """PASS, FAIL or INCONCLUSIVE of a pairwise judge's recounted figures, with every reason;
+    `sided`: the pairs labelled a or b (min_examples counts them: a set of ties shows nothing of
+    choosing the better reply)."""
     fails: list[str] = []
     unsure: list[str] = []
-    if f.n < t.min_examples:
-        unsure.append(f"{f.n} labelled pairs, fewer than min_examples {t.min_examples}; label more")
-    if f.n and f.abstained / f.n > t.max_abstain_rate:
+    if sided < t.min_examples:
+        unsure.append(
+            f"{sided} labelled pairs where one reply is better (a or b), fewer than min_examples "
+            f"{t.min_examples}; label more such pairs (ties alone show nothing of choosing)"
+        )
+    undecided = f.n - f.decided  # no answer, or (counted as abstentions) orders that disagree
+    if f.n and undecided / f.n > t.max_abstain_rate:
         fails.append(
-            f"{f.abstained} of {f.n} pairs got no answer in both orders, over max_abstain_rate "
-            f"{t.max_abstain_rate:g}"
+            f"{undecided} of {f.n} pairs got no verdict ({f.abstained} without an answer in both "
+            f"orders), over max_abstain_rate {t.max_abstain_rate:g}"
         )
     if not f.decided:
         fails.append("no pair got a verdict; nothing shows the judge agrees with the labels")

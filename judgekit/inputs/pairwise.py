@@ -28,7 +28,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -194,12 +194,13 @@ class PairSet:
     examples: tuple[PairExample, ...]
     digest: str | None = None
     copies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    # each copy's two replies as it shows them (a swapped copy's are the kept pair's, swapped)
+    copy_texts: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
     def select(self, split: str | None) -> PairSet:
         if split is None:
             return self
-        chosen = tuple(e for e in self.examples if e.split == split)
-        return PairSet(self.criterion_id, self.path, chosen, self.digest, self.copies)
+        return replace(self, examples=tuple(e for e in self.examples if e.split == split))
 
 
 def parse_pairwise(data: Any, source: str) -> PairwiseCriterion:
@@ -314,7 +315,9 @@ def read_pair_set(path: Path, criterion: PairwiseCriterion) -> PairSet:
         problems.append(Problem(str(path), "", "holds no labelled pair"))
     if problems:
         raise InputError(problems)
-    return PairSet(criterion.id, path, tuple(kept), source.digest, copies)
+    copied = {c for cs in copies.values() for c in cs}
+    texts = {e.id: (e.output_a, e.output_b) for e in examples if e.id in copied}
+    return PairSet(criterion.id, path, tuple(kept), source.digest, copies, texts)
 
 
 def _distinct(

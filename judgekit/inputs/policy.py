@@ -7,7 +7,8 @@ Plain dataclasses, checked by hand: the gate reads its policy on every CI run an
 >>> Policy.from_mapping(data, "pyproject.toml").for_criterion("c")  # doctest: +NORMALIZE_WHITESPACE
 Thresholds(min_tpr=0.9, min_tnr=0.7, min_kappa=None, min_examples=20, max_abstain_rate=0.1,
            max_flip_rate=0.2, max_age='30d', use_lower_bound=True, selective=None,
-           label_sources=('human', 'adjudicated'), max_probe_flip=None)
+           label_sources=('human', 'adjudicated'), max_probe_flip=None, min_accuracy=0.75,
+           min_consistency=0.8, max_position_bias=0.15)
 """
 
 from __future__ import annotations

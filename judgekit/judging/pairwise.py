@@ -29,7 +29,8 @@ from typing import Any, Literal, cast
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.files import iter_records, read_source
-from judgekit.inputs.pairwise import PairExample, PairwiseCriterion
+from judgekit.inputs.pairwise import MIRROR, PairExample, PairSet, PairwiseCriterion
+from judgekit.inputs.text import normal_text
 from judgekit.judging.answers import Calls, json_object
 from judgekit.judging.jobs import endpoint_named, run_bounded, run_sync
 from judgekit.judging.prompts import FENCED, SYSTEM_PROMPT, fence
@@ -376,6 +377,48 @@ def read_recorded_pairs(
     if problems:
         raise InputError(problems)
     return source.digest, found
+
+
+def as_recorded_for(
+    kept: PairExample, pairs: PairSet, found: Mapping[str, PairVerdict]
+) -> tuple[PairVerdict | None, str | None]:
+    """The recorded verdict of a pair kept in a set, from its own record and its copies'.
+
+    Each answer is put in the kept pair's order it was given in (a swapped copy's answer with its
+    `a` first is the kept pair's answer with its `b` first). Verdicts recorded in one order only
+    (no record of `found` has a `b_first`: another tool asked so) are read as the winners they
+    name, a swapped copy's mirrored. (None, None) when there is none. When two answers disagree
+    (one pair, one judge, two verdicts: evidence of neither) the pair is an abstention that says
+    so, counted and shown, never credited with either; the second item names the clash."""
+    one_order = all(v.b_first is None for v in found.values())
+    said: dict[Order, set[Answer]] = {"a_first": set(), "b_first": set()}
+    clash = None
+    ids = [rid for rid in (kept.id, *pairs.copies.get(kept.id, ())) if rid in found]
+    for rid in ids:
+        v = found[rid]
+        swapped = rid != kept.id and _swapped(kept, pairs.copy_texts.get(rid))
+        answers = (v.b_first, v.a_first) if swapped else (v.a_first, v.b_first)
+        if one_order and swapped and v.a_first is not None:
+            # its winner, mirrored to the kept pair's sides, as if asked with the kept `a` first
+            answers = (position_of("a_first", MIRROR[str(winner_of("a_first", v.a_first))]), None)
+        for order, answer in zip(ORDERS, answers, strict=True):
+            if answer is not None:
+                said[order].add(answer)
+                if len(said[order]) > 1 and clash is None:
+                    clash = (
+                        f"its copy {rid} (the same two replies) is recorded with another verdict"
+                    )
+    if not ids:
+        return None, None
+    if clash is not None:
+        return PairVerdict(kept.id, None, None, why=clash), clash
+    first, second = (next(iter(said[o]), None) for o in ORDERS)
+    return PairVerdict(kept.id, first, second, why="recorded"), None
+
+
+def _swapped(kept: PairExample, texts: tuple[str, str] | None) -> bool:
+    """Whether a copy shows the kept pair's replies the other way round."""
+    return texts is not None and normal_text(texts[0]) != normal_text(kept.output_a)
 
 
 def write_recorded_pairs(path: Path, verdicts: Sequence[PairVerdict], criterion: str) -> None:

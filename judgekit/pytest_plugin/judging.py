@@ -206,7 +206,7 @@ class Judges:
         verdict = built.compare(a, b, input=input, context=context)
         # Counted as a check: passed when both orders agree on a verdict (a, b or a tie),
         # abstained when they disagree or an answer could not be had.
-        decided = verdict.winner(built.criterion.inconsistent) is not None
+        decided = verdict.outcome in ("a", "b", "tie")  # never an inconsistent pair, tie or not
         counted = _Compared(True if decided else None, f"outcome {verdict.outcome}")
         self._tally(cid, counted, f"a: {a}\nb: {b}", input, context)
         return verdict

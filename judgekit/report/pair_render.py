@@ -26,7 +26,7 @@ def pair_table(reports: Sequence[PairwiseReport]) -> str:
     each with its interval."""
     rows = [
         "| criterion | pairs | accuracy | consistency | inconsistent (1st / 2nd won) | "
-        "first-position share (p) | abstained |",
+        "first-position share (p) | no verdict (no answer) |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in reports:
@@ -35,7 +35,8 @@ def pair_table(reports: Sequence[PairwiseReport]) -> str:
             f"| {r.id} | {f['n']} | {_pct(f['accuracy'])} {_interval(f['accuracy_interval'])} | "
             f"{_pct(f['consistency'])} {_interval(f['consistency_interval'])} | "
             f"{f['inconsistent']} ({f['first_won']} / {f['second_won']}) | "
-            f"{_pct(f['first_share'])} (p={f['position_p']:.3g}) | {f['abstained']} |"
+            f"{_pct(f['first_share'])} (p={f['position_p']:.3g}) | "
+            f"{f['n'] - f['decided']} ({f['abstained']}) |"
         )
     return "\n".join(rows) + "\n"
 
@@ -97,14 +98,16 @@ def pair_lines(r: PairwiseReport) -> list[str]:
 
 def pair_terminal(reports: Sequence[PairwiseReport]) -> str:
     """The pairwise criteria as the terminal shows them: one line each."""
-    rows = [("pairwise criterion", "pairs", "abst", "accuracy", "consistency", "1st / 2nd won")]
+    rows = [
+        ("pairwise criterion", "pairs", "no verdict", "accuracy", "consistency", "1st / 2nd won")
+    ]
     for r in reports:
         f = r.figures
         rows.append(
             (
                 r.id,
                 str(f["n"]),
-                str(f["abstained"]),
+                str(f["n"] - f["decided"]),
                 _pct(f["accuracy"]),
                 _pct(f["consistency"]),
                 f"{f['first_won']} / {f['second_won']}",

@@ -121,11 +121,13 @@ def _when(value: Any, name: str) -> datetime | None:
         return None
     try:
         found = datetime.fromisoformat(value) if isinstance(value, str) else None
-    except ValueError:
-        found = None
-    if found is None or found.tzinfo is None:
-        raise Untrusted(f"report.json's pairwise {name} is not a time with its zone: {value!r}")
-    return found.astimezone(UTC)
+        if found is None or found.tzinfo is None:
+            raise ValueError(value)
+        return found.astimezone(UTC)
+    except (ValueError, OverflowError):
+        raise Untrusted(
+            f"report.json's pairwise {name} is not a time with its zone: {value!r}"
+        ) from None
 
 
 def _answer(order: str, value: Any, where: str) -> Answer | None:
@@ -176,6 +178,9 @@ def parse_pair_entry(data: Any) -> PairEntry:
     orders = data.get("orders", 2)
     if orders not in (1, 2) or isinstance(orders, bool):
         raise Untrusted(f"report.json's pairwise orders is {orders!r}, not 1 or 2")
+    verdicts = _verdicts(data.get("verdicts"))
+    if orders == 1 and any(v.b_first is not None for v in verdicts):
+        raise Untrusted("report.json's pairwise entry says one order but holds answers in two")
     return PairEntry(
         id=data["id"],
         setup=setup,
@@ -186,7 +191,7 @@ def parse_pair_entry(data: Any) -> PairEntry:
         inconsistent=inconsistent,
         orders=orders,
         figures=numbers_read,
-        verdicts=_verdicts(data.get("verdicts")),
+        verdicts=verdicts,
         calibrated_at=_when(data.get("calibrated_at"), "calibrated_at"),
         evidence_at=_when(data.get("evidence_at"), "evidence_at"),
         copies={k: tuple(v) for k, v in copies.items()},
