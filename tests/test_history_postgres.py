@@ -113,7 +113,7 @@ def test_a_new_postgresql_history_gets_every_migration_once_and_the_same_columns
     with History.open(tmp_path / "h.sqlite") as history:
         lite = {
             t: [row[1] for row in history.db.execute(f"PRAGMA table_info({t})")]
-            for t in ("runs", "verdicts", "test_looks", "label_changes")
+            for t in ("runs", "verdicts", "test_looks", "label_changes", "pair_verdicts")
         }
     assert {
         t: [name for name, _ in cols] for t, cols in columns.items() if t != "judgekit_schema"

@@ -19,6 +19,7 @@ from judgekit.cli import app
 from judgekit.errors import InputError
 from judgekit.gate import Gate
 from judgekit.inputs.pairwise import PairExample, PairwiseCriterion, read_pair_set
+from judgekit.inputs.settings import DriftPolicy
 from judgekit.judging.pairwise import pair_messages, read_better
 from judgekit.pipeline import Options, measure
 from judgekit.report import Report
@@ -949,3 +950,70 @@ def test_an_entry_edited_out_of_range_is_not_evidence_not_a_crash(project, tmp_p
     (out / "report.json").write_text(json.dumps(data))
     decision = decide(project, out)
     assert decision.status == "FAIL" and "the report is not evidence" in decision.summary
+
+
+# -- the history and drift ------------------------------------------------------------------------
+
+
+def test_pairwise_runs_are_kept_and_drift_is_found_on_their_pairs(project, tmp_path):
+    from judgekit.watch.calibration import calibrate
+    from judgekit.watch.drift import between
+    from judgekit.watch.history import History
+    from judgekit.watch.transfer import export_history, import_history
+
+    criterion(project)
+    project.jsonl("polite", pairs(40))
+    history = tmp_path / "history.sqlite"
+    run = options(project, history=history)
+    for judge in (gullible("x" * 40), gullible("x" * 40), by_position("first")):
+        calibrate(run, judge)
+    with History.open(history) as db:
+        first, second, third = db.runs("polite")
+        assert (first.kind, first.n, first.metrics["consistency"]) == ("pairwise", 40, 1.0)
+        assert db.pair_outcomes(first.id)["p0"] == ("a", "a")
+        assert db.pair_outcomes(third.id)["p0"] == ("a", None)  # inconsistent: no verdict
+        same = between(db, first, second, DriftPolicy())
+        assert same.status == "NO DRIFT" and same.right_to_wrong == 0
+        drifted = between(db, second, third, DriftPolicy())
+        assert drifted.status == "DRIFT" and drifted.right_to_wrong == 40
+        assert "consistency 1.000 -> 0.000" in "\n".join(drifted.lines())
+        exported = tmp_path / "history.jsonl"
+        export_history(db, exported)
+    with History.open(tmp_path / "copy.sqlite") as copy:
+        import_history(copy, exported)
+        runs = copy.runs("polite")
+        assert [r.kind for r in runs] == ["pairwise"] * 3
+        assert copy.pair_outcomes(runs[2].id) == dict(History.open(history).pair_outcomes(third.id))
+
+
+def test_drift_from_the_shell_on_a_pairwise_criterion(project, tmp_path):
+    from judgekit.watch.calibration import calibrate
+
+    criterion(project)
+    rows = pairs(40)
+    project.jsonl("polite", rows)
+    history = tmp_path / "history.sqlite"
+    calibrate(options(project, history=history), gullible("x" * 40))
+    relabelled = [{**r, "label": "tie"} if r["id"] == "p0" else r for r in rows]
+    project.jsonl("polite", relabelled)  # another set: its runs are not compared by default
+    calibrate(options(project, history=history), gullible("x" * 40))
+    result = invoke("drift", "-c", "polite", "--history", history, "--before", 1, "--after", 2)
+    assert result.exit_code == 0, result.output
+    assert "1 pair(s) were relabelled between the runs and are left out: p0" in result.output
+    assert "drift: NO DRIFT" in result.output
+
+
+def test_pairwise_runs_in_a_postgresql_history(project, postgres_url):
+    from judgekit.watch.calibration import calibrate
+    from judgekit.watch.drift import between
+    from judgekit.watch.history import History
+
+    criterion(project)
+    project.jsonl("polite", pairs(40))
+    for judge in (gullible("x" * 40), by_position("second")):
+        calibrate(options(project, history=postgres_url), judge)
+    with History.open(postgres_url) as db:
+        before, after = db.runs("polite")
+        assert db.pair_outcomes(before.id)["p1"] == ("b", "b")
+        drifted = between(db, before, after, DriftPolicy())
+    assert drifted.status == "DRIFT" and drifted.kind == "pairwise"

@@ -37,7 +37,7 @@ from judgekit.inputs.settings import DriftPolicy, MonitorPolicy, load_settings
 from judgekit.report.model import Report
 from judgekit.report.render import fmt_number, printable
 from judgekit.watch.counts import counts_sql, read_count_file
-from judgekit.watch.drift import Drift, compare, pairs
+from judgekit.watch.drift import Drift, between, pairs
 from judgekit.watch.findings import findings_of
 from judgekit.watch.history import History
 from judgekit.watch.monitor import watch
@@ -199,18 +199,7 @@ def drift(
         policy = load_settings(DriftPolicy, "drift", config)
         with History.open(locate(history, config), create=False) as db:
             found, notes = pairs(db, list(criterion or []), before, after)
-            drifts = [
-                compare(
-                    b,
-                    a,
-                    db.outcomes(b.id),
-                    db.outcomes(a.id),
-                    policy,
-                    before_confidence=db.confidences(b.id),
-                    after_confidence=db.confidences(a.id),
-                )
-                for b, a in found
-            ]
+            drifts = [between(db, b, a, policy) for b, a in found]
     except JudgekitError as error:
         fail(error)
     _report_drifts(drifts, as_json, notes)

@@ -225,6 +225,9 @@ class PairLine(ReportPart):
     b_first: str | None
     outcome: str
     why: str | None = None
+    label: str | None = Field(
+        None, description="The pair's label as calibrated (the gate reads the set's, on disk)."
+    )
 
 
 class PairDisagreement(ReportPart):
@@ -405,7 +408,7 @@ def pairwise_report(  # noqa: PLR0913  what a pairwise calibration is made of, e
         evidence_at=datetime.fromtimestamp(min(times), UTC) if times else None,
         calls=sum(v.calls for v in verdicts),
         cached_calls=sum(v.cached_calls for v in verdicts),
-        verdicts=[_line(by_id[i]) for i in labels],
+        verdicts=[_line(by_id[i]).model_copy(update={"label": labels[i]}) for i in labels],
         probes=[
             probe_figures(name, labels, found, inconsistent)
             for name, found in (probes or {}).items()

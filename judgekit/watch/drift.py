@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
 from judgekit.errors import InputError
@@ -73,6 +73,8 @@ class Drift:
     newly_abstained: list[str] = field(default_factory=list)
     newly_decided: list[str] = field(default_factory=list)
     worse_p: float = NAN  # one-sided exact McNemar: did agreement get worse?
+    # "pairwise": to_fail / to_pass are the pairs whose verdict went right -> wrong / wrong -> right
+    kind: str = "yes_no"
 
     @property
     def exit_code(self) -> int:
@@ -106,14 +108,15 @@ class Drift:
         """What a person reads: the decision, why, the evidence, and the flipped examples; ids and
         names from the files are escaped (`printable`), so none can drive the terminal."""
         what = ", ".join(self.changed) if self.changed else "nothing (same judge, same set)"
+        went = _WENT[self.kind]
         out = [
             f"{self.criterion}: run {self.before.id} "
             f"({self.before.created_at:%Y-%m-%d %H:%M}) -> run "
             f"{self.after.id} ({self.after.created_at:%Y-%m-%d %H:%M}); changed: {what}",
             f"  {self.compared} examples in both runs: abstained on {self.compared - self.shared} "
             f"({len(self.newly_abstained)} newly, {len(self.newly_decided)} no longer)",
-            f"  {self.shared} examples decided in both: {len(self.to_fail)} flipped pass->fail, "
-            f"{len(self.to_pass)} fail->pass; "
+            f"  {self.shared} examples decided in both: {len(self.to_fail)} flipped {went[0]}, "
+            f"{len(self.to_pass)} {went[1]}; "
             f"against the labels {self.right_to_wrong} right->wrong, "
             f"{self.wrong_to_right} wrong->right (exact McNemar p = {self.mcnemar_p:.3g})",
         ]
@@ -131,7 +134,7 @@ class Drift:
                 f"change on the shared examples {change}"
             )
         out += [f"  {reason}" for reason in self.reasons]
-        for label, ids in (("pass->fail", self.to_fail), ("fail->pass", self.to_pass)):
+        for label, ids in ((went[0], self.to_fail), (went[1], self.to_pass)):
             if ids:
                 out.append(
                     f"  {label}: {', '.join(ids[:20])}"
@@ -143,6 +146,79 @@ class Drift:
     @property
     def flip_rate(self) -> float:
         return (len(self.to_fail) + len(self.to_pass)) / self.shared if self.shared else NAN
+
+
+# how a flip reads: a yes/no verdict's, or a pairwise verdict's against its label
+_WENT = {"yes_no": ("pass->fail", "fail->pass"), "pairwise": ("right->wrong", "wrong->right")}
+PairOutcomes = Mapping[str, tuple[str, str | None]]  # pair id -> (label, verdict or None)
+
+
+def compare_pairs(
+    before: HistoryRun,
+    after: HistoryRun,
+    before_pairs: PairOutcomes,
+    after_pairs: PairOutcomes,
+    policy: DriftPolicy = _DEFAULT_POLICY,
+) -> Drift:
+    """Compare two runs of one pairwise criterion on the pairs both hold with the same label, and
+    decide: each pair is right (the verdict both orders agree on is its label), wrong, or without
+    a verdict, and the tests are `compare`'s on those (an unchanged judge's flips and agreement,
+    a changed one's agreement; a pair without a verdict is not right). A pair relabelled between
+    the runs says nothing of the judge: left out and counted."""
+    common = before_pairs.keys() & after_pairs.keys()
+    relabelled = sorted(
+        (k for k in common if before_pairs[k][0] != after_pairs[k][0]), key=_natural
+    )
+    kept = common - set(relabelled)
+
+    def rightness(pairs: PairOutcomes) -> Outcomes:
+        return {
+            k: (True, None if pairs[k][1] is None else pairs[k][1] == pairs[k][0]) for k in kept
+        }
+
+    if not kept:
+        raise InputError.one(
+            "history",
+            f"runs {before.id} and {after.id}",
+            "share no pair with the same label; compare runs over the same pairs",
+        )
+    found = compare(before, after, rightness(before_pairs), rightness(after_pairs), policy)
+    reasons = [r for r in found.reasons if not r.startswith("the verdicts moved one way")]
+    figures = ", ".join(
+        f"{name} {fmt_number(before.metrics.get(name))} -> {fmt_number(after.metrics.get(name))}"
+        for name in ("accuracy", "consistency", "first_decided", "second_decided")
+    )
+    reasons.insert(0, f"{figures} (each run's own figures)")
+    if relabelled:
+        reasons.append(
+            f"{len(relabelled)} pair(s) were relabelled between the runs and are left out: "
+            f"{', '.join(relabelled[:10])}{' …' if len(relabelled) > 10 else ''}"
+        )
+    # a yes/no judge's TPR, TNR and kappa mean nothing of a pairwise one: its figures are above
+    return replace(found, kind="pairwise", reasons=reasons, changes={})
+
+
+def between(db: History, before: HistoryRun, after: HistoryRun, policy: DriftPolicy) -> Drift:
+    """Two runs of a criterion compared as their kind is: a pairwise criterion's by its pairs."""
+    if "pairwise" in (before.kind, after.kind):
+        if before.kind != after.kind:
+            raise InputError.one(
+                "history",
+                f"runs {before.id} and {after.id}",
+                "are one pairwise and one yes/no run; compare runs of one kind",
+            )
+        return compare_pairs(
+            before, after, db.pair_outcomes(before.id), db.pair_outcomes(after.id), policy
+        )
+    return compare(
+        before,
+        after,
+        db.outcomes(before.id),
+        db.outcomes(after.id),
+        policy,
+        before_confidence=db.confidences(before.id),
+        after_confidence=db.confidences(after.id),
+    )
 
 
 def compare(  # noqa: PLR0913  public: users, recheck and the CLI call it; fewer breaks them

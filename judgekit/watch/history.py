@@ -27,8 +27,10 @@ from judgekit.gate.evidence import CLOCK_SKEW
 from judgekit.inputs.criteria import JUDGED, Criterion, with_trials
 from judgekit.inputs.heldout import TestSplit
 from judgekit.judging.build_setup import setup_of
+from judgekit.judging.pairwise import PairVerdict, position_of
 from judgekit.judging.setup import JudgeSetup
 from judgekit.report.model import CriterionReport, Report
+from judgekit.report.pairwise import PairwiseReport
 from judgekit.version import version
 from judgekit.watch.alpha_budget import Budget, Look, next_look
 from judgekit.watch.schema import identify, migrate
@@ -77,6 +79,7 @@ class HistoryRun:
     structured: bool | None = None
     verdicts_sha: str | None = None  # a recorded run's verdict file, by the digest of its bytes
     threshold: float | None = None  # selective judging: the judge's certified confidence threshold
+    kind: str | None = None  # "pairwise" for a pairwise criterion's run; None: a yes/no one
 
     def measured(self, criterion: Criterion) -> JudgeSetup | None:
         """The judge this run measured, as one setup: the history keeps its fields as columns and
@@ -214,12 +217,13 @@ class History:
         if purpose not in PURPOSES:
             raise ValueError(f"purpose {purpose!r}; use one of {PURPOSES}")
         ahead = datetime.now(UTC) + CLOCK_SKEW
-        for c in report.criteria:
-            if c.calibrated_at is not None and _aware(c.calibrated_at) > ahead:
+        dated = [(c.id, c.calibrated_at) for c in report.criteria]
+        for cid, at in [*dated, *((p.id, p.calibrated_at) for p in report.pairwise)]:
+            if at is not None and _aware(at) > ahead:
                 raise InputError.one(
                     str(self.path),
-                    c.id,
-                    f"its calibration is dated {c.calibrated_at:%Y-%m-%d %H:%M}, in the future by "
+                    cid,
+                    f"its calibration is dated {at:%Y-%m-%d %H:%M}, in the future by "
                     "this machine's clock; a history keeps no run from the future (check the "
                     "clock)",
                 )
@@ -227,7 +231,74 @@ class History:
         with self.db.transaction():
             for c in report.criteria:
                 ids.append(self._insert(c, purpose))
+            for p in report.pairwise:
+                ids.append(self._insert_pair(p, purpose))
         return ids
+
+    def _insert_pair(self, p: PairwiseReport, purpose: str) -> int:
+        """A pairwise criterion's run: its judge and figures as a run, each pair's label and two
+        answers in `pair_verdicts`."""
+        f, setup = p.figures, p.setup
+        metrics = {
+            name: f.get(name)
+            for name in ("accuracy", "consistency", "first_decided", "second_decided")
+        } | {f"probe.{probe.probe}": probe.rate for probe in p.probes}
+        run_id = self.db.insert(
+            "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, "
+            "set_fingerprint, source, n, abstained, metrics, judgekit_version, split, purpose, "
+            "api_base, via, structured, verdicts_sha, threshold, uid, kind) "
+            "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                p.id,
+                (p.calibrated_at or datetime.now(UTC)).isoformat(),
+                p.fingerprint,
+                p.model,
+                setup.get("prompt"),
+                json.dumps({**setup.get("sampling", {}), "orders": p.orders}, sort_keys=True),
+                p.inputs.get("set", ""),
+                p.source,
+                f["n"],
+                f["n"] - f["decided"],
+                json.dumps(metrics, sort_keys=True),
+                version(),
+                p.split,
+                purpose,
+                setup.get("endpoint"),
+                setup.get("via"),
+                None if setup.get("structured") is None else int(setup["structured"]),
+                p.inputs.get("verdicts"),
+                None,
+                uuid.uuid4().hex,
+                "pairwise",
+            ),
+        )
+        self.db.executemany(
+            "INSERT INTO pair_verdicts (run_id, example_id, label, a_first, b_first) "
+            "VALUES (?,?,?,?,?)",
+            ((run_id, v.id, v.label or "", v.a_first, v.b_first) for v in p.verdicts),
+        )
+        return run_id
+
+    @_refusing_database_errors
+    def pair_outcomes(self, run_id: int) -> dict[str, tuple[str, str | None]]:
+        """A pairwise run's pairs: each one's label and the verdict both orders agree on (None: no
+        verdict), as its criterion counted an inconsistent pair then."""
+        run = self.run(run_id)
+        counted = str(run.parameters.get("inconsistent", "abstain"))
+        orders = int(run.parameters.get("orders", 2))
+        rows = self.db.execute(
+            "SELECT example_id, label, a_first, b_first FROM pair_verdicts WHERE run_id = ?",
+            (run_id,),
+        )
+        return {
+            rid: (
+                label,
+                PairVerdict(rid, position_of("a_first", a), position_of("b_first", b)).winner(
+                    counted, orders
+                ),
+            )
+            for rid, label, a, b in rows
+        }
 
     def _insert(self, c: CriterionReport, purpose: str) -> int:
         judge = c.judge
@@ -533,7 +604,7 @@ class History:
 _COLUMNS = (
     "id, criterion, created_at, purpose, fingerprint, model, prompt_sha, parameters, "
     "set_fingerprint, "
-    "split, source, n, abstained, metrics, api_base, via, structured, verdicts_sha, threshold"
+    "split, source, n, abstained, metrics, api_base, via, structured, verdicts_sha, threshold, kind"
 )
 
 
@@ -558,6 +629,7 @@ def _run(row: tuple[Any, ...]) -> HistoryRun:
         structured,
         verdicts_sha,
         threshold,
+        kind,
     ) = row
     return HistoryRun(
         run_id,
@@ -579,6 +651,7 @@ def _run(row: tuple[Any, ...]) -> HistoryRun:
         None if structured is None else bool(structured),
         verdicts_sha,
         threshold,
+        kind,
     )
 
 

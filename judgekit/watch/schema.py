@@ -122,6 +122,19 @@ def _m009_label_made_by(db: Store) -> None:
     db.execute("ALTER TABLE label_changes ADD COLUMN made_by TEXT")
 
 
+def _m010_pairwise(db: Store) -> None:
+    """Pairwise criteria's runs (judgekit.inputs.pairwise): a run's kind (null: a yes/no one), and
+    each pair's label and the winner its judge named in each order."""
+    db.execute("ALTER TABLE runs ADD COLUMN kind TEXT")
+    db.execute(f"""CREATE TABLE pair_verdicts (
+        run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+        example_id TEXT NOT NULL,
+        label TEXT NOT NULL,
+        a_first TEXT,
+        b_first TEXT,
+        PRIMARY KEY (run_id, example_id)){db.dialect.without_rowid}""")
+
+
 MIGRATIONS: list[Callable[[Store], None]] = [
     _m001_runs,
     _m002_split_and_purpose,
@@ -132,6 +145,7 @@ MIGRATIONS: list[Callable[[Store], None]] = [
     _m007_uids,
     _m008_drift_found,
     _m009_label_made_by,
+    _m010_pairwise,
 ]
 VERSION_TABLE = "judgekit_schema"
 

@@ -62,6 +62,7 @@ RUN: dict[str, Column] = {
     "structured": (_INT, True),
     "verdicts_sha": (_TEXT, True),
     "threshold": (_REAL, True),
+    "kind": (_TEXT, True),
 }
 LOOK: dict[str, Column] = {
     "uid": (_TEXT, False),
@@ -86,7 +87,7 @@ CHANGE: dict[str, Column] = {
     "made_by": (_TEXT, True),
 }
 # Columns added after export files were first written: an older file's row without one has none.
-_ADDED = {"label_change": ("made_by",)}
+_ADDED = {"label_change": ("made_by",), "run": ("kind",)}
 KINDS: dict[str, tuple[str, dict[str, Column]]] = {
     "run": ("runs", RUN),
     "look": ("test_looks", LOOK),
@@ -130,6 +131,16 @@ def _lines(history: History) -> Iterator[tuple[str, str]]:
                         (row[0],),
                     )
                 ]
+                pairs = [
+                    list(v)
+                    for v in db.execute(
+                        "SELECT example_id, label, a_first, b_first FROM pair_verdicts "
+                        "WHERE run_id = ? ORDER BY example_id",
+                        (row[0],),
+                    )
+                ]
+                if pairs:
+                    record["pair_verdicts"] = pairs
             yield kind, json.dumps(record, sort_keys=True)
 
 
@@ -179,6 +190,11 @@ def _add(history: History, records: list[dict[str, Any]]) -> dict[str, tuple[int
                         "INSERT INTO verdicts (run_id, example_id, label, passed, confidence) "
                         "VALUES (?,?,?,?,?)",
                         [(run_id, *v) for v in record["verdicts"]],
+                    )
+                    db.executemany(
+                        "INSERT INTO pair_verdicts (run_id, example_id, label, a_first, b_first) "
+                        "VALUES (?,?,?,?,?)",
+                        [(run_id, *v) for v in record.get("pair_verdicts", [])],
                     )
                 done[kind][0] += 1
     return {kind: (added, skipped) for kind, (added, skipped) in done.items()}
@@ -231,7 +247,7 @@ def _with_added(kind: str, row: Any) -> Any:
 
 def _problem(record: Any) -> str | None:
     kinds = [k for k in KINDS if isinstance(record, dict) and k in record]
-    if len(kinds) != 1 or set(record) - {kinds[0], "verdicts"}:
+    if len(kinds) != 1 or set(record) - {kinds[0], "verdicts", "pair_verdicts"}:
         return f"must hold one of {', '.join(KINDS)} (and a run its verdicts)"
     kind = kinds[0]
     row, columns = _with_added(kind, record[kind]), KINDS[kind][1]
@@ -264,6 +280,38 @@ def _problem(record: Any) -> str | None:
             )
         if len({v[0] for v in verdicts}) != len(verdicts):
             return "run: an example's verdict is given twice"
+        return _pair_problem(record)
+    return None
+
+
+def _pair_problem(record: dict[str, Any]) -> str | None:
+    """A pairwise run's pairs: [example_id, label, winner with a first, winner with b first],
+    each label a, b or tie and each winner one of them or null; none for a yes/no run."""
+    pairs = record.get("pair_verdicts")
+    pairwise = record["run"].get("kind") == "pairwise"
+    if pairs is None:
+        return "run: a pairwise run must hold its pair_verdicts" if pairwise else None
+    winners = ("a", "b", "tie", None)
+    if (
+        not pairwise
+        or not isinstance(pairs, list)
+        or not all(
+            isinstance(v, list)
+            and len(v) == 4
+            and isinstance(v[0], str)
+            and v[0]
+            and v[1] in winners[:3]
+            and v[2] in winners
+            and v[3] in winners
+            for v in pairs
+        )
+    ):
+        return (
+            "run: pair_verdicts must be a pairwise run's list of [example_id, label a/b/tie, "
+            "winner a first, winner b first (a/b/tie or null)]"
+        )
+    if len({v[0] for v in pairs}) != len(pairs):
+        return "run: a pair's verdict is given twice"
     return None
 
 
