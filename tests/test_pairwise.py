@@ -1017,3 +1017,10 @@ def test_pairwise_runs_in_a_postgresql_history(project, postgres_url):
         assert db.pair_outcomes(before.id)["p1"] == ("b", "b")
         drifted = between(db, before, after, DriftPolicy())
     assert drifted.status == "DRIFT" and drifted.kind == "pairwise"
+
+
+def test_the_label_page_says_it_does_not_label_pairs_yet(project):
+    project.jsonl("polite", pairs(2))
+    result = invoke("label", project.sets / "polite.jsonl", "--no-open")
+    assert result.exit_code == 2
+    assert "is a pair (output_a, output_b) of a pairwise criterion" in result.output

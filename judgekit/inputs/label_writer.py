@@ -82,6 +82,13 @@ def read_records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
             if not line.strip():
                 continue
             record = parse_json(line, path, f"line {number}")
+            if isinstance(record, dict) and {"output_a", "output_b"} <= record.keys():
+                raise InputError.one(
+                    path,
+                    f"line {number}",
+                    "is a pair (output_a, output_b) of a pairwise criterion, which the label "
+                    "page does not label yet; write each pair's label (a, b or tie) in the file",
+                )
             if not isinstance(record, dict) or "id" not in record or "output" not in record:
                 raise InputError.one(path, f"line {number}", "must be an object with id and output")
             records.append(record)
