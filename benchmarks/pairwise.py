@@ -13,9 +13,13 @@ whose two answers name a position the first won both with chance pi^2 / (pi^2 + 
 true consistency is (1 - hard) + hard 2 pi (1 - pi). Measured: how often the exact binomial test
 of "no position preference" rejects at 0.05 (its size where pi = 0.5, its power elsewhere), how
 often the lower bound of the consistency's exact 95% interval lies above the true consistency (a
-gate's `min_consistency` on that bound, set at the true value, would pass it: at most 2.5%), and
-how often the interval holds it. The script exits non-zero when a size exceeds 0.05, or the lower
-bound's error 0.025, by more than 2 Monte Carlo standard errors.
+gate's `min_consistency` on that bound, set at the true value, would pass it: at most 2.5%), how
+often the interval holds it, and how often the upper bound of the exact interval of the share of
+pairs the first position won in both orders (true: hard pi^2) lies below the truth (the gate's
+`max_position_bias`, set at the true share, would pass the judge: at most 2.5%), simulated and,
+as that count is binomial here, exactly. The script exits non-zero when a size exceeds 0.05, or
+the lower bound's error 0.025, by more than 2 Monte Carlo standard errors, or the upper bound's
+exact error exceeds 0.025.
 
 B. LLMBar (../shared/datasets/llmbar/verdicts.csv): each judge set-up on LLMBar/Natural and on the
 four Adversarial sets pooled, both orders as recorded: accuracy on the consistent pairs,
@@ -33,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
+from judgekit.stats.metrics import clopper_pearson
 from judgekit.stats.pairwise import figures
 
 LLMBAR = Path(__file__).resolve().parents[2] / "shared" / "datasets" / "llmbar" / "verdicts.csv"
@@ -55,35 +60,54 @@ def simulate(rng, n: int, hard: float, pi: float, reps: int):
     return labels, a_first, b_first
 
 
+def below_exactly(n: int, share: float) -> float:
+    """The exact chance that the exact interval's upper bound lies below `share`: the count of
+    pairs the first position won in both orders is binomial (n, share) in this model."""
+    from scipy.stats import binom
+
+    return float(
+        sum(binom.pmf(k, n, share) for k in range(n + 1) if clopper_pearson(k, n)[1] < share)
+    )
+
+
 def run(reps: int, seed: int) -> list[str]:
     failed = []
     print(
         "| n | hard | pi | true consistency | rejects 'no preference' at 0.05 | consistency's "
-        "lower bound above it | interval holds it |"
+        "lower bound above it | interval holds it | first won both: true | its upper bound "
+        "below it | exactly |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     for n in NS:
         for hard in HARD:
             for pi in PIS:
                 rng = np.random.default_rng([seed, n, int(100 * hard), int(100 * pi)])
                 labels, a_first, b_first = simulate(rng, n, hard, pi, reps)
                 truth = (1 - hard) + hard * 2 * pi * (1 - pi)
-                rejected = above = covered = 0
+                # the share of pairs the first position won in both orders (max_position_bias)
+                first_truth = hard * pi * pi
+                rejected = above = covered = below = 0
                 for i in range(reps):
                     f = figures(list(labels[i]), list(a_first[i]), list(b_first[i]))
                     rejected += f.position_p <= 0.05
                     low, high = f.consistency_interval
                     above += low > truth
                     covered += low <= truth <= high
+                    below += f.first_decided_interval[1] < first_truth
                 size, over, coverage = rejected / reps, above / reps, covered / reps
-                se_size, se_over = (
-                    math.sqrt(max(x, 1 / reps) * (1 - x) / reps) for x in (size, over)
+                under = below / reps
+                se_size, se_over, se_under = (
+                    math.sqrt(max(x, 1 / reps) * (1 - x) / reps) for x in (size, over, under)
                 )
+                exact = below_exactly(n, first_truth)
                 print(
                     f"| {n} | {hard} | {pi} | {truth:.3f} | {size:.4f} ± {se_size:.4f} | "
-                    f"{over:.4f} ± {se_over:.4f} | {coverage:.4f} |",
+                    f"{over:.4f} ± {se_over:.4f} | {coverage:.4f} | {first_truth:.3f} | "
+                    f"{under:.4f} ± {se_under:.4f} | {exact:.4f} |",
                     flush=True,
                 )
+                if exact > 0.025 + 1e-12:
+                    failed.append(f"n={n} hard={hard} pi={pi}: upper bound below {exact:.4f}")
                 if pi == 0.5 and size - 0.05 > 2 * se_size:
                     failed.append(f"n={n} hard={hard}: size {size:.4f}")
                 if over - 0.025 > 2 * se_over:
