@@ -1019,8 +1019,93 @@ def test_pairwise_runs_in_a_postgresql_history(project, postgres_url):
     assert drifted.status == "DRIFT" and drifted.kind == "pairwise"
 
 
-def test_the_label_page_says_it_does_not_label_pairs_yet(project):
-    project.jsonl("polite", pairs(2))
-    result = invoke("label", project.sets / "polite.jsonl", "--no-open")
-    assert result.exit_code == 2
-    assert "is a pair (output_a, output_b) of a pairwise criterion" in result.output
+def test_the_pairs_page_shows_each_pair_blind_and_writes_its_choice_back_as_a_label(project):
+    import urllib.request
+
+    from judgekit.cli.label_page import serve
+    from judgekit.cli.pair_label import pair_labelling
+    from judgekit.inputs.label_writer import read_records
+
+    rows = [{k: v for k, v in r.items() if k != "label"} for r in pairs(24)]
+    rows[0]["label"] = "a"  # labelled already: not shown
+    path = project.jsonl("polite", rows)
+    session = pair_labelling(path, QUESTION)
+    server = serve(session)
+    url = f"http://127.0.0.1:{server.server_port}"
+    try:
+        with urllib.request.urlopen(f"{url}/api/items", timeout=5) as response:
+            shown = json.loads(response.read())
+        items = shown["items"]
+        assert [i["id"] for i in items] == [r["id"] for r in rows[1:]]
+        # blind: nothing sent says which reply is output_a, and both orders are drawn
+        assert all(set(i) == {"id", "input", "context", "left", "right", "label"} for i in items)
+        by_id = {r["id"]: r for r in rows}
+        firsts = {i["left"] == by_id[i["id"]]["output_a"] for i in items}
+        assert firsts == {True, False}
+        for item in items:  # the person picks the polite reply (the longer), wherever it is
+            choice = "1" if len(item["left"]) > len(item["right"]) else "2"
+            request = urllib.request.Request(
+                f"{url}/api/label",
+                data=json.dumps({"id": item["id"], "choice": choice}).encode(),
+                headers={"Content-Type": "application/json", "X-Judgekit-Token": session.token},
+                method="POST",
+            )
+            with urllib.request.urlopen(request, timeout=5) as response:
+                assert json.loads(response.read())["label"] == choice
+    finally:
+        server.shutdown()
+    written = {str(r["id"]): r["label"] for r in read_records(path, pairs=True)}
+    # each choice, mapped back through the order drawn, is the pair's true label
+    assert written == {r["id"]: ("a" if i % 2 == 0 else "b") for i, r in enumerate(pairs(24))}
+    assert [r["id"] for r in read_records(path, pairs=True)] == [r["id"] for r in rows]
+
+
+def test_an_annotator_labels_pairs_into_labels_and_a_bad_choice_is_refused(project):
+    from judgekit.cli.pair_label import pair_labelling
+    from judgekit.inputs.label_writer import read_records
+
+    rows = [{k: v for k, v in r.items() if k != "label"} for r in pairs(2)]
+    path = project.jsonl("polite", rows)
+    session = pair_labelling(path, QUESTION, annotator="ana")
+    item = session.items[0]
+    with pytest.raises(ValueError, match="choice must be one of 1, 2, tie"):
+        session.label(item.id, "a")
+    session.label(item.id, "tie")
+    (first, _) = read_records(path, pairs=True)
+    assert first["labels"] == {"ana": "tie"} and "label" not in first
+    assert [i.id for i in pair_labelling(path, QUESTION, annotator="ana").items] == ["p1"]
+
+
+def test_the_pairs_page_in_a_browser_labels_by_keys(project, browser):
+    from selenium.webdriver.common.by import By
+
+    from judgekit.cli.label_page import serve
+    from judgekit.cli.pair_label import pair_labelling
+    from judgekit.inputs.label_writer import read_records
+    from tests.test_label import _wait
+
+    rows = [{k: v for k, v in r.items() if k != "label"} for r in pairs(3)]
+    rows[2]["output_b"] = "<b>Thank you</b> so much for asking, 2, truly!"  # shown as text
+    path = project.jsonl("polite", rows)
+    session = pair_labelling(path, QUESTION)
+    server = serve(session)
+    try:
+        browser.get(f"http://127.0.0.1:{server.server_port}/")
+        _wait(browser, "return document.getElementById('left').textContent.length > 0")
+        body = browser.find_element(By.TAG_NAME, "body")
+        assert browser.find_element(By.ID, "question").text == QUESTION
+        for expected in ("p1", "p2"):  # p0, p1: the longer reply, wherever it is shown
+            left = browser.find_element(By.ID, "left").text
+            right = browser.find_element(By.ID, "right").text
+            body.send_keys("1" if len(left) > len(right) else "2")
+            _wait(
+                browser,
+                f"return document.getElementById('progress').textContent.includes('{expected}')",
+            )
+        assert "<b>Thank you</b>" in browser.find_element(By.ID, "replies").text
+        body.send_keys("t")
+        _wait(browser, "return document.getElementById('done').style.display === 'block'")
+    finally:
+        server.shutdown()
+    written = [r.get("label") for r in read_records(path, pairs=True)]
+    assert written == ["a", "b", "tie"]

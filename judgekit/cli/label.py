@@ -28,6 +28,7 @@ from judgekit.cli.options import (
     sets_option,
     typer_app,
 )
+from judgekit.cli.pair_label import PairSession, is_pair_file, pair_labelling
 from judgekit.errors import InputError, JudgekitError
 from judgekit.gate.decision import Gate
 from judgekit.improve.audit import suspects
@@ -35,6 +36,7 @@ from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import load_criterion
 from judgekit.inputs.label_reader import read_labels
 from judgekit.inputs.merge import merge as merging, set_for
+from judgekit.inputs.pairwise import load_pairwise
 from judgekit.judging.review import queue_path
 from judgekit.judging.runner import RunSettings
 from judgekit.watch.findings import findings_of
@@ -141,6 +143,7 @@ def label(
     disagreements; each label is written back into its file at once. Ctrl-C stops it. With -c
     CRITERION alone, the replies its judge escalated (selective judging). With --merge NEW -c
     CRITERION, the labelled examples of NEW move into the criterion's set."""
+    session: Session | PairSession
     try:
         if next_n is not None:
             pool, named = _pool_and_criterion(file, criterion, rate, review, merge)
@@ -172,6 +175,9 @@ def label(
             return _merge(merge, criterion, criteria, sets, labelled_only)
         if review is not None and file is None and merge is None:
             session = _reviewing(review, criteria, sets, report, config, annotator, history)
+        elif file is not None and review is None and merge is None and is_pair_file(file):
+            question = load_pairwise(criteria / f"{criterion}.yaml").question if criterion else ""
+            session = pair_labelling(file, question, annotator)
         elif file is not None and review is None and merge is None:
             session = _labelling(file, criterion, criteria, sets, report, cache_dir, annotator)
         else:

@@ -27,6 +27,7 @@ import typer
 
 from judgekit.cli.app import EXIT_INPUT, say
 from judgekit.cli.label_session import Session, labelling, page_judge, review
+from judgekit.cli.pair_label import PairSession
 from judgekit.errors import InputError
 from judgekit.inputs.label_writer import write_label
 
@@ -43,7 +44,7 @@ __all__ = [
 
 
 class _Handler(BaseHTTPRequestHandler):
-    session: Session
+    session: Session | PairSession
     port: int
 
     # quiet: the terminal shows what matters
@@ -81,7 +82,8 @@ class _Handler(BaseHTTPRequestHandler):
             )
         if self.path == "/api/items":
             s = self.session
-            items = [vars(i) for i in s.items]
+            # a pair's session sends what it shows: which reply is output_a stays with it
+            items = s.shown() if isinstance(s, PairSession) else [vars(i) for i in s.items]
             # blind: the judge's verdict is sent only once the person has labelled
             if s.mode == "label":
                 items = [
@@ -114,7 +116,10 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(
                 self.rfile.read(min(int(self.headers.get("Content-Length", "0")), 65536))
             )
-            example_id, passed = str(body["id"]), body["passed"]
+            example_id = str(body["id"])
+            if isinstance(self.session, PairSession):
+                return self._json(HTTPStatus.OK, self.session.label(example_id, body["choice"]))
+            passed = body["passed"]
             if not isinstance(passed, bool):
                 raise ValueError("passed must be true or false")
             item = self.session.label(example_id, passed)
@@ -133,7 +138,7 @@ class _Handler(BaseHTTPRequestHandler):
         )
 
 
-def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
+def serve(session: Session | PairSession, port: int = 0) -> ThreadingHTTPServer:
     """Start the page's server on 127.0.0.1 in a background thread (its port: `server_port`)."""
 
     class Handler(_Handler):
@@ -146,14 +151,20 @@ def serve(session: Session, port: int = 0) -> ThreadingHTTPServer:
     return server
 
 
-def page(session: Session) -> str:
-    """The labelling page (judgekit/cli/label_page.html): one example at a time, keys or buttons."""
-    html = files("judgekit.cli").joinpath("label_page.html").read_text(encoding="utf-8")
+def page(session: Session | PairSession) -> str:
+    """The labelling page (judgekit/cli/label_page.html): one example at a time, keys or buttons;
+    a pair's (pair_label_page.html), its two replies side by side."""
+    name = "pair_label_page.html" if isinstance(session, PairSession) else "label_page.html"
+    html = files("judgekit.cli").joinpath(name).read_text(encoding="utf-8")
     return html.replace("__TOKEN__", json.dumps(session.token))
 
 
 def serve_until_stopped(
-    session: Session, port: int, annotator: str | None, reviewing: bool, open_browser: bool
+    session: Session | PairSession,
+    port: int,
+    annotator: str | None,
+    reviewing: bool,
+    open_browser: bool,
 ) -> None:
     """Serve the page until Ctrl-C, saying where it is and what it holds."""
     try:

@@ -47,6 +47,11 @@ def write_at(
 _MAGIC = b"judgekit label journal 1\n"
 
 
+def _word(passed: bool | None) -> str:
+    """A yes/no label as the message says it; none for a pair's (a, b or tie)."""
+    return "" if passed is None else ("pass " if passed else "fail ")
+
+
 @dataclass(frozen=True)
 class RolledBack:
     """A change whose writing was cut off part way, undone: a label (the person labels that example
@@ -72,7 +77,7 @@ class RolledBack:
         else:
             who = f" (annotator {self.annotator})" if self.annotator else ""
             what, again = (
-                f"the label {'pass' if self.passed else 'fail'} of id {self.id}{who}",
+                f"the label {_word(self.passed)}of id {self.id}{who}",
                 "label it again",
             )
         return (

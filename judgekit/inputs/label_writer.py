@@ -73,9 +73,12 @@ def _physical_lines(text: str) -> list[str]:
     return lines + ([parts[-1]] if parts[-1] else [])
 
 
-def read_records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
-    """The file's records in order (from `text` when the caller has read it); ids unique as text."""
+def read_records(path: Path, text: str | None = None, pairs: bool = False) -> list[dict[str, Any]]:
+    """The file's records in order (from `text` when the caller has read it); ids unique as text.
+    With `pairs`, a pairwise set's (id, output_a and output_b)."""
     text = _text(path) if text is None else text
+    if pairs:
+        return _pair_records(path, text)
     records: list[dict[str, Any]] = []
     if path.suffix.lower() == ".jsonl":
         for number, line in enumerate(text.split("\n"), start=1):
@@ -86,8 +89,8 @@ def read_records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
                 raise InputError.one(
                     path,
                     f"line {number}",
-                    "is a pair (output_a, output_b) of a pairwise criterion, which the label "
-                    "page does not label yet; write each pair's label (a, b or tie) in the file",
+                    "is a pair (output_a, output_b) of a pairwise criterion, which this page "
+                    "does not label; `judgekit label FILE.jsonl` labels a pairwise set's pairs",
                 )
             if not isinstance(record, dict) or "id" not in record or "output" not in record:
                 raise InputError.one(path, f"line {number}", "must be an object with id and output")
@@ -110,6 +113,94 @@ def read_records(path: Path, text: str | None = None) -> list[dict[str, Any]]:
             )
         seen.add(str(record["id"]))
     return records
+
+
+def _pair_records(path: Path, text: str) -> list[dict[str, Any]]:
+    """A pairwise set's records (JSON Lines: a pair's label is written back to .jsonl only)."""
+    if path.suffix.lower() != ".jsonl":
+        raise InputError.one(path, "", "pairs' labels are written back to .jsonl files")
+    records: list[dict[str, Any]] = []
+    for number, line in enumerate(text.split("\n"), start=1):
+        if not line.strip():
+            continue
+        record = parse_json(line, path, f"line {number}")
+        if not isinstance(record, dict) or not {"id", "output_a", "output_b"} <= record.keys():
+            raise InputError.one(
+                path, f"line {number}", "must be an object with id, output_a and output_b"
+            )
+        records.append(record)
+    ids = [str(r["id"]) for r in records]
+    twice = next((i for i in ids if ids.count(i) > 1), None)
+    if twice is not None:
+        raise InputError.one(path, f"id {twice}", "appears twice; give every pair its own id")
+    return records
+
+
+def pair_label_of(record: dict[str, Any], annotator: str | None = None) -> str | None:
+    """A pair's label (a, b or tie), or with `annotator` that annotator's; None when none yet.
+    A pair several annotators labelled counts as labelled (not this page's to overwrite)."""
+    if record.get("label") in ("a", "b", "tie"):
+        return str(record["label"])
+    labels = record.get("labels")
+    if annotator is not None:
+        mine = labels.get(annotator) if isinstance(labels, dict) else None
+        return str(mine) if mine in ("a", "b", "tie") else None
+    return "labelled" if labels else None
+
+
+def write_pair_label(
+    path: Path,
+    example_id: str,
+    label: str,
+    *,
+    annotator: str | None = None,
+    pwrite: Callable[[int, bytes, int], int] = os.pwrite,
+) -> RolledBack | None:
+    """Set one pair's `label` (a, b or tie; with `annotator`, that annotator's in `labels`),
+    in place and journaled as `write_label` does, every other byte and record kept."""
+    if label not in ("a", "b", "tie"):
+        raise InputError.one(path, f"id {example_id}", f"label {label!r}: give a, b or tie")
+    if annotator is not None:
+        check_annotator(annotator)
+    return change_in_place(
+        path,
+        lambda data: _pair_change(path, data, example_id, label, annotator),
+        lambda start, old, new: JournalEntry(example_id, None, start, old, new, annotator),
+        pwrite,
+    )
+
+
+def _pair_change(
+    path: Path, data: bytes, example_id: str, label: str, annotator: str | None
+) -> tuple[int, int, bytes]:
+    text = _text(path, data)
+    _pair_records(path, text)  # the file as the page read it: pairs, ids unique
+    position = 0
+    for line in text.split("\n"):
+        if line.strip():
+            record = json.loads(line)
+            if str(record["id"]) == example_id:
+                if annotator is None and record.get("labels"):
+                    raise InputError.one(
+                        path,
+                        f"id {example_id}",
+                        "is labelled by several annotators; give your name (--annotator NAME)",
+                    )
+                change: dict[str, Any] = (
+                    {"label": label}
+                    if annotator is None
+                    else {"labels": {**(record.get("labels") or {}), annotator: label}}
+                )
+                if annotator is None and record.get("made_by") not in (None, "human"):
+                    change["made_by"] = "human"
+                stop = position + len(line.rstrip("\r"))
+                new = json.dumps({**record, **change}, ensure_ascii=True)
+                return (
+                    *byte_span(data, text, position, stop),
+                    new.ljust(len(text[position:stop].encode())).encode(),
+                )
+        position += len(line) + 1
+    raise InputError.one(path, f"id {example_id}", "no such pair; was the file changed meanwhile?")
 
 
 def annotator_labels(record: dict[str, Any]) -> dict[str, bool]:
