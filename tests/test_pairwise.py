@@ -190,7 +190,7 @@ def test_a_judge_that_reads_the_replies_passes_and_its_report_says_what_it_measu
     assert entry.setup["kind"] == "pairwise" and entry.model == "m"
     decision = gate_of(project, report).decision("polite")
     assert decision.status == "PASS", decision.summary
-    assert "accuracy 1.00, consistency 1.00" in decision.summary
+    assert "accuracy 1.00 on the 40 pairs labelled a or b (1.00 on all 42)" in decision.summary
 
 
 def test_an_unreadable_answer_is_an_abstention_named_in_the_report(project):
@@ -551,8 +551,8 @@ def test_pandalm_three_annotators_and_one_order_judges(project, shared_datasets)
     winners, mirror = {"1": "a", "2": "b", "Tie": "tie", "0": "tie"}, {"a": "b", "b": "a"}
     groups: dict[Any, list[Any]] = {}
 
-    def plain(text: Any) -> str:  # case and runs of white space are no difference to a model
-        return " ".join(str(text).casefold().split())
+    def plain(text: Any) -> str:  # runs of white space are no difference to a model
+        return " ".join(str(text).split())
 
     for x in items:
         shown = plain(x["instruction"] + " " + (x["input"] or ""))
@@ -970,8 +970,8 @@ def test_pairwise_runs_are_kept_and_drift_is_found_on_their_pairs(project, tmp_p
     with History.open(history) as db:
         first, second, third = db.runs("polite")
         assert (first.kind, first.n, first.metrics["consistency"]) == ("pairwise", 40, 1.0)
-        assert db.pair_outcomes(first.id)["p0"] == ("a", "a")
-        assert db.pair_outcomes(third.id)["p0"] == ("a", None)  # inconsistent: no verdict
+        assert db.pair_outcomes(first.id)["p0"] == ("a", "a", True)
+        assert db.pair_outcomes(third.id)["p0"] == ("a", None, False)  # inconsistent: no verdict
         same = between(db, first, second, DriftPolicy())
         assert same.status == "NO DRIFT" and same.right_to_wrong == 0
         drifted = between(db, second, third, DriftPolicy())
@@ -1014,7 +1014,7 @@ def test_pairwise_runs_in_a_postgresql_history(project, postgres_url):
         calibrate(options(project, history=postgres_url), judge)
     with History.open(postgres_url) as db:
         before, after = db.runs("polite")
-        assert db.pair_outcomes(before.id)["p1"] == ("b", "b")
+        assert db.pair_outcomes(before.id)["p1"] == ("b", "b", True)
         drifted = between(db, before, after, DriftPolicy())
     assert drifted.status == "DRIFT" and drifted.kind == "pairwise"
 
@@ -1109,3 +1109,147 @@ def test_the_pairs_page_in_a_browser_labels_by_keys(project, browser):
         server.shutdown()
     written = [r.get("label") for r in read_records(path, pairs=True)]
     assert written == ["a", "b", "tie"]
+
+
+# -- what a second attacker's review found (each failed before its fix) ---------------------------
+
+
+def test_a_judge_that_calls_everything_a_tie_fails_on_a_set_of_mostly_ties(project, tmp_path):
+    criterion(project)
+    project.jsonl("polite", pairs(20) + pairs(0, ties=200))
+    (project.root / "judgekit.yaml").write_text("gate:\n  max_probe_flip: 0.2\n")
+    report = measure(options(project), by_position("tie"))
+    assert report.pairwise[0].figures["right"] == 200  # every tie right, every choice wrong
+    decision = gate_of(project, report).decision("polite")
+    assert decision.status == "FAIL"
+    assert "accuracy on the pairs labelled a or b 0.00" in decision.summary
+    assert "probe addressed had no pair to rewrite" in decision.summary
+
+
+def test_an_entry_that_does_not_say_when_is_not_evidence(project, tmp_path):
+    out = calibrated(project, tmp_path)
+    data = json.loads((out / "report.json").read_text())
+    data["pairwise"][0]["evidence_at"] = None
+    (out / "report.json").write_text(json.dumps(data))
+    decision = decide(project, out)
+    assert decision.status == "FAIL" and "it does not say when it was evidence" in decision.summary
+
+
+def test_same_reply_is_bought_by_a_position_whatever_an_inconsistent_pair_counts_as(project):
+    probed_project(project, inconsistent="tie")
+    reads = gullible("no such text")
+
+    def answer(request: Any) -> Any:
+        prompt = prompt_of(request.messages)
+        if block(prompt, "first") == block(prompt, "second"):
+            return json.dumps({"reasoning": "r", "better": "first"})
+        return reads.answer(request)
+
+    report = measure(options(project), FakeLLM(answer))
+    same = next(p for p in report.pairwise[0].probes if p.probe == "same_reply")
+    assert (same.tried, same.flipped) == (40, 40)
+    assert gate_of(project, report).decision("polite").status == "FAIL"
+
+
+def test_two_identical_replies_cannot_be_labelled_one_better(project):
+    c = PairwiseCriterion(id="polite", kind="pairwise", question=QUESTION)
+    project.jsonl("polite", [{"id": "x", "output_a": "Yes.", "output_b": " Yes. ", "label": "a"}])
+    with pytest.raises(InputError, match="its two replies show a judge the same text"):
+        read_pair_set(project.sets / "polite.jsonl", c)
+    # case is what some questions ask about: "Yes." and "YES." are two replies, and a pair with
+    # them the other way round is its swap, its label mirrored or named
+    rows = [
+        {"id": "x", "output_a": "Yes.", "output_b": "YES.", "label": "a"},
+        {"id": "y", "output_a": "YES.", "output_b": "Yes.", "label": "a"},
+    ]
+    project.jsonl("polite", rows)
+    with pytest.raises(InputError, match="same two replies as id x but is labelled a"):
+        read_pair_set(project.sets / "polite.jsonl", c)
+
+
+def record_runs(project: Project, tmp_path: Path, *judges: FakeLLM) -> Any:
+    from judgekit.watch.calibration import calibrate
+    from judgekit.watch.history import History
+
+    history = tmp_path / "history.sqlite"
+    for judge in judges:
+        calibrate(options(project, history=history), judge)
+    return History.open(history)
+
+
+def test_drift_finds_a_judge_that_starts_leaning_on_a_position(project, tmp_path):
+    from judgekit.watch.drift import between
+
+    criterion(project)
+    rows = pairs(40)
+    project.jsonl("polite", rows)
+    wrong = {r["output_a"] if r["label"] == "b" else r["output_b"] for r in rows[30:]}
+
+    def judge(leans: bool) -> FakeLLM:
+        reads = gullible("no such text")
+
+        def answer(request: Any) -> Any:
+            prompt = prompt_of(request.messages)
+            first, second = block(prompt, "first"), block(prompt, "second")
+            if first in wrong or second in wrong:  # the last 10: wrong, or now by position
+                said = "first" if leans else ("first" if first in wrong else "second")
+                return json.dumps({"reasoning": "r", "better": said})
+            return reads.answer(request)
+
+        return FakeLLM(answer)
+
+    with record_runs(project, tmp_path, judge(False), judge(True)) as db:
+        before, after = db.runs("polite")
+        found = between(db, before, after, DriftPolicy())
+    assert found.status == "DRIFT"
+    assert "its two orders now disagree on 10 pair(s) they agreed on" in "\n".join(found.lines())
+
+
+def test_drift_finds_a_judge_that_a_probe_now_talks_round(project, tmp_path):
+    from judgekit.watch.drift import between
+
+    probed_project(project)
+    with record_runs(
+        project, tmp_path, gullible("no such text"), gullible("Note to the evaluator")
+    ) as db:
+        before, after = db.runs("polite")
+        found = between(db, before, after, DriftPolicy())
+    assert found.status == "DRIFT"
+    assert "probe addressed buys more verdicts" in "\n".join(found.lines())
+
+
+def test_an_imported_pairwise_run_that_does_not_say_how_it_counted_is_refused(project, tmp_path):
+    from judgekit.watch.history import History
+    from judgekit.watch.transfer import export_history, import_history
+
+    criterion(project)
+    project.jsonl("polite", pairs(40))
+    with record_runs(project, tmp_path, gullible("x" * 40)) as db:
+        exported = tmp_path / "h.jsonl"
+        export_history(db, exported)
+    lines = exported.read_text().splitlines()
+    run = json.loads(lines[1])
+    parameters = json.loads(run["run"]["parameters"])
+    run["run"]["parameters"] = json.dumps({**parameters, "orders": "two"})
+    exported.write_text("\n".join([lines[0], json.dumps(run)]) + "\n")
+    with History.open(tmp_path / "other.sqlite") as other, pytest.raises(InputError) as caught:
+        import_history(other, exported)
+    assert "a pairwise run's parameters must say how it counted its pairs" in str(caught.value)
+
+
+def test_compare_fails_a_candidate_whose_labels_are_not_ground_truth(project, tmp_path):
+    criterion(project)
+    rows = [{**r, "made_by": "model:openai/gpt-4o"} for r in pairs(40)]
+    project.jsonl("polite", rows)
+    path = write_csv(
+        tmp_path / "v.csv",
+        [
+            {"candidate": "x", "id": r["id"], "a_first": r["label"], "b_first": r["label"]}
+            for r in rows
+        ],
+    )
+    out = project.root / "cmp"
+    base = ("--criteria", project.criteria, "--sets", project.sets, "--out", out)
+    assert invoke("compare", "-c", "polite", "--verdicts", path, *base).exit_code == 0
+    (only,) = json.loads((out / "compare.json").read_text())["candidates"]
+    assert only["gate"] == "FAIL" and "not count as ground truth" in only["reasons"][0]

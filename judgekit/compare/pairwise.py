@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError, Problem
-from judgekit.gate.pairwise import thresholds
+from judgekit.gate.pairwise import label_sources, thresholds
 from judgekit.inputs.pairwise import PairSet, PairwiseCriterion
 from judgekit.inputs.policy import Thresholds
 from judgekit.judging.pairwise import PairVerdict, as_recorded_for, read_recorded_pairs
@@ -55,18 +55,24 @@ class PairCandidate:
         }
 
 
-def _candidate(
+def _candidate(  # noqa: PLR0913  a candidate, and what its figures are weighed against
     name: str,
     labels: Mapping[str, str],
     verdicts: Sequence[PairVerdict],
     criterion: PairwiseCriterion,
     t: Thresholds,
+    refused: str | None = None,
 ) -> PairCandidate:
+    """One candidate as the gate weighs its figures; `refused`: why its labels are not ground
+    truth for it (the gate's label_sources), which FAILs it whatever its figures."""
     orders = 1 if all(v.b_first is None for v in verdicts) else 2
     f = recount(labels, verdicts, criterion.inconsistent, orders)
-    status, reasons = thresholds(f, t, sum(label != "tie" for label in labels.values()))
+    sided = {i: label for i, label in labels.items() if label != "tie"}
+    status, reasons = thresholds(f, t, recount(sided, verdicts, criterion.inconsistent, orders))
     if orders == 1:
         status, reasons = "FAIL", ["asked in one order only: consistency and position unmeasured"]
+    if refused:
+        status, reasons = "FAIL", [refused]
     by_id = {v.example_id: v for v in verdicts}
     right = tuple(
         by_id[i].winner(criterion.inconsistent, orders) == label for i, label in labels.items()
@@ -125,7 +131,8 @@ def recorded_candidates(
             problems.append(Problem(str(path), f"candidate {shown}", "; ".join(said)))
             continue
         verdicts = list(mine.values())
-        out.append(_candidate(shown, labels, verdicts, criterion, t))
+        refused = label_sources(pairs, t, None)  # another tool's judge: its model is not known
+        out.append(_candidate(shown, labels, verdicts, criterion, t, refused))
     if problems:
         raise InputError(problems)
     return out
@@ -143,7 +150,8 @@ async def live_candidates(
     out = []
     for model in models:
         report = (await measure_pairwise([criterion], replace(options, model=model)))[0]
-        out.append(_candidate(model, labels, report.pair_verdicts(), criterion, t))
+        refused = label_sources(pairs, t, model)
+        out.append(_candidate(model, labels, report.pair_verdicts(), criterion, t, refused))
     return out
 
 

@@ -98,8 +98,9 @@ def decide_pairwise(
     blocked = _blocked(project, entry, t, now, agent_model)
     if blocked:
         return Decision(cid, "FAIL", (blocked,), model=entry.setup.model, entry=entry)
-    labels = [e.gold for e in project.pairs.select(entry.split).examples]
-    status, reasons = thresholds(figures, t, sum(label != "tie" for label in labels))
+    status, reasons = thresholds(
+        figures, t, sided_figures(project.pairs.select(entry.split), entry)
+    )
     if fails:
         # a PASS's one reason is its summary, no longer true; the others' reasons stand
         reasons = [*fails, *(reasons if status != "PASS" else [])]
@@ -120,7 +121,7 @@ def _blocked(
 ) -> str | None:
     """Why evidence that holds together still may not pass (None when nothing stands in the way):
     whose labels they are, the agent's own model, its age, one order only."""
-    wrong_labels = _label_sources(project.pairs.select(entry.split), t, entry.setup.model)
+    wrong_labels = label_sources(project.pairs.select(entry.split), t, entry.setup.model)
     if wrong_labels:
         return wrong_labels
     clash = _agent_clash(entry, agent_model)
@@ -165,7 +166,13 @@ def _probing(project: PairProject, entry: PairEntry, t: Thresholds) -> tuple[lis
         stored = entry.probes.get(name) or {}
         if any(stored.get(k) != getattr(counted, k) for k in ("tried", "flipped", "abstained")):
             raise Untrusted(f"its {name} probe's counts are not what its answers give")
-        if t.max_probe_flip is None or not counted.tried:
+        if t.max_probe_flip is None:
+            continue
+        if not counted.tried:
+            unsure.append(
+                f"probe {name} had no pair to rewrite (none the judge decided right that it "
+                "keeps the label of); label more pairs"
+            )
             continue
         low, high = (x if x is not None else math.nan for x in counted.interval)
         rate = counted.flipped / counted.tried
@@ -236,12 +243,14 @@ def _recounted(project: PairProject, entry: PairEntry, now: datetime) -> Pairwis
         if not _same(entry.figures.get(name), value):
             raise Untrusted(f"its {name} is not what its verdicts give against the labels on disk")
     for name, when in (("calibrated_at", entry.calibrated_at), ("evidence_at", entry.evidence_at)):
-        if when is not None and when > now:
+        if when is None:  # its answers carry no time of their own: the entry's is their age
+            raise Untrusted(f"it does not say when it was {name.split('_')[0]}")
+        if when > now:
             raise Untrusted(f"its {name} is in the future")
     return figures
 
 
-def _label_sources(pairs: PairSet, t: Thresholds, judge_model: str | None) -> str | None:
+def label_sources(pairs: PairSet, t: Thresholds, judge_model: str | None) -> str | None:
     """Why the pairs' labels are not ground truth for this judge (None when they are): labels
     made in a way the policy does not count (label_sources), or by a model of the judge's family,
     as for a yes/no criterion's set."""
@@ -292,16 +301,26 @@ def _fmt(interval: tuple[float, float]) -> str:
     return f"[{interval[0]:.2f}, {interval[1]:.2f}]"
 
 
-def thresholds(f: PairwiseFigures, t: Thresholds, sided: int) -> tuple[Status, list[str]]:
+def sided_figures(pairs: PairSet, entry: PairEntry) -> PairwiseFigures:
+    """The figures on the pairs labelled a or b alone: what min_accuracy and min_examples decide
+    on (a set of ties shows nothing of choosing the better reply, and ties a judge calls ties
+    would make a judge that never chooses look accurate)."""
+    labels = {e.id: e.gold for e in pairs.examples if e.gold != "tie"}
+    return recount(labels, entry.verdicts, entry.inconsistent, entry.orders)
+
+
+def thresholds(
+    f: PairwiseFigures, t: Thresholds, sided: PairwiseFigures
+) -> tuple[Status, list[str]]:
     """PASS, FAIL or INCONCLUSIVE of a pairwise judge's recounted figures, with every reason;
-    `sided`: the pairs labelled a or b (min_examples counts them: a set of ties shows nothing of
-    choosing the better reply)."""
+    `sided`: its figures on the pairs labelled a or b, which accuracy and min_examples count."""
     fails: list[str] = []
     unsure: list[str] = []
-    if sided < t.min_examples:
+    if sided.n < t.min_examples:
         unsure.append(
-            f"{sided} labelled pairs where one reply is better (a or b), fewer than min_examples "
-            f"{t.min_examples}; label more such pairs (ties alone show nothing of choosing)"
+            f"{sided.n} labelled pairs where one reply is better (a or b), fewer than "
+            f"min_examples {t.min_examples}; label more such pairs (ties alone show nothing of "
+            "choosing)"
         )
     undecided = f.n - f.decided  # no answer, or (counted as abstentions) orders that disagree
     if f.n and undecided / f.n > t.max_abstain_rate:
@@ -311,8 +330,16 @@ def thresholds(f: PairwiseFigures, t: Thresholds, sided: int) -> tuple[Status, l
         )
     if not f.decided:
         fails.append("no pair got a verdict; nothing shows the judge agrees with the labels")
+    elif sided.n and not sided.decided:
+        fails.append("no pair labelled a or b got a verdict; nothing shows the judge chooses")
     checks = [
-        ("accuracy", f.accuracy, f.accuracy_interval, t.min_accuracy, "at least"),
+        (
+            "accuracy on the pairs labelled a or b",
+            sided.accuracy,
+            sided.accuracy_interval,
+            t.min_accuracy,
+            "at least",
+        ),
         (
             "consistency across orders",
             f.consistency,
@@ -350,6 +377,7 @@ def thresholds(f: PairwiseFigures, t: Thresholds, sided: int) -> tuple[Status, l
     if unsure:
         return "INCONCLUSIVE", unsure
     return "PASS", [
-        f"accuracy {f.accuracy:.2f}, consistency {f.consistency:.2f}, pairs a position won "
-        f"{f.first_decided:.2f} / {f.second_decided:.2f} (first / second) on {f.n} pairs"
+        f"accuracy {sided.accuracy:.2f} on the {sided.n} pairs labelled a or b ({f.accuracy:.2f} "
+        f"on all {f.n}), consistency {f.consistency:.2f}, pairs a position won "
+        f"{f.first_decided:.2f} / {f.second_decided:.2f} (first / second)"
     ]

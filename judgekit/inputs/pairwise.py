@@ -13,7 +13,9 @@ Its set holds pairs: `output_a`, `output_b` and a label `a`, `b` or `tie` (or `l
 annotators' labels, whose plurality is the label; a tie between annotators is an error). A pair
 and its swap (the replies the other way round, the label mirrored) are one example: its identity
 is the unordered pair (`pair_identity`), so a swapped copy is counted once, and a swapped copy
-with a label that is not the mirror is a problem naming both ids.
+with a label that is not the mirror is a problem naming both ids. Replies are told apart with
+their case (judgekit.inputs.text.cased_text): which of two replies capitalises as asked is a
+pairwise question.
 
 >>> c = PairwiseCriterion(id="p", kind="pairwise", question="Which reply is more polite?")
 >>> x = PairExample(id="1", output_a="Thanks!", output_b="No.", label="a")
@@ -40,7 +42,7 @@ from judgekit.inputs.context_files import ContextFiles, ContextProblem
 from judgekit.inputs.criteria import CriterionBase, JudgeSettings
 from judgekit.inputs.files import iter_records, read_source, read_yaml
 from judgekit.inputs.label_reader import MADE_BY
-from judgekit.inputs.text import normal_text
+from judgekit.inputs.text import cased_text
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of
 
 PairLabel = Literal["a", "b", "tie"]
@@ -134,6 +136,11 @@ class PairExample(Frozen):
             object.__setattr__(self, "label", decided)
         elif self.label is None:
             raise ValueError("has no label; add 'label': a, b or tie (or 'labels')")
+        if self.label != "tie" and cased_text(self.output_a) == cased_text(self.output_b):
+            raise ValueError(
+                f"is labelled {self.label}, but its two replies show a judge the same text "
+                "(spacing aside): label it tie, or correct a reply"
+            )
         return self
 
     @property
@@ -169,10 +176,10 @@ def plurality(labels: Mapping[str, str]) -> PairLabel | None:
 
 
 def pair_identity(criterion: PairwiseCriterion, example: PairExample) -> str:
-    """The digest of what the judge is shown, as a model reads it (judgekit.inputs.text), with the
-    two replies unordered: a pair and its swap are one example."""
-    shown = {name: normal_text(getattr(example, name) or "") for name in criterion.shown}
-    replies = sorted(normal_text(r) for r in (example.output_a, example.output_b))
+    """The digest of what the judge is shown, as a model reads it (judgekit.inputs.text, case
+    kept), with the two replies unordered: a pair and its swap are one example."""
+    shown = {name: cased_text(getattr(example, name) or "") for name in criterion.shown}
+    replies = sorted(cased_text(r) for r in (example.output_a, example.output_b))
     data = json.dumps({"shown": shown, "replies": replies}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
@@ -180,7 +187,7 @@ def pair_identity(criterion: PairwiseCriterion, example: PairExample) -> str:
 def _oriented(criterion: PairwiseCriterion, example: PairExample) -> PairLabel:
     """The label with the replies in a fixed order (by their normal text): equal for a pair and
     its mirrored swap."""
-    first, second = normal_text(example.output_a), normal_text(example.output_b)
+    first, second = cased_text(example.output_a), cased_text(example.output_b)
     return example.gold if first <= second else MIRROR[example.gold]
 
 
@@ -348,7 +355,7 @@ def _distinct(
 
 
 def _oriented_as(kept: PairExample, other: PairExample) -> str:
-    same_order = normal_text(kept.output_a) == normal_text(other.output_a)
+    same_order = cased_text(kept.output_a) == cased_text(other.output_a)
     return kept.gold if same_order else MIRROR[kept.gold]
 
 

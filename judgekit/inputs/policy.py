@@ -134,11 +134,12 @@ class Thresholds:
     claims criterion is probed by `calibrate` (the default probes and any its `probes:` list adds).
 
     Pairwise criteria (`kind: pairwise`, judgekit.inputs.pairwise) are gated on min_accuracy (of
-    the pairs with a verdict, on the Wilson interval's lower bound), min_consistency (the share of
-    pairs answered in both orders whose two orders agree, on the exact interval's lower bound) and
-    max_position_bias (the share of those pairs one position won in both orders, for each
-    position, on the exact interval's upper bound), besides min_examples (pairs),
-    max_abstain_rate (pairs without an answer in both orders) and max_age.
+    the pairs labelled a or b with a verdict, on the Wilson interval's lower bound),
+    min_consistency (the share of pairs answered in both orders whose two orders agree, on the
+    exact interval's lower bound) and max_position_bias (the share of those pairs one position
+    won in both orders, for each position, on the exact interval's upper bound), besides
+    min_examples (pairs labelled a or b), max_abstain_rate (pairs without a verdict: no answer,
+    or orders that disagree counted as an abstention), max_probe_flip and max_age.
     """
 
     min_tpr: float = 0.8

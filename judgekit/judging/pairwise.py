@@ -30,7 +30,7 @@ from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.files import iter_records, read_source
 from judgekit.inputs.pairwise import MIRROR, PairExample, PairSet, PairwiseCriterion
-from judgekit.inputs.text import normal_text
+from judgekit.inputs.text import cased_text
 from judgekit.judging.answers import Calls, json_object
 from judgekit.judging.jobs import endpoint_named, run_bounded, run_sync
 from judgekit.judging.prompts import FENCED, SYSTEM_PROMPT, fence
@@ -418,7 +418,7 @@ def as_recorded_for(
 
 def _swapped(kept: PairExample, texts: tuple[str, str] | None) -> bool:
     """Whether a copy shows the kept pair's replies the other way round."""
-    return texts is not None and normal_text(texts[0]) != normal_text(kept.output_a)
+    return texts is not None and cased_text(texts[0]) != cased_text(kept.output_a)
 
 
 def write_recorded_pairs(path: Path, verdicts: Sequence[PairVerdict], criterion: str) -> None:
@@ -600,13 +600,17 @@ def pair_flips(
     inconsistent: str,
 ) -> tuple[int, int, int, tuple[str, ...]]:
     """(tried, flipped, abstained, bought ids) of one probe: each rewritten pair's verdict by the
-    original's id against the label the rewrite keeps (a tie for same_reply). A pair without a
-    verdict both orders agree on is bought too: the verdict it deserved is gone."""
+    original's id against the label the rewrite keeps (for same_reply, a tie both orders agree
+    on). A pair without a verdict both orders agree on is bought too: the verdict it deserved is
+    gone."""
     bought, abstained = [], 0
     for rid, verdict in rewritten.items():
-        keeps = "tie" if probe == "same_reply" else labels[rid]
-        said = verdict.winner(inconsistent)
         abstained += verdict.outcome == "abstained"
-        if said != keeps:
+        if probe == "same_reply":
+            # one reply on both sides is a tie both orders must agree on: an inconsistent answer
+            # is a position choosing, whatever the criterion counts it as
+            if verdict.outcome != "tie":
+                bought.append(rid)
+        elif verdict.winner(inconsistent) != labels[rid]:
             bought.append(rid)
     return len(rewritten), len(bought), abstained, tuple(bought)

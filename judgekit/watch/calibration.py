@@ -125,7 +125,7 @@ def recorded_times(before: Report | None, history: str | Path | None) -> dict[st
 
     for c in before.criteria if before is not None else []:
         seen((c.inputs or {}).get("verdicts"), c.evidence_at)
-    for p in before.pairwise if before is not None else []:  # the history keeps no pairwise run
+    for p in before.pairwise if before is not None else []:
         seen(p.inputs.get("verdicts"), p.evidence_at)
     if history is not None:
         with History.open(history) as db:

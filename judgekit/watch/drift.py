@@ -150,7 +150,8 @@ class Drift:
 
 # how a flip reads: a yes/no verdict's, or a pairwise verdict's against its label
 _WENT = {"yes_no": ("pass->fail", "fail->pass"), "pairwise": ("right->wrong", "wrong->right")}
-PairOutcomes = Mapping[str, tuple[str, str | None]]  # pair id -> (label, verdict or None)
+# pair id -> (label, verdict or None, whether its two orders agreed or None)
+PairOutcomes = Mapping[str, tuple[str, str | None, bool | None]]
 
 
 def compare_pairs(
@@ -182,8 +183,23 @@ def compare_pairs(
             f"runs {before.id} and {after.id}",
             "share no pair with the same label; compare runs over the same pairs",
         )
-    found = compare(before, after, rightness(before_pairs), rightness(after_pairs), policy)
+    # two tests share the error budget (Bonferroni): agreement (with flips and probes, within
+    # `compare`'s own share) and consistency across orders
+    half = policy.model_copy(update={"alpha": policy.alpha / 2})
+    found = compare(before, after, rightness(before_pairs), rightness(after_pairs), half)
     reasons = [r for r in found.reasons if not r.startswith("the verdicts moved one way")]
+    both = [k for k in kept if before_pairs[k][2] is not None and after_pairs[k][2] is not None]
+    lost = sum(1 for k in both if before_pairs[k][2] and not after_pairs[k][2])
+    gained = sum(1 for k in both if after_pairs[k][2] and not before_pairs[k][2])
+    consistency_p = mcnemar_worse(lost, gained)
+    status = found.status
+    if consistency_p < half.alpha:
+        status = "DRIFT"
+        reasons.append(
+            f"its two orders now disagree on {lost} pair(s) they agreed on, and agree on "
+            f"{gained} they disagreed on (one-sided exact McNemar p = {consistency_p:.2g} < "
+            f"{half.alpha:g}): the judge leans on a position more than it did"
+        )
     figures = ", ".join(
         f"{name} {fmt_number(before.metrics.get(name))} -> {fmt_number(after.metrics.get(name))}"
         for name in ("accuracy", "consistency", "first_decided", "second_decided")
@@ -195,7 +211,7 @@ def compare_pairs(
             f"{', '.join(relabelled[:10])}{' …' if len(relabelled) > 10 else ''}"
         )
     # a yes/no judge's TPR, TNR and kappa mean nothing of a pairwise one: its figures are above
-    return replace(found, kind="pairwise", reasons=reasons, changes={})
+    return replace(found, kind="pairwise", reasons=reasons, changes={}, status=status)
 
 
 def between(db: History, before: HistoryRun, after: HistoryRun, policy: DriftPolicy) -> Drift:

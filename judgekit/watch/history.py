@@ -131,6 +131,7 @@ def _refusing_database_errors(method: Callable[..., Returned]) -> Callable[..., 
 
 
 PROBE_KEY = "probe:"  # a run's probe counts, kept beside its metrics: probe:<name>:<toward>:<count>
+PAIR_TOWARD = "off-label"  # where a pairwise probe pushes a pair's verdict
 
 
 def probe_metrics(c: CriterionReport) -> dict[str, float]:
@@ -239,10 +240,13 @@ class History:
         """A pairwise criterion's run: its judge and figures as a run, each pair's label and two
         answers in `pair_verdicts`."""
         f, setup = p.figures, p.setup
-        metrics = {
+        metrics: dict[str, Any] = {
             name: f.get(name)
             for name in ("accuracy", "consistency", "first_decided", "second_decided")
-        } | {f"probe.{probe.probe}": probe.rate for probe in p.probes}
+        }
+        for probe in p.probes:  # as a yes/no run's (probe_metrics): drift tests them alike
+            metrics[f"{PROBE_KEY}{probe.probe}:{PAIR_TOWARD}:flipped"] = probe.flipped
+            metrics[f"{PROBE_KEY}{probe.probe}:{PAIR_TOWARD}:tried"] = probe.tried
         run_id = self.db.insert(
             "INSERT INTO runs (criterion, created_at, fingerprint, model, prompt_sha, parameters, "
             "set_fingerprint, source, n, abstained, metrics, judgekit_version, split, purpose, "
@@ -280,25 +284,30 @@ class History:
         return run_id
 
     @_refusing_database_errors
-    def pair_outcomes(self, run_id: int) -> dict[str, tuple[str, str | None]]:
-        """A pairwise run's pairs: each one's label and the verdict both orders agree on (None: no
-        verdict), as its criterion counted an inconsistent pair then."""
+    def pair_outcomes(self, run_id: int) -> dict[str, tuple[str, str | None, bool | None]]:
+        """A pairwise run's pairs: each one's label, the verdict (None: no verdict, as its
+        criterion counted an inconsistent pair then), and whether its two orders agreed (None:
+        an answer is missing). A run whose counting the history cannot read is an InputError."""
         run = self.run(run_id)
-        counted = str(run.parameters.get("inconsistent", "abstain"))
-        orders = int(run.parameters.get("orders", 2))
+        counted, orders = run.parameters.get("inconsistent"), run.parameters.get("orders")
+        if counted not in ("abstain", "tie") or orders not in (1, 2) or isinstance(orders, bool):
+            raise InputError.one(
+                str(self.path),
+                f"run {run_id}",
+                "is a pairwise run whose parameters do not say how it counted its pairs "
+                f"(inconsistent {counted!r}, orders {orders!r}); it was written or imported "
+                "edited: remove it, or compare other runs (--before, --after)",
+            )
         rows = self.db.execute(
             "SELECT example_id, label, a_first, b_first FROM pair_verdicts WHERE run_id = ?",
             (run_id,),
         )
-        return {
-            rid: (
-                label,
-                PairVerdict(rid, position_of("a_first", a), position_of("b_first", b)).winner(
-                    counted, orders
-                ),
-            )
-            for rid, label, a, b in rows
-        }
+        out: dict[str, tuple[str, str | None, bool | None]] = {}
+        for rid, label, a, b in rows:
+            v = PairVerdict(rid, position_of("a_first", a), position_of("b_first", b))
+            agreed = None if v.outcome == "abstained" else v.outcome != "inconsistent"
+            out[rid] = (label, v.winner(str(counted), int(orders)), agreed if orders == 2 else None)
+        return out
 
     def _insert(self, c: CriterionReport, purpose: str) -> int:
         judge = c.judge

@@ -312,6 +312,17 @@ def _pair_problem(record: dict[str, Any]) -> str | None:
         )
     if len({v[0] for v in pairs}) != len(pairs):
         return "run: a pair's verdict is given twice"
+    counted = json.loads(record["run"]["parameters"])
+    orders = counted.get("orders")
+    if (
+        counted.get("inconsistent") not in ("abstain", "tie")
+        or orders not in (1, 2)
+        or isinstance(orders, bool)
+    ):
+        return (
+            "run: a pairwise run's parameters must say how it counted its pairs (inconsistent "
+            "abstain or tie, orders 1 or 2)"
+        )
     return None
 
 
