@@ -309,7 +309,7 @@ async def measure_pairwise(
         inputs = {"criterion": criterion.digest or "", "set": pairs.digest or ""}
         orders, probes = 2, dict[str, list[PairVerdict]]()
         if options.verdicts is not None:
-            digest, verdicts, setup = _recorded_pairs(criterion, pairs, options)
+            digest, verdicts, setup = _recorded_pairs(criterion, pairs, options.verdicts, options)
             inputs["verdicts"] = digest
             source = Source("recorded", options.verdicts.name)
             # another tool may have asked in one order only: said, never counted as consistent
@@ -336,13 +336,12 @@ async def measure_pairwise(
 
 
 def _recorded_pairs(
-    criterion: PairwiseCriterion, pairs: PairSet, options: Options
+    criterion: PairwiseCriterion, pairs: PairSet, path: Path, options: Options
 ) -> tuple[str, list[PairVerdict], JudgeSetup]:
     """A pairwise criterion's verdicts from the verdict file: one record per pair of the set (a
     copy's record, under the copy's id, counts for the pair kept), none of ids the set lacks."""
-    assert options.verdicts is not None
-    digest, by_candidate = read_recorded_pairs(options.verdicts, criterion.id)
-    where = str(options.verdicts)
+    digest, by_candidate = read_recorded_pairs(path, criterion.id)
+    where = str(path)
     if len(by_candidate) > 1 or None not in by_candidate:
         raise InputError.one(
             where,
@@ -379,7 +378,7 @@ def _recorded_pairs(
         endpoint=None,
         via=None,
         structured=None,
-        source=Source("recorded", options.verdicts.name),
+        source=Source("recorded", path.name),
     )
     return digest, verdicts, setup
 

@@ -452,8 +452,7 @@ def _compare_pairs(
         )
     criterion = load_pairwise(options.criteria_dir / f"{criterion_id}.yaml")
     pairs = load_pair_sets(options.sets_dir, [criterion], options.split)[criterion_id]
-    assert options.policy is not None
-    t = options.policy.for_criterion(criterion_id)
+    t = (options.policy or Policy.load()).for_criterion(criterion_id)
     if not models and not verdicts:
         raise InputError.one(
             "judgekit compare", criterion_id, "give candidates: --model (repeatable) or --verdicts"

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 from pydantic import Field, StrictStr, ValidationError, field_validator, model_validator
 
@@ -145,8 +145,7 @@ class PairExample(Frozen):
 
     @property
     def gold(self) -> PairLabel:
-        assert self.label is not None  # never None after validation
-        return self.label
+        return cast(PairLabel, self.label)  # never None after validation
 
     def swapped(self) -> PairExample:
         """The same pair the other way round, its labels mirrored."""

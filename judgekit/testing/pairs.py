@@ -100,9 +100,8 @@ def load_pair_script(path: Path, sets_dir: Path) -> dict[Replies, str]:
     out: dict[Replies, str] = {}
     problems: list[Problem] = []
     for location, record in iter_records(path):
-        if not is_pair_record(record):
+        if not isinstance(record, dict) or not is_pair_record(record):
             continue
-        assert isinstance(record, dict)
         criterion = record.get("criterion")
         replies = _pairs_of(sets_dir, criterion if isinstance(criterion, str) else None).get(
             str(record.get("id"))
