@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
+from judgekit.inputs.files import read_text
 from judgekit.inputs.journal import RolledBack, recover
 from judgekit.inputs.label_writer import (
     check_annotator,
@@ -82,12 +83,10 @@ def is_pair_file(path: Path) -> bool:
     """Whether a file to label holds a pairwise set (its first record has output_a)."""
     if path.suffix.lower() != ".jsonl":
         return False
-    try:
-        first = next(
-            (line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()), ""
-        )
+    try:  # read as every file is: a regular file, checked before it is read (a FIFO never hangs)
+        first = next((line for line in read_text(path).splitlines() if line.strip()), "")
         record = json.loads(first)
-    except (OSError, UnicodeDecodeError, ValueError):
+    except (InputError, ValueError):
         return False  # the yes/no page says what is wrong with it
     return isinstance(record, dict) and {"output_a", "output_b"} <= record.keys()
 

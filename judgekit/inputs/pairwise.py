@@ -19,7 +19,7 @@ pairwise question.
 
 >>> c = PairwiseCriterion(id="p", kind="pairwise", question="Which reply is more polite?")
 >>> x = PairExample(id="1", output_a="Thanks!", output_b="No.", label="a")
->>> y = PairExample(id="2", output_a="no.", output_b="thanks!", label="b")
+>>> y = PairExample(id="2", output_a="No.", output_b="Thanks!", label="b")
 >>> pair_identity(c, x) == pair_identity(c, y), y.swapped().label
 (True, 'a')
 """
