@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Any, Literal, cast
 
 from pydantic import Field, StrictStr, ValidationError, field_validator, model_validator
 
@@ -390,13 +390,3 @@ def load_pair_sets(
     if problems:
         raise InputError(problems)
     return out
-
-
-LabelOf = Annotated[dict[str, PairLabel], "example id -> label"]
-
-
-def pair_labels(path: Path, criterion: PairwiseCriterion) -> tuple[str | None, LabelOf]:
-    """The digest of a pairwise set's bytes and each distinct pair's label, by id: what the gate
-    recomputes a report's figures against."""
-    loaded = read_pair_set(path, criterion)
-    return loaded.digest, {e.id: e.gold for e in loaded.examples}

@@ -18,7 +18,6 @@ is judgekit.stats.pairwise.outcome of the two answers: the reply both orders pre
 from __future__ import annotations
 
 import asyncio
-import csv
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -200,14 +199,6 @@ class PairVerdict:
         if found == "inconsistent":
             return "tie" if inconsistent == "tie" else None
         return None if found == "abstained" else found
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "id": self.example_id,
-            "a_first": self.a_first,
-            "b_first": self.b_first,
-            "outcome": self.outcome,
-        }
 
 
 @dataclass(frozen=True)
@@ -419,26 +410,6 @@ def as_recorded_for(
 def _swapped(kept: PairExample, texts: tuple[str, str] | None) -> bool:
     """Whether a copy shows the kept pair's replies the other way round."""
     return texts is not None and cased_text(texts[0]) != cased_text(kept.output_a)
-
-
-def write_recorded_pairs(path: Path, verdicts: Sequence[PairVerdict], criterion: str) -> None:
-    """Pairwise verdicts as a CSV `judgekit calibrate --verdicts` reads (winners per order)."""
-    with path.open("w", newline="", encoding="utf-8") as out:
-        writer = csv.writer(out)
-        writer.writerow(["criterion", "id", "a_first", "b_first"])
-        for v in verdicts:
-            writer.writerow(
-                [
-                    criterion,
-                    v.example_id,
-                    winner_of("a_first", v.a_first) or "",
-                    winner_of("b_first", v.b_first) or "",
-                ]
-            )
-
-
-def dumps(verdict: PairVerdict) -> str:
-    return json.dumps(verdict.to_json(), ensure_ascii=False)
 
 
 class PairJudge:
