@@ -33,6 +33,7 @@ from judgekit.inputs.text import cased_text
 from judgekit.judging.answers import Calls, json_object
 from judgekit.judging.jobs import endpoint_named, run_bounded, run_sync
 from judgekit.judging.prompts import FENCED, SYSTEM_PROMPT, fence
+from judgekit.judging.recorded import is_pair_record
 from judgekit.judging.setup import LIVE, JudgeSetup, Source, endpoint_of
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM, CallError, Completion, Request
@@ -339,8 +340,8 @@ def read_recorded_pairs(
         if isinstance(record, Problem):
             problems.append(record)
             continue
-        if not isinstance(record, dict) or not {"a_first", "b_first"} <= set(record):
-            continue  # not a pairwise verdict: a yes/no one's
+        if not is_pair_record(record):
+            continue  # a yes/no verdict
         if record.get("criterion") not in (None, "", criterion_id):
             continue
         rid, candidate = record.get("id"), record.get("candidate")

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import (
     Field,
@@ -219,12 +219,15 @@ def iter_recorded(
         raise InputError.one(path, "", "holds no verdicts")
 
 
+def is_pair_record(record: object) -> TypeGuard[dict[str, Any]]:
+    """Whether a verdict file's record is a pairwise verdict (`a_first` and `b_first`: read by
+    judgekit.judging.pairwise and the fake judge's scripts), not a yes/no one."""
+    return isinstance(record, dict) and {"a_first", "b_first"} <= record.keys()
+
+
 def _yes_no(records: Iterator[tuple[str, Any]]) -> Iterator[tuple[str, Any]]:
-    """The records of a verdict file but its pairwise verdicts (`a_first` and `b_first`), which
-    judgekit.judging.pairwise reads."""
-    return (
-        r for r in records if not (isinstance(r[1], dict) and {"a_first", "b_first"} <= r[1].keys())
-    )
+    """The records of a verdict file but its pairwise verdicts."""
+    return (r for r in records if not is_pair_record(r[1]))
 
 
 def _csv_record(row: dict[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.files import RECORD_SUFFIXES, iter_records
 from judgekit.judging.pairwise import position_of
+from judgekit.judging.recorded import is_pair_record
 from judgekit.llm.protocol import Request
 from judgekit.testing.scripts import Answer, FakeLLM, Fault, Sure, answer_text, block, prompt_of
 
@@ -77,10 +78,6 @@ def pair_judge(rule: str, scripted: Mapping[Replies, str] | None = None) -> Fake
     return FakeLLM(reply)
 
 
-def is_pair_record(record: object) -> bool:
-    return isinstance(record, dict) and {"a_first", "b_first"} <= record.keys()
-
-
 def _pairs_of(sets_dir: Path, criterion: str | None) -> dict[str, Replies]:
     if criterion is not None:
         paths = [find_set(sets_dir, criterion)]
@@ -100,7 +97,7 @@ def load_pair_script(path: Path, sets_dir: Path) -> dict[Replies, str]:
     out: dict[Replies, str] = {}
     problems: list[Problem] = []
     for location, record in iter_records(path):
-        if not isinstance(record, dict) or not is_pair_record(record):
+        if not is_pair_record(record):
             continue
         criterion = record.get("criterion")
         replies = _pairs_of(sets_dir, criterion if isinstance(criterion, str) else None).get(

@@ -48,7 +48,7 @@ from judgekit.inputs.catalog import find_set
 from judgekit.inputs.files import RECORD_SUFFIXES, iter_records
 from judgekit.inputs.sets import load_set
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of
-from judgekit.testing.pairs import is_pair_record
+from judgekit.judging.recorded import is_pair_record
 from judgekit.testing.scripts import (
     FAULTS,
     Answer,
