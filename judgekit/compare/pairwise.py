@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError, Problem
-from judgekit.gate.pairwise import label_sources, thresholds
+from judgekit.gate.pairwise import pair_label_sources, thresholds
 from judgekit.inputs.pairwise import PairSet, PairwiseCriterion
 from judgekit.inputs.policy import Thresholds
 from judgekit.judging.pairwise import PairVerdict, as_recorded_for, read_recorded_pairs
@@ -131,7 +131,7 @@ def recorded_candidates(
             problems.append(Problem(str(path), f"candidate {shown}", "; ".join(said)))
             continue
         verdicts = list(mine.values())
-        refused = label_sources(pairs, t, None)  # another tool's judge: its model is not known
+        refused = pair_label_sources(pairs, t, None)  # another tool's judge: its model is not known
         out.append(_candidate(shown, labels, verdicts, criterion, t, refused))
     if problems:
         raise InputError(problems)
@@ -150,7 +150,7 @@ async def live_candidates(
     out = []
     for model in models:
         report = (await measure_pairwise([criterion], replace(options, model=model)))[0]
-        refused = label_sources(pairs, t, model)
+        refused = pair_label_sources(pairs, t, model)
         out.append(_candidate(model, labels, report.pair_verdicts(), criterion, t, refused))
     return out
 

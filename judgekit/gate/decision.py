@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import math
 import re
-from collections import Counter
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -32,7 +31,14 @@ from judgekit.gate.evidence import Figures, Probing, verify
 from judgekit.gate.identity import check_marks, check_signature, judge_changed, recorded_setup
 from judgekit.gate.label_budget import budgets
 from judgekit.gate.result import Decision, GateResult
-from judgekit.gate.rules import Findings, bounds_of, check, judge_setting, selective
+from judgekit.gate.rules import (
+    Findings,
+    bounds_of,
+    check,
+    judge_setting,
+    label_sources,
+    selective,
+)
 from judgekit.inputs.catalog import (
     CriterionFile,
     criterion_files,
@@ -41,7 +47,7 @@ from judgekit.inputs.catalog import (
     unknown_criteria,
 )
 from judgekit.inputs.files import read_yaml
-from judgekit.inputs.label_reader import LabelledSet, read_labels, source_of
+from judgekit.inputs.label_reader import LabelledSet, read_labels
 from judgekit.inputs.policy import Policy, Thresholds, parse_duration
 from judgekit.judging.probes import probes_for
 from judgekit.lazy import exports
@@ -397,7 +403,9 @@ class Gate:
                 "FAIL",
                 (f"the report is not evidence: {error}; run `judgekit calibrate` again",),
             ), None
-        wrong_labels = _label_sources(labels, t, setup.model if setup.kind != "regex" else None)
+        wrong_labels = label_sources(
+            [e.made_by for e in labels.examples], t, setup.model if setup.kind != "regex" else None
+        )
         if wrong_labels:
             return Decision(criterion_id, "FAIL", (wrong_labels,)), figures
         found = self.findings.get(criterion_id, {}).get(entry.fingerprint)
@@ -490,36 +498,6 @@ def _reads_the_reply(criterion: CriterionFile) -> bool:
     """Whether a regex criterion reads the reply (its default field), by its text: a file that
     may name another field (a false alarm only costs the gate a whole read) does not."""
     return criterion.text is not None and not _OTHER_FIELD.search(criterion.text)
-
-
-def _label_sources(labels: LabelledSet, t: Thresholds, judge_model: str | None) -> str | None:
-    """Why the set's labels are not ground truth for this judge (None when they are): labels made
-    in a way the policy does not count (label_sources), or by a model of the judge's family (a
-    judge agreeing with its own family's labels proves nothing)."""
-    made = Counter(e.made_by for e in labels.examples if source_of(e.made_by) != "human")
-    own = sorted(
-        m
-        for m in made
-        if m
-        and m.startswith("model:")
-        and judge_model
-        and (same_model(m[6:], judge_model) or family(m[6:]) == family(judge_model))
-    )
-    if own:
-        return (
-            f"{sum(made[m] for m in own)} labels of the set were made by {', '.join(own)}, the "
-            f"judge's own model family ({judge_model}): a judge agreeing with labels its own "
-            "family made proves nothing; have people label them (`judgekit label`)"
-        )
-    refused = {m: n for m, n in made.items() if source_of(m) not in t.label_sources}
-    if not refused:
-        return None
-    said = ", ".join(f"{n} by {m}" for m, n in sorted(refused.items(), key=lambda x: str(x[0])))
-    return (
-        f"labels the gate does not count as ground truth: {said} (it counts "
-        f"{' and '.join(t.label_sources)} labels); have people label them (`judgekit label`), or "
-        "allow them in the gate's policy (label_sources)"
-    )
 
 
 def _too_few(figures: Figures, t: Thresholds, found: Findings) -> set[str]:

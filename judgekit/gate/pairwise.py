@@ -16,7 +16,6 @@ a win: it is an abstention or a tie, as the criterion says, and counts against c
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,8 +23,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from judgekit.gate.result import Decision, Status
+from judgekit.gate.rules import label_sources
 from judgekit.inputs.catalog import CriterionFile, find_set
-from judgekit.inputs.label_reader import source_of
 from judgekit.inputs.pairwise import PairSet, PairwiseCriterion, load_pairwise, read_pair_set
 from judgekit.inputs.policy import Thresholds, parse_duration
 from judgekit.judging.pairwise import PAIR_PROBES, pair_probed, pair_setup_now
@@ -121,7 +120,7 @@ def _blocked(
 ) -> str | None:
     """Why evidence that holds together still may not pass (None when nothing stands in the way):
     whose labels they are, the agent's own model, its age, one order only."""
-    wrong_labels = label_sources(project.pairs.select(entry.split), t, entry.setup.model)
+    wrong_labels = pair_label_sources(project.pairs.select(entry.split), t, entry.setup.model)
     if wrong_labels:
         return wrong_labels
     clash = _agent_clash(entry, agent_model)
@@ -250,34 +249,9 @@ def _recounted(project: PairProject, entry: PairEntry, now: datetime) -> Pairwis
     return figures
 
 
-def label_sources(pairs: PairSet, t: Thresholds, judge_model: str | None) -> str | None:
-    """Why the pairs' labels are not ground truth for this judge (None when they are): labels
-    made in a way the policy does not count (label_sources), or by a model of the judge's family,
-    as for a yes/no criterion's set."""
-    made = Counter(e.made_by for e in pairs.examples if source_of(e.made_by) != "human")
-    own = sorted(
-        m
-        for m in made
-        if m
-        and m.startswith("model:")
-        and judge_model
-        and (same_model(m[6:], judge_model) or family(m[6:]) == family(judge_model))
-    )
-    if own:
-        return (
-            f"{sum(made[m] for m in own)} labels of the set were made by {', '.join(own)}, the "
-            f"judge's own model family ({judge_model}): a judge agreeing with labels its own "
-            "family made proves nothing; have people label them"
-        )
-    refused = {m: n for m, n in made.items() if source_of(m) not in t.label_sources}
-    if not refused:
-        return None
-    said = ", ".join(f"{n} by {m}" for m, n in sorted(refused.items(), key=lambda x: str(x[0])))
-    return (
-        f"labels the gate does not count as ground truth: {said} (it counts "
-        f"{' and '.join(t.label_sources)} labels); have people label them, or allow them in the "
-        "gate's policy (label_sources)"
-    )
+def pair_label_sources(pairs: PairSet, t: Thresholds, judge_model: str | None) -> str | None:
+    """Why the pairs' labels are not ground truth for this judge (rules.label_sources)."""
+    return label_sources([e.made_by for e in pairs.examples], t, judge_model)
 
 
 def _agent_clash(entry: PairEntry, agent_model: str | None) -> str | None:

@@ -5,6 +5,8 @@ lower bound by default), and the decision on a selectively judged criterion's ce
 from __future__ import annotations
 
 import math
+from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -13,8 +15,10 @@ from judgekit.errors import InputError
 from judgekit.gate.evidence import Figures
 from judgekit.gate.result import Decision
 from judgekit.inputs.files import read_yaml
+from judgekit.inputs.label_reader import source_of
 from judgekit.inputs.policy import Selective, Thresholds
 from judgekit.judging.selective import certificate, given
+from judgekit.llm.families import family, same_model
 from judgekit.report.render import fmt_number
 from judgekit.stats.metrics import CONFIDENCE, ratio, wilson
 from judgekit.stats.selective import Cascade
@@ -212,3 +216,36 @@ def judge_setting(path: Path, *keys: str) -> str | None:
 def _escalates_to(path: Path) -> str | None:
     """The model of the judge.escalate_to a criterion file names (selective judging)."""
     return judge_setting(path, "escalate_to", "model")
+
+
+def label_sources(
+    made_by: Iterable[str | None], t: Thresholds, judge_model: str | None
+) -> str | None:
+    """Why labels made so (each label's `made_by`) are not ground truth for this judge (None when
+    they are): labels made in a way the policy does not count (label_sources), or by a model of
+    the judge's family (a judge agreeing with labels its own family made proves nothing). A
+    yes/no set's and a pairwise set's labels alike."""
+    made = Counter(m for m in made_by if source_of(m) != "human")
+    own = sorted(
+        m
+        for m in made
+        if m
+        and m.startswith("model:")
+        and judge_model
+        and (same_model(m[6:], judge_model) or family(m[6:]) == family(judge_model))
+    )
+    if own:
+        return (
+            f"{sum(made[m] for m in own)} labels of the set were made by {', '.join(own)}, the "
+            f"judge's own model family ({judge_model}): a judge agreeing with labels its own "
+            "family made proves nothing; have people label them (`judgekit label`)"
+        )
+    refused = {m: n for m, n in made.items() if source_of(m) not in t.label_sources}
+    if not refused:
+        return None
+    said = ", ".join(f"{n} by {m}" for m, n in sorted(refused.items(), key=lambda x: str(x[0])))
+    return (
+        f"labels the gate does not count as ground truth: {said} (it counts "
+        f"{' and '.join(t.label_sources)} labels); have people label them (`judgekit label`), or "
+        "allow them in the gate's policy (label_sources)"
+    )
