@@ -21,8 +21,9 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import (
     Field,
@@ -363,11 +364,20 @@ def parse_criterion(data: Any, source: str) -> Criterion:
 
 def load_criterion(path: Path) -> Criterion:
     """One criterion file, validated; it remembers the digest of the bytes it was read from."""
+    return load_file(path, parse_criterion)
+
+
+Loaded = TypeVar("Loaded", bound=CriterionBase)
+
+
+def load_file(path: Path, parse: Callable[[Any, str], Loaded]) -> Loaded:
+    """A criterion file read, validated by `parse` (a yes/no criterion's, or a pairwise one's:
+    judgekit.inputs.pairwise), its id the file's name, its digest and context file read once."""
     source = read_source(path)
     data = read_yaml(path, source.text)
     if not isinstance(data, dict):
         raise InputError.one(path, "", "must be a YAML mapping with at least 'id' and 'question'")
-    criterion = parse_criterion(data, str(path))
+    criterion = parse(data, str(path))
     if criterion.id != path.stem:
         raise InputError.one(
             path,
@@ -379,7 +389,7 @@ def load_criterion(path: Path) -> Criterion:
     return criterion
 
 
-def _read_shared(criterion: Criterion, path: Path, file_digest: str) -> None:
+def _read_shared(criterion: CriterionBase, path: Path, file_digest: str) -> None:
     """Remember the file's digest, and read the context file the criterion names (once, checked)."""
     files = ContextFiles(path.parent, owner="criterion")
     if criterion.context_file is not None:

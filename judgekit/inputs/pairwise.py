@@ -37,10 +37,9 @@ from typing import Any, Literal, cast
 from pydantic import Field, StrictStr, ValidationError, field_validator, model_validator
 
 from judgekit.errors import InputError, Problem
-from judgekit.inputs.catalog import criterion_digest, criterion_paths, declared_kind, find_set
-from judgekit.inputs.context_files import ContextFiles, ContextProblem
-from judgekit.inputs.criteria import CriterionBase, JudgeSettings
-from judgekit.inputs.files import iter_records, read_source, read_yaml
+from judgekit.inputs.catalog import criterion_paths, declared_kind, find_set
+from judgekit.inputs.criteria import CriterionBase, JudgeSettings, load_file
+from judgekit.inputs.files import iter_records, read_source
 from judgekit.inputs.label_reader import MADE_BY
 from judgekit.inputs.text import cased_text
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of
@@ -218,25 +217,8 @@ def parse_pairwise(data: Any, source: str) -> PairwiseCriterion:
 
 
 def load_pairwise(path: Path) -> PairwiseCriterion:
-    """One pairwise criterion file, validated; it remembers the digest of its bytes (and of its
-    context file's), as a yes/no criterion does."""
-    source = read_source(path)
-    data = read_yaml(path, source.text)
-    if not isinstance(data, dict):
-        raise InputError.one(path, "", "must be a YAML mapping with at least 'id' and 'question'")
-    criterion = parse_pairwise(data, str(path))
-    if criterion.id != path.stem:
-        raise InputError.one(
-            path, "id", f"is {criterion.id!r} but the file is named {path.name!r}; rename one"
-        )
-    files = ContextFiles(path.parent, owner="criterion")
-    if criterion.context_file is not None:
-        try:
-            criterion._shared = files.text(criterion.context_file)
-        except ContextProblem as error:
-            raise InputError.one(path, "context_file", str(error)) from None
-    criterion._digest = criterion_digest(path, source.digest, criterion.context_file, files)
-    return criterion
+    """One pairwise criterion file, read as a yes/no one is (judgekit.inputs.criteria.load_file)."""
+    return load_file(path, parse_pairwise)
 
 
 def pairwise_paths(directory: Path) -> list[Path]:
