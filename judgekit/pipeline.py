@@ -69,6 +69,7 @@ from judgekit.judging.runner import (
     check_some_call_answered,
     check_some_verdict_given,
     judge_sets,
+    stack_of,
     task_of,
 )
 from judgekit.judging.selective import confidence_source
@@ -78,7 +79,6 @@ from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.families import family
 from judgekit.llm.protocol import LLM
 from judgekit.llm.retry import RetryPolicy
-from judgekit.llm.stack import open_llm
 from judgekit.llm.transports import check_endpoint
 from judgekit.report.model import (
     ConfusionCounts,
@@ -177,7 +177,9 @@ def probe_figures(
     return out
 
 
-def model_for(criterion: LLMCriterion | ClaimsCriterion, options: Options) -> str:
+def model_for(
+    criterion: LLMCriterion | ClaimsCriterion | PairwiseCriterion, options: Options
+) -> str:
     model = options.model or criterion.judge.model
     if not model:
         raise InputError.one(
@@ -387,13 +389,7 @@ async def _live_pairs(
     criterion: PairwiseCriterion, pairs: PairSet, options: Options, llm: LLM | None
 ) -> tuple[list[PairVerdict], JudgeSetup, dict[str, list[PairVerdict]]]:
     """A pairwise judge asked live on its pairs in both orders, and its probes."""
-    model = options.model or criterion.judge.model
-    if not model:
-        raise InputError.one(
-            options.criteria_dir / f"{criterion.id}.yaml",
-            "judge.model",
-            "no judge model; set judge.model in the criterion or pass --model",
-        )
+    model = model_for(criterion, options)
     endpoint = endpoint_of(criterion.judge.api_base, options.api_base, model)
     setup = pair_setup(
         criterion, model=model, endpoint=endpoint, via=options.via, structured=options.structured
@@ -408,16 +404,7 @@ async def _live_pairs(
         else (options.retry or RetryPolicy()).unreadable,
     )
     settings = run_settings(options, [criterion.id])
-    stack = llm or open_llm(
-        model,
-        endpoint,
-        str(settings.cache_dir) if settings.cache_dir is not None else None,
-        settings.timeout_s,
-        max_connections=max(settings.concurrency, 1),
-        retry=settings.retry,
-        via=options.via,
-        max_age_s=settings.max_age_s,
-    )
+    stack = llm or stack_of(settings, model, endpoint, options.via)
     try:
         verdicts = await judge_pairs(stack, criterion, pairs.examples, asking, options.concurrency)
         if verdicts and all(v.why and "error" in v.why for v in verdicts):

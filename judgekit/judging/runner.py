@@ -136,28 +136,33 @@ class JudgedSets:
 _Tagged = tuple[int, "Job | ClaimsJob"]  # a job and the place of its task in the run
 
 
+def stack_of(settings: RunSettings, model: str, url: str | None, via: str) -> LLM:
+    """The LLM stack a run asks `model` at `url` through (judgekit.llm.open_llm), as its settings
+    say: the cache, timeouts, connections, retries and the oldest cached answer it may use."""
+    return open_llm(
+        model,
+        url,
+        str(settings.cache_dir) if settings.cache_dir is not None else None,
+        settings.timeout_s,
+        max_connections=max(settings.concurrency, 1),
+        retry=settings.retry,
+        via=via,
+        max_age_s=settings.max_age_s,
+    )
+
+
 class _Asker:
     """One LLM stack per model, endpoint and transport (or the injected one); asks jobs, cached
     ones first."""
 
     def __init__(self, tasks: Sequence[Task], settings: RunSettings, llm: LLM | None):
         self.llm, self.settings = llm, settings
-        cache = str(settings.cache_dir) if settings.cache_dir is not None else None
         reach = [(t.model, t.url, t.setup.via or "auto") for t in tasks]
         stacks: dict[tuple[str, str | None, str], LLM] = (
             {}
             if llm
             else {
-                (model, url, via): open_llm(
-                    model,
-                    url,
-                    cache,
-                    settings.timeout_s,
-                    max_connections=max(settings.concurrency, 1),
-                    retry=settings.retry,
-                    via=via,
-                    max_age_s=settings.max_age_s,
-                )
+                (model, url, via): stack_of(settings, model, url, via)
                 for model, url, via in sorted(set(reach), key=str)
             }
         )
