@@ -1253,3 +1253,16 @@ def test_compare_fails_a_candidate_whose_labels_are_not_ground_truth(project, tm
     assert invoke("compare", "-c", "polite", "--verdicts", path, *base).exit_code == 0
     (only,) = json.loads((out / "compare.json").read_text())["candidates"]
     assert only["gate"] == "FAIL" and "not count as ground truth" in only["reasons"][0]
+
+
+def test_report_md_makes_a_pairs_id_and_tags_inert(project, tmp_path):
+    criterion(project)
+    rows = pairs(40)
+    rows[0] = {**rows[0], "id": "p0 | <b>*x*</b>\x1b[2J", "tags": ["t|<i>"]}
+    project.jsonl("polite", rows)
+    out = tmp_path / "report"
+    measure(options(project), by_position("first")).write(out)
+    text = (out / "report.md").read_text()
+    assert "- p0 &#124; &lt;b&gt;&#42;x&#42;&lt;/b&gt;\\x1b&#91;2J: label a" in text
+    assert "| t&#124;&lt;i&gt; | 1 |" in text
+    assert "<b>" not in text and "\x1b" not in text

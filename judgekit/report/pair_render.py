@@ -1,5 +1,6 @@
 """A pairwise criterion's part of report.md and of the terminal (plain code over the report's
-parts: the models are only types here, so the shells that format numbers start light).
+parts: the models are only types here, so the shells that format numbers start light). Text
+from the files (ids, tags, who labelled, the model) is made inert for Markdown.
 """
 
 from __future__ import annotations
@@ -7,12 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from judgekit.report.text import fmt_number, md_escape
+
 if TYPE_CHECKING:
     from judgekit.report.pairwise import PairwiseReport
-
-
-def _pct(value: Any) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _interval(value: Any) -> str:
@@ -32,10 +31,11 @@ def pair_table(reports: Sequence[PairwiseReport]) -> str:
     for r in reports:
         f = r.figures
         rows.append(
-            f"| {r.id} | {f['n']} | {_pct(f['accuracy'])} {_interval(f['accuracy_interval'])} | "
-            f"{_pct(f['consistency'])} {_interval(f['consistency_interval'])} | "
+            f"| {md_escape(r.id)} | {f['n']} | "
+            f"{fmt_number(f['accuracy'])} {_interval(f['accuracy_interval'])} | "
+            f"{fmt_number(f['consistency'])} {_interval(f['consistency_interval'])} | "
             f"{f['inconsistent']} ({f['first_won']} / {f['second_won']}) | "
-            f"{_pct(f['first_share'])} (p={f['position_p']:.3g}) | "
+            f"{fmt_number(f['first_share'])} (p={f['position_p']:.3g}) | "
             f"{f['n'] - f['decided']} ({f['abstained']}) |"
         )
     return "\n".join(rows) + "\n"
@@ -48,14 +48,15 @@ def pair_lines(r: PairwiseReport) -> list[str]:
     """A pairwise criterion's judge, who labelled, its slices and the pairs it did not decide."""
     f = r.figures
     lines = [
-        f"### {r.id}",
+        f"### {md_escape(r.id)}",
         "",
-        f"Judge: pairwise, model {r.model or 'n/a'}, source {r.source}; each pair asked in both "
+        f"Judge: pairwise, model {md_escape(r.model or 'n/a')}, source {md_escape(r.source)}; "
+        "each pair asked in both "
         f"orders; an inconsistent pair counts as {_AS[r.inconsistent]}, never a win.",
-        f"Pairs a position decided (won in both orders): first {_pct(f['first_decided'])} "
-        f"{_interval(f['first_decided_interval'])}, second {_pct(f['second_decided'])} "
+        f"Pairs a position decided (won in both orders): first {fmt_number(f['first_decided'])} "
+        f"{_interval(f['first_decided_interval'])}, second {fmt_number(f['second_decided'])} "
         f"{_interval(f['second_decided_interval'])}.",
-        "Labels by: " + ", ".join(f"{n} {k}" for k, n in sorted(r.labels_by.items())),
+        "Labels by: " + ", ".join(f"{n} {md_escape(k)}" for k, n in sorted(r.labels_by.items())),
         "",
     ]
     if r.slices:
@@ -64,7 +65,8 @@ def pair_lines(r: PairwiseReport) -> list[str]:
             "|---|---|---|---|---|",
         ]
         lines += [
-            f"| {tag} | {s.n} | {_pct(s.accuracy)} | {_pct(s.consistency)} | {s.inconsistent} |"
+            f"| {md_escape(tag)} | {s.n} | {fmt_number(s.accuracy)} | "
+            f"{fmt_number(s.consistency)} | {s.inconsistent} |"
             for tag, s in r.slices.items()
         ]
         lines.append("")
@@ -75,7 +77,7 @@ def pair_lines(r: PairwiseReport) -> list[str]:
             "|---|---|---|---|---|---|",
         ]
         lines += [
-            f"| {p.probe} | {p.tried} | {p.flipped} | {p.abstained} | {_pct(p.rate)} "
+            f"| {p.probe} | {p.tried} | {p.flipped} | {p.abstained} | {fmt_number(p.rate)} "
             f"{_interval(p.interval)} | {p.why} |"
             for p in r.probes
         ]
@@ -86,7 +88,8 @@ def pair_lines(r: PairwiseReport) -> list[str]:
             "Pairs not decided as labelled (report.html shows their replies side by side):"
         )
         lines += [
-            f"- {d.id}: label {d.label}, {d.outcome} (a first: {d.a_first or 'no answer'}; "
+            f"- {md_escape(d.id)}: label {d.label}, {d.outcome} "
+            f"(a first: {d.a_first or 'no answer'}; "
             f"b first: {d.b_first or 'no answer'})"
             for d in wrong[:20]
         ]
@@ -108,8 +111,8 @@ def pair_terminal(reports: Sequence[PairwiseReport]) -> str:
                 r.id,
                 str(f["n"]),
                 str(f["n"] - f["decided"]),
-                _pct(f["accuracy"]),
-                _pct(f["consistency"]),
+                fmt_number(f["accuracy"]),
+                fmt_number(f["consistency"]),
                 f"{f['first_won']} / {f['second_won']}",
             )
         )

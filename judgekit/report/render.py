@@ -1,6 +1,6 @@
 """The report for people: report.md (every disagreement with the judge's reasoning, escaped), the
-terminal table, and the small formatting rules every shell shares (a number, a printable name, a
-Markdown-safe text).
+terminal table, and the small formatting rules every shell shares (judgekit.report.text: a
+number, a printable name, a Markdown-safe text), re-exported here.
 
 >>> fmt_number(float("nan")), fmt_number(0.8123, 2), printable("ok\\x1b[2J")
 ('n/a', '0.81', 'ok\\\\x1b[2J')
@@ -9,10 +9,14 @@ Markdown-safe text).
 from __future__ import annotations
 
 import math
-import re
 from typing import TYPE_CHECKING
 
 from judgekit.report.pair_render import pair_lines, pair_table
+from judgekit.report.text import (
+    fmt_number as fmt_number,
+    md_escape as md_escape,
+    printable as printable,
+)
 
 if TYPE_CHECKING:
     from judgekit.report.model import Annotators, CriterionReport, Report
@@ -73,30 +77,6 @@ def human_ceiling(a: Annotators) -> str:
     )
 
 
-def fmt_number(x: float | None, digits: int = 3) -> str:
-    """A figure for people: fixed digits, n/a when undefined."""
-    return "n/a" if x is None or math.isnan(x) else f"{x:.{digits}f}"
-
-
-def printable(text: object) -> str:
-    r"""Text from a file or a model made safe for a terminal: control and format characters
-    (escape sequences, carriage returns, bidirectional overrides) are shown as Python escapes;
-    letters, accents, CJK, emoji and spaces stay as they are.
-
-    >>> print(printable("café 日本 \x1b[2J\u202eevil"))
-    café 日本 \x1b[2J\u202eevil
-    """
-    import unicodedata
-
-    text = str(text)
-    if text.isprintable():
-        return text
-    return "".join(
-        ch if ch.isprintable() or unicodedata.category(ch) == "Zs" else repr(ch)[1:-1]
-        for ch in text
-    )
-
-
 def terminal_text(text: object) -> str:
     r"""Lines for a terminal: each line `printable`, the line breaks kept.
 
@@ -132,38 +112,6 @@ def _interval(pair: tuple[float | None, float | None] | None) -> str:
     if not pair or pair[0] is None or pair[1] is None:
         return ""
     return f"[{pair[0]:.2f}, {pair[1]:.2f}]"
-
-
-def md_escape(text: str | None, limit: int = 300) -> str:
-    r"""Make model or example text inert in Markdown (and in HTML rendered from it): on one line,
-    its control and format characters escaped (`printable`), Markdown's own characters as
-    entities; an underscore inside a word, which Markdown never reads as emphasis, stays as it is.
-
-    >>> md_escape("ORD_1212 _em_ *b* \x1b[2J")
-    'ORD_1212 \\_em\\_ &#42;b&#42; \\x1b&#91;2J'
-    """
-    if text is None:
-        return ""
-    # a backslash of the text is one in Markdown too; `printable`'s escapes (\x1b) read as written
-    text = printable(" ".join(text.split()).replace("\\", "\\\\"))
-    if len(text) > limit:
-        text = text[: limit - 1] + "…"
-    for char, entity in (
-        ("&", "&amp;"),
-        ("<", "&lt;"),
-        (">", "&gt;"),
-        ("|", "&#124;"),
-        ("`", "&#96;"),
-        ("[", "&#91;"),
-        ("]", "&#93;"),
-        ("*", "&#42;"),
-    ):
-        text = text.replace(char, entity)
-    return _WORD_UNDERSCORE.sub(r"\\_", text)
-
-
-# An underscore that could open or close emphasis: one not between two letters or digits.
-_WORD_UNDERSCORE = re.compile(r"(?<![^\W_])_|_(?![^\W_])")
 
 
 def _verdict_word(value: bool | None) -> str:
