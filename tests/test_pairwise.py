@@ -423,6 +423,16 @@ def test_a_report_kept_by_merge_keeps_the_pairwise_entries(project, tmp_path):
 # -- other tools' published judges ----------------------------------------------------------------
 
 
+def compare_candidates(project: Project, cid: str, verdicts: Path) -> dict[str, Any]:
+    """`judgekit compare -c CID --verdicts FILE` from the shell: compare.json's candidates, by
+    name."""
+    out = project.root / f"compared-{cid}"
+    base = ("--criteria", project.criteria, "--sets", project.sets, "--out", out)
+    result = invoke("compare", "-c", cid, "--verdicts", verdicts, *base)
+    assert result.exit_code == 0, result.output
+    return {c["candidate"]: c for c in json.loads((out / "compare.json").read_text())["candidates"]}
+
+
 def llmbar_by_hand(root: Path, sets: set[str]) -> dict[str, Counter]:
     """Per judge set-up, LLMBar's verdicts counted plainly from verdicts.csv (winners in the
     original numbering; AB: output 1 shown first)."""
@@ -467,24 +477,7 @@ def test_llmbar_every_judge_setup_compared_in_one_run_matches_a_plain_count(
     verdicts = project.root / "natural.csv"
     made = invoke("import", "llmbar", root, "--set", "Natural", "-c", "polite", "-o", verdicts)
     assert made.exit_code == 0 and "of 65 judge(s)" in made.output, made.output
-    out = project.root / "compared"
-    result = invoke(
-        "compare",
-        "-c",
-        "polite",
-        "--verdicts",
-        verdicts,
-        "--criteria",
-        project.criteria,
-        "--sets",
-        project.sets,
-        "--out",
-        out,
-    )
-    assert result.exit_code == 0, result.output
-    found = {
-        c["candidate"]: c for c in json.loads((out / "compare.json").read_text())["candidates"]
-    }
+    found = compare_candidates(project, "polite", verdicts)
     expected = llmbar_by_hand(root, {"LLMBar/Natural"})
     assert set(found) == set(expected) and len(found) == 65
     for name, counts in expected.items():
@@ -519,23 +512,7 @@ def test_pandalm_three_annotators_and_one_order_judges(project, shared_datasets)
     assert (len(rows), labels["tie"], labels["a"], labels["b"]) == (999, 105, 422, 472)  # published
     verdicts = project.root / "v.csv"
     assert invoke("import", "pandalm", root, "-c", "better", "-o", verdicts).exit_code == 0
-    out = project.root / "compared"
-    result = invoke(
-        "compare",
-        "-c",
-        "better",
-        "--verdicts",
-        verdicts,
-        "--criteria",
-        project.criteria,
-        "--sets",
-        project.sets,
-        "--out",
-        out,
-        "--json",
-    )
-    assert result.exit_code == 0, result.output
-    candidates = json.loads((out / "compare.json").read_text())["candidates"]
+    candidates = list(compare_candidates(project, "better", verdicts).values())
     assert {c["candidate"]: (c["orders"], c["gate"]) for c in candidates} == {
         "gpt-3.5-turbo": (1, "FAIL"),
         "pandalm-7b": (1, "FAIL"),
@@ -649,22 +626,7 @@ def compared(project: Project, root: Path, cid: str, sets: list[str]) -> dict[st
     assert invoke("import", "llmbar", root, *chosen, "--examples", "-o", examples).exit_code == 0
     verdicts = project.root / f"{cid}.csv"
     assert invoke("import", "llmbar", root, *chosen, "-c", cid, "-o", verdicts).exit_code == 0
-    out = project.root / cid
-    result = invoke(
-        "compare",
-        "-c",
-        cid,
-        "--verdicts",
-        verdicts,
-        "--criteria",
-        project.criteria,
-        "--sets",
-        project.sets,
-        "--out",
-        out,
-    )
-    assert result.exit_code == 0, result.output
-    return {c["candidate"]: c for c in json.loads((out / "compare.json").read_text())["candidates"]}
+    return compare_candidates(project, cid, verdicts)
 
 
 def test_the_readme_table_of_llmbar_judges_is_what_compare_gives(project, shared_datasets):
@@ -863,10 +825,7 @@ def test_a_swapped_copys_recorded_verdict_is_read_in_the_kept_pairs_order(projec
     f = report.pairwise[0].figures
     assert (f["n"], f["consistent"], f["right"]) == (40, 40, 0)
     assert gate_of(project, report).decision("polite").status == "FAIL"
-    out = project.root / "cmp"
-    base = ("--criteria", project.criteria, "--sets", project.sets, "--out", out)
-    assert invoke("compare", "-c", "polite", "--verdicts", path, *base).exit_code == 0
-    (wrong,) = json.loads((out / "compare.json").read_text())["candidates"]
+    (wrong,) = compare_candidates(project, "polite", path).values()
     assert (wrong["right"], wrong["gate"]) == (0, "FAIL")
 
 
@@ -1248,10 +1207,7 @@ def test_compare_fails_a_candidate_whose_labels_are_not_ground_truth(project, tm
             for r in rows
         ],
     )
-    out = project.root / "cmp"
-    base = ("--criteria", project.criteria, "--sets", project.sets, "--out", out)
-    assert invoke("compare", "-c", "polite", "--verdicts", path, *base).exit_code == 0
-    (only,) = json.loads((out / "compare.json").read_text())["candidates"]
+    (only,) = compare_candidates(project, "polite", path).values()
     assert only["gate"] == "FAIL" and "not count as ground truth" in only["reasons"][0]
 
 
