@@ -699,6 +699,20 @@ def gullible(fooled_by: str) -> FakeLLM:
     return FakeLLM(answer)
 
 
+def first_when_equal() -> FakeLLM:
+    """A judge that reads the replies (`gullible` of nothing) but, shown two equal ones, picks the
+    first: what same_reply is for."""
+    reads = gullible("no such text")
+
+    def answer(request: Any) -> Any:
+        prompt = prompt_of(request.messages)
+        if block(prompt, "first") == block(prompt, "second"):
+            return json.dumps({"reasoning": "r", "better": "first"})
+        return reads.answer(request)
+
+    return FakeLLM(answer)
+
+
 def probed_project(project: Project, max_flip: float | None = 0.2, **extra: Any) -> None:
     criterion(project, **extra)
     project.jsonl("polite", pairs(40))
@@ -730,16 +744,7 @@ def test_a_judge_no_probe_moves_passes_and_a_position_judge_fails_same_reply(pro
     out = tmp_path / "report"
     measure(options(project), gullible("no such text")).write(out)
     assert decide(project, out).status == "PASS"
-    # a judge that reads the replies but, shown two equal ones, picks the first
-    reads = gullible("no such text")
-
-    def answer(request: Any) -> Any:
-        prompt = prompt_of(request.messages)
-        if block(prompt, "first") == block(prompt, "second"):
-            return json.dumps({"reasoning": "r", "better": "first"})
-        return reads.answer(request)
-
-    measure(options(project), FakeLLM(answer)).write(out)
+    measure(options(project), first_when_equal()).write(out)
     decision = decide(project, out)
     assert decision.status == "FAIL" and "probe same_reply moved 40 of 40" in decision.summary
 
@@ -1096,15 +1101,7 @@ def test_an_entry_that_does_not_say_when_is_not_evidence(project, tmp_path):
 
 def test_same_reply_is_bought_by_a_position_whatever_an_inconsistent_pair_counts_as(project):
     probed_project(project, inconsistent="tie")
-    reads = gullible("no such text")
-
-    def answer(request: Any) -> Any:
-        prompt = prompt_of(request.messages)
-        if block(prompt, "first") == block(prompt, "second"):
-            return json.dumps({"reasoning": "r", "better": "first"})
-        return reads.answer(request)
-
-    report = measure(options(project), FakeLLM(answer))
+    report = measure(options(project), first_when_equal())
     same = next(p for p in report.pairwise[0].probes if p.probe == "same_reply")
     assert (same.tried, same.flipped) == (40, 40)
     assert gate_of(project, report).decision("polite").status == "FAIL"
