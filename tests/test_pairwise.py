@@ -1219,3 +1219,17 @@ def test_report_md_makes_a_pairs_id_and_tags_inert(project, tmp_path):
     assert "- p0 &#124; &lt;b&gt;&#42;x&#42;&lt;/b&gt;\\x1b&#91;2J: label a" in text
     assert "| t&#124;&lt;i&gt; | 1 |" in text
     assert "<b>" not in text and "\x1b" not in text
+
+
+def test_a_published_file_that_is_not_what_the_importer_reads_is_named_not_a_traceback(project):
+    root = project.root / "llmbar"
+    (root / "data" / "LLMBar" / "Natural").mkdir(parents=True)
+    (root / "data" / "LLMBar" / "Natural" / "dataset.json").write_text('[{"input": "x"}]')
+    out = project.root / "pairs.jsonl"
+    result = invoke("import", "llmbar", root, "--set", "Natural", "--examples", "-o", out)
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert "dataset.json: is not a list of {input, output_1, output_2, label}" in result.output
+    assert "found no 'output_1'" in result.output and not out.exists()
+    (root / "verdicts.csv").write_text("set,idx\nLLMBar/Natural,0\n")
+    result = invoke("import", "llmbar", root, "-c", "polite", "-o", out)
+    assert result.exit_code == 2 and "verdicts.csv: is not LLMBar's verdicts.csv" in result.output

@@ -21,11 +21,13 @@ from typing import Any
 
 from judgekit.errors import InputError, Problem
 from judgekit.gate.pairwise import pair_label_sources, thresholds
+from judgekit.inputs.files import write_atomic
 from judgekit.inputs.pairwise import PairSet, PairwiseCriterion
 from judgekit.inputs.policy import Thresholds
 from judgekit.judging.pairwise import PairVerdict, as_recorded_for, read_recorded_pairs
 from judgekit.pipeline import Options, measure_pairwise
 from judgekit.report.pairwise import numbers, recount
+from judgekit.report.text import md_escape
 from judgekit.stats.paired import against_best
 from judgekit.stats.pairwise import PairwiseFigures
 
@@ -169,7 +171,8 @@ def table(candidates: Sequence[PairCandidate]) -> str:
         share = "n/a" if math.isnan(f.first_share) else f"{f.first_share:.2f}"
         p = "best" if c.p_vs_best is None else f"{c.p_vs_best:.3g}"
         rows.append(
-            f"| {c.name} | {c.status} | {acc} | {con} | {f.first_won} / {f.second_won} | "
+            f"| {md_escape(c.name)} | {c.status} | {acc} | {con} | "
+            f"{f.first_won} / {f.second_won} | "
             f"{share} (p={f.position_p:.2g}) | {sum(c.right)}/{f.n} | {p} |"
         )
     return "\n".join(rows) + "\n"
@@ -183,8 +186,8 @@ def write(out: Path, criterion: str, candidates: Sequence[PairCandidate]) -> Pat
         "kind": "pairwise",
         "candidates": [c.to_json() for c in candidates],
     }
-    (out / "compare.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    (out / "compare.md").write_text(
-        f"# {criterion}: pairwise judges compared\n\n" + table(candidates), encoding="utf-8"
+    write_atomic(out / "compare.json", json.dumps(data, indent=2) + "\n")
+    write_atomic(
+        out / "compare.md", f"# {criterion}: pairwise judges compared\n\n" + table(candidates)
     )
     return out / "compare.json"

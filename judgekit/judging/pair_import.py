@@ -17,12 +17,16 @@ pairwise verdicts (a `candidate` per judge set-up, for `judgekit compare`; a col
 from __future__ import annotations
 
 import csv
+import io
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
+from judgekit.inputs.files import read_text, write_atomic
+from judgekit.inputs.parsing import parse_json
 
 LLMBAR_SETS = (
     "LLMBar/Natural",
@@ -46,10 +50,20 @@ def winner(value: Any) -> str | None:
 
 
 def _json(path: Path) -> Any:
+    """A published JSON file, read as judgekit reads every file (a regular file, checked)."""
+    return parse_json(read_text(path), path)
+
+
+@contextmanager
+def _reading(path: Path, shape: str) -> Iterator[None]:
+    """A published file whose records lack a field, or are not records: an InputError naming the
+    file and what it should hold, not a traceback."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise InputError.one(path, "", f"cannot be read as JSON: {error}") from None
+        yield
+    except (KeyError, TypeError, AttributeError) as error:
+        raise InputError.one(
+            path, "", f"is not {shape} (found no {error}); pass the folder of the published data"
+        ) from None
 
 
 def _short(name: str) -> str:
@@ -75,20 +89,28 @@ def llmbar_examples(root: Path, sets: Sequence[str] | None = None) -> list[dict[
     the gold label; tagged with the set and its group (natural, adversarial, processed)."""
     out = []
     for name in _chosen(sets):
-        items = _json(root / "data" / name / "dataset.json")
+        path = root / "data" / name / "dataset.json"
+        items = _json(path)
         group = "natural" if name.endswith("Natural") else name.split("/")[-2].lower()
-        for idx, item in enumerate(items):
-            out.append(
-                {
-                    "id": f"{_short(name)}-{idx}",
-                    "input": item["input"],
-                    "output_a": item["output_1"],
-                    "output_b": item["output_2"],
-                    "label": winner(item["label"]),
-                    "tags": [_short(name), group],
-                    "made_by": "human",
-                }
-            )
+        with _reading(path, "a list of {input, output_1, output_2, label}"):
+            out += _llmbar_pairs(name, group, items)
+    return out
+
+
+def _llmbar_pairs(name: str, group: str, items: Any) -> list[dict[str, Any]]:
+    out = []
+    for idx, item in enumerate(items):
+        out.append(
+            {
+                "id": f"{_short(name)}-{idx}",
+                "input": item["input"],
+                "output_a": item["output_1"],
+                "output_b": item["output_2"],
+                "label": winner(item["label"]),
+                "tags": [_short(name), group],
+                "made_by": "human",
+            }
+        )
     return out
 
 
@@ -99,11 +121,15 @@ def llmbar_verdicts(
     pair and set-up (`candidate`: `<llm>/<strategy>`)."""
     chosen = set(_chosen(sets))
     path = root / "verdicts.csv"
-    try:
-        with path.open(newline="", encoding="utf-8") as handle:
-            rows = list(csv.DictReader(handle))
-    except OSError as error:
-        raise InputError.one(path, "", f"cannot be read: {error}") from None
+    rows = list(csv.DictReader(io.StringIO(read_text(path), newline="")))
+    shape = "LLMBar's verdicts.csv (set, idx, llm, strategy, winner_order_AB, winner_order_BA)"
+    with _reading(path, shape):
+        return _llmbar_records(rows, chosen, criterion)
+
+
+def _llmbar_records(
+    rows: list[dict[str, Any]], chosen: set[str], criterion: str
+) -> list[dict[str, Any]]:
     return [
         {
             "criterion": criterion,
@@ -130,8 +156,14 @@ def _pandalm_input(item: dict[str, Any]) -> str:
 def pandalm_examples(root: Path) -> list[dict[str, Any]]:
     """PandaLM's test set: every pair with its three annotators' labels (their plurality is the
     label; a pair the three split three ways is left out, said by the count)."""
+    path = root / "testset-v1.json"
+    with _reading(path, "PandaLM's test set (idx, instruction, response1, response2, annotators)"):
+        return _pandalm_pairs(_json(path))
+
+
+def _pandalm_pairs(items: Any) -> list[dict[str, Any]]:
     out = []
-    for item in _json(root / "testset-v1.json"):
+    for item in items:
         labels = {f"annotator{k}": winner(item[f"annotator{k}"]) for k in (1, 2, 3)}
         if len(set(labels.values())) == 3:
             continue  # no plurality: a, b and tie once each
@@ -153,30 +185,37 @@ def pandalm_verdicts(root: Path, criterion: str) -> list[dict[str, Any]]:
     """PandaLM's two judges' verdicts, asked with response 1 first only: `b_first` empty."""
     out = []
     for judge, field in PANDALM_JUDGES.items():
-        for item in _json(root / f"{judge}-testset-v1.json"):
-            out.append(
-                {
-                    "criterion": criterion,
-                    "candidate": judge,
-                    "id": str(item["idx"]),
-                    "a_first": winner(item[field]) or "",
-                    "b_first": "",
-                }
-            )
+        path = root / f"{judge}-testset-v1.json"
+        items = _json(path)
+        with _reading(path, f"PandaLM's {judge} verdicts (idx, {field})"):
+            out += _pandalm_verdicts(items, judge, field, criterion)
     return out
 
 
+def _pandalm_verdicts(items: Any, judge: str, field: str, criterion: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "criterion": criterion,
+            "candidate": judge,
+            "id": str(item["idx"]),
+            "a_first": winner(item[field]) or "",
+            "b_first": "",
+        }
+        for item in items
+    ]
+
+
 def write_records(path: Path, records: Iterable[dict[str, Any]]) -> int:
-    """Records as JSON Lines (`.jsonl`) or CSV (`.csv`, the keys of the first as columns)."""
+    """Records as JSON Lines (`.jsonl`) or CSV (`.csv`, the keys of the first as columns), the
+    whole file or nothing (judgekit.inputs.files.write_atomic)."""
     rows = list(records)
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.suffix.lower() == ".csv":
-        with path.open("w", newline="", encoding="utf-8") as out:
-            writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else ["id"])
-            writer.writeheader()
-            writer.writerows(rows)
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=list(rows[0]) if rows else ["id"])
+        writer.writeheader()
+        writer.writerows(rows)
+        write_atomic(path, out.getvalue())
     else:
-        path.write_text(
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8"
-        )
+        write_atomic(path, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows))
     return len(rows)
