@@ -231,11 +231,12 @@ async def ameasure_read(
     options = replace(options, policy=policy)
     pair_criteria = load_pairwise_criteria(options.criteria_dir, options.criterion_ids)
     rest = [i for i in options.criterion_ids if i not in {c.id for c in pair_criteria}]
-    pairs = await measure_pairwise(pair_criteria, options, llm) if pair_criteria else []
     if pair_criteria and ((options.criterion_ids and not rest) or not _judges_yes_no(options)):
-        return Report(criteria=[], pairwise=pairs), {}
+        return Report(criteria=[], pairwise=await measure_pairwise(pair_criteria, options, llm)), {}
     options = replace(options, criterion_ids=rest) if options.criterion_ids else options
+    # every input read and checked before any judge is paid for, the pairwise ones' too
     ready = _prepare(options, started, unrecorded)
+    pairs = await measure_pairwise(pair_criteria, options, llm) if pair_criteria else []
     trials_by_criterion, sources, models, sets = (
         ready.known,
         ready.sources,

@@ -1233,3 +1233,14 @@ def test_a_published_file_that_is_not_what_the_importer_reads_is_named_not_a_tra
     (root / "verdicts.csv").write_text("set,idx\nLLMBar/Natural,0\n")
     result = invoke("import", "llmbar", root, "-c", "polite", "-o", out)
     assert result.exit_code == 2 and "verdicts.csv: is not LLMBar's verdicts.csv" in result.output
+
+
+def test_a_bad_yes_no_set_stops_the_run_before_a_pairwise_judge_is_asked(project):
+    criterion(project)
+    project.jsonl("polite", pairs(40))
+    project.criterion({"id": "says-blocked", "question": "Does the reply say it is blocked?"})
+    project.jsonl("says-blocked", [{"id": "x", "output": "blocked"}])  # no label
+    judge = pair_judge("longer")
+    with pytest.raises(InputError, match="has no label"):
+        measure(options(project), judge)
+    assert judge.calls == 0
