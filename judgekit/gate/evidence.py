@@ -356,7 +356,9 @@ def _by_example(lines: Sequence[Line], known: Container[str]) -> dict[str, Verdi
     }
 
 
-def _same(stored: Any, computed: float | None) -> bool:
+def same_figure(stored: Any, computed: float | None) -> bool:
+    """Whether a figure a report stores is the one recomputed: a finite number within TOLERANCE,
+    or null where the recomputed one is undefined."""
     if computed is None or (isinstance(computed, float) and math.isnan(computed)):
         return stored is None
     return (
@@ -480,7 +482,7 @@ def _check_figures(entry: ReportEntry, f: Figures) -> None:
     """Untrusted when a rate, an interval or the flip rate the report stores is not the one its
     verdicts give."""
     for name, value in f.rates().items():
-        if not _same(entry.metrics.get(name), value):
+        if not same_figure(entry.metrics.get(name), value):
             raise Untrusted(
                 f"report.json says {name} {entry.metrics.get(name)} but its verdicts give "
                 f"{value:.6g}"
@@ -491,14 +493,14 @@ def _check_figures(entry: ReportEntry, f: Figures) -> None:
         if not (
             isinstance(stored, (list, tuple))
             and len(stored) == 2
-            and _same(stored[0], low)
-            and _same(stored[1], high)
+            and same_figure(stored[0], low)
+            and same_figure(stored[1], high)
         ):
             raise Untrusted(
                 f"report.json's {name} interval {stored} is not the one its verdicts give "
                 f"({low:.4g}-{high:.4g})"
             )
-    if not _same(entry.flip_rate, f.flip_rate):
+    if not same_figure(entry.flip_rate, f.flip_rate):
         raise Untrusted(
             f"report.json says flip rate {entry.flip_rate} but its verdicts give {f.flip_rate}"
         )

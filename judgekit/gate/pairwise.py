@@ -22,6 +22,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Literal
 
+from judgekit.gate.evidence import same_figure
 from judgekit.gate.result import Decision, Status
 from judgekit.gate.rules import label_sources
 from judgekit.inputs.catalog import CriterionFile, find_set
@@ -39,7 +40,6 @@ from judgekit.report.pairwise import (
 from judgekit.report.reading import Untrusted
 from judgekit.stats.pairwise import PairwiseFigures
 
-TOLERANCE = 1e-9
 _AGAIN = "run `judgekit calibrate` again"
 Said = Literal["ok", "fail", "unsure"]
 
@@ -208,17 +208,14 @@ def _staleness(project: PairProject, entry: PairEntry) -> list[str]:
 
 
 def _same(stored: Any, computed: Any) -> bool:
+    """`same_figure`, for an interval (a list of two) too."""
     if isinstance(computed, list):
         return (
             isinstance(stored, list)
             and len(stored) == len(computed)
-            and all(_same(s, c) for s, c in zip(stored, computed, strict=True))
+            and all(same_figure(s, c) for s, c in zip(stored, computed, strict=True))
         )
-    if computed is None:
-        return stored is None
-    if isinstance(stored, bool) or not isinstance(stored, int | float):
-        return False
-    return math.isclose(float(stored), float(computed), rel_tol=0, abs_tol=TOLERANCE)
+    return same_figure(stored, computed)
 
 
 def _recounted(project: PairProject, entry: PairEntry, now: datetime) -> PairwiseFigures:
