@@ -15,6 +15,7 @@ from judgekit.gate import Gate
 from judgekit.inputs.files import read_source
 from judgekit.report import Report
 from judgekit.stats.metrics import calibration
+from judgekit.stats.unbiased import LEAST, StratumDraws, rates
 from judgekit.testing import judged_reply
 
 REGEX = {
@@ -164,6 +165,63 @@ def test_two_rounds_draw_by_verdict_and_calibrate_and_gate_on_weighted_figures(p
     assert "not evidence" not in " ".join(decision.reasons), decision.reasons
     assert "TNR" in " ".join(decision.reasons) or decision.status == "PASS"
     assert "drawn by the judge's verdict" in Path(".judgekit/reports/latest/report.md").read_text()
+
+
+def test_rounds_planned_at_the_first_draw_keep_the_pools_rates_unbiased(pooled):
+    runner = CliRunner()
+    assert runner.invoke(app, ["calibrate"]).exit_code == 0
+    refused = runner.invoke(app, ["label", "--rounds", "2", "-c", "no-email", str(pooled)])
+    assert refused.exit_code == 2 and "--rounds" in refused.output and "--next N" in refused.output
+    too_small = runner.invoke(
+        app, ["label", "--next", "3", "--rounds", "2", "-c", "no-email", str(pooled)]
+    )
+    assert too_small.exit_code == 2 and "plan rounds of at least 4" in too_small.output
+    said, first = _round(runner, pooled, 20, "--rounds", "2")
+    assert "round 1 of 2 planned (20, 20 labels)" in said and "1 more round of 20" in said
+    assert {(r["selection"]["round"], tuple(r["selection"]["plan"])) for r in first} == {
+        (1, (20, 20))
+    }
+    for wrong, words in (
+        (["--next", "10"], "round 2 of this pool's plan"),
+        (["--next", "20", "--rounds", "3"], "leave out --rounds"),
+    ):
+        off = runner.invoke(app, ["label", *wrong, "-c", "no-email", str(pooled), "--write-only"])
+        assert off.exit_code == 2 and words in off.output, off.output
+    said, second = _round(runner, pooled, 20)
+    assert "round 2 of 2 planned (20, 20 labels)" in said
+    assert {r["selection"]["round"] for r in second} == {2}
+    # every stratum with replies left gets LEAST new labels in a round after the first
+    assert all(
+        sum(r["selection"]["stratum"] == s for r in second) >= LEAST for s in ("pass", "fail")
+    )
+
+    assert runner.invoke(app, ["calibrate"]).exit_code == 0
+    pool = Report.read(".judgekit/reports/latest").criterion("no-email").design.pools[0]
+    assert pool.without_bias == ["tpr", "tnr"]
+    # by hand: each stratum's rounds, the judge passing a reply without an address it can see
+    strata = []
+    for stratum, size in sorted(pool.sizes.items()):
+        passes = stratum == "pass"
+        rounds = tuple(
+            (
+                sum(r["selection"]["stratum"] == stratum for r in drawn),
+                sum(
+                    r["selection"]["stratum"] == stratum and _truth(r["output"]) != passes
+                    for r in drawn
+                ),
+            )
+            for drawn in (first, second)
+        )
+        strata.append(StratumDraws(size, passes, rounds))
+    assert (pool.metrics["tpr"], pool.metrics["tnr"]) == pytest.approx(rates(strata, (20, 20)))
+    decision = Gate.from_project().check_path(".judgekit/reports/latest").decisions[0]
+    assert "not evidence" not in " ".join(decision.reasons), decision.reasons
+
+    said, _ = _round(runner, pooled, 20)  # a third round: past the plan
+    assert "round 3, past the pool's plan (2 rounds of 20, 20)" in said
+    assert runner.invoke(app, ["calibrate"]).exit_code == 0
+    pool = Report.read(".judgekit/reports/latest").criterion("no-email").design.pools[0]
+    assert pool.without_bias == []
 
 
 def test_a_draw_whose_labels_are_not_merged_is_not_drawn_over(pooled):

@@ -5,7 +5,7 @@ from pydantic import ValidationError
 
 from judgekit.errors import InputError
 from judgekit.inputs.criteria import load_criteria
-from judgekit.inputs.sets import load_set, load_sets
+from judgekit.inputs.sets import Selection, load_set, load_sets
 from tests.conftest import REPO, balanced, llm_criterion
 
 
@@ -352,4 +352,54 @@ def test_a_selection_records_round_is_read_alike_by_the_set_loader_and_the_gates
     assert model == fast
     assert (model is not None) == (value in (None, 1, 2) and not isinstance(value, (bool, float)))
     if model is not None:
-        assert model[-1] == value
+        assert model[4] == value  # its round
+
+
+def test_a_selection_record_without_a_plan_dumps_as_it_did_so_its_sets_fingerprint_holds():
+    old = {"pool": "p", "stratum": "pass", "sizes": {"pass": 3}, "position": 0, "round": 1}
+    assert Selection(**old).model_dump(mode="json") == old  # what sets drawn before plans hold
+    planned = Selection(**old, plan=[2, 2]).model_dump(mode="json")
+    assert planned == {**old, "plan": [2, 2]}
+    assert Selection(**planned).as_tuple()[4:] == (1, (2, 2))
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [None, [20, 20], [5], [0], [], "20", [True], [20.0], [1] * 20, [1] * 21],
+    ids=repr,
+)
+def test_a_selection_records_plan_is_read_alike_by_the_set_loader_and_the_gates_reader(
+    tmp_path, plan
+):
+    from judgekit.inputs.label_reader import read_labels
+
+    sizes = {"fail": 1, "pass": 1}
+    record = {"pool": "p", "stratum": "pass", "sizes": sizes, "position": 0, "round": 1}
+    if plan is not None:
+        record["plan"] = plan
+    path = tmp_path / "says-blocked.jsonl"
+    path.write_text(
+        json.dumps({"id": "a", "output": "blocked", "passed": True, "selection": record})
+        + "\n"
+        + json.dumps(
+            {"id": "b", "output": "no", "passed": False, "selection": {**record, "stratum": "fail"}}
+        )
+        + "\n"
+    )
+    try:
+        model = load_set(path, "says-blocked").examples[0].selection.as_tuple()
+    except InputError:
+        model = None
+    try:
+        fast = read_labels(path, "says-blocked").examples[0].selection
+    except InputError:
+        fast = None
+    assert model == fast
+    valid = plan is None or (
+        isinstance(plan, list)
+        and 1 <= len(plan) <= 20
+        and all(type(n) is int and n >= 1 for n in plan)
+    )
+    assert (model is not None) == valid
+    if model is not None:
+        assert model[5] == (None if plan is None else tuple(plan))

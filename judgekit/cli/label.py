@@ -64,6 +64,15 @@ def label(
         "interval that decides the gate (by the judge's verdict, each with how it was "
         "drawn, so the estimates stay unbiased) and label them.",
     ),
+    rounds: int | None = typer.Option(
+        None,
+        "--rounds",
+        min=1,
+        metavar="K",
+        help="With --next, at a pool's first draw: plan K rounds of N, each after the first "
+        "allocated from the labels before it; the pool's TPR and TNR stay unbiased over the "
+        "plan's rounds (later draws follow it).",
+    ),
     verdicts: Path | None = typer.Option(
         None,
         "--verdicts",
@@ -145,6 +154,8 @@ def label(
     CRITERION, the labelled examples of NEW move into the criterion's set."""
     session: Session | PairSession
     try:
+        if rounds is not None and next_n is None:
+            raise InputError.one("--rounds", "", "plans the rounds of --next; give --next N too")
         if next_n is not None:
             pool, named = _pool_and_criterion(file, criterion, rate, review, merge)
             out = Path(".judgekit/next") / f"{named}.jsonl"
@@ -162,6 +173,7 @@ def label(
                     rate,
                     config,
                     api_base,
+                    rounds,
                 ),
                 RunSettings(cache_dir=cache_dir),
                 write_only,

@@ -42,6 +42,7 @@ class NextRequest:
     rate: str | None = None  # tpr / tnr; None: the one the gate is short of
     config: Path | None = None
     endpoint: str | None = None  # --api-base
+    rounds: int | None = None  # --rounds: the plan of rounds, at the pool's first draw
 
 
 def next_to_label(
@@ -87,7 +88,7 @@ def next_to_label(
         else short_class(entry, t, (have_pass, len(labelled.examples) - have_pass))
     )
     current = entry.metrics.get(rate) if entry else None
-    drawn = draw(criterion, replies, verdicts, labelled, req.n, rate, current)
+    drawn = draw(criterion, replies, verdicts, labelled, req.n, rate, current, req.rounds)
     # the lock labels are written under: a page still open on the last draw waits
     with locked(req.out):
         _check_out(req.out)
@@ -104,14 +105,47 @@ def next_to_label(
         f"to shrink the interval of {RATE_WORDS[rate]}: {why}",
         f"drew {len(drawn.chosen)}: {strata}",
     ]
+    said.append(_round_words(drawn))
     if drawn.abstained:
         said.append(
             f"the judge abstained on {drawn.abstained} of the pool's replies: they count in its "
             "abstention rate at the gate"
         )
-    if len(drawn.chosen) < req.n:
+    if len(drawn.chosen) < req.n and not drawn.completing:
         said.append(f"only {len(drawn.chosen)} left to draw: the pool is spent")
     return drawn, said
+
+
+def _round_words(drawn: Draw) -> str:
+    """Which round of the pool this is, and what its TPR and TNR will be estimated by."""
+    plan = drawn.plan
+    if drawn.completing:
+        rounds = ", ".join(map(str, sorted(set(drawn.completing.values()))))
+        return (
+            f"these complete round {rounds}: replies it drew were left unlabelled; label them "
+            "before drawing a new round"
+        )
+    if plan is not None and drawn.round <= len(plan):
+        left = len(plan) - drawn.round
+        return (
+            f"round {drawn.round} of {len(plan)} planned ({', '.join(map(str, plan))} labels): "
+            "the pool's TPR and TNR are estimated without a ratio's bias"
+            + (
+                f"; {left} more round{'s' if left > 1 else ''} of {plan[drawn.round]} to draw"
+                if left
+                else ""
+            )
+        )
+    words = (
+        "none"
+        if plan is None
+        else f"{len(plan)} round{'s' if len(plan) > 1 else ''} of " + ", ".join(map(str, plan))
+    )
+    return (
+        f"round {drawn.round}, past the pool's plan ({words}): its TPR and TNR are weighted "
+        "ratios from here, a point or more high; to keep them unbiased, plan the rounds at a "
+        "pool's first draw (--next N --rounds K)"
+    )
 
 
 def _labelled(sets: Path, criterion_id: str) -> CalibrationSet:

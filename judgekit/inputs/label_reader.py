@@ -27,6 +27,11 @@ if TYPE_CHECKING:
 
 # How a label was made (judgekit.inputs.sets.Example.made_by).
 MADE_BY = r"^(human|adjudicated|feedback|model:\S.*)$"
+MAX_ROUNDS = 20  # the rounds a pool's plan of `label --next` may hold
+# a selection record: pool, stratum, sizes, position, round, plan (judgekit.stats.design.Drawn)
+SelectionTuple = tuple[
+    str, str, tuple[tuple[str, int], ...], int, int | None, tuple[int, ...] | None
+]
 _MADE_BY = re.compile(MADE_BY)
 
 
@@ -77,7 +82,7 @@ class Labelled(NamedTuple):
     split: str | None
     # how it was drawn from a pool (`judgekit label --next`): pool, stratum, every stratum's
     # size, position
-    selection: tuple[str, str, tuple[tuple[str, int], ...], int, int | None] | None = None
+    selection: SelectionTuple | None = None
     made_by: str | None = None  # how the label was made (None: not said, taken as human)
 
 
@@ -198,12 +203,17 @@ def _count(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _selection(
-    drawn: Any,
-) -> tuple[str, str, tuple[tuple[str, int], ...], int, int | None] | None:
+def _selection(drawn: Any) -> SelectionTuple | None:
     """A selection record read as the set loader's model reads it (strict whole numbers)."""
     keys = {"pool", "stratum", "sizes", "position"}
-    if not isinstance(drawn, dict) or not keys <= set(drawn) <= keys | {"round"}:
+    if not isinstance(drawn, dict) or not keys <= set(drawn) <= keys | {"round", "plan"}:
+        return None
+    plan = drawn.get("plan")
+    if plan is not None and not (
+        isinstance(plan, list)
+        and 1 <= len(plan) <= MAX_ROUNDS
+        and all(_count(n) and n >= 1 for n in plan)
+    ):
         return None
     pool, stratum, sizes, position, round_ = (
         drawn["pool"],
@@ -226,4 +236,11 @@ def _selection(
         and _count(position)
     ):
         return None
-    return pool, stratum, tuple(sorted((str(k), n) for k, n in sizes.items())), position, round_
+    return (
+        pool,
+        stratum,
+        tuple(sorted((str(k), n) for k, n in sizes.items())),
+        position,
+        round_,
+        None if plan is None else tuple(plan),
+    )

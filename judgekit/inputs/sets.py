@@ -20,7 +20,15 @@ from functools import cached_property
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StrictBool, StrictInt, ValidationError, model_validator
+from pydantic import (
+    Field,
+    SerializerFunctionWrapHandler,
+    StrictBool,
+    StrictInt,
+    ValidationError,
+    model_serializer,
+    model_validator,
+)
 
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash_of_list
@@ -30,7 +38,13 @@ from judgekit.inputs.criteria import ClaimsCriterion, Criterion
 from judgekit.inputs.files import Source, SourceLines, iter_records, open_source
 from judgekit.inputs.heldout import check_leakage
 from judgekit.inputs.identity import distinct
-from judgekit.inputs.label_reader import MADE_BY, from_csv_cells, majority
+from judgekit.inputs.label_reader import (
+    MADE_BY,
+    MAX_ROUNDS,
+    SelectionTuple,
+    from_csv_cells,
+    majority,
+)
 from judgekit.inputs.validation import ExampleId, Frozen, problems_of, shared_names
 
 
@@ -59,6 +73,13 @@ class Selection(Frozen):
         description="The `label --next` that drew it, counted per pool from 1 (none: the "
         "first); the pool's TPR and TNR are estimated round by round.",
     )
+    plan: list[Annotated[StrictInt, Field(ge=1)]] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_ROUNDS,
+        description="The sizes of the pool's rounds of `label --next`, fixed at its first draw "
+        "(`--rounds`): each round's estimate is weighed by its planned size.",
+    )
 
     @model_validator(mode="after")
     def _known_stratum(self) -> Selection:
@@ -68,14 +89,24 @@ class Selection(Frozen):
             )
         return self
 
-    def as_tuple(self) -> tuple[str, str, tuple[tuple[str, int], ...], int, int | None]:
+    def as_tuple(self) -> SelectionTuple:
         return (
             self.pool,
             self.stratum,
             tuple(sorted(self.sizes.items())),
             self.position,
             self.round,
+            None if self.plan is None else tuple(self.plan),
         )
+
+    @model_serializer(mode="wrap")
+    def _without_an_absent_plan(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A record drawn before plans were recorded dumps as it did (its set's fingerprint, and
+        so its reports, unchanged)."""
+        out: dict[str, Any] = handler(self)
+        if out.get("plan") is None:
+            out.pop("plan", None)
+        return out
 
 
 class Example(Frozen):

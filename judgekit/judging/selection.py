@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,7 @@ from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, RegexCriterion
 from judgekit.inputs.identity import identifier
+from judgekit.inputs.label_reader import MAX_ROUNDS
 from judgekit.inputs.label_writer import read_records
 from judgekit.inputs.sets import CalibrationSet, Example, Selection
 from judgekit.inputs.validation import problems_of
@@ -40,6 +41,7 @@ from judgekit.judging.runner import RunSettings, judge_sets, task_of
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.protocol import LLM
 from judgekit.stats.allocation import Stratum, allocate
+from judgekit.stats.unbiased import LEAST
 
 SURE = 0.9
 
@@ -106,10 +108,13 @@ class Draw:
     pool: str
     sizes: dict[str, int]
     round: int  # the pool's rounds of `label --next` so far, this one included
+    plan: tuple[int, ...] | None  # the rounds' sizes, fixed at the pool's first draw
     chosen: list[tuple[Example, str, int]]  # (reply, stratum, its place in the stratum's order)
     taken: dict[str, int]  # per stratum, drawn now
     labelled: dict[str, int]  # per stratum, already in the set
     abstained: int  # replies of the pool the judge abstained on
+    # replies earlier rounds drew and left unlabelled, offered again in their own rounds: by id
+    completing: dict[str, int] = field(default_factory=dict)
 
     def records(self) -> list[dict[str, Any]]:
         """The records of the file to label: each reply with its selection record, no label."""
@@ -118,8 +123,13 @@ class Draw:
                 "id": e.id,
                 **{k: v for k, v in e.fields().items() if v is not None},
                 "selection": Selection(
-                    pool=self.pool, stratum=s, sizes=self.sizes, position=at, round=self.round
-                ).model_dump(),
+                    pool=self.pool,
+                    stratum=s,
+                    sizes=self.sizes,
+                    position=at,
+                    round=self.completing.get(e.id, self.round),
+                    plan=None if self.plan is None else list(self.plan),
+                ).model_dump(exclude_none=True),
             }
             for e, s, at in self.chosen
         ]
@@ -145,10 +155,12 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
     n: int,
     rate: str,
     current: float | None,
+    rounds: int | None = None,
 ) -> Draw:
     """The next `n` replies of the pool to label, to shrink `rate` (tpr or tnr) most, given the
     judge's `verdicts` on them (by id) and the set as labelled so far. The pool's identity is its
-    replies and their strata: the same pool judged alike continues one design."""
+    replies and their strata: the same pool judged alike continues one design. At the pool's first
+    draw, `rounds` plans that many rounds of `n` (the plan every later draw follows)."""
     pool = canonical_hash(sorted((_content(e), stratum_of(verdicts[e.id])) for e in replies))[:12]
     own = {
         e.id: e for e in labelled.examples if e.selection is not None and e.selection.pool == pool
@@ -176,6 +188,7 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
             "is nothing to draw by its verdict",
         )
     order = {s: sorted(members, key=lambda m: _rank(pool, m)) for s, members in by_stratum.items()}
+    holes = _holes(order, own)
     recorded = next((e.selection.sizes for e in own.values() if e.selection is not None), None)
     sizes = (
         dict(recorded)
@@ -193,8 +206,11 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
             if verdict is not None:
                 cells[(0 if example.label else 1) if verdict else (3 if example.label else 2)] += 1
         strata[s] = Stratum(size, len(done), (cells[0], cells[1], cells[2], cells[3]))
+    drawn = max((e.selection.round or 1 for e in own.values() if e.selection), default=0)
+    plan = _plan(own, None if holes else n, rounds, drawn, [s for s in strata if s != ABSTAINED])
+    later = drawn > 0 and plan is not None and drawn < len(plan)  # a planned round after the first
     unseen = sum(1 for st in strata.values() if st.size and not st.labelled)
-    if n < unseen:
+    if n < unseen and not holes:
         raise InputError.one(
             "--next",
             "",
@@ -214,9 +230,13 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
             n - sum(wanted.values()),
             rate,
             current,
+            LEAST if later else 0,
         )
     )
     chosen: list[tuple[str, Example, str, int]] = []
+    if holes:  # an earlier round's replies left unlabelled: they complete it, before any new one
+        wanted = {}
+        chosen = [(_rank(pool, m), m, s, at) for s, at, m, _ in holes[:n]]
     for s, k in wanted.items():
         fresh = [(at, m) for at, m in enumerate(order.get(s, [])) if m.id not in own]
         chosen += [(_rank(pool, m), m, s, at) for at, m in fresh[:k]]
@@ -224,16 +244,92 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
     taken: dict[str, int] = {}
     for _, _, s, _ in chosen:
         taken[s] = taken.get(s, 0) + 1
-    rounds = max((e.selection.round or 1 for e in own.values() if e.selection), default=0)
     return Draw(
         pool,
         sizes,
-        rounds + 1,
+        drawn + 1,
+        plan,
         [(e, s, at) for _, e, s, at in chosen],
         taken,
         {s: st.labelled for s, st in strata.items()},
         abstained,
+        {m.id: round_ for _, _, m, round_ in holes[:n]},
     )
+
+
+def _holes(
+    order: Mapping[str, Sequence[Example]], own: Mapping[str, Example]
+) -> list[tuple[str, int, Example, int]]:
+    """The replies an earlier draw offered and the set does not hold, each below a labelled one of
+    its stratum: (stratum, place, reply, the round that drew it: the next labelled one's)."""
+    out = []
+    for s, members in order.items():
+        rounds = {
+            e.selection.position: e.selection.round or 1
+            for e in own.values()
+            if e.selection is not None and e.selection.stratum == s
+        }
+        out += [
+            (s, at, m, rounds[min(p for p in rounds if p > at)])
+            for at, m in enumerate(members[: max(rounds, default=0)])
+            if m.id not in own
+        ]
+    return sorted(out, key=lambda h: (h[3], h[0], h[1]))
+
+
+def _plan(
+    own: Mapping[str, Example], n: int | None, rounds: int | None, done: int, strata: Sequence[str]
+) -> tuple[int, ...] | None:
+    """The pool's plan of rounds: made at its first draw (`rounds` of `n`), read from its records
+    after, and the `n` of a new round within it checked against it (None: no new round)."""
+    if not own:
+        assert n is not None  # a first draw has no round to complete
+        plan = (n,) * (rounds or 1)
+        if len(plan) > MAX_ROUNDS:
+            raise InputError.one("--rounds", "", f"is {len(plan)}; plan at most {MAX_ROUNDS}")
+        if len(plan) > 1 and n < LEAST * len(strata):
+            raise InputError.one(
+                "--next",
+                "",
+                f"{n} labels a round cannot give each of the pool's {len(strata)} strata the "
+                f"{LEAST} new labels a round after the first gives (what the estimate over rounds "
+                f"rests on): plan rounds of at least {LEAST * len(strata)}",
+            )
+        return plan
+    plans = {
+        None if e.selection is None or e.selection.plan is None else tuple(e.selection.plan)
+        for e in own.values()
+    }
+    if len(plans) != 1:
+        raise InputError.one(
+            "--next",
+            "",
+            "the set's records of this pool give different plans of rounds; take them from the "
+            "files label --next wrote",
+        )
+    recorded = plans.pop()
+    if rounds is not None and (recorded is None or len(recorded) != rounds):
+        raise InputError.one(
+            "--rounds",
+            "",
+            f"the pool's plan was fixed at its first draw ({_plan_words(recorded)}); leave out "
+            "--rounds",
+        )
+    if n is not None and recorded is not None and done < len(recorded) and n != recorded[done]:
+        raise InputError.one(
+            "--next",
+            "",
+            f"is {n}, but round {done + 1} of this pool's plan ({_plan_words(recorded)}, fixed "
+            f"at its first draw) is {recorded[done]} labels: draw {recorded[done]} (a round of "
+            "another size would bias the estimate over rounds)",
+        )
+    return recorded
+
+
+def _plan_words(plan: tuple[int, ...] | None) -> str:
+    if plan is None:
+        return "no plan of rounds"
+    return f"{len(plan)} round{'s' if len(plan) > 1 else ''} of " + ", ".join(map(str, plan))
 
 
 def judged_pool(  # noqa: PLR0913  the pool, its judge, and how it is asked

@@ -185,8 +185,8 @@ class Pool(ReportPart):
     without_bias: list[str] = Field(
         default_factory=list,
         description="The rates estimated without a ratio's bias (judgekit.stats.unbiased: the "
-        "pool labelled in one round, its strata the judge's verdicts); the others are weighted "
-        "ratios.",
+        "pool labelled in one round or in the rounds of its plan, its strata the judge's "
+        "verdicts); the others are weighted ratios.",
     )
 
 
@@ -253,7 +253,7 @@ class Design(ReportPart):
             + (f", abstaining on {p.abstained:.0%}" if p.abstained else "")
             + (
                 f" ({' and '.join(k.upper() for k in p.without_bias)} without a ratio's bias: "
-                "labelled in one round)"
+                "drawn in its planned rounds)"
                 if p.without_bias
                 else ""
             )

@@ -27,11 +27,17 @@ class Stratum:
 
 
 def allocate(
-    strata: Mapping[str, Stratum], n: int, rate: str, current: float | None = None
+    strata: Mapping[str, Stratum],
+    n: int,
+    rate: str,
+    current: float | None = None,
+    fresh: int = 0,
 ) -> dict[str, int]:
     """How many of the next `n` labels each stratum gets, to shrink the variance of `rate` (tpr or
-    tnr) most: at least MIN_PER_STRATUM in each stratum first, then one label at a time where it
-    lowers N_h^2 S_h^2 / n_h most (S_h^2: the variance of the rate's linearised value in the
+    tnr) most: `fresh` new ones in each stratum with replies left first (a planned round after
+    the first: what the estimate over rounds rests on, judgekit.stats.unbiased; the caller checks
+    that `n` holds them), at least MIN_PER_STRATUM in each stratum, then one label at a time where
+    it lowers N_h^2 S_h^2 / n_h most (S_h^2: the variance of the rate's linearised value in the
     stratum, from its labels so far, each cell's share smoothed by half a count). `current` is the
     rate as estimated now (0.8 when unknown)."""
     numerator, denominator = RATES[rate]
@@ -50,6 +56,9 @@ def allocate(
     taken = {name: 0 for name in strata}
     room = {name: s.size - s.labelled for name, s in strata.items()}
     left = n
+    for name in sorted(strata):
+        taken[name] = min(fresh, room[name], left)
+        left -= taken[name]
     for least in range(1, MIN_PER_STRATUM + 1):  # one in every stratum before a second in any
         for name, s in sorted(strata.items()):
             first = min(max(least - s.labelled - taken[name], 0), room[name] - taken[name], left)

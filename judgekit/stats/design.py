@@ -55,7 +55,7 @@ from judgekit.stats.metrics import (
     mcc_from_counts,
     ratio,
 )
-from judgekit.stats.unbiased import StratumDraws, rates
+from judgekit.stats.unbiased import LEAST, StratumDraws, rates
 
 if TYPE_CHECKING:  # numpy is imported inside the functions that need it, not with the module
     import numpy as np
@@ -83,6 +83,7 @@ class Drawn:
     sizes: tuple[tuple[str, int], ...]
     position: int | None = None  # its place in the stratum's fixed random order
     round: int | None = None  # the `label --next` that drew it, counted per pool (None: the first)
+    plan: tuple[int, ...] | None = None  # the rounds' sizes, fixed before the pool's first draw
 
 
 class DesignError(ValueError):
@@ -95,21 +96,7 @@ def groups(drawn: Sequence[Drawn | None]) -> tuple[list[str], dict[str, float]]:
     keys = ["" if d is None else f"{d.pool}\0{d.stratum}" for d in drawn]
     counts = Counter(keys)
     mass: dict[str, float] = {"": float(counts[""])} if counts[""] else {}
-    pools: dict[str, dict[str, int]] = {}
-    for d in drawn:
-        if d is None:
-            continue
-        sizes = dict(d.sizes)
-        if d.stratum not in sizes or any(n < 0 for n in sizes.values()):
-            raise DesignError(
-                f"pool {d.pool}: stratum {d.stratum!r} is not among its sizes {sizes}"
-            )
-        if pools.setdefault(d.pool, sizes) != sizes:
-            raise DesignError(
-                f"pool {d.pool}: examples give different stratum sizes "
-                f"({pools[d.pool]} and {sizes}); "
-                "each draw from one pool records the same sizes"
-            )
+    pools, plans = _pools(drawn)
     for pool, sizes in pools.items():
         labelled = {s: counts[f"{pool}\0{s}"] for s in sizes}
         empty = [s for s, n in sizes.items() if n > 0 and labelled[s] == 0]
@@ -125,17 +112,44 @@ def groups(drawn: Sequence[Drawn | None]) -> tuple[list[str], dict[str, float]]:
                 f"{sizes[over[0]]}"
             )
         for s in sizes:
-            places = sorted(
-                d.position
-                for d in drawn
-                if d is not None and d.pool == pool and d.stratum == s and d.position is not None
-            )
-            _check_places(pool, s, places)
+            members = [d for d in drawn if d is not None and d.pool == pool and d.stratum == s]
+            _check_places(pool, s, sorted(d.position for d in members if d.position is not None))
+            if plans[pool] is not None:  # the rounds weigh the estimate: they follow the places
+                _check_rounds(pool, s, members)
         total, n = sum(sizes.values()), sum(labelled.values())
         for s, size in sizes.items():
             if size:
                 mass[f"{pool}\0{s}"] = n * size / total
     return keys, mass
+
+
+def _pools(
+    drawn: Sequence[Drawn | None],
+) -> tuple[dict[str, dict[str, int]], dict[str, tuple[int, ...] | None]]:
+    """Each pool's stratum sizes and plan of rounds, which every draw of it records alike."""
+    pools: dict[str, dict[str, int]] = {}
+    plans: dict[str, tuple[int, ...] | None] = {}
+    for d in drawn:
+        if d is None:
+            continue
+        sizes = dict(d.sizes)
+        if d.stratum not in sizes or any(n < 0 for n in sizes.values()):
+            raise DesignError(
+                f"pool {d.pool}: stratum {d.stratum!r} is not among its sizes {sizes}"
+            )
+        if pools.setdefault(d.pool, sizes) != sizes:
+            raise DesignError(
+                f"pool {d.pool}: examples give different stratum sizes "
+                f"({pools[d.pool]} and {sizes}); "
+                "each draw from one pool records the same sizes"
+            )
+        if plans.setdefault(d.pool, d.plan) != d.plan:
+            raise DesignError(
+                f"pool {d.pool}: examples give different plans of rounds "
+                f"({_plan_words(plans[d.pool])} and {_plan_words(d.plan)}); the plan is fixed at "
+                "the pool's first draw and every draw of it records the same"
+            )
+    return pools, plans
 
 
 def _check_places(pool: str, stratum: str, places: list[int]) -> None:
@@ -160,6 +174,26 @@ def _check_places(pool: str, stratum: str, places: list[int]) -> None:
             "(a skipped or removed reply biases the estimate); "
             "label those (`judgekit label --next` offers them first)"
         )
+
+
+def _check_rounds(pool: str, stratum: str, members: Sequence[Drawn]) -> None:
+    """Each round of `label --next` draws a stratum's next replies in its fixed order: a reply of a
+    later round at an earlier place than one of an earlier round was not drawn so (a pool labelled
+    before plans were recorded offered a skipped reply again in a later round: its rounds are not
+    checked, nor used)."""
+    placed = sorted((d.position, d.round or 1) for d in members if d.position is not None)
+    for (at, was), (later_at, now) in zip(placed, placed[1:], strict=False):
+        if now < was:
+            raise DesignError(
+                f"pool {pool}: stratum {stratum!r} holds a reply of round {now} at place "
+                f"{later_at}, after one of round {was} at place {at}; a round draws the places "
+                "after the earlier rounds' (a record's round or place edited?): take the rounds "
+                "and places from the files label --next wrote"
+            )
+
+
+def _plan_words(plan: tuple[int, ...] | None) -> str:
+    return "none" if plan is None else "rounds of " + ", ".join(str(n) for n in plan)
 
 
 def weights(drawn: Sequence[Drawn | None]) -> list[float]:
@@ -347,14 +381,16 @@ def _unbiased(
     (judgekit.stats.unbiased), where it applies: every example drawn from the one pool, each
     stratum's verdicts the judge's on all of it (its labelled replies judged alike: another judge
     than the one that drew them cuts across the strata), and the rate's errors fewer than its
-    right verdicts (past that the series swings; the weighted rate stands), and every label of
-    the pool drawn in its first round: the estimate over later rounds needs their sizes fixed in
-    advance, and a small later round made it swing from 0 to 1 (benchmarks/README.md), so a pool
-    labelled in several rounds keeps the weighted rates. None where not."""
+    right verdicts (past that the series swings; the weighted rate stands), and its labels drawn
+    in one round, or in rounds of the plan `label --next --rounds` fixed before the first draw,
+    each drawn whole (the rounds are weighed by their planned sizes: weights taken from the sizes
+    drawn would bias it) and giving every stratum with replies left LEAST labels. None where not.
+    """
     draws = [d for d in drawn if d is not None]
     if not draws or len(draws) != len(drawn) or len({d.pool for d in draws}) != 1:
         return None, None
-    if any((d.round or 1) != 1 for d in draws):
+    plan = planned_rounds(draws)
+    if plan is None:
         return None, None
     members: dict[str, list[int]] = defaultdict(list)
     for i, d in enumerate(draws):
@@ -367,14 +403,39 @@ def _unbiased(
         if len(said) != 1:
             return None, None
         passes = said == {True}
-        counted = sum(labels[i] != passes for i in members[stratum])  # known-bad passes, ...
-        strata.append(StratumDraws(size, passes, ((len(members[stratum]), counted),)))
+        rounds = [[0, 0] for _ in plan]
+        for i in members[stratum]:
+            at = rounds[(draws[i].round or 1) - 1]
+            at[0] += 1
+            at[1] += labels[i] != passes  # counted: a known-bad pass, a known-good fail
+        left = size
+        for r, (n, _) in enumerate(rounds):
+            if n < min(LEAST if r else 1, left):  # a stratum's rest guessed from too few
+                return None, None
+            left -= n
+        strata.append(StratumDraws(size, passes, tuple((n, b) for n, b in rounds)))
     tp, fp, tn, fn = cells
-    tpr, tnr = rates(strata)
+    tpr, tnr = rates(strata, plan if len(plan) > 1 else None)
     return (
         min(max(tpr, 0.0), 1.0) if fn <= tp else None,
         min(max(tnr, 0.0), 1.0) if fp <= tn else None,
     )
+
+
+def planned_rounds(draws: Sequence[Drawn]) -> tuple[int, ...] | None:
+    """The planned sizes of the rounds one pool's labels came from, where the estimate over them
+    applies: one round (1,); or rounds 1 .. R of the pool's plan, each drawn whole at its planned
+    size (a round short of it, or past the plan, or without one: None, the weighted ratio)."""
+    counts = Counter(d.round or 1 for d in draws)
+    if set(counts) == {1}:
+        return (1,)
+    plan = draws[0].plan
+    last = max(counts)
+    if plan is None or last > len(plan):
+        return None
+    if any(counts[r] != plan[r - 1] for r in range(1, last + 1)):
+        return None
+    return plan[:last]
 
 
 class PoolFigures(NamedTuple):

@@ -12,19 +12,18 @@ allocated from the first; benchmarks/README.md). Here the ratio itself is estima
   Labelled in rounds, each round a simple random sample of what the earlier ones left, the
   round's size chosen from what they found, the products over rounds stay unbiased for the
   multinomial share of C(B, j) (each round's expectation given the earlier ones cancels its own
-  size), so `coefficients` weighs the splits of j over the rounds by weights fixed in advance
-  (equal), each later round's part bounded by LEAST labels, which every stratum must get in every
-  round after the first: weights or bounds taken from the sizes drawn would bias it.
+  size), so `coefficients` weighs the splits of j over the rounds by weights fixed before the
+  first draw (each round's planned size: `label --next --rounds`), each later round's part
+  bounded by LEAST labels, which every stratum with replies left must get in every round after
+  the first: weights or bounds taken from the sizes drawn would bias it.
 - Over strata the coefficients convolve: unbiased for C(Y, j), Y the pool's total.
 - 1 - TNR = Y / (N_F - W + Y), Y the false passes, W the false fails, N_F the judge's fails in the
   pool; its Newton series in C(Y, j) C(W, k) is exact (`series`), so the estimate is unbiased up
   to the terms past the labels drawn (of order 1e-9). TPR likewise, the two swapped.
 
 Exact fractions, because the series alternates. judgekit.stats.design applies it to a pool all
-of whose labels one `label --next` drew: over later rounds it is exact only when every stratum
-gets LEAST labels in each (tests/test_unbiased.py enumerates it), and with equal weights a small
-later round made it swing from 0 to 1, so a pool labelled in several rounds keeps the weighted
-ratio (benchmarks/README.md, "The bias of label --next's TNR", has the measurements).
+of whose labels `label --next` drew, in one round or in the rounds of its plan
+(benchmarks/README.md, "The bias of label --next's TNR", has the measurements).
 
 >>> from fractions import Fraction
 >>> series([Fraction(1), Fraction(2), Fraction(1)], [Fraction(1)], 10)  # C(Y, j) of Y = 2, W = 0
@@ -38,7 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 
-LEAST = 2  # labels every stratum must get in each round after the first, for the rounds' estimate
+LEAST = 2  # labels every stratum with replies left gets in each round after the first
 
 
 @dataclass(frozen=True)
@@ -65,14 +64,18 @@ def _convolve(a: Sequence[Fraction], b: Sequence[Fraction]) -> list[Fraction]:
     return out
 
 
-def coefficients(size: int, rounds: Sequence[tuple[int, int]]) -> list[Fraction]:
+def coefficients(
+    size: int, rounds: Sequence[tuple[int, int]], weights: Sequence[Fraction] | None = None
+) -> list[Fraction]:
     """e_j, unbiased for C(B, j) (B the stratum's count of the counted kind), from its rounds'
-    (labelled, counted) pairs, j = 0 .. what the rounds can say."""
+    (labelled, counted) pairs, j = 0 .. what the rounds can say; `weights` the rounds' (fixed
+    before the first draw, summing to 1; None: equal)."""
     bounds = [n if r == 0 else min(LEAST, n) for r, (n, _) in enumerate(rounds)]
-    weight = Fraction(1, len(rounds)) if rounds else Fraction(1)
+    if weights is None:
+        weights = [Fraction(1, len(rounds))] * len(rounds) if rounds else []
     top = sum(min(b, bound) for (_, b), bound in zip(rounds, bounds, strict=True))
     numerator, norm = [Fraction(1)], [Fraction(1)]
-    for (n, b), bound in zip(rounds, bounds, strict=True):
+    for (n, b), bound, weight in zip(rounds, bounds, weights, strict=True):
         numerator = _convolve(
             numerator,
             [weight**i * math.comb(b, i) / _falling(n, i) for i in range(min(b, bound) + 1)],
@@ -83,11 +86,13 @@ def coefficients(size: int, rounds: Sequence[tuple[int, int]]) -> list[Fraction]
     ]
 
 
-def pooled(strata: Sequence[StratumDraws]) -> list[Fraction]:
+def pooled(
+    strata: Sequence[StratumDraws], weights: Sequence[Fraction] | None = None
+) -> list[Fraction]:
     """e_j, unbiased for C(total, j), the total over `strata` of their counted kind."""
     out = [Fraction(1)]
     for stratum in strata:
-        out = _convolve(out, coefficients(stratum.size, stratum.rounds))
+        out = _convolve(out, coefficients(stratum.size, stratum.rounds, weights))
     return out
 
 
@@ -108,12 +113,18 @@ def series(counted: Sequence[Fraction], other: Sequence[Fraction], total: int) -
     return estimate
 
 
-def rates(strata: Sequence[StratumDraws]) -> tuple[float, float]:
-    """(TPR, TNR) of the pool the strata make up (a rate none of whose class was labelled says
-    nothing: the caller shows it as undefined)."""
+def rates(strata: Sequence[StratumDraws], plan: Sequence[int] | None = None) -> tuple[float, float]:
+    """(TPR, TNR) of the pool the strata make up, its rounds weighed by their sizes in the `plan`
+    fixed before the first draw (None: one round, or equal weights). A rate none of whose class
+    was labelled says nothing: the caller shows it as undefined."""
+    weights = None
+    if plan is not None:
+        if any(len(s.rounds) != len(plan) for s in strata) or min(plan, default=0) < 1:
+            raise ValueError(f"the strata's rounds do not follow the plan {list(plan)}")
+        weights = [Fraction(n, sum(plan)) for n in plan]
     passes = [s for s in strata if s.passes]
     fails = [s for s in strata if not s.passes]
-    false_passes, false_fails = pooled(passes), pooled(fails)
+    false_passes, false_fails = pooled(passes, weights), pooled(fails, weights)
     out = []
     for counted, other, total in (
         (false_fails, false_passes, sum(s.size for s in passes)),  # 1 - TPR = W / (N_P - Y + W)
