@@ -224,6 +224,59 @@ def test_rounds_planned_at_the_first_draw_keep_the_pools_rates_unbiased(pooled):
     assert pool.without_bias == []
 
 
+def test_a_round_left_short_is_completed_first_and_an_edited_round_is_refused(pooled):
+    runner = CliRunner()
+    assert runner.invoke(app, ["calibrate"]).exit_code == 0
+    drew = runner.invoke(
+        app,
+        ["label", "--next", "20", "--rounds", "2", "-c", "no-email", str(pooled), "--write-only"],
+    )
+    assert drew.exit_code == 0, drew.output
+    rows = [json.loads(x) for x in NEXT.read_text().splitlines()]
+    top = max(
+        (r for r in rows if r["selection"]["stratum"] == "pass"),
+        key=lambda r: r["selection"]["position"],
+    )  # the last reply of its stratum the round drew, left unlabelled: nothing above it shows it
+    NEXT.write_text(
+        "".join(
+            json.dumps(r if r is top else {**r, "passed": _truth(r["output"])}) + "\n" for r in rows
+        )
+    )
+    merged = runner.invoke(
+        app, ["label", "--merge", str(NEXT), "-c", "no-email", "--labelled-only"]
+    )
+    assert merged.exit_code == 0, merged.output
+    said, completing = _round(runner, pooled, 20)
+    assert "these complete round 1" in said
+    assert [(r["id"], r["selection"]["round"]) for r in completing] == [(top["id"], 1)]
+    assert completing[0]["selection"]["rate"] == top["selection"]["rate"]
+    said, second = _round(runner, pooled, 20)
+    assert "round 2 of 2 planned" in said and {r["selection"]["round"] for r in second} == {2}
+    assert runner.invoke(app, ["calibrate"]).exit_code == 0
+    pool = Report.read(".judgekit/reports/latest").criterion("no-email").design.pools[0]
+    assert pool.without_bias == ["tpr", "tnr"]
+
+    # the round boundary moved between strata in the set (each round's total kept): the report
+    # no longer speaks for the set, and calibrate refuses it
+    path = Path("calibration_sets/no-email.jsonl")
+    records = [json.loads(x) for x in path.read_text().splitlines()]
+    drawn = [r for r in records if "selection" in r]
+    last_pass = max(
+        (r for r in drawn if r["selection"]["stratum"] == "pass" and r["selection"]["round"] == 1),
+        key=lambda r: r["selection"]["position"],
+    )
+    first_fail = min(
+        (r for r in drawn if r["selection"]["stratum"] == "fail" and r["selection"]["round"] == 2),
+        key=lambda r: r["selection"]["position"],
+    )
+    last_pass["selection"]["round"], first_fail["selection"]["round"] = 2, 1
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    gate = runner.invoke(app, ["gate", "-c", "no-email"])
+    assert gate.exit_code != 0 and "changed since it was calibrated" in gate.output, gate.output
+    refused = runner.invoke(app, ["calibrate"])
+    assert refused.exit_code == 2 and "label --next allocates" in refused.output, refused.output
+
+
 def test_a_draw_whose_labels_are_not_merged_is_not_drawn_over(pooled):
     runner = CliRunner()
     assert (

@@ -7,13 +7,13 @@ before were not."""
 from __future__ import annotations
 
 import math
-from collections import Counter
 from dataclasses import replace
 from fractions import Fraction
 from math import comb
 
 import pytest
 
+from judgekit.stats.allocation import Stratum, round_allocation, verify_design
 from judgekit.stats.design import (
     DesignError,
     Drawn,
@@ -141,31 +141,56 @@ def test_a_pool_drawn_in_one_round_is_estimated_so_and_other_draws_keep_the_weig
     assert by_pool(labels, verdicts, drawn)["p"].without_bias == ("tpr", "tnr")
 
 
-def _planned(rows, plan):
-    """`_pool_draw`'s set, each stratum's replies at its next places, the pool's plan recorded."""
-    sizes = (("fail", 100), ("pass", 500))
-    places: Counter[str] = Counter()
+SIZES = (("fail", 100), ("pass", 500))
+# each stratum's replies in its fixed order, labelled: every 8th the judge passes is bad, every
+# 4th it fails is good
+ORDER = {"pass": [i % 8 != 3 for i in range(500)], "fail": [i % 4 == 1 for i in range(100)]}
+
+
+def _planned(plan, rate="tnr", rounds=None):
+    """A set drawn from one pool as `label --next --rounds` draws it: each round allocated by
+    `round_allocation` from the rounds before it (`rounds`: that many of the plan's), each
+    record with its place, round, plan and rate."""
+    taken = {"pass": 0, "fail": 0}
     drawn, labels, verdicts = [], [], []
-    for stratum, round_, label in rows:
-        drawn.append(Drawn("p", stratum, sizes, places[stratum], round_, plan))
-        places[stratum] += 1
-        labels.append(label)
-        verdicts.append(stratum == "pass")
+    for r, n in enumerate(plan[:rounds], start=1):
+        state = {}
+        for s, size in SIZES:
+            done = ORDER[s][: taken[s]]
+            passes = s == "pass"
+            cells = (
+                (sum(done), len(done) - sum(done), 0, 0)
+                if passes
+                else (0, 0, len(done) - sum(done), sum(done))
+            )
+            state[s] = Stratum(size, taken[s], cells)
+        for s, k in round_allocation(state, n, rate, later=r > 1).items():
+            for at in range(taken[s], taken[s] + k):
+                drawn.append(Drawn("p", s, SIZES, at, r, plan, rate))
+                labels.append(ORDER[s][at])
+                verdicts.append(s == "pass")
+            taken[s] += k
     return labels, verdicts, drawn
 
 
-FIRST = (
-    [("pass", 1, True)] * 9
-    + [("pass", 1, False)]
-    + [("fail", 1, False)] * 8
-    + [("fail", 1, True)] * 2
-)
-SECOND = (
-    [("pass", 2, True)] * 14
-    + [("pass", 2, False)] * 2
-    + [("fail", 2, False)] * 3
-    + [("fail", 2, True)]
-)
+def _strata(drawn, labels, plan):
+    """The StratumDraws of a planned draw: per stratum and round, labelled and counted."""
+    out = []
+    for s, size in SIZES:
+        passes = s == "pass"
+        rounds = tuple(
+            (
+                sum(1 for d in drawn if d.stratum == s and d.round == r),
+                sum(
+                    1
+                    for d, label in zip(drawn, labels, strict=True)
+                    if d.stratum == s and d.round == r and label != passes
+                ),
+            )
+            for r in range(1, len(plan) + 1)
+        )
+        out.append(StratumDraws(size, passes, rounds))
+    return out
 
 
 def _weighted(labels, verdicts, drawn):
@@ -174,45 +199,90 @@ def _weighted(labels, verdicts, drawn):
 
 
 def test_a_pool_drawn_in_the_rounds_of_its_plan_is_estimated_without_a_ratios_bias():
-    case = _planned(FIRST + SECOND, (20, 20))
+    labels, verdicts, drawn = case = _planned((20, 20))
+    assert sum(d.stratum == "fail" for d in drawn if d.round == 2) >= LEAST
     found = design_calibration(*case).metrics
-    expected = rates(
-        [
-            StratumDraws(500, True, ((10, 1), (16, 2))),
-            StratumDraws(100, False, ((10, 2), (4, 1))),
-        ],
-        (20, 20),
-    )
+    expected = rates(_strata(drawn, labels, (20, 20)), (20, 20))
     assert (found["tpr"], found["tnr"]) == pytest.approx(expected)
     assert found["tnr"] != pytest.approx(_weighted(*case)[1], abs=0.005)
     assert by_pool(*case)["p"].without_bias == ("tpr", "tnr")
 
 
 @pytest.mark.parametrize(
-    ("rows", "plan"),
-    [
-        (FIRST + SECOND, (20, 30)),  # the second round short of its plan
-        (FIRST + SECOND, (20,)),  # past the plan
-        (FIRST + [(s, 10**6, label) for s, _, label in SECOND], (20, 20)),  # a round edited in
-        (FIRST + SECOND, None),  # drawn before plans were recorded
-        (FIRST + SECOND[:16] + SECOND[-1:], (20, 17)),  # a stratum's rest guessed from 1 label
-    ],
-    ids=["short of the plan", "past the plan", "a round of a million", "no plan", "one label"],
+    "edit",
+    ["short of the plan", "past the plan", "a round of a million", "no plan", "one label"],
 )
-def test_rounds_off_their_plan_keep_the_weighted_ratio(rows, plan):
-    case = _planned(rows, plan)
+def test_rounds_off_their_plan_keep_the_weighted_ratio(edit):
+    labels, verdicts, drawn = _planned((20, 20))
+    if edit == "short of the plan":  # the second round's last reply not labelled yet
+        case = (labels[:-1], verdicts[:-1], drawn[:-1])
+    elif edit == "past the plan":
+        case = (labels, verdicts, [replace(d, plan=(20,)) for d in drawn])
+    elif edit == "a round of a million":
+        case = (labels, verdicts, [replace(d, round=10**6) if d.round == 2 else d for d in drawn])
+    elif edit == "no plan":  # drawn before plans were recorded
+        case = (labels, verdicts, [replace(d, plan=None, rate=None) for d in drawn])
+    else:  # a later round giving a stratum 1 label: its rest guessed from it
+        keep = [i for i, d in enumerate(drawn) if not (d.round == 2 and d.stratum == "fail")]
+        keep += [i for i, d in enumerate(drawn) if d.round == 2 and d.stratum == "fail"][:1]
+        keep.sort()
+        n = len(keep) - 20
+        case = (
+            [labels[i] for i in keep],
+            [verdicts[i] for i in keep],
+            [replace(drawn[i], plan=(20, n)) for i in keep],
+        )
     found = design_calibration(*case).metrics
     assert (found["tpr"], found["tnr"]) == pytest.approx(_weighted(*case))
     assert by_pool(*case)["p"].without_bias == ()
 
 
 def test_records_that_contradict_the_plan_or_the_places_are_refused():
-    labels, verdicts, drawn = _planned(FIRST + SECOND, (20, 20))
-    other = [replace(drawn[0], plan=(20, 21)), *drawn[1:]]
-    with pytest.raises(DesignError, match="different plans of rounds"):
-        weights(other)
-    # the first pass of round 2 (place 10) moved into round 1 and the first reply of round 1 into
-    # round 2: the round sizes still follow the plan, the places do not
-    swapped = [replace(drawn[0], round=2), *drawn[1:20], replace(drawn[20], round=1), *drawn[21:]]
-    with pytest.raises(DesignError, match="round 1 at place 1, after one of round 2 at place 0"):
-        design_calibration(labels, verdicts, swapped)
+    """Every edit of the records that changes which labels weigh how much, without a label
+    changed, is refused: the plan, the rounds, the places and the rounds' sizes are checked
+    against each other and against the pool's order."""
+    labels, verdicts, drawn = _planned((20, 20))
+    ranked = [replace(d, rank=f"{d.stratum}{d.position:04d}") for d in drawn]
+
+    def refused(edited, words):  # as calibrate and the gate check the set they read
+        with pytest.raises(DesignError, match=words):
+            verify_design(labels, verdicts, edited)
+
+    refused([replace(drawn[0], plan=(20, 21)), *drawn[1:]], "different plans of rounds")
+    # a reply of round 2 moved before one of round 1 in its stratum's order
+    first_pass = next(i for i, d in enumerate(drawn) if d.stratum == "pass" and d.round == 1)
+    later_pass = next(i for i, d in enumerate(drawn) if d.stratum == "pass" and d.round == 2)
+    swapped = list(drawn)
+    swapped[first_pass] = replace(drawn[first_pass], round=2)
+    swapped[later_pass] = replace(drawn[later_pass], round=1)
+    refused(swapped, "round 1 at place .*, after one of round 2 at place 0")
+    # the round boundary moved between strata, each round's total kept: the last 'pass' of round
+    # 1 into round 2 and the first 'fail' of round 2 into round 1
+    last_pass = max(
+        (i for i, d in enumerate(drawn) if d.stratum == "pass" and d.round == 1),
+        key=lambda i: drawn[i].position,
+    )
+    first_fail = min(
+        (i for i, d in enumerate(drawn) if d.stratum == "fail" and d.round == 2),
+        key=lambda i: drawn[i].position,
+    )
+    moved = list(drawn)
+    moved[last_pass] = replace(drawn[last_pass], round=2)
+    moved[first_fail] = replace(drawn[first_fail], round=1)
+    refused(moved, "round 1 drew .* but label --next allocates")
+    # every record said to be of round 1: more than its plan gives it
+    refused([replace(d, round=1) for d in drawn], "round 1 holds 40 of the replies")
+    # two records of a stratum swapping places (a bad reply moved into the later round)
+    bad = next(i for i, d in enumerate(ranked) if d.stratum == "pass" and not labels[i])
+    good = max(
+        (i for i, d in enumerate(ranked) if d.stratum == "pass" and d.round == 2),
+        key=lambda i: ranked[i].position,
+    )
+    places = list(ranked)
+    places[bad] = replace(ranked[bad], position=ranked[good].position, round=2)
+    places[good] = replace(ranked[good], position=ranked[bad].position, round=1)
+    refused(places, "before the one at place .* in the pool's fixed random order")
+    refused([replace(d, rate=None) for d in drawn], "do not name one rate it was drawn for")
+    # as drawn, with the keys: accepted, and estimated without a ratio's bias
+    verify_design(labels, verdicts, ranked)
+    assert by_pool(labels, verdicts, ranked)["p"].without_bias == ("tpr", "tnr")

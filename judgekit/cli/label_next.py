@@ -87,8 +87,7 @@ def next_to_label(
         if req.rate
         else short_class(entry, t, (have_pass, len(labelled.examples) - have_pass))
     )
-    current = entry.metrics.get(rate) if entry else None
-    drawn = draw(criterion, replies, verdicts, labelled, req.n, rate, current, req.rounds)
+    drawn = draw(criterion, replies, verdicts, labelled, req.n, rate, req.rounds)
     # the lock labels are written under: a page still open on the last draw waits
     with locked(req.out):
         _check_out(req.out)
@@ -105,7 +104,7 @@ def next_to_label(
         f"to shrink the interval of {RATE_WORDS[rate]}: {why}",
         f"drew {len(drawn.chosen)}: {strata}",
     ]
-    said.append(_round_words(drawn))
+    said.append(_round_words(drawn, req.n))
     if drawn.abstained:
         said.append(
             f"the judge abstained on {drawn.abstained} of the pool's replies: they count in its "
@@ -116,35 +115,42 @@ def next_to_label(
     return drawn, said
 
 
-def _round_words(drawn: Draw) -> str:
+def _round_words(drawn: Draw, wanted: int) -> str:
     """Which round of the pool this is, and what its TPR and TNR will be estimated by."""
     plan = drawn.plan
     if drawn.completing:
-        rounds = ", ".join(map(str, sorted(set(drawn.completing.values()))))
+        rounds = ", ".join(str(r) for r in sorted({r for r, _ in drawn.completing.values()}))
         return (
-            f"these complete round {rounds}: replies it drew were left unlabelled; label them "
-            "before drawing a new round"
+            f"these complete round {rounds}: it drew them and they were left unlabelled; label "
+            "them before a new round is drawn"
         )
-    if plan is not None and drawn.round <= len(plan):
-        left = len(plan) - drawn.round
+    if plan is None:
         return (
-            f"round {drawn.round} of {len(plan)} planned ({', '.join(map(str, plan))} labels): "
-            "the pool's TPR and TNR are estimated without a ratio's bias"
-            + (
-                f"; {left} more round{'s' if left > 1 else ''} of {plan[drawn.round]} to draw"
-                if left
-                else ""
-            )
+            f"round {drawn.round} of a pool drawn before plans were recorded: its TPR and TNR are "
+            "weighted ratios, a point or more high (a new pool planned with --next N --rounds K "
+            "keeps them unbiased)"
         )
-    words = (
-        "none"
-        if plan is None
-        else f"{len(plan)} round{'s' if len(plan) > 1 else ''} of " + ", ".join(map(str, plan))
-    )
+    if drawn.round > len(plan):
+        return (
+            f"round {drawn.round}, past the pool's plan ({len(plan)} round"
+            f"{'s' if len(plan) > 1 else ''} of {', '.join(map(str, plan))}): its TPR and TNR "
+            "are weighted ratios from here, a point or more high; to keep them unbiased, plan "
+            "the rounds at a pool's first draw (--next N --rounds K)"
+        )
+    if len(drawn.chosen) < wanted:
+        return (
+            f"round {drawn.round} of {len(plan)} planned, short of its {wanted}: the pool's TPR "
+            "and TNR are weighted ratios (exact once every reply is labelled)"
+        )
+    left = len(plan) - drawn.round
     return (
-        f"round {drawn.round}, past the pool's plan ({words}): its TPR and TNR are weighted "
-        "ratios from here, a point or more high; to keep them unbiased, plan the rounds at a "
-        "pool's first draw (--next N --rounds K)"
+        f"round {drawn.round} of {len(plan)} planned ({', '.join(map(str, plan))} labels): the "
+        "pool's TPR and TNR are estimated without a ratio's bias"
+        + (
+            f"; {left} more round{'s' if left > 1 else ''} of {plan[drawn.round]} to draw"
+            if left
+            else ""
+        )
     )
 
 

@@ -32,6 +32,7 @@ from judgekit.judging.probes import PROBES, ProbeCount, count_flips, directions,
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.lazy import exports
 from judgekit.report.reading import Line, ReportEntry, Untrusted
+from judgekit.stats.allocation import verify_design
 from judgekit.stats.design import (
     DesignError,
     Drawn,
@@ -454,6 +455,8 @@ def verify(  # noqa: PLR0913  the evidence, then what the gate asks of it
     f = recompute(entry, lines, labels, stopping, probing, criterion)
     try:
         f.cells()
+        if f.drawn:
+            verify_design(f.labels, [v.passed for v in f.stages[0]], f.drawn)
     except DesignError as error:
         raise Untrusted(
             f"the set's selection records do not describe one design: {error}"

@@ -9,6 +9,7 @@ a label (a CSV's cells, several annotators' majority) are said here once and use
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Mapping
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from judgekit.errors import InputError, Problem
+from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.context_files import ContextFiles, ContextProblem, combined
 from judgekit.inputs.files import iter_records, open_source, parse_bool
 from judgekit.inputs.text import normal_text
@@ -28,10 +30,30 @@ if TYPE_CHECKING:
 # How a label was made (judgekit.inputs.sets.Example.made_by).
 MADE_BY = r"^(human|adjudicated|feedback|model:\S.*)$"
 MAX_ROUNDS = 20  # the rounds a pool's plan of `label --next` may hold
-# a selection record: pool, stratum, sizes, position, round, plan (judgekit.stats.design.Drawn)
+# a selection record: pool, stratum, sizes, position, round, plan, rate, and the record's key in
+# the pool's fixed random order (`draw_rank`) (judgekit.stats.design.Drawn)
 SelectionTuple = tuple[
-    str, str, tuple[tuple[str, int], ...], int, int | None, tuple[int, ...] | None
+    str,
+    str,
+    tuple[tuple[str, int], ...],
+    int,
+    int | None,
+    tuple[int, ...] | None,
+    str | None,
+    str | None,
 ]
+
+
+def draw_rank(pool: str, rid: str, input_: Any, output: Any, context: Any) -> str:
+    """A reply's key in its pool's fixed random order (`judgekit label --next` draws each stratum
+    in it: judgekit.judging.selection): a digest of the pool, the reply's id and its content, so
+    that the places a set's records claim are checked against the records themselves."""
+    content = canonical_hash(
+        {"input": input_ or None, "output": output, "context": context or None}
+    )
+    return hashlib.sha256(f"{pool}\0{rid}\0{content[:16]}".encode()).hexdigest()
+
+
 _MADE_BY = re.compile(MADE_BY)
 
 
@@ -163,7 +185,7 @@ def labels_of(read: CalibrationSet) -> LabelledSet:
                 e.id,
                 e.label,
                 e.split,
-                e.selection.as_tuple() if e.selection is not None else None,
+                e.drawn(),
                 e.made_by,
             )
             for e in read.examples
@@ -193,6 +215,10 @@ def _label(record: Any) -> Labelled | None:
     selection = _selection(drawn)
     if drawn is not None and selection is None:
         return None
+    if selection is not None:  # its key in the pool's order, from the record as the set loader's
+        inline = record.get("context") if record.get("context_file") is None else None
+        key = draw_rank(selection[0], str(rid), record.get("input"), record.get("output"), inline)
+        selection = (*selection[:7], key)
     made_by = record.get("made_by")
     if made_by is not None and not (isinstance(made_by, str) and _MADE_BY.match(made_by)):
         return None
@@ -206,7 +232,10 @@ def _count(value: Any) -> bool:
 def _selection(drawn: Any) -> SelectionTuple | None:
     """A selection record read as the set loader's model reads it (strict whole numbers)."""
     keys = {"pool", "stratum", "sizes", "position"}
-    if not isinstance(drawn, dict) or not keys <= set(drawn) <= keys | {"round", "plan"}:
+    if not isinstance(drawn, dict) or not keys <= set(drawn) <= keys | {"round", "plan", "rate"}:
+        return None
+    rate = drawn.get("rate")
+    if rate not in (None, "tpr", "tnr"):
         return None
     plan = drawn.get("plan")
     if plan is not None and not (
@@ -243,4 +272,6 @@ def _selection(drawn: Any) -> SelectionTuple | None:
         position,
         round_,
         None if plan is None else tuple(plan),
+        rate,
+        None,
     )

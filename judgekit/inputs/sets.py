@@ -42,6 +42,7 @@ from judgekit.inputs.label_reader import (
     MADE_BY,
     MAX_ROUNDS,
     SelectionTuple,
+    draw_rank,
     from_csv_cells,
     majority,
 )
@@ -80,6 +81,11 @@ class Selection(Frozen):
         description="The sizes of the pool's rounds of `label --next`, fixed at its first draw "
         "(`--rounds`): each round's estimate is weighed by its planned size.",
     )
+    rate: Literal["tpr", "tnr"] | None = Field(
+        default=None,
+        description="The rate its round was allocated to shrink: with the plan, what the round's "
+        "sizes are derived again from (judgekit.stats.allocation.round_allocation).",
+    )
 
     @model_validator(mode="after")
     def _known_stratum(self) -> Selection:
@@ -89,7 +95,8 @@ class Selection(Frozen):
             )
         return self
 
-    def as_tuple(self) -> SelectionTuple:
+    def as_tuple(self, rank: str | None = None) -> SelectionTuple:
+        """As the gate's reader reads it (`rank`: the record's key in the pool's order)."""
         return (
             self.pool,
             self.stratum,
@@ -97,6 +104,8 @@ class Selection(Frozen):
             self.position,
             self.round,
             None if self.plan is None else tuple(self.plan),
+            self.rate,
+            rank,
         )
 
     @model_serializer(mode="wrap")
@@ -104,8 +113,9 @@ class Selection(Frozen):
         """A record drawn before plans were recorded dumps as it did (its set's fingerprint, and
         so its reports, unchanged)."""
         out: dict[str, Any] = handler(self)
-        if out.get("plan") is None:
-            out.pop("plan", None)
+        for key in ("plan", "rate"):
+            if out.get(key) is None:
+                out.pop(key, None)
         return out
 
 
@@ -186,6 +196,15 @@ class Example(Frozen):
 
     def fields(self) -> dict[str, Any]:
         return {"input": self.input, "output": self.output, "context": self.context}
+
+    def drawn(self) -> SelectionTuple | None:
+        """How it was drawn from a pool, with its key in the pool's order (`draw_rank`: of its
+        own text, as label --next drew it; a context moved into a file is not the one drawn)."""
+        if self.selection is None:
+            return None
+        inline = self.context if self.context_file is None else None
+        key = draw_rank(self.selection.pool, self.id, self.input, self.output, inline)
+        return self.selection.as_tuple(key)
 
 
 @dataclass(frozen=True)

@@ -18,11 +18,10 @@
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, cast
 
 from pydantic import ValidationError
 
@@ -30,7 +29,7 @@ from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, RegexCriterion
 from judgekit.inputs.identity import identifier
-from judgekit.inputs.label_reader import MAX_ROUNDS
+from judgekit.inputs.label_reader import MAX_ROUNDS, draw_rank
 from judgekit.inputs.label_writer import read_records
 from judgekit.inputs.sets import CalibrationSet, Example, Selection
 from judgekit.inputs.validation import problems_of
@@ -40,10 +39,11 @@ from judgekit.judging.recorded import load_recorded
 from judgekit.judging.runner import RunSettings, judge_sets, task_of
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.protocol import LLM
-from judgekit.stats.allocation import Stratum, allocate
+from judgekit.stats.allocation import ABSTAINED, Stratum, round_allocation
 from judgekit.stats.unbiased import LEAST
 
 SURE = 0.9
+Rate = Literal["tpr", "tnr"]
 
 
 def read_pool(path: Path) -> list[Example]:
@@ -87,9 +87,6 @@ def read_pool(path: Path) -> list[Example]:
     return replies
 
 
-ABSTAINED = "abstained"
-
-
 def stratum_of(verdict: Verdict) -> str:
     """The stratum of a judged reply: pass or fail, `, unsure` below SURE; or abstained (one label
     of those carries their share of the pool, so that the pool's abstentions count)."""
@@ -109,12 +106,14 @@ class Draw:
     sizes: dict[str, int]
     round: int  # the pool's rounds of `label --next` so far, this one included
     plan: tuple[int, ...] | None  # the rounds' sizes, fixed at the pool's first draw
+    rate: str  # the rate this round was allocated to shrink
     chosen: list[tuple[Example, str, int]]  # (reply, stratum, its place in the stratum's order)
     taken: dict[str, int]  # per stratum, drawn now
     labelled: dict[str, int]  # per stratum, already in the set
     abstained: int  # replies of the pool the judge abstained on
-    # replies earlier rounds drew and left unlabelled, offered again in their own rounds: by id
-    completing: dict[str, int] = field(default_factory=dict)
+    # replies earlier rounds drew and left unlabelled, offered again in their own rounds (and the
+    # rate each round drew for): by id
+    completing: dict[str, tuple[int, str | None]] = field(default_factory=dict)
 
     def records(self) -> list[dict[str, Any]]:
         """The records of the file to label: each reply with its selection record, no label."""
@@ -127,7 +126,8 @@ class Draw:
                     stratum=s,
                     sizes=self.sizes,
                     position=at,
-                    round=self.completing.get(e.id, self.round),
+                    round=self.completing.get(e.id, (self.round, None))[0],
+                    rate=cast("Rate | None", self.completing.get(e.id, (0, self.rate))[1]),
                     plan=None if self.plan is None else list(self.plan),
                 ).model_dump(exclude_none=True),
             }
@@ -144,7 +144,7 @@ def _content(reply: Example) -> str:
 def _rank(pool: str, reply: Example) -> str:
     """A reply's place in the pool's fixed random order: each record is a unit (a reply that comes
     many times in production stands for each time), so its id counts as well as its content."""
-    return hashlib.sha256(f"{pool}\0{reply.id}\0{_content(reply)}".encode()).hexdigest()
+    return draw_rank(pool, reply.id, reply.input, reply.output, reply.context)
 
 
 def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw for
@@ -154,13 +154,13 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
     labelled: CalibrationSet,
     n: int,
     rate: str,
-    current: float | None,
     rounds: int | None = None,
 ) -> Draw:
     """The next `n` replies of the pool to label, to shrink `rate` (tpr or tnr) most, given the
     judge's `verdicts` on them (by id) and the set as labelled so far. The pool's identity is its
     replies and their strata: the same pool judged alike continues one design. At the pool's first
-    draw, `rounds` plans that many rounds of `n` (the plan every later draw follows)."""
+    draw, `rounds` plans that many rounds of `n` (the plan every later draw follows). A round left
+    short (replies it drew and the set does not hold) is completed before a new one is drawn."""
     pool = canonical_hash(sorted((_content(e), stratum_of(verdicts[e.id])) for e in replies))[:12]
     own = {
         e.id: e for e in labelled.examples if e.selection is not None and e.selection.pool == pool
@@ -188,7 +188,6 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
             "is nothing to draw by its verdict",
         )
     order = {s: sorted(members, key=lambda m: _rank(pool, m)) for s, members in by_stratum.items()}
-    holes = _holes(order, own)
     recorded = next((e.selection.sizes for e in own.values() if e.selection is not None), None)
     sizes = (
         dict(recorded)
@@ -197,18 +196,32 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
     )
     identify = identifier(criterion)
     verdict_of = {identify(e.fields()): verdicts[e.id].passed for e in replies}
-    strata = {}
-    for s, size in sizes.items():
-        cells = [0, 0, 0, 0]
-        done = [e for e in own.values() if e.selection is not None and e.selection.stratum == s]
-        for example in done:  # the judge's verdict on it now, for the spread of its stratum
-            verdict = verdict_of.get(identify(example.fields()))
-            if verdict is not None:
-                cells[(0 if example.label else 1) if verdict else (3 if example.label else 2)] += 1
-        strata[s] = Stratum(size, len(done), (cells[0], cells[1], cells[2], cells[3]))
+
+    def state(before: int | None = None) -> dict[str, Stratum]:
+        """Each stratum as the rounds before `before` (None: all) left it, the judge's verdicts
+        on its labelled replies now giving its cells."""
+        out = {}
+        for s, size in sizes.items():
+            cells = [0, 0, 0, 0]
+            done = [
+                e
+                for e in own.values()
+                if e.selection is not None
+                and e.selection.stratum == s
+                and (before is None or (e.selection.round or 1) < before)
+            ]
+            for example in done:
+                verdict = verdict_of.get(identify(example.fields()))
+                if verdict is not None:
+                    at = (0 if example.label else 1) if verdict else (3 if example.label else 2)
+                    cells[at] += 1
+            out[s] = Stratum(size, len(done), (cells[0], cells[1], cells[2], cells[3]))
+        return out
+
     drawn = max((e.selection.round or 1 for e in own.values() if e.selection), default=0)
-    plan = _plan(own, None if holes else n, rounds, drawn, [s for s in strata if s != ABSTAINED])
-    later = drawn > 0 and plan is not None and drawn < len(plan)  # a planned round after the first
+    holes = _holes(order, own) + _short(order, own, state, drawn)
+    plan = _plan(own, None if holes else n, rounds, drawn, [s for s in sizes if s != ABSTAINED])
+    strata = state()
     unseen = sum(1 for st in strata.values() if st.size and not st.labelled)
     if n < unseen and not holes:
         raise InputError.one(
@@ -218,25 +231,9 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
             f"({unseen}): draw at least {unseen}, one for each, so that every stratum is seen",
         )
     # one labelled abstention carries the stratum (the judge abstains on every reply of it); the
-    # rest go where they shrink the rate
-    wanted = (
-        {ABSTAINED: 1}
-        if ABSTAINED in strata and strata[ABSTAINED].size and not strata[ABSTAINED].labelled
-        else {}
-    )
-    wanted.update(
-        allocate(
-            {s: st for s, st in strata.items() if st.size and s != ABSTAINED},
-            n - sum(wanted.values()),
-            rate,
-            current,
-            LEAST if later else 0,
-        )
-    )
-    chosen: list[tuple[str, Example, str, int]] = []
-    if holes:  # an earlier round's replies left unlabelled: they complete it, before any new one
-        wanted = {}
-        chosen = [(_rank(pool, m), m, s, at) for s, at, m, _ in holes[:n]]
+    # rest go where they shrink the rate, from what the set holds alone (the gate derives it again)
+    wanted = {} if holes else round_allocation(strata, n, rate, later=drawn > 0)
+    chosen = [(_rank(pool, m), m, s, at) for s, at, m, _ in holes[:n]]
     for s, k in wanted.items():
         fresh = [(at, m) for at, m in enumerate(order.get(s, [])) if m.id not in own]
         chosen += [(_rank(pool, m), m, s, at) for at, m in fresh[:k]]
@@ -249,23 +246,25 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
         sizes,
         drawn + 1,
         plan,
+        rate,
         [(e, s, at) for _, e, s, at in chosen],
         taken,
         {s: st.labelled for s, st in strata.items()},
         abstained,
-        {m.id: round_ for _, _, m, round_ in holes[:n]},
+        {m.id: done for _, _, m, done in holes[:n]},
     )
 
 
 def _holes(
     order: Mapping[str, Sequence[Example]], own: Mapping[str, Example]
-) -> list[tuple[str, int, Example, int]]:
+) -> list[tuple[str, int, Example, tuple[int, str | None]]]:
     """The replies an earlier draw offered and the set does not hold, each below a labelled one of
-    its stratum: (stratum, place, reply, the round that drew it: the next labelled one's)."""
+    its stratum: (stratum, place, reply, (the round that drew it: the next labelled one's, the
+    rate it drew for))."""
     out = []
     for s, members in order.items():
         rounds = {
-            e.selection.position: e.selection.round or 1
+            e.selection.position: (e.selection.round or 1, e.selection.rate)
             for e in own.values()
             if e.selection is not None and e.selection.stratum == s
         }
@@ -274,7 +273,32 @@ def _holes(
             for at, m in enumerate(members[: max(rounds, default=0)])
             if m.id not in own
         ]
-    return sorted(out, key=lambda h: (h[3], h[0], h[1]))
+    return sorted(out, key=lambda h: (h[3][0], h[0], h[1]))
+
+
+def _short(
+    order: Mapping[str, Sequence[Example]],
+    own: Mapping[str, Example],
+    state: Callable[[int | None], Mapping[str, Stratum]],
+    last: int,
+) -> list[tuple[str, int, Example, tuple[int, str | None]]]:
+    """The replies the pool's last planned round drew above its last labelled one in a stratum
+    and the set does not hold: what `round_allocation` gives that round, from the rounds before."""
+    selections = [e.selection for e in own.values() if e.selection is not None]
+    mine = [x for x in selections if (x.round or 1) == last]
+    plan = selections[0].plan if selections else None
+    if not mine or plan is None or last > len(plan) or mine[0].rate is None:
+        return []
+    rate = mine[0].rate
+    before = state(last)
+    wanted = round_allocation(before, plan[last - 1], rate, later=last > 1)
+    out: list[tuple[str, int, Example, tuple[int, str | None]]] = []
+    for s, members in order.items():
+        have = [x.position for x in selections if x.stratum == s]
+        top = before[s].labelled + wanted.get(s, 0) if s in before else 0
+        low = max(have, default=-1) + 1  # below it, `_holes` finds them
+        out += [(s, at, members[at], (last, rate)) for at in range(low, min(top, len(members)))]
+    return out
 
 
 def _plan(

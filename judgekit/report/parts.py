@@ -20,6 +20,7 @@ from judgekit.inputs.policy import Selective
 from judgekit.inputs.sets import CalibrationSet
 from judgekit.judging.selective import SOURCES, certificate, given
 from judgekit.judging.verdicts import Verdict
+from judgekit.stats.allocation import verify_design
 from judgekit.stats.design import (
     DesignError,
     Drawn,
@@ -270,7 +271,7 @@ def check_drawn(cal: CalibrationSet, whole: CalibrationSet | None = None) -> lis
     """How each example of the set was drawn, or an InputError naming the set when its selection
     records do not describe one design (a stratum none of whose replies is labelled, a skipped
     one); `whole` is the set `cal` is a split of, to say when the split is what breaks it."""
-    drawn = [Drawn(*e.selection.as_tuple()) if e.selection else None for e in cal.examples]
+    drawn = [Drawn(*d) if (d := e.drawn()) else None for e in cal.examples]
     try:
         weights(drawn)
     except DesignError as error:
@@ -296,6 +297,10 @@ def agreement(
     if plain or not any(e.selection for e in cal.examples):
         return calibration(labels, verdicts, seed=seed), None
     drawn = check_drawn(cal)
+    try:  # each planned round's sizes, which the judge's verdicts on the labels decide
+        verify_design(labels, verdicts, drawn)
+    except DesignError as error:
+        raise InputError.one(cal.path, "selection", f"{error}") from None
     cells = weighted_cells(labels, verdicts, weights(drawn))
     # seed 0 whatever --seed says: the gate draws kappa's interval the same way to check it
     return design_calibration(labels, verdicts, drawn), Design.of(

@@ -10,10 +10,22 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Mapping
+from collections import Counter, defaultdict
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from judgekit.stats.design import MIN_PER_STRATUM, PRIOR, RATES
+from judgekit.stats.design import (
+    MIN_PER_STRATUM,
+    PRIOR,
+    RATES,
+    DesignError,
+    Drawn,
+    planned_rounds,
+    weights,
+)
+from judgekit.stats.unbiased import LEAST
+
+ABSTAINED = "abstained"  # the stratum of the replies the judge abstained on
 
 
 @dataclass(frozen=True)
@@ -78,3 +90,109 @@ def allocate(
         if room[name] > taken[name]:
             heapq.heappush(queue, (-gain(name), name))
     return taken
+
+
+def own_rate(strata: Mapping[str, Stratum], rate: str) -> float | None:
+    """`rate` (tpr or tnr) of the pool from its own labels so far: each stratum's cells weighted by
+    its size over its labels (None where none of the rate's class is labelled)."""
+    numerator, denominator = RATES[rate]
+    cells = [0.0, 0.0, 0.0, 0.0]
+    for s in strata.values():
+        if s.labelled:
+            for i, k in enumerate(s.cells):
+                cells[i] += s.size * k / s.labelled
+    below = sum(cells[i] for i in denominator)
+    return sum(cells[i] for i in numerator) / below if below else None
+
+
+def round_allocation(
+    strata: Mapping[str, Stratum], n: int, rate: str, later: bool
+) -> dict[str, int]:
+    """How many of a round's `n` labels each stratum gets, from what the file of labels holds alone
+    (so that the gate can derive it again: judgekit.stats.design): the first round one for the
+    judge's abstentions and the rest by the strata's sizes (with no label of the pool yet, every
+    stratum's spread is the prior's, whatever the rate); a `later` round LEAST new labels in every
+    stratum with replies left, then `allocate` at the pool's own estimate of `rate`."""
+    wanted: dict[str, int] = {}
+    gone = strata.get(ABSTAINED)
+    if gone is not None and gone.size and not gone.labelled and n:
+        wanted[ABSTAINED] = 1
+    current = own_rate(strata, rate) if later else None
+    wanted.update(
+        allocate(
+            {s: st for s, st in strata.items() if st.size and s != ABSTAINED},
+            n - sum(wanted.values()),
+            rate,
+            current,
+            LEAST if later else 0,
+        )
+    )
+    return wanted
+
+
+def _verdict_of(stratum: str) -> bool | None:
+    """The judge's verdict on a stratum's replies, by its name (judgekit.judging.selection)."""
+    return None if stratum == ABSTAINED else stratum.startswith("pass")
+
+
+def verify_design(
+    labels: Sequence[bool], verdicts: Sequence[bool | None], drawn: Sequence[Drawn | None]
+) -> None:
+    """The checks of a set's selection records (DesignError), which calibrate and the gate run on
+    the set they read: `weights`' (the places, the rounds, the plan), and for each pool drawn in
+    the rounds of its plan by the judge whose verdicts these are, `_replay`'s (each round's sizes
+    are the ones label --next allocates)."""
+    weights(drawn)
+    for pool in sorted({d.pool for d in drawn if d is not None}):
+        mine = [i for i, d in enumerate(drawn) if d is not None and d.pool == pool]
+        draws = [d for d in (drawn[i] for i in mine) if d is not None]
+        plan = planned_rounds(draws)
+        said: dict[str, set[bool | None]] = defaultdict(set)
+        for i, d in zip(mine, draws, strict=True):
+            said[d.stratum].add(verdicts[i])
+        # the judge that drew the pool: its verdicts on each stratum's labelled replies are the
+        # stratum's (another judge's cells would not be the ones the draw allocated from)
+        alike = all(v == {_verdict_of(s)} for s, v in said.items())
+        if plan is not None and len(plan) > 1 and alike:
+            _replay([labels[i] for i in mine], [verdicts[i] for i in mine], draws, plan)
+
+
+def _replay(
+    labels: Sequence[bool],
+    verdicts: Sequence[bool | None],
+    draws: Sequence[Drawn],
+    plan: tuple[int, ...],
+) -> None:
+    """Each planned round's sizes, stratum by stratum, are what `label --next` allocates from the
+    rounds before it (judgekit.stats.allocation.round_allocation: from the set alone): a round
+    boundary moved between strata (each round's total kept) changes which labels weigh how much,
+    and is refused."""
+    sizes = dict(draws[0].sizes)
+    for r in range(1, len(plan) + 1):
+        mine = [d for d in draws if (d.round or 1) == r]
+        rates_ = {d.rate for d in mine}
+        if len(rates_) != 1 or None in rates_:
+            raise DesignError(
+                f"pool {draws[0].pool}: the records of round {r} do not name one rate it was "
+                "drawn for (tpr or tnr); take them from the files label --next wrote"
+            )
+        state = {}
+        for stratum, size in sizes.items():
+            cells = [0, 0, 0, 0]
+            before = [i for i, d in enumerate(draws) if d.stratum == stratum and (d.round or 1) < r]
+            for i in before:
+                if verdicts[i] is not None:
+                    at = (0 if labels[i] else 1) if verdicts[i] else (3 if labels[i] else 2)
+                    cells[at] += 1
+            state[stratum] = Stratum(size, len(before), (cells[0], cells[1], cells[2], cells[3]))
+        wanted = round_allocation(state, plan[r - 1], str(rates_.pop()), later=r > 1)
+        got = Counter(d.stratum for d in mine)
+        if {k: v for k, v in wanted.items() if v} != dict(got):
+            raise DesignError(
+                f"pool {draws[0].pool}: round {r} drew "
+                + ", ".join(f"{got[k]} '{k}'" for k in sorted(sizes) if got[k] or wanted.get(k))
+                + ", but label --next allocates "
+                + ", ".join(f"{wanted.get(k, 0)}" for k in sorted(sizes) if got[k] or wanted.get(k))
+                + " from the rounds before it: a record's round or stratum edited? Take them "
+                "from the files label --next wrote"
+            )

@@ -55,7 +55,7 @@ from judgekit.stats.metrics import (
     mcc_from_counts,
     ratio,
 )
-from judgekit.stats.unbiased import LEAST, StratumDraws, rates
+from judgekit.stats.unbiased import LEAST, SERIES_CAP, StratumDraws, rates
 
 if TYPE_CHECKING:  # numpy is imported inside the functions that need it, not with the module
     import numpy as np
@@ -84,6 +84,8 @@ class Drawn:
     position: int | None = None  # its place in the stratum's fixed random order
     round: int | None = None  # the `label --next` that drew it, counted per pool (None: the first)
     plan: tuple[int, ...] | None = None  # the rounds' sizes, fixed before the pool's first draw
+    rate: str | None = None  # the rate its round was allocated for (judgekit.stats.allocation)
+    rank: str | None = None  # its key in the pool's fixed random order (the places follow it)
 
 
 class DesignError(ValueError):
@@ -115,7 +117,11 @@ def groups(drawn: Sequence[Drawn | None]) -> tuple[list[str], dict[str, float]]:
             members = [d for d in drawn if d is not None and d.pool == pool and d.stratum == s]
             _check_places(pool, s, sorted(d.position for d in members if d.position is not None))
             if plans[pool] is not None:  # the rounds weigh the estimate: they follow the places
+                _check_order(pool, s, members)
                 _check_rounds(pool, s, members)
+        plan = plans[pool]
+        if plan is not None:
+            _check_plan(pool, plan, [d for d in drawn if d is not None and d.pool == pool])
         total, n = sum(sizes.values()), sum(labelled.values())
         for s, size in sizes.items():
             if size:
@@ -189,6 +195,38 @@ def _check_rounds(pool: str, stratum: str, members: Sequence[Drawn]) -> None:
                 f"{later_at}, after one of round {was} at place {at}; a round draws the places "
                 "after the earlier rounds' (a record's round or place edited?): take the rounds "
                 "and places from the files label --next wrote"
+            )
+
+
+def _check_order(pool: str, stratum: str, members: Sequence[Drawn]) -> None:
+    """The places a stratum's records claim are the pool's fixed random order's: each record's key
+    in it (a digest of the pool, its id and its text) rises with its place."""
+    keyed = sorted((d.position, d.rank) for d in members if d.position is not None and d.rank)
+    for (at, key), (next_at, next_key) in zip(keyed, keyed[1:], strict=False):
+        if next_key is not None and key is not None and next_key <= key:
+            raise DesignError(
+                f"pool {pool}: stratum {stratum!r} holds the reply at place {next_at} before the "
+                f"one at place {at} in the pool's fixed random order: the places are that order's "
+                "(a record's place, id or text edited?); take the records from the files label "
+                "--next wrote"
+            )
+
+
+def _check_plan(pool: str, plan: tuple[int, ...], members: Sequence[Drawn]) -> None:
+    """A planned round holds no more than its planned size, and one short of it is the last
+    (`label --next` completes a round before it draws the next)."""
+    counts = Counter(d.round or 1 for d in members)
+    last = max(counts)
+    for r in sorted(counts):
+        if r > len(plan):
+            break
+        if counts[r] > plan[r - 1] or (counts[r] < plan[r - 1] and r < last):
+            raise DesignError(
+                f"pool {pool}: round {r} holds {counts[r]} of the replies its plan "
+                f"({_plan_words(plan)}) gives it {plan[r - 1]}"
+                + (f", yet round {last} was drawn after it" if counts[r] < plan[r - 1] else "")
+                + ": label --next draws a round whole, and completes it before the next (a "
+                "record's round edited?); take the rounds from the files label --next wrote"
             )
 
 
@@ -415,6 +453,9 @@ def _unbiased(
             left -= n
         strata.append(StratumDraws(size, passes, tuple((n, b) for n, b in rounds)))
     tp, fp, tn, fn = cells
+    counted = [sum(b for _, b in x.rounds) for x in strata]
+    if not (fn <= tp or fp <= tn) or sum(counted) > SERIES_CAP:
+        return None, None
     tpr, tnr = rates(strata, plan if len(plan) > 1 else None)
     return (
         min(max(tpr, 0.0), 1.0) if fn <= tp else None,
