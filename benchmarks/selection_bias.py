@@ -33,7 +33,7 @@ import time
 
 import numpy as np
 
-from judgekit.stats.allocation import Stratum, allocate
+from judgekit.stats.allocation import Stratum, round_allocation
 from judgekit.stats.design import Drawn, point_rates
 
 SETUPS = ((0.2, 0.9, 0.8), (0.1, 0.95, 0.7), (0.3, 0.85, 0.9), (0.1, 0.9, 0.8), (0.2, 0.95, 0.7))
@@ -82,16 +82,16 @@ def estimates(good, verdict, members, taken):
     return _tnr(ht), taylor, _tnr(smoothed)
 
 
-def shipped(good, verdict, members, taken, drawn_in):
+def shipped(good, verdict, members, taken, drawn_in, plan):  # noqa: PLR0913  a draw's parts
     """TPR and TNR as judgekit reports them (judgekit.stats.design.point_rates), from each labelled
-    reply's stratum and round."""
+    reply's stratum and round, and the pool's plan of rounds."""
     sizes = tuple((s, int(m.size)) for s, m in sorted(members.items()))
     labels, verdicts, drawn = [], [], []
     for s, m in members.items():
         for at, i in enumerate(m[: taken[s]]):
             labels.append(bool(good[i]))
             verdicts.append(bool(verdict[i]))
-            drawn.append(Drawn("pool", s, sizes, at, drawn_in[s][at]))
+            drawn.append(Drawn("pool", s, sizes, at, drawn_in[s][at], plan, "tnr"))
     return point_rates(labels, verdicts, drawn)
 
 
@@ -106,8 +106,8 @@ def one(rng, size, judge, n, rounds, sure):  # noqa: PLR0913  the set-up's parts
     taken = {s: 0 for s in names}
     apart = {s: np.zeros(4) for s in names}  # each stratum's cells, estimated round by round
     drawn_in = {s: [] for s in names}  # the round of each labelled reply, stratum by stratum
-    current = None
-    for number, spend in enumerate([n] if rounds == 1 else [n // 2, n - n // 2], start=1):
+    plan = (n,) if rounds == 1 else (n // 2, n - n // 2)  # as label --next --rounds plans them
+    for number, spend in enumerate(plan, start=1):
         before = dict(taken)
         strata = {
             s: Stratum(
@@ -117,19 +117,19 @@ def one(rng, size, judge, n, rounds, sure):  # noqa: PLR0913  the set-up's parts
             )
             for s in names
         }
-        for s, k in allocate(strata, spend, "tnr", current).items():
+        # as label --next allocates a planned round, from the pool's own labels alone
+        for s, k in round_allocation(strata, spend, "tnr", later=number > 1).items():
             taken[s] += k
             drawn_in[s] += [number] * k
             if k:
                 seen = cells_of(good, verdict, members[s][: before[s]])
                 drawn = cells_of(good, verdict, members[s][before[s] : taken[s]])
                 apart[s] = seen + (members[s].size - before[s]) * drawn / k
-        current = estimates(good, verdict, members, taken)[0]
     bad_ones = ~good
     true_tnr = (bad_ones & ~verdict).sum() / bad_ones.sum()
     true_tpr = (good & verdict).sum() / good.sum()
     rounds_apart = _tnr(sum(apart.values()))
-    tpr, tnr = shipped(good, verdict, members, taken, drawn_in)
+    tpr, tnr = shipped(good, verdict, members, taken, drawn_in, plan)
     ht_tpr = _tpr_weighted(good, verdict, members, taken)
     tnrs = np.array([*estimates(good, verdict, members, taken), rounds_apart, tnr]) - true_tnr
     return np.array([*tnrs, ht_tpr - true_tpr, tpr - true_tpr])
