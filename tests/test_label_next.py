@@ -246,6 +246,9 @@ def test_a_round_left_short_is_completed_first_and_an_edited_round_is_refused(po
         app, ["label", "--merge", str(NEXT), "-c", "no-email", "--labelled-only"]
     )
     assert merged.exit_code == 0, merged.output
+    # a round counts once it is whole: which of its replies were merged would choose the figures
+    short = runner.invoke(app, ["calibrate"])
+    assert short.exit_code == 2 and "1 'pass' more reply that the set does not hold" in short.output
     said, completing = _round(runner, pooled, 20)
     assert "these complete round 1" in said
     assert [(r["id"], r["selection"]["round"]) for r in completing] == [(top["id"], 1)]
@@ -274,7 +277,7 @@ def test_a_round_left_short_is_completed_first_and_an_edited_round_is_refused(po
     gate = runner.invoke(app, ["gate", "-c", "no-email"])
     assert gate.exit_code != 0 and "changed since it was calibrated" in gate.output, gate.output
     refused = runner.invoke(app, ["calibrate"])
-    assert refused.exit_code == 2 and "label --next allocates" in refused.output, refused.output
+    assert refused.exit_code == 2 and "label --next allocates it" in refused.output, refused.output
 
 
 def test_a_draw_whose_labels_are_not_merged_is_not_drawn_over(pooled):
@@ -732,3 +735,17 @@ def test_the_pool_is_judged_by_the_judge_the_report_measured(project, tmp_path):
         )
         assert drawn.exit_code == 0, drawn.output
         assert server.requests - asked == 40 * 3  # every reply of the pool, three times, answered
+
+
+def test_a_pool_reply_naming_a_context_file_is_refused_not_judged_without_it(pooled, tmp_path):
+    """read_pool dropped `context_file`: the pool was judged and labelled without its source."""
+    lines = pooled.read_text().splitlines()
+    record = {**json.loads(lines[0]), "context_file": "terms.txt"}
+    (tmp_path / "terms.txt").write_text("Cards are blocked at once.")
+    pooled.write_text("\n".join([json.dumps(record), *lines[1:]]) + "\n")
+    refused = CliRunner().invoke(
+        app, ["label", "--next", "20", "-c", "no-email", str(pooled), "--write-only"]
+    )
+    assert (
+        refused.exit_code == 2 and "context_file" in refused.output and "inline" in refused.output
+    )

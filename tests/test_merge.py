@@ -283,3 +283,27 @@ def test_records_appended_to_either_file_while_merging_are_kept(sets):
         "late-says-blocked-1",
         "late-says-blocked-2",
     ]
+
+
+def test_a_reply_holding_a_bare_carriage_return_keeps_its_row_in_a_csv_set(sets):
+    """The csv module quotes only what the line ending holds: with "\\n" rows, a reply holding a
+    bare "\\r" was written unquoted, and both readers split its row in two ("has no label")."""
+    project, new = sets
+    from judgekit.inputs.label_reader import read_labels
+
+    (project.sets / "says-blocked.jsonl").unlink()
+    csv_set = project.sets / "says-blocked.csv"
+    csv_set.write_text("id,output,passed\np0,reply-p0: blocked,true\nf0,reply-f0,false\n")
+    new.write_text(
+        json.dumps({"id": "n1", "output": "Blocked.\rA new card", "passed": True}) + "\n"
+    )
+    assert _merge(project, new).exit_code == 0
+    loaded = {e.id: e for e in load_set(csv_set, "says-blocked").examples}
+    assert loaded["n1"].output == "Blocked.\rA new card" and loaded["n1"].passed is True
+    assert [e.id for e in read_labels(csv_set, "says-blocked").examples] == ["p0", "f0", "n1"]
+    # and its label changed in place, the row rewritten
+    from judgekit.inputs.label_writer import write_label
+
+    write_label(csv_set, "n1", False)
+    again = load_set(csv_set, "says-blocked").examples[2]
+    assert (again.output, again.passed) == ("Blocked.\rA new card", False)

@@ -269,7 +269,7 @@ def test_records_that_contradict_the_plan_or_the_places_are_refused():
     moved = list(drawn)
     moved[last_pass] = replace(drawn[last_pass], round=2)
     moved[first_fail] = replace(drawn[first_fail], round=1)
-    refused(moved, "round 1 drew .* but label --next allocates")
+    refused(moved, "round 1 holds .* but label --next allocates it")
     # every record said to be of round 1: more than its plan gives it
     refused([replace(d, round=1) for d in drawn], "round 1 holds 40 of the replies")
     # two records of a stratum swapping places (a bad reply moved into the later round)
@@ -283,6 +283,21 @@ def test_records_that_contradict_the_plan_or_the_places_are_refused():
     places[good] = replace(ranked[good], position=ranked[bad].position, round=1)
     refused(places, "before the one at place .* in the pool's fixed random order")
     refused([replace(d, rate=None) for d in drawn], "do not name one rate it was drawn for")
+    # the stratum sizes edited alike in every record (a pool of one round too: its allocation is
+    # the sizes')
+    bigger = (("fail", 200), ("pass", 500))
+    refused(
+        [replace(d, sizes=bigger) for d in drawn], "round 1 holds .* but label --next allocates"
+    )
+    one = _planned((20,))
+    with pytest.raises(DesignError, match="label --next allocates"):
+        verify_design(one[0], one[1], [replace(d, sizes=bigger) for d in one[2]])
+    # the last round cut short after its labels were seen: refused until the rest are labelled
+    cut = [i for i, d in enumerate(drawn) if not (d.round == 2 and d.stratum == "pass")]
+    with pytest.raises(
+        DesignError, match="round 2 drew .* more replies that the set does not hold"
+    ):
+        verify_design([labels[i] for i in cut], [verdicts[i] for i in cut], [drawn[i] for i in cut])
     # as drawn, with the keys: accepted, and estimated without a ratio's bias
     verify_design(labels, verdicts, ranked)
     assert by_pool(labels, verdicts, ranked)["p"].without_bias == ("tpr", "tnr")

@@ -4,8 +4,6 @@ tool's judge results into a verdict file, or its examples into unlabelled ones t
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 from pathlib import Path
 
@@ -15,7 +13,7 @@ from judgekit.cli.app import fail, say, short
 from judgekit.cli.options import group, typer_app
 from judgekit.cli.scaffold import init as scaffold
 from judgekit.errors import InputError, JudgekitError
-from judgekit.inputs.files import write_atomic
+from judgekit.inputs.files import csv_line, write_atomic
 from judgekit.judging.importers import import_verdicts
 from judgekit.judging.observability import SAMPLE_IMPORTERS
 from judgekit.judging.pair_import import (
@@ -273,11 +271,14 @@ def _examples(format: str, file: Path, out: Path, options: dict[str, ImporterOpt
         )
     read = import_examples(format, file, **options)
     if out.suffix.lower() == ".csv":
-        text = io.StringIO()
-        writer = csv.DictWriter(text, ["id", "input", "output", "context"], lineterminator="\n")
-        writer.writeheader()
-        writer.writerows(read.examples)
-        write_atomic(out, text.getvalue())
+        columns = ["id", "input", "output", "context"]
+        write_atomic(
+            out,
+            "".join(
+                [csv_line(columns)]
+                + [csv_line(e.get(c, "") for c in columns) for e in read.examples]
+            ),
+        )
     else:
         write_atomic(out, "".join(json.dumps(e, ensure_ascii=True) + "\n" for e in read.examples))
     say(f"wrote {len(read.examples)} unlabelled example(s) to {out}")

@@ -432,3 +432,16 @@ class locked:
             self.lock.unlink()
         fcntl.flock(self.handle, fcntl.LOCK_UN)
         self.handle.close()
+
+
+def csv_line(row: Iterable[Any], ending: str = "\n", quote_all: bool = False) -> str:
+    """One CSV row as text, ending in `ending`. A row holding a bare carriage return has every cell
+    quoted: the csv module quotes only what the line ending holds, and a reader splits an unquoted
+    row at a bare CR."""
+    cells = list(row)
+    out = io.StringIO()
+    if quote_all or any("\r" in str(c) for c in cells):
+        csv.writer(out, lineterminator=ending, quoting=csv.QUOTE_ALL).writerow(cells)
+    else:
+        csv.writer(out, lineterminator=ending).writerow(cells)
+    return out.getvalue()

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import InputError
-from judgekit.inputs.files import parse_bool, read_bytes
+from judgekit.inputs.files import csv_line, parse_bool, read_bytes
 from judgekit.inputs.journal import JournalEntry, RolledBack, change_in_place
 from judgekit.inputs.parsing import parse_json
 
@@ -374,23 +374,21 @@ def _change(
     ending = "\r\n" if "\r\n" in text[: text.find("\n") + 1] else "\n"
     if column not in header:  # a new column: every row changes
         out = io.StringIO()
-        writer = csv.writer(out, lineterminator=ending)
-        writer.writerow([*header, column])
+        out.write(csv_line([*header, column], ending))
         for _, _, row in rows:
             mine = dict(zip(header, row, strict=True))["id"] == example_id
             value = ("true" if passed else "false") if mine else ""
             made = _by_a_person(header, row) if mine and annotator is None else row
-            writer.writerow([*made, value])
+            out.write(csv_line([*made, value], ending))
         return (*byte_span(data, text, 0, len(text)), out.getvalue().encode())
     row = list(next(r for b, _, r in rows if b == start)) + [""] * len(header)
     row = row[: len(header)]
     row = _by_a_person(header, row) if annotator is None else row
     row[header.index(column)] = "true" if passed else "false"
     width = len(text[start:stop].encode())
-    for quoting in (csv.QUOTE_MINIMAL, csv.QUOTE_ALL):  # quotes change no value
-        out = io.StringIO()
-        csv.writer(out, lineterminator=ending, quoting=quoting).writerow(row)
-        if len(out.getvalue().encode()) >= width:
+    for quote_all in (False, True):  # quotes change no value
+        line = csv_line(row, ending, quote_all)
+        if len(line.encode()) >= width:
             break
     # Still shorter (it was quoted throughout): blank lines make up the rest; CSV readers skip them.
-    return replaced(out.getvalue() + "\n" * (width - len(out.getvalue().encode())))
+    return replaced(line + "\n" * (width - len(line.encode())))

@@ -13,8 +13,6 @@ between its two writes is finished by running it again.
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 from collections.abc import Callable
@@ -28,7 +26,7 @@ from pydantic import ValidationError
 from judgekit.errors import InputError, Problem
 from judgekit.inputs.catalog import find_set
 from judgekit.inputs.criteria import Criterion
-from judgekit.inputs.files import RECORD_SUFFIXES, iter_records, locked, read_source
+from judgekit.inputs.files import RECORD_SUFFIXES, csv_line, iter_records, locked, read_source
 from judgekit.inputs.identity import distinct
 from judgekit.inputs.journal import JournalEntry, RolledBack, change_locked, recover_locked
 from judgekit.inputs.label_writer import byte_span, csv_rows, record_spans
@@ -269,9 +267,7 @@ def _create(path: Path, records: list[dict[str, Any]]) -> None:
         header += [c for c in _cells(record) if c not in header]
     text = ""
     if path.suffix.lower() == ".csv":
-        out = io.StringIO()
-        csv.writer(out, lineterminator="\n").writerow(header)
-        text = out.getvalue()
+        text = csv_line(header)
     try:
         with open(path, "x", encoding="utf-8", newline="") as handle:
             handle.write(text)
@@ -294,15 +290,14 @@ def _append(path: Path, data: bytes, records: list[dict[str, Any]]) -> tuple[int
     cells = [_cells(r) for r in records]
     columns = header + [c for row in cells for c in row if c not in header]
     columns = list(dict.fromkeys(columns))
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator=ending)
     if columns == header:
-        writer.writerows([[row.get(c, "") for c in header] for row in cells])
-        return len(data), len(data), (lead + out.getvalue()).encode()
-    writer.writerow(columns)  # a new column: every row changes, as a label's new column does
-    writer.writerows([[*row, *[""] * (len(columns) - len(row))] for _, _, row in rows])
-    writer.writerows([[row.get(c, "") for c in columns] for row in cells])
-    return (*byte_span(data, text, 0, len(text)), out.getvalue().encode())
+        added = "".join(csv_line([row.get(c, "") for c in header], ending) for row in cells)
+        return len(data), len(data), (lead + added).encode()
+    # a new column: every row changes, as a label's new column does
+    lines = [csv_line(columns, ending)]
+    lines += [csv_line([*row, *[""] * (len(columns) - len(row))], ending) for _, _, row in rows]
+    lines += [csv_line([row.get(c, "") for c in columns], ending) for row in cells]
+    return (*byte_span(data, text, 0, len(text)), "".join(lines).encode())
 
 
 def _blank(

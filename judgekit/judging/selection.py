@@ -56,6 +56,16 @@ def read_pool(path: Path) -> list[Example]:
     problems, replies = [], []
     for record in read_records(path):
         rid, output = record["id"], record["output"]
+        if record.get("context_file") is not None:
+            problems.append(
+                Problem(
+                    str(path),
+                    f"id {rid}",
+                    "names a context_file; a pool's replies are judged and drawn with their "
+                    "context as written: give it inline (context)",
+                )
+            )
+            continue
         if (
             isinstance(rid, bool)
             or not isinstance(rid, (str, int))

@@ -20,7 +20,6 @@ from judgekit.stats.design import (
     RATES,
     DesignError,
     Drawn,
-    planned_rounds,
     weights,
 )
 from judgekit.stats.unbiased import LEAST
@@ -146,15 +145,14 @@ def verify_design(
     for pool in sorted({d.pool for d in drawn if d is not None}):
         mine = [i for i, d in enumerate(drawn) if d is not None and d.pool == pool]
         draws = [d for d in (drawn[i] for i in mine) if d is not None]
-        plan = planned_rounds(draws)
         said: dict[str, set[bool | None]] = defaultdict(set)
         for i, d in zip(mine, draws, strict=True):
             said[d.stratum].add(verdicts[i])
         # the judge that drew the pool: its verdicts on each stratum's labelled replies are the
         # stratum's (another judge's cells would not be the ones the draw allocated from)
         alike = all(v == {_verdict_of(s)} for s, v in said.items())
-        if plan is not None and len(plan) > 1 and alike:
-            _replay([labels[i] for i in mine], [verdicts[i] for i in mine], draws, plan)
+        if draws[0].plan is not None and alike:
+            _replay([labels[i] for i in mine], [verdicts[i] for i in mine], draws, draws[0].plan)
 
 
 def _replay(
@@ -164,11 +162,13 @@ def _replay(
     plan: tuple[int, ...],
 ) -> None:
     """Each planned round's sizes, stratum by stratum, are what `label --next` allocates from the
-    rounds before it (judgekit.stats.allocation.round_allocation: from the set alone): a round
-    boundary moved between strata (each round's total kept) changes which labels weigh how much,
-    and is refused."""
+    rounds before it (`round_allocation`: from the set alone). More in a stratum, or a round
+    boundary moved between strata, changes which labels weigh how much; fewer is a round whose
+    drawn replies the set does not hold, whose labels would choose which of them count. Both
+    are refused, the first as an edit, the second until they are labelled."""
     sizes = dict(draws[0].sizes)
-    for r in range(1, len(plan) + 1):
+    last = min(max(d.round or 1 for d in draws), len(plan))
+    for r in range(1, last + 1):
         mine = [d for d in draws if (d.round or 1) == r]
         rates_ = {d.rate for d in mine}
         if len(rates_) != 1 or None in rates_:
@@ -187,12 +187,24 @@ def _replay(
             state[stratum] = Stratum(size, len(before), (cells[0], cells[1], cells[2], cells[3]))
         wanted = round_allocation(state, plan[r - 1], str(rates_.pop()), later=r > 1)
         got = Counter(d.stratum for d in mine)
-        if {k: v for k, v in wanted.items() if v} != dict(got):
+        shown = [k for k in sorted(sizes) if got[k] or wanted.get(k)]
+        if any(got[k] > wanted.get(k, 0) for k in shown):
+            raise DesignError(
+                f"pool {draws[0].pool}: round {r} holds "
+                + ", ".join(f"{got[k]} '{k}'" for k in shown)
+                + ", but label --next allocates it "
+                + ", ".join(str(wanted.get(k, 0)) for k in shown)
+                + " from the pool's sizes and the rounds before it: a record's round, stratum, "
+                "sizes or plan edited? Take them from the files label --next wrote"
+            )
+        missing = {k: wanted.get(k, 0) - got[k] for k in shown if got[k] < wanted.get(k, 0)}
+        if missing:
             raise DesignError(
                 f"pool {draws[0].pool}: round {r} drew "
-                + ", ".join(f"{got[k]} '{k}'" for k in sorted(sizes) if got[k] or wanted.get(k))
-                + ", but label --next allocates "
-                + ", ".join(f"{wanted.get(k, 0)}" for k in sorted(sizes) if got[k] or wanted.get(k))
-                + " from the rounds before it: a record's round or stratum edited? Take them "
-                "from the files label --next wrote"
+                + ", ".join(f"{n} '{k}'" for k, n in missing.items())
+                + " more repl"
+                + ("y" if sum(missing.values()) == 1 else "ies")
+                + " that the set does not hold: a round counts once it is whole (which of its "
+                "replies were labelled would otherwise choose the figures); label them "
+                "(`judgekit label --next` offers them first) and merge them"
             )
