@@ -319,19 +319,16 @@ def test_a_yaml_set_refuses_a_key_beside_its_examples(tmp_path):
     assert [e.id for e in load_set(path, "says-blocked").examples] == ["p1", "f1"]
 
 
-@pytest.mark.parametrize("value", [None, 1, 2, 0, -1, True, "1", 1.0])
-def test_a_selection_records_round_is_read_alike_by_the_set_loader_and_the_gates_reader(
-    tmp_path, value
-):
-    """A draw's round (`label --next`) decides how a pool's rates are estimated, so the gate's
-    fast reader and the set's model accept and refuse the same rounds and read the same one."""
+def _read_both(tmp_path, field, value):
+    """A two-record drawn set whose selection records hold `field` = `value` (left out: None),
+    read by the set's model and by the gate's fast reader: (model's, reader's), None where
+    refused."""
     from judgekit.inputs.label_reader import read_labels
-    from judgekit.inputs.sets import load_set
 
-    sizes = {"fail": 1, "pass": 1}
-    record = {"pool": "p", "stratum": "pass", "sizes": sizes, "position": 0}
+    record = {"pool": "p", "stratum": "pass", "sizes": {"fail": 1, "pass": 1}, "position": 0}
+    record |= {"round": 1} if field == "plan" else {}
     if value is not None:
-        record["round"] = value
+        record[field] = value
     path = tmp_path / "says-blocked.jsonl"
     path.write_text(
         json.dumps({"id": "a", "output": "blocked", "passed": True, "selection": record})
@@ -341,14 +338,25 @@ def test_a_selection_records_round_is_read_alike_by_the_set_loader_and_the_gates
         )
         + "\n"
     )
-    try:
-        model = load_set(path, "says-blocked").examples[0].drawn()
-    except InputError:
-        model = None
-    try:
-        fast = read_labels(path, "says-blocked").examples[0].selection
-    except InputError:
-        fast = None
+    found = []
+    for read in (
+        lambda: load_set(path, "says-blocked").examples[0].drawn(),
+        lambda: read_labels(path, "says-blocked").examples[0].selection,
+    ):
+        try:
+            found.append(read())
+        except InputError:
+            found.append(None)
+    return found[0], found[1]
+
+
+@pytest.mark.parametrize("value", [None, 1, 2, 0, -1, True, "1", 1.0])
+def test_a_selection_records_round_is_read_alike_by_the_set_loader_and_the_gates_reader(
+    tmp_path, value
+):
+    """A draw's round (`label --next`) decides how a pool's rates are estimated, so the gate's
+    fast reader and the set's model accept and refuse the same rounds and read the same one."""
+    model, fast = _read_both(tmp_path, "round", value)
     assert model == fast
     assert (model is not None) == (value in (None, 1, 2) and not isinstance(value, (bool, float)))
     if model is not None:
@@ -371,29 +379,7 @@ def test_a_selection_record_without_a_plan_dumps_as_it_did_so_its_sets_fingerpri
 def test_a_selection_records_plan_is_read_alike_by_the_set_loader_and_the_gates_reader(
     tmp_path, plan
 ):
-    from judgekit.inputs.label_reader import read_labels
-
-    sizes = {"fail": 1, "pass": 1}
-    record = {"pool": "p", "stratum": "pass", "sizes": sizes, "position": 0, "round": 1}
-    if plan is not None:
-        record["plan"] = plan
-    path = tmp_path / "says-blocked.jsonl"
-    path.write_text(
-        json.dumps({"id": "a", "output": "blocked", "passed": True, "selection": record})
-        + "\n"
-        + json.dumps(
-            {"id": "b", "output": "no", "passed": False, "selection": {**record, "stratum": "fail"}}
-        )
-        + "\n"
-    )
-    try:
-        model = load_set(path, "says-blocked").examples[0].drawn()
-    except InputError:
-        model = None
-    try:
-        fast = read_labels(path, "says-blocked").examples[0].selection
-    except InputError:
-        fast = None
+    model, fast = _read_both(tmp_path, "plan", plan)
     assert model == fast
     valid = plan is None or (
         isinstance(plan, list)
