@@ -230,7 +230,7 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
 
     drawn = max((e.selection.round or 1 for e in own.values() if e.selection), default=0)
     holes = _holes(order, own) + _short(order, own, state, drawn)
-    plan = _plan(own, None if holes else n, rounds, drawn, [s for s in sizes if s != ABSTAINED])
+    plan = _plan(own, n, rounds, drawn, [s for s in sizes if s != ABSTAINED], new_round=not holes)
     strata = state()
     unseen = sum(1 for st in strata.values() if st.size and not st.labelled)
     if n < unseen and not holes:
@@ -311,13 +311,18 @@ def _short(
     return out
 
 
-def _plan(
-    own: Mapping[str, Example], n: int | None, rounds: int | None, done: int, strata: Sequence[str]
+def _plan(  # noqa: PLR0913  the pool's records, and the draw asked for
+    own: Mapping[str, Example],
+    n: int,
+    rounds: int | None,
+    done: int,
+    strata: Sequence[str],
+    new_round: bool = True,
 ) -> tuple[int, ...] | None:
     """The pool's plan of rounds: made at its first draw (`rounds` of `n`), read from its records
-    after, and the `n` of a new round within it checked against it (None: no new round)."""
+    after, and the `n` of a `new_round` within it checked against it (a draw that completes a
+    round is not one)."""
     if not own:
-        assert n is not None  # a first draw has no round to complete
         plan = (n,) * (rounds or 1)
         if len(plan) > MAX_ROUNDS:
             raise InputError.one("--rounds", "", f"is {len(plan)}; plan at most {MAX_ROUNDS}")
@@ -349,7 +354,7 @@ def _plan(
             f"the pool's plan was fixed at its first draw ({_plan_words(recorded)}); leave out "
             "--rounds",
         )
-    if n is not None and recorded is not None and done < len(recorded) and n != recorded[done]:
+    if new_round and recorded is not None and done < len(recorded) and n != recorded[done]:
         raise InputError.one(
             "--next",
             "",
