@@ -950,6 +950,26 @@ def test_pairwise_runs_are_kept_and_drift_is_found_on_their_pairs(project, tmp_p
         assert copy.pair_outcomes(runs[2].id) == dict(History.open(history).pair_outcomes(third.id))
 
 
+def test_the_history_lists_a_pairwise_run_by_its_own_figures(project, tmp_path):
+    """`judgekit history` showed n/a for a pairwise run's TPR, TNR and kappa, and --json did not
+    say which kind of run it was."""
+    from judgekit.watch.calibration import calibrate
+
+    criterion(project)
+    project.jsonl("polite", pairs(40))
+    history = tmp_path / "history.sqlite"
+    calibrate(options(project, history=history), gullible("x" * 40))
+    calibrate(options(project, history=history), by_position("first"))
+    table = invoke("history", "--history", history)
+    assert table.exit_code == 0, table.output
+    first, second = table.output.splitlines()[1:3]
+    assert "polite" in first and "consistency 1.00 (pairs)" in first, table.output
+    assert "accuracy 0." in first or "accuracy 1.00" in first, table.output
+    assert "accuracy n/a, consistency 0.00 (pairs)" in second, table.output  # nothing decided
+    listed = invoke("history", "--history", history, "--json")
+    assert json.loads(listed.output.splitlines()[0])["kind"] == "pairwise"
+
+
 def test_drift_from_the_shell_on_a_pairwise_criterion(project, tmp_path):
     from judgekit.watch.calibration import calibrate
 

@@ -79,6 +79,7 @@ def history_(
                     {
                         "id": r.id,
                         "criterion": r.criterion,
+                        "kind": r.kind or "yes_no",
                         "created_at": r.created_at.isoformat(),
                         "purpose": r.purpose,
                         "model": r.model,
@@ -102,13 +103,18 @@ def history_(
     )
     for r in runs:
         m = r.metrics
+        figures = (  # a pairwise run has no TPR or TNR: its accuracy and consistency instead
+            f"accuracy {fmt_number(m.get('accuracy'), 2)}, "
+            f"consistency {fmt_number(m.get('consistency'), 2)} (pairs)"
+            if r.kind == "pairwise"
+            else f"{fmt_number(m.get('tpr'), 2):>5}  {fmt_number(m.get('tnr'), 2):>5}  "
+            f"{fmt_number(m.get('cohen_kappa'), 2):>6}"
+        )
         say(
             f"{r.id:>5}  {r.created_at:%Y-%m-%d %H:%M}  {printable(r.criterion)[:24]:24}  "
             f"{printable(r.purpose):9}  {printable(r.model or '-')[:24]:24}  "
             f"{printable(r.prompt_sha or '-')[:8]:8}  {printable(r.set_fingerprint)[:8]:8}  "
-            f"{r.n:>5}  "
-            f"{fmt_number(m.get('tpr'), 2):>5}  {fmt_number(m.get('tnr'), 2):>5}  "
-            f"{fmt_number(m.get('cohen_kappa'), 2):>6}"
+            f"{r.n:>5}  {figures}"
         )
     if not runs:
         say("no runs yet")
