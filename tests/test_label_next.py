@@ -749,3 +749,24 @@ def test_a_pool_reply_naming_a_context_file_is_refused_not_judged_without_it(poo
     assert (
         refused.exit_code == 2 and "context_file" in refused.output and "inline" in refused.output
     )
+
+
+def test_a_draw_that_replaces_an_unlabelled_planned_draw_says_so(pooled):
+    """Drawing again before a planned first round is labelled replaced its file and its plan
+    without a word."""
+    runner = CliRunner()
+    first = runner.invoke(
+        app,
+        ["label", "--next", "20", "--rounds", "2", "-c", "no-email", str(pooled), "--write-only"],
+    )
+    assert first.exit_code == 0, first.output
+    again = runner.invoke(
+        app, ["label", "--next", "20", "-c", "no-email", str(pooled), "--write-only"]
+    )
+    assert again.exit_code == 0, again.output
+    assert "replaced the last draw of this pool" in again.output
+    assert "planned as 2 rounds of 20, 20" in again.output
+    same = runner.invoke(
+        app, ["label", "--next", "20", "-c", "no-email", str(pooled), "--write-only"]
+    )
+    assert same.exit_code == 0 and "replaced" not in same.output  # the same plan: nothing lost

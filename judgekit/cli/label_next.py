@@ -91,6 +91,7 @@ def next_to_label(
     # the lock labels are written under: a page still open on the last draw waits
     with locked(req.out):
         _check_out(req.out)
+        replaced = _replaced(req.out, drawn)
         write_atomic(
             req.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in drawn.records())
         )
@@ -105,6 +106,8 @@ def next_to_label(
         f"drew {len(drawn.chosen)}: {strata}",
     ]
     said.append(_round_words(drawn, req.n))
+    if replaced:
+        said.append(replaced)
     if drawn.abstained:
         said.append(
             f"the judge abstained on {drawn.abstained} of the pool's replies: they count in its "
@@ -151,6 +154,33 @@ def _round_words(drawn: Draw, wanted: int) -> str:
             if left
             else ""
         )
+    )
+
+
+def _replaced(out: Path, drawn: Draw) -> str | None:
+    """What the draw replaces in `out`: the last draw of the same pool, none of it labelled (a
+    labelled one is refused first), said when its plan of rounds is another one."""
+    if not out.is_file():
+        return None
+    before = [r.get("selection") for r in read_records(out)]
+    plans = {
+        tuple(x["plan"]) if isinstance(x.get("plan"), list) else None
+        for x in before
+        if isinstance(x, dict) and x.get("pool") == drawn.pool
+    }
+    if not plans or plans == {drawn.plan}:
+        return None
+    words = ", ".join(
+        "no plan"
+        if p is None
+        else f"{len(p)} round{'s' if len(p) > 1 else ''} of " + ", ".join(map(str, p))
+        for p in sorted(plans, key=str)
+    )
+    return (
+        f"replaced the last draw of this pool in {out} ({len(before)} repl"
+        f"{'y' if len(before) == 1 else 'ies'}, none labelled), planned as {words}: this draw "
+        "is the pool's first, and its plan is the one now (to keep the other, draw again "
+        "with it: --next N --rounds K)"
     )
 
 
