@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from judgekit.errors import InputError
 from judgekit.gate.identity import measured_setups
@@ -90,8 +91,7 @@ def next_to_label(
     drawn = draw(criterion, replies, verdicts, labelled, req.n, rate, req.rounds)
     # the lock labels are written under: a page still open on the last draw waits
     with locked(req.out):
-        _check_out(req.out)
-        replaced = _replaced(req.out, drawn)
+        replaced = _replaced(req.out, _check_out(req.out), drawn)
         write_atomic(
             req.out, "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in drawn.records())
         )
@@ -157,12 +157,10 @@ def _round_words(drawn: Draw, wanted: int) -> str:
     )
 
 
-def _replaced(out: Path, drawn: Draw) -> str | None:
+def _replaced(out: Path, records: list[dict[str, Any]], drawn: Draw) -> str | None:
     """What the draw replaces in `out`: the last draw of the same pool, none of it labelled (a
     labelled one is refused first), said when its plan of rounds is another one."""
-    if not out.is_file():
-        return None
-    before = [r.get("selection") for r in read_records(out)]
+    before = [r.get("selection") for r in records]
     plans = {
         tuple(x["plan"]) if isinstance(x.get("plan"), list) else None
         for x in before
@@ -197,11 +195,13 @@ def _labelled(sets: Path, criterion_id: str) -> CalibrationSet:
     )
 
 
-def _check_out(out: Path) -> None:
-    """Labels written into the file of a previous draw must be merged before it is drawn again."""
+def _check_out(out: Path) -> list[dict[str, Any]]:
+    """The records of a previous draw's file (none when there is none), none of them labelled:
+    labels written into it must be merged before it is drawn again."""
     if not out.is_file():
-        return
-    done = [str(r["id"]) for r in read_records(out) if label_of(r, None) is not None]
+        return []
+    records = read_records(out)
+    done = [str(r["id"]) for r in records if label_of(r, None) is not None]
     if done:
         raise InputError.one(
             out,
@@ -209,3 +209,4 @@ def _check_out(out: Path) -> None:
             f"holds {len(done)} label(s) not merged yet; merge them first "
             f"(judgekit label --merge {out} -c CRITERION --labelled-only), then draw again",
         )
+    return records

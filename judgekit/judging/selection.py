@@ -39,7 +39,7 @@ from judgekit.judging.recorded import load_recorded
 from judgekit.judging.runner import RunSettings, judge_sets, task_of
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.protocol import LLM
-from judgekit.stats.allocation import ABSTAINED, Stratum, round_allocation
+from judgekit.stats.allocation import ABSTAINED, Stratum, round_allocation, state_of
 from judgekit.stats.unbiased import LEAST
 
 SURE = 0.9
@@ -210,23 +210,14 @@ def draw(  # noqa: PLR0913  the pool, its verdicts, the set, and what to draw fo
     def state(before: int | None = None) -> dict[str, Stratum]:
         """Each stratum as the rounds before `before` (None: all) left it, the judge's verdicts
         on its labelled replies now giving its cells."""
-        out = {}
-        for s, size in sizes.items():
-            cells = [0, 0, 0, 0]
-            done = [
-                e
+        return state_of(
+            sizes,
+            [
+                (e.selection.stratum, e.label, verdict_of.get(identify(e.fields())))
                 for e in own.values()
-                if e.selection is not None
-                and e.selection.stratum == s
-                and (before is None or (e.selection.round or 1) < before)
-            ]
-            for example in done:
-                verdict = verdict_of.get(identify(example.fields()))
-                if verdict is not None:
-                    at = (0 if example.label else 1) if verdict else (3 if example.label else 2)
-                    cells[at] += 1
-            out[s] = Stratum(size, len(done), (cells[0], cells[1], cells[2], cells[3]))
-        return out
+                if e.selection is not None and (before is None or (e.selection.round or 1) < before)
+            ],
+        )
 
     drawn = max((e.selection.round or 1 for e in own.values() if e.selection), default=0)
     holes = _holes(order, own) + _short(order, own, state, drawn)

@@ -91,6 +91,23 @@ def allocate(
     return taken
 
 
+def state_of(
+    sizes: Mapping[str, int], labelled: Sequence[tuple[str, bool, bool | None]]
+) -> dict[str, Stratum]:
+    """Each stratum of a pool as its labelled replies, (stratum, label, the judge's verdict), leave
+    it: `label --next` allocates from it, and calibrate and the gate derive that again, so both
+    count the cells here (a verdict of None counts in no cell)."""
+    count = Counter(stratum for stratum, _, _ in labelled)
+    cells = {stratum: [0, 0, 0, 0] for stratum in sizes}
+    for stratum, label, verdict in labelled:
+        if verdict is not None and stratum in cells:
+            cells[stratum][(0 if label else 1) if verdict else (3 if label else 2)] += 1
+    return {
+        s: Stratum(size, count[s], (cells[s][0], cells[s][1], cells[s][2], cells[s][3]))
+        for s, size in sizes.items()
+    }
+
+
 def own_rate(strata: Mapping[str, Stratum], rate: str) -> float | None:
     """`rate` (tpr or tnr) of the pool from its own labels so far: each stratum's cells weighted by
     its size over its labels (None where none of the rate's class is labelled)."""
@@ -176,16 +193,10 @@ def _replay(
                 f"pool {draws[0].pool}: the records of round {r} do not name one rate it was "
                 "drawn for (tpr or tnr); take them from the files label --next wrote"
             )
-        state = {}
-        for stratum, size in sizes.items():
-            cells = [0, 0, 0, 0]
-            before = [i for i, d in enumerate(draws) if d.stratum == stratum and (d.round or 1) < r]
-            for i in before:
-                if verdicts[i] is not None:
-                    at = (0 if labels[i] else 1) if verdicts[i] else (3 if labels[i] else 2)
-                    cells[at] += 1
-            state[stratum] = Stratum(size, len(before), (cells[0], cells[1], cells[2], cells[3]))
-        wanted = round_allocation(state, plan[r - 1], str(rates_.pop()), later=r > 1)
+        done = [
+            (d.stratum, labels[i], verdicts[i]) for i, d in enumerate(draws) if (d.round or 1) < r
+        ]
+        wanted = round_allocation(state_of(sizes, done), plan[r - 1], str(rates_.pop()), r > 1)
         got = Counter(d.stratum for d in mine)
         shown = [k for k in sorted(sizes) if got[k] or wanted.get(k)]
         if any(got[k] > wanted.get(k, 0) for k in shown):

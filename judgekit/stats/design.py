@@ -203,7 +203,7 @@ def _check_order(pool: str, stratum: str, members: Sequence[Drawn]) -> None:
     in it (a digest of the pool, its id and its text) rises with its place."""
     keyed = sorted((d.position, d.rank) for d in members if d.position is not None and d.rank)
     for (at, key), (next_at, next_key) in zip(keyed, keyed[1:], strict=False):
-        if next_key is not None and key is not None and next_key <= key:
+        if next_key <= key:
             raise DesignError(
                 f"pool {pool}: stratum {stratum!r} holds the reply at place {next_at} before the "
                 f"one at place {at} in the pool's fixed random order: the places are that order's "
