@@ -30,7 +30,8 @@ import time
 import numpy as np
 
 from judgekit.stats.allocation import Stratum, round_allocation
-from judgekit.stats.design import Drawn, design_calibration
+from judgekit.stats.design import design_calibration
+from judgekit.stats.drawn import Drawn
 from judgekit.stats.metrics import calibration, kappa_from_counts
 
 POOL = 5000

@@ -34,7 +34,8 @@ import time
 import numpy as np
 
 from judgekit.stats.allocation import Stratum, round_allocation
-from judgekit.stats.design import Drawn, point_rates
+from judgekit.stats.design import point_rates
+from judgekit.stats.drawn import Drawn
 
 SETUPS = ((0.2, 0.9, 0.8), (0.1, 0.95, 0.7), (0.3, 0.85, 0.9), (0.1, 0.9, 0.8), (0.2, 0.95, 0.7))
 

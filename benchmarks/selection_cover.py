@@ -17,7 +17,8 @@ import numpy as np
 from benchmarks.selection import POOL, pool, random_design, truth
 from benchmarks.tnr_exact import chat_mix, newton2d_coef
 from judgekit.stats.allocation import Stratum, allocate
-from judgekit.stats.design import Drawn, design_calibration
+from judgekit.stats.design import design_calibration
+from judgekit.stats.drawn import Drawn
 
 MIN2 = 2
 OMEGA = 0.5

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from judgekit.stats.allocation import Stratum, allocate
-from judgekit.stats.design import DesignError, Drawn, design_calibration, weighted_cells, weights
+from judgekit.stats.design import design_calibration, weighted_cells, weights
+from judgekit.stats.drawn import DesignError, Drawn
 from judgekit.stats.metrics import calibration
 
 SIZES = (("fail", 100), ("pass", 900))

@@ -896,7 +896,8 @@ def test_a_reply_drawn_twice_from_a_pool_is_two_units_a_plain_copy_one_and_a_pla
     the set can do beyond this."""
     from judgekit.inputs.identity import distinct
     from judgekit.inputs.sets import Selection
-    from judgekit.stats.design import DesignError, Drawn, weights
+    from judgekit.stats.design import weights
+    from judgekit.stats.drawn import DesignError, Drawn
 
     criterion = LLMCriterion(id="c", question="Is it blocked?", inputs=["output"])
     sizes = {"pass": 3, "fail": 2}

@@ -638,7 +638,8 @@ def test_bad_draws_and_records_get_clear_errors(project, pooled, tmp_path):
 
 
 def test_a_pool_labelled_whole_gets_an_interval_no_wider_than_counting_it(project):
-    from judgekit.stats.design import Drawn, design_calibration
+    from judgekit.stats.design import design_calibration
+    from judgekit.stats.drawn import Drawn
 
     sizes = (("fail", 10), ("pass", 30))
     labels = [False] * 8 + [True] * 2 + [True] * 26 + [False] * 4

@@ -14,14 +14,8 @@ from math import comb
 import pytest
 
 from judgekit.stats.allocation import Stratum, round_allocation, verify_design
-from judgekit.stats.design import (
-    DesignError,
-    Drawn,
-    by_pool,
-    design_calibration,
-    weighted_cells,
-    weights,
-)
+from judgekit.stats.design import by_pool, design_calibration, weighted_cells, weights
+from judgekit.stats.drawn import DesignError, Drawn
 from judgekit.stats.unbiased import LEAST, StratumDraws, rates, series
 
 

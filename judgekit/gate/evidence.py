@@ -34,14 +34,13 @@ from judgekit.lazy import exports
 from judgekit.report.reading import Line, ReportEntry, Untrusted
 from judgekit.stats.allocation import verify_design
 from judgekit.stats.design import (
-    DesignError,
-    Drawn,
     PoolFigures,
     by_pool,
     design_calibration,
     weighted_cells,
     weights,
 )
+from judgekit.stats.drawn import DesignError, Drawn
 from judgekit.stats.metrics import (
     CONFIDENCE,
     Calibration,

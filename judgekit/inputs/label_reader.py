@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 MADE_BY = r"^(human|adjudicated|feedback|model:\S.*)$"
 MAX_ROUNDS = 20  # the rounds a pool's plan of `label --next` may hold
 # a selection record: pool, stratum, sizes, position, round, plan, rate, and the record's key in
-# the pool's fixed random order (`draw_rank`) (judgekit.stats.design.Drawn)
+# the pool's fixed random order (`draw_rank`) (judgekit.stats.drawn.Drawn)
 SelectionTuple = tuple[
     str,
     str,

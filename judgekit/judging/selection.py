@@ -40,6 +40,7 @@ from judgekit.judging.runner import RunSettings, judge_sets, task_of
 from judgekit.judging.verdicts import Verdict, majority
 from judgekit.llm.protocol import LLM
 from judgekit.stats.allocation import ABSTAINED, Stratum, round_allocation, state_of
+from judgekit.stats.drawn import plan_words
 from judgekit.stats.unbiased import LEAST
 
 SURE = 0.9
@@ -342,24 +343,18 @@ def _plan(  # noqa: PLR0913  the pool's records, and the draw asked for
         raise InputError.one(
             "--rounds",
             "",
-            f"the pool's plan was fixed at its first draw ({_plan_words(recorded)}); leave out "
+            f"the pool's plan was fixed at its first draw ({plan_words(recorded)}); leave out "
             "--rounds",
         )
     if new_round and recorded is not None and done < len(recorded) and n != recorded[done]:
         raise InputError.one(
             "--next",
             "",
-            f"is {n}, but round {done + 1} of this pool's plan ({_plan_words(recorded)}, fixed "
+            f"is {n}, but round {done + 1} of this pool's plan ({plan_words(recorded)}, fixed "
             f"at its first draw) is {recorded[done]} labels: draw {recorded[done]} (a round of "
             "another size would bias the estimate over rounds)",
         )
     return recorded
-
-
-def _plan_words(plan: tuple[int, ...] | None) -> str:
-    if plan is None:
-        return "no plan of rounds"
-    return f"{len(plan)} round{'s' if len(plan) > 1 else ''} of " + ", ".join(map(str, plan))
 
 
 def judged_pool(  # noqa: PLR0913  the pool, its judge, and how it is asked

@@ -22,14 +22,13 @@ from judgekit.judging.selective import SOURCES, certificate, given
 from judgekit.judging.verdicts import Verdict
 from judgekit.stats.allocation import verify_design
 from judgekit.stats.design import (
-    DesignError,
-    Drawn,
     PoolFigures,
     by_pool,
     design_calibration,
     weighted_cells,
     weights,
 )
+from judgekit.stats.drawn import DesignError, Drawn
 from judgekit.stats.metrics import Calibration, calibration
 
 

@@ -14,14 +14,8 @@ from collections import Counter, defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from judgekit.stats.design import (
-    MIN_PER_STRATUM,
-    PRIOR,
-    RATES,
-    DesignError,
-    Drawn,
-    weights,
-)
+from judgekit.stats.design import MIN_PER_STRATUM, PRIOR, RATES, weights
+from judgekit.stats.drawn import DesignError, Drawn
 from judgekit.stats.unbiased import LEAST
 
 ABSTAINED = "abstained"  # the stratum of the replies the judge abstained on
