@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,8 +271,9 @@ def _holes(
             for e in own.values()
             if e.selection is not None and e.selection.stratum == s
         }
+        places = sorted(rounds)  # the next labelled place above a hole, by bisection
         out += [
-            (s, at, m, rounds[min(p for p in rounds if p > at)])
+            (s, at, m, rounds[places[bisect.bisect_right(places, at)]])
             for at, m in enumerate(members[: max(rounds, default=0)])
             if m.id not in own
         ]
