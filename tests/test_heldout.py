@@ -691,8 +691,47 @@ def test_invisible_characters_and_case_do_not_make_a_copy_new():
         "Your card\u200b is blocked.",
         "\ufeffYour card is blocked.",
         "YOUR CARD IS BLOCKED.",
+        # Unicode's other default-ignorable characters, which render as nothing either
+        "Your card is blocked.\u034f",
+        "Your card is blocked.\ufe0f",
+        "Your card\U000e0101 is blocked.",
+        "Your card is blocked.\u3164",
+        "Your card is blocked.\uffa0",
+        "Your card\u180b is blocked.",
+        "Your card is blocked.\u17b4",
+        "Your card is\u2800blocked.",  # a blank pattern, shown as a space
     ):
         assert identity(criterion, {"output": variant}) == plain, variant
+
+
+def test_a_shot_shows_only_its_criterion_s_inputs_so_a_prompt_slot_beside_them_hides_no_leak():
+    """A prompt naming {{input}} beside `inputs: [output]` made every identity read the input,
+    while shots show the output alone (improve's few_shot makes them so): a set example whose
+    reply the judge was shown with its answer counted as held out."""
+    from judgekit.improve.proposals import few_shot
+    from judgekit.inputs.heldout import held_out, leaked
+    from judgekit.judging.prompts import prompt_template
+
+    prompt = "Customer: {{input}}\n{{examples}}\nReply: {{output}}\nAnswer in JSON."
+    criterion = LLMCriterion(
+        id="c", question="Is it blocked?", inputs=["output"], judge={"prompt": prompt}
+    )
+    dev = [
+        Example(id="a", input="lost card", output="It is blocked.", passed=True),
+        Example(id="b", input="lost card", output="Nothing was done.", passed=False),
+    ]
+    shown = few_shot(criterion, dev, [], 2)
+    assert [s.input for s in shown.examples] == [None, None]
+    assert all(s.output in prompt_template(shown)[1]["content"] for s in shown.examples)
+    assert sorted(leaked(shown, dev)) == ["a", "b"]
+    assert held_out(shown, dev) == []
+    # A hand-written shot with an input the judge is not shown leaks onto the same reply too.
+    written = criterion.model_copy(
+        update={
+            "examples": [FewShot(input="another question", output="It is blocked.", passed=True)]
+        }
+    )
+    assert leaked(written, dev) == ["a"]
 
 
 def test_the_fields_a_custom_prompt_names_are_part_of_the_identity():

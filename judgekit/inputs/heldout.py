@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, TypeVar
 from judgekit.errors import InputError, Problem
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import Criterion, LLMCriterion
-from judgekit.inputs.identity import ExampleLike, any_identity, identifier, identity
+from judgekit.inputs.identity import (
+    ExampleLike,
+    any_identity,
+    identifier,
+    shot_identifier,
+)
 
 if TYPE_CHECKING:  # the sets' module checks leakage with this one
     from judgekit.inputs.sets import CalibrationSet
@@ -45,18 +50,22 @@ __all__ = [
 
 
 def shot_identities(criterion: Criterion) -> set[str]:
-    """The identities of the criterion's few-shot examples (none for code and claims)."""
+    """What the criterion's few-shot examples show the judge (judgekit.inputs.identity.
+    shot_identifier; none for code and claims)."""
     if not isinstance(criterion, LLMCriterion):
         return set()
-    return {identity(criterion, shot.model_dump()) for shot in criterion.examples}
+    identify = shot_identifier(criterion)
+    return {identify(shot.model_dump()) for shot in criterion.examples}
 
 
 def leaked(criterion: Criterion, examples: Iterable[ExampleLike]) -> list[str]:
-    """The ids of the examples the criterion's judge is shown with their answer."""
+    """The ids of the examples the criterion's judge is shown with their answer: whose text in
+    the fields a shot shows is a shot's (a prompt slot outside `inputs`, which shots do not show,
+    does not make an example held out)."""
     shots = shot_identities(criterion)
-    if not shots:
+    if not shots or not isinstance(criterion, LLMCriterion):
         return []
-    identify = identifier(criterion)
+    identify = shot_identifier(criterion)
     return [e.id for e in examples if identify(e.fields()) in shots]
 
 

@@ -22,7 +22,13 @@ from json.encoder import encode_basestring
 from typing import Any, Protocol
 
 from judgekit.errors import Problem
-from judgekit.inputs.criteria import ClaimsCriterion, Criterion, ExampleField, RegexCriterion
+from judgekit.inputs.criteria import (
+    ClaimsCriterion,
+    Criterion,
+    ExampleField,
+    LLMCriterion,
+    RegexCriterion,
+)
 from judgekit.inputs.text import normal_text
 
 # The order the prompt shows them in (judging/prompts.py).
@@ -44,6 +50,19 @@ def shown(criterion: Criterion) -> tuple[ExampleField, ...]:
     for text in (criterion.judge.prompt, criterion.judge.system):
         named |= set(_SLOT.findall(text or ""))
     return tuple(f for f in _ORDER if f in named)
+
+
+def shot_shown(criterion: LLMCriterion) -> tuple[ExampleField, ...]:
+    """The fields a few-shot example shows the judge: the criterion's `inputs` alone (the prompt's
+    own slots show the example being judged, not the shots; judging/prompts.py)."""
+    return tuple(f for f in _ORDER if f in criterion.inputs)
+
+
+def shot_identifier(criterion: LLMCriterion) -> Callable[[Mapping[str, Any]], str]:
+    """The digest of what a few-shot example shows (`shot_shown`), for a shot and for a set example
+    alike: a set example leaks when the judge was shown its text in those fields with the answer,
+    whatever else the judge reads of it."""
+    return _digester(False, shot_shown(criterion))
 
 
 def _digest(exact: bool, fields: Mapping[str, Any], names: Iterable[str]) -> str:

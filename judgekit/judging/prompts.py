@@ -21,6 +21,7 @@ from typing import Any
 
 from judgekit.fingerprint import canonical_hash
 from judgekit.inputs.criteria import ClaimsCriterion, Criterion, LLMCriterion, RegexCriterion
+from judgekit.inputs.identity import shot_shown
 
 SYSTEM_PROMPT = (
     "You are a careful evaluator. You decide one yes/no fact about a reply, nothing else. "
@@ -75,9 +76,9 @@ def _examples_block(criterion: LLMCriterion) -> str:
     shown = []
     for number, shot in enumerate(criterion.examples, start=1):
         parts = [f"Example {number}:"]
-        for name in ("input", "context", "output"):
+        for name in shot_shown(criterion):
             value = getattr(shot, name)
-            if value is not None and name in criterion.inputs:
+            if value is not None:
                 parts.append(tagged(name, _literal(value)))
         answer = {"reasoning": shot.reasoning or "", "passed": shot.passed}
         parts.append("Answer: " + _literal(json.dumps(answer, ensure_ascii=False)))
