@@ -89,6 +89,34 @@ def test_one_reply_under_twenty_ids_is_one_example_to_validate_calibrate_and_the
     assert "1 known-good and 1 known-bad" in done.output
 
 
+def test_drawn_records_that_repeat_a_reply_count_once_toward_min_examples(project, monkeypatch):
+    """Drawn examples stay as units of their pool's design, copies or not: a made-up pool of
+    byte-identical copies of 16 replies (each given a `selection`) passed min_examples as 64."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    rows = balanced(8, 8)
+    drawn, place = [], {"pass": 0, "fail": 0}
+    for k in range(3):
+        for row in rows:
+            stratum = "pass" if row["passed"] else "fail"
+            selection = {"pool": "made-up", "stratum": stratum, "sizes": {"pass": 24, "fail": 24}}
+            drawn.append(
+                {
+                    **row,
+                    "id": f"{row['id']}-{k}",
+                    "selection": {**selection, "position": place[stratum]},
+                }
+            )
+            place[stratum] += 1
+    project.jsonl("says-blocked", rows + drawn)
+    with served(project, monkeypatch):
+        done = invoke("calibrate", "-q", "--gate")
+    assert done.exit_code == 3, done.output
+    assert "too few labelled examples: 8 known-good and 8 known-bad" in done.output
+    assert "48 drawn examples show the judge a reply another example shows" in done.output
+    again = invoke("gate")
+    assert again.exit_code == 3 and "8 known-good and 8 known-bad" in again.output
+
+
 def test_the_same_shown_text_with_opposite_labels_is_an_error_naming_both_ids(project):
     project.criterion(llm_criterion(inputs=["output"]))
     rows = balanced(3, 3)

@@ -37,7 +37,8 @@ def without_copies(
     set's (the same ids, copies of the same examples); Untrusted otherwise. The set is read whole
     (the models, the criterion) when the report names copies, or when the fast reader saw two
     records with one reply (`repeats`): a report that names none must hold none. A criterion
-    checked by code (`by_code`) may read another field than the reply: always read whole."""
+    checked by code (`by_code`) may read another field than the reply: always read whole. Drawn
+    examples that repeat another's reply stay, named (`LabelledSet.repeated`)."""
     if copies is None:
         raise Untrusted(
             "report.json does not say which examples of the set are copies of others (it was "
@@ -63,4 +64,8 @@ def without_copies(
             f"criterion on disk show {found.copied}"
         )
     left_out = {i for ids in declared.values() for i in ids}
-    return replace(labels, examples=tuple(e for e in labels.examples if e.id not in left_out))
+    return replace(
+        labels,
+        examples=tuple(e for e in labels.examples if e.id not in left_out),
+        repeated=frozenset(found.repeated),
+    )

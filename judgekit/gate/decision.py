@@ -501,15 +501,27 @@ def _reads_the_reply(criterion: CriterionFile) -> bool:
 
 
 def _too_few(figures: Figures, t: Thresholds, found: Findings) -> set[str]:
-    """The classes with fewer labelled examples than min_examples (why, into `found`)."""
-    n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
+    """The classes with fewer labelled examples than min_examples, each reply counted once (why,
+    into `found`)."""
+    n_pass, n_fail = figures.evidence()
     if n_pass >= t.min_examples and n_fail >= t.min_examples:
         return set()
     found.unsure.append(
         f"too few labelled examples: {n_pass} known-good and {n_fail} known-bad, at least "
-        f"{t.min_examples} of each needed"
+        f"{t.min_examples} of each needed" + _repeats_words(figures)
     )
     return {cls for cls, n in (("pass", n_pass), ("fail", n_fail)) if n < t.min_examples}
+
+
+def _repeats_words(figures: Figures) -> str:
+    """What the counts leave out: drawn examples that repeat another's reply."""
+    left = figures.labelled_pass + figures.labelled_fail - sum(figures.evidence())
+    if not left:
+        return ""
+    return (
+        f" ({left} drawn example{'s' if left > 1 else ''} show{'s' if left == 1 else ''} the "
+        "judge a reply another example shows: one reply is one piece of evidence)"
+    )
 
 
 def _check_abstain_and_flips(figures: Figures, t: Thresholds, found: Findings) -> None:
@@ -646,7 +658,7 @@ def _labelling_needed(
     One number per class: the gate and `judgekit plan` say it alike.
     """
     needed: dict[str, int] = {}
-    counts = (figures.labelled_pass, figures.labelled_fail)
+    counts = figures.evidence()
     for cls, b in zip(
         ("pass", "fail"),
         budgets(t, counts, (_finite(rates["tpr"]), _finite(rates["tnr"]))),

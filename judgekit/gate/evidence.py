@@ -99,6 +99,13 @@ class Figures:
     confidence: float = CONFIDENCE
     # Each probe's flips in each direction (judgekit.judging.probes): the ones asked for first.
     probes: tuple[ProbeCount, ...] = ()
+    # Known-good and known-bad replies each counted once (drawn repeats of one reply are one
+    # piece of evidence): what min_examples counts. None: as labelled.
+    distinct: tuple[int, int] | None = None
+
+    def evidence(self) -> tuple[int, int]:
+        """Known-good and known-bad replies, each counted once."""
+        return self.distinct or (self.labelled_pass, self.labelled_fail)
 
     def cells(self) -> tuple[float, float, float, float]:
         """tp, fp, tn, fn: counted, or weighted by how the examples were drawn
@@ -248,6 +255,7 @@ def recompute(
         confusion=(cells.tp, cells.fp, cells.tn, cells.fn),
         labelled_pass=labelled_pass,
         labelled_fail=len(labels.examples) - labelled_pass,
+        distinct=labels.distinct() if labels.repeated else None,
         trials=count,
         flip_rate=None if flips is None or math.isnan(flips) else flips,
         # `None in times` is ruled out before min() runs: every time is a datetime there.

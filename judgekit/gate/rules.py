@@ -125,7 +125,7 @@ def _unfit(
     criterion_id: str, figures: Figures, t: Thresholds, criterion_path: Path
 ) -> Decision | None:
     """The decision when the examples cannot carry a certificate at all (None when they can)."""
-    n_pass, n_fail = figures.labelled_pass, figures.labelled_fail
+    n_pass, n_fail = figures.evidence()
     # its bound counts examples as a random sample: drawn by verdict, they are not
     if figures.drawn:
         return Decision(

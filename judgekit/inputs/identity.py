@@ -115,12 +115,16 @@ def any_identity(fields: Mapping[str, Any]) -> set[str]:
 class Distinct:
     """A set's examples by identity: the first id of each (`kept`, in set order), the later ids
     that are copies of it (`copies`: kept id -> copies), and the identities that carry opposite
-    labels (`conflicts`: the later id and the kept one, with a problem each naming both)."""
+    labels (`conflicts`: the later id and the kept one, with a problem each naming both).
+    `repeated`: the kept ids drawn from a pool that show the judge what an earlier kept example
+    shows (units of the pool's design, weighted as such, but no new evidence: min_examples counts
+    each reply once)."""
 
     kept: tuple[str, ...]
     copies: dict[str, tuple[str, ...]] = field(default_factory=dict)
     problems: tuple[Problem, ...] = ()
     conflicts: tuple[tuple[str, str], ...] = ()
+    repeated: tuple[str, ...] = ()
 
     @property
     def copied(self) -> int:
@@ -150,7 +154,8 @@ def distinct(criterion: Criterion, examples: Iterable[ExampleLike], where: str) 
     """The distinct examples of `examples` for the criterion; `where` names the file in a
     problem. An example drawn from a pool (`judgekit label --next`) is a unit of the pool's
     design, whose estimates weight each drawn reply as the many times it comes in production:
-    it is kept, copy or not (opposite labels on one text are still a problem)."""
+    it is kept, copy or not, and named `repeated` when it is one (opposite labels on one text
+    are still a problem)."""
     first: dict[str, ExampleLike] = {}
     copies: dict[str, list[str]] = {}
     of: dict[str, str] = {}
@@ -189,6 +194,7 @@ def distinct(criterion: Criterion, examples: Iterable[ExampleLike], where: str) 
         {k: tuple(v) for k, v in copies.items()},
         tuple(problems),
         tuple(conflicts),
+        tuple(e.id for e in drawn),
     )
 
 

@@ -13,7 +13,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -119,17 +119,19 @@ class LabelledSet:
     # Whether two records show the same reply (normalised: judgekit.inputs.text), which every
     # criterion a model judges reads: then the set may hold copies, and the gate checks them.
     repeats: bool = False
+    # The ids of drawn examples that show the judge what another of the set's examples shows
+    # (judgekit.inputs.identity.Distinct.repeated): the gate counts each reply once.
+    repeated: frozenset[str] = frozenset()
 
     def select(self, split: str | None) -> LabelledSet:
         if split is None:
             return self
-        return LabelledSet(
-            self.criterion_id,
-            self.path,
-            self.digest,
-            tuple(e for e in self.examples if e.split == split),
-            self.repeats,
-        )
+        return replace(self, examples=tuple(e for e in self.examples if e.split == split))
+
+    def distinct(self) -> tuple[int, int]:
+        """Known-good and known-bad replies, each counted once (what min_examples counts)."""
+        once = [e.label for e in self.examples if e.id not in self.repeated]
+        return sum(once), len(once) - sum(once)
 
 
 def read_labels(path: Path, criterion_id: str) -> LabelledSet:
