@@ -428,6 +428,29 @@ def test_a_drift_found_invalidates_the_evidence_before_it(live):
     assert gate()[0] == 0
 
 
+def test_gated_judge_reads_the_findings_of_the_history_judgekit_uses_for_its_project(
+    live, monkeypatch, tmp_path_factory
+):
+    """GatedJudge read `.judgekit/history.sqlite` under its project whatever
+    $JUDGEKIT_HISTORY_URL or the settings' `history_url` named: a drifted judge graded."""
+    from judgekit.integrations.gated import GatedJudge
+
+    project, server = live
+    Path(".judgekit/history.sqlite").rename("moved.sqlite")
+    monkeypatch.setenv("JUDGEKIT_HISTORY_URL", "moved.sqlite")
+    server.answer = script({}, default=True)  # the provider now passes everything
+    found = runner.invoke(app, ["recheck", "--size", "10"])
+    assert found.exit_code == 1 and "DRIFT" in found.output, found.output
+    with pytest.raises(JudgeNotCalibrated, match="a recheck found this judge changed"):
+        GatedJudge("says-blocked")
+    # The settings' history, for a project that is not the working folder: under the project.
+    monkeypatch.delenv("JUDGEKIT_HISTORY_URL")
+    (project.root / "judgekit.yaml").write_text("history_url: moved.sqlite\n")
+    monkeypatch.chdir(tmp_path_factory.mktemp("elsewhere"))
+    with pytest.raises(JudgeNotCalibrated, match="a recheck found this judge changed"):
+        GatedJudge("says-blocked", project=project.root)
+
+
 # What an attacker's review of the above found, each closed.
 
 

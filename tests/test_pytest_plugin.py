@@ -2,6 +2,7 @@
 their tests."""
 
 import json
+from datetime import UTC, datetime
 
 import pytest
 import yaml
@@ -398,3 +399,24 @@ def test_recorded_texts_reach_the_junit_file_redacted(sample, monkeypatch):
     junit = (sample.path / "junit.xml").read_text()
     assert "All clean, token &lt;SUPPORT_API_TOKEN&gt;" in junit  # the texts are there
     assert "tok-98765-secret" not in junit
+
+
+def test_a_drift_found_blocks_the_suite_when_pytest_runs_from_a_subfolder(sample, monkeypatch):
+    """The plugin read the criteria, sets and report under the rootdir but the history's findings
+    under the working folder: from a subfolder, a judge a recheck found changed graded."""
+    from judgekit.report.model import Report
+    from judgekit.watch.history import History
+
+    root = sample.path
+    report = Report.read(root / ".judgekit" / "reports" / "latest")
+    later = report.criterion("clean").model_copy(update={"calibrated_at": datetime.now(UTC)})
+    with History.open(root / ".judgekit" / "history.sqlite") as db:
+        (run,) = db.record(report.model_copy(update={"criteria": [later]}), "recheck")
+        db.found_drift(run)
+    (root / "pytest.ini").write_text("[pytest]\n")
+    (root / "suite").mkdir()
+    (root / "test_sample.py").rename(root / "suite" / "test_sample.py")
+    monkeypatch.chdir(root / "suite")
+    result = sample.runpytest("--judgekit-gate", "-rA", "test_sample.py")
+    result.stdout.fnmatch_lines(["*a recheck found this judge changed*"])
+    assert "PASSED test_sample.py::test_calibrated_criterion" not in result.stdout.str()

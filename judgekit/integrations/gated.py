@@ -19,8 +19,7 @@ from judgekit.inputs.criteria import RegexCriterion, load_criterion
 from judgekit.judging.judge import Judge
 from judgekit.judging.review import enqueue
 from judgekit.judging.verdicts import Verdict
-from judgekit.watch.findings import findings_of, read_findings
-from judgekit.watch.store import DEFAULT_PATH
+from judgekit.watch.findings import findings_of
 
 
 @dataclass(frozen=True)
@@ -77,11 +76,7 @@ class GatedJudge:
             report if report is not None else Path(".judgekit", "reports", "latest")
         )
         # The gate, deciding also on what rechecks found in the project's history.
-        findings = (
-            findings_of(None, policy)
-            if policy is not None
-            else read_findings(self.root / DEFAULT_PATH, default=True)
-        )
+        findings = findings_of(None, policy, root=self.root)
         result = (
             Gate.from_project(
                 self.root / "criteria",

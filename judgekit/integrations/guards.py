@@ -39,7 +39,7 @@ def _gate(
     that does not exist yet)."""
     policy = Path(config) if config else None
     gate = Gate.from_project(Path(criteria), Path(sets), policy, criterion_ids, root=root)
-    return gate.with_findings(findings_of(history, policy))
+    return gate.with_findings(findings_of(history, policy, root=root))
 
 
 def require_calibrated(  # noqa: PLR0913  the project's places, each named at the call

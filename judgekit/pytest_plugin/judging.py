@@ -61,7 +61,7 @@ def check_gate(config: pytest.Config) -> Any:
             Path(path) if path else None,
             root=config.rootpath,
             agent_model=config.getini("judgekit_agent_model") or None,
-        ).with_findings(watch.findings_of(None, Path(path) if path else None))
+        ).with_findings(watch.findings_of(None, Path(path) if path else None, root=config.rootpath))
         config.stash[_AGENT] = gate.agent_model  # the ini's, else the policy's
         if config.getini("judgekit_same_model") == "warn":
             # the fixture warns about a judge of the agent's model; the gate does not block it

@@ -27,11 +27,15 @@ def changed_at(findings: Findings) -> dict[str, float]:
     return {cid: max(at.timestamp() for at in found.values()) for cid, found in findings.items()}
 
 
-def findings_of(history: str | Path | None, config: Path | None = None) -> Findings:
+def findings_of(
+    history: str | Path | None, config: Path | None = None, root: Path | None = None
+) -> Findings:
     """The findings of the history judgekit uses here (`locate`: --history, the environment's URL,
-    the settings, else .judgekit/history.sqlite); none when the default one does not exist yet."""
-    location = locate(history, config)
-    return read_findings(location, default=history is None and location == DEFAULT_PATH)
+    the settings, else .judgekit/history.sqlite, under `root` when given); none when the default
+    one does not exist yet."""
+    location = locate(history, config, root)
+    default = root / DEFAULT_PATH if root is not None else DEFAULT_PATH
+    return read_findings(location, default=history is None and location == default)
 
 
 def read_findings(location: str | Path, default: bool = False) -> Findings:

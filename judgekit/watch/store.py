@@ -102,18 +102,23 @@ def _place(value: str | Path, origin: str) -> str | Path:
     return Path(text)
 
 
-def locate(given: str | Path | None = None, config: Path | None = None) -> str | Path:
+def locate(
+    given: str | Path | None = None, config: Path | None = None, root: Path | None = None
+) -> str | Path:
     """The history to use: --history when given, else $JUDGEKIT_HISTORY_URL, else `history_url` in
     the settings (judgekit.yaml, or [tool.judgekit] in pyproject.toml), else
-    .judgekit/history.sqlite."""
+    .judgekit/history.sqlite. `root`: the project's folder, when it is not the working one (the
+    pytest plugin's rootdir, GatedJudge's project): the settings are looked for there, and a
+    SQLite path the settings give, or the default one, is under it."""
     if given is not None and str(given).strip():
         return _place(given, "--history")
     if os.environ.get(ENVIRONMENT, "").strip():
         return _place(os.environ[ENVIRONMENT], f"${ENVIRONMENT}")
-    found, source = read_section(SETTING, config)
+    found, source = read_section(SETTING, config, root or Path("."))
     if found is not None and not isinstance(found, str):
         raise InputError.one(source, SETTING, "must be a SQLite path or a postgresql:// URL")
-    return _place(found, f"{source}:{SETTING}") if found and found.strip() else DEFAULT_PATH
+    place = _place(found, f"{source}:{SETTING}") if found and found.strip() else DEFAULT_PATH
+    return root / place if root is not None and not is_url(place) else place
 
 
 class Store:
