@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import base64
 import json
+import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -281,3 +283,124 @@ def test_refresh_asks_every_answer_again_and_replaces_the_cached_one(setup):
         assert tnr() == 1.0 and server.requests == 6  # served the old judge's answers
         assert tnr("--refresh") == 0.0 and server.requests == 12
         assert tnr() == 0.0 and server.requests == 12  # the refreshed answers, from the cache
+
+
+# The endpoint variables litellm reads, from its installed source: each provider's that are not
+# `<PROVIDER>_API_BASE` / `<PROVIDER>_BASE_URL` must be judgekit's (judgekit.llm.endpoints.
+# IRREGULAR), or a judge moved by one of them would pass as the judge calibrated.
+_READ = re.compile(
+    r"(?:get_secret_str|get_secret|os\.environ\.get|os\.getenv)\(\s*[\"']([A-Z0-9_]+)[\"']"
+)
+_ENDPOINT = re.compile(r"(_API_BASE|_BASE_URL|_ENDPOINT|_URL)$")
+# Read in a provider's folder, but not where its chat completions are asked: sign-in and token
+# addresses, other routes (speech, images, video, OAuth, another vendor's API through the
+# provider), a referer header, and providers a criterion cannot judge with (search, rerank,
+# images, agents).
+_NOT_CHAT_ENDPOINTS = {
+    "AGENTCORE_GATEWAY_URL",
+    "ANTHROPIC_AWS_API_BASE",
+    "ANTHROPIC_AWS_BASE_URL",
+    "AZURE_SPEECH_API_BASE",
+    "BEDROCK_MANTLE_API_BASE",
+    "DEEPSEEK_ANTHROPIC_API_BASE",
+    "GIGACHAT_AUTH_URL",
+    "GITHUB_COPILOT_ACCESS_TOKEN_URL",
+    "GITHUB_COPILOT_DEVICE_CODE_URL",
+    "MISTRAL_AZURE_API_BASE",
+    "OPENAI_CHATGPT_API_BASE",
+    "OR_SITE_URL",
+    "TENCENT_ANTHROPIC_API_BASE",
+    "WATSONX_IAM_URL",
+    "XAI_OAUTH_API_BASE",
+    "AZURE_API_BASE",  # azure_ai's Anthropic and embedding routes; its chat reads AZURE_AI_API_BASE
+    "HOSTED_VLLM_API_BASE",  # watsonx's and vllm's hosted-vLLM routes: the hosted_vllm provider's
+}
+_NOT_CHAT_PROVIDERS = {
+    "black_forest_labs",
+    "chatgpt",
+    "dashscope",
+    "datarobot",
+    "exa_ai",
+    "fal_ai",
+    "fastcrw",
+    "gradient_ai",
+    "opencode",
+    "you_com",
+    "vllm",
+}
+
+
+def _litellm_reads() -> dict[str, set[str]]:
+    """Per provider, the endpoint variables the installed litellm reads beyond the regular two:
+    in its folder under litellm/llms, and where get_llm_provider names its endpoint."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("litellm")
+    assert spec is not None and spec.origin is not None
+    root = Path(spec.origin).parent
+    found: dict[str, set[str]] = {}
+    for folder in sorted((root / "llms").iterdir()):
+        if not folder.is_dir() or folder.name in _NOT_CHAT_PROVIDERS:
+            continue
+        names = {
+            n
+            for f in folder.rglob("*.py")
+            for n in _READ.findall(f.read_text(errors="replace"))
+            if _ENDPOINT.search(n)
+        }
+        found[folder.name] = names
+    lines = (root / "litellm_core_utils" / "get_llm_provider_logic.py").read_text().splitlines()
+    provider = re.compile(r"custom_llm_provider\s*==\s*[\"']([a-z0-9_\-]+)[\"']")
+    for i, line in enumerate(lines):
+        for name in _READ.findall(line):
+            near = [
+                m.group(1) for back in lines[max(i - 3, 0) : i + 1] if (m := provider.search(back))
+            ]
+            if near and _ENDPOINT.search(name):
+                found.setdefault(near[-1], set()).add(name)
+    for provider_name, names in found.items():
+        regular = provider_name.upper().replace("-", "_")
+        names -= {f"{regular}_API_BASE", f"{regular}_BASE_URL"} | _NOT_CHAT_ENDPOINTS
+    return {p: n for p, n in found.items() if n}
+
+
+def test_every_endpoint_variable_litellm_reads_for_a_provider_is_part_of_its_judge():
+    from judgekit.llm.endpoints import endpoint_variables
+
+    read = _litellm_reads()
+    assert "friendliai" in read and "watsonx" in read  # the reading found what it looks for
+    missing = {
+        provider: sorted(names - set(endpoint_variables(f"{provider}/model")))
+        for provider, names in read.items()
+    }
+    assert not {p: n for p, n in missing.items() if n}, (
+        "litellm reads these endpoint variables; add them to judgekit.llm.endpoints.IRREGULAR "
+        "in the order litellm reads them"
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "variable"),
+    [
+        ("friendliai/m", "FRIENDLI_API_BASE"),
+        ("meta_llama/m", "LLAMA_API_BASE"),
+        ("vertex_ai/m", "VERTEXAI_API_BASE"),
+        ("watsonx/m", "WATSONX_URL"),
+        ("bedrock/m", "AWS_BEDROCK_RUNTIME_ENDPOINT"),
+        ("huggingface/m", "HF_API_BASE"),
+    ],
+)
+def test_an_endpoint_variable_of_litellm_s_own_name_is_part_of_the_judge(model, variable):
+    """FRIENDLI_API_BASE moved a friendliai judge to another host and the gate passed it: the
+    setup knew only FRIENDLIAI_API_BASE."""
+    from judgekit.inputs.criteria import LLMCriterion
+    from judgekit.judging.build_setup import setup_of
+
+    c = LLMCriterion(id="c", question="Does it say hello?")
+
+    def setup(environ):
+        return setup_of(c, model=model, api_base=None, via="auto", structured=True, environ=environ)
+
+    moved = setup({variable: "http://elsewhere.example"})
+    assert moved.endpoint == "http://elsewhere.example"
+    assert moved.digest != setup({}).digest
