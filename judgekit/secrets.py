@@ -4,8 +4,9 @@ What counts as a secret: the value of any environment variable whose name says K
 SECRET or PASSWORD; the credentials of an endpoint URL (`user:password@`, and query values such
 as `?api-key=`), remembered by `remember_url` when an endpoint is configured; and, by their
 shape, `Authorization` values (`Bearer ...`, `Basic ...`) and `sk-` keys, which a provider may
-echo back in an error body. An endpoint is shown in its public form (`public_url`: no user,
-password or query), and refused without showing its credentials (`endpoint_problem`).
+echo back in an error body. An endpoint is shown in its public form (`public_url`: no user or
+password, its query as a digest), and refused without showing its credentials
+(`endpoint_problem`).
 
 >>> remember_url("https://ana:hunter2pass@llm.example/v1?api-key=k3y-1234")
 >>> redact("POST https://llm.example/v1?api-key=k3y-1234 as ana:hunter2pass failed")
@@ -17,6 +18,7 @@ password or query), and refused without showing its credentials (`endpoint_probl
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -170,11 +172,21 @@ def redact_known_lines(lines: Iterable[str], size: int = 1 << 20) -> Iterator[st
         yield redact_known("".join(block))
 
 
-def public_url(url: str | None) -> str | None:
-    """An endpoint without user:password and without its query (where keys sometimes ride).
+_QUERY_DIGEST = re.compile(r"<query:[0-9a-f]{12}>")
 
-    >>> public_url("https://ana:pw@llm.example:8443/v1?api-key=k")
+
+def public_url(url: str | None) -> str | None:
+    """An endpoint without user:password, and its query (where keys sometimes ride) as a digest:
+    a query is sent, and can pick the model that answers (a gateway's route, Azure's
+    api-version), so two queries are two endpoints; the digest shows no value of it (12 hex
+    digits of SHA-256: no way back to a key).
+
+    >>> public_url("https://ana:pw@llm.example:8443/v1")
     'https://llm.example:8443/v1'
+    >>> public_url("https://llm.example/v1?api-key=k")
+    'https://llm.example/v1?<query:8ce3361e490f>'
+    >>> public_url(public_url("https://llm.example/v1?api-key=k"))
+    'https://llm.example/v1?<query:8ce3361e490f>'
     """
     if url is None:
         return None
@@ -187,7 +199,12 @@ def public_url(url: str | None) -> str | None:
     if ":" in host:
         host = f"[{host}]"
     netloc = host + (f":{port}" if port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    public = urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+    if not parts.query:
+        return public
+    if _QUERY_DIGEST.fullmatch(parts.query):  # a public form already: the same again
+        return f"{public}?{parts.query}"
+    return f"{public}?<query:{hashlib.sha256(parts.query.encode()).hexdigest()[:12]}>"
 
 
 def endpoint_problem(url: str) -> str | None:

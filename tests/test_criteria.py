@@ -116,8 +116,11 @@ def test_fingerprint_changes_with_prompt_model_parameters_endpoint_and_transport
     assert fingerprint(base, "m1") == fingerprint(
         LLMCriterion(id="c", question="Is it polite?"), "m1"
     )
-    # a credential is not part of it: the public form of the endpoint is
+    # a credential is not part of it: the public form of the endpoint is (the query as a digest)
     assert fingerprint(base, "m1", api_base="http://ana:pw@other.example/v1?key=k") == fingerprint(
+        base, "m1", api_base="http://other.example/v1?key=k"
+    )
+    assert fingerprint(base, "m1", api_base="http://other.example/v1?key=k") != fingerprint(
         base, "m1", api_base="http://other.example/v1"
     )
 

@@ -5,6 +5,7 @@ form in the report, not in the fingerprint, and the same endpoint for the Judge 
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -19,6 +20,7 @@ from judgekit.judging.judge import Judge
 from judgekit.judging.setup import JudgeSetup
 from judgekit.llm.retry import RetryPolicy
 from judgekit.pipeline import Options, measure
+from judgekit.secrets import public_url
 from judgekit.testing import FakeServer, script
 from tests.conftest import balanced, llm_criterion
 
@@ -110,7 +112,10 @@ def test_credentials_in_a_criterion_s_endpoint_are_sent_and_never_shown(setup, t
         # sent with every request
         assert all(f"api-key={query_key}" in target for target in server.targets)
     report = json.loads((setup.root / ".judgekit/reports/latest/report.json").read_text())
-    assert report["criteria"][0]["judge"]["api_base"] == server.url  # the public form only
+    # the public form only: the query as a digest of it
+    assert report["criteria"][0]["judge"]["api_base"] == server.url + "?<query:" + (
+        hashlib.sha256(f"api-key={query_key}".encode()).hexdigest()[:12] + ">"
+    )
     for text in printed:
         assert not any(secret in text for secret in secrets), text
     written = [p for p in setup.root.rglob("*") if p.is_file() and p.parent != setup.criteria]
@@ -140,7 +145,7 @@ def test_recheck_and_the_judge_ask_the_criterion_s_endpoint_with_its_credentials
         criterion = load_criterion(setup.criteria / "says-blocked.yaml")
         judge = Judge(
             criterion,
-            JudgeSetup("llm", model="openai/judge", endpoint=server.url),
+            JudgeSetup("llm", model="openai/judge", endpoint=public_url(own)),
             cache_dir=None,
         )
         assert judge("reply-p0: blocked").passed is True and server.targets[-1].endswith(
@@ -404,3 +409,20 @@ def test_an_endpoint_variable_of_litellm_s_own_name_is_part_of_the_judge(model, 
     moved = setup({variable: "http://elsewhere.example"})
     assert moved.endpoint == "http://elsewhere.example"
     assert moved.digest != setup({}).digest
+
+
+def test_an_endpoint_s_query_is_part_of_the_judge_and_never_shown(setup):
+    """A gateway that picks the model by a query parameter (or Azure's api-version): the public
+    form left the query out, so an edit from ?judge=good to ?judge=bad passed the gate."""
+    with FakeServer(VERDICTS) as server:
+        setup.criterion(
+            llm_criterion(judge={"model": "openai/judge", "api_base": server.url + "?judge=good"})
+        )
+        assert runner.invoke(app, ["calibrate", "-q"]).exit_code in (0, 3)
+        assert runner.invoke(app, ["gate"]).output.count("judge changed") == 0
+        setup.criterion(
+            llm_criterion(judge={"model": "openai/judge", "api_base": server.url + "?judge=bad"})
+        )
+        moved = runner.invoke(app, ["gate"])
+    assert moved.exit_code == 1 and "the criterion's judge changed" in moved.output, moved.output
+    assert "judge=bad" not in moved.output and "judge=good" not in moved.output
