@@ -98,6 +98,7 @@ from judgekit.report.pairwise import PairwiseReport, pairwise_report
 from judgekit.report.parts import ById, Certificate, agreement, certificate_of, check_drawn
 from judgekit.report.render import finite
 from judgekit.secrets import public_url
+from judgekit.signing import UNSEALED
 from judgekit.stats.metrics import clopper_pearson
 from judgekit.stats.sequential import Rule
 
@@ -712,7 +713,9 @@ def _max_age_s(
     run: the latest finding of any of them, so no judge found changed is served an answer from
     before its finding)."""
     limits = [parse_duration(a).total_seconds() for a in given] if len(given) == len(ages) else []
-    found = [options.changed_at[cid] for cid in criterion_ids if cid in options.changed_at]
+    found = [
+        options.changed_at[cid] for cid in (*criterion_ids, UNSEALED) if cid in options.changed_at
+    ]
     if found:
         limits.append(max(0.0, time.time() - max(found)))
     return min(limits) if limits else None

@@ -113,7 +113,14 @@ def test_a_new_postgresql_history_gets_every_migration_once_and_the_same_columns
     with History.open(tmp_path / "h.sqlite") as history:
         lite = {
             t: [row[1] for row in history.db.execute(f"PRAGMA table_info({t})")]
-            for t in ("runs", "verdicts", "test_looks", "label_changes", "pair_verdicts")
+            for t in (
+                "runs",
+                "verdicts",
+                "test_looks",
+                "label_changes",
+                "pair_verdicts",
+                "findings_seal",
+            )
         }
     assert {
         t: [name for name, _ in cols] for t, cols in columns.items() if t != "judgekit_schema"
@@ -744,3 +751,26 @@ def test_an_import_line_with_a_key_twice_is_refused_and_export_never_overwrites_
     assert result.exit_code == 2 and "line 2: has the key 'run' twice" in result.output, (
         result.output
     )
+
+
+def test_both_databases_seal_a_drift_found_under_a_key(project, location, monkeypatch):
+    """A recheck's finding, written under a key, is sealed (judgekit.watch.seal): read back it
+    stands alone; nulled by someone without the key, the history is read as every judge changed."""
+    from judgekit.signing import UNSEALED
+    from judgekit.watch.findings import read_findings
+
+    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", "a long random text for the test")
+    project.criterion(llm_criterion())
+    project.jsonl("says-blocked", balanced(3, 3))
+    report = _report(project)
+    with History.open(location) as db:
+        assert UNSEALED in read_findings(location)  # a history sealed by nobody yet
+        db.seal_findings(b"a long random text for the test")
+        assert read_findings(location) == {}
+        (run,) = db.record(report, "recheck")
+        db.found_drift(run)
+    found = read_findings(location)
+    assert UNSEALED not in found and list(found) == ["says-blocked"]
+    with History.open(location) as db:
+        db.db.execute("UPDATE runs SET drift = NULL")
+    assert UNSEALED in read_findings(location)

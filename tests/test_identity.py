@@ -451,6 +451,51 @@ def test_gated_judge_reads_the_findings_of_the_history_judgekit_uses_for_its_pro
         GatedJudge("says-blocked", project=project.root)
 
 
+def test_under_a_key_a_drift_found_cannot_be_deleted_or_edited_away(project, monkeypatch):
+    """The history is not signed: deleting it, or nulling a recheck's DRIFT, erased the finding,
+    and the next calibrate signed a PASS from the cached answers of the judge before it changed.
+    Under a key the findings are sealed, and a history whose seal does not verify is read as every
+    judge found changed now."""
+    import sqlite3
+
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(40, 40))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
+    history = Path(".judgekit/history.sqlite")
+    with FakeServer(GOOD) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        assert runner.invoke(app, ["calibrate", "-q", "--gate"]).exit_code == 0
+        assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0
+        assert server.requests == 80  # the sealed history: the cached answers are served
+        server.answer = script({}, default=True)  # the provider now passes everything
+        found = runner.invoke(app, ["recheck", "--size", "10"])
+        assert found.exit_code == 1 and "DRIFT" in found.output, found.output
+        code, out = gate()
+        assert code == 1 and "a recheck found this judge changed" in out  # sealed with it
+        saved = history.read_bytes()
+
+        # Nulling the finding: the seal no longer holds; the gate passes nothing.
+        with sqlite3.connect(history) as db:
+            db.execute("UPDATE runs SET drift = NULL WHERE purpose = 'recheck'")
+        code, out = gate()
+        assert code == 1 and "drift findings do not verify under the evidence key" in out, out
+
+        # Deleting the history: calibrate asks every cached answer again, and sees the change.
+        history.unlink()
+        asked = server.requests
+        again = runner.invoke(app, ["calibrate", "-q", "--gate"])
+        assert server.requests == asked + 80, "the pre-drift answers were served from the cache"
+        assert again.exit_code == 1 and "TNR 0.00" in again.output, again.output
+
+        # A calibrate of every criterion that asked everything again sealed the history: the
+        # fixed provider's answers, asked once more, pass, and are then served from the cache.
+        history.write_bytes(saved)
+        server.answer = GOOD
+        assert runner.invoke(app, ["calibrate", "-q", "--refresh", "--gate"]).exit_code == 0
+        assert runner.invoke(app, ["gate"]).exit_code == 0
+
+
 # What an attacker's review of the above found, each closed.
 
 

@@ -64,6 +64,7 @@ from judgekit.report.reading import (
     read_report,
 )
 from judgekit.report.render import fmt_number
+from judgekit.signing import UNSEALED
 from judgekit.stats.metrics import clopper_pearson
 
 if TYPE_CHECKING:
@@ -354,6 +355,36 @@ class Gate:
             )
         return None
 
+    def _found_changed(
+        self, criterion_id: str, entry: ReportEntry, figures: Figures
+    ) -> Decision | None:
+        """A FAIL when a recheck found this judge changed after its evidence, or when the history's
+        findings cannot say that none did (judgekit.watch.seal); None otherwise."""
+        older = figures.evidence_at
+        if UNSEALED in self.findings:  # no finding can be known gone: none of it stands
+            return Decision(
+                criterion_id,
+                "FAIL",
+                (
+                    "the history's drift findings do not verify under the evidence key (deleted "
+                    "or edited without it, a history made anew, or one sealed by no judgekit "
+                    "yet), so no judge can be known unchanged; run `judgekit calibrate` for every "
+                    "criterion, which asks every cached answer again and seals them",
+                ),
+            )
+        found = self.findings.get(criterion_id, {}).get(entry.fingerprint)
+        if found is not None and (older is None or older < found):
+            return Decision(
+                criterion_id,
+                "FAIL",
+                (
+                    f"a recheck found this judge changed (DRIFT, {found:%Y-%m-%d %H:%M}) and "
+                    "its evidence is older than that; run `judgekit calibrate`, which asks the "
+                    "older answers again",
+                ),
+            )
+        return None
+
     def _evidence(
         self, criterion_id: str, entry: ReportEntry, lines: list[Line] | Untrusted | None
     ) -> tuple[Decision, Figures | None]:
@@ -408,17 +439,9 @@ class Gate:
         )
         if wrong_labels:
             return Decision(criterion_id, "FAIL", (wrong_labels,)), figures
-        found = self.findings.get(criterion_id, {}).get(entry.fingerprint)
-        if found is not None and (figures.evidence_at is None or figures.evidence_at < found):
-            return Decision(
-                criterion_id,
-                "FAIL",
-                (
-                    f"a recheck found this judge changed (DRIFT, {found:%Y-%m-%d %H:%M}) and "
-                    "its evidence is older than that; run `judgekit calibrate`, which asks the "
-                    "older answers again",
-                ),
-            ), figures
+        changed = self._found_changed(criterion_id, entry, figures)
+        if changed is not None:
+            return changed, figures
         if t.max_age is not None and figures.evidence_at is not None:
             age = self.now - figures.evidence_at
             if age > parse_duration(t.max_age):

@@ -13,7 +13,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from judgekit.errors import InputError
+from judgekit.signing import UNSEALED, evidence_key
 from judgekit.watch.schema import identify
+from judgekit.watch.seal import findings_in, sealed
 from judgekit.watch.store import DEFAULT_PATH, Store, is_url, locate, sqlite_refusal
 
 FIRST_WITH_FINDINGS = 8  # the schema version that added runs.drift
@@ -23,7 +25,8 @@ Findings = dict[str, dict[str, datetime]]
 
 def changed_at(findings: Findings) -> dict[str, float]:
     """Per criterion, when a recheck last found its judge changed (POSIX seconds): its cached
-    answers older than that are no evidence (`Options.changed_at`)."""
+    answers older than that are no evidence (`Options.changed_at`; `UNSEALED`: every
+    criterion's)."""
     return {cid: max(at.timestamp() for at in found.values()) for cid, found in findings.items()}
 
 
@@ -41,19 +44,17 @@ def findings_of(
 def read_findings(location: str | Path, default: bool = False) -> Findings:
     """The findings of the history at `location`. A history named but missing or unreadable is an
     InputError (nothing would show that its judge was found changed); the default one missing is
-    none."""
+    none. Under an evidence key, a history whose findings' seal does not verify has `UNSEALED`
+    too (judgekit.watch.seal): found changed now, every criterion, every judge."""
     if default and not is_url(location) and not Path(location).is_file():
         return {}
+    key = evidence_key()
     db = Store.open(location, create=False, timeout_s=10.0)
     try:
         try:
             version, mine = identify(db)  # another application's database is refused
-            if not mine or version < FIRST_WITH_FINDINGS:
-                return {}
-            rows = db.execute(
-                "SELECT criterion, fingerprint, created_at FROM runs "
-                "WHERE purpose = 'recheck' AND drift = 'DRIFT' ORDER BY id"
-            ).fetchall()
+            rows = findings_in(db) if mine and version >= FIRST_WITH_FINDINGS else []
+            trusted = key is None or (mine and sealed(db, version, key, rows))
         except sqlite3.Error as error:
             raise sqlite_refusal(db.name, error, db.timeout_s) from None
         except db.errors as error:
@@ -62,7 +63,7 @@ def read_findings(location: str | Path, default: bool = False) -> Findings:
             ) from None
     finally:
         db.close()
-    found: Findings = {}
+    found: Findings = {} if trusted else {UNSEALED: {UNSEALED: datetime.now(UTC)}}
     for criterion, fingerprint, created in rows:
         try:
             when = datetime.fromisoformat(created)

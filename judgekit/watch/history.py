@@ -31,9 +31,11 @@ from judgekit.judging.pairwise import PairVerdict, position_of
 from judgekit.judging.setup import JudgeSetup
 from judgekit.report.model import CriterionReport, Report
 from judgekit.report.pairwise import PairwiseReport
+from judgekit.signing import evidence_key
 from judgekit.version import version
 from judgekit.watch.alpha_budget import Budget, Look, next_look
 from judgekit.watch.schema import identify, migrate
+from judgekit.watch.seal import findings_in, sealed, write_seal
 from judgekit.watch.store import DEFAULT_PATH, SQLITE, Store
 
 PURPOSES = ("calibrate", "recheck")
@@ -378,8 +380,26 @@ class History:
 
     @_refusing_database_errors
     def found_drift(self, run_id: int) -> None:
-        """Mark a recheck run as having found DRIFT: its judge changed from that run's time on."""
-        self.db.execute("UPDATE runs SET drift = 'DRIFT' WHERE id = ?", (run_id,))
+        """Mark a recheck run as having found DRIFT: its judge changed from that run's time on.
+        Under an evidence key, the findings are sealed again when their seal held before
+        (judgekit.watch.seal: one that did not stays so, till a calibrate of every criterion)."""
+        key = evidence_key()
+        with self.db.transaction():
+            held = key is not None and self._sealed(key)
+            self.db.execute("UPDATE runs SET drift = 'DRIFT' WHERE id = ?", (run_id,))
+            if held and key is not None:
+                write_seal(self.db, key, findings_in(self.db))
+
+    @_refusing_database_errors
+    def seal_findings(self, key: bytes) -> None:
+        """Seal the findings as they are (judgekit.watch.seal): for a calibrate of every criterion
+        that asked every cached answer again."""
+        with self.db.transaction():
+            write_seal(self.db, key, findings_in(self.db))
+
+    def _sealed(self, key: bytes) -> bool:
+        version, _ = identify(self.db)
+        return sealed(self.db, version, key, findings_in(self.db))
 
     @_refusing_database_errors
     def run(self, run_id: int) -> HistoryRun:

@@ -135,6 +135,11 @@ def _m010_pairwise(db: Store) -> None:
         PRIMARY KEY (run_id, example_id)){db.dialect.without_rowid}""")
 
 
+def _m011_findings_seal(db: Store) -> None:
+    """The findings' seal under the evidence key (judgekit.watch.seal): one row."""
+    db.execute("CREATE TABLE findings_seal (id INTEGER PRIMARY KEY, mac TEXT NOT NULL)")
+
+
 MIGRATIONS: list[Callable[[Store], None]] = [
     _m001_runs,
     _m002_split_and_purpose,
@@ -146,6 +151,7 @@ MIGRATIONS: list[Callable[[Store], None]] = [
     _m008_drift_found,
     _m009_label_made_by,
     _m010_pairwise,
+    _m011_findings_seal,
 ]
 VERSION_TABLE = "judgekit_schema"
 
