@@ -52,3 +52,42 @@ def test_the_threads_come_from_the_environment_or_are_llama_cpps_choice(monkeypa
         assert _threads() == threads, given
     monkeypatch.delenv("JUDGEKIT_LOCAL_THREADS")
     assert _threads() is None
+
+
+@pytest.mark.local_model
+def test_a_local_judge_is_its_weights_not_its_path(project, local_model, monkeypatch):
+    """The setup of `local/m/judge.gguf` named the path alone: weights overwritten there passed
+    the gate as the judge calibrated, and its cached answers were theirs."""
+    import shutil
+
+    from click.testing import CliRunner
+
+    from judgekit.cli import app
+    from judgekit.llm.protocol import Request
+    from judgekit.llm.weights import weights, weights_file
+
+    (project.root / "m").mkdir()
+    copy = project.root / "m" / "judge.gguf"
+    shutil.copyfile(weights_file("smollm2"), copy)
+    source = (REPO / "calibration_sets" / "card-block-confirmed.jsonl").read_text().splitlines()
+    criterion = (REPO / "criteria" / "card-block-confirmed.yaml").read_text()
+    assert "model: local/smollm2" in criterion
+    (project.criteria / "card-block-confirmed.yaml").write_text(
+        criterion.replace("model: local/smollm2", "model: local/m/judge.gguf")
+    )
+    (project.sets / "card-block-confirmed.jsonl").write_text(
+        "\n".join(source[:3] + source[-3:]) + "\n"
+    )
+    runner = CliRunner()
+    done = runner.invoke(app, ["calibrate", "-q"])
+    assert done.exit_code == 0, done.output
+    request = Request(model="local/m/judge.gguf", messages=[{"role": "user", "content": "hi"}])
+    before, key = weights("local/m/judge.gguf"), request.key_data()
+    assert before == weights(local_model)  # the same bytes are the same judge, wherever they are
+    first = runner.invoke(app, ["gate"])  # SmolLM2 is weak; but this is the judge measured
+    assert "judge changed" not in first.output and "TPR" in first.output, first.output
+    with copy.open("ab") as file:  # other weights at the same path
+        file.write(b"\0" * 64)
+    assert weights("local/m/judge.gguf") != before and request.key_data() != key
+    moved = runner.invoke(app, ["gate"])
+    assert moved.exit_code == 1 and "judge changed" in moved.output, moved.output

@@ -20,6 +20,7 @@ from judgekit.inputs.files import read_yaml
 from judgekit.inputs.pair import genuine_report
 from judgekit.judging import setup as judge_setup
 from judgekit.judging.setup import JudgeSetup, Source, endpoint_of
+from judgekit.llm.weights import weights
 from judgekit.report.reading import (
     Line,
     ReportEntry,
@@ -174,8 +175,9 @@ def judge_changed(entry: ReportEntry, criterion: CriterionFile) -> str | None:
 
 def _unchanged(entry: ReportEntry, criterion: CriterionFile, setup: JudgeSetup) -> bool:
     """The fast path: the criterion's bytes and the judgekit are the ones calibrated, the setup is
-    of the criterion's kind and of the model it names (read plainly: no model is built), and the
-    endpoint the criterion or the environment names is the one recorded."""
+    of the criterion's kind and of the model it names (read plainly: no model is built), a local
+    model's weights are the ones recorded, and the endpoint the criterion or the environment
+    names is the one recorded."""
     if (entry.inputs or {}).get("criterion") != criterion.digest:
         return False
     if entry.judgekit_version != version():
@@ -197,6 +199,8 @@ def _unchanged(entry: ReportEntry, criterion: CriterionFile, setup: JudgeSetup) 
         return False  # the setup of another model than the file names: built again, and named
     if setup.kind == "recorded":
         return True
+    if setup.model is not None and setup.sampling.get("weights") != weights(setup.model):
+        return False  # a local model's file now is other weights: built again, and named
     model = named_model if isinstance(named_model, str) else setup.model
     own = judge.get("api_base") if isinstance(judge.get("api_base"), str) else None
     named = public_url(endpoint_of(own, None, model))

@@ -27,6 +27,7 @@ from judgekit.inputs.criteria import (
 )
 from judgekit.judging.prompts import judge_spec
 from judgekit.judging.setup import LIVE, JudgeSetup, Source, endpoint_of
+from judgekit.llm.weights import with_weights
 from judgekit.secrets import public_url
 
 
@@ -65,7 +66,7 @@ def setup_of(  # noqa: PLR0913  what a setup is built from, each named at every 
         via=via,
         structured=structured,
         trials=trials,
-        sampling=parameters,
+        sampling=with_weights(parameters, model),
         prompt=canonical_hash(spec["prompt"]),
     )
 

@@ -37,6 +37,7 @@ from judgekit.judging.recorded import is_pair_record
 from judgekit.judging.setup import LIVE, JudgeSetup, Source, endpoint_of
 from judgekit.llm import open_llm
 from judgekit.llm.protocol import LLM, CallError, Completion, Request
+from judgekit.llm.weights import with_weights
 from judgekit.secrets import public_url
 from judgekit.stats.pairwise import Answer, Outcome, outcome
 
@@ -138,7 +139,7 @@ def pair_setup(
         endpoint=public_url(endpoint),
         via=via,
         structured=structured,
-        sampling=spec["parameters"],
+        sampling=with_weights(spec["parameters"], model),
         prompt=canonical_hash(spec["prompt"]),
     )
 

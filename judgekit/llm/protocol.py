@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from judgekit.llm.weights import weights
+
 # Everything that changes a judge's answer goes into Request and so into its cache key;
 # timeouts and retry counts do not change answers and live elsewhere.
 CACHE_FORMAT = 1
@@ -56,6 +58,8 @@ class Request:
         # log-probabilities existed, or through the default transport, keep their keys.
         if self.via != "auto":
             data["via"] = self.via
+        if (found := weights(self.model)) is not None:  # a local model: which weights answered
+            data["weights"] = found
         return {**data, "logprobs": True} if self.logprobs else data
 
 
