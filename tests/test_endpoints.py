@@ -336,8 +336,8 @@ _NOT_CHAT_PROVIDERS = {
 
 
 def _litellm_reads() -> dict[str, set[str]]:
-    """Per provider, the endpoint variables the installed litellm reads beyond the regular two:
-    in its folder under litellm/llms, and where get_llm_provider names its endpoint."""
+    """Per provider, the endpoint variables the installed litellm reads: in its folder under
+    litellm/llms, and where get_llm_provider names its endpoint."""
     import importlib.util
 
     spec = importlib.util.find_spec("litellm")
@@ -363,9 +363,8 @@ def _litellm_reads() -> dict[str, set[str]]:
             ]
             if near and _ENDPOINT.search(name):
                 found.setdefault(near[-1], set()).add(name)
-    for provider_name, names in found.items():
-        regular = provider_name.upper().replace("-", "_")
-        names -= {f"{regular}_API_BASE", f"{regular}_BASE_URL"} | _NOT_CHAT_ENDPOINTS
+    for names in found.values():
+        names -= _NOT_CHAT_ENDPOINTS
     return {p: n for p, n in found.items() if n}
 
 
@@ -393,6 +392,9 @@ def test_every_endpoint_variable_litellm_reads_for_a_provider_is_part_of_its_jud
         ("watsonx/m", "WATSONX_URL"),
         ("bedrock/m", "AWS_BEDROCK_RUNTIME_ENDPOINT"),
         ("huggingface/m", "HF_API_BASE"),
+        ("featherless_ai/m", "FEATHERLESS_AI_API_BASE"),
+        ("ollama_chat/m", "OLLAMA_API_BASE"),  # a prefix of its own, another provider's variable
+        ("cohere_chat/m", "COHERE_API_BASE"),
     ],
 )
 def test_an_endpoint_variable_of_litellm_s_own_name_is_part_of_the_judge(model, variable):

@@ -8,18 +8,20 @@ import os
 from collections.abc import Mapping
 
 # Providers whose endpoint variables litellm does not name `<PROVIDER>_API_BASE` or
-# `<PROVIDER>_BASE_URL`, in the order litellm reads them (its first set one is the endpoint).
+# `<PROVIDER>_BASE_URL` alone: all it reads, in its order (its first set one is the endpoint).
 # tests/test_endpoints.py reads the installed litellm's source for every such name, so a litellm
 # that reads a new one fails the suite until it is here.
 IRREGULAR: dict[str, tuple[str, ...]] = {
     "ai21_chat": ("AI21_API_BASE",),
     "bedrock": ("AWS_BEDROCK_RUNTIME_ENDPOINT",),
-    "featherless_ai": ("FEATHERLESS_API_BASE",),
+    "cohere_chat": ("COHERE_API_BASE",),
+    "featherless_ai": ("FEATHERLESS_AI_API_BASE", "FEATHERLESS_API_BASE"),
     "fireworks_ai": ("FIREWORKS_API_BASE",),
     "friendliai": ("FRIENDLI_API_BASE",),
     "huggingface": ("HF_API_BASE", "HUGGINGFACE_API_BASE"),
     "lambda_ai": ("LAMBDA_API_BASE",),
     "meta_llama": ("LLAMA_API_BASE",),
+    "ollama_chat": ("OLLAMA_API_BASE",),
     "vertex_ai": ("VERTEXAI_API_BASE", "VERTEX_API_BASE"),
     "volcengine": ("VOLCENGINE_API_BASE", "ARK_API_BASE"),
     "watsonx": ("WATSONX_API_BASE", "WATSONX_URL", "WX_URL", "WML_URL"),
