@@ -2,7 +2,7 @@
 
 import pytest
 
-from judgekit.errors import ModelUnavailable
+from judgekit.errors import JudgekitError, ModelUnavailable
 from judgekit.pipeline import Options, measure
 from tests.conftest import REPO
 
@@ -91,3 +91,37 @@ def test_a_local_judge_is_its_weights_not_its_path(project, local_model, monkeyp
     assert weights("local/m/judge.gguf") != before and request.key_data() != key
     moved = runner.invoke(app, ["gate"])
     assert moved.exit_code == 1 and "judge changed" in moved.output, moved.output
+
+
+@pytest.mark.local_model
+def test_weights_written_over_a_loaded_model_are_loaded_anew_not_answered_for(
+    project, local_model, monkeypatch
+):
+    """The model was loaded once per path: weights replaced during a long process (a test
+    session, the label server) were answered for by the ones held, and those answers cached under
+    the new weights' digest, served next to a file that is not even a model."""
+    import os
+    import shutil
+
+    from judgekit.llm.weights import weights_file
+
+    monkeypatch.setenv("JUDGEKIT_LOCAL_THREADS", "1")
+    (project.root / "m").mkdir()
+    shutil.copyfile(weights_file("smollm2"), project.root / "m" / "judge.gguf")
+    source = (REPO / "calibration_sets" / "card-block-confirmed.jsonl").read_text().splitlines()
+    criterion = (REPO / "criteria" / "card-block-confirmed.yaml").read_text()
+    (project.criteria / "card-block-confirmed.yaml").write_text(
+        criterion.replace("model: local/smollm2", "model: local/m/judge.gguf")
+    )
+    (project.sets / "card-block-confirmed.jsonl").write_text(
+        "\n".join(source[:3] + source[-3:]) + "\n"
+    )
+    options = Options(
+        criteria_dir=project.criteria, sets_dir=project.sets, cache_dir=project.root / "cache"
+    )
+    assert measure(options).criteria[0].usage.calls == 6
+    (project.root / "m" / "new.gguf").write_bytes(b"GGUF, but no model" * 1000)
+    os.replace(project.root / "m" / "new.gguf", project.root / "m" / "judge.gguf")
+    for _ in range(2):  # nothing was cached for the file there now: asked, and refused, again
+        with pytest.raises(JudgekitError, match="local/m/judge.gguf"):
+            measure(options)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from judgekit.errors import ModelUnavailable
-from judgekit.llm.weights import INSTALL_HINT, PROVIDER, weights_file
+from judgekit.llm.weights import INSTALL_HINT, PROVIDER, weights, weights_file
 
 
 def model_path(name: str) -> Path:
@@ -31,26 +31,34 @@ def model_path(name: str) -> Path:
 
 
 class _Models:
-    """Loaded models, one per file, shared by every call; llama.cpp runs one call at a time."""
+    """Loaded models, one per file and its weights (judgekit.llm.weights: other weights written
+    at the path are loaded anew, never answered for by the ones held), shared by every call;
+    llama.cpp runs one call at a time."""
 
     def __init__(self) -> None:
-        self.loaded: dict[Path, Any] = {}
+        self.loaded: dict[Path, tuple[str | None, Any]] = {}
         self.lock = threading.Lock()
 
-    def get(self, path: Path) -> Any:
-        if path not in self.loaded:
+    def get(self, path: Path, digest: str | None) -> Any:
+        held = self.loaded.get(path)
+        if held is None or held[0] != digest:
             from llama_cpp import Llama
 
             if not self.loaded:
                 atexit.register(self.close)
-            self.loaded[path] = Llama(
-                model_path=str(path), n_ctx=4096, n_threads=_threads(), seed=0, verbose=False
+            if held is not None:
+                held[1].close()
+            self.loaded[path] = (
+                digest,
+                Llama(
+                    model_path=str(path), n_ctx=4096, n_threads=_threads(), seed=0, verbose=False
+                ),
             )
-        return self.loaded[path]
+        return self.loaded[path][1]
 
     def close(self) -> None:
         """Free the models before the interpreter tears down the modules llama.cpp needs for it."""
-        for llama in self.loaded.values():
+        for _, llama in self.loaded.values():
             llama.close()
         self.loaded.clear()
 
@@ -83,7 +91,8 @@ def run_local(
     """One chat completion from a local model, as an OpenAI-shaped dict."""
     path = model_path(name)
     with _models.lock:
-        llama = _models.get(path)
+        digest = weights(f"{PROVIDER}/{name}")
+        llama = _models.get(path, digest)
         completion: dict[str, Any] = llama.create_chat_completion(  # not streamed: one dict
             messages=messages,
             temperature=float(optional_params.get("temperature") or 0.0),
@@ -91,6 +100,10 @@ def run_local(
             grammar=_grammar(optional_params.get("response_format")),
             seed=0,
         )
+        if weights(f"{PROVIDER}/{name}") != digest:  # written while it answered: whose answer?
+            raise ModelUnavailable(
+                f"{PROVIDER}/{name}", "its weights file changed while it answered; run again"
+            )
         return completion
 
 
