@@ -63,11 +63,14 @@ def _git_env() -> dict[str, str]:
 class Runner:
     """What a CI runner does with one job, as far as it can be done here: a fresh clone of the
     project, each step's shell script run in it (`bash -e` on GitHub, `sh -e` on GitLab),
-    artifacts kept between jobs, caches empty (a first run)."""
+    artifacts kept between jobs, and caches: empty at the first job (a first run), then what a job
+    saved, restored by the key or the first of the prefixes a job names."""
 
     def __init__(self, tmp_path: Path, origin: Path, env: Mapping[str, str]):
         self.tmp_path, self.origin = tmp_path, origin
         self.artifacts = tmp_path / "artifacts"
+        self.caches = tmp_path / "caches"
+        self.saved: list[str] = []  # the cache keys, oldest first
         self.installs = tmp_path / "pip.log"
         tools = tmp_path / "tools"
         tools.mkdir()
@@ -109,11 +112,55 @@ class Runner:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(source, target)
 
+    def save(self, key: str, patterns: list[str], workdir: Path) -> None:
+        """A cache saved under `key`: the files the patterns match (a key is written once)."""
+        if key in self.saved:
+            return
+        for pattern in patterns:
+            for found in workdir.glob(pattern):
+                target = self.caches / key / found.relative_to(workdir)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if found.is_dir():
+                    shutil.copytree(found, target, dirs_exist_ok=True)
+                else:
+                    shutil.copy2(found, target)
+        self.saved.append(key)
+
+    def restore(self, key: str, prefixes: list[str], workdir: Path) -> bool:
+        """The cache of `key`, else the newest under the first prefix that has one."""
+        chosen = key if key in self.saved else None
+        for prefix in prefixes if chosen is None else []:
+            newer = [k for k in reversed(self.saved) if k.startswith(prefix)]
+            if newer:
+                chosen = newer[0]
+                break
+        if chosen is None or not (self.caches / chosen).is_dir():
+            return False
+        shutil.copytree(self.caches / chosen, workdir, dirs_exist_ok=True)
+        return True
+
     def download(self, name: str, workdir: Path) -> bool:
         if not (self.artifacts / name).is_dir():
             return False
         shutil.copytree(self.artifacts / name, workdir, dirs_exist_ok=True)
         return True
+
+
+_GITHUB = {"github.ref_name": "main", "github.run_id": "7", "github.run_attempt": "1"}
+
+
+def _github_value(text: str) -> str:
+    """A workflow expression filled in as this run's (`hashFiles(...)`: one digest)."""
+    for name, value in _GITHUB.items():
+        text = text.replace("${{ " + name + " }}", value)
+    while "${{ hashFiles(" in text:
+        start = text.index("${{ hashFiles(")
+        text = text[:start] + "h" + text[text.index("}}", start) + 2 :]
+    return text
+
+
+def _gitlab_value(text: str) -> str:
+    return text.replace("$CI_COMMIT_REF_SLUG", "main").replace("$CI_DEFAULT_BRANCH", "main")
 
 
 def _github_job(runner: Runner, name: str, job: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
@@ -136,7 +183,16 @@ def _github_job(runner: Runner, name: str, job: dict[str, Any]) -> tuple[bool, d
             ok = True
         elif uses.startswith("actions/download-artifact"):
             ok = runner.download(step["with"]["name"], workdir / step["with"]["path"])
-        else:  # checkout (the clone), setup-python (this environment), the caches (empty)
+        elif uses.startswith("actions/cache/"):
+            given = step["with"]
+            key, paths = _github_value(given["key"]), given["path"].split()
+            if uses.startswith("actions/cache/save"):
+                runner.save(key, paths, workdir)
+            else:
+                prefixes = _github_value(given.get("restore-keys", "")).split()
+                runner.restore(key, prefixes, workdir)
+            ok = True
+        else:  # checkout (the clone), setup-python (this environment)
             ok = True
         failed = failed or not (ok or step.get("continue-on-error"))
     return not failed, results
@@ -148,6 +204,10 @@ def _gitlab_job(runner: Runner, name: str, job: dict[str, Any]) -> tuple[bool, d
     workdir = runner.clone(name)
     for needed in job.get("needs", []):
         runner.download(needed, workdir)
+    caches = job.get("cache", [])
+    for cache in caches:
+        key = _gitlab_value(cache["key"])
+        runner.restore(key, [_gitlab_value(k) for k in cache.get("fallback_keys", [])], workdir)
     results, ok = {}, True
     for command in [*job.get("before_script", []), *job["script"]]:
         done = runner.shell("sh", command, workdir)
@@ -155,6 +215,9 @@ def _gitlab_job(runner: Runner, name: str, job: dict[str, Any]) -> tuple[bool, d
         if done.returncode != 0:
             ok = False
             break
+    for cache in caches:  # `when: always`: saved whatever the script did (the key is the branch's)
+        if cache.get("policy", "pull-push") != "pull":
+            runner.save(_gitlab_value(cache["key"]), cache["paths"], workdir)
     artifacts = job.get("artifacts", {})
     paths = list(artifacts.get("paths", []))
     junit = artifacts.get("reports", {}).get("junit")

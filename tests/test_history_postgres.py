@@ -120,6 +120,7 @@ def test_a_new_postgresql_history_gets_every_migration_once_and_the_same_columns
                 "label_changes",
                 "pair_verdicts",
                 "findings_seal",
+                "seal_lapses",
             )
         }
     assert {
@@ -755,22 +756,30 @@ def test_an_import_line_with_a_key_twice_is_refused_and_export_never_overwrites_
 
 def test_both_databases_seal_a_drift_found_under_a_key(project, location, monkeypatch):
     """A recheck's finding, written under a key, is sealed (judgekit.watch.seal): read back it
-    stands alone; nulled by someone without the key, the history is read as every judge changed."""
+    stands alone; nulled by someone without the key, the history is read as every judge changed
+    now; a keyed writer then records a lapse, after which only older evidence is refused."""
+    from datetime import UTC, datetime
+
     from judgekit.signing import UNSEALED
     from judgekit.watch.findings import read_findings
 
     monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", "a long random text for the test")
+    key = b"a long random text for the test"
     project.criterion(llm_criterion())
     project.jsonl("says-blocked", balanced(3, 3))
     report = _report(project)
     with History.open(location) as db:
         assert UNSEALED in read_findings(location)  # a history sealed by nobody yet
-        db.seal_findings(b"a long random text for the test")
-        assert read_findings(location) == {}
+        assert db.vouch(key) and not db.vouch(key)  # one lapse, then sealed
+        lapse = read_findings(location)[UNSEALED][UNSEALED]
         (run,) = db.record(report, "recheck")
         db.found_drift(run)
     found = read_findings(location)
-    assert UNSEALED not in found and list(found) == ["says-blocked"]
+    assert found[UNSEALED][UNSEALED] == lapse and sorted(found) == [UNSEALED, "says-blocked"]
     with History.open(location) as db:
         db.db.execute("UPDATE runs SET drift = NULL")
-    assert UNSEALED in read_findings(location)
+    assert read_findings(location)[UNSEALED][UNSEALED] > lapse  # now: not verified
+    with History.open(location) as db:
+        assert db.vouch(key)
+    later = read_findings(location)[UNSEALED][UNSEALED]
+    assert lapse < later <= datetime.now(UTC) and "says-blocked" not in read_findings(location)

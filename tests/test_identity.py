@@ -451,18 +451,13 @@ def test_gated_judge_reads_the_findings_of_the_history_judgekit_uses_for_its_pro
         GatedJudge("says-blocked", project=project.root)
 
 
-def test_under_a_key_a_drift_found_cannot_be_deleted_or_edited_away(project, monkeypatch):
-    """The history is not signed: deleting it, or nulling a recheck's DRIFT, erased the finding,
-    and the next calibrate signed a PASS from the cached answers of the judge before it changed.
-    Under a key the findings are sealed, and a history whose seal does not verify is read as every
-    judge found changed now."""
-    import sqlite3
-
+@pytest.fixture
+def drifted(project, monkeypatch):
+    """Under a key: a judge calibrated (PASS), its provider then changed, and a recheck's DRIFT."""
     project.criterion(llm_criterion(judge={"model": "openai/judge"}))
     project.jsonl("says-blocked", balanced(40, 40))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
-    history = Path(".judgekit/history.sqlite")
     with FakeServer(GOOD) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         assert runner.invoke(app, ["calibrate", "-q", "--gate"]).exit_code == 0
@@ -473,27 +468,73 @@ def test_under_a_key_a_drift_found_cannot_be_deleted_or_edited_away(project, mon
         assert found.exit_code == 1 and "DRIFT" in found.output, found.output
         code, out = gate()
         assert code == 1 and "a recheck found this judge changed" in out  # sealed with it
-        saved = history.read_bytes()
+        yield project, server
 
-        # Nulling the finding: the seal no longer holds; the gate passes nothing.
-        with sqlite3.connect(history) as db:
-            db.execute("UPDATE runs SET drift = NULL WHERE purpose = 'recheck'")
-        code, out = gate()
-        assert code == 1 and "drift findings do not verify under the evidence key" in out, out
 
-        # Deleting the history: calibrate asks every cached answer again, and sees the change.
-        history.unlink()
-        asked = server.requests
-        again = runner.invoke(app, ["calibrate", "-q", "--gate"])
-        assert server.requests == asked + 80, "the pre-drift answers were served from the cache"
-        assert again.exit_code == 1 and "TNR 0.00" in again.output, again.output
+HISTORY = Path(".judgekit/history.sqlite")
+UNVERIFIED = "drift findings could not be verified under the evidence key"
 
-        # A calibrate of every criterion that asked everything again sealed the history: the
-        # fixed provider's answers, asked once more, pass, and are then served from the cache.
-        history.write_bytes(saved)
-        server.answer = GOOD
-        assert runner.invoke(app, ["calibrate", "-q", "--refresh", "--gate"]).exit_code == 0
-        assert runner.invoke(app, ["gate"]).exit_code == 0
+
+def _null_the_finding() -> None:
+    import sqlite3
+
+    with sqlite3.connect(HISTORY) as db:
+        db.execute("UPDATE runs SET drift = NULL WHERE purpose = 'recheck'")
+
+
+def _calibrate_asks_again_and_fails(server, *args: str, says: str = "TNR 0.00") -> None:
+    asked = server.requests
+    again = runner.invoke(app, ["calibrate", "-q", "--gate", *args])
+    assert server.requests == asked + 80, "the pre-drift answers were served from the cache"
+    assert again.exit_code == 1 and says in again.output, again.output
+
+
+def test_under_a_key_a_drift_found_cannot_be_edited_away(drifted):
+    """The history is not signed: nulling a recheck's DRIFT erased it, and the next calibrate
+    signed a PASS from the cached answers of the judge before it changed."""
+    _, server = drifted
+    _null_the_finding()
+    code, out = gate()
+    assert code == 1 and UNVERIFIED in out, out
+    _calibrate_asks_again_and_fails(server)
+
+
+def test_under_a_key_a_drift_found_cannot_be_deleted_away(drifted):
+    """Deleting the history: the gate, the guards a runner calls, `calibrate --no-history` and
+    `calibrate` each passed the judge, or served its pre-drift answers."""
+    from judgekit.integrations.gated import GatedJudge
+
+    _, server = drifted
+    HISTORY.unlink()
+    code, out = gate()
+    assert code == 1 and UNVERIFIED in out, out
+    with pytest.raises(JudgeNotCalibrated, match=UNVERIFIED):
+        judgekit.require_calibrated("says-blocked")
+    with pytest.raises(JudgeNotCalibrated, match=UNVERIFIED):
+        GatedJudge("says-blocked")
+    # Keeping no history, no seal can say the judge was not found changed: asked, and refused.
+    _calibrate_asks_again_and_fails(server, "--no-history", says=UNVERIFIED)
+    _calibrate_asks_again_and_fails(server)
+
+
+def test_under_a_key_no_run_that_asks_less_than_all_vouches_for_the_rest(drifted):
+    """A keyed run sealed the history again whether or not it asked every answer again (recorded
+    verdicts ask none): the next calibrate served the pre-drift answers and signed a PASS. A
+    keyed writer that finds the seal broken records a lapse now: nothing from before counts."""
+    project, server = drifted
+    _null_the_finding()
+    recorded = project.root / "recorded.jsonl"
+    recorded.write_text(
+        "".join(json.dumps({"id": e["id"], "passed": e["passed"]}) + "\n" for e in balanced(40, 40))
+    )
+    assert runner.invoke(app, ["calibrate", "-q", "--verdicts", str(recorded)]).exit_code == 0
+    _calibrate_asks_again_and_fails(server)
+    # the lapse is sealed: a calibration after it stands, and is then served from the cache
+    server.answer = GOOD
+    assert runner.invoke(app, ["calibrate", "-q", "--refresh", "--gate"]).exit_code == 0
+    asked = server.requests
+    assert runner.invoke(app, ["calibrate", "-q", "--gate"]).exit_code == 0
+    assert server.requests == asked and gate()[0] == 0
 
 
 # What an attacker's review of the above found, each closed.

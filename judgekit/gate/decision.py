@@ -361,15 +361,17 @@ class Gate:
         """A FAIL when a recheck found this judge changed after its evidence, or when the history's
         findings cannot say that none did (judgekit.watch.seal); None otherwise."""
         older = figures.evidence_at
-        if UNSEALED in self.findings:  # no finding can be known gone: none of it stands
+        lapse = self.findings.get(UNSEALED, {}).get(UNSEALED)
+        if lapse is not None and (older is None or older < lapse):
             return Decision(
                 criterion_id,
                 "FAIL",
                 (
-                    "the history's drift findings do not verify under the evidence key (deleted "
-                    "or edited without it, a history made anew, or one sealed by no judgekit "
-                    "yet), so no judge can be known unchanged; run `judgekit calibrate` for every "
-                    "criterion, which asks every cached answer again and seals them",
+                    "the history's drift findings could not be verified under the evidence key "
+                    f"({lapse:%Y-%m-%d %H:%M}: deleted or edited without the key, a history "
+                    "missing or made anew, or one from before findings were sealed), and this "
+                    "evidence is older than that; run `judgekit calibrate`, which asks every "
+                    "answer from before then again",
                 ),
             )
         found = self.findings.get(criterion_id, {}).get(entry.fingerprint)

@@ -28,7 +28,7 @@ from judgekit.judging.jobs import run_sync
 from judgekit.llm.protocol import LLM
 from judgekit.pipeline import Options, ameasure_read
 from judgekit.report.model import Report
-from judgekit.signing import UNSEALED, evidence_key
+from judgekit.signing import evidence_key
 from judgekit.watch.findings import Findings, changed_at, findings_of, read_findings
 from judgekit.watch.history import History, record_history
 from judgekit.watch.store import locate
@@ -87,19 +87,15 @@ async def acalibrate_read(  # noqa: PLR0913  the CLI's places, each named at the
         return await ameasure_read(options, llm, progress, unrecorded=fix)
     located = locate(options.history, config)
     # A damaged, read-only or foreign history stops the run before any judge is paid for.
-    History.open(located).close()
+    with History.open(located) as db:
+        key = evidence_key()
+        if key is not None:  # findings whose seal fails get a lapse now: all before it is old
+            db.vouch(key)
     if options.verdicts is not None:
         options = _older(options, recorded_times(before, located))
-    findings = read_findings(located)
-    options = _after_findings(options, findings)
+    options = _after_findings(options, read_findings(located))
     fresh, read = await ameasure_read(options, llm, progress)
     fresh = await asyncio.to_thread(record_history, fresh, located, before=before)
-    key = evidence_key()
-    if key is not None and UNSEALED in findings and not options.criterion_ids:
-        # Every criterion's evidence was asked anew (no cached answer served): newer than any
-        # finding the seal could not vouch for, so the findings as they are can be sealed.
-        with History.open(located) as db:
-            db.seal_findings(key)
     return fresh, read
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from judgekit.errors import InputError
 from judgekit.signing import UNSEALED, evidence_key
 from judgekit.watch.schema import identify
-from judgekit.watch.seal import findings_in, sealed
+from judgekit.watch.seal import findings_in, lapses_in, sealed
 from judgekit.watch.store import DEFAULT_PATH, Store, is_url, locate, sqlite_refusal
 
 FIRST_WITH_FINDINGS = 8  # the schema version that added runs.drift
@@ -44,17 +44,19 @@ def findings_of(
 def read_findings(location: str | Path, default: bool = False) -> Findings:
     """The findings of the history at `location`. A history named but missing or unreadable is an
     InputError (nothing would show that its judge was found changed); the default one missing is
-    none. Under an evidence key, a history whose findings' seal does not verify has `UNSEALED`
-    too (judgekit.watch.seal): found changed now, every criterion, every judge."""
-    if default and not is_url(location) and not Path(location).is_file():
-        return {}
+    none, without a key. `UNSEALED` (judgekit.watch.seal) stands for every criterion and judge:
+    at the history's last lapse, or now under an evidence key when the history's seal does not
+    verify (or, the default one, it is missing)."""
     key = evidence_key()
+    if default and not is_url(location) and not Path(location).is_file():
+        return {UNSEALED: {UNSEALED: datetime.now(UTC)}} if key is not None else {}
     db = Store.open(location, create=False, timeout_s=10.0)
     try:
         try:
             version, mine = identify(db)  # another application's database is refused
             rows = findings_in(db) if mine and version >= FIRST_WITH_FINDINGS else []
-            trusted = key is None or (mine and sealed(db, version, key, rows))
+            lapses = lapses_in(db, version) if mine else []
+            trusted = key is None or (mine and sealed(db, version, key))
         except sqlite3.Error as error:
             raise sqlite_refusal(db.name, error, db.timeout_s) from None
         except db.errors as error:
@@ -63,19 +65,26 @@ def read_findings(location: str | Path, default: bool = False) -> Findings:
             ) from None
     finally:
         db.close()
-    found: Findings = {} if trusted else {UNSEALED: {UNSEALED: datetime.now(UTC)}}
-    for criterion, fingerprint, created in rows:
-        try:
-            when = datetime.fromisoformat(created)
-        except (TypeError, ValueError):
-            raise InputError.one(
-                db.name,
-                criterion,
-                f"a recheck's DRIFT is dated {created!r}, which is not a time; the history is "
-                "damaged there",
-            ) from None
+    found: Findings = {}
+    for criterion, fingerprint, created in [*rows, *((UNSEALED, UNSEALED, at) for at in lapses)]:
+        when = _time(db.name, criterion, created)
         # per judge: a finding about another fingerprint of the criterion stands too
-        found.setdefault(criterion, {})[fingerprint] = (
-            when if when.tzinfo else when.replace(tzinfo=UTC)
-        )
+        earlier = found.setdefault(criterion, {}).get(fingerprint)
+        found[criterion][fingerprint] = when if earlier is None else max(earlier, when)
+    if not trusted:
+        found[UNSEALED] = {UNSEALED: datetime.now(UTC)}
     return found
+
+
+def _time(where: str, criterion: str, created: str) -> datetime:
+    """A finding's time, as an aware datetime; a damaged one is an InputError naming it."""
+    try:
+        when = datetime.fromisoformat(created)
+    except (TypeError, ValueError):
+        raise InputError.one(
+            where,
+            criterion,
+            f"a recheck's DRIFT is dated {created!r}, which is not a time; the history is "
+            "damaged there",
+        ) from None
+    return when if when.tzinfo else when.replace(tzinfo=UTC)

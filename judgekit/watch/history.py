@@ -35,7 +35,7 @@ from judgekit.signing import evidence_key
 from judgekit.version import version
 from judgekit.watch.alpha_budget import Budget, Look, next_look
 from judgekit.watch.schema import identify, migrate
-from judgekit.watch.seal import findings_in, sealed, write_seal
+from judgekit.watch.seal import sealed, vouch, write_seal
 from judgekit.watch.store import DEFAULT_PATH, SQLITE, Store
 
 PURPOSES = ("calibrate", "recheck")
@@ -382,24 +382,20 @@ class History:
     def found_drift(self, run_id: int) -> None:
         """Mark a recheck run as having found DRIFT: its judge changed from that run's time on.
         Under an evidence key, the findings are sealed again when their seal held before
-        (judgekit.watch.seal: one that did not stays so, till a calibrate of every criterion)."""
+        (judgekit.watch.seal: one that did not stays so, till a keyed writer `vouch`es)."""
         key = evidence_key()
         with self.db.transaction():
-            held = key is not None and self._sealed(key)
+            held = key is not None and sealed(self.db, identify(self.db)[0], key)
             self.db.execute("UPDATE runs SET drift = 'DRIFT' WHERE id = ?", (run_id,))
             if held and key is not None:
-                write_seal(self.db, key, findings_in(self.db))
+                write_seal(self.db, key)
 
     @_refusing_database_errors
-    def seal_findings(self, key: bytes) -> None:
-        """Seal the findings as they are (judgekit.watch.seal): for a calibrate of every criterion
-        that asked every cached answer again."""
-        with self.db.transaction():
-            write_seal(self.db, key, findings_in(self.db))
-
-    def _sealed(self, key: bytes) -> bool:
-        version, _ = identify(self.db)
-        return sealed(self.db, version, key, findings_in(self.db))
+    def vouch(self, key: bytes) -> bool:
+        """Under the evidence key: a history whose findings' seal does not verify is sealed again
+        with a lapse now (judgekit.watch.seal), so nothing from before counts; True when it was."""
+        with self.db.transaction(lock="seal"):
+            return vouch(self.db, identify(self.db)[0], key)
 
     @_refusing_database_errors
     def run(self, run_id: int) -> HistoryRun:

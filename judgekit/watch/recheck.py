@@ -29,6 +29,7 @@ from judgekit.judging.setup import JudgeSetup, Source
 from judgekit.llm.transports import check_endpoint
 from judgekit.pipeline import Options, measure
 from judgekit.secrets import public_url
+from judgekit.signing import evidence_key
 from judgekit.watch.canary import canary_size, canary_words
 from judgekit.watch.drift import Drift, compare
 from judgekit.watch.history import History, HistoryRun
@@ -111,6 +112,9 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
             endpoints[cid] = _named(judged[cid], run, setup, criteria_dir, problems)
     if problems:
         raise InputError(problems)
+    key = evidence_key()
+    if key is not None:  # its findings sealed under the key (a lapse now if they were not)
+        db.vouch(key)
     drifts = []
     for cid, (run, setup) in baselines.items():
         rates = (run.metrics.get("tpr"), run.metrics.get("tnr"))

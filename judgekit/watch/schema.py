@@ -136,8 +136,10 @@ def _m010_pairwise(db: Store) -> None:
 
 
 def _m011_findings_seal(db: Store) -> None:
-    """The findings' seal under the evidence key (judgekit.watch.seal): one row."""
+    """The findings' seal under the evidence key (judgekit.watch.seal): one row; and the times a
+    keyed writer found the history unsealed (its lapses)."""
     db.execute("CREATE TABLE findings_seal (id INTEGER PRIMARY KEY, mac TEXT NOT NULL)")
+    db.execute(f"CREATE TABLE seal_lapses (id {db.dialect.key}, at TEXT NOT NULL)")
 
 
 MIGRATIONS: list[Callable[[Store], None]] = [

@@ -1,19 +1,23 @@
 """The findings' seal: under an evidence key (judgekit.signing), an HMAC over every DRIFT the
-history's rechecks recorded, so that findings deleted or edited by someone without the key are
-not believed gone.
+history's rechecks recorded and every lapse, so that findings deleted or edited by someone without
+the key are not believed gone.
 
 A finding is evidence against a judge, and deleting evidence against is what a writer without
 the key can always do. So, under a key, the absence of findings counts only where the seal says
-so: a history whose seal does not verify (no seal, edited findings, a history made anew, or one
-written before judgekit sealed findings) is read as if every judge had been found changed now
-(`UNSEALED`): calibrate asks every cached answer again, and the gate does not pass evidence from
-before. A calibrate of every criterion that asked every answer again seals it (its evidence is
-newer than any finding it could have missed). Restoring an older history whole is the replay the
-trust model admits (RELIABILITY.md): `max_age` bounds it.
+so. A history whose seal does not verify (none yet, findings deleted or edited, a history made
+anew or missing, one from before the seal) says nothing about any judge up to now: it reads as
+`signing.UNSEALED` now. The first keyed writer to meet it (`vouch`: calibrate, recheck) records a
+**lapse** at that moment and seals the history again: from then on it reads as every judge found
+changed at the lapse, so every cached answer and every piece of evidence from before it is asked
+again, whatever any later run asks or does not ask. Restoring another genuine history whole (an
+older copy, or a project's under the same key) is the replay the trust model admits
+(RELIABILITY.md): `max_age` bounds it, and each project keeps a key of its own.
 
->>> mac(b"k", []) == mac(b"k", [])
+>>> mac(b"k", [], []) == mac(b"k", [], [])
 True
->>> mac(b"k", [("c", "f", "2026-01-01")]) != mac(b"k", [])
+>>> mac(b"k", [("c", "f", "2026-01-01")], []) != mac(b"k", [], [])
+True
+>>> mac(b"k", [], ["2026-01-01"]) != mac(b"k", [], [])
 True
 """
 
@@ -21,14 +25,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from datetime import UTC, datetime
 
 from judgekit.signing import genuine, tag
 from judgekit.watch.store import Store
 
-FIRST_WITH_SEAL = 11  # the schema version that added findings_seal
+FIRST_WITH_SEAL = 11  # the schema version that added findings_seal and seal_lapses
 
 Finding = tuple[str, str, str]  # criterion, fingerprint, created_at as stored
-
 
 FINDINGS_SQL = (
     "SELECT criterion, fingerprint, created_at FROM runs "
@@ -41,24 +45,47 @@ def findings_in(db: Store) -> list[Finding]:
     return [(str(c), str(f), str(t)) for c, f, t in db.execute(FINDINGS_SQL).fetchall()]
 
 
-def mac(key: bytes, findings: Sequence[Finding]) -> str:
-    """The seal of these findings under `key` (their order does not matter)."""
-    return tag(key, *_parts(findings))
+def lapses_in(db: Store, version: int) -> list[str]:
+    """When the history was found unsealed by a keyed writer (ISO times, as stored)."""
+    if version < FIRST_WITH_SEAL:
+        return []
+    return [str(at) for (at,) in db.execute("SELECT at FROM seal_lapses ORDER BY id").fetchall()]
 
 
-def sealed(db: Store, version: int, key: bytes, findings: Sequence[Finding]) -> bool:
-    """Whether the history's seal is these findings' under `key`."""
+def mac(key: bytes, findings: Sequence[Finding], lapses: Sequence[str]) -> str:
+    """The seal of these findings and lapses under `key` (their order does not matter)."""
+    return tag(key, *_parts(findings, lapses))
+
+
+def sealed(db: Store, version: int, key: bytes) -> bool:
+    """Whether the history's seal is its findings' and lapses' under `key`."""
     if version < FIRST_WITH_SEAL:
         return False
     row = db.execute("SELECT mac FROM findings_seal WHERE id = 1").fetchone()
-    return row is not None and genuine(key, row[0], *_parts(findings))
+    parts = _parts(findings_in(db), lapses_in(db, version))
+    return row is not None and genuine(key, row[0], *parts)
 
 
-def write_seal(db: Store, key: bytes, findings: Sequence[Finding]) -> None:
-    """Seal these findings (the history's, all of them) under `key`."""
+def write_seal(db: Store, key: bytes) -> None:
+    """Seal the history's findings and lapses, all of them, under `key`."""
+    seal = mac(key, findings_in(db), lapses_in(db, FIRST_WITH_SEAL))
     db.execute("DELETE FROM findings_seal WHERE id = 1")
-    db.execute("INSERT INTO findings_seal (id, mac) VALUES (1, ?)", (mac(key, findings),))
+    db.execute("INSERT INTO findings_seal (id, mac) VALUES (1, ?)", (seal,))
 
 
-def _parts(findings: Sequence[Finding]) -> tuple[str, str]:
-    return "judgekit drift findings", json.dumps(sorted(map(list, findings)))
+def vouch(db: Store, version: int, key: bytes) -> bool:
+    """Seal a history whose seal does not verify, recording the lapse now; True when it did
+    (the caller holds the write transaction)."""
+    if sealed(db, version, key):
+        return False
+    db.execute("INSERT INTO seal_lapses (at) VALUES (?)", (datetime.now(UTC).isoformat(),))
+    write_seal(db, key)
+    return True
+
+
+def _parts(findings: Sequence[Finding], lapses: Sequence[str]) -> tuple[str, str, str]:
+    return (
+        "judgekit drift findings",
+        json.dumps(sorted(map(list, findings))),
+        json.dumps(sorted(lapses)),
+    )
