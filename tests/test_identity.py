@@ -537,6 +537,19 @@ def test_under_a_key_no_run_that_asks_less_than_all_vouches_for_the_rest(drifted
     assert server.requests == asked and gate()[0] == 0
 
 
+def test_compare_asks_again_what_a_drift_found_makes_old(drifted):
+    """compare served a judge found changed its pre-drift answers and called it the candidate
+    the gate passes."""
+    _, server = drifted
+    asked = server.requests
+    done = runner.invoke(
+        app, ["compare", "-c", "says-blocked", "--model", "openai/judge", "--model", "openai/b"]
+    )
+    assert done.exit_code in (0, 1), done.output
+    # openai/b is new; openai/judge's cached answers predate the finding: both asked
+    assert server.requests == asked + 160, "compare served the pre-drift answers"
+
+
 # What an attacker's review of the above found, each closed.
 
 

@@ -56,6 +56,7 @@ from judgekit.pipeline import Options
 from judgekit.report.model import Report
 from judgekit.secrets import redact
 from judgekit.watch.alpha_budget import Budget
+from judgekit.watch.findings import changed_at, findings_of
 from judgekit.watch.history import ALPHA, History, record_history
 from judgekit.watch.store import locate
 
@@ -179,6 +180,9 @@ def compare(
     )
     try:
         options.policy = Policy.load(config)  # the gate's thresholds and max_age, read once
+        # A judge a recheck found changed (or a history whose findings cannot be verified): its
+        # older cached answers are asked again, as calibrate asks them.
+        options.changed_at = changed_at(findings_of(history, config))
         entries = None
         if spec_file is not None:
             if model or variant or trials or verdicts:
