@@ -384,7 +384,7 @@ class History:
         Under an evidence key, the findings are sealed again when their seal held before
         (judgekit.watch.seal: one that did not stays so, till a keyed writer `vouch`es)."""
         key = evidence_key()
-        with self.db.transaction():
+        with self.db.transaction(lock="seal"):  # one writer of the seal at a time (PostgreSQL)
             held = key is not None and sealed(self.db, identify(self.db)[0], key)
             self.db.execute("UPDATE runs SET drift = 'DRIFT' WHERE id = ?", (run_id,))
             if held and key is not None:
