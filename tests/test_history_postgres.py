@@ -783,3 +783,36 @@ def test_both_databases_seal_a_drift_found_under_a_key(project, location, monkey
         assert db.vouch(key)
     later = read_findings(location)[UNSEALED][UNSEALED]
     assert lapse < later <= datetime.now(UTC) and "says-blocked" not in read_findings(location)
+
+
+@pytest.mark.parametrize("planted", ["trigger", "view"])
+def test_a_history_holding_a_trigger_or_view_is_refused(project, location, planted, monkeypatch):
+    """A trigger planted by someone without the evidence key undid a recheck's DRIFT inside the
+    keyed write that sealed it; a view over `runs` showed the reader other rows than the seal was
+    checked against. judgekit makes neither: a history holding one is refused, by readers and
+    writers alike."""
+    from judgekit.errors import InputError
+    from judgekit.watch.findings import read_findings
+
+    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", "a long random text for the test")
+    History.open(location).close()
+    with History.open(location) as db:
+        if planted == "view":
+            db.db.execute("CREATE VIEW sneaky AS SELECT id FROM runs")
+        elif db.db.dialect.name == "postgresql":
+            db.db.execute(
+                "CREATE FUNCTION undo() RETURNS trigger AS $$ BEGIN NEW.drift := NULL; "
+                "RETURN NEW; END $$ LANGUAGE plpgsql"
+            )
+            db.db.execute(
+                "CREATE TRIGGER undo BEFORE UPDATE ON runs FOR EACH ROW EXECUTE FUNCTION undo()"
+            )
+        else:
+            db.db.execute(
+                "CREATE TRIGGER undo AFTER UPDATE OF drift ON runs "
+                "BEGIN UPDATE runs SET drift = NULL WHERE id = NEW.id; END"
+            )
+    with pytest.raises(InputError, match=f"holds a {planted} judgekit did not make"):
+        read_findings(location)
+    with pytest.raises(InputError, match=f"holds a {planted} judgekit did not make"):
+        History.open(location)

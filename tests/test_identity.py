@@ -550,6 +550,48 @@ def test_compare_asks_again_what_a_drift_found_makes_old(drifted):
     assert server.requests == asked + 160, "compare served the pre-drift answers"
 
 
+def test_a_trigger_planted_before_a_recheck_cannot_undo_its_finding(project, monkeypatch):
+    """A trigger on `runs` (added without the key, which changes no finding) cleared the DRIFT a
+    recheck wrote inside the keyed write that sealed it: the gate passed the drifted judge and
+    calibrate served its pre-drift answers. A history holding one is refused."""
+    import sqlite3
+
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(40, 40))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
+    with FakeServer(GOOD) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        assert runner.invoke(app, ["calibrate", "-q", "--gate"]).exit_code == 0
+        with sqlite3.connect(HISTORY) as db:
+            db.execute(
+                "CREATE TRIGGER undo AFTER UPDATE OF drift ON runs "
+                "BEGIN UPDATE runs SET drift = NULL WHERE id = NEW.id; END"
+            )
+        server.answer = script({}, default=True)
+        found = runner.invoke(app, ["recheck", "--size", "10"])
+        assert found.exit_code == 2 and "holds a trigger judgekit did not make" in found.output
+        code, out = gate()
+        assert code == 2 and "holds a trigger judgekit did not make" in out, out
+        refused = runner.invoke(app, ["calibrate", "-q", "--gate"])
+        assert refused.exit_code == 2 and server.requests == 80, refused.output  # none asked
+
+
+def test_under_a_key_the_gate_heeds_the_history_the_calibration_kept(live, monkeypatch):
+    """`calibrate --history ci/h.sqlite` then `judgekit gate`: the gate could name no history but
+    the default one, missing, so under a key it FAILed every criterion, whatever the run kept."""
+    project, _ = live
+    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
+    kept = ["--history", "ci/h.sqlite"]
+    Path("ci").mkdir()
+    done = runner.invoke(app, ["calibrate", "-q", "--refresh", "--gate", *kept])
+    assert done.exit_code == 0, done.output
+    Path(".judgekit/history.sqlite").unlink()
+    assert runner.invoke(app, ["gate", *kept]).exit_code == 0
+    code, out = gate()  # the default history, missing: nothing says the judge was not changed
+    assert code == 1 and UNVERIFIED in out
+
+
 # What an attacker's review of the above found, each closed.
 
 

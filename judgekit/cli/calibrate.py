@@ -184,6 +184,7 @@ def calibrate(
                 junit,
                 as_json=True,
                 report_json=fresh.model_dump(mode="json"),
+                history=history,
             )
         say_json(fresh.model_dump_json(indent=2))
         return
@@ -192,7 +193,7 @@ def calibrate(
     say(f"report: {out / 'report.json'}")
     # The report as written (another run's newer result included), checked against its verdicts.
     if gate:
-        gated(out, criteria, sets, config, list(criterion or []), junit)
+        gated(out, criteria, sets, config, list(criterion or []), junit, history=history)
 
 
 def _show_dry_run(options: Options, config: Path | None, as_json: bool) -> None:
@@ -323,10 +324,14 @@ def gated(
     junit: Path | None,
     as_json: bool = False,
     report_json: dict[str, Any] | None = None,
+    history: str | None = None,
 ) -> None:
-    """`calibrate --gate`: the gate on the report just written, exiting as `judgekit gate` does."""
+    """`calibrate --gate`: the gate on the report just written, exiting as `judgekit gate` does
+    (heeding the findings of the history the run used)."""
     try:
-        result = decide(out / "report.json", criteria, sets, config, criterion_ids, junit)
+        result = decide(
+            out / "report.json", criteria, sets, config, criterion_ids, junit, history=history
+        )
     except JudgekitError as error:
         fail(error)
     finish(result, as_json, report_json)

@@ -27,11 +27,13 @@ def decide(
     criterion_ids: list[str],
     junit: Path | None,
     agent_model: str | None = None,
+    history: str | None = None,
 ) -> GateResult:
-    """The gate's decisions on `report_path`, written to JUnit and the CI step summary."""
+    """The gate's decisions on `report_path`, deciding also on the findings of the history
+    (`history`, else the one judgekit uses here), written to JUnit and the CI step summary."""
     gate = Gate.from_project(
         criteria, sets, config, criterion_ids or None, agent_model=agent_model
-    ).with_findings(watch.findings_of(None, config))
+    ).with_findings(watch.findings_of(history, config))
     result = gate.check_path(report_path, criterion_ids or None)
     if junit is not None:
         write_junit(result, junit)
@@ -106,6 +108,14 @@ def commands() -> None:
     help="The model of the agent under test: a judge of the same model (aliases included) FAILs. "
     "Default: gate.agent_model of the policy.",
 )
+@click.option(
+    "--history",
+    default=None,
+    metavar="PATH|URL",
+    help="The calibration history whose recheck findings the gate heeds (a SQLite path or a "
+    "postgresql:// URL); default: $JUDGEKIT_HISTORY_URL, else history_url in the settings, else "
+    ".judgekit/history.sqlite.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the decisions as JSON.")
 def gate(
     report: Path,
@@ -115,6 +125,7 @@ def gate(
     config: Path | None,
     junit: Path | None,
     agent_model: str | None,
+    history: str | None,
     as_json: bool,
 ) -> None:
     """May suites that rely on these judges run? Decided from the report's per-example verdicts and
@@ -127,7 +138,7 @@ def gate(
             err=True,
         )
     try:
-        result = decide(path, criteria, sets, config, list(criterion), junit, agent_model)
+        result = decide(path, criteria, sets, config, list(criterion), junit, agent_model, history)
     except JudgekitError as error:
         fail(error)
     finish(result, as_json)

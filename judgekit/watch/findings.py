@@ -15,7 +15,7 @@ from pathlib import Path
 from judgekit.errors import InputError
 from judgekit.signing import UNSEALED, evidence_key
 from judgekit.watch.schema import identify
-from judgekit.watch.seal import findings_in, lapses_in, sealed
+from judgekit.watch.seal import read_seal
 from judgekit.watch.store import DEFAULT_PATH, Store, is_url, locate, sqlite_refusal
 
 FIRST_WITH_FINDINGS = 8  # the schema version that added runs.drift
@@ -54,9 +54,9 @@ def read_findings(location: str | Path, default: bool = False) -> Findings:
     try:
         try:
             version, mine = identify(db)  # another application's database is refused
-            rows = findings_in(db) if mine and version >= FIRST_WITH_FINDINGS else []
-            lapses = lapses_in(db, version) if mine else []
-            trusted = key is None or (mine and sealed(db, version, key))
+            seal = read_seal(db, version) if mine and version >= FIRST_WITH_FINDINGS else None
+            rows, lapses = (seal.findings, seal.lapses) if seal is not None else ([], [])
+            trusted = key is None or (seal is not None and seal.holds(key))
         except sqlite3.Error as error:
             raise sqlite_refusal(db.name, error, db.timeout_s) from None
         except db.errors as error:

@@ -35,7 +35,7 @@ from judgekit.signing import evidence_key
 from judgekit.version import version
 from judgekit.watch.alpha_budget import Budget, Look, next_look
 from judgekit.watch.schema import identify, migrate
-from judgekit.watch.seal import sealed, vouch, write_seal
+from judgekit.watch.seal import read_seal, vouch, write_seal
 from judgekit.watch.store import DEFAULT_PATH, SQLITE, Store
 
 PURPOSES = ("calibrate", "recheck")
@@ -385,10 +385,14 @@ class History:
         (judgekit.watch.seal: one that did not stays so, till a keyed writer `vouch`es)."""
         key = evidence_key()
         with self.db.transaction(lock="seal"):  # one writer of the seal at a time (PostgreSQL)
-            held = key is not None and sealed(self.db, identify(self.db)[0], key)
+            before = read_seal(self.db, identify(self.db)[0])
             self.db.execute("UPDATE runs SET drift = 'DRIFT' WHERE id = ?", (run_id,))
-            if held and key is not None:
-                write_seal(self.db, key)
+            if key is not None and before.holds(key):
+                (found,) = self.db.execute(
+                    "SELECT criterion, fingerprint, created_at FROM runs WHERE id = ?", (run_id,)
+                ).fetchall()
+                added = (str(found[0]), str(found[1]), str(found[2]))
+                write_seal(self.db, key, [*before.findings, added], before.lapses)
 
     @_refusing_database_errors
     def vouch(self, key: bytes) -> bool:

@@ -188,7 +188,38 @@ def identify(db: Store) -> tuple[int, bool]:
             f"is another application's {kind} database (tables: {shown}); it was left "
             "untouched. Give judgekit one of its own with --history",
         )
+    if mine:
+        _no_rewriters(db)
     return version, mine
+
+
+def _no_rewriters(db: Store) -> None:
+    """Refuse a history holding what can change what judgekit reads or writes behind its back: a
+    trigger, a view or a rule (judgekit makes none). One planted by someone without the evidence
+    key could undo a recheck's finding inside the keyed write that seals it, or show a reader
+    other rows than the seal was checked against."""
+    if db.dialect is POSTGRES:
+        rows = db.execute(
+            "SELECT 'trigger', trigger_name FROM information_schema.triggers "
+            "WHERE trigger_schema = current_schema() "
+            "UNION ALL SELECT 'view', table_name FROM information_schema.views "
+            "WHERE table_schema = current_schema() "
+            "UNION ALL SELECT 'rule', rulename FROM pg_rules WHERE schemaname = current_schema()"
+        ).fetchall()
+    else:
+        rows = db.execute(
+            "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view')"
+        ).fetchall()
+    if rows:
+        kind, name = rows[0]
+        raise InputError.one(
+            db.name,
+            "",
+            f"holds a {kind} judgekit did not make ({name!r}{' and more' if rows[1:] else ''}): "
+            "it could rewrite what judgekit reads and writes, the drift findings among them. "
+            "Move this history away and let judgekit start a new one (under an evidence key, "
+            "nothing from before then counts)",
+        )
 
 
 def migrate(db: Store) -> None:

@@ -26,7 +26,9 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from typing import NamedTuple
 
+from judgekit.errors import InputError
 from judgekit.signing import genuine, tag
 from judgekit.watch.store import Store
 
@@ -52,34 +54,59 @@ def lapses_in(db: Store, version: int) -> list[str]:
     return [str(at) for (at,) in db.execute("SELECT at FROM seal_lapses ORDER BY id").fetchall()]
 
 
+class Sealed(NamedTuple):
+    """What the seal covers, read once, and the seal stored (None: none)."""
+
+    findings: list[Finding]
+    lapses: list[str]
+    stored: str | None
+
+    def holds(self, key: bytes) -> bool:
+        """Whether the stored seal is these findings' and lapses' under `key`."""
+        return self.stored is not None and genuine(key, self.stored, *_parts(*self[:2]))
+
+
+def read_seal(db: Store, version: int) -> Sealed:
+    """The history's findings, lapses and seal, each read once: the seal is checked against the
+    very rows a reader then uses."""
+    row = (
+        db.execute("SELECT mac FROM findings_seal WHERE id = 1").fetchone()
+        if version >= FIRST_WITH_SEAL
+        else None
+    )
+    return Sealed(findings_in(db), lapses_in(db, version), None if row is None else str(row[0]))
+
+
 def mac(key: bytes, findings: Sequence[Finding], lapses: Sequence[str]) -> str:
     """The seal of these findings and lapses under `key` (their order does not matter)."""
     return tag(key, *_parts(findings, lapses))
 
 
-def sealed(db: Store, version: int, key: bytes) -> bool:
-    """Whether the history's seal is its findings' and lapses' under `key`."""
-    if version < FIRST_WITH_SEAL:
-        return False
-    row = db.execute("SELECT mac FROM findings_seal WHERE id = 1").fetchone()
-    parts = _parts(findings_in(db), lapses_in(db, version))
-    return row is not None and genuine(key, row[0], *parts)
-
-
-def write_seal(db: Store, key: bytes) -> None:
-    """Seal the history's findings and lapses, all of them, under `key`."""
-    seal = mac(key, findings_in(db), lapses_in(db, FIRST_WITH_SEAL))
+def write_seal(db: Store, key: bytes, findings: list[Finding], lapses: list[str]) -> None:
+    """Seal what the keyed writer means the history to hold (`findings`, `lapses`: what it read
+    and checked, and what it added), then read it back: a history that holds anything else (a
+    row rewritten behind the write) is refused, never sealed."""
     db.execute("DELETE FROM findings_seal WHERE id = 1")
-    db.execute("INSERT INTO findings_seal (id, mac) VALUES (1, ?)", (seal,))
+    db.execute("INSERT INTO findings_seal (id, mac) VALUES (1, ?)", (mac(key, findings, lapses),))
+    back = read_seal(db, FIRST_WITH_SEAL)
+    if sorted(back.findings) != sorted(findings) or sorted(back.lapses) != sorted(lapses):
+        raise InputError.one(
+            db.name,
+            "",
+            "holds other drift findings than judgekit just wrote (rewritten behind its back?); "
+            "move this history away and let judgekit start a new one",
+        )
 
 
 def vouch(db: Store, version: int, key: bytes) -> bool:
     """Seal a history whose seal does not verify, recording the lapse now; True when it did
     (the caller holds the write transaction)."""
-    if sealed(db, version, key):
+    found = read_seal(db, version)
+    if found.holds(key):
         return False
-    db.execute("INSERT INTO seal_lapses (at) VALUES (?)", (datetime.now(UTC).isoformat(),))
-    write_seal(db, key)
+    at = datetime.now(UTC).isoformat()
+    db.execute("INSERT INTO seal_lapses (at) VALUES (?)", (at,))
+    write_seal(db, key, found.findings, [*found.lapses, at])
     return True
 
 
