@@ -816,3 +816,15 @@ def test_a_history_holding_a_trigger_or_view_is_refused(project, location, plant
         read_findings(location)
     with pytest.raises(InputError, match=f"holds a {planted} judgekit did not make"):
         History.open(location)
+
+
+def test_a_postgresql_history_with_row_security_is_refused(postgres_url):
+    """Row security can show a reader other rows of `runs` than a keyed writer sealed."""
+    from judgekit.errors import InputError
+    from judgekit.watch.findings import read_findings
+
+    History.open(postgres_url).close()
+    with History.open(postgres_url) as db:
+        db.db.execute("ALTER TABLE runs ENABLE ROW LEVEL SECURITY")
+    with pytest.raises(InputError, match="holds a row security policy judgekit did not make"):
+        read_findings(postgres_url)

@@ -195,16 +195,18 @@ def identify(db: Store) -> tuple[int, bool]:
 
 def _no_rewriters(db: Store) -> None:
     """Refuse a history holding what can change what judgekit reads or writes behind its back: a
-    trigger, a view or a rule (judgekit makes none). One planted by someone without the evidence
-    key could undo a recheck's finding inside the keyed write that seals it, or show a reader
-    other rows than the seal was checked against."""
+    trigger, a view, a rule or row security (judgekit makes none). One planted by someone without
+    the evidence key could undo a recheck's finding inside the keyed write that seals it, or show
+    a reader other rows than the seal was checked against."""
     if db.dialect is POSTGRES:
         rows = db.execute(
             "SELECT 'trigger', trigger_name FROM information_schema.triggers "
             "WHERE trigger_schema = current_schema() "
             "UNION ALL SELECT 'view', table_name FROM information_schema.views "
             "WHERE table_schema = current_schema() "
-            "UNION ALL SELECT 'rule', rulename FROM pg_rules WHERE schemaname = current_schema()"
+            "UNION ALL SELECT 'rule', rulename FROM pg_rules WHERE schemaname = current_schema() "
+            "UNION ALL SELECT 'row security policy', relname FROM pg_class "
+            "WHERE relnamespace = current_schema()::regnamespace AND relrowsecurity"
         ).fetchall()
     else:
         rows = db.execute(
