@@ -432,3 +432,29 @@ def test_times_written_without_an_offset_are_utc(project, tmp_path):
         history.record_label_change("says-blocked", "p0", True, False, None)
         assert [r.id for r in history.runs("says-blocked")] == [1, 2]  # by arrival, not by time
         assert history.changed_since_last("says-blocked") == 1
+
+
+@pytest.mark.parametrize(
+    "made_again",
+    [
+        # what a recheck writes dropped in silence: its answers, read back, are planted ones
+        "ALTER TABLE verdicts RENAME TO kept; "
+        "CREATE TABLE verdicts (run_id INTEGER NOT NULL, example_id TEXT NOT NULL, "
+        "label INTEGER NOT NULL, passed INTEGER, confidence REAL, "
+        "PRIMARY KEY (run_id, example_id) ON CONFLICT IGNORE) WITHOUT ROWID; DROP TABLE kept",
+        # a finding refused by the database, so a DRIFT measured is never recorded
+        "ALTER TABLE runs ADD COLUMN note TEXT CHECK (note IS NULL)",
+    ],
+)
+def test_a_sqlite_history_whose_schema_judgekit_did_not_make_is_refused(tmp_path, made_again):
+    """No trigger needed: a table made again with ON CONFLICT IGNORE, a CHECK or a DEFAULT blinded
+    a keyed recheck, or turned its DRIFT into a damaged-history error, with the seal intact."""
+    from judgekit.watch.findings import read_findings
+
+    path = tmp_path / "h.sqlite"
+    History.open(path).close()
+    with sqlite3.connect(path) as db:
+        db.executescript(made_again)
+    for open_it in (lambda: History.open(path), lambda: read_findings(path)):
+        with pytest.raises(InputError, match="not what judgekit's migrations make at schema"):
+            open_it()

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from collections.abc import Callable
 
 from judgekit.errors import InputError
-from judgekit.watch.store import POSTGRES, Store
+from judgekit.watch.store import POSTGRES, SQLITE, Store
 
 
 def _m001_runs(db: Store) -> None:
@@ -190,7 +191,45 @@ def identify(db: Store) -> tuple[int, bool]:
         )
     if mine:
         _no_rewriters(db)
+        if db.dialect is not POSTGRES and version <= len(MIGRATIONS):  # a newer one: refused
+            _as_migrated(db, version)
     return version, mine
+
+
+_MIGRATED: dict[int, set[tuple[str, str, str]]] = {}  # version -> its schema, made once
+
+
+def _schema(db: Store) -> set[tuple[str, str, str]]:
+    """A SQLite database's schema: each table's and index's name, table and statement (white space
+    made one)."""
+    rows = db.execute(
+        "SELECT name, tbl_name, sql FROM sqlite_master "
+        "WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    return {(str(n), str(t), " ".join(str(sql or "").split())) for n, t, sql in rows}
+
+
+def _as_migrated(db: Store, version: int) -> None:
+    """Refuse a SQLite history whose schema is not the one judgekit's migrations make at its
+    version: a table made again with a CHECK, a DEFAULT, ON CONFLICT IGNORE or another key can
+    drop or rewrite what judgekit writes (a recheck's answers, its finding) with no trigger."""
+    if version not in _MIGRATED:
+        blank = Store(sqlite3.connect(":memory:"), SQLITE, ":memory:", 1.0)
+        for migration in MIGRATIONS[:version]:
+            migration(blank)
+        _MIGRATED[version] = _schema(blank)
+        blank.close()
+    found, expected = _schema(db), _MIGRATED[version]
+    if found != expected:
+        odd = sorted(found - expected) or sorted(expected - found)
+        raise InputError.one(
+            db.name,
+            odd[0][0],
+            f"its {'definition' if found - expected else 'absence'} is not what judgekit's "
+            f"migrations make at schema {version}: the history was changed outside judgekit, "
+            "and could drop or rewrite what judgekit writes. Move it away and let judgekit "
+            "start a new one (under an evidence key, nothing from before then counts)",
+        )
 
 
 def _no_rewriters(db: Store) -> None:
