@@ -592,6 +592,29 @@ def test_under_a_key_the_gate_heeds_the_history_the_calibration_kept(live, monke
     assert code == 1 and UNVERIFIED in out
 
 
+def test_under_a_key_a_recheck_refuses_a_baseline_changed_since_it_was_kept(project, monkeypatch):
+    """The runs are data: the calibration's verdicts set to abstentions (or to what the judge
+    says now) left the recheck nothing to compare, and it said NO DRIFT while the judge had
+    changed. Under a key each run is signed as recorded; a recheck compares with a signed one."""
+    import sqlite3
+
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(40, 40))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
+    with FakeServer(GOOD) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        assert runner.invoke(app, ["calibrate", "-q", "--gate"]).exit_code == 0
+        with sqlite3.connect(HISTORY) as db:
+            db.execute("UPDATE verdicts SET passed = NULL")
+        server.answer = script({}, default=True)
+        found = runner.invoke(app, ["recheck", "--size", "10"])
+        assert found.exit_code == 2, found.output
+        assert "is not signed under the evidence key" in found.output and "NO DRIFT" not in (
+            found.output
+        )
+
+
 # What an attacker's review of the above found, each closed.
 
 

@@ -31,7 +31,7 @@ from judgekit.judging.pairwise import PairVerdict, position_of
 from judgekit.judging.setup import JudgeSetup
 from judgekit.report.model import CriterionReport, Report
 from judgekit.report.pairwise import PairwiseReport
-from judgekit.signing import evidence_key
+from judgekit.signing import evidence_key, genuine, tag
 from judgekit.version import version
 from judgekit.watch.alpha_budget import Budget, Look, next_look
 from judgekit.watch.schema import identify, migrate
@@ -156,6 +156,41 @@ def probe_counts(metrics: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int,
             if isinstance(value, (int, float)) and isinstance(flipped, (int, float)):
                 out[name, toward] = (int(flipped), int(value))
     return out
+
+
+# A run's columns its signature covers (all that a recheck or a drift comparison reads of it).
+_SIGNED = (
+    "uid",
+    "criterion",
+    "created_at",
+    "fingerprint",
+    "model",
+    "prompt_sha",
+    "parameters",
+    "set_fingerprint",
+    "source",
+    "n",
+    "abstained",
+    "metrics",
+    "split",
+    "purpose",
+    "api_base",
+    "via",
+    "structured",
+    "threshold",
+)
+
+
+def _run_parts(row: Mapping[str, Any], verdicts: list[tuple[Any, ...]]) -> tuple[str, str, str]:
+    return (
+        "judgekit run",
+        json.dumps([row[name] for name in _SIGNED], default=str),
+        json.dumps(verdicts, default=str),
+    )
+
+
+def _run_mac(key: bytes, row: Mapping[str, Any], verdicts: list[tuple[Any, ...]]) -> str:
+    return tag(key, *_run_parts(row, verdicts))
 
 
 class History:
@@ -343,21 +378,58 @@ class History:
                 uuid.uuid4().hex,
             ),
         )
+        verdicts = [
+            (
+                example_id,
+                int(label),
+                None if passed is None else int(passed),
+                c.confidences.get(example_id),
+            )
+            for example_id, (label, passed) in c.outcomes.items()
+        ]
         self.db.executemany(
             "INSERT INTO verdicts (run_id, example_id, label, passed, confidence) "
             "VALUES (?,?,?,?,?)",
-            (
-                (
-                    run_id,
-                    example_id,
-                    int(label),
-                    None if passed is None else int(passed),
-                    c.confidences.get(example_id),
-                )
-                for example_id, (label, passed) in c.outcomes.items()
-            ),
+            ((run_id, *v) for v in verdicts),
         )
+        key = evidence_key()
+        if key is not None:  # signed as meant, then held to what the history kept
+            row = dict(zip(_SIGNED, self._signed_row(run_id), strict=True))
+            meant = sorted(verdicts)
+            if self._signed_verdicts(run_id) != meant or any(
+                row[name] != value for name, value in (("criterion", c.id), ("created_at", created))
+            ):
+                raise InputError.one(
+                    str(self.path),
+                    c.id,
+                    "did not keep the run judgekit just wrote (its rows rewritten or dropped "
+                    "behind its back); move this history away and let judgekit start a new one",
+                )
+            self.db.execute(
+                "UPDATE runs SET mac = ? WHERE id = ?", (_run_mac(key, row, meant), run_id)
+            )
         return run_id
+
+    def _signed_row(self, run_id: int) -> tuple[Any, ...]:
+        found = self.db.execute(
+            f"SELECT {', '.join(_SIGNED)} FROM runs WHERE id = ?", (run_id,)
+        ).fetchone()
+        return tuple(found) if found is not None else (None,) * len(_SIGNED)
+
+    def _signed_verdicts(self, run_id: int) -> list[tuple[Any, ...]]:
+        rows = self.db.execute(
+            "SELECT example_id, label, passed, confidence FROM verdicts WHERE run_id = ?",
+            (run_id,),
+        ).fetchall()
+        return sorted(tuple(r) for r in rows)
+
+    @_refusing_database_errors
+    def signed(self, run_id: int, key: bytes) -> bool:
+        """Whether a yes/no run and its verdicts are as a keyed writer recorded them (its
+        signature under `key` holds): what a recheck may take for its baseline."""
+        (stored,) = self.db.execute("SELECT mac FROM runs WHERE id = ?", (run_id,)).fetchone()
+        row = dict(zip(_SIGNED, self._signed_row(run_id), strict=True))
+        return genuine(key, stored, *_run_parts(row, self._signed_verdicts(run_id)))
 
     @_refusing_database_errors
     def runs(self, criterion: str | None = None, purpose: str | None = None) -> list[HistoryRun]:

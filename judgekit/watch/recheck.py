@@ -61,6 +61,16 @@ def baseline(
             "verdicts of another judge; recheck re-asks judgekit's own judge: "
             "calibrate it live first",
         )
+    key = evidence_key()
+    if key is not None and not db.signed(found.id, key):
+        # a baseline edited to match what the judge says now would hide any drift
+        raise InputError.one(
+            where,
+            criterion.id,
+            f"its last calibration (run {found.id}) is not signed under the evidence key (kept "
+            "without the key, or changed since): recheck compares with what it can trust; "
+            "calibrate it under the key first",
+        )
     measured = found.measured(criterion)
     if measured is None:
         raise InputError.one(
