@@ -695,7 +695,8 @@ def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
         retry=options.retry,
         # Evidence older than the gate accepts is asked again rather than served from the cache;
         # with `refresh`, every answer is (any answer cached is older than none).
-        max_age_s=0.0 if options.refresh else _max_age_s(options, criterion_ids, given, ages),
+        max_age_s=0.0 if options.refresh else _max_age_s(given, ages),
+        not_before=_not_before(options, criterion_ids),
         stop_early={cid: policy.for_criterion(cid) for cid in criterion_ids}
         if options.stop_early
         else None,
@@ -705,20 +706,20 @@ def run_settings(options: Options, criterion_ids: Sequence[str]) -> RunSettings:
     )
 
 
-def _max_age_s(
-    options: Options, criterion_ids: Sequence[str], given: list[str], ages: list[str | None]
-) -> float | None:
-    """How old a cached answer may be: the policy's max_age (when every criterion has one), and
-    no older than the latest recheck's finding that one of these judges changed (one age for the
-    run: the latest finding of any of them, so no judge found changed is served an answer from
-    before its finding)."""
+def _max_age_s(given: list[str], ages: list[str | None]) -> float | None:
+    """How old a cached answer may be: the policy's max_age, when every criterion has one."""
     limits = [parse_duration(a).total_seconds() for a in given] if len(given) == len(ages) else []
+    return min(limits) if limits else None
+
+
+def _not_before(options: Options, criterion_ids: Sequence[str]) -> float | None:
+    """The time before which no cached answer is served: the latest recheck's finding that one
+    of these judges changed, or the history's last lapse (one time for the run, so no judge
+    found changed is served an answer from before its finding)."""
     found = [
         options.changed_at[cid] for cid in (*criterion_ids, UNSEALED) if cid in options.changed_at
     ]
-    if found:
-        limits.append(max(0.0, time.time() - max(found)))
-    return min(limits) if limits else None
+    return max(found) if found else None
 
 
 # (label, final verdict): six pairs, one tuple each, however many examples.

@@ -357,3 +357,25 @@ def test_a_script_that_raises_is_said_not_dropped(setup):
     (abstained,) = [d for d in report.criteria[0].disagreements if d.verdict is None]
     assert abstained.id == "p1" and "the fake server's script raised KeyError" in abstained.reason
     assert server.stats["ok"] == 7
+
+
+def test_a_finding_s_time_is_a_cached_answer_s_floor_not_an_age(tmp_path):
+    """A finding made answers older than it stale through an age computed once per run: an
+    answer obtained just after the finding was older than that age by the time it was looked up
+    under load, and asked again. The finding's time is now the floor itself."""
+    import asyncio
+
+    from judgekit.llm.cache import CachedLLM
+    from judgekit.llm.protocol import Completion, Request
+    from judgekit.testing import FakeLLM
+
+    request = Request(model="openai/j", messages=[{"role": "user", "content": "hi"}])
+    asked = FakeLLM.scripted({}, default=True)
+    asyncio.run(CachedLLM(asked, tmp_path).complete(request))
+    obtained = CachedLLM(asked, tmp_path).lookup(request)
+    assert isinstance(obtained, Completion)
+    time.sleep(0.05)  # the run's setup, then its lookups, come later than the finding
+    after = CachedLLM(asked, tmp_path, not_before=obtained.obtained_at)
+    assert after.lookup(request) is not None  # obtained at the floor: served
+    before = CachedLLM(asked, tmp_path, not_before=obtained.obtained_at + 1e-3)
+    assert before.lookup(request) is None  # obtained before it: asked again

@@ -84,6 +84,7 @@ def estimate(
                     str(cache) if cache and cache.is_dir() else None,
                     via=reach[2],
                     max_age_s=settings.max_age_s,
+                    not_before=settings.not_before,
                 )
             to_ask: list[Request] = []
             cached = unknown = 0

@@ -48,6 +48,7 @@ class RunSettings:
     timeout_s: float = 60.0
     retry: RetryPolicy | None = None
     max_age_s: float | None = None
+    not_before: float | None = None  # cached answers obtained before it are asked again
     stop_early: dict[str, Thresholds] | None = None
     seed: int = 0
     # Early stopping's rule (judgekit.stats.sequential): the sequential one orders each set by what
@@ -148,6 +149,7 @@ def stack_of(settings: RunSettings, model: str, url: str | None, via: str) -> LL
         retry=settings.retry,
         via=via,
         max_age_s=settings.max_age_s,
+        not_before=settings.not_before,
     )
 
 

@@ -41,7 +41,13 @@ class CachedLLM:
     ([False, True], 1)
     """
 
-    def __init__(self, inner: LLM, directory: str | Path, max_age_s: float | None = None):
+    def __init__(
+        self,
+        inner: LLM,
+        directory: str | Path,
+        max_age_s: float | None = None,
+        not_before: float | None = None,
+    ):
         import sqlite3
 
         import diskcache
@@ -49,6 +55,9 @@ class CachedLLM:
         self.inner = inner
         self.directory = Path(directory)
         self.max_age_s = max_age_s
+        # Answers obtained before this time (a drift found, a lapse: POSIX seconds) are asked
+        # again: an absolute time, so an answer obtained just after it is never one of them.
+        self.not_before = not_before
         # With an evidence key, an entry is signed when stored and served only when its tag is
         # genuine (judgekit.signing): one written by anyone else is a miss.
         self.key = evidence_key()
@@ -81,6 +90,8 @@ class CachedLLM:
             return None  # no time: the age of this evidence is unknown
         if self.max_age_s is not None and time.time() - completion.obtained_at > self.max_age_s:
             return None  # too old for the gate's max_age: ask again
+        if self.not_before is not None and completion.obtained_at < self.not_before:
+            return None  # from before a recheck found its judge changed: ask again
         return completion
 
     async def complete(self, request: Request) -> Completion:

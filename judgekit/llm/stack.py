@@ -17,6 +17,7 @@ def open_llm(  # noqa: PLR0913  public, called by keyword from judging and impro
     retry: RetryPolicy | None = None,
     via: str = "auto",
     max_age_s: float | None = None,
+    not_before: float | None = None,
 ) -> LLM:
     """The standard stack for a model string: Cached(Retrying(transport)).
 
@@ -32,5 +33,5 @@ def open_llm(  # noqa: PLR0913  public, called by keyword from judging and impro
         transport = LiteLLM(endpoint, timeout_s)
     llm: LLM = RetryingLLM(transport, model, endpoint, retry or RetryPolicy())
     if cache_dir is not None:
-        llm = CachedLLM(llm, cache_dir, max_age_s)
+        llm = CachedLLM(llm, cache_dir, max_age_s, not_before)
     return llm

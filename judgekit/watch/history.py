@@ -158,6 +158,14 @@ def probe_counts(metrics: Mapping[str, Any]) -> dict[tuple[str, str], tuple[int,
     return out
 
 
+class Kept(NamedTuple):
+    """A run as the history keeps it, read at once: its fields, outcomes and confidences."""
+
+    run: HistoryRun
+    outcomes: dict[str, tuple[bool, bool | None]]
+    confidences: dict[str, float]
+
+
 # A run's columns its signature covers (all that a recheck or a drift comparison reads of it).
 _SIGNED = (
     "uid",
@@ -424,12 +432,25 @@ class History:
         return sorted(tuple(r) for r in rows)
 
     @_refusing_database_errors
-    def signed(self, run_id: int, key: bytes) -> bool:
-        """Whether a yes/no run and its verdicts are as a keyed writer recorded them (its
-        signature under `key` holds): what a recheck may take for its baseline."""
-        (stored,) = self.db.execute("SELECT mac FROM runs WHERE id = ?", (run_id,)).fetchone()
-        row = dict(zip(_SIGNED, self._signed_row(run_id), strict=True))
-        return genuine(key, stored, *_run_parts(row, self._signed_verdicts(run_id)))
+    def signed(self, run_id: int, key: bytes | None) -> Kept | None:
+        """A yes/no run, its outcomes and confidences, read at once (one state of the history),
+        when its signature under `key` holds (a keyed writer recorded them so): what a recheck
+        compares. None when it does not; without a key, as the history holds them."""
+        with self.db.transaction(snapshot=True):
+            found = self.db.execute("SELECT mac FROM runs WHERE id = ?", (run_id,)).fetchone()
+            row = dict(zip(_SIGNED, self._signed_row(run_id), strict=True))
+            verdicts = self._signed_verdicts(run_id)
+            run = self.run(run_id)
+        if key is not None and (
+            found is None or not genuine(key, found[0], *_run_parts(row, verdicts))
+        ):
+            return None
+        # the run's own fields, read in the same state, are the signed ones
+        return Kept(
+            run,
+            {e: (bool(label), None if p is None else bool(p)) for e, label, p, _ in verdicts},
+            {e: float(c) for e, _, _, c in verdicts if c is not None},
+        )
 
     @_refusing_database_errors
     def runs(self, criterion: str | None = None, purpose: str | None = None) -> list[HistoryRun]:

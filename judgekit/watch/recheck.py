@@ -32,15 +32,16 @@ from judgekit.secrets import public_url
 from judgekit.signing import evidence_key
 from judgekit.watch.canary import canary_size, canary_words
 from judgekit.watch.drift import Drift, compare
-from judgekit.watch.history import History, HistoryRun
+from judgekit.watch.history import History, HistoryRun, Kept
 
 
 def baseline(
     db: History, criterion: Criterion, on_disk: CalibrationSet, split: str | None
-) -> tuple[HistoryRun, JudgeSetup]:
+) -> tuple[Kept, JudgeSetup]:
     """The last calibration of `criterion` on its set as it is now (`on_disk`, narrowed to
-    `split`), of judgekit's own judge, with the criterion's file unchanged since; and the judge it
-    measured."""
+    `split`), of judgekit's own judge, with the criterion's file unchanged since, as the history
+    keeps it (under an evidence key, signed: read once, what the recheck compares); and the judge
+    it measured."""
     runs = [r for r in db.runs(criterion.id, purpose="calibrate") if r.split == split]
     where = f"{db.path}"
     found = next((r for r in reversed(runs) if on_disk.fingerprint == r.set_fingerprint), None)
@@ -62,7 +63,8 @@ def baseline(
             "calibrate it live first",
         )
     key = evidence_key()
-    if key is not None and not db.signed(found.id, key):
+    kept = db.signed(found.id, key)
+    if kept is None:
         # a baseline edited to match what the judge says now would hide any drift
         raise InputError.one(
             where,
@@ -71,6 +73,7 @@ def baseline(
             "without the key, or changed since): recheck compares with what it can trust; "
             "calibrate it under the key first",
         )
+    found = kept.run
     measured = found.measured(criterion)
     if measured is None:
         raise InputError.one(
@@ -81,7 +84,7 @@ def baseline(
             "measured (its prompt, model, endpoint or parameters); recheck re-asks the calibrated "
             "judge, so calibrate the criterion as it is now first",
         )
-    return found, measured
+    return kept, measured
 
 
 def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by position
@@ -114,7 +117,8 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
     baselines = {cid: baseline(db, judged[cid], on_disk[cid], split) for cid in ids}
     problems = []
     endpoints: dict[str, str | None] = {}
-    for cid, (run, setup) in baselines.items():
+    for cid, (kept, setup) in baselines.items():
+        run = kept.run
         problem = _asked_elsewhere(judged[cid], run, setup, model, endpoint, criteria_dir)
         if problem is not None:
             problems.append(problem)
@@ -126,7 +130,8 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
     if key is not None:  # its findings sealed under the key (a lapse now if they were not)
         db.vouch(key)
     drifts = []
-    for cid, (run, setup) in baselines.items():
+    for cid, (kept, setup) in baselines.items():
+        run = kept.run
         rates = (run.metrics.get("tpr"), run.metrics.get("tnr"))
         alpha, flips = policy.alpha, policy.max_run_flip_rate
         chosen = min(
@@ -154,14 +159,23 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
             )
         )
         (after,) = db.record(fresh, purpose="recheck")
+        now = db.signed(after, key)  # as recorded (under a key: signed, read back at once)
+        if now is None:
+            raise InputError.one(
+                str(db.path),
+                cid,
+                f"did not keep the recheck's run {after} as it was recorded; move this history "
+                "away and let judgekit start a new one",
+            )
+        # what the baseline was read as when it was checked, not read again after the asking
         found = compare(
             run,
-            db.run(after),
-            db.outcomes(run.id),
-            db.outcomes(after),
+            now.run,
+            kept.outcomes,
+            now.outcomes,
             policy,
-            before_confidence=db.confidences(run.id),
-            after_confidence=db.confidences(after),
+            before_confidence=kept.confidences,
+            after_confidence=now.confidences,
         )
         if found.status == "DRIFT":  # the gate and the next calibrate know the judge changed
             db.found_drift(after)

@@ -205,8 +205,10 @@ def _schema(db: Store) -> set[tuple[str, str, str]]:
     """A SQLite database's schema: each table's and index's name, table and statement (white space
     made one)."""
     rows = db.execute(
+        # SQLite's own objects by their literal prefix (in LIKE, `_` is any character: an index
+        # named sqliteXv would pass for one of them)
         "SELECT name, tbl_name, sql FROM sqlite_master "
-        "WHERE type IN ('table', 'index') AND name NOT LIKE 'sqlite_%'"
+        "WHERE type IN ('table', 'index') AND substr(name, 1, 7) <> 'sqlite_'"
     ).fetchall()
     return {(str(n), str(t), " ".join(str(sql or "").split())) for n, t, sql in rows}
 

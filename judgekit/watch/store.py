@@ -206,8 +206,8 @@ class Store:
         """Run an INSERT and return the id the database gave the row."""
         return int(self.execute(text + " RETURNING id", args).fetchone()[0])
 
-    def transaction(self, lock: str | None = None) -> transaction:
-        return transaction(self, lock)
+    def transaction(self, lock: str | None = None, snapshot: bool = False) -> transaction:
+        return transaction(self, lock, snapshot)
 
     def lock(self, name: str) -> None:
         """Hold the lock of this name until the transaction ends (PostgreSQL's advisory lock; on
@@ -237,14 +237,17 @@ class Store:
 class transaction:
     """One write transaction, one writer at a time: SQLite's BEGIN IMMEDIATE; PostgreSQL's BEGIN
     and, given a `lock` name, that advisory lock (`Store.lock`), so that reading and writing under
-    it is one step (the schema's migrations, a look at a test split)."""
+    it is one step (the schema's migrations, a look at a test split). `snapshot`: PostgreSQL's
+    reads in it see one state of the database (repeatable read), as SQLite's do."""
 
-    def __init__(self, store: Store, lock: str | None = None) -> None:
-        self.store, self.lock = store, lock
+    def __init__(self, store: Store, lock: str | None = None, snapshot: bool = False) -> None:
+        self.store, self.lock, self.snapshot = store, lock, snapshot
 
     def __enter__(self) -> None:
         if self.store.dialect is POSTGRES:
-            self.store.execute("BEGIN")
+            self.store.execute(
+                "BEGIN ISOLATION LEVEL REPEATABLE READ" if self.snapshot else "BEGIN"
+            )
             if self.lock is not None:
                 self.store.lock(self.lock)
         else:

@@ -63,6 +63,7 @@ RUN: dict[str, Column] = {
     "verdicts_sha": (_TEXT, True),
     "threshold": (_REAL, True),
     "kind": (_TEXT, True),
+    "mac": (_TEXT, True),  # its signature under the evidence key, which a move keeps
 }
 LOOK: dict[str, Column] = {
     "uid": (_TEXT, False),
@@ -87,7 +88,7 @@ CHANGE: dict[str, Column] = {
     "made_by": (_TEXT, True),
 }
 # Columns added after export files were first written: an older file's row without one has none.
-_ADDED = {"label_change": ("made_by",), "run": ("kind",)}
+_ADDED = {"label_change": ("made_by",), "run": ("kind", "mac")}
 KINDS: dict[str, tuple[str, dict[str, Column]]] = {
     "run": ("runs", RUN),
     "look": ("test_looks", LOOK),
