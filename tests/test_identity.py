@@ -615,6 +615,23 @@ def test_under_a_key_a_recheck_refuses_a_baseline_changed_since_it_was_kept(proj
         )
 
 
+def test_under_a_key_a_moved_history_keeps_its_signed_baseline(project, monkeypatch):
+    """`history export` / `import` dropped each run's signature: a keyed team that moved its
+    history had no calibration a recheck would compare with."""
+    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
+    project.jsonl("says-blocked", balanced(40, 40))
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
+    with FakeServer(GOOD) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+        assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0
+        assert runner.invoke(app, ["history", "export", "moved.jsonl"]).exit_code == 0
+        HISTORY.rename("old.sqlite")
+        assert runner.invoke(app, ["history", "import", "moved.jsonl"]).exit_code == 0
+        done = runner.invoke(app, ["recheck", "--size", "20"])
+        assert done.exit_code == 0 and "NO DRIFT" in done.output, done.output
+
+
 # What an attacker's review of the above found, each closed.
 
 
