@@ -590,6 +590,9 @@ def test_under_a_key_the_gate_heeds_the_history_the_calibration_kept(live, monke
     assert runner.invoke(app, ["gate", *kept]).exit_code == 0
     code, out = gate()  # the default history, missing: nothing says the judge was not changed
     assert code == 1 and UNVERIFIED in out
+    assert "findings of .judgekit/history.sqlite could not be verified" in out and (
+        "`--history` names the history the calibration kept" in out
+    )
 
 
 def test_under_a_key_a_recheck_refuses_a_baseline_changed_since_it_was_kept(project, monkeypatch):

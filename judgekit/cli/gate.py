@@ -17,6 +17,7 @@ from judgekit.cli.terminal import show_decisions
 from judgekit.errors import JudgekitError
 from judgekit.gate.decision import Gate
 from judgekit.gate.result import GateResult
+from judgekit.signing import UNSEALED
 
 
 def decide(
@@ -31,9 +32,17 @@ def decide(
 ) -> GateResult:
     """The gate's decisions on `report_path`, deciding also on the findings of the history
     (`history`, else the one judgekit uses here), written to JUnit and the CI step summary."""
+    findings = watch.findings_of(history, config)
+    if UNSEALED in findings:  # say which history that was: a team may keep its own elsewhere
+        say(
+            f"note: the drift findings of {watch.findings_place(history, config)} could not be "
+            "verified under the evidence key; `--history` names the history the calibration "
+            "kept",
+            err=True,
+        )
     gate = Gate.from_project(
         criteria, sets, config, criterion_ids or None, agent_model=agent_model
-    ).with_findings(watch.findings_of(history, config))
+    ).with_findings(findings)
     result = gate.check_path(report_path, criterion_ids or None)
     if junit is not None:
         write_junit(result, junit)

@@ -8,10 +8,17 @@ from typing import TYPE_CHECKING
 from judgekit.lazy import exports
 
 if TYPE_CHECKING:
-    from judgekit.watch.findings import findings_of as findings_of, read_findings as read_findings
+    from judgekit.watch.findings import (
+        findings_of as findings_of,
+        findings_place as findings_place,
+        read_findings as read_findings,
+    )
 else:
     # Loaded when first used: a gate that reads the findings does not pay for SQLite before then.
     __getattr__, __dir__ = exports(
         "judgekit.watch",
-        {name: "judgekit.watch.findings" for name in ("findings_of", "read_findings")},
+        {
+            name: "judgekit.watch.findings"
+            for name in ("findings_of", "findings_place", "read_findings")
+        },
     )

@@ -16,7 +16,7 @@ from judgekit.errors import InputError
 from judgekit.signing import UNSEALED, evidence_key
 from judgekit.watch.schema import identify
 from judgekit.watch.seal import read_seal
-from judgekit.watch.store import DEFAULT_PATH, Store, is_url, locate, sqlite_refusal
+from judgekit.watch.store import DEFAULT_PATH, Store, is_url, locate, sqlite_refusal, where
 
 FIRST_WITH_FINDINGS = 8  # the schema version that added runs.drift
 # criterion -> fingerprint of a judge found changed -> when the last recheck found it
@@ -39,6 +39,11 @@ def findings_of(
     location = locate(history, config, root)
     default = root / DEFAULT_PATH if root is not None else DEFAULT_PATH
     return read_findings(location, default=history is None and location == default)
+
+
+def findings_place(history: str | Path | None, config: Path | None = None) -> str:
+    """Where `findings_of` reads, as it may be shown (a URL without its credentials)."""
+    return where(locate(history, config))
 
 
 def read_findings(location: str | Path, default: bool = False) -> Findings:
