@@ -25,6 +25,7 @@ from judgekit.judging.selection import Draw, draw, judged_pool, read_pool, recor
 from judgekit.llm.protocol import LLM
 from judgekit.pipeline import Options, as_measured
 from judgekit.report.model import Report
+from judgekit.stats.drawn import plan_words
 
 RATE_WORDS = {"tpr": "TPR (known-good examples)", "tnr": "TNR (known-bad examples)"}
 
@@ -168,12 +169,7 @@ def _replaced(out: Path, records: list[dict[str, Any]], drawn: Draw) -> str | No
     }
     if not plans or plans == {drawn.plan}:
         return None
-    words = ", ".join(
-        "no plan"
-        if p is None
-        else f"{len(p)} round{'s' if len(p) > 1 else ''} of " + ", ".join(map(str, p))
-        for p in sorted(plans, key=str)
-    )
+    words = ", ".join(plan_words(p) for p in sorted(plans, key=str))
     return (
         f"replaced the last draw of this pool in {out} ({len(before)} repl"
         f"{'y' if len(before) == 1 else 'ies'}, none labelled), planned as {words}: this draw "
