@@ -82,14 +82,15 @@ def read_findings(location: str | Path, default: bool = False) -> Findings:
 
 
 def _time(where: str, criterion: str, created: str) -> datetime:
-    """A finding's time, as an aware datetime; a damaged one is an InputError naming it."""
+    """A finding's (or a lapse's) time, as an aware datetime; a damaged one is an InputError
+    naming it."""
     try:
         when = datetime.fromisoformat(created)
     except (TypeError, ValueError):
         raise InputError.one(
             where,
             criterion,
-            f"a recheck's DRIFT is dated {created!r}, which is not a time; the history is "
+            f"a drift finding is dated {created!r}, which is not a time; the history is "
             "damaged there",
         ) from None
     return when if when.tzinfo else when.replace(tzinfo=UTC)

@@ -432,7 +432,7 @@ class History:
         return sorted(tuple(r) for r in rows)
 
     @_refusing_database_errors
-    def signed(self, run_id: int, key: bytes | None) -> Kept | None:
+    def kept(self, run_id: int, key: bytes | None) -> Kept | None:
         """A yes/no run, its outcomes and confidences, read at once (one state of the history),
         when its signature under `key` holds (a keyed writer recorded them so): what a recheck
         compares. None when it does not; without a key, as the history holds them."""

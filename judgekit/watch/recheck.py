@@ -63,7 +63,7 @@ def baseline(
             "calibrate it live first",
         )
     key = evidence_key()
-    kept = db.signed(found.id, key)
+    kept = db.kept(found.id, key)
     if kept is None:
         # a baseline edited to match what the judge says now would hide any drift
         raise InputError.one(
@@ -159,7 +159,7 @@ def recheck(  # noqa: PLR0913  `judgekit recheck` (cli/watch.py) passes these by
             )
         )
         (after,) = db.record(fresh, purpose="recheck")
-        now = db.signed(after, key)  # as recorded (under a key: signed, read back at once)
+        now = db.kept(after, key)  # as recorded (under a key: signed, read back at once)
         if now is None:
             raise InputError.one(
                 str(db.path),

@@ -138,7 +138,7 @@ def _m010_pairwise(db: Store) -> None:
 
 def _m011_findings_seal(db: Store) -> None:
     """The findings' seal under the evidence key (judgekit.watch.seal): one row; the times a keyed
-    writer found the history unsealed (its lapses); and each run's signature (`History.signed`)."""
+    writer found the history unsealed (its lapses); and each run's signature (`History.kept`)."""
     db.execute("CREATE TABLE findings_seal (id INTEGER PRIMARY KEY, mac TEXT NOT NULL)")
     db.execute(f"CREATE TABLE seal_lapses (id {db.dialect.key}, at TEXT NOT NULL)")
     # each yes/no run's own signature under the key: a recheck's baseline must be one
