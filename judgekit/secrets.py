@@ -179,7 +179,8 @@ def public_url(url: str | None) -> str | None:
     """An endpoint without user:password, and its query (where keys sometimes ride) as a digest:
     a query is sent, and can pick the model that answers (a gateway's route, Azure's
     api-version), so two queries are two endpoints; the digest shows no value of it (12 hex
-    digits of SHA-256: no way back to a key).
+    digits of SHA-256: no way back to a key of a key's length, though a short guessable value
+    could be found by trying).
 
     >>> public_url("https://ana:pw@llm.example:8443/v1")
     'https://llm.example:8443/v1'
