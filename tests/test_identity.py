@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -338,8 +339,6 @@ def test_a_calibrate_killed_between_the_two_renames_leaves_the_last_pair(live, m
 def test_a_run_dated_ahead_by_a_fast_clock_is_not_latest_for_ever(project, monkeypatch):
     """Hole 7: one runner of a shared history has a clock a year fast; a real regression
     calibrated after its run is what `drift` compares, not the run from the future."""
-    import sqlite3
-
     project.criterion(llm_criterion(judge={"model": "openai/judge"}))
     project.jsonl("says-blocked", balanced(40, 40))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -380,7 +379,6 @@ def test_recorded_verdicts_age_from_their_first_calibration_not_the_file_s_mtime
     are as old as the first calibration of that file (by its digest), as the history and the
     report say; a file never calibrated is first calibrated now."""
     import os
-    import sqlite3
     import time
 
     project.criterion(llm_criterion())
@@ -452,8 +450,8 @@ def test_gated_judge_reads_the_findings_of_the_history_judgekit_uses_for_its_pro
 
 
 @pytest.fixture
-def drifted(project, monkeypatch):
-    """Under a key: a judge calibrated (PASS), its provider then changed, and a recheck's DRIFT."""
+def keyed(project, monkeypatch):
+    """Under an evidence key: a judge calibrated against a good provider (PASS)."""
     project.criterion(llm_criterion(judge={"model": "openai/judge"}))
     project.jsonl("says-blocked", balanced(40, 40))
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
@@ -461,14 +459,21 @@ def drifted(project, monkeypatch):
     with FakeServer(GOOD) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.url)
         assert runner.invoke(app, ["calibrate", "-q", "--gate"]).exit_code == 0
-        assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0
-        assert server.requests == 80  # the sealed history: the cached answers are served
-        server.answer = script({}, default=True)  # the provider now passes everything
-        found = runner.invoke(app, ["recheck", "--size", "10"])
-        assert found.exit_code == 1 and "DRIFT" in found.output, found.output
-        code, out = gate()
-        assert code == 1 and "a recheck found this judge changed" in out  # sealed with it
         yield project, server
+
+
+@pytest.fixture
+def drifted(keyed):
+    """Under a key: a judge calibrated (PASS), its provider then changed, and a recheck's DRIFT."""
+    project, server = keyed
+    assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0
+    assert server.requests == 80  # the sealed history: the cached answers are served
+    server.answer = script({}, default=True)  # the provider now passes everything
+    found = runner.invoke(app, ["recheck", "--size", "10"])
+    assert found.exit_code == 1 and "DRIFT" in found.output, found.output
+    code, out = gate()
+    assert code == 1 and "a recheck found this judge changed" in out  # sealed with it
+    return project, server
 
 
 HISTORY = Path(".judgekit/history.sqlite")
@@ -476,8 +481,6 @@ UNVERIFIED = "drift findings could not be verified under the evidence key"
 
 
 def _null_the_finding() -> None:
-    import sqlite3
-
     with sqlite3.connect(HISTORY) as db:
         db.execute("UPDATE runs SET drift = NULL WHERE purpose = 'recheck'")
 
@@ -550,31 +553,23 @@ def test_compare_asks_again_what_a_drift_found_makes_old(drifted):
     assert server.requests == asked + 160, "compare served the pre-drift answers"
 
 
-def test_a_trigger_planted_before_a_recheck_cannot_undo_its_finding(project, monkeypatch):
+def test_a_trigger_planted_before_a_recheck_cannot_undo_its_finding(keyed):
     """A trigger on `runs` (added without the key, which changes no finding) cleared the DRIFT a
     recheck wrote inside the keyed write that sealed it: the gate passed the drifted judge and
     calibrate served its pre-drift answers. A history holding one is refused."""
-    import sqlite3
-
-    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
-    project.jsonl("says-blocked", balanced(40, 40))
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
-    with FakeServer(GOOD) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        assert runner.invoke(app, ["calibrate", "-q", "--gate"]).exit_code == 0
-        with sqlite3.connect(HISTORY) as db:
-            db.execute(
-                "CREATE TRIGGER undo AFTER UPDATE OF drift ON runs "
-                "BEGIN UPDATE runs SET drift = NULL WHERE id = NEW.id; END"
-            )
-        server.answer = script({}, default=True)
-        found = runner.invoke(app, ["recheck", "--size", "10"])
-        assert found.exit_code == 2 and "holds a trigger judgekit did not make" in found.output
-        code, out = gate()
-        assert code == 2 and "holds a trigger judgekit did not make" in out, out
-        refused = runner.invoke(app, ["calibrate", "-q", "--gate"])
-        assert refused.exit_code == 2 and server.requests == 80, refused.output  # none asked
+    _, server = keyed
+    with sqlite3.connect(HISTORY) as db:
+        db.execute(
+            "CREATE TRIGGER undo AFTER UPDATE OF drift ON runs "
+            "BEGIN UPDATE runs SET drift = NULL WHERE id = NEW.id; END"
+        )
+    server.answer = script({}, default=True)
+    found = runner.invoke(app, ["recheck", "--size", "10"])
+    assert found.exit_code == 2 and "holds a trigger judgekit did not make" in found.output
+    code, out = gate()
+    assert code == 2 and "holds a trigger judgekit did not make" in out, out
+    refused = runner.invoke(app, ["calibrate", "-q", "--gate"])
+    assert refused.exit_code == 2 and server.requests == 80, refused.output  # none asked
 
 
 def test_under_a_key_the_gate_heeds_the_history_the_calibration_kept(live, monkeypatch):
@@ -595,44 +590,28 @@ def test_under_a_key_the_gate_heeds_the_history_the_calibration_kept(live, monke
     )
 
 
-def test_under_a_key_a_recheck_refuses_a_baseline_changed_since_it_was_kept(project, monkeypatch):
+def test_under_a_key_a_recheck_refuses_a_baseline_changed_since_it_was_kept(keyed):
     """The runs are data: the calibration's verdicts set to abstentions (or to what the judge
     says now) left the recheck nothing to compare, and it said NO DRIFT while the judge had
     changed. Under a key each run is signed as recorded; a recheck compares with a signed one."""
-    import sqlite3
-
-    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
-    project.jsonl("says-blocked", balanced(40, 40))
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
-    with FakeServer(GOOD) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        assert runner.invoke(app, ["calibrate", "-q", "--gate"]).exit_code == 0
-        with sqlite3.connect(HISTORY) as db:
-            db.execute("UPDATE verdicts SET passed = NULL")
-        server.answer = script({}, default=True)
-        found = runner.invoke(app, ["recheck", "--size", "10"])
-        assert found.exit_code == 2, found.output
-        assert "is not signed under the evidence key" in found.output and "NO DRIFT" not in (
-            found.output
-        )
+    _, server = keyed
+    with sqlite3.connect(HISTORY) as db:
+        db.execute("UPDATE verdicts SET passed = NULL")
+    server.answer = script({}, default=True)
+    found = runner.invoke(app, ["recheck", "--size", "10"])
+    assert found.exit_code == 2, found.output
+    assert "is not signed under the evidence key" in found.output
+    assert "NO DRIFT" not in found.output
 
 
-def test_under_a_key_a_moved_history_keeps_its_signed_baseline(project, monkeypatch):
+def test_under_a_key_a_moved_history_keeps_its_signed_baseline(keyed):
     """`history export` / `import` dropped each run's signature: a keyed team that moved its
     history had no calibration a recheck would compare with."""
-    project.criterion(llm_criterion(judge={"model": "openai/judge"}))
-    project.jsonl("says-blocked", balanced(40, 40))
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    monkeypatch.setenv("JUDGEKIT_EVIDENCE_KEY", KEY)
-    with FakeServer(GOOD) as server:
-        monkeypatch.setenv("OPENAI_BASE_URL", server.url)
-        assert runner.invoke(app, ["calibrate", "-q"]).exit_code == 0
-        assert runner.invoke(app, ["history", "export", "moved.jsonl"]).exit_code == 0
-        HISTORY.rename("old.sqlite")
-        assert runner.invoke(app, ["history", "import", "moved.jsonl"]).exit_code == 0
-        done = runner.invoke(app, ["recheck", "--size", "20"])
-        assert done.exit_code == 0 and "NO DRIFT" in done.output, done.output
+    assert runner.invoke(app, ["history", "export", "moved.jsonl"]).exit_code == 0
+    HISTORY.rename("old.sqlite")
+    assert runner.invoke(app, ["history", "import", "moved.jsonl"]).exit_code == 0
+    done = runner.invoke(app, ["recheck", "--size", "20"])
+    assert done.exit_code == 0 and "NO DRIFT" in done.output, done.output
 
 
 # What an attacker's review of the above found, each closed.
@@ -768,8 +747,6 @@ def test_trials_the_verdicts_do_not_hold_and_malformed_fields_fail_cleanly(live,
 
 
 def test_a_damaged_finding_is_an_input_error_not_a_traceback(live):
-    import sqlite3
-
     project, server = live
     server.answer = script({}, default=True)
     assert runner.invoke(app, ["recheck", "--size", "10"]).exit_code == 1
